@@ -1,0 +1,118 @@
+"""``kadence dev``: the whole stack for development, with the bundled sample run once.
+
+Needs a broker (``make dev`` starts one and sets KADENCE_KAFKA_BOOTSTRAP). Starts a history
+processor and the gateway as child processes, a worker for the sample in this process, then starts
+the sample order-fulfilment workflow through the gateway, prints its result and history, and keeps
+serving until interrupted (or exits at once with KADENCE_DEV_ONCE=1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import click
+import httpx
+
+from kadence.topics import Catalogue, KafkaConfig
+
+__all__ = ["dev"]
+
+
+def _spawn(config: KafkaConfig, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace}
+    return subprocess.Popen([sys.executable, "-m", "kadence.cli", *args], env=env)
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+async def _wait_http(url: str, procs: list[subprocess.Popen], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient() as http:
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in procs):
+                raise click.ClickException("a child process exited during start-up (see its log above)")
+            try:
+                if (await http.get(url, timeout=1)).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.2)
+    raise click.ClickException(f"{url} did not answer within {timeout}s")
+
+
+async def _run(config: KafkaConfig, port: int, once: bool, procs: list[subprocess.Popen]) -> None:
+    from kadence import Client, Worker
+    from kadence.samples import order_fulfilment as sample
+
+    base = f"http://127.0.0.1:{port}"
+    await _wait_http(f"{base}/healthz", procs)
+    client = await Client.connect(config=config)
+    worker = Worker(client, task_queue=sample.TASK_QUEUE, workflows=sample.WORKFLOWS, activities=sample.ACTIVITIES)
+    async with worker:
+        workflow_id = f"order-{sample.SAMPLE_ORDER['order_id']}-{uuid.uuid4().hex[:8]}"
+        click.echo(f"==> starting the sample OrderFulfilment as {workflow_id} through {base}")
+        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+            resp = await http.post("/v1/workflows/OrderFulfilment/start",
+                                   json={"workflow_id": workflow_id, "task_queue": sample.TASK_QUEUE,
+                                         "input": [sample.SAMPLE_ORDER]},
+                                   headers={"Idempotency-Key": f"dev-{workflow_id}"})
+            if resp.status_code != 201:
+                raise click.ClickException(f"start failed: {resp.status_code} {resp.text}")
+            run_id = resp.json()["run_id"]
+            result = await client.get_workflow_handle(workflow_id, run_id=run_id).result(timeout=120)
+            click.echo("==> result")
+            click.echo(json.dumps(result, indent=2))
+            hist = (await http.get(f"/v1/workflows/{workflow_id}/history", params={"run_id": run_id})).json()
+        click.echo(f"==> history ({len(hist['events'])} events)")
+        for ev in hist["events"]:
+            attrs = ev["attributes"]
+            detail = attrs.get("activity_type") or ""
+            click.echo(f"  {ev['seq']:>3}  {ev['time']}  {ev['type']:<28} {detail}")
+        if once:
+            click.echo("==> KADENCE_DEV_ONCE=1: done")
+        else:
+            click.echo(f"==> serving: gateway {base} (OpenAPI at {base}/openapi.json), namespace "
+                       f"{config.namespace}, worker on task queue {sample.TASK_QUEUE}. Ctrl-C to stop.")
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+    await client.close()
+
+
+@click.command()
+@click.option("--port", default=8080, show_default=True, type=int, envvar="KADENCE_GATEWAY_PORT")
+@click.option("--once/--serve", default=None, help="exit after the sample completes [env KADENCE_DEV_ONCE=1]")
+@click.pass_obj
+def dev(config: KafkaConfig, port: int, once: bool | None) -> None:
+    """Run processor, gateway and a sample worker; run the sample once."""
+    if once is None:
+        once = os.environ.get("KADENCE_DEV_ONCE", "") not in ("", "0", "false")
+    report = Catalogue(config).apply()
+    click.echo(f"==> topics of namespace {config.namespace}: {len(report.created)} created, "
+               f"{len(report.existing)} already there")
+    procs = [_spawn(config, "processor", "--instance-id", "dev-0"),
+             _spawn(config, "gateway", "--port", str(port))]
+    try:
+        asyncio.run(_run(config, port, once, procs))
+    finally:
+        _stop(procs)

@@ -1,0 +1,222 @@
+"""The ``kadence`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import signal
+import sys
+
+import click
+
+from kadence.topics import Catalogue, KafkaConfig, KadenceError, PartitionMismatchError
+
+__all__ = ["main"]
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for noisy in ("uvicorn.access",):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+@click.group()
+@click.option("--bootstrap", envvar="KADENCE_KAFKA_BOOTSTRAP", default="127.0.0.1:9092", show_default=True,
+              help="Kafka bootstrap servers [env KADENCE_KAFKA_BOOTSTRAP]")
+@click.option("--namespace", envvar="KADENCE_NAMESPACE", default="kadence", show_default=True,
+              help="topic namespace [env KADENCE_NAMESPACE]")
+@click.option("--log-level", envvar="KADENCE_LOG_LEVEL", default="info", show_default=True)
+@click.pass_context
+def main(ctx: click.Context, bootstrap: str, namespace: str, log_level: str) -> None:
+    """Kadence: durable workflows on Kafka."""
+    _setup_logging(log_level)
+    try:
+        ctx.obj = KafkaConfig.from_env(bootstrap=bootstrap, namespace=namespace)
+    except KadenceError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+@main.group()
+def topics() -> None:
+    """Create and inspect the namespace's topics."""
+
+
+@topics.command("apply")
+@click.option("--partitions", type=int, envvar="KADENCE_PARTITIONS", default=None,
+              help="partitions of commands/history/state (fixed for ever) [env KADENCE_PARTITIONS]")
+@click.option("--queue", "queues", multiple=True, help="also create the task topics of this task queue")
+@click.pass_obj
+def topics_apply(config: KafkaConfig, partitions: int | None, queues: tuple[str, ...]) -> None:
+    """Create what is missing; refuse a partition-count mismatch."""
+    if partitions is not None:
+        config = KafkaConfig.from_env(bootstrap=config.bootstrap, namespace=config.namespace, partitions=partitions)
+    cat = Catalogue(config)
+    try:
+        specs = cat.core_specs() + [s for q in queues for s in cat.queue_specs(q)]
+        report = cat.apply(specs)
+    except PartitionMismatchError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except KadenceError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    for name in report.created:
+        click.echo(f"created  {name}")
+    for name in report.existing:
+        click.echo(f"exists   {name}")
+    for warning in report.warnings:
+        click.echo(f"warning  {warning}", err=True)
+
+
+@topics.command("describe")
+@click.pass_obj
+def topics_describe(config: KafkaConfig) -> None:
+    """List the namespace's topics and their partition counts."""
+    try:
+        have = Catalogue(config).existing()
+    except KadenceError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    for name in sorted(have):
+        click.echo(f"{name}\t{have[name]}")
+
+
+@main.command()
+@click.option("--instance-id", envvar="KADENCE_PROCESSOR_ID", default=None,
+              help="stable ID of this instance slot [env KADENCE_PROCESSOR_ID]; default: host name")
+@click.pass_obj
+def processor(config: KafkaConfig, instance_id: str | None) -> None:
+    """Run a history processor instance (until SIGTERM/SIGINT)."""
+    from kadence.processors import HistoryProcessor, ProcessorConfig
+
+    overrides = {"instance_id": instance_id} if instance_id else {}
+    proc = HistoryProcessor(ProcessorConfig.from_env(config, **overrides))
+    signal.signal(signal.SIGTERM, lambda *_: proc.stop())
+    signal.signal(signal.SIGINT, lambda *_: proc.stop())
+    try:
+        proc.run()
+    except KadenceError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, envvar="KADENCE_GATEWAY_HOST")
+@click.option("--port", default=8080, show_default=True, type=int, envvar="KADENCE_GATEWAY_PORT")
+@click.pass_obj
+def gateway(config: KafkaConfig, host: str, port: int) -> None:
+    """Serve the HTTP gateway."""
+    import uvicorn
+
+    from kadence.gateway import GatewayConfig, create_app
+
+    app = create_app(GatewayConfig.from_env(config))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def load_definitions(module_name: str) -> tuple[list, list]:
+    """``WORKFLOWS`` and ``ACTIVITIES`` lists of a module."""
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise click.UsageError(f"cannot import {module_name}: {exc}") from exc
+    return list(getattr(module, "WORKFLOWS", [])), list(getattr(module, "ACTIVITIES", []))
+
+
+@main.command()
+@click.option("--task-queue", required=True)
+@click.option("--module", "module_name", required=True,
+              help="module with WORKFLOWS and ACTIVITIES lists, e.g. kadence.samples.order_fulfilment")
+@click.pass_obj
+def worker(config: KafkaConfig, task_queue: str, module_name: str) -> None:
+    """Run a worker for a task queue (until SIGTERM/SIGINT)."""
+    from kadence import Client, Worker
+
+    workflows, activities = load_definitions(module_name)
+
+    async def run() -> None:
+        client = await Client.connect(config=config)
+        w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, w.shutdown)
+        try:
+            await w.run()
+        finally:
+            await client.close()
+
+    asyncio.run(run())
+
+
+@main.command()
+@click.argument("workflow_type")
+@click.option("--id", "workflow_id", required=True)
+@click.option("--task-queue", required=True)
+@click.option("--input", "input_json", default="[]", help="JSON array of arguments")
+@click.option("--request-id", default=None, help="idempotency key: a retry gets the first answer")
+@click.option("--wait/--no-wait", default=False, help="wait for the result")
+@click.pass_obj
+def start(config: KafkaConfig, workflow_type: str, workflow_id: str, task_queue: str, input_json: str,
+          request_id: str | None, wait: bool) -> None:
+    """Start a workflow run."""
+    from kadence import Client, KadenceError as Err
+
+    try:
+        args = json.loads(input_json)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--input") from exc
+    if not isinstance(args, list):
+        raise click.BadParameter("must be a JSON array of arguments", param_hint="--input")
+
+    async def run() -> None:
+        client = await Client.connect(config=config)
+        try:
+            handle = await client.start_workflow(workflow_type, *args, id=workflow_id, task_queue=task_queue,
+                                                 request_id=request_id)
+            out = {"workflow_id": handle.id, "run_id": handle.run_id}
+            if wait:
+                out["result"] = await handle.result()
+            click.echo(json.dumps(out, indent=2))
+        finally:
+            await client.close()
+
+    try:
+        asyncio.run(run())
+    except Err as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("workflow_id")
+@click.option("--run-id", default=None)
+@click.pass_obj
+def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
+    """Print a run's history as JSON."""
+    from kadence import Client, KadenceError as Err
+
+    async def run() -> None:
+        client = await Client.connect(config=config)
+        try:
+            events = await client.get_workflow_handle(workflow_id, run_id=run_id).history()
+            click.echo(json.dumps(events, indent=2))
+        finally:
+            await client.close()
+
+    try:
+        asyncio.run(run())
+    except Err as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+def _register_dev() -> None:
+    from .dev import dev
+
+    main.add_command(dev)
+
+
+_register_dev()

@@ -1,0 +1,162 @@
+"""The HTTP gateway: JSON over HTTP for services that do not use the Python SDK.
+
+Operations turn requests into command records on ``{ns}.commands`` and wait for the engine's
+reply; reads come from Kafka (the Redis read model replaces the history scan when it exists).
+Errors are ``{"error": {"code", "message", "field"?}}`` with a stable code, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from kadence.topics.config import KafkaConfig
+from kadence.topics.engine_client import EngineClient
+from kadence.topics.errors import BrokerUnavailableError, KadenceError, WorkflowNotFoundError
+from kadence.topics.history_json import event_to_json
+from kadence.topics.payload import JsonConverter
+
+__all__ = ["GatewayConfig", "create_app"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayConfig:
+    kafka: KafkaConfig
+    #: KADENCE_GATEWAY_REPLY_TIMEOUT: seconds to wait for the engine's reply before a 503
+    reply_timeout: float = 15.0
+    #: KADENCE_GATEWAY_MAX_BODY: largest accepted request body in bytes
+    max_body_bytes: int = 2 * 1024 * 1024
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, kafka: KafkaConfig, env=None) -> "GatewayConfig":
+        env = os.environ if env is None else env
+        kw: dict = {}
+        if env.get("KADENCE_GATEWAY_REPLY_TIMEOUT"):
+            kw["reply_timeout"] = float(env["KADENCE_GATEWAY_REPLY_TIMEOUT"])
+        if env.get("KADENCE_GATEWAY_MAX_BODY"):
+            kw["max_body_bytes"] = int(env["KADENCE_GATEWAY_MAX_BODY"])
+        return cls(kafka=kafka, **kw)
+
+
+class StartRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    workflow_id: str | None = Field(None, min_length=1, max_length=512,
+                                    description="defaults to a generated UUID")
+    task_queue: str = Field(..., min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")
+    input: list[Any] = Field(default_factory=list, description="the workflow's positional arguments")
+
+
+class StartResponse(BaseModel):
+    workflow_id: str
+    run_id: str
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+def _error(status: int, code: str, message: str, field: str | None = None, headers=None) -> JSONResponse:
+    body = {"code": code, "message": message}
+    if field:
+        body["field"] = field
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+_ERRORS = {400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse},
+           503: {"model": ErrorResponse}}
+
+
+def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> FastAPI:
+    converter = JsonConverter()
+    state: dict = {"engine": engine}
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        if state["engine"] is None:
+            state["engine"] = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config.kafka)
+            owned = True
+        else:
+            owned = False
+        yield
+        if owned:
+            await asyncio.get_running_loop().run_in_executor(None, state["engine"].close)
+
+    app = FastAPI(title="Kadence gateway", version="0.1.0", lifespan=lifespan,
+                  description="Start workflows and read their history over HTTP.")
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(_request: Request, exc: RequestValidationError):
+        err = exc.errors()[0] if exc.errors() else {}
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body",)]
+        if err.get("type") == "json_invalid":
+            return _error(400, "invalid_json", "request body is not valid JSON")
+        field_name = ".".join(loc) or None
+        return _error(400, "invalid_input", f"{field_name or 'body'}: {err.get('msg', 'invalid')}", field_name)
+
+    @app.exception_handler(BrokerUnavailableError)
+    async def on_unavailable(_request: Request, exc: BrokerUnavailableError):
+        return _error(503, "unavailable", str(exc), headers={"Retry-After": "5"})
+
+    @app.exception_handler(WorkflowNotFoundError)
+    async def on_not_found(_request: Request, exc: WorkflowNotFoundError):
+        return _error(404, "not_found", str(exc))
+
+    @app.exception_handler(KadenceError)
+    async def on_kadence(_request: Request, exc: KadenceError):
+        return _error(400, "invalid_input", str(exc))
+
+    @app.post("/v1/workflows/{workflow_type}/start", status_code=201, response_model=StartResponse,
+              responses=_ERRORS, summary="Start a workflow run")
+    async def start(workflow_type: str, body: StartRequest,
+                    idempotency_key: str | None = Header(None, max_length=200,
+                                                         description="retries with the same key get the first answer")):
+        engine: EngineClient = state["engine"]
+        workflow_id = body.workflow_id or str(uuid.uuid4())
+        request_id = idempotency_key or str(uuid.uuid4())
+        payload = {
+            "workflow_type": workflow_type, "task_queue": body.task_queue,
+            "input": converter.to_bytes(body.input), "id_reuse_policy": "allow_duplicate",
+            "run_timeout_ms": None, "search_attributes": {},
+        }
+        reply = await engine.request(workflow_id, "StartWorkflow", payload, request_id=request_id,
+                                     timeout=config.reply_timeout)
+        if reply["status"] == "already_started":
+            return JSONResponse({"error": {"code": "already_started", "message": reply["message"],
+                                           "run_id": reply["run_id"]}}, status_code=409)
+        if reply["status"] != "ok":
+            return _error(400, reply["status"], reply["message"])
+        log.info("started workflow %s run %s", workflow_id, reply["run_id"])
+        return StartResponse(workflow_id=workflow_id, run_id=reply["run_id"])
+
+    @app.get("/v1/workflows/{workflow_id}/history", responses=_ERRORS, summary="A run's history, oldest first")
+    async def history(workflow_id: str, run_id: str | None = None):
+        engine: EngineClient = state["engine"]
+        rid, events = await engine.history(workflow_id, run_id)
+        if run_id is not None and not events:
+            raise WorkflowNotFoundError(f"run {run_id!r} of workflow {workflow_id!r} not found")
+        return {"workflow_id": workflow_id, "run_id": rid, "events": [event_to_json(e, converter) for e in events]}
+
+    @app.get("/healthz", summary="Liveness")
+    async def healthz():
+        return {"status": "ok"}
+
+    return app

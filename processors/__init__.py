@@ -1,0 +1,11 @@
+"""The engine: the history processor (workflow state machines on exactly-once transactions).
+
+Never imported by the SDK, the gateway or the connectors.
+"""
+
+from .history_processor import HistoryProcessor, ProcessorConfig
+from .state_machine import BatchView, Outbox, transition
+from .store import MemoryShardStore, restore_shard
+
+__all__ = ["HistoryProcessor", "ProcessorConfig", "BatchView", "Outbox", "transition",
+           "MemoryShardStore", "restore_shard"]

@@ -1,0 +1,331 @@
+"""The history processor: consumes ``{ns}.commands`` and commits each batch as one transaction.
+
+For every batch (adaptive: whatever is ready, up to ``max_batch``) it produces the new history
+events, the new state records, the workflow and activity tasks, the replies and the consumed
+offsets in ONE Kafka transaction (EOS v2, KIP-447, with the consumer's group metadata). The local
+stores change only after the commit succeeds; on abort the batch's writes are dropped and the
+consumer rewinds to the committed offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from kadence.topics import serde
+from kadence.topics.catalogue import Catalogue
+from kadence.topics.config import KafkaConfig
+from kadence.topics.errors import ConfigError, KadenceError, SchemaError
+from kadence.topics.records import history_key, now_ms
+
+from .state_machine import BatchView, Outbox, transition
+from .store import MemoryShardStore, restore_shard
+
+__all__ = ["ProcessorConfig", "HistoryProcessor"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessorConfig:
+    kafka: KafkaConfig
+    #: KADENCE_PROCESSOR_ID: stable per instance slot; names the transactional ID and the static
+    #: group membership, so a restarted instance fences its predecessor and takes its shards at once
+    instance_id: str = field(default_factory=socket.gethostname)
+    #: KADENCE_PROCESSOR_MAX_BATCH: most commands in one transaction
+    max_batch: int = 500
+    #: KADENCE_TXN_TIMEOUT_MS: how long a dead instance's open transaction can block its shards
+    transaction_timeout_ms: int = 10_000
+    #: KADENCE_SESSION_TIMEOUT_MS: how soon the group notices a dead instance
+    session_timeout_ms: int = 10_000
+
+    def __post_init__(self):
+        if not self.instance_id or any(c.isspace() for c in self.instance_id):
+            raise ConfigError("processor instance_id must be a non-empty word")
+        if self.max_batch < 1:
+            raise ConfigError("max_batch must be >= 1")
+
+    @classmethod
+    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "ProcessorConfig":
+        env = os.environ if env is None else env
+        kw: dict = {}
+        for var, key in (("KADENCE_PROCESSOR_ID", "instance_id"),):
+            if env.get(var):
+                kw[key] = env[var]
+        for var, key in (("KADENCE_PROCESSOR_MAX_BATCH", "max_batch"), ("KADENCE_TXN_TIMEOUT_MS", "transaction_timeout_ms"),
+                         ("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms")):
+            if env.get(var):
+                kw[key] = int(env[var])
+        kw.update(overrides)
+        return cls(kafka=kafka, **kw)
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry | None):
+        r = registry
+        self.commands = Counter("kadence_processor_commands", "commands processed", registry=r)
+        self.batches = Histogram("kadence_processor_batch_size", "commands per transaction", registry=r,
+                                 buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000))
+        self.commit = Histogram("kadence_processor_commit_seconds", "transaction commit time", registry=r,
+                                buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5))
+        self.duplicates = Counter("kadence_processor_duplicates_suppressed", "duplicate requests answered from memory", registry=r)
+        self.stale = Counter("kadence_processor_stale_rejected", "stale task completions rejected", registry=r)
+        self.dlq = Counter("kadence_processor_dead_letters", "commands sent to the dead-letter topic", registry=r)
+        self.aborts = Counter("kadence_processor_aborts", "transactions aborted", registry=r)
+
+
+class HistoryProcessor:
+    """One processor instance. ``run()`` blocks until ``stop()``."""
+
+    def __init__(self, config: ProcessorConfig, *, registry: CollectorRegistry | None = None):
+        self.config = config
+        self.kafka = config.kafka
+        self.topics = Catalogue(config.kafka)
+        self.metrics = _Metrics(registry or CollectorRegistry())
+        self._stop = threading.Event()
+        self._stores: dict[int, MemoryShardStore] = {}
+        self._known_queues: set[str] = set()
+        self._cmd_codec = serde.codec("Command")
+        self._consumer: Consumer | None = None
+        self._producer: Producer | None = None
+        self.committed_batches = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _make_producer(self) -> Producer:
+        producer = Producer(self.kafka.producer(**{
+            "transactional.id": f"{self.kafka.namespace}.processor.{self.config.instance_id}",
+            "transaction.timeout.ms": self.config.transaction_timeout_ms,
+            "linger.ms": 1,
+            "acks": "all",
+        }))
+        producer.init_transactions(60)
+        return producer
+
+    def _make_consumer(self) -> Consumer:
+        consumer = Consumer(self.kafka.consumer(self.topics.processor_group, **{
+            "group.instance.id": f"{self.kafka.namespace}.processor.{self.config.instance_id}",
+            "session.timeout.ms": self.config.session_timeout_ms,
+            "partition.assignment.strategy": "cooperative-sticky",
+            "fetch.wait.max.ms": 20,
+            "enable.auto.offset.store": False,
+        }))
+        consumer.subscribe([self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                           on_lost=self._on_revoke)
+        return consumer
+
+    def run(self) -> None:
+        self._check_topics()
+        self._producer = self._make_producer()
+        self._consumer = self._make_consumer()
+        log.info("processor %s started (namespace %s)", self.config.instance_id, self.kafka.namespace)
+        try:
+            while not self._stop.is_set():
+                msgs = self._poll_batch()
+                if msgs:
+                    self._process_batch(msgs)
+        finally:
+            self._shutdown()
+
+    def _check_topics(self) -> None:
+        have = self.topics.existing()
+        missing = [s.name for s in self.topics.core_specs() if s.name not in have]
+        if missing:
+            raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
+
+    def _shutdown(self) -> None:
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            except (KafkaException, RuntimeError) as exc:
+                log.warning("consumer close: %s", exc)
+        if self._producer is not None:
+            self._producer.flush(5)
+        log.info("processor %s stopped", self.config.instance_id)
+
+    # -- rebalance -----------------------------------------------------------------------------
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            return
+        # Block until no transaction of a previous owner is pending on these partitions
+        # (OffsetFetch with require_stable under read_committed), so the stores we restore
+        # reflect every committed batch up to the offsets we will resume from.
+        consumer.committed(partitions, timeout=max(60.0, self.config.transaction_timeout_ms / 1000 * 3))
+        for tp in partitions:
+            self._stores[tp.partition] = restore_shard(self.kafka, self.topics.state, self.topics.history, tp.partition)
+        log.info("processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self._stores.pop(tp.partition, None)
+        if partitions:
+            log.info("processor %s released partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _poll_batch(self) -> list:
+        """Adaptive batch: wait for the first command, then take whatever else is ready."""
+        first = self._consumer.poll(0.1)
+        if first is None:
+            return []
+        msgs = [first]
+        if self.config.max_batch > 1:
+            msgs.extend(self._consumer.consume(num_messages=self.config.max_batch - 1, timeout=0))
+        out = []
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                out.append(m)
+            elif err.fatal():
+                raise KafkaException(err)
+            elif err.code() != KafkaError._PARTITION_EOF:
+                log.warning("consumer error: %s", err.str())
+        return out
+
+    def _process_batch(self, msgs: list) -> None:
+        views: dict[int, BatchView] = {}
+        outboxes: dict[int, Outbox] = {}
+        dead: list = []
+        offsets: dict[tuple[str, int], int] = {}
+        ts = now_ms()
+        for msg in msgs:
+            p = msg.partition()
+            offsets[(msg.topic(), p)] = msg.offset() + 1
+            store = self._stores.get(p)
+            if store is None:  # partition revoked while the batch was buffered
+                continue
+            view = views.get(p) or views.setdefault(p, BatchView(store))
+            out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
+            try:
+                cmd = self._cmd_codec.decode(msg.value())
+                if msg.key() is not None and cmd["aggregate_key"].encode() != msg.key():
+                    raise SchemaError("record key differs from the command's aggregate_key (workflow ID)")
+            except SchemaError as exc:
+                dead.append((msg, "undecodable command", exc))
+                continue
+            wf = cmd["aggregate_key"]
+            checkpoint, mark = view.checkpoint(wf), out.mark()
+            try:
+                transition(cmd, view, out, ts)
+            except Exception as exc:  # noqa: BLE001 - a poison command must not block the shard
+                log.exception("command failed on workflow %s partition %d", wf, p)
+                view.rollback(wf, checkpoint)
+                out.truncate(mark)
+                dead.append((msg, "transition failed", exc))
+        self._commit(msgs, views, outboxes, dead, offsets)
+
+    def _commit(self, msgs, views, outboxes, dead, offsets) -> None:
+        producer = self._producer
+        t0 = time.perf_counter()
+        try:
+            producer.begin_transaction()
+            self._produce_outputs(views, outboxes, dead)
+            tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+            producer.send_offsets_to_transaction(tps, self._consumer.consumer_group_metadata(), 30)
+            producer.commit_transaction(30)
+        except KafkaException as exc:
+            self._on_txn_error(exc)
+            return
+        self.metrics.commit.observe(time.perf_counter() - t0)
+        self.metrics.batches.observe(len(msgs))
+        self.metrics.commands.inc(len(msgs))
+        self.metrics.dlq.inc(len(dead))
+        for p, view in views.items():
+            store = self._stores.get(p)
+            if store is not None:
+                view.commit_into(store)
+        for out in outboxes.values():
+            self.metrics.duplicates.inc(out.duplicates)
+            self.metrics.stale.inc(out.stale)
+        self.committed_batches += 1
+
+    def _produce(self, topic: str, value: bytes, key: bytes | None, partition: int | None = None) -> None:
+        while True:
+            try:
+                if partition is None:
+                    self._producer.produce(topic, value, key)
+                else:
+                    self._producer.produce(topic, value, key, partition=partition)
+                return
+            except BufferError:
+                self._producer.poll(0.01)
+
+    def _produce_outputs(self, views, outboxes, dead) -> None:
+        event_codec = serde.codec("HistoryEvent")
+        state_codec = serde.codec("WorkflowState")
+        wt_codec, at_codec = serde.codec("WorkflowTask"), serde.codec("ActivityTask")
+        reply_codec = serde.codec("Reply")
+        for p, out in outboxes.items():
+            for wf, ev in out.events:
+                self._produce(self.topics.history, event_codec.encode(ev),
+                              history_key(wf, ev["run_id"], ev["seq"]).encode(), p)
+            for wf, st in views[p].states.items():
+                self._produce(self.topics.state, state_codec.encode(st), wf.encode(), p)
+            for kind, queue, task in out.tasks:
+                self._ensure_queue(queue)
+                if kind == "workflow":
+                    self._produce(self.topics.workflow_tasks(queue), wt_codec.encode(task), task["workflow_id"].encode())
+                else:
+                    self._produce(self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode())
+            for reply in out.replies:
+                self._produce(self.topics.replies, reply_codec.encode(reply), reply["request_id"].encode())
+        for msg, reason, exc in dead:
+            record = {
+                "origin_topic": msg.topic(), "origin_partition": msg.partition(), "origin_offset": msg.offset(),
+                "key": msg.key(), "value": msg.value(), "reason": f"{reason}: {exc}"[:2000],
+                "error_type": type(exc).__name__, "component": "history-processor",
+                "timestamp_ms": now_ms(), "schema_version": 1,
+            }
+            self._produce(self.topics.dlq, serde.encode("DeadLetter", record), msg.key())
+            log.warning("dead-lettered %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), reason)
+
+    def _ensure_queue(self, queue: str) -> None:
+        if queue not in self._known_queues:
+            self.topics.ensure_queue(queue)
+            self._known_queues.add(queue)
+
+    def _on_txn_error(self, exc: KafkaException) -> None:
+        err = exc.args[0] if exc.args else None
+        self.metrics.aborts.inc()
+        log.warning("transaction failed (%s); dropping the batch and rewinding",
+                    err.str() if isinstance(err, KafkaError) else exc)
+        fatal = not isinstance(err, KafkaError) or err.fatal() or not err.txn_requires_abort()
+        if not fatal:
+            try:
+                self._producer.abort_transaction(30)
+            except KafkaException as abort_exc:
+                log.warning("abort failed (%s); recreating the producer", abort_exc)
+                fatal = True
+        if fatal:
+            # librdkafka lacks the client side of KIP-890: a commit or abort that failed or timed
+            # out leaves the producer unusable; a new one (same transactional.id) fences it.
+            try:
+                self._producer.flush(1)
+            except KafkaException:
+                pass
+            self._producer = self._make_producer()
+        self._rewind()
+
+    def _rewind(self) -> None:
+        assignment = self._consumer.assignment()
+        if not assignment:
+            return
+        committed = self._consumer.committed(assignment, timeout=60)
+        for tp in committed:
+            if tp.offset < 0:
+                tp.offset = OFFSET_BEGINNING  # nothing committed yet (auto.offset.reset=earliest)
+            try:
+                self._consumer.seek(tp)
+            except KafkaException as exc:
+                log.warning("seek %s[%d] failed: %s", tp.topic, tp.partition, exc)

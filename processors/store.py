@@ -1,0 +1,144 @@
+"""Per-shard stores of workflow state and the history of open runs.
+
+``MemoryShardStore`` keeps decoded records in dicts; it is rebuilt from ``{ns}.state`` and
+``{ns}.history`` whenever a shard is assigned (see ``restore``). The interface is small so that
+an on-disk store (RocksDB) can replace it without touching the state machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from kadence.topics import serde
+from kadence.topics.config import KafkaConfig
+from kadence.topics.errors import BrokerUnavailableError, SchemaError
+
+__all__ = ["MemoryShardStore", "restore_shard", "read_partition"]
+
+log = logging.getLogger(__name__)
+
+
+class MemoryShardStore:
+    def __init__(self, partition: int):
+        self.partition = partition
+        self._states: dict[str, dict] = {}
+        self._history: dict[str, tuple[str, list]] = {}
+
+    def get_state(self, workflow_id: str) -> dict | None:
+        return self._states.get(workflow_id)
+
+    def put_state(self, workflow_id: str, state: dict) -> None:
+        self._states[workflow_id] = state
+
+    def delete_state(self, workflow_id: str) -> None:
+        self._states.pop(workflow_id, None)
+        self._history.pop(workflow_id, None)
+
+    def get_history(self, workflow_id: str, run_id: str) -> list[dict]:
+        entry = self._history.get(workflow_id)
+        if entry is None or entry[0] != run_id:
+            return []
+        return list(entry[1])
+
+    def append_history(self, workflow_id: str, run_id: str, events: list[dict]) -> None:
+        entry = self._history.get(workflow_id)
+        if entry is None or entry[0] != run_id:
+            entry = (run_id, [])
+            self._history[workflow_id] = entry
+        entry[1].extend(events)
+
+    def drop_history(self, workflow_id: str) -> None:
+        self._history.pop(workflow_id, None)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def open_runs(self) -> int:
+        return len(self._history)
+
+
+def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, timeout: float = 120.0,
+                   label: str = "") -> int:
+    """Read one partition from its start to its current end (read_committed); returns records read.
+
+    ``handle(key, value)`` is called per record (value None for tombstones).
+    """
+    consumer = Consumer(config.consumer(None, **{"fetch.wait.max.ms": 10, "enable.partition.eof": True}))
+    count = 0
+    try:
+        tp = TopicPartition(topic, partition)
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+        except KafkaException as exc:
+            raise BrokerUnavailableError(f"cannot read watermarks of {topic}[{partition}]: {exc}") from exc
+        if high <= low:
+            return 0
+        consumer.assign([TopicPartition(topic, partition, low)])
+        deadline = time.monotonic() + timeout
+        next_log = time.monotonic() + 5
+        while True:
+            msgs = consumer.consume(num_messages=2000, timeout=0.5)
+            done = False
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == err._PARTITION_EOF:
+                        done = consumer.position([tp])[0].offset >= high
+                        continue
+                    raise BrokerUnavailableError(f"restore of {topic}[{partition}] failed: {err.str()}")
+                handle(msg.key(), msg.value())
+                count += 1
+            if done or consumer.position([tp])[0].offset >= high:
+                return count
+            now = time.monotonic()
+            if now > deadline:
+                raise BrokerUnavailableError(
+                    f"restore of {topic}[{partition}] did not reach offset {high} within {timeout}s "
+                    "(an open transaction of a dead producer holds the partition until it times out)")
+            if now > next_log:
+                log.info("restoring %s %s[%d]: %d records", label, topic, partition, count)
+                next_log = now + 5
+    finally:
+        consumer.close()
+
+
+def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, partition: int) -> MemoryShardStore:
+    """Rebuild a shard's store: states from the compacted state topic, then the events of every
+    open run from the history topic."""
+    store = MemoryShardStore(partition)
+    state_codec = serde.codec("WorkflowState")
+    event_codec = serde.codec("HistoryEvent")
+    t0 = time.monotonic()
+
+    def on_state(key, value):
+        wf = key.decode()
+        if value is None:
+            store.delete_state(wf)
+        else:
+            store.put_state(wf, state_codec.decode(value))
+
+    read_partition(config, state_topic, partition, on_state, label="state")
+    open_runs = {wf: st["run_id"] for wf, st in store._states.items() if st["status"] == "running"}
+    buffers: dict[str, list] = {}
+
+    def on_event(key, value):
+        if value is None or key is None:
+            return
+        wf, run_id, _seq = key.decode().rsplit("/", 2)
+        if open_runs.get(wf) == run_id:
+            try:
+                buffers.setdefault(wf, []).append(event_codec.decode(value))
+            except SchemaError:
+                log.error("undecodable history event %s in %s[%d]", key, history_topic, partition)
+
+    if open_runs:
+        read_partition(config, history_topic, partition, on_event, label="history")
+    for wf, events in buffers.items():
+        events.sort(key=lambda e: e["seq"])
+        store.append_history(wf, open_runs[wf], events)
+    log.info("restored partition %d: %d workflows (%d open) in %.2fs", partition, len(store),
+             len(open_runs), time.monotonic() - t0)
+    return store

@@ -1,0 +1,1 @@
+"""Sample workflows that ship with Kadence (used by ``make dev`` and the tests)."""

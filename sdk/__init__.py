@@ -1,0 +1,30 @@
+"""Kadence: durable workflows as ordinary async Python, with Kafka as the source of truth.
+
+``import kadence`` is the SDK::
+
+    from kadence import workflow, activity, Client, Worker, RetryPolicy
+
+The engine (``kadence.processors``), the HTTP gateway (``kadence.gateway``), projections
+(``kadence.connectors``) and the shared Kafka layer (``kadence.topics``) live beside it.
+"""
+
+from kadence.topics.errors import (ActivityError, ApplicationError, BrokerUnavailableError, ConfigError,
+                                   DefinitionError, KadenceError, NonDeterminismError, SchemaError,
+                                   WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
+                                   WorkflowNotFoundError)
+from kadence.topics.config import KafkaConfig
+
+from . import activity, workflow
+from ._client import Client, WorkflowHandle
+from ._definitions import RetryPolicy
+from ._loop import NotDeterministicError
+from ._worker import Worker
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "workflow", "activity", "Client", "WorkflowHandle", "Worker", "RetryPolicy", "KafkaConfig",
+    "KadenceError", "ConfigError", "SchemaError", "BrokerUnavailableError", "WorkflowError",
+    "WorkflowAlreadyStartedError", "WorkflowNotFoundError", "WorkflowFailureError", "ApplicationError",
+    "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
+]

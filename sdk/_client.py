@@ -1,0 +1,124 @@
+"""The SDK client: start workflows, wait for their results, read their history."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kadence.topics.config import KafkaConfig
+from kadence.topics.engine_client import EngineClient
+from kadence.topics.errors import (KadenceError, WorkflowAlreadyStartedError, WorkflowFailureError,
+                                   WorkflowNotFoundError)
+from kadence.topics.history_json import event_to_json
+from kadence.topics.payload import JsonConverter, PayloadCodec, exception_from_failure
+from kadence.topics.records import new_id
+
+from ._definitions import workflow_type_name
+
+__all__ = ["Client", "WorkflowHandle"]
+
+
+class WorkflowHandle:
+    """A started workflow run."""
+
+    def __init__(self, client: "Client", workflow_id: str, run_id: str | None):
+        self.client = client
+        self.id = workflow_id
+        self.run_id = run_id
+
+    def __repr__(self) -> str:
+        return f"WorkflowHandle(id={self.id!r}, run_id={self.run_id!r})"
+
+    async def result(self, *, timeout: float | None = None) -> Any:
+        """Wait for the run to close; its result, or ``WorkflowFailureError`` with the cause."""
+        reply = await self.client._engine.request(
+            self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(), run_id=self.run_id,
+            timeout=timeout)
+        status = reply["status"]
+        if status == "not_found":
+            raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found",
+                                        workflow_id=self.id, run_id=self.run_id)
+        if status == "completed":
+            return self.client.converter.from_bytes(reply["result"])
+        failure = reply["failure"] or {"type": "Unknown", "message": status}
+        err = WorkflowFailureError(f"workflow {self.id} failed: {failure['type']}: {failure['message']}",
+                                   failure=failure, workflow_id=self.id, run_id=reply["run_id"])
+        raise err from exception_from_failure(failure)
+
+    async def describe(self) -> dict:
+        """Status of the run: ``{"status": "running" | "completed" | "failed", "run_id": ...}``."""
+        reply = await self.client._engine.request(
+            self.id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id(), run_id=self.run_id)
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(f"workflow {self.id!r} not found", workflow_id=self.id)
+        return {"workflow_id": self.id, "run_id": reply["run_id"], "status": reply["status"]}
+
+    async def history(self, *, raw: bool = False) -> list[dict]:
+        """The run's history events, oldest first (JSON-friendly dicts unless ``raw``)."""
+        run_id, events = await self.client._engine.history(self.id, self.run_id)
+        self.run_id = self.run_id or run_id
+        return events if raw else [event_to_json(e, self.client.converter) for e in events]
+
+
+class Client:
+    """Connects to a namespace. ``await Client.connect(...)``, then ``start_workflow(...)``."""
+
+    def __init__(self, engine: EngineClient, converter: JsonConverter):
+        self._engine = engine
+        self.converter = converter
+        self.config = engine.config
+
+    @classmethod
+    async def connect(cls, bootstrap: str | None = None, *, namespace: str | None = None,
+                      config: KafkaConfig | None = None, codec: PayloadCodec | None = None) -> "Client":
+        if config is None:
+            overrides = {}
+            if bootstrap:
+                overrides["bootstrap"] = bootstrap
+            if namespace:
+                overrides["namespace"] = namespace
+            config = KafkaConfig.from_env(**overrides)
+        engine = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config)
+        return cls(engine, JsonConverter(codec))
+
+    async def start_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
+                             request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
+                             timeout: float = 30.0) -> WorkflowHandle:
+        """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
+
+        Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open.
+        """
+        if not id:
+            raise KadenceError("workflow id must be a non-empty string")
+        if not task_queue:
+            raise KadenceError("task_queue must be a non-empty string")
+        body = {
+            "workflow_type": workflow_type_name(workflow), "task_queue": task_queue,
+            "input": self.converter.to_bytes(list(args)), "id_reuse_policy": id_reuse_policy,
+            "run_timeout_ms": None, "search_attributes": {},
+        }
+        reply = await self._engine.request(id, "StartWorkflow", body, request_id=request_id or new_id(),
+                                           timeout=timeout)
+        if reply["status"] == "already_started":
+            raise WorkflowAlreadyStartedError(
+                f"workflow {id!r} already started (run {reply['run_id']}): {reply['message']}",
+                workflow_id=id, run_id=reply["run_id"])
+        if reply["status"] != "ok":
+            raise KadenceError(f"start of {id!r} rejected: {reply['status']} {reply['message']}")
+        return WorkflowHandle(self, id, reply["run_id"])
+
+    async def execute_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str, **kw) -> Any:
+        handle = await self.start_workflow(workflow, *args, id=id, task_queue=task_queue, **kw)
+        return await handle.result()
+
+    def get_workflow_handle(self, workflow_id: str, *, run_id: str | None = None) -> WorkflowHandle:
+        return WorkflowHandle(self, workflow_id, run_id)
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self._engine.close)
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()

@@ -1,0 +1,113 @@
+"""Definition objects for workflows and activities, validated once at decoration time."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Callable
+
+from kadence.topics.errors import ConfigError, DefinitionError
+
+__all__ = ["WorkflowDefinition", "ActivityDefinition", "RetryPolicy", "workflow_definition",
+           "activity_definition", "workflow_type_name", "to_ms"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How the engine retries a failed activity attempt."""
+
+    initial_interval: timedelta = timedelta(seconds=1)
+    backoff_coefficient: float = 2.0
+    maximum_interval: timedelta | None = None
+    #: 0 means unlimited
+    maximum_attempts: int = 0
+    non_retryable_error_types: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.initial_interval <= timedelta(0):
+            raise ConfigError("RetryPolicy.initial_interval must be positive")
+        if self.backoff_coefficient < 1:
+            raise ConfigError("RetryPolicy.backoff_coefficient must be >= 1")
+        if self.maximum_attempts < 0:
+            raise ConfigError("RetryPolicy.maximum_attempts must be >= 0 (0 = unlimited)")
+        if self.maximum_interval is not None and self.maximum_interval < self.initial_interval:
+            raise ConfigError("RetryPolicy.maximum_interval must be >= initial_interval")
+
+    def to_record(self) -> dict:
+        return {
+            "initial_interval_ms": to_ms(self.initial_interval),
+            "backoff_coefficient": float(self.backoff_coefficient),
+            "maximum_interval_ms": to_ms(self.maximum_interval),
+            "maximum_attempts": self.maximum_attempts,
+            "non_retryable_error_types": list(self.non_retryable_error_types),
+        }
+
+
+def to_ms(value: timedelta | float | int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return int(value.total_seconds() * 1000)
+    if isinstance(value, (int, float)):
+        return int(value * 1000)
+    raise ConfigError(f"expected a timedelta or seconds, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class WorkflowDefinition:
+    name: str
+    cls: type
+    run_fn: Callable[..., Any]
+    signals: dict = field(default_factory=dict)
+    queries: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ActivityDefinition:
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool
+
+
+def workflow_definition(cls: type, name: str | None) -> WorkflowDefinition:
+    if not inspect.isclass(cls):
+        raise DefinitionError("@workflow.defn decorates a class")
+    runs = [m for m in vars(cls).values() if getattr(m, "__kadence_run__", False)]
+    if len(runs) != 1:
+        raise DefinitionError(f"workflow {cls.__name__} needs exactly one @workflow.run method, found {len(runs)}")
+    run_fn = runs[0]
+    if not inspect.iscoroutinefunction(run_fn):
+        raise DefinitionError(f"{cls.__name__}.{run_fn.__name__}: @workflow.run must be an async def")
+    try:
+        cls()
+    except TypeError as exc:
+        raise DefinitionError(f"workflow {cls.__name__} must be constructible without arguments: {exc}") from exc
+    signals = {getattr(m, "__kadence_signal__"): m for m in vars(cls).values() if getattr(m, "__kadence_signal__", None)}
+    queries = {getattr(m, "__kadence_query__"): m for m in vars(cls).values() if getattr(m, "__kadence_query__", None)}
+    return WorkflowDefinition(name or cls.__name__, cls, run_fn, signals, queries)
+
+
+def activity_definition(fn: Callable, name: str | None) -> ActivityDefinition:
+    if not callable(fn):
+        raise DefinitionError("@activity.defn decorates a function")
+    return ActivityDefinition(name or fn.__name__, fn, inspect.iscoroutinefunction(fn))
+
+
+def workflow_type_name(workflow: Any) -> str:
+    """The type name of a workflow given as its class, its run method or a string."""
+    if isinstance(workflow, str):
+        if not workflow:
+            raise DefinitionError("workflow type name is empty")
+        return workflow
+    defn = getattr(workflow, "__kadence_workflow__", None)
+    if defn is None and getattr(workflow, "__kadence_run__", False):
+        owner = getattr(workflow, "__kadence_owner__", None)
+        defn = getattr(owner, "__kadence_workflow__", None) if owner else None
+        if defn is None:
+            qual = workflow.__qualname__.split(".")
+            if len(qual) >= 2:
+                return qual[-2]
+    if defn is None:
+        raise DefinitionError(f"{workflow!r} is not a @workflow.defn class, its run method, or a type name")
+    return defn.name

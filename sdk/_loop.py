@@ -1,0 +1,117 @@
+"""A deterministic asyncio event loop for workflow code.
+
+Workflow coroutines run on this loop, never on the worker's real loop. It has no I/O, no threads
+and no wall clock: ``time()`` is the history's time of the current workflow task, the ready queue
+is drained in FIFO order until nothing is runnable, and anything that would make a run depend on
+the outside world (real timers, threads, sockets, subprocesses) raises a clear error instead.
+Standard helpers (``asyncio.gather``, tasks, futures, locks, events) work unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+
+from kadence.topics.errors import KadenceError
+
+__all__ = ["DeterministicLoop", "NotDeterministicError"]
+
+log = logging.getLogger(__name__)
+
+
+class NotDeterministicError(KadenceError):
+    """Workflow code reached something that is not replay-safe (real timers, threads, I/O)."""
+
+
+def _refuse(what: str, instead: str):
+    def method(self, *args, **kwargs):
+        raise NotDeterministicError(
+            f"workflow code called {what}, which is not deterministic; use {instead} instead")
+    method.__name__ = what
+    return method
+
+
+class DeterministicLoop(asyncio.AbstractEventLoop):
+    def __init__(self, owner=None):
+        self._ready: collections.deque = collections.deque()
+        self._time = 0.0
+        self._closed = False
+        self.owner = owner
+        #: exceptions raised by callbacks (not by tasks, which keep theirs)
+        self.errors: list[BaseException] = []
+
+    # -- the parts workflow code uses ----------------------------------------------------------
+
+    def time(self) -> float:
+        return self._time
+
+    def set_time(self, seconds: float) -> None:
+        self._time = seconds
+
+    def call_soon(self, callback, *args, context=None):
+        handle = asyncio.Handle(callback, args, self, context)
+        self._ready.append(handle)
+        return handle
+
+    def create_future(self) -> asyncio.Future:
+        return asyncio.Future(loop=self)
+
+    def create_task(self, coro, *, name=None, context=None) -> asyncio.Task:
+        return asyncio.Task(coro, loop=self, name=name, context=context)
+
+    def get_debug(self) -> bool:
+        return False
+
+    def is_running(self) -> bool:
+        return True
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        self._ready.clear()
+        self._closed = True
+
+    def call_exception_handler(self, context) -> None:
+        exc = context.get("exception")
+        if exc is not None:
+            self.errors.append(exc)
+        log.debug("workflow loop: %s", context.get("message"))
+
+    def default_exception_handler(self, context) -> None:
+        self.call_exception_handler(context)
+
+    def get_exception_handler(self):
+        return None
+
+    # -- driving it ----------------------------------------------------------------------------
+
+    def run_until_idle(self) -> None:
+        """Run every ready callback, and those they schedule, until none is left."""
+        previous = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(self)
+        try:
+            while self._ready:
+                handle = self._ready.popleft()
+                if not handle._cancelled:
+                    handle._run()
+        finally:
+            asyncio.events._set_running_loop(previous)
+
+    # -- refused: not replay-safe --------------------------------------------------------------
+
+    call_later = _refuse("asyncio.sleep / loop.call_later", "workflow.sleep()")
+    call_at = _refuse("loop.call_at", "workflow.sleep()")
+    call_soon_threadsafe = _refuse("loop.call_soon_threadsafe (threads)", "an activity")
+    run_in_executor = _refuse("loop.run_in_executor (threads)", "an activity")
+    getaddrinfo = _refuse("getaddrinfo (network I/O)", "an activity")
+    create_connection = _refuse("loop.create_connection (network I/O)", "an activity")
+    create_server = _refuse("loop.create_server (network I/O)", "an activity")
+    subprocess_exec = _refuse("a subprocess", "an activity")
+    subprocess_shell = _refuse("a subprocess", "an activity")
+    sock_connect = _refuse("socket I/O", "an activity")
+    add_reader = _refuse("file descriptor I/O", "an activity")
+    add_writer = _refuse("file descriptor I/O", "an activity")
+    run_until_complete = _refuse("loop.run_until_complete", "await")
+    run_forever = _refuse("loop.run_forever", "await")

@@ -1,0 +1,372 @@
+"""The worker: consumes a task queue's workflow and activity tasks and runs user code.
+
+Workflow tasks are applied to cached ``WorkflowInstance`` objects (stickiness comes from the
+partition assignment of the task topic); a worker that does not hold a workflow's state asks the
+engine for its full history instead of guessing. Activities run concurrently (async ones on the
+worker's loop, sync ones in a thread pool); a slow activity never blocks the ones behind it,
+because offsets are committed only up to the lowest task still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures as cf
+import contextvars
+import logging
+import os
+import socket
+import threading
+import uuid
+from typing import Any, Iterable
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from kadence.topics import serde
+from kadence.topics.errors import DefinitionError, KadenceError, NonDeterminismError, SchemaError
+from kadence.topics.payload import failure_from_exception
+from kadence.topics.records import new_id
+
+from . import activity as _activity
+from ._client import Client
+from ._definitions import ActivityDefinition, WorkflowDefinition
+from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
+
+__all__ = ["Worker"]
+
+log = logging.getLogger(__name__)
+
+
+class _OffsetTracker:
+    """Per partition: the offset that is safe to commit = the lowest offset still in flight."""
+
+    def __init__(self):
+        self._inflight: dict[int, list[int]] = collections.defaultdict(list)
+        self._done_max: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def started(self, partition: int, offset: int) -> None:
+        with self._lock:
+            self._inflight[partition].append(offset)  # offsets arrive in order per partition
+
+    def finished(self, partition: int, offset: int) -> int | None:
+        with self._lock:
+            inflight = self._inflight.get(partition)
+            if not inflight or offset not in inflight:
+                return None  # partition revoked meanwhile
+            inflight.remove(offset)
+            self._done_max[partition] = max(self._done_max.get(partition, -1), offset)
+            return inflight[0] if inflight else self._done_max[partition] + 1
+
+    def revoke(self, partitions: Iterable[int]) -> None:
+        with self._lock:
+            for p in partitions:
+                self._inflight.pop(p, None)
+                self._done_max.pop(p, None)
+
+    def count(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._inflight.values())
+
+
+class _TaskConsumer:
+    """A consumer thread that hands records to the asyncio loop, with back-pressure."""
+
+    def __init__(self, worker: "Worker", topic: str, group: str, handler, max_inflight: int):
+        self.topic = topic
+        self.tracker = _OffsetTracker()
+        self._worker = worker
+        self._handler = handler
+        self._max = max_inflight
+        self._loop = asyncio.get_running_loop()
+        conf = worker.client.config.consumer(group, **{
+            "enable.auto.commit": True, "auto.commit.interval.ms": 1000,
+            "enable.auto.offset.store": False, "fetch.wait.max.ms": 20,
+            "session.timeout.ms": worker.session_timeout_ms,
+            "partition.assignment.strategy": "cooperative-sticky",
+        })
+        self.consumer = Consumer(conf)
+        self._stop = threading.Event()
+        self._paused = False
+        self._thread = threading.Thread(target=self._run, name=f"kadence-{topic}", daemon=True)
+
+    def start(self) -> None:
+        self.consumer.subscribe([self.topic], on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        self._thread.start()
+
+    def _on_revoke(self, _consumer, partitions) -> None:
+        self.tracker.revoke(tp.partition for tp in partitions)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                busy = self.tracker.count() >= self._max
+                if busy != self._paused:
+                    assignment = self.consumer.assignment()
+                    (self.consumer.pause if busy else self.consumer.resume)(assignment)
+                    self._paused = busy
+                msgs = self.consumer.consume(num_messages=100, timeout=0.1)
+                for msg in msgs:
+                    if msg.error():
+                        if msg.error().fatal():
+                            log.error("task consumer %s: %s", self.topic, msg.error().str())
+                        continue
+                    self.tracker.started(msg.partition(), msg.offset())
+                    self._loop.call_soon_threadsafe(self._handler, msg)
+        except Exception:  # noqa: BLE001
+            log.exception("task consumer %s crashed", self.topic)
+        finally:
+            try:
+                self.consumer.close()
+            except (KafkaException, RuntimeError):
+                pass
+
+    def done(self, msg) -> None:
+        """The record's work is durable (its command was acknowledged): advance the offset."""
+        commit = self.tracker.finished(msg.partition(), msg.offset())
+        if commit is not None:
+            try:
+                self.consumer.store_offsets(offsets=[TopicPartition(self.topic, msg.partition(), commit)])
+            except (KafkaException, RuntimeError) as exc:  # revoked or closing: redelivered elsewhere
+                log.debug("store_offsets %s[%d]: %s", self.topic, msg.partition(), exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+class Worker:
+    """Runs workflows and activities of one task queue::
+
+        async with Worker(client, task_queue="orders", workflows=[Order], activities=[charge]):
+            ...
+
+    or ``await worker.run()`` until ``worker.shutdown()``.
+    """
+
+    def __init__(self, client: Client, *, task_queue: str, workflows: Iterable[type] = (),
+                 activities: Iterable[Any] = (), max_concurrent_activities: int = 100,
+                 max_cached_workflows: int = 10_000, session_timeout_ms: int = 10_000,
+                 identity: str | None = None):
+        if not task_queue:
+            raise DefinitionError("task_queue must be a non-empty string")
+        self.client = client
+        self.task_queue = task_queue
+        self.identity = identity or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.session_timeout_ms = session_timeout_ms
+        self._workflows: dict[str, WorkflowDefinition] = {}
+        for w in workflows:
+            d = getattr(w, "__kadence_workflow__", None)
+            if d is None:
+                raise DefinitionError(f"{w!r} is not a @workflow.defn class")
+            self._workflows[d.name] = d
+        self._activities: dict[str, ActivityDefinition] = {}
+        for a in activities:
+            d = getattr(a, "__kadence_activity__", None)
+            if d is None:
+                raise DefinitionError(f"{a!r} is not an @activity.defn function")
+            self._activities[d.name] = d
+        if not self._workflows and not self._activities:
+            raise DefinitionError("a worker needs at least one workflow or activity")
+        self._max_activities = max_concurrent_activities
+        self._max_cached = max_cached_workflows
+        self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
+        self._pool = cf.ThreadPoolExecutor(max_workers=min(64, max_concurrent_activities),
+                                           thread_name_prefix="kadence-activity")
+        self._consumers: list[_TaskConsumer] = []
+        self._stopped: asyncio.Event | None = None
+        self._running: set[asyncio.Task] = set()
+        self._runner: asyncio.Task | None = None
+        self._wt_consumer: _TaskConsumer | None = None
+        self._at_consumer: _TaskConsumer | None = None
+        #: counters, for tests and metrics
+        self.stats = collections.Counter()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._stopped = asyncio.Event()
+        topics = self.client._engine.topics
+        await asyncio.get_running_loop().run_in_executor(None, topics.ensure_queue, self.task_queue)
+        if self._workflows:
+            self._wt_consumer = _TaskConsumer(self, topics.workflow_tasks(self.task_queue),
+                                              topics.worker_group(self.task_queue, "workflow"),
+                                              self._on_workflow_task, 1000)
+            self._consumers.append(self._wt_consumer)
+        if self._activities:
+            self._at_consumer = _TaskConsumer(self, topics.activity_tasks(self.task_queue),
+                                              topics.worker_group(self.task_queue, "activity"),
+                                              self._on_activity_task, self._max_activities)
+            self._consumers.append(self._at_consumer)
+        for c in self._consumers:
+            c.start()
+        log.info("worker %s serving task queue %s", self.identity, self.task_queue)
+        try:
+            await self._stopped.wait()
+        finally:
+            await self._close()
+
+    async def _close(self) -> None:
+        loop = asyncio.get_running_loop()
+        for c in self._consumers:
+            await loop.run_in_executor(None, c.stop)
+        for t in list(self._running):
+            t.cancel()
+        self._consumers.clear()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for inst in self._cache.values():
+            inst.discard()
+        self._cache.clear()
+
+    def shutdown(self) -> None:
+        if self._stopped is not None:
+            self._stopped.set()
+
+    async def __aenter__(self) -> "Worker":
+        self._runner = asyncio.get_running_loop().create_task(self.run())
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.shutdown()
+        if self._runner is not None:
+            await self._runner
+
+    # -- sending commands ----------------------------------------------------------------------
+
+    def _send(self, task: dict, body_type: str, body: dict, msg, consumer: _TaskConsumer) -> None:
+        fut = self.client._engine.send(task["workflow_id"], body_type, body, request_id=new_id(),
+                                       run_id=task["run_id"], expect_reply=False)
+        fut.add_done_callback(lambda f: consumer.done(msg) if f.exception() is None else
+                              log.error("command for %s not delivered: %s", task["workflow_id"], f.exception()))
+
+    # -- workflow tasks ------------------------------------------------------------------------
+
+    def _on_workflow_task(self, msg) -> None:
+        try:
+            task = serde.decode("WorkflowTask", msg.value())
+        except SchemaError as exc:
+            log.error("undecodable workflow task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
+            self._wt_consumer.done(msg)
+            return
+        try:
+            self._workflow_task(task, msg)
+        except Exception:  # noqa: BLE001 - never let one task kill the worker
+            log.exception("workflow task of %s failed in the worker", task["workflow_id"])
+            self._wt_consumer.done(msg)
+
+    def _workflow_task(self, task: dict, msg) -> None:
+        wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
+        consumer = self._wt_consumer
+        defn = self._workflows.get(task["workflow_type"])
+        if defn is None:
+            self._fail_task(task, msg, "unknown_workflow_type", KadenceError(
+                f"workflow type {task['workflow_type']!r} is not registered on worker {self.identity} "
+                f"(task queue {self.task_queue})"))
+            return
+        inst = self._cache.pop(wf, None)
+        if inst is not None and inst.info.run_id != run_id:
+            inst.discard()
+            inst = None
+        if task["full_history"]:
+            if inst is not None and inst.last_seq >= seq:
+                self._cache[wf] = inst  # a redelivered task we already answered
+                self.stats["stale_tasks"] += 1
+                consumer.done(msg)
+                return
+            if inst is not None:
+                inst.discard()
+            inst = WorkflowInstance(defn, WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"],
+                                                       task["attempt"]), self.client.converter)
+        elif inst is None:
+            self.stats["history_requests"] += 1
+            self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity}, msg, consumer)
+            return
+        elif inst.last_seq >= seq:
+            self._cache[wf] = inst
+            self.stats["stale_tasks"] += 1
+            consumer.done(msg)
+            return
+        try:
+            commands = inst.apply(task["events"], seq)
+            if inst.last_seq != seq:
+                raise HistoryGapError(f"task ends at event {inst.last_seq}, expected {seq}")
+        except HistoryGapError:
+            inst.discard()
+            self.stats["history_requests"] += 1
+            self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity}, msg, consumer)
+            return
+        except NonDeterminismError as exc:
+            inst.discard()
+            self.stats["non_determinism"] += 1
+            log.error("workflow %s run %s: %s", wf, run_id, exc)
+            self._fail_task(task, msg, "non_determinism", exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
+            inst.discard()
+            log.exception("workflow %s run %s: workflow task failed", wf, run_id)
+            self._fail_task(task, msg, "worker_error", exc)
+            return
+        self.stats["workflow_tasks"] += 1
+        self._send(task, "RespondWorkflowTaskCompleted", {
+            "scheduled_seq": seq, "commands": commands, "identity": self.identity, "build_id": None,
+        }, msg, consumer)
+        if inst.closed:
+            inst.discard()
+        else:
+            self._cache[wf] = inst
+            while len(self._cache) > self._max_cached:
+                _, old = self._cache.popitem(last=False)
+                old.discard()
+
+    def _fail_task(self, task: dict, msg, cause: str, exc: BaseException) -> None:
+        self._send(task, "RespondWorkflowTaskFailed", {
+            "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": failure_from_exception(exc),
+            "identity": self.identity,
+        }, msg, self._wt_consumer)
+
+    # -- activity tasks ------------------------------------------------------------------------
+
+    def _on_activity_task(self, msg) -> None:
+        try:
+            task = serde.decode("ActivityTask", msg.value())
+        except SchemaError as exc:
+            log.error("undecodable activity task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
+            self._at_consumer.done(msg)
+            return
+        t = asyncio.get_running_loop().create_task(self._run_activity(task, msg))
+        self._running.add(t)
+        t.add_done_callback(self._running.discard)
+
+    async def _run_activity(self, task: dict, msg) -> None:
+        common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"],
+                  "attempt": task["attempt"], "identity": self.identity}
+        defn = self._activities.get(task["activity_type"])
+        info = _activity.ActivityInfo(
+            workflow_id=task["workflow_id"], run_id=task["run_id"], workflow_type=task["workflow_type"],
+            activity_id=task["activity_id"], activity_type=task["activity_type"], task_queue=task["task_queue"],
+            attempt=task["attempt"], idempotency_key=task["idempotency_key"],
+            scheduled_time_ms=task["scheduled_time_ms"],
+            heartbeat_details=self.client.converter.from_bytes(task["heartbeat_details"]),
+        )
+        token = _activity._current.set(info)
+        try:
+            if defn is None:
+                raise KadenceError(f"activity type {task['activity_type']!r} is not registered on worker "
+                                   f"{self.identity} (task queue {self.task_queue})")
+            args = self.client.converter.from_bytes(task["input"]) or []
+            if defn.is_async:
+                result = await defn.fn(*args)
+            else:
+                ctx = contextvars.copy_context()
+                result = await asyncio.get_running_loop().run_in_executor(self._pool, ctx.run, defn.fn, *args)
+            body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.client.converter.to_bytes(result)}
+            self.stats["activities_completed"] += 1
+        except asyncio.CancelledError:
+            raise  # worker shutting down: the task is redelivered to another worker
+        except Exception as exc:  # noqa: BLE001 - any activity error is reported to the engine
+            body_type, body = "RespondActivityTaskFailed", {**common, "failure": failure_from_exception(exc)}
+            self.stats["activities_failed"] += 1
+        finally:
+            _activity._current.reset(token)
+        self._send(task, body_type, body, msg, self._at_consumer)

@@ -1,0 +1,143 @@
+"""The workflow API: what workflow code may call.
+
+Workflow code runs on a deterministic loop and must reach time, randomness, UUIDs and I/O only
+through this module, so that every value it depends on is in the history::
+
+    from datetime import timedelta
+    from kadence import workflow
+
+    @workflow.defn
+    class Greet:
+        @workflow.run
+        async def run(self, name: str) -> str:
+            return await workflow.execute_activity(
+                say_hello, name, start_to_close_timeout=timedelta(seconds=10))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random as _random
+import uuid as _uuid
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+from kadence.topics.errors import KadenceError
+
+from ._definitions import RetryPolicy, to_ms, workflow_definition
+from ._instance import WorkflowInfo, WorkflowInstance
+from ._loop import DeterministicLoop
+
+__all__ = ["defn", "run", "execute_activity", "now", "random", "uuid4", "info", "logger",
+           "is_replaying", "WorkflowInfo"]
+
+
+def defn(cls: type | None = None, *, name: str | None = None):
+    """Class decorator: a workflow definition (``name`` defaults to the class name)."""
+
+    def wrap(c: type) -> type:
+        c.__kadence_workflow__ = workflow_definition(c, name)
+        for member in vars(c).values():
+            if getattr(member, "__kadence_run__", False):
+                member.__kadence_owner__ = c
+        return c
+
+    return wrap(cls) if cls is not None else wrap
+
+
+def run(fn: Callable) -> Callable:
+    """Method decorator: the workflow's entry point (an ``async def``)."""
+    fn.__kadence_run__ = True
+    return fn
+
+
+def _instance() -> WorkflowInstance:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if not isinstance(loop, DeterministicLoop) or not isinstance(loop.owner, WorkflowInstance):
+        raise KadenceError("this function can only be called from workflow code run by a Worker")
+    return loop.owner
+
+
+def execute_activity(
+    activity: Callable | str,
+    *args: Any,
+    task_queue: str | None = None,
+    start_to_close_timeout: timedelta | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    schedule_to_start_timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
+) -> "asyncio.Future[Any]":
+    """Schedule an activity and return an awaitable of its result.
+
+    A failure reaches the workflow as ``ActivityError`` with the activity's error as its cause.
+    """
+    inst = _instance()
+    if isinstance(activity, str):
+        activity_type = activity
+    else:
+        defn_ = getattr(activity, "__kadence_activity__", None)
+        if defn_ is None:
+            raise KadenceError(f"{activity!r} is not an @activity.defn function or an activity type name")
+        activity_type = defn_.name
+    options = {
+        "task_queue": task_queue or inst.info.task_queue,
+        "schedule_to_close_timeout_ms": to_ms(schedule_to_close_timeout),
+        "schedule_to_start_timeout_ms": to_ms(schedule_to_start_timeout),
+        "start_to_close_timeout_ms": to_ms(start_to_close_timeout),
+        "heartbeat_timeout_ms": to_ms(heartbeat_timeout),
+        "retry_policy": retry_policy.to_record() if retry_policy else None,
+    }
+    return inst.schedule_activity(activity_type, args, options)
+
+
+def now() -> datetime:
+    """The workflow's current time: the time its current workflow task was scheduled (UTC)."""
+    return _instance().now()
+
+
+def random() -> _random.Random:
+    """A random generator seeded by the run, identical on every replay."""
+    return _instance().random()
+
+
+def uuid4() -> _uuid.UUID:
+    """A UUID that is the same on every replay of this run."""
+    return _instance().uuid4()
+
+
+def info() -> WorkflowInfo:
+    return _instance().info
+
+
+def is_replaying() -> bool:
+    return _instance().replaying
+
+
+class _WorkflowLogger(logging.LoggerAdapter):
+    """Adds workflow_id/run_id to records; silent while the workflow replays its history."""
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - logging's name
+        try:
+            if _instance().replaying:
+                return False
+        except KadenceError:
+            pass
+        return self.logger.isEnabledFor(level)
+
+    def process(self, msg, kwargs):
+        try:
+            i = _instance().info
+            extra = {"workflow_id": i.workflow_id, "run_id": i.run_id}
+            msg = f"[{i.workflow_type} {i.workflow_id} {i.run_id}] {msg}"
+        except KadenceError:
+            extra = {}
+        kwargs["extra"] = {**extra, **kwargs.get("extra", {})}
+        return msg, kwargs
+
+
+logger = _WorkflowLogger(logging.getLogger("kadence.workflow"), {})

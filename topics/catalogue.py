@@ -1,0 +1,153 @@
+"""The topic catalogue (DESIGN.md section 4) and the one place that calls Kafka's admin API.
+
+``Catalogue(config)`` names every topic of a namespace; ``apply()`` creates what is missing, is
+idempotent, and refuses to run when a sharded topic (commands, history, state) exists with a
+different partition count, because workflow IDs hash to those partitions for ever.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from .config import KafkaConfig
+from .errors import BrokerUnavailableError, PartitionMismatchError, TopicError
+
+__all__ = ["TopicSpec", "Catalogue", "ApplyReport", "TIMER_TIERS_MS"]
+
+log = logging.getLogger(__name__)
+
+DAY_MS = 86_400_000
+#: delay tiers of the timer service (DESIGN.md section 7): name -> delay in ms
+TIMER_TIERS_MS = {"1s": 1_000, "10s": 10_000, "1m": 60_000, "10m": 600_000, "1h": 3_600_000, "1d": DAY_MS}
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    config: dict = field(default_factory=dict)
+    #: a sharded topic's partition count can never change
+    sharded: bool = False
+
+
+@dataclass
+class ApplyReport:
+    created: list[str] = field(default_factory=list)
+    existing: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class Catalogue:
+    """Names and specs of a namespace's topics."""
+
+    def __init__(self, config: KafkaConfig):
+        self.config = config
+        ns = config.namespace
+        self.commands = f"{ns}.commands"
+        self.history = f"{ns}.history"
+        self.state = f"{ns}.state"
+        self.replies = f"{ns}.replies"
+        self.dlq = f"{ns}.dlq"
+        self.processor_group = f"{ns}.processor"
+
+    def workflow_tasks(self, queue: str) -> str:
+        return f"{self.config.namespace}.tasks.workflow.{queue}"
+
+    def activity_tasks(self, queue: str) -> str:
+        return f"{self.config.namespace}.tasks.activity.{queue}"
+
+    def timers(self, tier: str) -> str:
+        return f"{self.config.namespace}.timers.{tier}"
+
+    def worker_group(self, queue: str, kind: str) -> str:
+        return f"{self.config.namespace}.worker.{kind}.{queue}"
+
+    # -- specs ---------------------------------------------------------------------------------
+
+    def core_specs(self) -> list[TopicSpec]:
+        p = self.config.partitions
+        compact = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.2", "segment.ms": str(DAY_MS)}
+        specs = [
+            TopicSpec(self.commands, p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}, True),
+            TopicSpec(self.history, p, dict(compact), True),
+            TopicSpec(self.state, p, dict(compact), True),
+            TopicSpec(self.replies, p, {"cleanup.policy": "delete", "retention.ms": str(DAY_MS)}),
+            TopicSpec(self.dlq, p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}),
+        ]
+        for tier in TIMER_TIERS_MS:
+            specs.append(TopicSpec(self.timers(tier), p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}))
+        return specs
+
+    def queue_specs(self, queue: str) -> list[TopicSpec]:
+        p = self.config.partitions
+        conf = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
+        return [TopicSpec(self.workflow_tasks(queue), p, conf), TopicSpec(self.activity_tasks(queue), p, conf)]
+
+    # -- admin ---------------------------------------------------------------------------------
+
+    def admin(self) -> AdminClient:
+        return AdminClient(self.config.base())
+
+    def existing(self, admin: AdminClient | None = None, timeout: float = 10.0) -> dict[str, int]:
+        """Topic name -> partition count, for this namespace's topics."""
+        admin = admin or self.admin()
+        try:
+            md = admin.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            raise BrokerUnavailableError(f"cannot list topics at {self.config.bootstrap}: {exc}") from exc
+        prefix = self.config.namespace + "."
+        return {name: len(t.partitions) for name, t in md.topics.items() if name.startswith(prefix)}
+
+    def apply(self, specs: list[TopicSpec] | None = None, timeout: float = 30.0) -> ApplyReport:
+        """Create missing topics; refuse a partition-count mismatch on sharded topics."""
+        specs = self.core_specs() if specs is None else specs
+        admin = self.admin()
+        have = self.existing(admin)
+        report = ApplyReport()
+        missing = []
+        for spec in specs:
+            if spec.name not in have:
+                missing.append(spec)
+                continue
+            report.existing.append(spec.name)
+            if have[spec.name] != spec.partitions:
+                if spec.sharded:
+                    raise PartitionMismatchError(spec.name, spec.partitions, have[spec.name])
+                report.warnings.append(
+                    f"{spec.name} has {have[spec.name]} partitions (catalogue: {spec.partitions})")
+        if missing:
+            futures = admin.create_topics(
+                [NewTopic(s.name, s.partitions, self.config.replication, config=s.config) for s in missing],
+                operation_timeout=timeout, request_timeout=timeout,
+            )
+            for name, fut in futures.items():
+                try:
+                    fut.result(timeout)
+                    report.created.append(name)
+                except KafkaException as exc:
+                    err = exc.args[0]
+                    if err.name() == "TOPIC_ALREADY_EXISTS":  # created concurrently: check again below
+                        report.existing.append(name)
+                        continue
+                    raise TopicError(f"cannot create topic {name}: {err.str()}") from exc
+            # a concurrent creator may have used another count: verify sharded topics again
+            have = self.existing(admin)
+            for spec in missing:
+                if spec.sharded and have.get(spec.name) not in (None, spec.partitions):
+                    raise PartitionMismatchError(spec.name, spec.partitions, have[spec.name])
+        for name in report.created:
+            log.info("created topic %s", name)
+        return report
+
+    def ensure_queue(self, queue: str) -> ApplyReport:
+        return self.apply(self.queue_specs(queue))
+
+    def partitions_of(self, topic: str, admin: AdminClient | None = None) -> int:
+        have = self.existing(admin)
+        if topic not in have:
+            raise TopicError(f"topic {topic!r} does not exist (run `kadence topics apply`)")
+        return have[topic]

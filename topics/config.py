@@ -1,0 +1,102 @@
+"""Kafka connection and namespace configuration, as frozen dataclasses passed explicitly.
+
+Each setting names its environment variable and default beside it. ``from_env()`` reads them;
+nothing reads the environment behind the caller's back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from dataclasses import dataclass, field
+
+from .errors import ConfigError
+
+__all__ = ["KafkaConfig", "NAMESPACE_RE"]
+
+NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class KafkaConfig:
+    #: KADENCE_KAFKA_BOOTSTRAP: host:port[,host:port]
+    bootstrap: str = "127.0.0.1:9092"
+    #: KADENCE_NAMESPACE: topic name prefix; tenants are isolated by namespace
+    namespace: str = "kadence"
+    #: KADENCE_PARTITIONS: partitions of commands/history/state, fixed when the namespace is created
+    partitions: int = 4
+    #: KADENCE_REPLICATION: replication factor of created topics
+    replication: int = 1
+    #: KADENCE_KAFKA_SECURITY_PROTOCOL / _SASL_MECHANISM / _SASL_USERNAME / _SASL_PASSWORD / _SSL_CA
+    security: dict = field(default_factory=dict)
+    #: KADENCE_CLIENT_ID: identity of this process in broker logs and history
+    client_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+
+    def __post_init__(self):
+        if not NAMESPACE_RE.match(self.namespace):
+            raise ConfigError(f"namespace {self.namespace!r} must match {NAMESPACE_RE.pattern}")
+        if not self.bootstrap:
+            raise ConfigError("Kafka bootstrap servers are empty (set KADENCE_KAFKA_BOOTSTRAP)")
+        if self.partitions < 1:
+            raise ConfigError("partitions must be >= 1")
+
+    @classmethod
+    def from_env(cls, env: dict | None = None, **overrides) -> "KafkaConfig":
+        env = os.environ if env is None else env
+        kw: dict = {}
+        if "KADENCE_KAFKA_BOOTSTRAP" in env:
+            kw["bootstrap"] = env["KADENCE_KAFKA_BOOTSTRAP"]
+        if "KADENCE_NAMESPACE" in env:
+            kw["namespace"] = env["KADENCE_NAMESPACE"]
+        if "KADENCE_PARTITIONS" in env:
+            try:
+                kw["partitions"] = int(env["KADENCE_PARTITIONS"])
+            except ValueError as exc:
+                raise ConfigError("KADENCE_PARTITIONS must be an integer") from exc
+        if "KADENCE_REPLICATION" in env:
+            kw["replication"] = int(env["KADENCE_REPLICATION"])
+        sec = {}
+        for var, key in (
+            ("KADENCE_KAFKA_SECURITY_PROTOCOL", "security.protocol"),
+            ("KADENCE_KAFKA_SASL_MECHANISM", "sasl.mechanism"),
+            ("KADENCE_KAFKA_SASL_USERNAME", "sasl.username"),
+            ("KADENCE_KAFKA_SASL_PASSWORD", "sasl.password"),
+            ("KADENCE_KAFKA_SSL_CA", "ssl.ca.location"),
+        ):
+            if env.get(var):
+                sec[key] = env[var]
+        if sec:
+            kw["security"] = sec
+        kw.update(overrides)
+        return cls(**kw)
+
+    # -- librdkafka configurations -------------------------------------------------------------
+
+    def base(self) -> dict:
+        return {"bootstrap.servers": self.bootstrap, "client.id": self.client_id, **self.security}
+
+    def producer(self, **extra) -> dict:
+        # murmur2_random: the Java client's default partitioner, so that any Kafka client that
+        # keys a record by workflow ID lands on the workflow's shard.
+        return {
+            **self.base(),
+            "partitioner": "murmur2_random",
+            "enable.idempotence": True,
+            "linger.ms": 1,
+            "compression.type": "lz4",
+            **extra,
+        }
+
+    def consumer(self, group: str | None, **extra) -> dict:
+        conf = {
+            **self.base(),
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 50,
+            "enable.partition.eof": False,
+            **extra,
+        }
+        conf["group.id"] = group or f"kadence-nogroup-{self.client_id}"
+        return conf

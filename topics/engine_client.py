@@ -1,0 +1,229 @@
+"""The engine's client side, shared by the SDK's ``Client`` and the HTTP gateway.
+
+It produces commands to ``{ns}.commands`` (keyed by workflow ID) and waits for their replies on
+``{ns}.replies``. A background thread consumes every partition of the replies topic from the
+position it had when the client connected, so a reply produced after the command cannot be missed.
+Futures are ``concurrent.futures.Future``; asyncio callers wrap them with ``asyncio.wrap_future``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import logging
+import threading
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from . import serde
+from .catalogue import Catalogue
+from .config import KafkaConfig
+from .errors import BrokerUnavailableError, KadenceError, WorkflowNotFoundError
+from .partitioner import partition_for
+from .records import command
+
+__all__ = ["EngineClient"]
+
+log = logging.getLogger(__name__)
+
+
+class EngineClient:
+    """Send commands, await replies, read history. Thread-safe; one per process is plenty."""
+
+    def __init__(self, config: KafkaConfig, *, connect_timeout: float = 15.0):
+        self.config = config
+        self.topics = Catalogue(config)
+        self._producer = Producer(config.producer(**{"linger.ms": 0}))
+        self._pending: dict[str, cf.Future] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._partitions: int | None = None
+        self._replies = Consumer(config.consumer(None, **{"fetch.wait.max.ms": 10}))
+        self._assign_replies(connect_timeout)
+        self._thread = threading.Thread(target=self._reply_loop, name="kadence-replies", daemon=True)
+        self._thread.start()
+        self._poller = threading.Thread(target=self._poll_producer, name="kadence-producer", daemon=True)
+        self._poller.start()
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def _assign_replies(self, timeout: float) -> None:
+        try:
+            md = self._replies.list_topics(self.topics.replies, timeout=timeout)
+        except KafkaException as exc:
+            raise BrokerUnavailableError(f"Kafka at {self.config.bootstrap} did not answer: {exc}") from exc
+        tmd = md.topics.get(self.topics.replies)
+        if tmd is None or tmd.error is not None or not tmd.partitions:
+            raise KadenceError(
+                f"topic {self.topics.replies} is missing: run `kadence topics apply` for namespace "
+                f"{self.config.namespace!r}")
+        tps = []
+        for p in sorted(tmd.partitions):
+            _low, high = self._replies.get_watermark_offsets(TopicPartition(self.topics.replies, p), timeout=timeout)
+            tps.append(TopicPartition(self.topics.replies, p, high))
+        self._replies.assign(tps)
+        cmd_md = self._replies.list_topics(self.topics.commands, timeout=timeout).topics.get(self.topics.commands)
+        if cmd_md is None or cmd_md.error is not None:
+            raise KadenceError(f"topic {self.topics.commands} is missing: run `kadence topics apply`")
+        self._partitions = len(cmd_md.partitions)
+
+    @property
+    def partitions(self) -> int:
+        assert self._partitions is not None
+        return self._partitions
+
+    # -- background threads --------------------------------------------------------------------
+
+    def _reply_loop(self) -> None:
+        codec = serde.codec("Reply")
+        while not self._closed.is_set():
+            try:
+                msgs = self._replies.consume(num_messages=500, timeout=0.2)
+            except KafkaException as exc:  # pragma: no cover - logged, loop continues
+                log.warning("reply consumer error: %s", exc)
+                continue
+            for msg in msgs:
+                if msg.error():
+                    continue
+                try:
+                    reply = codec.decode(msg.value())
+                except KadenceError:
+                    log.warning("undecodable reply at %s[%d]@%d", msg.topic(), msg.partition(), msg.offset())
+                    continue
+                with self._lock:
+                    fut = self._pending.pop(reply["request_id"], None)
+                if fut is not None and not fut.done():
+                    fut.set_result(reply)
+
+    def _poll_producer(self) -> None:
+        while not self._closed.is_set():
+            self._producer.poll(0.1)
+
+    # -- operations ----------------------------------------------------------------------------
+
+    def send(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
+             run_id: str | None = None, expect_reply: bool = True) -> cf.Future:
+        """Produce one command; the future resolves with its ``Reply`` dict."""
+        fut: cf.Future = cf.Future()
+        record = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
+        value = serde.encode("Command", record)
+        if expect_reply:
+            with self._lock:
+                existing = self._pending.get(request_id)
+                if existing is not None:
+                    fut = existing
+                else:
+                    self._pending[request_id] = fut
+
+        def on_delivery(err, _msg):
+            if err is not None:
+                with self._lock:
+                    self._pending.pop(request_id, None)
+                if not fut.done():
+                    fut.set_exception(BrokerUnavailableError(f"command not accepted by Kafka: {err.str()}"))
+            elif not expect_reply and not fut.done():
+                fut.set_result(None)
+
+        self.produce_raw(self.topics.commands, workflow_id.encode(), value, on_delivery)
+        return fut
+
+    def produce_raw(self, topic: str, key: bytes, value: bytes, on_delivery=None) -> None:
+        while True:
+            try:
+                self._producer.produce(topic, value, key, on_delivery=on_delivery)
+                return
+            except BufferError:
+                self._producer.poll(0.05)
+
+    async def request(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
+                      run_id: str | None = None, timeout: float | None = 30.0) -> dict:
+        fut = self.send(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
+        except asyncio.TimeoutError as exc:
+            with self._lock:
+                self._pending.pop(request_id, None)
+            raise BrokerUnavailableError(
+                f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
+                "(is the history processor running?)") from exc
+
+    def forget(self, request_id: str) -> None:
+        with self._lock:
+            self._pending.pop(request_id, None)
+
+    def read_history(self, workflow_id: str, run_id: str, *, timeout: float = 30.0) -> list[dict]:
+        """Every history event of one run, in order.
+
+        Scans the workflow's history partition; fine for development and tests. The Redis
+        history read model (connectors) serves this in production.
+        """
+        topic = self.topics.history
+        part = partition_for(workflow_id, self.partitions)
+        prefix = f"{workflow_id}/{run_id}/".encode()
+        consumer = Consumer(self.config.consumer(None))
+        try:
+            tp = TopicPartition(topic, part)
+            low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+            if high <= low:
+                return []
+            consumer.assign([TopicPartition(topic, part, low)])
+            codec = serde.codec("HistoryEvent")
+            events: list[dict] = []
+            deadline = time.monotonic() + timeout
+            pos = low
+            while pos < high:
+                if time.monotonic() > deadline:
+                    raise BrokerUnavailableError(f"history read of {workflow_id!r} timed out")
+                for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                    if msg.error():
+                        if msg.error().code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise BrokerUnavailableError(str(msg.error()))
+                    pos = msg.offset() + 1
+                    key = msg.key()
+                    if key and key.startswith(prefix) and msg.value():
+                        event = codec.decode(msg.value())
+                        event["_offset"] = msg.offset()
+                        events.append(event)
+                if not consumer.assignment():
+                    break
+                # transactional markers occupy offsets: stop once the position passed the end
+                positions = consumer.position([TopicPartition(topic, part)])
+                if positions and positions[0].offset >= high:
+                    break
+            events.sort(key=lambda e: e["seq"])
+            return events
+        finally:
+            consumer.close()
+
+    async def history(self, workflow_id: str, run_id: str | None = None) -> tuple[str, list[dict]]:
+        """(run_id, events) of a run; the current run when ``run_id`` is None."""
+        if run_id is None:
+            from .records import new_id
+            reply = await self.request(workflow_id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id())
+            if reply["status"] == "not_found":
+                raise WorkflowNotFoundError(f"workflow {workflow_id!r} not found", workflow_id=workflow_id)
+            run_id = reply["run_id"]
+        events = await asyncio.get_running_loop().run_in_executor(None, self.read_history, workflow_id, run_id)
+        return run_id, events
+
+    def flush(self, timeout: float = 10.0) -> None:
+        self._producer.flush(timeout)
+
+    def close(self) -> None:
+        if self._closed.is_set():
+            return
+        self._producer.flush(5)
+        self._closed.set()
+        self._thread.join(2)
+        self._poller.join(2)
+        try:
+            self._replies.close()
+        except RuntimeError:
+            pass
+        with self._lock:
+            for fut in self._pending.values():
+                if not fut.done():
+                    fut.cancel()
+            self._pending.clear()

@@ -1,0 +1,129 @@
+"""Kadence's one error tree.
+
+Every error Kadence raises derives from :class:`KadenceError`; Kafka and Redis client errors are
+translated where they enter (``raise ... from exc``)::
+
+    KadenceError
+    ├── ConfigError                 bad or missing configuration
+    ├── SchemaError                 a record that does not decode / encode
+    ├── TopicError                  topic catalogue problems
+    │   └── PartitionMismatchError  an existing topic has the wrong partition count
+    ├── BrokerUnavailableError      Kafka cannot be reached / timed out
+    ├── WorkflowError               outcomes of workflow operations
+    │   ├── WorkflowAlreadyStartedError   (carries the existing run ID)
+    │   ├── WorkflowNotFoundError
+    │   └── WorkflowFailureError    the run failed; carries the recorded Failure
+    ├── ApplicationError            raised by user code; may be marked non-retryable
+    │   └── ActivityError           an activity failed; the cause is on ``__cause__``
+    ├── NonDeterminismError         workflow code no longer matches its history
+    └── DefinitionError             a bad @workflow.defn / @activity.defn
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KadenceError",
+    "ConfigError",
+    "SchemaError",
+    "TopicError",
+    "PartitionMismatchError",
+    "BrokerUnavailableError",
+    "WorkflowError",
+    "WorkflowAlreadyStartedError",
+    "WorkflowNotFoundError",
+    "WorkflowFailureError",
+    "ApplicationError",
+    "ActivityError",
+    "NonDeterminismError",
+    "DefinitionError",
+]
+
+
+class KadenceError(Exception):
+    """Root of every error Kadence raises."""
+
+
+class ConfigError(KadenceError):
+    """Configuration is missing or invalid."""
+
+
+class SchemaError(KadenceError):
+    """A record could not be encoded or decoded with the known schemas."""
+
+
+class TopicError(KadenceError):
+    """The topic catalogue could not be applied or read."""
+
+
+class PartitionMismatchError(TopicError):
+    """An existing topic's partition count differs from the catalogue's."""
+
+    def __init__(self, topic: str, expected: int, actual: int):
+        super().__init__(
+            f"topic {topic!r} has {actual} partitions, the catalogue asks for {expected}; "
+            "workflow IDs hash to partitions for ever, so the count of commands/history/state "
+            "cannot change after a namespace is created (create a new namespace instead)"
+        )
+        self.topic, self.expected, self.actual = topic, expected, actual
+
+
+class BrokerUnavailableError(KadenceError):
+    """Kafka did not answer in time."""
+
+
+class WorkflowError(KadenceError):
+    """An operation on a workflow execution did not succeed."""
+
+    def __init__(self, message: str, *, workflow_id: str | None = None, run_id: str | None = None):
+        super().__init__(message)
+        self.workflow_id, self.run_id = workflow_id, run_id
+
+
+class WorkflowAlreadyStartedError(WorkflowError):
+    """A run with this workflow ID is already open (or the reuse policy forbids a new one)."""
+
+
+class WorkflowNotFoundError(WorkflowError):
+    """No execution with this workflow ID (or run ID) exists."""
+
+
+class WorkflowFailureError(WorkflowError):
+    """The workflow run ended in failure; ``failure`` holds the recorded Failure dict and
+    ``__cause__`` the rebuilt exception chain."""
+
+    def __init__(self, message: str, *, failure: dict | None = None, **kw):
+        super().__init__(message, **kw)
+        self.failure = failure
+
+
+class ApplicationError(KadenceError):
+    """An error raised by workflow or activity code on purpose.
+
+    ``non_retryable=True`` tells the engine not to retry the activity that raised it.
+    ``type`` names the error for retry policies (defaults to the class name).
+    """
+
+    def __init__(self, message: str, *details, type: str | None = None, non_retryable: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        self.type = type or self.__class__.__name__
+        self.non_retryable = non_retryable
+
+
+class ActivityError(ApplicationError):
+    """An activity failed (after its retries); the activity's own error is ``__cause__``."""
+
+    def __init__(self, message: str, *, activity_type: str = "", activity_id: str = "",
+                 attempt: int = 0, failure: dict | None = None):
+        super().__init__(message, type="ActivityError")
+        self.activity_type, self.activity_id, self.attempt = activity_type, activity_id, attempt
+        self.failure = failure
+
+
+class NonDeterminismError(KadenceError):
+    """Workflow code produced commands that differ from the recorded history."""
+
+
+class DefinitionError(KadenceError):
+    """A workflow or activity definition is invalid."""

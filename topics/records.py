@@ -1,0 +1,63 @@
+"""Builders for the records that cross Kafka, shared by every component.
+
+Records are plain dicts matching the Avro schemas in ``kadence.schemas``; unions of records
+(a command's body, an event's attributes, a workflow command) are ``(name, dict)`` tuples.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+__all__ = [
+    "now_ms", "new_id", "command", "history_key", "idempotency_key", "event_type", "attrs",
+    "COMMAND_EVENT_TYPES",
+]
+
+#: history events that record a decision of workflow code (replay compares commands with these)
+COMMAND_EVENT_TYPES = frozenset({
+    "ActivityTaskScheduled", "WorkflowExecutionCompleted", "WorkflowExecutionFailed",
+})
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def command(workflow_id: str, body_type: str, body: dict, *, request_id: str | None = None,
+            run_id: str | None = None, trace_id: str | None = None,
+            expected_version: int | None = None) -> dict:
+    """A ``Command`` envelope. ``request_id`` deduplicates retries of the same request."""
+    return {
+        "event_id": new_id(),
+        "aggregate_key": workflow_id,
+        "schema_version": 1,
+        "timestamp_ms": now_ms(),
+        "trace_id": trace_id,
+        "request_id": request_id,
+        "idempotency_key": request_id,
+        "expected_version": expected_version,
+        "run_id": run_id,
+        "body": (body_type, body),
+    }
+
+
+def history_key(workflow_id: str, run_id: str, seq: int) -> str:
+    return f"{workflow_id}/{run_id}/{seq}"
+
+
+def idempotency_key(workflow_id: str, run_id: str, activity_id: str) -> str:
+    """The activity idempotency key, stable across attempts (DESIGN.md section 2)."""
+    return f"{workflow_id}/{run_id}/{activity_id}"
+
+
+def event_type(event: dict) -> str:
+    return event["attributes"][0]
+
+
+def attrs(event: dict) -> dict:
+    return event["attributes"][1]

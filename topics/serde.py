@@ -1,0 +1,113 @@
+"""Avro serialization of every Kadence record, with fastavro.
+
+Wire format: ``b"K" + version (1 byte) + Avro binary body``. The version names the frozen schema
+set in ``kadence.schemas`` that wrote the record, so old records decode with today's schemas by
+Avro schema resolution. No schema registry is needed: the schema sets ship with the code.
+
+Records are plain dicts. A union of records (a command's ``body``, an event's ``attributes``) is
+written and read as a ``(short_name, dict)`` tuple.
+"""
+
+from __future__ import annotations
+
+import io
+from functools import lru_cache
+
+import fastavro
+from fastavro.read import SchemaResolutionError
+
+from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
+
+from .errors import SchemaError
+
+__all__ = ["encode", "decode", "Codec", "codec", "MAGIC"]
+
+MAGIC = 0x4B  # "K"
+_NS = "kadence."
+
+
+def _strip_names(value):
+    """fastavro returns fully qualified record names in union tuples; we use short names."""
+    if isinstance(value, tuple):
+        name, inner = value
+        return (name[len(_NS):] if name.startswith(_NS) else name, _strip_names(inner))
+    if isinstance(value, dict):
+        return {k: _strip_names(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip_names(v) for v in value]
+    return value
+
+
+def _qualify(value):
+    if isinstance(value, tuple):
+        name, inner = value
+        return (name if "." in name else _NS + name, _qualify(inner))
+    if isinstance(value, dict):
+        return {k: _qualify(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_qualify(v) for v in value]
+    return value
+
+
+@lru_cache(maxsize=None)
+def _parsed(version: int | None) -> dict:
+    named: dict = {}
+    parsed: dict = {}
+    for schema in load_schema_set(version):
+        parsed[_NS + schema["name"]] = fastavro.parse_schema(schema, named_schemas=named)
+    return parsed
+
+
+class Codec:
+    """Encoder/decoder of one record type across all schema versions."""
+
+    def __init__(self, record: str):
+        self.record = record
+        full = _NS + record
+        current = _parsed(None)
+        if full not in current:
+            raise SchemaError(f"unknown record type {record!r}")
+        self._schema = current[full]
+        self._writers = {v: _parsed(v).get(full) for v in available_versions()}
+
+    def encode(self, value: dict) -> bytes:
+        buf = io.BytesIO()
+        buf.write(bytes((MAGIC, CURRENT_VERSION)))
+        try:
+            fastavro.schemaless_writer(buf, self._schema, _qualify(value))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise SchemaError(f"cannot encode {self.record}: {exc}") from exc
+        return buf.getvalue()
+
+    def decode(self, data: bytes | None) -> dict:
+        if not data or len(data) < 2 or data[0] != MAGIC:
+            raise SchemaError(f"not a Kadence {self.record} record (bad magic byte)")
+        version = data[1]
+        writer = self._writers.get(version)
+        if writer is None:
+            raise SchemaError(f"{self.record} written with unknown schema version {version}")
+        buf = io.BytesIO(data)
+        buf.seek(2)
+        try:
+            value = fastavro.schemaless_reader(
+                buf, writer, None if version == CURRENT_VERSION else self._schema,
+                return_record_name=True, return_record_name_override=True,
+            )
+        except (SchemaResolutionError, EOFError, ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError) as exc:
+            raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
+        if buf.tell() != len(data):
+            raise SchemaError(f"trailing bytes after {self.record} record")
+        return _strip_names(value)
+
+
+@lru_cache(maxsize=None)
+def codec(record: str) -> Codec:
+    return Codec(record)
+
+
+def encode(record: str, value: dict) -> bytes:
+    return codec(record).encode(value)
+
+
+def decode(record: str, data: bytes | None) -> dict:
+    return codec(record).decode(data)
