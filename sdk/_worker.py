@@ -15,6 +15,7 @@ import concurrent.futures as cf
 import contextvars
 import logging
 import os
+import queue
 import socket
 import threading
 import uuid
@@ -69,6 +70,15 @@ class _OffsetTracker:
             return sum(len(v) for v in self._inflight.values())
 
 
+def _poll_ready(consumer: Consumer, most: int, timeout: float) -> list:
+    """Wait for one record, then take whatever else is ready (``consume(n)`` alone would wait
+    for n records or the whole timeout, adding latency at light load)."""
+    first = consumer.poll(timeout)
+    if first is None:
+        return []
+    return [first, *consumer.consume(num_messages=most - 1, timeout=0)]
+
+
 class _TaskConsumer:
     """A consumer thread that hands records to the asyncio loop, with back-pressure."""
 
@@ -88,6 +98,9 @@ class _TaskConsumer:
         self.consumer = Consumer(conf)
         self._stop = threading.Event()
         self._paused = False
+        # offsets to store, handed from any thread to the consumer thread: only that thread
+        # calls into the consumer (librdkafka handles are not used across threads here)
+        self._completed: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=f"kadence-{topic}", daemon=True)
 
     def start(self) -> None:
@@ -100,12 +113,13 @@ class _TaskConsumer:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
+                self._store_completed()
                 busy = self.tracker.count() >= self._max
                 if busy != self._paused:
                     assignment = self.consumer.assignment()
                     (self.consumer.pause if busy else self.consumer.resume)(assignment)
                     self._paused = busy
-                msgs = self.consumer.consume(num_messages=100, timeout=0.1)
+                msgs = _poll_ready(self.consumer, 100, 0.1)
                 for msg in msgs:
                     if msg.error():
                         if msg.error().fatal():
@@ -116,19 +130,33 @@ class _TaskConsumer:
         except Exception:  # noqa: BLE001
             log.exception("task consumer %s crashed", self.topic)
         finally:
+            self._store_completed()
             try:
                 self.consumer.close()
             except (KafkaException, RuntimeError):
                 pass
 
     def done(self, msg) -> None:
-        """The record's work is durable (its command was acknowledged): advance the offset."""
-        commit = self.tracker.finished(msg.partition(), msg.offset())
-        if commit is not None:
+        """The record's work is durable (its command was acknowledged): advance the offset.
+
+        Callable from any thread."""
+        self._completed.put((msg.partition(), msg.offset()))
+
+    def _store_completed(self) -> None:
+        latest: dict[int, int] = {}
+        while True:
             try:
-                self.consumer.store_offsets(offsets=[TopicPartition(self.topic, msg.partition(), commit)])
-            except (KafkaException, RuntimeError) as exc:  # revoked or closing: redelivered elsewhere
-                log.debug("store_offsets %s[%d]: %s", self.topic, msg.partition(), exc)
+                partition, offset = self._completed.get_nowait()
+            except queue.Empty:
+                break
+            commit = self.tracker.finished(partition, offset)
+            if commit is not None:
+                latest[partition] = commit
+        if latest:
+            try:
+                self.consumer.store_offsets(offsets=[TopicPartition(self.topic, p, o) for p, o in latest.items()])
+            except (KafkaException, RuntimeError) as exc:  # revoked meanwhile: redelivered elsewhere
+                log.debug("store_offsets %s: %s", self.topic, exc)
 
     def stop(self) -> None:
         self._stop.set()

@@ -8,6 +8,7 @@ different partition count, because workflow IDs hash to those partitions for eve
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException
@@ -139,9 +140,27 @@ class Catalogue:
             for spec in missing:
                 if spec.sharded and have.get(spec.name) not in (None, spec.partitions):
                     raise PartitionMismatchError(spec.name, spec.partitions, have[spec.name])
+        if report.created:
+            self._wait_ready(admin, report.created, timeout)
         for name in report.created:
             log.info("created topic %s", name)
         return report
+
+    def _wait_ready(self, admin: AdminClient, names: list[str], timeout: float) -> None:
+        """Wait until every partition of the new topics has a leader (metadata settles)."""
+        deadline = time.monotonic() + timeout
+        pending = set(names)
+        while pending:
+            md = admin.list_topics(timeout=timeout)
+            for name in list(pending):
+                t = md.topics.get(name)
+                if t is not None and t.error is None and t.partitions and all(
+                        pm.leader >= 0 and pm.error is None for pm in t.partitions.values()):
+                    pending.discard(name)
+            if pending:
+                if time.monotonic() > deadline:
+                    raise TopicError(f"topics not ready after {timeout}s: {', '.join(sorted(pending))}")
+                time.sleep(0.05)
 
     def ensure_queue(self, queue: str) -> ApplyReport:
         return self.apply(self.queue_specs(queue))

@@ -59,8 +59,18 @@ class EngineClient:
                 f"topic {self.topics.replies} is missing: run `kadence topics apply` for namespace "
                 f"{self.config.namespace!r}")
         tps = []
+        deadline = time.monotonic() + timeout
         for p in sorted(tmd.partitions):
-            _low, high = self._replies.get_watermark_offsets(TopicPartition(self.topics.replies, p), timeout=timeout)
+            while True:
+                try:
+                    _low, high = self._replies.get_watermark_offsets(TopicPartition(self.topics.replies, p), timeout=timeout)
+                    break
+                except KafkaException as exc:  # leader moving or not elected yet: retry until deadline
+                    if not exc.args[0].retriable() and exc.args[0].code() != KafkaError.NOT_LEADER_FOR_PARTITION:
+                        raise BrokerUnavailableError(f"cannot read {self.topics.replies}: {exc}") from exc
+                    if time.monotonic() > deadline:
+                        raise BrokerUnavailableError(f"cannot read {self.topics.replies}: {exc}") from exc
+                    time.sleep(0.1)
             tps.append(TopicPartition(self.topics.replies, p, high))
         self._replies.assign(tps)
         cmd_md = self._replies.list_topics(self.topics.commands, timeout=timeout).topics.get(self.topics.commands)
@@ -79,7 +89,8 @@ class EngineClient:
         codec = serde.codec("Reply")
         while not self._closed.is_set():
             try:
-                msgs = self._replies.consume(num_messages=500, timeout=0.2)
+                first = self._replies.poll(0.2)
+                msgs = [] if first is None else [first, *self._replies.consume(num_messages=499, timeout=0)]
             except KafkaException as exc:  # pragma: no cover - logged, loop continues
                 log.warning("reply consumer error: %s", exc)
                 continue
@@ -139,6 +150,7 @@ class EngineClient:
     async def request(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
                       run_id: str | None = None, timeout: float | None = 30.0) -> dict:
         fut = self.send(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
+        started = time.monotonic()
         try:
             return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
         except asyncio.TimeoutError as exc:
@@ -146,7 +158,7 @@ class EngineClient:
                 self._pending.pop(request_id, None)
             raise BrokerUnavailableError(
                 f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
-                "(is the history processor running?)") from exc
+                f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)") from exc
 
     def forget(self, request_id: str) -> None:
         with self._lock:

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Prepare the Python environment on a fresh machine (idempotent and fast when nothing changed):
+#   1. system packages for the dev stack (java, maven, redis-server), via apt-get when root;
+#   2. .venv, created with python3 if missing;
+#   3. `pip install -e '.[dev]'`, only when pyproject.toml is newer than .venv/.installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+STAMP=.venv/.installed
+
+say() { echo "bootstrap: $*" >&2; }
+
+# 1. The broker and Redis are only needed by `make test/dev/bench`; a missing package is reported
+#    here but does not block the venv (devstack.py fails with the same message when it matters).
+if ! "$PYTHON" scripts/devstack.py deps; then
+    say "warning: dev stack prerequisites missing (see above); unit tests still work"
+fi
+
+# 2. Debian's python3 needs python3-venv for `-m venv` (ensurepip).
+if [ ! -x .venv/bin/python ]; then
+    if ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+            say "installing python3-venv"
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get install -y -q python3-venv >/dev/null \
+                || { apt-get update -q >/dev/null \
+                     && apt-get install -y -q python3-venv >/dev/null; }
+        else
+            say "error: $PYTHON cannot create virtualenvs; install python3-venv"; exit 1
+        fi
+    fi
+    say "creating .venv"
+    "$PYTHON" -m venv .venv
+fi
+
+# 3. Editable install, skipped while the stamp is newer than pyproject.toml.
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
+    say "pip install -e '.[dev]' (this can take a minute)"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+    touch "$STAMP"
+fi

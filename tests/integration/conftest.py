@@ -1,0 +1,115 @@
+"""Fixtures for tests on the real broker: a fresh namespace per test, processor processes,
+a connected client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kadence import Client
+from kadence.topics import Catalogue, KafkaConfig
+
+PARTITIONS = 4
+
+
+@pytest.fixture
+def kafka_config(kafka_bootstrap) -> KafkaConfig:
+    """A namespace of its own for each test, with its topics created."""
+    ns = f"t{uuid.uuid4().hex[:10]}"
+    config = KafkaConfig(bootstrap=kafka_bootstrap, namespace=ns, partitions=PARTITIONS)
+    Catalogue(config).apply()
+    return config
+
+
+class ProcessorProcs:
+    """Starts `kadence processor` instances as child processes, so tests can SIGKILL them."""
+
+    def __init__(self, config: KafkaConfig, logdir: Path):
+        self.config = config
+        self.logdir = logdir
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.starts = 0
+
+    def start(self, instance_id: str = "p0") -> subprocess.Popen:
+        self.starts += 1
+        log = open(self.logdir / f"processor-{instance_id}-{self.starts}.log", "w")
+        env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
+               "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_PROCESSOR_ID": instance_id,
+               "KADENCE_SESSION_TIMEOUT_MS": "6000"}
+        proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "processor"], env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+        self.procs[instance_id] = proc
+        return proc
+
+    def kill(self, instance_id: str = "p0") -> None:
+        proc = self.procs.pop(instance_id)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+    def stop(self, instance_id: str = "p0") -> None:
+        proc = self.procs.pop(instance_id)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"processor {instance_id} did not stop on SIGTERM")
+
+    def logs(self) -> str:
+        out = []
+        for path in sorted(self.logdir.glob("processor-*.log")):
+            out.append(f"--- {path.name}\n{path.read_text()[-4000:]}")
+        return "\n".join(out)
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.procs.clear()
+
+
+@pytest.fixture
+def processors(kafka_config, tmp_path, request):
+    procs = ProcessorProcs(kafka_config, tmp_path)
+    yield procs
+    procs.close()
+    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+        print(procs.logs())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+@pytest.fixture
+async def client(kafka_config):
+    c = await Client.connect(config=kafka_config)
+    yield c
+    await c.close()
+
+
+async def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
+    """Poll an (async or sync) predicate until true; fail with ``what`` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(interval)

@@ -1,0 +1,67 @@
+"""Checks over the history topic: the invariants every test of the engine relies on."""
+
+from __future__ import annotations
+
+import collections
+
+from confluent_kafka import Consumer, TopicPartition
+
+from kadence.topics import Catalogue, KafkaConfig, serde
+
+
+def read_topic(config: KafkaConfig, topic: str, record: str | None = None) -> list[tuple]:
+    """Every (key, decoded value, partition, offset) of a topic, committed records only."""
+    consumer = Consumer(config.consumer(None))
+    md = consumer.list_topics(topic, timeout=10).topics[topic]
+    out = []
+    try:
+        for p in md.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, p, low)])
+            while consumer.position([TopicPartition(topic, p)])[0].offset < high:
+                for msg in consumer.consume(500, timeout=0.5):
+                    if msg.error():
+                        continue
+                    value = serde.decode(record, msg.value()) if record and msg.value() else msg.value()
+                    out.append((msg.key(), value, p, msg.offset()))
+        return out
+    finally:
+        consumer.close()
+
+
+def histories(config: KafkaConfig) -> dict[tuple[str, str], list[dict]]:
+    """(workflow_id, run_id) -> events in topic order."""
+    runs: dict = collections.defaultdict(list)
+    for _key, ev, _p, _o in read_topic(config, Catalogue(config).history, "HistoryEvent"):
+        runs[(ev["aggregate_key"], ev["run_id"])].append(ev)
+    return runs
+
+
+def check_history(events: list[dict]) -> list[str]:
+    """Violations of: seqs 1..n without gap or duplicate; one result per activity; one close."""
+    problems = []
+    seqs = [e["seq"] for e in events]
+    if seqs != list(range(1, len(seqs) + 1)):
+        problems.append(f"sequence numbers are not 1..n: {seqs}")
+    results = collections.Counter()
+    scheduled = collections.Counter()
+    closes = 0
+    for e in events:
+        kind, attrs = e["attributes"]
+        if kind in ("ActivityTaskCompleted", "ActivityTaskFailed"):
+            results[attrs["activity_id"]] += 1
+        elif kind == "ActivityTaskScheduled":
+            scheduled[attrs["activity_id"]] += 1
+        elif kind in ("WorkflowExecutionCompleted", "WorkflowExecutionFailed"):
+            closes += 1
+    for aid, n in results.items():
+        if n != 1:
+            problems.append(f"activity {aid} has {n} results")
+    for aid, n in scheduled.items():
+        if n != 1:
+            problems.append(f"activity {aid} scheduled {n} times")
+    if closes > 1:
+        problems.append(f"{closes} close events")
+    return problems

@@ -1,0 +1,84 @@
+"""One workflow end to end on the real broker: start, activities, result, history."""
+
+import asyncio
+
+import pytest
+
+from kadence import ActivityError, Worker, WorkflowAlreadyStartedError, WorkflowFailureError
+from kadence.samples import order_fulfilment as sample
+
+from .invariants import check_history, histories
+from .workflows import EFFECTS, Failing, ThreeSteps, add, boom, double, three_steps_result
+
+
+async def test_sample_order_fulfilment_completes_with_its_history(client, processors):
+    processors.start()
+    async with Worker(client, task_queue=sample.TASK_QUEUE, workflows=sample.WORKFLOWS,
+                      activities=sample.ACTIVITIES):
+        handle = await client.start_workflow(sample.OrderFulfilment, sample.SAMPLE_ORDER, id="order-1",
+                                             task_queue=sample.TASK_QUEUE)
+        result = await handle.result(timeout=60)
+    assert result["charged_cents"] == 6500 and result["items"] == 3
+    assert result["tracking"] == "trk-A-1001"
+    events = await handle.history()
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "WorkflowExecutionStarted" and kinds[-1] == "WorkflowExecutionCompleted"
+    assert [e["attributes"]["activity_type"] for e in events if e["type"] == "ActivityTaskScheduled"] == [
+        "reserve_stock", "charge_payment", "ship_order", "send_confirmation"]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[-1]["attributes"]["result"] == result
+
+
+async def test_same_workflow_id_and_request_id_runs_once(client, processors, kafka_config):
+    processors.start()
+    async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
+        first = await client.start_workflow(ThreeSteps, 1, id="dup-1", task_queue="q", request_id="key-1")
+        again = await client.start_workflow(ThreeSteps, 1, id="dup-1", task_queue="q", request_id="key-1")
+        assert again.run_id == first.run_id
+        assert await first.result(timeout=60) == three_steps_result(1)
+        # a retry after completion still gets the first answer, not a second run
+        late = await client.start_workflow(ThreeSteps, 1, id="dup-1", task_queue="q", request_id="key-1")
+        assert late.run_id == first.run_id
+    runs = [k for k in histories(kafka_config) if k[0] == "dup-1"]
+    assert runs == [("dup-1", first.run_id)]
+    starts = [e for e in histories(kafka_config)[runs[0]] if e["attributes"][0] == "WorkflowExecutionStarted"]
+    assert len(starts) == 1
+
+
+async def test_second_start_of_a_running_workflow_is_rejected_with_its_run_id(client, processors):
+    processors.start()
+    first = await client.start_workflow(ThreeSteps, 1, id="dup-2", task_queue="q", request_id="a")
+    with pytest.raises(WorkflowAlreadyStartedError) as info:
+        await client.start_workflow(ThreeSteps, 1, id="dup-2", task_queue="q", request_id="b")
+    assert info.value.run_id == first.run_id
+
+
+async def test_activity_failure_fails_the_workflow_with_its_cause(client, processors, kafka_config):
+    processors.start()
+    async with Worker(client, task_queue="q", workflows=[Failing], activities=[boom]):
+        handle = await client.start_workflow(Failing, "card declined", id="fail-1", task_queue="q")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result(timeout=60)
+    failure = info.value.failure
+    assert failure["type"] == "ActivityError"
+    assert failure["cause"]["type"] == "ValueError" and failure["cause"]["message"] == "card declined"
+    assert isinstance(info.value.__cause__, ActivityError)
+    [(key, events)] = [(k, v) for k, v in histories(kafka_config).items() if k[0] == "fail-1"]
+    assert check_history(events) == []
+    assert events[-1]["attributes"][0] == "WorkflowExecutionFailed"
+
+
+async def test_many_workflows_complete_and_each_activity_runs_once(client, processors, kafka_config):
+    processors.start()
+    EFFECTS.clear()
+    n = 50
+    async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
+        handles = await asyncio.gather(*(client.start_workflow(ThreeSteps, i, id=f"many-{i}", task_queue="q")
+                                         for i in range(n)))
+        results = await asyncio.gather(*(h.result(timeout=120) for h in handles))
+    assert results == [three_steps_result(i) for i in range(n)]
+    runs = histories(kafka_config)
+    assert len(runs) == n
+    for key, events in runs.items():
+        assert check_history(events) == [], key
+    assert len(EFFECTS) == 3 * n and set(EFFECTS.values()) == {1}
