@@ -366,7 +366,9 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
     if st["status"] != "running":
         _reply(out, rid, wf, st["status"], run_id=st["run_id"], result=st["result"], failure=st["failure"])
     elif not body["wait"]:
-        _reply(out, rid, wf, "running", run_id=st["run_id"])
+        # a running workflow whose last workflow task failed (e.g. non-determinism) says so
+        _reply(out, rid, wf, "running", run_id=st["run_id"], message=st["wt_failure_cause"] or "",
+               failure=st["wt_failure"])
     elif rid and rid not in st["result_waiters"]:
         st["result_waiters"].append(rid)
         if len(st["result_waiters"]) > MAX_RESULT_WAITERS:

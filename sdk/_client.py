@@ -46,12 +46,19 @@ class WorkflowHandle:
         raise err from exception_from_failure(failure)
 
     async def describe(self) -> dict:
-        """Status of the run: ``{"status": "running" | "completed" | "failed", "run_id": ...}``."""
+        """Status of the run: ``{"status": "running" | "completed" | "failed", "run_id": ...,
+        "last_task_failure": None | {"cause", "type", "message"}}``; a workflow stuck on a
+        failing workflow task (for example a non-determinism error) shows it here."""
         reply = await self.client._engine.request(
             self.id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id(), run_id=self.run_id)
         if reply["status"] == "not_found":
             raise WorkflowNotFoundError(f"workflow {self.id!r} not found", workflow_id=self.id)
-        return {"workflow_id": self.id, "run_id": reply["run_id"], "status": reply["status"]}
+        stuck = None
+        if reply["status"] == "running" and reply["failure"]:
+            f = reply["failure"]
+            stuck = {"cause": reply["message"], "type": f["type"], "message": f["message"]}
+        return {"workflow_id": self.id, "run_id": reply["run_id"], "status": reply["status"],
+                "last_task_failure": stuck}
 
     async def history(self, *, raw: bool = False) -> list[dict]:
         """The run's history events, oldest first (JSON-friendly dicts unless ``raw``)."""
