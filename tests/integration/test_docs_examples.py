@@ -1,0 +1,32 @@
+"""The documentation's runnable examples run (against the real broker)."""
+
+import os
+import socket
+import uuid
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_hello_example_prints_its_result(kafka_bootstrap):
+    out = subprocess.run([sys.executable, str(ROOT / "docs/examples/hello.py")], capture_output=True, text=True,
+                         timeout=180, env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "result: HELLO, KAFKA!" in out.stdout
+    assert "WorkflowExecutionCompleted" in out.stdout
+
+
+def test_make_dev_once_runs_the_sample_and_exits_zero(kafka_bootstrap):
+    """What `KADENCE_DEV_ONCE=1 make dev` runs inside the dev stack."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap, "KADENCE_DEV_ONCE": "1",
+           "KADENCE_NAMESPACE": f"devonce{uuid.uuid4().hex[:6]}", "KADENCE_GATEWAY_PORT": str(port)}
+    out = subprocess.run([sys.executable, "-m", "kadence.cli", "--log-level", "warning", "dev"],
+                         capture_output=True, text=True, timeout=240, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert '"charged_cents": 6500' in out.stdout
+    assert "WorkflowExecutionCompleted" in out.stdout and "==> history (20 events)" in out.stdout

@@ -1,0 +1,477 @@
+"""Schema evolution: every record ever written still decodes with today's schemas.
+
+Each frozen schema set under ``schemas/versions/<N>/`` is a released wire format. For every record
+type of every frozen version we build representative records that take every union branch (each
+Command body, each HistoryEvent attribute type, each workflow command, optional fields set and
+unset), write them with version N's schemas and the ``b"K" + bytes([N])`` prefix, and read them
+back with ``kadence.topics.serde.decode`` (today's reader). Fields must survive.
+
+The checker itself is tested: readers that break Avro resolution (a field added without a default,
+a changed type, a removed union branch, a renamed field) must be reported.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import fastavro
+import pytest
+
+import kadence.schemas
+from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
+from kadence.topics import serde
+from kadence.topics.errors import SchemaError
+
+NS = "kadence."
+SCHEMA_DIR = Path(kadence.schemas.__file__).resolve().parent
+
+#: sha256 of each released (frozen) schema set. A frozen set is a wire format that records on
+#: Kafka were written with: it must never change. When you freeze a new version N, add its digest
+#: here (the failure message prints it).
+FROZEN_DIGESTS = {
+    1: "7f1ca8ed8b74d40593bf0d29d416eaa5a3ae19a0b8c54d6ab75ef198560860c5",
+}
+
+PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+
+
+# ---------------------------------------------------------------- representative records
+
+class Samples:
+    """Builds values of a schema set's types that between them take every union branch.
+
+    Values use the form ``serde`` returns: a union with more than one record branch is a
+    ``(short_name, dict)`` tuple, any other union value is the bare value.
+    """
+
+    def __init__(self, schema_set: list[dict]):
+        self.named = {s["name"]: s for s in schema_set}
+        self._counter = 0
+
+    def _next(self) -> int:
+        self._counter += 1
+        return self._counter
+
+    def _primitive(self, kind: str, path: str):
+        n = self._next()
+        return {
+            "null": None,
+            "boolean": n % 2 == 0,
+            "int": 1000 + n,
+            "long": 1_700_000_000_000 + n,
+            "float": 0.5 + n,  # exact in binary
+            "double": 0.25 + n,
+            "bytes": f"{path}#{n}".encode() + b"\x00\xff",
+            "string": f"{path}#{n}-é✓",
+        }[kind]
+
+    def _short(self, name: str) -> str:
+        return name[len(NS):] if name.startswith(NS) else name
+
+    def variants(self, schema, path: str, stack: tuple = ()) -> list:
+        """Values of ``schema``; together they cover every union branch below it."""
+        if isinstance(schema, str):
+            if schema in PRIMITIVES:
+                return [self._primitive(schema, path)]
+            return self.variants(self.named[self._short(schema)], path, stack)
+        if isinstance(schema, list):  # union
+            records = [b for b in schema if self._is_record(b)]
+            out = []
+            for branch in schema:
+                if branch == "null":
+                    continue
+                if self._is_record(branch) and stack.count(self._name(branch)) >= 2:
+                    continue  # recursive type (Failure.cause): stop after two levels
+                for value in self.variants(branch, path, stack):
+                    out.append((self._name(branch), value) if len(records) > 1 and self._is_record(branch) else value)
+            if "null" in schema:
+                out.append(None)
+            return out
+        kind = schema["type"]
+        if kind == "record":
+            name = schema["name"]
+            stack = stack + (name,)
+            fields = [(f["name"], self.variants(f["type"], f"{name}.{f['name']}", stack)) for f in schema["fields"]]
+            base = {fname: vs[0] for fname, vs in fields}
+            out = [base]
+            for fname, vs in fields:
+                for other in vs[1:]:
+                    out.append({**base, fname: other})
+            return out
+        if kind == "array":
+            return [self.variants(schema["items"], path + "[]", stack)]
+        if kind == "map":
+            return [{f"k{i}": v for i, v in enumerate(self.variants(schema["values"], path + "{}", stack))}]
+        if kind == "enum":
+            return [schema["symbols"][0]]
+        if kind == "fixed":
+            return [bytes(range(schema["size"]))]
+        if kind in PRIMITIVES:
+            return [self._primitive(kind, path)]
+        raise AssertionError(f"unsupported schema {schema!r}")
+
+    def _is_record(self, schema) -> bool:
+        if isinstance(schema, str):
+            return schema not in PRIMITIVES and self.named[self._short(schema)]["type"] == "record"
+        return isinstance(schema, dict) and schema.get("type") == "record"
+
+    def _name(self, schema) -> str:
+        return self._short(schema if isinstance(schema, str) else schema["name"])
+
+
+def qualify(value):
+    """Tuple notation with full names, as fastavro's writer wants it."""
+    if isinstance(value, tuple):
+        name, inner = value
+        return (NS + name, qualify(inner))
+    if isinstance(value, dict):
+        return {k: qualify(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [qualify(v) for v in value]
+    return value
+
+
+def parse_set(schema_set: list[dict]) -> dict:
+    named: dict = {}
+    return {s["name"]: fastavro.parse_schema(copy.deepcopy(s), named_schemas=named) for s in schema_set}
+
+
+def write(parsed: dict, record: str, value: dict, version: int | None = None) -> bytes:
+    buf = io.BytesIO()
+    if version is not None:
+        buf.write(b"K" + bytes([version]))
+    fastavro.schemaless_writer(buf, parsed[record], qualify(value))
+    return buf.getvalue()
+
+
+def survival_problems(written, read, path: str) -> list[str]:
+    """What the reader lost or changed of a written value (reader-only fields are defaults)."""
+    if isinstance(written, tuple):
+        if not isinstance(read, tuple) or read[0] != written[0]:
+            return [f"{path}: union branch {written[0]} read back as {read!r:.80}"]
+        return survival_problems(written[1], read[1], f"{path}<{written[0]}>")
+    if isinstance(written, dict):
+        if not isinstance(read, dict):
+            return [f"{path}: record read back as {read!r:.80}"]
+        out = []
+        for key, value in written.items():
+            if key not in read:  # a field that old records carry and today's reader no longer reads
+                out.append(f"{path}.{key}: written by the old version, dropped by today's reader")
+                continue
+            out += survival_problems(value, read[key], f"{path}.{key}")
+        return out
+    if isinstance(written, list):
+        if not isinstance(read, list) or len(read) != len(written):
+            return [f"{path}: list of {len(written)} read back as {read!r:.80}"]
+        return [p for i, (w, r) in enumerate(zip(written, read)) for p in survival_problems(w, r, f"{path}[{i}]")]
+    if not _same(written, read):
+        return [f"{path}: wrote {written!r:.60}, read {read!r:.60}"]
+    return []
+
+
+def _same(written, read) -> bool:
+    """Equal, allowing Avro's promotions (int -> long/float/double, string <-> bytes)."""
+    if isinstance(written, bool) or isinstance(read, bool):
+        return type(written) is type(read) and written == read
+    if isinstance(written, (int, float)) and isinstance(read, (int, float)):
+        return written == read and not (isinstance(written, float) and isinstance(read, int))
+    if isinstance(written, str) and isinstance(read, bytes):
+        return written.encode() == read
+    if isinstance(written, bytes) and isinstance(read, str):
+        return written == read.encode()
+    return type(written) is type(read) and written == read
+
+
+def compatibility_problems(writer_set: list[dict], reader_set: list[dict]) -> list[str]:
+    """Every way in which records written with ``writer_set`` fail to resolve with ``reader_set``."""
+    writers, readers = parse_set(writer_set), parse_set(reader_set)
+    samples = Samples(writer_set)
+    problems = []
+    for schema in writer_set:
+        name = schema["name"]
+        if name not in readers:
+            problems.append(f"{name}: record type removed from the current schemas")
+            continue
+        for i, value in enumerate(samples.variants(schema, name)):
+            data = write(writers, name, value)
+            try:
+                read = fastavro.schemaless_reader(io.BytesIO(data), writers[name], readers[name],
+                                                  return_record_name=True, return_record_name_override=True)
+            except Exception as exc:  # noqa: BLE001 - any failure to resolve is the finding
+                problems.append(f"{name} sample {i}: {type(exc).__name__}: {exc}")
+                continue
+            problems += survival_problems(value, serde._strip_names(read), f"{name}[{i}]")
+    return problems
+
+
+def set_digest(version: int) -> str:
+    h = hashlib.sha256()
+    for schema in load_schema_set(version):
+        h.update(json.dumps(schema, sort_keys=True, separators=(",", ":")).encode())
+    return h.hexdigest()
+
+
+def record_names(schema_set: list[dict]) -> list[str]:
+    return [s["name"] for s in schema_set]
+
+
+# ---------------------------------------------------------------- the sample builder covers the unions
+
+def test_samples_cover_every_command_body_and_every_event_attribute_type():
+    current = load_schema_set()
+    samples = Samples(current)
+    by_name = {s["name"]: s for s in current}
+    bodies = {v["body"][0] for v in samples.variants(by_name["Command"], "Command")}
+    assert bodies == set(next(f["type"] for f in by_name["Command"]["fields"] if f["name"] == "body"))
+    attributes = {v["attributes"][0] for v in samples.variants(by_name["HistoryEvent"], "HistoryEvent")}
+    assert attributes == set(next(f["type"] for f in by_name["HistoryEvent"]["fields"] if f["name"] == "attributes"))
+    [task] = samples.variants(by_name["WorkflowTask"], "WorkflowTask")[:1]
+    assert {e["attributes"][0] for e in task["events"]} == attributes
+    [completed] = [v["body"][1] for v in samples.variants(by_name["Command"], "Command")
+                   if v["body"][0] == "RespondWorkflowTaskCompleted"][:1]
+    assert {c[0] for c in completed["commands"]} == {
+        "ScheduleActivityTask", "CompleteWorkflowExecution", "FailWorkflowExecution"}
+
+
+# ---------------------------------------------------------------- old versions decode today
+
+@pytest.mark.parametrize("version", available_versions())
+def test_frozen_version_resolves_against_current_schemas(version):
+    problems = compatibility_problems(load_schema_set(version), load_schema_set())
+    assert problems == [], (
+        f"records written with schemas/versions/{version} no longer resolve with the current schemas "
+        "(add fields only with a default, never change a field's type, add union branches only at the "
+        "end):\n  " + "\n  ".join(problems[:20]))
+
+
+@pytest.mark.parametrize("version", available_versions())
+def test_frozen_version_records_decode_through_serde(version):
+    frozen = load_schema_set(version)
+    writers = parse_set(frozen)
+    samples = Samples(frozen)
+    decoded = 0
+    for schema in frozen:
+        name = schema["name"]
+        for i, value in enumerate(samples.variants(schema, name)):
+            data = write(writers, name, value, version)
+            assert data[:2] == b"K" + bytes([version])
+            read = serde.decode(name, data)
+            problems = survival_problems(value, read, f"{name}[{i}]")
+            assert problems == [], f"v{version} {name} sample {i} lost data: {problems}"
+            decoded += 1
+    assert decoded > len(frozen)  # unions produced more than one sample per record
+
+
+def test_current_serde_writes_the_current_version_and_reads_it_back():
+    samples = Samples(load_schema_set())
+    for schema in load_schema_set():
+        for value in samples.variants(schema, schema["name"])[:3]:
+            data = serde.encode(schema["name"], value)
+            assert data[:2] == bytes((serde.MAGIC, CURRENT_VERSION))
+            assert survival_problems(value, serde.decode(schema["name"], data), schema["name"]) == []
+
+
+# ---------------------------------------------------------------- frozen sets and the current files
+
+def _avsc_files(directory: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted(directory.glob("*.avsc"))}
+
+
+def test_current_schemas_equal_the_highest_frozen_version():
+    versions = available_versions()
+    assert versions, "schemas/versions/ holds no frozen schema set"
+    assert versions == list(range(1, versions[-1] + 1)), f"frozen versions must be 1..N without gaps: {versions}"
+    latest = versions[-1]
+    assert CURRENT_VERSION == latest, (
+        f"kadence.schemas.CURRENT_VERSION is {CURRENT_VERSION} but the highest frozen set is "
+        f"schemas/versions/{latest}: they must be equal")
+    current = _avsc_files(SCHEMA_DIR)
+    frozen = _avsc_files(SCHEMA_DIR / "versions" / str(latest))
+    changed = sorted(n for n in current.keys() & frozen.keys() if current[n] != frozen[n])
+    added, removed = sorted(current.keys() - frozen.keys()), sorted(frozen.keys() - current.keys())
+    order_now = (SCHEMA_DIR / "ORDER").read_text().split()
+    order_frozen = (SCHEMA_DIR / "versions" / str(latest) / "ORDER").read_text().split()
+    assert not (changed or added or removed or order_now != order_frozen), (
+        f"the current schemas differ from the frozen set schemas/versions/{latest} "
+        f"(changed: {changed}, added: {added}, removed: {removed}, ORDER changed: {order_now != order_frozen}). "
+        f"Records already on Kafka were written with version {latest}, so a schema change is a new "
+        f"version: set CURRENT_VERSION = {latest + 1} in schemas/__init__.py, copy the whole set with "
+        f"`mkdir schemas/versions/{latest + 1} && cp schemas/*.avsc schemas/ORDER schemas/versions/{latest + 1}/`, "
+        f"and add the new digest to FROZEN_DIGESTS in {Path(__file__).name}. "
+        "Never edit a frozen version.")
+
+
+@pytest.mark.parametrize("directory", ["."] + [f"versions/{v}" for v in available_versions()])
+def test_order_lists_every_schema_file_exactly_once(directory):
+    base = SCHEMA_DIR / directory
+    order = (base / "ORDER").read_text().split()
+    files = sorted(p.stem for p in base.glob("*.avsc"))
+    assert len(order) == len(set(order)), f"{base}/ORDER lists a schema twice"
+    assert sorted(order) == files, (
+        f"{base}/ORDER and the .avsc files disagree: only in ORDER {sorted(set(order) - set(files))}, "
+        f"not in ORDER (never loaded!) {sorted(set(files) - set(order))}")
+    for name, schema in _avsc_files(base).items():
+        assert schema["name"] == name and schema.get("namespace") == "kadence", f"{base}/{name}.avsc"
+
+
+@pytest.mark.parametrize("version", available_versions())
+def test_frozen_versions_never_change(version):
+    digest = set_digest(version)
+    assert version in FROZEN_DIGESTS, (
+        f"schemas/versions/{version} is new: add {version}: \"{digest}\" to FROZEN_DIGESTS in {Path(__file__).name}")
+    assert digest == FROZEN_DIGESTS[version], (
+        f"schemas/versions/{version} changed after it was frozen (digest {digest}); records on Kafka were "
+        "written with it. Restore it and put the change in a new version instead.")
+
+
+def union_order_problems(older: list[dict], newer: list[dict]) -> list[str]:
+    """Union branches may only be appended: the older branches must be a prefix of the newer."""
+    def unions(schema_set):
+        out = {}
+        for schema in schema_set:
+            for f in schema["fields"]:
+                t = f["type"]
+                if isinstance(t, dict) and t.get("type") == "array":
+                    t = t["items"]
+                if isinstance(t, list):
+                    out[f"{schema['name']}.{f['name']}"] = [b if isinstance(b, str) else json.dumps(b) for b in t]
+        return out
+    old, new = unions(older), unions(newer)
+    return [f"{k}: {old[k]} -> {new[k]}" for k in sorted(old.keys() & new.keys()) if new[k][:len(old[k])] != old[k]]
+
+
+def test_union_branches_are_only_appended_between_versions():
+    versions = available_versions()
+    sets = [load_schema_set(v) for v in versions] + [load_schema_set()]
+    problems = [p for a, b in zip(sets, sets[1:]) for p in union_order_problems(a, b)]
+    assert problems == [], "union branches reordered or removed (append new branches at the end): " + "; ".join(problems)
+
+
+def test_union_order_check_flags_a_reordered_union():
+    def swap(s):
+        body = _field(s["Command"], "body")["type"]
+        body[0], body[1] = body[1], body[0]
+    problems = union_order_problems(load_schema_set(), _mutated(swap))
+    assert len(problems) == 1 and problems[0].startswith("Command.body: "), problems
+    removed = _mutated(lambda s: _field(s["HistoryEvent"], "attributes")["type"].pop())
+    assert [p.split(":")[0] for p in union_order_problems(load_schema_set(), removed)] == ["HistoryEvent.attributes"]
+    appended = _mutated(lambda s: _field(s["Command"], "body")["type"].append("TimerRecord"))
+    assert union_order_problems(load_schema_set(), appended) == []
+
+
+# ---------------------------------------------------------------- the check can fail
+
+def _mutated(mutate) -> list[dict]:
+    schemas = copy.deepcopy(load_schema_set())
+    by_name = {s["name"]: s for s in schemas}
+    mutate(by_name)
+    return schemas
+
+
+def _field(schema: dict, name: str) -> dict:
+    return next(f for f in schema["fields"] if f["name"] == name)
+
+
+INCOMPATIBLE = {
+    "field added without a default": (
+        lambda s: s["StartWorkflow"]["fields"].append({"name": "priority", "type": "int"}), "StartWorkflow"),
+    "field type changed": (
+        lambda s: _field(s["Failure"], "message").__setitem__("type", "long"), "Failure"),
+    "union branch removed": (
+        lambda s: _field(s["Command"], "body")["type"].remove("AwaitWorkflowResult"), "AwaitWorkflowResult"),
+    "field renamed without alias": (
+        lambda s: _field(s["HistoryEvent"], "seq").__setitem__("name", "sequence"), "HistoryEvent"),
+    "record type removed": (
+        lambda s: s["TimerRecord"].__setitem__("name", "DelayRecord"), "TimerRecord"),
+}
+
+
+@pytest.mark.parametrize("change", sorted(INCOMPATIBLE))
+def test_incompatible_reader_is_rejected(change):
+    mutate, culprit = INCOMPATIBLE[change]
+    problems = compatibility_problems(load_schema_set(CURRENT_VERSION), _mutated(mutate))
+    assert problems, f"{change}: the compatibility check accepted an incompatible reader"
+    assert any(culprit in p for p in problems), problems[:5]
+
+
+def test_field_added_with_a_default_is_compatible_and_reads_the_default():
+    reader = _mutated(lambda s: s["StartWorkflow"]["fields"].append(
+        {"name": "priority", "type": "int", "default": 7}))
+    assert compatibility_problems(load_schema_set(CURRENT_VERSION), reader) == []
+    writers, readers = parse_set(load_schema_set(CURRENT_VERSION)), parse_set(reader)
+    value = {"workflow_type": "W", "task_queue": "q", "input": b"[]"}
+    out = fastavro.schemaless_reader(io.BytesIO(write(writers, "StartWorkflow", value)),
+                                     writers["StartWorkflow"], readers["StartWorkflow"])
+    assert out["priority"] == 7 and out["workflow_type"] == "W"
+
+
+def test_survival_check_reports_lost_and_changed_values():
+    assert survival_problems({"a": 1, "b": ("X", {"c": "d"})}, {"a": 1, "b": ("X", {"c": "d"}), "new": 0}, "R") == []
+    assert survival_problems({"a": 1}, {"a": 2}, "R") == ["R.a: wrote 1, read 2"]
+    assert survival_problems({"a": 1}, {}, "R")
+    assert survival_problems({"b": ("X", {})}, {"b": ("Y", {})}, "R")
+
+
+# ---------------------------------------------------------------- bad bytes are SchemaErrors
+
+def _command_bytes() -> bytes:
+    """A valid Command written by the latest frozen version (built in the test, not at import)."""
+    latest = available_versions()[-1]
+    value = {
+        "event_id": "e1", "aggregate_key": "wf-1", "schema_version": 1, "timestamp_ms": 1, "trace_id": None,
+        "request_id": "r1", "idempotency_key": "r1", "expected_version": None, "run_id": None,
+        "body": ("StartWorkflow", {"workflow_type": "W", "task_queue": "q", "input": b"[1,2]",
+                                   "id_reuse_policy": "allow_duplicate", "run_timeout_ms": None,
+                                   "search_attributes": {}}),
+    }
+    return write(parse_set(load_schema_set(latest)), "Command", value, latest)
+
+
+BAD_BYTES = {
+    "version 0": lambda ok: b"K" + bytes([0]) + ok[2:],
+    "version after the latest": lambda ok: b"K" + bytes([available_versions()[-1] + 1]) + ok[2:],
+    "version 255": lambda ok: b"K" + bytes([255]) + ok[2:],
+    "bad magic": lambda ok: b"X" + ok[1:],
+    "Confluent wire format (magic 0)": lambda ok: b"\x00" + ok[1:],
+    "empty": lambda ok: b"",
+    "tombstone (None)": lambda ok: None,
+    "prefix only": lambda ok: ok[:2],
+    "trailing bytes": lambda ok: ok + b"\x00",
+    "garbage body": lambda ok: ok[:2] + b"\xff" * 40,
+    "negative length": lambda ok: ok[:2] + b"\x01abc",
+}
+
+
+@pytest.mark.parametrize("why", sorted(BAD_BYTES))
+def test_bad_bytes_raise_schema_error(why):
+    ok = _command_bytes()
+    assert serde.decode("Command", ok)["aggregate_key"] == "wf-1"
+    with pytest.raises(SchemaError):
+        serde.decode("Command", BAD_BYTES[why](ok))
+
+
+@pytest.mark.parametrize("record", record_names(load_schema_set()))
+def test_every_truncation_raises_schema_error(record):
+    samples = Samples(load_schema_set())
+    schema = next(s for s in load_schema_set() if s["name"] == record)
+    for value in samples.variants(schema, record)[:4]:
+        data = serde.encode(record, value)
+        n = len(data)
+        # every cut of small records; for big ones (a WorkflowTask with all its events) both ends
+        # byte by byte and the middle in steps, which keeps this fast
+        cuts = range(n) if n <= 400 else sorted({*range(200), *range(n - 200, n), *range(0, n, 13)})
+        for cut in cuts:
+            with pytest.raises(SchemaError):
+                serde.decode(record, data[:cut])
+                pytest.fail(f"{record} truncated to {cut} of {len(data)} bytes decoded without error")
+
+
+def test_unknown_record_type_is_a_schema_error():
+    with pytest.raises(SchemaError):
+        serde.decode("NoSuchRecord", b"K\x01")
+    with pytest.raises(SchemaError):
+        serde.encode("NoSuchRecord", {})
