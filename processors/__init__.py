@@ -4,7 +4,8 @@ Never imported by the SDK, the gateway or the connectors.
 """
 
 from .history_processor import HistoryProcessor, ProcessorConfig
-from .state_machine import BatchView, Outbox, transition
+from .effects import BatchView, Outbox
+from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
 
 __all__ = ["HistoryProcessor", "ProcessorConfig", "BatchView", "Outbox", "transition",

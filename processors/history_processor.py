@@ -25,7 +25,8 @@ from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ConfigError, KadenceError, SchemaError
 from kadence.topics.records import history_key, now_ms
 
-from .state_machine import BatchView, Outbox, transition
+from .effects import BatchView, Outbox
+from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
 
 __all__ = ["ProcessorConfig", "HistoryProcessor"]
@@ -266,6 +267,7 @@ class HistoryProcessor:
         state_codec = serde.codec("WorkflowState")
         wt_codec, at_codec = serde.codec("WorkflowTask"), serde.codec("ActivityTask")
         reply_codec = serde.codec("Reply")
+        timer_codec = serde.codec("TimerRecord")
         for p, out in outboxes.items():
             for wf, ev in out.events:
                 self._produce(self.topics.history, event_codec.encode(ev),
@@ -280,6 +282,12 @@ class HistoryProcessor:
                     self._produce(self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode())
             for reply in out.replies:
                 self._produce(self.topics.replies, reply_codec.encode(reply), reply["request_id"].encode())
+            now = now_ms()
+            if out.timers:
+                from .timer_service import choose_tier  # noqa: PLC0415
+            for timer in out.timers:
+                self._produce(self.topics.timers(choose_tier(timer["fire_at_ms"] - now)), timer_codec.encode(timer),
+                              timer["workflow_id"].encode())
         for msg, reason, exc in dead:
             record = {
                 "origin_topic": msg.topic(), "origin_partition": msg.partition(), "origin_offset": msg.offset(),

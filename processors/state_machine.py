@@ -1,255 +1,99 @@
-"""The workflow state machine: one command in, history events, state, tasks and replies out.
+"""The workflow state machine: one command in, history events, state, tasks, timers and replies out.
 
 Pure logic, no Kafka: ``transition(cmd, view, out)`` reads and writes workflow state through a
 ``BatchView`` (an overlay over the shard's committed store) and appends everything it emits to an
 ``Outbox``. The history processor turns an outbox into one Kafka transaction, and applies the
 overlay to its store only after that transaction commits.
+
+Every request that carries a request ID (start, signal, cancel, terminate) is answered once and
+remembered: a retry gets the first answer and changes nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, field
 
-from kadence.topics.records import history_key, idempotency_key, new_id, now_ms
+from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
+                         schedule_activity)
+from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, dispatch_workflow_task, emit,
+                      recent, remember, reply, schedule_workflow_task, start_timer, workflow_task_needed)
 
-__all__ = ["BatchView", "Outbox", "transition", "RECENT_REQUESTS", "MAX_RESULT_WAITERS"]
+__all__ = ["BatchView", "Outbox", "transition", "RECENT_REQUESTS", "MAX_RESULT_WAITERS",
+           "HISTORY_WARN_EVENTS", "HISTORY_LIMIT_EVENTS"]
 
 log = logging.getLogger(__name__)
 
-#: request IDs remembered per workflow, so that a retried request gets its first answer
-RECENT_REQUESTS = 64
-#: pending AwaitWorkflowResult requests kept per run
-MAX_RESULT_WAITERS = 1000
 _RUN_NS = uuid.UUID("6b1d6f0e-0c1e-4a52-9d3c-4b8e7f0b9a11")
+#: a run's history this long gets a warning; at the limit the run fails, pointing at continue-as-new
+HISTORY_WARN_EVENTS = 10_000
+HISTORY_LIMIT_EVENTS = 50_000
 
 
-@dataclass
-class Outbox:
-    """Everything one batch emits, in order."""
-
-    #: (workflow_id, event) history events, produced to {ns}.history at the shard's partition
-    events: list = field(default_factory=list)
-    #: ("workflow" | "activity", task_queue, record dict)
-    tasks: list = field(default_factory=list)
-    replies: list = field(default_factory=list)
-    #: counters for metrics: duplicates suppressed, stale completions rejected
-    duplicates: int = 0
-    stale: int = 0
-
-    def mark(self) -> tuple[int, int, int]:
-        return len(self.events), len(self.tasks), len(self.replies)
-
-    def truncate(self, mark: tuple[int, int, int]) -> None:
-        del self.events[mark[0]:]
-        del self.tasks[mark[1]:]
-        del self.replies[mark[2]:]
-
-
-class BatchView:
-    """Copy-on-write view of a shard's store for one batch.
-
-    ``state()`` returns a private copy that the transition may mutate; ``put()`` stages it.
-    Nothing reaches the store until ``commit_into()`` runs after the Kafka commit.
-    """
-
-    def __init__(self, store):
-        self._store = store
-        self.states: dict[str, dict] = {}
-        self.new_events: dict[str, list] = {}
-
-    def state(self, workflow_id: str) -> dict | None:
-        if workflow_id in self.states:
-            return self.states[workflow_id]
-        st = self._store.get_state(workflow_id)
-        if st is None:
-            return None
-        st = _copy_state(st)
-        self.states[workflow_id] = st
-        return st
-
-    def put(self, state: dict) -> None:
-        self.states[state["workflow_id"]] = state
-
-    def checkpoint(self, workflow_id: str):
-        """What ``rollback`` needs to undo a failed transition of this workflow."""
-        st = self.states.get(workflow_id)
-        return (workflow_id in self.states, _copy_state(st) if st else None,
-                len(self.new_events.get(workflow_id, ())))
-
-    def rollback(self, workflow_id: str, checkpoint) -> None:
-        had, st, n_events = checkpoint
-        if had:
-            self.states[workflow_id] = st
-        else:
-            self.states.pop(workflow_id, None)
-        if workflow_id in self.new_events:
-            del self.new_events[workflow_id][n_events:]
-
-    def append(self, workflow_id: str, event: dict) -> None:
-        self.new_events.setdefault(workflow_id, []).append(event)
-
-    def history(self, workflow_id: str, run_id: str) -> list[dict]:
-        """All events of the run, committed and staged."""
-        staged = [e for e in self.new_events.get(workflow_id, ()) if e["run_id"] == run_id]
-        return self._store.get_history(workflow_id, run_id) + staged
-
-    def commit_into(self, store) -> None:
-        for wf, st in self.states.items():
-            store.put_state(wf, st)
-            if st["status"] != "running":
-                store.drop_history(wf)
-                continue
-            events = [e for e in self.new_events.get(wf, ()) if e["run_id"] == st["run_id"]]
-            if events:
-                store.append_history(wf, st["run_id"], events)
-
-
-def _copy_state(st: dict) -> dict:
-    out = dict(st)
-    out["pending_activities"] = [dict(a) for a in st["pending_activities"]]
-    out["recent_requests"] = list(st["recent_requests"])
-    out["result_waiters"] = list(st["result_waiters"])
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# helpers
-
-
-def _event(st: dict, etype: str, attributes: dict, *, request_id: str | None = None, ts: int) -> dict:
-    seq = st["next_seq"]
-    st["next_seq"] = seq + 1
+def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int) -> dict:
     return {
-        "event_id": new_id(),
-        "aggregate_key": st["workflow_id"],
-        "run_id": st["run_id"],
-        "seq": seq,
-        "timestamp_ms": ts,
-        "schema_version": 1,
-        "trace_id": None,
-        "request_id": request_id,
-        "attributes": (etype, attributes),
-    }
-
-
-def _emit(view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, **kw) -> dict:
-    ev = _event(st, etype, attributes, **kw)
-    view.append(st["workflow_id"], ev)
-    out.events.append((st["workflow_id"], ev))
-    return ev
-
-
-def _reply(out: Outbox, request_id: str | None, workflow_id: str, status: str, *, run_id=None,
-           message: str = "", result=None, failure=None) -> None:
-    if not request_id:
-        return
-    out.replies.append({
-        "request_id": request_id, "workflow_id": workflow_id, "run_id": run_id, "status": status,
-        "message": message, "history_offset": None, "result": result, "failure": failure,
-        "schema_version": 1,
-    })
-
-
-def _remember(st: dict, request_id: str | None, status: str, message: str = "") -> None:
-    if not request_id:
-        return
-    recent = st["recent_requests"]
-    recent.append({"request_id": request_id, "run_id": st["run_id"], "status": status, "message": message})
-    if len(recent) > RECENT_REQUESTS:
-        del recent[: len(recent) - RECENT_REQUESTS]
-
-
-def _recent(st: dict | None, request_id: str | None) -> dict | None:
-    if st is None or not request_id:
-        return None
-    for r in reversed(st["recent_requests"]):
-        if r["request_id"] == request_id:
-            return r
-    return None
-
-
-def _schedule_workflow_task(view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False) -> None:
-    st["wt_attempt"] = 1
-    ev = _emit(view, out, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": 1}, ts=ts)
-    st["wt_scheduled_seq"] = ev["seq"]
-    st["wt_needed"] = False
-    _dispatch_workflow_task(view, out, st, full=full)
-
-
-def _dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool) -> None:
-    history = view.history(st["workflow_id"], st["run_id"])
-    since = 0 if full else st["wt_last_completed_seq"]
-    events = [e for e in history if e["seq"] > since]
-    out.tasks.append(("workflow", st["task_queue"], {
-        "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
-        "task_queue": st["task_queue"], "scheduled_seq": st["wt_scheduled_seq"],
-        "attempt": st["wt_attempt"], "full_history": since == 0, "events": events,
-        "schema_version": 1, "trace_id": None,
-    }))
-
-
-def _close(view: BatchView, out: Outbox, st: dict, status: str, ts: int, *, result=None, failure=None) -> None:
-    st["status"] = status
-    st["close_time_ms"] = ts
-    st["result"] = result
-    st["failure"] = failure
-    st["wt_scheduled_seq"] = None
-    st["wt_needed"] = False
-    st["pending_activities"] = []
-    for rid in st["result_waiters"]:
-        _reply(out, rid, st["workflow_id"], status, run_id=st["run_id"], result=result, failure=failure)
-    st["result_waiters"] = []
-    log.info("workflow %s run %s %s", st["workflow_id"], st["run_id"], status)
-
-
-# ---------------------------------------------------------------------------------------------
-# transitions
-
-
-def _start(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
-    st = view.state(wf)
-    seen = _recent(st, rid)
-    if seen is not None:
-        out.duplicates += 1
-        _reply(out, rid, wf, seen["status"], run_id=seen["run_id"], message=seen["message"])
-        return
-    if st is not None:
-        policy = body["id_reuse_policy"]
-        reject = None
-        if st["status"] == "running":
-            reject = "workflow is already running"
-        elif policy == "reject_duplicate":
-            reject = "a run with this workflow ID exists and the policy is reject_duplicate"
-        elif policy == "allow_duplicate_failed_only" and st["status"] == "completed":
-            reject = "the previous run completed and the policy is allow_duplicate_failed_only"
-        if reject:
-            _remember(st, rid, "already_started", reject)
-            view.put(st)
-            _reply(out, rid, wf, "already_started", run_id=st["run_id"], message=reject)
-            return
-    run_id = str(uuid.uuid5(_RUN_NS, cmd["event_id"]))
-    new = {
         "workflow_id": wf, "run_id": run_id, "workflow_type": body["workflow_type"],
         "task_queue": body["task_queue"], "status": "running", "start_time_ms": ts,
         "close_time_ms": None, "next_seq": 1, "wt_scheduled_seq": None, "wt_attempt": 0,
         "wt_last_completed_seq": 0, "wt_needed": False, "wt_failure": None, "wt_failure_cause": None,
-        "pending_activities": [], "recent_requests": list(st["recent_requests"]) if st else [],
-        "result": None, "failure": None, "result_waiters": [], "schema_version": 1,
+        "pending_activities": [], "recent_requests": list(st_prev["recent_requests"]) if st_prev else [],
+        "result": None, "failure": None, "result_waiters": [], "schema_version": 0,
+        "pending_timers": [], "cancel_requested": False, "signals_seen": 0, "continued_run_id": None,
+        "history_warned": False, "run_timeout_ms": body.get("run_timeout_ms"),
+        "search_attributes": dict(body.get("search_attributes") or {}),
     }
-    view.put(new)
-    _emit(view, out, new, "WorkflowExecutionStarted", {
+
+
+def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, request_id=None,
+               continued_from: str | None = None) -> None:
+    view.put(st)
+    emit(view, out, st, "WorkflowExecutionStarted", {
         "workflow_type": body["workflow_type"], "task_queue": body["task_queue"], "input": body["input"],
-        "attempt": 1, "continued_from_run_id": None, "parent_workflow_id": None, "parent_run_id": None,
+        "attempt": 1, "continued_from_run_id": continued_from, "parent_workflow_id": None, "parent_run_id": None,
         "run_timeout_ms": body.get("run_timeout_ms"), "build_id": None,
         "search_attributes": body.get("search_attributes") or {},
-    }, request_id=rid, ts=ts)
-    _schedule_workflow_task(view, out, new, ts, full=True)
-    _remember(new, rid, "ok")
-    _reply(out, rid, wf, "ok", run_id=run_id)
-    log.info("workflow %s run %s started", wf, run_id)
+    }, request_id=request_id, ts=ts)
+    if st["run_timeout_ms"]:
+        start_timer(out, st, f"run.{st['run_id']}", ts + st["run_timeout_ms"], "run_timeout")
+    schedule_workflow_task(view, out, st, ts, full=True)
+    log.info("workflow %s run %s started", st["workflow_id"], st["run_id"])
+
+
+def _start_rejection(st: dict, policy: str) -> str | None:
+    if st["status"] == "running":
+        return "workflow is already running"
+    if policy == "reject_duplicate":
+        return "a run with this workflow ID exists and the policy is reject_duplicate"
+    if policy == "allow_duplicate_failed_only" and st["status"] in ("completed", "continued_as_new"):
+        return "the previous run completed and the policy is allow_duplicate_failed_only"
+    return None
+
+
+def _start(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, answer: bool = True) -> dict | None:
+    """Start a run; returns its state, or None when rejected (the reply says why)."""
+    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    st = view.state(wf)
+    seen = recent(st, rid)
+    if seen is not None:
+        out.duplicates += 1
+        reply(out, rid, wf, seen["status"], run_id=seen["run_id"], message=seen["message"])
+        return None
+    if st is not None:
+        policy = body["id_reuse_policy"]
+        if policy == "terminate_if_running" and st["status"] == "running":
+            _terminate_run(view, out, st, "terminated by a start with terminate_if_running", ts)
+        reject = _start_rejection(st, policy)
+        if reject:
+            remember(st, rid, "already_started", reject)
+            view.put(st)
+            reply(out, rid, wf, "already_started", run_id=st["run_id"], message=reject)
+            return None
+    new = _new_run(st, wf, body, str(uuid.uuid5(_RUN_NS, cmd["event_id"])), ts)
+    _begin_run(view, out, new, body, ts, request_id=rid)
+    if answer:
+        remember(new, rid, "ok")
+        reply(out, rid, wf, "ok", run_id=new["run_id"])
+    return new
 
 
 def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> dict | None:
@@ -262,53 +106,99 @@ def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> dict |
     return st
 
 
+def _apply_command(view: BatchView, out: Outbox, st: dict, ctype: str, c: dict, done_seq: int, ts: int) -> None:
+    if ctype == "ScheduleActivityTask":
+        if any(a["activity_id"] == c["activity_id"] for a in st["pending_activities"]):
+            log.warning("workflow %s run %s: duplicate activity id %s ignored", st["workflow_id"], st["run_id"],
+                        c["activity_id"])
+            return
+        schedule_activity(view, out, st, c, done_seq, ts)
+    elif ctype == "StartTimer":
+        fire_at = ts + max(0, c["duration_ms"])
+        ev = emit(view, out, st, "TimerStarted", {"timer_id": c["timer_id"], "fire_at_ms": fire_at,
+                                                  "workflow_task_completed_seq": done_seq}, ts=ts)
+        st["pending_timers"].append({"timer_id": c["timer_id"], "fire_at_ms": fire_at, "started_seq": ev["seq"],
+                                     "kind": "user"})
+        start_timer(out, st, c["timer_id"], fire_at, "user")
+    elif ctype == "CancelTimer":
+        t = next((t for t in st["pending_timers"] if t["timer_id"] == c["timer_id"]), None)
+        if t is not None:
+            st["pending_timers"].remove(t)
+        emit(view, out, st, "TimerCanceled", {"timer_id": c["timer_id"], "started_seq": t["started_seq"] if t else 0}, ts=ts)
+    elif ctype == "RequestCancelActivityTask":
+        cancel_activity(view, out, st, c["activity_id"], ts)
+    elif ctype == "RecordMarker":
+        emit(view, out, st, "MarkerRecorded", {"name": c["name"], "details": c["details"]}, ts=ts)
+    elif ctype == "UpsertSearchAttributes":
+        st["search_attributes"].update(c["search_attributes"])
+        emit(view, out, st, "SearchAttributesUpserted", {"search_attributes": c["search_attributes"]}, ts=ts)
+    elif ctype == "CompleteWorkflowExecution":
+        emit(view, out, st, "WorkflowExecutionCompleted", {"result": c["result"]}, ts=ts)
+        close_run(out, st, "completed", ts, result=c["result"])
+    elif ctype == "FailWorkflowExecution":
+        emit(view, out, st, "WorkflowExecutionFailed", {"failure": c["failure"]}, ts=ts)
+        close_run(out, st, "failed", ts, failure=c["failure"])
+    elif ctype == "CancelWorkflowExecution":
+        emit(view, out, st, "WorkflowExecutionCanceled", {"details": c["details"]}, ts=ts)
+        close_run(out, st, "canceled", ts, failure=_failure("CancelledError", "workflow canceled"))
+    elif ctype == "ContinueAsNewWorkflowExecution":
+        _continue_as_new(view, out, st, c, ts)
+    else:  # pragma: no cover - the schema's union admits nothing else
+        raise ValueError(f"unknown workflow command {ctype}")
+
+
+def _failure(etype: str, message: str) -> dict:
+    return {"type": etype, "message": message, "stack_trace": "", "non_retryable": True, "details": None, "cause": None}
+
+
+def _continue_as_new(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -> None:
+    new_run_id = str(uuid.uuid5(_RUN_NS, f"{st['run_id']}/continue"))
+    emit(view, out, st, "WorkflowExecutionContinuedAsNew", {"new_run_id": new_run_id, "input": c["input"]}, ts=ts)
+    waiters = st["result_waiters"]
+    close_run(out, st, "continued_as_new", ts, notify=False)
+    st["result_waiters"] = []
+    st["continued_run_id"] = new_run_id
+    body = {"workflow_type": st["workflow_type"], "task_queue": st["task_queue"], "input": c["input"],
+            "run_timeout_ms": st["run_timeout_ms"], "search_attributes": st["search_attributes"]}
+    new = _new_run(st, st["workflow_id"], body, new_run_id, ts)
+    new["result_waiters"] = waiters  # whoever waits for "the workflow" waits for its last run
+    _begin_run(view, out, new, body, ts, continued_from=st["run_id"])
+
+
 def _workflow_task_completed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
     st = _current_task(cmd, body, view, out)
     if st is None:
         return
-    done = _emit(view, out, st, "WorkflowTaskCompleted", {
+    done = emit(view, out, st, "WorkflowTaskCompleted", {
         "scheduled_seq": body["scheduled_seq"], "identity": body["identity"], "build_id": body["build_id"],
     }, ts=ts)
     st["wt_scheduled_seq"] = None
     st["wt_last_completed_seq"] = body["scheduled_seq"]
     st["wt_failure"] = st["wt_failure_cause"] = None
-    used = {a["activity_id"] for a in st["pending_activities"]}
     for ctype, c in body["commands"]:
         if st["status"] != "running":
             break  # nothing follows a close
-        if ctype == "ScheduleActivityTask":
-            if c["activity_id"] in used:
-                log.warning("workflow %s run %s: duplicate activity id %s ignored",
-                            st["workflow_id"], st["run_id"], c["activity_id"])
-                continue
-            used.add(c["activity_id"])
-            ev = _emit(view, out, st, "ActivityTaskScheduled", {
-                "activity_id": c["activity_id"], "activity_type": c["activity_type"], "input": c["input"],
-                "options": c["options"], "workflow_task_completed_seq": done["seq"],
-            }, ts=ts)
-            st["pending_activities"].append({
-                "activity_id": c["activity_id"], "activity_type": c["activity_type"],
-                "scheduled_seq": ev["seq"], "attempt": 1, "task_queue": c["options"]["task_queue"],
-            })
-            opts = c["options"]
-            out.tasks.append(("activity", opts["task_queue"], {
-                "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
-                "activity_id": c["activity_id"], "activity_type": c["activity_type"],
-                "task_queue": opts["task_queue"], "input": c["input"], "attempt": 1,
-                "scheduled_seq": ev["seq"], "scheduled_time_ms": ts,
-                "idempotency_key": idempotency_key(st["workflow_id"], st["run_id"], c["activity_id"]),
-                "heartbeat_details": None, "start_to_close_timeout_ms": opts.get("start_to_close_timeout_ms"),
-                "heartbeat_timeout_ms": opts.get("heartbeat_timeout_ms"), "schema_version": 1, "trace_id": None,
-            }))
-        elif ctype == "CompleteWorkflowExecution":
-            _emit(view, out, st, "WorkflowExecutionCompleted", {"result": c["result"]}, ts=ts)
-            _close(view, out, st, "completed", ts, result=c["result"])
-        elif ctype == "FailWorkflowExecution":
-            _emit(view, out, st, "WorkflowExecutionFailed", {"failure": c["failure"]}, ts=ts)
-            _close(view, out, st, "failed", ts, failure=c["failure"])
+        _apply_command(view, out, st, ctype, c, done["seq"], ts)
+    if st["status"] == "running":
+        _check_history_size(view, out, st, ts)
     if st["status"] == "running" and st["wt_needed"]:
-        _schedule_workflow_task(view, out, st, ts)
-    view.put(st)
+        schedule_workflow_task(view, out, st, ts)
+    if st["status"] != "continued_as_new":  # else the new run's state is already staged
+        view.put(st)
+
+
+def _check_history_size(view: BatchView, out: Outbox, st: dict, ts: int) -> None:
+    size = st["next_seq"] - 1
+    if size >= HISTORY_LIMIT_EVENTS:
+        failure = _failure("HistoryLimitExceeded",
+                           f"history of run {st['run_id']} reached {size} events (limit {HISTORY_LIMIT_EVENTS}); "
+                           "use workflow.continue_as_new() to start a fresh run with the current state")
+        emit(view, out, st, "WorkflowExecutionFailed", {"failure": failure}, ts=ts)
+        close_run(out, st, "failed", ts, failure=failure)
+    elif size >= HISTORY_WARN_EVENTS and not st["history_warned"]:
+        st["history_warned"] = True
+        log.warning("workflow %s run %s: history has %d events (limit %d): consider workflow.continue_as_new()",
+                    st["workflow_id"], st["run_id"], size, HISTORY_LIMIT_EVENTS)
 
 
 def _workflow_task_failed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
@@ -327,48 +217,22 @@ def _workflow_task_failed(cmd: dict, body: dict, view: BatchView, out: Outbox, t
 
 def _history_requested(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
     st = _current_task(cmd, body, view, out)
-    if st is None:
-        return
-    _dispatch_workflow_task(view, out, st, full=True)
-
-
-def _activity_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, failed: bool) -> None:
-    st = view.state(cmd["aggregate_key"])
-    pending = None
-    if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
-        for a in st["pending_activities"]:
-            if (a["activity_id"] == body["activity_id"] and a["scheduled_seq"] == body["scheduled_seq"]
-                    and a["attempt"] == body["attempt"]):
-                pending = a
-    if pending is None:
-        out.stale += 1
-        return
-    st["pending_activities"].remove(pending)
-    common = {"activity_id": body["activity_id"], "scheduled_seq": body["scheduled_seq"],
-              "attempt": body["attempt"], "identity": body["identity"]}
-    if failed:
-        _emit(view, out, st, "ActivityTaskFailed", {**common, "failure": body["failure"]}, ts=ts)
-    else:
-        _emit(view, out, st, "ActivityTaskCompleted", {**common, "result": body["result"]}, ts=ts)
-    if st["wt_scheduled_seq"] is None:
-        _schedule_workflow_task(view, out, st, ts)
-    else:
-        st["wt_needed"] = True
-    view.put(st)
+    if st is not None:
+        dispatch_workflow_task(view, out, st, full=True)
 
 
 def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
     if st is None or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
-        _reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
+        reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
         return
     if st["status"] != "running":
-        _reply(out, rid, wf, st["status"], run_id=st["run_id"], result=st["result"], failure=st["failure"])
+        reply(out, rid, wf, st["status"], run_id=st["run_id"], result=st["result"], failure=st["failure"])
     elif not body["wait"]:
         # a running workflow whose last workflow task failed (e.g. non-determinism) says so
-        _reply(out, rid, wf, "running", run_id=st["run_id"], message=st["wt_failure_cause"] or "",
-               failure=st["wt_failure"])
+        reply(out, rid, wf, "running", run_id=st["run_id"], message=st["wt_failure_cause"] or "",
+              failure=st["wt_failure"])
     elif rid and rid not in st["result_waiters"]:
         st["result_waiters"].append(rid)
         if len(st["result_waiters"]) > MAX_RESULT_WAITERS:
@@ -376,27 +240,142 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         view.put(st)
 
 
-def transition(cmd: dict, view: BatchView, out: Outbox, ts: int | None = None) -> None:
+def _deduplicated(st: dict | None, cmd: dict, out: Outbox) -> bool:
+    seen = recent(st, cmd["request_id"])
+    if seen is None:
+        return False
+    out.duplicates += 1
+    reply(out, cmd["request_id"], cmd["aggregate_key"], seen["status"], run_id=seen["run_id"], message=seen["message"])
+    return True
+
+
+def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    st = view.state(wf)
+    if _deduplicated(st, cmd, out):
+        return
+    if st is None or st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
+        if body["start"] is None:
+            reply(out, rid, wf, "not_found", message=f"no open run of workflow {wf!r}")
+            return
+        st = _start({**cmd, "request_id": None}, body["start"], view, out, ts, answer=False)
+        if st is None:  # pragma: no cover - no open run, so a start cannot be rejected as running
+            reply(out, rid, wf, "rejected", message="signal-with-start could not start the workflow")
+            return
+    st["signals_seen"] += 1
+    emit(view, out, st, "WorkflowSignaled", {"signal_name": body["signal_name"], "input": body["input"],
+                                             "identity": body["identity"]}, ts=ts, request_id=rid)
+    workflow_task_needed(view, out, st, ts)
+    remember(st, rid, "ok")
+    view.put(st)
+    reply(out, rid, wf, "ok", run_id=st["run_id"])
+
+
+def _open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
+    wf = cmd["aggregate_key"]
+    st = view.state(wf)
+    if _deduplicated(st, cmd, out):
+        return None
+    if st is None or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
+        reply(out, cmd["request_id"], wf, "not_found", message=f"workflow {wf!r} not found")
+        return None
+    if st["status"] != "running":
+        reply(out, cmd["request_id"], wf, "rejected", run_id=st["run_id"], message=f"workflow is {st['status']}")
+        return None
+    return st
+
+
+def _request_cancel(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    st = _open_run_or_reply(cmd, view, out)
+    if st is None:
+        return
+    if not st["cancel_requested"]:
+        st["cancel_requested"] = True
+        emit(view, out, st, "WorkflowCancelRequested", {"reason": body["reason"]}, ts=ts, request_id=cmd["request_id"])
+        workflow_task_needed(view, out, st, ts)
+    remember(st, cmd["request_id"], "ok")
+    view.put(st)
+    reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
+
+
+def _terminate_run(view: BatchView, out: Outbox, st: dict, reason: str, ts: int, identity: str = "") -> None:
+    emit(view, out, st, "WorkflowExecutionTerminated", {"reason": reason, "identity": identity}, ts=ts)
+    close_run(out, st, "terminated", ts, failure=_failure("Terminated", reason or "terminated"))
+    view.put(st)
+
+
+def _terminate(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    st = _open_run_or_reply(cmd, view, out)
+    if st is None:
+        return
+    log.warning("workflow %s run %s terminated by %s", st["workflow_id"], st["run_id"], body["identity"] or "unknown")
+    _terminate_run(view, out, st, body["reason"], ts, body["identity"])
+    remember(st, cmd["request_id"], "ok")
+    reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
+
+
+def _timer_fired(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    st = view.state(cmd["aggregate_key"])
+    if st is None or st["status"] != "running" or st["run_id"] != cmd["run_id"]:
+        out.stale += 1
+        return
+    kind = body["kind"]
+    if kind == "user":
+        t = next((t for t in st["pending_timers"] if t["timer_id"] == body["timer_id"]), None)
+        if t is None:  # fired twice, or fired after it was cancelled: changes nothing
+            out.stale += 1
+            return
+        st["pending_timers"].remove(t)
+        emit(view, out, st, "TimerFired", {"timer_id": t["timer_id"], "started_seq": t["started_seq"]}, ts=ts)
+        workflow_task_needed(view, out, st, ts)
+    elif kind == "run_timeout":
+        emit(view, out, st, "WorkflowExecutionTimedOut", {"timeout_type": "run"}, ts=ts)
+        close_run(out, st, "timed_out", ts, failure=_failure("TimeoutError", "workflow run timeout"))
+    elif not activity_timer_fired(st, body, view, out, ts):
+        out.stale += 1
+        return
+    view.put(st)
+
+
+def _query(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    st = view.state(wf)
+    if st is None:
+        reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
+        return
+    if st["status"] != "running":
+        reply(out, rid, wf, "rejected", run_id=st["run_id"], message=f"workflow is {st['status']}: query a running workflow")
+        return
+    # answered by a worker from the workflow's state; nothing is written to history
+    dispatch_workflow_task(view, out, st, full=True, query={
+        "request_id": rid or "", "query_name": body["query_name"], "input": body["input"]})
+
+
+_HANDLERS = {
+    "RespondWorkflowTaskCompleted": _workflow_task_completed,
+    "RespondWorkflowTaskFailed": _workflow_task_failed,
+    "RequestWorkflowHistory": _history_requested,
+    "AwaitWorkflowResult": _await_result,
+    "SignalWorkflow": _signal,
+    "RequestCancelWorkflow": _request_cancel,
+    "TerminateWorkflow": _terminate,
+    "FireTimer": _timer_fired,
+    "QueryWorkflow": _query,
+    "RecordActivityHeartbeat": activity_heartbeat,
+}
+
+
+def transition(cmd: dict, view: BatchView, out: Outbox, ts: int) -> None:
     """Apply one decoded ``Command`` to the shard."""
-    ts = now_ms() if ts is None else ts
     btype, body = cmd["body"]
     if btype == "StartWorkflow":
         _start(cmd, body, view, out, ts)
-    elif btype == "RespondWorkflowTaskCompleted":
-        _workflow_task_completed(cmd, body, view, out, ts)
-    elif btype == "RespondWorkflowTaskFailed":
-        _workflow_task_failed(cmd, body, view, out, ts)
-    elif btype == "RequestWorkflowHistory":
-        _history_requested(cmd, body, view, out, ts)
     elif btype == "RespondActivityTaskCompleted":
-        _activity_result(cmd, body, view, out, ts, failed=False)
+        activity_result(cmd, body, view, out, ts, failed=False)
     elif btype == "RespondActivityTaskFailed":
-        _activity_result(cmd, body, view, out, ts, failed=True)
-    elif btype == "AwaitWorkflowResult":
-        _await_result(cmd, body, view, out, ts)
-    else:  # pragma: no cover - the schema's union admits nothing else
-        raise ValueError(f"unknown command {btype}")
-
-
-def history_record_key(workflow_id: str, event: dict) -> str:
-    return history_key(workflow_id, event["run_id"], event["seq"])
+        activity_result(cmd, body, view, out, ts, failed=True)
+    else:
+        handler = _HANDLERS.get(btype)
+        if handler is None:  # pragma: no cover - the schema's union admits nothing else
+            raise ValueError(f"unknown command {btype}")
+        handler(cmd, body, view, out, ts)

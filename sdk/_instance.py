@@ -25,14 +25,24 @@ from datetime import datetime, timezone
 
 from kadence.topics.errors import ActivityError, NonDeterminismError
 from kadence.topics.payload import JsonConverter, exception_from_failure, failure_from_exception
-from kadence.topics.records import COMMAND_EVENT_TYPES
+from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
 
 from ._definitions import WorkflowDefinition
 from ._loop import DeterministicLoop
 
-__all__ = ["WorkflowInstance", "WorkflowInfo", "HistoryGapError"]
+__all__ = ["WorkflowInstance", "WorkflowInfo", "HistoryGapError", "ContinueAsNew"]
 
 log = logging.getLogger(__name__)
+
+
+class ContinueAsNew(BaseException):
+    """Raised by ``workflow.continue_as_new``: ends the run and starts a fresh one with ``args``.
+
+    A ``BaseException`` so that workflow code's ``except Exception`` does not swallow it."""
+
+    def __init__(self, args: tuple):
+        super().__init__("continue as new")
+        self.run_args = args
 
 
 class HistoryGapError(Exception):
@@ -51,6 +61,10 @@ class WorkflowInfo:
 def _describe(kind: str, attrs: dict) -> str:
     if kind in ("ScheduleActivityTask", "ActivityTaskScheduled"):
         return f"{kind}(activity_type={attrs['activity_type']!r}, activity_id={attrs['activity_id']!r})"
+    if kind in ("StartTimer", "TimerStarted", "CancelTimer", "TimerCanceled"):
+        return f"{kind}(timer_id={attrs['timer_id']!r})"
+    if kind in ("RecordMarker", "MarkerRecorded"):
+        return f"{kind}(name={attrs['name']!r})"
     return kind
 
 
@@ -58,7 +72,21 @@ _MATCHING_EVENT = {
     "ScheduleActivityTask": "ActivityTaskScheduled",
     "CompleteWorkflowExecution": "WorkflowExecutionCompleted",
     "FailWorkflowExecution": "WorkflowExecutionFailed",
+    "StartTimer": "TimerStarted",
+    "CancelTimer": "TimerCanceled",
+    "RequestCancelActivityTask": "ActivityTaskCancelRequested",
+    "CancelWorkflowExecution": "WorkflowExecutionCanceled",
+    "ContinueAsNewWorkflowExecution": "WorkflowExecutionContinuedAsNew",
+    "RecordMarker": "MarkerRecorded",
+    "UpsertSearchAttributes": "SearchAttributesUpserted",
 }
+#: fields that must be equal between a command and its recorded event
+_IDENTITY = {"ActivityTaskScheduled": ("activity_type", "activity_id"), "TimerStarted": ("timer_id",),
+             "TimerCanceled": ("timer_id",), "ActivityTaskCancelRequested": ("activity_id",),
+             "MarkerRecorded": ("name",)}
+_RESOLUTIONS = frozenset({"WorkflowExecutionStarted", "ActivityTaskCompleted", "ActivityTaskFailed",
+                          "ActivityTaskTimedOut", "ActivityTaskCanceled", "TimerFired", "WorkflowSignaled",
+                          "WorkflowCancelRequested"})
 
 
 class WorkflowInstance:
@@ -77,6 +105,10 @@ class WorkflowInstance:
         self._wt_times: dict[int, int] = {}
         self._activities: dict[str, asyncio.Future] = {}
         self._next_activity = 0
+        self._timers: dict[str, "_TimerHandle"] = {}
+        self._next_timer = 0
+        self._conditions: list[tuple] = []
+        self._cancel_requested = False
         self._main: asyncio.Task | None = None
         self._obj = None
         self._now_ms = 0
@@ -106,7 +138,49 @@ class WorkflowInstance:
             "activity_id": activity_id, "activity_type": activity_type,
             "input": self.converter.to_bytes(list(args)), "options": options,
         }))
+        fut.add_done_callback(lambda f: self._on_activity_done(activity_id, f))
         return fut
+
+    def _on_activity_done(self, activity_id: str, fut: asyncio.Future) -> None:
+        # the workflow gave up on the activity (its awaiting task was cancelled): tell the engine
+        if fut.cancelled() and self._activities.pop(activity_id, None) is not None and not self.closed:
+            self._unmatched.append(("RequestCancelActivityTask", {"activity_id": activity_id}))
+
+    def start_timer(self, delay_s: float, callback, args) -> "_TimerHandle":
+        """A durable timer (what ``asyncio.sleep`` and ``workflow.sleep`` use on this loop)."""
+        if self.closed:
+            raise RuntimeError("workflow already completed")
+        self._next_timer += 1
+        timer_id = str(self._next_timer)
+        handle = _TimerHandle(self, timer_id, callback, args)
+        self._timers[timer_id] = handle
+        self._unmatched.append(("StartTimer", {"timer_id": timer_id, "duration_ms": max(0, int(delay_s * 1000))}))
+        return handle
+
+    def _cancel_timer(self, timer_id: str) -> None:
+        if self._timers.pop(timer_id, None) is not None and not self.closed:
+            self._unmatched.append(("CancelTimer", {"timer_id": timer_id}))
+
+    def wait_condition(self, fn) -> asyncio.Future:
+        fut = self.loop.create_future()
+        if fn():
+            fut.set_result(None)
+        else:
+            self._conditions.append((fn, fut))
+        return fut
+
+    def record(self, ctype: str, attrs: dict) -> None:
+        """A command without a result (markers, search attributes)."""
+        self._unmatched.append((ctype, attrs))
+
+    def query(self, name: str, args: list):
+        handler = self.defn.queries.get(name)
+        if handler is None:
+            known = ", ".join(sorted(self.defn.queries)) or "none"
+            raise KeyError(f"workflow {self.info.workflow_type} has no query {name!r} (known: {known})")
+        if self._obj is None:
+            raise RuntimeError("the workflow has not started yet")
+        return handler(self._obj, *args)
 
     # -- driving -------------------------------------------------------------------------------
 
@@ -124,10 +198,9 @@ class WorkflowInstance:
             if kind in COMMAND_EVENT_TYPES:
                 self._match(seq, kind, attrs)
                 continue
-            self._end_matching(seq, kind)
-            if kind == "WorkflowExecutionStarted":
-                self._resolutions.append((seq, kind, attrs))
-            elif kind in ("ActivityTaskCompleted", "ActivityTaskFailed"):
+            if kind not in INLINE_EVENT_TYPES:
+                self._end_matching(seq, kind)
+            if kind in _RESOLUTIONS:
                 self._resolutions.append((seq, kind, attrs))
             elif kind == "WorkflowTaskScheduled":
                 self._wt_times[seq] = ev["timestamp_ms"]
@@ -158,9 +231,7 @@ class WorkflowInstance:
                 f"{_describe(kind, attrs)} but the code produced no such command "
                 "(the code changed in a way that is not replay-safe; use workflow.patched())")
         ckind, cattrs = self._unmatched.popleft()
-        same = _MATCHING_EVENT[ckind] == kind
-        if same and kind == "ActivityTaskScheduled":
-            same = (cattrs["activity_type"] == attrs["activity_type"] and cattrs["activity_id"] == attrs["activity_id"])
+        same = _MATCHING_EVENT[ckind] == kind and all(cattrs[k] == attrs[k] for k in _IDENTITY.get(kind, ()))
         if not same:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} is "
@@ -176,10 +247,25 @@ class WorkflowInstance:
         for seq, kind, attrs in ready:
             self._resolve(seq, kind, attrs)
         self.loop.run_until_idle()
+        while self._check_conditions():
+            self.loop.run_until_idle()
         if self.loop.errors:
             err = self.loop.errors[0]
             self.loop.errors.clear()
             raise err
+
+    def _check_conditions(self) -> bool:
+        """Resolve wait_condition futures whose condition now holds; True if any did."""
+        fired = False
+        for entry in list(self._conditions):
+            fn, fut = entry
+            if fut.done():
+                self._conditions.remove(entry)
+            elif fn():
+                self._conditions.remove(entry)
+                fut.set_result(None)
+                fired = True
+        return fired
 
     def _resolve(self, seq: int, kind: str, attrs: dict) -> None:
         if kind == "WorkflowExecutionStarted":
@@ -189,6 +275,24 @@ class WorkflowInstance:
             self._main = self.loop.create_task(coro, name=f"workflow:{self.info.workflow_id}")
             self._main.add_done_callback(self._on_main_done)
             return
+        if kind == "TimerFired":
+            handle = self._timers.pop(attrs["timer_id"], None)
+            if handle is None:
+                raise NonDeterminismError(
+                    f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} fires "
+                    f"timer {attrs['timer_id']!r} that the code never started")
+            handle.fire()
+            return
+        if kind == "WorkflowSignaled":
+            self._deliver_signal(attrs)
+            return
+        if kind == "WorkflowCancelRequested":
+            self._cancel_requested = True
+            if self._main is not None and not self._main.done():
+                self._main.cancel()
+            return
+        if kind == "ActivityTaskCanceled":
+            return  # the workflow already stopped waiting for it
         fut = self._activities.pop(attrs["activity_id"], None)
         if fut is None:
             raise NonDeterminismError(
@@ -198,6 +302,12 @@ class WorkflowInstance:
             return
         if kind == "ActivityTaskCompleted":
             fut.set_result(self.converter.from_bytes(attrs["result"]))
+        elif kind == "ActivityTaskTimedOut":
+            failure = attrs["failure"]
+            err = ActivityError(f"activity {attrs['activity_id']} timed out ({attrs['timeout_type']})",
+                                activity_id=attrs["activity_id"], attempt=attrs["attempt"], failure=failure)
+            err.__cause__ = exception_from_failure(failure)
+            fut.set_exception(err)
         else:
             failure = attrs["failure"]
             err = ActivityError(f"activity {attrs['activity_id']} failed: {failure['type']}: {failure['message']}",
@@ -205,14 +315,32 @@ class WorkflowInstance:
             err.__cause__ = exception_from_failure(failure)
             fut.set_exception(err)
 
+    def _deliver_signal(self, attrs: dict) -> None:
+        handler = self.defn.signals.get(attrs["signal_name"])
+        if handler is None or self._obj is None:
+            log.warning("workflow %s (%s): no handler for signal %r; dropped", self.info.workflow_type,
+                        self.info.workflow_id, attrs["signal_name"])
+            return
+        args = self.converter.from_bytes(attrs["input"]) or []
+        result = handler(self._obj, *args)
+        if asyncio.iscoroutine(result):
+            self.loop.create_task(result, name=f"signal:{attrs['signal_name']}")
+
     def _on_main_done(self, task: asyncio.Task) -> None:
         self.closed = True
+        for handle in list(self._timers.values()):
+            handle.cancel_silently()
         if task.cancelled():
-            failure = {"type": "CancelledError", "message": "workflow cancelled", "stack_trace": "",
-                       "non_retryable": True, "details": None, "cause": None}
-            self._unmatched.append(("FailWorkflowExecution", {"failure": failure}))
+            self._unmatched.append(("CancelWorkflowExecution", {"details": None}))
             return
         exc = task.exception()
+        if isinstance(exc, ContinueAsNew):
+            self._unmatched.append(("ContinueAsNewWorkflowExecution", {"input": self.converter.to_bytes(list(exc.run_args))}))
+            return
+        if isinstance(exc, asyncio.CancelledError) or (exc is not None and self._cancel_requested
+                                                       and isinstance(exc.__cause__, asyncio.CancelledError)):
+            self._unmatched.append(("CancelWorkflowExecution", {"details": None}))
+            return
         if exc is None:
             self._unmatched.append(("CompleteWorkflowExecution", {"result": self.converter.to_bytes(task.result())}))
         else:
@@ -223,3 +351,26 @@ class WorkflowInstance:
         for task in asyncio.all_tasks(self.loop):
             task._log_destroy_pending = False  # evicted on purpose, not leaked
         self.loop.close()
+
+
+class _TimerHandle(asyncio.TimerHandle):
+    """``loop.call_later`` on the workflow loop: a durable timer in the engine."""
+
+    def __init__(self, inst: WorkflowInstance, timer_id: str, callback, args):
+        super().__init__(0.0, callback, args, inst.loop)
+        self._inst = inst
+        self.timer_id = timer_id
+
+    def fire(self) -> None:
+        if not self._cancelled:
+            self._inst.loop._ready.append(self)
+
+    def cancel(self) -> None:
+        if not self._cancelled:
+            self._inst._cancel_timer(self.timer_id)
+        super().cancel()
+
+    def cancel_silently(self) -> None:
+        """The run is over: drop the timer without a command."""
+        self._inst._timers.pop(self.timer_id, None)
+        asyncio.Handle.cancel(self)

@@ -85,6 +85,9 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
     def get_exception_handler(self):
         return None
 
+    def _timer_handle_cancelled(self, handle) -> None:
+        """asyncio calls this when a TimerHandle is cancelled; our timers cancel themselves."""
+
     # -- driving it ----------------------------------------------------------------------------
 
     def run_until_idle(self) -> None:
@@ -101,8 +104,14 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
 
     # -- refused: not replay-safe --------------------------------------------------------------
 
-    call_later = _refuse("asyncio.sleep / loop.call_later", "workflow.sleep()")
-    call_at = _refuse("loop.call_at", "workflow.sleep()")
+    def call_later(self, delay, callback, *args, context=None):
+        """A durable timer: recorded in history, fired by the engine's timer service."""
+        if self.owner is None:
+            raise NotDeterministicError("timers need a workflow instance")
+        return self.owner.start_timer(delay, callback, args)
+
+    def call_at(self, when, callback, *args, context=None):
+        return self.call_later(max(0.0, when - self._time), callback, *args, context=context)
     call_soon_threadsafe = _refuse("loop.call_soon_threadsafe (threads)", "an activity")
     run_in_executor = _refuse("loop.run_in_executor (threads)", "an activity")
     getaddrinfo = _refuse("getaddrinfo (network I/O)", "an activity")

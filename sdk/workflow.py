@@ -26,11 +26,12 @@ from typing import Any, Callable
 from kadence.topics.errors import KadenceError
 
 from ._definitions import RetryPolicy, to_ms, workflow_definition
-from ._instance import WorkflowInfo, WorkflowInstance
+from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
 from ._loop import DeterministicLoop
 
-__all__ = ["defn", "run", "execute_activity", "now", "random", "uuid4", "info", "logger",
-           "is_replaying", "WorkflowInfo"]
+__all__ = ["defn", "run", "signal", "query", "execute_activity", "sleep", "wait_condition", "now", "random",
+           "uuid4", "info", "logger", "is_replaying", "continue_as_new", "upsert_search_attributes",
+           "WorkflowInfo", "ContinueAsNew"]
 
 
 def defn(cls: type | None = None, *, name: str | None = None):
@@ -50,6 +51,29 @@ def run(fn: Callable) -> Callable:
     """Method decorator: the workflow's entry point (an ``async def``)."""
     fn.__kadence_run__ = True
     return fn
+
+
+def signal(fn: Callable | None = None, *, name: str | None = None):
+    """Method decorator: a signal handler (sync or async). Signals are recorded in history in
+    arrival order and delivered to the handler in that order."""
+
+    def wrap(f: Callable) -> Callable:
+        f.__kadence_signal__ = name or f.__name__
+        return f
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def query(fn: Callable | None = None, *, name: str | None = None):
+    """Method decorator: a query handler. Must be a plain (non-async) method that only reads."""
+
+    def wrap(f: Callable) -> Callable:
+        if asyncio.iscoroutinefunction(f):
+            raise KadenceError(f"query handler {f.__name__} must not be async")
+        f.__kadence_query__ = name or f.__name__
+        return f
+
+    return wrap(fn) if fn is not None else wrap
 
 
 def _instance() -> WorkflowInstance:
@@ -93,6 +117,40 @@ def execute_activity(
         "retry_policy": retry_policy.to_record() if retry_policy else None,
     }
     return inst.schedule_activity(activity_type, args, options)
+
+
+async def sleep(duration: timedelta | float) -> None:
+    """Sleep durably: a timer recorded in history and fired by the engine, from milliseconds to
+    years; it survives restarts of every component. ``asyncio.sleep`` in workflow code is the same."""
+    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+    _instance()
+    await asyncio.sleep(max(0.0, seconds))
+
+
+async def wait_condition(fn: Callable[[], bool], *, timeout: timedelta | float | None = None) -> None:
+    """Wait until ``fn()`` is true (checked after every event the workflow sees).
+
+    With ``timeout``, raises ``asyncio.TimeoutError`` when it passes first (a durable timer)."""
+    fut = _instance().wait_condition(fn)
+    if timeout is None:
+        await fut
+        return
+    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+    await asyncio.wait_for(fut, seconds)
+
+
+def continue_as_new(*args: Any) -> None:
+    """End this run and start a fresh run of the same workflow ID with ``args`` (and an empty
+    history). Use it before a long-lived workflow's history grows past ~10,000 events."""
+    _instance()
+    raise ContinueAsNew(args)
+
+
+def upsert_search_attributes(attributes: dict[str, str]) -> None:
+    """Record search attributes for this run (string values); visibility follows the history."""
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in attributes.items()):
+        raise KadenceError("search attributes are a dict of str to str")
+    _instance().record("UpsertSearchAttributes", {"search_attributes": dict(attributes)})
 
 
 def now() -> datetime:

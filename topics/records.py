@@ -11,13 +11,17 @@ import uuid
 
 __all__ = [
     "now_ms", "new_id", "command", "history_key", "idempotency_key", "event_type", "attrs",
-    "COMMAND_EVENT_TYPES",
+    "COMMAND_EVENT_TYPES", "INLINE_EVENT_TYPES",
 ]
 
 #: history events that record a decision of workflow code (replay compares commands with these)
 COMMAND_EVENT_TYPES = frozenset({
-    "ActivityTaskScheduled", "WorkflowExecutionCompleted", "WorkflowExecutionFailed",
+    "ActivityTaskScheduled", "WorkflowExecutionCompleted", "WorkflowExecutionFailed", "TimerStarted",
+    "TimerCanceled", "ActivityTaskCancelRequested", "WorkflowExecutionCanceled", "WorkflowExecutionContinuedAsNew",
+    "MarkerRecorded", "SearchAttributesUpserted",
 })
+#: recorded by the engine inside a workflow task's block of command events (not a command echo)
+INLINE_EVENT_TYPES = frozenset({"ActivityTaskCanceled"})
 
 
 def now_ms() -> int:

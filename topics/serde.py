@@ -39,11 +39,16 @@ def _strip_names(value):
 
 
 def _qualify(value):
+    """Fully qualified union branch names, and every envelope's schema_version set to the
+    version the record is written with."""
     if isinstance(value, tuple):
         name, inner = value
         return (name if "." in name else _NS + name, _qualify(inner))
     if isinstance(value, dict):
-        return {k: _qualify(v) for k, v in value.items()}
+        out = {k: _qualify(v) for k, v in value.items()}
+        if "schema_version" in out:
+            out["schema_version"] = CURRENT_VERSION
+        return out
     if isinstance(value, list):
         return [_qualify(v) for v in value]
     return value
@@ -75,7 +80,7 @@ class Codec:
         buf.write(bytes((MAGIC, CURRENT_VERSION)))
         try:
             fastavro.schemaless_writer(buf, self._schema, _qualify(value))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
             raise SchemaError(f"cannot encode {self.record}: {exc}") from exc
         return buf.getvalue()
 

@@ -1,0 +1,212 @@
+"""Activity transitions: scheduling, results, retries with backoff, timeouts and heartbeats.
+
+Retry policy and timeouts are enforced here, by the engine, through durable timers: a worker
+that dies mid-activity is caught by the start-to-close (or heartbeat) timeout and the activity
+is retried with a new attempt number. A completion is accepted only from the attempt that is
+pending, so a late completion of a timed-out attempt adds nothing to the history.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kadence.topics.records import idempotency_key
+
+from .effects import BatchView, Outbox, emit, reply, start_timer, workflow_task_needed
+
+__all__ = ["schedule_activity", "activity_result", "activity_timer_fired", "activity_heartbeat",
+           "cancel_activity", "DEFAULT_RETRY"]
+
+log = logging.getLogger(__name__)
+
+#: used when an activity has no retry policy: retry for ever, 1 s doubling up to 100 s
+DEFAULT_RETRY = {"initial_interval_ms": 1000, "backoff_coefficient": 2.0, "maximum_interval_ms": None,
+                 "maximum_attempts": 0, "non_retryable_error_types": []}
+
+
+def _find(st: dict, activity_id: str, scheduled_seq: int) -> dict | None:
+    for a in st["pending_activities"]:
+        if a["activity_id"] == activity_id and a["scheduled_seq"] == scheduled_seq:
+            return a
+    return None
+
+
+def _find_by_seq(st: dict, scheduled_seq: int) -> dict | None:
+    for a in st["pending_activities"]:
+        if a["scheduled_seq"] == scheduled_seq:
+            return a
+    return None
+
+
+def _dispatch_attempt(out: Outbox, st: dict, a: dict, ts: int) -> None:
+    """Send the pending attempt to the activity workers and arm its timeouts."""
+    opts = a["options"]
+    a["attempt_started_ms"] = ts
+    a["last_heartbeat_ms"] = 0
+    a["retrying"] = False
+    out.tasks.append(("activity", opts["task_queue"], {
+        "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
+        "activity_id": a["activity_id"], "activity_type": a["activity_type"], "task_queue": opts["task_queue"],
+        "input": a["input"], "attempt": a["attempt"], "scheduled_seq": a["scheduled_seq"],
+        "scheduled_time_ms": ts,
+        "idempotency_key": idempotency_key(st["workflow_id"], st["run_id"], a["activity_id"]),
+        "heartbeat_details": a["heartbeat_details"], "start_to_close_timeout_ms": opts.get("start_to_close_timeout_ms"),
+        "heartbeat_timeout_ms": opts.get("heartbeat_timeout_ms"), "schema_version": 0, "trace_id": None,
+    }))
+    seq, attempt = a["scheduled_seq"], a["attempt"]
+    # a start-to-close limit also bounds the time waiting for a worker (no "started" round trip)
+    stc = opts.get("start_to_close_timeout_ms")
+    sts = opts.get("schedule_to_start_timeout_ms")
+    if stc or sts:
+        limit = (stc or 0) + (sts or 0)
+        start_timer(out, st, f"a{seq}.{attempt}.stc", ts + limit, "activity_timeout", scheduled_seq=seq, attempt=attempt)
+    hb = opts.get("heartbeat_timeout_ms")
+    if hb:
+        start_timer(out, st, f"a{seq}.{attempt}.hb", ts + hb, "heartbeat_timeout", scheduled_seq=seq, attempt=attempt)
+
+
+def schedule_activity(view: BatchView, out: Outbox, st: dict, c: dict, completed_seq: int, ts: int) -> None:
+    ev = emit(view, out, st, "ActivityTaskScheduled", {
+        "activity_id": c["activity_id"], "activity_type": c["activity_type"], "input": c["input"],
+        "options": c["options"], "workflow_task_completed_seq": completed_seq,
+    }, ts=ts)
+    a = {
+        "activity_id": c["activity_id"], "activity_type": c["activity_type"], "scheduled_seq": ev["seq"],
+        "attempt": 1, "task_queue": c["options"]["task_queue"], "input": c["input"], "options": c["options"],
+        "first_scheduled_ms": ts, "attempt_started_ms": ts, "last_heartbeat_ms": 0, "heartbeat_details": None,
+        "cancel_requested": False, "retrying": False, "last_failure": None,
+    }
+    st["pending_activities"].append(a)
+    _dispatch_attempt(out, st, a, ts)
+    s2c = c["options"].get("schedule_to_close_timeout_ms")
+    if s2c:
+        start_timer(out, st, f"a{ev['seq']}.s2c", ts + s2c, "schedule_to_close", scheduled_seq=ev["seq"])
+
+
+def _retry_delay(a: dict, failure: dict, ts: int) -> int | None:
+    """Milliseconds before the next attempt, or None when the activity must not be retried."""
+    policy = a["options"].get("retry_policy") or DEFAULT_RETRY
+    if failure.get("non_retryable") or failure["type"] in policy["non_retryable_error_types"]:
+        return None
+    if policy["maximum_attempts"] and a["attempt"] >= policy["maximum_attempts"]:
+        return None
+    delay = policy["initial_interval_ms"] * policy["backoff_coefficient"] ** (a["attempt"] - 1)
+    cap = policy["maximum_interval_ms"] or 100 * policy["initial_interval_ms"]
+    delay = int(min(delay, cap))
+    s2c = a["options"].get("schedule_to_close_timeout_ms")
+    if s2c and ts + delay >= a["first_scheduled_ms"] + s2c:
+        return None  # the next attempt could not start before the schedule-to-close deadline
+    return delay
+
+
+def _attempt_failed(view: BatchView, out: Outbox, st: dict, a: dict, failure: dict, ts: int, *,
+                    identity: str = "", timeout_type: str | None = None) -> None:
+    common = {"activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"]}
+    delay = _retry_delay(a, failure, ts)
+    if delay is not None and not a["cancel_requested"]:
+        emit(view, out, st, "ActivityTaskAttemptFailed", {**common, "failure": failure, "timeout_type": timeout_type,
+                                                           "retry_in_ms": delay}, ts=ts)
+        a["attempt"] += 1
+        a["retrying"] = True
+        a["last_failure"] = failure
+        start_timer(out, st, f"a{a['scheduled_seq']}.{a['attempt']}.retry", ts + delay, "retry_backoff",
+                    scheduled_seq=a["scheduled_seq"], attempt=a["attempt"])
+        return
+    st["pending_activities"].remove(a)
+    if timeout_type:
+        emit(view, out, st, "ActivityTaskTimedOut", {**common, "timeout_type": timeout_type, "failure": failure}, ts=ts)
+    else:
+        emit(view, out, st, "ActivityTaskFailed", {**common, "failure": failure, "identity": identity}, ts=ts)
+    workflow_task_needed(view, out, st, ts)
+
+
+def activity_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, failed: bool) -> None:
+    st = view.state(cmd["aggregate_key"])
+    a = None
+    if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
+        a = _find(st, body["activity_id"], body["scheduled_seq"])
+    if a is None or a["attempt"] != body["attempt"] or a["retrying"]:
+        out.stale += 1  # duplicate, late (timed out) or from an attempt that is no longer current
+        return
+    if failed:
+        _attempt_failed(view, out, st, a, body["failure"], ts, identity=body["identity"])
+    else:
+        st["pending_activities"].remove(a)
+        emit(view, out, st, "ActivityTaskCompleted", {
+            "activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"],
+            "result": body["result"], "identity": body["identity"]}, ts=ts)
+        workflow_task_needed(view, out, st, ts)
+    view.put(st)
+
+
+def _timeout_failure(kind: str, a: dict) -> dict:
+    return {"type": "TimeoutError", "message": f"activity {a['activity_type']} attempt {a['attempt']}: {kind} timeout",
+            "stack_trace": "", "non_retryable": False, "details": None, "cause": a.get("last_failure")}
+
+
+def activity_timer_fired(st: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> bool:
+    """Returns False when the timer is stale (the activity or attempt it guarded is gone)."""
+    kind = body["kind"]
+    a = _find_by_seq(st, body["scheduled_seq"])
+    if a is None:
+        return False
+    if kind == "schedule_to_close":
+        st["pending_activities"].remove(a)
+        emit(view, out, st, "ActivityTaskTimedOut", {
+            "activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"],
+            "timeout_type": "schedule_to_close", "failure": _timeout_failure("schedule-to-close", a)}, ts=ts)
+        workflow_task_needed(view, out, st, ts)
+        return True
+    if a["attempt"] != body["attempt"]:
+        return False
+    if kind == "retry_backoff":
+        if not a["retrying"]:
+            return False
+        _dispatch_attempt(out, st, a, ts)
+        return True
+    if a["retrying"]:
+        return False
+    if kind == "heartbeat_timeout":
+        hb = a["options"]["heartbeat_timeout_ms"]
+        last = max(a["last_heartbeat_ms"], a["attempt_started_ms"])
+        if last + hb > ts:  # heartbeats came in meanwhile: wait again from the latest one
+            start_timer(out, st, f"a{a['scheduled_seq']}.{a['attempt']}.hb.{last}", last + hb, "heartbeat_timeout",
+                        scheduled_seq=a["scheduled_seq"], attempt=a["attempt"])
+            return True
+        _attempt_failed(view, out, st, a, _timeout_failure("heartbeat", a), ts, timeout_type="heartbeat")
+        return True
+    if kind == "activity_timeout":
+        _attempt_failed(view, out, st, a, _timeout_failure("start-to-close", a), ts, timeout_type="start_to_close")
+        return True
+    return False
+
+
+def activity_heartbeat(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    st = view.state(wf)
+    a = None
+    if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
+        a = _find(st, body["activity_id"], body["scheduled_seq"])
+    if a is None or a["attempt"] != body["attempt"] or a["retrying"]:
+        # the attempt is over (completed, timed out, cancelled, or the workflow closed): stop
+        reply(out, rid, wf, "cancel_requested", message="activity attempt is no longer current")
+        return
+    a["last_heartbeat_ms"] = ts
+    a["heartbeat_details"] = body["details"]
+    view.put(st)
+    reply(out, rid, wf, "cancel_requested" if a["cancel_requested"] else "ok", run_id=st["run_id"])
+
+
+def cancel_activity(view: BatchView, out: Outbox, st: dict, activity_id: str, ts: int) -> None:
+    """The workflow gave up on an activity: record the request and its (immediate) cancellation.
+
+    The running attempt learns of it at its next heartbeat; its result, if any, is ignored."""
+    a = next((x for x in st["pending_activities"] if x["activity_id"] == activity_id), None)
+    # always recorded: it is the echo of the workflow's command, which replay matches
+    emit(view, out, st, "ActivityTaskCancelRequested",
+         {"activity_id": activity_id, "scheduled_seq": a["scheduled_seq"] if a else 0}, ts=ts)
+    if a is None:
+        return  # it finished first; its result is already in history
+    st["pending_activities"].remove(a)
+    emit(view, out, st, "ActivityTaskCanceled", {"activity_id": activity_id, "scheduled_seq": a["scheduled_seq"],
+                                                  "attempt": a["attempt"], "identity": ""}, ts=ts)

@@ -1,0 +1,217 @@
+"""What a transition reads and writes: the batch view of a shard and the outbox of a batch.
+
+Shared by the workflow transitions (``state_machine``) and the activity transitions
+(``activities``). Nothing here talks to Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from kadence.topics.records import new_id
+
+__all__ = ["BatchView", "Outbox", "emit", "reply", "remember", "recent", "schedule_workflow_task",
+           "dispatch_workflow_task", "close_run", "start_timer", "workflow_task_needed",
+           "RECENT_REQUESTS", "MAX_RESULT_WAITERS"]
+
+log = logging.getLogger(__name__)
+
+#: request IDs remembered per workflow, so that a retried request gets its first answer
+RECENT_REQUESTS = 64
+#: pending AwaitWorkflowResult requests kept per run
+MAX_RESULT_WAITERS = 1000
+
+
+@dataclass
+class Outbox:
+    """Everything one batch emits, in order."""
+
+    #: (workflow_id, event) history events, produced to {ns}.history at the shard's partition
+    events: list = field(default_factory=list)
+    #: ("workflow" | "activity", task_queue, record dict)
+    tasks: list = field(default_factory=list)
+    replies: list = field(default_factory=list)
+    #: TimerRecord dicts, produced to the delay tier that fits their fire time
+    timers: list = field(default_factory=list)
+    #: counters for metrics: duplicates suppressed, stale completions rejected
+    duplicates: int = 0
+    stale: int = 0
+
+    def mark(self) -> tuple[int, int, int, int]:
+        return len(self.events), len(self.tasks), len(self.replies), len(self.timers)
+
+    def truncate(self, mark: tuple[int, int, int, int]) -> None:
+        del self.events[mark[0]:]
+        del self.tasks[mark[1]:]
+        del self.replies[mark[2]:]
+        del self.timers[mark[3]:]
+
+
+def _copy_state(st: dict) -> dict:
+    out = dict(st)
+    out["pending_activities"] = [dict(a) for a in st["pending_activities"]]
+    out["pending_timers"] = [dict(t) for t in st["pending_timers"]]
+    out["recent_requests"] = list(st["recent_requests"])
+    out["result_waiters"] = list(st["result_waiters"])
+    out["search_attributes"] = dict(st["search_attributes"])
+    return out
+
+
+class BatchView:
+    """Copy-on-write view of a shard's store for one batch.
+
+    ``state()`` returns a private copy that the transition may mutate; ``put()`` stages it.
+    Nothing reaches the store until ``commit_into()`` runs after the Kafka commit.
+    """
+
+    def __init__(self, store):
+        self._store = store
+        self.states: dict[str, dict] = {}
+        self.new_events: dict[str, list] = {}
+
+    def state(self, workflow_id: str) -> dict | None:
+        if workflow_id in self.states:
+            return self.states[workflow_id]
+        st = self._store.get_state(workflow_id)
+        if st is None:
+            return None
+        st = _copy_state(st)
+        self.states[workflow_id] = st
+        return st
+
+    def put(self, state: dict) -> None:
+        self.states[state["workflow_id"]] = state
+
+    def checkpoint(self, workflow_id: str):
+        """What ``rollback`` needs to undo a failed transition of this workflow."""
+        st = self.states.get(workflow_id)
+        return (workflow_id in self.states, _copy_state(st) if st else None,
+                len(self.new_events.get(workflow_id, ())))
+
+    def rollback(self, workflow_id: str, checkpoint) -> None:
+        had, st, n_events = checkpoint
+        if had:
+            self.states[workflow_id] = st
+        else:
+            self.states.pop(workflow_id, None)
+        if workflow_id in self.new_events:
+            del self.new_events[workflow_id][n_events:]
+
+    def append(self, workflow_id: str, event: dict) -> None:
+        self.new_events.setdefault(workflow_id, []).append(event)
+
+    def history(self, workflow_id: str, run_id: str) -> list[dict]:
+        """All events of the run, committed and staged."""
+        staged = [e for e in self.new_events.get(workflow_id, ()) if e["run_id"] == run_id]
+        return self._store.get_history(workflow_id, run_id) + staged
+
+    def commit_into(self, store) -> None:
+        for wf, st in self.states.items():
+            store.put_state(wf, st)
+            if st["status"] != "running":
+                store.drop_history(wf)
+                continue
+            events = [e for e in self.new_events.get(wf, ()) if e["run_id"] == st["run_id"]]
+            if events:
+                store.append_history(wf, st["run_id"], events)
+
+
+def emit(view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *, ts: int,
+         request_id: str | None = None) -> dict:
+    """Append a history event to the workflow's current run."""
+    seq = st["next_seq"]
+    st["next_seq"] = seq + 1
+    ev = {
+        "event_id": new_id(), "aggregate_key": st["workflow_id"], "run_id": st["run_id"], "seq": seq,
+        "timestamp_ms": ts, "schema_version": 0, "trace_id": None, "request_id": request_id,
+        "attributes": (etype, attributes),
+    }
+    view.append(st["workflow_id"], ev)
+    out.events.append((st["workflow_id"], ev))
+    return ev
+
+
+def reply(out: Outbox, request_id: str | None, workflow_id: str, status: str, *, run_id=None,
+          message: str = "", result=None, failure=None) -> None:
+    if not request_id:
+        return
+    out.replies.append({
+        "request_id": request_id, "workflow_id": workflow_id, "run_id": run_id, "status": status,
+        "message": message, "history_offset": None, "result": result, "failure": failure,
+        "schema_version": 0,
+    })
+
+
+def remember(st: dict, request_id: str | None, status: str, message: str = "") -> None:
+    if not request_id:
+        return
+    entries = st["recent_requests"]
+    entries.append({"request_id": request_id, "run_id": st["run_id"], "status": status, "message": message})
+    if len(entries) > RECENT_REQUESTS:
+        del entries[: len(entries) - RECENT_REQUESTS]
+
+
+def recent(st: dict | None, request_id: str | None) -> dict | None:
+    if st is None or not request_id:
+        return None
+    for r in reversed(st["recent_requests"]):
+        if r["request_id"] == request_id:
+            return r
+    return None
+
+
+def schedule_workflow_task(view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False) -> None:
+    st["wt_attempt"] = 1
+    ev = emit(view, out, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": 1}, ts=ts)
+    st["wt_scheduled_seq"] = ev["seq"]
+    st["wt_needed"] = False
+    dispatch_workflow_task(view, out, st, full=full)
+
+
+def workflow_task_needed(view: BatchView, out: Outbox, st: dict, ts: int) -> None:
+    """New events for the workflow's code: a workflow task now, or after the running one."""
+    if st["status"] != "running":
+        return
+    if st["wt_scheduled_seq"] is None:
+        schedule_workflow_task(view, out, st, ts)
+    else:
+        st["wt_needed"] = True
+
+
+def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool, query: dict | None = None) -> None:
+    history = view.history(st["workflow_id"], st["run_id"])
+    since = 0 if full else st["wt_last_completed_seq"]
+    events = [e for e in history if e["seq"] > since]
+    out.tasks.append(("workflow", st["task_queue"], {
+        "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
+        "task_queue": st["task_queue"], "scheduled_seq": st["wt_scheduled_seq"] or 0,
+        "attempt": st["wt_attempt"], "full_history": since == 0, "events": events,
+        "schema_version": 0, "trace_id": None, "query": query,
+    }))
+
+
+def start_timer(out: Outbox, st: dict, timer_id: str, fire_at_ms: int, kind: str, *,
+                scheduled_seq: int = 0, attempt: int = 0) -> None:
+    out.timers.append({
+        "workflow_id": st["workflow_id"], "run_id": st["run_id"], "timer_id": timer_id,
+        "fire_at_ms": fire_at_ms, "kind": kind, "schema_version": 0,
+        "scheduled_seq": scheduled_seq, "attempt": attempt,
+    })
+
+
+def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failure=None,
+              notify: bool = True) -> None:
+    st["status"] = status
+    st["close_time_ms"] = ts
+    st["result"] = result
+    st["failure"] = failure
+    st["wt_scheduled_seq"] = None
+    st["wt_needed"] = False
+    st["pending_activities"] = []
+    st["pending_timers"] = []
+    if notify:
+        for rid in st["result_waiters"]:
+            reply(out, rid, st["workflow_id"], status, run_id=st["run_id"], result=result, failure=failure)
+        st["result_waiters"] = []
+    log.info("workflow %s run %s %s", st["workflow_id"], st["run_id"], status)

@@ -1,0 +1,264 @@
+"""Timers, signals, retries, cancellation and continue-as-new: state machine and replay agree
+(pure logic, in memory; the integration tests show the same on a real broker)."""
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from kadence import ActivityError, RetryPolicy, activity, workflow
+from kadence._instance import WorkflowInfo, WorkflowInstance
+from kadence.topics.payload import JsonConverter
+
+from .engine_harness import Harness
+
+conv = JsonConverter()
+
+
+@activity.defn
+async def flaky(x):
+    return x
+
+
+@workflow.defn
+class Sleeper:
+    @workflow.run
+    async def run(self, seconds):
+        await workflow.sleep(seconds)
+        await asyncio.sleep(seconds)
+        return "woke"
+
+
+@workflow.defn
+class Signals:
+    def __init__(self):
+        self.got = []
+
+    @workflow.signal
+    def add(self, item):
+        self.got.append(item)
+
+    @workflow.query
+    def items(self):
+        return list(self.got)
+
+    @workflow.run
+    async def run(self, n):
+        try:
+            await workflow.wait_condition(lambda: len(self.got) >= n, timeout=60)
+        except asyncio.TimeoutError:
+            return {"timeout": self.got}
+        return self.got
+
+
+@workflow.defn
+class Retrying:
+    @workflow.run
+    async def run(self):
+        try:
+            return await workflow.execute_activity(flaky, 1, retry_policy=RetryPolicy(
+                initial_interval=timedelta(milliseconds=100), maximum_attempts=3))
+        except ActivityError as err:
+            return f"gave up: {err.__cause__}"
+
+
+@workflow.defn
+class Compensating:
+    @workflow.run
+    async def run(self):
+        try:
+            await workflow.execute_activity(flaky, "charge")
+            await workflow.sleep(3600)
+        except asyncio.CancelledError:
+            await workflow.execute_activity(flaky, "refund")
+            raise
+        return "done"
+
+
+@workflow.defn
+class Looping:
+    @workflow.run
+    async def run(self, i, total):
+        if i < 3:
+            workflow.continue_as_new(i + 1, total + i)
+        return total + i
+
+
+class Driver:
+    """Runs a workflow class against the in-memory harness, with a cached worker instance."""
+
+    def __init__(self, cls, activity_fn=None):
+        self.h = Harness()
+        self.cls = cls
+        self.inst = None
+        self.activity_fn = activity_fn or (lambda task, args: ("ok", args[0]))
+
+    def step(self):
+        progressed = False
+        for task in self.h.take_tasks("workflow"):
+            progressed = True
+            if task["query"] is not None:
+                continue
+            if self.inst is None or task["full_history"] or self.inst.info.run_id != task["run_id"]:
+                d = self.cls.__kadence_workflow__
+                self.inst = WorkflowInstance(d, WorkflowInfo(task["workflow_id"], task["run_id"], d.name, "q"), conv)
+            cmds = self.inst.apply(task["events"], task["scheduled_seq"])
+            self.h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
+                        {"scheduled_seq": task["scheduled_seq"], "commands": cmds}, run_id=task["run_id"])
+        for task in self.h.take_tasks("activity"):
+            progressed = True
+            outcome, value = self.activity_fn(task, conv.from_bytes(task["input"]))
+            common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"]}
+            if outcome == "ok":
+                self.h.send(task["workflow_id"], "RespondActivityTaskCompleted", {**common, "result": conv.to_bytes(value)},
+                            run_id=task["run_id"])
+            elif outcome == "fail":
+                self.h.send(task["workflow_id"], "RespondActivityTaskFailed", {**common, "failure": {
+                    "type": "ValueError", "message": value}}, run_id=task["run_id"])
+        return progressed
+
+    def run(self, fire_timers=True):
+        while self.step() or (fire_timers and self.h.fire_timers()):
+            pass
+
+    def kinds(self, run_id=None):
+        return [e["attributes"][0] for e in self.h.events if run_id is None or e["run_id"] == run_id]
+
+    def state(self):
+        return self.h.store.get_state("wf")
+
+
+def _replay_all(driver):
+    """A fresh instance replays every run's history without a non-determinism error."""
+    runs = {}
+    for e in driver.h.events:
+        runs.setdefault(e["run_id"], []).append(e)
+    for run_id, events in runs.items():
+        d = driver.cls.__kadence_workflow__
+        WorkflowInstance(d, WorkflowInfo("wf", run_id, d.name, "q"), conv).apply(events, scheduled_seq=-1)
+
+
+def test_durable_sleep_records_timers_and_fires_once():
+    d = Driver(Sleeper)
+    d.h.start("wf", "Sleeper", [5])
+    d.run()
+    assert conv.from_bytes(d.state()["result"]) == "woke"
+    assert d.kinds().count("TimerStarted") == 2 and d.kinds().count("TimerFired") == 2
+    # a timer that fires twice changes nothing
+    n = len(d.h.events)
+    d.h.send("wf", "FireTimer", {"timer_id": "1", "fire_at_ms": 0, "kind": "user"}, run_id=d.state()["run_id"])
+    assert len(d.h.events) == n
+    _replay_all(d)
+
+
+def test_signals_are_recorded_in_order_and_deduplicated():
+    d = Driver(Signals)
+    d.h.start("wf", "Signals", [3])
+    d.run(fire_timers=False)
+    for i, rid in enumerate(["s1", "s2", "s2", "s3"]):
+        d.h.send("wf", "SignalWorkflow", {"signal_name": "add", "input": conv.to_bytes([rid])}, request_id=rid)
+    d.run(fire_timers=False)
+    assert conv.from_bytes(d.state()["result"]) == ["s1", "s2", "s3"]
+    assert d.kinds().count("WorkflowSignaled") == 3
+    _replay_all(d)
+
+
+def test_wait_condition_times_out_with_a_durable_timer():
+    d = Driver(Signals)
+    d.h.start("wf", "Signals", [2])
+    d.run(fire_timers=False)
+    d.h.send("wf", "SignalWorkflow", {"signal_name": "add", "input": conv.to_bytes(["only"])}, request_id="a")
+    d.run()
+    assert conv.from_bytes(d.state()["result"]) == {"timeout": ["only"]}
+    _replay_all(d)
+
+
+def test_signal_with_start_starts_then_signals():
+    d = Driver(Signals)
+    start = {"workflow_type": "Signals", "task_queue": "q", "input": conv.to_bytes([1])}
+    d.h.send("wf", "SignalWorkflow", {"signal_name": "add", "input": conv.to_bytes(["x"]), "start": start},
+             request_id="sws")
+    d.run(fire_timers=False)
+    assert conv.from_bytes(d.state()["result"]) == ["x"]
+    assert d.kinds()[:3] == ["WorkflowExecutionStarted", "WorkflowTaskScheduled", "WorkflowSignaled"]
+
+
+def test_activity_retries_then_succeeds_with_one_result():
+    attempts = []
+
+    def act(task, args):
+        attempts.append(task["attempt"])
+        return ("fail", "transient") if task["attempt"] < 3 else ("ok", "paid")
+
+    d = Driver(Retrying, act)
+    d.h.start("wf", "Retrying", [])
+    d.run()
+    assert attempts == [1, 2, 3]
+    assert conv.from_bytes(d.state()["result"]) == "paid"
+    assert d.kinds().count("ActivityTaskAttemptFailed") == 2 and d.kinds().count("ActivityTaskCompleted") == 1
+    delays = [e["attributes"][1]["retry_in_ms"] for e in d.h.events if e["attributes"][0] == "ActivityTaskAttemptFailed"]
+    assert delays == [100, 200]
+    _replay_all(d)
+
+
+def test_activity_gives_up_after_maximum_attempts():
+    d = Driver(Retrying, lambda task, args: ("fail", "down"))
+    d.h.start("wf", "Retrying", [])
+    d.run()
+    assert conv.from_bytes(d.state()["result"]).startswith("gave up")
+    assert d.kinds().count("ActivityTaskFailed") == 1 and d.kinds().count("ActivityTaskAttemptFailed") == 2
+
+
+def test_late_completion_of_a_timed_out_attempt_is_rejected():
+    seen = []
+    d = Driver(Retrying, lambda task, args: (seen.append(task), ("hold", None))[1])
+    d.h.start("wf", "Retrying", [])
+    d.run(fire_timers=False)
+    [task] = seen
+    # attempt 1 fails (as a timeout would), then its completion arrives late
+    common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": 1}
+    d.h.send("wf", "RespondActivityTaskFailed", {**common, "failure": {"type": "X", "message": "m"}}, run_id=task["run_id"])
+    out = d.h.send("wf", "RespondActivityTaskCompleted", {**common, "result": b"1"}, run_id=task["run_id"])
+    assert out.stale == 1 and d.kinds().count("ActivityTaskCompleted") == 0
+    assert d.kinds().count("ActivityTaskAttemptFailed") == 1
+
+
+def test_cancellation_runs_compensation_and_ends_canceled():
+    d = Driver(Compensating)
+    d.h.start("wf", "Compensating", [])
+    d.run(fire_timers=False)
+    d.h.send("wf", "RequestCancelWorkflow", {"reason": "customer"}, request_id="c1")
+    d.h.send("wf", "RequestCancelWorkflow", {"reason": "again"}, request_id="c2")
+    d.run(fire_timers=False)
+    st = d.state()
+    assert st["status"] == "canceled"
+    kinds = d.kinds()
+    assert kinds.count("WorkflowCancelRequested") == 1 and "TimerCanceled" in kinds
+    assert kinds[-1] == "WorkflowExecutionCanceled"
+    inputs = [conv.from_bytes(e["attributes"][1]["input"]) for e in d.h.events if e["attributes"][0] == "ActivityTaskScheduled"]
+    assert inputs == [["charge"], ["refund"]]
+    _replay_all(d)
+
+
+def test_terminate_ends_the_run_at_once_and_is_idempotent():
+    d = Driver(Compensating)
+    d.h.start("wf", "Compensating", [])
+    d.run(fire_timers=False)
+    d.h.send("wf", "TerminateWorkflow", {"reason": "ops"}, request_id="t1")
+    d.h.send("wf", "TerminateWorkflow", {"reason": "ops"}, request_id="t1")
+    assert d.state()["status"] == "terminated"
+    assert d.kinds().count("WorkflowExecutionTerminated") == 1
+    assert [r["status"] for r in d.h.replies if r["request_id"] == "t1"] == ["ok", "ok"]
+
+
+def test_continue_as_new_chains_runs_and_result_waiters_follow():
+    d = Driver(Looping)
+    d.h.start("wf", "Looping", [0, 0])
+    d.h.send("wf", "AwaitWorkflowResult", {"wait": True}, request_id="w")
+    d.run()
+    assert conv.from_bytes(d.state()["result"]) == 6
+    runs = {e["run_id"] for e in d.h.events}
+    assert len(runs) == 4
+    [answer] = [r for r in d.h.replies if r["request_id"] == "w"]
+    assert answer["status"] == "completed" and conv.from_bytes(answer["result"]) == 6
+    _replay_all(d)
