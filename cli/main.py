@@ -213,6 +213,32 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
         sys.exit(1)
 
 
+@main.command()
+@click.option("--instance-id", envvar="KADENCE_TIMERS_ID", default=None,
+              help="stable ID of this instance slot [env KADENCE_TIMERS_ID]; default: host name")
+@click.option("--metrics-port", type=int, envvar="KADENCE_TIMERS_METRICS_PORT", default=None,
+              help="serve Prometheus metrics on this port [env KADENCE_TIMERS_METRICS_PORT]")
+@click.pass_obj
+def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
+    """Run a timer service instance (until SIGTERM/SIGINT)."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from kadence.processors import TimerConfig, TimerService
+
+    overrides = {"instance_id": instance_id} if instance_id else {}
+    registry = CollectorRegistry()
+    service = TimerService(TimerConfig.from_env(config, **overrides), registry=registry)
+    if metrics_port is not None:
+        start_http_server(metrics_port, registry=registry)
+    signal.signal(signal.SIGTERM, lambda *_: service.stop())
+    signal.signal(signal.SIGINT, lambda *_: service.stop())
+    try:
+        service.run()
+    except KadenceError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
 def _register_dev() -> None:
     from .dev import dev
 

@@ -19,6 +19,7 @@ from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kadence.topics.config import KafkaConfig
 from kadence.topics.engine_client import EngineClient
@@ -84,6 +85,9 @@ def _error(status: int, code: str, message: str, field: str | None = None, heade
 _ERRORS = {400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse},
            503: {"model": ErrorResponse}}
 
+#: stable codes of the HTTP errors that routing and body parsing raise before an operation runs
+_HTTP_CODES = {400: "invalid_input", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+
 
 def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> FastAPI:
     converter = JsonConverter()
@@ -111,6 +115,12 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             return _error(400, "invalid_json", "request body is not valid JSON")
         field_name = ".".join(loc) or None
         return _error(400, "invalid_input", f"{field_name or 'body'}: {err.get('msg', 'invalid')}", field_name)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(_request: Request, exc: StarletteHTTPException):
+        # unknown routes, wrong methods, bodies that cannot be parsed: same error shape as the rest
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        return _error(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
 
     @app.exception_handler(BrokerUnavailableError)
     async def on_unavailable(_request: Request, exc: BrokerUnavailableError):
@@ -159,4 +169,18 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     async def healthz():
         return {"status": "ok"}
 
+    def openapi() -> dict:
+        # FastAPI documents a 422 for every operation with parameters; this gateway answers
+        # invalid input with a 400 ErrorResponse instead, so the spec must not promise a 422
+        if app.openapi_schema is None:
+            spec = FastAPI.openapi(app)
+            for operations in spec.get("paths", {}).values():
+                for operation in operations.values():
+                    operation.get("responses", {}).pop("422", None)
+            schemas = spec.get("components", {}).get("schemas", {})
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
+        return app.openapi_schema
+
+    app.openapi = openapi
     return app

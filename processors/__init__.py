@@ -1,4 +1,5 @@
-"""The engine: the history processor (workflow state machines on exactly-once transactions).
+"""The engine: the history processor (workflow state machines on exactly-once transactions) and the
+timer service (durable timers on delay topics).
 
 Never imported by the SDK, the gateway or the connectors.
 """
@@ -7,6 +8,7 @@ from .history_processor import HistoryProcessor, ProcessorConfig
 from .effects import BatchView, Outbox
 from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
+from .timer_service import TimerConfig, TimerService, choose_tier
 
 __all__ = ["HistoryProcessor", "ProcessorConfig", "BatchView", "Outbox", "transition",
-           "MemoryShardStore", "restore_shard"]
+           "MemoryShardStore", "restore_shard", "TimerService", "TimerConfig", "choose_tier"]

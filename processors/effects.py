@@ -101,6 +101,12 @@ class BatchView:
     def append(self, workflow_id: str, event: dict) -> None:
         self.new_events.setdefault(workflow_id, []).append(event)
 
+    def request_seen(self, workflow_id: str, run_id: str, request_id: str) -> bool:
+        """Did an event of this run come from a request with this ID (committed or staged)?"""
+        if any(e["request_id"] == request_id and e["run_id"] == run_id for e in self.new_events.get(workflow_id, ())):
+            return True
+        return self._store.request_seen(workflow_id, run_id, request_id)
+
     def history(self, workflow_id: str, run_id: str) -> list[dict]:
         """All events of the run, committed and staged."""
         staged = [e for e in self.new_events.get(workflow_id, ()) if e["run_id"] == run_id]

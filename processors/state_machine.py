@@ -240,8 +240,15 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         view.put(st)
 
 
-def _deduplicated(st: dict | None, cmd: dict, out: Outbox) -> bool:
-    seen = recent(st, cmd["request_id"])
+def _deduplicated(st: dict | None, cmd: dict, out: Outbox, view: BatchView | None = None) -> bool:
+    """A retried request: answer it as the first time and change nothing.
+
+    Looks in the workflow's recent requests (across runs) and, for the open run, in the request
+    IDs of its history events (every signal and cancel of the run, however many)."""
+    rid = cmd["request_id"]
+    seen = recent(st, rid)
+    if seen is None and rid and st is not None and view is not None and view.request_seen(st["workflow_id"], st["run_id"], rid):
+        seen = {"status": "ok", "run_id": st["run_id"], "message": ""}
     if seen is None:
         return False
     out.duplicates += 1
@@ -252,7 +259,7 @@ def _deduplicated(st: dict | None, cmd: dict, out: Outbox) -> bool:
 def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
-    if _deduplicated(st, cmd, out):
+    if _deduplicated(st, cmd, out, view):
         return
     if st is None or st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
         if body["start"] is None:
@@ -274,7 +281,7 @@ def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> Non
 def _open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
     wf = cmd["aggregate_key"]
     st = view.state(wf)
-    if _deduplicated(st, cmd, out):
+    if _deduplicated(st, cmd, out, view):
         return None
     if st is None or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
         reply(out, cmd["request_id"], wf, "not_found", message=f"workflow {wf!r} not found")

@@ -26,6 +26,8 @@ class MemoryShardStore:
         self.partition = partition
         self._states: dict[str, dict] = {}
         self._history: dict[str, tuple[str, list]] = {}
+        #: request IDs of the open run's events (signals, cancels): retries are answered once
+        self._requests: dict[str, set] = {}
 
     def get_state(self, workflow_id: str) -> dict | None:
         return self._states.get(workflow_id)
@@ -35,7 +37,7 @@ class MemoryShardStore:
 
     def delete_state(self, workflow_id: str) -> None:
         self._states.pop(workflow_id, None)
-        self._history.pop(workflow_id, None)
+        self.drop_history(workflow_id)
 
     def get_history(self, workflow_id: str, run_id: str) -> list[dict]:
         entry = self._history.get(workflow_id)
@@ -48,10 +50,18 @@ class MemoryShardStore:
         if entry is None or entry[0] != run_id:
             entry = (run_id, [])
             self._history[workflow_id] = entry
+            self._requests[workflow_id] = set()
         entry[1].extend(events)
+        ids = self._requests[workflow_id]
+        ids.update(e["request_id"] for e in events if e["request_id"])
+
+    def request_seen(self, workflow_id: str, run_id: str, request_id: str) -> bool:
+        entry = self._history.get(workflow_id)
+        return entry is not None and entry[0] == run_id and request_id in self._requests.get(workflow_id, ())
 
     def drop_history(self, workflow_id: str) -> None:
         self._history.pop(workflow_id, None)
+        self._requests.pop(workflow_id, None)
 
     def __len__(self) -> int:
         return len(self._states)

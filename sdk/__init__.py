@@ -11,7 +11,7 @@ The engine (``kadence.processors``), the HTTP gateway (``kadence.gateway``), pro
 from kadence.topics.errors import (ActivityError, ApplicationError, BrokerUnavailableError, ConfigError,
                                    DefinitionError, KadenceError, NonDeterminismError, SchemaError,
                                    WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
-                                   WorkflowNotFoundError)
+                                   WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError)
 from kadence.topics.config import KafkaConfig
 
 from . import activity, workflow
@@ -27,4 +27,5 @@ __all__ = [
     "KadenceError", "ConfigError", "SchemaError", "BrokerUnavailableError", "WorkflowError",
     "WorkflowAlreadyStartedError", "WorkflowNotFoundError", "WorkflowFailureError", "ApplicationError",
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
+    "WorkflowCanceledError", "QueryFailedError",
 ]

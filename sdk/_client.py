@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 from kadence.topics.config import KafkaConfig
 from kadence.topics.engine_client import EngineClient
-from kadence.topics.errors import (KadenceError, WorkflowAlreadyStartedError, WorkflowFailureError,
-                                   WorkflowNotFoundError)
+from kadence.topics.errors import (KadenceError, QueryFailedError, WorkflowAlreadyStartedError,
+                                   WorkflowCanceledError, WorkflowError, WorkflowFailureError, WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.payload import JsonConverter, PayloadCodec, exception_from_failure
 from kadence.topics.records import new_id
 
-from ._definitions import workflow_type_name
+from ._definitions import to_ms, workflow_type_name
+
+_REUSE_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
 
 __all__ = ["Client", "WorkflowHandle"]
 
@@ -29,21 +32,62 @@ class WorkflowHandle:
     def __repr__(self) -> str:
         return f"WorkflowHandle(id={self.id!r}, run_id={self.run_id!r})"
 
-    async def result(self, *, timeout: float | None = None) -> Any:
-        """Wait for the run to close; its result, or ``WorkflowFailureError`` with the cause."""
+    async def result(self, *, timeout: float | None = None, follow_runs: bool = True) -> Any:
+        """Wait for the workflow to close; its result, or ``WorkflowFailureError`` with the cause.
+
+        ``follow_runs``: through continue-as-new, wait for the last run's result."""
         reply = await self.client._engine.request(
-            self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(), run_id=self.run_id,
-            timeout=timeout)
+            self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(),
+            run_id=None if follow_runs else self.run_id, timeout=timeout)
         status = reply["status"]
         if status == "not_found":
             raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found",
                                         workflow_id=self.id, run_id=self.run_id)
         if status == "completed":
             return self.client.converter.from_bytes(reply["result"])
+        if status == "canceled":
+            raise WorkflowCanceledError(f"workflow {self.id} was canceled", workflow_id=self.id, run_id=reply["run_id"])
         failure = reply["failure"] or {"type": "Unknown", "message": status}
         err = WorkflowFailureError(f"workflow {self.id} failed: {failure['type']}: {failure['message']}",
                                    failure=failure, workflow_id=self.id, run_id=reply["run_id"])
         raise err from exception_from_failure(failure)
+
+    async def _mutate(self, body_type: str, body: dict, request_id: str | None) -> dict:
+        reply = await self.client._engine.request(self.id, body_type, body, request_id=request_id or new_id(),
+                                                  run_id=self.run_id)
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found", workflow_id=self.id)
+        if reply["status"] != "ok":
+            raise WorkflowError(f"{body_type} of {self.id!r} rejected: {reply['message']}", workflow_id=self.id,
+                                run_id=reply["run_id"])
+        return reply
+
+    async def signal(self, signal: str, *args: Any, request_id: str | None = None) -> None:
+        """Send a signal; it is recorded in the history in arrival order. A retry with the same
+        ``request_id`` is delivered once."""
+        await self._mutate("SignalWorkflow", {"signal_name": signal, "input": self.client.converter.to_bytes(list(args)),
+                                              "start": None, "identity": self.client.identity}, request_id)
+
+    async def cancel(self, *, reason: str = "", request_id: str | None = None) -> None:
+        """Ask the workflow to cancel: its code sees ``asyncio.CancelledError`` at its awaits and
+        may clean up (e.g. run compensations) before it ends as canceled. Idempotent."""
+        await self._mutate("RequestCancelWorkflow", {"reason": reason}, request_id)
+
+    async def terminate(self, *, reason: str = "", request_id: str | None = None) -> None:
+        """End the run at once, without running any more workflow code."""
+        await self._mutate("TerminateWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+
+    async def query(self, query: str, *args: Any, timeout: float = 30.0) -> Any:
+        """Ask a running workflow's ``@workflow.query`` handler; nothing is written to history."""
+        reply = await self.client._engine.request(
+            self.id, "QueryWorkflow", {"query_name": query, "input": self.client.converter.to_bytes(list(args))},
+            request_id=new_id(), timeout=timeout)
+        if reply["status"] == "ok":
+            return self.client.converter.from_bytes(reply["result"])
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"], workflow_id=self.id)
+        raise QueryFailedError(f"query {query!r} of {self.id!r} failed: {reply['message']}", workflow_id=self.id,
+                               run_id=reply["run_id"])
 
     async def describe(self) -> dict:
         """Status of the run: ``{"status": "running" | "completed" | "failed", "run_id": ...,
@@ -74,6 +118,7 @@ class Client:
         self._engine = engine
         self.converter = converter
         self.config = engine.config
+        self.identity = engine.config.client_id
 
     @classmethod
     async def connect(cls, bootstrap: str | None = None, *, namespace: str | None = None,
@@ -88,8 +133,32 @@ class Client:
         engine = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config)
         return cls(engine, JsonConverter(codec))
 
+    def _start_body(self, workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes) -> dict:
+        if id_reuse_policy not in _REUSE_POLICIES:
+            raise KadenceError(f"id_reuse_policy must be one of {', '.join(_REUSE_POLICIES)}")
+        return {
+            "workflow_type": workflow_type_name(workflow), "task_queue": task_queue,
+            "input": self.converter.to_bytes(list(args)), "id_reuse_policy": id_reuse_policy,
+            "run_timeout_ms": to_ms(run_timeout), "search_attributes": dict(search_attributes or {}),
+        }
+
+    async def signal_with_start(self, workflow: Any, *args: Any, id: str, task_queue: str, signal: str,
+                                signal_args: tuple = (), request_id: str | None = None,
+                                run_timeout: timedelta | None = None) -> WorkflowHandle:
+        """Signal the workflow, starting it first if no run is open (one atomic command)."""
+        if not id or not task_queue:
+            raise KadenceError("id and task_queue must be non-empty strings")
+        start = self._start_body(workflow, args, task_queue, "allow_duplicate", run_timeout, None)
+        reply = await self._engine.request(id, "SignalWorkflow", {
+            "signal_name": signal, "input": self.converter.to_bytes(list(signal_args)), "start": start,
+            "identity": self.identity}, request_id=request_id or new_id())
+        if reply["status"] != "ok":
+            raise KadenceError(f"signal-with-start of {id!r} rejected: {reply['status']} {reply['message']}")
+        return WorkflowHandle(self, id, reply["run_id"])
+
     async def start_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
                              request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
+                             run_timeout: timedelta | None = None, search_attributes: dict | None = None,
                              timeout: float = 30.0) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
 
@@ -99,11 +168,7 @@ class Client:
             raise KadenceError("workflow id must be a non-empty string")
         if not task_queue:
             raise KadenceError("task_queue must be a non-empty string")
-        body = {
-            "workflow_type": workflow_type_name(workflow), "task_queue": task_queue,
-            "input": self.converter.to_bytes(list(args)), "id_reuse_policy": id_reuse_policy,
-            "run_timeout_ms": None, "search_attributes": {},
-        }
+        body = self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes)
         reply = await self._engine.request(id, "StartWorkflow", body, request_id=request_id or new_id(),
                                            timeout=timeout)
         if reply["status"] == "already_started":

@@ -13,15 +13,11 @@ import asyncio
 import collections
 import logging
 
-from kadence.topics.errors import KadenceError
+from kadence.topics.errors import NotDeterministicError
 
 __all__ = ["DeterministicLoop", "NotDeterministicError"]
 
 log = logging.getLogger(__name__)
-
-
-class NotDeterministicError(KadenceError):
-    """Workflow code reached something that is not replay-safe (real timers, threads, I/O)."""
 
 
 def _refuse(what: str, instead: str):

@@ -284,6 +284,9 @@ class Worker:
             self._wt_consumer.done(msg)
 
     def _workflow_task(self, task: dict, msg) -> None:
+        if task["query"] is not None:
+            self._answer_query(task, msg)
+            return
         wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
         consumer = self._wt_consumer
         defn = self._workflows.get(task["workflow_type"])
@@ -347,6 +350,38 @@ class Worker:
                 _, old = self._cache.popitem(last=False)
                 old.discard()
 
+    def _answer_query(self, task: dict, msg) -> None:
+        """Answer from the cached instance (its state as of its last workflow task), or from a
+        throw-away replay of the full history. Nothing is written to history."""
+        q = task["query"]
+        wf = task["workflow_id"]
+        reply = {"request_id": q["request_id"], "workflow_id": wf, "run_id": task["run_id"], "status": "ok",
+                 "message": "", "history_offset": None, "result": None, "failure": None, "schema_version": 0}
+        try:
+            defn = self._workflows.get(task["workflow_type"])
+            if defn is None:
+                raise KadenceError(f"workflow type {task['workflow_type']!r} is not registered on this worker")
+            inst = self._cache.get(wf)
+            temp = None
+            if inst is None or inst.info.run_id != task["run_id"]:
+                temp = inst = WorkflowInstance(defn, WorkflowInfo(wf, task["run_id"], task["workflow_type"],
+                                                                  task["task_queue"]), self.client.converter)
+                inst.apply(task["events"], -1)
+            try:
+                args = self.client.converter.from_bytes(q["input"]) or []
+                reply["result"] = self.client.converter.to_bytes(inst.query(q["query_name"], args))
+            finally:
+                if temp is not None:
+                    temp.discard()
+        except Exception as exc:  # noqa: BLE001 - the caller gets the error, the worker carries on
+            reply["status"] = "failed"
+            reply["message"] = str(exc)
+            reply["failure"] = failure_from_exception(exc)
+        self.stats["queries"] += 1
+        engine = self.client._engine
+        engine.produce_raw(engine.topics.replies, q["request_id"].encode(), serde.encode("Reply", reply),
+                           lambda err, _m: self._wt_consumer.done(msg))
+
     def _fail_task(self, task: dict, msg, cause: str, exc: BaseException) -> None:
         self._send(task, "RespondWorkflowTaskFailed", {
             "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": failure_from_exception(exc),
@@ -376,8 +411,14 @@ class Worker:
             attempt=task["attempt"], idempotency_key=task["idempotency_key"],
             scheduled_time_ms=task["scheduled_time_ms"],
             heartbeat_details=self.client.converter.from_bytes(task["heartbeat_details"]),
+            heartbeat_timeout_ms=task["heartbeat_timeout_ms"],
         )
-        token = _activity._current.set(info)
+        me = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        ctx = _activity.ActivityContext(
+            info, lambda c, details: self._heartbeat(task, c, details),
+            (lambda: loop.call_soon_threadsafe(me.cancel)) if defn is not None and defn.is_async else (lambda: None))
+        token = _activity._current.set(ctx)
         try:
             if defn is None:
                 raise KadenceError(f"activity type {task['activity_type']!r} is not registered on worker "
@@ -386,15 +427,31 @@ class Worker:
             if defn.is_async:
                 result = await defn.fn(*args)
             else:
-                ctx = contextvars.copy_context()
-                result = await asyncio.get_running_loop().run_in_executor(self._pool, ctx.run, defn.fn, *args)
+                result = await loop.run_in_executor(self._pool, contextvars.copy_context().run, defn.fn, *args)
             body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.client.converter.to_bytes(result)}
             self.stats["activities_completed"] += 1
         except asyncio.CancelledError:
-            raise  # worker shutting down: the task is redelivered to another worker
+            if not ctx.cancelled.is_set():
+                raise  # worker shutting down: the task is redelivered to another worker
+            self.stats["activities_cancelled"] += 1
+            self._at_consumer.done(msg)  # the engine no longer waits for this attempt
+            return
         except Exception as exc:  # noqa: BLE001 - any activity error is reported to the engine
             body_type, body = "RespondActivityTaskFailed", {**common, "failure": failure_from_exception(exc)}
             self.stats["activities_failed"] += 1
         finally:
             _activity._current.reset(token)
         self._send(task, body_type, body, msg, self._at_consumer)
+
+    def _heartbeat(self, task: dict, ctx, details) -> None:
+        """Send a heartbeat (any thread); a reply that says stop cancels the activity."""
+        body = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"],
+                "details": self.client.converter.to_bytes(details), "identity": self.identity}
+        fut = self.client._engine.send(task["workflow_id"], "RecordActivityHeartbeat", body, request_id=new_id(),
+                                       run_id=task["run_id"])
+        self.stats["heartbeats"] += 1
+
+        def on_reply(f):
+            if not f.cancelled() and f.exception() is None and f.result()["status"] == "cancel_requested":
+                ctx.cancel()
+        fut.add_done_callback(on_reply)

@@ -13,6 +13,8 @@ passing to external systems so that a retried activity has its business effect o
 from __future__ import annotations
 
 import contextvars
+import threading
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -20,7 +22,7 @@ from kadence.topics.errors import KadenceError
 
 from ._definitions import activity_definition
 
-__all__ = ["defn", "info", "ActivityInfo"]
+__all__ = ["defn", "info", "heartbeat", "is_cancelled", "ActivityInfo"]
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,35 @@ class ActivityInfo:
     idempotency_key: str
     scheduled_time_ms: int
     heartbeat_details: object = None
+    heartbeat_timeout_ms: int | None = None
 
 
-_current: contextvars.ContextVar[ActivityInfo | None] = contextvars.ContextVar("kadence_activity", default=None)
+class ActivityContext:
+    """The worker's side of a running activity: heartbeats and cancellation."""
+
+    def __init__(self, info: ActivityInfo, send_heartbeat, on_cancel):
+        self.info = info
+        self._send = send_heartbeat
+        self._on_cancel = on_cancel
+        self.cancelled = threading.Event()
+        self._last_sent = 0.0
+        timeout = (info.heartbeat_timeout_ms or 0) / 1000
+        # throttle: often enough to beat the heartbeat timeout, never more than needed
+        self.interval = min(max(timeout * 0.5, 0.05), 10.0) if timeout else 1.0
+
+    def heartbeat(self, details) -> None:
+        now = time.monotonic()
+        if now - self._last_sent >= self.interval:
+            self._last_sent = now
+            self._send(self, details)
+
+    def cancel(self) -> None:
+        if not self.cancelled.is_set():
+            self.cancelled.set()
+            self._on_cancel()
+
+
+_current: contextvars.ContextVar[ActivityContext | None] = contextvars.ContextVar("kadence_activity", default=None)
 
 
 def defn(fn: Callable | None = None, *, name: str | None = None):
@@ -50,9 +78,28 @@ def defn(fn: Callable | None = None, *, name: str | None = None):
     return wrap(fn) if fn is not None else wrap
 
 
-def info() -> ActivityInfo:
-    """The running activity's info (attempt number, idempotency key, ...)."""
+def _context() -> ActivityContext:
     value = _current.get()
     if value is None:
-        raise KadenceError("activity.info() can only be called from an activity run by a Worker")
+        raise KadenceError("this function can only be called from an activity run by a Worker")
     return value
+
+
+def info() -> ActivityInfo:
+    """The running activity's info (attempt number, idempotency key, last heartbeat details ...)."""
+    return _context().info
+
+
+def heartbeat(*details) -> None:
+    """Report progress (``details`` must be JSON-serializable; the next attempt reads them as
+    ``info().heartbeat_details``). Heartbeats keep a heartbeat timeout from firing and are the
+    channel through which cancellation reaches the activity: an async activity is cancelled
+    (``asyncio.CancelledError``), a sync one sees ``is_cancelled()`` become true."""
+    ctx = _context()
+    ctx.heartbeat(list(details) if len(details) != 1 else details[0])
+
+
+def is_cancelled() -> bool:
+    """True once the engine said this attempt should stop (workflow gave up on it, or it is
+    no longer the current attempt)."""
+    return _context().cancelled.is_set()

@@ -35,7 +35,9 @@ class EngineClient:
         self.config = config
         self.topics = Catalogue(config)
         self._producer = Producer(config.producer(**{"linger.ms": 0}))
-        self._pending: dict[str, cf.Future] = {}
+        #: (workflow_id, request_id) -> future of the reply; the same key for two workflows is
+        #: two requests
+        self._pending: dict[tuple[str, str], cf.Future] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._partitions: int | None = None
@@ -103,7 +105,7 @@ class EngineClient:
                     log.warning("undecodable reply at %s[%d]@%d", msg.topic(), msg.partition(), msg.offset())
                     continue
                 with self._lock:
-                    fut = self._pending.pop(reply["request_id"], None)
+                    fut = self._pending.pop((reply["workflow_id"], reply["request_id"]), None)
                 if fut is not None and not fut.done():
                     fut.set_result(reply)
 
@@ -121,16 +123,16 @@ class EngineClient:
         value = serde.encode("Command", record)
         if expect_reply:
             with self._lock:
-                existing = self._pending.get(request_id)
+                existing = self._pending.get((workflow_id, request_id))
                 if existing is not None:
                     fut = existing
                 else:
-                    self._pending[request_id] = fut
+                    self._pending[(workflow_id, request_id)] = fut
 
         def on_delivery(err, _msg):
             if err is not None:
                 with self._lock:
-                    self._pending.pop(request_id, None)
+                    self._pending.pop((workflow_id, request_id), None)
                 if not fut.done():
                     fut.set_exception(BrokerUnavailableError(f"command not accepted by Kafka: {err.str()}"))
             elif not expect_reply and not fut.done():
@@ -155,14 +157,14 @@ class EngineClient:
             return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
         except asyncio.TimeoutError as exc:
             with self._lock:
-                self._pending.pop(request_id, None)
+                self._pending.pop((workflow_id, request_id), None)
             raise BrokerUnavailableError(
                 f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
                 f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)") from exc
 
-    def forget(self, request_id: str) -> None:
+    def forget(self, workflow_id: str, request_id: str) -> None:
         with self._lock:
-            self._pending.pop(request_id, None)
+            self._pending.pop((workflow_id, request_id), None)
 
     def read_history(self, workflow_id: str, run_id: str, *, timeout: float = 30.0) -> list[dict]:
         """Every history event of one run, in order.

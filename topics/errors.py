@@ -12,10 +12,13 @@ translated where they enter (``raise ... from exc``)::
     ├── WorkflowError               outcomes of workflow operations
     │   ├── WorkflowAlreadyStartedError   (carries the existing run ID)
     │   ├── WorkflowNotFoundError
-    │   └── WorkflowFailureError    the run failed; carries the recorded Failure
+    │   ├── WorkflowFailureError    the run failed; carries the recorded Failure
+    │   ├── WorkflowCanceledError   the run ended canceled
+    │   └── QueryFailedError        a query handler raised, or is unknown
     ├── ApplicationError            raised by user code; may be marked non-retryable
     │   └── ActivityError           an activity failed; the cause is on ``__cause__``
     ├── NonDeterminismError         workflow code no longer matches its history
+    ├── NotDeterministicError       workflow code reached the clock, threads or I/O directly
     └── DefinitionError             a bad @workflow.defn / @activity.defn
 """
 
@@ -32,9 +35,12 @@ __all__ = [
     "WorkflowAlreadyStartedError",
     "WorkflowNotFoundError",
     "WorkflowFailureError",
+    "WorkflowCanceledError",
+    "QueryFailedError",
     "ApplicationError",
     "ActivityError",
     "NonDeterminismError",
+    "NotDeterministicError",
     "DefinitionError",
 ]
 
@@ -96,6 +102,14 @@ class WorkflowFailureError(WorkflowError):
         self.failure = failure
 
 
+class WorkflowCanceledError(WorkflowError):
+    """The workflow run ended canceled (after a cancellation request)."""
+
+
+class QueryFailedError(WorkflowError):
+    """A query could not be answered (unknown query name, the handler raised, workflow closed)."""
+
+
 class ApplicationError(KadenceError):
     """An error raised by workflow or activity code on purpose.
 
@@ -123,6 +137,10 @@ class ActivityError(ApplicationError):
 
 class NonDeterminismError(KadenceError):
     """Workflow code produced commands that differ from the recorded history."""
+
+
+class NotDeterministicError(KadenceError):
+    """Workflow code reached something that is not replay-safe (threads, sockets, subprocesses)."""
 
 
 class DefinitionError(KadenceError):

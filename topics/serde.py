@@ -54,12 +54,35 @@ def _qualify(value):
     return value
 
 
+def _bytes_defaults(schema) -> None:
+    """Avro writes a bytes field's default as a JSON string (code points 0-255 are the bytes), and
+    fastavro uses that str as is, both to fill a field the writer left out (then fails to encode
+    it) and for a field only the reader has (then hands a str where bytes belong). Make such
+    defaults bytes, in place, after fastavro has validated the schema."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _bytes_defaults(branch)
+    elif isinstance(schema, dict):
+        if schema.get("type") == "record":
+            for f in schema["fields"]:
+                first = f["type"][0] if isinstance(f["type"], list) and f["type"] else f["type"]
+                if first == "bytes" and isinstance(f.get("default"), str):
+                    f["default"] = f["default"].encode("latin-1")
+                _bytes_defaults(f["type"])
+        elif schema.get("type") == "array":
+            _bytes_defaults(schema["items"])
+        elif schema.get("type") == "map":
+            _bytes_defaults(schema["values"])
+
+
 @lru_cache(maxsize=None)
 def _parsed(version: int | None) -> dict:
     named: dict = {}
     parsed: dict = {}
     for schema in load_schema_set(version):
         parsed[_NS + schema["name"]] = fastavro.parse_schema(schema, named_schemas=named)
+    for schema in parsed.values():
+        _bytes_defaults(schema)
     return parsed
 
 

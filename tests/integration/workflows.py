@@ -84,3 +84,89 @@ class Failing:
     @workflow.run
     async def run(self, message: str) -> None:
         await workflow.execute_activity(boom, message, start_to_close_timeout=T)
+
+
+# ---- durable-execution semantics (timers, retries, timeouts, signals, cancellation)
+
+#: per test: activity attempts seen, as (idempotency_key, attempt, monotonic time)
+ATTEMPTS: list = []
+
+
+@activity.defn
+async def fails_twice(tag: str) -> str:
+    info = activity.info()
+    import time as _time
+    ATTEMPTS.append((info.idempotency_key, info.attempt, _time.time()))
+    if info.attempt < 3:
+        raise ConnectionError(f"transient failure {info.attempt}")
+    return f"{tag} after {info.attempt} attempts"
+
+
+@activity.defn
+async def slow_then_fast(tag: str) -> str:
+    """Attempt 1 outlives its start-to-close timeout and completes late; attempt 2 is quick."""
+    info = activity.info()
+    ATTEMPTS.append((info.idempotency_key, info.attempt, 0))
+    if info.attempt == 1:
+        await asyncio.sleep(2.5)
+    return f"{tag}:attempt{info.attempt}"
+
+
+@workflow.defn
+class RetryOnce:
+    @workflow.run
+    async def run(self) -> str:
+        from kadence import RetryPolicy
+        return await workflow.execute_activity(
+            fails_twice, "paid", start_to_close_timeout=T,
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=300), backoff_coefficient=2.0))
+
+
+@workflow.defn
+class LateCompletion:
+    @workflow.run
+    async def run(self) -> str:
+        from kadence import RetryPolicy
+        return await workflow.execute_activity(
+            slow_then_fast, "x", start_to_close_timeout=timedelta(seconds=1),
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3))
+
+
+@workflow.defn
+class Collector:
+    def __init__(self) -> None:
+        self.items: list = []
+
+    @workflow.signal
+    def add(self, item) -> None:
+        self.items.append(item)
+
+    @workflow.query
+    def count(self) -> int:
+        return len(self.items)
+
+    @workflow.run
+    async def run(self, expected: int) -> list:
+        await workflow.wait_condition(lambda: len(self.items) >= expected)
+        return self.items
+
+
+@workflow.defn
+class ManyTimers:
+    @workflow.run
+    async def run(self, delays_ms: list) -> int:
+        async def one(ms):
+            await workflow.sleep(ms / 1000)
+            return workflow.now().timestamp()
+        await asyncio.gather(*(one(ms) for ms in delays_ms))
+        return len(delays_ms)
+
+
+@workflow.defn
+class CountDown:
+    @workflow.run
+    async def run(self, n: int, total: int) -> int:
+        await workflow.execute_activity(add, total, n, start_to_close_timeout=T)
+        if n > 0:
+            workflow.continue_as_new(n - 1, total + n)
+        return total

@@ -1,0 +1,624 @@
+"""The timer service (DESIGN.md section 7): fires the durable timers kept on the delay topics.
+
+Timers are records on ``{ns}.timers.{tier}``, one topic per delay tier (``TIMER_TIERS_MS``: 1 s,
+10 s, 1 min, 10 min, 1 h, 1 day), keyed by workflow ID. Whoever schedules a timer produces its
+``TimerRecord`` to ``choose_tier(fire_at_ms - now_ms)``; the record's Kafka timestamp is its
+enqueue time E. One consumer group, ``{ns}.timers``, reads all six topics:
+
+* The near tier ("1s") is read eagerly. Its records are due within about ten seconds, so they go
+  to an in-memory heap ordered by fire time, and the loop sleeps (in ``poll``) until the earliest
+  is due and fires it then.
+* Every other tier T delays each record by the same D_T, so the head of a partition is always the
+  first to mature (at E + D_T). The service holds at most that one record per partition, pauses
+  the partition until the head matures, then fires it if it is due or re-produces it unchanged to
+  the finer tier ``choose_tier(remaining)``, and resumes. Records that a consume batch delivered
+  behind a held head are dropped and the partition is rewound to them (``seek``), so memory is
+  bounded by the partition count plus the near window, never by the number of pending timers.
+
+Firing produces a ``FireTimer`` command to ``{ns}.commands`` keyed by the workflow ID. Firing is
+at-least-once: per partition, offsets are committed only up to the lowest record whose output
+(the command, the re-enqueued copy, or a dead letter) Kafka has not yet acknowledged. The history
+processor ignores a timer that is no longer pending, so a repeated firing changes nothing.
+A record that cannot be decoded goes to ``{ns}.dlq`` and the partition keeps moving.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from confluent_kafka import (TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer,
+                             TopicPartition)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from kadence.topics import serde
+from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
+from kadence.topics.config import KafkaConfig
+from kadence.topics.errors import ConfigError, KadenceError, SchemaError
+from kadence.topics.records import command
+
+__all__ = ["TimerConfig", "TimerService", "choose_tier", "NEAR_TIER"]
+
+log = logging.getLogger(__name__)
+
+#: tiers from the finest to the coarsest
+_TIERS_ASC: tuple[tuple[str, int], ...] = tuple(sorted(TIMER_TIERS_MS.items(), key=lambda kv: kv[1]))
+#: the tier that is read eagerly into the in-memory heap
+NEAR_TIER = _TIERS_ASC[0][0]
+#: a near-tier record due later than this is not held in memory but sent to a coarser tier
+#: (records reach the near tier with less than the next tier's delay left: 10 s, plus slack)
+_NEAR_GUARD_MS = 2 * _TIERS_ASC[1][1]
+
+
+def choose_tier(remaining_ms: int) -> str:
+    """The delay tier for a timer due in ``remaining_ms``: the largest tier whose delay is at most
+    the remaining time, or the smallest tier when the timer is due sooner than that (or overdue)."""
+    chosen = NEAR_TIER
+    for name, delay in _TIERS_ASC:
+        if delay > remaining_ms:
+            break
+        chosen = name
+    return chosen
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimerConfig:
+    kafka: KafkaConfig
+    #: KADENCE_TIMERS_ID: stable per instance slot; names the static group membership, so a
+    #: restarted instance takes its partitions back at once
+    instance_id: str = field(default_factory=socket.gethostname)
+    #: KADENCE_SESSION_TIMEOUT_MS: how soon the group notices a dead instance
+    session_timeout_ms: int = 10_000
+    #: KADENCE_TIMERS_MAX_BATCH: most records taken from the consumer in one step
+    max_batch: int = 500
+    #: KADENCE_TIMERS_NEAR_CAPACITY: near-tier timers held in memory before the near partitions
+    #: are paused (a safety valve for a backlog; normally the near window holds ~10 s of timers)
+    near_capacity: int = 200_000
+    #: KADENCE_TIMERS_COMMIT_INTERVAL_MS: how often acknowledged progress is committed
+    commit_interval_ms: int = 500
+    #: KADENCE_TIMERS_LOG_INTERVAL_S: progress line period while busy
+    log_interval_s: float = 5.0
+
+    def __post_init__(self):
+        if not self.instance_id or any(c.isspace() for c in self.instance_id):
+            raise ConfigError("timer service instance_id must be a non-empty word")
+        if self.max_batch < 1:
+            raise ConfigError("max_batch must be >= 1")
+        if self.near_capacity < 2:
+            raise ConfigError("near_capacity must be >= 2")
+        if self.commit_interval_ms < 1:
+            raise ConfigError("commit_interval_ms must be >= 1")
+
+    @classmethod
+    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "TimerConfig":
+        env = os.environ if env is None else env
+        kw: dict = {}
+        if env.get("KADENCE_TIMERS_ID"):
+            kw["instance_id"] = env["KADENCE_TIMERS_ID"]
+        for var, key in (("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms"),
+                         ("KADENCE_TIMERS_MAX_BATCH", "max_batch"),
+                         ("KADENCE_TIMERS_NEAR_CAPACITY", "near_capacity"),
+                         ("KADENCE_TIMERS_COMMIT_INTERVAL_MS", "commit_interval_ms")):
+            if env.get(var):
+                try:
+                    kw[key] = int(env[var])
+                except ValueError as exc:
+                    raise ConfigError(f"{var} must be an integer") from exc
+        if env.get("KADENCE_TIMERS_LOG_INTERVAL_S"):
+            kw["log_interval_s"] = float(env["KADENCE_TIMERS_LOG_INTERVAL_S"])
+        kw.update(overrides)
+        return cls(kafka=kafka, **kw)
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry):
+        r = registry
+        self.fired = Counter("kadence_timers_fired", "timers fired (FireTimer commands produced)", registry=r)
+        self.reenqueued = Counter("kadence_timers_reenqueued", "timer records moved to a finer tier", registry=r)
+        self.dead = Counter("kadence_timers_dead_letters", "timer records sent to the dead-letter topic", registry=r)
+        self.retries = Counter("kadence_timers_produce_retries", "outputs produced again after a delivery error",
+                               registry=r)
+        self.lateness = Histogram(
+            "kadence_timers_lateness_seconds", "fire time minus due time", registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600))
+        self.held = Gauge("kadence_timers_held_records", "timer records held in memory", ["where"], registry=r)
+        self.held_near = self.held.labels("near")
+        self.held_heads = self.held.labels("head")
+        self.in_flight = Gauge("kadence_timers_in_flight", "outputs produced and not yet acknowledged", registry=r)
+
+
+class _Part:
+    """State of one assigned partition of a tier topic."""
+
+    __slots__ = ("topic", "partition", "tier", "delay_ms", "near", "pending", "next_offset", "committed",
+                 "head", "paused", "rewind_to", "alive", "dirty")
+
+    def __init__(self, topic: str, partition: int, tier: str):
+        self.topic = topic
+        self.partition = partition
+        self.tier = tier
+        self.delay_ms = TIMER_TIERS_MS[tier]
+        self.near = tier == NEAR_TIER
+        #: accepted records not yet acknowledged, in offset order (the commit point is the first)
+        self.pending: deque[_Rec] = deque()
+        #: offset after the last accepted record
+        self.next_offset: int | None = None
+        self.committed: int | None = None
+        #: the one record held (far tiers)
+        self.head: _Rec | None = None
+        self.paused = False
+        #: first offset a batch delivered while the partition was paused: fetch it again
+        self.rewind_to: int | None = None
+        self.alive = True
+        self.dirty = False
+
+    def tp(self, offset: int | None = None) -> TopicPartition:
+        if offset is None:
+            return TopicPartition(self.topic, self.partition)
+        return TopicPartition(self.topic, self.partition, offset)
+
+    def commit_point(self) -> int | None:
+        return self.pending[0].offset if self.pending else self.next_offset
+
+
+class _Rec:
+    """One accepted timer record, from consumption until its output is acknowledged."""
+
+    __slots__ = ("part", "offset", "key", "value", "timer", "done", "out")
+
+    def __init__(self, part: _Part, offset: int, key: bytes | None, value: bytes | None):
+        self.part = part
+        self.offset = offset
+        self.key = key
+        self.value = value
+        self.timer: dict | None = None
+        self.done = False
+        #: (topic, value, key) of the output in flight, kept for a retry
+        self.out: tuple | None = None
+
+
+class TimerService:
+    """One timer service instance. ``run()`` blocks until ``stop()``."""
+
+    def __init__(self, config: TimerConfig, *, registry: CollectorRegistry | None = None):
+        self.config = config
+        self.kafka = config.kafka
+        self.topics = Catalogue(config.kafka)
+        self.group = f"{self.kafka.namespace}.timers"
+        self.registry = registry or CollectorRegistry()
+        self.metrics = _Metrics(self.registry)
+        self._tier_of = {self.topics.timers(t): t for t in TIMER_TIERS_MS}
+        self._stop = threading.Event()
+        #: set once the group has assigned partitions to this instance
+        self.ready = threading.Event()
+        self._consumer: Consumer | None = None
+        self._producer: Producer | None = None
+        self._timer_codec = serde.codec("TimerRecord")
+        self._cmd_codec = serde.codec("Command")
+        self._parts: dict[tuple[str, int], _Part] = {}
+        self._near: list = []  # heap of (fire_at_ms, seq, _Rec)
+        self._heads: list = []  # heap of (wake_at_ms, seq, _Rec)
+        self._n_heads = 0
+        self._seq = itertools.count()
+        self._near_paused = False
+        self._retry: deque[_Rec] = deque()
+        self._fatal: KafkaException | None = None
+        self._in_flight = 0
+        self._next_commit = 0.0
+        self._next_log = 0.0
+        self._logged: tuple = (0, 0, 0, 0, 0, 0)
+        #: plain counters (also in the metrics), for the progress line and for tests
+        self.fired = 0
+        self.reenqueued = 0
+        self.dead_lettered = 0
+        #: the most records held in memory at any step, near heap and partition heads
+        self.peak_near = 0
+        self.peak_heads = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def held(self) -> tuple[int, int]:
+        """(near-tier timers in the heap, far-tier heads held)."""
+        return len(self._near), self._n_heads
+
+    def _make_consumer(self) -> Consumer:
+        consumer = Consumer(self.kafka.consumer(self.group, **{
+            "group.instance.id": f"{self.group}.{self.config.instance_id}",
+            "session.timeout.ms": self.config.session_timeout_ms,
+            "partition.assignment.strategy": "cooperative-sticky",
+            "fetch.wait.max.ms": 20,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            # bound what librdkafka prefetches: a held head makes the rest of a fetch useless
+            "max.partition.fetch.bytes": 256 * 1024,
+            "queued.max.messages.kbytes": 16 * 1024,
+            "on_commit": self._on_commit,
+        }))
+        consumer.subscribe(list(self._tier_of), on_assign=self._on_assign, on_revoke=self._on_revoke,
+                           on_lost=self._on_lost)
+        return consumer
+
+    def run(self) -> None:
+        self._check_topics()
+        self._producer = Producer(self.kafka.producer(acks="all"))
+        self._consumer = self._make_consumer()
+        log.info("timer service %s started (namespace %s, group %s, tiers %s)", self.config.instance_id,
+                 self.kafka.namespace, self.group, ",".join(TIMER_TIERS_MS))
+        try:
+            while not self._stop.is_set():
+                self._step()
+        finally:
+            self._shutdown()
+
+    def _check_topics(self) -> None:
+        have = self.topics.existing()
+        need = [*self._tier_of, self.topics.commands, self.topics.dlq]
+        missing = [name for name in need if name not in have]
+        if missing:
+            raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
+
+    def _shutdown(self) -> None:
+        if self._producer is not None:
+            remaining = self._producer.flush(10)
+            if remaining:
+                log.warning("%d timer outputs not acknowledged at shutdown; they will be redone", remaining)
+        if self._consumer is not None:
+            try:
+                self._commit(sync=True)
+            except KafkaException as exc:
+                log.warning("final commit failed: %s", exc)
+            try:
+                self._consumer.close()
+            except (KafkaException, RuntimeError) as exc:
+                log.warning("consumer close: %s", exc)
+        self._update_gauges()
+        log.info("timer service %s stopped (fired %d, re-enqueued %d, dead-lettered %d)",
+                 self.config.instance_id, self.fired, self.reenqueued, self.dead_lettered)
+
+    # -- rebalance -----------------------------------------------------------------------------
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            tier = self._tier_of.get(tp.topic)
+            if tier is not None:
+                self._parts[(tp.topic, tp.partition)] = _Part(tp.topic, tp.partition, tier)
+        if partitions:
+            log.info("timer service %s assigned %d partitions (%d in all)", self.config.instance_id,
+                     len(partitions), len(self._parts))
+            self.ready.set()
+
+    def _release(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool) -> None:
+        parts = [p for p in (self._parts.pop((tp.topic, tp.partition), None) for tp in partitions) if p]
+        if not parts:
+            return
+        if not lost:
+            # let what is in flight be acknowledged, so the next owner repeats as little as possible
+            self._producer.flush(5)
+            try:
+                self._commit(sync=True, parts=parts)
+            except KafkaException as exc:
+                log.warning("commit on revoke failed: %s", exc)
+        near_gone = False
+        resume = []
+        for part in parts:
+            part.alive = False
+            near_gone |= part.near
+            if part.head is not None:
+                part.head = None
+                self._n_heads -= 1
+            if part.paused:
+                resume.append(part.tp())  # a partition must not stay paused for its next owner
+                part.paused = False
+        if resume:
+            try:
+                consumer.resume(resume)
+            except KafkaException as exc:
+                log.warning("resume on revoke failed: %s", exc)
+        self._heads = [e for e in self._heads if e[2].part.alive]
+        heapq.heapify(self._heads)
+        if near_gone:
+            self._near = [e for e in self._near if e[2].part.alive]
+            heapq.heapify(self._near)
+        log.info("timer service %s %s %d partitions", self.config.instance_id, "lost" if lost else "released",
+                 len(parts))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._release(consumer, partitions, lost=False)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._release(consumer, partitions, lost=True)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _step(self) -> None:
+        now = _now_ms()
+        if self._near and self._near[0][0] <= now:
+            self._fire_due(now)
+        if self._heads and self._heads[0][0] <= now:
+            self._mature_heads(now)
+        if self._near_paused:
+            self._check_near_capacity()
+        if self._retry:
+            self._redo()
+        self._producer.poll(0)
+        if self._fatal is not None:
+            raise self._fatal
+        mono = time.monotonic()
+        if mono >= self._next_commit:
+            self._next_commit = mono + self.config.commit_interval_ms / 1000
+            self._commit()
+            self._update_gauges()
+            if mono >= self._next_log:
+                self._next_log = mono + self.config.log_interval_s
+                self._log_progress()
+        msg = self._consumer.poll(self._wait_seconds(_now_ms()))
+        if msg is None:
+            return
+        msgs = [msg]
+        if self.config.max_batch > 1:
+            msgs.extend(self._consumer.consume(num_messages=self.config.max_batch - 1, timeout=0))
+        self._handle(msgs)
+
+    def _wait_seconds(self, now: int) -> float:
+        wake = now + 100
+        if self._near:
+            wake = min(wake, self._near[0][0])
+        if self._heads:
+            wake = min(wake, self._heads[0][0])
+        if self._retry:
+            wake = now
+        return max(0.0, (wake - now) / 1000)
+
+    def _handle(self, msgs: list) -> None:
+        now = _now_ms()
+        rewound: list[_Part] = []
+        for msg in msgs:
+            err = msg.error()
+            if err is not None:
+                if err.fatal():
+                    raise KafkaException(err)
+                if err.code() != KafkaError._PARTITION_EOF:
+                    log.warning("consumer error: %s", err.str())
+                continue
+            part = self._parts.get((msg.topic(), msg.partition()))
+            if part is None:
+                continue
+            offset = msg.offset()
+            if part.next_offset is not None and offset < part.next_offset:
+                continue  # already accepted (a rewind never goes below the accepted prefix)
+            if part.paused:
+                # delivered in the same batch as the head we hold: fetch it again after the head
+                if part.rewind_to is None:
+                    rewound.append(part)
+                    part.rewind_to = offset
+                elif offset < part.rewind_to:
+                    part.rewind_to = offset
+                continue
+            rec = _Rec(part, offset, msg.key(), msg.value())
+            part.pending.append(rec)
+            part.next_offset = offset + 1
+            try:
+                rec.timer = self._timer_codec.decode(rec.value)
+            except SchemaError as exc:
+                self._dead_letter(rec, "undecodable timer record", exc, now)
+                continue
+            if part.near:
+                self._accept_near(rec, now)
+            else:
+                ts_type, ts = msg.timestamp()
+                enqueued = ts if ts_type != TIMESTAMP_NOT_AVAILABLE and ts > 0 else now
+                self._accept_far(rec, min(enqueued, now), now)
+        for part in rewound:
+            if part.alive and part.rewind_to is not None:
+                try:
+                    self._consumer.seek(part.tp(part.rewind_to))
+                except KafkaException as exc:
+                    log.warning("seek %s[%d] to %d failed: %s", part.topic, part.partition, part.rewind_to, exc)
+            part.rewind_to = None
+        n_near = len(self._near)
+        if n_near > self.peak_near:
+            self.peak_near = n_near
+        if self._n_heads > self.peak_heads:
+            self.peak_heads = self._n_heads
+
+    def _accept_near(self, rec: _Rec, now: int) -> None:
+        fire_at = rec.timer["fire_at_ms"]
+        remaining = fire_at - now
+        if remaining <= 0:
+            self._fire(rec, now)
+        elif remaining > _NEAR_GUARD_MS:
+            self._reenqueue(rec, choose_tier(remaining), now)
+        else:
+            rec.value = None
+            heapq.heappush(self._near, (fire_at, next(self._seq), rec))
+            if len(self._near) >= self.config.near_capacity and not self._near_paused:
+                self._near_paused = True
+                log.warning("near window holds %d timers; pausing the %s tier until it drains",
+                            len(self._near), NEAR_TIER)
+                self._check_near_capacity()
+
+    def _accept_far(self, rec: _Rec, enqueued: int, now: int) -> None:
+        # matures at E + D_T; a record due sooner than that (put on too coarse a tier) wakes when due
+        wake = min(enqueued + rec.part.delay_ms, rec.timer["fire_at_ms"])
+        if wake <= now:
+            self._mature(rec, now)
+            return
+        part = rec.part
+        part.head = rec
+        self._n_heads += 1
+        heapq.heappush(self._heads, (wake, next(self._seq), rec))
+        self._pause(part)
+
+    def _fire_due(self, now: int) -> None:
+        near = self._near
+        while near and near[0][0] <= now:
+            rec = heapq.heappop(near)[2]
+            if rec.part.alive:
+                self._fire(rec, now)
+
+    def _mature_heads(self, now: int) -> None:
+        heads = self._heads
+        while heads and heads[0][0] <= now:
+            rec = heapq.heappop(heads)[2]
+            part = rec.part
+            if not part.alive or part.head is not rec:
+                continue
+            part.head = None
+            self._n_heads -= 1
+            self._mature(rec, now)
+            self._resume(part)
+
+    def _mature(self, rec: _Rec, now: int) -> None:
+        remaining = rec.timer["fire_at_ms"] - now
+        if remaining <= 0:
+            self._fire(rec, now)
+        else:
+            self._reenqueue(rec, choose_tier(remaining), now)
+
+    def _check_near_capacity(self) -> None:
+        near_parts = [p for p in self._parts.values() if p.near]
+        if len(self._near) >= self.config.near_capacity // 2:
+            for part in near_parts:
+                if not part.paused:
+                    self._pause(part)
+        else:
+            self._near_paused = False
+            for part in near_parts:
+                if part.paused:
+                    self._resume(part)
+            log.info("near window down to %d timers; %s tier resumed", len(self._near), NEAR_TIER)
+
+    def _pause(self, part: _Part) -> None:
+        self._consumer.pause([part.tp()])
+        part.paused = True
+
+    def _resume(self, part: _Part) -> None:
+        self._consumer.resume([part.tp()])
+        part.paused = False
+
+    # -- outputs -------------------------------------------------------------------------------
+
+    def _fire(self, rec: _Rec, now: int) -> None:
+        t = rec.timer
+        body = {"timer_id": t["timer_id"], "fire_at_ms": t["fire_at_ms"], "kind": t["kind"],
+                "scheduled_seq": t["scheduled_seq"], "attempt": t["attempt"]}
+        cmd = command(t["workflow_id"], "FireTimer", body, run_id=t["run_id"])
+        rec.value = None
+        self._send(rec, self.topics.commands, self._cmd_codec.encode(cmd), t["workflow_id"].encode(), now)
+        self.fired += 1
+        self.metrics.fired.inc()
+        self.metrics.lateness.observe((now - t["fire_at_ms"]) / 1000)
+
+    def _reenqueue(self, rec: _Rec, tier: str, now: int) -> None:
+        value, rec.value = rec.value, None
+        self._send(rec, self.topics.timers(tier), value, rec.key, now)
+        self.reenqueued += 1
+        self.metrics.reenqueued.inc()
+
+    def _dead_letter(self, rec: _Rec, reason: str, exc: Exception, now: int) -> None:
+        part = rec.part
+        record = {
+            "origin_topic": part.topic, "origin_partition": part.partition, "origin_offset": rec.offset,
+            "key": rec.key, "value": rec.value, "reason": f"{reason}: {exc}"[:2000],
+            "error_type": type(exc).__name__, "component": "timer-service",
+            "timestamp_ms": now, "schema_version": 1,
+        }
+        rec.value = None
+        self._send(rec, self.topics.dlq, serde.encode("DeadLetter", record), rec.key, now)
+        self.dead_lettered += 1
+        self.metrics.dead.inc()
+        log.warning("dead-lettered %s[%d]@%d: %s", part.topic, part.partition, rec.offset, reason)
+
+    def _send(self, rec: _Rec, topic: str, value: bytes, key: bytes | None, timestamp: int) -> None:
+        rec.out = (topic, value, key)
+        on_delivery = lambda err, _msg, rec=rec: self._delivered(rec, err)  # noqa: E731
+        while True:
+            try:
+                self._producer.produce(topic, value, key, timestamp=timestamp, on_delivery=on_delivery)
+                break
+            except BufferError:
+                self._producer.poll(0.01)
+        self._in_flight += 1
+
+    def _delivered(self, rec: _Rec, err: KafkaError | None) -> None:
+        self._in_flight -= 1
+        if err is not None:
+            if err.fatal():
+                self._fatal = KafkaException(err)
+                return
+            log.warning("producing to %s failed (%s); retrying", rec.out[0] if rec.out else "?", err.str())
+            self._retry.append(rec)
+            return
+        rec.done = True
+        rec.out = None
+        part = rec.part
+        if not part.alive:
+            return
+        pending = part.pending
+        if pending and pending[0].done:
+            while pending and pending[0].done:
+                pending.popleft()
+            part.dirty = True
+
+    def _redo(self) -> None:
+        retry, self._retry = self._retry, deque()
+        now = _now_ms()
+        for rec in retry:
+            if rec.part.alive and rec.out is not None:
+                self.metrics.retries.inc()
+                self._send(rec, *rec.out, now)
+
+    # -- commits and reporting -----------------------------------------------------------------
+
+    def _commit(self, sync: bool = False, parts=None) -> None:
+        offsets = []
+        for part in (self._parts.values() if parts is None else parts):
+            if not part.dirty:
+                continue
+            part.dirty = False
+            point = part.commit_point()
+            if point is None or point == part.committed:
+                continue
+            part.committed = point
+            offsets.append(part.tp(point))
+        if offsets:
+            self._consumer.commit(offsets=offsets, asynchronous=not sync)
+
+    def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        failed = [tp for tp in partitions if tp.error is not None] if err is None else partitions
+        if not failed:
+            return
+        log.warning("offset commit failed: %s", err.str() if err is not None else failed[0].error)
+        for tp in failed:
+            part = self._parts.get((tp.topic, tp.partition))
+            if part is not None:
+                part.committed = None
+                part.dirty = True  # committed again at the next interval
+
+    def _update_gauges(self) -> None:
+        self.metrics.held_near.set(len(self._near))
+        self.metrics.held_heads.set(self._n_heads)
+        self.metrics.in_flight.set(self._in_flight)
+
+    def _log_progress(self) -> None:
+        state = (self.fired, self.reenqueued, self.dead_lettered, len(self._near), self._n_heads, self._in_flight)
+        if state == self._logged:
+            return
+        self._logged = state
+        log.info("timers: fired %d, re-enqueued %d, dead-lettered %d; holding %d near + %d heads "
+                 "(peak %d + %d); %d in flight", self.fired, self.reenqueued, self.dead_lettered,
+                 len(self._near), self._n_heads, self.peak_near, self.peak_heads, self._in_flight)

@@ -1,0 +1,316 @@
+"""The HTTP gateway on the real broker, over real HTTP: uvicorn serves ``create_app`` on a free
+127.0.0.1 port, a history processor process runs the engine, and an SDK worker runs ThreeSteps.
+
+Errors must be ``{"error": {"code", "message", "field"?}}`` with a stable code and status
+(DESIGN.md section 10): never FastAPI's default 422, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+import uuid
+from urllib.parse import quote
+
+import httpx
+import pytest
+import uvicorn
+
+from kadence import Client, Worker
+from kadence.gateway import GatewayConfig, create_app
+from kadence.topics import Catalogue, KafkaConfig
+
+from .conftest import ProcessorProcs
+from .workflows import ThreeSteps, add, double, three_steps_result
+
+START = "/v1/workflows/ThreeSteps/start"
+
+
+@pytest.fixture(scope="module")
+def gw_config(kafka_bootstrap) -> KafkaConfig:
+    config = KafkaConfig(bootstrap=kafka_bootstrap, namespace=f"g{uuid.uuid4().hex[:10]}", partitions=4)
+    Catalogue(config).apply()
+    return config
+
+
+@pytest.fixture(scope="module")
+def engine(gw_config, tmp_path_factory):
+    """One history processor process for the module's tests."""
+    procs = ProcessorProcs(gw_config, tmp_path_factory.mktemp("gateway-processor"))
+    procs.start()
+    yield procs
+    alive = all(p.poll() is None for p in procs.procs.values())
+    logs = procs.logs()
+    procs.close()
+    assert alive, f"the history processor died during the gateway tests:\n{logs}"
+
+
+@contextlib.contextmanager
+def serve(app):
+    """``app`` served by uvicorn in a background thread, on a socket bound before it starts (no race
+    for the port); yields the base URL once /healthz answers (after the lifespan connected to Kafka)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="gateway", daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert thread.is_alive(), "the gateway exited during startup (see the log above)"
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the gateway did not answer /healthz within 60s"
+            time.sleep(0.05)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+    assert not thread.is_alive(), "the gateway did not shut down"
+
+
+@pytest.fixture(scope="module")
+def gateway_url(gw_config, engine):
+    with serve(create_app(GatewayConfig(kafka=gw_config, reply_timeout=30.0))) as url:
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def checked_client(base_url: str, allowed_5xx: tuple[int, ...] = ()):
+    """An HTTP client that checks every response it receives: no stack trace, never FastAPI's
+    default 422 or a 500, and every error in the ``{"error": {"code", "message"}}`` shape."""
+    seen: list[httpx.Response] = []
+
+    async def record(response: httpx.Response):
+        await response.aread()
+        seen.append(response)
+
+    async with httpx.AsyncClient(base_url=base_url, timeout=60, event_hooks={"response": [record]}) as client:
+        yield client
+    assert seen, "the test made no request"
+    for r in seen:
+        where = f"{r.request.method} {r.request.url.path} -> {r.status_code}: {r.text[:300]}"
+        assert "Traceback" not in r.text and 'File "' not in r.text, where
+        assert r.status_code != 422 and (r.status_code < 500 or r.status_code in allowed_5xx), where
+        if r.status_code >= 400:
+            err = r.json()["error"]
+            assert isinstance(err["code"], str) and err["code"] and isinstance(err["message"], str), where
+
+
+@pytest.fixture
+async def http(gateway_url):
+    async with checked_client(gateway_url) as client:
+        yield client
+
+
+def _start_body(workflow_id: str, **overrides) -> dict:
+    return {"workflow_id": workflow_id, "task_queue": "q", "input": [3], **overrides}
+
+
+# ---------------------------------------------------------------- a run through the gateway
+
+async def test_start_is_idempotent_conflicts_with_409_and_history_shows_the_run(http, gw_config):
+    wid = f"gw-{uuid.uuid4().hex[:8]}"
+    # no worker yet: the run stays open, so the conflict below is not a race with its completion
+    first = await http.post(START, json=_start_body(wid), headers={"Idempotency-Key": "k-1"})
+    assert first.status_code == 201, first.text
+    body = first.json()
+    assert body["workflow_id"] == wid and body["run_id"]
+    run_id = body["run_id"]
+
+    retry = await http.post(START, json=_start_body(wid), headers={"Idempotency-Key": "k-1"})
+    assert (retry.status_code, retry.json()) == (201, {"workflow_id": wid, "run_id": run_id})
+
+    conflict = await http.post(START, json=_start_body(wid), headers={"Idempotency-Key": "k-2"})
+    assert conflict.status_code == 409, conflict.text
+    err = conflict.json()["error"]
+    assert err["code"] == "already_started" and err["run_id"] == run_id
+
+    client = await Client.connect(config=gw_config)
+    try:
+        # the Idempotency-Key is the command's request ID: an SDK retry with it gets the same run
+        via_sdk = await client.start_workflow(ThreeSteps, 3, id=wid, task_queue="q", request_id="k-1")
+        assert via_sdk.run_id == run_id
+        async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
+            result = await client.get_workflow_handle(wid, run_id=run_id).result(timeout=60)
+    finally:
+        await client.close()
+    assert result == three_steps_result(3) == 108
+
+    resp = await http.get(f"/v1/workflows/{wid}/history")
+    assert resp.status_code == 200, resp.text
+    hist = resp.json()
+    assert hist["workflow_id"] == wid and hist["run_id"] == run_id
+    events = hist["events"]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert {e["run_id"] for e in events} == {run_id} and {e["workflow_id"] for e in events} == {wid}
+    assert events[0]["type"] == "WorkflowExecutionStarted" and events[0]["attributes"]["input"] == [3]
+    assert events[-1]["type"] == "WorkflowExecutionCompleted" and events[-1]["attributes"]["result"] == 108
+    assert [e["attributes"]["activity_type"] for e in events if e["type"] == "ActivityTaskScheduled"] == [
+        "add", "double", "add"]
+
+    by_run = await http.get(f"/v1/workflows/{wid}/history", params={"run_id": run_id})
+    assert by_run.status_code == 200 and by_run.json()["events"] == events
+
+    # a retry after completion still gets the first answer, not a second run
+    late = await http.post(START, json=_start_body(wid), headers={"Idempotency-Key": "k-1"})
+    assert (late.status_code, late.json()) == (201, {"workflow_id": wid, "run_id": run_id})
+
+
+async def test_workflow_ids_with_spaces_and_non_ascii_work_end_to_end(http):
+    wid = f"заказ Ω {uuid.uuid4().hex[:6]}"
+    started = await http.post(START, json=_start_body(wid))
+    assert started.status_code == 201, started.text
+    assert started.json()["workflow_id"] == wid
+    hist = await http.get(f"/v1/workflows/{quote(wid, safe='')}/history")
+    assert hist.status_code == 200, hist.text
+    assert hist.json()["run_id"] == started.json()["run_id"]
+    assert hist.json()["events"][0]["workflow_id"] == wid and hist.json()["events"][0]["type"] == "WorkflowExecutionStarted"
+
+
+async def test_start_without_workflow_id_generates_one(http):
+    resp = await http.post(START, json={"task_queue": "q", "input": [1]})
+    assert resp.status_code == 201, resp.text
+    body = resp.json()
+    assert uuid.UUID(body["workflow_id"]) and body["run_id"]
+
+
+async def test_concurrent_starts_of_different_workflows_get_their_own_run(http):
+    ids = [f"gw-par-{i}-{uuid.uuid4().hex[:6]}" for i in range(5)]
+    responses = await asyncio.gather(*(http.post(START, json=_start_body(w)) for w in ids))
+    assert [r.status_code for r in responses] == [201] * 5
+    assert [r.json()["workflow_id"] for r in responses] == ids
+    assert len({r.json()["run_id"] for r in responses}) == 5
+
+
+async def test_the_same_idempotency_key_on_two_workflows_gets_each_its_own_run(http):
+    """Idempotency keys belong to a workflow: two clients that happen to use the same key for
+    different workflows at the same moment must each get their own workflow's run ID."""
+    ids = [f"gw-key-{i}-{uuid.uuid4().hex[:6]}" for i in range(2)]
+    responses = await asyncio.gather(*(http.post(START, json=_start_body(w), headers={"Idempotency-Key": "shared"})
+                                       for w in ids))
+    assert [r.status_code for r in responses] == [201, 201], [r.text for r in responses]
+    for wid, resp in zip(ids, responses):
+        hist = await http.get(f"/v1/workflows/{wid}/history")
+        assert hist.status_code == 200, hist.text
+        assert resp.json() == {"workflow_id": wid, "run_id": hist.json()["run_id"]}, (
+            f"the start of {wid} answered with another workflow's run")
+
+
+# ---------------------------------------------------------------- invalid input is a 400 with the field
+
+async def test_invalid_json_is_400_invalid_json(http):
+    resp = await http.post(START, content=b'{"task_queue": "q", ', headers={"Content-Type": "application/json"})
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"]["code"] == "invalid_json"
+
+
+async def test_missing_task_queue_is_400_naming_the_field(http):
+    resp = await http.post(START, json={"workflow_id": "x", "input": [1]})
+    assert resp.status_code == 400, resp.text
+    err = resp.json()["error"]
+    assert err["code"] == "invalid_input" and err["field"] == "task_queue"
+
+
+async def test_input_of_the_wrong_type_is_400_naming_input(http):
+    resp = await http.post(START, json=_start_body("x", input="3"))
+    assert resp.status_code == 400, resp.text
+    err = resp.json()["error"]
+    assert err["code"] == "invalid_input" and err["field"] == "input" and "input" in err["message"]
+
+
+async def test_unknown_field_is_400_naming_it(http):
+    resp = await http.post(START, json=_start_body("x", priority=5))
+    assert resp.status_code == 400, resp.text
+    err = resp.json()["error"]
+    assert err["code"] == "invalid_input" and err["field"] == "priority"
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"task_queue": "q with spaces"}, "task_queue"),
+    ({"task_queue": ""}, "task_queue"),
+    ({"task_queue": "q", "workflow_id": ""}, "workflow_id"),
+    ({"task_queue": "q", "workflow_id": 17}, "workflow_id"),
+    ({"task_queue": 5}, "task_queue"),
+])
+async def test_other_invalid_fields_are_400_naming_them(http, body, field):
+    resp = await http.post(START, json=body)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"]["field"] == field
+
+
+@pytest.mark.parametrize("content, content_type", [
+    (b"", "application/json"),
+    (b"[1, 2]", "application/json"),
+    (b'"start"', "application/json"),
+    (b"\xff\xfe\x00", "application/json"),
+    (b'{"task_queue": "q"}', "text/plain"),
+])
+async def test_bodies_that_are_not_a_start_request_are_400(http, content, content_type):
+    resp = await http.post(START, content=content, headers={"Content-Type": content_type})
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"]["code"] in {"invalid_json", "invalid_input"}
+
+
+async def test_overlong_idempotency_key_is_400(http):
+    resp = await http.post(START, json=_start_body("x"), headers={"Idempotency-Key": "k" * 500})
+    assert resp.status_code == 400, resp.text
+    assert "idempotency" in resp.json()["error"]["field"].lower()
+
+
+# ---------------------------------------------------------------- unknown things are 404
+
+async def test_history_of_an_unknown_workflow_is_404(http):
+    resp = await http.get(f"/v1/workflows/nobody-{uuid.uuid4().hex[:8]}/history")
+    assert resp.status_code == 404, resp.text
+    assert resp.json()["error"]["code"] == "not_found"
+
+
+async def test_history_of_an_unknown_run_is_404(http):
+    resp = await http.get(f"/v1/workflows/nobody-{uuid.uuid4().hex[:8]}/history", params={"run_id": "no-such-run"})
+    assert resp.status_code == 404, resp.text
+    assert resp.json()["error"]["code"] == "not_found"
+
+
+async def test_unknown_route_and_wrong_method_use_the_error_shape(http):
+    missing = await http.get("/v1/nothing-here")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    wrong = await http.get(START)
+    assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
+
+
+# ---------------------------------------------------------------- the API is described
+
+async def test_openapi_lists_the_operations(http):
+    resp = await http.get("/openapi.json")
+    assert resp.status_code == 200
+    spec = resp.json()
+    assert "post" in spec["paths"]["/v1/workflows/{workflow_type}/start"]
+    assert "get" in spec["paths"]["/v1/workflows/{workflow_id}/history"]
+    start = spec["paths"]["/v1/workflows/{workflow_type}/start"]["post"]
+    assert "201" in start["responses"] and "409" in start["responses"]
+    assert "422" not in start["responses"], "the spec documents FastAPI's 422, which the gateway never sends"
+
+
+# ---------------------------------------------------------------- no engine: 503, not a hang
+
+async def test_no_reply_from_the_engine_is_503_with_retry_after(kafka_config):
+    """No history processor runs for this namespace: the start times out into a typed 503."""
+    app = create_app(GatewayConfig(kafka=kafka_config, reply_timeout=1.0))
+    with serve(app) as url:
+        async with checked_client(url, allowed_5xx=(503,)) as client:
+            started = time.monotonic()
+            resp = await client.post(START, json=_start_body("nobody-home"))
+            assert time.monotonic() - started < 10
+    assert resp.status_code == 503, resp.text
+    assert resp.json()["error"]["code"] == "unavailable" and resp.headers["Retry-After"].isdigit()

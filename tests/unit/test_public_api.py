@@ -1,0 +1,69 @@
+"""The public names of each package are locked: adding or removing one is a deliberate change
+to this file, not an accident of a refactoring."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PUBLIC = {
+    # the SDK: what users import (`from kadence import workflow, activity, Client, Worker`)
+    "kadence": [
+        "ActivityError", "ApplicationError", "BrokerUnavailableError", "Client", "ConfigError",
+        "DefinitionError", "KadenceError", "KafkaConfig", "NonDeterminismError", "NotDeterministicError",
+        "QueryFailedError", "RetryPolicy", "SchemaError", "Worker", "WorkflowAlreadyStartedError",
+        "WorkflowCanceledError", "WorkflowError", "WorkflowFailureError", "WorkflowHandle", "WorkflowNotFoundError",
+        "activity", "workflow",
+    ],
+    "kadence.topics": [
+        "ActivityError", "ApplicationError", "ApplyReport", "BrokerUnavailableError", "Catalogue", "Codec",
+        "ConfigError", "DefinitionError", "EngineClient", "JsonConverter", "KadenceError", "KafkaConfig",
+        "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "QueryFailedError", "SchemaError",
+        "TIMER_TIERS_MS", "TopicError", "TopicSpec", "WorkflowAlreadyStartedError", "WorkflowCanceledError",
+        "WorkflowError", "WorkflowFailureError", "WorkflowNotFoundError", "codec", "decode", "encode", "exception_from_failure",
+        "failure_from_exception", "murmur2", "partition_for",
+    ],
+    "kadence.gateway": ["GatewayConfig", "create_app"],
+    "kadence.processors": [
+        "BatchView", "HistoryProcessor", "MemoryShardStore", "Outbox", "ProcessorConfig", "TimerConfig",
+        "TimerService", "choose_tier", "restore_shard", "transition",
+    ],
+}
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC))
+def test_all_is_locked(package):
+    module = importlib.import_module(package)
+    assert PUBLIC[package] == sorted(PUBLIC[package]), "keep the locked list sorted"
+    actual = sorted(module.__all__)
+    added, removed = sorted(set(actual) - set(PUBLIC[package])), sorted(set(PUBLIC[package]) - set(actual))
+    assert actual == PUBLIC[package], (
+        f"{package}.__all__ changed (added {added}, removed {removed}); if that is intended, update "
+        f"PUBLIC[{package!r}] in tests/unit/test_public_api.py")
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC))
+def test_every_public_name_exists_once(package):
+    module = importlib.import_module(package)
+    assert len(module.__all__) == len(set(module.__all__)), f"{package}.__all__ lists a name twice"
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == [], f"{package}.__all__ names what it does not define: {missing}"
+    namespace: dict = {}
+    exec(f"from {package} import *", namespace)  # noqa: S102 - star-import uses __all__
+    assert set(PUBLIC[package]) <= set(namespace)
+
+
+def test_the_sdk_and_topics_share_one_error_tree():
+    """`except kadence.WorkflowNotFoundError` must catch what kadence.topics raises."""
+    import kadence
+    import kadence.topics
+
+    shared = set(PUBLIC["kadence"]) & set(PUBLIC["kadence.topics"])
+    assert {"KadenceError", "SchemaError", "WorkflowNotFoundError", "KafkaConfig"} <= shared
+    for name in shared:
+        assert getattr(kadence, name) is getattr(kadence.topics, name), name
+    for name in PUBLIC["kadence"]:
+        obj = getattr(kadence, name)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert issubclass(obj, kadence.KadenceError), f"kadence.{name} is not a KadenceError"
