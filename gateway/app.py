@@ -65,6 +65,32 @@ class StartResponse(BaseModel):
     run_id: str
 
 
+class SignalRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    signal: str = Field(..., min_length=1, max_length=200, description="the signal's name")
+    input: list[Any] = Field(default_factory=list, description="the signal handler's arguments")
+    workflow_type: str | None = Field(None, min_length=1, max_length=200,
+                                      description="signal-with-start: start this type first if no run is open")
+    task_queue: str | None = Field(None, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$",
+                                   description="signal-with-start: the task queue of the run to start")
+    start_input: list[Any] = Field(default_factory=list, description="signal-with-start: the workflow's arguments")
+
+
+class ReasonRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field("", max_length=2000)
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: list[Any] = Field(default_factory=list, description="the query handler's arguments")
+
+
+class RunResponse(BaseModel):
+    workflow_id: str
+    run_id: str | None
+
+
 class ErrorBody(BaseModel):
     code: str
     message: str
@@ -164,6 +190,75 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         if run_id is not None and not events:
             raise WorkflowNotFoundError(f"run {run_id!r} of workflow {workflow_id!r} not found")
         return {"workflow_id": workflow_id, "run_id": rid, "events": [event_to_json(e, converter) for e in events]}
+
+    async def _mutation(workflow_id: str, body_type: str, body: dict, idempotency_key: str | None):
+        engine: EngineClient = state["engine"]
+        reply = await engine.request(workflow_id, body_type, body, request_id=idempotency_key or str(uuid.uuid4()),
+                                     timeout=config.reply_timeout)
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found")
+        if reply["status"] != "ok":
+            return _error(409, "not_running", reply["message"] or reply["status"])
+        return RunResponse(workflow_id=workflow_id, run_id=reply["run_id"])
+
+    _KEY = Header(None, max_length=200, description="retries with the same key get the first answer")
+
+    @app.post("/v1/workflows/{workflow_id}/signals", response_model=RunResponse, responses=_ERRORS,
+              summary="Signal a workflow (signal-with-start when workflow_type and task_queue are given)")
+    async def signal(workflow_id: str, body: SignalRequest, idempotency_key: str | None = _KEY):
+        start = None
+        if body.workflow_type or body.task_queue:
+            if not (body.workflow_type and body.task_queue):
+                return _error(400, "invalid_input", "signal-with-start needs both workflow_type and task_queue",
+                              "workflow_type" if not body.workflow_type else "task_queue")
+            start = {"workflow_type": body.workflow_type, "task_queue": body.task_queue,
+                     "input": converter.to_bytes(body.start_input), "id_reuse_policy": "allow_duplicate",
+                     "run_timeout_ms": None, "search_attributes": {}}
+        return await _mutation(workflow_id, "SignalWorkflow", {
+            "signal_name": body.signal, "input": converter.to_bytes(body.input), "start": start,
+            "identity": "gateway"}, idempotency_key)
+
+    @app.post("/v1/workflows/{workflow_id}/cancel", response_model=RunResponse, responses=_ERRORS,
+              summary="Request cooperative cancellation (idempotent)")
+    async def cancel(workflow_id: str, body: ReasonRequest | None = None, idempotency_key: str | None = _KEY):
+        return await _mutation(workflow_id, "RequestCancelWorkflow", {"reason": body.reason if body else ""},
+                               idempotency_key)
+
+    @app.post("/v1/workflows/{workflow_id}/terminate", response_model=RunResponse, responses=_ERRORS,
+              summary="End the run at once")
+    async def terminate(workflow_id: str, body: ReasonRequest | None = None, idempotency_key: str | None = _KEY):
+        log.warning("audit: terminate of workflow %s requested through the gateway", workflow_id)
+        return await _mutation(workflow_id, "TerminateWorkflow",
+                               {"reason": body.reason if body else "", "identity": "gateway"}, idempotency_key)
+
+    @app.post("/v1/workflows/{workflow_id}/queries/{query_name}", responses=_ERRORS,
+              summary="Ask a running workflow's query handler (nothing is written to history)")
+    async def query(workflow_id: str, query_name: str, body: QueryRequest | None = None):
+        engine: EngineClient = state["engine"]
+        reply = await engine.request(workflow_id, "QueryWorkflow", {
+            "query_name": query_name, "input": converter.to_bytes(body.input if body else [])},
+            request_id=str(uuid.uuid4()), timeout=config.reply_timeout)
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"])
+        if reply["status"] != "ok":
+            return _error(409 if reply["status"] == "rejected" else 400, "query_failed", reply["message"])
+        return {"workflow_id": workflow_id, "run_id": reply["run_id"], "result": converter.from_bytes(reply["result"])}
+
+    @app.get("/v1/workflows/{workflow_id}", responses=_ERRORS, summary="Describe a workflow's current run")
+    async def describe(workflow_id: str):
+        engine: EngineClient = state["engine"]
+        reply = await engine.request(workflow_id, "AwaitWorkflowResult", {"wait": False}, request_id=str(uuid.uuid4()),
+                                     timeout=config.reply_timeout)
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"])
+        out = {"workflow_id": workflow_id, "run_id": reply["run_id"], "status": reply["status"]}
+        if reply["status"] == "completed":
+            out["result"] = converter.from_bytes(reply["result"])
+        if reply["failure"]:
+            f = reply["failure"]
+            key = "last_task_failure" if reply["status"] == "running" else "failure"
+            out[key] = {"type": f["type"], "message": f["message"], "cause": reply["message"] or None}
+        return out
 
     @app.get("/healthz", summary="Liveness")
     async def healthz():

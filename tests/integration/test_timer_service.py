@@ -82,6 +82,7 @@ def produce_timers(config: KafkaConfig, records: list[dict], acked: dict | None 
             except BufferError:
                 producer.poll(0.05)
         enqueued[rec["timer_id"]] = now
+        producer.poll(0)  # serve delivery reports as they come, so ``acked`` is accurate
     assert producer.flush(30) == 0
     return enqueued
 

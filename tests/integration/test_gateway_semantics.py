@@ -1,0 +1,61 @@
+"""Signals (with start), queries, describe, cancel and terminate through the HTTP gateway."""
+
+from __future__ import annotations
+
+import uuid
+
+from kadence import Client, Worker
+
+from .conftest import wait_until
+from .test_gateway import checked_client, engine, gateway_url, gw_config, http  # noqa: F401 - fixtures
+from .workflows import Collector
+
+
+async def test_signal_with_start_query_describe_and_completion(http, gw_config):
+    wid = f"gws-{uuid.uuid4().hex[:8]}"
+    client = await Client.connect(config=gw_config)
+    try:
+        async with Worker(client, task_queue="q", workflows=[Collector]):
+            body = {"signal": "add", "input": ["first"], "workflow_type": "Collector", "task_queue": "q",
+                    "start_input": [2]}
+            first = await http.post(f"/v1/workflows/{wid}/signals", json=body, headers={"Idempotency-Key": "s-1"})
+            assert first.status_code == 200, first.text
+            again = await http.post(f"/v1/workflows/{wid}/signals", json=body, headers={"Idempotency-Key": "s-1"})
+            assert again.json() == first.json()
+
+            async def counted():
+                r = await http.post(f"/v1/workflows/{wid}/queries/count", json={})
+                return r.status_code == 200 and r.json()["result"] == 1
+            await wait_until(counted, 30, "the query to see the first signal")
+            described = (await http.get(f"/v1/workflows/{wid}")).json()
+            assert described["status"] == "running" and described["run_id"] == first.json()["run_id"]
+
+            second = await http.post(f"/v1/workflows/{wid}/signals", json={"signal": "add", "input": ["second"]})
+            assert second.status_code == 200
+            await client.get_workflow_handle(wid).result(timeout=60)
+        done = (await http.get(f"/v1/workflows/{wid}")).json()
+        assert done == {"workflow_id": wid, "run_id": first.json()["run_id"], "status": "completed",
+                        "result": ["first", "second"]}
+        kinds = [e["type"] for e in (await http.get(f"/v1/workflows/{wid}/history")).json()["events"]]
+        assert kinds.count("WorkflowSignaled") == 2
+    finally:
+        await client.close()
+
+
+async def test_terminate_and_cancel_are_idempotent_and_typed(http):
+    wid = f"gwt-{uuid.uuid4().hex[:8]}"
+    started = await http.post("/v1/workflows/Collector/start", json={"workflow_id": wid, "task_queue": "q", "input": [5]})
+    assert started.status_code == 201
+    cancel = await http.post(f"/v1/workflows/{wid}/cancel", json={"reason": "test"}, headers={"Idempotency-Key": "c-1"})
+    assert cancel.status_code == 200
+    term = await http.post(f"/v1/workflows/{wid}/terminate", json={"reason": "ops"}, headers={"Idempotency-Key": "t-1"})
+    again = await http.post(f"/v1/workflows/{wid}/terminate", json={"reason": "ops"}, headers={"Idempotency-Key": "t-1"})
+    assert term.status_code == again.status_code == 200 and term.json() == again.json()
+    described = (await http.get(f"/v1/workflows/{wid}")).json()
+    assert described["status"] == "terminated" and described["failure"]["message"] == "ops"
+    late = await http.post(f"/v1/workflows/{wid}/cancel", json={}, headers={"Idempotency-Key": "c-2"})
+    assert late.status_code == 409 and late.json()["error"]["code"] == "not_running"
+    missing = await http.post(f"/v1/workflows/nope-{wid}/signals", json={"signal": "add"})
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    half = await http.post(f"/v1/workflows/{wid}/signals", json={"signal": "add", "workflow_type": "Collector"})
+    assert half.status_code == 400 and half.json()["error"]["field"] == "task_queue"
