@@ -272,6 +272,8 @@ class TimerService:
             raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
 
     def _shutdown(self) -> None:
+        if self._producer is not None and self._consumer is not None:
+            self._hand_off([p for p in self._parts.values() if p.near])
         if self._producer is not None:
             remaining = self._producer.flush(10)
             if remaining:
@@ -307,6 +309,7 @@ class TimerService:
             return
         if not lost:
             # let what is in flight be acknowledged, so the next owner repeats as little as possible
+            self._hand_off([p for p in parts if p.near])
             self._producer.flush(5)
             try:
                 self._commit(sync=True, parts=parts)
@@ -335,6 +338,28 @@ class TimerService:
             heapq.heapify(self._near)
         log.info("timer service %s %s %d partitions", self.config.instance_id, "lost" if lost else "released",
                  len(parts))
+
+    def _hand_off(self, parts: list[_Part]) -> None:
+        """Before near-tier partitions are released: re-enqueue their timers that are still waiting
+        in the heap, so that the partitions' offsets can be committed past the timers that already
+        fired. Otherwise the next owner would read (and fire) all of those again."""
+        if not parts or not self._near:
+            return
+        leaving = set(parts)
+        keep, moved = [], 0
+        now = _now_ms()
+        for entry in self._near:
+            rec = entry[2]
+            if rec.part in leaving:
+                self._reenqueue(rec, NEAR_TIER, now)
+                moved += 1
+            else:
+                keep.append(entry)
+        heapq.heapify(keep)
+        self._near = keep
+        if moved:
+            log.info("handed off %d waiting near-tier timers (re-enqueued) before releasing %d partitions",
+                     moved, len(parts))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._release(consumer, partitions, lost=False)
@@ -443,7 +468,6 @@ class TimerService:
         elif remaining > _NEAR_GUARD_MS:
             self._reenqueue(rec, choose_tier(remaining), now)
         else:
-            rec.value = None
             heapq.heappush(self._near, (fire_at, next(self._seq), rec))
             if len(self._near) >= self.config.near_capacity and not self._near_paused:
                 self._near_paused = True

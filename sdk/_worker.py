@@ -440,6 +440,7 @@ class Worker:
             body_type, body = "RespondActivityTaskFailed", {**common, "failure": failure_from_exception(exc)}
             self.stats["activities_failed"] += 1
         finally:
+            ctx.close()
             _activity._current.reset(token)
         self._send(task, body_type, body, msg, self._at_consumer)
 

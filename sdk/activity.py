@@ -49,15 +49,49 @@ class ActivityContext:
         self._on_cancel = on_cancel
         self.cancelled = threading.Event()
         self._last_sent = 0.0
+        self._lock = threading.Lock()
+        self._pending: tuple | None = None
+        self._timer: threading.Timer | None = None
+        self._closed = False
         timeout = (info.heartbeat_timeout_ms or 0) / 1000
         # throttle: often enough to beat the heartbeat timeout, never more than needed
         self.interval = min(max(timeout * 0.5, 0.05), 10.0) if timeout else 1.0
 
     def heartbeat(self, details) -> None:
-        now = time.monotonic()
-        if now - self._last_sent >= self.interval:
+        """Send now if the throttle interval passed, else send the latest details when it does."""
+        with self._lock:
+            if self._closed:
+                return
+            self._pending = (details,)
+            now = time.monotonic()
+            wait = self.interval - (now - self._last_sent)
+            if wait <= 0:
+                self._send_pending_locked(now)
+            elif self._timer is None:
+                self._timer = threading.Timer(wait, self._flush)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _send_pending_locked(self, now: float) -> None:
+        if self._pending is not None:
+            (details,) = self._pending
+            self._pending = None
             self._last_sent = now
             self._send(self, details)
+
+    def _flush(self) -> None:
+        with self._lock:
+            self._timer = None
+            if not self._closed:
+                self._send_pending_locked(time.monotonic())
+
+    def close(self) -> None:
+        """The attempt is over: no more heartbeats."""
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     def cancel(self) -> None:
         if not self.cancelled.is_set():

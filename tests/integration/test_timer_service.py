@@ -190,8 +190,8 @@ def test_ten_thousand_mixed_timers_fire_on_time_and_never_early(timers, kafka_co
     print(f"  overdue when enqueued, fired after the ack: p50 {statistics.median(overdue) * 1000:.1f} ms, "
           f"p99 {pct(overdue, 0.99) * 1000:.1f} ms; duplicates {duplicates}")
     assert duplicates == 0
-    assert pct(own, 0.99) < 0.1, "timer lateness p99 must stay under 100 ms"
-    assert pct(late, 0.99) < 0.25
+    assert pct(late, 0.99) < 0.1, "timer lateness p99 must stay under 100 ms"
+    assert pct(own, 0.99) < 0.1
     timers.stop_timers()
 
 
@@ -241,30 +241,43 @@ def test_far_future_timers_hold_one_record_per_partition(kafka_config):
     assert not thread.is_alive(), "the service did not stop"
 
 
-def test_sigkill_and_restart_every_timer_still_fires(timers, kafka_config):
+def test_restarts_graceful_and_sigkill_every_timer_still_fires(timers, kafka_config):
+    """SIGTERM mid-way: nothing fires twice. SIGKILL mid-way: everything still fires (at-least-once)."""
     timers.start_timers()
     wait_for_log(timers, "assigned")
     fires = Fires(kafka_config)
     rng = random.Random(5)
     base = now_ms() + 200
-    records = [timer(f"wf-{i % 300}", f"r-{i}", base + rng.randint(0, 7_000)) for i in range(3_000)]
+    records = [timer(f"wf-{i % 300}", f"r-{i}", base + rng.randint(0, 8_000)) for i in range(3_000)]
     records += [timer(f"wf-{i % 300}", f"r10-{i}", base + rng.randint(10_000, 11_500)) for i in range(300)]
     produce_timers(kafka_config, records)
-    try:
-        time.sleep(3)
-        timers.kill_timers()
-        while fires._drain(0.5):
+
+    def drain() -> set[str]:
+        while fires._drain(0.3):
             pass
-        fired_before = len(fires.fired)
-        time.sleep(1)  # timers fall due while no service runs
+        return set(fires.fired)
+
+    try:
+        time.sleep(2.5)
+        timers.stop_timers()
+        before_stop = drain()
         timers.start_timers()
         wait_for_log(timers, "assigned", count=2)
+        time.sleep(2.5)
+        timers.kill_timers()
+        before_kill = drain()
+        time.sleep(1)  # timers fall due while no service runs
+        timers.start_timers()
+        wait_for_log(timers, "assigned", count=3)
         fires.collect({r["timer_id"] for r in records}, timeout=40)
         duplicates = check_fires(fires, records)
     finally:
         fires.close()
-    print(f"\nrestart: {fired_before} timers had fired before SIGKILL; {duplicates} fired twice (at-least-once)")
-    assert 0 < fired_before < len(records)
+    twice_after_stop = [t for t in before_stop if len(fires.fired[t]) > 1]
+    print(f"\nrestarts: {len(before_stop)} fired before SIGTERM, {len(twice_after_stop)} of them again; "
+          f"{len(before_kill)} fired before SIGKILL; {duplicates} fired twice in all (at-least-once)")
+    assert 0 < len(before_stop) < len(before_kill) < len(records)
+    assert not twice_after_stop, "a graceful stop must hand over without firing anything twice"
     timers.stop_timers()
 
 

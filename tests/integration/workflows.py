@@ -170,3 +170,42 @@ class CountDown:
         if n > 0:
             workflow.continue_as_new(n - 1, total + n)
         return total
+
+
+@workflow.defn
+class ChargeRemote:
+    """One activity on the 'kq' queue, served by worker subprocesses that tests kill."""
+
+    @workflow.run
+    async def run(self, amount: int) -> str:
+        from kadence import RetryPolicy
+        return await workflow.execute_activity(
+            "charge_card", amount, task_queue="kq", start_to_close_timeout=timedelta(seconds=3),
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200)))
+
+
+HEARTBEATS: list = []
+
+
+@activity.defn
+async def resumable(total: int) -> dict:
+    """Heartbeats its progress; attempt 1 stalls (no more heartbeats) after half the work."""
+    info = activity.info()
+    start = info.heartbeat_details or 0
+    HEARTBEATS.append((info.attempt, start))
+    for i in range(start, total):
+        if info.attempt == 1 and i == total // 2:
+            await asyncio.sleep(3)  # stalled: the heartbeat timeout fires
+        activity.heartbeat(i + 1)
+        await asyncio.sleep(0.05)
+    return {"attempt": info.attempt, "resumed_from": start}
+
+
+@workflow.defn
+class Resumable:
+    @workflow.run
+    async def run(self, total: int) -> dict:
+        from kadence import RetryPolicy
+        return await workflow.execute_activity(
+            resumable, total, heartbeat_timeout=timedelta(milliseconds=800), start_to_close_timeout=T,
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3))

@@ -1,0 +1,94 @@
+"""Activity timeouts, heartbeats and many timers through the whole engine on the real broker."""
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+
+from kadence import Worker
+
+from .conftest import wait_until
+from .invariants import check_history, histories
+from .workflows import HEARTBEATS, ChargeRemote, ManyTimers, Resumable, resumable
+
+
+def _activity_worker(config, effects_dir, hang: bool, log):
+    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace,
+           "KADENCE_TEST_EFFECTS": str(effects_dir), "KADENCE_TEST_HANG": "1" if hang else "0"}
+    return subprocess.Popen([sys.executable, "-m", "kadence.cli", "worker", "--task-queue", "kq",
+                             "--module", "tests.integration.kill_activities"], env=env,
+                            stdout=log, stderr=subprocess.STDOUT)
+
+
+async def test_activity_worker_killed_mid_activity_is_retried_and_the_effect_happens_once(
+        client, processors, kafka_config, tmp_path):
+    processors.start()
+    processors.start_timers()
+    log = open(tmp_path / "workers.log", "w")
+    first = _activity_worker(kafka_config, tmp_path, True, log)
+    second = None
+    try:
+        async with Worker(client, task_queue="q", workflows=[ChargeRemote]):
+            handle = await client.start_workflow(ChargeRemote, 500, id="kill-1", task_queue="q")
+            attempts = tmp_path / "attempts.log"
+            await wait_until(lambda: attempts.exists() and attempts.read_text().strip(), 60, "attempt 1 to start")
+            first.send_signal(signal.SIGKILL)
+            first.wait(10)
+            second = _activity_worker(kafka_config, tmp_path, False, log)
+            assert await handle.result(timeout=90) == "charged 500"
+    finally:
+        for p in (first, second):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    lines = [line.split() for line in (tmp_path / "attempts.log").read_text().splitlines()]
+    keys = {key for _, key, _ in lines}
+    assert len(keys) == 1, "every attempt carries the same idempotency key"
+    assert [int(a) for a, _, _ in lines][:1] == [1] and max(int(a) for a, _, _ in lines) >= 2
+    assert len(list((tmp_path / "effects").iterdir())) == 1, "the business effect happened once"
+    events = await handle.history()
+    kinds = [e["type"] for e in events]
+    assert kinds.count("ActivityTaskCompleted") == 1
+    timeouts = [e for e in events if e["type"] == "ActivityTaskAttemptFailed"]
+    assert timeouts and timeouts[0]["attributes"]["timeout_type"] == "start_to_close"
+
+
+async def test_heartbeat_timeout_retries_and_the_next_attempt_reads_the_details(client, processors):
+    processors.start()
+    processors.start_timers()
+    HEARTBEATS.clear()
+    async with Worker(client, task_queue="q", workflows=[Resumable], activities=[resumable]):
+        handle = await client.start_workflow(Resumable, 10, id="hb-1", task_queue="q")
+        result = await handle.result(timeout=60)
+    assert result == {"attempt": 2, "resumed_from": 5}
+    assert HEARTBEATS[:2] == [(1, 0), (2, 5)]
+    [failed] = [e for e in await handle.history() if e["type"] == "ActivityTaskAttemptFailed"]
+    assert failed["attributes"]["timeout_type"] == "heartbeat"
+
+
+async def test_ten_thousand_timers_fire_once_and_never_early(client, processors, kafka_config):
+    processors.start()
+    processors.start_timers()
+    rng = random.Random(7)
+    n_workflows, per_workflow = 100, 100
+    plans = [[rng.randrange(1, 8000) for _ in range(per_workflow)] for _ in range(n_workflows)]
+    async with Worker(client, task_queue="q", workflows=[ManyTimers]):
+        handles = await asyncio.gather(*(client.start_workflow(ManyTimers, plan, id=f"timers-{i}", task_queue="q")
+                                         for i, plan in enumerate(plans)))
+        results = await asyncio.gather(*(h.result(timeout=300) for h in handles))
+    assert results == [per_workflow] * n_workflows
+    runs = histories(kafka_config)
+    fired_total = 0
+    for (wf, _run), events in runs.items():
+        assert check_history(events) == [], wf
+        started = {e["attributes"][1]["timer_id"]: e["attributes"][1]["fire_at_ms"]
+                   for e in events if e["attributes"][0] == "TimerStarted"}
+        fired = [e for e in events if e["attributes"][0] == "TimerFired"]
+        assert len(started) == per_workflow and len(fired) == per_workflow, wf
+        assert len({e["attributes"][1]["timer_id"] for e in fired}) == per_workflow, f"{wf}: a timer fired twice"
+        for e in fired:
+            assert e["timestamp_ms"] >= started[e["attributes"][1]["timer_id"]], f"{wf}: timer fired early"
+        fired_total += len(fired)
+    assert fired_total == n_workflows * per_workflow
