@@ -209,3 +209,11 @@ class Resumable:
         return await workflow.execute_activity(
             resumable, total, heartbeat_timeout=timedelta(milliseconds=800), start_to_close_timeout=T,
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3))
+
+
+@workflow.defn
+class SleepThenAct:
+    @workflow.run
+    async def run(self, seconds: float) -> int:
+        await workflow.sleep(seconds)
+        return await workflow.execute_activity(add, 1, 1, start_to_close_timeout=T)
