@@ -1,7 +1,7 @@
 """``kadence dev``: the whole stack for development, with the bundled sample run once.
 
 Needs a broker (``make dev`` starts one and sets KADENCE_KAFKA_BOOTSTRAP). Starts a history
-processor and the gateway as child processes, a worker for the sample in this process, then starts
+processor, the timer service and the gateway as child processes, a worker for the sample in this process, then starts
 the sample order-fulfilment workflow through the gateway, prints its result and history, and keeps
 serving until interrupted (or exits at once with KADENCE_DEV_ONCE=1).
 """
@@ -111,6 +111,7 @@ def dev(config: KafkaConfig, port: int, once: bool | None) -> None:
     click.echo(f"==> topics of namespace {config.namespace}: {len(report.created)} created, "
                f"{len(report.existing)} already there")
     procs = [_spawn(config, "processor", "--instance-id", "dev-0"),
+             _spawn(config, "timers", "--instance-id", "dev-0"),
              _spawn(config, "gateway", "--port", str(port))]
     try:
         asyncio.run(_run(config, port, once, procs))

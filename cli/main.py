@@ -221,6 +221,8 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
 @click.pass_obj
 def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
     """Run a timer service instance (until SIGTERM/SIGINT)."""
+    import signal as signals  # local: a `signal` CLI command may shadow the module at module level
+
     from prometheus_client import CollectorRegistry, start_http_server
 
     from kadence.processors import TimerConfig, TimerService
@@ -230,13 +232,95 @@ def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | Non
     service = TimerService(TimerConfig.from_env(config, **overrides), registry=registry)
     if metrics_port is not None:
         start_http_server(metrics_port, registry=registry)
-    signal.signal(signal.SIGTERM, lambda *_: service.stop())
-    signal.signal(signal.SIGINT, lambda *_: service.stop())
+    signals.signal(signals.SIGTERM, lambda *_: service.stop())
+    signals.signal(signals.SIGINT, lambda *_: service.stop())
     try:
         service.run()
     except KadenceError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+
+
+def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, action):
+    """Connect a client, run ``action(handle)``, print its JSON result; typed errors exit 1."""
+    from kadence import Client, KadenceError as Err
+
+    async def run():
+        client = await Client.connect(config=config)
+        try:
+            return await action(client.get_workflow_handle(workflow_id, run_id=run_id))
+        finally:
+            await client.close()
+
+    try:
+        out = asyncio.run(run())
+    except Err as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if out is not None:
+        click.echo(json.dumps(out, indent=2, default=str))
+
+
+def _json_args(text: str, hint: str) -> list:
+    try:
+        args = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint=hint) from exc
+    if not isinstance(args, list):
+        raise click.BadParameter("must be a JSON array of arguments", param_hint=hint)
+    return args
+
+
+@main.command("signal")
+@click.argument("workflow_id")
+@click.argument("signal_name")
+@click.option("--input", "input_json", default="[]", help="JSON array of the handler's arguments")
+@click.option("--request-id", default=None, help="idempotency key: a retry is delivered once")
+@click.pass_obj
+def signal_cmd(config: KafkaConfig, workflow_id: str, signal_name: str, input_json: str, request_id: str | None) -> None:
+    """Send a signal to a running workflow."""
+    args = _json_args(input_json, "--input")
+    _handle_command(config, workflow_id, None, lambda h: h.signal(signal_name, *args, request_id=request_id))
+
+
+@main.command()
+@click.argument("workflow_id")
+@click.argument("query_name")
+@click.option("--input", "input_json", default="[]", help="JSON array of the handler's arguments")
+@click.pass_obj
+def query(config: KafkaConfig, workflow_id: str, query_name: str, input_json: str) -> None:
+    """Ask a running workflow's query handler."""
+    args = _json_args(input_json, "--input")
+    _handle_command(config, workflow_id, None, lambda h: h.query(query_name, *args))
+
+
+@main.command()
+@click.argument("workflow_id")
+@click.option("--reason", default="")
+@click.option("--request-id", default=None)
+@click.pass_obj
+def cancel(config: KafkaConfig, workflow_id: str, reason: str, request_id: str | None) -> None:
+    """Request cooperative cancellation (idempotent)."""
+    _handle_command(config, workflow_id, None, lambda h: h.cancel(reason=reason, request_id=request_id))
+
+
+@main.command()
+@click.argument("workflow_id")
+@click.option("--reason", default="")
+@click.option("--request-id", default=None)
+@click.pass_obj
+def terminate(config: KafkaConfig, workflow_id: str, reason: str, request_id: str | None) -> None:
+    """End a run at once."""
+    logging.getLogger("kadence.audit").warning("terminate of workflow %s requested from the CLI", workflow_id)
+    _handle_command(config, workflow_id, None, lambda h: h.terminate(reason=reason, request_id=request_id))
+
+
+@main.command()
+@click.argument("workflow_id")
+@click.pass_obj
+def describe(config: KafkaConfig, workflow_id: str) -> None:
+    """Status of a workflow's current run (and its last failed workflow task, if stuck)."""
+    _handle_command(config, workflow_id, None, lambda h: h.describe())
 
 
 def _register_dev() -> None:

@@ -64,6 +64,7 @@ def produce_timers(config: KafkaConfig, records: list[dict], acked: dict | None 
     producer.produce(topics.replies, b"warm-up", b"warm-up")
     assert producer.flush(10) == 0
     codec = serde.codec("TimerRecord")
+    encoded = [(rec, codec.encode(rec), rec["workflow_id"].encode()) for rec in records]
     enqueued = {}
 
     def delivered(err, msg, timer_id):
@@ -71,12 +72,11 @@ def produce_timers(config: KafkaConfig, records: list[dict], acked: dict | None 
         if acked is not None:
             acked[timer_id] = now_ms()
 
-    for rec in records:
+    for rec, value, key in encoded:
         now = now_ms()
         while True:
             try:
-                producer.produce(topics.timers(choose_tier(rec["fire_at_ms"] - now)), codec.encode(rec),
-                                 rec["workflow_id"].encode(), timestamp=now,
+                producer.produce(topics.timers(choose_tier(rec["fire_at_ms"] - now)), value, key, timestamp=now,
                                  on_delivery=lambda err, msg, t=rec["timer_id"]: delivered(err, msg, t))
                 break
             except BufferError:
