@@ -19,6 +19,9 @@ Firing produces a ``FireTimer`` command to ``{ns}.commands`` keyed by the workfl
 at-least-once: per partition, offsets are committed only up to the lowest record whose output
 (the command, the re-enqueued copy, or a dead letter) Kafka has not yet acknowledged. The history
 processor ignores a timer that is no longer pending, so a repeated firing changes nothing.
+Because near-tier timers fire out of offset order, a crash repeats the near window's fired timers
+above the commit point; a graceful release (shutdown, rebalance) avoids that by re-enqueueing the
+timers still waiting in the heap and committing past everything else.
 A record that cannot be decoded goes to ``{ns}.dlq`` and the partition keeps moving.
 """
 
@@ -272,12 +275,15 @@ class TimerService:
             raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
 
     def _shutdown(self) -> None:
-        if self._producer is not None and self._consumer is not None:
-            self._hand_off([p for p in self._parts.values() if p.near])
         if self._producer is not None:
-            remaining = self._producer.flush(10)
-            if remaining:
-                log.warning("%d timer outputs not acknowledged at shutdown; they will be redone", remaining)
+            try:
+                if self._consumer is not None:
+                    self._hand_off([p for p in self._parts.values() if p.near])
+                remaining = self._producer.flush(10)
+                if remaining:
+                    log.warning("%d timer outputs not acknowledged at shutdown; they will be redone", remaining)
+            except KafkaException as exc:  # a fatal producer: what is not committed is redone
+                log.warning("producer at shutdown: %s", exc)
         if self._consumer is not None:
             try:
                 self._commit(sync=True)

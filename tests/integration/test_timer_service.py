@@ -17,7 +17,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 
 from kadence.processors import TimerConfig, TimerService, choose_tier
-from kadence.topics import Catalogue, KafkaConfig, partition_for, serde
+from kadence.topics import TIMER_TIERS_MS, Catalogue, KafkaConfig, partition_for, serde
 from kadence.topics.records import now_ms
 from tests.integration.invariants import read_topic
 
@@ -317,4 +317,41 @@ def test_poison_records_go_to_the_dlq_and_the_partition_keeps_moving(timers, kaf
         assert d["key"] == key and d["component"] == "timer-service"
         assert d["reason"].startswith("undecodable timer record") and d["error_type"] == "SchemaError"
     assert {d["value"] for d in dead} == {b"\x00not avro at all", b"K\x01\xff\xff"}
+    timers.stop_timers()
+
+
+def test_every_far_tier_matures_its_head_and_moves_it_down(timers, kafka_config):
+    """Records that have already waited their tier's delay (backdated CreateTime, as after an
+    outage) mature at once: fired if due, else re-enqueued to a finer tier; a record put on too
+    coarse a tier still fires on time."""
+    topics = Catalogue(kafka_config)
+    timers.start_timers()
+    wait_for_log(timers, "assigned")
+    fires = Fires(kafka_config)
+    producer = Producer(kafka_config.producer())
+    codec = serde.codec("TimerRecord")
+    now = now_ms()
+    records = []
+    for n, (tier, delay) in enumerate(sorted(TIMER_TIERS_MS.items(), key=lambda kv: kv[1])):
+        if tier == "1s":
+            continue
+        for k in range(5):
+            due = timer(f"wf-{tier}-{k}", f"{tier}-due-{k}", now - 500)             # matured and overdue
+            soon = timer(f"wf-{tier}-{k}", f"{tier}-soon-{k}", now + 1_500 + 100 * n)  # matured, not yet due
+            for rec in (due, soon):
+                producer.produce(topics.timers(tier), codec.encode(rec), rec["workflow_id"].encode(),
+                                 timestamp=now - delay)
+            records += [due, soon]
+    misrouted = timer("wf-misrouted", "misrouted", now + 1_000)  # a day's tier for a timer due in 1 s
+    producer.produce(topics.timers("1d"), codec.encode(misrouted), b"wf-misrouted", timestamp=now)
+    records.append(misrouted)
+    assert producer.flush(10) == 0
+    try:
+        fires.collect({r["timer_id"] for r in records}, timeout=20, settle=0.5)
+        assert check_fires(fires, records) == 0
+    finally:
+        fires.close()
+    late = max(fires.fired[r["timer_id"]][0][0] - max(r["fire_at_ms"], now) for r in records)
+    print(f"\nbacklogged tiers: {len(records)} timers fired, max {late} ms after due")
+    assert late < 1_000
     timers.stop_timers()

@@ -83,7 +83,9 @@ class GatedChanged:
 class Failing:
     @workflow.run
     async def run(self, message: str) -> None:
-        await workflow.execute_activity(boom, message, start_to_close_timeout=T)
+        from kadence import RetryPolicy
+        await workflow.execute_activity(boom, message, start_to_close_timeout=T, retry_policy=RetryPolicy(
+            initial_interval=timedelta(milliseconds=50), maximum_attempts=2))
 
 
 # ---- durable-execution semantics (timers, retries, timeouts, signals, cancellation)
