@@ -221,8 +221,6 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
 @click.pass_obj
 def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
     """Run a timer service instance (until SIGTERM/SIGINT)."""
-    import signal as signals  # local: a `signal` CLI command may shadow the module at module level
-
     from prometheus_client import CollectorRegistry, start_http_server
 
     from kadence.processors import TimerConfig, TimerService
@@ -232,8 +230,8 @@ def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | Non
     service = TimerService(TimerConfig.from_env(config, **overrides), registry=registry)
     if metrics_port is not None:
         start_http_server(metrics_port, registry=registry)
-    signals.signal(signals.SIGTERM, lambda *_: service.stop())
-    signals.signal(signals.SIGINT, lambda *_: service.stop())
+    signal.signal(signal.SIGTERM, lambda *_: service.stop())
+    signal.signal(signal.SIGINT, lambda *_: service.stop())
     try:
         service.run()
     except KadenceError as exc:
@@ -321,6 +319,49 @@ def terminate(config: KafkaConfig, workflow_id: str, reason: str, request_id: st
 def describe(config: KafkaConfig, workflow_id: str) -> None:
     """Status of a workflow's current run (and its last failed workflow task, if stuck)."""
     _handle_command(config, workflow_id, None, lambda h: h.describe())
+
+
+@main.command()
+@click.option("--module", "module_name", required=True, help="module whose WORKFLOWS to replay against")
+@click.option("--from-topic", is_flag=True, help="replay recent closed runs read from the history topic")
+@click.option("--limit", default=20, show_default=True, help="with --from-topic: most runs per workflow type")
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.pass_obj
+def replay(config: KafkaConfig, module_name: str, from_topic: bool, limit: int, files: tuple[str, ...]) -> None:
+    """Replay histories against workflow code; exit 1 at any non-determinism (for CI)."""
+    from kadence import KadenceError as Err, NonDeterminismError, Replayer
+    from kadence.topics.history_reader import read_runs
+
+    workflows, _ = load_definitions(module_name)
+    replayer = Replayer(workflows=workflows)
+    results, failed, file_failures = [], 0, 0
+    try:
+        for path in files:
+            try:
+                results.append(replayer.replay_file(path))
+            except NonDeterminismError as exc:
+                click.echo(f"FAIL {path}: {exc}", err=True)
+                failed += 1
+                file_failures += 1
+        if from_topic:
+            known = {getattr(w, "__kadence_workflow__").name for w in workflows}
+            per_type: dict = {}
+            for events in reversed(read_runs(config)):
+                wtype = events[0]["attributes"][1]["workflow_type"]
+                if wtype in known and per_type.get(wtype, 0) < limit:
+                    per_type[wtype] = per_type.get(wtype, 0) + 1
+                    results.extend(r for r in replayer.check([events]))
+    except Err as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    for r in results:
+        if r.ok:
+            click.echo(f"ok   {r.workflow_type} {r.workflow_id} {r.run_id} ({r.events} events)")
+        else:
+            failed += 1
+            click.echo(f"FAIL {r.workflow_type} {r.workflow_id} {r.run_id}: {r.error}", err=True)
+    click.echo(f"{len(results) + file_failures} histories replayed, {failed} failed")
+    sys.exit(1 if failed else 0)
 
 
 def _register_dev() -> None:

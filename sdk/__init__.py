@@ -18,6 +18,7 @@ from . import activity, workflow
 from ._client import Client, WorkflowHandle
 from ._definitions import RetryPolicy
 from ._loop import NotDeterministicError
+from ._replayer import Replayer, ReplayResult
 from ._worker import Worker
 
 __version__ = "0.1.0"
@@ -27,5 +28,5 @@ __all__ = [
     "KadenceError", "ConfigError", "SchemaError", "BrokerUnavailableError", "WorkflowError",
     "WorkflowAlreadyStartedError", "WorkflowNotFoundError", "WorkflowFailureError", "ApplicationError",
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
-    "WorkflowCanceledError", "QueryFailedError",
+    "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult",
 ]

@@ -109,6 +109,9 @@ class WorkflowInstance:
         self._next_timer = 0
         self._conditions: list[tuple] = []
         self._cancel_requested = False
+        self._patches: dict[str, bool] = {}
+        self._recorded_markers: set[str] = set()
+        self._replaying_activation = False
         self._main: asyncio.Task | None = None
         self._obj = None
         self._now_ms = 0
@@ -187,7 +190,7 @@ class WorkflowInstance:
     def apply(self, events: list[dict], scheduled_seq: int) -> list[tuple[str, dict]]:
         """Consume a task's events; return the commands of the live activation (maybe empty)."""
         commands: list[tuple[str, dict]] = []
-        for ev in events:
+        for index, ev in enumerate(events):
             seq = ev["seq"]
             if seq <= self.last_seq:
                 continue
@@ -210,9 +213,47 @@ class WorkflowInstance:
                     commands = list(self._unmatched)
             elif kind == "WorkflowTaskCompleted":
                 if self._activated_for != attrs["scheduled_seq"]:
-                    self._activate(attrs["scheduled_seq"])
+                    # a past workflow task: the markers it recorded tell patched() which path ran
+                    self._recorded_markers = self._markers_after(events, index)
+                    self._replaying_activation = True
+                    try:
+                        self._activate(attrs["scheduled_seq"])
+                    finally:
+                        self._replaying_activation = False
+                        self._recorded_markers = set()
                 self._matching = True
         return commands
+
+    @staticmethod
+    def _markers_after(events: list[dict], index: int) -> set[str]:
+        """Names of the markers in the block of command events after ``events[index]``."""
+        names = set()
+        for ev in events[index + 1:]:
+            kind, attrs = ev["attributes"]
+            if kind == "MarkerRecorded":
+                names.add(attrs["name"])
+            elif kind not in COMMAND_EVENT_TYPES and kind not in INLINE_EVENT_TYPES:
+                break
+        return names
+
+    def patched(self, patch_id: str, *, deprecated: bool = False) -> bool:
+        """Versioning: True on the new code path. New runs (and workflow tasks run live) take the
+        new path and record a marker; replays take the path their history recorded."""
+        name = f"patch:{patch_id}"
+        if patch_id in self._patches:
+            return self._patches[patch_id]
+        recorded = name in self._recorded_markers
+        taken = recorded if self._replaying_activation else True
+        # a deprecated patch records nothing new, but echoes a marker its history already has
+        if (recorded if deprecated else taken):
+            self._unmatched.append(("RecordMarker", {"name": name, "details": None}))
+        self._patches[patch_id] = taken
+        return taken
+
+    def finish_replay(self) -> None:
+        """At the end of a recorded history: commands the code produced that the history lacks
+        are a divergence too."""
+        self._end_matching(self.last_seq + 1, "the end of the history")
 
     def _end_matching(self, seq: int, kind: str) -> None:
         if self._matching:

@@ -31,7 +31,7 @@ from ._loop import DeterministicLoop
 
 __all__ = ["defn", "run", "signal", "query", "execute_activity", "sleep", "wait_condition", "now", "random",
            "uuid4", "info", "logger", "is_replaying", "continue_as_new", "upsert_search_attributes",
-           "WorkflowInfo", "ContinueAsNew"]
+           "patched", "deprecate_patch", "WorkflowInfo", "ContinueAsNew"]
 
 
 def defn(cls: type | None = None, *, name: str | None = None):
@@ -151,6 +151,21 @@ def upsert_search_attributes(attributes: dict[str, str]) -> None:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in attributes.items()):
         raise KadenceError("search attributes are a dict of str to str")
     _instance().record("UpsertSearchAttributes", {"search_attributes": dict(attributes)})
+
+
+def patched(patch_id: str) -> bool:
+    """Change workflow code safely: ``if workflow.patched("fee-v2"): new path else: old path``.
+
+    Runs started before the change replay the old path (their history has no marker); new runs,
+    and open runs from their next workflow task on, take the new path and record a marker.
+    Once no run on the old path remains, replace the call by ``deprecate_patch`` and drop the
+    old branch; later still, remove the call."""
+    return _instance().patched(patch_id)
+
+
+def deprecate_patch(patch_id: str) -> None:
+    """The old path of ``patched(patch_id)`` is gone: histories with or without its marker replay."""
+    _instance().patched(patch_id, deprecated=True)
 
 
 def now() -> datetime:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from .payload import JsonConverter
 from .errors import SchemaError
 
-__all__ = ["event_to_json"]
+__all__ = ["event_to_json", "event_from_json"]
 
 _PAYLOAD_FIELDS = ("input", "result", "details")
 
@@ -45,6 +45,37 @@ def event_to_json(event: dict, converter: JsonConverter | None = None) -> dict:
         "run_id": event["run_id"],
         "attributes": _plain(attrs, converter),
     }
+    if event.get("request_id"):
+        out["request_id"] = event["request_id"]
     if event.get("_offset") is not None:
         out["offset"] = event["_offset"]
     return out
+
+
+def _unplain(value, converter: JsonConverter, key: str | None = None):
+    if key in _PAYLOAD_FIELDS:
+        if isinstance(value, dict) and set(value) == {"base64"}:
+            return base64.b64decode(value["base64"])
+        return None if value is None and key == "details" else converter.to_bytes(value)
+    if isinstance(value, dict):
+        if set(value) == {"base64"}:
+            return base64.b64decode(value["base64"])
+        return {k: _unplain(v, converter, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unplain(v, converter) for v in value]
+    return value
+
+
+def event_from_json(data: dict, converter: JsonConverter | None = None) -> dict:
+    """The inverse of ``event_to_json``: an exported event back to the record form replay uses."""
+    converter = converter or JsonConverter()
+    try:
+        ts = int(datetime.fromisoformat(data["time"]).timestamp() * 1000)
+        return {
+            "event_id": data.get("event_id", ""), "aggregate_key": data["workflow_id"], "run_id": data["run_id"],
+            "seq": int(data["seq"]), "timestamp_ms": ts, "schema_version": 0, "trace_id": None,
+            "request_id": data.get("request_id"),
+            "attributes": (data["type"], _unplain(data["attributes"], converter)),
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SchemaError(f"not an exported history event: {exc}") from exc

@@ -12,7 +12,8 @@ PUBLIC = {
     "kadence": [
         "ActivityError", "ApplicationError", "BrokerUnavailableError", "Client", "ConfigError",
         "DefinitionError", "KadenceError", "KafkaConfig", "NonDeterminismError", "NotDeterministicError",
-        "QueryFailedError", "RetryPolicy", "SchemaError", "Worker", "WorkflowAlreadyStartedError",
+        "QueryFailedError", "ReplayResult", "Replayer", "RetryPolicy", "SchemaError", "Worker",
+        "WorkflowAlreadyStartedError",
         "WorkflowCanceledError", "WorkflowError", "WorkflowFailureError", "WorkflowHandle", "WorkflowNotFoundError",
         "activity", "workflow",
     ],

@@ -262,3 +262,27 @@ def test_continue_as_new_chains_runs_and_result_waiters_follow():
     [answer] = [r for r in d.h.replies if r["request_id"] == "w"]
     assert answer["status"] == "completed" and conv.from_bytes(answer["result"]) == 6
     _replay_all(d)
+
+
+@workflow.defn
+class Chatty:
+    @workflow.run
+    async def run(self, n):
+        for i in range(n):
+            await workflow.execute_activity(flaky, i)
+        return n
+
+
+def test_history_cap_warns_then_fails_pointing_at_continue_as_new(monkeypatch, caplog):
+    from kadence.processors import state_machine
+    monkeypatch.setattr(state_machine, "HISTORY_WARN_EVENTS", 20)
+    monkeypatch.setattr(state_machine, "HISTORY_LIMIT_EVENTS", 40)
+    d = Driver(Chatty)
+    d.h.start("wf", "Chatty", [100])
+    with caplog.at_level("WARNING"):
+        d.run(fire_timers=False)
+    st = d.state()
+    assert st["status"] == "failed"
+    assert st["failure"]["type"] == "HistoryLimitExceeded" and "continue_as_new" in st["failure"]["message"]
+    assert len(d.h.events) <= 45
+    assert sum("consider workflow.continue_as_new" in r.message for r in caplog.records) == 1
