@@ -41,6 +41,7 @@ def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int) ->
         "pending_timers": [], "cancel_requested": False, "signals_seen": 0, "continued_run_id": None,
         "history_warned": False, "run_timeout_ms": body.get("run_timeout_ms"),
         "search_attributes": dict(body.get("search_attributes") or {}),
+        "execution_deadline_ms": (ts + body["execution_timeout_ms"]) if body.get("execution_timeout_ms") else None,
     }
 
 
@@ -52,9 +53,12 @@ def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, r
         "attempt": 1, "continued_from_run_id": continued_from, "parent_workflow_id": None, "parent_run_id": None,
         "run_timeout_ms": body.get("run_timeout_ms"), "build_id": None,
         "search_attributes": body.get("search_attributes") or {},
+        "execution_deadline_ms": st["execution_deadline_ms"],
     }, request_id=request_id, ts=ts)
     if st["run_timeout_ms"]:
         start_timer(out, st, f"run.{st['run_id']}", ts + st["run_timeout_ms"], "run_timeout")
+    if st["execution_deadline_ms"]:
+        start_timer(out, st, f"exec.{st['run_id']}", st["execution_deadline_ms"], "execution_timeout")
     schedule_workflow_task(view, out, st, ts, full=True)
     log.info("workflow %s run %s started", st["workflow_id"], st["run_id"])
 
@@ -161,6 +165,7 @@ def _continue_as_new(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -
     body = {"workflow_type": st["workflow_type"], "task_queue": st["task_queue"], "input": c["input"],
             "run_timeout_ms": st["run_timeout_ms"], "search_attributes": st["search_attributes"]}
     new = _new_run(st, st["workflow_id"], body, new_run_id, ts)
+    new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
     new["result_waiters"] = waiters  # whoever waits for "the workflow" waits for its last run
     _begin_run(view, out, new, body, ts, continued_from=st["run_id"])
 
@@ -335,9 +340,10 @@ def _timer_fired(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
         st["pending_timers"].remove(t)
         emit(view, out, st, "TimerFired", {"timer_id": t["timer_id"], "started_seq": t["started_seq"]}, ts=ts)
         workflow_task_needed(view, out, st, ts)
-    elif kind == "run_timeout":
-        emit(view, out, st, "WorkflowExecutionTimedOut", {"timeout_type": "run"}, ts=ts)
-        close_run(out, st, "timed_out", ts, failure=_failure("TimeoutError", "workflow run timeout"))
+    elif kind in ("run_timeout", "execution_timeout"):
+        which = "run" if kind == "run_timeout" else "execution"
+        emit(view, out, st, "WorkflowExecutionTimedOut", {"timeout_type": which}, ts=ts)
+        close_run(out, st, "timed_out", ts, failure=_failure("TimeoutError", f"workflow {which} timeout"))
     elif not activity_timer_fired(st, body, view, out, ts):
         out.stale += 1
         return

@@ -45,6 +45,9 @@ class WorkflowHandle:
                                         workflow_id=self.id, run_id=self.run_id)
         if status == "completed":
             return self.client.converter.from_bytes(reply["result"])
+        if status == "timed_out":
+            raise WorkflowFailureError(f"workflow {self.id} timed out", failure=reply["failure"], workflow_id=self.id,
+                                       run_id=reply["run_id"])
         if status == "canceled":
             raise WorkflowCanceledError(f"workflow {self.id} was canceled", workflow_id=self.id, run_id=reply["run_id"])
         failure = reply["failure"] or {"type": "Unknown", "message": status}
@@ -133,13 +136,15 @@ class Client:
         engine = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config)
         return cls(engine, JsonConverter(codec))
 
-    def _start_body(self, workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes) -> dict:
+    def _start_body(self, workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
+                    execution_timeout=None) -> dict:
         if id_reuse_policy not in _REUSE_POLICIES:
             raise KadenceError(f"id_reuse_policy must be one of {', '.join(_REUSE_POLICIES)}")
         return {
             "workflow_type": workflow_type_name(workflow), "task_queue": task_queue,
             "input": self.converter.to_bytes(list(args)), "id_reuse_policy": id_reuse_policy,
             "run_timeout_ms": to_ms(run_timeout), "search_attributes": dict(search_attributes or {}),
+            "execution_timeout_ms": to_ms(execution_timeout),
         }
 
     async def signal_with_start(self, workflow: Any, *args: Any, id: str, task_queue: str, signal: str,
@@ -158,8 +163,8 @@ class Client:
 
     async def start_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
                              request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
-                             run_timeout: timedelta | None = None, search_attributes: dict | None = None,
-                             timeout: float = 30.0) -> WorkflowHandle:
+                             run_timeout: timedelta | None = None, execution_timeout: timedelta | None = None,
+                             search_attributes: dict | None = None, timeout: float = 30.0) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
 
         Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open.
@@ -168,7 +173,8 @@ class Client:
             raise KadenceError("workflow id must be a non-empty string")
         if not task_queue:
             raise KadenceError("task_queue must be a non-empty string")
-        body = self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes)
+        body = self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
+                                execution_timeout)
         reply = await self._engine.request(id, "StartWorkflow", body, request_id=request_id or new_id(),
                                            timeout=timeout)
         if reply["status"] == "already_started":

@@ -286,3 +286,19 @@ def test_history_cap_warns_then_fails_pointing_at_continue_as_new(monkeypatch, c
     assert st["failure"]["type"] == "HistoryLimitExceeded" and "continue_as_new" in st["failure"]["message"]
     assert len(d.h.events) <= 45
     assert sum("consider workflow.continue_as_new" in r.message for r in caplog.records) == 1
+
+
+def test_run_and_execution_timeouts_close_the_workflow():
+    d = Driver(Sleeper)
+    start = {"workflow_type": "Sleeper", "task_queue": "q", "input": conv.to_bytes([3600]), "run_timeout_ms": 1000}
+    d.h.send("wf", "StartWorkflow", start, request_id="r")
+    d.run()
+    assert d.state()["status"] == "timed_out" and d.kinds()[-1] == "WorkflowExecutionTimedOut"
+    # the execution timeout spans continue-as-new: it is re-armed for every run of the chain
+    d2 = Driver(Looping)
+    d2.h.send("wf", "StartWorkflow", {"workflow_type": "Looping", "task_queue": "q", "input": conv.to_bytes([0, 0]),
+                                      "execution_timeout_ms": 60_000}, request_id="r")
+    d2.run(fire_timers=False)
+    exec_timers = [t for t in d2.h.timers if t["kind"] == "execution_timeout"]
+    assert len(exec_timers) == 4 and len({t["fire_at_ms"] for t in exec_timers}) == 1
+    assert d2.state()["status"] == "completed"
