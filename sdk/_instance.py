@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from kadence.topics.errors import ActivityError, NonDeterminismError
+from kadence.topics.errors import ActivityError, NonDeterminismError, NotDeterministicError
 from kadence.topics.payload import JsonConverter, exception_from_failure, failure_from_exception
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
 
@@ -375,6 +375,11 @@ class WorkflowInstance:
             self._unmatched.append(("CancelWorkflowExecution", {"details": None}))
             return
         exc = task.exception()
+        if isinstance(exc, NotDeterministicError):
+            # a bug to fix, not the workflow's outcome: fail the workflow task; the workflow waits
+            self.closed = False
+            self.loop.errors.append(exc)
+            return
         if isinstance(exc, ContinueAsNew):
             self._unmatched.append(("ContinueAsNewWorkflowExecution", {"input": self.converter.to_bytes(list(exc.run_args))}))
             return

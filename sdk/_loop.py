@@ -12,12 +12,55 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import sys
+import threading
+import time
 
 from kadence.topics.errors import NotDeterministicError
 
-__all__ = ["DeterministicLoop", "NotDeterministicError"]
+__all__ = ["DeterministicLoop", "NotDeterministicError", "install_guard"]
 
 log = logging.getLogger(__name__)
+
+#: set while workflow code runs on a deterministic loop in this thread
+_active = threading.local()
+
+#: audit events (PEP 578) that workflow code must not cause, and what to use instead
+_FORBIDDEN = {
+    "time.sleep": "await workflow.sleep()",
+    "socket.connect": "an activity",
+    "socket.getaddrinfo": "an activity",
+    "subprocess.Popen": "an activity",
+    "os.system": "an activity",
+    "urllib.Request": "an activity",
+}
+_guard_installed = False
+
+
+def _audit(event: str, _args) -> None:
+    if event in _FORBIDDEN and getattr(_active, "on", False):
+        _active.on = False  # the error's own machinery must not trip the guard again
+        raise NotDeterministicError(
+            f"workflow code caused {event!r}, which is not replay-safe; use {_FORBIDDEN[event]} instead")
+
+
+def install_guard() -> None:
+    """Make blocking sleeps, sockets and subprocesses in workflow code fail loudly (a process-wide
+    audit hook that only acts while workflow code runs in the calling thread)."""
+    global _guard_installed
+    if not _guard_installed:
+        sys.addaudithook(_audit)
+        # Python 3.11 has no audit event for time.sleep: wrap it (callers that bound it with
+        # `from time import sleep` before this keep the original)
+        original = time.sleep
+
+        def sleep(seconds):
+            if getattr(_active, "on", False):
+                _audit("time.sleep", (seconds,))
+            return original(seconds)
+
+        time.sleep = sleep
+        _guard_installed = True
 
 
 def _refuse(what: str, instead: str):
@@ -90,12 +133,14 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         """Run every ready callback, and those they schedule, until none is left."""
         previous = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self)
+        _active.on = True
         try:
             while self._ready:
                 handle = self._ready.popleft()
                 if not handle._cancelled:
                     handle._run()
         finally:
+            _active.on = False
             asyncio.events._set_running_loop(previous)
 
     # -- refused: not replay-safe --------------------------------------------------------------

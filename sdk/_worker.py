@@ -24,7 +24,8 @@ from typing import Any, Iterable
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import serde
-from kadence.topics.errors import DefinitionError, KadenceError, NonDeterminismError, SchemaError
+from kadence.topics.errors import (DefinitionError, KadenceError, NonDeterminismError, NotDeterministicError,
+                                   SchemaError)
 from kadence.topics.payload import failure_from_exception
 from kadence.topics.records import new_id
 
@@ -32,6 +33,7 @@ from . import activity as _activity
 from ._client import Client
 from ._definitions import ActivityDefinition, WorkflowDefinition
 from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
+from ._loop import install_guard
 
 __all__ = ["Worker"]
 
@@ -196,6 +198,8 @@ class Worker:
             self._activities[d.name] = d
         if not self._workflows and not self._activities:
             raise DefinitionError("a worker needs at least one workflow or activity")
+        if self._workflows:
+            install_guard()
         self._max_activities = max_concurrent_activities
         self._max_cached = max_cached_workflows
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
@@ -332,6 +336,12 @@ class Worker:
             self.stats["non_determinism"] += 1
             log.error("workflow %s run %s: %s", wf, run_id, exc)
             self._fail_task(task, msg, "non_determinism", exc)
+            return
+        except NotDeterministicError as exc:
+            inst.discard()
+            self.stats["non_determinism"] += 1
+            log.error("workflow %s run %s: %s", wf, run_id, exc)
+            self._fail_task(task, msg, "nondeterministic_call", exc)
             return
         except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
             inst.discard()

@@ -302,3 +302,25 @@ def test_run_and_execution_timeouts_close_the_workflow():
     exec_timers = [t for t in d2.h.timers if t["kind"] == "execution_timeout"]
     assert len(exec_timers) == 4 and len({t["fire_at_ms"] for t in exec_timers}) == 1
     assert d2.state()["status"] == "completed"
+
+
+@workflow.defn
+class Naughty:
+    @workflow.run
+    async def run(self):
+        import time
+        time.sleep(0.01)
+        return "slept"
+
+
+def test_blocking_calls_in_workflow_code_fail_the_task_with_an_explanation():
+    from kadence import NotDeterministicError
+    from kadence._loop import install_guard
+    install_guard()
+    d = Driver(Naughty)
+    d.h.start("wf", "Naughty", [])
+    with pytest.raises(NotDeterministicError, match=r"'time.sleep'.*workflow.sleep"):
+        d.step()
+    assert d.state()["status"] == "running"
+    import time
+    time.sleep(0.001)  # outside workflow code the guard does nothing

@@ -1,0 +1,94 @@
+"""Workflows and activities the benchmarks run (the worker subprocesses import this module:
+``kadence worker --module bench.workloads``)."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from kadence import activity, workflow
+
+T = timedelta(seconds=30)
+
+
+@activity.defn
+async def noop(x: int) -> int:
+    return x + 1
+
+
+@activity.defn
+async def timed(x: int) -> list:
+    """Returns [x + 1, scheduled_ms, started_ms, finished_ms]: the engine's scheduled time
+    (history event time, processor clock, whole ms) and this attempt's start and end (wall clock,
+    same machine)."""
+    started = time.time() * 1000
+    info = activity.info()
+    return [x + 1, info.scheduled_time_ms, started, time.time() * 1000]
+
+
+@workflow.defn
+class OneActivity:
+    @workflow.run
+    async def run(self, n: int) -> int:
+        return await workflow.execute_activity(noop, n, start_to_close_timeout=T)
+
+
+@workflow.defn
+class ThreeActivities:
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for _ in range(3):
+            n = await workflow.execute_activity(noop, n, start_to_close_timeout=T)
+        return n
+
+
+@workflow.defn
+class TimedThree:
+    """Three activities in sequence; returns each activity's timing record."""
+
+    @workflow.run
+    async def run(self, n: int) -> list:
+        out = []
+        for _ in range(3):
+            r = await workflow.execute_activity(timed, n, start_to_close_timeout=T)
+            n = r[0]
+            out.append(r)
+        return out
+
+
+@workflow.defn
+class TenSteps:
+    """Ten steps: 3 activities, a 100 ms durable sleep, 2 activities, wait for the "go" signal,
+    3 activities."""
+
+    def __init__(self) -> None:
+        self.go = False
+
+    @workflow.signal
+    def proceed(self, _value=None) -> None:
+        self.go = True
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for _ in range(3):
+            n = await workflow.execute_activity(noop, n, start_to_close_timeout=T)
+        await workflow.sleep(0.1)
+        for _ in range(2):
+            n = await workflow.execute_activity(noop, n, start_to_close_timeout=T)
+        await workflow.wait_condition(lambda: self.go)
+        for _ in range(3):
+            n = await workflow.execute_activity(noop, n, start_to_close_timeout=T)
+        return n
+
+
+@workflow.defn
+class IdleSleeper:
+    """Opens, starts a long durable timer and waits (an idle open workflow)."""
+
+    @workflow.run
+    async def run(self, hours: float) -> None:
+        await workflow.sleep(hours * 3600)
+
+
+WORKFLOWS = [OneActivity, ThreeActivities, TimedThree, TenSteps, IdleSleeper]
+ACTIVITIES = [noop, timed]
