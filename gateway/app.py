@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -17,7 +18,8 @@ from typing import Any
 
 from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -39,6 +41,8 @@ class GatewayConfig:
     reply_timeout: float = 15.0
     #: KADENCE_GATEWAY_MAX_BODY: largest accepted request body in bytes
     max_body_bytes: int = 2 * 1024 * 1024
+    #: KADENCE_REDIS_URL: checked by /readyz when set
+    redis_url: str | None = None
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -49,6 +53,8 @@ class GatewayConfig:
             kw["reply_timeout"] = float(env["KADENCE_GATEWAY_REPLY_TIMEOUT"])
         if env.get("KADENCE_GATEWAY_MAX_BODY"):
             kw["max_body_bytes"] = int(env["KADENCE_GATEWAY_MAX_BODY"])
+        if env.get("KADENCE_REDIS_URL"):
+            kw["redis_url"] = env["KADENCE_REDIS_URL"]
         return cls(kafka=kafka, **kw)
 
 
@@ -109,6 +115,7 @@ def _error(status: int, code: str, message: str, field: str | None = None, heade
 
 
 _ERRORS = {400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse},
+           413: {"model": ErrorResponse}, 415: {"model": ErrorResponse},
            503: {"model": ErrorResponse}}
 
 #: stable codes of the HTTP errors that routing and body parsing raise before an operation runs
@@ -132,6 +139,38 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     app = FastAPI(title="Kadence gateway", version="0.1.0", lifespan=lifespan,
                   description="Start workflows and read their history over HTTP.")
+
+    registry = CollectorRegistry()
+    requests_total = Counter("kadence_gateway_requests", "HTTP requests", ["method", "route", "status"],
+                             registry=registry)
+    latency = Histogram("kadence_gateway_request_seconds", "HTTP request latency", ["route"], registry=registry,
+                        buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 15, 30))
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next):
+        t0 = time.perf_counter()
+        response = await call_next(request)
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        requests_total.labels(request.method, route, str(response.status_code)).inc()
+        latency.labels(route).observe(time.perf_counter() - t0)
+        return response
+
+    @app.middleware("http")
+    async def body_limits(request: Request, call_next):
+        """413 over the size limit and 415 for a body that is not JSON, before anything is parsed
+        or produced (a rejected request changes nothing)."""
+        if request.method in ("POST", "PUT", "PATCH"):
+            declared = request.headers.get("content-length")
+            if declared and declared.isdigit() and int(declared) > config.max_body_bytes:
+                return _error(413, "payload_too_large", f"request body over {config.max_body_bytes} bytes")
+            body = await request.body()
+            if len(body) > config.max_body_bytes:
+                return _error(413, "payload_too_large", f"request body over {config.max_body_bytes} bytes")
+            ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if body and ctype != "application/json" and not ctype.endswith("+json"):
+                return _error(415, "unsupported_media_type",
+                              f"send JSON with Content-Type: application/json (got {ctype or 'none'})")
+        return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(_request: Request, exc: RequestValidationError):
@@ -259,6 +298,41 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             key = "last_task_failure" if reply["status"] == "running" else "failure"
             out[key] = {"type": f["type"], "message": f["message"], "cause": reply["message"] or None}
         return out
+
+    @app.get("/readyz", summary="Readiness: the broker (and Redis, when configured) answer")
+    async def readyz():
+        checks: dict = {}
+        engine: EngineClient | None = state["engine"]
+        loop = asyncio.get_running_loop()
+        try:
+            if engine is None:
+                raise BrokerUnavailableError("not connected yet")
+            await asyncio.wait_for(loop.run_in_executor(None, engine.topics.existing), 5)
+            checks["kafka"] = "ok"
+        except (KadenceError, asyncio.TimeoutError) as exc:
+            checks["kafka"] = f"unavailable: {exc or 'timeout'}"
+        if config.redis_url:
+            import redis.asyncio as aioredis  # only when configured
+
+            client = aioredis.from_url(config.redis_url, socket_timeout=2, socket_connect_timeout=2)
+            try:
+                await client.ping()
+                checks["redis"] = "ok"
+            except Exception as exc:  # noqa: BLE001 - any failure means "not ready", with its reason
+                checks["redis"] = f"unavailable: {type(exc).__name__}"
+            finally:
+                await client.aclose()
+        ready = all(v == "ok" for v in checks.values())
+        if ready:
+            return {"status": "ready", "checks": checks}
+        down = ", ".join(k for k, v in checks.items() if v != "ok")
+        return JSONResponse({"status": "unavailable", "checks": checks,
+                             "error": {"code": "unavailable", "message": f"not ready: {down}"}},
+                            status_code=503, headers={"Retry-After": "5"})
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
+    async def metrics():
+        return PlainTextResponse(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz", summary="Liveness")
     async def healthz():

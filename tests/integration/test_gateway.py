@@ -8,6 +8,7 @@ Errors must be ``{"error": {"code", "message", "field"?}}`` with a stable code a
 from __future__ import annotations
 
 import asyncio
+import os
 import contextlib
 import socket
 import threading
@@ -254,12 +255,21 @@ async def test_other_invalid_fields_are_400_naming_them(http, body, field):
     (b"[1, 2]", "application/json"),
     (b'"start"', "application/json"),
     (b"\xff\xfe\x00", "application/json"),
-    (b'{"task_queue": "q"}', "text/plain"),
 ])
 async def test_bodies_that_are_not_a_start_request_are_400(http, content, content_type):
     resp = await http.post(START, content=content, headers={"Content-Type": content_type})
     assert resp.status_code == 400, resp.text
     assert resp.json()["error"]["code"] in {"invalid_json", "invalid_input"}
+
+
+async def test_a_body_that_is_not_json_is_415_and_an_oversized_one_413(http, gw_config):
+    resp = await http.post(START, content=b'{"task_queue": "q"}', headers={"Content-Type": "text/plain"})
+    assert resp.status_code == 415 and resp.json()["error"]["code"] == "unsupported_media_type"
+    big = {"workflow_id": "big", "task_queue": "q", "input": ["x" * (2 * 1024 * 1024)]}
+    resp = await http.post(START, json=big)
+    assert resp.status_code == 413 and resp.json()["error"]["code"] == "payload_too_large"
+    # nothing was started
+    assert (await http.get("/v1/workflows/big")).status_code == 404
 
 
 async def test_overlong_idempotency_key_is_400(http):
@@ -314,3 +324,20 @@ async def test_no_reply_from_the_engine_is_503_with_retry_after(kafka_config):
             assert time.monotonic() - started < 10
     assert resp.status_code == 503, resp.text
     assert resp.json()["error"]["code"] == "unavailable" and resp.headers["Retry-After"].isdigit()
+
+
+async def test_readyz_checks_the_broker_and_redis_and_metrics_count_requests(gw_config, engine):
+    redis_url = os.environ.get("KADENCE_REDIS_URL")
+    assert redis_url, "make test provides Redis (KADENCE_REDIS_URL)"
+    with serve(create_app(GatewayConfig(kafka=gw_config, redis_url=redis_url))) as url:
+        async with checked_client(url) as http:
+            ready = await http.get("/readyz")
+            assert ready.status_code == 200 and ready.json()["checks"] == {"kafka": "ok", "redis": "ok"}
+            await http.get("/v1/workflows/nope/history")
+            text = (await http.get("/metrics")).text
+            assert 'kadence_gateway_requests_total{method="GET",route="/v1/workflows/{workflow_id}/history",status="404"} 1.0' in text
+    with serve(create_app(GatewayConfig(kafka=gw_config, redis_url="redis://127.0.0.1:1/0"))) as url:
+        async with checked_client(url, allowed_5xx=(503,)) as http:
+            down = await http.get("/readyz")
+            assert down.status_code == 503 and down.headers["Retry-After"] == "5"
+            assert down.json()["checks"]["kafka"] == "ok" and down.json()["checks"]["redis"].startswith("unavailable")
