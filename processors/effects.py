@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from kadence.topics.records import new_id
 
 __all__ = ["BatchView", "Outbox", "emit", "reply", "remember", "recent", "schedule_workflow_task",
-           "dispatch_workflow_task", "close_run", "start_timer", "workflow_task_needed",
+           "dispatch_workflow_task", "close_run", "start_timer", "workflow_task_needed", "send_command",
            "RECENT_REQUESTS", "MAX_RESULT_WAITERS"]
 
 log = logging.getLogger(__name__)
@@ -34,18 +34,22 @@ class Outbox:
     replies: list = field(default_factory=list)
     #: TimerRecord dicts, produced to the delay tier that fits their fire time
     timers: list = field(default_factory=list)
+    #: Command records for other workflows (child starts, parent notifications, cancels),
+    #: produced to {ns}.commands keyed by their workflow ID inside the same transaction
+    commands: list = field(default_factory=list)
     #: counters for metrics: duplicates suppressed, stale completions rejected
     duplicates: int = 0
     stale: int = 0
 
-    def mark(self) -> tuple[int, int, int, int]:
-        return len(self.events), len(self.tasks), len(self.replies), len(self.timers)
+    def mark(self) -> tuple[int, ...]:
+        return len(self.events), len(self.tasks), len(self.replies), len(self.timers), len(self.commands)
 
-    def truncate(self, mark: tuple[int, int, int, int]) -> None:
+    def truncate(self, mark: tuple[int, ...]) -> None:
         del self.events[mark[0]:]
         del self.tasks[mark[1]:]
         del self.replies[mark[2]:]
         del self.timers[mark[3]:]
+        del self.commands[mark[4]:]
 
 
 def _copy_state(st: dict) -> dict:
@@ -55,6 +59,7 @@ def _copy_state(st: dict) -> dict:
     out["recent_requests"] = list(st["recent_requests"])
     out["result_waiters"] = list(st["result_waiters"])
     out["search_attributes"] = dict(st["search_attributes"])
+    out["pending_children"] = [dict(c) for c in st["pending_children"]]
     return out
 
 
@@ -206,6 +211,26 @@ def start_timer(out: Outbox, st: dict, timer_id: str, fire_at_ms: int, kind: str
     })
 
 
+def send_command(out: Outbox, workflow_id: str, body_type: str, body: dict, *, run_id: str | None = None,
+                 request_id: str | None = None) -> None:
+    """A command for another workflow (its shard may be another partition), in this transaction."""
+    out.commands.append((workflow_id, body_type, body, run_id, request_id))
+
+
+def _parent_close_policies(out: Outbox, st: dict) -> None:
+    for child in st["pending_children"]:
+        policy = child["parent_close_policy"]
+        rid = f"parent-close:{st['run_id']}:{child['initiated_seq']}"
+        if policy == "terminate":
+            send_command(out, child["workflow_id"], "TerminateWorkflow",
+                         {"reason": f"parent {st['workflow_id']} closed", "identity": "parent-close-policy"},
+                         run_id=child["run_id"], request_id=rid)
+        elif policy == "request_cancel":
+            send_command(out, child["workflow_id"], "RequestCancelWorkflow",
+                         {"reason": f"parent {st['workflow_id']} closed"}, run_id=child["run_id"], request_id=rid)
+    st["pending_children"] = []
+
+
 def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failure=None,
               notify: bool = True) -> None:
     st["status"] = status
@@ -216,6 +241,12 @@ def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failu
     st["wt_needed"] = False
     st["pending_activities"] = []
     st["pending_timers"] = []
+    _parent_close_policies(out, st)
+    if st["parent_workflow_id"] and status != "continued_as_new":
+        send_command(out, st["parent_workflow_id"], "ChildWorkflowEvent", {
+            "initiated_seq": st["parent_initiated_seq"], "child_workflow_id": st["workflow_id"],
+            "child_run_id": st["run_id"], "kind": status, "result": result, "failure": failure, "message": ""},
+            run_id=st["parent_run_id"])
     if notify:
         for rid in st["result_waiters"]:
             reply(out, rid, st["workflow_id"], status, run_id=st["run_id"], result=result, failure=failure)

@@ -23,11 +23,12 @@ from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ConfigError, KadenceError, SchemaError
-from kadence.topics.records import history_key, now_ms
+from kadence.topics.records import command, history_key, now_ms
 
 from .effects import BatchView, Outbox
 from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
+from .timer_service import choose_tier
 
 __all__ = ["ProcessorConfig", "HistoryProcessor"]
 
@@ -282,9 +283,10 @@ class HistoryProcessor:
                     self._produce(self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode())
             for reply in out.replies:
                 self._produce(self.topics.replies, reply_codec.encode(reply), reply["request_id"].encode())
+            for wf, body_type, body, run_id, request_id in out.commands:
+                self._produce(self.topics.commands, self._cmd_codec.encode(
+                    command(wf, body_type, body, run_id=run_id, request_id=request_id)), wf.encode())
             now = now_ms()
-            if out.timers:
-                from .timer_service import choose_tier  # noqa: PLC0415
             for timer in out.timers:
                 self._produce(self.topics.timers(choose_tier(timer["fire_at_ms"] - now)), timer_codec.encode(timer),
                               timer["workflow_id"].encode())

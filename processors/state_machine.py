@@ -17,7 +17,8 @@ import uuid
 from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
                          schedule_activity)
 from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, dispatch_workflow_task, emit,
-                      recent, remember, reply, schedule_workflow_task, start_timer, workflow_task_needed)
+                      recent, remember, reply, schedule_workflow_task, send_command, start_timer,
+                      workflow_task_needed)
 
 __all__ = ["BatchView", "Outbox", "transition", "RECENT_REQUESTS", "MAX_RESULT_WAITERS",
            "HISTORY_WARN_EVENTS", "HISTORY_LIMIT_EVENTS"]
@@ -42,6 +43,8 @@ def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int) ->
         "history_warned": False, "run_timeout_ms": body.get("run_timeout_ms"),
         "search_attributes": dict(body.get("search_attributes") or {}),
         "execution_deadline_ms": (ts + body["execution_timeout_ms"]) if body.get("execution_timeout_ms") else None,
+        "pending_children": [], "parent_workflow_id": body.get("parent_workflow_id"),
+        "parent_run_id": body.get("parent_run_id"), "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
     }
 
 
@@ -54,6 +57,7 @@ def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, r
         "run_timeout_ms": body.get("run_timeout_ms"), "build_id": None,
         "search_attributes": body.get("search_attributes") or {},
         "execution_deadline_ms": st["execution_deadline_ms"],
+        "parent_workflow_id": st["parent_workflow_id"], "parent_run_id": st["parent_run_id"],
     }, request_id=request_id, ts=ts)
     if st["run_timeout_ms"]:
         start_timer(out, st, f"run.{st['run_id']}", ts + st["run_timeout_ms"], "run_timeout")
@@ -91,13 +95,75 @@ def _start(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, answ
             remember(st, rid, "already_started", reject)
             view.put(st)
             reply(out, rid, wf, "already_started", run_id=st["run_id"], message=reject)
+            _notify_parent_of_start(out, wf, body, "start_failed", st["run_id"], reject)
             return None
     new = _new_run(st, wf, body, str(uuid.uuid5(_RUN_NS, cmd["event_id"])), ts)
     _begin_run(view, out, new, body, ts, request_id=rid)
+    _notify_parent_of_start(out, wf, body, "started", new["run_id"])
     if answer:
         remember(new, rid, "ok")
         reply(out, rid, wf, "ok", run_id=new["run_id"])
     return new
+
+
+def _notify_parent_of_start(out: Outbox, wf: str, body: dict, kind: str, run_id: str, message: str = "") -> None:
+    if body.get("parent_workflow_id"):
+        send_command(out, body["parent_workflow_id"], "ChildWorkflowEvent", {
+            "initiated_seq": body["parent_initiated_seq"], "child_workflow_id": wf, "child_run_id": run_id,
+            "kind": kind, "result": None, "failure": None, "message": message}, run_id=body["parent_run_id"])
+
+
+def _start_child(view: BatchView, out: Outbox, st: dict, c: dict, done_seq: int, ts: int) -> None:
+    ev = emit(view, out, st, "StartChildWorkflowExecutionInitiated", {
+        "workflow_id": c["workflow_id"], "workflow_type": c["workflow_type"], "task_queue": c["task_queue"],
+        "input": c["input"], "parent_close_policy": c["parent_close_policy"], "workflow_task_completed_seq": done_seq,
+    }, ts=ts)
+    st["pending_children"].append({"workflow_id": c["workflow_id"], "initiated_seq": ev["seq"], "run_id": None,
+                                   "parent_close_policy": c["parent_close_policy"]})
+    # the child's start goes to its own shard, in this transaction: a retried parent task
+    # cannot start it twice (and its request ID makes a duplicate harmless anyway)
+    send_command(out, c["workflow_id"], "StartWorkflow", {
+        "workflow_type": c["workflow_type"], "task_queue": c["task_queue"], "input": c["input"],
+        "id_reuse_policy": "allow_duplicate", "run_timeout_ms": c.get("run_timeout_ms"), "search_attributes": {},
+        "execution_timeout_ms": None, "parent_workflow_id": st["workflow_id"], "parent_run_id": st["run_id"],
+        "parent_initiated_seq": ev["seq"], "parent_close_policy": c["parent_close_policy"],
+    }, request_id=f"child:{st['workflow_id']}:{st['run_id']}:{ev['seq']}")
+
+
+_CHILD_CLOSED = {"completed", "failed", "canceled", "terminated", "timed_out"}
+
+
+def _child_event(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    st = view.state(cmd["aggregate_key"])
+    child = None
+    if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
+        child = next((c for c in st["pending_children"] if c["initiated_seq"] == body["initiated_seq"]), None)
+    kind = body["kind"]
+    if child is None or (kind == "started" and child["run_id"] is not None):
+        out.stale += 1  # the parent moved on (closed, continued) or this is a duplicate
+        return
+    common = {"initiated_seq": child["initiated_seq"], "workflow_id": child["workflow_id"]}
+    if kind == "started":
+        child["run_id"] = body["child_run_id"]
+        emit(view, out, st, "ChildWorkflowExecutionStarted", {**common, "run_id": body["child_run_id"]}, ts=ts)
+    elif kind == "start_failed":
+        st["pending_children"].remove(child)
+        emit(view, out, st, "StartChildWorkflowExecutionFailed", {**common, "cause": body["message"] or "already started",
+                                                                   "run_id": body["child_run_id"]}, ts=ts)
+    elif kind in _CHILD_CLOSED:
+        st["pending_children"].remove(child)
+        if kind == "completed":
+            emit(view, out, st, "ChildWorkflowExecutionCompleted", {**common, "run_id": body["child_run_id"] or "",
+                                                                     "result": body["result"] or b""}, ts=ts)
+        else:
+            failure = body["failure"] or _failure(kind, f"child workflow {kind}")
+            emit(view, out, st, "ChildWorkflowExecutionFailed", {**common, "run_id": body["child_run_id"] or "",
+                                                                  "status": kind, "failure": failure}, ts=ts)
+    else:
+        out.stale += 1
+        return
+    workflow_task_needed(view, out, st, ts)
+    view.put(st)
 
 
 def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> dict | None:
@@ -147,6 +213,12 @@ def _apply_command(view: BatchView, out: Outbox, st: dict, ctype: str, c: dict, 
         close_run(out, st, "canceled", ts, failure=_failure("CancelledError", "workflow canceled"))
     elif ctype == "ContinueAsNewWorkflowExecution":
         _continue_as_new(view, out, st, c, ts)
+    elif ctype == "StartChildWorkflowExecution":
+        _start_child(view, out, st, c, done_seq, ts)
+    elif ctype == "RequestCancelExternalWorkflowExecution":
+        ev = emit(view, out, st, "RequestCancelExternalInitiated", {"workflow_id": c["workflow_id"]}, ts=ts)
+        send_command(out, c["workflow_id"], "RequestCancelWorkflow", {"reason": f"requested by {st['workflow_id']}"},
+                     request_id=f"cancel:{st['run_id']}:{ev['seq']}")
     else:  # pragma: no cover - the schema's union admits nothing else
         raise ValueError(f"unknown workflow command {ctype}")
 
@@ -166,6 +238,8 @@ def _continue_as_new(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -
             "run_timeout_ms": st["run_timeout_ms"], "search_attributes": st["search_attributes"]}
     new = _new_run(st, st["workflow_id"], body, new_run_id, ts)
     new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
+    for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):  # the parent waits for the chain
+        new[key] = st[key]
     new["result_waiters"] = waiters  # whoever waits for "the workflow" waits for its last run
     _begin_run(view, out, new, body, ts, continued_from=st["run_id"])
 
@@ -375,6 +449,7 @@ _HANDLERS = {
     "FireTimer": _timer_fired,
     "QueryWorkflow": _query,
     "RecordActivityHeartbeat": activity_heartbeat,
+    "ChildWorkflowEvent": _child_event,
 }
 
 

@@ -8,7 +8,7 @@ The engine (``kadence.processors``), the HTTP gateway (``kadence.gateway``), pro
 (``kadence.connectors``) and the shared Kafka layer (``kadence.topics``) live beside it.
 """
 
-from kadence.topics.errors import (ActivityError, ApplicationError, BrokerUnavailableError, ConfigError,
+from kadence.topics.errors import (ActivityError, ChildWorkflowError, ApplicationError, BrokerUnavailableError, ConfigError,
                                    DefinitionError, KadenceError, NonDeterminismError, SchemaError,
                                    WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError)
@@ -28,5 +28,5 @@ __all__ = [
     "KadenceError", "ConfigError", "SchemaError", "BrokerUnavailableError", "WorkflowError",
     "WorkflowAlreadyStartedError", "WorkflowNotFoundError", "WorkflowFailureError", "ApplicationError",
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
-    "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult",
+    "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
 ]

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from kadence.topics.errors import ActivityError, NonDeterminismError, NotDeterministicError
+from kadence.topics.errors import ActivityError, ChildWorkflowError, NonDeterminismError, NotDeterministicError
 from kadence.topics.payload import JsonConverter, exception_from_failure, failure_from_exception
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
 
@@ -79,14 +79,19 @@ _MATCHING_EVENT = {
     "ContinueAsNewWorkflowExecution": "WorkflowExecutionContinuedAsNew",
     "RecordMarker": "MarkerRecorded",
     "UpsertSearchAttributes": "SearchAttributesUpserted",
+    "StartChildWorkflowExecution": "StartChildWorkflowExecutionInitiated",
+    "RequestCancelExternalWorkflowExecution": "RequestCancelExternalInitiated",
 }
 #: fields that must be equal between a command and its recorded event
 _IDENTITY = {"ActivityTaskScheduled": ("activity_type", "activity_id"), "TimerStarted": ("timer_id",),
              "TimerCanceled": ("timer_id",), "ActivityTaskCancelRequested": ("activity_id",),
-             "MarkerRecorded": ("name",)}
+             "MarkerRecorded": ("name",), "StartChildWorkflowExecutionInitiated": ("workflow_id", "workflow_type"),
+             "RequestCancelExternalInitiated": ("workflow_id",)}
 _RESOLUTIONS = frozenset({"WorkflowExecutionStarted", "ActivityTaskCompleted", "ActivityTaskFailed",
                           "ActivityTaskTimedOut", "ActivityTaskCanceled", "TimerFired", "WorkflowSignaled",
-                          "WorkflowCancelRequested"})
+                          "WorkflowCancelRequested", "ChildWorkflowExecutionStarted",
+                          "StartChildWorkflowExecutionFailed", "ChildWorkflowExecutionCompleted",
+                          "ChildWorkflowExecutionFailed"})
 
 
 class WorkflowInstance:
@@ -106,6 +111,9 @@ class WorkflowInstance:
         self._activities: dict[str, asyncio.Future] = {}
         self._next_activity = 0
         self._timers: dict[str, "_TimerHandle"] = {}
+        #: child workflow ID -> (started future, result future)
+        self._children: dict[str, tuple[asyncio.Future, asyncio.Future]] = {}
+        self._next_child = 0
         self._next_timer = 0
         self._conditions: list[tuple] = []
         self._cancel_requested = False
@@ -148,6 +156,62 @@ class WorkflowInstance:
         # the workflow gave up on the activity (its awaiting task was cancelled): tell the engine
         if fut.cancelled() and self._activities.pop(activity_id, None) is not None and not self.closed:
             self._unmatched.append(("RequestCancelActivityTask", {"activity_id": activity_id}))
+
+    def start_child(self, workflow_type: str, args: tuple, workflow_id: str | None, task_queue: str | None,
+                    parent_close_policy: str, run_timeout_ms: int | None) -> tuple[str, asyncio.Future, asyncio.Future]:
+        if self.closed:
+            raise RuntimeError("workflow already completed")
+        self._next_child += 1
+        child_id = workflow_id or f"{self.info.workflow_id}/child-{self._next_child}"
+        if child_id in self._children:
+            raise ValueError(f"child workflow ID {child_id!r} is already used by this run")
+        started, result = self.loop.create_future(), self.loop.create_future()
+        self._children[child_id] = (started, result)
+        self._unmatched.append(("StartChildWorkflowExecution", {
+            "workflow_id": child_id, "workflow_type": workflow_type, "task_queue": task_queue or self.info.task_queue,
+            "input": self.converter.to_bytes(list(args)), "parent_close_policy": parent_close_policy,
+            "run_timeout_ms": run_timeout_ms}))
+        result.add_done_callback(lambda f: self._on_child_done(child_id, f))
+        return child_id, started, result
+
+    def _on_child_done(self, child_id: str, fut: asyncio.Future) -> None:
+        # the workflow stopped waiting for its child (its task was cancelled): cancel the child too
+        if fut.cancelled() and child_id in self._children and not self.closed:
+            self._unmatched.append(("RequestCancelExternalWorkflowExecution", {"workflow_id": child_id}))
+
+    def _resolve_child(self, seq: int, kind: str, attrs: dict) -> None:
+        entry = self._children.get(attrs["workflow_id"])
+        if entry is None:
+            raise NonDeterminismError(
+                f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} ({kind}) is "
+                f"about child {attrs['workflow_id']!r} that the code never started")
+        started, result = entry
+        if kind == "ChildWorkflowExecutionStarted":
+            if not started.done():
+                started.set_result(attrs["run_id"])
+            return
+        del self._children[attrs["workflow_id"]]
+        if kind == "ChildWorkflowExecutionCompleted":
+            value = self.converter.from_bytes(attrs["result"])
+            if not started.done():
+                started.set_result(attrs["run_id"])
+            if not result.done():
+                result.set_result(value)
+            return
+        if kind == "StartChildWorkflowExecutionFailed":
+            err = ChildWorkflowError(f"child workflow {attrs['workflow_id']} could not start: {attrs['cause']}",
+                                     workflow_id=attrs["workflow_id"], run_id=attrs["run_id"], status="start_failed")
+        else:
+            failure = attrs["failure"]
+            err = ChildWorkflowError(f"child workflow {attrs['workflow_id']} {attrs['status']}: {failure['message']}",
+                                     workflow_id=attrs["workflow_id"], run_id=attrs["run_id"], status=attrs["status"],
+                                     failure=failure)
+            err.__cause__ = exception_from_failure(failure)
+        if not started.done():
+            started.set_exception(err)
+            started.exception()  # whoever awaits the start sees it; nobody must await it
+        if not result.done():
+            result.set_exception(err)
 
     def start_timer(self, delay_s: float, callback, args) -> "_TimerHandle":
         """A durable timer (what ``asyncio.sleep`` and ``workflow.sleep`` use on this loop)."""
@@ -334,6 +398,10 @@ class WorkflowInstance:
             return
         if kind == "ActivityTaskCanceled":
             return  # the workflow already stopped waiting for it
+        if kind in ("ChildWorkflowExecutionStarted", "StartChildWorkflowExecutionFailed",
+                    "ChildWorkflowExecutionCompleted", "ChildWorkflowExecutionFailed"):
+            self._resolve_child(seq, kind, attrs)
+            return
         fut = self._activities.pop(attrs["activity_id"], None)
         if fut is None:
             raise NonDeterminismError(

@@ -31,7 +31,8 @@ from ._loop import DeterministicLoop
 
 __all__ = ["defn", "run", "signal", "query", "execute_activity", "sleep", "wait_condition", "now", "random",
            "uuid4", "info", "logger", "is_replaying", "continue_as_new", "upsert_search_attributes",
-           "patched", "deprecate_patch", "WorkflowInfo", "ContinueAsNew"]
+           "patched", "deprecate_patch", "start_child_workflow", "execute_child_workflow", "ChildWorkflowHandle",
+           "WorkflowInfo", "ContinueAsNew"]
 
 
 def defn(cls: type | None = None, *, name: str | None = None):
@@ -166,6 +167,48 @@ def patched(patch_id: str) -> bool:
 def deprecate_patch(patch_id: str) -> None:
     """The old path of ``patched(patch_id)`` is gone: histories with or without its marker replay."""
     _instance().patched(patch_id, deprecated=True)
+
+
+class ChildWorkflowHandle:
+    """A started child workflow: ``await handle.result()`` (or ``await handle``)."""
+
+    def __init__(self, workflow_id: str, run_id: str, result: "asyncio.Future[Any]"):
+        self.id, self.run_id, self._result = workflow_id, run_id, result
+
+    async def result(self) -> Any:
+        return await self._result
+
+    def __await__(self):
+        return self._result.__await__()
+
+
+_POLICIES = ("terminate", "request_cancel", "abandon")
+
+
+async def start_child_workflow(workflow: Any, *args: Any, id: str | None = None, task_queue: str | None = None,
+                               parent_close_policy: str = "terminate",
+                               run_timeout: timedelta | None = None) -> ChildWorkflowHandle:
+    """Start a child workflow (on its own shard) and wait until it has started.
+
+    ``id`` defaults to ``{parent_id}/child-{n}``, stable across replays, so a retried parent task
+    starts each child once. ``parent_close_policy``: what happens to the child when this run
+    closes first: ``terminate`` (default), ``request_cancel`` or ``abandon``. A child that cannot
+    start (its ID is running) raises ``ChildWorkflowError``."""
+    from ._definitions import workflow_type_name
+
+    if parent_close_policy not in _POLICIES:
+        raise KadenceError(f"parent_close_policy must be one of {', '.join(_POLICIES)}")
+    inst = _instance()
+    child_id, started, result = inst.start_child(workflow_type_name(workflow), args, id, task_queue,
+                                                 parent_close_policy, to_ms(run_timeout))
+    run_id = await started
+    return ChildWorkflowHandle(child_id, run_id, result)
+
+
+async def execute_child_workflow(workflow: Any, *args: Any, **kwargs: Any) -> Any:
+    """Start a child workflow and wait for its result (``ChildWorkflowError`` if it did not complete)."""
+    handle = await start_child_workflow(workflow, *args, **kwargs)
+    return await handle.result()
 
 
 def now() -> datetime:

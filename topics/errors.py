@@ -16,7 +16,8 @@ translated where they enter (``raise ... from exc``)::
     │   ├── WorkflowCanceledError   the run ended canceled
     │   └── QueryFailedError        a query handler raised, or is unknown
     ├── ApplicationError            raised by user code; may be marked non-retryable
-    │   └── ActivityError           an activity failed; the cause is on ``__cause__``
+    │   ├── ActivityError           an activity failed; the cause is on ``__cause__``
+    │   └── ChildWorkflowError      a child workflow failed, was canceled or could not start
     ├── NonDeterminismError         workflow code no longer matches its history
     ├── NotDeterministicError       workflow code reached the clock, threads or I/O directly
     └── DefinitionError             a bad @workflow.defn / @activity.defn
@@ -39,6 +40,7 @@ __all__ = [
     "QueryFailedError",
     "ApplicationError",
     "ActivityError",
+    "ChildWorkflowError",
     "NonDeterminismError",
     "NotDeterministicError",
     "DefinitionError",
@@ -133,6 +135,16 @@ class ActivityError(ApplicationError):
         super().__init__(message, type="ActivityError")
         self.activity_type, self.activity_id, self.attempt = activity_type, activity_id, attempt
         self.failure = failure
+
+
+class ChildWorkflowError(ApplicationError):
+    """A child workflow did not complete (failed, canceled, terminated, timed out, or could not
+    start); the child's own failure is ``__cause__``."""
+
+    def __init__(self, message: str, *, workflow_id: str = "", run_id: str | None = None, status: str = "",
+                 failure: dict | None = None):
+        super().__init__(message, type="ChildWorkflowError")
+        self.workflow_id, self.run_id, self.status, self.failure = workflow_id, run_id, status, failure
 
 
 class NonDeterminismError(KadenceError):

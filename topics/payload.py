@@ -11,7 +11,7 @@ import json
 import traceback
 from typing import Any, Protocol
 
-from .errors import ActivityError, ApplicationError, SchemaError
+from .errors import ActivityError, ApplicationError, ChildWorkflowError, SchemaError
 
 __all__ = ["PayloadCodec", "JsonConverter", "failure_from_exception", "exception_from_failure"]
 
@@ -79,6 +79,8 @@ def exception_from_failure(failure: dict | None) -> ApplicationError | None:
         return None
     if failure["type"] == "ActivityError":
         err: ApplicationError = ActivityError(failure["message"], failure=failure)
+    elif failure["type"] == "ChildWorkflowError":
+        err = ChildWorkflowError(failure["message"], failure=failure)
     else:
         err = ApplicationError(failure["message"], type=failure["type"], non_retryable=failure.get("non_retryable", False))
     cause = exception_from_failure(failure.get("cause"))

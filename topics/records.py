@@ -18,7 +18,8 @@ __all__ = [
 COMMAND_EVENT_TYPES = frozenset({
     "ActivityTaskScheduled", "WorkflowExecutionCompleted", "WorkflowExecutionFailed", "TimerStarted",
     "TimerCanceled", "ActivityTaskCancelRequested", "WorkflowExecutionCanceled", "WorkflowExecutionContinuedAsNew",
-    "MarkerRecorded", "SearchAttributesUpserted",
+    "MarkerRecorded", "SearchAttributesUpserted", "StartChildWorkflowExecutionInitiated",
+    "RequestCancelExternalInitiated",
 })
 #: recorded by the engine inside a workflow task's block of command events (not a command echo)
 INLINE_EVENT_TYPES = frozenset({"ActivityTaskCanceled"})

@@ -219,3 +219,18 @@ class SleepThenAct:
     async def run(self, seconds: float) -> int:
         await workflow.sleep(seconds)
         return await workflow.execute_activity(add, 1, 1, start_to_close_timeout=T)
+
+
+@workflow.defn
+class AddChild:
+    @workflow.run
+    async def run(self, x: int) -> int:
+        return await workflow.execute_activity(add, x, 1000, start_to_close_timeout=T)
+
+
+@workflow.defn
+class FanOut:
+    @workflow.run
+    async def run(self, n: int) -> list:
+        handles = [await workflow.start_child_workflow(AddChild, i) for i in range(n)]
+        return [await h for h in handles]

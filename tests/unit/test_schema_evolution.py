@@ -36,6 +36,7 @@ FROZEN_DIGESTS = {
     1: "7f1ca8ed8b74d40593bf0d29d416eaa5a3ae19a0b8c54d6ab75ef198560860c5",
     2: "4e51bdfdcd58cc06bf241cb716fc21f5bb1f0421c2af68c8bea07bda5751c873",
     3: "276c70cb27e56df30eae2eec3112c2915018c462f701983a97387cfb01762cfd",
+    4: "026b80ebf19d2729d90587a1ea21215aab282739035ebba72c91a3318421645a",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}

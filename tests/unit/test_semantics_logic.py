@@ -324,3 +324,84 @@ def test_blocking_calls_in_workflow_code_fail_the_task_with_an_explanation():
     assert d.state()["status"] == "running"
     import time
     time.sleep(0.001)  # outside workflow code the guard does nothing
+
+
+@workflow.defn
+class Child:
+    @workflow.run
+    async def run(self, x):
+        if x < 0:
+            raise ValueError("negative")
+        return x * 10
+
+
+@workflow.defn
+class Parent:
+    @workflow.run
+    async def run(self, xs):
+        results = await asyncio.gather(*(workflow.execute_child_workflow(Child, x) for x in xs),
+                                       return_exceptions=True)
+        return [r if not isinstance(r, Exception) else f"error: {r.__cause__}" for r in results]
+
+
+class Family(Driver):
+    """Routes commands produced for other workflows (children, parent notifications) back in."""
+
+    def __init__(self):
+        super().__init__(Parent)
+        self.instances = {}
+
+    def step(self):
+        progressed = False
+        for task in self.h.take_tasks("workflow"):
+            progressed = True
+            cls = Parent if task["workflow_type"] == "Parent" else Child
+            inst = self.instances.get(task["workflow_id"])
+            if inst is None or task["full_history"] or inst.info.run_id != task["run_id"]:
+                d = cls.__kadence_workflow__
+                inst = WorkflowInstance(d, WorkflowInfo(task["workflow_id"], task["run_id"], d.name, "q"), conv)
+                self.instances[task["workflow_id"]] = inst
+            cmds = inst.apply(task["events"], task["scheduled_seq"])
+            out = self.h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
+                              {"scheduled_seq": task["scheduled_seq"], "commands": cmds}, run_id=task["run_id"])
+            self._route(out)
+        return progressed
+
+    def _route(self, out):
+        for wf, btype, body, run_id, rid in list(out.commands):
+            self._route(self.h.send(wf, btype, body, run_id=run_id, request_id=rid))
+
+
+def test_children_start_on_their_own_and_report_back_to_the_parent():
+    f = Family()
+    f._route(f.h.start("parent", "Parent", [[1, 2, -3]]))
+    f.run(fire_timers=False)
+    st = f.h.store.get_state("parent")
+    assert conv.from_bytes(st["result"]) == [10, 20, "error: negative"]
+    kinds = [e["attributes"][0] for e in f.h.events if e["aggregate_key"] == "parent"]
+    assert kinds.count("StartChildWorkflowExecutionInitiated") == 3 and kinds.count("ChildWorkflowExecutionStarted") == 3
+    assert kinds.count("ChildWorkflowExecutionCompleted") == 2 and kinds.count("ChildWorkflowExecutionFailed") == 1
+    child = f.h.store.get_state("parent/child-1")
+    assert child["parent_workflow_id"] == "parent" and child["status"] == "completed"
+    parent_events = [e for e in f.h.events if e["aggregate_key"] == "parent"]
+    assert Replayer_ok(parent_events)
+
+
+def Replayer_ok(events):
+    from kadence import Replayer
+    return Replayer(workflows=[Parent]).replay(events).ok
+
+
+def test_parent_close_policy_terminates_open_children():
+    f = Family()
+    f._route(f.h.start("parent", "Parent", [[1]]))
+    # deliver only the parent's first task: the child start is produced but the child never runs
+    [task] = f.h.take_tasks("workflow")
+    inst = WorkflowInstance(Parent.__kadence_workflow__, WorkflowInfo("parent", task["run_id"], "Parent", "q"), conv)
+    cmds = inst.apply(task["events"], task["scheduled_seq"])
+    out = f.h.send("parent", "RespondWorkflowTaskCompleted", {"scheduled_seq": task["scheduled_seq"], "commands": cmds},
+                   run_id=task["run_id"])
+    f._route(out)  # the child starts (its task stays undelivered)
+    f.h.take_tasks("workflow")
+    f._route(f.h.send("parent", "TerminateWorkflow", {"reason": "ops"}, request_id="t"))
+    assert f.h.store.get_state("parent/child-1")["status"] == "terminated"
