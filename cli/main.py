@@ -364,6 +364,49 @@ def replay(config: KafkaConfig, module_name: str, from_topic: bool, limit: int, 
     sys.exit(1 if failed else 0)
 
 
+@main.command()
+@click.argument("workflow_id")
+@click.option("--to-event", type=int, default=None, help="a WorkflowTaskCompleted seq (default: the last one)")
+@click.option("--reason", default="")
+@click.option("--dry-run", is_flag=True, help="only replay the kept part of the history against --module's code")
+@click.option("--module", "module_name", default=None, help="module with WORKFLOWS, for --dry-run")
+@click.pass_obj
+def reset(config: KafkaConfig, workflow_id: str, to_event: int | None, reason: str, dry_run: bool,
+          module_name: str | None) -> None:
+    """Branch a new run from a completed workflow task; the open run is terminated and linked."""
+    from kadence import Client, KadenceError as Err, Replayer
+
+    if dry_run and not module_name:
+        raise click.UsageError("--dry-run needs --module (the code the new run will replay with)")
+
+    async def run():
+        client = await Client.connect(config=config)
+        try:
+            handle = client.get_workflow_handle(workflow_id)
+            point = to_event
+            if dry_run:
+                raw = await handle.history(raw=True)
+                if point is None:
+                    done = [e["seq"] for e in raw if e["attributes"][0] == "WorkflowTaskCompleted"]
+                    point = done[-1] if done else 0
+                kept = [e for e in raw if e["seq"] < point]
+                workflows, _ = load_definitions(module_name)
+                Replayer(workflows=workflows).replay(kept)
+                return {"dry_run": "ok", "workflow_id": workflow_id, "branch_event": point, "kept_events": len(kept)}
+            logging.getLogger("kadence.audit").warning("reset of workflow %s requested from the CLI", workflow_id)
+            new = await handle.reset(to_event=point, reason=reason)
+            return {"workflow_id": workflow_id, "new_run_id": new.run_id}
+        finally:
+            await client.close()
+
+    try:
+        out = asyncio.run(run())
+    except Err as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(json.dumps(out, indent=2))
+
+
 @main.group()
 def dlq() -> None:
     """Dead letters: records a component could not process."""

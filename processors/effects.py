@@ -232,7 +232,7 @@ def _parent_close_policies(out: Outbox, st: dict) -> None:
 
 
 def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failure=None,
-              notify: bool = True) -> None:
+              notify: bool = True, notify_parent: bool = True) -> None:
     st["status"] = status
     st["close_time_ms"] = ts
     st["result"] = result
@@ -242,7 +242,7 @@ def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failu
     st["pending_activities"] = []
     st["pending_timers"] = []
     _parent_close_policies(out, st)
-    if st["parent_workflow_id"] and status != "continued_as_new":
+    if st["parent_workflow_id"] and status != "continued_as_new" and notify_parent:
         send_command(out, st["parent_workflow_id"], "ChildWorkflowEvent", {
             "initiated_seq": st["parent_initiated_seq"], "child_workflow_id": st["workflow_id"],
             "child_run_id": st["run_id"], "kind": status, "result": result, "failure": failure, "message": ""},

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from .reset import reset_workflow
 from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
                          schedule_activity)
 from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, dispatch_workflow_task, emit,
@@ -450,6 +451,7 @@ _HANDLERS = {
     "QueryWorkflow": _query,
     "RecordActivityHeartbeat": activity_heartbeat,
     "ChildWorkflowEvent": _child_event,
+    "ResetWorkflow": reset_workflow,
 }
 
 

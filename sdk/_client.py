@@ -80,6 +80,21 @@ class WorkflowHandle:
         """End the run at once, without running any more workflow code."""
         await self._mutate("TerminateWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
 
+    async def reset(self, *, to_event: int | None = None, reason: str = "", request_id: str | None = None) -> "WorkflowHandle":
+        """Branch a new run from a ``WorkflowTaskCompleted`` event of the open run (default: the
+        last one) and terminate the open run; returns the new run's handle. See docs/guide.md for
+        what happens to pending activities, timers and children."""
+        if to_event is None:
+            events = await self.history()
+            done = [e["seq"] for e in events if e["type"] == "WorkflowTaskCompleted"]
+            if not done:
+                raise WorkflowError(f"workflow {self.id!r} has no completed workflow task to reset to",
+                                    workflow_id=self.id)
+            to_event = done[-1]
+        reply = await self._mutate("ResetWorkflow", {"workflow_task_completed_seq": to_event, "reason": reason,
+                                                     "identity": self.client.identity}, request_id)
+        return WorkflowHandle(self.client, self.id, reply["run_id"])
+
     async def query(self, query: str, *args: Any, timeout: float = 30.0) -> Any:
         """Ask a running workflow's ``@workflow.query`` handler; nothing is written to history."""
         reply = await self.client._engine.request(

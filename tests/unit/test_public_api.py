@@ -10,7 +10,7 @@ import pytest
 PUBLIC = {
     # the SDK: what users import (`from kadence import workflow, activity, Client, Worker`)
     "kadence": [
-        "ActivityError", "ApplicationError", "BrokerUnavailableError", "Client", "ConfigError",
+        "ActivityError", "ApplicationError", "BrokerUnavailableError", "ChildWorkflowError", "Client", "ConfigError",
         "DefinitionError", "KadenceError", "KafkaConfig", "NonDeterminismError", "NotDeterministicError",
         "QueryFailedError", "ReplayResult", "Replayer", "RetryPolicy", "SchemaError", "Worker",
         "WorkflowAlreadyStartedError",
@@ -18,7 +18,8 @@ PUBLIC = {
         "activity", "workflow",
     ],
     "kadence.topics": [
-        "ActivityError", "ApplicationError", "ApplyReport", "BrokerUnavailableError", "Catalogue", "Codec",
+        "ActivityError", "ApplicationError", "ApplyReport", "BrokerUnavailableError", "Catalogue", "ChildWorkflowError",
+        "Codec",
         "ConfigError", "DefinitionError", "EngineClient", "JsonConverter", "KadenceError", "KafkaConfig",
         "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "QueryFailedError", "SchemaError",
         "TIMER_TIERS_MS", "TopicError", "TopicSpec", "WorkflowAlreadyStartedError", "WorkflowCanceledError",

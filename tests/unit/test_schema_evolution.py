@@ -37,6 +37,7 @@ FROZEN_DIGESTS = {
     2: "4e51bdfdcd58cc06bf241cb716fc21f5bb1f0421c2af68c8bea07bda5751c873",
     3: "276c70cb27e56df30eae2eec3112c2915018c462f701983a97387cfb01762cfd",
     4: "026b80ebf19d2729d90587a1ea21215aab282739035ebba72c91a3318421645a",
+    5: "feef42e4d6f1be34fe019079586185708e61303eee421ca46745e6c0b88f9bde",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
