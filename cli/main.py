@@ -87,13 +87,20 @@ def topics_describe(config: KafkaConfig) -> None:
 @main.command()
 @click.option("--instance-id", envvar="KADENCE_PROCESSOR_ID", default=None,
               help="stable ID of this instance slot [env KADENCE_PROCESSOR_ID]; default: host name")
+@click.option("--metrics-port", type=int, envvar="KADENCE_PROCESSOR_METRICS_PORT", default=None,
+              help="serve Prometheus metrics on this port [env KADENCE_PROCESSOR_METRICS_PORT]")
 @click.pass_obj
-def processor(config: KafkaConfig, instance_id: str | None) -> None:
+def processor(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
     """Run a history processor instance (until SIGTERM/SIGINT)."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
     from kadence.processors import HistoryProcessor, ProcessorConfig
 
     overrides = {"instance_id": instance_id} if instance_id else {}
-    proc = HistoryProcessor(ProcessorConfig.from_env(config, **overrides))
+    registry = CollectorRegistry()
+    proc = HistoryProcessor(ProcessorConfig.from_env(config, **overrides), registry=registry)
+    if metrics_port is not None:
+        start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
     signal.signal(signal.SIGTERM, lambda *_: proc.stop())
     signal.signal(signal.SIGINT, lambda *_: proc.stop())
     try:

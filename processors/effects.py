@@ -251,4 +251,4 @@ def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failu
         for rid in st["result_waiters"]:
             reply(out, rid, st["workflow_id"], status, run_id=st["run_id"], result=result, failure=failure)
         st["result_waiters"] = []
-    log.info("workflow %s run %s %s", st["workflow_id"], st["run_id"], status)
+    log.debug("workflow %s run %s %s", st["workflow_id"], st["run_id"], status)

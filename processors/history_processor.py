@@ -110,6 +110,10 @@ class HistoryProcessor:
             "transaction.timeout.ms": self.config.transaction_timeout_ms,
             "linger.ms": 1,
             "acks": "all",
+            # librdkafka retries AddPartitionsToTxn/AddOffsetsToTxn while the broker still
+            # completes the previous transaction (CONCURRENT_TRANSACTIONS); the default 100 ms
+            # backoff made every other step wait ~100 ms (measured: 108 ms/txn -> 18 ms at 10 ms)
+            "retry.backoff.ms": 10,
         }))
         producer.init_transactions(60)
         return producer

@@ -65,7 +65,7 @@ def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, r
     if st["execution_deadline_ms"]:
         start_timer(out, st, f"exec.{st['run_id']}", st["execution_deadline_ms"], "execution_timeout")
     schedule_workflow_task(view, out, st, ts, full=True)
-    log.info("workflow %s run %s started", st["workflow_id"], st["run_id"])
+    log.debug("workflow %s run %s started", st["workflow_id"], st["run_id"])
 
 
 def _start_rejection(st: dict, policy: str) -> str | None:

@@ -103,6 +103,7 @@ class _TaskConsumer:
         # offsets to store, handed from any thread to the consumer thread: only that thread
         # calls into the consumer (librdkafka handles are not used across threads here)
         self._completed: queue.SimpleQueue = queue.SimpleQueue()
+        self._wakeup = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"kadence-{topic}", daemon=True)
 
     def start(self) -> None:
@@ -121,6 +122,13 @@ class _TaskConsumer:
                     assignment = self.consumer.assignment()
                     (self.consumer.pause if busy else self.consumer.resume)(assignment)
                     self._paused = busy
+                if busy:
+                    # paused: serve callbacks, and wake as soon as a task finishes (not after a
+                    # fixed poll timeout: that made every slot wait ~100 ms under load)
+                    self.consumer.poll(0)
+                    self._wakeup.wait(0.1)
+                    self._wakeup.clear()
+                    continue
                 msgs = _poll_ready(self.consumer, 100, 0.1)
                 for msg in msgs:
                     if msg.error():
@@ -143,6 +151,7 @@ class _TaskConsumer:
 
         Callable from any thread."""
         self._completed.put((msg.partition(), msg.offset()))
+        self._wakeup.set()
 
     def _store_completed(self) -> None:
         latest: dict[int, int] = {}

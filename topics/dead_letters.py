@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 
 from . import serde
 from .catalogue import Catalogue
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError, KadenceError
 from .records import now_ms
+from .scan import scan
 
 __all__ = ["DeadLetterEntry", "list_dead_letters", "redrive"]
 
@@ -30,27 +31,8 @@ class DeadLetterEntry:
 
 
 def _read(config: KafkaConfig) -> list[tuple[str, dict]]:
-    topic = Catalogue(config).dlq
-    consumer = Consumer(config.consumer(None))
-    out = []
-    try:
-        md = consumer.list_topics(topic, timeout=10).topics[topic]
-        for p in sorted(md.partitions):
-            tp = TopicPartition(topic, p)
-            low, high = consumer.get_watermark_offsets(tp, timeout=10)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(topic, p, low)])
-            while consumer.position([tp])[0].offset < high:
-                for msg in consumer.consume(500, timeout=0.5):
-                    if msg.error() or not msg.value():
-                        continue
-                    out.append((f"{msg.partition()}:{msg.offset()}", serde.decode("DeadLetter", msg.value())))
-    except KafkaException as exc:
-        raise BrokerUnavailableError(f"cannot read {topic}: {exc}") from exc
-    finally:
-        consumer.close()
-    return out
+    return [(f"{m.partition()}:{m.offset()}", serde.decode("DeadLetter", m.value()))
+            for m in scan(config, Catalogue(config).dlq) if m.value()]
 
 
 def list_dead_letters(config: KafkaConfig) -> list[DeadLetterEntry]:

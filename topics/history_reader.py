@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import collections
 
-from confluent_kafka import Consumer, TopicPartition
-
 from . import serde
 from .catalogue import Catalogue
 from .config import KafkaConfig
+from .scan import scan
 
 __all__ = ["read_runs"]
 
@@ -20,25 +19,11 @@ def read_runs(config: KafkaConfig, *, closed_only: bool = True, timeout: float =
     """Every run in ``{ns}.history`` (oldest first per run), committed events only.
 
     Reads the whole topic: meant for CI checks and development-sized namespaces."""
-    topic = Catalogue(config).history
-    consumer = Consumer(config.consumer(None, **{"enable.partition.eof": False}))
     runs: dict = collections.OrderedDict()
-    try:
-        md = consumer.list_topics(topic, timeout=timeout).topics[topic]
-        for p in sorted(md.partitions):
-            tp = TopicPartition(topic, p)
-            low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(topic, p, low)])
-            while consumer.position([tp])[0].offset < high:
-                for msg in consumer.consume(1000, timeout=0.5):
-                    if msg.error() or not msg.value():
-                        continue
-                    ev = serde.decode("HistoryEvent", msg.value())
-                    runs.setdefault((ev["aggregate_key"], ev["run_id"]), []).append(ev)
-    finally:
-        consumer.close()
+    for msg in scan(config, Catalogue(config).history, timeout=timeout):
+        if msg.value():
+            ev = serde.decode("HistoryEvent", msg.value())
+            runs.setdefault((ev["aggregate_key"], ev["run_id"]), []).append(ev)
     out = []
     for events in runs.values():
         events.sort(key=lambda e: e["seq"])

@@ -1,0 +1,89 @@
+"""``python -m bench [--only NAME ...]``: run the benchmark scenarios against
+``KADENCE_KAFKA_BOOTSTRAP`` and write ``bench/results/<timestamp>.json``, ``latest.json`` and a
+chart. ``KADENCE_BENCH_SECONDS`` (default 60) is the measured duration of each scenario."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from .common import BenchError, Context, Settings, console, make_progress
+from .scenarios import latency, raw_kafka, recovery, scale, throughput, timers
+
+#: in run order (latency uses throughput's result for its half-load rate; raw_kafka uses the
+#: processor's measured batch size)
+SCENARIOS = {
+    "throughput": throughput.run,
+    "latency": latency.run,
+    "timers": timers.run,
+    "raw_kafka": raw_kafka.run,
+    "scale": scale.run,
+    "recovery": recovery.run,
+}
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", action="append", choices=list(SCENARIOS), help="run only these scenarios (repeatable)")
+    ap.add_argument("--no-chart", action="store_true", help="skip the PNG chart")
+    return ap.parse_args(argv)
+
+
+async def run_all(ctx: Context, names: list[str]) -> dict:
+    raw: dict = {}
+    with ctx.progress:
+        for name in names:
+            t0 = time.monotonic()
+            try:
+                raw[name] = await SCENARIOS[name](ctx)
+            except BenchError as exc:
+                console.print(f"[red]{name} failed:[/] {exc}")
+                raw[name] = {"error": str(exc)}
+            except Exception as exc:  # noqa: BLE001 - one broken scenario must not lose the others
+                console.print(f"[red]{name} crashed:[/] {type(exc).__name__}: {exc}")
+                console.print(traceback.format_exc())
+                raw[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            if isinstance(raw[name], dict):
+                raw[name]["scenario_seconds"] = round(time.monotonic() - t0, 1)
+            ctx.results[name] = raw[name]
+    return raw
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = Settings.from_env()
+    except BenchError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    settings.logdir = Path(tempfile.mkdtemp(prefix="kadence-bench-"))
+    names = [n for n in SCENARIOS if not args.only or n in args.only]
+    console.print(f"Kadence bench: {', '.join(names)}; {settings.seconds:g} s per measurement after "
+                  f"{settings.warmup:g} s warm-up; broker {settings.bootstrap}; process logs in {settings.logdir}")
+    from . import report
+
+    ctx = Context(settings=settings, progress=make_progress())
+    started = time.time()
+    try:
+        raw = asyncio.run(run_all(ctx, names))
+    except KeyboardInterrupt:
+        console.print("[red]interrupted[/]")
+        return 130
+    doc = report.build(settings, raw, started)
+    paths = report.write(doc, chart=not args.no_chart)
+    report.print_table(doc)
+    console.print("wrote " + ", ".join(str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p)
+                                       for p in paths))
+    return 1 if any(isinstance(v, dict) and "error" in v for v in raw.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,344 @@
+"""Shared pieces of the benchmarks: settings, namespaces, the Kadence processes, metrics, stats."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from kadence.topics import Catalogue, KafkaConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+QUEUE = "bench"
+
+console = Console(stderr=True)
+
+
+class BenchError(Exception):
+    """A benchmark could not run (the message says why)."""
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+def bootstrap() -> str:
+    value = os.environ.get("KADENCE_KAFKA_BOOTSTRAP", "").strip()
+    if not value:
+        raise BenchError("KADENCE_KAFKA_BOOTSTRAP is not set: run `make bench` (it starts a broker), or set it "
+                         "to a Kafka broker with transactions enabled")
+    return value
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise BenchError(f"{name} must be a number, got {raw!r}") from exc
+
+
+@dataclass
+class Settings:
+    bootstrap: str
+    #: KADENCE_BENCH_SECONDS: measured duration of each scenario
+    seconds: float
+    #: KADENCE_BENCH_WARMUP: warm-up before each measurement window
+    warmup: float
+    #: KADENCE_BENCH_PARTITIONS: partitions of commands/history/state (and the task topics)
+    partitions: int
+    #: KADENCE_BENCH_CONCURRENCY: workflows in flight in the closed-loop throughput runs: one
+    #: number, or a comma-separated list to probe (the best level is measured)
+    concurrency_levels: list
+    #: KADENCE_BENCH_WORKERS: worker subprocesses
+    workers: int
+    #: KADENCE_BENCH_TIMER_RATE: timers per second in the timer lateness run
+    timer_rate: float
+    #: KADENCE_BENCH_IDLE_WORKFLOWS: open idle workflows in the scale run
+    idle_workflows: int
+    logdir: Path = field(default_factory=Path)
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        seconds = env_float("KADENCE_BENCH_SECONDS", 60.0)
+        if seconds <= 0:
+            raise BenchError("KADENCE_BENCH_SECONDS must be > 0")
+        idle_default = int(min(20_000, max(5_000, 500 * seconds)))
+        return cls(
+            bootstrap=bootstrap(), seconds=seconds,
+            warmup=env_float("KADENCE_BENCH_WARMUP", min(5.0, max(2.0, seconds / 5))),
+            partitions=int(env_float("KADENCE_BENCH_PARTITIONS", 4)),
+            concurrency_levels=_levels(os.environ.get("KADENCE_BENCH_CONCURRENCY") or "32,64,128,256"),
+            workers=int(env_float("KADENCE_BENCH_WORKERS", 1)),
+            timer_rate=env_float("KADENCE_BENCH_TIMER_RATE", 1000.0),
+            idle_workflows=int(env_float("KADENCE_BENCH_IDLE_WORKFLOWS", idle_default)),
+        )
+
+
+def _levels(raw: str) -> list:
+    try:
+        levels = [int(x) for x in raw.split(",") if x.strip()]
+    except ValueError as exc:
+        raise BenchError(f"KADENCE_BENCH_CONCURRENCY must be numbers separated by commas, got {raw!r}") from exc
+    if not levels or min(levels) < 1:
+        raise BenchError("KADENCE_BENCH_CONCURRENCY needs at least one level >= 1")
+    return levels
+
+
+def new_namespace(settings: Settings, tag: str, *, queues=(QUEUE,)) -> KafkaConfig:
+    """A fresh namespace with its topics (and the task topics of ``queues``) created."""
+    ns = f"b{tag.replace('_', '-')}-{uuid.uuid4().hex[:6]}"[:60]
+    config = KafkaConfig(bootstrap=settings.bootstrap, namespace=ns, partitions=settings.partitions)
+    cat = Catalogue(config)
+    cat.apply(cat.core_specs() + [s for q in queues for s in cat.queue_specs(q)])
+    return config
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@functools.lru_cache(maxsize=1)
+def cli_processor_has_metrics_port() -> bool:
+    out = subprocess.run([sys.executable, "-m", "kadence.cli", "processor", "--help"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=60)
+    return "--metrics-port" in out.stdout
+
+
+class Procs:
+    """The Kadence processes of one scenario (children of the benchmark; stopped at the end)."""
+
+    def __init__(self, config: KafkaConfig, logdir: Path, tag: str):
+        self.config = config
+        self.logdir = logdir
+        self.tag = tag
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: dict[str, Path] = {}
+        self.metrics_ports: dict[str, int] = {}
+        self._n = 0
+
+    def _env(self, **extra) -> dict:
+        env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
+               "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_PARTITIONS": str(self.config.partitions),
+               "KADENCE_SESSION_TIMEOUT_MS": "6000",
+               "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)]))}
+        env.update(extra)
+        return env
+
+    def _spawn(self, name: str, argv: list[str], env: dict) -> subprocess.Popen:
+        self._n += 1
+        path = self.logdir / f"{self.tag}-{name}-{self._n}.log"
+        with open(path, "w") as log:
+            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                    start_new_session=True)
+        self.procs[name] = proc
+        self.logs[name] = path
+        return proc
+
+    def start_processor(self, instance_id: str = "p0", **env) -> subprocess.Popen:
+        port = free_port()
+        self.metrics_ports[instance_id] = port
+        if cli_processor_has_metrics_port():
+            argv = [sys.executable, "-m", "kadence.cli", "processor", "--metrics-port", str(port)]
+        else:
+            argv = [sys.executable, "-m", "bench._processor", str(port)]
+        return self._spawn(instance_id, argv, self._env(KADENCE_PROCESSOR_ID=instance_id, **env))
+
+    def start_timers(self, instance_id: str = "t0") -> subprocess.Popen:
+        return self._spawn(instance_id, [sys.executable, "-m", "kadence.cli", "timers"],
+                           self._env(KADENCE_TIMERS_ID=instance_id))
+
+    def start_worker(self, name: str = "w0", queue: str = QUEUE) -> subprocess.Popen:
+        return self._spawn(name, [sys.executable, "-m", "kadence.cli", "worker", "--task-queue", queue,
+                                  "--module", "bench.workloads"], self._env())
+
+    def signal(self, name: str, sig: int) -> None:
+        proc = self.procs.pop(name)
+        if proc.poll() is None:
+            proc.send_signal(sig)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def log_text(self, name: str) -> str:
+        return self.logs[name].read_text(errors="replace")
+
+    async def wait_log(self, name: str, pattern: str, timeout: float, *, count: int = 1) -> list[re.Match]:
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            found = list(rx.finditer(self.log_text(name)))
+            if len(found) >= count:
+                return found
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                raise BenchError(f"{name} exited with code {proc.returncode}; log {self.logs[name]}:\n"
+                                 f"{self.log_text(name)[-2000:]}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"{name}: no {pattern!r} in its log within {timeout}s ({self.logs[name]})")
+            await asyncio.sleep(0.05)
+
+    def metrics(self, instance_id: str = "p0") -> dict[str, float]:
+        return scrape(self.metrics_ports[instance_id])
+
+    def check_alive(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise BenchError(f"{name} exited with code {proc.returncode}; log {self.logs[name]}:\n"
+                                 f"{self.log_text(name)[-2000:]}")
+
+    def close(self) -> None:
+        for name in list(self.procs):
+            proc = self.procs[name]
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for name, proc in list(self.procs.items()):
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.procs.clear()
+
+
+def scrape(port: int) -> dict[str, float]:
+    """Prometheus text format -> {sample name with labels: value} (unlabelled names plain)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            continue
+    return out
+
+
+def metric_delta(before: dict, after: dict, name: str) -> float:
+    return after.get(name, 0.0) - before.get(name, 0.0)
+
+
+def poll_ready(consumer, most: int, timeout: float) -> list:
+    """Wait up to ``timeout`` for one record, then take whatever else is ready (``consume(n, t)``
+    alone waits for n records or the whole timeout, which would add latency to what we measure)."""
+    first = consumer.poll(timeout)
+    if first is None:
+        return []
+    return [first, *consumer.consume(num_messages=most - 1, timeout=0)]
+
+
+# -- CPU accounting ----------------------------------------------------------------------------
+
+def broker_process(bootstrap: str) -> psutil.Process | None:
+    """The process listening on the first bootstrap port on this machine, if any (the broker)."""
+    try:
+        port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+                return psutil.Process(conn.pid)
+    except (psutil.Error, ValueError, IndexError, PermissionError):
+        return None
+    return None
+
+
+class CpuMeter:
+    """CPU seconds used by named processes between ``start()`` and ``stop()``, as % of one core."""
+
+    def __init__(self, procs: dict[str, int | psutil.Process | None]):
+        self._procs = {}
+        for name, p in procs.items():
+            if p is None:
+                continue
+            try:
+                self._procs[name] = p if isinstance(p, psutil.Process) else psutil.Process(p)
+            except psutil.Error:
+                pass
+        self._t0 = 0.0
+        self._c0: dict[str, float] = {}
+
+    @staticmethod
+    def _cpu(p: psutil.Process) -> float:
+        try:
+            t = p.cpu_times()
+            return t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            return float("nan")
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._c0 = {n: self._cpu(p) for n, p in self._procs.items()}
+        self._sys0 = psutil.cpu_times()
+
+    def stop(self) -> dict[str, float]:
+        dt = time.monotonic() - self._t0
+        out = {n: round(100 * (self._cpu(p) - self._c0[n]) / dt, 1) for n, p in self._procs.items()}
+        sys1 = psutil.cpu_times()
+        idle = (sys1.idle - self._sys0.idle) + (getattr(sys1, "iowait", 0) - getattr(self._sys0, "iowait", 0))
+        out["machine_busy"] = round(100 * (psutil.cpu_count() - idle / dt), 1)
+        return out
+
+
+# -- statistics --------------------------------------------------------------------------------
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100); NaN when empty."""
+    if not values:
+        return float("nan")
+    xs = sorted(values)
+    if len(xs) == 1:
+        return xs[0]
+    k = (len(xs) - 1) * q / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def summary(values: list[float], digits: int = 2) -> dict:
+    return {"p50": round(percentile(values, 50), digits), "p95": round(percentile(values, 95), digits),
+            "p99": round(percentile(values, 99), digits), "max": round(max(values), digits) if values else None,
+            "mean": round(sum(values) / len(values), digits) if values else None, "samples": len(values)}
+
+
+# -- progress ----------------------------------------------------------------------------------
+
+def make_progress() -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[scenario]:<26}"), TextColumn("{task.description}"),
+                    TimeElapsedColumn(), console=console, transient=False, refresh_per_second=4)
+
+
+@dataclass
+class Context:
+    settings: Settings
+    progress: Progress
+    #: results so far (later scenarios use earlier ones: the half-load rate, the batch size)
+    results: dict = field(default_factory=dict)
+
+    def task(self, scenario: str, description: str = "starting"):
+        return self.progress.add_task(description, scenario=scenario, total=None)
+
+    def update(self, task, description: str) -> None:
+        self.progress.update(task, description=description)

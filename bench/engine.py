@@ -1,0 +1,118 @@
+"""A running engine for one scenario: a fresh namespace, the processor, the timer service and
+worker subprocesses, and a connected client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, TopicPartition
+
+from kadence import Client
+from kadence.topics import Catalogue, KafkaConfig
+
+from . import workloads
+from .common import QUEUE, BenchError, Context, Procs, broker_process, new_namespace
+from .load import Recorder, run_workflow
+
+
+@dataclass
+class Engine:
+    config: KafkaConfig
+    procs: Procs
+    client: Client
+
+    def pids(self) -> dict:
+        out = {name: p.pid for name, p in self.procs.procs.items()}
+        out["broker"] = broker_process(self.config.bootstrap)
+        out["bench"] = os.getpid()
+        return out
+
+
+async def wait_ready(eng: Engine, timeout: float = 90.0) -> None:
+    """Until a one-activity workflow completes end to end (processor restored, worker joined)."""
+    rec = Recorder()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        eng.procs.check_alive()
+        await run_workflow(eng.client, workloads.OneActivity, 1, rec, wid=f"ready-{time.monotonic_ns()}",
+                           timeout=min(30.0, max(1.0, deadline - time.monotonic())))
+        if rec.done:
+            return
+    raise BenchError(f"engine not ready within {timeout}s: {rec.errors[-3:]}; logs in {eng.procs.logdir}")
+
+
+@contextlib.asynccontextmanager
+async def engine(ctx: Context, tag: str, *, timers: bool = True, workers: int | None = None,
+                 processor_env: dict | None = None):
+    settings = ctx.settings
+    loop = asyncio.get_running_loop()
+    config = await loop.run_in_executor(None, new_namespace, settings, tag)
+    procs = Procs(config, settings.logdir, tag)
+    client = None
+    try:
+        procs.start_processor("p0", **(processor_env or {}))
+        if timers:
+            procs.start_timers("t0")
+        for i in range(settings.workers if workers is None else workers):
+            procs.start_worker(f"w{i}")
+        await procs.wait_log("p0", r"assigned partitions", 90)
+        client = await Client.connect(config=config)
+        eng = Engine(config, procs, client)
+        await wait_ready(eng)
+        yield eng
+    finally:
+        if client is not None:
+            await client.close()
+        await loop.run_in_executor(None, procs.close)
+
+
+def count_records(config: KafkaConfig, topics: list[str], t0_ms: float, t1_ms: float,
+                  timeout: float = 120.0) -> dict[str, int]:
+    """Records per topic whose Kafka timestamp falls in [t0_ms, t1_ms) (committed records only;
+    transaction markers are not records)."""
+    consumer = Consumer(config.consumer(None, **{"fetch.wait.max.ms": 10, "enable.partition.eof": False}))
+    counts = {t: 0 for t in topics}
+    try:
+        md = consumer.list_topics(timeout=10)
+        tps = [TopicPartition(t, p, int(t0_ms)) for t in topics if t in md.topics for p in md.topics[t].partitions]
+        if not tps:
+            return counts
+        starts = consumer.offsets_for_times(tps, timeout=30)
+        ends = {}
+        assign = []
+        for tp in starts:
+            _low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
+            if tp.offset < 0 or tp.offset >= high:
+                continue
+            ends[(tp.topic, tp.partition)] = high
+            assign.append(tp)
+        if not assign:
+            return counts
+        consumer.assign(assign)
+        remaining = set(ends)
+        deadline = time.monotonic() + timeout
+        while remaining and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=5000, timeout=0.5):
+                if msg.error():
+                    continue
+                ts = msg.timestamp()[1]
+                if t0_ms <= ts < t1_ms:
+                    counts[msg.topic()] += 1
+            positions = consumer.position([TopicPartition(t, p) for (t, p) in remaining])
+            for tp in positions:
+                if tp.offset >= ends[(tp.topic, tp.partition)]:
+                    remaining.discard((tp.topic, tp.partition))
+        return counts
+    finally:
+        consumer.close()
+
+
+def output_topics(config: KafkaConfig) -> dict[str, list[str]]:
+    cat = Catalogue(config)
+    from kadence.topics import TIMER_TIERS_MS
+    return {"history": [cat.history], "state": [cat.state], "tasks": [cat.workflow_tasks(QUEUE), cat.activity_tasks(QUEUE)],
+            "replies": [cat.replies], "timers": [cat.timers(t) for t in TIMER_TIERS_MS], "commands": [cat.commands]}

@@ -1,0 +1,1 @@
+"""One module per scenario; each exposes ``async def run(ctx) -> dict``."""

@@ -1,0 +1,91 @@
+"""Scenario 2: per-step latency of a 3-activity workflow, at light load (one workflow at a time)
+and at about half the measured maximum throughput (open loop, fixed start rate).
+
+Per workflow, each ``timed`` activity returns the engine's scheduled time of its
+``ActivityTaskScheduled`` event (processor clock, whole ms) and its own start and end times, so:
+
+* dispatch = activity started - activity scheduled (task produced in the transaction, consumed
+  by the worker, activity invoked);
+* step = next activity scheduled - previous activity finished (completion command -> processor
+  transaction -> workflow task -> worker replays and answers -> processor transaction that
+  schedules the next activity: two transactions and one workflow-task round trip);
+* start_to_close = client sends the start -> client receives the result reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from .. import workloads
+from ..common import Context, CpuMeter, summary
+from ..engine import engine
+from ..load import Recorder, closed_loop, open_loop
+
+#: used when the throughput scenario did not run (``--only latency``)
+DEFAULT_HALF_RATE = 50.0
+
+
+def analyse(done, t0: float, t1: float) -> dict:
+    dispatch, step, first, e2e = [], [], [], []
+    for d in done:
+        if not (t0 <= d.started < t1) or not isinstance(d.result, list):
+            continue
+        e2e.append((d.finished - d.started) * 1000)
+        acts = d.result
+        first.append(acts[0][1] - d.wall_started_ms)
+        for _x, sched, start, _end in acts:
+            dispatch.append(start - sched)
+        for prev, nxt in zip(acts, acts[1:]):
+            step.append(nxt[1] - prev[3])
+    out = summary(step)
+    out.update({"what": "activity completed -> next activity scheduled (ms)", "dispatch": summary(dispatch),
+                "start_to_first_scheduled": summary(first), "start_to_close": summary(e2e)})
+    return out
+
+
+async def _watch(ctx, task, rec: Recorder, runner, w0: float, w1: float, label: str, eng) -> None:
+    while not runner.done():
+        now = time.monotonic()
+        phase = "warm-up" if now < w0 else ("drain" if now >= w1 else f"{now - w0:.0f}/{w1 - w0:.0f}s")
+        ctx.update(task, f"{label} {phase}  completed {len(rec.done)}  in flight {rec.inflight}  errors {len(rec.errors)}")
+        eng.procs.check_alive()
+        await asyncio.wait({runner}, timeout=0.25)
+    await runner
+
+
+async def run(ctx: Context) -> dict:
+    s = ctx.settings
+    task = ctx.task("latency")
+    tp = ctx.results.get("throughput", {}).get("three_activity", {})
+    max_rate = tp.get("wf_per_s") if isinstance(tp, dict) else None
+    half_rate = round(max_rate / 2, 1) if max_rate else DEFAULT_HALF_RATE
+    out: dict = {}
+    async with engine(ctx, "latency") as eng:
+        # light load: one workflow at a time
+        rec = Recorder()
+        w0 = time.monotonic() + s.warmup
+        w1 = w0 + s.seconds
+        runner = asyncio.create_task(closed_loop(eng.client, workloads.TimedThree, rec, concurrency=1, until=w1))
+        await _watch(ctx, task, rec, runner, w0, w1, "light", eng)
+        out["light"] = analyse(rec.done, w0, w1)
+        out["light"]["errors"] = len(rec.errors)
+        # half load: open loop at half the measured maximum
+        rec = Recorder()
+        w0 = time.monotonic() + s.warmup
+        w1 = w0 + s.seconds
+        cpu = CpuMeter(eng.pids())
+        cpu.start()
+        runner = asyncio.create_task(open_loop(eng.client, workloads.TimedThree, rec, rate=half_rate, until=w1,
+                                               drain=30))
+        await _watch(ctx, task, rec, runner, w0, w1, f"half ({half_rate}/s)", eng)
+        usage = cpu.stop()
+        out["half_load"] = analyse(rec.done, w0, w1)
+        out["half_load"].update({"rate_wf_per_s": half_rate, "max_rate_source": "throughput.three_activity"
+                                 if max_rate else "default (throughput not run)", "errors": len(rec.errors),
+                                 "error_sample": rec.errors[:3], "cpu_percent_of_core": usage,
+                                 "started_in_window": sum(1 for d in rec.done if w0 <= d.started < w1)})
+    light, half = out["light"], out["half_load"]
+    ctx.update(task, f"[green]light step p50 {light['p50']} p99 {light['p99']} ms; dispatch p50 "
+                     f"{light['dispatch']['p50']} ms; half-load step p50 {half['p50']} p99 {half['p99']} ms[/]")
+    return out
