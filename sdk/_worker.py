@@ -124,12 +124,18 @@ class _TaskConsumer:
                     self._paused = busy
                 if busy:
                     # paused: serve callbacks, and wake as soon as a task finishes (not after a
-                    # fixed poll timeout: that made every slot wait ~100 ms under load)
-                    self.consumer.poll(0)
-                    self._wakeup.wait(0.1)
-                    self._wakeup.clear()
-                    continue
-                msgs = _poll_ready(self.consumer, 100, 0.1)
+                    # fixed poll timeout: that made every slot wait ~100 ms under load). A
+                    # partition assigned meanwhile is not paused yet: its record is handled below.
+                    extra = self.consumer.poll(0)
+                    msgs = [extra] if extra is not None else []
+                    if msgs:
+                        self.consumer.pause(self.consumer.assignment())
+                    else:
+                        self._wakeup.wait(0.1)
+                        self._wakeup.clear()
+                        continue
+                else:
+                    msgs = _poll_ready(self.consumer, 100, 0.1)
                 for msg in msgs:
                     if msg.error():
                         if msg.error().fatal():
