@@ -8,6 +8,9 @@ Errors are ``{"error": {"code", "message", "field"?}}`` with a stable code, neve
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import json
 import logging
 import os
 import time
@@ -16,7 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, Header, Request
+from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -112,6 +115,26 @@ def _error(status: int, code: str, message: str, field: str | None = None, heade
     if field:
         body["field"] = field
     return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+_CLOSING = {"WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
+            "WorkflowExecutionTerminated", "WorkflowExecutionContinuedAsNew", "WorkflowExecutionTimedOut"}
+
+
+def _encode_cursor(seq: int, run_id: str) -> str:
+    """Opaque to clients: the last event seen and its run."""
+    return base64.urlsafe_b64encode(json.dumps([seq, run_id]).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        seq, run_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(seq, int) or not isinstance(run_id, str) or seq < 0:
+            raise ValueError("bad cursor")
+        return seq, run_id
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise RequestValidationError([{"loc": ("query", "cursor"), "msg": "not a cursor from this API",
+                                       "type": "value_error"}]) from exc
 
 
 _ERRORS = {400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse},
@@ -222,13 +245,34 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         log.info("started workflow %s run %s", workflow_id, reply["run_id"])
         return StartResponse(workflow_id=workflow_id, run_id=reply["run_id"])
 
-    @app.get("/v1/workflows/{workflow_id}/history", responses=_ERRORS, summary="A run's history, oldest first")
-    async def history(workflow_id: str, run_id: str | None = None):
+    @app.get("/v1/workflows/{workflow_id}/history", responses=_ERRORS,
+             summary="A run's history, oldest first, in pages; optionally waits for new events")
+    async def history(workflow_id: str, run_id: str | None = None,
+                      page_size: int = Query(1000, ge=1, le=10_000, description="most events in one page"),
+                      cursor: str | None = Query(None, max_length=200, description="next_cursor of the previous page"),
+                      wait_seconds: float = Query(0, ge=0, le=60,
+                                                  description="long-poll: wait up to this long for events past the cursor")):
         engine: EngineClient = state["engine"]
-        rid, events = await engine.history(workflow_id, run_id)
-        if run_id is not None and not events:
-            raise WorkflowNotFoundError(f"run {run_id!r} of workflow {workflow_id!r} not found")
-        return {"workflow_id": workflow_id, "run_id": rid, "events": [event_to_json(e, converter) for e in events]}
+        after = 0
+        if cursor is not None:
+            after, cursor_run = _decode_cursor(cursor)
+            run_id = run_id or cursor_run
+            if cursor_run != run_id:
+                return _error(400, "invalid_input", "cursor belongs to another run", "cursor")
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            rid, events = await engine.history(workflow_id, run_id)
+            if run_id is not None and not events:
+                raise WorkflowNotFoundError(f"run {run_id!r} of workflow {workflow_id!r} not found")
+            page = [e for e in events if e["seq"] > after][:page_size]
+            closed = bool(events) and events[-1]["attributes"][0] in _CLOSING
+            if page or closed or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.2)
+        last = page[-1]["seq"] if page else after
+        more = any(e["seq"] > last for e in events)
+        return {"workflow_id": workflow_id, "run_id": rid, "events": [event_to_json(e, converter) for e in page],
+                "next_cursor": _encode_cursor(last, rid), "has_more": more, "closed": closed}
 
     async def _mutation(workflow_id: str, body_type: str, body: dict, idempotency_key: str | None):
         engine: EngineClient = state["engine"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from kadence import Client, Worker
@@ -59,3 +60,31 @@ async def test_terminate_and_cancel_are_idempotent_and_typed(http):
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
     half = await http.post(f"/v1/workflows/{wid}/signals", json={"signal": "add", "workflow_type": "Collector"})
     assert half.status_code == 400 and half.json()["error"]["field"] == "task_queue"
+
+
+async def test_history_pages_with_cursors_and_long_polls_for_new_events(http, gw_config):
+    wid = f"gwh-{uuid.uuid4().hex[:8]}"
+    client = await Client.connect(config=gw_config)
+    try:
+        started = await http.post("/v1/workflows/Collector/start", json={"workflow_id": wid, "task_queue": "q",
+                                                                         "input": [1]})
+        assert started.status_code == 201
+        first = (await http.get(f"/v1/workflows/{wid}/history", params={"page_size": 1})).json()
+        assert [e["seq"] for e in first["events"]] == [1] and first["has_more"] and not first["closed"]
+        second = (await http.get(f"/v1/workflows/{wid}/history",
+                                 params={"page_size": 1, "cursor": first["next_cursor"]})).json()
+        assert [e["seq"] for e in second["events"]] == [2]
+        # nothing new yet: a long poll waits, then returns the events that arrive meanwhile
+        async with Worker(client, task_queue="q", workflows=[Collector]):
+            poll = asyncio.ensure_future(http.get(f"/v1/workflows/{wid}/history",
+                                                  params={"cursor": second["next_cursor"], "wait_seconds": 30}))
+            await asyncio.sleep(0.5)
+            assert not poll.done(), "the long poll returned before there was anything new"
+            await http.post(f"/v1/workflows/{wid}/signals", json={"signal": "add", "input": ["x"]})
+            page = (await poll).json()
+            assert page["events"] and page["events"][0]["seq"] == 3
+            await client.get_workflow_handle(wid).result(timeout=60)
+        bad = await http.get(f"/v1/workflows/{wid}/history", params={"cursor": "not-a-cursor"})
+        assert bad.status_code == 400 and bad.json()["error"]["field"].endswith("cursor")
+    finally:
+        await client.close()
