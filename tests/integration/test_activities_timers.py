@@ -92,3 +92,23 @@ async def test_ten_thousand_timers_fire_once_and_never_early(client, processors,
             assert e["timestamp_ms"] >= started[e["attributes"][1]["timer_id"]], f"{wf}: timer fired early"
         fired_total += len(fired)
     assert fired_total == n_workflows * per_workflow
+
+
+async def test_a_slow_activity_never_blocks_the_ones_behind_it_on_its_partition(client, processors, kafka_config):
+    from kadence.topics import partition_for
+
+    from .workflows import GATES, GateOnQ, ThreeSteps, add, double, gate, three_steps_result
+    processors.start()
+    parts = kafka_config.partitions
+    # activity tasks are keyed by workflow ID: pick fast workflows on the slow one's partition
+    fast_ids = [f"fast-{i}" for i in range(200) if partition_for(f"fast-{i}", parts) == partition_for("slow-1", parts)][:5]
+    GATES.pop("slow-1", None)
+    async with Worker(client, task_queue="q", workflows=[GateOnQ, ThreeSteps], activities=[gate, add, double]):
+        slow = await client.start_workflow(GateOnQ, id="slow-1", task_queue="q")
+        await wait_until(lambda: "slow-1" in GATES, 30, "the slow activity to start")
+        fast = await asyncio.gather(*(client.start_workflow(ThreeSteps, i, id=wid, task_queue="q")
+                                      for i, wid in enumerate(fast_ids)))
+        assert await asyncio.gather(*(h.result(timeout=60) for h in fast)) == [three_steps_result(i) for i in range(5)]
+        assert (await slow.describe())["status"] == "running", "the slow activity is still running"
+        GATES["slow-1"].set()
+        assert await slow.result(timeout=30) == "opened:slow"

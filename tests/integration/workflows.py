@@ -234,3 +234,12 @@ class FanOut:
     async def run(self, n: int) -> list:
         handles = [await workflow.start_child_workflow(AddChild, i) for i in range(n)]
         return [await h for h in handles]
+
+
+@workflow.defn
+class GateOnQ:
+    """Waits at a gate activity served on the same task queue as everything else."""
+
+    @workflow.run
+    async def run(self) -> str:
+        return await workflow.execute_activity(gate, "slow", start_to_close_timeout=T)

@@ -406,3 +406,29 @@ def test_parent_close_policy_terminates_open_children():
     f.h.take_tasks("workflow")
     f._route(f.h.send("parent", "TerminateWorkflow", {"reason": "ops"}, request_id="t"))
     assert f.h.store.get_state("parent/child-1")["status"] == "terminated"
+
+
+@workflow.defn
+class Bounded:
+    @workflow.run
+    async def run(self):
+        try:
+            return await workflow.execute_activity(flaky, 1, schedule_to_close_timeout=timedelta(seconds=5),
+                                                   retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1)))
+        except ActivityError as err:
+            return f"{err}"
+
+
+def test_schedule_to_close_bounds_all_attempts_together():
+    d = Driver(Bounded, lambda task, args: ("fail", "down"))
+    d.h.start("wf", "Bounded", [])
+    d.run(fire_timers=False)  # attempt 1 failed; a retry and the schedule-to-close deadline are pending
+    kinds = {t["kind"] for t in d.h.timers}
+    assert kinds == {"retry_backoff", "schedule_to_close"}
+    deadline = next(t for t in d.h.timers if t["kind"] == "schedule_to_close")
+    d.h.timers = [deadline]  # the deadline comes first (the retry would start after it)
+    d.h.fire_timers()
+    d.run(fire_timers=False)
+    assert "timed out (schedule_to_close)" in conv.from_bytes(d.state()["result"])
+    [timed_out] = [e for e in d.h.events if e["attributes"][0] == "ActivityTaskTimedOut"]
+    assert timed_out["attributes"][1]["timeout_type"] == "schedule_to_close"
