@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import os
 import re
@@ -118,13 +117,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@functools.lru_cache(maxsize=1)
-def cli_processor_has_metrics_port() -> bool:
-    out = subprocess.run([sys.executable, "-m", "kadence.cli", "processor", "--help"], capture_output=True,
-                         text=True, cwd=ROOT, timeout=60)
-    return "--metrics-port" in out.stdout
-
-
 class Procs:
     """The Kadence processes of one scenario (children of the benchmark; stopped at the end)."""
 
@@ -158,10 +150,7 @@ class Procs:
     def start_processor(self, instance_id: str = "p0", **env) -> subprocess.Popen:
         port = free_port()
         self.metrics_ports[instance_id] = port
-        if cli_processor_has_metrics_port():
-            argv = [sys.executable, "-m", "kadence.cli", "processor", "--metrics-port", str(port)]
-        else:
-            argv = [sys.executable, "-m", "bench._processor", str(port)]
+        argv = [sys.executable, "-m", "kadence.cli", "processor", "--metrics-port", str(port)]
         return self._spawn(instance_id, argv, self._env(KADENCE_PROCESSOR_ID=instance_id, **env))
 
     def start_timers(self, instance_id: str = "t0") -> subprocess.Popen:
