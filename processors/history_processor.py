@@ -207,10 +207,10 @@ class HistoryProcessor:
         ts = now_ms()
         for msg in msgs:
             p = msg.partition()
-            offsets[(msg.topic(), p)] = msg.offset() + 1
             store = self._stores.get(p)
-            if store is None:  # partition revoked while the batch was buffered
+            if store is None:  # revoked while the batch was buffered: its new owner processes it
                 continue
+            offsets[(msg.topic(), p)] = msg.offset() + 1
             view = views.get(p) or views.setdefault(p, BatchView(store))
             out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
             try:
@@ -232,6 +232,8 @@ class HistoryProcessor:
         self._commit(msgs, views, outboxes, dead, offsets)
 
     def _commit(self, msgs, views, outboxes, dead, offsets) -> None:
+        if not offsets:
+            return  # every record belonged to partitions this instance no longer owns
         producer = self._producer
         t0 = time.perf_counter()
         try:
