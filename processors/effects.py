@@ -13,6 +13,7 @@ from kadence.topics.records import new_id
 
 __all__ = ["BatchView", "Outbox", "emit", "reply", "remember", "recent", "schedule_workflow_task",
            "dispatch_workflow_task", "close_run", "start_timer", "workflow_task_needed", "send_command",
+           "deduplicated", "open_run_or_reply",
            "RECENT_REQUESTS", "MAX_RESULT_WAITERS"]
 
 log = logging.getLogger(__name__)
@@ -170,6 +171,37 @@ def recent(st: dict | None, request_id: str | None) -> dict | None:
         if r["request_id"] == request_id:
             return r
     return None
+
+
+def deduplicated(st: dict | None, cmd: dict, out: Outbox, view: BatchView | None = None) -> bool:
+    """A retried request: answer it as the first time and change nothing.
+
+    Looks in the workflow's recent requests (across runs) and, for the open run, in the request
+    IDs of its history events (every signal and cancel of the run, however many)."""
+    rid = cmd["request_id"]
+    seen = recent(st, rid)
+    if seen is None and rid and st is not None and view is not None and view.request_seen(st["workflow_id"], st["run_id"], rid):
+        seen = {"status": "ok", "run_id": st["run_id"], "message": ""}
+    if seen is None:
+        return False
+    out.duplicates += 1
+    reply(out, cmd["request_id"], cmd["aggregate_key"], seen["status"], run_id=seen["run_id"], message=seen["message"])
+    return True
+
+
+def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
+    """The open run a request is for, or None after replying (duplicate, not found, closed)."""
+    wf = cmd["aggregate_key"]
+    st = view.state(wf)
+    if deduplicated(st, cmd, out, view):
+        return None
+    if st is None or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
+        reply(out, cmd["request_id"], wf, "not_found", message=f"workflow {wf!r} not found")
+        return None
+    if st["status"] != "running":
+        reply(out, cmd["request_id"], wf, "rejected", run_id=st["run_id"], message=f"workflow is {st['status']}")
+        return None
+    return st
 
 
 def schedule_workflow_task(view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False) -> None:

@@ -21,7 +21,8 @@ import logging
 import uuid
 
 from .activities import _dispatch_attempt
-from .effects import BatchView, Outbox, close_run, emit, remember, reply, schedule_workflow_task, start_timer
+from .effects import (BatchView, Outbox, close_run, emit, open_run_or_reply, remember, reply,
+                      schedule_workflow_task, start_timer)
 
 __all__ = ["reset_workflow"]
 
@@ -36,15 +37,8 @@ def _fail(out: Outbox, cmd: dict, message: str) -> None:
 
 def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
-    st = view.state(wf)
+    st = open_run_or_reply(cmd, view, out)  # a retried reset gets its first answer, and resets nothing
     if st is None:
-        reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
-        return
-    if st["status"] != "running":
-        _fail(out, cmd, f"only an open run can be reset (run {st['run_id']} is {st['status']})")
-        return
-    if cmd["run_id"] and cmd["run_id"] != st["run_id"]:
-        _fail(out, cmd, f"run {cmd['run_id']} is not the open run {st['run_id']}")
         return
     history = view.history(wf, st["run_id"])
     point = next((e for e in history if e["seq"] == body["workflow_task_completed_seq"]), None)

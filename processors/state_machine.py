@@ -18,7 +18,8 @@ from .reset import reset_workflow
 from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
                          schedule_activity)
 from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, dispatch_workflow_task, emit,
-                      recent, remember, reply, schedule_workflow_task, send_command, start_timer,
+                      deduplicated, open_run_or_reply, recent, remember, reply, schedule_workflow_task,
+                      send_command, start_timer,
                       workflow_task_needed)
 
 __all__ = ["BatchView", "Outbox", "transition", "RECENT_REQUESTS", "MAX_RESULT_WAITERS",
@@ -320,26 +321,10 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         view.put(st)
 
 
-def _deduplicated(st: dict | None, cmd: dict, out: Outbox, view: BatchView | None = None) -> bool:
-    """A retried request: answer it as the first time and change nothing.
-
-    Looks in the workflow's recent requests (across runs) and, for the open run, in the request
-    IDs of its history events (every signal and cancel of the run, however many)."""
-    rid = cmd["request_id"]
-    seen = recent(st, rid)
-    if seen is None and rid and st is not None and view is not None and view.request_seen(st["workflow_id"], st["run_id"], rid):
-        seen = {"status": "ok", "run_id": st["run_id"], "message": ""}
-    if seen is None:
-        return False
-    out.duplicates += 1
-    reply(out, cmd["request_id"], cmd["aggregate_key"], seen["status"], run_id=seen["run_id"], message=seen["message"])
-    return True
-
-
 def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
-    if _deduplicated(st, cmd, out, view):
+    if deduplicated(st, cmd, out, view):
         return
     if st is None or st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
         if body["start"] is None:
@@ -358,22 +343,8 @@ def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> Non
     reply(out, rid, wf, "ok", run_id=st["run_id"])
 
 
-def _open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
-    wf = cmd["aggregate_key"]
-    st = view.state(wf)
-    if _deduplicated(st, cmd, out, view):
-        return None
-    if st is None or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
-        reply(out, cmd["request_id"], wf, "not_found", message=f"workflow {wf!r} not found")
-        return None
-    if st["status"] != "running":
-        reply(out, cmd["request_id"], wf, "rejected", run_id=st["run_id"], message=f"workflow is {st['status']}")
-        return None
-    return st
-
-
 def _request_cancel(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
-    st = _open_run_or_reply(cmd, view, out)
+    st = open_run_or_reply(cmd, view, out)
     if st is None:
         return
     if not st["cancel_requested"]:
@@ -392,7 +363,7 @@ def _terminate_run(view: BatchView, out: Outbox, st: dict, reason: str, ts: int,
 
 
 def _terminate(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
-    st = _open_run_or_reply(cmd, view, out)
+    st = open_run_or_reply(cmd, view, out)
     if st is None:
         return
     log.warning("workflow %s run %s terminated by %s", st["workflow_id"], st["run_id"], body["identity"] or "unknown")

@@ -432,3 +432,17 @@ def test_schedule_to_close_bounds_all_attempts_together():
     assert "timed out (schedule_to_close)" in conv.from_bytes(d.state()["result"])
     [timed_out] = [e for e in d.h.events if e["attributes"][0] == "ActivityTaskTimedOut"]
     assert timed_out["attributes"][1]["timeout_type"] == "schedule_to_close"
+
+
+def test_a_retried_reset_gets_its_first_answer_and_resets_once():
+    d = Driver(Sleeper)
+    d.h.start("wf", "Sleeper", [60])
+    d.run(fire_timers=False)
+    done = [e["seq"] for e in d.h.events if e["attributes"][0] == "WorkflowTaskCompleted"][-1]
+    first = d.h.send("wf", "ResetWorkflow", {"workflow_task_completed_seq": done}, request_id="reset-1",
+                     run_id=d.state()["run_id"])
+    again = d.h.send("wf", "ResetWorkflow", {"workflow_task_completed_seq": done}, request_id="reset-1",
+                     run_id=first.replies[0]["run_id"])
+    assert first.replies[0]["status"] == "ok" and again.replies[0] == {**first.replies[0]}
+    assert again.duplicates == 1 and not again.events
+    assert sum(e["attributes"][0] == "WorkflowExecutionTerminated" for e in d.h.events) == 1
