@@ -243,3 +243,18 @@ class GateOnQ:
     @workflow.run
     async def run(self) -> str:
         return await workflow.execute_activity(gate, "slow", start_to_close_timeout=T)
+
+
+@workflow.defn
+class CancelMe:
+    """Waits at a gate; when cancelled, refunds (a compensation activity) and ends canceled."""
+
+    @workflow.run
+    async def run(self) -> str:
+        from kadence.samples.payment_saga import refund_payment
+        try:
+            await workflow.execute_activity(gate, "wait", task_queue="gates", start_to_close_timeout=timedelta(seconds=60))
+        except asyncio.CancelledError:
+            await workflow.execute_activity(refund_payment, "pay-1", start_to_close_timeout=timedelta(seconds=10))
+            raise
+        return "not canceled"
