@@ -113,10 +113,10 @@ class BatchView:
             return True
         return self._store.request_seen(workflow_id, run_id, request_id)
 
-    def history(self, workflow_id: str, run_id: str) -> list[dict]:
-        """All events of the run, committed and staged."""
-        staged = [e for e in self.new_events.get(workflow_id, ()) if e["run_id"] == run_id]
-        return self._store.get_history(workflow_id, run_id) + staged
+    def history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict]:
+        """The run's events with seq > ``since``, committed and staged."""
+        staged = [e for e in self.new_events.get(workflow_id, ()) if e["run_id"] == run_id and e["seq"] > since]
+        return self._store.get_history(workflow_id, run_id, since) + staged
 
     def commit_into(self, store) -> None:
         for wf, st in self.states.items():
@@ -223,9 +223,8 @@ def workflow_task_needed(view: BatchView, out: Outbox, st: dict, ts: int) -> Non
 
 
 def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool, query: dict | None = None) -> None:
-    history = view.history(st["workflow_id"], st["run_id"])
     since = 0 if full else st["wt_last_completed_seq"]
-    events = [e for e in history if e["seq"] > since]
+    events = view.history(st["workflow_id"], st["run_id"], since)
     out.tasks.append(("workflow", st["task_queue"], {
         "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
         "task_queue": st["task_queue"], "scheduled_seq": st["wt_scheduled_seq"] or 0,

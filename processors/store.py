@@ -39,11 +39,13 @@ class MemoryShardStore:
         self._states.pop(workflow_id, None)
         self.drop_history(workflow_id)
 
-    def get_history(self, workflow_id: str, run_id: str) -> list[dict]:
+    def get_history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict]:
+        """The run's events with seq > ``since``. Events are kept in seq order from 1, so this is
+        a slice: a workflow task costs what it carries, not the whole history."""
         entry = self._history.get(workflow_id)
         if entry is None or entry[0] != run_id:
             return []
-        return list(entry[1])
+        return entry[1][since:]
 
     def append_history(self, workflow_id: str, run_id: str, events: list[dict]) -> None:
         entry = self._history.get(workflow_id)
