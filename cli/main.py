@@ -92,19 +92,26 @@ def topics_describe(config: KafkaConfig) -> None:
 @click.pass_obj
 def processor(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
     """Run a history processor instance (until SIGTERM/SIGINT)."""
-    from prometheus_client import CollectorRegistry, start_http_server
-
     from kadence.processors import HistoryProcessor, ProcessorConfig
 
     overrides = {"instance_id": instance_id} if instance_id else {}
+    _serve(lambda registry: HistoryProcessor(ProcessorConfig.from_env(config, **overrides), registry=registry),
+           metrics_port)
+
+
+def _serve(make, metrics_port: int | None) -> None:
+    """Run a blocking engine service (``run()``/``stop()``) until SIGTERM/SIGINT, with its metrics
+    on ``metrics_port`` (loopback) when given; a typed error exits 1."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
     registry = CollectorRegistry()
-    proc = HistoryProcessor(ProcessorConfig.from_env(config, **overrides), registry=registry)
+    service = make(registry)
     if metrics_port is not None:
         start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
-    signal.signal(signal.SIGTERM, lambda *_: proc.stop())
-    signal.signal(signal.SIGINT, lambda *_: proc.stop())
+    signal.signal(signal.SIGTERM, lambda *_: service.stop())
+    signal.signal(signal.SIGINT, lambda *_: service.stop())
     try:
-        proc.run()
+        service.run()
     except KadenceError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
@@ -228,22 +235,10 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
 @click.pass_obj
 def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
     """Run a timer service instance (until SIGTERM/SIGINT)."""
-    from prometheus_client import CollectorRegistry, start_http_server
-
     from kadence.processors import TimerConfig, TimerService
 
     overrides = {"instance_id": instance_id} if instance_id else {}
-    registry = CollectorRegistry()
-    service = TimerService(TimerConfig.from_env(config, **overrides), registry=registry)
-    if metrics_port is not None:
-        start_http_server(metrics_port, registry=registry)
-    signal.signal(signal.SIGTERM, lambda *_: service.stop())
-    signal.signal(signal.SIGINT, lambda *_: service.stop())
-    try:
-        service.run()
-    except KadenceError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+    _serve(lambda registry: TimerService(TimerConfig.from_env(config, **overrides), registry=registry), metrics_port)
 
 
 def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, action):

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
+from kadence.topics.polling import poll_ready
 from kadence.topics.errors import ConfigError, KadenceError, SchemaError
 from kadence.topics.records import command, history_key, now_ms
 
@@ -182,12 +183,7 @@ class HistoryProcessor:
 
     def _poll_batch(self) -> list:
         """Adaptive batch: wait for the first command, then take whatever else is ready."""
-        first = self._consumer.poll(0.1)
-        if first is None:
-            return []
-        msgs = [first]
-        if self.config.max_batch > 1:
-            msgs.extend(self._consumer.consume(num_messages=self.config.max_batch - 1, timeout=0))
+        msgs = poll_ready(self._consumer, self.config.max_batch, 0.1)
         out = []
         for m in msgs:
             err = m.error()

@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import serde
 from kadence.topics.config import KafkaConfig
+from kadence.topics.polling import poll_ready
 from kadence.topics.errors import BrokerUnavailableError, SchemaError
 
 __all__ = ["MemoryShardStore", "restore_shard", "read_partition"]
@@ -92,10 +93,7 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
         deadline = time.monotonic() + timeout
         next_log = time.monotonic() + 5
         while True:
-            # wait for one record, then take what is ready: consume(n, t) alone waits for n
-            # records or the whole timeout, which cost ~0.5 s per partition at the end of a restore
-            first = consumer.poll(0.5)
-            msgs = [] if first is None else [first, *consumer.consume(num_messages=2000, timeout=0)]
+            msgs = poll_ready(consumer, 2000, 0.5)
             done = False
             for msg in msgs:
                 err = msg.error()

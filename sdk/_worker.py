@@ -24,6 +24,7 @@ from typing import Any, Iterable
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import serde
+from kadence.topics.polling import poll_ready
 from kadence.topics.errors import (DefinitionError, KadenceError, NonDeterminismError, NotDeterministicError,
                                    SchemaError)
 from kadence.topics.payload import failure_from_exception
@@ -70,15 +71,6 @@ class _OffsetTracker:
     def count(self) -> int:
         with self._lock:
             return sum(len(v) for v in self._inflight.values())
-
-
-def _poll_ready(consumer: Consumer, most: int, timeout: float) -> list:
-    """Wait for one record, then take whatever else is ready (``consume(n)`` alone would wait
-    for n records or the whole timeout, adding latency at light load)."""
-    first = consumer.poll(timeout)
-    if first is None:
-        return []
-    return [first, *consumer.consume(num_messages=most - 1, timeout=0)]
 
 
 class _TaskConsumer:
@@ -135,7 +127,7 @@ class _TaskConsumer:
                         self._wakeup.clear()
                         continue
                 else:
-                    msgs = _poll_ready(self.consumer, 100, 0.1)
+                    msgs = poll_ready(self.consumer, 100, 0.1)
                 for msg in msgs:
                     if msg.error():
                         if msg.error().fatal():
@@ -346,17 +338,12 @@ class Worker:
             self.stats["history_requests"] += 1
             self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity}, msg, consumer)
             return
-        except NonDeterminismError as exc:
+        except (NonDeterminismError, NotDeterministicError) as exc:
             inst.discard()
             self.stats["non_determinism"] += 1
             log.error("workflow %s run %s: %s", wf, run_id, exc)
-            self._fail_task(task, msg, "non_determinism", exc)
-            return
-        except NotDeterministicError as exc:
-            inst.discard()
-            self.stats["non_determinism"] += 1
-            log.error("workflow %s run %s: %s", wf, run_id, exc)
-            self._fail_task(task, msg, "nondeterministic_call", exc)
+            cause = "non_determinism" if isinstance(exc, NonDeterminismError) else "nondeterministic_call"
+            self._fail_task(task, msg, cause, exc)
             return
         except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
             inst.discard()

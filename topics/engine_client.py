@@ -21,6 +21,7 @@ from .catalogue import Catalogue
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError, KadenceError, WorkflowNotFoundError
 from .partitioner import partition_for
+from .polling import poll_ready
 from .records import command
 
 __all__ = ["EngineClient"]
@@ -91,8 +92,7 @@ class EngineClient:
         codec = serde.codec("Reply")
         while not self._closed.is_set():
             try:
-                first = self._replies.poll(0.2)
-                msgs = [] if first is None else [first, *self._replies.consume(num_messages=499, timeout=0)]
+                msgs = poll_ready(self._replies, 500, 0.2)
             except KafkaException as exc:  # pragma: no cover - logged, loop continues
                 log.warning("reply consumer error: %s", exc)
                 continue
@@ -161,10 +161,6 @@ class EngineClient:
             raise BrokerUnavailableError(
                 f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
                 f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)") from exc
-
-    def forget(self, workflow_id: str, request_id: str) -> None:
-        with self._lock:
-            self._pending.pop((workflow_id, request_id), None)
 
     def read_history(self, workflow_id: str, run_id: str, *, timeout: float = 30.0) -> list[dict]:
         """Every history event of one run, in order.
