@@ -113,6 +113,13 @@ class BatchView:
             return True
         return self._store.request_seen(workflow_id, run_id, request_id)
 
+    def seq_reached(self, workflow_id: str, run_id: str | None) -> int | None:
+        """The last event seq of ``run_id`` after this batch (a reply's consistency token)."""
+        st = self.states.get(workflow_id) or self._store.get_state(workflow_id)
+        if st is None or run_id is None or st["run_id"] != run_id:
+            return None
+        return st["next_seq"] - 1
+
     def history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict]:
         """The run's events with seq > ``since``, committed and staged."""
         staged = [e for e in self.new_events.get(workflow_id, ()) if e["run_id"] == run_id and e["seq"] > since]
@@ -151,7 +158,7 @@ def reply(out: Outbox, request_id: str | None, workflow_id: str, status: str, *,
     out.replies.append({
         "request_id": request_id, "workflow_id": workflow_id, "run_id": run_id, "status": status,
         "message": message, "history_offset": None, "result": result, "failure": failure,
-        "schema_version": 0,
+        "schema_version": 0, "history_seq": None,
     })
 
 
@@ -229,7 +236,7 @@ def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool
         "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
         "task_queue": st["task_queue"], "scheduled_seq": st["wt_scheduled_seq"] or 0,
         "attempt": st["wt_attempt"], "full_history": since == 0, "events": events,
-        "schema_version": 0, "trace_id": None, "query": query,
+        "schema_version": 0, "trace_id": None, "query": query, "build_id": None,
     }))
 
 

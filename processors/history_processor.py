@@ -284,6 +284,7 @@ class HistoryProcessor:
                 else:
                     self._produce(self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode())
             for reply in out.replies:
+                reply["history_seq"] = views[p].seq_reached(reply["workflow_id"], reply["run_id"])
                 self._produce(self.topics.replies, reply_codec.encode(reply), reply["request_id"].encode())
             for wf, body_type, body, run_id, request_id in out.commands:
                 self._produce(self.topics.commands, self._cmd_codec.encode(

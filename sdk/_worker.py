@@ -368,7 +368,8 @@ class Worker:
         q = task["query"]
         wf = task["workflow_id"]
         reply = {"request_id": q["request_id"], "workflow_id": wf, "run_id": task["run_id"], "status": "ok",
-                 "message": "", "history_offset": None, "result": None, "failure": None, "schema_version": 0}
+                 "message": "", "history_offset": None, "result": None, "failure": None, "schema_version": 0,
+                 "history_seq": None}
         try:
             defn = self._workflows.get(task["workflow_type"])
             if defn is None:
