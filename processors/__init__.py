@@ -7,8 +7,9 @@ Never imported by the SDK, the gateway or the connectors.
 from .history_processor import HistoryProcessor, ProcessorConfig
 from .effects import BatchView, Outbox
 from .state_machine import transition
+from .disk_store import DiskShardStore
 from .store import MemoryShardStore, restore_shard
 from .timer_service import TimerConfig, TimerService, choose_tier
 
 __all__ = ["HistoryProcessor", "ProcessorConfig", "BatchView", "Outbox", "transition",
-           "MemoryShardStore", "restore_shard", "TimerService", "TimerConfig", "choose_tier"]
+           "MemoryShardStore", "DiskShardStore", "restore_shard", "TimerService", "TimerConfig", "choose_tier"]

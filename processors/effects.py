@@ -75,6 +75,10 @@ class BatchView:
         self._store = store
         self.states: dict[str, dict] = {}
         self.new_events: dict[str, list] = {}
+        #: wire bytes produced to Kafka, by workflow ID / event ID: a store that keeps encoded
+        #: records (the disk store) takes them instead of encoding every record a second time
+        self.raw_states: dict[str, bytes] = {}
+        self.raw_events: dict[str, bytes] = {}
 
     def state(self, workflow_id: str) -> dict | None:
         if workflow_id in self.states:
@@ -126,13 +130,22 @@ class BatchView:
         return self._store.get_history(workflow_id, run_id, since) + staged
 
     def commit_into(self, store) -> None:
+        encoded = getattr(store, "KEEPS_ENCODED", False)
         for wf, st in self.states.items():
-            store.put_state(wf, st)
+            if encoded:
+                store.put_state(wf, st, self.raw_states.get(wf))
+            else:
+                store.put_state(wf, st)
             if st["status"] != "running":
                 store.drop_history(wf)
                 continue
             events = [e for e in self.new_events.get(wf, ()) if e["run_id"] == st["run_id"]]
-            if events:
+            if not events:
+                continue
+            if encoded:
+                raws = [self.raw_events.get(e["event_id"]) for e in events]
+                store.append_history(wf, st["run_id"], events, None if None in raws else raws)
+            else:
                 store.append_history(wf, st["run_id"], events)
 
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -28,6 +31,7 @@ from kadence.topics.records import command, history_key, now_ms
 
 from .effects import BatchView, Outbox
 from .state_machine import transition
+from .disk_store import DiskShardStore
 from .store import MemoryShardStore, restore_shard
 from .timer_service import choose_tier
 
@@ -48,18 +52,26 @@ class ProcessorConfig:
     transaction_timeout_ms: int = 10_000
     #: KADENCE_SESSION_TIMEOUT_MS: how soon the group notices a dead instance
     session_timeout_ms: int = 10_000
+    #: KADENCE_PROCESSOR_STORE: "disk" (RocksDB, bounded memory) or "memory" (dicts, decision 0002)
+    store: str = "disk"
+    #: KADENCE_STATE_DIR: where the disk store keeps its per-partition databases (rebuilt from
+    #: Kafka on every assignment, so nothing there needs a backup); default: a fresh temp dir
+    state_dir: str | None = None
 
     def __post_init__(self):
         if not self.instance_id or any(c.isspace() for c in self.instance_id):
             raise ConfigError("processor instance_id must be a non-empty word")
         if self.max_batch < 1:
             raise ConfigError("max_batch must be >= 1")
+        if self.store not in ("disk", "memory"):
+            raise ConfigError(f"processor store must be 'disk' or 'memory', not {self.store!r}")
 
     @classmethod
     def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "ProcessorConfig":
         env = os.environ if env is None else env
         kw: dict = {}
-        for var, key in (("KADENCE_PROCESSOR_ID", "instance_id"),):
+        for var, key in (("KADENCE_PROCESSOR_ID", "instance_id"), ("KADENCE_PROCESSOR_STORE", "store"),
+                         ("KADENCE_STATE_DIR", "state_dir")):
             if env.get(var):
                 kw[key] = env[var]
         for var, key in (("KADENCE_PROCESSOR_MAX_BATCH", "max_batch"), ("KADENCE_TXN_TIMEOUT_MS", "transaction_timeout_ms"),
@@ -68,6 +80,28 @@ class ProcessorConfig:
                 kw[key] = int(env[var])
         kw.update(overrides)
         return cls(kafka=kafka, **kw)
+
+
+def _claim_state_dir(base: Path, stem: str) -> Path:
+    """``base/stem-<pid>``, after removing the directories of dead processes with the same stem
+    (a SIGKILLed processor cannot clean up; its stores are rebuilt from Kafka anyway)."""
+    for old in base.glob(f"{stem}-*"):
+        pid = old.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    path = base / f"{stem}-{os.getpid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class _Metrics:
@@ -93,7 +127,8 @@ class HistoryProcessor:
         self.topics = Catalogue(config.kafka)
         self.metrics = _Metrics(registry or CollectorRegistry())
         self._stop = threading.Event()
-        self._stores: dict[int, MemoryShardStore] = {}
+        self._stores: dict[int, MemoryShardStore | DiskShardStore] = {}
+        self._state_dir: Path | None = None
         self._known_queues: set[str] = set()
         self._cmd_codec = serde.codec("Command")
         self._consumer: Consumer | None = None
@@ -131,6 +166,19 @@ class HistoryProcessor:
                            on_lost=self._on_revoke)
         return consumer
 
+    def _new_store(self, partition: int):
+        if self.config.store == "memory":
+            return MemoryShardStore(partition)
+        if self._state_dir is None:
+            self._state_dir = _claim_state_dir(Path(self.config.state_dir or tempfile.gettempdir()),
+                                               f"kadence-store-{self.kafka.namespace}-{self.config.instance_id}")
+        return DiskShardStore(partition, self._state_dir / f"p{partition}")
+
+    def _release(self, partition: int) -> None:
+        store = self._stores.pop(partition, None)
+        if store is not None and hasattr(store, "close"):
+            store.close()
+
     def run(self) -> None:
         self._check_topics()
         self._producer = self._make_producer()
@@ -158,6 +206,10 @@ class HistoryProcessor:
                 log.warning("consumer close: %s", exc)
         if self._producer is not None:
             self._producer.flush(5)
+        for partition in list(self._stores):
+            self._release(partition)
+        if self._state_dir is not None:
+            shutil.rmtree(self._state_dir, ignore_errors=True)
         log.info("processor %s stopped", self.config.instance_id)
 
     # -- rebalance -----------------------------------------------------------------------------
@@ -170,12 +222,14 @@ class HistoryProcessor:
         # reflect every committed batch up to the offsets we will resume from.
         consumer.committed(partitions, timeout=max(60.0, self.config.transaction_timeout_ms / 1000 * 3))
         for tp in partitions:
-            self._stores[tp.partition] = restore_shard(self.kafka, self.topics.state, self.topics.history, tp.partition)
+            self._release(tp.partition)
+            self._stores[tp.partition] = restore_shard(self.kafka, self.topics.state, self.topics.history,
+                                                       tp.partition, self._new_store(tp.partition))
         log.info("processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
-            self._stores.pop(tp.partition, None)
+            self._release(tp.partition)
         if partitions:
             log.info("processor %s released partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
 
@@ -272,11 +326,15 @@ class HistoryProcessor:
         reply_codec = serde.codec("Reply")
         timer_codec = serde.codec("TimerRecord")
         for p, out in outboxes.items():
+            view = views[p]
             for wf, ev in out.events:
-                self._produce(self.topics.history, event_codec.encode(ev),
-                              history_key(wf, ev["run_id"], ev["seq"]).encode(), p)
-            for wf, st in views[p].states.items():
-                self._produce(self.topics.state, state_codec.encode(st), wf.encode(), p)
+                raw = event_codec.encode(ev)
+                view.raw_events[ev["event_id"]] = raw
+                self._produce(self.topics.history, raw, history_key(wf, ev["run_id"], ev["seq"]).encode(), p)
+            for wf, st in view.states.items():
+                raw = state_codec.encode(st)
+                view.raw_states[wf] = raw
+                self._produce(self.topics.state, raw, wf.encode(), p)
             for kind, queue, task in out.tasks:
                 self._ensure_queue(queue)
                 if kind == "workflow":

@@ -118,23 +118,34 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
         consumer.close()
 
 
-def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, partition: int) -> MemoryShardStore:
-    """Rebuild a shard's store: states from the compacted state topic, then the events of every
-    open run from the history topic."""
-    store = MemoryShardStore(partition)
+def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, partition: int,
+                  store=None):
+    """Rebuild a shard's store (``store``: an empty one to fill; a new ``MemoryShardStore`` by
+    default): states from the compacted state topic, then the events of every open run from the
+    history topic."""
+    store = MemoryShardStore(partition) if store is None else store
     state_codec = serde.codec("WorkflowState")
     event_codec = serde.codec("HistoryEvent")
     t0 = time.monotonic()
+    open_runs: dict[str, str] = {}
 
     def on_state(key, value):
         wf = key.decode()
         if value is None:
             store.delete_state(wf)
+            open_runs.pop(wf, None)
+            return
+        st = state_codec.decode(value)
+        if _takes_raw(store):
+            store.put_state(wf, st, value)
         else:
-            store.put_state(wf, state_codec.decode(value))
+            store.put_state(wf, st)
+        if st["status"] == "running":
+            open_runs[wf] = st["run_id"]
+        else:
+            open_runs.pop(wf, None)
 
     read_partition(config, state_topic, partition, on_state, label="state")
-    open_runs = {wf: st["run_id"] for wf, st in store._states.items() if st["status"] == "running"}
     buffers: dict[str, list] = {}
 
     def on_event(key, value):
@@ -143,15 +154,24 @@ def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, par
         wf, run_id, _seq = key.decode().rsplit("/", 2)
         if open_runs.get(wf) == run_id:
             try:
-                buffers.setdefault(wf, []).append(event_codec.decode(value))
+                buffers.setdefault(wf, []).append((event_codec.decode(value), value))
             except SchemaError:
                 log.error("undecodable history event %s in %s[%d]", key, history_topic, partition)
 
     if open_runs:
         read_partition(config, history_topic, partition, on_event, label="history")
-    for wf, events in buffers.items():
-        events.sort(key=lambda e: e["seq"])
-        store.append_history(wf, open_runs[wf], events)
+    for wf, pairs in buffers.items():
+        pairs.sort(key=lambda pair: pair[0]["seq"])
+        events = [e for e, _raw in pairs]
+        if _takes_raw(store):
+            store.append_history(wf, open_runs[wf], events, [raw for _e, raw in pairs])
+        else:
+            store.append_history(wf, open_runs[wf], events)
     log.info("restored partition %d: %d workflows (%d open) in %.2fs", partition, len(store),
              len(open_runs), time.monotonic() - t0)
     return store
+
+
+def _takes_raw(store) -> bool:
+    """Stores that keep encoded records (the disk store) take the bytes read from Kafka as they are."""
+    return getattr(store, "KEEPS_ENCODED", False)

@@ -28,7 +28,7 @@ PUBLIC = {
     ],
     "kadence.gateway": ["GatewayConfig", "create_app"],
     "kadence.processors": [
-        "BatchView", "HistoryProcessor", "MemoryShardStore", "Outbox", "ProcessorConfig", "TimerConfig",
+        "BatchView", "DiskShardStore", "HistoryProcessor", "MemoryShardStore", "Outbox", "ProcessorConfig", "TimerConfig",
         "TimerService", "choose_tier", "restore_shard", "transition",
     ],
 }

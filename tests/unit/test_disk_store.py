@@ -1,0 +1,91 @@
+"""The RocksDB shard store behaves exactly as the memory store (the processor's default is disk)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kadence.processors.disk_store import DiskShardStore
+from kadence.processors.store import MemoryShardStore
+from kadence.topics import serde
+
+
+def _event(wf: str, run: str, seq: int, request_id: str | None = None) -> dict:
+    return {"event_id": f"e{seq}", "aggregate_key": wf, "run_id": run, "seq": seq, "timestamp_ms": 1_700_000_000_000 + seq,
+            "schema_version": 0, "trace_id": None, "request_id": request_id,
+            "attributes": ("WorkflowSignaled", {"signal_name": "s", "input": b"{}", "identity": "t"})}
+
+
+def _state(wf: str, run: str, status: str = "running") -> dict:
+    st = {"workflow_id": wf, "run_id": run, "workflow_type": "T", "task_queue": "q", "status": status,
+          "start_time_ms": 1, "close_time_ms": None, "next_seq": 1, "wt_scheduled_seq": None, "wt_attempt": 0,
+          "wt_last_completed_seq": 0, "wt_needed": False, "wt_failure": None, "wt_failure_cause": None,
+          "pending_activities": [], "recent_requests": [], "result": None, "failure": None, "result_waiters": [],
+          "schema_version": 0, "pending_timers": [], "cancel_requested": False, "signals_seen": 0,
+          "continued_run_id": None, "history_warned": False, "run_timeout_ms": None, "search_attributes": {},
+          "execution_deadline_ms": None, "pending_children": [], "parent_workflow_id": None, "parent_run_id": None,
+          "parent_initiated_seq": 0, "build_id": None}
+    return serde.decode("WorkflowState", serde.encode("WorkflowState", st))
+
+
+def _wire(events: list[dict]) -> list[dict]:
+    """As read back from bytes (the disk store's form: ``schema_version`` says who wrote it)."""
+    return [serde.decode("HistoryEvent", serde.encode("HistoryEvent", e)) for e in events]
+
+
+@pytest.fixture
+def stores(tmp_path):
+    disk = DiskShardStore(3, tmp_path / "p3", cache_size=4)  # tiny cache: most reads hit RocksDB
+    yield MemoryShardStore(3), disk
+    disk.close()
+    assert not (tmp_path / "p3").exists(), "close() removes the database directory"
+
+
+def test_random_operations_agree(stores):
+    memory, disk = stores
+    rng = random.Random(7)
+    wfs = [f"wf-{i}" for i in range(12)] + ["wf-1x", "wf-\u00e9"]  # a prefix of another ID, non-ASCII
+    runs: dict[str, str] = {}
+    seqs: dict[str, int] = {}
+    for step in range(3000):
+        wf = rng.choice(wfs)
+        op = rng.random()
+        if op < 0.35:
+            if wf not in runs or rng.random() < 0.1:
+                runs[wf], seqs[wf] = f"run-{step}", 0
+            n = rng.randint(1, 4)
+            events = [_event(wf, runs[wf], seqs[wf] + i + 1, f"req-{step}-{i}" if rng.random() < 0.3 else None)
+                      for i in range(n)]
+            seqs[wf] += n
+            for s in (memory, disk):
+                s.append_history(wf, runs[wf], [dict(e) for e in events])
+        elif op < 0.55:
+            st = _state(wf, runs.get(wf, "none"), rng.choice(["running", "completed"]))
+            for s in (memory, disk):
+                s.put_state(wf, dict(st))
+        elif op < 0.6:
+            for s in (memory, disk):
+                s.drop_history(wf)
+            runs.pop(wf, None)
+        elif op < 0.63:
+            for s in (memory, disk):
+                s.delete_state(wf)
+            runs.pop(wf, None)
+        run = runs.get(wf, "none")
+        since = rng.randint(0, max(0, seqs.get(wf, 0)))
+        assert disk.get_history(wf, run, since) == _wire(memory.get_history(wf, run, since)), (step, wf)
+        assert disk.get_state(wf) == memory.get_state(wf), (step, wf)
+        rid = f"req-{rng.randint(0, step)}-0"
+        assert disk.request_seen(wf, run, rid) == memory.request_seen(wf, run, rid), (step, wf, rid)
+        assert len(disk) == len(memory) and disk.open_runs() == memory.open_runs(), step
+
+
+def test_history_of_another_run_is_not_returned(stores):
+    _memory, disk = stores
+    disk.append_history("w", "r1", [_event("w", "r1", 1, "a"), _event("w", "r1", 2)])
+    disk.append_history("w", "r2", [_event("w", "r2", 1)])  # a new run replaces the old one's events
+    assert [e["seq"] for e in disk.get_history("w", "r2")] == [1]
+    assert disk.get_history("w", "r1") == []
+    assert not disk.request_seen("w", "r2", "a")
+    assert disk.open_runs() == 1
