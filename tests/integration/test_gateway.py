@@ -8,6 +8,7 @@ Errors must be ``{"error": {"code", "message", "field"?}}`` with a stable code a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import contextlib
 import socket
@@ -86,7 +87,7 @@ def redis_url() -> str:
     return url
 
 
-def make_key(namespace: str, url: str | None = None, **kw) -> str:
+def make_key(namespace: str, url: str | None = None, prefix: str = "kadence:gw:", **kw) -> str:
     """A fresh API key for ``namespace`` in the gateway's Redis (what `kadence keys create` does)."""
     import redis.asyncio as aioredis
 
@@ -95,11 +96,13 @@ def make_key(namespace: str, url: str | None = None, **kw) -> str:
     async def go():
         client = aioredis.from_url(url or redis_url())
         try:
-            return (await ApiKeyStore(client).create(namespace, "test", **kw))[1]
+            return (await ApiKeyStore(client, prefix).create(namespace, "test", **kw))[1]
         finally:
             await client.aclose()
 
-    return asyncio.run(go())
+    # its own thread: callers may be coroutines, whose loop is running
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, go()).result()
 
 
 def auth(key: str) -> dict:

@@ -111,8 +111,9 @@ async def test_a_key_of_one_namespace_gets_403_in_another_and_cannot_tell_what_e
         # B's workflow was not touched: still running, only its start in the commands topic
         described = await http.get(f"/v1/workflows/{wid}", headers=auth(key_b))
         assert described.status_code == 200 and described.json()["status"] == "running"
-    assert commands_for(other_ns, wid) == ["StartWorkflow"]
-    assert commands_for(gw_config, wid) == []
+    # B: the start and key B's describe; A: key A's own describe (reads are commands too)
+    assert commands_for(other_ns, wid) == ["StartWorkflow", "AwaitWorkflowResult"]
+    assert commands_for(gw_config, wid) == ["AwaitWorkflowResult"]
 
 
 async def test_over_quota_is_429_with_retry_after_and_starts_nothing(two_ns_url, gw_config):
@@ -127,26 +128,14 @@ async def test_over_quota_is_429_with_retry_after_and_starts_nothing(two_ns_url,
         assert over.json()["error"]["code"] == "rate_limited" and int(over.headers["Retry-After"]) >= 1
         # another key of the namespace has its own bucket and sees that nothing was started
         assert (await http.get(f"/v1/workflows/{ids[2]}", headers=auth(ok))).status_code == 404
-    assert commands_for(gw_config, ids[2]) == []
+    assert commands_for(gw_config, ids[2]) == ["AwaitWorkflowResult"]  # the other key's describe only
 
 
 async def test_the_namespace_quota_is_shared_by_its_keys_and_by_gateway_instances(gw_config, engine):
     prefix = f"kadence:gw-q{uuid.uuid4().hex[:6]}:"  # buckets of their own, not the module's
     config = GatewayConfig(kafka=gw_config, redis_url=redis_url(), redis_prefix=prefix,
                            namespace_limit=RateLimit(0.01, 3))
-    keys = []
-    for _ in range(2):
-        import redis.asyncio as aioredis
-
-        from kadence.gateway import ApiKeyStore
-
-        async def create():
-            client = aioredis.from_url(redis_url())
-            try:
-                return (await ApiKeyStore(client, prefix).create(gw_config.namespace))[1]
-            finally:
-                await client.aclose()
-        keys.append(await create())
+    keys = [make_key(gw_config.namespace, prefix=prefix) for _ in range(2)]
     with serve(create_app(config)) as one, serve(create_app(config)) as two:
         async with checked_client(one) as a, checked_client(two) as b:
             statuses = [(await a.get("/v1/workflows/nobody", headers=auth(keys[0]))).status_code,
@@ -201,7 +190,7 @@ async def test_with_redis_down_mutations_are_503_and_start_nothing_then_work_aga
     finally:
         server.cleanup()
     assert commands_for(gw_config, down) == ["StartWorkflow"], "the refused start produced a command"
-    assert commands_for(gw_config, before) == ["StartWorkflow"]
+    assert commands_for(gw_config, before) == ["StartWorkflow", "AwaitWorkflowResult"], "a refused mutation ran"
 
 
 async def test_keys_cli_creates_lists_revokes_and_audits(two_ns_url, gw_config, caplog):
