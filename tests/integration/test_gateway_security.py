@@ -156,6 +156,7 @@ def _stop_keeping_data(server) -> None:
 
 
 async def test_with_redis_down_mutations_are_503_and_start_nothing_then_work_again(gw_config, engine, tmp_path):
+    (tmp_path / "redis").mkdir()
     server = devstack().RedisServer(workdir=tmp_path / "redis", die_with_parent=True)
     server.start()
     try:
@@ -197,14 +198,17 @@ async def test_keys_cli_creates_lists_revokes_and_audits(two_ns_url, gw_config, 
     caplog.set_level(logging.INFO)
     runner = CliRunner()
     env = {"KADENCE_REDIS_URL": redis_url()}
-    created = runner.invoke(cli, ["keys", "create", "--namespace", gw_config.namespace, "--name", "ci", "--json"],
-                            env=env)
+
+    async def kadence(*args):  # the CLI runs its own event loop: give it a thread
+        return await asyncio.to_thread(runner.invoke, cli, list(args), env=env)
+
+    created = await kadence("keys", "create", "--namespace", gw_config.namespace, "--name", "ci", "--json")
     assert created.exit_code == 0, created.output
     made = json.loads(created.output)
     key, key_id = made["key"], made["key_id"]
     assert key.startswith(f"kdn_{key_id}_") and made["namespace"] == gw_config.namespace
 
-    listed = runner.invoke(cli, ["keys", "list", "--namespace", gw_config.namespace], env=env)
+    listed = await kadence("keys", "list", "--namespace", gw_config.namespace)
     assert listed.exit_code == 0 and key_id in listed.output and "ci" in listed.output
     assert key not in listed.output, "keys list must never show a key"
 
@@ -213,11 +217,11 @@ async def test_keys_cli_creates_lists_revokes_and_audits(two_ns_url, gw_config, 
         assert (await http.post(START, json=_body(wid))).status_code == 201
         term = await http.post(f"/v1/workflows/{wid}/terminate", json={"reason": "ops"})
         assert term.status_code == 200, term.text
-        revoked = runner.invoke(cli, ["keys", "revoke", key_id], env=env)
+        revoked = await kadence("keys", "revoke", key_id)
         assert revoked.exit_code == 0, revoked.output
         refused = await http.get(f"/v1/workflows/{wid}")  # this gateway caches keys for 0 s
         assert refused.status_code == 401
-    assert runner.invoke(cli, ["keys", "revoke", key_id], env=env).exit_code == 1
+    assert (await kadence("keys", "revoke", key_id)).exit_code == 1
 
     audit = [r.getMessage() for r in caplog.records if r.name == "kadence.audit"]
     assert any("created" in m and key_id in m for m in audit), audit
