@@ -226,6 +226,18 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     async def on_kadence(_request: Request, exc: KadenceError):
         return error_response(400, "invalid_input", str(exc))
 
+    @app.exception_handler(RedisError)
+    async def on_redis_down(_request: Request, exc: RedisError):
+        log.warning("Redis unavailable: %s", type(exc).__name__)
+        return _unavailable("Redis did not answer; retry later")
+
+    @app.exception_handler(Exception)
+    async def on_bug(request: Request, exc: Exception):
+        # the trace goes to the gateway's log, never to the client
+        log.error("unexpected error in %s %s", request.method, request.scope.get("route") and
+                  request.scope["route"].path, exc_info=exc)
+        return error_response(500, "internal_error", "unexpected error (logged by the gateway)")
+
     # -- helpers shared by the operations ------------------------------------------------------
 
     def principal(request: Request) -> Principal:

@@ -62,3 +62,20 @@ def test_settings():
     assert (config.auth, config.namespaces, config.namespace_limit) == (False, ("a", "b"), RateLimit(5, 10))
     with pytest.raises(ConfigError):
         GatewayConfig(kafka=KafkaConfig(), auth=False, namespaces=("Bad NS",))
+
+
+def test_an_unexpected_error_is_a_500_in_the_error_shape_without_its_trace():
+    from fastapi.testclient import TestClient
+
+    from kadence.gateway import create_app
+
+    class Broken:  # stands in for the engine client: fails in a way nobody planned for
+        async def request(self, *a, **kw):
+            raise RuntimeError("boom: internal detail")
+
+    app = create_app(GatewayConfig(kafka=KafkaConfig(), auth=False), engine=Broken())
+    with TestClient(app, raise_server_exceptions=False) as http:
+        resp = http.get("/v1/workflows/x")
+    assert resp.status_code == 500
+    assert resp.json() == {"error": {"code": "internal_error", "message": "unexpected error (logged by the gateway)"}}
+    assert "boom" not in resp.text and "Traceback" not in resp.text
