@@ -121,6 +121,8 @@ def build(settings: Settings, raw: dict, started: float) -> dict:
         "bytes_per_idle_workflow": _num(sc.get("bytes_per_idle_workflow")),
         "restore_wf_per_s": _num(sc.get("restore_wf_per_s")),
         "recovery_s": _num(rec.get("recovery_s")),
+        **{k: _num((raw.get("gateway") if isinstance(raw.get("gateway"), dict) else {}).get(k))
+           for k in ("gateway_starts_per_s", "gateway_start_p99_ms", "gateway_to_direct_ratio")},
         "machine": machine(),
         "code": code_version(),
         "details": raw,

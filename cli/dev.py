@@ -112,7 +112,7 @@ def dev(config: KafkaConfig, port: int, once: bool | None) -> None:
                f"{len(report.existing)} already there")
     procs = [_spawn(config, "processor", "--instance-id", "dev-0"),
              _spawn(config, "timers", "--instance-id", "dev-0"),
-             _spawn(config, "gateway", "--port", str(port))]
+             _spawn(config, "gateway", "--port", str(port), "--no-auth")]
     try:
         asyncio.run(_run(config, port, once, procs))
     finally:

@@ -120,15 +120,26 @@ def _serve(make, metrics_port: int | None) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, envvar="KADENCE_GATEWAY_HOST")
 @click.option("--port", default=8080, show_default=True, type=int, envvar="KADENCE_GATEWAY_PORT")
+@click.option("--no-auth", is_flag=True, help="accept requests without an API key (development only)")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), envvar="KADENCE_GATEWAY_TLS_CERT",
+              default=None, help="serve HTTPS with this certificate (PEM) [env KADENCE_GATEWAY_TLS_CERT]")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), envvar="KADENCE_GATEWAY_TLS_KEY",
+              default=None, help="the certificate's private key (PEM) [env KADENCE_GATEWAY_TLS_KEY]")
 @click.pass_obj
-def gateway(config: KafkaConfig, host: str, port: int) -> None:
-    """Serve the HTTP gateway."""
+def gateway(config: KafkaConfig, host: str, port: int, no_auth: bool, tls_cert: str | None,
+            tls_key: str | None) -> None:
+    """Serve the HTTP gateway (API keys from `kadence keys`; see docs/gateway.md)."""
     import uvicorn
 
     from kadence.gateway import GatewayConfig, create_app
 
-    app = create_app(GatewayConfig.from_env(config))
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    if bool(tls_cert) != bool(tls_key):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    try:
+        app = create_app(GatewayConfig.from_env(config, **({"auth": False} if no_auth else {})))
+    except KadenceError as exc:
+        raise click.UsageError(str(exc)) from exc
+    uvicorn.run(app, host=host, port=port, log_level="warning", ssl_certfile=tls_cert, ssl_keyfile=tls_key)
 
 
 def load_definitions(module_name: str) -> tuple[list, list]:
@@ -482,8 +493,10 @@ def stuck(config: KafkaConfig) -> None:
 
 def _register_dev() -> None:
     from .dev import dev
+    from .keys import keys
 
     main.add_command(dev)
+    main.add_command(keys)
 
 
 _register_dev()

@@ -1,8 +1,9 @@
 """The HTTP gateway: JSON over HTTP for services that do not use the Python SDK.
 
 Operations turn requests into command records on ``{ns}.commands`` and wait for the engine's
-reply; reads come from Kafka (the Redis read model replaces the history scan when it exists).
-Errors are ``{"error": {"code", "message", "field"?}}`` with a stable code, never a stack trace.
+reply; reads come from the engine and Kafka (a Redis read model can be put behind the
+read-your-writes hook, ``GatewayConfig.read_your_writes``). Every ``/v1`` request passes the guard
+first (API key, namespace, quota: ``guard.py``); errors are typed (``errors.py``).
 """
 
 from __future__ import annotations
@@ -12,113 +13,48 @@ import base64
 import binascii
 import json
 import logging
-import os
 import time
 import uuid
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
 
-from fastapi import FastAPI, Header, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.security import HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from pydantic import BaseModel, ConfigDict, Field
+from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
-from kadence.topics.config import KafkaConfig
+from kadence.topics.config import NAMESPACE_RE
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import BrokerUnavailableError, KadenceError, WorkflowNotFoundError
 from kadence.topics.history_json import event_to_json
 from kadence.topics.payload import JsonConverter
 
-__all__ = ["GatewayConfig", "create_app"]
+from .config import GatewayConfig
+from .consistency import TOKEN_HEADER, ConsistencyToken
+from .engines import EnginePool, NamespaceUnavailable
+from .errors import ApiError, ErrorResponse, error_response
+from .guard import NAMESPACE_HEADER, Guard, Principal
+from .idempotency import IdempotencyStore, fingerprint
+from .keys import ApiKeyStore
+from .limits import RateLimiter
+from .models import QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest, StartResponse
+
+__all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class GatewayConfig:
-    kafka: KafkaConfig
-    #: KADENCE_GATEWAY_REPLY_TIMEOUT: seconds to wait for the engine's reply before a 503
-    reply_timeout: float = 15.0
-    #: KADENCE_GATEWAY_MAX_BODY: largest accepted request body in bytes
-    max_body_bytes: int = 2 * 1024 * 1024
-    #: KADENCE_REDIS_URL: checked by /readyz when set
-    redis_url: str | None = None
-    extra: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_env(cls, kafka: KafkaConfig, env=None) -> "GatewayConfig":
-        env = os.environ if env is None else env
-        kw: dict = {}
-        if env.get("KADENCE_GATEWAY_REPLY_TIMEOUT"):
-            kw["reply_timeout"] = float(env["KADENCE_GATEWAY_REPLY_TIMEOUT"])
-        if env.get("KADENCE_GATEWAY_MAX_BODY"):
-            kw["max_body_bytes"] = int(env["KADENCE_GATEWAY_MAX_BODY"])
-        if env.get("KADENCE_REDIS_URL"):
-            kw["redis_url"] = env["KADENCE_REDIS_URL"]
-        return cls(kafka=kafka, **kw)
-
-
-class StartRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    workflow_id: str | None = Field(None, min_length=1, max_length=512,
-                                    description="defaults to a generated UUID")
-    task_queue: str = Field(..., min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")
-    input: list[Any] = Field(default_factory=list, description="the workflow's positional arguments")
-
-
-class StartResponse(BaseModel):
-    workflow_id: str
-    run_id: str
-
-
-class SignalRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    signal: str = Field(..., min_length=1, max_length=200, description="the signal's name")
-    input: list[Any] = Field(default_factory=list, description="the signal handler's arguments")
-    workflow_type: str | None = Field(None, min_length=1, max_length=200,
-                                      description="signal-with-start: start this type first if no run is open")
-    task_queue: str | None = Field(None, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$",
-                                   description="signal-with-start: the task queue of the run to start")
-    start_input: list[Any] = Field(default_factory=list, description="signal-with-start: the workflow's arguments")
-
-
-class ReasonRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    reason: str = Field("", max_length=2000)
-
-
-class QueryRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    input: list[Any] = Field(default_factory=list, description="the query handler's arguments")
-
-
-class RunResponse(BaseModel):
-    workflow_id: str
-    run_id: str | None
-
-
-class ErrorBody(BaseModel):
-    code: str
-    message: str
-    field: str | None = None
-
-
-class ErrorResponse(BaseModel):
-    error: ErrorBody
-
-
-def _error(status: int, code: str, message: str, field: str | None = None, headers=None) -> JSONResponse:
-    body = {"code": code, "message": message}
-    if field:
-        body["field"] = field
-    return JSONResponse({"error": body}, status_code=status, headers=headers)
-
+audit = logging.getLogger("kadence.audit")
 
 _CLOSING = {"WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
             "WorkflowExecutionTerminated", "WorkflowExecutionContinuedAsNew", "WorkflowExecutionTimedOut"}
+
+#: route names of the operations that change something (503 when Redis is down; Idempotency-Key)
+MUTATIONS = frozenset({"start", "signal", "cancel", "terminate"})
+
+#: a workflow ID derived from an Idempotency-Key: a retried start without workflow_id starts nothing new
+_KEYED_IDS = uuid.UUID("6b1d3c3e-95c2-4c55-9a53-3f1f0cbe2a61")
 
 
 def _encode_cursor(seq: int, run_id: str) -> str:
@@ -133,41 +69,114 @@ def _decode_cursor(cursor: str) -> tuple[int, str]:
             raise ValueError("bad cursor")
         return seq, run_id
     except (ValueError, TypeError, binascii.Error) as exc:
-        raise RequestValidationError([{"loc": ("query", "cursor"), "msg": "not a cursor from this API",
-                                       "type": "value_error"}]) from exc
+        raise ApiError(400, "invalid_input", "cursor: not a cursor from this API", field="cursor") from exc
 
 
-_ERRORS = {400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse},
-           413: {"model": ErrorResponse}, 415: {"model": ErrorResponse},
-           503: {"model": ErrorResponse}}
+def _responses(*statuses: int) -> dict:
+    return {s: {"model": ErrorResponse} for s in statuses}
+
+
+_COMMON = (400, 401, 403, 404, 413, 415, 429, 503)
+_READ = _responses(*_COMMON)
+_WRITE = _responses(*_COMMON, 409, 422)
+_TOKEN_DOC = {"headers": {TOKEN_HEADER: {
+    "description": "opaque consistency token: pass it to a later read (header or ?consistency_token=) "
+                   "to read at least this change", "schema": {"type": "string"}}}}
 
 #: stable codes of the HTTP errors that routing and body parsing raise before an operation runs
 _HTTP_CODES = {400: "invalid_input", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
 
+_bearer = HTTPBearer(auto_error=False, description="an API key from `kadence keys create` (not with --no-auth)")
+
+
+def _documented(_credentials=Security(_bearer),
+                _namespace: str | None = Header(None, alias=NAMESPACE_HEADER, pattern=NAMESPACE_RE.pattern,
+                                                description="the namespace to act in; default: the API key's")):
+    """Puts the API key and the namespace header in the OpenAPI document; the guard middleware has
+    already checked both before routing."""
+
+
+_IDEMPOTENCY_KEY = Header(None, min_length=1, max_length=200,
+                          description="the command's request ID: a retry with the same key gets the first "
+                                      "answer; reusing it for another request is a 422")
+_TOKEN_QUERY = Query(None, max_length=2048, description=f"a {TOKEN_HEADER} from an earlier response")
+_TOKEN_HEADER_PARAM = Header(None, alias=TOKEN_HEADER, max_length=2048,
+                             description="a consistency token from an earlier response (same as the query parameter)")
+
 
 def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> FastAPI:
+    """The gateway app. ``engine``: an already connected client for ``config.kafka.namespace``
+    (tests); otherwise one is created per namespace on first use."""
     converter = JsonConverter()
-    state: dict = {"engine": engine}
+    pool = EnginePool(config.kafka, preset={config.kafka.namespace: engine} if engine else None)
+    redis = None
+    if config.redis_url:
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+
+        # no client-side retries: a Redis outage must become a prompt 503, not a slow one
+        redis = aioredis.from_url(config.redis_url, socket_timeout=2, socket_connect_timeout=1,
+                                  retry=Retry(NoBackoff(), 0))
+    guard = Guard(config, ApiKeyStore(redis, config.redis_prefix) if redis else None,
+                  RateLimiter(redis, config.redis_prefix) if redis else None)
+    idempotency = IdempotencyStore(redis, config.redis_prefix, config.idempotency_ttl_seconds) if redis else None
+    if not config.auth:
+        log.warning("the gateway runs WITHOUT authentication (--no-auth): development only")
 
     @asynccontextmanager
     async def lifespan(_app):
-        if state["engine"] is None:
-            state["engine"] = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config.kafka)
-            owned = True
-        else:
-            owned = False
+        try:
+            await pool.get(config.kafka.namespace)
+        except KadenceError as exc:  # a gateway may serve only other namespaces
+            log.warning("namespace %s not connected at start-up: %s", config.kafka.namespace, exc)
         yield
-        if owned:
-            await asyncio.get_running_loop().run_in_executor(None, state["engine"].close)
+        await pool.close()
+        if redis is not None:
+            await redis.aclose()
 
-    app = FastAPI(title="Kadence gateway", version="0.1.0", lifespan=lifespan,
-                  description="Start workflows and read their history over HTTP.")
+    app = FastAPI(title="Kadence gateway", version="0.2.0", lifespan=lifespan,
+                  description="Start, signal, cancel, terminate, query and read workflows over HTTP. "
+                              "See docs/gateway.md.")
+    app.state.config = config
+    app.state.engines = pool
 
     registry = CollectorRegistry()
     requests_total = Counter("kadence_gateway_requests", "HTTP requests", ["method", "route", "status"],
                              registry=registry)
     latency = Histogram("kadence_gateway_request_seconds", "HTTP request latency", ["route"], registry=registry,
                         buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 15, 30))
+
+    # middlewares: the last added runs first -> observe, guard, body limits, then routing
+    @app.middleware("http")
+    async def body_limits(request: Request, call_next):
+        """413 over the size limit and 415 for a body that is not JSON, before anything is parsed
+        or produced (a rejected request changes nothing)."""
+        if request.method in ("POST", "PUT", "PATCH"):
+            declared = request.headers.get("content-length")
+            if declared and declared.isdigit() and int(declared) > config.max_body_bytes:
+                return error_response(413, "payload_too_large", f"request body over {config.max_body_bytes} bytes")
+            body = await request.body()
+            if len(body) > config.max_body_bytes:
+                return error_response(413, "payload_too_large", f"request body over {config.max_body_bytes} bytes")
+            ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if body and ctype != "application/json" and not ctype.endswith("+json"):
+                return error_response(415, "unsupported_media_type",
+                                      f"send JSON with Content-Type: application/json (got {ctype or 'none'})")
+        return await call_next(request)
+
+    @app.middleware("http")
+    async def guard_requests(request: Request, call_next):
+        """API key, namespace and quota of every /v1 request, before its body is read."""
+        if not request.url.path.startswith("/v1/"):
+            return await call_next(request)
+        route = next((r for r in app.router.routes if r.matches(request.scope)[0] != Match.NONE), None)
+        mutation = getattr(route, "name", None) in MUTATIONS and request.method == "POST"
+        try:
+            request.scope["kadence.principal"] = await guard.admit(request.headers, mutation=mutation)
+        except ApiError as exc:
+            return exc.response()
+        return await call_next(request)
 
     @app.middleware("http")
     async def observe(request: Request, call_next):
@@ -178,87 +187,162 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         latency.labels(route).observe(time.perf_counter() - t0)
         return response
 
-    @app.middleware("http")
-    async def body_limits(request: Request, call_next):
-        """413 over the size limit and 415 for a body that is not JSON, before anything is parsed
-        or produced (a rejected request changes nothing)."""
-        if request.method in ("POST", "PUT", "PATCH"):
-            declared = request.headers.get("content-length")
-            if declared and declared.isdigit() and int(declared) > config.max_body_bytes:
-                return _error(413, "payload_too_large", f"request body over {config.max_body_bytes} bytes")
-            body = await request.body()
-            if len(body) > config.max_body_bytes:
-                return _error(413, "payload_too_large", f"request body over {config.max_body_bytes} bytes")
-            ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if body and ctype != "application/json" and not ctype.endswith("+json"):
-                return _error(415, "unsupported_media_type",
-                              f"send JSON with Content-Type: application/json (got {ctype or 'none'})")
-        return await call_next(request)
+    @app.exception_handler(ApiError)
+    async def on_api_error(_request: Request, exc: ApiError):
+        return exc.response()
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(_request: Request, exc: RequestValidationError):
         err = exc.errors()[0] if exc.errors() else {}
         loc = [str(p) for p in err.get("loc", ()) if p not in ("body",)]
         if err.get("type") == "json_invalid":
-            return _error(400, "invalid_json", "request body is not valid JSON")
+            return error_response(400, "invalid_json", "request body is not valid JSON")
         field_name = ".".join(loc) or None
-        return _error(400, "invalid_input", f"{field_name or 'body'}: {err.get('msg', 'invalid')}", field_name)
+        return error_response(400, "invalid_input", f"{field_name or 'body'}: {err.get('msg', 'invalid')}",
+                              field_name)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(_request: Request, exc: StarletteHTTPException):
         # unknown routes, wrong methods, bodies that cannot be parsed: same error shape as the rest
         code = _HTTP_CODES.get(exc.status_code, "http_error")
-        return _error(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
+        return error_response(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    def _unavailable(message: str) -> JSONResponse:
+        return error_response(503, "unavailable", message, headers={"Retry-After": str(config.retry_after_seconds)})
 
     @app.exception_handler(BrokerUnavailableError)
     async def on_unavailable(_request: Request, exc: BrokerUnavailableError):
-        return _error(503, "unavailable", str(exc), headers={"Retry-After": "5"})
+        return _unavailable(str(exc))
+
+    @app.exception_handler(NamespaceUnavailable)
+    async def on_namespace_unavailable(_request: Request, exc: NamespaceUnavailable):
+        return _unavailable(str(exc))
 
     @app.exception_handler(WorkflowNotFoundError)
     async def on_not_found(_request: Request, exc: WorkflowNotFoundError):
-        return _error(404, "not_found", str(exc))
+        return error_response(404, "not_found", str(exc))
 
     @app.exception_handler(KadenceError)
     async def on_kadence(_request: Request, exc: KadenceError):
-        return _error(400, "invalid_input", str(exc))
+        return error_response(400, "invalid_input", str(exc))
 
-    @app.post("/v1/workflows/{workflow_type}/start", status_code=201, response_model=StartResponse,
-              responses=_ERRORS, summary="Start a workflow run")
-    async def start(workflow_type: str, body: StartRequest,
-                    idempotency_key: str | None = Header(None, max_length=200,
-                                                         description="retries with the same key get the first answer")):
-        engine: EngineClient = state["engine"]
-        workflow_id = body.workflow_id or str(uuid.uuid4())
-        request_id = idempotency_key or str(uuid.uuid4())
+    @app.exception_handler(RedisError)
+    async def on_redis_down(_request: Request, exc: RedisError):
+        log.warning("Redis unavailable: %s", type(exc).__name__)
+        return _unavailable("Redis did not answer; retry later")
+
+    @app.exception_handler(Exception)
+    async def on_bug(request: Request, exc: Exception):
+        # the trace goes to the gateway's log, never to the client
+        log.error("unexpected error in %s %s", request.method, request.scope.get("route") and
+                  request.scope["route"].path, exc_info=exc)
+        return error_response(500, "internal_error", "unexpected error (logged by the gateway)")
+
+    # -- helpers shared by the operations ------------------------------------------------------
+
+    def principal(request: Request) -> Principal:
+        return request.scope["kadence.principal"]
+
+    async def claim_key(request: Request, who: Principal, key: str | None) -> None:
+        """422 when ``key`` was first used for another request (checked on every instance)."""
+        if key is None or idempotency is None:
+            return
+        body = await request.body()
+        try:
+            same = await idempotency.claim(who.namespace, key, fingerprint(request.method, request.url.path, body))
+        except (RedisError, OSError) as exc:
+            raise ApiError(503, "unavailable", "Redis (idempotency keys) did not answer; retry later",
+                           headers={"Retry-After": str(config.retry_after_seconds)}) from exc
+        if not same:
+            raise ApiError(422, "idempotency_key_reused",
+                           "this Idempotency-Key was first used for a different request (method, path or body)",
+                           field="Idempotency-Key")
+
+    async def command(request: Request, who: Principal, workflow_id: str, body_type: str, payload: dict,
+                      key: str | None) -> tuple[dict, dict]:
+        """Produce one command (after the idempotency check) and wait for its reply; returns the
+        reply and the response headers (the consistency token)."""
+        await claim_key(request, who, key)
+        engine = await pool.get(who.namespace)
+        reply = await engine.request(workflow_id, body_type, payload, request_id=key or str(uuid.uuid4()),
+                                     timeout=config.reply_timeout)
+        headers = {}
+        if reply.get("history_seq") is not None and reply.get("run_id"):
+            headers[TOKEN_HEADER] = ConsistencyToken(who.namespace, workflow_id, reply["run_id"],
+                                                     reply["history_seq"]).encode()
+        return reply, headers
+
+    async def consistent_read(who: Principal, workflow_id: str, query_token: str | None,
+                              header_token: str | None) -> None:
+        """Validate a consistency token and wait (via the hook) until reads reflect it."""
+        text = query_token if query_token is not None else header_token
+        if text is None:
+            return
+        try:
+            token = ConsistencyToken.decode(text)
+        except ValueError as exc:
+            raise ApiError(400, "invalid_input", f"consistency_token: {exc}", field="consistency_token") from exc
+        if token.namespace != who.namespace or token.workflow_id != workflow_id:
+            raise ApiError(400, "invalid_input", "consistency_token belongs to another workflow",
+                           field="consistency_token")
+        await config.read_your_writes(who.namespace, token)
+
+    def mutation_result(reply: dict, workflow_id: str, headers: dict):
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found")
+        if reply["status"] != "ok":
+            return error_response(409, "not_running", reply["message"] or reply["status"], headers=headers)
+        return JSONResponse(RunResponse(workflow_id=workflow_id, run_id=reply["run_id"]).model_dump(), headers=headers)
+
+    # -- operations ----------------------------------------------------------------------------
+
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(_documented)])
+    _WF = Path(..., min_length=1, max_length=512, description="the workflow ID")
+
+    @v1.post("/workflows/{workflow_type}/start", status_code=201, response_model=StartResponse, name="start",
+             responses={**_WRITE, 201: _TOKEN_DOC}, summary="Start a workflow run")
+    async def start(request: Request, body: StartRequest,
+                    workflow_type: str = Path(..., min_length=1, max_length=200),
+                    idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        who = principal(request)
+        if body.workflow_id:
+            workflow_id = body.workflow_id
+        elif idempotency_key:
+            workflow_id = str(uuid.uuid5(_KEYED_IDS, f"{who.namespace}\n{idempotency_key}"))
+        else:
+            workflow_id = str(uuid.uuid4())
         payload = {
             "workflow_type": workflow_type, "task_queue": body.task_queue,
-            "input": converter.to_bytes(body.input), "id_reuse_policy": "allow_duplicate",
+            "input": converter.to_bytes(body.input), "id_reuse_policy": body.id_reuse_policy,
             "run_timeout_ms": None, "search_attributes": {},
         }
-        reply = await engine.request(workflow_id, "StartWorkflow", payload, request_id=request_id,
-                                     timeout=config.reply_timeout)
+        reply, headers = await command(request, who, workflow_id, "StartWorkflow", payload, idempotency_key)
         if reply["status"] == "already_started":
-            return JSONResponse({"error": {"code": "already_started", "message": reply["message"],
-                                           "run_id": reply["run_id"]}}, status_code=409)
+            return error_response(409, "already_started", reply["message"], headers=headers, run_id=reply["run_id"])
         if reply["status"] != "ok":
-            return _error(400, reply["status"], reply["message"])
-        log.info("started workflow %s run %s", workflow_id, reply["run_id"])
-        return StartResponse(workflow_id=workflow_id, run_id=reply["run_id"])
+            return error_response(400, "invalid_input", reply["message"] or reply["status"], headers=headers)
+        log.info("started workflow %s run %s in namespace %s", workflow_id, reply["run_id"], who.namespace)
+        return JSONResponse(StartResponse(workflow_id=workflow_id, run_id=reply["run_id"]).model_dump(),
+                            status_code=201, headers=headers)
 
-    @app.get("/v1/workflows/{workflow_id}/history", responses=_ERRORS,
-             summary="A run's history, oldest first, in pages; optionally waits for new events")
-    async def history(workflow_id: str, run_id: str | None = None,
+    @v1.get("/workflows/{workflow_id}/history", responses=_READ,
+            summary="A run's history, oldest first, in pages; optionally waits for new events")
+    async def history(request: Request, workflow_id: str = _WF,
+                      run_id: str | None = Query(None, min_length=1, max_length=200),
                       page_size: int = Query(1000, ge=1, le=10_000, description="most events in one page"),
                       cursor: str | None = Query(None, max_length=200, description="next_cursor of the previous page"),
                       wait_seconds: float = Query(0, ge=0, le=60,
-                                                  description="long-poll: wait up to this long for events past the cursor")):
-        engine: EngineClient = state["engine"]
+                                                  description="long-poll: wait up to this long for events past the cursor"),
+                      consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):
+        who = principal(request)
+        await consistent_read(who, workflow_id, consistency_token, token_header)
+        engine = await pool.get(who.namespace)
         after = 0
         if cursor is not None:
             after, cursor_run = _decode_cursor(cursor)
             run_id = run_id or cursor_run
             if cursor_run != run_id:
-                return _error(400, "invalid_input", "cursor belongs to another run", "cursor")
+                raise ApiError(400, "invalid_input", "cursor belongs to another run", field="cursor")
         deadline = time.monotonic() + wait_seconds
         while True:
             rid, events = await engine.history(workflow_id, run_id)
@@ -274,62 +358,67 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         return {"workflow_id": workflow_id, "run_id": rid, "events": [event_to_json(e, converter) for e in page],
                 "next_cursor": _encode_cursor(last, rid), "has_more": more, "closed": closed}
 
-    async def _mutation(workflow_id: str, body_type: str, body: dict, idempotency_key: str | None):
-        engine: EngineClient = state["engine"]
-        reply = await engine.request(workflow_id, body_type, body, request_id=idempotency_key or str(uuid.uuid4()),
-                                     timeout=config.reply_timeout)
-        if reply["status"] == "not_found":
-            raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found")
-        if reply["status"] != "ok":
-            return _error(409, "not_running", reply["message"] or reply["status"])
-        return RunResponse(workflow_id=workflow_id, run_id=reply["run_id"])
-
-    _KEY = Header(None, max_length=200, description="retries with the same key get the first answer")
-
-    @app.post("/v1/workflows/{workflow_id}/signals", response_model=RunResponse, responses=_ERRORS,
-              summary="Signal a workflow (signal-with-start when workflow_type and task_queue are given)")
-    async def signal(workflow_id: str, body: SignalRequest, idempotency_key: str | None = _KEY):
-        start = None
+    @v1.post("/workflows/{workflow_id}/signals", response_model=RunResponse, name="signal",
+             responses={**_WRITE, 200: _TOKEN_DOC},
+             summary="Signal a workflow (signal-with-start when workflow_type and task_queue are given)")
+    async def signal(request: Request, body: SignalRequest, workflow_id: str = _WF,
+                     idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        start_body = None
         if body.workflow_type or body.task_queue:
             if not (body.workflow_type and body.task_queue):
-                return _error(400, "invalid_input", "signal-with-start needs both workflow_type and task_queue",
-                              "workflow_type" if not body.workflow_type else "task_queue")
-            start = {"workflow_type": body.workflow_type, "task_queue": body.task_queue,
-                     "input": converter.to_bytes(body.start_input), "id_reuse_policy": "allow_duplicate",
-                     "run_timeout_ms": None, "search_attributes": {}}
-        return await _mutation(workflow_id, "SignalWorkflow", {
-            "signal_name": body.signal, "input": converter.to_bytes(body.input), "start": start,
+                raise ApiError(400, "invalid_input", "signal-with-start needs both workflow_type and task_queue",
+                               field="workflow_type" if not body.workflow_type else "task_queue")
+            start_body = {"workflow_type": body.workflow_type, "task_queue": body.task_queue,
+                          "input": converter.to_bytes(body.start_input), "id_reuse_policy": "allow_duplicate",
+                          "run_timeout_ms": None, "search_attributes": {}}
+        reply, headers = await command(request, principal(request), workflow_id, "SignalWorkflow", {
+            "signal_name": body.signal, "input": converter.to_bytes(body.input), "start": start_body,
             "identity": "gateway"}, idempotency_key)
+        return mutation_result(reply, workflow_id, headers)
 
-    @app.post("/v1/workflows/{workflow_id}/cancel", response_model=RunResponse, responses=_ERRORS,
-              summary="Request cooperative cancellation (idempotent)")
-    async def cancel(workflow_id: str, body: ReasonRequest | None = None, idempotency_key: str | None = _KEY):
-        return await _mutation(workflow_id, "RequestCancelWorkflow", {"reason": body.reason if body else ""},
-                               idempotency_key)
+    @v1.post("/workflows/{workflow_id}/cancel", response_model=RunResponse, name="cancel",
+             responses={**_WRITE, 200: _TOKEN_DOC}, summary="Request cooperative cancellation (idempotent)")
+    async def cancel(request: Request, body: ReasonRequest | None = None, workflow_id: str = _WF,
+                     idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        reply, headers = await command(request, principal(request), workflow_id, "RequestCancelWorkflow",
+                                       {"reason": body.reason if body else ""}, idempotency_key)
+        return mutation_result(reply, workflow_id, headers)
 
-    @app.post("/v1/workflows/{workflow_id}/terminate", response_model=RunResponse, responses=_ERRORS,
-              summary="End the run at once")
-    async def terminate(workflow_id: str, body: ReasonRequest | None = None, idempotency_key: str | None = _KEY):
-        log.warning("audit: terminate of workflow %s requested through the gateway", workflow_id)
-        return await _mutation(workflow_id, "TerminateWorkflow",
-                               {"reason": body.reason if body else "", "identity": "gateway"}, idempotency_key)
+    @v1.post("/workflows/{workflow_id}/terminate", response_model=RunResponse, name="terminate",
+             responses={**_WRITE, 200: _TOKEN_DOC}, summary="End the run at once")
+    async def terminate(request: Request, body: ReasonRequest | None = None, workflow_id: str = _WF,
+                        idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        who = principal(request)
+        audit.warning("terminate of workflow %s in namespace %s requested through the gateway by key %s",
+                      workflow_id, who.namespace, who.key_id or "(no auth)")
+        reply, headers = await command(request, who, workflow_id, "TerminateWorkflow",
+                                       {"reason": body.reason if body else "", "identity": "gateway"},
+                                       idempotency_key)
+        return mutation_result(reply, workflow_id, headers)
 
-    @app.post("/v1/workflows/{workflow_id}/queries/{query_name}", responses=_ERRORS,
-              summary="Ask a running workflow's query handler (nothing is written to history)")
-    async def query(workflow_id: str, query_name: str, body: QueryRequest | None = None):
-        engine: EngineClient = state["engine"]
+    @v1.post("/workflows/{workflow_id}/queries/{query_name}", responses={**_READ, 409: {"model": ErrorResponse}},
+             summary="Ask a running workflow's query handler (nothing is written to history)")
+    async def query(request: Request, body: QueryRequest | None = None, workflow_id: str = _WF,
+                    query_name: str = Path(..., min_length=1, max_length=200),
+                    consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):
+        who = principal(request)
+        await consistent_read(who, workflow_id, consistency_token, token_header)
+        engine = await pool.get(who.namespace)
         reply = await engine.request(workflow_id, "QueryWorkflow", {
             "query_name": query_name, "input": converter.to_bytes(body.input if body else [])},
             request_id=str(uuid.uuid4()), timeout=config.reply_timeout)
         if reply["status"] == "not_found":
             raise WorkflowNotFoundError(reply["message"])
         if reply["status"] != "ok":
-            return _error(409 if reply["status"] == "rejected" else 400, "query_failed", reply["message"])
+            return error_response(409, "query_rejected", reply["message"] or reply["status"])
         return {"workflow_id": workflow_id, "run_id": reply["run_id"], "result": converter.from_bytes(reply["result"])}
 
-    @app.get("/v1/workflows/{workflow_id}", responses=_ERRORS, summary="Describe a workflow's current run")
-    async def describe(workflow_id: str):
-        engine: EngineClient = state["engine"]
+    @v1.get("/workflows/{workflow_id}", responses=_READ, summary="Describe a workflow's current run")
+    async def describe(request: Request, workflow_id: str = _WF,
+                       consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):
+        who = principal(request)
+        await consistent_read(who, workflow_id, consistency_token, token_header)
+        engine = await pool.get(who.namespace)
         reply = await engine.request(workflow_id, "AwaitWorkflowResult", {"wait": False}, request_id=str(uuid.uuid4()),
                                      timeout=config.reply_timeout)
         if reply["status"] == "not_found":
@@ -343,36 +432,32 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             out[key] = {"type": f["type"], "message": f["message"], "cause": reply["message"] or None}
         return out
 
+    app.include_router(v1)
+
+    # -- operations endpoints (no API key) -----------------------------------------------------
+
     @app.get("/readyz", summary="Readiness: the broker (and Redis, when configured) answer")
     async def readyz():
         checks: dict = {}
-        engine: EngineClient | None = state["engine"]
-        loop = asyncio.get_running_loop()
         try:
-            if engine is None:
-                raise BrokerUnavailableError("not connected yet")
-            await asyncio.wait_for(loop.run_in_executor(None, engine.topics.existing), 5)
+            engine = await asyncio.wait_for(pool.get(config.kafka.namespace), 10)
+            await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, engine.topics.existing), 5)
             checks["kafka"] = "ok"
         except (KadenceError, asyncio.TimeoutError) as exc:
             checks["kafka"] = f"unavailable: {exc or 'timeout'}"
-        if config.redis_url:
-            import redis.asyncio as aioredis  # only when configured
-
-            client = aioredis.from_url(config.redis_url, socket_timeout=2, socket_connect_timeout=2)
+        if redis is not None:
             try:
-                await client.ping()
+                await redis.ping()
                 checks["redis"] = "ok"
-            except Exception as exc:  # noqa: BLE001 - any failure means "not ready", with its reason
+            except (RedisError, OSError) as exc:
                 checks["redis"] = f"unavailable: {type(exc).__name__}"
-            finally:
-                await client.aclose()
         ready = all(v == "ok" for v in checks.values())
         if ready:
             return {"status": "ready", "checks": checks}
         down = ", ".join(k for k, v in checks.items() if v != "ok")
         return JSONResponse({"status": "unavailable", "checks": checks,
                              "error": {"code": "unavailable", "message": f"not ready: {down}"}},
-                            status_code=503, headers={"Retry-After": "5"})
+                            status_code=503, headers={"Retry-After": str(config.retry_after_seconds)})
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
     async def metrics():
@@ -383,13 +468,16 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         return {"status": "ok"}
 
     def openapi() -> dict:
-        # FastAPI documents a 422 for every operation with parameters; this gateway answers
-        # invalid input with a 400 ErrorResponse instead, so the spec must not promise a 422
+        # FastAPI documents its own 422 (HTTPValidationError) for every operation with parameters;
+        # this gateway answers invalid input with a 400 ErrorResponse, and its only 422 is
+        # idempotency_key_reused (an ErrorResponse), so FastAPI's must go
         if app.openapi_schema is None:
             spec = FastAPI.openapi(app)
             for operations in spec.get("paths", {}).values():
                 for operation in operations.values():
-                    operation.get("responses", {}).pop("422", None)
+                    responses = operation.get("responses", {})
+                    if "HTTPValidationError" in json.dumps(responses.get("422", {})):
+                        responses.pop("422")
             schemas = spec.get("components", {}).get("schemas", {})
             for name in ("HTTPValidationError", "ValidationError"):
                 schemas.pop(name, None)

@@ -8,6 +8,7 @@ Errors must be ``{"error": {"code", "message", "field"?}}`` with a stable code a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import contextlib
 import socket
@@ -80,14 +81,47 @@ def serve(app):
     assert not thread.is_alive(), "the gateway did not shut down"
 
 
+def redis_url() -> str:
+    url = os.environ.get("KADENCE_REDIS_URL")
+    assert url, "the dev stack provides Redis (KADENCE_REDIS_URL): run under scripts/devstack.py"
+    return url
+
+
+def make_key(namespace: str, url: str | None = None, prefix: str = "kadence:gw:", **kw) -> str:
+    """A fresh API key for ``namespace`` in the gateway's Redis (what `kadence keys create` does)."""
+    import redis.asyncio as aioredis
+
+    from kadence.gateway import ApiKeyStore
+
+    async def go():
+        client = aioredis.from_url(url or redis_url())
+        try:
+            return (await ApiKeyStore(client, prefix).create(namespace, "test", **kw))[1]
+        finally:
+            await client.aclose()
+
+    # its own thread: callers may be coroutines, whose loop is running
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, go()).result()
+
+
+def auth(key: str) -> dict:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@pytest.fixture(scope="module")
+def api_key(gw_config) -> str:
+    return make_key(gw_config.namespace)
+
+
 @pytest.fixture(scope="module")
 def gateway_url(gw_config, engine):
-    with serve(create_app(GatewayConfig(kafka=gw_config, reply_timeout=30.0))) as url:
+    with serve(create_app(GatewayConfig(kafka=gw_config, reply_timeout=30.0, redis_url=redis_url()))) as url:
         yield url
 
 
 @contextlib.asynccontextmanager
-async def checked_client(base_url: str, allowed_5xx: tuple[int, ...] = ()):
+async def checked_client(base_url: str, allowed_5xx: tuple[int, ...] = (), headers: dict | None = None, **kw):
     """An HTTP client that checks every response it receives: no stack trace, never FastAPI's
     default 422 or a 500, and every error in the ``{"error": {"code", "message"}}`` shape."""
     seen: list[httpx.Response] = []
@@ -96,21 +130,23 @@ async def checked_client(base_url: str, allowed_5xx: tuple[int, ...] = ()):
         await response.aread()
         seen.append(response)
 
-    async with httpx.AsyncClient(base_url=base_url, timeout=60, event_hooks={"response": [record]}) as client:
+    async with httpx.AsyncClient(base_url=base_url, timeout=60, event_hooks={"response": [record]},
+                                 headers=headers, **kw) as client:
         yield client
     assert seen, "the test made no request"
     for r in seen:
         where = f"{r.request.method} {r.request.url.path} -> {r.status_code}: {r.text[:300]}"
         assert "Traceback" not in r.text and 'File "' not in r.text, where
-        assert r.status_code != 422 and (r.status_code < 500 or r.status_code in allowed_5xx), where
+        assert r.status_code != 422 or r.json()["error"]["code"] == "idempotency_key_reused", where
+        assert r.status_code < 500 or r.status_code in allowed_5xx, where
         if r.status_code >= 400:
             err = r.json()["error"]
             assert isinstance(err["code"], str) and err["code"] and isinstance(err["message"], str), where
 
 
 @pytest.fixture
-async def http(gateway_url):
-    async with checked_client(gateway_url) as client:
+async def http(gateway_url, api_key):
+    async with checked_client(gateway_url, headers=auth(api_key)) as client:
         yield client
 
 
@@ -194,18 +230,22 @@ async def test_concurrent_starts_of_different_workflows_get_their_own_run(http):
     assert len({r.json()["run_id"] for r in responses}) == 5
 
 
-async def test_the_same_idempotency_key_on_two_workflows_gets_each_its_own_run(http):
-    """Idempotency keys belong to a workflow: two clients that happen to use the same key for
-    different workflows at the same moment must each get their own workflow's run ID."""
+async def test_the_same_idempotency_key_on_two_workflows_is_one_start_and_one_422(http):
+    """An Idempotency-Key names one request: the same key sent at the same moment for two
+    different workflows starts one of them; the other gets a 422 and starts nothing."""
     ids = [f"gw-key-{i}-{uuid.uuid4().hex[:6]}" for i in range(2)]
-    responses = await asyncio.gather(*(http.post(START, json=_start_body(w), headers={"Idempotency-Key": "shared"})
+    key = f"shared-{uuid.uuid4().hex[:6]}"
+    responses = await asyncio.gather(*(http.post(START, json=_start_body(w), headers={"Idempotency-Key": key})
                                        for w in ids))
-    assert [r.status_code for r in responses] == [201, 201], [r.text for r in responses]
+    assert sorted(r.status_code for r in responses) == [201, 422], [r.text for r in responses]
     for wid, resp in zip(ids, responses):
         hist = await http.get(f"/v1/workflows/{wid}/history")
-        assert hist.status_code == 200, hist.text
-        assert resp.json() == {"workflow_id": wid, "run_id": hist.json()["run_id"]}, (
-            f"the start of {wid} answered with another workflow's run")
+        if resp.status_code == 201:
+            assert hist.status_code == 200, hist.text
+            assert resp.json() == {"workflow_id": wid, "run_id": hist.json()["run_id"]}
+        else:
+            assert resp.json()["error"]["code"] == "idempotency_key_reused"
+            assert hist.status_code == 404, f"the refused start of {wid} started it anyway"
 
 
 # ---------------------------------------------------------------- invalid input is a 400 with the field
@@ -309,14 +349,17 @@ async def test_openapi_lists_the_operations(http):
     assert "get" in spec["paths"]["/v1/workflows/{workflow_id}/history"]
     start = spec["paths"]["/v1/workflows/{workflow_type}/start"]["post"]
     assert "201" in start["responses"] and "409" in start["responses"]
-    assert "422" not in start["responses"], "the spec documents FastAPI's 422, which the gateway never sends"
+    # the only 422 is the reused Idempotency-Key, in the error shape (never FastAPI's validation 422)
+    assert start["responses"]["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorResponse")
+    assert "HTTPValidationError" not in resp.text
+    assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
 
 
 # ---------------------------------------------------------------- no engine: 503, not a hang
 
 async def test_no_reply_from_the_engine_is_503_with_retry_after(kafka_config):
     """No history processor runs for this namespace: the start times out into a typed 503."""
-    app = create_app(GatewayConfig(kafka=kafka_config, reply_timeout=1.0))
+    app = create_app(GatewayConfig(kafka=kafka_config, reply_timeout=1.0, auth=False))
     with serve(app) as url:
         async with checked_client(url, allowed_5xx=(503,)) as client:
             started = time.monotonic()
@@ -329,14 +372,14 @@ async def test_no_reply_from_the_engine_is_503_with_retry_after(kafka_config):
 async def test_readyz_checks_the_broker_and_redis_and_metrics_count_requests(gw_config, engine):
     redis_url = os.environ.get("KADENCE_REDIS_URL")
     assert redis_url, "make test provides Redis (KADENCE_REDIS_URL)"
-    with serve(create_app(GatewayConfig(kafka=gw_config, redis_url=redis_url))) as url:
+    with serve(create_app(GatewayConfig(kafka=gw_config, redis_url=redis_url, auth=False))) as url:
         async with checked_client(url) as http:
             ready = await http.get("/readyz")
             assert ready.status_code == 200 and ready.json()["checks"] == {"kafka": "ok", "redis": "ok"}
             await http.get("/v1/workflows/nope/history")
             text = (await http.get("/metrics")).text
             assert 'kadence_gateway_requests_total{method="GET",route="/v1/workflows/{workflow_id}/history",status="404"} 1.0' in text
-    with serve(create_app(GatewayConfig(kafka=gw_config, redis_url="redis://127.0.0.1:1/0"))) as url:
+    with serve(create_app(GatewayConfig(kafka=gw_config, redis_url="redis://127.0.0.1:1/0", auth=False))) as url:
         async with checked_client(url, allowed_5xx=(503,)) as http:
             down = await http.get("/readyz")
             assert down.status_code == 503 and down.headers["Retry-After"] == "5"

@@ -26,7 +26,8 @@ PUBLIC = {
         "WorkflowError", "WorkflowFailureError", "WorkflowNotFoundError", "codec", "decode", "encode", "exception_from_failure",
         "failure_from_exception", "murmur2", "partition_for",
     ],
-    "kadence.gateway": ["GatewayConfig", "create_app"],
+    "kadence.gateway": ["ApiKey", "ApiKeyStore", "ConsistencyToken", "GatewayConfig", "RateLimit", "ReadYourWrites",
+                        "create_app"],
     "kadence.processors": [
         "BatchView", "DiskShardStore", "HistoryProcessor", "MemoryShardStore", "Outbox", "ProcessorConfig", "TimerConfig",
         "TimerService", "choose_tier", "restore_shard", "transition",

@@ -1,0 +1,122 @@
+"""The gateway's configuration: one frozen dataclass, each setting with its environment variable."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+from kadence.topics.config import NAMESPACE_RE, KafkaConfig
+from kadence.topics.errors import ConfigError
+
+from .consistency import ConsistencyToken
+
+__all__ = ["GatewayConfig", "RateLimit", "ReadYourWrites"]
+
+#: awaited before a read that carries a consistency token: returns once the read model the read
+#: goes to has caught up with the token (or raises BrokerUnavailableError -> 503)
+ReadYourWrites = Callable[[str, ConsistencyToken], Awaitable[None]]
+
+
+async def reads_are_consistent(_namespace: str, _token: ConsistencyToken) -> None:
+    """The default: reads go to the engine (describe, query) and to Kafka (history), which already
+    show every committed change, so there is nothing to wait for."""
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A token bucket: ``rate`` requests per second on average, bursts of up to ``burst``.
+    A rate of 0 disables the limit."""
+
+    rate: float
+    burst: int
+
+    @classmethod
+    def parse(cls, text: str) -> "RateLimit":
+        """``"RATE:BURST"``, e.g. ``"100:200"``; ``"0"`` disables."""
+        try:
+            rate, _, burst = text.partition(":")
+            limit = cls(float(rate), int(burst) if burst else max(1, int(float(rate) * 2)))
+        except ValueError as exc:
+            raise ConfigError(f"a rate limit is RATE:BURST (e.g. 100:200), got {text!r}") from exc
+        if limit.rate < 0 or (limit.rate > 0 and limit.burst < 1):
+            raise ConfigError(f"a rate limit needs rate >= 0 and burst >= 1, got {text!r}")
+        return limit
+
+    @property
+    def enabled(self) -> bool:
+        return self.rate > 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayConfig:
+    kafka: KafkaConfig
+    #: KADENCE_GATEWAY_REPLY_TIMEOUT: seconds to wait for the engine's reply before a 503
+    reply_timeout: float = 15.0
+    #: KADENCE_GATEWAY_MAX_BODY: largest accepted request body in bytes
+    max_body_bytes: int = 2 * 1024 * 1024
+    #: KADENCE_REDIS_URL: API keys, rate limits and idempotency fingerprints live there (and
+    #: /readyz checks it); required unless ``auth`` is off
+    redis_url: str | None = None
+    #: KADENCE_GATEWAY_REDIS_PREFIX: prefix of every Redis key the gateway writes
+    redis_prefix: str = "kadence:gw:"
+    #: KADENCE_GATEWAY_AUTH=0 (``kadence gateway --no-auth``): no API keys, development only
+    auth: bool = True
+    #: KADENCE_GATEWAY_AUTH_CACHE_S: seconds a verified API key is trusted without asking Redis
+    #: again (a revoked key stops working within this time; reads keep working this long when
+    #: Redis is down)
+    auth_cache_seconds: float = 5.0
+    #: KADENCE_GATEWAY_NAMESPACES: with auth off, namespaces served besides ``kafka.namespace``
+    #: (comma-separated); with auth on, a key's namespace is the one it may use
+    namespaces: tuple[str, ...] = ()
+    #: KADENCE_GATEWAY_NS_LIMIT: per-namespace token bucket, RATE:BURST (0 disables)
+    namespace_limit: RateLimit = RateLimit(1000, 2000)
+    #: KADENCE_GATEWAY_KEY_LIMIT: per-API-key token bucket unless the key has its own (0 disables)
+    key_limit: RateLimit = RateLimit(200, 400)
+    #: KADENCE_GATEWAY_IDEMPOTENCY_TTL_S: how long an Idempotency-Key's request fingerprint is kept
+    idempotency_ttl_seconds: int = 24 * 3600
+    #: Retry-After (seconds) sent with a 503
+    retry_after_seconds: int = 5
+    #: read-your-writes hook, see :data:`ReadYourWrites`
+    read_your_writes: ReadYourWrites = reads_are_consistent
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.auth and not self.redis_url:
+            raise ConfigError("the gateway's API keys live in Redis: set KADENCE_REDIS_URL "
+                              "(or run with --no-auth for development)")
+        for ns in self.namespaces:
+            if not NAMESPACE_RE.match(ns):
+                raise ConfigError(f"namespace {ns!r} must match {NAMESPACE_RE.pattern}")
+        if self.max_body_bytes < 1 or self.reply_timeout <= 0:
+            raise ConfigError("max_body_bytes and reply_timeout must be positive")
+
+    @classmethod
+    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "GatewayConfig":
+        env = os.environ if env is None else env
+        kw: dict = {}
+        try:
+            if env.get("KADENCE_GATEWAY_REPLY_TIMEOUT"):
+                kw["reply_timeout"] = float(env["KADENCE_GATEWAY_REPLY_TIMEOUT"])
+            if env.get("KADENCE_GATEWAY_MAX_BODY"):
+                kw["max_body_bytes"] = int(env["KADENCE_GATEWAY_MAX_BODY"])
+            if env.get("KADENCE_GATEWAY_AUTH_CACHE_S"):
+                kw["auth_cache_seconds"] = float(env["KADENCE_GATEWAY_AUTH_CACHE_S"])
+            if env.get("KADENCE_GATEWAY_IDEMPOTENCY_TTL_S"):
+                kw["idempotency_ttl_seconds"] = int(env["KADENCE_GATEWAY_IDEMPOTENCY_TTL_S"])
+        except ValueError as exc:
+            raise ConfigError(f"a KADENCE_GATEWAY_* number is not a number: {exc}") from exc
+        if env.get("KADENCE_REDIS_URL"):
+            kw["redis_url"] = env["KADENCE_REDIS_URL"]
+        if env.get("KADENCE_GATEWAY_REDIS_PREFIX"):
+            kw["redis_prefix"] = env["KADENCE_GATEWAY_REDIS_PREFIX"]
+        if env.get("KADENCE_GATEWAY_AUTH", "").lower() in ("0", "false", "no", "off"):
+            kw["auth"] = False
+        if env.get("KADENCE_GATEWAY_NAMESPACES"):
+            kw["namespaces"] = tuple(n.strip() for n in env["KADENCE_GATEWAY_NAMESPACES"].split(",") if n.strip())
+        if env.get("KADENCE_GATEWAY_NS_LIMIT"):
+            kw["namespace_limit"] = RateLimit.parse(env["KADENCE_GATEWAY_NS_LIMIT"])
+        if env.get("KADENCE_GATEWAY_KEY_LIMIT"):
+            kw["key_limit"] = RateLimit.parse(env["KADENCE_GATEWAY_KEY_LIMIT"])
+        kw.update(overrides)
+        return cls(kafka=kafka, **kw)

@@ -1,0 +1,60 @@
+"""The gateway's error responses: ``{"error": {"code", "message", "field"?, ...}}``, a stable code per
+case, never a stack trace.
+
+    status  code                     when
+    400     invalid_input            a field is wrong (``field`` names it)
+    400     invalid_json             the body is not JSON
+    401     unauthenticated          no API key, or not a valid one
+    403     forbidden                the key's namespace is not the request's
+    404     not_found                unknown workflow, run or route
+    405     method_not_allowed
+    409     already_started          the workflow ID has an open run (``run_id`` names it)
+    409     not_running              the run is closed (cancel, terminate, signal)
+    409     query_rejected           the query could not be answered by the run
+    413     payload_too_large
+    415     unsupported_media_type
+    422     idempotency_key_reused   the Idempotency-Key was first used for another request
+    429     rate_limited             over a namespace or key quota (Retry-After)
+    503     unavailable              Kafka, the engine or Redis did not answer (Retry-After)
+"""
+
+from __future__ import annotations
+
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["ApiError", "ErrorBody", "ErrorResponse", "error_response"]
+
+
+class ApiError(Exception):
+    """Raised anywhere in a request: becomes the error response, nothing else happens."""
+
+    def __init__(self, status: int, code: str, message: str, *, field: str | None = None,
+                 headers: dict | None = None, **extra):
+        super().__init__(message)
+        self.status, self.code, self.message, self.field = status, code, message, field
+        self.headers, self.extra = headers, extra
+
+    def response(self) -> JSONResponse:
+        return error_response(self.status, self.code, self.message, self.field, self.headers, **self.extra)
+
+
+class ErrorBody(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    code: str
+    message: str
+    field: str | None = None
+    run_id: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None, headers=None,
+                   **extra) -> JSONResponse:
+    body = {"code": code, "message": message}
+    if field:
+        body["field"] = field
+    body.update(extra)
+    return JSONResponse({"error": body}, status_code=status, headers=headers)

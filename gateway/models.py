@@ -1,0 +1,54 @@
+"""Request and response bodies of the gateway's operations (they are the OpenAPI document's schemas)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["QueryRequest", "ReasonRequest", "RunResponse", "SignalRequest", "StartRequest", "StartResponse"]
+
+#: a task queue names Kafka topics ({ns}.tasks.activity.{queue}), which Kafka caps at 249 characters
+_QUEUE = dict(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
+
+
+class StartRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    workflow_id: str | None = Field(None, min_length=1, max_length=512,
+                                    description="defaults to an ID derived from the Idempotency-Key (so that a "
+                                                "retry starts nothing new), or a random UUID without one")
+    task_queue: str = Field(..., **_QUEUE)
+    input: list[Any] = Field(default_factory=list, description="the workflow's positional arguments")
+    id_reuse_policy: Literal["allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate",
+                             "terminate_if_running"] = Field(
+        "allow_duplicate", description="whether a closed run's workflow ID may start again")
+
+
+class StartResponse(BaseModel):
+    workflow_id: str
+    run_id: str
+
+
+class SignalRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    signal: str = Field(..., min_length=1, max_length=200, description="the signal's name")
+    input: list[Any] = Field(default_factory=list, description="the signal handler's arguments")
+    workflow_type: str | None = Field(None, min_length=1, max_length=200,
+                                      description="signal-with-start: start this type first if no run is open")
+    task_queue: str | None = Field(None, description="signal-with-start: the task queue of the run to start", **_QUEUE)
+    start_input: list[Any] = Field(default_factory=list, description="signal-with-start: the workflow's arguments")
+
+
+class ReasonRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field("", max_length=2000)
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: list[Any] = Field(default_factory=list, description="the query handler's arguments")
+
+
+class RunResponse(BaseModel):
+    workflow_id: str
+    run_id: str | None
