@@ -10,6 +10,7 @@ translated where they enter (``raise ... from exc``)::
     │   └── PartitionMismatchError  an existing topic has the wrong partition count
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
     ├── InvalidQueryError           a bad visibility / history read-model query or cursor
+    ├── ProjectionError             a projection cannot be rebuilt (e.g. a rebuild is running)
     ├── WorkflowError               outcomes of workflow operations
     │   ├── WorkflowAlreadyStartedError   (carries the existing run ID)
     │   ├── WorkflowNotFoundError
@@ -34,6 +35,7 @@ __all__ = [
     "PartitionMismatchError",
     "BrokerUnavailableError",
     "InvalidQueryError",
+    "ProjectionError",
     "WorkflowError",
     "WorkflowAlreadyStartedError",
     "WorkflowNotFoundError",
@@ -83,6 +85,10 @@ class BrokerUnavailableError(KadenceError):
 
 class InvalidQueryError(KadenceError):
     """A projection query (list / count filter, page size, cursor) is invalid; nothing was read."""
+
+
+class ProjectionError(KadenceError):
+    """A projection operation (rebuild) cannot run; nothing was switched."""
 
 
 class WorkflowError(KadenceError):
