@@ -20,11 +20,14 @@ PUBLIC = {
     "kadence.topics": [
         "ActivityError", "ApplicationError", "ApplyReport", "BrokerUnavailableError", "Catalogue", "ChildWorkflowError",
         "Codec",
-        "ConfigError", "DefinitionError", "EngineClient", "JsonConverter", "KadenceError", "KafkaConfig",
-        "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "QueryFailedError", "SchemaError",
-        "TIMER_TIERS_MS", "TopicError", "TopicSpec", "WorkflowAlreadyStartedError", "WorkflowCanceledError",
+        "ConfigError", "DefinitionError", "EngineClient", "HistoryPage", "HistoryReadModel", "InvalidQueryError",
+        "JsonConverter", "KadenceError", "KafkaConfig",
+        "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "ProjectionError",
+        "QueryFailedError", "SchemaError",
+        "TIMER_TIERS_MS", "TopicError", "TopicSpec", "VisibilityReader", "WorkflowAlreadyStartedError",
+        "WorkflowCanceledError",
         "WorkflowError", "WorkflowFailureError", "WorkflowNotFoundError", "codec", "decode", "encode", "exception_from_failure",
-        "failure_from_exception", "murmur2", "partition_for",
+        "failure_from_exception", "murmur2", "partition_for", "projection_lag",
     ],
     "kadence.gateway": ["GatewayConfig", "create_app"],
     "kadence.processors": [
