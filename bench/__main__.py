@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 
 from .common import BenchError, Context, Settings, console, make_progress
-from .scenarios import latency, raw_kafka, recovery, scale, throughput, timers
+from .scenarios import latency, projections, raw_kafka, recovery, scale, throughput, timers
 
 #: in run order (latency uses throughput's result for its half-load rate; raw_kafka uses the
 #: processor's measured batch size)
@@ -25,6 +25,7 @@ SCENARIOS = {
     "raw_kafka": raw_kafka.run,
     "scale": scale.run,
     "recovery": recovery.run,
+    "projections": projections.run,
 }
 
 

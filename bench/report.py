@@ -121,6 +121,8 @@ def build(settings: Settings, raw: dict, started: float) -> dict:
         "bytes_per_idle_workflow": _num(sc.get("bytes_per_idle_workflow")),
         "restore_wf_per_s": _num(sc.get("restore_wf_per_s")),
         "recovery_s": _num(rec.get("recovery_s")),
+        "projection_rebuild_events_per_s": _num(_get(raw, "projections", "projection_rebuild_events_per_s")),
+        "projection_lag_steady": _get(raw, "projections", "projection_lag_steady"),
         "machine": machine(),
         "code": code_version(),
         "details": raw,
