@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 
 from .common import BenchError, Context, Settings, console, make_progress
-from .scenarios import gateway, latency, raw_kafka, recovery, scale, throughput, timers
+from .scenarios import gateway, latency, projections, raw_kafka, recovery, scale, throughput, timers
 
 #: in run order (latency uses throughput's result for its half-load rate; raw_kafka uses the
 #: processor's measured batch size)
@@ -26,6 +26,7 @@ SCENARIOS = {
     "scale": scale.run,
     "recovery": recovery.run,
     "gateway": gateway.run,
+    "projections": projections.run,
 }
 
 

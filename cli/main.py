@@ -500,3 +500,13 @@ def _register_dev() -> None:
 
 
 _register_dev()
+
+
+def _register_projections() -> None:
+    from .projections import list_cmd, projections
+
+    main.add_command(projections)
+    main.add_command(list_cmd)
+
+
+_register_projections()

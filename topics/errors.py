@@ -9,6 +9,8 @@ translated where they enter (``raise ... from exc``)::
     ├── TopicError                  topic catalogue problems
     │   └── PartitionMismatchError  an existing topic has the wrong partition count
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
+    ├── InvalidQueryError           a bad visibility / history read-model query or cursor
+    ├── ProjectionError             a projection cannot be rebuilt (e.g. a rebuild is running)
     ├── WorkflowError               outcomes of workflow operations
     │   ├── WorkflowAlreadyStartedError   (carries the existing run ID)
     │   ├── WorkflowNotFoundError
@@ -32,6 +34,8 @@ __all__ = [
     "TopicError",
     "PartitionMismatchError",
     "BrokerUnavailableError",
+    "InvalidQueryError",
+    "ProjectionError",
     "WorkflowError",
     "WorkflowAlreadyStartedError",
     "WorkflowNotFoundError",
@@ -77,6 +81,14 @@ class PartitionMismatchError(TopicError):
 
 class BrokerUnavailableError(KadenceError):
     """Kafka did not answer in time."""
+
+
+class InvalidQueryError(KadenceError):
+    """A projection query (list / count filter, page size, cursor) is invalid; nothing was read."""
+
+
+class ProjectionError(KadenceError):
+    """A projection operation (rebuild) cannot run; nothing was switched."""
 
 
 class WorkflowError(KadenceError):

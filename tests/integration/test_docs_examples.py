@@ -30,3 +30,11 @@ def test_make_dev_once_runs_the_sample_and_exits_zero(kafka_bootstrap):
     assert out.returncode == 0, out.stderr[-3000:]
     assert '"charged_cents": 6500' in out.stdout
     assert "WorkflowExecutionCompleted" in out.stdout and "==> history (20 events)" in out.stdout
+
+
+def test_visibility_example_lists_its_runs(kafka_bootstrap):
+    out = subprocess.run([sys.executable, str(ROOT / "docs/examples/visibility.py")], capture_output=True, text=True,
+                         timeout=240, env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "even: ['tagged-0', 'tagged-2', 'tagged-4']" in out.stdout
+    assert "counts: {'total': 6, 'by_type': {'Tagged': 6}, 'by_status': {'completed': 6}}" in out.stdout

@@ -258,3 +258,46 @@ class CancelMe:
             await workflow.execute_activity(refund_payment, "pay-1", start_to_close_timeout=timedelta(seconds=10))
             raise
         return "not canceled"
+
+
+# ---- projections (visibility): trivial workflows with every kind of outcome
+
+@workflow.defn
+class VisQuick:
+    """Completes at once, or fails when asked to."""
+
+    @workflow.run
+    async def run(self, fail: bool) -> str:
+        if fail:
+            from kadence import ApplicationError
+            raise ApplicationError("asked to fail", non_retryable=True)
+        return "ok"
+
+
+@workflow.defn
+class VisWaiter:
+    """Waits for a `go` signal (tests leave it running, cancel or terminate it)."""
+
+    def __init__(self) -> None:
+        self.go = False
+
+    @workflow.signal
+    def release(self) -> None:
+        self.go = True
+
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.wait_condition(lambda: self.go)
+        return "released"
+
+
+@workflow.defn
+class VisTagger:
+    """Upserts a search attribute, then completes or continues as new once."""
+
+    @workflow.run
+    async def run(self, again: bool) -> str:
+        workflow.upsert_search_attributes({"stage": "tagged" if again else "done"})
+        if again:
+            workflow.continue_as_new(False)
+        return "tagged"

@@ -1,0 +1,240 @@
+"""``kadence projections run|rebuild|lag`` and ``kadence list`` (reads the visibility projection)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+import time
+from datetime import datetime, timezone
+
+import click
+
+from kadence.topics import KadenceError, KafkaConfig
+from kadence.topics.projection_keys import PROJECTIONS, RUN_STATUSES
+
+__all__ = ["projections", "list_cmd"]
+
+_REDIS_URL = click.option("--redis-url", envvar="KADENCE_REDIS_URL", default="redis://127.0.0.1:6379/0",
+                          show_default=True, help="Redis of the projections [env KADENCE_REDIS_URL]")
+
+
+def _redis(url: str):
+    import redis.asyncio as aioredis
+
+    return aioredis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+
+
+def _fail(exc: Exception) -> None:
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(1)
+
+
+@click.group()
+def projections() -> None:
+    """Run, rebuild and watch the Redis projections (visibility, history read model)."""
+
+
+@projections.command("run")
+@_REDIS_URL
+@click.option("--instance-id", envvar="KADENCE_PROJECTION_ID", default=None,
+              help="stable ID of this instance slot [env KADENCE_PROJECTION_ID]; default: host name")
+@click.option("--metrics-port", type=int, envvar="KADENCE_PROJECTION_METRICS_PORT", default=None,
+              help="serve Prometheus metrics on this port (loopback) [env KADENCE_PROJECTION_METRICS_PORT]")
+@click.pass_obj
+def projections_run(config: KafkaConfig, redis_url: str, instance_id: str | None, metrics_port: int | None) -> None:
+    """Keep the projections up to date from the history topic (until SIGTERM/SIGINT)."""
+    import logging
+
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from kadence.connectors.projection_app import ProjectionConfig, run_projections
+
+    overrides = {"redis_url": redis_url}
+    if instance_id:
+        overrides["instance_id"] = instance_id
+    try:
+        pconf = ProjectionConfig.from_env(config, **overrides)
+    except KadenceError as exc:
+        _fail(exc)
+    registry = CollectorRegistry()
+    if metrics_port is not None:
+        start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
+    level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
+    run_projections(pconf, registry, loglevel=level)
+
+
+@projections.command("rebuild")
+@click.argument("name", required=False, type=click.Choice(PROJECTIONS))
+@_REDIS_URL
+@click.option("--quiet", is_flag=True, help="no progress bar")
+@click.pass_obj
+def projections_rebuild(config: KafkaConfig, name: str | None, redis_url: str, quiet: bool) -> None:
+    """Replay the history topic from offset 0 into new keys, switch readers over, delete the old
+    keys. NAME: one projection (default: all). Reads keep working throughout."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kadence.connectors.rebuild import rebuild_projections
+
+    names = (name,) if name else PROJECTIONS
+
+    async def go():
+        redis = _redis(redis_url)
+        try:
+            if quiet:
+                return await rebuild_projections(config, redis, names)
+            with Progress(TextColumn("[bold]rebuild {task.fields[names]}"), BarColumn(),
+                          TextColumn("{task.completed:,.0f}/{task.total:,.0f} offsets"),
+                          TextColumn("{task.fields[rate]:,.0f} events/s"), TextColumn("lag {task.fields[lag]:,}"),
+                          TimeElapsedColumn(), transient=False) as bar:
+                task = bar.add_task("rebuild", total=None, names=",".join(names), rate=0.0, lag=0)
+
+                def show(p: dict) -> None:
+                    bar.update(task, total=max(p["target"], 1), completed=p["position"], rate=p["events_per_s"],
+                               lag=p["lag"])
+
+                return await rebuild_projections(config, redis, names, on_progress=show)
+        finally:
+            await redis.aclose()
+
+    try:
+        report = asyncio.run(go())
+    except KadenceError as exc:
+        _fail(exc)
+    for n, (old, new) in report.generations.items():
+        click.echo(f"{n}: generation {old} -> {new}")
+    click.echo(f"{report.events} events in {report.seconds:.1f}s ({report.events_per_s:,.0f} events/s); "
+               f"{report.deleted_keys} old keys deleted")
+
+
+@projections.command("lag")
+@_REDIS_URL
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@click.pass_obj
+def projections_lag(config: KafkaConfig, redis_url: str, as_json: bool) -> None:
+    """The live projection's lag (events, seconds), as last reported by `kadence projections run`."""
+    from kadence.topics.visibility import projection_lag
+
+    async def go():
+        redis = _redis(redis_url)
+        try:
+            return await projection_lag(redis, config.namespace)
+        finally:
+            await redis.aclose()
+
+    try:
+        lag = asyncio.run(go())
+    except Exception as exc:  # noqa: BLE001 - Redis unreachable and the like: one line, exit 1
+        _fail(exc)
+    if as_json:
+        click.echo(json.dumps(lag, sort_keys=True))
+        return
+    if lag["events"] is None:
+        click.echo("no projection process has reported for this namespace")
+        sys.exit(1)
+    state = "running" if lag["running"] else "NOT RUNNING (report is stale)"
+    click.echo(f"{state}: lag {lag['events']} events, {lag['seconds']:.3f} s")
+    for p, d in sorted(lag["partitions"].items(), key=lambda kv: int(kv[0])):
+        click.echo(f"  partition {p}: applied {d['applied']} of {d['high']} ({d['events']} behind)")
+
+
+_REL = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+
+
+def parse_time_ms(text: str | None, now: float | None = None) -> int | None:
+    """``2024-05-01T12:00:00[+00:00]`` (naive = UTC), ``2024-05-01``, epoch ms, or relative to now:
+    ``90s``, ``15m``, ``2h``, ``7d``."""
+    if text is None:
+        return None
+    text = text.strip()
+    m = _REL.match(text)
+    if m:
+        scale = {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+        return int(((now if now is not None else time.time()) - float(m.group(1)) * scale) * 1000)
+    if text.isdigit():
+        return int(text)
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"{text!r}: use ISO-8601, epoch ms, or 30s/15m/2h/7d") from exc
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def _iso(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+@click.command("list")
+@click.option("--type", "workflow_type", default=None, help="workflow type")
+@click.option("--status", type=click.Choice(RUN_STATUSES), default=None)
+@click.option("--since", default=None, help="started at or after (ISO-8601, epoch ms, or 15m/2h/7d ago)")
+@click.option("--until", default=None, help="started at or before")
+@click.option("--closed-since", default=None, help="closed at or after")
+@click.option("--closed-until", default=None, help="closed at or before")
+@click.option("--search", "search", multiple=True, metavar="KEY=VALUE", help="search attribute (repeatable, all must match)")
+@click.option("--page-size", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option("--cursor", default=None, help="continue after a previous page (printed as next_cursor)")
+@click.option("--all", "all_pages", is_flag=True, help="follow the cursors to the end")
+@click.option("--count", "count_only", is_flag=True, help="print counts by type and status instead of runs")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@_REDIS_URL
+@click.pass_obj
+def list_cmd(config: KafkaConfig, workflow_type, status, since, until, closed_since, closed_until, search,
+             page_size, cursor, all_pages, count_only, as_json, redis_url) -> None:
+    """List workflow runs from the visibility projection, newest start first."""
+    from kadence.topics.visibility import VisibilityReader
+
+    pairs = {}
+    for item in search:
+        if "=" not in item:
+            raise click.BadParameter(f"{item!r}: use KEY=VALUE", param_hint="--search")
+        k, v = item.split("=", 1)
+        pairs[k] = v
+    filters = dict(workflow_type=workflow_type, status=status, start_from_ms=parse_time_ms(since),
+                   start_to_ms=parse_time_ms(until), close_from_ms=parse_time_ms(closed_since),
+                   close_to_ms=parse_time_ms(closed_until), search=pairs or None)
+
+    async def go():
+        redis = _redis(redis_url)
+        try:
+            reader = VisibilityReader(redis, config.namespace)
+            if count_only:
+                return await reader.count(**filters), None
+            items, nxt = await reader.list(**filters, page_size=page_size, cursor=cursor)
+            while all_pages and nxt:
+                more, nxt = await reader.list(**filters, page_size=page_size, cursor=nxt)
+                items += more
+            return items, nxt
+        finally:
+            await redis.aclose()
+
+    try:
+        result, nxt = asyncio.run(go())
+    except KadenceError as exc:
+        _fail(exc)
+    except Exception as exc:  # noqa: BLE001 - Redis unreachable and the like
+        _fail(exc)
+    if count_only:
+        if as_json:
+            click.echo(json.dumps(result, sort_keys=True))
+        else:
+            click.echo(f"total\t{result['total']}")
+            for k, v in sorted(result["by_type"].items()):
+                click.echo(f"type\t{k}\t{v}")
+            for k, v in sorted(result["by_status"].items()):
+                click.echo(f"status\t{k}\t{v}")
+        return
+    if as_json:
+        click.echo(json.dumps({"items": result, "next_cursor": nxt}, sort_keys=True))
+        return
+    for r in result:
+        sa = ",".join(f"{k}={v}" for k, v in sorted(r["search_attributes"].items()))
+        click.echo(f"{r['workflow_id']}\t{r['run_id']}\t{r['workflow_type']}\t{r['status']}\t"
+                   f"{_iso(r['start_time_ms'])}\t{_iso(r['close_time_ms'])}\t{sa}")
+    if nxt:
+        click.echo(f"next_cursor: {nxt}", err=True)

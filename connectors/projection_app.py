@@ -1,0 +1,283 @@
+"""The live projection process: a Faust app (one per namespace, app id
+``kadence-projections-{ns}``) whose agent consumes ``{ns}.history`` and keeps the Redis
+projections (visibility and the history read model) up to date.
+
+Delivery is at-least-once into idempotent sinks: the agent takes batches without
+acknowledging them (``noack_take``), writes each batch to Redis in one pipeline (one Lua call
+per projection, guarded by each run's last seq), and acknowledges the events only after Redis
+answered; Faust commits acknowledged offsets (every ``commit_interval_s``). A crash replays at
+most the uncommitted tail, which the seq guard ignores. A Redis error is retried (with backoff)
+until it succeeds: an unwritten event is never acknowledged.
+
+Two Faust defaults are changed on purpose:
+- the consumer reads with ``isolation_level=read_committed`` (Faust only does that in its
+  exactly-once mode): the history topic is written in transactions, and an aborted batch must
+  never reach a projection;
+- the consumer uses static group membership (``group.instance.id`` = the instance ID), so a
+  restarted instance gets its partitions back without waiting for the old session to expire.
+
+Every ``status_interval_s`` the process computes its lag (per partition: history offsets not
+yet applied, and how old the newest applied event is when behind), exports it as Prometheus
+gauges and writes it to Redis (``kadence:{ns}:projections:status``) for
+``kadence.topics.visibility.projection_lag``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+
+import faust
+from faust.transport.drivers import aiokafka as faust_aiokafka
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from kadence.topics.catalogue import Catalogue
+from kadence.topics.config import KafkaConfig
+from kadence.topics.errors import ConfigError
+from kadence.topics.projection_keys import PROJECTIONS, ProjectionKeys, status_key
+
+from .projection_sink import ProjectionSink, RawRecord
+
+__all__ = ["ProjectionConfig", "ProjectionMetrics", "create_app", "run_projections"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectionConfig:
+    kafka: KafkaConfig
+    #: KADENCE_REDIS_URL
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    #: KADENCE_PROJECTION_ID: stable ID of this instance slot (static group membership)
+    instance_id: str = field(default_factory=socket.gethostname)
+    #: KADENCE_PROJECTION_BATCH: most events per Redis round trip
+    batch_max: int = 2000
+    #: KADENCE_PROJECTION_BATCH_WAIT_MS: how long a batch waits to fill
+    batch_within_s: float = 0.02
+    #: KADENCE_PROJECTION_COMMIT_MS: offset commit interval
+    commit_interval_s: float = 1.0
+    #: KADENCE_SESSION_TIMEOUT_MS: consumer group session timeout
+    session_timeout_s: float = 30.0
+    #: how often the lag is computed and reported
+    status_interval_s: float = 1.0
+
+    @property
+    def app_id(self) -> str:
+        return f"kadence-projections-{self.kafka.namespace}"
+
+    @classmethod
+    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "ProjectionConfig":
+        env = os.environ if env is None else env
+        kw: dict = {}
+        try:
+            if env.get("KADENCE_REDIS_URL"):
+                kw["redis_url"] = env["KADENCE_REDIS_URL"]
+            if env.get("KADENCE_PROJECTION_ID"):
+                kw["instance_id"] = env["KADENCE_PROJECTION_ID"]
+            if env.get("KADENCE_PROJECTION_BATCH"):
+                kw["batch_max"] = int(env["KADENCE_PROJECTION_BATCH"])
+            if env.get("KADENCE_PROJECTION_BATCH_WAIT_MS"):
+                kw["batch_within_s"] = int(env["KADENCE_PROJECTION_BATCH_WAIT_MS"]) / 1000
+            if env.get("KADENCE_PROJECTION_COMMIT_MS"):
+                kw["commit_interval_s"] = int(env["KADENCE_PROJECTION_COMMIT_MS"]) / 1000
+            if env.get("KADENCE_SESSION_TIMEOUT_MS"):
+                kw["session_timeout_s"] = int(env["KADENCE_SESSION_TIMEOUT_MS"]) / 1000
+        except ValueError as exc:
+            raise ConfigError(f"bad projection setting: {exc}") from exc
+        kw.update(overrides)
+        return cls(kafka=kafka, **kw)
+
+
+class ProjectionMetrics:
+    def __init__(self, registry: CollectorRegistry):
+        self.lag_events = Gauge("kadence_projection_lag_events", "history offsets not yet applied",
+                                ["projection"], registry=registry)
+        self.lag_seconds = Gauge("kadence_projection_lag_seconds",
+                                 "age of the newest applied history event while behind (0 when caught up)",
+                                 ["projection"], registry=registry)
+        self.applied = Counter("kadence_projection_events_applied_total", "history event writes applied (summed over the projections)",
+                               registry=registry)
+        self.duplicates = Counter("kadence_projection_duplicates_total",
+                                  "redelivered history events ignored by the seq guard",
+                                  registry=registry)
+        self.gaps = Counter("kadence_projection_gaps_total",
+                            "history events skipped because earlier events of their run are missing "
+                            "(the projection needs a rebuild)", registry=registry)
+        self.batch_seconds = Histogram("kadence_projection_batch_seconds", "Redis write time per batch",
+                                       registry=registry)
+
+
+# -- read_committed for Faust's aiokafka consumer ------------------------------------------------
+
+class _ReadCommittedThread(faust_aiokafka.AIOKafkaConsumerThread):
+    def _create_worker_consumer(self, transport):
+        consumer = super()._create_worker_consumer(transport)
+        # aiokafka hands this to its Fetcher in start(); Faust sets read_committed only in its
+        # (experimental) exactly-once mode, which we do not want.
+        consumer._isolation_level = "read_committed"
+        return consumer
+
+
+class _ReadCommittedConsumer(faust_aiokafka.Consumer):
+    def _new_consumer_thread(self):
+        return _ReadCommittedThread(self, loop=self.loop, beacon=self.beacon)
+
+
+class _Transport(faust_aiokafka.Transport):
+    Consumer = _ReadCommittedConsumer
+
+
+class _App(faust.App):
+    def _new_transport(self):
+        return _Transport(self.conf.broker_consumer, self)
+
+
+# -- the app ---------------------------------------------------------------------------------------
+
+class _Progress:
+    """What the agent applied, per partition, for the lag report."""
+
+    def __init__(self):
+        self.started = time.time()
+        self.applied_next: dict[int, int] = {}
+        self.applied_ts: dict[int, float] = {}
+        self.received_next: dict[int, int] = {}
+        self.pending_ts: dict[int, float] = {}
+
+
+def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = None) -> faust.App:
+    """The Faust app of ``config.kafka.namespace`` (not started)."""
+    kafka = config.kafka
+    if kafka.security:
+        raise ConfigError("the projection process does not support Kafka TLS/SASL settings yet")
+    registry = registry or CollectorRegistry()
+    metrics = ProjectionMetrics(registry)
+    app = _App(
+        config.app_id,
+        broker=[f"kafka://{h.strip()}" for h in kafka.bootstrap.split(",")],
+        value_serializer="raw", key_serializer="raw", store="memory://", web_enabled=False,
+        autodiscover=False, topic_replication_factor=kafka.replication, topic_partitions=kafka.partitions,
+        consumer_auto_offset_reset="earliest", broker_commit_interval=config.commit_interval_s,
+        broker_session_timeout=config.session_timeout_s,
+        broker_heartbeat_interval=max(0.5, config.session_timeout_s / 10),
+        consumer_group_instance_id=f"{config.app_id}-{config.instance_id}",
+        broker_client_id=f"kadence-projections-{config.instance_id}",
+    )
+    history = Catalogue(kafka).history
+    topic = app.topic(history, value_serializer="raw", key_serializer="raw", internal=False)
+    progress = _Progress()
+    state: dict = {}
+
+    async def redis_client():
+        if "redis" not in state:
+            import redis.asyncio as aioredis
+
+            state["redis"] = aioredis.from_url(config.redis_url, socket_timeout=10, socket_connect_timeout=5)
+            state["sink"] = ProjectionSink(state["redis"], kafka.namespace)
+        return state["redis"], state["sink"]
+
+    @app.agent(topic, name="project-history")
+    async def project(stream):
+        def seen(value):
+            ev = stream.current_event
+            if ev is not None:
+                m = ev.message
+                progress.received_next[m.partition] = max(progress.received_next.get(m.partition, 0), m.offset + 1)
+                progress.pending_ts.setdefault(m.partition, m.timestamp)
+            return value
+
+        stream.add_processor(seen)
+        async for events in stream.noack_take(config.batch_max, within=config.batch_within_s):
+            records = [RawRecord(e.message.partition, e.message.offset, e.message.key, e.message.value,
+                                 int((e.message.timestamp or 0) * 1000)) for e in events]
+            _, sink = await redis_client()
+            delay = 0.1
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    result = await sink.apply(records)
+                    break
+                except (OSError, ConnectionError, TimeoutError) as exc:
+                    log.warning("projection write failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, delay)
+                except Exception as exc:  # noqa: BLE001 - redis errors: never ack an unwritten batch
+                    log.warning("projection write failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            metrics.batch_seconds.observe(time.perf_counter() - t0)
+            metrics.applied.inc(result.applied)
+            metrics.duplicates.inc(result.duplicates)
+            if result.gaps:
+                metrics.gaps.inc(result.gaps)
+                parts = sorted({r.partition for r in records})
+                log.warning("%d history events skipped on partitions %s: earlier events of their runs are "
+                            "missing from the projection (rebuild it: kadence projections rebuild)",
+                            result.gaps, parts)
+            for r in records:
+                progress.applied_next[r.partition] = max(progress.applied_next.get(r.partition, 0), r.offset + 1)
+                progress.applied_ts[r.partition] = max(progress.applied_ts.get(r.partition, 0.0), r.timestamp_ms / 1000)
+                progress.pending_ts.pop(r.partition, None)
+            for e in events:
+                await stream.ack(e)
+
+    @app.timer(config.status_interval_s)
+    async def report_lag():
+        try:
+            redis, _ = await redis_client()
+            report = await _lag_report(app, history, progress, redis, kafka.namespace)
+        except Exception as exc:  # noqa: BLE001 - a missed report is retried next interval
+            log.debug("lag report failed: %s", exc)
+            return
+        for name in PROJECTIONS:
+            metrics.lag_events.labels(name).set(report["events"])
+            metrics.lag_seconds.labels(name).set(report["seconds"])
+        try:
+            await redis.set(status_key(kafka.namespace), json.dumps(report), ex=3600)
+        except Exception as exc:  # noqa: BLE001
+            log.debug("lag report not stored: %s", exc)
+
+    app.kadence_metrics = metrics  # for tests and the CLI
+    return app
+
+
+async def _lag_report(app, history: str, progress: _Progress, redis, namespace: str) -> dict:
+    now = time.time()
+    keys = ProjectionKeys(namespace, "visibility")
+    gen = (await redis.get(keys.pointer) or b"0").decode()
+    stored = {int(k): int(v) for k, v in (await redis.hgetall(f"{keys.prefix(gen)}pos")).items()}
+    parts: dict = {}
+    total, worst = 0, 0.0
+    for tp in app.consumer.assignment():
+        if tp.topic != history:
+            continue
+        p = tp.partition
+        hw = app.consumer.highwater(tp)
+        if hw is None or hw < 0:
+            continue
+        position = await app.consumer.position(tp)
+        applied = max(progress.applied_next.get(p, 0), stored.get(p, 0))
+        received = progress.received_next.get(p, 0)
+        if position is not None and position >= hw and received <= applied:
+            events, seconds = 0, 0.0
+        else:
+            events = max(0, hw - applied)
+            since = progress.applied_ts.get(p) or progress.pending_ts.get(p) or progress.started
+            seconds = max(0.0, now - since) if events else 0.0
+        parts[p] = {"applied": applied, "high": hw, "events": events, "seconds": round(seconds, 3)}
+        total += events
+        worst = max(worst, seconds)
+    return {"updated_ms": int(now * 1000), "events": total, "seconds": round(worst, 3), "partitions": parts}
+
+
+def run_projections(config: ProjectionConfig, registry: CollectorRegistry | None = None,
+                    loglevel: str = "info") -> None:
+    """Run the projection app until SIGTERM/SIGINT (blocking)."""
+    app = create_app(config, registry)
+    worker = faust.Worker(app, loglevel=loglevel, quiet=True, override_logging=False)
+    log.info("projections of namespace %s: app %s, instance %s", config.kafka.namespace, config.app_id,
+             config.instance_id)
+    worker.execute_from_commandline()
