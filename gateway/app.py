@@ -28,9 +28,10 @@ from starlette.routing import Match
 
 from kadence.topics.config import NAMESPACE_RE
 from kadence.topics.engine_client import EngineClient
-from kadence.topics.errors import BrokerUnavailableError, KadenceError, WorkflowNotFoundError
+from kadence.topics.errors import BrokerUnavailableError, InvalidQueryError, KadenceError, WorkflowNotFoundError
 from kadence.topics.history_json import event_to_json
 from kadence.topics.payload import JsonConverter
+from kadence.topics.visibility import VisibilityReader, projection_lag
 
 from .config import GatewayConfig
 from .consistency import TOKEN_HEADER, ConsistencyToken
@@ -40,7 +41,8 @@ from .guard import NAMESPACE_HEADER, Guard, Principal
 from .idempotency import IdempotencyStore, fingerprint
 from .keys import ApiKeyStore
 from .limits import RateLimiter
-from .models import QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest, StartResponse
+from .models import (QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest, StartResponse,
+                     WorkflowList)
 
 __all__ = ["create_app"]
 
@@ -55,6 +57,10 @@ MUTATIONS = frozenset({"start", "signal", "cancel", "terminate"})
 
 #: a workflow ID derived from an Idempotency-Key: a retried start without workflow_id starts nothing new
 _KEYED_IDS = uuid.UUID("6b1d3c3e-95c2-4c55-9a53-3f1f0cbe2a61")
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else max(1, int(seconds * 1000))
 
 
 def _encode_cursor(seq: int, run_id: str) -> str:
@@ -314,7 +320,8 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         payload = {
             "workflow_type": workflow_type, "task_queue": body.task_queue,
             "input": converter.to_bytes(body.input), "id_reuse_policy": body.id_reuse_policy,
-            "run_timeout_ms": None, "search_attributes": {},
+            "run_timeout_ms": _ms(body.run_timeout_seconds), "search_attributes": dict(body.search_attributes),
+            "execution_timeout_ms": _ms(body.execution_timeout_seconds),
         }
         reply, headers = await command(request, who, workflow_id, "StartWorkflow", payload, idempotency_key)
         if reply["status"] == "already_started":
@@ -322,8 +329,26 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         if reply["status"] != "ok":
             return error_response(400, "invalid_input", reply["message"] or reply["status"], headers=headers)
         log.info("started workflow %s run %s in namespace %s", workflow_id, reply["run_id"], who.namespace)
-        return JSONResponse(StartResponse(workflow_id=workflow_id, run_id=reply["run_id"]).model_dump(),
-                            status_code=201, headers=headers)
+        out = StartResponse(workflow_id=workflow_id, run_id=reply["run_id"])
+        if body.wait_seconds > 0:
+            await _wait_for_result(who, workflow_id, reply["run_id"], body.wait_seconds, out)
+        return JSONResponse(out.model_dump(exclude_none=body.wait_seconds == 0), status_code=201, headers=headers)
+
+    async def _wait_for_result(who: Principal, workflow_id: str, run_id: str, seconds: float,
+                               out: StartResponse) -> None:
+        """Fill ``out`` with the run's outcome if it closes within ``seconds`` (else status running)."""
+        engine = await pool.get(who.namespace)
+        try:
+            reply = await engine.request(workflow_id, "AwaitWorkflowResult", {"wait": True}, run_id=run_id,
+                                         request_id=str(uuid.uuid4()), timeout=seconds)
+        except BrokerUnavailableError:  # the deadline passed (or the engine is slow): still running
+            out.status = "running"
+            return
+        out.status = reply["status"]
+        if reply["status"] == "completed":
+            out.result = converter.from_bytes(reply["result"])
+        elif reply["failure"]:
+            out.failure = {"type": reply["failure"]["type"], "message": reply["failure"]["message"]}
 
     @v1.get("/workflows/{workflow_id}/history", responses=_READ,
             summary="A run's history, oldest first, in pages; optionally waits for new events")
@@ -413,6 +438,60 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             return error_response(409, "query_rejected", reply["message"] or reply["status"])
         return {"workflow_id": workflow_id, "run_id": reply["run_id"], "result": converter.from_bytes(reply["result"])}
 
+    @v1.get("/workflows", response_model=WorkflowList, name="list",
+            responses={400: {"model": ErrorResponse}, 503: {"model": ErrorResponse}},
+            summary="List workflow runs (from the visibility projection), newest start first")
+    async def list_workflows(
+            request: Request,
+            workflow_type: str | None = Query(None, alias="type", min_length=1, max_length=200),
+            status: str | None = Query(None, pattern="^(running|completed|failed|canceled|terminated|"
+                                                       "continued_as_new|timed_out)$"),
+            start_from_ms: int | None = Query(None, ge=0, description="runs started at or after (epoch ms)"),
+            start_to_ms: int | None = Query(None, ge=0, description="runs started before (epoch ms)"),
+            close_from_ms: int | None = Query(None, ge=0, description="runs closed at or after (epoch ms)"),
+            close_to_ms: int | None = Query(None, ge=0, description="runs closed before (epoch ms)"),
+            search: list[str] = Query([], max_length=20, description="search attribute filter key:value (repeatable)"),
+            page_size: int = Query(100, ge=1, le=1000),
+            cursor: str | None = Query(None, max_length=2048, description="next_cursor of the previous page"),
+            include_counts: bool = Query(False, description="also count the matching runs by type and status"),
+            consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):
+        who = principal(request)
+        if redis is None:
+            raise ApiError(503, "unavailable", "listing needs Redis (the visibility projection); "
+                                               "start the gateway with KADENCE_REDIS_URL",
+                           headers={"Retry-After": str(config.retry_after_seconds)})
+        filters: dict = {}
+        for item in search:
+            key, sep, value = item.partition(":")
+            if not sep or not key:
+                raise ApiError(400, "invalid_input", "search: expected key:value", field="search")
+            filters[key] = value
+        reader = VisibilityReader(redis, who.namespace)
+        text = consistency_token if consistency_token is not None else token_header
+        if text is not None:
+            try:
+                token = ConsistencyToken.decode(text)
+            except ValueError as exc:
+                raise ApiError(400, "invalid_input", f"consistency_token: {exc}", field="consistency_token") from exc
+            if token.namespace != who.namespace:
+                raise ApiError(400, "invalid_input", "consistency_token belongs to another namespace",
+                               field="consistency_token")
+            if not await reader.wait_for_seq(token.workflow_id, token.run_id, token.history_seq,
+                                             config.reply_timeout):
+                raise ApiError(503, "unavailable", "the visibility projection has not caught up with the "
+                                                   "consistency token yet (is `kadence projections run` up?)",
+                               headers={"Retry-After": str(config.retry_after_seconds)})
+        query = dict(workflow_type=workflow_type, status=status, start_from_ms=start_from_ms,
+                     start_to_ms=start_to_ms, close_from_ms=close_from_ms, close_to_ms=close_to_ms,
+                     search=filters or None)
+        try:
+            items, next_cursor = await reader.list(**query, page_size=page_size, cursor=cursor)
+            counts = await reader.count(**query) if include_counts else None
+        except InvalidQueryError as exc:
+            raise ApiError(400, "invalid_input", str(exc), field="cursor" if "cursor" in str(exc) else None) from exc
+        return {"workflows": [{k: v for k, v in r.items() if k not in ("history_offset", "partition")} for r in items],
+                "next_cursor": next_cursor, "counts": counts}
+
     @v1.get("/workflows/{workflow_id}", responses=_READ, summary="Describe a workflow's current run")
     async def describe(request: Request, workflow_id: str = _WF,
                        consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):
@@ -452,8 +531,14 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             except (RedisError, OSError) as exc:
                 checks["redis"] = f"unavailable: {type(exc).__name__}"
         ready = all(v == "ok" for v in checks.values())
+        detail: dict = {}
+        if redis is not None and checks.get("redis") == "ok":
+            try:  # informative: a lagging projection does not make the gateway unready
+                detail["projections"] = await asyncio.wait_for(projection_lag(redis, config.kafka.namespace), 5)
+            except (RedisError, OSError, asyncio.TimeoutError) as exc:
+                detail["projections"] = {"error": type(exc).__name__}
         if ready:
-            return {"status": "ready", "checks": checks}
+            return {"status": "ready", "checks": checks, **detail}
         down = ", ".join(k for k, v in checks.items() if v != "ok")
         return JSONResponse({"status": "unavailable", "checks": checks,
                              "error": {"code": "unavailable", "message": f"not ready: {down}"}},

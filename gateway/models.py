@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["QueryRequest", "ReasonRequest", "RunResponse", "SignalRequest", "StartRequest", "StartResponse"]
+__all__ = ["QueryRequest", "ReasonRequest", "RunResponse", "SignalRequest", "StartRequest", "StartResponse",
+           "WorkflowList", "WorkflowSummary"]
 
 #: a task queue names Kafka topics ({ns}.tasks.activity.{queue}), which Kafka caps at 249 characters
 _QUEUE = dict(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
@@ -22,11 +23,23 @@ class StartRequest(BaseModel):
     id_reuse_policy: Literal["allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate",
                              "terminate_if_running"] = Field(
         "allow_duplicate", description="whether a closed run's workflow ID may start again")
+    search_attributes: dict[str, str] = Field(
+        default_factory=dict, max_length=100,
+        description="indexed attributes for listing (GET /v1/workflows?search=key:value)")
+    run_timeout_seconds: float | None = Field(None, gt=0, le=10 * 365 * 86400,
+                                              description="bounds this run; the run times out after it")
+    execution_timeout_seconds: float | None = Field(None, gt=0, le=10 * 365 * 86400,
+                                                    description="bounds the whole execution, across continue-as-new")
+    wait_seconds: float = Field(0, ge=0, le=60, description="wait up to this long for the run to close and "
+                                                            "return its result (status stays 'running' otherwise)")
 
 
 class StartResponse(BaseModel):
     workflow_id: str
     run_id: str
+    status: str | None = Field(None, description="with wait_seconds: the run's status when the wait ended")
+    result: Any = Field(None, description="with wait_seconds: the result of a completed run")
+    failure: dict | None = Field(None, description="with wait_seconds: type and message of a failed run")
 
 
 class SignalRequest(BaseModel):
@@ -52,3 +65,24 @@ class QueryRequest(BaseModel):
 class RunResponse(BaseModel):
     workflow_id: str
     run_id: str | None
+
+
+class WorkflowSummary(BaseModel):
+    workflow_id: str
+    run_id: str
+    workflow_type: str | None = None
+    status: str | None = None
+    task_queue: str | None = None
+    start_time_ms: int | None = None
+    close_time_ms: int | None = None
+    search_attributes: dict[str, str] = Field(default_factory=dict)
+    parent_workflow_id: str | None = None
+    continued_from_run_id: str | None = None
+    new_run_id: str | None = None
+    last_seq: int | None = None
+
+
+class WorkflowList(BaseModel):
+    workflows: list[WorkflowSummary]
+    next_cursor: str | None = Field(None, description="pass as cursor for the next page; null on the last page")
+    counts: dict | None = Field(None, description="with include_counts: total, by_type and by_status")
