@@ -26,6 +26,7 @@ from kadence.topics.polling import poll_ready
 from kadence.topics.errors import ConfigError, KadenceError, SchemaError
 from kadence.topics.records import command, history_key, now_ms
 
+from .builds import BacklogReporter, BuildDefaults
 from .effects import BatchView, Outbox
 from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
@@ -48,6 +49,8 @@ class ProcessorConfig:
     transaction_timeout_ms: int = 10_000
     #: KADENCE_SESSION_TIMEOUT_MS: how soon the group notices a dead instance
     session_timeout_ms: int = 10_000
+    #: KADENCE_BUILD_BACKLOG_INTERVAL_S: how often the build backlog gauges are measured (0: never)
+    build_backlog_interval_s: float = 15.0
 
     def __post_init__(self):
         if not self.instance_id or any(c.isspace() for c in self.instance_id):
@@ -66,6 +69,8 @@ class ProcessorConfig:
                          ("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms")):
             if env.get(var):
                 kw[key] = int(env[var])
+        if env.get("KADENCE_BUILD_BACKLOG_INTERVAL_S"):
+            kw["build_backlog_interval_s"] = float(env["KADENCE_BUILD_BACKLOG_INTERVAL_S"])
         kw.update(overrides)
         return cls(kafka=kafka, **kw)
 
@@ -91,10 +96,15 @@ class HistoryProcessor:
         self.config = config
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
-        self.metrics = _Metrics(registry or CollectorRegistry())
+        registry = registry or CollectorRegistry()
+        self.metrics = _Metrics(registry)
         self._stop = threading.Event()
         self._stores: dict[int, MemoryShardStore] = {}
         self._known_queues: set[str] = set()
+        self._known_builds: set[tuple[str, str]] = set()
+        self._builds = BuildDefaults(config.kafka, registry)
+        self._backlog = (BacklogReporter(config.kafka, registry, config.build_backlog_interval_s)
+                         if config.build_backlog_interval_s > 0 else None)
         self._cmd_codec = serde.codec("Command")
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
@@ -133,11 +143,15 @@ class HistoryProcessor:
 
     def run(self) -> None:
         self._check_topics()
+        self._builds.start()  # the default build of every queue, before the first start is processed
+        if self._backlog is not None:
+            self._backlog.start()
         self._producer = self._make_producer()
         self._consumer = self._make_consumer()
         log.info("processor %s started (namespace %s)", self.config.instance_id, self.kafka.namespace)
         try:
             while not self._stop.is_set():
+                self._builds.poll()
                 msgs = self._poll_batch()
                 if msgs:
                     self._process_batch(msgs)
@@ -151,6 +165,9 @@ class HistoryProcessor:
             raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
 
     def _shutdown(self) -> None:
+        if self._backlog is not None:
+            self._backlog.stop()
+        self._builds.close()
         if self._consumer is not None:
             try:
                 self._consumer.close()
@@ -207,7 +224,7 @@ class HistoryProcessor:
             if store is None:  # revoked while the batch was buffered: its new owner processes it
                 continue
             offsets[(msg.topic(), p)] = msg.offset() + 1
-            view = views.get(p) or views.setdefault(p, BatchView(store))
+            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults))
             out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
             try:
                 cmd = self._cmd_codec.decode(msg.value())
@@ -280,7 +297,9 @@ class HistoryProcessor:
             for kind, queue, task in out.tasks:
                 self._ensure_queue(queue)
                 if kind == "workflow":
-                    self._produce(self.topics.workflow_tasks(queue), wt_codec.encode(task), task["workflow_id"].encode())
+                    build = task["build_id"]
+                    topic = self.topics.workflow_tasks(queue) if build is None else self._ensure_build(queue, build)
+                    self._produce(topic, wt_codec.encode(task), task["workflow_id"].encode())
                 else:
                     self._produce(self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode())
             for reply in out.replies:
@@ -307,6 +326,13 @@ class HistoryProcessor:
         if queue not in self._known_queues:
             self.topics.ensure_queue(queue)
             self._known_queues.add(queue)
+
+    def _ensure_build(self, queue: str, build: str) -> str:
+        """The workflow-task topic of a build, created on first use (like a queue's topics)."""
+        if (queue, build) not in self._known_builds:
+            self.topics.ensure_build(queue, build)
+            self._known_builds.add((queue, build))
+        return self.topics.build_tasks(queue, build)
 
     def _on_txn_error(self, exc: KafkaException) -> None:
         err = exc.args[0] if exc.args else None
