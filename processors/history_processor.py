@@ -151,8 +151,8 @@ class HistoryProcessor:
         log.info("processor %s started (namespace %s)", self.config.instance_id, self.kafka.namespace)
         try:
             while not self._stop.is_set():
-                self._builds.poll()
                 msgs = self._poll_batch()
+                self._builds.poll()  # after the commands: a promotion acknowledged before a start is seen by it
                 if msgs:
                     self._process_batch(msgs)
         finally:
