@@ -1,9 +1,10 @@
 """The processor's view of worker builds: which build new workflows of each queue start on, and
 the backlog of every build as Prometheus gauges.
 
-``BuildDefaults`` reads ``{ns}.builds`` (compacted, one partition) with a plain consumer assigned
-from the beginning: read to its end before the first batch, then polled without blocking between
-batches. Every processor instance reads all of it (it holds one record per task queue).
+``BuildDefaults`` reads ``{ns}.builds`` (compacted, key = task queue) with a plain consumer
+assigned to all its partitions from the beginning: read to its end before the first batch, then
+polled without blocking after each poll of the commands topic. Every processor instance reads
+all of it (it holds one record per task queue).
 
 ``BacklogReporter`` measures, off the hot path (its own thread, every ``interval_s``), the
 workflow tasks waiting on every build's topic (``kadence.topics.builds.BacklogProbe``) and

@@ -92,7 +92,7 @@ class Catalogue:
             TopicSpec(self.state, p, dict(compact), True),
             TopicSpec(self.replies, p, {"cleanup.policy": "delete", "retention.ms": str(DAY_MS)}),
             TopicSpec(self.dlq, p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}),
-            TopicSpec(self.builds, 1, dict(compact)),
+            TopicSpec(self.builds, p, dict(compact)),
         ]
         for tier in TIMER_TIERS_MS:
             specs.append(TopicSpec(self.timers(tier), p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}))

@@ -30,7 +30,8 @@ def fresh_config(kafka_bootstrap) -> KafkaConfig:
 def _expected(ns: str) -> dict[str, str]:
     """topic -> cleanup.policy, from DESIGN.md section 4."""
     topics = {f"{ns}.commands": "delete", f"{ns}.history": "compact", f"{ns}.state": "compact",
-              f"{ns}.replies": "delete", f"{ns}.dlq": "delete"}
+              f"{ns}.replies": "delete", f"{ns}.dlq": "delete",
+              f"{ns}.builds": "compact"}  # the default worker build of each task queue (decision 0018)
     topics.update({f"{ns}.timers.{tier}": "delete" for tier in TIMER_TIERS_MS})
     return topics
 
