@@ -154,8 +154,14 @@ class Catalogue:
                         report.existing.append(name)
                         continue
                     raise TopicError(f"cannot create topic {name}: {err.str()}") from exc
-            # a concurrent creator may have used another count: verify sharded topics again
+            # a concurrent creator may have used another count: verify sharded topics again, once
+            # the broker's metadata shows the topics that already existed (it can lag a creation)
+            raced = [s.name for s in missing if s.name in report.existing]
+            deadline = time.monotonic() + timeout
             have = self.existing(admin)
+            while any(name not in have for name in raced) and time.monotonic() < deadline:
+                time.sleep(0.05)
+                have = self.existing(admin)
             for spec in missing:
                 if spec.sharded and have.get(spec.name) not in (None, spec.partitions):
                     raise PartitionMismatchError(spec.name, spec.partitions, have[spec.name])
