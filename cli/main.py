@@ -155,8 +155,11 @@ def load_definitions(module_name: str) -> tuple[list, list]:
 @click.option("--task-queue", required=True)
 @click.option("--module", "module_name", required=True,
               help="module with WORKFLOWS and ACTIVITIES lists, e.g. kadence.samples.order_fulfilment")
+@click.option("--build-id", default=None, envvar="KADENCE_BUILD_ID",
+              help="the build of this code: run only workflows pinned to it [env KADENCE_BUILD_ID]")
+@click.option("--promote", is_flag=True, help="with --build-id: new workflows of the queue start on this build")
 @click.pass_obj
-def worker(config: KafkaConfig, task_queue: str, module_name: str) -> None:
+def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str | None, promote: bool) -> None:
     """Run a worker for a task queue (until SIGTERM/SIGINT)."""
     from kadence import Client, Worker
 
@@ -164,7 +167,8 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str) -> None:
 
     async def run() -> None:
         client = await Client.connect(config=config)
-        w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities)
+        w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities, build_id=build_id,
+                   promote=promote)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, w.shutdown)
@@ -499,6 +503,12 @@ def _register_dev() -> None:
     main.add_command(keys)
 
 
+def _register_builds() -> None:
+    from .builds import builds
+
+    main.add_command(builds)
+
+
 _register_dev()
 
 
@@ -510,3 +520,4 @@ def _register_projections() -> None:
 
 
 _register_projections()
+_register_builds()

@@ -71,7 +71,7 @@ class BatchView:
     Nothing reaches the store until ``commit_into()`` runs after the Kafka commit.
     """
 
-    def __init__(self, store):
+    def __init__(self, store, build_defaults: dict | None = None):
         self._store = store
         self.states: dict[str, dict] = {}
         self.new_events: dict[str, list] = {}
@@ -79,6 +79,8 @@ class BatchView:
         #: records (the disk store) takes them instead of encoding every record a second time
         self.raw_states: dict[str, bytes] = {}
         self.raw_events: dict[str, bytes] = {}
+        #: task queue -> the build new workflows start on (kept by processors.builds.BuildDefaults)
+        self.build_defaults = build_defaults if build_defaults is not None else {}
 
     def state(self, workflow_id: str) -> dict | None:
         if workflow_id in self.states:
@@ -249,7 +251,7 @@ def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool
         "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
         "task_queue": st["task_queue"], "scheduled_seq": st["wt_scheduled_seq"] or 0,
         "attempt": st["wt_attempt"], "full_history": since == 0, "events": events,
-        "schema_version": 0, "trace_id": None, "query": query, "build_id": None,
+        "schema_version": 0, "trace_id": None, "query": query, "build_id": st["build_id"],
     }))
 
 

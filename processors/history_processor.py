@@ -29,6 +29,7 @@ from kadence.topics.polling import poll_ready
 from kadence.topics.errors import ConfigError, KadenceError, SchemaError
 from kadence.topics.records import command, history_key, now_ms
 
+from .builds import BacklogReporter, BuildDefaults
 from .effects import BatchView, Outbox
 from .state_machine import transition
 from .disk_store import DiskShardStore
@@ -57,6 +58,8 @@ class ProcessorConfig:
     #: KADENCE_STATE_DIR: where the disk store keeps its per-partition databases (rebuilt from
     #: Kafka on every assignment, so nothing there needs a backup); default: a fresh temp dir
     state_dir: str | None = None
+    #: KADENCE_BUILD_BACKLOG_INTERVAL_S: how often the build backlog gauges are measured (0: never)
+    build_backlog_interval_s: float = 15.0
 
     def __post_init__(self):
         if not self.instance_id or any(c.isspace() for c in self.instance_id):
@@ -78,6 +81,8 @@ class ProcessorConfig:
                          ("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms")):
             if env.get(var):
                 kw[key] = int(env[var])
+        if env.get("KADENCE_BUILD_BACKLOG_INTERVAL_S"):
+            kw["build_backlog_interval_s"] = float(env["KADENCE_BUILD_BACKLOG_INTERVAL_S"])
         kw.update(overrides)
         return cls(kafka=kafka, **kw)
 
@@ -125,11 +130,16 @@ class HistoryProcessor:
         self.config = config
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
-        self.metrics = _Metrics(registry or CollectorRegistry())
+        registry = registry or CollectorRegistry()
+        self.metrics = _Metrics(registry)
         self._stop = threading.Event()
         self._stores: dict[int, MemoryShardStore | DiskShardStore] = {}
         self._state_dir: Path | None = None
         self._known_queues: set[str] = set()
+        self._known_builds: set[tuple[str, str]] = set()
+        self._builds = BuildDefaults(config.kafka, registry)
+        self._backlog = (BacklogReporter(config.kafka, registry, config.build_backlog_interval_s)
+                         if config.build_backlog_interval_s > 0 else None)
         self._cmd_codec = serde.codec("Command")
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
@@ -181,12 +191,16 @@ class HistoryProcessor:
 
     def run(self) -> None:
         self._check_topics()
+        self._builds.start()  # the default build of every queue, before the first start is processed
+        if self._backlog is not None:
+            self._backlog.start()
         self._producer = self._make_producer()
         self._consumer = self._make_consumer()
         log.info("processor %s started (namespace %s)", self.config.instance_id, self.kafka.namespace)
         try:
             while not self._stop.is_set():
                 msgs = self._poll_batch()
+                self._builds.poll()  # after the commands: a promotion acknowledged before a start is seen by it
                 if msgs:
                     self._process_batch(msgs)
         finally:
@@ -199,6 +213,9 @@ class HistoryProcessor:
             raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
 
     def _shutdown(self) -> None:
+        if self._backlog is not None:
+            self._backlog.stop()
+        self._builds.close()
         if self._consumer is not None:
             try:
                 self._consumer.close()
@@ -261,7 +278,7 @@ class HistoryProcessor:
             if store is None:  # revoked while the batch was buffered: its new owner processes it
                 continue
             offsets[(msg.topic(), p)] = msg.offset() + 1
-            view = views.get(p) or views.setdefault(p, BatchView(store))
+            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults))
             out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
             try:
                 cmd = self._cmd_codec.decode(msg.value())
@@ -338,7 +355,9 @@ class HistoryProcessor:
             for kind, queue, task in out.tasks:
                 self._ensure_queue(queue)
                 if kind == "workflow":
-                    self._produce(self.topics.workflow_tasks(queue), wt_codec.encode(task), task["workflow_id"].encode())
+                    build = task["build_id"]
+                    topic = self.topics.workflow_tasks(queue) if build is None else self._ensure_build(queue, build)
+                    self._produce(topic, wt_codec.encode(task), task["workflow_id"].encode())
                 else:
                     self._produce(self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode())
             for reply in out.replies:
@@ -365,6 +384,13 @@ class HistoryProcessor:
         if queue not in self._known_queues:
             self.topics.ensure_queue(queue)
             self._known_queues.add(queue)
+
+    def _ensure_build(self, queue: str, build: str) -> str:
+        """The workflow-task topic of a build, created on first use (like a queue's topics)."""
+        if (queue, build) not in self._known_builds:
+            self.topics.ensure_build(queue, build)
+            self._known_builds.add((queue, build))
+        return self.topics.build_tasks(queue, build)
 
     def _on_txn_error(self, exc: KafkaException) -> None:
         err = exc.args[0] if exc.args else None

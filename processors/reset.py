@@ -63,14 +63,16 @@ def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
                wt_attempt=0, wt_failure=None, wt_failure_cause=None, result=None, failure=None,
                result_waiters=waiters, pending_activities=[], pending_timers=[], pending_children=[],
                cancel_requested=False, history_warned=False, start_time_ms=ts,
-               recent_requests=list(st["recent_requests"]), search_attributes=dict(st["search_attributes"]))
+               recent_requests=list(st["recent_requests"]), search_attributes=dict(st["search_attributes"]),
+               # a reset runs the current code: the queue's default build (an operator may move it)
+               build_id=view.build_defaults.get(st["task_queue"]))
     view.put(new)
     pending_acts: dict[str, dict] = {}
     timers: dict[str, dict] = {}
     for e in kept:
         kind, attrs = e["attributes"]
         if kind == "WorkflowExecutionStarted":
-            attrs = {**attrs, "continued_from_run_id": st["run_id"]}
+            attrs = {**attrs, "continued_from_run_id": st["run_id"], "build_id": new["build_id"]}
         ev = emit(view, out, new, kind, attrs, ts=e["timestamp_ms"], request_id=e["request_id"])
         if kind == "ActivityTaskScheduled":
             pending_acts[attrs["activity_id"]] = {

@@ -14,6 +14,9 @@ from __future__ import annotations
 import logging
 import uuid
 
+from kadence.topics.builds import validate_build_id
+from kadence.topics.errors import ConfigError
+
 from .reset import reset_workflow
 from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
                          schedule_activity)
@@ -33,7 +36,7 @@ HISTORY_WARN_EVENTS = 10_000
 HISTORY_LIMIT_EVENTS = 50_000
 
 
-def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int) -> dict:
+def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *, build_id: str | None = None) -> dict:
     return {
         "workflow_id": wf, "run_id": run_id, "workflow_type": body["workflow_type"],
         "task_queue": body["task_queue"], "status": "running", "start_time_ms": ts,
@@ -47,8 +50,19 @@ def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int) ->
         "execution_deadline_ms": (ts + body["execution_timeout_ms"]) if body.get("execution_timeout_ms") else None,
         "pending_children": [], "parent_workflow_id": body.get("parent_workflow_id"),
         "parent_run_id": body.get("parent_run_id"), "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
-        "build_id": None,
+        "build_id": build_id,
     }
+
+
+def _initial_build(view: BatchView, body: dict) -> str | None:
+    """The build a new run is pinned to: the one its start names (a child of a pinned parent),
+    else the task queue's default build at this moment (None: unversioned)."""
+    if body.get("build_id"):
+        try:
+            return validate_build_id(body["build_id"])
+        except ConfigError:
+            log.warning("start names an invalid build %r; using the queue's default", body["build_id"])
+    return view.build_defaults.get(body["task_queue"])
 
 
 def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, request_id=None,
@@ -57,7 +71,7 @@ def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, r
     emit(view, out, st, "WorkflowExecutionStarted", {
         "workflow_type": body["workflow_type"], "task_queue": body["task_queue"], "input": body["input"],
         "attempt": 1, "continued_from_run_id": continued_from, "parent_workflow_id": None, "parent_run_id": None,
-        "run_timeout_ms": body.get("run_timeout_ms"), "build_id": None,
+        "run_timeout_ms": body.get("run_timeout_ms"), "build_id": st["build_id"],
         "search_attributes": body.get("search_attributes") or {},
         "execution_deadline_ms": st["execution_deadline_ms"],
         "parent_workflow_id": st["parent_workflow_id"], "parent_run_id": st["parent_run_id"],
@@ -100,7 +114,7 @@ def _start(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, answ
             reply(out, rid, wf, "already_started", run_id=st["run_id"], message=reject)
             _notify_parent_of_start(out, wf, body, "start_failed", st["run_id"], reject)
             return None
-    new = _new_run(st, wf, body, str(uuid.uuid5(_RUN_NS, cmd["event_id"])), ts)
+    new = _new_run(st, wf, body, str(uuid.uuid5(_RUN_NS, cmd["event_id"])), ts, build_id=_initial_build(view, body))
     _begin_run(view, out, new, body, ts, request_id=rid)
     _notify_parent_of_start(out, wf, body, "started", new["run_id"])
     if answer:
@@ -130,6 +144,8 @@ def _start_child(view: BatchView, out: Outbox, st: dict, c: dict, done_seq: int,
         "id_reuse_policy": "allow_duplicate", "run_timeout_ms": c.get("run_timeout_ms"), "search_attributes": {},
         "execution_timeout_ms": None, "parent_workflow_id": st["workflow_id"], "parent_run_id": st["run_id"],
         "parent_initiated_seq": ev["seq"], "parent_close_policy": c["parent_close_policy"],
+        # a child on its parent's task queue runs on its parent's build; elsewhere on that queue's default
+        "build_id": st["build_id"] if c["task_queue"] == st["task_queue"] else None,
     }, request_id=f"child:{st['workflow_id']}:{st['run_id']}:{ev['seq']}")
 
 
@@ -173,8 +189,8 @@ def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> dict |
     """The state if the command's workflow-task token is the pending one, else None (stale)."""
     st = view.state(cmd["aggregate_key"])
     if (st is None or st["run_id"] != cmd["run_id"] or st["status"] != "running"
-            or st["wt_scheduled_seq"] != body["scheduled_seq"]):
-        out.stale += 1
+            or st["wt_scheduled_seq"] != body["scheduled_seq"] or body.get("build_id") != st["build_id"]):
+        out.stale += 1  # (a task answered by a worker of another build: the run was moved)
         return None
     return st
 
@@ -239,7 +255,7 @@ def _continue_as_new(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -
     st["continued_run_id"] = new_run_id
     body = {"workflow_type": st["workflow_type"], "task_queue": st["task_queue"], "input": c["input"],
             "run_timeout_ms": st["run_timeout_ms"], "search_attributes": st["search_attributes"]}
-    new = _new_run(st, st["workflow_id"], body, new_run_id, ts)
+    new = _new_run(st, st["workflow_id"], body, new_run_id, ts, build_id=st["build_id"])  # stays on its build
     new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
     for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):  # the parent waits for the chain
         new[key] = st[key]
@@ -411,6 +427,32 @@ def _query(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None
         "request_id": rid or "", "query_name": body["query_name"], "input": body["input"]})
 
 
+def _update_build(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    """Operator: move the open run to another build (None: unpin). A workflow task waiting on the
+    old build's topic is sent again, with the full history, to the new build's; one that failed
+    (e.g. non-determinism on the old build) is tried again on the new build at once."""
+    st = open_run_or_reply(cmd, view, out)
+    if st is None:
+        return
+    try:
+        build = validate_build_id(body["build_id"], allow_none=True)
+    except ConfigError as exc:
+        reply(out, cmd["request_id"], st["workflow_id"], "rejected", run_id=st["run_id"], message=str(exc))
+        return
+    previous = st["build_id"]
+    if build != previous:
+        st["build_id"] = build
+        if st["wt_scheduled_seq"] is not None:
+            dispatch_workflow_task(view, out, st, full=True)
+        elif st["wt_failure"] is not None:
+            schedule_workflow_task(view, out, st, ts, full=True)
+        log.warning("audit: workflow %s run %s moved from build %s to %s by %s", st["workflow_id"], st["run_id"],
+                    previous or "(unversioned)", build or "(unversioned)", body["identity"] or "unknown")
+    remember(st, cmd["request_id"], "ok")
+    view.put(st)
+    reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
+
+
 _HANDLERS = {
     "RespondWorkflowTaskCompleted": _workflow_task_completed,
     "RespondWorkflowTaskFailed": _workflow_task_failed,
@@ -424,6 +466,7 @@ _HANDLERS = {
     "RecordActivityHeartbeat": activity_heartbeat,
     "ChildWorkflowEvent": _child_event,
     "ResetWorkflow": reset_workflow,
+    "UpdateWorkflowBuild": _update_build,
 }
 
 

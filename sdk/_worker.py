@@ -24,6 +24,7 @@ from typing import Any, Iterable
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import serde
+from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.polling import poll_ready
 from kadence.topics.errors import (DefinitionError, KadenceError, NonDeterminismError, NotDeterministicError,
                                    SchemaError)
@@ -179,14 +180,24 @@ class Worker:
             ...
 
     or ``await worker.run()`` until ``worker.shutdown()``.
+
+    ``build_id`` declares the build of the workflow code this worker runs: it then runs only the
+    workflow tasks of runs pinned to that build (a run stays on the build it started on), from
+    the build's own topic; activities are shared by every build of the queue. ``promote=True``
+    makes the build the queue's default when the worker starts: new workflows start on it.
+    Without ``build_id`` the worker runs the queue's unversioned workflows, as before.
     """
 
     def __init__(self, client: Client, *, task_queue: str, workflows: Iterable[type] = (),
                  activities: Iterable[Any] = (), max_concurrent_activities: int = 100,
                  max_cached_workflows: int = 10_000, session_timeout_ms: int = 10_000,
-                 identity: str | None = None):
+                 identity: str | None = None, build_id: str | None = None, promote: bool = False):
         if not task_queue:
             raise DefinitionError("task_queue must be a non-empty string")
+        self.build_id = validate_build_id(build_id, allow_none=True)
+        if promote and build_id is None:
+            raise DefinitionError("promote=True needs a build_id")
+        self._promote = promote
         self.client = client
         self.task_queue = task_queue
         self.identity = identity or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -226,11 +237,16 @@ class Worker:
     async def run(self) -> None:
         self._stopped = asyncio.Event()
         topics = self.client._engine.topics
-        await asyncio.get_running_loop().run_in_executor(None, topics.ensure_queue, self.task_queue)
+        loop = asyncio.get_running_loop()
+        if self.build_id is None:
+            await loop.run_in_executor(None, topics.ensure_queue, self.task_queue)
+            wt_topic, wt_group = topics.workflow_tasks(self.task_queue), topics.worker_group(self.task_queue, "workflow")
+        else:
+            await loop.run_in_executor(None, topics.ensure_build, self.task_queue, self.build_id)
+            wt_topic = topics.build_tasks(self.task_queue, self.build_id)
+            wt_group = topics.build_group(self.task_queue, self.build_id)
         if self._workflows:
-            self._wt_consumer = _TaskConsumer(self, topics.workflow_tasks(self.task_queue),
-                                              topics.worker_group(self.task_queue, "workflow"),
-                                              self._on_workflow_task, 1000)
+            self._wt_consumer = _TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000)
             self._consumers.append(self._wt_consumer)
         if self._activities:
             self._at_consumer = _TaskConsumer(self, topics.activity_tasks(self.task_queue),
@@ -239,7 +255,11 @@ class Worker:
             self._consumers.append(self._at_consumer)
         for c in self._consumers:
             c.start()
-        log.info("worker %s serving task queue %s", self.identity, self.task_queue)
+        if self._promote:
+            await loop.run_in_executor(None, lambda: promote_build(self.client.config, self.task_queue, self.build_id,
+                                                                   identity=self.identity))
+        log.info("worker %s serving task queue %s (build %s)", self.identity, self.task_queue,
+                 self.build_id or "unversioned")
         try:
             await self._stopped.wait()
         finally:
@@ -322,7 +342,8 @@ class Worker:
                                                        task["attempt"]), self.client.converter)
         elif inst is None:
             self.stats["history_requests"] += 1
-            self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity}, msg, consumer)
+            self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity,
+                                                         "build_id": self.build_id}, msg, consumer)
             return
         elif inst.last_seq >= seq:
             self._cache[wf] = inst
@@ -336,7 +357,8 @@ class Worker:
         except HistoryGapError:
             inst.discard()
             self.stats["history_requests"] += 1
-            self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity}, msg, consumer)
+            self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity,
+                                                         "build_id": self.build_id}, msg, consumer)
             return
         except (NonDeterminismError, NotDeterministicError) as exc:
             inst.discard()
@@ -352,7 +374,7 @@ class Worker:
             return
         self.stats["workflow_tasks"] += 1
         self._send(task, "RespondWorkflowTaskCompleted", {
-            "scheduled_seq": seq, "commands": commands, "identity": self.identity, "build_id": None,
+            "scheduled_seq": seq, "commands": commands, "identity": self.identity, "build_id": self.build_id,
         }, msg, consumer)
         if inst.closed:
             inst.discard()
@@ -398,7 +420,7 @@ class Worker:
     def _fail_task(self, task: dict, msg, cause: str, exc: BaseException) -> None:
         self._send(task, "RespondWorkflowTaskFailed", {
             "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": failure_from_exception(exc),
-            "identity": self.identity,
+            "identity": self.identity, "build_id": self.build_id,
         }, msg, self._wt_consumer)
 
     # -- activity tasks ------------------------------------------------------------------------

@@ -53,10 +53,24 @@ class Catalogue:
         self.state = f"{ns}.state"
         self.replies = f"{ns}.replies"
         self.dlq = f"{ns}.dlq"
+        #: compacted, key = task queue: the worker build that new workflows of the queue start on
+        self.builds = f"{ns}.builds"
         self.processor_group = f"{ns}.processor"
 
     def workflow_tasks(self, queue: str) -> str:
         return f"{self.config.namespace}.tasks.workflow.{queue}"
+
+    def build_tasks(self, queue: str, build_id: str) -> str:
+        """Workflow tasks of runs pinned to ``build_id`` (build IDs have no dots, so the build is
+        the name's last segment; see ``kadence.topics.builds``)."""
+        return f"{self.config.namespace}.tasks.build.{queue}.{build_id}"
+
+    def build_tasks_prefix(self) -> str:
+        return f"{self.config.namespace}.tasks.build."
+
+    def build_group(self, queue: str, build_id: str) -> str:
+        """The consumer group of the workers of one build (their committed offsets give the build's backlog)."""
+        return f"{self.config.namespace}.worker.build.{queue}.{build_id}"
 
     def activity_tasks(self, queue: str) -> str:
         return f"{self.config.namespace}.tasks.activity.{queue}"
@@ -78,6 +92,7 @@ class Catalogue:
             TopicSpec(self.state, p, dict(compact), True),
             TopicSpec(self.replies, p, {"cleanup.policy": "delete", "retention.ms": str(DAY_MS)}),
             TopicSpec(self.dlq, p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}),
+            TopicSpec(self.builds, p, dict(compact)),
         ]
         for tier in TIMER_TIERS_MS:
             specs.append(TopicSpec(self.timers(tier), p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}))
@@ -87,6 +102,10 @@ class Catalogue:
         p = self.config.partitions
         conf = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
         return [TopicSpec(self.workflow_tasks(queue), p, conf), TopicSpec(self.activity_tasks(queue), p, conf)]
+
+    def build_specs(self, queue: str, build_id: str) -> list[TopicSpec]:
+        conf = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
+        return [TopicSpec(self.build_tasks(queue, build_id), self.config.partitions, conf)]
 
     # -- admin ---------------------------------------------------------------------------------
 
@@ -135,8 +154,14 @@ class Catalogue:
                         report.existing.append(name)
                         continue
                     raise TopicError(f"cannot create topic {name}: {err.str()}") from exc
-            # a concurrent creator may have used another count: verify sharded topics again
+            # a concurrent creator may have used another count: verify sharded topics again, once
+            # the broker's metadata shows the topics that already existed (it can lag a creation)
+            raced = [s.name for s in missing if s.name in report.existing]
+            deadline = time.monotonic() + timeout
             have = self.existing(admin)
+            while any(name not in have for name in raced) and time.monotonic() < deadline:
+                time.sleep(0.05)
+                have = self.existing(admin)
             for spec in missing:
                 if spec.sharded and have.get(spec.name) not in (None, spec.partitions):
                     raise PartitionMismatchError(spec.name, spec.partitions, have[spec.name])
@@ -164,6 +189,10 @@ class Catalogue:
 
     def ensure_queue(self, queue: str) -> ApplyReport:
         return self.apply(self.queue_specs(queue))
+
+    def ensure_build(self, queue: str, build_id: str) -> ApplyReport:
+        """The queue's topics and the workflow-task topic of one build of it."""
+        return self.apply(self.queue_specs(queue) + self.build_specs(queue, build_id))
 
     def partitions_of(self, topic: str, admin: AdminClient | None = None) -> int:
         have = self.existing(admin)

@@ -38,12 +38,13 @@ class ProcessorProcs:
         self.procs: dict[str, subprocess.Popen] = {}
         self.starts = 0
 
-    def start(self, instance_id: str = "p0") -> subprocess.Popen:
+    def start(self, instance_id: str = "p0", env: dict | None = None) -> subprocess.Popen:
+        """``env``: extra environment for this instance (e.g. KADENCE_PROCESSOR_METRICS_PORT)."""
         self.starts += 1
         log = open(self.logdir / f"processor-{instance_id}-{self.starts}.log", "w")
         env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
                "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_PROCESSOR_ID": instance_id,
-               "KADENCE_SESSION_TIMEOUT_MS": "6000"}
+               "KADENCE_SESSION_TIMEOUT_MS": "6000", **(env or {})}
         proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "processor"], env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
         self.procs[instance_id] = proc

@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def fresh_config(kafka_bootstrap) -> KafkaConfig:
 def _expected(ns: str) -> dict[str, str]:
     """topic -> cleanup.policy, from DESIGN.md section 4."""
     topics = {f"{ns}.commands": "delete", f"{ns}.history": "compact", f"{ns}.state": "compact",
-              f"{ns}.replies": "delete", f"{ns}.dlq": "delete"}
+              f"{ns}.replies": "delete", f"{ns}.dlq": "delete",
+              f"{ns}.builds": "compact"}  # the default worker build of each task queue (decision 0018)
     topics.update({f"{ns}.timers.{tier}": "delete" for tier in TIMER_TIERS_MS})
     return topics
 
@@ -101,6 +103,9 @@ def test_mismatch_on_one_sharded_topic_creates_nothing(fresh_config):
     ns = fresh_config.namespace
     admin = AdminClient(fresh_config.base())
     admin.create_topics([NewTopic(f"{ns}.history", PARTITIONS + 1, 1)])[f"{ns}.history"].result(30)
+    deadline = time.monotonic() + 30  # the broker's metadata can lag a creation by a moment
+    while f"{ns}.history" not in _partitions(admin, ns) and time.monotonic() < deadline:
+        time.sleep(0.05)
     with pytest.raises(PartitionMismatchError) as info:
         Catalogue(fresh_config).apply()
     assert info.value.topic == f"{ns}.history"

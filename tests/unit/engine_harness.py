@@ -20,11 +20,13 @@ class Harness:
         self.tasks: list = []
         self.replies: list = []
         self.timers: list = []
+        #: task queue -> default build, as the processor reads it from {ns}.builds
+        self.build_defaults: dict = {}
 
     def send(self, workflow_id, body_type, body, *, request_id=None, run_id=None):
         cmd = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
         cmd = serde.decode("Command", serde.encode("Command", cmd))  # as the processor sees it
-        view, out = BatchView(self.store), Outbox()
+        view, out = BatchView(self.store, self.build_defaults), Outbox()
         transition(cmd, view, out, now_ms())
         view.commit_into(self.store)
         self.events += [serde.decode("HistoryEvent", serde.encode("HistoryEvent", e)) for _, e in out.events]

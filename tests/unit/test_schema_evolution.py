@@ -38,7 +38,7 @@ FROZEN_DIGESTS = {
     3: "276c70cb27e56df30eae2eec3112c2915018c462f701983a97387cfb01762cfd",
     4: "026b80ebf19d2729d90587a1ea21215aab282739035ebba72c91a3318421645a",
     5: "feef42e4d6f1be34fe019079586185708e61303eee421ca46745e6c0b88f9bde",
-    6: "d101102c45fe64fef36d47cc7ef722ec3bbeccd295bf27f89e3f4f81e388c3c7",
+    6: "49b7d7bfae2c71c507912119a0a66ea5303bbd1c3887537523a4d9d896412acf",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}

@@ -1,0 +1,143 @@
+"""The processor's view of worker builds: which build new workflows of each queue start on, and
+the backlog of every build as Prometheus gauges.
+
+``BuildDefaults`` reads ``{ns}.builds`` (compacted, key = task queue) with a plain consumer
+assigned to all its partitions from the beginning: read to its end before the first batch, then
+polled without blocking after each poll of the commands topic. Every processor instance reads
+all of it (it holds one record per task queue).
+
+``BacklogReporter`` measures, off the hot path (its own thread, every ``interval_s``), the
+workflow tasks waiting on every build's topic (``kadence.topics.builds.BacklogProbe``) and
+exports ``kadence_build_backlog{queue,build}`` and ``kadence_build_oldest_task_age_seconds``
+(``build=""``: the queue's unversioned tasks). A build whose workers are gone shows a backlog
+that stays above zero: its workflows wait, nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from prometheus_client import CollectorRegistry, Gauge
+
+from kadence.topics import serde
+from kadence.topics.builds import BacklogProbe, validate_build_id
+from kadence.topics.catalogue import Catalogue
+from kadence.topics.config import KafkaConfig
+from kadence.topics.errors import BrokerUnavailableError, KadenceError
+
+__all__ = ["BuildDefaults", "BacklogReporter"]
+
+log = logging.getLogger(__name__)
+
+
+class BuildDefaults:
+    """Task queue -> the build new workflows start on (absent or None: unversioned)."""
+
+    def __init__(self, kafka: KafkaConfig, registry: CollectorRegistry | None = None):
+        self.topic = Catalogue(kafka).builds
+        #: read by the state machine (one lookup when a run starts); only this thread writes it
+        self.defaults: dict[str, str | None] = {}
+        self._consumer = Consumer(kafka.consumer(None, **{"fetch.wait.max.ms": 10}))
+        self._gauge = Gauge("kadence_build_default", "1 for the build new workflows of a task queue start on",
+                            ["queue", "build"], registry=registry) if registry is not None else None
+        self._tps: list[TopicPartition] = []
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Assign every partition from the beginning and read to the end."""
+        try:
+            md = self._consumer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
+        except KafkaException as exc:
+            raise BrokerUnavailableError(f"cannot read {self.topic}: {exc}") from exc
+        if md is None or md.error is not None or not md.partitions:
+            raise KadenceError(f"topic {self.topic} is missing (run `kadence topics apply`)")
+        self._tps = [TopicPartition(self.topic, p) for p in sorted(md.partitions)]
+        ends = {tp.partition: self._consumer.get_watermark_offsets(tp, timeout=timeout)[1] for tp in self._tps}
+        self._consumer.assign([TopicPartition(self.topic, tp.partition, OFFSET_BEGINNING) for tp in self._tps])
+        deadline = time.monotonic() + timeout
+        while True:
+            positions = self._consumer.position(self._tps)
+            if all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition] > 0):
+                break
+            if time.monotonic() > deadline:
+                raise BrokerUnavailableError(f"{self.topic} not read to its end within {timeout}s")
+            for msg in self._consumer.consume(500, timeout=0.1):
+                self._apply(msg)
+        log.info("build defaults: %s", {q: b or "(unversioned)" for q, b in self.defaults.items()} or "none")
+
+    def poll(self) -> None:
+        """Apply what has arrived; never blocks."""
+        for msg in self._consumer.consume(100, timeout=0):
+            self._apply(msg)
+
+    def _apply(self, msg) -> None:
+        if msg.error() is not None or msg.key() is None:
+            return
+        queue = msg.key().decode(errors="replace")
+        build = None
+        if msg.value() is not None:
+            try:
+                build = validate_build_id(serde.decode("BuildDefault", msg.value())["build_id"], allow_none=True)
+            except KadenceError as exc:
+                log.warning("ignoring build default for queue %s at %s[%d]@%d: %s", queue, msg.topic(),
+                            msg.partition(), msg.offset(), exc)
+                return
+        previous = self.defaults.get(queue)
+        self.defaults[queue] = build
+        if self._gauge is not None:
+            if previous is not None:
+                self._gauge.remove(queue, previous)
+            if build is not None:
+                self._gauge.labels(queue, build).set(1)
+        if previous != build:
+            log.info("task queue %s: new workflows start on build %s", queue, build or "(unversioned)")
+
+    def close(self) -> None:
+        try:
+            self._consumer.close()
+        except RuntimeError:
+            pass
+
+
+class BacklogReporter:
+    """A thread that refreshes the build backlog gauges every ``interval_s`` seconds."""
+
+    def __init__(self, kafka: KafkaConfig, registry: CollectorRegistry, interval_s: float):
+        self.kafka = kafka
+        self.interval_s = interval_s
+        self._backlog = Gauge("kadence_build_backlog", "workflow tasks waiting for a worker of this build",
+                              ["queue", "build"], registry=registry)
+        self._age = Gauge("kadence_build_oldest_task_age_seconds",
+                          "age of the oldest workflow task waiting for a worker of this build",
+                          ["queue", "build"], registry=registry)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kadence-build-backlog", daemon=True)
+        self.measurements = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+    def _run(self) -> None:
+        probe = BacklogProbe(self.kafka)
+        try:
+            while not self._stop.is_set():
+                try:
+                    self.refresh(probe)
+                except KadenceError as exc:
+                    log.warning("build backlog not measured: %s", exc)
+                self._stop.wait(self.interval_s)
+        finally:
+            probe.close()
+
+    def refresh(self, probe: BacklogProbe) -> None:
+        for b in probe.measure():
+            labels = (b.task_queue, b.build_id or "")
+            self._backlog.labels(*labels).set(b.backlog)
+            self._age.labels(*labels).set(b.oldest_age_s or 0.0)
+        self.measurements += 1
