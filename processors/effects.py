@@ -75,10 +75,15 @@ class BatchView:
         self._store = store
         self.states: dict[str, dict] = {}
         self.new_events: dict[str, list] = {}
+        #: workflows whose state this batch deletes (archival purge): a tombstone on {ns}.state,
+        #: unless a later command of the batch staged a new state for the workflow
+        self.purged: set[str] = set()
 
     def state(self, workflow_id: str) -> dict | None:
         if workflow_id in self.states:
             return self.states[workflow_id]
+        if workflow_id in self.purged:
+            return None
         st = self._store.get_state(workflow_id)
         if st is None:
             return None
@@ -88,6 +93,16 @@ class BatchView:
 
     def put(self, state: dict) -> None:
         self.states[state["workflow_id"]] = state
+
+    def purge(self, workflow_id: str) -> None:
+        """Delete the workflow's state (and open-run history) when the batch commits."""
+        self.states.pop(workflow_id, None)
+        self.new_events.pop(workflow_id, None)
+        self.purged.add(workflow_id)
+
+    def tombstones(self) -> list[str]:
+        """Workflows whose state record this batch replaces with a tombstone."""
+        return [wf for wf in self.purged if wf not in self.states]
 
     def checkpoint(self, workflow_id: str):
         """What ``rollback`` needs to undo a failed transition of this workflow."""
@@ -126,6 +141,8 @@ class BatchView:
         return self._store.get_history(workflow_id, run_id, since) + staged
 
     def commit_into(self, store) -> None:
+        for wf in self.tombstones():
+            store.delete_state(wf)
         for wf, st in self.states.items():
             store.put_state(wf, st)
             if st["status"] != "running":

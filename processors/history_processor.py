@@ -254,7 +254,7 @@ class HistoryProcessor:
             self.metrics.stale.inc(out.stale)
         self.committed_batches += 1
 
-    def _produce(self, topic: str, value: bytes, key: bytes | None, partition: int | None = None) -> None:
+    def _produce(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None = None) -> None:
         while True:
             try:
                 if partition is None:
@@ -277,6 +277,8 @@ class HistoryProcessor:
                               history_key(wf, ev["run_id"], ev["seq"]).encode(), p)
             for wf, st in views[p].states.items():
                 self._produce(self.topics.state, state_codec.encode(st), wf.encode(), p)
+            for wf in views[p].tombstones():  # archival purge: the state record is deleted
+                self._produce(self.topics.state, None, wf.encode(), p)
             for kind, queue, task in out.tasks:
                 self._ensure_queue(queue)
                 if kind == "workflow":

@@ -9,6 +9,7 @@ translated where they enter (``raise ... from exc``)::
     ├── TopicError                  topic catalogue problems
     │   └── PartitionMismatchError  an existing topic has the wrong partition count
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
+    ├── ArchiveError                an archived history cannot be written, read or verified
     ├── WorkflowError               outcomes of workflow operations
     │   ├── WorkflowAlreadyStartedError   (carries the existing run ID)
     │   ├── WorkflowNotFoundError
@@ -32,6 +33,7 @@ __all__ = [
     "TopicError",
     "PartitionMismatchError",
     "BrokerUnavailableError",
+    "ArchiveError",
     "WorkflowError",
     "WorkflowAlreadyStartedError",
     "WorkflowNotFoundError",
@@ -77,6 +79,10 @@ class PartitionMismatchError(TopicError):
 
 class BrokerUnavailableError(KadenceError):
     """Kafka did not answer in time."""
+
+
+class ArchiveError(KadenceError):
+    """An archived history could not be written, read or verified (``kadence.topics.archive``)."""
 
 
 class WorkflowError(KadenceError):
