@@ -81,3 +81,18 @@ workflow_id_field = "order_id"
         Mapping(topic="t", action="stop")
     with pytest.raises(ConfigError, match="id_reuse_policy"):
         Mapping(topic="t", action="start", workflow_type="W", task_queue="q", id_reuse_policy="sometimes")
+
+
+def test_the_documented_configurations_load():
+    from pathlib import Path
+
+    from kadence.connectors.archiver import retention_from_file
+
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    cfg = load_bridge_config(examples / "orders-bridge.toml", KafkaConfig())
+    assert [(m.topic, m.action) for m in cfg.mappings] == [("orders.created", "start"), ("orders.shipped", "signal")]
+    wf, _, _, rid = map_record(cfg.mappings[1], "orders.shipped", 0, 7,
+                               b'{"order_id": "A-1001", "tracking": "trk-1", "shipment_id": "s-1"}', conv)
+    assert (wf, rid) == ("order-A-1001", "bridge:s-1")
+    assert retention_from_file(str(examples / "archive.toml"), "orders") == 30 * 86400
+    assert retention_from_file(str(examples / "archive.toml"), "kadence") == 7 * 86400
