@@ -13,8 +13,18 @@ from kadence.topics import KadenceError, KafkaConfig
 __all__ = ["archive", "bridges"]
 
 
-def _run_blocking(service) -> None:
-    """Run a connector (``run()``/``stop()``) until SIGTERM/SIGINT; a typed error exits 1."""
+def _run_blocking(make, metrics_port: int | None) -> None:
+    """Build a connector (``run()``/``stop()``) with its metrics registry and run it until
+    SIGTERM/SIGINT, metrics on loopback when ``metrics_port`` is given; a typed error exits 1."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    registry = CollectorRegistry()
+    try:
+        service = make(registry)
+    except KadenceError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if metrics_port is not None:
+        start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
     signal.signal(signal.SIGTERM, lambda *_: service.stop())
     signal.signal(signal.SIGINT, lambda *_: service.stop())
     try:
@@ -64,16 +74,14 @@ def archive() -> None:
 @archive.command("run")
 @_archive_options
 @click.option("--sweep-interval", default=None, help="how often due runs are archived, e.g. 5s [env KADENCE_ARCHIVE_SWEEP_INTERVAL]")
+@click.option("--metrics-port", type=int, envvar="KADENCE_ARCHIVER_METRICS_PORT", default=None,
+              help="serve Prometheus metrics on this loopback port [env KADENCE_ARCHIVER_METRICS_PORT]")
 @click.pass_obj
-def archive_run(kafka: KafkaConfig, **options) -> None:
+def archive_run(kafka: KafkaConfig, metrics_port: int | None, **options) -> None:
     """Run the archiver of the namespace (until SIGTERM/SIGINT)."""
     from kadence.connectors.archiver import Archiver
 
-    try:
-        archiver = Archiver(_archiver_config(kafka, options))
-    except KadenceError as exc:
-        raise click.UsageError(str(exc)) from exc
-    _run_blocking(archiver)
+    _run_blocking(lambda registry: Archiver(_archiver_config(kafka, options), registry=registry), metrics_port)
 
 
 @archive.command("status")
@@ -103,13 +111,11 @@ def bridges() -> None:
 @bridges.command("run")
 @click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="TOML file with [bridge] and [[mappings]] (see docs/bridges.md)")
+@click.option("--metrics-port", type=int, envvar="KADENCE_BRIDGE_METRICS_PORT", default=None,
+              help="serve Prometheus metrics on this loopback port [env KADENCE_BRIDGE_METRICS_PORT]")
 @click.pass_obj
-def bridges_run(kafka: KafkaConfig, config_file: str) -> None:
+def bridges_run(kafka: KafkaConfig, config_file: str, metrics_port: int | None) -> None:
     """Run the bridges of a configuration file (until SIGTERM/SIGINT)."""
     from kadence.connectors.bridges import Bridge, load_bridge_config
 
-    try:
-        bridge = Bridge(load_bridge_config(config_file, kafka))
-    except KadenceError as exc:
-        raise click.UsageError(str(exc)) from exc
-    _run_blocking(bridge)
+    _run_blocking(lambda registry: Bridge(load_bridge_config(config_file, kafka), registry=registry), metrics_port)

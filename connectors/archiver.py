@@ -34,7 +34,8 @@ import tomllib
 from dataclasses import dataclass, field
 
 import redis
-from confluent_kafka import Consumer, KafkaException, Producer
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from kadence.topics import serde
 from kadence.topics.archive import (ArchiveStore, ArchiveStoreConfig, archive_key, decode_archive, encode_archive,
@@ -139,6 +140,18 @@ class SweepReport:
     failed: int = 0
 
 
+def _commit(consumer: Consumer) -> None:
+    """Commit the consumed positions; a commit lost to a rebalance only means redelivery."""
+    try:
+        consumer.commit(asynchronous=False)
+    except KafkaException as exc:
+        err = exc.args[0]
+        if err.fatal():
+            raise
+        if err.code() != KafkaError._NO_OFFSET:
+            log.warning("offset commit failed (%s); the records will be delivered again", err.str())
+
+
 class _Keys:
     def __init__(self, namespace: str):
         self.prefix = f"kadence:{namespace}:archiver:"
@@ -155,11 +168,20 @@ def _split(member: str) -> tuple[str, str]:
     return wf, run_id
 
 
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry):
+        r = registry
+        self.events = Counter("kadence_archiver_events", "history records taken note of", registry=r)
+        self.runs = Counter("kadence_archiver_runs", "runs leaving Kafka, by outcome", ["outcome"], registry=r)
+        self.sweep = Histogram("kadence_archiver_sweep_seconds", "time of one sweep", registry=r,
+                               buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300))
+
+
 class Archiver:
     """One archiver instance for a namespace. ``run()`` blocks until ``stop()``."""
 
     def __init__(self, config: ArchiverConfig, *, store: ArchiveStore | None = None,
-                 redis_client: redis.Redis | None = None):
+                 redis_client: redis.Redis | None = None, registry: CollectorRegistry | None = None):
         self.config = config
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
@@ -169,6 +191,7 @@ class Archiver:
         self._stop = threading.Event()
         self._producer = Producer(self.kafka.producer(**{"linger.ms": 5}))
         self._codec = serde.codec("HistoryEvent")
+        self.metrics = _Metrics(registry or CollectorRegistry())
 
     def stop(self) -> None:
         self._stop.set()
@@ -187,7 +210,7 @@ class Archiver:
                 msgs = [m for m in poll_ready(consumer, 2000, 0.2) if m.error() is None]
                 if msgs:
                     self.ingest(msgs)
-                    consumer.commit(asynchronous=False)  # after Redis holds them: at least once
+                    _commit(consumer)  # after Redis holds them: at least once
                 if time.monotonic() >= next_sweep:
                     self.sweep()
                     next_sweep = time.monotonic() + self.config.sweep_interval_s
@@ -225,6 +248,7 @@ class Archiver:
             if ev["attributes"][0] in CLOSE_EVENTS:
                 pipe.zadd(self.keys.closed, {f"{wf}/{run_id}": ev["timestamp_ms"]})
         pipe.execute()
+        self.metrics.events.inc(len(msgs))
 
     # -- the sweep -----------------------------------------------------------------------------------
 
@@ -235,6 +259,7 @@ class Archiver:
 
     def sweep(self, now: int | None = None) -> SweepReport:
         """Archive every run that is due, a batch at a time."""
+        t0 = time.perf_counter()
         total = SweepReport()
         while not self._stop.is_set():
             members = self.due(now)
@@ -249,6 +274,9 @@ class Archiver:
             log.info("archive sweep: %d archived, %d reused, %d held, %d failed", total.archived, total.reused,
                      total.held, total.failed)
         self.redis.hset(self.keys.stats, "last_sweep_ms", now_ms())
+        for k in ("archived", "reused", "held", "failed"):
+            self.metrics.runs.labels(k).inc(getattr(total, k))
+        self.metrics.sweep.observe(time.perf_counter() - t0)
         return total
 
     def _archive_batch(self, members: list[str]) -> SweepReport:

@@ -41,6 +41,7 @@ Configuration (TOML)::
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -49,7 +50,8 @@ import threading
 import tomllib
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
+from prometheus_client import CollectorRegistry, Counter
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
@@ -197,11 +199,26 @@ def map_record(mapping: Mapping, topic: str, partition: int, offset: int, value:
                                   "identity": identity}, rid
 
 
+def _commit(consumer: Consumer) -> None:
+    """Commit the consumed positions; a commit lost to a rebalance only means redelivery."""
+    try:
+        consumer.commit(asynchronous=False)
+    except KafkaException as exc:
+        err = exc.args[0]
+        if err.fatal():
+            raise
+        if err.code() != KafkaError._NO_OFFSET:
+            log.warning("offset commit failed (%s); the records will be delivered again", err.str())
+
+
 class Bridge:
     """Runs one bridge configuration. ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, config: BridgeConfig):
+    def __init__(self, config: BridgeConfig, *, registry: CollectorRegistry | None = None):
         self.config = config
+        r = registry or CollectorRegistry()
+        self._records = Counter("kadence_bridge_records", "source records handled, by outcome",
+                                ["bridge", "topic", "outcome"], registry=r)
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
         self.converter = JsonConverter()
@@ -235,7 +252,7 @@ class Bridge:
                 if not msgs:
                     continue
                 if self.forward(msgs):
-                    consumer.commit(asynchronous=False)
+                    _commit(consumer)
                 else:
                     self._rewind(consumer)
                     self._stop.wait(1.0)
@@ -256,6 +273,7 @@ class Bridge:
                 errors.append(err)
 
         forwarded = dead = 0
+        outcomes: collections.Counter = collections.Counter()
         for msg in msgs:
             mapping = self.config.mapping_for(msg.topic())
             try:
@@ -270,10 +288,12 @@ class Bridge:
                 log.warning("bridge %s: dead-lettered %s[%d]@%d: %s", self.config.name, msg.topic(), msg.partition(),
                             msg.offset(), exc)
                 dead += 1
+                outcomes[(msg.topic(), "dead_lettered")] += 1
                 continue
             cmd = command(wf, body_type, body, request_id=rid)
             self._produce(self.topics.commands, serde.encode("Command", cmd), wf.encode(), on_delivery)
             forwarded += 1
+            outcomes[(msg.topic(), body_type)] += 1
         remaining = self._producer.flush(30)
         if remaining or errors:
             log.error("bridge %s: %d commands not acknowledged (%s); the batch is retried", self.config.name,
@@ -281,6 +301,8 @@ class Bridge:
             return False
         self.forwarded += forwarded
         self.dead_lettered += dead
+        for (topic, outcome), n in outcomes.items():
+            self._records.labels(self.config.name, topic, outcome).inc(n)
         return True
 
     def _produce(self, topic, value, key, on_delivery) -> None:

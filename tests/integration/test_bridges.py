@@ -7,9 +7,11 @@ import collections
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 
+import httpx
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kadence.topics import Catalogue, TopicSpec
@@ -69,15 +71,31 @@ def _lag(config, group: str, topics: list[str]) -> int:
         consumer.close()
 
 
+def _metric(port: int, name: str, **labels) -> float:
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {name}{{{want}}} in the metrics")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class BridgeProc:
-    def __init__(self, config, path, logdir):
-        self.config, self.path, self.logdir = config, path, logdir
+    def __init__(self, config, path, logdir, metrics_port):
+        self.config, self.path, self.logdir, self.metrics_port = config, path, logdir, metrics_port
         self.proc = None
 
     def __enter__(self):
         env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap, "KADENCE_NAMESPACE": self.config.namespace}
         self.log = self.logdir / f"bridge-{self.path.stem}.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "bridges", "run", "--config", str(self.path)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "bridges", "run", "--config", str(self.path),
+                                      "--metrics-port", str(self.metrics_port)],
                                      env=env, stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
         return self
 
@@ -103,9 +121,15 @@ async def test_bridge_fed_the_same_records_twice_starts_each_workflow_once(proce
     for name in ("orders", "orders-replay"):  # the second bridge replays both topics from the start
         path = tmp_path / f"{name}.toml"
         path.write_text(CONFIG.format(name=name, created=created, shipped=shipped))
-        with BridgeProc(kafka_config, path, tmp_path):
+        port = _free_port()
+        with BridgeProc(kafka_config, path, tmp_path, port):
             await wait_until(lambda: _lag(kafka_config, f"{ns}.bridge.{name}", [created, shipped]) == 0, 120,
                              f"bridge {name} to forward every record")
+            counts = {(topic, outcome): _metric(port, "kadence_bridge_records_total", topic=topic, outcome=outcome)
+                      for topic, outcome in ((created, "StartWorkflow"), (created, "dead_lettered"),
+                                             (shipped, "SignalWorkflow"))}
+            assert counts == {(created, "StartWorkflow"): 2 * N, (created, "dead_lettered"): len(bad),
+                              (shipped, "SignalWorkflow"): 20}
         await wait_until(lambda: _lag(kafka_config, topics.processor_group, [topics.commands]) == 0, 120,
                          "the processor to take every command")
 
