@@ -212,8 +212,14 @@ def open_store(config: ArchiveStoreConfig) -> ArchiveStore:
 # -- the container file ----------------------------------------------------------------------------
 
 
+def _segment(text: str) -> str:
+    """One path segment: URL-quoted, and never "." or ".." (those would name another folder)."""
+    quoted = quote(text, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
+
+
 def archive_key(namespace: str, workflow_id: str, run_id: str) -> str:
-    return f"{namespace}/{quote(workflow_id, safe='')}/{quote(run_id, safe='')}.avro"
+    return f"{namespace}/{_segment(workflow_id)}/{_segment(run_id)}.avro"
 
 
 @dataclass(frozen=True)
@@ -302,7 +308,7 @@ def read_archived_run(store: ArchiveStore, namespace: str, workflow_id: str, run
 def latest_archived_run(store: ArchiveStore, namespace: str, workflow_id: str) -> ArchivedRun | None:
     """The archived run of ``workflow_id`` that closed last, or None."""
     best = None
-    for key in store.list(f"{namespace}/{quote(workflow_id, safe='')}/"):
+    for key in store.list(f"{namespace}/{_segment(workflow_id)}/"):
         run_id = unquote(key.rsplit("/", 1)[1][: -len(".avro")])
         run = read_archived_run(store, namespace, workflow_id, run_id)
         if run is not None and (best is None or run.close_time_ms > best.close_time_ms):

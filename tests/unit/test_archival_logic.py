@@ -108,6 +108,7 @@ def test_local_store_is_atomic_and_confined(tmp_path):
     store = LocalArchiveStore(tmp_path)
     key = archive_key("ns", "orders/42", "r1")
     assert key == "ns/orders%2F42/r1.avro"
+    assert archive_key("ns", "..", "r1") == "ns/%2E%2E/r1.avro" and archive_key("ns", ".", "r1") == "ns/%2E/r1.avro"
     uri = store.put(key, encode_archive("ns", "orders/42", "r1", _records("orders/42")))
     assert uri.startswith("file://") and store.list("ns/") == [key]
     assert not [p for p in tmp_path.rglob(".tmp-*")]
