@@ -97,7 +97,6 @@ class BatchView:
     def purge(self, workflow_id: str) -> None:
         """Delete the workflow's state (and open-run history) when the batch commits."""
         self.states.pop(workflow_id, None)
-        self.new_events.pop(workflow_id, None)
         self.purged.add(workflow_id)
 
     def tombstones(self) -> list[str]:

@@ -58,7 +58,7 @@ async def test_archiver_killed_at_random_points_loses_nothing_and_keeps_nothing_
         assert archiver.stop() == 0, archiver.logs()
     finally:
         archiver.close()
-    print(f"seed {seed}; kills (point, archive files then): {kills}")
+    print(f"seed {seed}; kills (point, archive files then): {kills}; status after: {status.status()}")
     assert kills[-1][1] < N, f"the last kill came after the work was done: {kills}"
 
     # exactly once: every run is in the archive and nothing of it is left in Kafka

@@ -90,6 +90,13 @@ async def test_closed_runs_are_archived_tombstoned_and_read_back(client, process
     assert [e["type"] for e in events] == ["WorkflowExecutionStarted", "WorkflowTaskScheduled",
                                             "WorkflowExecutionTerminated"]
     assert all(e["archived"] is True for e in events) and "archived" in err.decode()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kadence.cli", "--bootstrap", kafka_config.bootstrap, "--namespace", ns,
+        "archive", "status", "--retention", "0s", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    reported = json.loads(out)
+    assert (reported["archived"], reported["reused"], reported["due"], reported["held"]) == (N - 1, 1, 0, 0)
 
     # a restarted processor restores without the tombstoned runs; the workflow ID starts afresh
     processors.stop()
