@@ -224,16 +224,24 @@ def start(config: KafkaConfig, workflow_type: str, workflow_id: str, task_queue:
 @click.option("--run-id", default=None)
 @click.pass_obj
 def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
-    """Print a run's history as JSON."""
-    from kadence import Client, KadenceError as Err
+    """Print a run's history as JSON; an archived run is read from the archive (configured by
+    KADENCE_ARCHIVE_DIR / KADENCE_ARCHIVE_S3_*) and its events carry "archived": true."""
+    from kadence import KadenceError as Err
+    from kadence.topics import EngineClient
+    from kadence.topics.archive import ArchiveStoreConfig, open_store, read_history
+    from kadence.topics.history_json import event_to_json
 
     async def run() -> None:
-        client = await Client.connect(config=config)
+        store = open_store(ArchiveStoreConfig.from_env())
+        engine = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config)
         try:
-            events = await client.get_workflow_handle(workflow_id, run_id=run_id).history()
-            click.echo(json.dumps(events, indent=2))
+            found = await read_history(engine, store, workflow_id, run_id)
         finally:
-            await client.close()
+            engine.close()
+        events = [{**event_to_json(e), "archived": True} if found.archived else event_to_json(e) for e in found.events]
+        if found.archived:
+            click.echo(f"run {found.run_id} of {workflow_id} is archived; read from the archive", err=True)
+        click.echo(json.dumps(events, indent=2))
 
     try:
         asyncio.run(run())
@@ -509,6 +517,13 @@ def _register_builds() -> None:
     main.add_command(builds)
 
 
+def _register_connectors() -> None:
+    from .connectors import archive, bridges
+
+    main.add_command(archive)
+    main.add_command(bridges)
+
+
 _register_dev()
 
 
@@ -521,3 +536,4 @@ def _register_projections() -> None:
 
 _register_projections()
 _register_builds()
+_register_connectors()

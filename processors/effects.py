@@ -81,10 +81,15 @@ class BatchView:
         self.raw_events: dict[str, bytes] = {}
         #: task queue -> the build new workflows start on (kept by processors.builds.BuildDefaults)
         self.build_defaults = build_defaults if build_defaults is not None else {}
+        #: workflows whose state this batch deletes (archival purge): a tombstone on {ns}.state,
+        #: unless a later command of the batch staged a new state for the workflow
+        self.purged: set[str] = set()
 
     def state(self, workflow_id: str) -> dict | None:
         if workflow_id in self.states:
             return self.states[workflow_id]
+        if workflow_id in self.purged:
+            return None
         st = self._store.get_state(workflow_id)
         if st is None:
             return None
@@ -94,6 +99,15 @@ class BatchView:
 
     def put(self, state: dict) -> None:
         self.states[state["workflow_id"]] = state
+
+    def purge(self, workflow_id: str) -> None:
+        """Delete the workflow's state (and open-run history) when the batch commits."""
+        self.states.pop(workflow_id, None)
+        self.purged.add(workflow_id)
+
+    def tombstones(self) -> list[str]:
+        """Workflows whose state record this batch replaces with a tombstone."""
+        return [wf for wf in self.purged if wf not in self.states]
 
     def checkpoint(self, workflow_id: str):
         """What ``rollback`` needs to undo a failed transition of this workflow."""
@@ -133,6 +147,8 @@ class BatchView:
 
     def commit_into(self, store) -> None:
         encoded = getattr(store, "KEEPS_ENCODED", False)
+        for wf in self.tombstones():
+            store.delete_state(wf)
         for wf, st in self.states.items():
             if encoded:
                 store.put_state(wf, st, self.raw_states.get(wf))

@@ -325,7 +325,7 @@ class HistoryProcessor:
             self.metrics.stale.inc(out.stale)
         self.committed_batches += 1
 
-    def _produce(self, topic: str, value: bytes, key: bytes | None, partition: int | None = None) -> None:
+    def _produce(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None = None) -> None:
         while True:
             try:
                 if partition is None:
@@ -352,6 +352,8 @@ class HistoryProcessor:
                 raw = state_codec.encode(st)
                 view.raw_states[wf] = raw
                 self._produce(self.topics.state, raw, wf.encode(), p)
+            for wf in view.tombstones():  # archival purge: the state record is deleted
+                self._produce(self.topics.state, None, wf.encode(), p)
             for kind, queue, task in out.tasks:
                 self._ensure_queue(queue)
                 if kind == "workflow":

@@ -453,6 +453,25 @@ def _update_build(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
     reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
 
 
+def _purge_closed_run(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    """Archival: forget a closed run's state once its history is archived (a tombstone on
+    ``{ns}.state``). Only the workflow's current run, and only once it is closed: a newer run's
+    state is kept (answered ok, nothing to forget), an open run is refused, an unknown one is
+    not_found (e.g. purged already: a retried purge changes nothing)."""
+    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    st = view.state(wf)
+    if st is None:
+        reply(out, rid, wf, "not_found", message=f"workflow {wf!r} has no state")
+    elif st["run_id"] != body["run_id"]:
+        reply(out, rid, wf, "ok", run_id=st["run_id"], message="the workflow has a newer run; its state is kept")
+    elif st["status"] == "running":
+        reply(out, rid, wf, "rejected", run_id=st["run_id"], message="the run is open")
+    else:
+        view.purge(wf)
+        reply(out, rid, wf, "ok", run_id=st["run_id"])
+        log.info("workflow %s run %s: state purged (archived at %s)", wf, st["run_id"], body["archive_uri"])
+
+
 _HANDLERS = {
     "RespondWorkflowTaskCompleted": _workflow_task_completed,
     "RespondWorkflowTaskFailed": _workflow_task_failed,
@@ -467,6 +486,7 @@ _HANDLERS = {
     "ChildWorkflowEvent": _child_event,
     "ResetWorkflow": reset_workflow,
     "UpdateWorkflowBuild": _update_build,
+    "PurgeClosedRun": _purge_closed_run,
 }
 
 

@@ -166,7 +166,9 @@ class EngineClient:
         """Every history event of one run, in order.
 
         Scans the workflow's history partition; fine for development and tests. The Redis
-        history read model (connectors) serves this in production.
+        history read model (connectors) serves this in production. Tombstones delete their
+        event: an archived run reads as empty here (``kadence.topics.archive.read_history``
+        falls back to the archive).
         """
         topic = self.topics.history
         part = partition_for(workflow_id, self.partitions)
@@ -179,7 +181,7 @@ class EngineClient:
                 return []
             consumer.assign([TopicPartition(topic, part, low)])
             codec = serde.codec("HistoryEvent")
-            events: list[dict] = []
+            events: dict[bytes, dict] = {}
             deadline = time.monotonic() + timeout
             pos = low
             while pos < high:
@@ -192,18 +194,20 @@ class EngineClient:
                         raise BrokerUnavailableError(str(msg.error()))
                     pos = msg.offset() + 1
                     key = msg.key()
-                    if key and key.startswith(prefix) and msg.value():
-                        event = codec.decode(msg.value())
-                        event["_offset"] = msg.offset()
-                        events.append(event)
+                    if key and key.startswith(prefix):
+                        if msg.value():
+                            event = codec.decode(msg.value())
+                            event["_offset"] = msg.offset()
+                            events[key] = event
+                        else:  # a tombstone: the event was archived (kadence.topics.archive)
+                            events.pop(key, None)
                 if not consumer.assignment():
                     break
                 # transactional markers occupy offsets: stop once the position passed the end
                 positions = consumer.position([TopicPartition(topic, part)])
                 if positions and positions[0].offset >= high:
                     break
-            events.sort(key=lambda e: e["seq"])
-            return events
+            return sorted(events.values(), key=lambda e: e["seq"])
         finally:
             consumer.close()
 

@@ -11,6 +11,7 @@ translated where they enter (``raise ... from exc``)::
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
     ├── InvalidQueryError           a bad visibility / history read-model query or cursor
     ├── ProjectionError             a projection cannot be rebuilt (e.g. a rebuild is running)
+    ├── ArchiveError                an archived history cannot be written, read or verified
     ├── WorkflowError               outcomes of workflow operations
     │   ├── WorkflowAlreadyStartedError   (carries the existing run ID)
     │   ├── WorkflowNotFoundError
@@ -36,6 +37,7 @@ __all__ = [
     "BrokerUnavailableError",
     "InvalidQueryError",
     "ProjectionError",
+    "ArchiveError",
     "WorkflowError",
     "WorkflowAlreadyStartedError",
     "WorkflowNotFoundError",
@@ -89,6 +91,8 @@ class InvalidQueryError(KadenceError):
 
 class ProjectionError(KadenceError):
     """A projection operation (rebuild) cannot run; nothing was switched."""
+class ArchiveError(KadenceError):
+    """An archived history could not be written, read or verified (``kadence.topics.archive``)."""
 
 
 class WorkflowError(KadenceError):

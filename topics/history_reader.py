@@ -18,15 +18,24 @@ _CLOSES = {"WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExe
 def read_runs(config: KafkaConfig, *, closed_only: bool = True, timeout: float = 60.0) -> list[list[dict]]:
     """Every run in ``{ns}.history`` (oldest first per run), committed events only.
 
-    Reads the whole topic: meant for CI checks and development-sized namespaces."""
+    Reads the whole topic: meant for CI checks and development-sized namespaces. Tombstones
+    (archival) delete their event, so an archived run is not listed."""
     runs: dict = collections.OrderedDict()
     for msg in scan(config, Catalogue(config).history, timeout=timeout):
+        key = msg.key()
+        if key is None:
+            continue
+        wf, run_id, seq = key.decode().rsplit("/", 2)
         if msg.value():
             ev = serde.decode("HistoryEvent", msg.value())
-            runs.setdefault((ev["aggregate_key"], ev["run_id"]), []).append(ev)
+            runs.setdefault((wf, run_id), {})[int(seq)] = ev
+        elif (wf, run_id) in runs:  # a tombstone (archival) deletes the event
+            runs[(wf, run_id)].pop(int(seq), None)
     out = []
-    for events in runs.values():
-        events.sort(key=lambda e: e["seq"])
+    for by_seq in runs.values():
+        if not by_seq:
+            continue
+        events = sorted(by_seq.values(), key=lambda e: e["seq"])
         if closed_only and events[-1]["attributes"][0] not in _CLOSES:
             continue
         out.append(events)

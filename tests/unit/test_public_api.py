@@ -18,7 +18,7 @@ PUBLIC = {
         "activity", "workflow",
     ],
     "kadence.topics": [
-        "ActivityError", "ApplicationError", "ApplyReport", "BrokerUnavailableError", "Catalogue", "ChildWorkflowError",
+        "ActivityError", "ApplicationError", "ApplyReport", "ArchiveError", "BrokerUnavailableError", "Catalogue", "ChildWorkflowError",
         "Codec",
         "ConfigError", "DefinitionError", "EngineClient", "HistoryPage", "HistoryReadModel", "InvalidQueryError",
         "JsonConverter", "KadenceError", "KafkaConfig",

@@ -1,0 +1,326 @@
+"""Inbound bridges: records of domain topics become workflow starts or signals.
+
+A bridge consumes its source topics (read_committed, at least once, consumer group
+``{ns}.bridge.{name}``) and, per record, produces one command to ``{ns}.commands``:
+
+* ``start``: ``StartWorkflow`` of ``workflow_type`` on ``task_queue``; the workflow ID comes from
+  a field of the JSON record (``workflow_id_field``, a dotted path) or, without one, from the
+  record's origin ``{topic}-{partition}-{offset}``;
+* ``signal``: ``SignalWorkflow`` named ``signal`` to the workflow whose ID is in the record.
+
+The command's request ID is ``bridge:{topic}:{partition}:{offset}`` (or a field of the record,
+``request_id_field``), so a redelivered or replayed record is answered by the engine with its
+first result and changes nothing; a start also uses the ``reject_duplicate`` reuse policy by
+default, so the same business key delivered twice (two offsets) starts one workflow. Offsets are
+committed only after Kafka acknowledged every command of the batch.
+
+A record that cannot be mapped (not a JSON object, no workflow ID) goes to ``{ns}.dlq`` with the
+reason and its origin, and the partition keeps moving.
+
+Configuration (TOML)::
+
+    [bridge]
+    name = "orders"
+
+    [[mappings]]
+    topic = "orders.created"
+    action = "start"
+    workflow_type = "FulfilOrder"
+    task_queue = "orders"
+    workflow_id_field = "order_id"
+    workflow_id_prefix = "order-"
+
+    [[mappings]]
+    topic = "orders.shipped"
+    action = "signal"
+    signal = "shipped"
+    workflow_id_field = "order_id"
+    workflow_id_prefix = "order-"
+    input_field = "tracking"
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import re
+import threading
+import tomllib
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
+
+from kadence.topics import serde
+from kadence.topics.catalogue import Catalogue
+from kadence.topics.config import KafkaConfig
+from kadence.topics.errors import ConfigError, KadenceError, SchemaError
+from kadence.topics.payload import JsonConverter
+from kadence.topics.polling import poll_ready
+from kadence.topics.records import command, now_ms
+
+__all__ = ["Mapping", "BridgeConfig", "Bridge", "BadRecord", "load_bridge_config", "map_record"]
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mapping:
+    topic: str
+    action: str  # "start" | "signal"
+    workflow_type: str | None = None
+    task_queue: str | None = None
+    signal: str | None = None
+    #: dotted path of the workflow ID in the JSON record; None: ``{topic}-{partition}-{offset}``
+    workflow_id_field: str | None = None
+    workflow_id_prefix: str = ""
+    #: dotted path of the workflow's argument; None: the whole record
+    input_field: str | None = None
+    #: dotted path of a request ID in the record; None: ``bridge:{topic}:{partition}:{offset}``
+    request_id_field: str | None = None
+    id_reuse_policy: str = "reject_duplicate"
+
+    def __post_init__(self):
+        where = f"mapping of topic {self.topic!r}"
+        if not self.topic or not _NAME.match(self.topic):
+            raise ConfigError(f"{where}: a topic name is required")
+        if self.action == "start":
+            if not self.workflow_type or not self.task_queue:
+                raise ConfigError(f"{where}: action start needs workflow_type and task_queue")
+            if self.id_reuse_policy not in _POLICIES:
+                raise ConfigError(f"{where}: id_reuse_policy must be one of {', '.join(_POLICIES)}")
+        elif self.action == "signal":
+            if not self.signal:
+                raise ConfigError(f"{where}: action signal needs signal (the signal name)")
+            if not self.workflow_id_field:
+                raise ConfigError(f"{where}: action signal needs workflow_id_field (which workflow to signal)")
+        else:
+            raise ConfigError(f"{where}: action must be start or signal, not {self.action!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BridgeConfig:
+    kafka: KafkaConfig
+    name: str
+    mappings: tuple[Mapping, ...]
+    #: most records per batch (one flush and one offset commit per batch)
+    max_batch: int = 500
+    identity: str = field(default="bridge")
+
+    def __post_init__(self):
+        if not _NAME.match(self.name):
+            raise ConfigError(f"bridge name {self.name!r} must match {_NAME.pattern}")
+        if not self.mappings:
+            raise ConfigError("a bridge needs at least one [[mappings]] entry")
+        topics = [m.topic for m in self.mappings]
+        if len(set(topics)) != len(topics):
+            raise ConfigError("one mapping per source topic")
+
+    def mapping_for(self, topic: str) -> Mapping:
+        return next(m for m in self.mappings if m.topic == topic)
+
+
+def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig) -> BridgeConfig:
+    """Read a TOML bridge configuration (see the module's docstring)."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read bridge config {path}: {exc}") from exc
+    section = data.get("bridge", {})
+    known = set(Mapping.__dataclass_fields__)
+    mappings = []
+    for i, entry in enumerate(data.get("mappings", [])):
+        unknown = set(entry) - known
+        if unknown:
+            raise ConfigError(f"{path}: mappings[{i}] has unknown keys {sorted(unknown)}")
+        try:
+            mappings.append(Mapping(**entry))
+        except TypeError as exc:
+            raise ConfigError(f"{path}: mappings[{i}]: {exc}") from exc
+    return BridgeConfig(kafka=kafka, name=section.get("name", "default"), mappings=tuple(mappings),
+                        max_batch=int(section.get("max_batch", 500)), identity=f"bridge:{section.get('name', 'default')}")
+
+
+class BadRecord(KadenceError):
+    """A source record that cannot be mapped to a command (the reason goes to the DLQ)."""
+
+
+def _field(record, path: str):
+    value = record
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise BadRecord(f"field {path!r} is missing")
+        value = value[part]
+    return value
+
+
+def _scalar_id(value, path: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        raise BadRecord(f"field {path!r} must be a non-empty string or an integer, not {type(value).__name__}")
+    return str(value)
+
+
+def map_record(mapping: Mapping, topic: str, partition: int, offset: int, value: bytes | None,
+               converter: JsonConverter, identity: str = "bridge") -> tuple[str, str, dict, str]:
+    """(workflow_id, body_type, body, request_id) for one source record; ``BadRecord`` if it
+    cannot be mapped. Pure: the same record always maps to the same command."""
+    if value is None:
+        raise BadRecord("the record has no value")
+    try:
+        record = json.loads(value)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadRecord(f"not JSON: {exc}") from exc
+    if not isinstance(record, dict):
+        raise BadRecord(f"not a JSON object but a {type(record).__name__}")
+    if mapping.workflow_id_field:
+        wf = mapping.workflow_id_prefix + _scalar_id(_field(record, mapping.workflow_id_field), mapping.workflow_id_field)
+    else:
+        wf = f"{mapping.workflow_id_prefix}{topic}-{partition}-{offset}"
+    if mapping.request_id_field:
+        rid = f"bridge:{_scalar_id(_field(record, mapping.request_id_field), mapping.request_id_field)}"
+    else:
+        rid = f"bridge:{topic}:{partition}:{offset}"
+    arg = record if mapping.input_field is None else _field(record, mapping.input_field)
+    try:
+        payload = converter.to_bytes([arg])
+    except SchemaError as exc:  # pragma: no cover - parsed JSON always serializes
+        raise BadRecord(str(exc)) from exc
+    if mapping.action == "start":
+        body = {"workflow_type": mapping.workflow_type, "task_queue": mapping.task_queue, "input": payload,
+                "id_reuse_policy": mapping.id_reuse_policy}
+        return wf, "StartWorkflow", body, rid
+    return wf, "SignalWorkflow", {"signal_name": mapping.signal, "input": payload, "start": None,
+                                  "identity": identity}, rid
+
+
+def _commit(consumer: Consumer) -> None:
+    """Commit the consumed positions; a commit lost to a rebalance only means redelivery."""
+    try:
+        consumer.commit(asynchronous=False)
+    except KafkaException as exc:
+        err = exc.args[0]
+        if err.fatal():
+            raise
+        if err.code() != KafkaError._NO_OFFSET:
+            log.warning("offset commit failed (%s); the records will be delivered again", err.str())
+
+
+class Bridge:
+    """Runs one bridge configuration. ``run()`` blocks until ``stop()``."""
+
+    def __init__(self, config: BridgeConfig, *, registry: CollectorRegistry | None = None):
+        self.config = config
+        r = registry or CollectorRegistry()
+        self._records = Counter("kadence_bridge_records", "source records handled, by outcome",
+                                ["bridge", "topic", "outcome"], registry=r)
+        self.kafka = config.kafka
+        self.topics = Catalogue(config.kafka)
+        self.converter = JsonConverter()
+        self._stop = threading.Event()
+        self._producer = Producer(self.kafka.producer(**{"linger.ms": 5}))
+        self._queues_known: set[str] = set()
+        self.forwarded = 0
+        self.dead_lettered = 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        have = self.topics.existing()
+        for m in self.config.mappings:  # task topics must exist before a worker polls them
+            if m.action == "start" and m.task_queue not in self._queues_known:
+                self.topics.ensure_queue(m.task_queue)
+                self._queues_known.add(m.task_queue)
+        for name in (self.topics.commands, self.topics.dlq):
+            if name not in have:
+                raise KadenceError(f"topic {name} is missing (run `kadence topics apply`)")
+        consumer = Consumer(self.kafka.consumer(f"{self.kafka.namespace}.bridge.{self.config.name}", **{
+            "session.timeout.ms": 6000, "partition.assignment.strategy": "cooperative-sticky",
+            "topic.metadata.refresh.interval.ms": 5000}))
+        consumer.subscribe([m.topic for m in self.config.mappings])
+        log.info("bridge %s started: %s", self.config.name,
+                 ", ".join(f"{m.topic} -> {m.action}" for m in self.config.mappings))
+        try:
+            while not self._stop.is_set():
+                msgs = [m for m in poll_ready(consumer, self.config.max_batch, 0.2) if m.error() is None]
+                if not msgs:
+                    continue
+                if self.forward(msgs):
+                    _commit(consumer)
+                else:
+                    self._rewind(consumer)
+                    self._stop.wait(1.0)
+        except KafkaException as exc:
+            raise KadenceError(f"bridge {self.config.name} stopped: {exc}") from exc
+        finally:
+            consumer.close()
+            self._producer.flush(10)
+            log.info("bridge %s stopped (%d forwarded, %d dead-lettered)", self.config.name, self.forwarded,
+                     self.dead_lettered)
+
+    def forward(self, msgs) -> bool:
+        """Produce the command (or dead letter) of every record; True once Kafka acknowledged all."""
+        errors: list = []
+
+        def on_delivery(err, _msg):
+            if err is not None:
+                errors.append(err)
+
+        forwarded = dead = 0
+        outcomes: collections.Counter = collections.Counter()
+        for msg in msgs:
+            mapping = self.config.mapping_for(msg.topic())
+            try:
+                wf, body_type, body, rid = map_record(mapping, msg.topic(), msg.partition(), msg.offset(), msg.value(),
+                                                      self.converter, self.config.identity)
+            except BadRecord as exc:
+                self._produce(self.topics.dlq, serde.encode("DeadLetter", {
+                    "origin_topic": msg.topic(), "origin_partition": msg.partition(), "origin_offset": msg.offset(),
+                    "key": msg.key(), "value": msg.value(), "reason": f"bridge {self.config.name}: {exc}"[:2000],
+                    "error_type": "BadRecord", "component": f"bridge:{self.config.name}", "timestamp_ms": now_ms(),
+                    "schema_version": 1}), msg.key(), on_delivery)
+                log.warning("bridge %s: dead-lettered %s[%d]@%d: %s", self.config.name, msg.topic(), msg.partition(),
+                            msg.offset(), exc)
+                dead += 1
+                outcomes[(msg.topic(), "dead_lettered")] += 1
+                continue
+            cmd = command(wf, body_type, body, request_id=rid)
+            self._produce(self.topics.commands, serde.encode("Command", cmd), wf.encode(), on_delivery)
+            forwarded += 1
+            outcomes[(msg.topic(), body_type)] += 1
+        remaining = self._producer.flush(30)
+        if remaining or errors:
+            log.error("bridge %s: %d commands not acknowledged (%s); the batch is retried", self.config.name,
+                      remaining + len(errors), errors[0].str() if errors else "timeout")
+            return False
+        self.forwarded += forwarded
+        self.dead_lettered += dead
+        for (topic, outcome), n in outcomes.items():
+            self._records.labels(self.config.name, topic, outcome).inc(n)
+        return True
+
+    def _produce(self, topic, value, key, on_delivery) -> None:
+        while True:
+            try:
+                self._producer.produce(topic, value, key, on_delivery=on_delivery)
+                return
+            except BufferError:
+                self._producer.poll(0.05)
+
+    def _rewind(self, consumer: Consumer) -> None:
+        assignment = consumer.assignment()
+        if not assignment:
+            return
+        for tp in consumer.committed(assignment, timeout=30):
+            if tp.offset < 0:
+                tp.offset = OFFSET_BEGINNING
+            try:
+                consumer.seek(tp)
+            except KafkaException as exc:
+                log.warning("bridge %s: seek %s[%d] failed: %s", self.config.name, tp.topic, tp.partition, exc)

@@ -1,0 +1,358 @@
+"""Archived histories: the archive store, the container-file format, and the readers.
+
+The archiver (``kadence.connectors.archiver``) writes each closed run, after its retention, as
+one Avro object container file (fastavro, deflate) and only then tombstones it from Kafka. The
+gateway, the SDK client and the CLI read archived runs through the functions here, so they never
+import ``connectors``.
+
+Layout of an archive (one file per run)::
+
+    {namespace}/{quoted workflow ID}/{run_id}.avro
+
+Each file holds one ``ArchivedEvent`` record per history event, in seq order: the exact bytes
+of the Kafka record (``value``, wire format ``b"K" + version + Avro body``, decodable with
+``serde.decode("HistoryEvent", value)``), its key, and the partition and offset it had. The
+file's metadata names the namespace, workflow ID, run ID and event count.
+
+Readers (sync and async):
+
+* ``read_archived_run(store, namespace, workflow_id, run_id) -> ArchivedRun | None``
+* ``latest_archived_run(store, namespace, workflow_id) -> ArchivedRun | None``
+* ``await read_history(engine, store, workflow_id, run_id=None) -> HistoryResult`` - Kafka
+  first for the current run, the archive when the run is archived; ``HistoryResult.archived``
+  says which.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+from urllib.parse import quote, unquote
+
+import fastavro
+
+from . import serde
+from .errors import ArchiveError, ConfigError, SchemaError, WorkflowNotFoundError
+
+__all__ = [
+    "ArchiveStore", "LocalArchiveStore", "S3ArchiveStore", "ArchiveStoreConfig", "open_store",
+    "ArchivedRun", "ArchiveError", "HistoryResult", "archive_key", "encode_archive", "decode_archive",
+    "verify_archive", "read_archived_run", "latest_archived_run", "read_history", "ARCHIVED_EVENT_SCHEMA",
+]
+
+log = logging.getLogger(__name__)
+
+#: one record per history event in an archive container file
+ARCHIVED_EVENT_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "ArchivedEvent", "namespace": "kadence.archive",
+    "doc": "A history event as it was on {ns}.history: key, Kafka value bytes, partition, offset.",
+    "fields": [
+        {"name": "seq", "type": "long"},
+        {"name": "key", "type": "string"},
+        {"name": "value", "type": "bytes", "doc": "the record's Kafka value: b'K' + version + HistoryEvent"},
+        {"name": "partition", "type": "int"},
+        {"name": "offset", "type": "long"},
+    ],
+})
+_CODEC = "deflate"
+
+
+# -- stores --------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ArchiveStore(Protocol):
+    """Where archive files live. ``put`` is atomic: a reader sees the whole file or nothing."""
+
+    def put(self, key: str, data: bytes) -> str: ...  # returns the file's URI
+    def get(self, key: str) -> bytes | None: ...
+    def list(self, prefix: str) -> list[str]: ...
+    def uri(self, key: str) -> str: ...
+
+
+class LocalArchiveStore:
+    """A directory. ``put`` writes a temporary file, fsyncs it, renames it into place and fsyncs
+    the directory, so a crash leaves the old state or the complete file."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.root = Path(directory).resolve()
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if self.root not in path.parents:
+            raise ArchiveError(f"archive key {key!r} leaves the archive directory")
+        return path
+
+    def uri(self, key: str) -> str:
+        return self._path(key).as_uri()
+
+    def put(self, key: str, data: bytes) -> str:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        return path.as_uri()
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def list(self, prefix: str) -> list[str]:
+        base = self._path(prefix) if prefix else self.root
+        if not base.is_dir():
+            return []
+        return sorted(str(p.relative_to(self.root)) for p in base.rglob("*.avro") if not p.name.startswith(".tmp-"))
+
+
+class S3ArchiveStore:
+    """An S3-compatible bucket (boto3; ``pip install 'kadence[s3]'``). A PUT is atomic in S3."""
+
+    def __init__(self, bucket: str, *, prefix: str = "", endpoint_url: str | None = None,
+                 region: str | None = None, client=None):
+        if client is None:
+            try:
+                import boto3
+            except ImportError as exc:  # pragma: no cover - depends on the installation
+                raise ConfigError("the S3 archive store needs boto3: pip install 'kadence[s3]'") from exc
+            client = boto3.client("s3", endpoint_url=endpoint_url, region_name=region)
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{self.prefix}{key}"
+
+    def put(self, key: str, data: bytes) -> str:
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=data)
+        except Exception as exc:  # noqa: BLE001 - botocore's errors, translated
+            raise ArchiveError(f"cannot write {self.uri(key)}: {exc}") from exc
+        return self.uri(key)
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            obj = self.client.get_object(Bucket=self.bucket, Key=self.prefix + key)
+        except self.client.exceptions.NoSuchKey:
+            return None
+        except Exception as exc:  # noqa: BLE001
+            raise ArchiveError(f"cannot read {self.uri(key)}: {exc}") from exc
+        return obj["Body"].read()
+
+    def list(self, prefix: str) -> list[str]:
+        keys: list[str] = []
+        try:
+            for page in self.client.get_paginator("list_objects_v2").paginate(
+                    Bucket=self.bucket, Prefix=self.prefix + prefix):
+                keys += [o["Key"][len(self.prefix):] for o in page.get("Contents", ())]
+        except Exception as exc:  # noqa: BLE001
+            raise ArchiveError(f"cannot list s3://{self.bucket}/{self.prefix}{prefix}: {exc}") from exc
+        return sorted(k for k in keys if k.endswith(".avro"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchiveStoreConfig:
+    """Where archives are written and read. Local directory unless ``s3_bucket`` is set."""
+
+    #: KADENCE_ARCHIVE_DIR: the local archive directory
+    directory: str = os.path.join(os.path.expanduser("~"), ".local", "share", "kadence", "archive")
+    #: KADENCE_ARCHIVE_S3_BUCKET: use this S3-compatible bucket instead of the directory
+    s3_bucket: str | None = None
+    #: KADENCE_ARCHIVE_S3_PREFIX: key prefix inside the bucket
+    s3_prefix: str = ""
+    #: KADENCE_ARCHIVE_S3_ENDPOINT: endpoint URL of an S3-compatible service (MinIO, Ceph, ...)
+    s3_endpoint: str | None = None
+    #: KADENCE_ARCHIVE_S3_REGION
+    s3_region: str | None = None
+
+    @classmethod
+    def from_env(cls, env: dict | None = None, **overrides) -> "ArchiveStoreConfig":
+        env = os.environ if env is None else env
+        kw: dict = {}
+        for var, key in (("KADENCE_ARCHIVE_DIR", "directory"), ("KADENCE_ARCHIVE_S3_BUCKET", "s3_bucket"),
+                         ("KADENCE_ARCHIVE_S3_PREFIX", "s3_prefix"), ("KADENCE_ARCHIVE_S3_ENDPOINT", "s3_endpoint"),
+                         ("KADENCE_ARCHIVE_S3_REGION", "s3_region")):
+            if env.get(var):
+                kw[key] = env[var]
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**kw)
+
+
+def open_store(config: ArchiveStoreConfig) -> ArchiveStore:
+    if config.s3_bucket:
+        return S3ArchiveStore(config.s3_bucket, prefix=config.s3_prefix, endpoint_url=config.s3_endpoint,
+                              region=config.s3_region)
+    return LocalArchiveStore(config.directory)
+
+
+# -- the container file ----------------------------------------------------------------------------
+
+
+def _segment(text: str) -> str:
+    """One path segment: URL-quoted, and never "." or ".." (those would name another folder)."""
+    quoted = quote(text, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
+
+
+def archive_key(namespace: str, workflow_id: str, run_id: str) -> str:
+    return f"{namespace}/{_segment(workflow_id)}/{_segment(run_id)}.avro"
+
+
+@dataclass(frozen=True)
+class ArchivedRun:
+    namespace: str
+    workflow_id: str
+    run_id: str
+    #: ArchivedEvent dicts: seq, key, value (Kafka bytes), partition, offset; seq order
+    records: list
+
+    def events(self) -> list[dict]:
+        """The decoded history events, oldest first, each marked ``_archived``."""
+        codec = serde.codec("HistoryEvent")
+        out = []
+        for r in self.records:
+            ev = codec.decode(r["value"])
+            ev["_offset"] = r["offset"]
+            ev["_archived"] = True
+            out.append(ev)
+        return out
+
+    @property
+    def close_time_ms(self) -> int:
+        return serde.decode("HistoryEvent", self.records[-1]["value"])["timestamp_ms"] if self.records else 0
+
+
+def encode_archive(namespace: str, workflow_id: str, run_id: str, records: list[dict]) -> bytes:
+    """A container file of ``records`` (ArchivedEvent dicts, seq order)."""
+    buf = io.BytesIO()
+    fastavro.writer(buf, ARCHIVED_EVENT_SCHEMA, records, codec=_CODEC, metadata={
+        "kadence.namespace": namespace, "kadence.workflow_id": workflow_id, "kadence.run_id": run_id,
+        "kadence.events": str(len(records)), "kadence.archived_at_ms": str(int(time.time() * 1000)),
+    })
+    return buf.getvalue()
+
+
+def decode_archive(data: bytes) -> ArchivedRun:
+    try:
+        reader = fastavro.reader(io.BytesIO(data))
+        meta = reader.metadata
+        records = list(reader)
+        run = ArchivedRun(meta["kadence.namespace"], meta["kadence.workflow_id"], meta["kadence.run_id"], records)
+        if int(meta["kadence.events"]) != len(records):
+            raise ArchiveError(f"archive of {run.workflow_id}/{run.run_id} holds {len(records)} events, "
+                               f"its header says {meta['kadence.events']}")
+        return run
+    except ArchiveError:
+        raise
+    except (ValueError, KeyError, EOFError, TypeError, StopIteration) as exc:
+        raise ArchiveError(f"not a Kadence archive file: {exc}") from exc
+
+
+def verify_archive(data: bytes, namespace: str, workflow_id: str, run_id: str, values: list[bytes]) -> ArchivedRun:
+    """Decode ``data`` and check it is exactly this run: names, count, seq 1..n, byte-equal values,
+    and every value a decodable history event of the run. Raises ``ArchiveError``."""
+    run = decode_archive(data)
+    where = f"{workflow_id}/{run_id}"
+    if (run.namespace, run.workflow_id, run.run_id) != (namespace, workflow_id, run_id):
+        raise ArchiveError(f"archive of {where} names {run.namespace}:{run.workflow_id}/{run.run_id}")
+    if len(run.records) != len(values):
+        raise ArchiveError(f"archive of {where} has {len(run.records)} events, expected {len(values)}")
+    codec = serde.codec("HistoryEvent")
+    for i, (rec, value) in enumerate(zip(run.records, values), start=1):
+        if rec["seq"] != i:
+            raise ArchiveError(f"archive of {where}: event {i} has seq {rec['seq']}")
+        if rec["value"] != value:
+            raise ArchiveError(f"archive of {where}: event {i} differs from the history record")
+        try:
+            ev = codec.decode(rec["value"])
+        except SchemaError as exc:
+            raise ArchiveError(f"archive of {where}: event {i} does not decode: {exc}") from exc
+        if (ev["aggregate_key"], ev["run_id"], ev["seq"]) != (workflow_id, run_id, i):
+            raise ArchiveError(f"archive of {where}: event {i} belongs to {ev['aggregate_key']}/{ev['run_id']}")
+    return run
+
+
+# -- readers ------------------------------------------------------------------------------------------
+
+
+def read_archived_run(store: ArchiveStore, namespace: str, workflow_id: str, run_id: str) -> ArchivedRun | None:
+    """The archived run, or None when it is not archived."""
+    data = store.get(archive_key(namespace, workflow_id, run_id))
+    return None if data is None else decode_archive(data)
+
+
+def latest_archived_run(store: ArchiveStore, namespace: str, workflow_id: str) -> ArchivedRun | None:
+    """The archived run of ``workflow_id`` that closed last, or None."""
+    best = None
+    for key in store.list(f"{namespace}/{_segment(workflow_id)}/"):
+        run_id = unquote(key.rsplit("/", 1)[1][: -len(".avro")])
+        run = read_archived_run(store, namespace, workflow_id, run_id)
+        if run is not None and (best is None or run.close_time_ms > best.close_time_ms):
+            best = run
+    return best
+
+
+@dataclass(frozen=True)
+class HistoryResult:
+    run_id: str
+    #: decoded HistoryEvent dicts, oldest first (archived ones carry ``_archived: True``)
+    events: list
+    archived: bool
+
+
+async def read_history(engine, store: ArchiveStore | None, workflow_id: str,
+                       run_id: str | None = None) -> HistoryResult:
+    """A run's history from Kafka or, once archived, from the archive (async; store I/O runs in
+    the default executor).
+
+    ``engine`` is a ``kadence.topics.EngineClient``. With ``run_id``: the archive when that run
+    is archived (a verified, byte-equal copy), else Kafka. Without: the workflow's current run as
+    the processor knows it; when the processor has forgotten the workflow (purged after
+    archival), the run archived last. Raises ``WorkflowNotFoundError`` when neither has it."""
+    loop = asyncio.get_running_loop()
+    ns = engine.config.namespace
+    if store is not None and run_id is not None:
+        run = await loop.run_in_executor(None, read_archived_run, store, ns, workflow_id, run_id)
+        if run is not None:
+            return HistoryResult(run_id, run.events(), True)
+    try:
+        rid, events = await engine.history(workflow_id, run_id)
+    except WorkflowNotFoundError:
+        if store is None:
+            raise
+        run = await loop.run_in_executor(None, latest_archived_run, store, ns, workflow_id)
+        if run is None:
+            raise
+        return HistoryResult(run.run_id, run.events(), True)
+    if not events and store is not None:  # tombstoned since the state was read: archived meanwhile
+        run = await loop.run_in_executor(None, read_archived_run, store, ns, workflow_id, rid)
+        if run is not None:
+            return HistoryResult(rid, run.events(), True)
+    if not events and run_id is not None:
+        raise WorkflowNotFoundError(f"run {run_id!r} of workflow {workflow_id!r} not found", workflow_id=workflow_id,
+                                    run_id=run_id)
+    return HistoryResult(rid, events, False)
