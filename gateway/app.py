@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from kadence.topics.archive import open_store, read_history
 from kadence.topics.config import NAMESPACE_RE
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import BrokerUnavailableError, InvalidQueryError, KadenceError, WorkflowNotFoundError
@@ -126,6 +127,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                                   retry=Retry(NoBackoff(), 0))
     guard = Guard(config, ApiKeyStore(redis, config.redis_prefix) if redis else None,
                   RateLimiter(redis, config.redis_prefix) if redis else None)
+    archive = open_store(config.archive) if config.archive is not None else None
     idempotency = IdempotencyStore(redis, config.redis_prefix, config.idempotency_ttl_seconds) if redis else None
     if not config.auth:
         log.warning("the gateway runs WITHOUT authentication (--no-auth): development only")
@@ -370,7 +372,9 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                 raise ApiError(400, "invalid_input", "cursor belongs to another run", field="cursor")
         deadline = time.monotonic() + wait_seconds
         while True:
-            rid, events = await engine.history(workflow_id, run_id)
+            # Kafka while the run is there; the archive once archival removed it (marked archived)
+            found = await read_history(engine, archive, workflow_id, run_id)
+            rid, events = found.run_id, found.events
             if run_id is not None and not events:
                 raise WorkflowNotFoundError(f"run {run_id!r} of workflow {workflow_id!r} not found")
             page = [e for e in events if e["seq"] > after][:page_size]
@@ -381,7 +385,8 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         last = page[-1]["seq"] if page else after
         more = any(e["seq"] > last for e in events)
         return {"workflow_id": workflow_id, "run_id": rid, "events": [event_to_json(e, converter) for e in page],
-                "next_cursor": _encode_cursor(last, rid), "has_more": more, "closed": closed}
+                "next_cursor": _encode_cursor(last, rid), "has_more": more, "closed": closed,
+                "archived": found.archived}
 
     @v1.post("/workflows/{workflow_id}/signals", response_model=RunResponse, name="signal",
              responses={**_WRITE, 200: _TOKEN_DOC},
@@ -464,7 +469,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         for item in search:
             key, sep, value = item.partition(":")
             if not sep or not key:
-                raise ApiError(400, "invalid_input", "search: expected key:value", field="search")
+                raise ApiError(400, "invalid_input", "search: expected key:value", field="query.search")
             filters[key] = value
         reader = VisibilityReader(redis, who.namespace)
         text = consistency_token if consistency_token is not None else token_header
@@ -488,7 +493,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             items, next_cursor = await reader.list(**query, page_size=page_size, cursor=cursor)
             counts = await reader.count(**query) if include_counts else None
         except InvalidQueryError as exc:
-            raise ApiError(400, "invalid_input", str(exc), field="cursor" if "cursor" in str(exc) else None) from exc
+            raise ApiError(400, "invalid_input", str(exc), field="query.cursor" if "cursor" in str(exc) else None) from exc
         return {"workflows": [{k: v for k, v in r.items() if k not in ("history_offset", "partition")} for r in items],
                 "next_cursor": next_cursor, "counts": counts}
 

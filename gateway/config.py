@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
+from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.config import NAMESPACE_RE, KafkaConfig
 from kadence.topics.errors import ConfigError
 
@@ -79,6 +80,9 @@ class GatewayConfig:
     retry_after_seconds: int = 5
     #: read-your-writes hook, see :data:`ReadYourWrites`
     read_your_writes: ReadYourWrites = reads_are_consistent
+    #: KADENCE_ARCHIVE_DIR / KADENCE_ARCHIVE_S3_*: where archived histories are read from (the
+    #: history operation serves a run from there once archival removed it from Kafka); None: no archive
+    archive: ArchiveStoreConfig | None = None
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -118,5 +122,7 @@ class GatewayConfig:
             kw["namespace_limit"] = RateLimit.parse(env["KADENCE_GATEWAY_NS_LIMIT"])
         if env.get("KADENCE_GATEWAY_KEY_LIMIT"):
             kw["key_limit"] = RateLimit.parse(env["KADENCE_GATEWAY_KEY_LIMIT"])
+        if env.get("KADENCE_ARCHIVE_DIR") or env.get("KADENCE_ARCHIVE_S3_BUCKET"):
+            kw["archive"] = ArchiveStoreConfig.from_env(env)
         kw.update(overrides)
         return cls(kafka=kafka, **kw)

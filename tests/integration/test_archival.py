@@ -9,15 +9,19 @@ import os
 import socket
 import sys
 
+import httpx
 import pytest
 
 from kadence.connectors.archiver import Archiver
+from kadence.gateway import GatewayConfig, create_app
 from kadence.topics import EngineClient, WorkflowNotFoundError, serde
-from kadence.topics.archive import LocalArchiveStore, S3ArchiveStore, archive_key, read_history, verify_archive
+from kadence.topics.archive import (ArchiveStoreConfig, LocalArchiveStore, S3ArchiveStore, archive_key, read_history,
+                                    verify_archive)
 from kadence.topics.state_reader import read_states
 
 from .archival_support import ArchiverThread, archiver_config, closed_runs, live_history
 from .conftest import wait_until
+from .test_gateway import serve
 
 N = 12
 
@@ -78,6 +82,19 @@ async def test_closed_runs_are_archived_tombstoned_and_read_back(client, process
             await read_history(engine, None, wf1)
     finally:
         engine.close()
+
+    # the gateway's history operation serves the archived run, marked archived, byte-equal
+    gw = GatewayConfig(kafka=kafka_config, auth=False, archive=ArchiveStoreConfig(directory=str(tmp_path / "archive")))
+    with serve(create_app(gw)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            resp = await http.get(f"/v1/workflows/{wf0}/history")
+            assert resp.status_code == 200, resp.text
+            body = resp.json()
+            assert body["archived"] is True and body["closed"] is True and body["run_id"] == run0
+            assert [e["seq"] for e in body["events"]] == [serde.decode("HistoryEvent", v)["seq"]
+                                                          for v in before[(wf0, run0)]]
+            live = await http.get("/v1/workflows/arch-open/history")
+            assert live.status_code == 200 and live.json()["archived"] is False
 
     # the CLI falls back to the archive and says so
     proc = await asyncio.create_subprocess_exec(

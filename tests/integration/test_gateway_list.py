@@ -4,6 +4,7 @@ projection lag in ``/readyz``: real broker, Redis, projection process and HTTP."
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
@@ -87,6 +88,7 @@ async def test_list_filters_pages_and_reads_its_own_writes(gateway_url, api_key,
         for _ in range(100):
             if len(await ids(status="completed")) == 3:
                 break
+            await asyncio.sleep(0.1)
         assert await ids(status="completed") == [f"ls-a-{tag}", f"ls-done0-{tag}", f"ls-done1-{tag}"]
         assert await ids(type="NoSuchType") == []
         counted = await http.get("/v1/workflows", params={"search": f"tag:{tag}", "include_counts": "true"})
@@ -95,11 +97,11 @@ async def test_list_filters_pages_and_reads_its_own_writes(gateway_url, api_key,
 
         # bad input is a typed 400 naming the field; nothing is listed from another namespace
         bad = await http.get("/v1/workflows", params={"search": "no-colon"})
-        assert bad.status_code == 400 and bad.json()["error"]["field"] == "search"
+        assert bad.status_code == 400 and bad.json()["error"]["field"] == "query.search"
         bad = await http.get("/v1/workflows", params={"cursor": "garbage!"})
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_input"
         bad = await http.get("/v1/workflows", params={"status": "sleeping"})
-        assert bad.status_code == 400 and bad.json()["error"]["field"] == "status"
+        assert bad.status_code == 400 and bad.json()["error"]["field"] == "query.status"
 
         ready = await http.get("/readyz")
         assert ready.status_code == 200, ready.text
