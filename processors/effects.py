@@ -242,9 +242,10 @@ def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
     return st
 
 
-def schedule_workflow_task(view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False) -> None:
-    st["wt_attempt"] = 1
-    ev = emit(view, out, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": 1}, ts=ts)
+def schedule_workflow_task(view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False,
+                           attempt: int = 1) -> None:
+    st["wt_attempt"] = attempt
+    ev = emit(view, out, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": attempt}, ts=ts)
     st["wt_scheduled_seq"] = ev["seq"]
     st["wt_needed"] = False
     dispatch_workflow_task(view, out, st, full=full)

@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 _RUN_NS = uuid.UUID("6b1d6f0e-0c1e-4a52-9d3c-4b8e7f0b9a11")
 #: a run's history this long gets a warning; at the limit the run fails, pointing at continue-as-new
 HISTORY_WARN_EVENTS = 10_000
+#: automatic retries of a failed workflow task (e.g. non-determinism until fixed code is deployed)
+WT_RETRY_INITIAL_MS = 1_000
+WT_RETRY_MAX_MS = 600_000
+WT_RETRY_MAX_ATTEMPTS = 25
 HISTORY_LIMIT_EVENTS = 50_000
 
 
@@ -304,13 +308,29 @@ def _workflow_task_failed(cmd: dict, body: dict, view: BatchView, out: Outbox, t
     if st is None:
         return
     # Not recorded in history: the history stays exactly as the workflow's code last agreed with.
-    # The failure is on the state for operators; the next event schedules a new attempt.
+    # The failure is on the state for operators. The next event schedules a new attempt, and so
+    # does a retry timer with exponential backoff (decision 0003): a fixed deployment picks the
+    # workflow up without an operator, within WT_RETRY_MAX_MS of its start.
+    failed_seq, attempt = st["wt_scheduled_seq"], st["wt_attempt"]
     st["wt_scheduled_seq"] = None
     st["wt_failure"] = body["failure"]
     st["wt_failure_cause"] = body["cause"]
+    delay = workflow_task_retry_delay_ms(attempt)
+    if delay is not None:
+        start_timer(out, st, f"workflow-task-retry/{failed_seq}/{attempt}", ts + delay, "workflow_task_retry",
+                    scheduled_seq=failed_seq, attempt=attempt)
     view.put(st)
-    log.warning("workflow %s run %s: workflow task failed (%s): %s", st["workflow_id"], st["run_id"],
-                body["cause"], body["failure"]["type"])
+    log.warning("workflow %s run %s: workflow task attempt %d failed (%s): %s; %s", st["workflow_id"], st["run_id"],
+                attempt, body["cause"], body["failure"]["type"],
+                f"retry in {delay / 1000:.0f} s" if delay is not None else "no more automatic retries")
+
+
+def workflow_task_retry_delay_ms(attempt: int) -> int | None:
+    """Backoff before retrying a failed workflow task: 1 s, 2 s, 4 s ... capped at 10 min; none
+    after WT_RETRY_MAX_ATTEMPTS attempts (each retry records one WorkflowTaskScheduled event)."""
+    if attempt >= WT_RETRY_MAX_ATTEMPTS:
+        return None
+    return min(WT_RETRY_INITIAL_MS * 2 ** (max(attempt, 1) - 1), WT_RETRY_MAX_MS)
 
 
 def _history_requested(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
@@ -407,6 +427,12 @@ def _timer_fired(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
         which = "run" if kind == "run_timeout" else "execution"
         emit(view, out, st, "WorkflowExecutionTimedOut", {"timeout_type": which}, ts=ts)
         close_run(out, st, "timed_out", ts, failure=_failure("TimeoutError", f"workflow {which} timeout"))
+    elif kind == "workflow_task_retry":
+        # only while the task that failed is still the workflow's last one (nothing scheduled since)
+        if st["wt_scheduled_seq"] is not None or st["wt_failure"] is None or st["wt_attempt"] != body["attempt"]:
+            out.stale += 1
+            return
+        schedule_workflow_task(view, out, st, ts, full=True, attempt=body["attempt"] + 1)
     elif not activity_timer_fired(st, body, view, out, ts):
         out.stale += 1
         return
