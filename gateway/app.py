@@ -333,7 +333,8 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         log.info("started workflow %s run %s in namespace %s", workflow_id, reply["run_id"], who.namespace)
         out = StartResponse(workflow_id=workflow_id, run_id=reply["run_id"])
         if body.wait_seconds > 0:
-            await _wait_for_result(who, workflow_id, reply["run_id"], body.wait_seconds, out)
+            await _wait_for_result(who, workflow_id, reply["run_id"], min(body.wait_seconds, config.max_wait_seconds),
+                                   out)
         return JSONResponse(out.model_dump(exclude_none=body.wait_seconds == 0), status_code=201, headers=headers)
 
     async def _wait_for_result(who: Principal, workflow_id: str, run_id: str, seconds: float,
@@ -370,7 +371,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             run_id = run_id or cursor_run
             if cursor_run != run_id:
                 raise ApiError(400, "invalid_input", "cursor belongs to another run", field="cursor")
-        deadline = time.monotonic() + wait_seconds
+        deadline = time.monotonic() + min(wait_seconds, config.max_wait_seconds)
         while True:
             # Kafka while the run is there; the archive once archival removed it (marked archived)
             found = await read_history(engine, archive, workflow_id, run_id)
@@ -443,8 +444,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             return error_response(409, "query_rejected", reply["message"] or reply["status"])
         return {"workflow_id": workflow_id, "run_id": reply["run_id"], "result": converter.from_bytes(reply["result"])}
 
-    @v1.get("/workflows", response_model=WorkflowList, name="list",
-            responses={400: {"model": ErrorResponse}, 503: {"model": ErrorResponse}},
+    @v1.get("/workflows", response_model=WorkflowList, name="list", responses=_READ,
             summary="List workflow runs (from the visibility projection), newest start first")
     async def list_workflows(
             request: Request,

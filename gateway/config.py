@@ -78,6 +78,9 @@ class GatewayConfig:
     idempotency_ttl_seconds: int = 24 * 3600
     #: Retry-After (seconds) sent with a 503
     retry_after_seconds: int = 5
+    #: KADENCE_GATEWAY_MAX_WAIT_S: the longest a request waits for a result or new history events
+    #: (a start's ``wait_seconds``, history's long-poll) whatever it asks for
+    max_wait_seconds: float = 60.0
     #: read-your-writes hook, see :data:`ReadYourWrites`
     read_your_writes: ReadYourWrites = reads_are_consistent
     #: KADENCE_ARCHIVE_DIR / KADENCE_ARCHIVE_S3_*: where archived histories are read from (the
@@ -106,6 +109,8 @@ class GatewayConfig:
                 kw["max_body_bytes"] = int(env["KADENCE_GATEWAY_MAX_BODY"])
             if env.get("KADENCE_GATEWAY_AUTH_CACHE_S"):
                 kw["auth_cache_seconds"] = float(env["KADENCE_GATEWAY_AUTH_CACHE_S"])
+            if env.get("KADENCE_GATEWAY_MAX_WAIT_S"):
+                kw["max_wait_seconds"] = float(env["KADENCE_GATEWAY_MAX_WAIT_S"])
             if env.get("KADENCE_GATEWAY_IDEMPOTENCY_TTL_S"):
                 kw["idempotency_ttl_seconds"] = int(env["KADENCE_GATEWAY_IDEMPOTENCY_TTL_S"])
         except ValueError as exc:

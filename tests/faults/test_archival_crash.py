@@ -35,9 +35,13 @@ async def test_archiver_killed_at_random_points_loses_nothing_and_keeps_nothing_
     archiver = ArchiverProc(kafka_config, directory, tmp_path, "--retention", "0s", "--sweep-interval", "0.2s")
     kills = []
     try:
-        # kill 1: at a random moment of the start (consuming the history, first sweeps)
+        # kill 1: at a random moment of the start (consuming the history, first sweeps), and at the
+        # latest once a few archive files exist (a fast machine archives all 500 within seconds)
         archiver.start()
-        time.sleep(rng.uniform(0.5, 2.5))
+        early_deadline = time.monotonic() + rng.uniform(0.5, 2.5)
+        early_files = rng.randrange(1, 40)
+        while time.monotonic() < early_deadline and len(store.list(f"{ns}/")) < early_files:
+            time.sleep(0.02)
         archiver.kill()
         kills.append(("early", len(store.list(f"{ns}/"))))
         # kills 2-3: once a random number of further archive files exist, wherever the archiver then is

@@ -32,7 +32,8 @@ EXAMPLES = {schemathesis.GenerationMode.POSITIVE: 10, schemathesis.GenerationMod
 @pytest.fixture(scope="module")
 def fuzz_target(gw_config, engine):
     # reply_timeout well under the test's budget: a query to a run no worker serves must answer
-    app = create_app(GatewayConfig(kafka=gw_config, redis_url=redis_url(), reply_timeout=5.0))
+    # and waits (start's wait_seconds, history's long-poll) cut short: generated values reach 60 s
+    app = create_app(GatewayConfig(kafka=gw_config, redis_url=redis_url(), reply_timeout=5.0, max_wait_seconds=1.0))
     with serve(app) as url:
         yield url, make_key(gw_config.namespace)
 
