@@ -17,7 +17,7 @@ jars:
 	@$(DEVSTACK) jars >/dev/null
 
 test: venv jars
-	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q tests $(PYTEST_ARGS)
+	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=15 tests $(PYTEST_ARGS)
 
 dev: venv jars
 	$(DEVSTACK) run -- $(VENV)/bin/kadence dev
