@@ -16,6 +16,7 @@ import os
 import random
 import time
 import uuid
+from pathlib import Path
 
 from confluent_kafka import Producer
 
@@ -44,13 +45,15 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
     rng = random.Random(seed)
     seconds = CHAOS_SECONDS
     workflows = max(MIN_WORKFLOWS, int(seconds * 6.5))
+    logdir = Path(os.environ.get("KADENCE_CHAOS_LOGDIR") or tmp_path)
+    logdir.mkdir(parents=True, exist_ok=True)
     print(f"\nchaos: seed {seed} (KADENCE_CHAOS_SEED={seed} reproduces the fault plan), {seconds:.0f} s, "
-          f"{workflows} workflows, logs in {tmp_path}")
+          f"{workflows} workflows, logs in {logdir}")
     config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"c{uuid.uuid4().hex[:8]}", partitions=4)
     Catalogue(config).apply()
     Catalogue(config).ensure_queue(TASK_QUEUE)
     prefix = f"chaos:{config.namespace}"
-    cluster = Cluster(own_broker, config, tmp_path, redis_url=_redis_url(), prefix=prefix, rng=rng)
+    cluster = Cluster(own_broker, config, logdir, redis_url=_redis_url(), prefix=prefix, rng=rng)
     plan = plan_faults(rng, seconds)
     t_begin = time.monotonic()
     cluster.start()
@@ -81,6 +84,9 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
               f"check {time.monotonic() - t_drain:.0f} s; not completed in time: {late[:20]}")
         print(f"chaos: violations by invariant: {checker.summarize(violations)}")
         if violations:
+            print(checker.explain(violations, obs))
+            for wf in late[:5]:
+                print(f"chaos: describe {wf}: {await client.get_workflow_handle(wf).describe()}")
             print(cluster.logs())
         checker.assert_clean(violations)
         assert not cluster.unexpected_exits, f"components died without being killed: {cluster.unexpected_exits}"

@@ -338,3 +338,31 @@ def assert_clean(violations: list[Violation]) -> None:
         raise AssertionError(f"invariant {first.invariant!r} violated: {first.message}; workflows: "
                              f"{', '.join(first.workflow_ids)}\nviolations by invariant: {summarize(violations)}"
                              + (f"\nmore:\n{others}" if others else ""))
+
+
+_BRIEF = ("activity_id", "scheduled_seq", "attempt", "timer_id", "fire_at_ms", "signal_name", "identity", "workflow_id")
+
+
+def format_history(events: list[dict]) -> str:
+    """One line per event (seq, time, type, the attributes that identify it), for failure reports."""
+    lines = []
+    for e in events:
+        brief = {k: v for k, v in _attrs(e).items() if k in _BRIEF and v not in (None, "")}
+        rid = f" request_id={e['request_id']}" if e.get("request_id") else ""
+        lines.append(f"    {e['seq']:>3} {e['timestamp_ms']} {_kind(e)} {brief}{rid}")
+    return "\n".join(lines)
+
+
+def explain(violations: list[Violation], obs: Observations, limit: int = 3) -> str:
+    """The histories of the first ``limit`` workflows a violation names."""
+    wanted: list[str] = []
+    for v in violations:
+        for wf in v.workflow_ids:
+            if wf not in wanted:
+                wanted.append(wf)
+    out = []
+    for wf in wanted[:limit]:
+        for (w, run), events in sorted(obs.histories.items()):
+            if w == wf:
+                out.append(f"  history of {wf} run {run}:\n{format_history(events)}")
+    return "\n".join(out)

@@ -165,10 +165,10 @@ class Cluster:
     async def run_faults(self, plan: list[str], seconds: float, t0: float) -> None:
         """Inject ``plan`` spread over ``seconds``, at seeded random moments."""
         loop = asyncio.get_running_loop()
-        gap = seconds / (len(plan) + 1)
         for i, fault in enumerate(plan):
-            due = t0 + gap * (i + 1) + self.rng.uniform(-gap / 3, gap / 3)
-            await asyncio.sleep(max(0.0, due - loop.time()))
+            # spread what is left over the time that is left (a broker restart takes a while)
+            gap = max(3.0, (t0 + seconds - loop.time()) / (len(plan) - i + 1))
+            await asyncio.sleep(gap * self.rng.uniform(0.6, 1.4))
             self.check_alive()
             started = loop.time()
             await getattr(self, fault)()
