@@ -22,7 +22,7 @@ import collections
 import random
 import time
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from kadence import BrokerUnavailableError, Client, WorkflowAlreadyStartedError
 from kadence.topics import Catalogue, KafkaConfig, partition_for
@@ -117,7 +117,7 @@ class LoadDriver:
             kind = self.rng.choice(kinds)
             try:
                 await getattr(self, f"_inject_{kind}")()
-            except BrokerUnavailableError:
+            except (BrokerUnavailableError, KafkaException):  # the broker is restarting: next time
                 self.counts["injections_skipped_broker_down"] += 1
 
     def _accepted(self) -> str | None:
