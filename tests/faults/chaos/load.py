@@ -33,6 +33,8 @@ from .workflows import TASK_QUEUE, ChaosOrder, approval_for, expected_result, wa
 
 #: how long one request may go unanswered before it is retried (same request ID)
 REQUEST_TIMEOUT_S = 20.0
+#: an injection (with its retries) that takes longer is abandoned and reported
+INJECTION_TIMEOUT_S = 60.0
 
 
 async def send_signal(client: Client, workflow_id: str, request_id: str, note: str) -> None:
@@ -54,7 +56,7 @@ class LoadDriver:
         self._tasks: set[asyncio.Task] = set()
         self._results: dict[str, asyncio.Task] = {}
         self._producer = Producer(config.producer())
-        self._stopping = False
+        self.last_injection: tuple[str, str] | None = None
 
     @staticmethod
     def workflow_id(i: int) -> str:
@@ -115,10 +117,15 @@ class LoadDriver:
         while not until.is_set():
             await asyncio.sleep(self.rng.uniform(0.3, 1.2))
             kind = self.rng.choice(kinds)
+            self.last_injection = (kind, "")
             try:
-                await getattr(self, f"_inject_{kind}")()
+                await asyncio.wait_for(getattr(self, f"_inject_{kind}")(), INJECTION_TIMEOUT_S)
             except (BrokerUnavailableError, KafkaException):  # the broker is restarting: next time
                 self.counts["injections_skipped_broker_down"] += 1
+            except asyncio.TimeoutError:
+                self.counts[f"{kind}_timed_out"] += 1
+                print(f"chaos: injection {kind} got no answer within {INJECTION_TIMEOUT_S:.0f} s "
+                      f"(last: {self.last_injection})", flush=True)
 
     def _accepted(self) -> str | None:
         return self.rng.choice(sorted(self.exp.run_ids)) if self.exp.run_ids else None
@@ -128,6 +135,7 @@ class LoadDriver:
         if wf is None:
             return
         n = int(wf.split("-")[1])
+        self.last_injection = ("duplicate_start", wf)
         try:
             handle = await self._retry("duplicate_start", lambda: self.client.start_workflow(
                 ChaosOrder, n, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S))
@@ -145,6 +153,7 @@ class LoadDriver:
             return
         rid = self.rng.choice(sorted(self.exp.signals))
         wf = self.exp.signals[rid]
+        self.last_injection = ("duplicate_signal", wf)
         await self._retry("duplicate_signal", lambda: send_signal(
             self.client, wf, rid, approval_for(int(wf.split("-")[1]))))
         self.counts["duplicate_signals"] += 1
@@ -162,6 +171,7 @@ class LoadDriver:
         wf = self._accepted()
         if wf is None:
             return
+        self.last_injection = ("stale_task", wf)
         events = await self._history(wf)
         done = [e["attributes"][1]["scheduled_seq"] for e in events if e["attributes"][0] == "WorkflowTaskCompleted"]
         if not done:
@@ -176,6 +186,7 @@ class LoadDriver:
         wf = self._accepted()
         if wf is None:
             return
+        self.last_injection = ("late_activity", wf)
         events = await self._history(wf)
         over = [e["attributes"][1] for e in events
                 if e["attributes"][0] in ("ActivityTaskCompleted", "ActivityTaskAttemptFailed")]
@@ -211,10 +222,16 @@ class LoadDriver:
     async def drain(self, timeout: float) -> list[str]:
         """Wait for the starts and signals in flight, then for every result; the workflow IDs
         that did not complete in time (the checker reports them)."""
+        deadline = time.monotonic() + timeout
         pending = [t for t in self._tasks if t not in self._results.values()]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
-        done, not_done = await asyncio.wait(list(self._results.values()), timeout=timeout)
+        unsent = sorted(self.exp.signals.keys() ^ {f"signal-{self.workflow_id(i)}" for i in range(self.n)
+                                                   if wants_signal(i)})
+        if unsent:
+            print(f"chaos: signals not accepted by the end of the drain: {unsent[:10]}")
+        done, not_done = await asyncio.wait(list(self._results.values()),
+                                            timeout=max(1.0, deadline - time.monotonic()))
         late = sorted(wf for wf, t in self._results.items() if t in not_done)
         for wf, t in sorted(self._results.items()):
             if t in done and t.exception() is None and t.result() != self.exp.results[wf]:
@@ -226,15 +243,21 @@ class LoadDriver:
             t.cancel()
         return late
 
-    async def barrier(self) -> None:
-        """Return once every commands partition has processed everything produced so far: a
-        describe request per partition is answered only after the commands before it."""
+    async def barrier(self, timeout: float = 90.0) -> list[int]:
+        """Wait until every commands partition has processed everything produced so far (a
+        describe request is answered only after the commands before it); the partitions that
+        did not answer within ``timeout`` (a stuck processor)."""
         by_partition = {}
         for wf in sorted(self.exp.run_ids):
             by_partition.setdefault(partition_for(wf, self.config.partitions), wf)
-        for wf in by_partition.values():
+        stuck = []
+        for p, wf in sorted(by_partition.items()):
             handle = self.client.get_workflow_handle(wf)
-            await self._retry("barrier", handle.describe)
+            try:
+                await self._retry("barrier", handle.describe, deadline_s=timeout)
+            except BrokerUnavailableError:
+                stuck.append(p)
+        return stuck
 
     def close(self) -> None:
         self._producer.flush(10)
