@@ -250,7 +250,7 @@ class HistoryProcessor:
             err = m.error()
             if err is None:
                 out.append(m)
-            elif err.fatal():
+            elif err.fatal() or err.code() == KafkaError._FATAL:  # a dead consumer: exit, be restarted
                 raise KafkaException(err)
             elif err.code() != KafkaError._PARTITION_EOF:
                 log.warning("consumer error: %s", err.str())

@@ -66,7 +66,8 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
     try:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        stop_injecting = asyncio.Event()
+        stop_injecting, stop_supervising = asyncio.Event(), asyncio.Event()
+        supervisor = loop.create_task(cluster.supervise(stop_supervising))
         injections = loop.create_task(driver.run_injections(stop_injecting))
         await asyncio.gather(driver.run_starts(seconds * 0.8), cluster.run_faults(plan, seconds, t0))
         stop_injecting.set()
@@ -75,7 +76,8 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         print(f"chaos: chaos phase over after {t_chaos - t_begin:.0f} s; draining", flush=True)
         late = await driver.drain(timeout=max(120.0, seconds))
         stuck_partitions = await driver.barrier()
-        cluster.check_alive()
+        stop_supervising.set()
+        await supervisor
         t_drain = time.monotonic()
         obs = observe(config, _redis_url(), prefix)
         violations = driver.violations + checker.check(driver.exp, obs, Replayer(workflows=WORKFLOWS))

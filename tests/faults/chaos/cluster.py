@@ -86,12 +86,23 @@ class Cluster:
         self.workers[name] = subprocess.Popen([sys.executable, "-m", "tests.faults.chaos.worker_main"], env=env,
                                               cwd=ROOT, stdout=logfile, stderr=subprocess.STDOUT)
 
+    def _exited_on_fatal_kafka_error(self, name: str) -> bool:
+        """Did the component end itself on a fatal Kafka client error (its designed way out:
+        exit and be restarted)? Read from the tail of its latest log."""
+        kind, _, slot = name.rpartition(":")
+        logs = sorted(self.logdir.glob(f"{kind or 'processor'}-{slot}-*.log"), key=lambda p: p.stat().st_mtime)
+        tail = logs[-1].read_text(errors="replace")[-3000:] if logs else ""
+        return "KafkaException" in tail and "Fatal error" in tail
+
     def check_alive(self) -> None:
         """Restart any component that died without being killed, and remember it."""
         for name, proc in list(self.procs.procs.items()):
             if proc.poll() is not None:
                 if proc.returncode == EXIT_TXN_STALLED:  # the engine's own way out of a hung transaction
                     self.counts["processor_stall_exits"] += 1
+                elif self._exited_on_fatal_kafka_error(name):
+                    self.counts["fatal_kafka_error_exits"] += 1
+                    self.fault_log.append(f"  (component {name} exited on a fatal Kafka error and was restarted)")
                 else:
                     self.unexpected_exits.append((name, proc.returncode))
                 del self.procs.procs[name]
@@ -165,6 +176,15 @@ class Cluster:
         in ``start()``, SIGKILL and restart one here, give this fault a weight in EXTRA_FAULTS
         and a floor in MINIMUM_FAULTS, and add a projection invariant to the checker."""
         self.counts["projection_kills_skipped"] += 1
+
+    async def supervise(self, until: asyncio.Event) -> None:
+        """What a process supervisor does in production: restart what died, every 2 s."""
+        while not until.is_set():
+            self.check_alive()
+            try:
+                await asyncio.wait_for(until.wait(), 2.0)
+            except asyncio.TimeoutError:
+                pass
 
     async def run_faults(self, plan: list[str], seconds: float, t0: float) -> None:
         """Inject ``plan`` spread over ``seconds``, at seeded random moments."""
