@@ -264,6 +264,10 @@ def workflow_task_needed(view: BatchView, out: Outbox, st: dict, ts: int) -> Non
 def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool, query: dict | None = None) -> None:
     since = 0 if full else st["wt_last_completed_seq"]
     events = view.history(st["workflow_id"], st["run_id"], since)
+    if query is None and st["wt_scheduled_seq"]:
+        # a workflow task is the history up to its WorkflowTaskScheduled event; events recorded
+        # after it (a redispatch for RequestWorkflowHistory) belong to the next task
+        events = [e for e in events if e["seq"] <= st["wt_scheduled_seq"]]
     out.tasks.append(("workflow", st["task_queue"], {
         "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
         "task_queue": st["task_queue"], "scheduled_seq": st["wt_scheduled_seq"] or 0,

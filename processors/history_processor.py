@@ -36,9 +36,13 @@ from .disk_store import DiskShardStore
 from .store import MemoryShardStore, restore_shard
 from .timer_service import choose_tier
 
-__all__ = ["ProcessorConfig", "HistoryProcessor"]
+__all__ = ["ProcessorConfig", "HistoryProcessor", "TxnWatchdog", "EXIT_TXN_STALLED"]
 
 log = logging.getLogger(__name__)
+
+#: exit status of a processor whose transaction call hung (see ``TxnWatchdog``); whoever runs it
+#: restarts it, and static membership gives it its shards back at once
+EXIT_TXN_STALLED = 75
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,8 +64,13 @@ class ProcessorConfig:
     state_dir: str | None = None
     #: KADENCE_BUILD_BACKLOG_INTERVAL_S: how often the build backlog gauges are measured (0: never)
     build_backlog_interval_s: float = 15.0
+    #: KADENCE_TXN_STALL_EXIT_S: a batch's transaction (with its abort and retry) blocked longer
+    #: than this ends the process with EXIT_TXN_STALLED (librdkafka can block for ever)
+    txn_stall_exit_s: float = 180.0
 
     def __post_init__(self):
+        if self.txn_stall_exit_s <= 0:
+            raise ConfigError("txn_stall_exit_s must be > 0")
         if not self.instance_id or any(c.isspace() for c in self.instance_id):
             raise ConfigError("processor instance_id must be a non-empty word")
         if self.max_batch < 1:
@@ -83,6 +92,8 @@ class ProcessorConfig:
                 kw[key] = int(env[var])
         if env.get("KADENCE_BUILD_BACKLOG_INTERVAL_S"):
             kw["build_backlog_interval_s"] = float(env["KADENCE_BUILD_BACKLOG_INTERVAL_S"])
+        if env.get("KADENCE_TXN_STALL_EXIT_S"):
+            kw["txn_stall_exit_s"] = float(env["KADENCE_TXN_STALL_EXIT_S"])
         kw.update(overrides)
         return cls(kafka=kafka, **kw)
 
@@ -123,6 +134,46 @@ class _Metrics:
         self.aborts = Counter("kadence_processor_aborts", "transactions aborted", registry=r)
 
 
+class TxnWatchdog:
+    """Ends the process when a transaction call blocks for too long.
+
+    librdkafka can block in ``send_offsets_to_transaction`` for ever, whatever its timeout
+    (confluentinc/librdkafka#5511; seen by the chaos suite after a broker restart, following an
+    OUT_OF_ORDER_SEQUENCE_NUMBER abort). The consumer's heartbeat thread keeps the shards
+    assigned to the blocked instance meanwhile, so they would stall for good; exiting lets a
+    restart (same instance ID) take them back at once.
+    """
+
+    def __init__(self, limit_s: float, on_stall):
+        self.limit_s = limit_s
+        self._on_stall = on_stall
+        self._since: float | None = None
+        self._stop = threading.Event()
+
+    def begin(self) -> None:
+        self._since = time.monotonic()
+
+    def end(self) -> None:
+        self._since = None
+
+    def stalled_for(self, now: float | None = None) -> float:
+        since = self._since
+        return 0.0 if since is None else (time.monotonic() if now is None else now) - since
+
+    def start(self) -> None:
+        threading.Thread(target=self._watch, name="kadence-txn-watchdog", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(1.0):
+            blocked = self.stalled_for()
+            if blocked > self.limit_s:
+                self._on_stall(blocked)
+                return
+
+
 class HistoryProcessor:
     """One processor instance. ``run()`` blocks until ``stop()``."""
 
@@ -144,6 +195,7 @@ class HistoryProcessor:
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
         self.committed_batches = 0
+        self._watchdog = TxnWatchdog(config.txn_stall_exit_s, self._stalled)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -197,6 +249,7 @@ class HistoryProcessor:
         self._producer = self._make_producer()
         self._consumer = self._make_consumer()
         log.info("processor %s started (namespace %s)", self.config.instance_id, self.kafka.namespace)
+        self._watchdog.start()
         try:
             while not self._stop.is_set():
                 msgs = self._poll_batch()
@@ -204,7 +257,15 @@ class HistoryProcessor:
                 if msgs:
                     self._process_batch(msgs)
         finally:
+            self._watchdog.stop()
             self._shutdown()
+
+    def _stalled(self, blocked_s: float) -> None:
+        log.critical("processor %s: a transaction has been blocked for %.0f s (librdkafka #5511); exiting with "
+                     "status %d so that a restart takes its shards back", self.config.instance_id, blocked_s,
+                     EXIT_TXN_STALLED)
+        logging.shutdown()
+        os._exit(EXIT_TXN_STALLED)
 
     def _check_topics(self) -> None:
         have = self.topics.existing()
@@ -260,7 +321,7 @@ class HistoryProcessor:
             err = m.error()
             if err is None:
                 out.append(m)
-            elif err.fatal():
+            elif err.fatal() or err.code() == KafkaError._FATAL:  # a dead consumer: exit, be restarted
                 raise KafkaException(err)
             elif err.code() != KafkaError._PARTITION_EOF:
                 log.warning("consumer error: %s", err.str())
@@ -303,6 +364,7 @@ class HistoryProcessor:
             return  # every record belonged to partitions this instance no longer owns
         producer = self._producer
         t0 = time.perf_counter()
+        self._watchdog.begin()
         try:
             producer.begin_transaction()
             self._produce_outputs(views, outboxes, dead)
@@ -312,6 +374,8 @@ class HistoryProcessor:
         except KafkaException as exc:
             self._on_txn_error(exc)
             return
+        finally:
+            self._watchdog.end()
         self.metrics.commit.observe(time.perf_counter() - t0)
         self.metrics.batches.observe(len(msgs))
         self.metrics.commands.inc(len(msgs))

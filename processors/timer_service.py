@@ -424,7 +424,9 @@ class TimerService:
                     self._fire_due(now)
             err = msg.error()
             if err is not None:
-                if err.fatal():
+                # a fatal consumer error (e.g. this static member fenced after a rejoin) reaches
+                # us as a _FATAL message whose fatal() is False; the consumer is dead either way
+                if err.fatal() or err.code() == KafkaError._FATAL:
                     raise KafkaException(err)
                 if err.code() != KafkaError._PARTITION_EOF:
                     log.warning("consumer error: %s", err.str())

@@ -1,1 +1,23 @@
+import sys
+from pathlib import Path
+
+import pytest
+
 from tests.integration.conftest import client, kafka_config, processors, pytest_runtest_makereport  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def own_broker():
+    """A broker of the test's own, for tests that restart it (the session's broker stays up)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import devstack  # the project's broker launcher
+
+    broker = devstack.KafkaBroker(die_with_parent=True)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+        broker.cleanup()

@@ -1,12 +1,8 @@
 """Timers survive restarts of every component, the broker included (its own broker here, so the
 session's broker is not disturbed)."""
 
-import sys
 import time
 import uuid
-from pathlib import Path
-
-import pytest
 
 from kadence import Client, Worker
 from kadence.topics import Catalogue, KafkaConfig
@@ -14,22 +10,7 @@ from tests.integration.conftest import ProcessorProcs, wait_until
 from tests.integration.invariants import read_topic
 from tests.integration.workflows import SleepThenAct, add
 
-ROOT = Path(__file__).resolve().parents[2]
 FOURTEEN_DAYS = 14 * 24 * 3600
-
-
-@pytest.fixture
-def own_broker():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import devstack  # the project's broker launcher
-
-    broker = devstack.KafkaBroker(die_with_parent=True)
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
-        broker.cleanup()
 
 
 async def _timer_started(handle) -> bool:

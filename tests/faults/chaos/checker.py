@@ -1,0 +1,368 @@
+"""Invariants of a chaos run, checked over what it left behind (pure logic, no Kafka, no Redis).
+
+Inputs: what the load driver had accepted (``Expectations``) and what the run left behind
+(``Observations``: the history topic, the dead-letter topic, the activities' Redis records).
+``check()`` returns every violation, ordered by invariant, each with the workflow IDs concerned;
+``assert_clean()`` fails with the first one.
+
+The invariants (docs/fault-testing.md):
+
+1. ``history``: every run's events have seqs 1..n in topic order, no gap, no duplicate; one result
+   per activity, one close per run.
+2. ``completion``: every accepted start has exactly one run, closed by exactly one
+   ``WorkflowExecutionCompleted`` with the right result; every child likewise; no run that
+   nobody started.
+3. ``replay``: every closed run replays through the SDK's ``Replayer`` with no non-determinism
+   (the code produces exactly the recorded commands).
+4. ``activity``: each scheduled activity has one result; its business effect happened exactly
+   once (the Redis ledger has its idempotency key once, and no key history does not know);
+   the attempts workers ran are the attempts history dispatched (1..final, the final one ran).
+5. ``signal``: every accepted signal request is in history exactly once, on its workflow; no
+   signal in history that nobody sent.
+6. ``timer``: no ``TimerFired`` before its ``TimerStarted.fire_at_ms``, none twice, none lost
+   (every timer of a completed run fired or was canceled).
+7. ``dead_letter``: every undecodable record produced to the commands topic is in the
+   dead-letter topic with an "undecodable" reason.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from kadence import NonDeterminismError, Replayer
+from kadence.topics.payload import JsonConverter
+
+__all__ = ["Expectations", "Observations", "Violation", "INVARIANTS", "check", "assert_clean", "summarize"]
+
+INVARIANTS = ("history", "completion", "replay", "activity", "signal", "timer", "dead_letter")
+_CLOSES = ("WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
+           "WorkflowExecutionTerminated", "WorkflowExecutionTimedOut", "WorkflowExecutionContinuedAsNew")
+_ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
+
+_conv = JsonConverter()
+
+
+@dataclass
+class Expectations:
+    """What the driver was told was accepted."""
+
+    #: workflow ID -> the result it must complete with
+    results: dict[str, object] = field(default_factory=dict)
+    #: workflow ID -> run ID of the accepted start (the reply's)
+    run_ids: dict[str, str] = field(default_factory=dict)
+    #: request ID of every accepted signal -> its workflow ID
+    signals: dict[str, str] = field(default_factory=dict)
+    #: (key, value) of every undecodable record produced to the commands topic
+    garbage: list[tuple[bytes | None, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class Observations:
+    """What the run left behind."""
+
+    #: (workflow_id, run_id) -> HistoryEvent records in topic order
+    histories: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
+    #: DeadLetter records of the dead-letter topic
+    dead_letters: list[dict] = field(default_factory=list)
+    #: idempotency keys in the order their effect was applied (the Redis ledger)
+    ledger: list[str] = field(default_factory=list)
+    #: (idempotency key, attempt) for every execution of an attempt by a worker
+    attempts: list[tuple[str, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    message: str
+    workflow_ids: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"[{self.invariant}] {self.message} (workflows: {', '.join(self.workflow_ids) or '-'})"
+
+
+def _kind(e: dict) -> str:
+    return e["attributes"][0]
+
+
+def _attrs(e: dict) -> dict:
+    return e["attributes"][1]
+
+
+# ---------------------------------------------------------------- 1. history
+
+
+def check_history(obs: Observations) -> list[Violation]:
+    out = []
+    for (wf, run), events in sorted(obs.histories.items()):
+        seqs = [e["seq"] for e in events]
+        dups = sorted(s for s, n in collections.Counter(seqs).items() if n > 1)
+        if dups:
+            out.append(Violation("history", f"run {run}: duplicate event seqs {dups[:10]}", (wf,)))
+        if sorted(set(seqs)) != list(range(1, len(set(seqs)) + 1)):
+            missing = sorted(set(range(1, max(seqs) + 1)) - set(seqs))
+            out.append(Violation("history", f"run {run}: gap in event seqs, missing {missing[:10]}", (wf,)))
+        elif not dups and seqs != sorted(seqs):
+            out.append(Violation("history", f"run {run}: event seqs out of order in the topic", (wf,)))
+        closes = [e["seq"] for e in events if _kind(e) in _CLOSES]
+        if len(closes) > 1:
+            out.append(Violation("history", f"run {run}: {len(closes)} close events (seqs {closes})", (wf,)))
+        results = collections.Counter(_attrs(e)["scheduled_seq"] for e in events if _kind(e) in _ACTIVITY_RESULTS)
+        for seq, n in sorted(results.items()):
+            if n > 1:
+                out.append(Violation("history", f"run {run}: activity scheduled at seq {seq} has {n} results", (wf,)))
+    return out
+
+
+# ---------------------------------------------------------------- 2. completion
+
+
+def _runs_by_workflow(obs: Observations) -> dict[str, list[str]]:
+    runs: dict[str, list[str]] = collections.defaultdict(list)
+    for wf, run in obs.histories:
+        runs[wf].append(run)
+    return runs
+
+
+def _children(obs: Observations) -> dict[str, str]:
+    """child workflow ID -> parent workflow ID, from the parents' histories."""
+    out = {}
+    for (wf, _run), events in obs.histories.items():
+        for e in events:
+            if _kind(e) == "StartChildWorkflowExecutionInitiated":
+                out[_attrs(e)["workflow_id"]] = wf
+    return out
+
+
+def _completions(events: list[dict]) -> list[dict]:
+    return [e for e in events if _kind(e) == "WorkflowExecutionCompleted"]
+
+
+def check_completion(exp: Expectations, obs: Observations) -> list[Violation]:
+    out = []
+    runs = _runs_by_workflow(obs)
+    children = _children(obs)
+    for wf in sorted(exp.results):
+        have = runs.get(wf, [])
+        if not have:
+            out.append(Violation("completion", "accepted start has no run in history", (wf,)))
+            continue
+        if len(have) > 1:
+            out.append(Violation("completion", f"accepted start has {len(have)} runs: {sorted(have)}", (wf,)))
+            continue
+        run = have[0]
+        if wf in exp.run_ids and exp.run_ids[wf] != run:
+            out.append(Violation("completion", f"history run {run} is not the accepted run {exp.run_ids[wf]}", (wf,)))
+        events = obs.histories[(wf, run)]
+        done = _completions(events)
+        if len(done) != 1:
+            last = _kind(events[-1]) if events else "nothing"
+            out.append(Violation("completion", f"run {run} has {len(done)} completions (last event: {last})", (wf,)))
+            continue
+        got = _conv.from_bytes(_attrs(done[0])["result"])
+        if got != exp.results[wf]:
+            out.append(Violation("completion", f"run {run} completed with {got!r}, expected {exp.results[wf]!r}", (wf,)))
+    for child in sorted(children):
+        have = runs.get(child, [])
+        closed = [r for r in have if len(_completions(obs.histories[(child, r)])) == 1]
+        if len(have) != 1 or len(closed) != 1:
+            out.append(Violation("completion", f"child has {len(have)} runs, {len(closed)} completed",
+                                 (children[child], child)))
+    for wf in sorted(set(runs) - set(exp.results) - set(children)):
+        out.append(Violation("completion", f"runs {sorted(runs[wf])} that no accepted start or parent explains", (wf,)))
+    return out
+
+
+# ---------------------------------------------------------------- 3. replay
+
+
+def check_replay(obs: Observations, replayer: Replayer) -> list[Violation]:
+    out = []
+    for (wf, run), events in sorted(obs.histories.items()):
+        if not events or not any(_kind(e) in _CLOSES for e in events):
+            continue  # only closed runs: an open run's last task may still be in flight
+        ordered = sorted(events, key=lambda e: e["seq"])
+        if [e["seq"] for e in ordered] != list(range(1, len(ordered) + 1)):
+            continue  # reported by the history invariant; replay needs a well-formed history
+        try:
+            replayer.replay(ordered)
+        except NonDeterminismError as exc:
+            out.append(Violation("replay", f"run {run} does not replay: {exc}", (wf,)))
+        except Exception as exc:  # noqa: BLE001 - any replay error is a violation to report
+            out.append(Violation("replay", f"run {run} replay raised {type(exc).__name__}: {exc}", (wf,)))
+    return out
+
+
+# ---------------------------------------------------------------- 4. activity
+
+
+def _idempotency_key(wf: str, run: str, activity_id: str) -> str:
+    return f"{wf}/{run}/{activity_id}"
+
+
+def check_activities(obs: Observations) -> list[Violation]:
+    out = []
+    ledger = collections.Counter(obs.ledger)
+    executed: dict[str, set[int]] = collections.defaultdict(set)
+    for key, attempt in obs.attempts:
+        executed[key].add(attempt)
+    known: dict[str, str] = {}
+    for (wf, run), events in sorted(obs.histories.items()):
+        closed = any(_kind(e) in _CLOSES for e in events)
+        scheduled = {_attrs(e)["activity_id"]: e["seq"] for e in events if _kind(e) == "ActivityTaskScheduled"}
+        for aid, seq in sorted(scheduled.items()):
+            key = _idempotency_key(wf, run, aid)
+            known[key] = wf
+            mine = [e for e in events if _attrs(e).get("scheduled_seq") == seq
+                    and _kind(e) in (*_ACTIVITY_RESULTS, "ActivityTaskAttemptFailed")]
+            results = [e for e in mine if _kind(e) in _ACTIVITY_RESULTS]
+            if not results:
+                if closed:
+                    out.append(Violation("activity", f"activity {aid} of closed run {run} has no result", (wf,)))
+                continue
+            result = results[0]
+            if _kind(result) != "ActivityTaskCompleted":
+                continue  # the chaos activities never fail; the completion invariant reports the run
+            if ledger[key] != 1:
+                out.append(Violation("activity", f"activity {aid} (key {key}) completed but its effect happened "
+                                                 f"{ledger[key]} times", (wf,)))
+            final = _attrs(result)["attempt"]
+            failed = sorted(_attrs(e)["attempt"] for e in mine if _kind(e) == "ActivityTaskAttemptFailed")
+            if failed != list(range(1, final)):
+                out.append(Violation("activity", f"activity {aid} completed by attempt {final} but history failed "
+                                                 f"attempts {failed}", (wf,)))
+            ran = executed.get(key, set())
+            if final not in ran:
+                out.append(Violation("activity", f"activity {aid} completed by attempt {final}, which no worker ran "
+                                                 f"(ran: {sorted(ran)})", (wf,)))
+            if ran - set(range(1, final + 1)):
+                out.append(Violation("activity", f"workers ran attempts {sorted(ran)} of activity {aid}, history "
+                                                 f"dispatched 1..{final}", (wf,)))
+    for key, n in sorted(ledger.items()):
+        if key not in known:
+            out.append(Violation("activity", f"effect of {key} happened {n} time(s) for an activity history never "
+                                             "scheduled", (key.split("/")[0],)))
+    return out
+
+
+# ---------------------------------------------------------------- 5. signal
+
+
+def check_signals(exp: Expectations, obs: Observations) -> list[Violation]:
+    out = []
+    seen: dict[str, list[str]] = collections.defaultdict(list)
+    for (wf, _run), events in obs.histories.items():
+        for e in events:
+            if _kind(e) == "WorkflowSignaled":
+                seen[e["request_id"] or ""].append(wf)
+    for rid, wf in sorted(exp.signals.items()):
+        where = seen.get(rid, [])
+        if len(where) != 1:
+            out.append(Violation("signal", f"accepted signal {rid} appears {len(where)} times in history", (wf,)))
+        elif where[0] != wf:
+            out.append(Violation("signal", f"accepted signal {rid} for {wf} is in the history of {where[0]}",
+                                 (wf, where[0])))
+    for rid in sorted(set(seen) - set(exp.signals)):
+        out.append(Violation("signal", f"signal {rid!r} in history that no accepted request sent", tuple(seen[rid])))
+    return out
+
+
+# ---------------------------------------------------------------- 6. timer
+
+
+def check_timers(obs: Observations) -> list[Violation]:
+    out = []
+    for (wf, run), events in sorted(obs.histories.items()):
+        started = {_attrs(e)["timer_id"]: e for e in events if _kind(e) == "TimerStarted"}
+        fired = collections.defaultdict(list)
+        for e in events:
+            if _kind(e) in ("TimerFired", "TimerCanceled"):
+                fired[_attrs(e)["timer_id"]].append(e)
+        completed = bool(_completions(events))
+        for tid, st in sorted(started.items()):
+            ends = fired.get(tid, [])
+            if len(ends) > 1:
+                out.append(Violation("timer", f"run {run}: timer {tid} ended {len(ends)} times (seqs "
+                                              f"{[e['seq'] for e in ends]})", (wf,)))
+            if not ends and completed:
+                out.append(Violation("timer", f"run {run}: timer {tid} never fired (lost)", (wf,)))
+            for e in ends:
+                if _kind(e) == "TimerFired" and e["timestamp_ms"] < _attrs(st)["fire_at_ms"]:
+                    early = _attrs(st)["fire_at_ms"] - e["timestamp_ms"]
+                    out.append(Violation("timer", f"run {run}: timer {tid} fired {early} ms early", (wf,)))
+        for tid in sorted(set(fired) - set(started)):
+            out.append(Violation("timer", f"run {run}: timer {tid} fired but was never started", (wf,)))
+    return out
+
+
+# ---------------------------------------------------------------- 7. dead letters
+
+
+def check_dead_letters(exp: Expectations, obs: Observations) -> list[Violation]:
+    out = []
+    dead = collections.defaultdict(list)
+    for d in obs.dead_letters:
+        dead[(d["key"], d["value"])].append(d)
+    for key, value in exp.garbage:
+        found = dead.get((key, value), [])
+        wf = (key or b"").decode(errors="replace")
+        if not found:
+            out.append(Violation("dead_letter", f"undecodable record {value[:24]!r} is not in the dead-letter topic",
+                                 (wf,)))
+        elif not any("undecodable" in d["reason"] for d in found):
+            out.append(Violation("dead_letter", f"undecodable record {value[:24]!r} dead-lettered with reason "
+                                                 f"{found[0]['reason']!r}", (wf,)))
+    return out
+
+
+# ---------------------------------------------------------------- all
+
+
+def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Violation]:
+    """Every violation, in the order of ``INVARIANTS``."""
+    return [*check_history(obs), *check_completion(exp, obs), *check_replay(obs, replayer),
+            *check_activities(obs), *check_signals(exp, obs), *check_timers(obs), *check_dead_letters(exp, obs)]
+
+
+def summarize(violations: Iterable[Violation]) -> str:
+    counts = collections.Counter(v.invariant for v in violations)
+    return ", ".join(f"{inv}: {counts[inv]}" for inv in INVARIANTS if counts[inv]) or "none"
+
+
+def assert_clean(violations: list[Violation]) -> None:
+    """Fail with the first violated invariant (and how many violations of each kind)."""
+    if violations:
+        first = violations[0]
+        others = "\n".join(f"  {v}" for v in violations[1:20])
+        raise AssertionError(f"invariant {first.invariant!r} violated: {first.message}; workflows: "
+                             f"{', '.join(first.workflow_ids)}\nviolations by invariant: {summarize(violations)}"
+                             + (f"\nmore:\n{others}" if others else ""))
+
+
+_BRIEF = ("activity_id", "scheduled_seq", "attempt", "timer_id", "fire_at_ms", "signal_name", "identity", "workflow_id")
+
+
+def format_history(events: list[dict]) -> str:
+    """One line per event (seq, time, type, the attributes that identify it), for failure reports."""
+    lines = []
+    for e in events:
+        brief = {k: v for k, v in _attrs(e).items() if k in _BRIEF and v not in (None, "")}
+        rid = f" request_id={e['request_id']}" if e.get("request_id") else ""
+        lines.append(f"    {e['seq']:>3} {e['timestamp_ms']} {_kind(e)} {brief}{rid}")
+    return "\n".join(lines)
+
+
+def explain(violations: list[Violation], obs: Observations, limit: int = 3) -> str:
+    """The histories of the first ``limit`` workflows a violation names."""
+    wanted: list[str] = []
+    for v in violations:
+        for wf in v.workflow_ids:
+            if wf not in wanted:
+                wanted.append(wf)
+    out = []
+    for wf in wanted[:limit]:
+        for (w, run), events in sorted(obs.histories.items()):
+            if w == wf:
+                out.append(f"  history of {wf} run {run}:\n{format_history(events)}")
+    return "\n".join(out)

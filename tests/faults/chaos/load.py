@@ -1,0 +1,263 @@
+"""The load driver: a steady stream of sample workflows, their signals, and injected bad inputs.
+
+Every request is retried with the SAME request ID until it is answered (a broker restart or a
+killed processor makes a request time out), which is itself a test of deduplication. On top of
+that the driver injects, at seeded random moments:
+
+* duplicate commands: a start or a signal re-sent with the request ID of an accepted one;
+* stale workflow-task completions: ``RespondWorkflowTaskCompleted`` for a workflow task that
+  history shows completed already, completing the workflow with a wrong result;
+* late activity completions: ``RespondActivityTaskCompleted`` for an attempt that history shows
+  completed or timed out already, with a wrong result;
+* undecodable records: garbage bytes on ``{ns}.commands``.
+
+If any of them were accepted, the checker would see a wrong result, a second result or a
+history that does not replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import time
+
+from confluent_kafka import KafkaException, Producer
+
+from kadence import BrokerUnavailableError, Client, WorkflowAlreadyStartedError
+from kadence.topics import Catalogue, KafkaConfig, partition_for
+from kadence.topics.records import new_id
+
+from .checker import Expectations, Violation
+from .workflows import TASK_QUEUE, ChaosOrder, approval_for, expected_result, wants_signal
+
+#: how long one request may go unanswered before it is retried (same request ID)
+REQUEST_TIMEOUT_S = 20.0
+#: an injection (with its retries) that takes longer is abandoned and reported
+INJECTION_TIMEOUT_S = 60.0
+
+
+async def send_signal(client: Client, workflow_id: str, request_id: str, note: str) -> None:
+    """The one way the suite sends a signal: today through the SDK client. Switch this to the
+    HTTP gateway (``POST /v1/workflows/{id}/signals`` with ``Idempotency-Key: request_id``)
+    to make the signal invariant cover the gateway's acceptance too."""
+    await client.get_workflow_handle(workflow_id).signal("approve", note, request_id=request_id)
+
+
+class LoadDriver:
+    def __init__(self, client: Client, config: KafkaConfig, rng: random.Random, *, workflows: int):
+        self.client = client
+        self.config = config
+        self.rng = rng
+        self.n = workflows
+        self.exp = Expectations()
+        self.counts: collections.Counter = collections.Counter()
+        self.violations: list[Violation] = []
+        self._tasks: set[asyncio.Task] = set()
+        self._results: dict[str, asyncio.Task] = {}
+        self._producer = Producer(config.producer())
+        self.last_injection: tuple[str, str] | None = None
+
+    @staticmethod
+    def workflow_id(i: int) -> str:
+        return f"order-{i}"
+
+    # -- retries -------------------------------------------------------------------------------
+
+    async def _retry(self, what: str, call, deadline_s: float = 300.0):
+        deadline = time.monotonic() + deadline_s
+        while True:
+            try:
+                return await call()
+            except BrokerUnavailableError:
+                self.counts[f"{what}_retries"] += 1
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+
+    def _spawn(self, coro) -> asyncio.Task:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+        return t
+
+    # -- starts and signals --------------------------------------------------------------------
+
+    async def _start(self, i: int) -> None:
+        wf = self.workflow_id(i)
+        handle = await self._retry("start", lambda: self.client.start_workflow(
+            ChaosOrder, i, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S))
+        self.exp.results[wf] = expected_result(i)
+        self.exp.run_ids[wf] = handle.run_id
+        self.counts["workflows_started"] += 1
+        self._results[wf] = self._spawn(self._result(wf))
+        if wants_signal(i):
+            await asyncio.sleep(self.rng.uniform(0, 3))
+            rid = f"signal-{wf}"
+            await self._retry("signal", lambda: send_signal(self.client, wf, rid, approval_for(i)))
+            self.exp.signals[rid] = wf
+            self.counts["signals_accepted"] += 1
+
+    async def _result(self, wf: str):
+        handle = self.client.get_workflow_handle(wf)
+        return await self._retry("result", lambda: handle.result(timeout=60), deadline_s=3600)
+
+    async def run_starts(self, seconds: float) -> None:
+        """Start the workflows at an even pace over ``seconds``."""
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        for i in range(self.n):
+            await asyncio.sleep(max(0.0, t0 + i * seconds / self.n - loop.time()))
+            self._spawn(self._start(i))
+
+    # -- injections ----------------------------------------------------------------------------
+
+    async def run_injections(self, until: asyncio.Event) -> None:
+        kinds = ["duplicate_start", "duplicate_signal", "stale_task", "late_activity", "undecodable"]
+        while not until.is_set():
+            await asyncio.sleep(self.rng.uniform(0.3, 1.2))
+            kind = self.rng.choice(kinds)
+            self.last_injection = (kind, "")
+            try:
+                await asyncio.wait_for(getattr(self, f"_inject_{kind}")(), INJECTION_TIMEOUT_S)
+            except (BrokerUnavailableError, KafkaException):  # the broker is restarting: next time
+                self.counts["injections_skipped_broker_down"] += 1
+            except asyncio.TimeoutError:
+                self.counts[f"{kind}_timed_out"] += 1
+                print(f"chaos: injection {kind} got no answer within {INJECTION_TIMEOUT_S:.0f} s "
+                      f"(last: {self.last_injection})", flush=True)
+
+    def _accepted(self) -> str | None:
+        return self.rng.choice(sorted(self.exp.run_ids)) if self.exp.run_ids else None
+
+    async def _inject_duplicate_start(self) -> None:
+        wf = self._accepted()
+        if wf is None:
+            return
+        n = int(wf.split("-")[1])
+        self.last_injection = ("duplicate_start", wf)
+        try:
+            handle = await self._retry("duplicate_start", lambda: self.client.start_workflow(
+                ChaosOrder, n, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S))
+        except WorkflowAlreadyStartedError as exc:
+            self.violations.append(Violation("completion", f"a retried start was rejected instead of answered: {exc}",
+                                             (wf,)))
+            return
+        if handle.run_id != self.exp.run_ids[wf]:
+            self.violations.append(Violation("completion", f"a retried start got run {handle.run_id}, the first got "
+                                                           f"{self.exp.run_ids[wf]}", (wf,)))
+        self.counts["duplicate_starts"] += 1
+
+    async def _inject_duplicate_signal(self) -> None:
+        if not self.exp.signals:
+            return
+        rid = self.rng.choice(sorted(self.exp.signals))
+        wf = self.exp.signals[rid]
+        self.last_injection = ("duplicate_signal", wf)
+        await self._retry("duplicate_signal", lambda: send_signal(
+            self.client, wf, rid, approval_for(int(wf.split("-")[1]))))
+        self.counts["duplicate_signals"] += 1
+
+    async def _history(self, wf: str) -> list[dict]:
+        run_id = self.exp.run_ids[wf]
+        _run, events = await self.client._engine.history(wf, run_id)
+        return events
+
+    def _send_raw(self, wf: str, body_type: str, body: dict) -> None:
+        self.client._engine.send(wf, body_type, body, request_id=new_id(), run_id=self.exp.run_ids[wf],
+                                 expect_reply=False)
+
+    async def _inject_stale_task(self) -> None:
+        wf = self._accepted()
+        if wf is None:
+            return
+        self.last_injection = ("stale_task", wf)
+        events = await self._history(wf)
+        done = [e["attributes"][1]["scheduled_seq"] for e in events if e["attributes"][0] == "WorkflowTaskCompleted"]
+        if not done:
+            return
+        seq = self.rng.choice(done)
+        self._send_raw(wf, "RespondWorkflowTaskCompleted", {
+            "scheduled_seq": seq, "identity": "chaos-stale", "build_id": None,
+            "commands": [("CompleteWorkflowExecution", {"result": self.client.converter.to_bytes("STALE")})]})
+        self.counts["stale_task_completions"] += 1
+
+    async def _inject_late_activity(self) -> None:
+        wf = self._accepted()
+        if wf is None:
+            return
+        self.last_injection = ("late_activity", wf)
+        events = await self._history(wf)
+        over = [e["attributes"][1] for e in events
+                if e["attributes"][0] in ("ActivityTaskCompleted", "ActivityTaskAttemptFailed")]
+        if not over:
+            return
+        a = self.rng.choice(over)
+        self._send_raw(wf, "RespondActivityTaskCompleted", {
+            "activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"],
+            "result": self.client.converter.to_bytes(-1), "identity": "chaos-late"})
+        self.counts["late_activity_completions"] += 1
+
+    async def _inject_undecodable(self) -> None:
+        i = self.counts["undecodable_records"]
+        wf = self._accepted()
+        key = (wf or f"garbage-{i}").encode()
+        value = (b"\x00chaos garbage %d " % i if i % 2 == 0 else b"K\x01" + b"\xff" * 12 + b" chaos %d" % i) \
+            + self.rng.randbytes(8)
+        delivered = asyncio.get_running_loop().create_future()
+
+        def on_delivery(err, _msg, loop=asyncio.get_running_loop()):
+            loop.call_soon_threadsafe(lambda: delivered.done() or delivered.set_result(err))
+
+        self._producer.produce(Catalogue(self.config).commands, value, key, on_delivery=on_delivery)
+        while not delivered.done():
+            self._producer.poll(0)
+            await asyncio.sleep(0.05)
+        if delivered.result() is None:
+            self.exp.garbage.append((key, value))
+            self.counts["undecodable_records"] += 1
+
+    # -- the end -------------------------------------------------------------------------------
+
+    async def drain(self, timeout: float) -> list[str]:
+        """Wait for the starts and signals in flight, then for every result; the workflow IDs
+        that did not complete in time (the checker reports them)."""
+        deadline = time.monotonic() + timeout
+        pending = [t for t in self._tasks if t not in self._results.values()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+        unsent = sorted(self.exp.signals.keys() ^ {f"signal-{self.workflow_id(i)}" for i in range(self.n)
+                                                   if wants_signal(i)})
+        if unsent:
+            print(f"chaos: signals not accepted by the end of the drain: {unsent[:10]}")
+        done, not_done = await asyncio.wait(list(self._results.values()),
+                                            timeout=max(1.0, deadline - time.monotonic()))
+        late = sorted(wf for wf, t in self._results.items() if t in not_done)
+        for wf, t in sorted(self._results.items()):
+            if t in done and t.exception() is None and t.result() != self.exp.results[wf]:
+                self.violations.append(Violation("completion", f"result reply {t.result()!r} differs from "
+                                                               f"{self.exp.results[wf]!r}", (wf,)))
+            elif t in done and t.exception() is not None:
+                self.violations.append(Violation("completion", f"result request failed: {t.exception()!r}", (wf,)))
+        for t in not_done:
+            t.cancel()
+        return late
+
+    async def barrier(self, timeout: float = 90.0) -> list[int]:
+        """Wait until every commands partition has processed everything produced so far (a
+        describe request is answered only after the commands before it); the partitions that
+        did not answer within ``timeout`` (a stuck processor)."""
+        by_partition = {}
+        for wf in sorted(self.exp.run_ids):
+            by_partition.setdefault(partition_for(wf, self.config.partitions), wf)
+        stuck = []
+        for p, wf in sorted(by_partition.items()):
+            handle = self.client.get_workflow_handle(wf)
+            try:
+                await self._retry("barrier", handle.describe, deadline_s=timeout)
+            except BrokerUnavailableError:
+                stuck.append(p)
+        return stuck
+
+    def close(self) -> None:
+        self._producer.flush(10)

@@ -1,0 +1,36 @@
+"""A chaos worker process: ``python -m tests.faults.chaos.worker_main`` (run from the repo root).
+
+Serves the chaos workflows and activities on the chaos task queue until SIGTERM; the fault
+injector SIGKILLs it. Reads KADENCE_KAFKA_BOOTSTRAP, KADENCE_NAMESPACE, KADENCE_REDIS_URL,
+KADENCE_CHAOS_PREFIX and KADENCE_WORKER_SESSION_TIMEOUT_MS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+
+from kadence import Client, KafkaConfig, Worker
+
+from .workflows import ACTIVITIES, TASK_QUEUE, WORKFLOWS
+
+
+async def main() -> None:
+    client = await Client.connect(config=KafkaConfig.from_env())
+    worker = Worker(client, task_queue=TASK_QUEUE, workflows=WORKFLOWS, activities=ACTIVITIES,
+                    session_timeout_ms=int(os.environ.get("KADENCE_WORKER_SESSION_TIMEOUT_MS", "6000")),
+                    identity=os.environ.get("KADENCE_WORKER_ID"))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, worker.shutdown)
+    try:
+        await worker.run()
+    finally:
+        await client.close()
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(main())

@@ -1,0 +1,137 @@
+"""Sample workflows of the chaos suite, and their activities.
+
+Every activity records, in Redis under the run's key prefix (``KADENCE_CHAOS_PREFIX``):
+
+* each execution of each attempt: ``RPUSH {prefix}:attempts "{idempotency_key}|{attempt}"``;
+* its business effect, once per idempotency key: ``SET NX {prefix}:effect:{key}`` and, only when
+  that SET created the key, ``RPUSH {prefix}:ledger key`` (atomically, in one Lua script).
+
+So the checker can prove that each activity's effect happened once, and that the attempts the
+workers ran match the attempts in history. Results are deterministic from the input, so the
+checker knows every workflow's right result (``expected_result``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from datetime import timedelta
+
+from kadence import RetryPolicy, activity, workflow
+
+#: a worker killed mid-activity leaves an attempt that times out after this and is retried
+ACTIVITY_TIMEOUT = timedelta(seconds=5)
+RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), backoff_coefficient=2.0,
+                    maximum_interval=timedelta(seconds=2))
+
+_EFFECT_ONCE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+_redis = None
+
+
+def _client():
+    global _redis
+    if _redis is None:
+        import redis
+        _redis = redis.Redis.from_url(os.environ["KADENCE_REDIS_URL"])
+    return _redis
+
+
+def _record(tag: str) -> None:
+    """Log this attempt, pause a little (a window for kills mid-activity), apply the effect once."""
+    info = activity.info()
+    prefix = os.environ["KADENCE_CHAOS_PREFIX"]
+    r = _client()
+    key = info.idempotency_key
+    r.rpush(f"{prefix}:attempts", f"{key}|{info.attempt}")
+    time.sleep(random.uniform(0.02, 0.3))
+    r.eval(_EFFECT_ONCE, 2, f"{prefix}:effect:{key}", f"{prefix}:ledger", tag, key)
+
+
+@activity.defn
+def reserve(n: int) -> int:
+    _record(f"reserve {n}")
+    return n + 1
+
+
+@activity.defn
+def charge(amount: int) -> int:
+    _record(f"charge {amount}")
+    return 2 * amount
+
+
+@activity.defn
+def ship(value: int) -> int:
+    _record(f"ship {value}")
+    return value + 100
+
+
+def _act(fn, arg):
+    return workflow.execute_activity(fn, arg, start_to_close_timeout=ACTIVITY_TIMEOUT, retry_policy=RETRY)
+
+
+def timer_seconds(n: int) -> int | None:
+    """Half the orders wait on a durable timer of 1-3 s."""
+    return 1 + n % 3 if n % 2 == 0 else None
+
+
+def wants_signal(n: int) -> bool:
+    return n % 3 == 0
+
+
+def has_child(n: int) -> bool:
+    return n % 5 == 0
+
+
+def approval_for(n: int) -> str:
+    return f"ok-{n}"
+
+
+@workflow.defn
+class ChaosChild:
+    @workflow.run
+    async def run(self, n: int) -> int:
+        return await _act(reserve, 10 * n)
+
+
+@workflow.defn
+class ChaosOrder:
+    """reserve, charge, [timer], [wait for the 'approve' signal], [child], ship."""
+
+    def __init__(self) -> None:
+        self.approval: str | None = None
+
+    @workflow.signal
+    def approve(self, note: str) -> None:
+        self.approval = note
+
+    @workflow.run
+    async def run(self, n: int) -> dict:
+        a = await _act(reserve, n)
+        b = await _act(charge, a)
+        if timer_seconds(n):
+            await workflow.sleep(timer_seconds(n))
+        approval = None
+        if wants_signal(n):
+            await workflow.wait_condition(lambda: self.approval is not None)
+            approval = self.approval
+        child = await workflow.execute_child_workflow(ChaosChild, n) if has_child(n) else None
+        shipped = await _act(ship, b)
+        return {"n": n, "shipped": shipped, "approval": approval, "child": child}
+
+
+def expected_result(n: int) -> dict:
+    return {"n": n, "shipped": 2 * (n + 1) + 100, "approval": approval_for(n) if wants_signal(n) else None,
+            "child": 10 * n + 1 if has_child(n) else None}
+
+
+WORKFLOWS = [ChaosOrder, ChaosChild]
+ACTIVITIES = [reserve, charge, ship]
+TASK_QUEUE = "chaos"

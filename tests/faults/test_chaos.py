@@ -1,0 +1,156 @@
+"""The chaos suite (issue #7): a steady load of sample workflows while processors, workers, the
+timer service and the broker are killed, paused and restarted at seeded random moments, and bad
+inputs are injected; then the invariants of ``tests/faults/chaos/checker.py`` are checked over
+the history topic, the dead-letter topic and the activities' effect log in Redis.
+
+    KADENCE_CHAOS_SECONDS=600 make test PYTEST_ARGS='-k chaos -s'   # a longer run
+    KADENCE_CHAOS_SEED=1234 ...                                      # replay a run's fault plan
+
+See docs/fault-testing.md for how to read a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kadence import Client, Replayer, Worker
+from kadence.topics import Catalogue, KafkaConfig
+from tests.faults.chaos import checker
+from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
+from tests.faults.chaos.load import LoadDriver, send_signal
+from tests.faults.chaos.observe import observe
+from tests.faults.chaos.workflows import ACTIVITIES, TASK_QUEUE, WORKFLOWS, ChaosOrder, approval_for, expected_result
+from tests.integration.invariants import read_topic
+
+#: the chaos phase (load + faults); the whole test takes about this plus 60-90 s
+CHAOS_SECONDS = float(os.environ.get("KADENCE_CHAOS_SECONDS", "80"))
+MIN_WORKFLOWS = 500
+
+
+def _redis_url() -> str:
+    url = os.environ.get("KADENCE_REDIS_URL")
+    assert url, "the chaos suite needs Redis: run it under scripts/devstack.py (make test), which sets KADENCE_REDIS_URL"
+    return url
+
+
+@pytest.mark.timeout(int(360 + 2 * CHAOS_SECONDS))
+async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path, monkeypatch):
+    seed = int(os.environ.get("KADENCE_CHAOS_SEED") or random.randrange(2**32))
+    rng = random.Random(seed)
+    seconds = CHAOS_SECONDS
+    workflows = max(MIN_WORKFLOWS, int(seconds * 6.5))
+    logdir = Path(os.environ.get("KADENCE_CHAOS_LOGDIR") or tmp_path)
+    logdir.mkdir(parents=True, exist_ok=True)
+    print(f"\nchaos: seed {seed} (KADENCE_CHAOS_SEED={seed} reproduces the fault plan), {seconds:.0f} s, "
+          f"{workflows} workflows, logs in {logdir}")
+    config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"c{uuid.uuid4().hex[:8]}", partitions=4)
+    Catalogue(config).apply()
+    Catalogue(config).ensure_queue(TASK_QUEUE)
+    prefix = f"chaos:{config.namespace}"
+    # a processor blocked in a transaction call (librdkafka #5511) exits and is restarted
+    monkeypatch.setenv("KADENCE_TXN_STALL_EXIT_S", "45")
+    cluster = Cluster(own_broker, config, logdir, redis_url=_redis_url(), prefix=prefix, rng=rng)
+    plan = plan_faults(rng, seconds)
+    t_begin = time.monotonic()
+    cluster.start()
+    client = await Client.connect(config=config)
+    driver = LoadDriver(client, config, rng, workflows=workflows)
+    try:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        stop_injecting, stop_supervising = asyncio.Event(), asyncio.Event()
+        supervisor = loop.create_task(cluster.supervise(stop_supervising))
+        injections = loop.create_task(driver.run_injections(stop_injecting))
+        await asyncio.gather(driver.run_starts(seconds * 0.8), cluster.run_faults(plan, seconds, t0))
+        stop_injecting.set()
+        await injections
+        t_chaos = time.monotonic()
+        print(f"chaos: chaos phase over after {t_chaos - t_begin:.0f} s; draining", flush=True)
+        late = await driver.drain(timeout=max(120.0, seconds))
+        stuck_partitions = await driver.barrier()
+        stop_supervising.set()
+        await supervisor
+        t_drain = time.monotonic()
+        obs = observe(config, _redis_url(), prefix)
+        violations = driver.violations + checker.check(driver.exp, obs, Replayer(workflows=WORKFLOWS))
+        violations.sort(key=lambda v: checker.INVARIANTS.index(v.invariant))
+        counts = {**driver.counts, **cluster.counts}
+        print(f"chaos: exercised {counts}")
+        print(f"chaos: {len(obs.histories)} runs, {sum(map(len, obs.histories.values()))} history events, "
+              f"{len(obs.ledger)} effects, {len(obs.attempts)} activity executions, {len(obs.dead_letters)} dead letters")
+        print("chaos: faults\n  " + "\n  ".join(cluster.fault_log))
+        print(f"chaos: chaos phase {t_chaos - t_begin:.0f} s, drain {t_drain - t_chaos:.0f} s, "
+              f"check {time.monotonic() - t_drain:.0f} s; not completed in time: {late[:20]}; partitions not "
+              f"answering: {stuck_partitions}")
+        print(f"chaos: violations by invariant: {checker.summarize(violations)}")
+        if violations:
+            print(checker.explain(violations, obs))
+            for wf in late[:5]:
+                print(f"chaos: describe {wf}: {await client.get_workflow_handle(wf).describe()}")
+            print(cluster.logs())
+        checker.assert_clean(violations)
+        assert not stuck_partitions, f"commands partitions {stuck_partitions} were not processed (a stuck processor)"
+        assert not cluster.unexpected_exits, f"components died without being killed: {cluster.unexpected_exits}"
+        assert counts["workflows_started"] >= MIN_WORKFLOWS
+        floors = {"processor_kills": MINIMUM_FAULTS["kill_processor"], "worker_kills": MINIMUM_FAULTS["kill_worker"],
+                  "broker_restarts": 1, "timer_service_kills": 1, "processor_pauses": 1}
+        assert all(counts.get(k, 0) >= n for k, n in floors.items()), f"fault floor not reached: {counts}"
+        for what in ("duplicate_starts", "duplicate_signals", "stale_task_completions", "late_activity_completions",
+                     "undecodable_records"):
+            assert counts.get(what, 0) >= 1, f"no {what} injected: {counts}"
+    finally:
+        driver.close()
+        await client.close()
+        cluster.close()
+
+
+async def test_checker_reports_a_duplicated_history_event_with_its_workflow(client, processors, kafka_config,
+                                                                             monkeypatch):
+    """A real (small) run is clean; a copy of one of its history records, produced again into
+    the history topic, is reported as a duplicate with the workflow's ID."""
+    prefix = f"chaos:{kafka_config.namespace}"
+    monkeypatch.setenv("KADENCE_CHAOS_PREFIX", prefix)  # the activities run in this process
+    redis_url = _redis_url()
+    processors.start()
+    ns = [1, 3, 7, 11]  # no timer, no child (no timer service needed); 3 waits for a signal
+    exp = checker.Expectations()
+    async with Worker(client, task_queue=TASK_QUEUE, workflows=WORKFLOWS, activities=ACTIVITIES):
+        for n in ns:
+            handle = await client.start_workflow(ChaosOrder, n, id=f"dup-{n}", task_queue=TASK_QUEUE,
+                                                 request_id=f"start-dup-{n}")
+            exp.results[handle.id], exp.run_ids[handle.id] = expected_result(n), handle.run_id
+        await send_signal(client, "dup-3", "signal-dup-3", approval_for(3))
+        exp.signals["signal-dup-3"] = "dup-3"
+        for n in ns:
+            assert await client.get_workflow_handle(f"dup-{n}").result(timeout=60) == expected_result(n)
+    replayer = Replayer(workflows=WORKFLOWS)
+    before = checker.check(exp, observe(kafka_config, redis_url, prefix), replayer)
+    assert before == [], before
+
+    topics = Catalogue(kafka_config)
+    raw = [(k, v, p) for k, v, p, _o in read_topic(kafka_config, topics.history) if k.startswith(b"dup-7/")]
+    key, value, partition = raw[len(raw) // 2]  # an event in the middle of dup-7's run
+    producer = Producer(kafka_config.producer())
+    producer.produce(topics.history, value, key, partition=partition)
+    producer.flush(10)
+
+    after = checker.check(exp, observe(kafka_config, redis_url, prefix), replayer)
+    assert after, "the checker missed a duplicated history event"
+    first = after[0]
+    seq = int(key.decode().rsplit("/", 1)[1])
+    assert first.invariant == "history" and first.workflow_ids == ("dup-7",)
+    assert f"duplicate event seqs [{seq}]" in first.message
+    try:
+        checker.assert_clean(after)
+    except AssertionError as exc:
+        assert "invariant 'history' violated" in str(exc) and "dup-7" in str(exc)
+    else:
+        raise AssertionError("assert_clean passed a history with a duplicate event")

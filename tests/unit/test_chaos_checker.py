@@ -1,0 +1,250 @@
+"""The chaos suite's invariant checker on hand-built histories (pure logic).
+
+A real history is produced in memory (state machine + workflow code, no Kafka), then broken on
+purpose, one invariant at a time; the checker must name the invariant and the workflow.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from kadence import Replayer, activity, workflow
+from kadence.topics.payload import JsonConverter
+from tests.faults.chaos import checker
+from tests.faults.chaos.checker import Expectations, Observations
+
+from .test_semantics_logic import Driver
+
+conv = JsonConverter()
+
+
+@activity.defn
+async def step(x: int) -> int:
+    return x + 1
+
+
+@workflow.defn
+class Order:
+    def __init__(self) -> None:
+        self.note = None
+
+    @workflow.signal
+    def approve(self, note: str) -> None:
+        self.note = note
+
+    @workflow.run
+    async def run(self, n: int) -> dict:
+        a = await workflow.execute_activity(step, n)
+        await workflow.sleep(2)
+        await workflow.wait_condition(lambda: self.note is not None)
+        b = await workflow.execute_activity(step, a)
+        return {"value": b, "note": self.note}
+
+
+REPLAYER = Replayer(workflows=[Order])
+GARBAGE = (b"wf", b"\x00not a command")
+
+
+def _kind(e):
+    return e["attributes"][0]
+
+
+def _attrs(e):
+    return e["attributes"][1]
+
+
+@pytest.fixture
+def good():
+    """A clean run of ``Order(5)`` and what the driver, Redis and the DLQ would hold for it."""
+    d = Driver(Order, activity_fn=lambda task, args: ("ok", args[0] + 1))
+    d.h.start("wf", "Order", [5], request_id="start-wf")
+    d.run(fire_timers=False)
+    d.h.send("wf", "SignalWorkflow", {"signal_name": "approve", "input": conv.to_bytes(["yes"]), "start": None,
+                                      "identity": "t"}, request_id="sig-1")
+    d.run()
+    events = copy.deepcopy(d.h.events)
+    assert _kind(events[-1]) == "WorkflowExecutionCompleted"
+    fire_at = {_attrs(e)["timer_id"]: _attrs(e)["fire_at_ms"] for e in events if _kind(e) == "TimerStarted"}
+    for e in events:  # the harness fires timers at once; a real timer service fires them when due
+        if _kind(e) == "TimerFired":
+            e["timestamp_ms"] = fire_at[_attrs(e)["timer_id"]] + 3
+    run = events[0]["run_id"]
+    keys = [f"wf/{run}/{_attrs(e)['activity_id']}" for e in events if _kind(e) == "ActivityTaskScheduled"]
+    exp = Expectations(results={"wf": {"value": 7, "note": "yes"}}, run_ids={"wf": run}, signals={"sig-1": "wf"},
+                       garbage=[GARBAGE])
+    obs = Observations(histories={("wf", run): events}, ledger=list(keys), attempts=[(k, 1) for k in keys],
+                       dead_letters=[{"key": GARBAGE[0], "value": GARBAGE[1], "reason": "undecodable command: bad magic"}])
+    return exp, obs, run
+
+
+def _events(obs, run):
+    return obs.histories[("wf", run)]
+
+
+def _renumber(events):
+    for i, e in enumerate(events, 1):
+        e["seq"] = i
+
+
+def test_a_clean_run_has_no_violation(good):
+    exp, obs, _ = good
+    assert checker.check(exp, obs, REPLAYER) == []
+
+
+def test_duplicate_event_is_reported_first_with_the_workflow(good):
+    exp, obs, run = good
+    events = _events(obs, run)
+    events.insert(4, copy.deepcopy(events[3]))
+    found = checker.check(exp, obs, REPLAYER)
+    assert found[0].invariant == "history" and found[0].workflow_ids == ("wf",)
+    assert "duplicate event seqs [4]" in found[0].message
+    with pytest.raises(AssertionError, match=r"invariant 'history' violated: .*duplicate.*; workflows: wf"):
+        checker.assert_clean(found)
+
+
+def test_gap_in_sequence_numbers(good):
+    exp, obs, run = good
+    del _events(obs, run)[5]
+    assert any(v.invariant == "history" and "gap" in v.message and "[6]" in v.message
+               for v in checker.check_history(obs))
+
+
+def test_two_results_for_one_activity(good):
+    exp, obs, run = good
+    events = _events(obs, run)
+    done = next(e for e in events if _kind(e) == "ActivityTaskCompleted")
+    extra = copy.deepcopy(done)
+    extra["seq"] = len(events) + 1
+    events.append(extra)
+    assert any("has 2 results" in v.message for v in checker.check_history(obs))
+
+
+def test_wrong_result_missing_completion_and_second_run(good):
+    exp, obs, run = good
+    exp.results["wf"] = {"value": 8, "note": "yes"}
+    [v] = checker.check_completion(exp, obs)
+    assert "expected {'value': 8" in v.message and v.workflow_ids == ("wf",)
+
+    exp.results["wf"] = {"value": 7, "note": "yes"}
+    _events(obs, run).pop()
+    [v] = checker.check_completion(exp, obs)
+    assert "0 completions" in v.message
+
+    obs.histories[("wf", "another-run")] = copy.deepcopy(_events(obs, run))
+    [v] = checker.check_completion(exp, obs)
+    assert "2 runs" in v.message
+
+
+def test_accepted_start_without_history_and_unexplained_run(good):
+    exp, obs, run = good
+    exp.results["lost"] = {"value": 1}
+    obs.histories[("stranger", "r")] = copy.deepcopy(_events(obs, run))
+    messages = {v.workflow_ids: v.message for v in checker.check_completion(exp, obs)}
+    assert "no run in history" in messages[("lost",)]
+    assert "no accepted start or parent explains" in messages[("stranger",)]
+
+
+def test_history_that_does_not_replay(good):
+    exp, obs, run = good
+    scheduled = next(e for e in _events(obs, run) if _kind(e) == "ActivityTaskScheduled")
+    _attrs(scheduled)["activity_type"] = "refund"
+    [v] = checker.check_replay(obs, REPLAYER)
+    assert v.invariant == "replay" and "refund" in v.message and v.workflow_ids == ("wf",)
+
+
+def test_effect_twice_or_never_and_unknown_effects(good):
+    exp, obs, run = good
+    first = obs.ledger[0]
+    obs.ledger.append(first)
+    [v] = checker.check_activities(obs)
+    assert "effect happened 2 times" in v.message
+
+    obs.ledger = obs.ledger[1:-1]
+    [v] = checker.check_activities(obs)
+    assert "effect happened 0 times" in v.message
+
+    obs.ledger = [*obs.ledger, first, "wf/other-run/1"]
+    [v] = checker.check_activities(obs)
+    assert "history never scheduled" in v.message
+
+
+def test_attempts_must_match_history(good):
+    exp, obs, run = good
+    key = obs.attempts[0][0]
+    obs.attempts = [a for a in obs.attempts if a[0] != key]
+    [v] = checker.check_activities(obs)
+    assert "which no worker ran" in v.message
+
+    obs.attempts += [(key, 1), (key, 2)]
+    [v] = checker.check_activities(obs)
+    assert "workers ran attempts [1, 2]" in v.message
+
+    obs.attempts = [a for a in obs.attempts if a != (key, 2)]
+    done = next(e for e in _events(obs, run) if _kind(e) == "ActivityTaskCompleted")
+    _attrs(done)["attempt"] = 2  # completed by attempt 2, but history never failed attempt 1
+    found = checker.check_activities(obs)
+    assert any("history failed attempts []" in v.message for v in found)
+
+
+def test_signal_lost_duplicated_or_unsent(good):
+    exp, obs, run = good
+    events = _events(obs, run)
+    signaled = next(e for e in events if _kind(e) == "WorkflowSignaled")
+    twice = copy.deepcopy(signaled)
+    twice["seq"] = len(events) + 1
+    events.append(twice)
+    [v] = checker.check_signals(exp, obs)
+    assert "appears 2 times" in v.message and v.workflow_ids == ("wf",)
+
+    events.pop()
+    exp.signals["sig-2"] = "wf"
+    [v] = checker.check_signals(exp, obs)
+    assert "sig-2 appears 0 times" in v.message
+
+    del exp.signals["sig-2"], exp.signals["sig-1"]
+    [v] = checker.check_signals(exp, obs)
+    assert "no accepted request sent" in v.message
+
+
+def test_timer_early_twice_or_lost(good):
+    exp, obs, run = good
+    events = _events(obs, run)
+    fired = next(e for e in events if _kind(e) == "TimerFired")
+    fired["timestamp_ms"] -= 500
+    [v] = checker.check_timers(obs)
+    assert "ms early" in v.message and v.workflow_ids == ("wf",)
+
+    fired["timestamp_ms"] += 500
+    again = copy.deepcopy(fired)
+    again["seq"] = len(events) + 1
+    events.append(again)
+    [v] = checker.check_timers(obs)
+    assert "ended 2 times" in v.message
+
+    events.remove(again)
+    events.remove(fired)
+    _renumber(events)
+    [v] = checker.check_timers(obs)
+    assert "never fired (lost)" in v.message
+
+
+def test_undecodable_record_missing_from_the_dead_letters(good):
+    exp, obs, _ = good
+    obs.dead_letters[0]["reason"] = "transition failed: boom"
+    [v] = checker.check_dead_letters(exp, obs)
+    assert "dead-lettered with reason 'transition failed" in v.message
+
+    obs.dead_letters = []
+    [v] = checker.check_dead_letters(exp, obs)
+    assert v.invariant == "dead_letter" and "is not in the dead-letter topic" in v.message
+
+
+def test_violations_come_in_invariant_order(good):
+    exp, obs, run = good
+    obs.dead_letters = []
+    exp.results["wf"] = {"value": 0}
+    found = checker.check(exp, obs, REPLAYER)
+    assert [v.invariant for v in found] == ["completion", "dead_letter"]
+    assert checker.summarize(found) == "completion: 1, dead_letter: 1"

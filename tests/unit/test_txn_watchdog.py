@@ -1,0 +1,37 @@
+"""The processor's transaction watchdog (librdkafka can block in a transaction call for ever)."""
+
+import threading
+
+import pytest
+
+from kadence.processors.history_processor import ProcessorConfig, TxnWatchdog
+from kadence.topics import ConfigError, KafkaConfig
+
+
+def test_stalled_for_counts_only_while_a_transaction_is_open():
+    w = TxnWatchdog(10, lambda s: None)
+    assert w.stalled_for() == 0.0
+    w.begin()
+    since = w._since
+    assert w.stalled_for(now=since + 4) == pytest.approx(4)
+    w.end()
+    assert w.stalled_for(now=since + 400) == 0.0
+
+
+def test_a_blocked_transaction_calls_on_stall_once():
+    fired = []
+    done = threading.Event()
+    w = TxnWatchdog(0.5, lambda s: (fired.append(s), done.set()))
+    w.start()
+    w.begin()  # and never end: the call hangs
+    assert done.wait(10)
+    assert len(fired) == 1 and fired[0] > 0.5
+    w.stop()
+
+
+def test_the_limit_comes_from_the_environment():
+    kafka = KafkaConfig()
+    assert ProcessorConfig.from_env(kafka, env={}).txn_stall_exit_s == 180.0
+    assert ProcessorConfig.from_env(kafka, env={"KADENCE_TXN_STALL_EXIT_S": "45"}).txn_stall_exit_s == 45.0
+    with pytest.raises(ConfigError):
+        ProcessorConfig(kafka=kafka, txn_stall_exit_s=0)
