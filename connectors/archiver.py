@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import redis
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 
 from kadence.topics import serde
 from kadence.topics.archive import (ArchiveStore, ArchiveStoreConfig, archive_key, decode_archive, encode_archive,
@@ -45,6 +45,8 @@ from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ArchiveError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import poll_ready
 from kadence.topics.records import command, history_key, now_ms
+
+from .offsets import commit_positions
 
 __all__ = ["ArchiverConfig", "Archiver", "SweepReport", "parse_duration", "retention_from_file",
            "DEFAULT_RETENTION_S", "CLOSE_EVENTS"]
@@ -140,18 +142,6 @@ class SweepReport:
     failed: int = 0
 
 
-def _commit(consumer: Consumer) -> None:
-    """Commit the consumed positions; a commit lost to a rebalance only means redelivery."""
-    try:
-        consumer.commit(asynchronous=False)
-    except KafkaException as exc:
-        err = exc.args[0]
-        if err.fatal():
-            raise
-        if err.code() != KafkaError._NO_OFFSET:
-            log.warning("offset commit failed (%s); the records will be delivered again", err.str())
-
-
 class _Keys:
     def __init__(self, namespace: str):
         self.prefix = f"kadence:{namespace}:archiver:"
@@ -210,7 +200,7 @@ class Archiver:
                 msgs = [m for m in poll_ready(consumer, 2000, 0.2) if m.error() is None]
                 if msgs:
                     self.ingest(msgs)
-                    _commit(consumer)  # after Redis holds them: at least once
+                    commit_positions(consumer)  # after Redis holds them: at least once
                 if time.monotonic() >= next_sweep:
                     self.sweep()
                     next_sweep = time.monotonic() + self.config.sweep_interval_s

@@ -51,7 +51,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
@@ -60,6 +60,8 @@ from kadence.topics.errors import ConfigError, KadenceError, SchemaError
 from kadence.topics.payload import JsonConverter
 from kadence.topics.polling import poll_ready
 from kadence.topics.records import command, now_ms
+
+from .offsets import commit_positions
 
 __all__ = ["Mapping", "BridgeConfig", "Bridge", "BadRecord", "load_bridge_config", "map_record"]
 
@@ -199,18 +201,6 @@ def map_record(mapping: Mapping, topic: str, partition: int, offset: int, value:
                                   "identity": identity}, rid
 
 
-def _commit(consumer: Consumer) -> None:
-    """Commit the consumed positions; a commit lost to a rebalance only means redelivery."""
-    try:
-        consumer.commit(asynchronous=False)
-    except KafkaException as exc:
-        err = exc.args[0]
-        if err.fatal():
-            raise
-        if err.code() != KafkaError._NO_OFFSET:
-            log.warning("offset commit failed (%s); the records will be delivered again", err.str())
-
-
 class Bridge:
     """Runs one bridge configuration. ``run()`` blocks until ``stop()``."""
 
@@ -252,7 +242,7 @@ class Bridge:
                 if not msgs:
                     continue
                 if self.forward(msgs):
-                    _commit(consumer)
+                    commit_positions(consumer)
                 else:
                     self._rewind(consumer)
                     self._stop.wait(1.0)

@@ -74,7 +74,7 @@ def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, r
     view.put(st)
     emit(view, out, st, "WorkflowExecutionStarted", {
         "workflow_type": body["workflow_type"], "task_queue": body["task_queue"], "input": body["input"],
-        "attempt": 1, "continued_from_run_id": continued_from, "parent_workflow_id": None, "parent_run_id": None,
+        "attempt": 1, "continued_from_run_id": continued_from,
         "run_timeout_ms": body.get("run_timeout_ms"), "build_id": st["build_id"],
         "search_attributes": body.get("search_attributes") or {},
         "execution_deadline_ms": st["execution_deadline_ms"],

@@ -1,7 +1,8 @@
 """The chaos suite (issue #7): a steady load of sample workflows while processors, workers, the
-timer service and the broker are killed, paused and restarted at seeded random moments, and bad
-inputs are injected; then the invariants of ``tests/faults/chaos/checker.py`` are checked over
-the history topic, the dead-letter topic and the activities' effect log in Redis.
+timer service, the visibility projection and the broker are killed, paused and restarted at seeded
+random moments, and bad inputs are injected; then the invariants of ``tests/faults/chaos/checker.py``
+are checked over the history topic, the dead-letter topic and the activities' effect log in Redis,
+and the visibility projection must equal what the history topic says.
 
     KADENCE_CHAOS_SECONDS=600 make test PYTEST_ARGS='-k chaos -s'   # a longer run
     KADENCE_CHAOS_SEED=1234 ...                                      # replay a run's fault plan
@@ -22,13 +23,14 @@ import pytest
 from confluent_kafka import Producer
 
 from kadence import Client, Replayer, Worker
-from kadence.topics import Catalogue, KafkaConfig
+from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
 from tests.faults.chaos import checker
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
 from tests.faults.chaos.load import LoadDriver, send_signal
 from tests.faults.chaos.observe import observe
 from tests.faults.chaos.workflows import ACTIVITIES, TASK_QUEUE, WORKFLOWS, ChaosOrder, approval_for, expected_result
 from tests.integration.invariants import read_topic
+from tests.integration.projection_support import ground_truth, list_all, mismatches
 
 #: the chaos phase (load + faults); the whole test takes about this plus 60-90 s
 CHAOS_SECONDS = float(os.environ.get("KADENCE_CHAOS_SECONDS", "80"))
@@ -39,6 +41,26 @@ def _redis_url() -> str:
     url = os.environ.get("KADENCE_REDIS_URL")
     assert url, "the chaos suite needs Redis: run it under scripts/devstack.py (make test), which sets KADENCE_REDIS_URL"
     return url
+
+
+async def _projection_mismatches(config: KafkaConfig, timeout: float) -> list[str]:
+    """Wait until the visibility projection equals what the history topic says (every run once,
+    with its type, status, times, search attributes and last seq); the differences left on timeout."""
+    import redis.asyncio as aioredis
+
+    runs, _events = await asyncio.get_running_loop().run_in_executor(None, ground_truth, config)
+    redis = aioredis.from_url(_redis_url())
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            reader = VisibilityReader(redis, config.namespace)
+            records = {(r["workflow_id"], r["run_id"]): r for r in await list_all(reader, page_size=500)}
+            diff = mismatches(runs, records)
+            if not diff or time.monotonic() > deadline:
+                return diff
+            await asyncio.sleep(1.0)
+    finally:
+        await redis.aclose()
 
 
 @pytest.mark.timeout(int(360 + 2 * CHAOS_SECONDS))
@@ -80,6 +102,7 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         await supervisor
         t_drain = time.monotonic()
         obs = observe(config, _redis_url(), prefix)
+        projection_diff = await _projection_mismatches(config, timeout=120)
         violations = driver.violations + checker.check(driver.exp, obs, Replayer(workflows=WORKFLOWS))
         violations.sort(key=lambda v: checker.INVARIANTS.index(v.invariant))
         counts = {**driver.counts, **cluster.counts}
@@ -98,10 +121,14 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
             print(cluster.logs())
         checker.assert_clean(violations)
         assert not stuck_partitions, f"commands partitions {stuck_partitions} were not processed (a stuck processor)"
+        assert not projection_diff, (f"the visibility projection (killed {counts.get('projection_kills', 0)} times) "
+                                     f"differs from the history topic in {len(projection_diff)} runs: "
+                                     f"{projection_diff[:10]}")
         assert not cluster.unexpected_exits, f"components died without being killed: {cluster.unexpected_exits}"
         assert counts["workflows_started"] >= MIN_WORKFLOWS
         floors = {"processor_kills": MINIMUM_FAULTS["kill_processor"], "worker_kills": MINIMUM_FAULTS["kill_worker"],
-                  "broker_restarts": 1, "timer_service_kills": 1, "processor_pauses": 1}
+                  "broker_restarts": 1, "timer_service_kills": 1, "processor_pauses": 1,
+                  "projection_kills": MINIMUM_FAULTS["kill_projection"]}
         assert all(counts.get(k, 0) >= n for k, n in floors.items()), f"fault floor not reached: {counts}"
         for what in ("duplicate_starts", "duplicate_signals", "stale_task_completions", "late_activity_completions",
                      "undecodable_records"):

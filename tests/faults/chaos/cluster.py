@@ -20,6 +20,7 @@ from pathlib import Path
 from kadence.processors.history_processor import EXIT_TXN_STALLED
 from kadence.topics import KafkaConfig
 from tests.integration.conftest import ProcessorProcs
+from tests.integration.projection_support import ProjectionProcs
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,10 @@ PAUSE_S = SESSION_TIMEOUT_S + 3.0
 
 #: faults every run does at least this often (the acceptance floor of issue #7)
 MINIMUM_FAULTS = {"kill_processor": 5, "kill_worker": 5, "restart_broker": 1, "kill_timers": 1,
-                  "pause_processor": 1}
+                  "pause_processor": 1, "kill_projection": 2}
 #: extra faults a longer run draws from, with weights
 EXTRA_FAULTS = {"kill_processor": 4, "kill_worker": 4, "kill_timers": 2, "pause_processor": 1, "restart_broker": 1,
-                "kill_projection": 0}
+                "kill_projection": 2}
 
 
 def plan_faults(rng: random.Random, seconds: float) -> list[str]:
@@ -59,6 +60,7 @@ class Cluster:
         self.prefix = prefix
         self.rng = rng
         self.procs = ProcessorProcs(config, logdir)
+        self.projection = ProjectionProcs(config, logdir)
         self.workers: dict[str, subprocess.Popen] = {}
         self._worker_starts = 0
         self.counts: collections.Counter = collections.Counter()
@@ -74,7 +76,7 @@ class Cluster:
         self.procs.start_timers()
         for w in WORKERS:
             self.start_worker(w)
-        # hook: start the projection(s) here once connectors/ has them (see kill_projection)
+        self.projection.start()
 
     def start_worker(self, name: str) -> None:
         self._worker_starts += 1
@@ -114,12 +116,18 @@ class Cluster:
             if proc.poll() is not None:
                 self.unexpected_exits.append((f"worker:{name}", proc.returncode))
                 self.start_worker(name)
+        for name, proc in list(self.projection.procs.items()):
+            if proc.poll() is not None:
+                self.unexpected_exits.append((f"projection:{name}", proc.returncode))
+                del self.projection.procs[name]
+                self.projection.start(name)
 
     def close(self) -> None:
         for proc in [*self.procs.procs.values(), *self.workers.values()]:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
         self.procs.close()
+        self.projection.close()
         for proc in self.workers.values():
             if proc.poll() is None:
                 proc.kill()
@@ -172,10 +180,11 @@ class Cluster:
         self.counts["broker_restarts"] += 1
 
     async def kill_projection(self) -> None:
-        """Hook: the Redis projections (connectors/) are not built yet. When they are, start them
-        in ``start()``, SIGKILL and restart one here, give this fault a weight in EXTRA_FAULTS
-        and a floor in MINIMUM_FAULTS, and add a projection invariant to the checker."""
-        self.counts["projection_kills_skipped"] += 1
+        """SIGKILL the visibility / history projection and start it again: its at-least-once
+        agents redo what was not acknowledged, and the seq guards keep every record once."""
+        self.projection.kill()
+        self.projection.start()
+        self.counts["projection_kills"] += 1
 
     async def supervise(self, until: asyncio.Event) -> None:
         """What a process supervisor does in production: restart what died, every 2 s."""
