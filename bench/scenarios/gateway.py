@@ -8,6 +8,11 @@ bucket script and the Idempotency-Key fingerprint; quotas are disabled for the r
 then the same closed loop sends the same start commands with ``EngineClient.send`` and awaits
 their replies (what the gateway does per request, without HTTP). Results: starts/s and latency
 of both, and ``gateway_to_direct_ratio`` (HTTP starts/s over direct starts/s).
+
+The HTTP client is ``bench.http1`` (keep-alive, one request per connection at a time): it shares
+the 2 cores with the gateway, and httpx would spend more CPU per request than the gateway does.
+``KADENCE_BENCH_GATEWAY_CLIENT=httpx`` measures with httpx instead. ``gateway_cpu_ms_per_start``
+(gateway CPU seconds over HTTP starts, in ms) is the number least moved by other load.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from kadence.topics import EngineClient
 
 from ..common import QUEUE, BenchError, Context, CpuMeter, free_port, summary
 from ..engine import engine
+from ..http1 import Http1Pool
 
 CONCURRENCY = 32
 
@@ -59,6 +65,9 @@ async def _closed_loop(send, seconds: float, warmup: float, concurrency: int) ->
 async def run(ctx: Context) -> dict:
     s = ctx.settings
     task = ctx.task("gateway")
+    client_kind = os.environ.get("KADENCE_BENCH_GATEWAY_CLIENT") or "http1"
+    if client_kind not in ("http1", "httpx"):
+        raise BenchError(f"KADENCE_BENCH_GATEWAY_CLIENT must be http1 or httpx, got {client_kind!r}")
     async with engine(ctx, "gateway", timers=False) as eng:
         redis_url = os.environ.get("KADENCE_REDIS_URL")
         port = free_port()
@@ -95,20 +104,28 @@ async def run(ctx: Context) -> dict:
                     raise BenchError(f"the gateway did not get ready; log: {eng.procs.logs['gw']}")
                 await asyncio.sleep(0.2)
             tag = uuid.uuid4().hex[:6]
+            lean = Http1Pool("127.0.0.1", port, headers)
 
             async def via_http(i: int) -> bool:
                 wid = f"gw-{tag}-{i}"
                 try:
-                    r = await http.post("/v1/workflows/OneActivity/start", json=_start_body(wid),
-                                        headers={"Idempotency-Key": wid})
+                    if client_kind == "httpx":
+                        r = await http.post("/v1/workflows/OneActivity/start", json=_start_body(wid),
+                                            headers={"Idempotency-Key": wid})
+                    else:
+                        r = await lean.post_json("/v1/workflows/OneActivity/start", _start_body(wid),
+                                                 {"Idempotency-Key": wid})
                     return r.status_code == 201
-                except httpx.HTTPError:
+                except (httpx.HTTPError, OSError, asyncio.IncompleteReadError, ValueError):
                     return False
 
-            ctx.update(task, f"HTTP starts x{CONCURRENCY}, {s.seconds:g}s")
+            ctx.update(task, f"HTTP starts x{CONCURRENCY} ({client_kind}), {s.seconds:g}s")
             cpu = CpuMeter({**eng.pids(), "gateway": eng.procs.procs["gw"].pid})
             cpu.start()
-            http_lat, http_err, window = await _closed_loop(via_http, s.seconds, s.warmup, CONCURRENCY)
+            try:
+                http_lat, http_err, window = await _closed_loop(via_http, s.seconds, s.warmup, CONCURRENCY)
+            finally:
+                await lean.aclose()
             http_cpu = cpu.stop()
 
         direct: EngineClient = await asyncio.get_running_loop().run_in_executor(None, EngineClient, eng.config)
@@ -130,7 +147,10 @@ async def run(ctx: Context) -> dict:
                     return False
 
             ctx.update(task, f"direct starts x{CONCURRENCY}, {s.seconds:g}s")
+            cpu = CpuMeter(eng.pids())
+            cpu.start()
             direct_lat, direct_err, _ = await _closed_loop(via_kafka, s.seconds, s.warmup, CONCURRENCY)
+            direct_cpu = cpu.stop()
         finally:
             await asyncio.get_running_loop().run_in_executor(None, direct.close)
 
@@ -145,5 +165,6 @@ async def run(ctx: Context) -> dict:
         "gateway_start_ms": summary(http_lat), "gateway_errors": http_err,
         "direct_starts_per_s": round(direct_rate, 1), "direct_start_ms": summary(direct_lat),
         "direct_errors": direct_err, "concurrency": CONCURRENCY, "auth": bool(redis_url),
-        "cpu_percent": http_cpu,
+        "http_client": client_kind, "cpu_percent": http_cpu, "direct_cpu_percent": direct_cpu,
+        "gateway_cpu_ms_per_start": round(10 * http_cpu["gateway"] / http_rate, 2) if http_rate else None,
     }
