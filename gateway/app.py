@@ -407,8 +407,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             return error_response(409, "query_rejected", reply["message"] or reply["status"])
         return {"workflow_id": workflow_id, "run_id": reply["run_id"], "result": converter.from_bytes(reply["result"])}
 
-    @v1.get("/workflows", response_model=WorkflowList, name="list",
-            responses={400: {"model": ErrorResponse}, 503: {"model": ErrorResponse}},
+    @v1.get("/workflows", response_model=WorkflowList, name="list", responses=_READ,
             summary="List workflow runs (from the visibility projection), newest start first")
     async def list_workflows(
             request: Request,
