@@ -41,7 +41,7 @@ CONCURRENCY = 32
 #: the phases, in order: each path twice, for half the window each time
 ORDER = ("http", "direct", "direct", "http")
 #: unmeasured load through each path before the first window
-SYSTEM_WARMUP_S = 5.0
+SYSTEM_WARMUP_S = 15.0
 
 
 def _start_body(wid: str) -> dict:
