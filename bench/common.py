@@ -105,8 +105,33 @@ def new_namespace(settings: Settings, tag: str, *, queues=(QUEUE,)) -> KafkaConf
     ns = f"b{tag.replace('_', '-')}-{uuid.uuid4().hex[:6]}"[:60]
     config = KafkaConfig(bootstrap=settings.bootstrap, namespace=ns, partitions=settings.partitions)
     cat = Catalogue(config)
-    cat.apply(cat.core_specs() + [s for q in queues for s in cat.queue_specs(q)])
+    specs = cat.core_specs() + [s for q in queues for s in cat.queue_specs(q)]
+    cat.apply(specs)
+    _wait_until_led(config, [s.name for s in specs])
     return config
+
+
+def _wait_until_led(config: KafkaConfig, topics: list[str], timeout: float = 60.0) -> None:
+    """Until every partition of ``topics`` answers an offset request: a topic created a moment
+    ago may still answer NOT_LEADER_FOR_PARTITION, and processes started on it then fail at
+    start-up (librdkafka even crashed on it now and then)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer(config.consumer(None))
+    deadline = time.monotonic() + timeout
+    try:
+        md = consumer.list_topics(timeout=timeout)
+        pending = [TopicPartition(t, p) for t in topics if t in md.topics for p in md.topics[t].partitions]
+        while pending:
+            try:
+                consumer.get_watermark_offsets(pending[-1], timeout=5)
+                pending.pop()
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    raise BenchError(f"{pending[-1].topic}[{pending[-1].partition}] has no leader: {exc}") from exc
+                time.sleep(0.1)
+    finally:
+        consumer.close()
 
 
 # -- processes ---------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ from fastapi.security import HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from kadence.topics.archive import open_store, read_history
 from kadence.topics.config import NAMESPACE_RE
@@ -42,6 +41,7 @@ from .guard import NAMESPACE_HEADER, Guard, Principal
 from .idempotency import IdempotencyStore, fingerprint
 from .keys import ApiKeyStore
 from .limits import RateLimiter
+from .middleware import BodyLimits, GuardRequests, Observe
 from .models import (QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest, StartResponse,
                      WorkflowList)
 
@@ -52,9 +52,6 @@ audit = logging.getLogger("kadence.audit")
 
 _CLOSING = {"WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
             "WorkflowExecutionTerminated", "WorkflowExecutionContinuedAsNew", "WorkflowExecutionTimedOut"}
-
-#: route names of the operations that change something (503 when Redis is down; Idempotency-Key)
-MUTATIONS = frozenset({"start", "signal", "cancel", "terminate"})
 
 #: a workflow ID derived from an Idempotency-Key: a retried start without workflow_id starts nothing new
 _KEYED_IDS = uuid.UUID("6b1d3c3e-95c2-4c55-9a53-3f1f0cbe2a61")
@@ -96,11 +93,12 @@ _HTTP_CODES = {400: "invalid_input", 404: "not_found", 405: "method_not_allowed"
 _bearer = HTTPBearer(auto_error=False, description="an API key from `kadence keys create` (not with --no-auth)")
 
 
-def _documented(_credentials=Security(_bearer),
-                _namespace: str | None = Header(None, alias=NAMESPACE_HEADER, pattern=NAMESPACE_RE.pattern,
-                                                description="the namespace to act in; default: the API key's")):
+async def _documented(_credentials=Security(_bearer),
+                      _namespace: str | None = Header(None, alias=NAMESPACE_HEADER, pattern=NAMESPACE_RE.pattern,
+                                                      description="the namespace to act in; default: the API key's")):
     """Puts the API key and the namespace header in the OpenAPI document; the guard middleware has
-    already checked both before routing."""
+    already checked both before routing. ``async``: a plain ``def`` dependency would run in a
+    worker thread on every request."""
 
 
 _IDEMPOTENCY_KEY = Header(None, min_length=1, max_length=200,
@@ -155,45 +153,11 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     latency = Histogram("kadence_gateway_request_seconds", "HTTP request latency", ["route"], registry=registry,
                         buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 15, 30))
 
-    # middlewares: the last added runs first -> observe, guard, body limits, then routing
-    @app.middleware("http")
-    async def body_limits(request: Request, call_next):
-        """413 over the size limit and 415 for a body that is not JSON, before anything is parsed
-        or produced (a rejected request changes nothing)."""
-        if request.method in ("POST", "PUT", "PATCH"):
-            declared = request.headers.get("content-length")
-            if declared and declared.isdigit() and int(declared) > config.max_body_bytes:
-                return error_response(413, "payload_too_large", f"request body over {config.max_body_bytes} bytes")
-            body = await request.body()
-            if len(body) > config.max_body_bytes:
-                return error_response(413, "payload_too_large", f"request body over {config.max_body_bytes} bytes")
-            ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if body and ctype != "application/json" and not ctype.endswith("+json"):
-                return error_response(415, "unsupported_media_type",
-                                      f"send JSON with Content-Type: application/json (got {ctype or 'none'})")
-        return await call_next(request)
-
-    @app.middleware("http")
-    async def guard_requests(request: Request, call_next):
-        """API key, namespace and quota of every /v1 request, before its body is read."""
-        if not request.url.path.startswith("/v1/"):
-            return await call_next(request)
-        route = next((r for r in app.router.routes if r.matches(request.scope)[0] != Match.NONE), None)
-        mutation = getattr(route, "name", None) in MUTATIONS and request.method == "POST"
-        try:
-            request.scope["kadence.principal"] = await guard.admit(request.headers, mutation=mutation)
-        except ApiError as exc:
-            return exc.response()
-        return await call_next(request)
-
-    @app.middleware("http")
-    async def observe(request: Request, call_next):
-        t0 = time.perf_counter()
-        response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        requests_total.labels(request.method, route, str(response.status_code)).inc()
-        latency.labels(route).observe(time.perf_counter() - t0)
-        return response
+    # plain ASGI middleware (gateway/middleware.py); the last added runs first -> observe, guard,
+    # body limits, then routing
+    app.add_middleware(BodyLimits, max_body_bytes=config.max_body_bytes)
+    app.add_middleware(GuardRequests, guard=guard, routes=app.router.routes)
+    app.add_middleware(Observe, requests_total=requests_total, latency=latency)
 
     @app.exception_handler(ApiError)
     async def on_api_error(_request: Request, exc: ApiError):

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from prometheus_client import CollectorRegistry, Gauge
 
 from kadence.topics import serde
@@ -54,7 +54,7 @@ class BuildDefaults:
         if md is None or md.error is not None or not md.partitions:
             raise KadenceError(f"topic {self.topic} is missing (run `kadence topics apply`)")
         self._tps = [TopicPartition(self.topic, p) for p in sorted(md.partitions)]
-        ends = {tp.partition: self._consumer.get_watermark_offsets(tp, timeout=timeout)[1] for tp in self._tps}
+        ends = {tp.partition: self._high_watermark(tp, timeout) for tp in self._tps}
         self._consumer.assign([TopicPartition(self.topic, tp.partition, OFFSET_BEGINNING) for tp in self._tps])
         deadline = time.monotonic() + timeout
         while True:
@@ -66,6 +66,20 @@ class BuildDefaults:
             for msg in self._consumer.consume(500, timeout=0.1):
                 self._apply(msg)
         log.info("build defaults: %s", {q: b or "(unversioned)" for q, b in self.defaults.items()} or "none")
+
+    def _high_watermark(self, tp: TopicPartition, timeout: float) -> int:
+        """The partition's end offset; retried while its leader is not elected yet (a topic
+        created a moment ago)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self._consumer.get_watermark_offsets(tp, timeout=timeout)[1]
+            except KafkaException as exc:
+                err = exc.args[0]
+                if (not err.retriable() and err.code() != KafkaError.NOT_LEADER_FOR_PARTITION) \
+                        or time.monotonic() > deadline:
+                    raise BrokerUnavailableError(f"cannot read {self.topic}: {exc}") from exc
+                time.sleep(0.1)
 
     def poll(self) -> None:
         """Apply what has arrived; never blocks."""

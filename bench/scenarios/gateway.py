@@ -4,10 +4,21 @@ One engine (fresh namespace, a processor and a worker). A `kadence gateway` subp
 with API keys on when ``KADENCE_REDIS_URL`` is set (so each request pays the key check, the token
 bucket script and the Idempotency-Key fingerprint; quotas are disabled for the run) and
 ``--no-auth`` otherwise. A closed loop of ``CONCURRENCY`` requests in flight posts starts
-(unique workflow ID and Idempotency-Key each) for ``KADENCE_BENCH_SECONDS`` after the warm-up;
-then the same closed loop sends the same start commands with ``EngineClient.send`` and awaits
-their replies (what the gateway does per request, without HTTP). Results: starts/s and latency
-of both, and ``gateway_to_direct_ratio`` (HTTP starts/s over direct starts/s).
+(unique workflow ID and Idempotency-Key each); the direct path is the same closed loop sending
+the same start commands with ``EngineClient.send`` and awaiting their replies (what the gateway
+does per request, without HTTP).
+
+Both paths first run unmeasured for ``SYSTEM_WARMUP_S`` (a freshly started broker commits
+transactions several times slower in its first seconds under load), then in ``ORDER`` (ABBA),
+each for half of ``KADENCE_BENCH_SECONDS`` per round after its own warm-up, so load that drifts
+during the run weighs on both alike. Results: starts/s and latency of both,
+``gateway_to_direct_ratio`` (HTTP starts/s over direct starts/s), per round the processor's
+commands/s, commands per transaction and commit time, and CPU use.
+
+The HTTP client is ``bench.http1`` (keep-alive, one request per connection at a time): it shares
+the 2 cores with the gateway, and httpx would spend more CPU per request than the gateway does.
+``KADENCE_BENCH_GATEWAY_CLIENT=httpx`` measures with httpx instead. ``gateway_cpu_ms_per_start``
+(gateway CPU seconds over HTTP starts, in ms) is the number least moved by other load.
 """
 
 from __future__ import annotations
@@ -20,26 +31,53 @@ import uuid
 
 import httpx
 
-from kadence.topics import EngineClient
+from kadence.topics import EngineClient, JsonConverter
 
-from ..common import QUEUE, BenchError, Context, CpuMeter, free_port, summary
+from ..common import QUEUE, BenchError, Context, CpuMeter, free_port, metric_delta, summary
 from ..engine import engine
+from ..http1 import Http1Pool
 
 CONCURRENCY = 32
+#: the phases, in order: each path twice, for half the window each time
+ORDER = ("http", "direct", "direct", "http")
+#: unmeasured load through each path before the first window
+SYSTEM_WARMUP_S = 15.0
 
 
 def _start_body(wid: str) -> dict:
     return {"workflow_id": wid, "task_queue": QUEUE, "input": [1]}
 
 
-async def _closed_loop(send, seconds: float, warmup: float, concurrency: int) -> tuple[list[float], int, float]:
+def _engine_stats(before: dict, after: dict, elapsed: float) -> dict:
+    """The processor's work in the window: commands/s, commands per transaction, commit time."""
+    commands = metric_delta(before, after, "kadence_processor_commands_total")
+    batches = metric_delta(before, after, "kadence_processor_batch_size_count")
+    commit_s = metric_delta(before, after, "kadence_processor_commit_seconds_sum")
+    return {"commands_per_s": round(commands / elapsed, 1),
+            "mean_batch": round(commands / batches, 1) if batches else None,
+            "mean_commit_ms": round(1000 * commit_s / batches, 2) if batches else None}
+
+
+async def _closed_loop(send, seconds: float, warmup: float, concurrency: int,
+                       metrics=None) -> tuple[list[float], int, float, dict | None]:
     """Run ``send(i)`` from ``concurrency`` loops; latencies (ms) and errors of the calls that
-    started inside the measured window, and its length."""
+    started inside the measured window, its length, and the processor's stats in the window
+    (``metrics()``: a scrape of the processor's counters)."""
     counter = iter(range(10**9))
     lat: list[float] = []
     errors = 0
     t_measure = time.monotonic() + warmup
     t_end = t_measure + seconds
+    loop_ = asyncio.get_running_loop()
+
+    async def sample():
+        await asyncio.sleep(max(0.0, t_measure - time.monotonic()))
+        m0, w0 = await loop_.run_in_executor(None, metrics), time.monotonic()
+        await asyncio.sleep(max(0.0, t_end - time.monotonic()))
+        m1, w1 = await loop_.run_in_executor(None, metrics), time.monotonic()
+        return _engine_stats(m0, m1, w1 - w0)
+
+    sampler = asyncio.ensure_future(sample()) if metrics is not None else None
 
     async def loop():
         nonlocal errors
@@ -53,12 +91,16 @@ async def _closed_loop(send, seconds: float, warmup: float, concurrency: int) ->
                     errors += 1
 
     await asyncio.gather(*(loop() for _ in range(concurrency)))
-    return lat, errors, seconds
+    stats = await sampler if sampler is not None else None
+    return lat, errors, seconds, stats
 
 
 async def run(ctx: Context) -> dict:
     s = ctx.settings
     task = ctx.task("gateway")
+    client_kind = os.environ.get("KADENCE_BENCH_GATEWAY_CLIENT") or "http1"
+    if client_kind not in ("http1", "httpx"):
+        raise BenchError(f"KADENCE_BENCH_GATEWAY_CLIENT must be http1 or httpx, got {client_kind!r}")
     async with engine(ctx, "gateway", timers=False) as eng:
         redis_url = os.environ.get("KADENCE_REDIS_URL")
         port = free_port()
@@ -95,26 +137,22 @@ async def run(ctx: Context) -> dict:
                     raise BenchError(f"the gateway did not get ready; log: {eng.procs.logs['gw']}")
                 await asyncio.sleep(0.2)
             tag = uuid.uuid4().hex[:6]
+            lean = Http1Pool("127.0.0.1", port, headers)
 
             async def via_http(i: int) -> bool:
                 wid = f"gw-{tag}-{i}"
                 try:
-                    r = await http.post("/v1/workflows/OneActivity/start", json=_start_body(wid),
-                                        headers={"Idempotency-Key": wid})
+                    if client_kind == "httpx":
+                        r = await http.post("/v1/workflows/OneActivity/start", json=_start_body(wid),
+                                            headers={"Idempotency-Key": wid})
+                    else:
+                        r = await lean.post_json("/v1/workflows/OneActivity/start", _start_body(wid),
+                                                 {"Idempotency-Key": wid})
                     return r.status_code == 201
-                except httpx.HTTPError:
+                except (httpx.HTTPError, OSError, asyncio.IncompleteReadError, ValueError):
                     return False
 
-            ctx.update(task, f"HTTP starts x{CONCURRENCY}, {s.seconds:g}s")
-            cpu = CpuMeter({**eng.pids(), "gateway": eng.procs.procs["gw"].pid})
-            cpu.start()
-            http_lat, http_err, window = await _closed_loop(via_http, s.seconds, s.warmup, CONCURRENCY)
-            http_cpu = cpu.stop()
-
-        direct: EngineClient = await asyncio.get_running_loop().run_in_executor(None, EngineClient, eng.config)
-        try:
-            from kadence.topics import JsonConverter
-
+            direct: EngineClient = await asyncio.get_running_loop().run_in_executor(None, EngineClient, eng.config)
             body = JsonConverter().to_bytes([1])
 
             async def via_kafka(i: int) -> bool:
@@ -129,21 +167,48 @@ async def run(ctx: Context) -> dict:
                 except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - counted as an error
                     return False
 
-            ctx.update(task, f"direct starts x{CONCURRENCY}, {s.seconds:g}s")
-            direct_lat, direct_err, _ = await _closed_loop(via_kafka, s.seconds, s.warmup, CONCURRENCY)
-        finally:
-            await asyncio.get_running_loop().run_in_executor(None, direct.close)
+            paths = {"http": via_http, "direct": via_kafka}
+            out = {p: {"lat": [], "errors": 0, "window": 0.0, "rounds": []} for p in paths}
+            half = s.seconds / 2
+            try:
+                # a fresh broker (a young JVM) commits transactions several times slower in its
+                # first seconds under load: warm both paths up, unmeasured, before the windows
+                for path in ORDER[:2]:
+                    ctx.update(task, f"warming up ({path})")
+                    await _closed_loop(paths[path], 0, max(SYSTEM_WARMUP_S, s.warmup), CONCURRENCY)
+                # ABBA: each path gets two half windows, so load that drifts during the run (other
+                # processes, the broker settling after topic creation) weighs on both alike
+                for n, path in enumerate(ORDER):
+                    ctx.update(task, f"{path} starts x{CONCURRENCY} ({n + 1}/{len(ORDER)}), {half:g}s")
+                    cpu = CpuMeter({**eng.pids(), "gateway": eng.procs.procs["gw"].pid})
+                    cpu.start()
+                    lat, err, window, stats = await _closed_loop(paths[path], half, s.warmup, CONCURRENCY,
+                                                                 eng.procs.metrics)
+                    usage = cpu.stop()
+                    o = out[path]
+                    o["lat"] += lat
+                    o["errors"] += err
+                    o["window"] += window
+                    o["rounds"].append({"starts_per_s": round(len(lat) / window, 1), "engine": stats,
+                                        "cpu_percent": usage})
+            finally:
+                await lean.aclose()
+                await asyncio.get_running_loop().run_in_executor(None, direct.close)
 
-    http_rate = len(http_lat) / window
-    direct_rate = len(direct_lat) / window
+    http_lat, direct_lat = out["http"]["lat"], out["direct"]["lat"]
+    http_rate = len(http_lat) / out["http"]["window"]
+    direct_rate = len(direct_lat) / out["direct"]["window"]
     if not http_lat:
-        raise BenchError(f"no HTTP start succeeded ({http_err} errors)")
+        raise BenchError(f"no HTTP start succeeded ({out['http']['errors']} errors)")
+    gw_cpu = [r["cpu_percent"]["gateway"] for r in out["http"]["rounds"]]
     return {
         "gateway_starts_per_s": round(http_rate, 1),
         "gateway_start_p99_ms": summary(http_lat)["p99"],
         "gateway_to_direct_ratio": round(http_rate / direct_rate, 3) if direct_rate else None,
-        "gateway_start_ms": summary(http_lat), "gateway_errors": http_err,
+        "gateway_start_ms": summary(http_lat), "gateway_errors": out["http"]["errors"],
         "direct_starts_per_s": round(direct_rate, 1), "direct_start_ms": summary(direct_lat),
-        "direct_errors": direct_err, "concurrency": CONCURRENCY, "auth": bool(redis_url),
-        "cpu_percent": http_cpu,
+        "direct_errors": out["direct"]["errors"], "concurrency": CONCURRENCY, "auth": bool(redis_url),
+        "http_client": client_kind, "order": list(ORDER),
+        "gateway_cpu_ms_per_start": round(10 * (sum(gw_cpu) / len(gw_cpu)) / http_rate, 2) if http_rate else None,
+        "http_rounds": out["http"]["rounds"], "direct_rounds": out["direct"]["rounds"],
     }

@@ -79,3 +79,37 @@ def test_an_unexpected_error_is_a_500_in_the_error_shape_without_its_trace():
     assert resp.status_code == 500
     assert resp.json() == {"error": {"code": "internal_error", "message": "unexpected error (logged by the gateway)"}}
     assert "boom" not in resp.text and "Traceback" not in resp.text
+
+
+def test_the_body_limit_filter_counts_chunked_bodies_and_replays_them_whole_to_the_route():
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from kadence.gateway import create_app
+
+    class Recorder:  # stands in for the engine client: records the commands, answers ok
+        def __init__(self):
+            self.commands = []
+
+        async def request(self, workflow_id, body_type, payload, **_kw):
+            self.commands.append((workflow_id, body_type, payload))
+            return {"status": "ok", "run_id": "r1", "history_seq": 1}
+
+    engine = Recorder()
+    app = create_app(GatewayConfig(kafka=KafkaConfig(), auth=False, max_body_bytes=1000), engine=engine)
+    body = json.dumps({"workflow_id": "w1", "task_queue": "q", "input": ["x" * 300]}).encode()
+    chunks = [body[i:i + 100] for i in range(0, len(body), 100)]  # several http.request messages
+    with TestClient(app) as http:
+        resp = http.post("/v1/workflows/Flow/start", content=iter(chunks),
+                         headers={"Content-Type": "application/json"})
+        assert resp.status_code == 201, resp.text
+        assert [(w, t) for w, t, _ in engine.commands] == [("w1", "StartWorkflow")]
+        # over the limit without a Content-Length: 413, and nothing reaches the engine
+        resp = http.post("/v1/workflows/Flow/start", content=iter([body] * 4),
+                         headers={"Content-Type": "application/json"})
+        assert resp.status_code == 413 and resp.json()["error"]["code"] == "payload_too_large"
+        assert len(engine.commands) == 1
+        metrics = http.get("/metrics").text
+    assert 'kadence_gateway_requests_total{method="POST",route="/v1/workflows/{workflow_type}/start",status="201"} 1.0' in metrics
+    assert 'kadence_gateway_requests_total{method="POST",route="unmatched",status="413"} 1.0' in metrics

@@ -1,0 +1,116 @@
+"""The gateway's three request filters as plain ASGI middleware: observe -> guard -> body limits.
+
+Plain ASGI (not Starlette's ``BaseHTTPMiddleware``): each ``BaseHTTPMiddleware`` layer runs the
+rest of the request in a new task with its own task group and memory streams, which cost the
+gateway more CPU per request than the route itself (docs/performance.md, "Gateway"). These
+classes only wrap ``receive``/``send``.
+
+- ``Observe`` (outermost): counts requests by method, route template and status, and their latency.
+- ``GuardRequests``: API key, namespace and quota of every ``/v1`` request (``guard.Guard``),
+  before its body is read; puts the ``Principal`` in ``scope["kadence.principal"]``.
+- ``BodyLimits``: 413 over the size limit and 415 for a body that is not JSON, before anything is
+  parsed or produced (a rejected request changes nothing); the body read here is replayed to
+  the route.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import Counter, Histogram
+from starlette.datastructures import Headers
+from starlette.routing import Match
+
+from .errors import ApiError, error_response
+from .guard import Guard
+
+__all__ = ["BodyLimits", "GuardRequests", "Observe"]
+
+#: route names of the operations that change something (503 when Redis is down; Idempotency-Key)
+MUTATIONS = frozenset({"start", "signal", "cancel", "terminate"})
+
+
+class Observe:
+    def __init__(self, app, *, requests_total: Counter, latency: Histogram):
+        self.app, self.requests_total, self.latency = app, requests_total, latency
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        t0 = time.perf_counter()
+        status = 500  # what the client gets when the app raises before answering
+
+        async def send_status(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self.requests_total.labels(scope["method"], route, str(status)).inc()
+            self.latency.labels(route).observe(time.perf_counter() - t0)
+
+
+class GuardRequests:
+    def __init__(self, app, *, guard: Guard, routes):
+        #: ``routes``: the app's route list (read per request, so routes added later count)
+        self.app, self.guard, self.routes = app, guard, routes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            return await self.app(scope, receive, send)
+        route = next((r for r in self.routes if r.matches(scope)[0] != Match.NONE), None)
+        mutation = getattr(route, "name", None) in MUTATIONS and scope["method"] == "POST"
+        try:
+            scope["kadence.principal"] = await self.guard.admit(Headers(scope=scope), mutation=mutation)
+        except ApiError as exc:
+            return await exc.response()(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+class BodyLimits:
+    def __init__(self, app, *, max_body_bytes: int):
+        self.app, self.max_body_bytes = app, max_body_bytes
+
+    def _too_large(self):
+        return error_response(413, "payload_too_large", f"request body over {self.max_body_bytes} bytes")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        headers = Headers(scope=scope)
+        declared = headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
+            return await self._too_large()(scope, receive, send)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client is gone: nothing to answer, nothing produced
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return await self._too_large()(scope, receive, send)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        if body and ctype != "application/json" and not ctype.endswith("+json"):
+            return await error_response(415, "unsupported_media_type",
+                                        f"send JSON with Content-Type: application/json (got {ctype or 'none'})"
+                                        )(scope, receive, send)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: wait for the disconnect as usual
+
+        await self.app(scope, replay, send)
