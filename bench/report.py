@@ -122,7 +122,8 @@ def build(settings: Settings, raw: dict, started: float) -> dict:
         "restore_wf_per_s": _num(sc.get("restore_wf_per_s")),
         "recovery_s": _num(rec.get("recovery_s")),
         **{k: _num((raw.get("gateway") if isinstance(raw.get("gateway"), dict) else {}).get(k))
-           for k in ("gateway_starts_per_s", "gateway_start_p99_ms", "gateway_to_direct_ratio")},
+           for k in ("gateway_starts_per_s", "gateway_start_p99_ms", "gateway_to_direct_ratio",
+                     "gateway_starts_per_s_p99_under_50ms")},
         "projection_rebuild_events_per_s": _num(_get(raw, "projections", "projection_rebuild_events_per_s")),
         "projection_lag_steady": _get(raw, "projections", "projection_lag_steady"),
         "machine": machine(),

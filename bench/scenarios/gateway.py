@@ -38,6 +38,10 @@ from ..engine import engine
 from ..http1 import Http1Pool
 
 CONCURRENCY = 32
+#: closed-loop levels of the latency sweep: the highest HTTP starts/s whose p99 stays under
+#: P99_BOUND_MS is reported as ``gateway_starts_per_s_p99_under_50ms``
+SWEEP = (1, 2, 4, 8, 16, 32)
+P99_BOUND_MS = 50.0
 #: the phases, in order: each path twice, for half the window each time
 ORDER = ("http", "direct", "direct", "http")
 #: unmeasured load through each path before the first window
@@ -191,6 +195,14 @@ async def run(ctx: Context) -> dict:
                     o["window"] += window
                     o["rounds"].append({"starts_per_s": round(len(lat) / window, 1), "engine": stats,
                                         "cpu_percent": usage})
+                # the latency sweep: HTTP starts/s at rising concurrency, with p99 at each level
+                sweep = []
+                for level in SWEEP:
+                    ctx.update(task, f"http sweep x{level}")
+                    lat, err, window, _stats = await _closed_loop(paths["http"], max(2.0, half / 2), 1.0, level)
+                    if lat:
+                        sweep.append({"concurrency": level, "starts_per_s": round(len(lat) / window, 1),
+                                      "p50_ms": summary(lat)["p50"], "p99_ms": summary(lat)["p99"], "errors": err})
             finally:
                 await lean.aclose()
                 await asyncio.get_running_loop().run_in_executor(None, direct.close)
@@ -201,7 +213,10 @@ async def run(ctx: Context) -> dict:
     if not http_lat:
         raise BenchError(f"no HTTP start succeeded ({out['http']['errors']} errors)")
     gw_cpu = [r["cpu_percent"]["gateway"] for r in out["http"]["rounds"]]
+    under = [lvl["starts_per_s"] for lvl in sweep if lvl["p99_ms"] < P99_BOUND_MS]
     return {
+        "gateway_starts_per_s_p99_under_50ms": max(under) if under else None,
+        "gateway_latency_sweep": sweep,
         "gateway_starts_per_s": round(http_rate, 1),
         "gateway_start_p99_ms": summary(http_lat)["p99"],
         "gateway_to_direct_ratio": round(http_rate / direct_rate, 3) if direct_rate else None,
