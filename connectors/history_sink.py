@@ -8,22 +8,14 @@ A tombstone (archival) removes the run's list. Generation resolution as in
 
 from __future__ import annotations
 
+from .visibility_sink import GENERATIONS_LUA
+
 __all__ = ["HISTORY_LUA"]
 
 # ARGV[1] = projection base key, ARGV[2] = "live" or a generation number, then groups of six:
 # workflow_id, run_id, seq, partition, offset, value (Avro wire bytes; "" = tombstone).
 # Returns {applied, duplicates, gaps}.
-HISTORY_LUA = r"""
-local base = ARGV[1]
-local gens = {}
-if ARGV[2] == 'live' then
-  local cur = redis.call('GET', base .. ':gen') or '0'
-  gens[1] = cur
-  local b = redis.call('GET', base .. ':building')
-  if b and b ~= cur then gens[2] = b end
-else
-  gens[1] = ARGV[2]
-end
+HISTORY_LUA = GENERATIONS_LUA + r"""
 local applied, dups, gaps = 0, 0, 0
 for _, g in ipairs(gens) do
   local G = base .. ':g' .. g .. ':'

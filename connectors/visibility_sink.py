@@ -18,7 +18,22 @@ import json
 
 from kadence.topics.records import attrs, event_type
 
-__all__ = ["VISIBILITY_LUA", "visibility_op", "CLOSE_STATUS"]
+#: Lua prologue of both projection scripts: ARGV[1] = the projection's base key, ARGV[2] = "live"
+#: (the current generation, plus the one a rebuild is filling) or one generation number -> ``gens``
+GENERATIONS_LUA = r"""
+local base = ARGV[1]
+local gens = {}
+if ARGV[2] == 'live' then
+  local cur = redis.call('GET', base .. ':gen') or '0'
+  gens[1] = cur
+  local b = redis.call('GET', base .. ':building')
+  if b and b ~= cur then gens[2] = b end
+else
+  gens[1] = ARGV[2]
+end
+"""
+
+__all__ = ["GENERATIONS_LUA", "VISIBILITY_LUA", "visibility_op", "CLOSE_STATUS"]
 
 #: closing event -> status of the run
 CLOSE_STATUS = {
@@ -52,17 +67,7 @@ def visibility_op(event: dict | None, partition: int, offset: int, *, workflow_i
 
 # ARGV[1] = projection base key, ARGV[2] = "live" or a generation number, ARGV[3..] = ops (JSON).
 # Returns {applied, duplicates, gaps} (summed over the generations written).
-VISIBILITY_LUA = r"""
-local base = ARGV[1]
-local gens = {}
-if ARGV[2] == 'live' then
-  local cur = redis.call('GET', base .. ':gen') or '0'
-  gens[1] = cur
-  local b = redis.call('GET', base .. ':building')
-  if b and b ~= cur then gens[2] = b end
-else
-  gens[1] = ARGV[2]
-end
+VISIBILITY_LUA = GENERATIONS_LUA + r"""
 local SEP = '\31'
 local INV = 9999999999999
 local function member(ms, id) return string.format('%013d', INV - ms) .. '|' .. id end

@@ -33,7 +33,10 @@ History read model, under ``H = kadence:{ns}:history:g{N}:``::
 
 from __future__ import annotations
 
-__all__ = ["PROJECTIONS", "ProjectionKeys", "STATUS_KEY", "status_key", "index_member", "INVERT_MS",
+import asyncio
+import time
+
+__all__ = ["PROJECTIONS", "ProjectionKeys", "text", "poll_until", "STATUS_KEY", "status_key", "index_member", "INVERT_MS",
            "RUN_STATUSES"]
 
 #: the projections the Faust app maintains (names accepted by `kadence projections rebuild`)
@@ -54,6 +57,26 @@ def index_member(ms: int, member_id: str) -> str:
     return f"{INVERT_MS - int(ms):013d}|{member_id}"
 
 
+def text(value):
+    """A Redis reply as text (clients may or may not decode responses)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+async def poll_until(check, timeout: float) -> bool:
+    """Await ``check()`` every 10 ms, backing off to 100 ms, until it is true (True) or
+    ``timeout`` seconds passed (False): how readers wait for a projection to catch up."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        if await check():
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        await asyncio.sleep(min(delay, left))
+        delay = min(delay * 2, 0.1)
+
+
 class ProjectionKeys:
     """Key names of one projection of one namespace."""
 
@@ -69,6 +92,16 @@ class ProjectionKeys:
 
     def prefix(self, generation: int | str) -> str:
         return f"{self.base}:g{generation}:"
+
+    async def current_prefix(self, redis) -> str:
+        """The key prefix of the generation readers use now (resolved per call: a rebuild's
+        switch is atomic for readers)."""
+        return self.prefix(text(await redis.get(self.pointer)) or "0")
+
+    async def positions(self, redis) -> dict[int, int]:
+        """Per history partition, the next offset the projection will apply (all before it are in)."""
+        g = await self.current_prefix(redis)
+        return {int(text(k)): int(text(v)) for k, v in (await redis.hgetall(f"{g}pos")).items()}
 
     def pattern(self, generation: int | str) -> str:
         """SCAN pattern of every key of a generation (glob characters in the namespace are

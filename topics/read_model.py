@@ -18,19 +18,16 @@ stays valid across rebuilds. The events are the same dicts ``kadence.topics.deco
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass, field
 
 from . import serde
 from .errors import InvalidQueryError
-from .projection_keys import ProjectionKeys
+from .projection_keys import ProjectionKeys, poll_until
+from .projection_keys import text as _s
 
 __all__ = ["HistoryReadModel", "HistoryPage"]
 
 
-def _s(v):
-    return v.decode() if isinstance(v, bytes) else v
 
 
 @dataclass(frozen=True)
@@ -51,7 +48,7 @@ class HistoryReadModel:
         self.keys = ProjectionKeys(namespace, "history")
 
     async def _prefix(self) -> str:
-        return self.keys.prefix(_s(await self.redis.get(self.keys.pointer)) or "0")
+        return await self.keys.current_prefix(self.redis)
 
     async def latest_run(self, workflow_id: str) -> str | None:
         return _s(await self.redis.get(f"{await self._prefix()}latest:{workflow_id}"))
@@ -81,19 +78,11 @@ class HistoryReadModel:
 
     async def positions(self) -> dict[int, int]:
         """Per history partition, the next offset the read model will apply."""
-        g = await self._prefix()
-        return {int(_s(k)): int(_s(v)) for k, v in (await self.redis.hgetall(f"{g}pos")).items()}
+        return await self.keys.positions(self.redis)
 
     async def wait_for_seq(self, workflow_id: str, run_id: str, seq: int, timeout: float) -> bool:
         """Wait until the run's events up to ``seq`` are readable; False on timeout."""
-        deadline = time.monotonic() + timeout
-        delay = 0.01
-        while True:
+        async def readable() -> bool:
             g = await self._prefix()
-            if await self.redis.llen(f"{g}ev:{workflow_id}/{run_id}") >= seq:
-                return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            await asyncio.sleep(min(delay, left))
-            delay = min(delay * 2, 0.1)
+            return await self.redis.llen(f"{g}ev:{workflow_id}/{run_id}") >= seq
+        return await poll_until(readable, timeout)

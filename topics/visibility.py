@@ -27,21 +27,19 @@ dict of attribute -> value, all of which must match. Cursors are opaque strings.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import time
 
 from .errors import InvalidQueryError
-from .projection_keys import INVERT_MS, RUN_STATUSES, SEP, ProjectionKeys, status_key
+from .projection_keys import INVERT_MS, RUN_STATUSES, SEP, ProjectionKeys, poll_until, status_key
+from .projection_keys import text as _s
 
 __all__ = ["VisibilityReader", "projection_lag", "InvalidQueryError"]
 
 _CHUNK = 500
 
 
-def _s(v):
-    return v.decode() if isinstance(v, bytes) else v
 
 
 def _record(raw: dict) -> dict | None:
@@ -101,7 +99,7 @@ class VisibilityReader:
         return _s(await self.redis.get(self.keys.pointer)) or "0"
 
     async def _prefix(self) -> str:
-        return self.keys.prefix(await self.generation())
+        return await self.keys.current_prefix(self.redis)
 
     async def describe(self, workflow_id: str, run_id: str | None = None) -> dict | None:
         """The run ``run_id`` of ``workflow_id``, or its latest run; None when unknown."""
@@ -114,24 +112,16 @@ class VisibilityReader:
 
     async def positions(self) -> dict[int, int]:
         """Per history partition, the next offset the projection will apply (all before it are in)."""
-        g = await self._prefix()
-        return {int(_s(k)): int(_s(v)) for k, v in (await self.redis.hgetall(f"{g}pos")).items()}
+        return await self.keys.positions(self.redis)
 
     async def wait_for_seq(self, workflow_id: str, run_id: str, seq: int, timeout: float) -> bool:
         """Wait until the run's record reflects history event ``seq`` (a reply's ``history_seq``);
         False on timeout. Polls (every 10 ms, backing off to 100 ms)."""
-        deadline = time.monotonic() + timeout
-        delay = 0.01
-        while True:
+        async def reflected() -> bool:
             g = await self._prefix()
             last = await self.redis.hget(f"{g}run:{workflow_id}/{run_id}", "last_seq")
-            if last is not None and int(last) >= seq:
-                return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            await asyncio.sleep(min(delay, left))
-            delay = min(delay * 2, 0.1)
+            return last is not None and int(last) >= seq
+        return await poll_until(reflected, timeout)
 
     # -- list / count -------------------------------------------------------------------------
 
