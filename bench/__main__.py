@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 
 from .common import BenchError, Context, Settings, console, make_progress
-from .scenarios import gateway, latency, projections, raw_kafka, recovery, scale, throughput, timers
+from .scenarios import broker_warmup, gateway, latency, projections, raw_kafka, recovery, scale, throughput, timers
 
 #: in run order (latency uses throughput's result for its half-load rate; raw_kafka uses the
 #: processor's measured batch size)
@@ -41,6 +41,8 @@ def parse_args(argv):
 async def run_all(ctx: Context, names: list[str]) -> dict:
     raw: dict = {}
     with ctx.progress:
+        # always first, whatever --only says: every scenario is measured against a warm broker
+        raw["broker_warmup"] = await broker_warmup.run(ctx)
         for name in names:
             t0 = time.monotonic()
             try:

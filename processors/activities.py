@@ -1,8 +1,9 @@
 """Activity transitions: scheduling, results, retries with backoff, timeouts and heartbeats.
 
-Retry policy and timeouts are enforced here, by the engine, through durable timers: a worker
-that dies mid-activity is caught by the start-to-close (or heartbeat) timeout and the activity
-is retried with a new attempt number. A completion is accepted only from the attempt that is
+Retry policy and timeouts are enforced here, by the engine: a worker that dies mid-activity is
+caught by the start-to-close (or heartbeat) timeout and the activity is retried with a new
+attempt number. The timeouts are deadlines derived from the state (``processors.deadlines``,
+fired by the processor itself); retry backoff is a durable timer (the timer service). A completion is accepted only from the attempt that is
 pending, so a late completion of a timed-out attempt adds nothing to the history.
 """
 
@@ -53,16 +54,7 @@ def _dispatch_attempt(out: Outbox, st: dict, a: dict, ts: int) -> None:
         "heartbeat_details": a["heartbeat_details"], "start_to_close_timeout_ms": opts.get("start_to_close_timeout_ms"),
         "heartbeat_timeout_ms": opts.get("heartbeat_timeout_ms"), "schema_version": 0, "trace_id": None,
     }))
-    seq, attempt = a["scheduled_seq"], a["attempt"]
-    # a start-to-close limit also bounds the time waiting for a worker (no "started" round trip)
-    stc = opts.get("start_to_close_timeout_ms")
-    sts = opts.get("schedule_to_start_timeout_ms")
-    if stc or sts:
-        limit = (stc or 0) + (sts or 0)
-        start_timer(out, st, f"a{seq}.{attempt}.stc", ts + limit, "activity_timeout", scheduled_seq=seq, attempt=attempt)
-    hb = opts.get("heartbeat_timeout_ms")
-    if hb:
-        start_timer(out, st, f"a{seq}.{attempt}.hb", ts + hb, "heartbeat_timeout", scheduled_seq=seq, attempt=attempt)
+    # its timeouts (start-to-close, heartbeat) follow from this state: processors.deadlines
 
 
 def schedule_activity(view: BatchView, out: Outbox, st: dict, c: dict, completed_seq: int, ts: int) -> None:
@@ -77,10 +69,7 @@ def schedule_activity(view: BatchView, out: Outbox, st: dict, c: dict, completed
         "cancel_requested": False, "retrying": False, "last_failure": None,
     }
     st["pending_activities"].append(a)
-    _dispatch_attempt(out, st, a, ts)
-    s2c = c["options"].get("schedule_to_close_timeout_ms")
-    if s2c:
-        start_timer(out, st, f"a{ev['seq']}.s2c", ts + s2c, "schedule_to_close", scheduled_seq=ev["seq"])
+    _dispatch_attempt(out, st, a, ts)  # the schedule-to-close deadline follows from the state too
 
 
 def _retry_delay(a: dict, failure: dict, ts: int) -> int | None:
@@ -169,10 +158,8 @@ def activity_timer_fired(st: dict, body: dict, view: BatchView, out: Outbox, ts:
     if kind == "heartbeat_timeout":
         hb = a["options"]["heartbeat_timeout_ms"]
         last = max(a["last_heartbeat_ms"], a["attempt_started_ms"])
-        if last + hb > ts:  # heartbeats came in meanwhile: wait again from the latest one
-            start_timer(out, st, f"a{a['scheduled_seq']}.{a['attempt']}.hb.{last}", last + hb, "heartbeat_timeout",
-                        scheduled_seq=a["scheduled_seq"], attempt=a["attempt"])
-            return True
+        if last + hb > ts:  # heartbeats came in meanwhile: the deadline index waits from the latest one
+            return False
         _attempt_failed(view, out, st, a, _timeout_failure("heartbeat", a), ts, timeout_type="heartbeat")
         return True
     if kind == "activity_timeout":

@@ -30,6 +30,7 @@ from kadence.topics.errors import ConfigError, KadenceError, SchemaError
 from kadence.topics.records import command, history_key, now_ms
 
 from .builds import BacklogReporter, BuildDefaults
+from .deadlines import DeadlineIndex
 from .effects import BatchView, Outbox
 from .state_machine import transition
 from .disk_store import DiskShardStore
@@ -132,6 +133,8 @@ class _Metrics:
         self.stale = Counter("kadence_processor_stale_rejected", "stale task completions rejected", registry=r)
         self.dlq = Counter("kadence_processor_dead_letters", "commands sent to the dead-letter topic", registry=r)
         self.aborts = Counter("kadence_processor_aborts", "transactions aborted", registry=r)
+        self.deadlines = Counter("kadence_processor_deadlines_fired",
+                                 "activity timeouts fired from the processor's deadline index", registry=r)
 
 
 class TxnWatchdog:
@@ -185,6 +188,8 @@ class HistoryProcessor:
         self.metrics = _Metrics(registry)
         self._stop = threading.Event()
         self._stores: dict[int, MemoryShardStore | DiskShardStore] = {}
+        #: per shard: the activity timeouts of its workflows (decision 0026)
+        self._deadlines: dict[int, DeadlineIndex] = {}
         self._state_dir: Path | None = None
         self._known_queues: set[str] = set()
         self._known_builds: set[tuple[str, str]] = set()
@@ -237,6 +242,7 @@ class HistoryProcessor:
         return DiskShardStore(partition, self._state_dir / f"p{partition}")
 
     def _release(self, partition: int) -> None:
+        self._deadlines.pop(partition, None)
         store = self._stores.pop(partition, None)
         if store is not None and hasattr(store, "close"):
             store.close()
@@ -252,10 +258,11 @@ class HistoryProcessor:
         self._watchdog.start()
         try:
             while not self._stop.is_set():
-                msgs = self._poll_batch()
+                msgs = self._poll_batch(self._poll_timeout())
                 self._builds.poll()  # after the commands: a promotion acknowledged before a start is seen by it
-                if msgs:
-                    self._process_batch(msgs)
+                fired = self._due_deadlines()
+                if msgs or fired:
+                    self._process_batch(msgs, fired)
         finally:
             self._watchdog.stop()
             self._shutdown()
@@ -301,8 +308,11 @@ class HistoryProcessor:
         consumer.committed(partitions, timeout=max(60.0, self.config.transaction_timeout_ms / 1000 * 3))
         for tp in partitions:
             self._release(tp.partition)
+            index = DeadlineIndex()
             self._stores[tp.partition] = restore_shard(self.kafka, self.topics.state, self.topics.history,
-                                                       tp.partition, self._new_store(tp.partition))
+                                                       tp.partition, self._new_store(tp.partition),
+                                                       observe=index.update)
+            self._deadlines[tp.partition] = index
         log.info("processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -313,9 +323,29 @@ class HistoryProcessor:
 
     # -- the loop ------------------------------------------------------------------------------
 
-    def _poll_batch(self) -> list:
+    def _poll_timeout(self) -> float:
+        """Wait for commands at most 0.1 s, and not past the earliest activity deadline."""
+        due = [d for d in (index.next_due_ms() for index in self._deadlines.values()) if d is not None]
+        if not due:
+            return 0.1
+        return min(0.1, max(0.0, (min(due) - now_ms()) / 1000))
+
+    def _due_deadlines(self) -> dict[int, list]:
+        """Per shard, the activity deadlines that have passed (as many as a batch takes)."""
+        fired: dict[int, list] = {}
+        now, room = now_ms(), self.config.max_batch
+        for p, index in self._deadlines.items():
+            if room <= 0:
+                break
+            due = index.due(now, room)
+            if due:
+                fired[p] = due
+                room -= len(due)
+        return fired
+
+    def _poll_batch(self, timeout: float = 0.1) -> list:
         """Adaptive batch: wait for the first command, then take whatever else is ready."""
-        msgs = poll_ready(self._consumer, self.config.max_batch, 0.1)
+        msgs = poll_ready(self._consumer, self.config.max_batch, timeout)
         out = []
         for m in msgs:
             err = m.error()
@@ -327,12 +357,29 @@ class HistoryProcessor:
                 log.warning("consumer error: %s", err.str())
         return out
 
-    def _process_batch(self, msgs: list) -> None:
+    def _process_batch(self, msgs: list, fired: dict[int, list] | None = None) -> None:
         views: dict[int, BatchView] = {}
         outboxes: dict[int, Outbox] = {}
         dead: list = []
         offsets: dict[tuple[str, int], int] = {}
         ts = now_ms()
+        fired = fired or {}
+        for p, due in fired.items():  # passed deadlines first: they are older than any command polled
+            store = self._stores.get(p)
+            if store is None:
+                continue
+            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults))
+            out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
+            for wf, run_id, body in due:
+                log.info("workflow %s run %s partition %d: %s deadline passed (%s)", wf, run_id, p, body["kind"],
+                         body["timer_id"])
+                checkpoint, mark = view.checkpoint(wf), out.mark()
+                try:
+                    transition(self._deadline_command(wf, run_id, body), view, out, ts)
+                except Exception:  # noqa: BLE001 - like a poison command: logged, the shard goes on
+                    log.exception("deadline %s failed on workflow %s partition %d", body["timer_id"], wf, p)
+                    view.rollback(wf, checkpoint)
+                    out.truncate(mark)
         for msg in msgs:
             p = msg.partition()
             store = self._stores.get(p)
@@ -357,23 +404,34 @@ class HistoryProcessor:
                 view.rollback(wf, checkpoint)
                 out.truncate(mark)
                 dead.append((msg, "transition failed", exc))
-        self._commit(msgs, views, outboxes, dead, offsets)
+        committed = self._commit(msgs, views, outboxes, dead, offsets, fired)
+        for p, due in fired.items():
+            index, store = self._deadlines.get(p), self._stores.get(p)
+            if index is not None and store is not None:
+                index.settle(due, committed, store.get_state)
+        if committed:
+            self.metrics.deadlines.inc(sum(len(due) for due in fired.values()))
 
-    def _commit(self, msgs, views, outboxes, dead, offsets) -> None:
-        if not offsets:
-            return  # every record belonged to partitions this instance no longer owns
+    def _deadline_command(self, wf: str, run_id: str, body: dict) -> dict:
+        """The FireTimer command the timer service would have sent for this deadline (as decoded)."""
+        return self._cmd_codec.decode(self._cmd_codec.encode(command(wf, "FireTimer", body, run_id=run_id)))
+
+    def _commit(self, msgs, views, outboxes, dead, offsets, fired=None) -> bool:
+        if not offsets and not any(p in self._stores for p in (fired or {})):
+            return False  # every record belonged to partitions this instance no longer owns
         producer = self._producer
         t0 = time.perf_counter()
         self._watchdog.begin()
         try:
             producer.begin_transaction()
             self._produce_outputs(views, outboxes, dead)
-            tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-            producer.send_offsets_to_transaction(tps, self._consumer.consumer_group_metadata(), 30)
+            if offsets:
+                tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+                producer.send_offsets_to_transaction(tps, self._consumer.consumer_group_metadata(), 30)
             producer.commit_transaction(30)
         except KafkaException as exc:
             self._on_txn_error(exc)
-            return
+            return False
         finally:
             self._watchdog.end()
         self.metrics.commit.observe(time.perf_counter() - t0)
@@ -384,10 +442,17 @@ class HistoryProcessor:
             store = self._stores.get(p)
             if store is not None:
                 view.commit_into(store)
+                index = self._deadlines.get(p)
+                if index is not None:
+                    for wf, st in view.states.items():
+                        index.update(wf, st)
+                    for wf in view.tombstones():
+                        index.update(wf, None)
         for out in outboxes.values():
             self.metrics.duplicates.inc(out.duplicates)
             self.metrics.stale.inc(out.stale)
         self.committed_batches += 1
+        return True
 
     def _produce(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None = None) -> None:
         while True:

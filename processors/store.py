@@ -119,10 +119,11 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
 
 
 def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, partition: int,
-                  store=None):
+                  store=None, *, observe=None):
     """Rebuild a shard's store (``store``: an empty one to fill; a new ``MemoryShardStore`` by
     default): states from the compacted state topic, then the events of every open run from the
-    history topic."""
+    history topic. ``observe(workflow_id, state_or_None)`` sees every state record read, in order
+    (the processor's deadline index is rebuilt from them)."""
     store = MemoryShardStore(partition) if store is None else store
     state_codec = serde.codec("WorkflowState")
     event_codec = serde.codec("HistoryEvent")
@@ -134,8 +135,12 @@ def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, par
         if value is None:
             store.delete_state(wf)
             open_runs.pop(wf, None)
+            if observe is not None:
+                observe(wf, None)
             return
         st = state_codec.decode(value)
+        if observe is not None:
+            observe(wf, st)
         if _takes_raw(store):
             store.put_state(wf, st, value)
         else:

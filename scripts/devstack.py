@@ -393,7 +393,10 @@ class KafkaBroker(_Service):
             "appender.file.layout.type = PatternLayout\n"
             "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
             "rootLogger.level = WARN\nrootLogger.appenderRef.file.ref = FILE\n"
-            "logger.server.name = kafka.server.KafkaRaftServer\nlogger.server.level = INFO\n")
+            "logger.server.name = kafka.server.KafkaRaftServer\nlogger.server.level = INFO\n"
+            # KADENCE_KAFKA_REQUEST_LOG=1: one line per request (profiling: requests by API and client)
+            + ("logger.req.name = kafka.request.logger\nlogger.req.level = DEBUG\n"
+               if os.environ.get("KADENCE_KAFKA_REQUEST_LOG") == "1" else ""))
 
     def _format(self, base, work):
         """kafka.tools.StorageTool format with a fresh random cluster id."""

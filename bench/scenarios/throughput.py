@@ -9,10 +9,11 @@ after a warm-up of at least ``KADENCE_BENCH_WARMUP`` and until every loop comple
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 from .. import workloads
-from ..common import Context, CpuMeter, metric_delta
+from ..common import BenchError, Context, CpuMeter, metric_delta
 from ..engine import count_records, engine, output_topics
 from ..load import Recorder, closed_loop
 
@@ -113,5 +114,12 @@ async def measure(ctx: Context, name: str) -> dict:
     return result
 
 
-async def run(ctx: Context, shapes=tuple(SHAPES)) -> dict:
+async def run(ctx: Context, shapes=None) -> dict:
+    """Every shape, or those named in ``KADENCE_BENCH_SHAPES`` (comma-separated), in order."""
+    if shapes is None:
+        raw = os.environ.get("KADENCE_BENCH_SHAPES", "").strip()
+        shapes = [n.strip() for n in raw.split(",") if n.strip()] if raw else list(SHAPES)
+    unknown = [n for n in shapes if n not in SHAPES]
+    if unknown:
+        raise BenchError(f"KADENCE_BENCH_SHAPES: unknown shape(s) {', '.join(unknown)}; known: {', '.join(SHAPES)}")
     return {name: await measure(ctx, name) for name in shapes}

@@ -112,3 +112,35 @@ async def test_a_slow_activity_never_blocks_the_ones_behind_it_on_its_partition(
         assert (await slow.describe())["status"] == "running", "the slow activity is still running"
         GATES["slow-1"].set()
         assert await slow.result(timeout=30) == "opened:slow"
+
+
+async def test_an_activity_timeout_is_fired_by_the_processor_across_a_kill_without_timer_service(
+        client, processors, kafka_config):
+    """Activity timeouts are deadlines the processor derives from the committed state (decision
+    0026): no timer service runs here, the processor that armed the timeout is SIGKILLed while the
+    attempt runs, and its replacement rebuilds the deadline while restoring and fires it, once,
+    not early, without a timer record."""
+    from kadence.topics import Catalogue
+    from kadence.topics.catalogue import TIMER_TIERS_MS
+
+    from .invariants import read_topic
+    from .workflows import ATTEMPTS, GivesUpAfterTimeout, never_returns
+    processors.start()
+    ATTEMPTS.clear()
+    async with Worker(client, task_queue="q", workflows=[GivesUpAfterTimeout], activities=[never_returns]):
+        handle = await client.start_workflow(GivesUpAfterTimeout, 4.0, id="deadline-1", task_queue="q")
+        await wait_until(lambda: ATTEMPTS, 30, "the attempt to start")
+        processors.kill()
+        processors.start()
+        result = await handle.result(timeout=60)
+    assert result.startswith("gave up:") and "start_to_close" in result, result
+    events = await handle.history(raw=True)
+    [scheduled] = [e for e in events if e["attributes"][0] == "ActivityTaskScheduled"]
+    timed_out = [e for e in events if e["attributes"][0] == "ActivityTaskTimedOut"]
+    assert len(timed_out) == 1 and timed_out[0]["attributes"][1]["timeout_type"] == "start_to_close"
+    assert timed_out[0]["timestamp_ms"] >= scheduled["timestamp_ms"] + 4000, "the timeout fired early"
+    assert len(ATTEMPTS) == 1
+    records = [v for tier in TIMER_TIERS_MS
+               for _k, v, _p, _o in read_topic(kafka_config, Catalogue(kafka_config).timers(tier), "TimerRecord")
+               if v["workflow_id"] == "deadline-1"]
+    assert [r["kind"] for r in records if r["kind"] != "run_timeout"] == [], "an activity timeout became a timer record"

@@ -114,6 +114,28 @@ async def slow_then_fast(tag: str) -> str:
     return f"{tag}:attempt{info.attempt}"
 
 
+@activity.defn
+async def never_returns(tag: str) -> str:
+    """Outlives any start-to-close timeout the tests give it."""
+    ATTEMPTS.append((activity.info().idempotency_key, activity.info().attempt, 0))
+    await asyncio.sleep(120)
+    return tag
+
+
+@workflow.defn
+class GivesUpAfterTimeout:
+    """One attempt with a start-to-close timeout of ``seconds``; the timeout is the result."""
+
+    @workflow.run
+    async def run(self, seconds: float) -> str:
+        from kadence import ActivityError, RetryPolicy
+        try:
+            return await workflow.execute_activity(never_returns, "x", start_to_close_timeout=timedelta(seconds=seconds),
+                                                   retry_policy=RetryPolicy(maximum_attempts=1))
+        except ActivityError as err:
+            return f"gave up: {err}"
+
+
 @workflow.defn
 class RetryOnce:
     @workflow.run

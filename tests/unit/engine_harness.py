@@ -5,6 +5,7 @@ Used by unit tests of the replay logic; the integration tests prove the same on 
 
 from __future__ import annotations
 
+from kadence.processors.deadlines import activity_deadlines
 from kadence.processors.effects import BatchView, Outbox
 from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
@@ -20,6 +21,7 @@ class Harness:
         self.tasks: list = []
         self.replies: list = []
         self.timers: list = []
+        self._fired_deadlines: set = set()
         #: task queue -> default build, as the processor reads it from {ns}.builds
         self.build_defaults: dict = {}
 
@@ -35,10 +37,25 @@ class Harness:
         self.timers += out.timers
         return out
 
+    def deadlines(self) -> list[dict]:
+        """The activity deadlines the processor would hold for the store's workflows (decision
+        0026), as timer records, minus those already fired."""
+        out = []
+        for wf, st in list(self.store._states.items()):
+            for body in activity_deadlines(st):
+                t = {**body, "workflow_id": wf, "run_id": st["run_id"]}
+                if (wf, body["timer_id"], body["fire_at_ms"]) not in self._fired_deadlines:
+                    out.append(t)
+        return out
+
     def fire_timers(self, until_ms: int | None = None) -> int:
-        """Send FireTimer for every timer due by ``until_ms`` (all when None); returns how many."""
+        """Send FireTimer for every timer and activity deadline due by ``until_ms`` (all when
+        None); returns how many."""
         due = [t for t in self.timers if until_ms is None or t["fire_at_ms"] <= until_ms]
         self.timers = [t for t in self.timers if t not in due]
+        local = [t for t in self.deadlines() if until_ms is None or t["fire_at_ms"] <= until_ms]
+        self._fired_deadlines.update((t["workflow_id"], t["timer_id"], t["fire_at_ms"]) for t in local)
+        due += local
         for t in sorted(due, key=lambda t: t["fire_at_ms"]):
             self.send(t["workflow_id"], "FireTimer", {"timer_id": t["timer_id"], "fire_at_ms": t["fire_at_ms"],
                                                       "kind": t["kind"], "scheduled_seq": t["scheduled_seq"],

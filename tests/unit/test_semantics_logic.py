@@ -422,12 +422,12 @@ class Bounded:
 def test_schedule_to_close_bounds_all_attempts_together():
     d = Driver(Bounded, lambda task, args: ("fail", "down"))
     d.h.start("wf", "Bounded", [])
-    d.run(fire_timers=False)  # attempt 1 failed; a retry and the schedule-to-close deadline are pending
-    kinds = {t["kind"] for t in d.h.timers}
-    assert kinds == {"retry_backoff", "schedule_to_close"}
-    deadline = next(t for t in d.h.timers if t["kind"] == "schedule_to_close")
-    d.h.timers = [deadline]  # the deadline comes first (the retry would start after it)
-    d.h.fire_timers()
+    d.run(fire_timers=False)  # attempt 1 failed; a retry timer and the schedule-to-close deadline are pending
+    assert {t["kind"] for t in d.h.timers} == {"retry_backoff"}  # durable timer (timer service)
+    assert {t["kind"] for t in d.h.deadlines()} == {"schedule_to_close"}  # the processor's deadline index
+    deadline = next(t for t in d.h.deadlines() if t["kind"] == "schedule_to_close")
+    d.h.timers = []  # the deadline comes first (the retry would start after it)
+    d.h.fire_timers(until_ms=deadline["fire_at_ms"])
     d.run(fire_timers=False)
     assert "timed out (schedule_to_close)" in conv.from_bytes(d.state()["result"])
     [timed_out] = [e for e in d.h.events if e["attributes"][0] == "ActivityTaskTimedOut"]
