@@ -71,6 +71,8 @@ class Settings:
     timer_rate: float
     #: KADENCE_BENCH_IDLE_WORKFLOWS: open idle workflows in the scale run
     idle_workflows: int
+    #: KADENCE_BENCH_PROCESSORS: history processor instances (they share the partitions)
+    processors: int = 1
     logdir: Path = field(default_factory=Path)
 
     @classmethod
@@ -85,6 +87,7 @@ class Settings:
             partitions=int(env_float("KADENCE_BENCH_PARTITIONS", 4)),
             concurrency_levels=_levels(os.environ.get("KADENCE_BENCH_CONCURRENCY") or "32,64,128,256"),
             workers=int(env_float("KADENCE_BENCH_WORKERS", 1)),
+            processors=int(env_float("KADENCE_BENCH_PROCESSORS", 1)),
             timer_rate=env_float("KADENCE_BENCH_TIMER_RATE", 1000.0),
             idle_workflows=int(env_float("KADENCE_BENCH_IDLE_WORKFLOWS", idle_default)),
         )
@@ -214,8 +217,15 @@ class Procs:
                 raise BenchError(f"{name}: no {pattern!r} in its log within {timeout}s ({self.logs[name]})")
             await asyncio.sleep(0.05)
 
-    def metrics(self, instance_id: str = "p0") -> dict[str, float]:
-        return scrape(self.metrics_ports[instance_id])
+    def metrics(self, instance_id: str | None = None) -> dict[str, float]:
+        """One processor's metrics, or (None) the sum over every processor instance."""
+        if instance_id is not None:
+            return scrape(self.metrics_ports[instance_id])
+        total: dict[str, float] = {}
+        for name in self.metrics_ports:
+            for key, value in scrape(self.metrics_ports[name]).items():
+                total[key] = total.get(key, 0.0) + value
+        return total
 
     def check_alive(self) -> None:
         for name, proc in self.procs.items():

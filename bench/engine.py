@@ -54,12 +54,14 @@ async def engine(ctx: Context, tag: str, *, timers: bool = True, workers: int | 
     procs = Procs(config, settings.logdir, tag)
     client = None
     try:
-        procs.start_processor("p0", **(processor_env or {}))
+        for i in range(max(1, settings.processors)):
+            procs.start_processor(f"p{i}", **(processor_env or {}))
         if timers:
             procs.start_timers("t0")
         for i in range(settings.workers if workers is None else workers):
             procs.start_worker(f"w{i}")
-        await procs.wait_log("p0", r"assigned partitions", 90)
+        for i in range(max(1, settings.processors)):
+            await procs.wait_log(f"p{i}", r"assigned partitions", 90)
         client = await Client.connect(config=config)
         eng = Engine(config, procs, client)
         await wait_ready(eng)

@@ -1,8 +1,11 @@
 """The engine's client side, shared by the SDK's ``Client`` and the HTTP gateway.
 
 It produces commands to ``{ns}.commands`` (keyed by workflow ID) and waits for their replies on
-``{ns}.replies``. A background thread consumes every partition of the replies topic from the
-position it had when the client connected, so a reply produced after the command cannot be missed.
+``{ns}.replies``. Before the first command that expects a reply is produced, a background thread
+starts to consume every partition of the replies topic from its end at that moment, so a reply
+produced after the command cannot be missed. A process that never waits for a reply (a worker
+that only reports task results) never reads the replies topic; the thread decodes only the
+replies whose key (the request ID) it is waiting for.
 Futures are ``concurrent.futures.Future``; asyncio callers wrap them with ``asyncio.wrap_future``.
 """
 
@@ -39,21 +42,58 @@ class EngineClient:
         #: (workflow_id, request_id) -> future of the reply; the same key for two workflows is
         #: two requests
         self._pending: dict[tuple[str, str], cf.Future] = {}
+        #: request ID (the reply's key) -> how many pending futures wait for it
+        self._waiting: dict[bytes, int] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._partitions: int | None = None
-        self._replies = Consumer(config.consumer(None, **{"fetch.wait.max.ms": 10}))
-        self._assign_replies(connect_timeout)
-        self._thread = threading.Thread(target=self._reply_loop, name="kadence-replies", daemon=True)
-        self._thread.start()
+        self._connect_timeout = connect_timeout
+        self._replies: Consumer | None = None
+        self._thread: threading.Thread | None = None
+        self._replies_lock = threading.Lock()
+        self._check_topics(connect_timeout)
         self._poller = threading.Thread(target=self._poll_producer, name="kadence-producer", daemon=True)
         self._poller.start()
 
     # -- setup ---------------------------------------------------------------------------------
 
-    def _assign_replies(self, timeout: float) -> None:
+    def _check_topics(self, timeout: float) -> None:
         try:
-            md = self._replies.list_topics(self.topics.replies, timeout=timeout)
+            md = self._producer.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            raise BrokerUnavailableError(f"Kafka at {self.config.bootstrap} did not answer: {exc}") from exc
+        tmd = md.topics.get(self.topics.replies)
+        if tmd is None or tmd.error is not None or not tmd.partitions:
+            raise KadenceError(
+                f"topic {self.topics.replies} is missing: run `kadence topics apply` for namespace "
+                f"{self.config.namespace!r}")
+        cmd_md = md.topics.get(self.topics.commands)
+        if cmd_md is None or cmd_md.error is not None:
+            raise KadenceError(f"topic {self.topics.commands} is missing: run `kadence topics apply`")
+        self._partitions = len(cmd_md.partitions)
+
+    def _ensure_replies(self) -> None:
+        """Start reading the replies topic from its current end (once; before the first command
+        that expects a reply is produced)."""
+        if self._thread is not None:
+            return
+        with self._replies_lock:
+            if self._thread is not None:
+                return
+            consumer = Consumer(self.config.consumer(None, **{"fetch.wait.max.ms": 10}))
+            try:
+                self._assign_replies(consumer, self._connect_timeout)
+            except BaseException:
+                consumer.close()
+                raise
+            self._replies = consumer
+            thread = threading.Thread(target=self._reply_loop, name="kadence-replies", daemon=True)
+            thread.start()
+            self._thread = thread
+
+    def _assign_replies(self, consumer: Consumer, timeout: float) -> None:
+        try:
+            md = consumer.list_topics(self.topics.replies, timeout=timeout)
         except KafkaException as exc:
             raise BrokerUnavailableError(f"Kafka at {self.config.bootstrap} did not answer: {exc}") from exc
         tmd = md.topics.get(self.topics.replies)
@@ -66,7 +106,7 @@ class EngineClient:
         for p in sorted(tmd.partitions):
             while True:
                 try:
-                    _low, high = self._replies.get_watermark_offsets(TopicPartition(self.topics.replies, p), timeout=timeout)
+                    _low, high = consumer.get_watermark_offsets(TopicPartition(self.topics.replies, p), timeout=timeout)
                     break
                 except KafkaException as exc:  # leader moving or not elected yet: retry until deadline
                     if not exc.args[0].retriable() and exc.args[0].code() != KafkaError.NOT_LEADER_FOR_PARTITION:
@@ -75,11 +115,7 @@ class EngineClient:
                         raise BrokerUnavailableError(f"cannot read {self.topics.replies}: {exc}") from exc
                     time.sleep(0.1)
             tps.append(TopicPartition(self.topics.replies, p, high))
-        self._replies.assign(tps)
-        cmd_md = self._replies.list_topics(self.topics.commands, timeout=timeout).topics.get(self.topics.commands)
-        if cmd_md is None or cmd_md.error is not None:
-            raise KadenceError(f"topic {self.topics.commands} is missing: run `kadence topics apply`")
-        self._partitions = len(cmd_md.partitions)
+        consumer.assign(tps)
 
     @property
     def partitions(self) -> int:
@@ -90,6 +126,7 @@ class EngineClient:
 
     def _reply_loop(self) -> None:
         codec = serde.codec("Reply")
+        waiting = self._waiting
         while not self._closed.is_set():
             try:
                 msgs = poll_ready(self._replies, 500, 0.2)
@@ -97,7 +134,7 @@ class EngineClient:
                 log.warning("reply consumer error: %s", exc)
                 continue
             for msg in msgs:
-                if msg.error():
+                if msg.error() or msg.key() not in waiting:  # another client's reply: not decoded
                     continue
                 try:
                     reply = codec.decode(msg.value())
@@ -105,9 +142,21 @@ class EngineClient:
                     log.warning("undecodable reply at %s[%d]@%d", msg.topic(), msg.partition(), msg.offset())
                     continue
                 with self._lock:
-                    fut = self._pending.pop((reply["workflow_id"], reply["request_id"]), None)
+                    fut = self._forget(reply["workflow_id"], reply["request_id"])
                 if fut is not None and not fut.done():
                     fut.set_result(reply)
+
+    def _forget(self, workflow_id: str, request_id: str) -> cf.Future | None:
+        """Drop a pending request (call with ``_lock`` held); returns its future, if it was pending."""
+        fut = self._pending.pop((workflow_id, request_id), None)
+        if fut is not None:
+            key = request_id.encode()
+            left = self._waiting.get(key, 0) - 1
+            if left > 0:
+                self._waiting[key] = left
+            else:
+                self._waiting.pop(key, None)
+        return fut
 
     def _poll_producer(self) -> None:
         while not self._closed.is_set():
@@ -122,17 +171,20 @@ class EngineClient:
         record = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
         value = serde.encode("Command", record)
         if expect_reply:
+            self._ensure_replies()
             with self._lock:
                 existing = self._pending.get((workflow_id, request_id))
                 if existing is not None:
                     fut = existing
                 else:
                     self._pending[(workflow_id, request_id)] = fut
+                    key = request_id.encode()
+                    self._waiting[key] = self._waiting.get(key, 0) + 1
 
         def on_delivery(err, _msg):
             if err is not None:
                 with self._lock:
-                    self._pending.pop((workflow_id, request_id), None)
+                    self._forget(workflow_id, request_id)
                 if not fut.done():
                     fut.set_exception(BrokerUnavailableError(f"command not accepted by Kafka: {err.str()}"))
             elif not expect_reply and not fut.done():
@@ -157,7 +209,7 @@ class EngineClient:
             return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
         except asyncio.TimeoutError as exc:
             with self._lock:
-                self._pending.pop((workflow_id, request_id), None)
+                self._forget(workflow_id, request_id)
             raise BrokerUnavailableError(
                 f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
                 f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)") from exc
@@ -230,14 +282,19 @@ class EngineClient:
             return
         self._producer.flush(5)
         self._closed.set()
-        self._thread.join(2)
+        with self._replies_lock:
+            thread, consumer = self._thread, self._replies
+        if thread is not None:
+            thread.join(2)
         self._poller.join(2)
-        try:
-            self._replies.close()
-        except RuntimeError:
-            pass
+        if consumer is not None:
+            try:
+                consumer.close()
+            except RuntimeError:
+                pass
         with self._lock:
             for fut in self._pending.values():
                 if not fut.done():
                     fut.cancel()
             self._pending.clear()
+            self._waiting.clear()
