@@ -158,8 +158,12 @@ def load_definitions(module_name: str) -> tuple[list, list]:
 @click.option("--build-id", default=None, envvar="KADENCE_BUILD_ID",
               help="the build of this code: run only workflows pinned to it [env KADENCE_BUILD_ID]")
 @click.option("--promote", is_flag=True, help="with --build-id: new workflows of the queue start on this build")
+@click.option("--max-concurrent-activities", type=click.IntRange(min=1), default=100, show_default=True,
+              envvar="KADENCE_WORKER_MAX_ACTIVITIES",
+              help="activities run at once; more wait in the worker [env KADENCE_WORKER_MAX_ACTIVITIES]")
 @click.pass_obj
-def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str | None, promote: bool) -> None:
+def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str | None, promote: bool,
+           max_concurrent_activities: int) -> None:
     """Run a worker for a task queue (until SIGTERM/SIGINT)."""
     from kadence import Client, Worker
 
@@ -168,7 +172,7 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
     async def run() -> None:
         client = await Client.connect(config=config)
         w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities, build_id=build_id,
-                   promote=promote)
+                   promote=promote, max_concurrent_activities=max_concurrent_activities)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, w.shutdown)

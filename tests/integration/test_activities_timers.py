@@ -144,3 +144,18 @@ async def test_an_activity_timeout_is_fired_by_the_processor_across_a_kill_witho
                for _k, v, _p, _o in read_topic(kafka_config, Catalogue(kafka_config).timers(tier), "TimerRecord")
                if v["workflow_id"] == "deadline-1"]
     assert [r["kind"] for r in records if r["kind"] != "run_timeout"] == [], "an activity timeout became a timer record"
+
+
+async def test_a_worker_runs_at_most_its_activity_slots_and_finishes_the_backlog(client, processors):
+    """60 activities ready at once on a worker with 4 slots: never more than 4 run together, and
+    every one completes (the records beyond the limit wait in the worker's backlog)."""
+    from .workflows import RUNNING, CountedOnce, counted
+    processors.start()
+    RUNNING.update(now=0, max=0)
+    async with Worker(client, task_queue="q", workflows=[CountedOnce], activities=[counted],
+                      max_concurrent_activities=4):
+        handles = await asyncio.gather(*(client.start_workflow(CountedOnce, i, id=f"slots-{i}", task_queue="q")
+                                         for i in range(60)))
+        results = await asyncio.gather(*(h.result(timeout=120) for h in handles))
+    assert results == list(range(60))
+    assert RUNNING["max"] == 4, RUNNING

@@ -323,3 +323,25 @@ class VisTagger:
         if again:
             workflow.continue_as_new(False)
         return "tagged"
+
+
+#: activities of `counted` running right now, and the most seen at once
+RUNNING = {"now": 0, "max": 0}
+
+
+@activity.defn
+async def counted(n: int) -> int:
+    RUNNING["now"] += 1
+    RUNNING["max"] = max(RUNNING["max"], RUNNING["now"])
+    try:
+        await asyncio.sleep(0.05)
+    finally:
+        RUNNING["now"] -= 1
+    return n
+
+
+@workflow.defn
+class CountedOnce:
+    @workflow.run
+    async def run(self, n: int) -> int:
+        return await workflow.execute_activity(counted, n, start_to_close_timeout=T)
