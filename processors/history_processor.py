@@ -364,22 +364,6 @@ class HistoryProcessor:
         offsets: dict[tuple[str, int], int] = {}
         ts = now_ms()
         fired = fired or {}
-        for p, due in fired.items():  # passed deadlines first: they are older than any command polled
-            store = self._stores.get(p)
-            if store is None:
-                continue
-            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults))
-            out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
-            for wf, run_id, body in due:
-                log.info("workflow %s run %s partition %d: %s deadline passed (%s)", wf, run_id, p, body["kind"],
-                         body["timer_id"])
-                checkpoint, mark = view.checkpoint(wf), out.mark()
-                try:
-                    transition(self._deadline_command(wf, run_id, body), view, out, ts)
-                except Exception:  # noqa: BLE001 - like a poison command: logged, the shard goes on
-                    log.exception("deadline %s failed on workflow %s partition %d", body["timer_id"], wf, p)
-                    view.rollback(wf, checkpoint)
-                    out.truncate(mark)
         for msg in msgs:
             p = msg.partition()
             store = self._stores.get(p)
@@ -404,6 +388,24 @@ class HistoryProcessor:
                 view.rollback(wf, checkpoint)
                 out.truncate(mark)
                 dead.append((msg, "transition failed", exc))
+        # passed deadlines after the commands: a completion or heartbeat that reached the engine before
+        # it acted on a timeout counts (the timeout then finds its attempt over: stale, no effect)
+        for p, due in fired.items():
+            store = self._stores.get(p)
+            if store is None:
+                continue
+            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults))
+            out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
+            for wf, run_id, body in due:
+                log.info("workflow %s run %s partition %d: %s deadline passed (%s)", wf, run_id, p, body["kind"],
+                         body["timer_id"])
+                checkpoint, mark = view.checkpoint(wf), out.mark()
+                try:
+                    transition(self._deadline_command(wf, run_id, body), view, out, ts)
+                except Exception:  # noqa: BLE001 - like a poison command: logged, the shard goes on
+                    log.exception("deadline %s failed on workflow %s partition %d", body["timer_id"], wf, p)
+                    view.rollback(wf, checkpoint)
+                    out.truncate(mark)
         committed = self._commit(msgs, views, outboxes, dead, offsets, fired)
         for p, due in fired.items():
             index, store = self._deadlines.get(p), self._stores.get(p)
