@@ -47,6 +47,8 @@ class EngineClient:
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._partitions: int | None = None
+        #: the replies topic's partitions (checked at connect), read from their end once a reply is awaited
+        self._reply_partitions: list[int] = []
         self._connect_timeout = connect_timeout
         self._replies: Consumer | None = None
         self._thread: threading.Thread | None = None
@@ -67,6 +69,7 @@ class EngineClient:
             raise KadenceError(
                 f"topic {self.topics.replies} is missing: run `kadence topics apply` for namespace "
                 f"{self.config.namespace!r}")
+        self._reply_partitions = sorted(tmd.partitions)
         cmd_md = md.topics.get(self.topics.commands)
         if cmd_md is None or cmd_md.error is not None:
             raise KadenceError(f"topic {self.topics.commands} is missing: run `kadence topics apply`")
@@ -92,18 +95,10 @@ class EngineClient:
             self._thread = thread
 
     def _assign_replies(self, consumer: Consumer, timeout: float) -> None:
-        try:
-            md = consumer.list_topics(self.topics.replies, timeout=timeout)
-        except KafkaException as exc:
-            raise BrokerUnavailableError(f"Kafka at {self.config.bootstrap} did not answer: {exc}") from exc
-        tmd = md.topics.get(self.topics.replies)
-        if tmd is None or tmd.error is not None or not tmd.partitions:
-            raise KadenceError(
-                f"topic {self.topics.replies} is missing: run `kadence topics apply` for namespace "
-                f"{self.config.namespace!r}")
+        """Assign every replies partition (checked at connect) at its current end."""
         tps = []
         deadline = time.monotonic() + timeout
-        for p in sorted(tmd.partitions):
+        for p in self._reply_partitions:
             while True:
                 try:
                     _low, high = consumer.get_watermark_offsets(TopicPartition(self.topics.replies, p), timeout=timeout)

@@ -83,6 +83,14 @@ def _events(obs, run):
     return obs.histories[("wf", run)]
 
 
+def _append_copy(events, event):
+    """A copy of ``event`` appended to the run as its next event; returns the copy."""
+    extra = copy.deepcopy(event)
+    extra["seq"] = len(events) + 1
+    events.append(extra)
+    return extra
+
+
 def _renumber(events):
     for i, e in enumerate(events, 1):
         e["seq"] = i
@@ -115,9 +123,7 @@ def test_two_results_for_one_activity(good):
     exp, obs, run = good
     events = _events(obs, run)
     done = next(e for e in events if _kind(e) == "ActivityTaskCompleted")
-    extra = copy.deepcopy(done)
-    extra["seq"] = len(events) + 1
-    events.append(extra)
+    _append_copy(events, done)
     assert any("has 2 results" in v.message for v in checker.check_history(obs))
 
 
@@ -192,9 +198,7 @@ def test_signal_lost_duplicated_or_unsent(good):
     exp, obs, run = good
     events = _events(obs, run)
     signaled = next(e for e in events if _kind(e) == "WorkflowSignaled")
-    twice = copy.deepcopy(signaled)
-    twice["seq"] = len(events) + 1
-    events.append(twice)
+    _append_copy(events, signaled)
     [v] = checker.check_signals(exp, obs)
     assert "appears 2 times" in v.message and v.workflow_ids == ("wf",)
 
@@ -217,9 +221,7 @@ def test_timer_early_twice_or_lost(good):
     assert "ms early" in v.message and v.workflow_ids == ("wf",)
 
     fired["timestamp_ms"] += 500
-    again = copy.deepcopy(fired)
-    again["seq"] = len(events) + 1
-    events.append(again)
+    again = _append_copy(events, fired)
     [v] = checker.check_timers(obs)
     assert "ended 2 times" in v.message
 
