@@ -1,4 +1,8 @@
-"""Avro serialization of every Kadence record, with fastavro.
+"""Avro serialization of every Kadence record.
+
+fastavro parses and validates the schemas and resolves records written with an older schema
+version; records of the current version are written and read by codecs compiled from the schema
+(``kadence.topics.avro_binary``, several times faster on records this small).
 
 Wire format: ``b"K" + version (1 byte) + Avro binary body``. The version names the frozen schema
 set in ``kadence.schemas`` that wrote the record, so old records decode with today's schemas by
@@ -11,6 +15,7 @@ written and read as a ``(short_name, dict)`` tuple.
 from __future__ import annotations
 
 import io
+import struct
 from functools import lru_cache
 
 import fastavro
@@ -18,6 +23,7 @@ from fastavro.read import SchemaResolutionError
 
 from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
 
+from .avro_binary import compile_reader, compile_writer
 from .errors import SchemaError
 
 __all__ = ["encode", "decode", "Codec", "codec", "MAGIC"]
@@ -35,22 +41,6 @@ def _strip_names(value):
         return {k: _strip_names(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_strip_names(v) for v in value]
-    return value
-
-
-def _qualify(value):
-    """Fully qualified union branch names, and every envelope's schema_version set to the
-    version the record is written with."""
-    if isinstance(value, tuple):
-        name, inner = value
-        return (name if "." in name else _NS + name, _qualify(inner))
-    if isinstance(value, dict):
-        out = {k: _qualify(v) for k, v in value.items()}
-        if "schema_version" in out:
-            out["schema_version"] = CURRENT_VERSION
-        return out
-    if isinstance(value, list):
-        return [_qualify(v) for v in value]
     return value
 
 
@@ -97,15 +87,17 @@ class Codec:
             raise SchemaError(f"unknown record type {record!r}")
         self._schema = current[full]
         self._writers = {v: _parsed(v).get(full) for v in available_versions()}
+        self._prefix = bytes((MAGIC, CURRENT_VERSION))
+        self._put = compile_writer(self._schema, CURRENT_VERSION)
+        self._get = compile_reader(self._schema)
 
     def encode(self, value: dict) -> bytes:
-        buf = io.BytesIO()
-        buf.write(bytes((MAGIC, CURRENT_VERSION)))
+        buf = bytearray(self._prefix)
         try:
-            fastavro.schemaless_writer(buf, self._schema, _qualify(value))
-        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+            self._put(buf, value)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError, struct.error) as exc:
             raise SchemaError(f"cannot encode {self.record}: {exc}") from exc
-        return buf.getvalue()
+        return bytes(buf)
 
     def decode(self, data: bytes | None) -> dict:
         if not data or len(data) < 2 or data[0] != MAGIC:
@@ -114,13 +106,20 @@ class Codec:
         writer = self._writers.get(version)
         if writer is None:
             raise SchemaError(f"{self.record} written with unknown schema version {version}")
+        if version == CURRENT_VERSION:
+            try:
+                value, end = self._get(data, 2)
+            except (EOFError, ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError, struct.error) as exc:
+                raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
+            if end != len(data):
+                raise SchemaError(f"trailing bytes after {self.record} record")
+            return value
+        # an older schema version: fastavro resolves it to the current schema
         buf = io.BytesIO(data)
         buf.seek(2)
         try:
-            value = fastavro.schemaless_reader(
-                buf, writer, None if version == CURRENT_VERSION else self._schema,
-                return_record_name=True, return_record_name_override=True,
-            )
+            value = fastavro.schemaless_reader(buf, writer, self._schema, return_record_name=True,
+                                               return_record_name_override=True)
         except (SchemaResolutionError, EOFError, ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError) as exc:
             raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
         if buf.tell() != len(data):

@@ -1,0 +1,399 @@
+"""Avro binary encoding and decoding of Kadence's own schemas, compiled once per record type.
+
+Why not fastavro here: fastavro's ``schemaless_writer`` and ``schemaless_reader`` re-collect the
+named schemas on every call and validate the value against each branch of every union it writes;
+with records this small that overhead dominates. Measured on the records of a 3-activity
+workflow (docs/decisions/0027): a history event took 27 us to encode and 28 us to decode, a
+workflow task 95 / 100 us, and encoding was over a third of the history processor's CPU. The
+functions built here walk a parsed schema once and return closures that do only the writing or
+reading. fastavro still parses and validates the schemas, and still decodes records written with
+an older schema version (Avro schema resolution); the codecs are checked byte for byte against
+fastavro in tests/unit/test_avro_binary.py.
+
+Conventions (those of ``kadence.topics.serde``): records are dicts; a union with more than one
+record branch takes and returns a ``(short_name, dict)`` tuple (a fully qualified name is
+accepted too); a union of null and one other type takes and returns the value itself. A field
+named ``schema_version`` is written as the version of the schema set in use.
+"""
+
+from __future__ import annotations
+
+import struct
+
+__all__ = ["compile_writer", "compile_reader", "AvroValueError"]
+
+
+class AvroValueError(ValueError):
+    """A value the schema cannot encode; the message starts with the path of the field."""
+
+
+_ABSENT = object()
+
+_DOUBLE = struct.Struct("<d")
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+_PRIMITIVES = ("null", "boolean", "int", "long", "double", "bytes", "string")
+
+
+def _put_long(buf: bytearray, n: int) -> None:
+    if not _LONG_MIN <= n <= _LONG_MAX:
+        raise OverflowError(f"{n} does not fit an Avro long")
+    n = (n << 1) ^ (n >> 63)
+    while n > 0x7F:
+        buf.append((n & 0x7F) | 0x80)
+        n >>= 7
+    buf.append(n)
+
+
+def _put_int(buf: bytearray, n: int) -> None:
+    if not _INT_MIN <= n <= _INT_MAX:
+        raise OverflowError(f"{n} does not fit an Avro int")
+    _put_long(buf, n)
+
+
+def _put_null(buf: bytearray, v) -> None:
+    if v is not None:
+        raise ValueError(f"{v!r} is not null")
+
+
+def _put_boolean(buf: bytearray, v) -> None:
+    buf.append(1 if v else 0)
+
+
+def _put_double(buf: bytearray, v) -> None:
+    buf += _DOUBLE.pack(v)
+
+
+def _put_bytes(buf: bytearray, v) -> None:
+    if not isinstance(v, (bytes, bytearray, memoryview)):
+        raise TypeError(f"expected bytes, got {type(v).__name__}")
+    _put_long(buf, len(v))
+    buf += v
+
+
+def _put_string(buf: bytearray, v) -> None:
+    b = v.encode()
+    _put_long(buf, len(b))
+    buf += b
+
+
+_PUT = {"null": _put_null, "boolean": _put_boolean, "int": _put_int, "long": _put_long,
+        "double": _put_double, "bytes": _put_bytes, "string": _put_string}
+
+
+def _accepts(kind: str, v) -> bool:
+    """Whether a union branch of this kind takes the Python value (for values without a name)."""
+    if kind == "null":
+        return v is None
+    if kind == "boolean":
+        return v is True or v is False
+    if kind in ("int", "long"):
+        return isinstance(v, int) and not isinstance(v, bool)
+    if kind == "double":
+        return isinstance(v, (float, int)) and not isinstance(v, bool)
+    if kind == "bytes":
+        return isinstance(v, (bytes, bytearray, memoryview))
+    if kind == "string":
+        return isinstance(v, str)
+    if kind in ("record", "map"):
+        return isinstance(v, dict)
+    if kind == "array":
+        return isinstance(v, (list, tuple))
+    return False
+
+
+def _short(name: str) -> str:
+    return name.rpartition(".")[2]
+
+
+class _Compiler:
+    """Builds the writer or reader of a type once per named type (named types may nest)."""
+
+    def __init__(self, named: dict, version: int):
+        self.named = named
+        self.version = version
+        self.writers: dict[str, object] = {}
+        self.readers: dict[str, object] = {}
+
+    def _resolve(self, schema):
+        if isinstance(schema, str) and schema not in _PRIMITIVES:
+            return self.named[schema]
+        return schema
+
+    @staticmethod
+    def _kind(schema) -> str:
+        if isinstance(schema, str):
+            return schema
+        if isinstance(schema, list):
+            return "union"
+        return schema["type"] if isinstance(schema["type"], str) else "union"
+
+    # -- writers -------------------------------------------------------------------------------
+
+    def writer(self, schema):
+        if isinstance(schema, str) and schema in _PUT:
+            return _PUT[schema]
+        if isinstance(schema, str):  # a named type, maybe not compiled yet (recursion)
+            if schema not in self.writers:
+                self.writers[schema] = None
+                self.writers[schema] = self.writer(self.named[schema])
+            done = self.writers[schema]
+            if done is not None:
+                return done
+            return lambda buf, v, _n=schema: self.writers[_n](buf, v)
+        if isinstance(schema, list):
+            return self._union_writer(schema)
+        kind = schema["type"]
+        if kind in _PUT:
+            return _PUT[kind]
+        if kind == "record":
+            return self._record_writer(schema)
+        if kind == "array":
+            return self._array_writer(self.writer(schema["items"]))
+        if kind == "map":
+            return self._map_writer(self.writer(schema["values"]))
+        raise ValueError(f"unsupported Avro type {kind!r}")
+
+    def _record_writer(self, schema):
+        version = self.version
+        fields = []
+        for f in schema["fields"]:
+            put, default = self.writer(f["type"]), f.get("default")
+            if f["name"] == "schema_version":  # stamped with the writing version when given
+                put = (lambda buf, v, _put=put, _default=default:  # noqa: E731
+                       _put(buf, _default if v is _ABSENT else version))
+                default = _ABSENT
+            fields.append((f["name"], put, default))
+        fields = tuple(fields)
+
+        def put_record(buf, rec):
+            get = rec.get
+            for name, put, default in fields:
+                try:
+                    put(buf, get(name, default))
+                except AvroValueError as exc:
+                    raise AvroValueError(f"{name}.{exc}") from None
+                except (ValueError, TypeError, AttributeError, OverflowError, struct.error) as exc:
+                    if name not in rec:
+                        raise AvroValueError(f"{name}: required field missing") from None
+                    raise AvroValueError(f"{name}: {exc}") from None
+        return put_record
+
+    @staticmethod
+    def _array_writer(put_item):
+        def put_array(buf, items):
+            if len(items):  # len: None is not an empty array
+                _put_long(buf, len(items))
+                for item in items:
+                    put_item(buf, item)
+            buf.append(0)
+        return put_array
+
+    @staticmethod
+    def _map_writer(put_value):
+        def put_map(buf, mapping):
+            if len(mapping):
+                _put_long(buf, len(mapping))
+                for k, v in mapping.items():
+                    _put_string(buf, k)
+                    put_value(buf, v)
+            buf.append(0)
+        return put_map
+
+    def _union_writer(self, branches):
+        by_name: dict[str, tuple[bytes, object]] = {}
+        typed = []  # (kind, index prefix, writer, field names) in branch order
+        for i, branch in enumerate(branches):
+            prefix = bytearray()
+            _put_long(prefix, i)
+            prefix = bytes(prefix)
+            put = self.writer(branch)
+            resolved = self._resolve(branch)
+            kind = self._kind(resolved)
+            names = None
+            if isinstance(resolved, dict) and "name" in resolved:
+                by_name[resolved["name"]] = by_name[_short(resolved["name"])] = (prefix, put)
+                names = frozenset(f["name"] for f in resolved.get("fields", ()))
+            else:
+                by_name[kind] = (prefix, put)
+            typed.append((kind, prefix, put, names))
+        typed = tuple(typed)
+        null = by_name.get("null", (None,))[0]
+        if null is not None and len(typed) == 2:  # ["null", T]: the common case, no search
+            (_, p0, w0, _), (_, p1, w1, _) = typed
+            if p0 == null:
+                def put_optional(buf, v):
+                    if v is None:
+                        buf += p0
+                    else:
+                        buf += p1
+                        w1(buf, v)
+            else:
+                def put_optional(buf, v):
+                    if v is None:
+                        buf += p1
+                    else:
+                        buf += p0
+                        w0(buf, v)
+            return put_optional
+
+        def put_union(buf, v):
+            if type(v) is tuple:
+                name, v = v
+                try:
+                    prefix, put = by_name[name]
+                except KeyError:
+                    raise ValueError(f"union has no branch named {name!r}") from None
+                buf += prefix
+                put(buf, v)
+                return
+            best = None
+            for kind, prefix, put, names in typed:
+                if _accepts(kind, v):
+                    if names is None:
+                        best = (prefix, put)
+                        break
+                    overlap = len(names.intersection(v))  # like fastavro: the record with most fields
+                    if best is None or overlap > best[2]:
+                        best = (prefix, put, overlap)
+            if best is None:
+                raise ValueError(f"no union branch takes a {type(v).__name__}")
+            buf += best[0]
+            best[1](buf, v)
+        return put_union
+
+    # -- readers -------------------------------------------------------------------------------
+
+    def reader(self, schema):
+        if isinstance(schema, str) and schema in _GET:
+            return _GET[schema]
+        if isinstance(schema, str):
+            if schema not in self.readers:
+                self.readers[schema] = None
+                self.readers[schema] = self.reader(self.named[schema])
+            done = self.readers[schema]
+            if done is not None:
+                return done
+            return lambda data, pos, _n=schema: self.readers[_n](data, pos)
+        if isinstance(schema, list):
+            return self._union_reader(schema)
+        kind = schema["type"]
+        if kind in _GET:
+            return _GET[kind]
+        if kind == "record":
+            fields = tuple((f["name"], self.reader(f["type"])) for f in schema["fields"])
+
+            def get_record(data, pos):
+                rec = {}
+                for name, get in fields:
+                    rec[name], pos = get(data, pos)
+                return rec, pos
+            return get_record
+        if kind == "array":
+            return self._block_reader(self.reader(schema["items"]), keyed=False)
+        if kind == "map":
+            return self._block_reader(self.reader(schema["values"]), keyed=True)
+        raise ValueError(f"unsupported Avro type {kind!r}")
+
+    @staticmethod
+    def _block_reader(get_item, keyed: bool):
+        def get_blocks(data, pos):
+            out = {} if keyed else []
+            while True:
+                count, pos = _get_long(data, pos)
+                if count == 0:
+                    return out, pos
+                if count < 0:  # a block with its size in bytes
+                    count = -count
+                    _, pos = _get_long(data, pos)
+                for _ in range(count):
+                    if keyed:
+                        k, pos = _get_string(data, pos)
+                        out[k], pos = get_item(data, pos)
+                    else:
+                        item, pos = get_item(data, pos)
+                        out.append(item)
+        return get_blocks
+
+    def _union_reader(self, branches):
+        resolved = [self._resolve(b) for b in branches]
+        records = sum(1 for r in resolved if self._kind(r) == "record")
+        gets = []
+        for branch, r in zip(branches, resolved):
+            get = self.reader(branch)
+            if records > 1 and self._kind(r) == "record":  # named: (short name, record)
+                get = self._named(get, _short(r["name"]))
+            gets.append(get)
+        gets = tuple(gets)
+        n = len(gets)
+
+        def get_union(data, pos):
+            i, pos = _get_long(data, pos)
+            if not 0 <= i < n:
+                raise ValueError(f"union branch {i} out of range")
+            return gets[i](data, pos)
+        return get_union
+
+    @staticmethod
+    def _named(get, name):
+        def get_named(data, pos):
+            v, pos = get(data, pos)
+            return (name, v), pos
+        return get_named
+
+
+def _get_long(data: bytes, pos: int):
+    b = data[pos]
+    pos += 1
+    n = b & 0x7F
+    shift = 7
+    while b & 0x80:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if shift > 70:
+            raise ValueError("varint longer than 10 bytes")
+    return (n >> 1) ^ -(n & 1), pos
+
+
+def _get_null(data: bytes, pos: int):
+    return None, pos
+
+
+def _get_boolean(data: bytes, pos: int):
+    return data[pos] != 0, pos + 1
+
+
+def _get_double(data: bytes, pos: int):
+    return _DOUBLE.unpack_from(data, pos)[0], pos + 8
+
+
+def _get_bytes(data: bytes, pos: int):
+    n, pos = _get_long(data, pos)
+    end = pos + n
+    if n < 0 or end > len(data):
+        raise EOFError("bytes run past the end of the record")
+    return data[pos:end], end
+
+
+def _get_string(data: bytes, pos: int):
+    n, pos = _get_long(data, pos)
+    end = pos + n
+    if n < 0 or end > len(data):
+        raise EOFError("string runs past the end of the record")
+    return data[pos:end].decode(), end
+
+
+_GET = {"null": _get_null, "boolean": _get_boolean, "int": _get_long, "long": _get_long,
+        "double": _get_double, "bytes": _get_bytes, "string": _get_string}
+
+
+def compile_writer(schema: dict, version: int):
+    """``put(buf: bytearray, value)`` for a schema parsed by fastavro (``__named_schemas`` set)."""
+    return _Compiler(schema.get("__named_schemas", {}), version).writer(schema)
+
+
+def compile_reader(schema: dict):
+    """``get(data: bytes, pos) -> (value, pos)`` for a schema parsed by fastavro."""
+    return _Compiler(schema.get("__named_schemas", {}), 0).reader(schema)
