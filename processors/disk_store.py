@@ -22,7 +22,7 @@ import struct
 from collections import OrderedDict
 from pathlib import Path
 
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from kadence.topics import serde
 
@@ -51,6 +51,11 @@ class DiskShardStore:
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir(parents=True, exist_ok=True)
         self._db = Rdict(str(self.path), _options())
+        # no write-ahead log: the database is wiped at open and rebuilt from Kafka, so nothing in
+        # it has to survive a crash (measured: a put costs a third of what it costs with the WAL)
+        no_wal = WriteOptions()
+        no_wal.disable_wal = True
+        self._db.set_write_options(no_wal)
         self._state_codec = serde.codec("WorkflowState")
         self._event_codec = serde.codec("HistoryEvent")
         self._cache: OrderedDict[str, dict] = OrderedDict()
@@ -108,13 +113,15 @@ class DiskShardStore:
         return [decode(v) for _k, v in self._range(prefix, prefix + _SEQ.pack(since + 1))]
 
     def _range(self, prefix: bytes, start: bytes):
-        it = self._db.iter()
+        # the upper bound stops the iterator at the end of the prefix; without it, stepping past
+        # the last key walks over every deleted key that follows (closed runs' histories, until
+        # compaction): 117 us per step measured, most of the store's time
+        bounded = ReadOptions()
+        bounded.set_iterate_upper_bound(prefix[:-1] + bytes((prefix[-1] + 1,)))
+        it = self._db.iter(bounded)
         it.seek(start)
         while it.valid():
-            key = it.key()
-            if not key.startswith(prefix):
-                return
-            yield key, it.value()
+            yield it.key(), it.value()
             it.next()
 
     def append_history(self, workflow_id: str, run_id: str, events: list[dict],
@@ -147,9 +154,12 @@ class DiskShardStore:
             return False
         self._open -= 1
         wb.delete(b"r" + wid)
+        # point deletes, not delete_range: range tombstones slowed every later read of the
+        # database (each get and seek checks them until compaction)
         for tag in (b"h", b"q"):
             prefix = tag + wid + b"\x00"
-            wb.delete_range(prefix, prefix[:-1] + b"\x01")
+            for key, _ in self._range(prefix, prefix):
+                wb.delete(key)
         return True
 
     # -- sizes and lifecycle --------------------------------------------------------------------

@@ -89,3 +89,19 @@ def test_history_of_another_run_is_not_returned(stores):
     assert disk.get_history("w", "r1") == []
     assert not disk.request_seen("w", "r2", "a")
     assert disk.open_runs() == 1
+
+
+def test_dropping_a_history_deletes_its_keys_and_only_those(stores):
+    _memory, disk = stores
+    for wf in ("w1", "w10", "w2"):  # "w1" is a byte prefix of "w10": the separator keeps them apart
+        disk.append_history(wf, "r", [_event(wf, "r", s, f"req-{wf}-{s}") for s in (1, 2, 3)])
+    disk.drop_history("w1")
+    assert disk.get_history("w1", "r") == []
+    assert not disk.request_seen("w1", "r", "req-w1-2")
+    assert [e["seq"] for e in disk.get_history("w10", "r")] == [1, 2, 3]
+    assert [e["seq"] for e in disk.get_history("w2", "r", since=1)] == [2, 3]
+    assert disk.request_seen("w10", "r", "req-w10-3")
+    left = [bytes(k) for k in disk._db.keys()]
+    assert not [k for k in left if k[1:].startswith(b"w1\x00")], left
+    assert len([k for k in left if k[:1] == b"h"]) == 6
+    assert disk.open_runs() == 2
