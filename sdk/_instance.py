@@ -462,7 +462,7 @@ class WorkflowInstance:
 
     def discard(self) -> None:
         """Forget this instance (cache eviction) without running any more workflow code."""
-        for task in asyncio.all_tasks(self.loop):
+        for task in self.loop.tasks():
             task._log_destroy_pending = False  # evicted on purpose, not leaked
         self.loop.close()
 

@@ -15,6 +15,7 @@ import logging
 import sys
 import threading
 import time
+import weakref
 
 from kadence.topics.errors import NotDeterministicError
 
@@ -79,6 +80,9 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         self.owner = owner
         #: exceptions raised by callbacks (not by tasks, which keep theirs)
         self.errors: list[BaseException] = []
+        #: this loop's tasks (``asyncio.all_tasks(loop)`` walks every task of the process: with
+        #: hundreds of workflows cached that was a seventh of a busy worker's CPU)
+        self._tasks: weakref.WeakSet = weakref.WeakSet()
 
     # -- the parts workflow code uses ----------------------------------------------------------
 
@@ -97,7 +101,13 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         return asyncio.Future(loop=self)
 
     def create_task(self, coro, *, name=None, context=None) -> asyncio.Task:
-        return asyncio.Task(coro, loop=self, name=name, context=context)
+        task = asyncio.Task(coro, loop=self, name=name, context=context)
+        self._tasks.add(task)
+        return task
+
+    def tasks(self) -> list[asyncio.Task]:
+        """The tasks created on this loop that are not done."""
+        return [t for t in self._tasks if not t.done()]
 
     def get_debug(self) -> bool:
         return False

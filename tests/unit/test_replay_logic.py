@@ -111,3 +111,26 @@ def test_duplicate_start_gets_first_answer_and_stale_completion_is_ignored():
     out = h.send("wf-4", "RespondWorkflowTaskCompleted", {"scheduled_seq": 99, "commands": []},
                  run_id=first.replies[0]["run_id"])
     assert out.stale == 1 and len(h.events) == n
+
+
+def test_discarding_a_cached_instance_silences_only_its_own_pending_tasks(caplog):
+    import gc
+
+    h = Harness()
+    h.start("wf-d1", "Three", [1])
+    task = h.take_tasks("workflow")[0]
+    inst = _instance(Three, task)
+    assert inst.apply(task["events"], task["scheduled_seq"])  # the first activity is scheduled
+    pending = inst.loop.tasks()
+    assert pending and not any(t.done() for t in pending)  # the run waits on its activity
+    other = _instance(Three, task)
+    other.apply(task["events"], task["scheduled_seq"])
+    others = other.loop.tasks()
+    inst.discard()
+    assert all(t._log_destroy_pending is False for t in pending)
+    assert all(t._log_destroy_pending is True for t in others)  # another instance's tasks untouched
+    del inst, pending, task
+    with caplog.at_level("ERROR", logger="asyncio"):
+        gc.collect()
+    assert "Task was destroyed but it is pending" not in caplog.text
+    other.discard()
