@@ -145,6 +145,17 @@ class BatchView:
         staged = [e for e in self.new_events.get(workflow_id, ()) if e["run_id"] == run_id and e["seq"] > since]
         return self._store.get_history(workflow_id, run_id, since) + staged
 
+    def task_events(self, workflow_id: str, run_id: str, since: int, upto: int | None = None) -> list:
+        """The run's events with ``since`` < seq <= ``upto`` for a workflow task: committed and
+        staged; a store that keeps encoded records hands them over without decoding them."""
+        staged = [e for e in self.new_events.get(workflow_id, ())
+                  if e["run_id"] == run_id and e["seq"] > since and (upto is None or e["seq"] <= upto)]
+        encoded = getattr(self._store, "get_history_encoded", None)
+        if encoded is not None:
+            return encoded(workflow_id, run_id, since, upto) + staged
+        committed = self._store.get_history(workflow_id, run_id, since)
+        return [e for e in committed if upto is None or e["seq"] <= upto] + staged
+
     def commit_into(self, store) -> None:
         encoded = getattr(store, "KEEPS_ENCODED", False)
         for wf in self.tombstones():
@@ -263,11 +274,10 @@ def workflow_task_needed(view: BatchView, out: Outbox, st: dict, ts: int) -> Non
 
 def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool, query: dict | None = None) -> None:
     since = 0 if full else st["wt_last_completed_seq"]
-    events = view.history(st["workflow_id"], st["run_id"], since)
-    if query is None and st["wt_scheduled_seq"]:
-        # a workflow task is the history up to its WorkflowTaskScheduled event; events recorded
-        # after it (a redispatch for RequestWorkflowHistory) belong to the next task
-        events = [e for e in events if e["seq"] <= st["wt_scheduled_seq"]]
+    # a workflow task is the history up to its WorkflowTaskScheduled event; events recorded
+    # after it (a redispatch for RequestWorkflowHistory) belong to the next task
+    upto = st["wt_scheduled_seq"] if query is None and st["wt_scheduled_seq"] else None
+    events = view.task_events(st["workflow_id"], st["run_id"], since, upto)
     out.tasks.append(("workflow", st["task_queue"], {
         "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
         "task_queue": st["task_queue"], "scheduled_seq": st["wt_scheduled_seq"] or 0,

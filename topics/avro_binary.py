@@ -20,7 +20,15 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["compile_writer", "compile_reader", "AvroValueError"]
+__all__ = ["compile_writer", "compile_reader", "AvroValueError", "Encoded"]
+
+
+class Encoded(bytes):
+    """A record's Avro body, already encoded with the current schema set: written as it is
+    wherever a record of its type is expected (a workflow task carries history events that the
+    processor holds encoded; decoding and encoding them again was a tenth of its CPU)."""
+
+    __slots__ = ()
 
 
 class AvroValueError(ValueError):
@@ -167,6 +175,9 @@ class _Compiler:
         fields = tuple(fields)
 
         def put_record(buf, rec):
+            if rec.__class__ is Encoded:
+                buf += rec
+                return
             get = rec.get
             for name, put, default in fields:
                 try:

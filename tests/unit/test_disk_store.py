@@ -7,6 +7,8 @@ import random
 import pytest
 
 from kadence.processors.disk_store import DiskShardStore
+from kadence.processors.effects import BatchView
+from kadence.schemas import CURRENT_VERSION
 from kadence.processors.store import MemoryShardStore
 from kadence.topics import serde
 
@@ -32,6 +34,28 @@ def _state(wf: str, run: str, status: str = "running") -> dict:
 def _wire(events: list[dict]) -> list[dict]:
     """As read back from bytes (the disk store's form: ``schema_version`` says who wrote it)."""
     return [serde.decode("HistoryEvent", serde.encode("HistoryEvent", e)) for e in events]
+
+
+def _task_bytes(store, wf: str, run: str, since: int, upto: int | None) -> bytes:
+    """A workflow task of the events a batch view hands over (the disk store's stay encoded),
+    with one more event staged in the batch, as the processor writes it."""
+    view = BatchView(store)
+    staged = _event(wf, run, 10_000, "staged")
+    view.append(wf, staged)
+    events = view.task_events(wf, run, since, upto)
+    return serde.encode("WorkflowTask", {
+        "workflow_id": wf, "run_id": run, "workflow_type": "T", "task_queue": "q", "scheduled_seq": 1,
+        "attempt": 1, "full_history": since == 0, "events": events, "schema_version": 0, "trace_id": None,
+        "query": None, "build_id": None})
+
+
+def test_an_event_stored_by_an_older_schema_version_is_handed_over_decoded(stores):
+    _memory, disk = stores
+    old = bytearray(serde.encode("HistoryEvent", _event("w", "r", 1)))
+    old[1] = CURRENT_VERSION - 1  # the v5 HistoryEvent has the same body: it decodes by resolution
+    disk.append_history("w", "r", [_event("w", "r", 1)], [bytes(old)])
+    [event] = disk.get_history_encoded("w", "r")
+    assert isinstance(event, dict) and event["seq"] == 1
 
 
 @pytest.fixture
@@ -76,6 +100,8 @@ def test_random_operations_agree(stores):
         since = rng.randint(0, max(0, seqs.get(wf, 0)))
         assert disk.get_history(wf, run, since) == _wire(memory.get_history(wf, run, since)), (step, wf)
         assert disk.get_state(wf) == memory.get_state(wf), (step, wf)
+        upto = rng.choice([None, since + rng.randint(0, 3)])
+        assert _task_bytes(disk, wf, run, since, upto) == _task_bytes(memory, wf, run, since, upto), (step, wf)
         rid = f"req-{rng.randint(0, step)}-0"
         assert disk.request_seen(wf, run, rid) == memory.request_seen(wf, run, rid), (step, wf, rid)
         assert len(disk) == len(memory) and disk.open_runs() == memory.open_runs(), step
