@@ -106,7 +106,8 @@ def _levels(raw: str) -> list:
 def new_namespace(settings: Settings, tag: str, *, queues=(QUEUE,)) -> KafkaConfig:
     """A fresh namespace with its topics (and the task topics of ``queues``) created."""
     ns = f"b{tag.replace('_', '-')}-{uuid.uuid4().hex[:6]}"[:60]
-    config = KafkaConfig(bootstrap=settings.bootstrap, namespace=ns, partitions=settings.partitions)
+    # from_env: the other settings (KADENCE_CLIENT_LINGER_MS, security) as the engine processes get them
+    config = KafkaConfig.from_env(bootstrap=settings.bootstrap, namespace=ns, partitions=settings.partitions)
     cat = Catalogue(config)
     specs = cat.core_specs() + [s for q in queues for s in cat.queue_specs(q)]
     cat.apply(specs)

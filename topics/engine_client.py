@@ -38,7 +38,7 @@ class EngineClient:
     def __init__(self, config: KafkaConfig, *, connect_timeout: float = 15.0):
         self.config = config
         self.topics = Catalogue(config)
-        self._producer = Producer(config.producer(**{"linger.ms": 0}))
+        self._producer = Producer(config.producer(**{"linger.ms": config.client_linger_ms}))
         #: (workflow_id, request_id) -> future of the reply; the same key for two workflows is
         #: two requests
         self._pending: dict[tuple[str, str], cf.Future] = {}
