@@ -1,0 +1,139 @@
+"""``python -m bench.codecs [N]``: Avro encode/decode time per record type, Kadence's compiled
+codecs against fastavro, in one run, on the records of N three-activity workflows.
+
+No broker needed: the workflows run through the state machine and the SDK's workflow instance in
+memory (decision 0027 quotes this run)."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from collections import defaultdict
+
+import fastavro
+
+from kadence._instance import WorkflowInfo, WorkflowInstance
+from kadence.processors.effects import BatchView, Outbox
+from kadence.processors.state_machine import transition
+from kadence.processors.store import MemoryShardStore
+from kadence.schemas import CURRENT_VERSION
+from kadence.topics import serde
+from kadence.topics.payload import JsonConverter
+from kadence.topics.records import command, now_ms
+
+from .workloads import ThreeActivities
+
+
+def _records(n: int) -> dict[str, list[dict]]:
+    """Every record the engine and the worker encode while ``n`` workflows run to completion."""
+    conv = JsonConverter()
+    store, defn = MemoryShardStore(0), ThreeActivities.__kadence_workflow__
+    recs: dict[str, list[dict]] = defaultdict(list)
+    tasks: list = []
+    instances: dict[str, WorkflowInstance] = {}
+
+    def send(wf, body_type, body, request_id, run_id=None):
+        cmd = serde.decode("Command", serde.encode("Command", command(wf, body_type, body, request_id=request_id,
+                                                                           run_id=run_id)))
+        recs["Command"].append(cmd)
+        view, out = BatchView(store), Outbox()
+        transition(cmd, view, out, now_ms())
+        view.commit_into(store)
+        recs["HistoryEvent"] += [e for _, e in out.events]
+        recs["WorkflowState"] += list(view.states.values())
+        recs["Reply"] += out.replies
+        for kind, _, task in out.tasks:
+            recs["WorkflowTask" if kind == "workflow" else "ActivityTask"].append(task)
+            tasks.append((kind, task))
+
+    for i in range(n):
+        send(f"wf-{i}", "StartWorkflow", {"workflow_type": defn.name, "task_queue": "q",
+                                          "input": conv.to_bytes([i])}, f"start-{i}")
+    while tasks:
+        kind, task = tasks.pop(0)
+        wf, run = task["workflow_id"], task["run_id"]
+        if kind == "workflow":
+            inst = instances.get(wf) or instances.setdefault(
+                wf, WorkflowInstance(defn, WorkflowInfo(wf, run, defn.name, "q"), conv))
+            commands = inst.apply(task["events"], task["scheduled_seq"])
+            send(wf, "RespondWorkflowTaskCompleted", {"scheduled_seq": task["scheduled_seq"], "commands": commands},
+                 f"wt-{wf}-{task['scheduled_seq']}", run)
+        else:
+            result = conv.to_bytes(conv.from_bytes(task["input"])[0] + 1)
+            send(wf, "RespondActivityTaskCompleted", {"activity_id": task["activity_id"], "attempt": task["attempt"],
+                                                      "scheduled_seq": task["scheduled_seq"], "result": result},
+                 f"at-{wf}-{task['scheduled_seq']}", run)
+    return recs
+
+
+def _qualified(value):
+    """fastavro's form of a value: fully qualified union names, envelopes stamped."""
+    if isinstance(value, tuple):
+        return (value[0] if "." in value[0] else "kadence." + value[0], _qualified(value[1]))
+    if isinstance(value, dict):
+        out = {k: _qualified(v) for k, v in value.items()}
+        if "schema_version" in out:
+            out["schema_version"] = CURRENT_VERSION
+        return out
+    if isinstance(value, list):
+        return [_qualified(v) for v in value]
+    return value
+
+
+def _short(value):
+    """What serde did after fastavro read a record: short union names."""
+    if isinstance(value, tuple):
+        return (value[0].rpartition(".")[2], _short(value[1]))
+    if isinstance(value, dict):
+        return {k: _short(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_short(v) for v in value]
+    return value
+
+
+def _per_record(fn, items) -> float:
+    t0 = time.perf_counter()
+    for item in items:
+        fn(item)
+    return (time.perf_counter() - t0) / len(items) * 1e6
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    n = int(argv[0]) if argv else 300
+    recs = _records(n)
+    print(f"{n} three-activity workflows; microseconds per record; fastavro = the serde path before "
+          f"decision 0027 (with its union-name mapping), x = speed-up")
+    print(f"{'record':14} {'per wf':>6} {'bytes':>6} {'enc fastavro':>13} {'enc ours':>9} {'x':>5} "
+          f"{'dec fastavro':>13} {'dec ours':>9} {'x':>5}")
+    totals = [0.0, 0.0]
+    for name, values in sorted(recs.items()):
+        codec = serde.codec(name)
+        schema = codec._schema
+        raws = [codec.encode(v) for v in values]
+
+        def fa_encode(v, schema=schema):
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, schema, _qualified(v))
+
+        def fa_decode(raw, schema=schema):
+            buf = io.BytesIO(raw)
+            buf.seek(2)
+            _short(fastavro.schemaless_reader(buf, schema, None, return_record_name=True,
+                                              return_record_name_override=True))
+
+        e_fa, e_us = _per_record(fa_encode, values), _per_record(codec.encode, values)
+        d_fa, d_us = _per_record(fa_decode, raws), _per_record(codec.decode, raws)
+        per_wf = len(values) / n
+        totals[0] += e_fa * per_wf
+        totals[1] += e_us * per_wf
+        print(f"{name:14} {per_wf:6.2f} {sum(map(len, raws)) / len(raws):6.0f} {e_fa:13.1f} {e_us:9.1f} "
+              f"{e_fa / e_us:5.1f} {d_fa:13.1f} {d_us:9.1f} {d_fa / d_us:5.1f}")
+    print(f"encoding per workflow: fastavro {totals[0] / 1000:.3f} ms, compiled {totals[1] / 1000:.3f} ms "
+          f"({totals[0] / totals[1]:.1f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
