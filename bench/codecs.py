@@ -92,6 +92,22 @@ def _short(value):
     return value
 
 
+def fastavro_encode(record: str, value: dict) -> bytes:
+    """``serde.encode`` as it was before decision 0027: fastavro, after qualifying union names."""
+    buf = io.BytesIO()
+    buf.write(bytes((serde.MAGIC, CURRENT_VERSION)))
+    fastavro.schemaless_writer(buf, serde.codec(record)._schema, _qualified(value))
+    return buf.getvalue()
+
+
+def fastavro_decode(record: str, data: bytes) -> dict:
+    """``serde.decode`` of a current-version record as it was before decision 0027."""
+    buf = io.BytesIO(data)
+    buf.seek(2)
+    return _short(fastavro.schemaless_reader(buf, serde.codec(record)._schema, None, return_record_name=True,
+                                             return_record_name_override=True))
+
+
 def _per_record(fn, items) -> float:
     t0 = time.perf_counter()
     for item in items:
@@ -110,18 +126,13 @@ def main(argv=None) -> int:
     totals = [0.0, 0.0]
     for name, values in sorted(recs.items()):
         codec = serde.codec(name)
-        schema = codec._schema
         raws = [codec.encode(v) for v in values]
 
-        def fa_encode(v, schema=schema):
-            buf = io.BytesIO()
-            fastavro.schemaless_writer(buf, schema, _qualified(v))
+        def fa_encode(v, name=name):
+            fastavro_encode(name, v)
 
-        def fa_decode(raw, schema=schema):
-            buf = io.BytesIO(raw)
-            buf.seek(2)
-            _short(fastavro.schemaless_reader(buf, schema, None, return_record_name=True,
-                                              return_record_name_override=True))
+        def fa_decode(raw, name=name):
+            fastavro_decode(name, raw)
 
         e_fa, e_us = _per_record(fa_encode, values), _per_record(codec.encode, values)
         d_fa, d_us = _per_record(fa_decode, raws), _per_record(codec.decode, raws)

@@ -136,19 +136,22 @@ class _Compiler:
             return "union"
         return schema["type"] if isinstance(schema["type"], str) else "union"
 
+    def _named_type(self, built: dict, name: str, build):
+        """The writer or reader of a named type, built once; while it is being built (a type that
+        contains itself, like Failure.cause) a stand-in that calls the finished one."""
+        if name not in built:
+            built[name] = None
+            built[name] = build(self.named[name])
+        done = built[name]
+        return done if done is not None else (lambda *args: built[name](*args))
+
     # -- writers -------------------------------------------------------------------------------
 
     def writer(self, schema):
         if isinstance(schema, str) and schema in _PUT:
             return _PUT[schema]
-        if isinstance(schema, str):  # a named type, maybe not compiled yet (recursion)
-            if schema not in self.writers:
-                self.writers[schema] = None
-                self.writers[schema] = self.writer(self.named[schema])
-            done = self.writers[schema]
-            if done is not None:
-                return done
-            return lambda buf, v, _n=schema: self.writers[_n](buf, v)
+        if isinstance(schema, str):
+            return self._named_type(self.writers, schema, self.writer)
         if isinstance(schema, list):
             return self._union_writer(schema)
         kind = schema["type"]
@@ -279,13 +282,7 @@ class _Compiler:
         if isinstance(schema, str) and schema in _GET:
             return _GET[schema]
         if isinstance(schema, str):
-            if schema not in self.readers:
-                self.readers[schema] = None
-                self.readers[schema] = self.reader(self.named[schema])
-            done = self.readers[schema]
-            if done is not None:
-                return done
-            return lambda data, pos, _n=schema: self.readers[_n](data, pos)
+            return self._named_type(self.readers, schema, self.reader)
         if isinstance(schema, list):
             return self._union_reader(schema)
         kind = schema["type"]

@@ -34,7 +34,7 @@ class _IdSource:
     """Unique IDs in UUID form: 74 random bits drawn once per process, then a 48-bit counter.
 
     ``uuid.uuid4()`` per event and request was 6-9 % of the history processor's CPU; this is a
-    tenth of its cost. IDs stay unique across processes (a new random part per process, drawn
+    sixth of its cost. IDs stay unique across processes (a new random part per process, drawn
     again in a forked child) and never repeat within one (2**48 IDs before the counter wraps)."""
 
     def __init__(self):

@@ -4,10 +4,9 @@ read back what fastavro reads, for every record type and every union branch; bro
 
 from __future__ import annotations
 
-import io
-
-import fastavro
 import pytest
+
+from bench.codecs import fastavro_decode, fastavro_encode
 
 from kadence.schemas import CURRENT_VERSION, load_schema_set
 from kadence.topics import serde
@@ -18,47 +17,7 @@ from .engine_harness import Harness
 from .test_schema_evolution import Samples
 from .test_replay_logic import Three, _drive
 
-NS = "kadence."
 RECORDS = sorted(s["name"] for s in load_schema_set())
-
-
-def _qualified(value):
-    """The value as fastavro wants it: fully qualified union names; envelopes stamped."""
-    if isinstance(value, tuple):
-        return (value[0] if "." in value[0] else NS + value[0], _qualified(value[1]))
-    if isinstance(value, dict):
-        out = {k: _qualified(v) for k, v in value.items()}
-        if "schema_version" in out:
-            out["schema_version"] = CURRENT_VERSION
-        return out
-    if isinstance(value, list):
-        return [_qualified(v) for v in value]
-    return value
-
-
-def _short(value):
-    if isinstance(value, tuple):
-        return (value[0].rpartition(".")[2], _short(value[1]))
-    if isinstance(value, dict):
-        return {k: _short(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_short(v) for v in value]
-    return value
-
-
-def fastavro_encode(record: str, value: dict) -> bytes:
-    buf = io.BytesIO()
-    buf.write(bytes((serde.MAGIC, CURRENT_VERSION)))
-    fastavro.schemaless_writer(buf, serde.codec(record)._schema, _qualified(value))
-    return buf.getvalue()
-
-
-def fastavro_decode(record: str, data: bytes) -> dict:
-    buf = io.BytesIO(data)
-    buf.seek(2)
-    value = fastavro.schemaless_reader(buf, serde.codec(record)._schema, None, return_record_name=True,
-                                       return_record_name_override=True)
-    return _short(value)
 
 
 def _samples(record: str) -> list[dict]:
