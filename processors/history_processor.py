@@ -200,6 +200,8 @@ class HistoryProcessor:
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
         self.committed_batches = 0
+        #: partitions paused while a batch is processed (``_pause_fetching``)
+        self._paused: list[TopicPartition] = []
         self._watchdog = TxnWatchdog(config.txn_stall_exit_s, self._stalled)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -262,7 +264,11 @@ class HistoryProcessor:
                 self._builds.poll()  # after the commands: a promotion acknowledged before a start is seen by it
                 fired = self._due_deadlines()
                 if msgs or fired:
-                    self._process_batch(msgs, fired)
+                    self._pause_fetching(len(msgs))
+                    try:
+                        self._process_batch(msgs, fired)
+                    finally:
+                        self._resume_fetching()
         finally:
             self._watchdog.stop()
             self._shutdown()
@@ -342,6 +348,35 @@ class HistoryProcessor:
                 fired[p] = due
                 room -= len(due)
         return fired
+
+    def _pause_fetching(self, taken: int) -> None:
+        """Stop fetching commands while a batch is processed (decision 0028).
+
+        With commands arriving all the time, librdkafka fetches again as soon as a fetch returns:
+        about 30 fetches of a few records each per batch, each a broker request. Paused, the
+        commands wait in Kafka; fetching resumes when the transaction is sent for commit, so the
+        next batch is fetched while the commit completes. Not when the batch was full: then
+        more are queued already, and a pause would drop them (librdkafka discards a paused
+        partition's fetched records and fetches them again on resume)."""
+        if taken == 0 or taken >= self.config.max_batch:
+            return
+        self._paused = self._consumer.assignment()
+        if self._paused:
+            self._consumer.pause(self._paused)
+
+    def _resume_fetching(self) -> None:
+        paused, self._paused = self._paused, []
+        if not paused:
+            return
+        # no poll ran since the pause, so no rebalance either: the assignment is the same
+        self._consumer.resume(paused)
+        # librdkafka does not wake its fetcher on resume: the next fetch would start only at the
+        # fetcher's next periodic look, up to a second later (measured: 950 ms). A seek to where
+        # the consumer stands (the next fetch position the pause kept) wakes it; without the
+        # leader epoch, the seek does not ask the broker to validate the position again.
+        for tp in self._consumer.position(paused):
+            if tp.offset >= 0:
+                self._consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset))
 
     def _poll_batch(self, timeout: float = 0.1) -> list:
         """Adaptive batch: wait for the first command, then take whatever else is ready."""
@@ -430,6 +465,7 @@ class HistoryProcessor:
             if offsets:
                 tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
                 producer.send_offsets_to_transaction(tps, self._consumer.consumer_group_metadata(), 30)
+            self._resume_fetching()  # the next batch is fetched while this one commits
             producer.commit_transaction(30)
         except KafkaException as exc:
             self._on_txn_error(exc)
@@ -548,6 +584,9 @@ class HistoryProcessor:
         self._rewind()
 
     def _rewind(self) -> None:
+        if self._paused:  # resumed here without the waking seek: the seeks below restart fetching
+            self._consumer.resume(self._paused)
+            self._paused = []
         assignment = self._consumer.assignment()
         if not assignment:
             return

@@ -1,0 +1,75 @@
+"""The processor pauses fetching while it processes a batch (decision 0028).
+
+The calls into the consumer are what matters here (the real broker runs the whole engine with
+the pause in every integration and chaos test): which partitions are paused, that the resume
+wakes the fetcher with a seek to where the consumer stands, and that a rewind's seeks win."""
+
+from confluent_kafka import TopicPartition
+
+from kadence.processors.history_processor import HistoryProcessor, ProcessorConfig
+from kadence.topics import KafkaConfig
+
+
+class RecordingConsumer:
+    def __init__(self, assignment):
+        self._assignment = assignment
+        self.calls: list[tuple] = []
+
+    def assignment(self):
+        return list(self._assignment)
+
+    def pause(self, tps):
+        self.calls.append(("pause", sorted(tp.partition for tp in tps)))
+
+    def resume(self, tps):
+        self.calls.append(("resume", sorted(tp.partition for tp in tps)))
+
+    def position(self, tps):
+        # partition 2 has consumed nothing yet: no position to seek to
+        return [TopicPartition(tp.topic, tp.partition, -1001 if tp.partition == 2 else 100 + tp.partition,
+                               leader_epoch=7) for tp in tps]
+
+    def seek(self, tp):
+        self.calls.append(("seek", tp.partition, tp.offset, tp.leader_epoch))
+
+    def committed(self, tps, timeout=None):
+        return [TopicPartition(tp.topic, tp.partition, 50 + tp.partition) for tp in tps]
+
+
+def processor(max_batch=500):
+    proc = HistoryProcessor(ProcessorConfig(kafka=KafkaConfig(bootstrap="127.0.0.1:9"), instance_id="t",
+                                            max_batch=max_batch, build_backlog_interval_s=0))
+    proc._consumer = RecordingConsumer([TopicPartition("ns.commands", p) for p in (0, 1, 2)])
+    return proc
+
+
+def test_a_batch_pauses_every_assigned_partition_and_the_resume_seeks_where_it_stands():
+    proc = processor()
+    proc._pause_fetching(10)
+    proc._resume_fetching()
+    assert proc._consumer.calls == [
+        ("pause", [0, 1, 2]), ("resume", [0, 1, 2]),
+        # without the leader epoch: no validation request; nothing to seek for partition 2
+        ("seek", 0, 100, None), ("seek", 1, 101, None),
+    ]
+    proc._resume_fetching()  # the second call (the loop's, after the commit's) does nothing
+    assert len(proc._consumer.calls) == 4
+
+
+def test_no_pause_for_a_full_batch_or_for_deadlines_alone():
+    proc = processor(max_batch=50)
+    proc._pause_fetching(50)  # more commands are waiting in the fetch queue: keep them
+    proc._pause_fetching(0)  # only deadlines fired
+    proc._resume_fetching()
+    assert proc._consumer.calls == []
+
+
+def test_a_rewind_resumes_without_the_waking_seek_and_its_own_seeks_stand():
+    proc = processor()
+    proc._pause_fetching(3)
+    proc._rewind()
+    proc._resume_fetching()
+    assert proc._consumer.calls == [
+        ("pause", [0, 1, 2]), ("resume", [0, 1, 2]),
+        ("seek", 0, 50, None), ("seek", 1, 51, None), ("seek", 2, 52, None),
+    ]

@@ -1,0 +1,58 @@
+"""Commands of tasks that finish in one turn of the worker's event loop are produced together
+(decision 0028), in the order the tasks finished, and each task's offset advances only once its
+command is acknowledged."""
+
+import asyncio
+import concurrent.futures as cf
+from types import SimpleNamespace
+
+from kadence import Worker, activity
+
+
+@activity.defn
+async def noop() -> None:
+    return None
+
+
+class FakeEngine:
+    def __init__(self):
+        self.sent: list[tuple] = []
+        self.futures: list[cf.Future] = []
+
+    def send(self, workflow_id, body_type, body, *, request_id, run_id=None, expect_reply=True):
+        self.sent.append((workflow_id, body_type, body["n"]))
+        fut = cf.Future()
+        self.futures.append(fut)
+        return fut
+
+
+class Done:
+    def __init__(self):
+        self.records: list = []
+
+    def done(self, msg):
+        self.records.append(msg)
+
+
+def test_commands_of_one_loop_turn_go_out_together_and_offsets_wait_for_delivery():
+    engine = FakeEngine()
+    worker = Worker(SimpleNamespace(_engine=engine), task_queue="q", activities=[noop])
+    consumer = Done()
+
+    async def scenario():
+        for n in range(3):
+            worker._send({"workflow_id": f"wf-{n}", "run_id": "r"}, "RespondActivityTaskCompleted", {"n": n},
+                         f"msg-{n}", consumer)
+        assert engine.sent == []  # queued until the next turn
+        await asyncio.sleep(0)
+        assert [s[0] for s in engine.sent] == ["wf-0", "wf-1", "wf-2"]
+        worker._send({"workflow_id": "wf-3", "run_id": "r"}, "RespondActivityTaskCompleted", {"n": 3}, "msg-3",
+                     consumer)
+        await asyncio.sleep(0)
+        assert len(engine.sent) == 4  # a later turn: its own flush
+
+    asyncio.run(scenario())
+    assert consumer.records == []  # nothing acknowledged yet: no offset may advance
+    engine.futures[1].set_result(None)
+    engine.futures[0].set_exception(RuntimeError("broker gone"))
+    assert consumer.records == ["msg-1"]  # the failed one stays uncommitted (redelivered)
