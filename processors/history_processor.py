@@ -357,10 +357,16 @@ class HistoryProcessor:
         commands wait in Kafka; fetching resumes when the transaction is sent for commit, so the
         next batch is fetched while the commit completes. Not when the batch was full: then
         more are queued already, and a pause would drop them (librdkafka discards a paused
-        partition's fetched records and fetches them again on resume)."""
+        partition's fetched records and fetches them again on resume). Partitions that have
+        returned no record since they were assigned have no position to resume from
+        (``_resume_fetching``) and go on fetching."""
         if taken == 0 or taken >= self.config.max_batch:
             return
-        self._paused = self._consumer.assignment()
+        assignment = self._consumer.assignment()
+        if not assignment:
+            return
+        self._paused = [TopicPartition(tp.topic, tp.partition, tp.offset)
+                        for tp in self._consumer.position(assignment) if tp.offset >= 0]
         if self._paused:
             self._consumer.pause(self._paused)
 
@@ -370,13 +376,13 @@ class HistoryProcessor:
             return
         # no poll ran since the pause, so no rebalance either: the assignment is the same
         self._consumer.resume(paused)
-        # librdkafka does not wake its fetcher on resume: the next fetch would start only at the
-        # fetcher's next periodic look, up to a second later (measured: 950 ms). A seek to where
-        # the consumer stands (the next fetch position the pause kept) wakes it; without the
-        # leader epoch, the seek does not ask the broker to validate the position again.
-        for tp in self._consumer.position(paused):
-            if tp.offset >= 0:
-                self._consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset))
+        # librdkafka does not wake its fetchers on resume: the next fetch would start only at a
+        # fetcher's next periodic look, up to a second later (measured: 950 ms). A seek to the
+        # position each partition stood at when paused (the next fetch position the pause kept:
+        # nothing was consumed since) wakes the fetcher of its leader; without a leader epoch
+        # the seek asks the broker for nothing.
+        for tp in paused:
+            self._consumer.seek(tp)
 
     def _poll_batch(self, timeout: float = 0.1) -> list:
         """Adaptive batch: wait for the first command, then take whatever else is ready."""
