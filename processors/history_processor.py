@@ -16,6 +16,7 @@ import socket
 import tempfile
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,6 +122,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def reply_partition(instance_id: str, partitions: int) -> int:
+    """The one ``{ns}.replies`` partition an instance writes its replies to (decision 0029).
+
+    Every client reads all of that topic's partitions (a reply is found by its key, the request
+    ID), so where a reply lands changes nothing for its reader; one partition per instance
+    instead of one per request ID saves each transaction a Produce request, and the broker's
+    partition check and commit marker, for every other replies partition it would have touched.
+    Instances spread over the partitions by the hash of their stable ID."""
+    return zlib.crc32(instance_id.encode()) % partitions
+
+
 class _Metrics:
     def __init__(self, registry: CollectorRegistry | None):
         r = registry
@@ -200,6 +212,8 @@ class HistoryProcessor:
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
         self.committed_batches = 0
+        #: where this instance's replies go (``reply_partition``; set when the topics are checked)
+        self._reply_partition = 0
         #: partitions paused while a batch is processed (``_pause_fetching``)
         self._paused: list[TopicPartition] = []
         self._watchdog = TxnWatchdog(config.txn_stall_exit_s, self._stalled)
@@ -285,6 +299,7 @@ class HistoryProcessor:
         missing = [s.name for s in self.topics.core_specs() if s.name not in have]
         if missing:
             raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
+        self._reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
 
     def _shutdown(self) -> None:
         if self._backlog is not None:
@@ -537,7 +552,8 @@ class HistoryProcessor:
                     self._produce(self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode())
             for reply in out.replies:
                 reply["history_seq"] = views[p].seq_reached(reply["workflow_id"], reply["run_id"])
-                self._produce(self.topics.replies, reply_codec.encode(reply), reply["request_id"].encode())
+                self._produce(self.topics.replies, reply_codec.encode(reply), reply["request_id"].encode(),
+                              self._reply_partition)
             for wf, body_type, body, run_id, request_id in out.commands:
                 self._produce(self.topics.commands, self._cmd_codec.encode(
                     command(wf, body_type, body, run_id=run_id, request_id=request_id)), wf.encode())

@@ -5,9 +5,11 @@ import asyncio
 import pytest
 
 from kadence import ActivityError, Worker, WorkflowAlreadyStartedError, WorkflowFailureError
+from kadence.processors.history_processor import reply_partition
 from kadence.samples import order_fulfilment as sample
+from kadence.topics import Catalogue
 
-from .invariants import check_history, histories
+from .invariants import check_history, histories, read_topic
 from .workflows import EFFECTS, Failing, ThreeSteps, add, boom, double, three_steps_result
 
 
@@ -43,6 +45,23 @@ async def test_same_workflow_id_and_request_id_runs_once(client, processors, kaf
     assert runs == [("dup-1", first.run_id)]
     starts = [e for e in histories(kafka_config)[runs[0]] if e["attributes"][0] == "WorkflowExecutionStarted"]
     assert len(starts) == 1
+
+
+async def test_an_instance_writes_every_reply_to_its_own_replies_partition(client, processors, kafka_config):
+    # decision 0029: where a reply lands does not matter to its reader (clients read every
+    # partition and match the request ID), so one partition per instance saves each transaction
+    # a request per other partition
+    processors.start("p0")
+    handles = [await client.start_workflow(ThreeSteps, i, id=f"rp-{i}", task_queue="q", request_id=f"req-{i}")
+               for i in range(8)]
+    assert len({h.run_id for h in handles}) == 8  # every start was answered
+    topic = Catalogue(kafka_config).replies
+    replies = read_topic(kafka_config, topic, "Reply")
+    ours = [(p, v["request_id"]) for _k, v, p, _o in replies if v["request_id"].startswith("req-")]
+    assert sorted(r for _p, r in ours) == [f"req-{i}" for i in range(8)]
+    partitions = len(client._engine._reply_partitions)
+    assert partitions > 1  # otherwise this test shows nothing
+    assert {p for p, _r in ours} == {reply_partition("p0", partitions)}
 
 
 async def test_second_start_of_a_running_workflow_is_rejected_with_its_run_id(client, processors):

@@ -1,4 +1,5 @@
-"""The processor pauses fetching while it processes a batch (decision 0028).
+"""Requests the processor saves: it pauses fetching while it processes a batch (decision 0028)
+and writes its replies to one partition (decision 0029).
 
 The calls into the consumer are what matters here (the real broker runs the whole engine with
 the pause in every integration and chaos test): which partitions are paused, that the resume
@@ -81,3 +82,10 @@ def test_a_rewind_resumes_without_the_waking_seek_and_its_own_seeks_stand(monkey
         ("pause", [0, 1]), ("resume", [0, 1]),
         ("seek", 0, 50, None), ("seek", 1, 51, None), ("seek", 2, 52, None),
     ]
+
+
+def test_an_instance_replies_on_one_stable_partition_and_instances_spread():
+    from kadence.processors.history_processor import reply_partition
+    assert reply_partition("p0", 4) == reply_partition("p0", 4)
+    assert {reply_partition(f"p{i}", 8) for i in range(64)} == set(range(8))
+    assert all(0 <= reply_partition(f"host-{i}", 3) < 3 for i in range(50))
