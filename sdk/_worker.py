@@ -339,8 +339,15 @@ class Worker:
         batch, self._outbox = self._outbox, []
         engine = self.client._engine
         for task, body_type, body, msg, consumer in batch:
-            fut = engine.send(task["workflow_id"], body_type, body, request_id=new_id(),
-                              run_id=task["run_id"], expect_reply=False)
+            try:
+                fut = engine.send(task["workflow_id"], body_type, body, request_id=new_id(),
+                                  run_id=task["run_id"], expect_reply=False)
+            except Exception:  # noqa: BLE001 - e.g. a result over the broker's size limit
+                # one bad command must not keep the others of its turn from Kafka; its task is
+                # given up like a task that failed in the worker (the engine's timeout retries it)
+                log.exception("command %s for %s could not be produced", body_type, task["workflow_id"])
+                consumer.done(msg)
+                continue
             fut.add_done_callback(functools.partial(self._sent, task["workflow_id"], msg, consumer))
 
     @staticmethod

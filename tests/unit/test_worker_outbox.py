@@ -20,6 +20,8 @@ class FakeEngine:
         self.futures: list[cf.Future] = []
 
     def send(self, workflow_id, body_type, body, *, request_id, run_id=None, expect_reply=True):
+        if body.get("too_large"):
+            raise RuntimeError("Broker: Message size too large")
         self.sent.append((workflow_id, body_type, body["n"]))
         fut = cf.Future()
         self.futures.append(fut)
@@ -56,3 +58,19 @@ def test_commands_of_one_loop_turn_go_out_together_and_offsets_wait_for_delivery
     engine.futures[1].set_result(None)
     engine.futures[0].set_exception(RuntimeError("broker gone"))
     assert consumer.records == ["msg-1"]  # the failed one stays uncommitted (redelivered)
+
+
+def test_a_command_that_cannot_be_produced_does_not_hold_back_the_others_of_its_turn():
+    engine = FakeEngine()
+    worker = Worker(SimpleNamespace(_engine=engine), task_queue="q", activities=[noop])
+    consumer = Done()
+
+    async def scenario():
+        for n, big in ((0, False), (1, True), (2, False)):
+            worker._send({"workflow_id": f"wf-{n}", "run_id": "r"}, "RespondActivityTaskCompleted",
+                         {"n": n, "too_large": big}, f"msg-{n}", consumer)
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    assert [s[0] for s in engine.sent] == ["wf-0", "wf-2"]
+    assert consumer.records == ["msg-1"]  # given up at once (the engine's timeout retries it)
