@@ -40,10 +40,13 @@ async def run_workflow(client: Client, wf, arg, rec: Recorder, *, wid: str, sign
     rec.inflight += 1
     t0, w0 = time.monotonic(), time.time() * 1000
     try:
-        handle = await client.start_workflow(wf, arg, id=wid, task_queue=QUEUE, timeout=timeout)
-        if signal is not None:
+        if signal is None:  # what a caller that only wants the result does
+            result = await client.execute_workflow(wf, arg, id=wid, task_queue=QUEUE, timeout=timeout,
+                                                   result_timeout=timeout)
+        else:
+            handle = await client.start_workflow(wf, arg, id=wid, task_queue=QUEUE, timeout=timeout)
             await handle.signal(signal, 1)
-        result = await handle.result(timeout=timeout)
+            result = await handle.result(timeout=timeout)
         rec.done.append(Done(t0, time.monotonic(), w0, result))
     except asyncio.CancelledError:
         raise

@@ -39,6 +39,10 @@ class WorkflowHandle:
         reply = await self.client._engine.request(
             self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(),
             run_id=None if follow_runs else self.run_id, timeout=timeout)
+        return self._outcome(reply)
+
+    def _outcome(self, reply: dict) -> Any:
+        """The result in an ``AwaitWorkflowResult`` reply, or the error it stands for."""
         status = reply["status"]
         if status == "not_found":
             raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found",
@@ -192,6 +196,10 @@ class Client:
                                 execution_timeout)
         reply = await self._engine.request(id, "StartWorkflow", body, request_id=request_id or new_id(),
                                            timeout=timeout)
+        return self._started(id, reply)
+
+    def _started(self, id: str, reply: dict) -> WorkflowHandle:
+        """The handle a ``StartWorkflow`` reply gives, or the error it stands for."""
         if reply["status"] == "already_started":
             raise WorkflowAlreadyStartedError(
                 f"workflow {id!r} already started (run {reply['run_id']}): {reply['message']}",
@@ -200,9 +208,34 @@ class Client:
             raise KadenceError(f"start of {id!r} rejected: {reply['status']} {reply['message']}")
         return WorkflowHandle(self, id, reply["run_id"])
 
-    async def execute_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str, **kw) -> Any:
-        handle = await self.start_workflow(workflow, *args, id=id, task_queue=task_queue, **kw)
-        return await handle.result()
+    async def execute_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
+                               request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
+                               run_timeout: timedelta | None = None, execution_timeout: timedelta | None = None,
+                               search_attributes: dict | None = None, timeout: float = 30.0,
+                               result_timeout: float | None = None) -> Any:
+        """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
+        with the same errors, in one round trip fewer.
+
+        The request for the result goes out with the start instead of after its reply: the
+        engine takes both from the workflow's partition in that order (usually in one
+        transaction), so the result awaited is the new run's (through continue-as-new).
+        ``timeout`` bounds the wait for the start's answer, ``result_timeout`` (default: none)
+        the wait for the result."""
+        if not id:
+            raise KadenceError("workflow id must be a non-empty string")
+        if not task_queue:
+            raise KadenceError("task_queue must be a non-empty string")
+        body = self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
+                                execution_timeout)
+        engine, start_request, result_request = self._engine, request_id or new_id(), new_id()
+        started = engine.send(id, "StartWorkflow", body, request_id=start_request)
+        result = engine.send(id, "AwaitWorkflowResult", {"wait": True}, request_id=result_request)
+        try:
+            handle = self._started(id, await engine.wait(id, "StartWorkflow", start_request, started, timeout))
+        except BaseException:
+            engine.abandon(id, result_request)  # its reply, if one comes, is not waited for
+            raise
+        return handle._outcome(await engine.wait(id, "AwaitWorkflowResult", result_request, result, result_timeout))
 
     def get_workflow_handle(self, workflow_id: str, *, run_id: str | None = None) -> WorkflowHandle:
         return WorkflowHandle(self, workflow_id, run_id)

@@ -199,15 +199,27 @@ class EngineClient:
     async def request(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
                       run_id: str | None = None, timeout: float | None = 30.0) -> dict:
         fut = self.send(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
+        return await self.wait(workflow_id, body_type, request_id, fut, timeout)
+
+    async def wait(self, workflow_id: str, body_type: str, request_id: str, fut: cf.Future,
+                   timeout: float | None) -> dict:
+        """The reply ``fut`` (from ``send``) resolves with; after ``timeout`` s the request is
+        abandoned and ``BrokerUnavailableError`` raised."""
         started = time.monotonic()
         try:
             return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
         except asyncio.TimeoutError as exc:
-            with self._lock:
-                self._forget(workflow_id, request_id)
+            self.abandon(workflow_id, request_id)
             raise BrokerUnavailableError(
                 f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
                 f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)") from exc
+
+    def abandon(self, workflow_id: str, request_id: str) -> None:
+        """Stop waiting for a request's reply (the command itself stays sent)."""
+        with self._lock:
+            fut = self._forget(workflow_id, request_id)
+        if fut is not None and not fut.done():
+            fut.cancel()
 
     def read_history(self, workflow_id: str, run_id: str, *, timeout: float = 30.0) -> list[dict]:
         """Every history event of one run, in order.

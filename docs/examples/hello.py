@@ -50,6 +50,9 @@ async def main() -> None:
             print("result:", await handle.result(timeout=60))
             for event in await handle.history():
                 print(f"{event['seq']:>3} {event['type']}")
+            # start and wait in one call (the result is asked for with the start)
+            print("execute:", await client.execute_workflow(HelloWorkflow, "again", id="hello-2",
+                                                            task_queue="hello", result_timeout=60))
         await client.close()
     finally:
         processor.terminate()

@@ -15,6 +15,7 @@ def test_hello_example_prints_its_result(kafka_bootstrap):
                          timeout=180, env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap})
     assert out.returncode == 0, out.stderr[-3000:]
     assert "result: HELLO, KAFKA!" in out.stdout
+    assert "execute: HELLO, AGAIN!" in out.stdout
     assert "WorkflowExecutionCompleted" in out.stdout
 
 

@@ -104,3 +104,22 @@ async def test_many_workflows_complete_and_each_activity_runs_once(client, proce
     for key, events in runs.items():
         assert check_history(events) == [], key
     assert len(EFFECTS) == 3 * n and set(EFFECTS.values()) == {1}
+
+
+async def test_execute_workflow_returns_the_result_and_raises_what_start_and_result_raise(client, processors):
+    processors.start()
+    processors.start_timers()  # Failing's retry backoff is a durable timer
+    async with Worker(client, task_queue="q", workflows=[ThreeSteps, Failing], activities=[add, double, boom]):
+        assert await client.execute_workflow(ThreeSteps, 2, id="ex-1", task_queue="q", request_id="ex-key",
+                                             result_timeout=60) == three_steps_result(2)
+        # a retry of the same request after the run closed: the same run's result, no second run
+        assert await client.execute_workflow(ThreeSteps, 2, id="ex-1", task_queue="q", request_id="ex-key",
+                                             result_timeout=60) == three_steps_result(2)
+        with pytest.raises(WorkflowFailureError):
+            await client.execute_workflow(Failing, "card declined", id="ex-2", task_queue="q", result_timeout=60)
+    # not started while one is open: the start's error, at once (the result request is abandoned)
+    running = await client.start_workflow(ThreeSteps, 1, id="ex-3", task_queue="q")
+    with pytest.raises(WorkflowAlreadyStartedError) as info:
+        await client.execute_workflow(ThreeSteps, 1, id="ex-3", task_queue="q", result_timeout=60)
+    assert info.value.run_id == running.run_id
+    assert not client._engine._pending  # nothing left waiting
