@@ -155,6 +155,16 @@ class Client:
         engine = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config)
         return cls(engine, JsonConverter(codec))
 
+    def _checked_start(self, workflow, args, id, task_queue, id_reuse_policy, run_timeout, search_attributes,
+                       execution_timeout) -> dict:
+        """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments checked."""
+        if not id:
+            raise KadenceError("workflow id must be a non-empty string")
+        if not task_queue:
+            raise KadenceError("task_queue must be a non-empty string")
+        return self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
+                                execution_timeout)
+
     def _start_body(self, workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
                     execution_timeout=None) -> dict:
         if id_reuse_policy not in _REUSE_POLICIES:
@@ -188,12 +198,8 @@ class Client:
 
         Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open.
         """
-        if not id:
-            raise KadenceError("workflow id must be a non-empty string")
-        if not task_queue:
-            raise KadenceError("task_queue must be a non-empty string")
-        body = self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
-                                execution_timeout)
+        body = self._checked_start(workflow, args, id, task_queue, id_reuse_policy, run_timeout,
+                                   search_attributes, execution_timeout)
         reply = await self._engine.request(id, "StartWorkflow", body, request_id=request_id or new_id(),
                                            timeout=timeout)
         return self._started(id, reply)
@@ -221,15 +227,15 @@ class Client:
         transaction), so the result awaited is the new run's (through continue-as-new).
         ``timeout`` bounds the wait for the start's answer, ``result_timeout`` (default: none)
         the wait for the result."""
-        if not id:
-            raise KadenceError("workflow id must be a non-empty string")
-        if not task_queue:
-            raise KadenceError("task_queue must be a non-empty string")
-        body = self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
-                                execution_timeout)
+        body = self._checked_start(workflow, args, id, task_queue, id_reuse_policy, run_timeout,
+                                   search_attributes, execution_timeout)
         engine, start_request, result_request = self._engine, request_id or new_id(), new_id()
         started = engine.send(id, "StartWorkflow", body, request_id=start_request)
-        result = engine.send(id, "AwaitWorkflowResult", {"wait": True}, request_id=result_request)
+        try:
+            result = engine.send(id, "AwaitWorkflowResult", {"wait": True}, request_id=result_request)
+        except BaseException:
+            engine.abandon(id, start_request)
+            raise
         try:
             handle = self._started(id, await engine.wait(id, "StartWorkflow", start_request, started, timeout))
         except BaseException:

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from kadence import ActivityError, Worker, WorkflowAlreadyStartedError, WorkflowFailureError
+from kadence import ActivityError, KadenceError, Worker, WorkflowAlreadyStartedError, WorkflowFailureError
 from kadence.processors.history_processor import reply_partition
 from kadence.samples import order_fulfilment as sample
 from kadence.topics import Catalogue
@@ -123,3 +123,5 @@ async def test_execute_workflow_returns_the_result_and_raises_what_start_and_res
         await client.execute_workflow(ThreeSteps, 1, id="ex-3", task_queue="q", result_timeout=60)
     assert info.value.run_id == running.run_id
     assert not client._engine._pending  # nothing left waiting
+    with pytest.raises(KadenceError):  # bad input: a clear error, nothing sent
+        await client.execute_workflow(ThreeSteps, 1, id="", task_queue="q")
