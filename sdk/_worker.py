@@ -27,8 +27,8 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kadence.topics import serde
 from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.polling import poll_ready
-from kadence.topics.errors import (DefinitionError, KadenceError, NonDeterminismError, NotDeterministicError,
-                                   SchemaError)
+from kadence.topics.errors import (ApplicationError, DefinitionError, KadenceError, NonDeterminismError,
+                                   NotDeterministicError, SchemaError)
 from kadence.topics.payload import failure_from_exception
 from kadence.topics.records import new_id
 
@@ -342,13 +342,31 @@ class Worker:
             try:
                 fut = engine.send(task["workflow_id"], body_type, body, request_id=new_id(),
                                   run_id=task["run_id"], expect_reply=False)
-            except Exception:  # noqa: BLE001 - e.g. a result over the broker's size limit
-                # one bad command must not keep the others of its turn from Kafka; its task is
-                # given up like a task that failed in the worker (the engine's timeout retries it)
-                log.exception("command %s for %s could not be produced", body_type, task["workflow_id"])
-                consumer.done(msg)
-                continue
+            except Exception as exc:  # noqa: BLE001 - e.g. a result over the producer's size limit
+                # one bad command must not keep the others of its turn from Kafka
+                log.error("command %s for %s could not be produced: %s", body_type, task["workflow_id"], exc)
+                fut = self._unsendable_result(task, body_type, body, exc)
+                if fut is None:  # given up like a task that failed in the worker (the engine's timeout retries it)
+                    consumer.done(msg)
+                    continue
             fut.add_done_callback(functools.partial(self._sent, task["workflow_id"], msg, consumer))
+
+    def _unsendable_result(self, task: dict, body_type: str, body: dict, exc: Exception):
+        """An activity whose result cannot be sent fails, without retries (the result would not
+        fit the next time either), so that its workflow sees an error instead of waiting."""
+        if body_type != "RespondActivityTaskCompleted":
+            return None
+        failure = failure_from_exception(ApplicationError(
+            f"the activity's result could not be sent to the engine: {exc}", type="ResultNotSent",
+            non_retryable=True))
+        failed = {k: v for k, v in body.items() if k != "result"} | {"failure": failure}
+        try:
+            return self.client._engine.send(task["workflow_id"], "RespondActivityTaskFailed", failed,
+                                            request_id=new_id(), run_id=task["run_id"], expect_reply=False)
+        except Exception as again:  # noqa: BLE001
+            log.error("failure of activity %s of %s could not be produced either: %s", task["activity_id"],
+                      task["workflow_id"], again)
+            return None
 
     @staticmethod
     def _sent(workflow_id: str, msg, consumer: _TaskConsumer, fut) -> None:

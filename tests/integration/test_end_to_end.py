@@ -10,7 +10,7 @@ from kadence.samples import order_fulfilment as sample
 from kadence.topics import Catalogue
 
 from .invariants import check_history, histories, read_topic
-from .workflows import EFFECTS, Failing, ThreeSteps, add, boom, double, three_steps_result
+from .workflows import EFFECTS, Failing, HugeResult, ThreeSteps, add, boom, double, huge_result, three_steps_result
 
 
 async def test_sample_order_fulfilment_completes_with_its_history(client, processors):
@@ -125,3 +125,10 @@ async def test_execute_workflow_returns_the_result_and_raises_what_start_and_res
     assert not client._engine._pending  # nothing left waiting
     with pytest.raises(KadenceError):  # bad input: a clear error, nothing sent
         await client.execute_workflow(ThreeSteps, 1, id="", task_queue="q")
+
+
+async def test_an_activity_result_too_large_to_send_fails_the_activity_once(client, processors):
+    processors.start()
+    async with Worker(client, task_queue="q", workflows=[HugeResult], activities=[huge_result]):
+        assert await client.execute_workflow(HugeResult, id="huge-1", task_queue="q",
+                                             result_timeout=60) == "1 ResultNotSent"

@@ -345,3 +345,22 @@ class CountedOnce:
     @workflow.run
     async def run(self, n: int) -> int:
         return await workflow.execute_activity(counted, n, start_to_close_timeout=T)
+
+
+@activity.defn
+async def huge_result() -> str:
+    return "x" * 1_500_000  # over the producer's message.max.bytes (1,000,000)
+
+
+@workflow.defn
+class HugeResult:
+    """An activity whose result cannot be sent: the activity fails, once, not retried."""
+
+    @workflow.run
+    async def run(self) -> str:
+        from kadence import ActivityError
+        try:
+            await workflow.execute_activity(huge_result)  # no timeout: nothing would end a lost attempt
+        except ActivityError as err:
+            return f"{err.attempt} {err.__cause__.type}"
+        return "sent"

@@ -17,12 +17,14 @@ async def noop() -> None:
 class FakeEngine:
     def __init__(self):
         self.sent: list[tuple] = []
+        self.bodies: list[dict] = []
         self.futures: list[cf.Future] = []
 
     def send(self, workflow_id, body_type, body, *, request_id, run_id=None, expect_reply=True):
-        if body.get("too_large"):
+        if body.get("too_large") and body_type != "RespondActivityTaskFailed":
             raise RuntimeError("Broker: Message size too large")
         self.sent.append((workflow_id, body_type, body["n"]))
+        self.bodies.append(body)
         fut = cf.Future()
         self.futures.append(fut)
         return fut
@@ -67,10 +69,32 @@ def test_a_command_that_cannot_be_produced_does_not_hold_back_the_others_of_its_
 
     async def scenario():
         for n, big in ((0, False), (1, True), (2, False)):
-            worker._send({"workflow_id": f"wf-{n}", "run_id": "r"}, "RespondActivityTaskCompleted",
+            worker._send({"workflow_id": f"wf-{n}", "run_id": "r"}, "RespondWorkflowTaskCompleted",
                          {"n": n, "too_large": big}, f"msg-{n}", consumer)
         await asyncio.sleep(0)
 
     asyncio.run(scenario())
     assert [s[0] for s in engine.sent] == ["wf-0", "wf-2"]
     assert consumer.records == ["msg-1"]  # given up at once (the engine's timeout retries it)
+
+
+def test_an_activity_result_that_cannot_be_sent_fails_the_activity_without_retries():
+    engine = FakeEngine()
+    worker = Worker(SimpleNamespace(_engine=engine), task_queue="q", activities=[noop])
+    consumer = Done()
+    common = {"activity_id": "a1", "scheduled_seq": 5, "attempt": 1, "identity": "w"}
+
+    async def scenario():
+        worker._send({"workflow_id": "wf-0", "run_id": "r"}, "RespondActivityTaskCompleted",
+                     {**common, "n": 0, "too_large": True, "result": b"x" * 10}, "msg-0", consumer)
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    assert [(s[0], s[1]) for s in engine.sent] == [("wf-0", "RespondActivityTaskFailed")]
+    failed = engine.bodies[0]
+    assert "result" not in failed and failed["activity_id"] == "a1" and failed["scheduled_seq"] == 5
+    assert failed["failure"]["type"] == "ResultNotSent" and failed["failure"]["non_retryable"] is True
+    assert "Message size too large" in failed["failure"]["message"]
+    assert consumer.records == []  # its offset advances when the failure is acknowledged
+    engine.futures[0].set_result(None)
+    assert consumer.records == ["msg-0"]
