@@ -346,7 +346,7 @@ class Worker:
                 # one bad command must not keep the others of its turn from Kafka
                 log.error("command %s for %s could not be produced: %s", body_type, task["workflow_id"], exc)
                 fut = self._unsendable_result(task, body_type, body, exc)
-                if fut is None:  # given up like a task that failed in the worker (the engine's timeout retries it)
+                if fut is None:  # given up, like a task that fails in the worker
                     consumer.done(msg)
                     continue
             fut.add_done_callback(functools.partial(self._sent, task["workflow_id"], msg, consumer))
