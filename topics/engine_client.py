@@ -217,9 +217,7 @@ class EngineClient:
     def abandon(self, workflow_id: str, request_id: str) -> None:
         """Stop waiting for a request's reply (the command itself stays sent)."""
         with self._lock:
-            fut = self._forget(workflow_id, request_id)
-        if fut is not None and not fut.done():
-            fut.cancel()
+            self._forget(workflow_id, request_id)
 
     def read_history(self, workflow_id: str, run_id: str, *, timeout: float = 30.0) -> list[dict]:
         """Every history event of one run, in order.

@@ -8,7 +8,7 @@ wakes the fetcher with a seek to where the consumer stands, and that a rewind's 
 from confluent_kafka import TopicPartition
 
 from kadence.processors import history_processor
-from kadence.processors.history_processor import HistoryProcessor, ProcessorConfig
+from kadence.processors.history_processor import HistoryProcessor, ProcessorConfig, reply_partition
 from kadence.topics import KafkaConfig
 
 
@@ -85,7 +85,6 @@ def test_a_rewind_resumes_without_the_waking_seek_and_its_own_seeks_stand(monkey
 
 
 def test_an_instance_replies_on_one_stable_partition_and_instances_spread():
-    from kadence.processors.history_processor import reply_partition
     assert reply_partition("p0", 4) == reply_partition("p0", 4)
     assert {reply_partition(f"p{i}", 8) for i in range(64)} == set(range(8))
     assert all(0 <= reply_partition(f"host-{i}", 3) < 3 for i in range(50))
