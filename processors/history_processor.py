@@ -327,6 +327,11 @@ class HistoryProcessor:
         # (OffsetFetch with require_stable under read_committed), so the stores we restore
         # reflect every committed batch up to the offsets we will resume from.
         consumer.committed(partitions, timeout=max(60.0, self.config.transaction_timeout_ms / 1000 * 3))
+        # librdkafka keeps a partition's pause across a rebalance: one paused when it was taken
+        # away would stay paused when assigned again. The loop resumes what it pauses before it
+        # polls again, so this is a guard, not a known path. Here, before librdkafka assigns them
+        # (after this callback), a resume cannot drop fetched records: none are queued yet.
+        consumer.resume(partitions)
         for tp in partitions:
             self._release(tp.partition)
             index = DeadlineIndex()
