@@ -1,8 +1,9 @@
-"""``python -m bench.codecs [N]``: Avro encode/decode time per record type, Kadence's compiled
-codecs against fastavro, in one run, on the records of N three-activity workflows.
+"""``python -m bench.codecs [N]``: Avro encode/decode time per record type, Kadence's codecs
+(the generated ones serde uses, and the closure codecs before them) against fastavro, in one run,
+on the records of N three-activity workflows.
 
 No broker needed: the workflows run through the state machine and the SDK's workflow instance in
-memory (decision 0027 quotes this run)."""
+memory (decisions 0027 and 0030 quote this run)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from kadence.processors.effects import BatchView, Outbox
 from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
 from kadence.schemas import CURRENT_VERSION
-from kadence.topics import serde
+from kadence.topics import avro_binary, serde
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import command, now_ms
 
@@ -115,18 +116,36 @@ def _per_record(fn, items) -> float:
     return (time.perf_counter() - t0) / len(items) * 1e6
 
 
+def _closure_codecs(record: str):
+    """The closure codecs of decision 0027 (``avro_binary``), which decision 0030 replaced by
+    generated functions on the hot path: encode(value) and decode(raw) like serde's."""
+    schema = serde.codec(record)._schema
+    put, get = avro_binary.compile_writer(schema, CURRENT_VERSION), avro_binary.compile_reader(schema)
+    prefix = bytes((serde.MAGIC, CURRENT_VERSION))
+
+    def encode(value):
+        buf = bytearray(prefix)
+        put(buf, value)
+        return bytes(buf)
+
+    def decode(raw):
+        return get(raw, 2)[0]
+    return encode, decode
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     n = int(argv[0]) if argv else 300
     recs = _records(n)
-    print(f"{n} three-activity workflows; microseconds per record; fastavro = the serde path before "
-          f"decision 0027 (with its union-name mapping), x = speed-up")
-    print(f"{'record':14} {'per wf':>6} {'bytes':>6} {'enc fastavro':>13} {'enc ours':>9} {'x':>5} "
-          f"{'dec fastavro':>13} {'dec ours':>9} {'x':>5}")
-    totals = [0.0, 0.0]
+    print(f"{n} three-activity workflows; microseconds per record (best of 3); fastavro = the serde path "
+          f"before decision 0027, closures = decision 0027's codecs, generated = serde today (0030)")
+    print(f"{'record':14} {'per wf':>6} {'bytes':>6} {'enc fastavro':>13} {'closures':>9} {'generated':>10} "
+          f"{'dec fastavro':>13} {'closures':>9} {'generated':>10}")
+    totals = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     for name, values in sorted(recs.items()):
         codec = serde.codec(name)
         raws = [codec.encode(v) for v in values]
+        cl_encode, cl_decode = _closure_codecs(name)
 
         def fa_encode(v, name=name):
             fastavro_encode(name, v)
@@ -134,15 +153,16 @@ def main(argv=None) -> int:
         def fa_decode(raw, name=name):
             fastavro_decode(name, raw)
 
-        e_fa, e_us = _per_record(fa_encode, values), _per_record(codec.encode, values)
-        d_fa, d_us = _per_record(fa_decode, raws), _per_record(codec.decode, raws)
+        row = [min(_per_record(fn, items) for _ in range(3))
+               for fn, items in ((fa_encode, values), (cl_encode, values), (codec.encode, values),
+                                 (fa_decode, raws), (cl_decode, raws), (codec.decode, raws))]
         per_wf = len(values) / n
-        totals[0] += e_fa * per_wf
-        totals[1] += e_us * per_wf
-        print(f"{name:14} {per_wf:6.2f} {sum(map(len, raws)) / len(raws):6.0f} {e_fa:13.1f} {e_us:9.1f} "
-              f"{e_fa / e_us:5.1f} {d_fa:13.1f} {d_us:9.1f} {d_fa / d_us:5.1f}")
-    print(f"encoding per workflow: fastavro {totals[0] / 1000:.3f} ms, compiled {totals[1] / 1000:.3f} ms "
-          f"({totals[0] / totals[1]:.1f}x)")
+        totals = [t + r * per_wf for t, r in zip(totals, row)]
+        print(f"{name:14} {per_wf:6.2f} {sum(map(len, raws)) / len(raws):6.0f} {row[0]:13.1f} {row[1]:9.1f} "
+              f"{row[2]:10.1f} {row[3]:13.1f} {row[4]:9.1f} {row[5]:10.1f}")
+    print(f"per workflow, ms: encoding fastavro {totals[0] / 1000:.3f}, closures {totals[1] / 1000:.3f}, generated "
+          f"{totals[2] / 1000:.3f}; decoding fastavro {totals[3] / 1000:.3f}, closures {totals[4] / 1000:.3f}, "
+          f"generated {totals[5] / 1000:.3f}")
     return 0
 
 

@@ -1,5 +1,9 @@
 """Avro binary encoding and decoding of Kadence's own schemas, compiled once per record type.
 
+These closure codecs are the reference: ``kadence.topics.avro_codegen`` generates faster
+functions from the same schemas (decision 0030), is tested against these, and falls back to them
+for the error message when a value cannot be written or a record cannot be read.
+
 Why not fastavro here: fastavro's ``schemaless_writer`` and ``schemaless_reader`` re-collect the
 named schemas on every call and validate the value against each branch of every union it writes;
 with records this small that overhead dominates. Measured on the records of a 3-activity

@@ -1,8 +1,8 @@
 """Avro serialization of every Kadence record.
 
 fastavro parses and validates the schemas and resolves records written with an older schema
-version; records of the current version are written and read by codecs compiled from the schema
-(``kadence.topics.avro_binary``, several times faster on records this small).
+version; records of the current version are written and read by functions generated from the
+schema (``kadence.topics.avro_codegen``, several times faster on records this small).
 
 Wire format: ``b"K" + version (1 byte) + Avro binary body``. The version names the frozen schema
 set in ``kadence.schemas`` that wrote the record, so old records decode with today's schemas by
@@ -23,7 +23,7 @@ from fastavro.read import SchemaResolutionError
 
 from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
 
-from .avro_binary import compile_reader, compile_writer
+from .avro_codegen import compile_reader, compile_writer
 from .errors import SchemaError
 
 __all__ = ["encode", "decode", "Codec", "codec", "MAGIC"]
