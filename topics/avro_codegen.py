@@ -84,14 +84,21 @@ class _Generator:
 
     # -- writers -------------------------------------------------------------------------------
 
+    def _function(self, built: dict, prefix: str, record_name: str):
+        """``(name, None)`` of a function already generated (or being generated: a type that
+        contains itself calls it by name), else ``(name, source)`` for a new one."""
+        fn = built.get(record_name)
+        if fn is not None:
+            return fn, None
+        fn = built[record_name] = self._fn_name(prefix, record_name)
+        return fn, _Source(self._names)
+
     def writer(self, record_name: str) -> str:
         """The name of the generated writer of a named record type (generated once)."""
-        fn = self._writers.get(record_name)
-        if fn is not None:
+        fn, src = self._function(self._writers, "_w_", record_name)
+        if src is None:
             return fn
-        fn = self._writers[record_name] = self._fn_name("_w_", record_name)
         schema = self.named[record_name]
-        src = _Source(self._names)
         src.add("if rec.__class__ is Encoded:")
         src.add("    buf += rec")
         src.add("    return")
@@ -201,12 +208,11 @@ class _Generator:
     # -- readers -------------------------------------------------------------------------------
 
     def reader(self, record_name: str) -> str:
-        fn = self._readers.get(record_name)
-        if fn is not None:
+        """The name of the generated reader of a named record type (generated once)."""
+        fn, src = self._function(self._readers, "_r_", record_name)
+        if src is None:
             return fn
-        fn = self._readers[record_name] = self._fn_name("_r_", record_name)
         schema = self.named[record_name]
-        src = _Source(self._names)
         src.add("end = len(data)")
         src.add("rec = {}")
         for f in schema["fields"]:
