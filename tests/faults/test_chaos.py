@@ -117,10 +117,10 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         if violations:
             print(checker.explain(violations, obs))
             for wf in late[:5]:
-                try:
-                    described = await client.get_workflow_handle(wf).describe()
-                except KadenceError as exc:  # a stuck partition must not hide the report below
-                    described = f"no answer: {exc}"
+                try:  # a stuck partition must not hide the report below, nor use up the test's time
+                    described = await asyncio.wait_for(client.get_workflow_handle(wf).describe(), 10)
+                except (KadenceError, asyncio.TimeoutError) as exc:
+                    described = f"no answer: {exc!r}"
                 print(f"chaos: describe {wf}: {described}")
             print(cluster.logs())
         checker.assert_clean(violations)
