@@ -19,6 +19,7 @@ No library serves this: fastavro's compiled codecs validate every union branch o
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from .avro_binary import _ABSENT, _DOUBLE, _PRIMITIVES, Encoded, _Compiler, _get_long, _put_int, _put_long
@@ -43,17 +44,16 @@ def _kind(schema) -> str:
 class _Source:
     """Lines of one function, with indentation and fresh local names."""
 
-    def __init__(self, names: list[int]):
+    def __init__(self):
         self.lines: list[str] = []
         self.depth = 1
-        self._names = names
+        self._names = itertools.count(1)  # local names need only be unique within the function
 
     def add(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
 
     def fresh(self, stem: str) -> str:
-        self._names[0] += 1
-        return f"{stem}{self._names[0]}"
+        return f"{stem}{next(self._names)}"
 
 
 class _Generator:
@@ -66,7 +66,6 @@ class _Generator:
                          "_BYTES": (bytes, bytearray, memoryview)}
         self._writers: dict[str, str] = {}
         self._readers: dict[str, str] = {}
-        self._names = [0]
         self._tables: list[tuple[str, dict]] = []
 
     def _const(self, value) -> str:
@@ -91,7 +90,7 @@ class _Generator:
         if fn is not None:
             return fn, None
         fn = built[record_name] = self._fn_name(prefix, record_name)
-        return fn, _Source(self._names)
+        return fn, _Source()
 
     def writer(self, record_name: str) -> str:
         """The name of the generated writer of a named record type (generated once)."""
@@ -300,7 +299,6 @@ class _Generator:
             src.depth -= 1
         src.add("else:")
         src.add(f"    raise ValueError(f'union branch {{{index}}} out of range')")
-
 
     def fill_tables(self) -> None:
         """Point the unions' name tables at the generated functions (they exist now)."""
