@@ -161,9 +161,13 @@ def load_definitions(module_name: str) -> tuple[list, list]:
 @click.option("--max-concurrent-activities", type=click.IntRange(min=1), default=100, show_default=True,
               envvar="KADENCE_WORKER_MAX_ACTIVITIES",
               help="activities run at once; more wait in the worker [env KADENCE_WORKER_MAX_ACTIVITIES]")
+@click.option("--eager-workflow-tasks/--no-eager-workflow-tasks", default=True, show_default=True,
+              envvar="KADENCE_WORKER_EAGER",
+              help="run a workflow's next task right after its activity completes and send both at once "
+                   "[env KADENCE_WORKER_EAGER]")
 @click.pass_obj
 def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str | None, promote: bool,
-           max_concurrent_activities: int) -> None:
+           max_concurrent_activities: int, eager_workflow_tasks: bool) -> None:
     """Run a worker for a task queue (until SIGTERM/SIGINT)."""
     from kadence import Client, Worker
 
@@ -172,7 +176,8 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
     async def run() -> None:
         client = await Client.connect(config=config)
         w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities, build_id=build_id,
-                   promote=promote, max_concurrent_activities=max_concurrent_activities)
+                   promote=promote, max_concurrent_activities=max_concurrent_activities,
+                   eager_workflow_tasks=eager_workflow_tasks)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, w.shutdown)

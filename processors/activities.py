@@ -109,14 +109,20 @@ def _attempt_failed(view: BatchView, out: Outbox, st: dict, a: dict, failure: di
     workflow_task_needed(view, out, st, ts)
 
 
-def activity_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, failed: bool) -> None:
+def activity_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, failed: bool,
+                    task: str = "incremental") -> bool:
+    """Record an attempt's result; False when the completion is stale (nothing recorded).
+
+    ``task``: what follows a completion: ``"incremental"`` a workflow task with the new events,
+    ``"full"`` one with the whole history, ``"none"`` nothing (the caller records the eager
+    workflow task the worker already ran)."""
     st = view.state(cmd["aggregate_key"])
     a = None
     if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
         a = _find(st, body["activity_id"], body["scheduled_seq"])
     if a is None or a["attempt"] != body["attempt"] or a["retrying"]:
         out.stale += 1  # duplicate, late (timed out) or from an attempt that is no longer current
-        return
+        return False
     if failed:
         _attempt_failed(view, out, st, a, body["failure"], ts, identity=body["identity"])
     else:
@@ -124,8 +130,10 @@ def activity_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int
         emit(view, out, st, "ActivityTaskCompleted", {
             "activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"],
             "result": body["result"], "identity": body["identity"]}, ts=ts)
-        workflow_task_needed(view, out, st, ts)
+        if task != "none":
+            workflow_task_needed(view, out, st, ts, full=task == "full")
     view.put(st)
+    return True
 
 
 def _timeout_failure(kind: str, a: dict) -> dict:

@@ -41,6 +41,9 @@ class Outbox:
     #: counters for metrics: duplicates suppressed, stale completions rejected
     duplicates: int = 0
     stale: int = 0
+    #: eager workflow tasks (decision 0031) recorded, and refused (the workflow moved on)
+    eager_accepted: int = 0
+    eager_rejected: int = 0
 
     def mark(self) -> tuple[int, ...]:
         return len(self.events), len(self.tasks), len(self.replies), len(self.timers), len(self.commands)
@@ -262,12 +265,15 @@ def schedule_workflow_task(view: BatchView, out: Outbox, st: dict, ts: int, *, f
     dispatch_workflow_task(view, out, st, full=full)
 
 
-def workflow_task_needed(view: BatchView, out: Outbox, st: dict, ts: int) -> None:
-    """New events for the workflow's code: a workflow task now, or after the running one."""
+def workflow_task_needed(view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False) -> None:
+    """New events for the workflow's code: a workflow task now, or after the running one.
+
+    ``full``: a task sent now carries the whole history (the worker's cached instance is known
+    to be unusable, e.g. it ran an eager workflow task that was refused)."""
     if st["status"] != "running":
         return
     if st["wt_scheduled_seq"] is None:
-        schedule_workflow_task(view, out, st, ts)
+        schedule_workflow_task(view, out, st, ts, full=full)
     else:
         st["wt_needed"] = True
 

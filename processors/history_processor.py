@@ -143,6 +143,8 @@ class _Metrics:
                                 buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5))
         self.duplicates = Counter("kadence_processor_duplicates_suppressed", "duplicate requests answered from memory", registry=r)
         self.stale = Counter("kadence_processor_stale_rejected", "stale task completions rejected", registry=r)
+        self.eager = Counter("kadence_processor_eager_workflow_tasks", "eager workflow tasks, by outcome",
+                             ["outcome"], registry=r)
         self.dlq = Counter("kadence_processor_dead_letters", "commands sent to the dead-letter topic", registry=r)
         self.aborts = Counter("kadence_processor_aborts", "transactions aborted", registry=r)
         self.deadlines = Counter("kadence_processor_deadlines_fired",
@@ -515,6 +517,10 @@ class HistoryProcessor:
         for out in outboxes.values():
             self.metrics.duplicates.inc(out.duplicates)
             self.metrics.stale.inc(out.stale)
+            if out.eager_accepted:
+                self.metrics.eager.labels("accepted").inc(out.eager_accepted)
+            if out.eager_rejected:
+                self.metrics.eager.labels("refused").inc(out.eager_rejected)
         self.committed_batches += 1
         return True
 

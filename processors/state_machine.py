@@ -38,6 +38,9 @@ WT_RETRY_INITIAL_MS = 1_000
 WT_RETRY_MAX_MS = 600_000
 WT_RETRY_MAX_ATTEMPTS = 25
 HISTORY_LIMIT_EVENTS = 50_000
+#: an eager workflow task whose workflow time is further than this from the processor's clock
+#: is refused (the worker's clock is off); the workflow then gets an ordinary workflow task
+EAGER_MAX_SKEW_MS = 60_000
 
 
 def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *, build_id: str | None = None) -> dict:
@@ -54,7 +57,7 @@ def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *,
         "execution_deadline_ms": (ts + body["execution_timeout_ms"]) if body.get("execution_timeout_ms") else None,
         "pending_children": [], "parent_workflow_id": body.get("parent_workflow_id"),
         "parent_run_id": body.get("parent_run_id"), "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
-        "build_id": build_id,
+        "build_id": build_id, "wt_last_eager_request": None,
     }
 
 
@@ -271,11 +274,19 @@ def _workflow_task_completed(cmd: dict, body: dict, view: BatchView, out: Outbox
     st = _current_task(cmd, body, view, out)
     if st is None:
         return
+    _complete_task(view, out, st, body, ts)
+
+
+def _complete_task(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *,
+                   request_id: str | None = None) -> None:
+    """Record the completion of the pending workflow task (``body``: scheduled_seq, commands,
+    identity, build_id) and apply its commands."""
     done = emit(view, out, st, "WorkflowTaskCompleted", {
         "scheduled_seq": body["scheduled_seq"], "identity": body["identity"], "build_id": body["build_id"],
-    }, ts=ts)
+    }, ts=ts, request_id=request_id)
     st["wt_scheduled_seq"] = None
     st["wt_last_completed_seq"] = body["scheduled_seq"]
+    st["wt_last_eager_request"] = request_id
     st["wt_failure"] = st["wt_failure_cause"] = None
     for ctype, c in body["commands"]:
         if st["status"] != "running":
@@ -287,6 +298,49 @@ def _workflow_task_completed(cmd: dict, body: dict, view: BatchView, out: Outbox
         schedule_workflow_task(view, out, st, ts)
     if st["status"] != "continued_as_new":  # else the new run's state is already staged
         view.put(st)
+
+
+def _eager_fits(st: dict | None, cmd: dict, eager: dict, ts: int) -> bool:
+    """Did nothing happen to the workflow since the workflow task the worker's instance last
+    completed? Every event its code would have to see (a signal, a timer, another activity's
+    result, a cancel request, a child's news) schedules a workflow task at once when none is
+    pending, so "no task pending or failed since that one completed" is exactly that."""
+    if not (st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]
+            and st["wt_scheduled_seq"] is None and not st["wt_needed"] and st["wt_failure"] is None
+            and eager["build_id"] == st["build_id"] and abs(eager["workflow_time_ms"] - ts) <= EAGER_MAX_SKEW_MS):
+        return False
+    if eager.get("base_request_id") is not None:  # it follows an eager task the worker has no news of yet
+        return st.get("wt_last_eager_request") == eager["base_request_id"]
+    return st["wt_last_completed_seq"] == eager["base_scheduled_seq"]
+
+
+def _activity_completed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    """An activity's result, maybe with the eager workflow task its worker ran next (decision 0031):
+    recorded as ActivityTaskCompleted, WorkflowTaskScheduled (at the workflow time the code ran
+    with), WorkflowTaskCompleted and the task's commands, the history a workflow task sent
+    through Kafka would have left. Refused when the workflow moved on meanwhile: then only the
+    result is recorded, and the next workflow task carries the whole history (the worker's
+    instance ran ahead on a history that did not happen)."""
+    eager = body.get("eager_workflow_task")
+    if eager is None:
+        activity_result(cmd, body, view, out, ts, failed=False)
+        return
+    st = view.state(cmd["aggregate_key"])
+    if not _eager_fits(st, cmd, eager, ts):
+        if activity_result(cmd, body, view, out, ts, failed=False, task="full"):
+            out.eager_rejected += 1
+        return
+    if not activity_result(cmd, body, view, out, ts, failed=False, task="none"):
+        return
+    st["wt_attempt"] = 1
+    ev = emit(view, out, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": 1},
+              ts=eager["workflow_time_ms"])
+    st["wt_scheduled_seq"] = ev["seq"]
+    st["wt_needed"] = False
+    out.eager_accepted += 1
+    _complete_task(view, out, st, {"scheduled_seq": ev["seq"], "commands": eager["commands"],
+                                   "identity": body["identity"], "build_id": eager["build_id"]},
+                   ts, request_id=cmd["request_id"])
 
 
 def _check_history_size(view: BatchView, out: Outbox, st: dict, ts: int) -> None:
@@ -522,7 +576,7 @@ def transition(cmd: dict, view: BatchView, out: Outbox, ts: int) -> None:
     if btype == "StartWorkflow":
         _start(cmd, body, view, out, ts)
     elif btype == "RespondActivityTaskCompleted":
-        activity_result(cmd, body, view, out, ts, failed=False)
+        _activity_completed(cmd, body, view, out, ts)
     elif btype == "RespondActivityTaskFailed":
         activity_result(cmd, body, view, out, ts, failed=True)
     else:

@@ -124,6 +124,9 @@ class WorkflowInstance:
         self._obj = None
         self._now_ms = 0
         self._random: random.Random | None = None
+        #: request ID of the command that carried an eager workflow task this instance ran and
+        #: the engine has not confirmed yet (``run_eager``); None otherwise
+        self.eager_token: str | None = None
 
     # -- workflow-facing runtime ---------------------------------------------------------------
 
@@ -287,6 +290,46 @@ class WorkflowInstance:
                         self._recorded_markers = set()
                 self._matching = True
         return commands
+
+    # -- eager workflow tasks (decision 0031) ----------------------------------------------
+
+    def can_run_eager(self) -> bool:
+        """Is this instance exactly where its last live workflow task left it?"""
+        return (not self.closed and not self.replaying and not self._matching
+                and self._activated_for == self.last_seq and self._main is not None)
+
+    def run_eager(self, activity_id: str, scheduled_seq: int, attempt: int, result: bytes, now_ms: int,
+                  token: str) -> tuple[dict, int, list[tuple[str, dict]]]:
+        """Run the workflow task that an activity's result would cause, without waiting for the
+        engine to send it: the last task's commands are taken as recorded (the engine refuses the
+        eager task if anything else happened since), the result resolves the activity and the
+        code runs live. Returns (what the task follows: ``base_scheduled_seq`` and
+        ``base_request_id``, the workflow time used, the commands). Event numbers are provisional
+        until ``confirm_eager``; eager tasks can follow each other before it."""
+        base = self.last_seq
+        follows = ({"base_scheduled_seq": base, "base_request_id": None} if self.eager_token is None
+                   else {"base_scheduled_seq": -1, "base_request_id": self.eager_token})
+        self._unmatched.clear()
+        self._resolutions.append((base + 1, "ActivityTaskCompleted", {
+            "activity_id": activity_id, "scheduled_seq": scheduled_seq, "attempt": attempt, "result": result,
+            "identity": ""}))
+        at = max(now_ms, self._now_ms)  # workflow time never goes back
+        self.last_seq = base + 2
+        self._wt_times[base + 2] = at
+        self.eager_token = token
+        self._activate(base + 2)
+        return follows, at, list(self._unmatched)
+
+    def confirm_eager(self, first_event: dict) -> bool:
+        """The next task's first event: is it the engine's record of the eager task (its
+        WorkflowTaskCompleted carries the token)? If so, adopt the engine's event numbers."""
+        kind, attrs = first_event["attributes"]
+        if self.eager_token is None or first_event.get("request_id") != self.eager_token or kind != "WorkflowTaskCompleted":
+            return False
+        self.last_seq = first_event["seq"] - 1
+        self._activated_for = attrs["scheduled_seq"]
+        self.eager_token = None
+        return True
 
     @staticmethod
     def _markers_after(events: list[dict], index: int) -> set[str]:

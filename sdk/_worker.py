@@ -30,7 +30,7 @@ from kadence.topics.polling import poll_ready
 from kadence.topics.errors import (ApplicationError, DefinitionError, KadenceError, NonDeterminismError,
                                    NotDeterministicError, SchemaError)
 from kadence.topics.payload import failure_from_exception
-from kadence.topics.records import new_id
+from kadence.topics.records import new_id, now_ms
 
 from . import activity as _activity
 from ._client import Client
@@ -214,12 +214,18 @@ class Worker:
     the build's own topic; activities are shared by every build of the queue. ``promote=True``
     makes the build the queue's default when the worker starts: new workflows start on it.
     Without ``build_id`` the worker runs the queue's unversioned workflows, as before.
+
+    ``eager_workflow_tasks`` (default on): when an activity completes for a workflow whose
+    instance this worker holds, the worker runs the workflow's next task at once and sends it
+    with the result, one command instead of two round trips through the engine; the engine
+    records it only if nothing else happened to the workflow meanwhile (decision 0031).
     """
 
     def __init__(self, client: Client, *, task_queue: str, workflows: Iterable[type] = (),
                  activities: Iterable[Any] = (), max_concurrent_activities: int = 100,
                  max_cached_workflows: int = 10_000, session_timeout_ms: int = 10_000,
-                 identity: str | None = None, build_id: str | None = None, promote: bool = False):
+                 identity: str | None = None, build_id: str | None = None, promote: bool = False,
+                 eager_workflow_tasks: bool = True):
         if not task_queue:
             raise DefinitionError("task_queue must be a non-empty string")
         self.build_id = validate_build_id(build_id, allow_none=True)
@@ -247,6 +253,7 @@ class Worker:
         if self._workflows:
             install_guard()
         self._max_activities = max_concurrent_activities
+        self._eager = eager_workflow_tasks
         self._max_cached = max_cached_workflows
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
         self._pool = cf.ThreadPoolExecutor(max_workers=min(64, max_concurrent_activities),
@@ -324,23 +331,24 @@ class Worker:
 
     # -- sending commands ----------------------------------------------------------------------
 
-    def _send(self, task: dict, body_type: str, body: dict, msg, consumer: _TaskConsumer) -> None:
+    def _send(self, task: dict, body_type: str, body: dict, msg, consumer: _TaskConsumer,
+              request_id: str | None = None) -> None:
         """Queue a task's command; the queue is produced at the next turn of the event loop.
 
         Under load many tasks finish in one turn of the loop (the consumer hands them over in
         bursts), and producing their commands together lets librdkafka put several in one
         Produce request per partition instead of one request each (decision 0028). At light
         load a command waits for nothing: the next turn comes at once."""
-        self._outbox.append((task, body_type, body, msg, consumer))
+        self._outbox.append((task, body_type, body, msg, consumer, request_id or new_id()))
         if len(self._outbox) == 1:
             asyncio.get_running_loop().call_soon(self._flush_outbox)
 
     def _flush_outbox(self) -> None:
         batch, self._outbox = self._outbox, []
         engine = self.client._engine
-        for task, body_type, body, msg, consumer in batch:
+        for task, body_type, body, msg, consumer, request_id in batch:
             try:
-                fut = engine.send(task["workflow_id"], body_type, body, request_id=new_id(),
+                fut = engine.send(task["workflow_id"], body_type, body, request_id=request_id,
                                   run_id=task["run_id"], expect_reply=False)
             except Exception as exc:  # noqa: BLE001 - e.g. a result over the producer's size limit
                 # one bad command must not keep the others of its turn from Kafka
@@ -356,10 +364,12 @@ class Worker:
         fit the next time either), so that its workflow sees an error instead of waiting."""
         if body_type != "RespondActivityTaskCompleted":
             return None
+        if body.get("eager_workflow_task") is not None:  # the instance ran ahead on a result never sent
+            self._forget(task["workflow_id"])
         failure = failure_from_exception(ApplicationError(
             f"the activity's result could not be sent to the engine: {exc}", type="ResultNotSent",
             non_retryable=True))
-        failed = {k: v for k, v in body.items() if k != "result"} | {"failure": failure}
+        failed = {k: v for k, v in body.items() if k not in ("result", "eager_workflow_task")} | {"failure": failure}
         try:
             return self.client._engine.send(task["workflow_id"], "RespondActivityTaskFailed", failed,
                                             request_id=new_id(), run_id=task["run_id"], expect_reply=False)
@@ -406,6 +416,13 @@ class Worker:
         if inst is not None and inst.info.run_id != run_id:
             inst.discard()
             inst = None
+        if inst is not None and inst.eager_token is not None:
+            # it ran an eager workflow task: usable only if the engine recorded it, which this
+            # task's first event says (else the instance ran ahead on a history that did not happen)
+            if task["full_history"] or not task["events"] or not inst.confirm_eager(task["events"][0]):
+                self.stats["eager_refused"] += 1
+                inst.discard()
+                inst = None
         if task["full_history"]:
             if inst is not None and inst.last_seq >= seq:
                 self._cache[wf] = inst  # a redelivered task we already answered
@@ -474,7 +491,7 @@ class Worker:
                 raise KadenceError(f"workflow type {task['workflow_type']!r} is not registered on this worker")
             inst = self._cache.get(wf)
             temp = None
-            if inst is None or inst.info.run_id != task["run_id"]:
+            if inst is None or inst.info.run_id != task["run_id"] or inst.eager_token is not None:
                 temp = inst = WorkflowInstance(defn, WorkflowInfo(wf, task["run_id"], task["workflow_type"],
                                                                   task["task_queue"]), self.client.converter)
                 inst.apply(task["events"], -1)
@@ -539,7 +556,8 @@ class Worker:
                 result = await defn.fn(*args)
             else:
                 result = await loop.run_in_executor(self._pool, contextvars.copy_context().run, defn.fn, *args)
-            body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.client.converter.to_bytes(result)}
+            body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.client.converter.to_bytes(result),
+                                                               "eager_workflow_task": None}
             self.stats["activities_completed"] += 1
         except asyncio.CancelledError:
             if not ctx.cancelled.is_set():
@@ -553,7 +571,33 @@ class Worker:
         finally:
             ctx.close()
             _activity._current.reset(token)
-        self._send(task, body_type, body, msg, self._at_consumer)
+        request_id = new_id()
+        if body_type == "RespondActivityTaskCompleted" and self._eager:
+            body["eager_workflow_task"] = self._eager_task(task, body["result"], request_id)
+        self._send(task, body_type, body, msg, self._at_consumer, request_id)
+
+    def _eager_task(self, task: dict, result: bytes, request_id: str) -> dict | None:
+        """Run the workflow's next task now, on the cached instance (decision 0031), or None."""
+        wf = task["workflow_id"]
+        inst = self._cache.get(wf)
+        if inst is None or inst.info.run_id != task["run_id"] or not inst.can_run_eager():
+            return None
+        try:
+            follows, at, commands = inst.run_eager(task["activity_id"], task["scheduled_seq"], task["attempt"], result,
+                                                now_ms(), request_id)
+        except Exception as exc:  # noqa: BLE001 - the ordinary workflow task will meet (and report) it
+            log.debug("workflow %s run %s: eager workflow task not run: %s", wf, task["run_id"], exc)
+            self._forget(wf)
+            return None
+        if inst.closed:
+            self._forget(wf)
+        self.stats["eager_workflow_tasks"] += 1
+        return {**follows, "workflow_time_ms": at, "commands": commands, "build_id": self.build_id}
+
+    def _forget(self, workflow_id: str) -> None:
+        inst = self._cache.pop(workflow_id, None)
+        if inst is not None:
+            inst.discard()
 
     def _heartbeat(self, task: dict, ctx, details) -> None:
         """Send a heartbeat (any thread); a reply that says stop cancels the activity."""

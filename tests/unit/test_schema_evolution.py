@@ -39,6 +39,7 @@ FROZEN_DIGESTS = {
     4: "026b80ebf19d2729d90587a1ea21215aab282739035ebba72c91a3318421645a",
     5: "feef42e4d6f1be34fe019079586185708e61303eee421ca46745e6c0b88f9bde",
     6: "49b7d7bfae2c71c507912119a0a66ea5303bbd1c3887537523a4d9d896412acf",
+    7: "85b72bdfc05ac713bce5a9aee109237956039f7d7e1de56518e68375f32b81f5",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
