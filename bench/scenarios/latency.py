@@ -6,9 +6,11 @@ Per workflow, each ``timed`` activity returns the engine's scheduled time of its
 
 * dispatch = activity started - activity scheduled (task produced in the transaction, consumed
   by the worker, activity invoked);
-* step = next activity scheduled - previous activity finished (completion command -> processor
-  transaction -> workflow task -> worker replays and answers -> processor transaction that
-  schedules the next activity: two transactions and one workflow-task round trip);
+* step = next activity scheduled - previous activity finished. With eager workflow tasks (the
+  worker's default, decision 0031): the worker runs the workflow's next task and sends it with
+  the result -> one processor transaction records both and schedules the next activity. Without
+  (``KADENCE_WORKER_EAGER=0``): completion command -> processor transaction -> workflow task ->
+  worker answers -> processor transaction that schedules the next activity;
 * start_to_close = client sends the start -> client receives the result reply.
 """
 

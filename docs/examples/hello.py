@@ -45,11 +45,15 @@ async def main() -> None:
         env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace})
     try:
         client = await Client.connect(config=config)
-        async with Worker(client, task_queue="hello", workflows=[HelloWorkflow], activities=[greet, shout]):
+        worker = Worker(client, task_queue="hello", workflows=[HelloWorkflow], activities=[greet, shout])
+        async with worker:
             handle = await client.start_workflow(HelloWorkflow, "Kafka", id="hello-1", task_queue="hello")
             print("result:", await handle.result(timeout=60))
             for event in await handle.history():
                 print(f"{event['seq']:>3} {event['type']}")
+            # each activity's result carried the workflow's next task (eager workflow tasks):
+            # only the first workflow task went through Kafka
+            print("eager workflow tasks:", worker.stats["eager_workflow_tasks"])
             # start and wait in one call (the result is asked for with the start)
             print("execute:", await client.execute_workflow(HelloWorkflow, "again", id="hello-2",
                                                             task_queue="hello", result_timeout=60))

@@ -17,6 +17,7 @@ def test_hello_example_prints_its_result(kafka_bootstrap):
     assert "result: HELLO, KAFKA!" in out.stdout
     assert "execute: HELLO, AGAIN!" in out.stdout
     assert "WorkflowExecutionCompleted" in out.stdout
+    assert "eager workflow tasks: 2" in out.stdout
 
 
 def test_make_dev_once_runs_the_sample_and_exits_zero(kafka_bootstrap):
