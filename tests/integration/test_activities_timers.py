@@ -146,6 +146,25 @@ async def test_an_activity_timeout_is_fired_by_the_processor_across_a_kill_witho
     assert [r["kind"] for r in records if r["kind"] != "run_timeout"] == [], "an activity timeout became a timer record"
 
 
+async def test_a_full_backlog_pauses_fetching_and_after_it_nothing_is_lost_or_run_twice(client, processors):
+    """One slot, held: the activity tasks behind it fill the worker's backlog (100 records) and
+    fetching pauses. Opened, every activity runs once and fetching resumes where it stopped (the
+    resume seeks to the position, which wakes the fetcher without skipping or repeating a record)."""
+    from .workflows import HOLD, HeldOnce, held
+    processors.start()
+    HOLD.update(gate=asyncio.Event(), done=[])
+    n = 180
+    async with Worker(client, task_queue="q", workflows=[HeldOnce], activities=[held],
+                      max_concurrent_activities=1) as worker:
+        handles = await asyncio.gather(*(client.start_workflow(HeldOnce, i, id=f"held-{i}", task_queue="q")
+                                         for i in range(n)))
+        await wait_until(lambda: worker.stats["backlog_pauses"] >= 1, 60, "the backlog to fill and pause fetching")
+        HOLD["gate"].set()
+        results = await asyncio.gather(*(h.result(timeout=120) for h in handles))
+    assert results == list(range(n))
+    assert sorted(HOLD["done"]) == list(range(n))  # each ran once
+
+
 async def test_a_worker_runs_at_most_its_activity_slots_and_finishes_the_backlog(client, processors):
     """60 activities ready at once on a worker with 4 slots: never more than 4 run together, and
     every one completes (the records beyond the limit wait in the worker's backlog)."""

@@ -340,6 +340,24 @@ async def counted(n: int) -> int:
     return n
 
 
+#: opened by a test: ``held`` activities wait for it
+HOLD = {"gate": None, "done": []}
+
+
+@activity.defn
+async def held(n: int) -> int:
+    await HOLD["gate"].wait()
+    HOLD["done"].append(n)
+    return n
+
+
+@workflow.defn
+class HeldOnce:
+    @workflow.run
+    async def run(self, n: int) -> int:
+        return await workflow.execute_activity(held, n, start_to_close_timeout=T)
+
+
 @workflow.defn
 class CountedOnce:
     @workflow.run
