@@ -85,7 +85,7 @@ class Settings:
             bootstrap=bootstrap(), seconds=seconds,
             warmup=env_float("KADENCE_BENCH_WARMUP", min(5.0, max(2.0, seconds / 5))),
             partitions=int(env_float("KADENCE_BENCH_PARTITIONS", 4)),
-            concurrency_levels=_levels(os.environ.get("KADENCE_BENCH_CONCURRENCY") or "32,64,128,256"),
+            concurrency_levels=_levels(os.environ.get("KADENCE_BENCH_CONCURRENCY") or "32,64,128,256,512"),
             workers=int(env_float("KADENCE_BENCH_WORKERS", 1)),
             processors=int(env_float("KADENCE_BENCH_PROCESSORS", 1)),
             timer_rate=env_float("KADENCE_BENCH_TIMER_RATE", 1000.0),

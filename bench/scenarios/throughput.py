@@ -1,7 +1,7 @@
 """Scenario 1: workflows completed per second, closed loop, for three workflow shapes.
 
 Per shape, one engine (fresh namespace). A short probe at each concurrency of
-``KADENCE_BENCH_CONCURRENCY`` (default 32,64,128,256 workflows in flight) finds the best level;
+``KADENCE_BENCH_CONCURRENCY`` (default 32,64,128,256,512 workflows in flight) finds the best level;
 the measurement window (``KADENCE_BENCH_SECONDS``) then runs at that level. Each window starts
 after a warm-up of at least ``KADENCE_BENCH_WARMUP`` and until every loop completed a workflow
 (steady state); between levels the loops stop starting workflows and the running ones drain."""
