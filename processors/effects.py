@@ -43,7 +43,7 @@ class Outbox:
     stale: int = 0
     #: eager workflow tasks (decision 0031) recorded, and refused (the workflow moved on)
     eager_accepted: int = 0
-    eager_rejected: int = 0
+    eager_refused: int = 0
 
     def mark(self) -> tuple[int, ...]:
         return len(self.events), len(self.tasks), len(self.replies), len(self.timers), len(self.commands)

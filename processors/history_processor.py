@@ -519,8 +519,8 @@ class HistoryProcessor:
             self.metrics.stale.inc(out.stale)
             if out.eager_accepted:
                 self.metrics.eager.labels("accepted").inc(out.eager_accepted)
-            if out.eager_rejected:
-                self.metrics.eager.labels("refused").inc(out.eager_rejected)
+            if out.eager_refused:
+                self.metrics.eager.labels("refused").inc(out.eager_refused)
         self.committed_batches += 1
         return True
 

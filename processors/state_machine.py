@@ -328,7 +328,7 @@ def _activity_completed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts:
     st = view.state(cmd["aggregate_key"])
     if not _eager_fits(st, cmd, eager, ts):
         if activity_result(cmd, body, view, out, ts, failed=False, task="full"):
-            out.eager_rejected += 1
+            out.eager_refused += 1
         return
     if not activity_result(cmd, body, view, out, ts, failed=False, task="none"):
         return

@@ -439,7 +439,7 @@ class Worker:
             # it ran an eager workflow task: usable only if the engine recorded it, which this
             # task's first event says (else the instance ran ahead on a history that did not happen)
             if task["full_history"] or not task["events"] or not inst.confirm_eager(task["events"][0]):
-                self.stats["eager_refused"] += 1
+                self.stats["eager_discarded"] += 1
                 inst.discard()
                 inst = None
         if task["full_history"]:

@@ -95,5 +95,5 @@ async def test_signals_racing_eager_tasks_change_no_result(client, processors, k
         assert check_history(events) == []
         result = replayer.replay(events)
         assert result.ok, result
-    print(f"eager tasks {worker.stats['eager_workflow_tasks']}, refused and rebuilt {worker.stats['eager_refused']}, "
-          f"history requests {worker.stats['history_requests']}")
+    print(f"eager tasks {worker.stats['eager_workflow_tasks']}; instances discarded (eager task refused or "
+          f"unconfirmed) {worker.stats['eager_discarded']}; history requests {worker.stats['history_requests']}")

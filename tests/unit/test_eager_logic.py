@@ -82,7 +82,7 @@ class EagerDriver:
         self.eager_sent = 0
         self.refused = 0
         self.accepted = 0
-        self.rejected_by_engine = 0
+        self.refused_by_engine = 0
         self._ids = 0
 
     def _new_instance(self, task):
@@ -126,7 +126,7 @@ class EagerDriver:
         out = self.h.send(task["workflow_id"], "RespondActivityTaskCompleted", body, run_id=task["run_id"],
                           request_id=rid)
         self.accepted += out.eager_accepted
-        self.rejected_by_engine += out.eager_rejected
+        self.refused_by_engine += out.eager_refused
         return out
 
     def run(self):
@@ -154,6 +154,19 @@ class EagerDriver:
         inst.apply(self.h.events, scheduled_seq=-1)
         inst.finish_replay()
         return inst
+
+
+def _started(cls, *args):
+    """A driver whose workflow ran its first workflow task, and the activity tasks it scheduled."""
+    driver = EagerDriver(cls)
+    driver.h.start("wf", cls.__name__, list(args))
+    driver.workflow_task(driver.h.take_tasks("workflow")[0])
+    return driver, driver.h.take_tasks("activity")
+
+
+def _signal(driver, name):
+    driver.h.send("wf", "SignalWorkflow", {"signal_name": name, "input": conv.to_bytes([]), "identity": "t",
+                                           "start": None}, request_id=f"sig-{name}")
 
 
 def _result(driver):
@@ -192,18 +205,13 @@ def test_the_recorded_workflow_time_is_the_time_the_code_ran_with():
 
 
 def test_an_event_between_refuses_the_eager_task_and_the_next_task_has_the_whole_history():
-    driver = EagerDriver(Listener)
-    driver.h.start("wf", "Listener", [])
-    driver.workflow_task(driver.h.take_tasks("workflow")[0])
-    [first] = driver.h.take_tasks("activity")
-    # a signal arrives while the activity runs: the engine schedules a workflow task for it
-    driver.h.send("wf", "SignalWorkflow", {"signal_name": "ping", "input": conv.to_bytes([]), "identity": "t",
-                                           "start": None}, request_id="sig-1")
+    driver, [first] = _started(Listener)
+    _signal(driver, "ping")  # while the activity runs: the engine schedules a workflow task for it
     [signal_task] = driver.h.take_tasks("workflow")
     # the activity's result comes before the worker saw that task: its eager task ran on a
     # history without the signal, so the engine records the result alone
     out = driver.complete_activity(first)
-    assert (out.eager_accepted, out.eager_rejected) == (0, 1)
+    assert (out.eager_accepted, out.eager_refused) == (0, 1)
     assert driver.kinds()[-3:] == ["WorkflowSignaled", "WorkflowTaskScheduled", "ActivityTaskCompleted"]
     assert driver.state()["wt_needed"]  # a task follows the pending one
     # the signal's task does not confirm the instance's eager task: it is thrown away and rebuilt
@@ -215,15 +223,12 @@ def test_an_event_between_refuses_the_eager_task_and_the_next_task_has_the_whole
 
 
 def test_a_refused_eager_task_is_followed_by_a_full_history_task_when_none_was_pending():
-    driver = EagerDriver(Chain)
-    driver.h.start("wf", "Chain", [0])
-    driver.workflow_task(driver.h.take_tasks("workflow")[0])
-    [task] = driver.h.take_tasks("activity")
+    driver, [task] = _started(Chain, 0)
     # the engine moved on meanwhile: say, its last completed task is not the one the instance knows
     st = driver.state()
     driver.h.store._states["wf"] = {**st, "wt_last_completed_seq": st["wt_last_completed_seq"] - 1}
     out = driver.complete_activity(task)
-    assert out.eager_rejected == 1
+    assert out.eager_refused == 1
     [full] = driver.h.take_tasks("workflow")
     assert full["full_history"] and full["events"][0]["seq"] == 1
     driver.workflow_task(full)
@@ -235,7 +240,7 @@ def test_a_worker_clock_far_from_the_engine_refuses_the_eager_task():
     driver = EagerDriver(Chain, clock=lambda: now_ms() + EAGER_MAX_SKEW_MS + 60_000)
     driver.h.start("wf", "Chain", [0])
     driver.run()
-    assert driver.accepted == 0 and driver.rejected_by_engine == 3
+    assert driver.accepted == 0 and driver.refused_by_engine == 3
     assert _result(driver) == 3
     driver.replay()
 
@@ -252,15 +257,11 @@ def test_eager_tasks_follow_each_other_before_the_engine_confirms_one():
 
 
 def test_an_eager_task_that_follows_a_refused_one_is_refused_too():
-    driver = EagerDriver(Pair)
-    driver.h.start("wf", "Pair", [])
-    driver.workflow_task(driver.h.take_tasks("workflow")[0])
-    first, second = driver.h.take_tasks("activity")
-    driver.h.send("wf", "SignalWorkflow", {"signal_name": "nothing", "input": conv.to_bytes([]), "identity": "t",
-                                           "start": None}, request_id="sig-1")
+    driver, (first, second) = _started(Pair)
+    _signal(driver, "nothing")
     signal_task = driver.h.take_tasks("workflow")
-    assert driver.complete_activity(first).eager_rejected == 1
-    assert driver.complete_activity(second).eager_rejected == 1
+    assert driver.complete_activity(first).eager_refused == 1
+    assert driver.complete_activity(second).eager_refused == 1
     for task in signal_task:
         driver.workflow_task(task)
     driver.run()
@@ -269,10 +270,7 @@ def test_an_eager_task_that_follows_a_refused_one_is_refused_too():
 
 
 def test_a_duplicate_completion_with_an_eager_task_changes_nothing():
-    driver = EagerDriver(Chain)
-    driver.h.start("wf", "Chain", [0])
-    driver.workflow_task(driver.h.take_tasks("workflow")[0])
-    [task] = driver.h.take_tasks("activity")
+    driver, [task] = _started(Chain, 0)
     body = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"],
             "result": conv.to_bytes(1), "eager_workflow_task": None}
     inst = driver.inst
@@ -283,5 +281,5 @@ def test_a_duplicate_completion_with_an_eager_task_changes_nothing():
     events = len(driver.h.events)
     again = driver.h.send("wf", "RespondActivityTaskCompleted", body, run_id=task["run_id"], request_id="rid-1")
     assert first.eager_accepted == 1
-    assert (again.eager_accepted, again.eager_rejected, again.stale) == (0, 0, 1)
+    assert (again.eager_accepted, again.eager_refused, again.stale) == (0, 0, 1)
     assert len(driver.h.events) == events
