@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
-from kadence.topics.polling import poll_ready
+from kadence.topics.polling import poll_ready, resume_awake
 from kadence.topics.errors import ConfigError, KadenceError, SchemaError
 from kadence.topics.records import command, history_key, now_ms
 
@@ -396,15 +396,9 @@ class HistoryProcessor:
         paused, self._paused = self._paused, []
         if not paused:
             return
-        # no poll ran since the pause, so no rebalance either: the assignment is the same
-        self._consumer.resume(paused)
-        # librdkafka does not wake its fetchers on resume: the next fetch would start only at a
-        # fetcher's next periodic look, up to a second later (measured: 950 ms). A seek to the
-        # position each partition stood at when paused (the next fetch position the pause kept:
-        # nothing was consumed since) wakes the fetcher of its leader; without a leader epoch
-        # the seek asks the broker for nothing.
-        for tp in paused:
-            self._consumer.seek(tp)
+        # no poll ran since the pause, so no rebalance either: the assignment is the same, and
+        # each partition still stands at the position recorded when it was paused
+        resume_awake(self._consumer, paused)
 
     def _poll_batch(self, timeout: float = 0.1) -> list:
         """Adaptive batch: wait for the first command, then take whatever else is ready."""

@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import serde
 from kadence.topics.builds import promote_build, validate_build_id
-from kadence.topics.polling import poll_ready
+from kadence.topics.polling import poll_ready, resume_awake
 from kadence.topics.errors import (ApplicationError, DefinitionError, KadenceError, NonDeterminismError,
                                    NotDeterministicError, SchemaError)
 from kadence.topics.payload import failure_from_exception
@@ -161,19 +161,7 @@ class _TaskConsumer:
             self.consumer.pause(assignment)
             self._worker.stats["backlog_pauses"] += 1
         else:
-            self.consumer.resume(assignment)
-            # librdkafka does not wake a partition's fetcher on resume: its next fetch would
-            # wait for the fetcher's periodic look, up to a second (the processor measured
-            # 950 ms, decision 0028). With 512 workflows in flight the backlog filled at every
-            # burst and the worker stalled: 3-activity throughput 130-275 wf/s against 375-474
-            # at 256. A seek to the position (the next record not yet taken: the pause dropped
-            # only records this thread had not taken) wakes it at once.
-            for tp in self.consumer.position(assignment):
-                if tp.offset >= 0:
-                    try:
-                        self.consumer.seek(tp)
-                    except KafkaException as exc:  # then the fetcher wakes by itself, later
-                        log.debug("seek %s[%d] on resume: %s", tp.topic, tp.partition, exc)
+            resume_awake(self.consumer, self.consumer.position(assignment))
         self._paused = pause
 
     def _take(self, msg) -> None:
