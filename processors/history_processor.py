@@ -218,6 +218,10 @@ class HistoryProcessor:
         self._reply_partition = 0
         #: partitions paused while a batch is processed (``_pause_fetching``)
         self._paused: list[TopicPartition] = []
+        #: per owned commands partition: the offset this instance's last commit (or the owner
+        #: before it) left committed, re-sent by a transaction that consumed nothing there
+        #: (``_fencing_offsets``)
+        self._fence_offsets: dict[int, int] = {}
         self._watchdog = TxnWatchdog(config.txn_stall_exit_s, self._stalled)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -260,6 +264,7 @@ class HistoryProcessor:
         return DiskShardStore(partition, self._state_dir / f"p{partition}")
 
     def _release(self, partition: int) -> None:
+        self._fence_offsets.pop(partition, None)
         self._deadlines.pop(partition, None)
         store = self._stores.pop(partition, None)
         if store is not None and hasattr(store, "close"):
@@ -328,7 +333,8 @@ class HistoryProcessor:
         # Block until no transaction of a previous owner is pending on these partitions
         # (OffsetFetch with require_stable under read_committed), so the stores we restore
         # reflect every committed batch up to the offsets we will resume from.
-        consumer.committed(partitions, timeout=max(60.0, self.config.transaction_timeout_ms / 1000 * 3))
+        committed = {tp.partition: tp.offset for tp in
+                     consumer.committed(partitions, timeout=max(60.0, self.config.transaction_timeout_ms / 1000 * 3))}
         # librdkafka keeps a partition's pause across a rebalance: one paused when it was taken
         # away would stay paused when assigned again. The loop resumes what it pauses before it
         # polls again, so this is a guard, not a known path. Here, before librdkafka assigns them
@@ -336,6 +342,8 @@ class HistoryProcessor:
         consumer.resume(partitions)
         for tp in partitions:
             self._release(tp.partition)
+            offset = committed.get(tp.partition, -1)
+            self._fence_offsets[tp.partition] = offset if offset >= 0 else self._log_start(tp)
             index = DeadlineIndex()
             self._stores[tp.partition] = restore_shard(self.kafka, self.topics.state, self.topics.history,
                                                        tp.partition, self._new_store(tp.partition),
@@ -475,18 +483,42 @@ class HistoryProcessor:
         """The FireTimer command the timer service would have sent for this deadline (as decoded)."""
         return self._cmd_codec.decode(self._cmd_codec.encode(command(wf, "FireTimer", body, run_id=run_id)))
 
+    def _log_start(self, tp: TopicPartition) -> int:
+        """Where a commands partition with no committed offset begins (its consumer starts there)."""
+        low, _high = self._consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)
+        return max(low, 0)
+
+    def _fencing_offsets(self, outboxes, offsets) -> dict[tuple[str, int], int]:
+        """The consumed offsets to send with a batch: one for EVERY shard the batch writes.
+
+        ``send_offsets_to_transaction`` is the only thing that stops a stale owner's transaction:
+        the group coordinator refuses the offsets of a member from an earlier generation, and the
+        transaction aborts. Transactional IDs are per instance, so a new owner does not fence the
+        old one's producer. A shard the batch writes without having consumed from it (a passed
+        activity deadline is work the processor started by itself) gets its last committed offset
+        again: re-committing an unchanged offset still makes the coordinator check the
+        generation. Without it, a processor paused past its session timeout wakes, fires a
+        deadline its successor has already fired, and commits (issue 15)."""
+        fenced = dict(offsets)
+        for p in outboxes:
+            key = (self.topics.commands, p)
+            if key not in fenced:
+                fenced[key] = self._fence_offsets[p]
+        return fenced
+
     def _commit(self, msgs, views, outboxes, dead, offsets, fired=None) -> bool:
-        if not offsets and not any(p in self._stores for p in (fired or {})):
+        outboxes = {p: out for p, out in outboxes.items() if p in self._stores}
+        if not offsets and not outboxes:
             return False  # every record belonged to partitions this instance no longer owns
+        offsets = self._fencing_offsets(outboxes, offsets)
         producer = self._producer
         t0 = time.perf_counter()
         self._watchdog.begin()
         try:
             producer.begin_transaction()
             self._produce_outputs(views, outboxes, dead)
-            if offsets:
-                tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-                producer.send_offsets_to_transaction(tps, self._consumer.consumer_group_metadata(), 30)
+            tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+            producer.send_offsets_to_transaction(tps, self._consumer.consumer_group_metadata(), 30)
             self._resume_fetching()  # the next batch is fetched while this one commits
             producer.commit_transaction(30)
         except KafkaException as exc:
@@ -494,6 +526,9 @@ class HistoryProcessor:
             return False
         finally:
             self._watchdog.end()
+        for (_t, p), o in offsets.items():
+            if p in self._fence_offsets:
+                self._fence_offsets[p] = o
         self.metrics.commit.observe(time.perf_counter() - t0)
         self.metrics.batches.observe(len(msgs))
         self.metrics.commands.inc(len(msgs))
