@@ -2,13 +2,14 @@
 # scripts/devstack.py around the command and stopped afterwards; see docs/dev-stack.md.
 #   make test PYTEST_ARGS='-k timers -x'     extra pytest arguments
 #   make unit                                unit tests only, no broker
+#   make chaos CHAOS_SEEDS=5                 the soak campaign (scripts/chaos.py): chaos suite per seed, CPU-starved
 PYTHON      ?= python3
 VENV        := .venv
 DEVSTACK    := $(PYTHON) scripts/devstack.py
 PYTEST_ARGS ?=
 BENCH_ARGS  ?=
 
-.PHONY: venv jars test dev bench unit clean
+.PHONY: venv jars test dev bench unit chaos clean
 
 venv:
 	scripts/bootstrap.sh
@@ -24,6 +25,9 @@ dev: venv jars
 
 bench: venv jars
 	$(DEVSTACK) run -- $(VENV)/bin/python -m bench $(BENCH_ARGS)
+
+chaos: venv jars
+	$(DEVSTACK) run -- $(VENV)/bin/python scripts/chaos.py
 
 unit: venv
 	$(VENV)/bin/python -m pytest -q tests/unit $(PYTEST_ARGS)

@@ -44,7 +44,7 @@ from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ArchiveError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import poll_ready
-from kadence.topics.records import command, history_key, now_ms
+from kadence.topics.records import CLOSE_EVENTS, command, history_key, now_ms
 
 from .offsets import commit_positions
 
@@ -54,9 +54,7 @@ __all__ = ["ArchiverConfig", "Archiver", "SweepReport", "parse_duration", "reten
 log = logging.getLogger(__name__)
 
 DEFAULT_RETENTION_S = 7 * 86_400.0
-CLOSE_EVENTS = frozenset({"WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
-                          "WorkflowExecutionTerminated", "WorkflowExecutionTimedOut",
-                          "WorkflowExecutionContinuedAsNew"})
+CLOSE_EVENTS = frozenset(CLOSE_EVENTS)
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 

@@ -31,6 +31,7 @@ from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import BrokerUnavailableError, InvalidQueryError, KadenceError, WorkflowNotFoundError
 from kadence.topics.history_json import event_to_json
 from kadence.topics.payload import JsonConverter
+from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.visibility import VisibilityReader, projection_lag
 
 from .config import GatewayConfig
@@ -50,8 +51,7 @@ __all__ = ["create_app"]
 log = logging.getLogger(__name__)
 audit = logging.getLogger("kadence.audit")
 
-_CLOSING = {"WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
-            "WorkflowExecutionTerminated", "WorkflowExecutionContinuedAsNew", "WorkflowExecutionTimedOut"}
+_CLOSING = CLOSE_EVENTS
 
 #: a workflow ID derived from an Idempotency-Key: a retried start without workflow_id starts nothing new
 _KEYED_IDS = uuid.UUID("6b1d3c3e-95c2-4c55-9a53-3f1f0cbe2a61")

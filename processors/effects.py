@@ -247,8 +247,12 @@ def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
     st = view.state(wf)
     if deduplicated(st, cmd, out, view):
         return None
-    if st is None or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
+    if st is None:
         reply(out, cmd["request_id"], wf, "not_found", message=f"workflow {wf!r} not found")
+        return None
+    if cmd["run_id"] and cmd["run_id"] != st["run_id"]:  # an earlier run: closed (only the last can run)
+        reply(out, cmd["request_id"], wf, "rejected", run_id=st["run_id"],
+              message=f"run {cmd['run_id']} is not the current run of workflow {wf!r} (it is closed)")
         return None
     if st["status"] != "running":
         reply(out, cmd["request_id"], wf, "rejected", run_id=st["run_id"], message=f"workflow is {st['status']}")

@@ -27,12 +27,13 @@ from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.polling import poll_ready, resume_awake
-from kadence.topics.errors import ConfigError, KadenceError, SchemaError
+from kadence.topics.errors import ConfigError, KadenceError, SchemaError, WrongPartitionError
+from kadence.topics.partitioner import partition_for
 from kadence.topics.records import command, history_key, now_ms
 
 from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
-from .effects import BatchView, Outbox
+from .effects import BatchView, Outbox, reply
 from .state_machine import transition
 from .disk_store import DiskShardStore
 from .store import MemoryShardStore, restore_shard
@@ -216,6 +217,8 @@ class HistoryProcessor:
         self.committed_batches = 0
         #: where this instance's replies go (``reply_partition``; set when the topics are checked)
         self._reply_partition = 0
+        #: how many partitions ``{ns}.commands`` has (set when the topics are checked)
+        self._command_partitions = 0
         #: partitions paused while a batch is processed (``_pause_fetching``)
         self._paused: list[TopicPartition] = []
         #: per owned commands partition: the offset this instance's last commit (or the owner
@@ -307,6 +310,7 @@ class HistoryProcessor:
         if missing:
             raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
         self._reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
+        self._command_partitions = have[self.topics.commands]
 
     def _shutdown(self) -> None:
         if self._backlog is not None:
@@ -445,6 +449,11 @@ class HistoryProcessor:
                 dead.append((msg, "undecodable command", exc))
                 continue
             wf = cmd["aggregate_key"]
+            wrong = self._wrong_partition(wf, p)
+            if wrong is not None:  # its workflow would live where no reader looks for it
+                dead.append((msg, "wrong partition", wrong))
+                reply(out, cmd["request_id"], wf, "wrong_partition", message=str(wrong))
+                continue
             checkpoint, mark = view.checkpoint(wf), out.mark()
             try:
                 transition(cmd, view, out, ts)
@@ -478,6 +487,20 @@ class HistoryProcessor:
                 index.settle(due, committed, store.get_state)
         if committed:
             self.metrics.deadlines.inc(sum(len(due) for due in fired.values()))
+
+    def _wrong_partition(self, workflow_id: str, partition: int) -> WrongPartitionError | None:
+        """An error if a command of ``workflow_id`` was read from another partition than the one its
+        ID hashes to (murmur2, Kafka's default partitioner: what every reader of the workflow's
+        history, state and replies computes). librdkafka's own default partitioner (consistent_random,
+        CRC32) puts the same key elsewhere; a producer must use ``partitioner=murmur2_random``."""
+        expected = partition_for(workflow_id, self._command_partitions)
+        if expected == partition:
+            return None
+        return WrongPartitionError(
+            f"wrong partition: workflow {workflow_id!r} belongs on {self.topics.commands} partition {expected} "
+            f"(murmur2 of the workflow ID), the command was produced to partition {partition}; produce with "
+            "Kafka's default partitioner (librdkafka: partitioner=murmur2_random)",
+            expected_partition=expected, partition=partition)
 
     def _deadline_command(self, wf: str, run_id: str, body: dict) -> dict:
         """The FireTimer command the timer service would have sent for this deadline (as decoded)."""

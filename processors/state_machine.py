@@ -16,6 +16,7 @@ import uuid
 
 from kadence.topics.builds import validate_build_id
 from kadence.topics.errors import ConfigError
+from kadence.topics.records import failure_record
 
 from .reset import reset_workflow
 from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
@@ -249,8 +250,7 @@ def _apply_command(view: BatchView, out: Outbox, st: dict, ctype: str, c: dict, 
         raise ValueError(f"unknown workflow command {ctype}")
 
 
-def _failure(etype: str, message: str) -> dict:
-    return {"type": etype, "message": message, "stack_trace": "", "non_retryable": True, "details": None, "cause": None}
+_failure = failure_record
 
 
 def _continue_as_new(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -> None:
@@ -412,6 +412,12 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         view.put(st)
 
 
+def _closed_message(st: dict, run_id: str | None) -> str:
+    if run_id and run_id != st["run_id"]:
+        return f"run {run_id} is not the current run of workflow {st['workflow_id']!r} (it is closed)"
+    return f"workflow is {st['status']}"
+
+
 def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
@@ -419,7 +425,10 @@ def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> Non
         return
     if st is None or st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
         if body["start"] is None:
-            reply(out, rid, wf, "not_found", message=f"no open run of workflow {wf!r}")
+            if st is None:
+                reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
+            else:  # a closed run (or an earlier run of the workflow): 409 not_running over HTTP
+                reply(out, rid, wf, "rejected", run_id=st["run_id"], message=_closed_message(st, cmd["run_id"]))
             return
         st = _start({**cmd, "request_id": None}, body["start"], view, out, ts, answer=False)
         if st is None:  # pragma: no cover - no open run, so a start cannot be rejected as running

@@ -11,7 +11,8 @@ The engine (``kadence.processors``), the HTTP gateway (``kadence.gateway``), pro
 from kadence.topics.errors import (ActivityError, ChildWorkflowError, ApplicationError, BrokerUnavailableError, ConfigError,
                                    DefinitionError, KadenceError, NonDeterminismError, SchemaError,
                                    WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
-                                   WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError)
+                                   WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError,
+                                   WorkflowContinuedAsNewError, WrongPartitionError)
 from kadence.topics.config import KafkaConfig
 
 from . import activity, workflow
@@ -29,4 +30,5 @@ __all__ = [
     "WorkflowAlreadyStartedError", "WorkflowNotFoundError", "WorkflowFailureError", "ApplicationError",
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
+    "WorkflowContinuedAsNewError", "WrongPartitionError",
 ]

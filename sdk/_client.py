@@ -9,10 +9,11 @@ from typing import Any
 from kadence.topics.config import KafkaConfig
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (KadenceError, QueryFailedError, WorkflowAlreadyStartedError,
-                                   WorkflowCanceledError, WorkflowError, WorkflowFailureError, WorkflowNotFoundError)
+                                   WorkflowCanceledError, WorkflowContinuedAsNewError, WorkflowError, WorkflowFailureError,
+                                   WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.payload import JsonConverter, PayloadCodec, exception_from_failure
-from kadence.topics.records import new_id
+from kadence.topics.records import new_id, run_outcome
 
 from ._definitions import to_ms, workflow_type_name
 
@@ -39,7 +40,15 @@ class WorkflowHandle:
         reply = await self.client._engine.request(
             self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(),
             run_id=None if follow_runs else self.run_id, timeout=timeout)
+        if reply["status"] == "not_found" and self.run_id and not follow_runs:
+            reply = await self._earlier_run() or reply
         return self._outcome(reply)
+
+    async def _earlier_run(self) -> dict | None:
+        """The outcome of ``run_id`` when it is not the workflow's current run (a run before a
+        continue-as-new or a reset), read from its history; None if the run has no history."""
+        _run_id, events = await self.client._engine.history(self.id, self.run_id)
+        return run_outcome(events)
 
     def _outcome(self, reply: dict) -> Any:
         """The result in an ``AwaitWorkflowResult`` reply, or the error it stands for."""
@@ -54,6 +63,10 @@ class WorkflowHandle:
                                        run_id=reply["run_id"])
         if status == "canceled":
             raise WorkflowCanceledError(f"workflow {self.id} was canceled", workflow_id=self.id, run_id=reply["run_id"])
+        if status == "continued_as_new":
+            raise WorkflowContinuedAsNewError(f"run {reply['run_id']} of workflow {self.id} continued as new run "
+                                              f"{reply['message']}", new_run_id=reply["message"] or None,
+                                              workflow_id=self.id, run_id=reply["run_id"])
         failure = reply["failure"] or {"type": "Unknown", "message": status}
         err = WorkflowFailureError(f"workflow {self.id} failed: {failure['type']}: {failure['message']}",
                                    failure=failure, workflow_id=self.id, run_id=reply["run_id"])
@@ -117,6 +130,8 @@ class WorkflowHandle:
         failing workflow task (for example a non-determinism error) shows it here."""
         reply = await self.client._engine.request(
             self.id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id(), run_id=self.run_id)
+        if reply["status"] == "not_found" and self.run_id:
+            reply = await self._earlier_run() or reply
         if reply["status"] == "not_found":
             raise WorkflowNotFoundError(f"workflow {self.id!r} not found", workflow_id=self.id)
         stuck = None

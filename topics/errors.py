@@ -9,6 +9,7 @@ translated where they enter (``raise ... from exc``)::
     ├── TopicError                  topic catalogue problems
     │   └── PartitionMismatchError  an existing topic has the wrong partition count
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
+    ├── WrongPartitionError         a command was produced to a partition its key does not hash to
     ├── InvalidQueryError           a bad visibility / history read-model query or cursor
     ├── ProjectionError             a projection cannot be rebuilt (e.g. a rebuild is running)
     ├── ArchiveError                an archived history cannot be written, read or verified
@@ -17,6 +18,7 @@ translated where they enter (``raise ... from exc``)::
     │   ├── WorkflowNotFoundError
     │   ├── WorkflowFailureError    the run failed; carries the recorded Failure
     │   ├── WorkflowCanceledError   the run ended canceled
+    │   ├── WorkflowContinuedAsNewError  the run continued as a new run (``new_run_id``)
     │   └── QueryFailedError        a query handler raised, or is unknown
     ├── ApplicationError            raised by user code; may be marked non-retryable
     │   ├── ActivityError           an activity failed; the cause is on ``__cause__``
@@ -35,6 +37,7 @@ __all__ = [
     "TopicError",
     "PartitionMismatchError",
     "BrokerUnavailableError",
+    "WrongPartitionError",
     "InvalidQueryError",
     "ProjectionError",
     "ArchiveError",
@@ -43,6 +46,7 @@ __all__ = [
     "WorkflowNotFoundError",
     "WorkflowFailureError",
     "WorkflowCanceledError",
+    "WorkflowContinuedAsNewError",
     "QueryFailedError",
     "ApplicationError",
     "ActivityError",
@@ -107,8 +111,28 @@ class WorkflowAlreadyStartedError(WorkflowError):
     """A run with this workflow ID is already open (or the reuse policy forbids a new one)."""
 
 
+class WrongPartitionError(KadenceError):
+    """A command was read from a partition its key (the workflow ID) does not hash to with Kafka's
+    default partitioner (murmur2). The engine dead-letters it instead of creating a workflow the
+    rest of the system cannot find; ``expected_partition`` is where it belongs."""
+
+    def __init__(self, message: str, *, expected_partition: int | None = None, partition: int | None = None):
+        super().__init__(message)
+        self.expected_partition = expected_partition
+        self.partition = partition
+
+
 class WorkflowNotFoundError(WorkflowError):
     """No execution with this workflow ID (or run ID) exists."""
+
+
+class WorkflowContinuedAsNewError(WorkflowError):
+    """``result(follow_runs=False)`` of a run that continued as new: it has no result of its own;
+    ``new_run_id`` names the run that carries on."""
+
+    def __init__(self, message: str, *, new_run_id: str | None = None, **kw):
+        super().__init__(message, **kw)
+        self.new_run_id = new_run_id
 
 
 class WorkflowFailureError(WorkflowError):

@@ -12,7 +12,7 @@ import time
 
 __all__ = [
     "now_ms", "new_id", "command", "history_key", "idempotency_key", "event_type", "attrs",
-    "COMMAND_EVENT_TYPES", "INLINE_EVENT_TYPES",
+    "COMMAND_EVENT_TYPES", "INLINE_EVENT_TYPES", "CLOSE_EVENTS", "run_outcome", "failure_record",
 ]
 
 #: history events that record a decision of workflow code (replay compares commands with these)
@@ -22,6 +22,46 @@ COMMAND_EVENT_TYPES = frozenset({
     "MarkerRecorded", "SearchAttributesUpserted", "StartChildWorkflowExecutionInitiated",
     "RequestCancelExternalInitiated",
 })
+#: the events that close a run, and the run status each one leaves (the one definition)
+CLOSE_EVENTS = {
+    "WorkflowExecutionCompleted": "completed", "WorkflowExecutionFailed": "failed",
+    "WorkflowExecutionCanceled": "canceled", "WorkflowExecutionTerminated": "terminated",
+    "WorkflowExecutionTimedOut": "timed_out", "WorkflowExecutionContinuedAsNew": "continued_as_new",
+}
+
+
+def failure_record(error_type: str, message: str) -> dict:
+    """A non-retryable ``Failure`` record the engine itself writes (termination, timeouts)."""
+    return {"type": error_type, "message": message, "stack_trace": "", "non_retryable": True, "details": None,
+            "cause": None}
+
+
+def run_outcome(events: list[dict]) -> dict | None:
+    """A run's outcome read from its history events (decoded records, in seq order), shaped like an
+    ``AwaitWorkflowResult`` reply: ``status``, ``result``, ``failure``, ``message`` (the next run's
+    ID after continue-as-new). ``None`` when there are no events; status ``running`` when no
+    closing event was recorded yet."""
+    if not events:
+        return None
+    kind, a = events[-1]["attributes"]
+    status = CLOSE_EVENTS.get(kind, "running")
+    failure, result, message = None, None, ""
+    if kind == "WorkflowExecutionCompleted":
+        result = a["result"]
+    elif kind == "WorkflowExecutionFailed":
+        failure = a["failure"]
+    elif kind == "WorkflowExecutionTerminated":
+        failure = failure_record("Terminated", a["reason"] or "terminated")
+    elif kind == "WorkflowExecutionTimedOut":
+        failure = failure_record("TimeoutError", f"workflow {a['timeout_type']} timeout")
+    elif kind == "WorkflowExecutionCanceled":
+        failure = failure_record("CancelledError", "workflow canceled")
+    elif kind == "WorkflowExecutionContinuedAsNew":
+        message = a["new_run_id"]
+    return {"status": status, "run_id": events[-1]["run_id"], "result": result, "failure": failure,
+            "message": message}
+
+
 #: recorded by the engine inside a workflow task's block of command events (not a command echo)
 INLINE_EVENT_TYPES = frozenset({"ActivityTaskCanceled"})
 

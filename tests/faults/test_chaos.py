@@ -13,6 +13,7 @@ See docs/fault-testing.md for how to read a failure.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import time
@@ -61,6 +62,13 @@ async def _projection_mismatches(config: KafkaConfig, timeout: float) -> list[st
             await asyncio.sleep(1.0)
     finally:
         await redis.aclose()
+
+
+def _write_result(**result) -> None:
+    """Where ``make chaos`` (scripts/chaos.py) asked for it: this seed's plan, faults and findings."""
+    path = os.environ.get("KADENCE_CHAOS_RESULT")
+    if path:
+        Path(path).write_text(json.dumps(result, indent=1, default=str))
 
 
 @pytest.mark.timeout(int(360 + 2 * CHAOS_SECONDS))
@@ -114,6 +122,13 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
               f"check {time.monotonic() - t_drain:.0f} s; not completed in time: {late[:20]}; partitions not "
               f"answering: {stuck_partitions}")
         print(f"chaos: violations by invariant: {checker.summarize(violations)}")
+        _write_result(seed=seed, seconds=seconds, plan=plan, faults=cluster.faults, counts=dict(counts),
+                      runs=len(obs.histories), events=sum(map(len, obs.histories.values())),
+                      violations=checker.summarize(violations),
+                      first_violations=[f"{v.invariant}: {v.message}" for v in violations[:10]],
+                      late=late[:20], stuck_partitions=stuck_partitions, projection_diff=projection_diff[:10],
+                      unexpected_exits=cluster.unexpected_exits,
+                      elapsed_s=round(time.monotonic() - t_begin, 1))
         if violations:
             print(checker.explain(violations, obs))
             for wf in late[:5]:

@@ -65,3 +65,36 @@ async def test_stuck_workflows_are_listed_with_their_error(client, processors, k
     assert rc == 0, err
     [line] = out.strip().splitlines()
     assert line.startswith("stuck-1\t") and "non_determinism" in line and "NonDeterminismError" in line
+
+
+async def test_command_on_the_wrong_partition_is_dead_lettered_with_the_expected_one(client, processors,
+                                                                                      kafka_config):
+    """A start produced to a partition its workflow ID does not hash to (murmur2) creates nothing:
+    it is dead-lettered as "wrong partition" and its request is answered naming the partition."""
+    from kadence.topics.partitioner import partition_for
+    from tests.integration.invariants import read_topic
+
+    topics = Catalogue(kafka_config)
+    wf = "misrouted-1"
+    expected = partition_for(wf, kafka_config.partitions)
+    wrong = (expected + 1) % kafka_config.partitions
+    start = serde.encode("Command", command(wf, "StartWorkflow", {
+        "workflow_type": "ThreeSteps", "task_queue": "q", "input": b"[5]"}, request_id="start-misrouted-1"))
+    producer = Producer(kafka_config.producer())
+    producer.produce(topics.commands, start, wf.encode(), partition=wrong)
+    producer.flush(10)
+    processors.start()
+
+    def replied():
+        return [v for k, v, _p, _o in read_topic(kafka_config, topics.replies, "Reply") if k == b"start-misrouted-1"]
+    (answer,) = await wait_until(replied, 60, "the reply to the misrouted start")
+    assert answer["status"] == "wrong_partition"
+    assert f"partition {expected}" in answer["message"] and f"partition {wrong}" in answer["message"]
+    letters = [v for _k, v, _p, _o in read_topic(kafka_config, topics.dlq, "DeadLetter")]
+    assert [(d["origin_partition"], d["error_type"]) for d in letters] == [(wrong, "WrongPartitionError")]
+    assert letters[0]["reason"].startswith("wrong partition")
+    assert not [k for k in histories(kafka_config) if k[0] == wf], "the misrouted start created a run"
+    # the same start on the right partition works: nothing was remembered from the misrouted one
+    async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
+        handle = await client.start_workflow(ThreeSteps, 5, id=wf, task_queue="q", request_id="start-misrouted-2")
+        assert await handle.result(timeout=60) == three_steps_result(5)

@@ -204,6 +204,25 @@ async def test_start_is_idempotent_conflicts_with_409_and_history_shows_the_run(
     assert (late.status_code, late.json()) == (201, {"workflow_id": wid, "run_id": run_id})
 
 
+async def test_signal_cancel_and_terminate_of_a_closed_run_are_409_not_running(http, gw_config):
+    wid = f"gw-closed-{uuid.uuid4().hex[:8]}"
+    client = await Client.connect(config=gw_config)
+    try:
+        async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
+            handle = await client.start_workflow(ThreeSteps, 1, id=wid, task_queue="q")
+            assert await handle.result(timeout=60) == three_steps_result(1)
+    finally:
+        await client.close()
+    json_type = {"Content-Type": "application/json"}
+    for path, body in (("signals", {"signal": "late", "input": []}), ("cancel", {"reason": "too late"}),
+                       ("terminate", {"reason": "too late"})):
+        resp = await http.post(f"/v1/workflows/{wid}/{path}", json=body, headers=json_type)
+        assert resp.status_code == 409, (path, resp.text)
+        assert resp.json()["error"]["code"] == "not_running" and "completed" in resp.json()["error"]["message"]
+    unknown = await http.post(f"/v1/workflows/{wid}-never/signals", json={"signal": "x", "input": []})
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+
+
 async def test_workflow_ids_with_spaces_and_non_ascii_work_end_to_end(http):
     wid = f"заказ Ω {uuid.uuid4().hex[:6]}"
     started = await http.post(START, json=_start_body(wid))

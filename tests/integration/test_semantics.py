@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from kadence import Client, QueryFailedError, Worker, WorkflowCanceledError, WorkflowFailureError
+from kadence import (Client, QueryFailedError, Worker, WorkflowCanceledError, WorkflowContinuedAsNewError,
+                     WorkflowFailureError, WorkflowNotFoundError)
 from kadence.samples import payment_saga as saga
 
 from .conftest import wait_until
@@ -165,3 +166,25 @@ async def test_continue_as_new_hundred_times_keeps_each_history_small(client, en
     assert len(runs) == 101
     assert max(len(v) for v in runs) <= 12
     assert all(check_history(v) == [] for v in runs)
+
+
+async def test_handles_to_earlier_runs_describe_and_answer_with_that_run(client, engine, kafka_config):
+    """A handle to a run of a continue-as-new chain answers for that run, not the chain's last one."""
+    async with Worker(client, task_queue="q", workflows=[CountDown], activities=[add]):
+        first = await client.start_workflow(CountDown, 2, 0, id="chain-1", task_queue="q")
+        assert await first.result(timeout=60) == 3
+    runs = [k[1] for k, v in histories(kafka_config).items() if k[0] == "chain-1"]
+    assert len(runs) == 3 and runs[0] == first.run_id
+    last = client.get_workflow_handle("chain-1")
+    assert (await last.describe())["status"] == "completed"
+    earlier = client.get_workflow_handle("chain-1", run_id=first.run_id)
+    described = await earlier.describe()
+    assert (described["run_id"], described["status"]) == (first.run_id, "continued_as_new")
+    with pytest.raises(WorkflowContinuedAsNewError) as caught:
+        await earlier.result(follow_runs=False, timeout=30)
+    assert caught.value.new_run_id == runs[1]
+    final = client.get_workflow_handle("chain-1", run_id=runs[2])
+    assert await final.result(follow_runs=False, timeout=30) == 3
+    assert (await final.describe())["status"] == "completed"
+    with pytest.raises(WorkflowNotFoundError):
+        await client.get_workflow_handle("chain-1", run_id="00000000-0000-0000-0000-000000000000").describe()

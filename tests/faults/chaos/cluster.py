@@ -30,14 +30,17 @@ WORKERS = ("w0", "w1")
 #: the processors' session timeout (ProcessorProcs sets KADENCE_SESSION_TIMEOUT_MS=6000); a pause
 #: longer than this makes the group move the paused instance's partitions
 SESSION_TIMEOUT_S = 6.0
-PAUSE_S = SESSION_TIMEOUT_S + 3.0
+#: SIGSTOP lengths: shorter and longer than the session timeout (issue 15); the first pause of a
+#: run always outlasts it, so every run makes the group move a paused instance's partitions
+PAUSE_RANGE_S = (1.0, 15.0)
+FIRST_PAUSE_S = (SESSION_TIMEOUT_S + 1.0, 15.0)
 
 #: faults every run does at least this often (the acceptance floor of issue #7)
 MINIMUM_FAULTS = {"kill_processor": 5, "kill_worker": 5, "restart_broker": 1, "kill_timers": 1,
                   "pause_processor": 1, "kill_projection": 2}
 #: extra faults a longer run draws from, with weights
-EXTRA_FAULTS = {"kill_processor": 4, "kill_worker": 4, "kill_timers": 2, "pause_processor": 1, "restart_broker": 1,
-                "kill_projection": 2}
+EXTRA_FAULTS = {"kill_processor": 4, "kill_worker": 4, "kill_timers": 2, "pause_processor": 3, "restart_broker": 1,
+                "kill_projection": 2, "pause_worker": 2}
 
 
 def plan_faults(rng: random.Random, seconds: float) -> list[str]:
@@ -67,6 +70,8 @@ class Cluster:
         #: components found dead that no fault killed: (name, exit code)
         self.unexpected_exits: list[tuple[str, int]] = []
         self.fault_log: list[str] = []
+        #: the faults as run, for the campaign's result file
+        self.faults: list[dict] = []
 
     # -- processes -----------------------------------------------------------------------------
 
@@ -163,17 +168,35 @@ class Cluster:
         self.procs.start_timers()
         self.counts["timer_service_kills"] += 1
 
-    async def pause_processor(self) -> None:
-        """SIGSTOP a processor past its session timeout: the group gives its partitions to the
-        other one; after SIGCONT its open transaction must be fenced and nothing duplicated."""
-        name = self.rng.choice(PROCESSORS)
-        proc = self.procs.procs[name]
+    def _pause_length(self, what: str) -> float:
+        span = FIRST_PAUSE_S if not self.counts[what] else PAUSE_RANGE_S
+        return self.rng.uniform(*span)
+
+    async def _pause(self, proc: subprocess.Popen, seconds: float) -> None:
         proc.send_signal(signal.SIGSTOP)
         try:
-            await asyncio.sleep(PAUSE_S)
+            await asyncio.sleep(seconds)
         finally:
             proc.send_signal(signal.SIGCONT)
+
+    async def pause_processor(self) -> str:
+        """SIGSTOP a processor for 1-15 s: past its session timeout the group gives its partitions
+        to the other one, and after SIGCONT whatever it had in hand (a buffered batch, a due
+        deadline, an open transaction) must be refused, nothing duplicated."""
+        name = self.rng.choice(PROCESSORS)
+        seconds = self._pause_length("processor_pauses")
+        await self._pause(self.procs.procs[name], seconds)
         self.counts["processor_pauses"] += 1
+        return name
+
+    async def pause_worker(self) -> str:
+        """SIGSTOP a worker for 1-15 s: its tasks move to the other worker; its late completions
+        and eager workflow tasks must be refused as stale."""
+        name = self.rng.choice(WORKERS)
+        seconds = self._pause_length("worker_pauses")
+        await self._pause(self.workers[name], seconds)
+        self.counts["worker_pauses"] += 1
+        return name
 
     async def restart_broker(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.broker.restart)
@@ -204,7 +227,10 @@ class Cluster:
             await asyncio.sleep(gap * self.rng.uniform(0.6, 1.4))
             self.check_alive()
             started = loop.time()
-            await getattr(self, fault)()
-            self.fault_log.append(f"{started - t0:6.1f}s {fault} ({loop.time() - started:.1f}s)")
+            target = await getattr(self, fault)()  # the pauses name whom they paused
+            self.faults.append({"at_s": round(started - t0, 1), "fault": fault, "target": target,
+                                "seconds": round(loop.time() - started, 1)})
+            self.fault_log.append(f"{started - t0:6.1f}s {fault}{f' {target}' if target else ''} "
+                                  f"({loop.time() - started:.1f}s)")
             log.warning("chaos: %s", self.fault_log[-1])
         self.check_alive()
