@@ -43,6 +43,22 @@ __all__ = ["Worker"]
 log = logging.getLogger(__name__)
 
 
+def _with_pending_activation(events: list[dict]) -> tuple[list[dict], int]:
+    """A query's history and the workflow task to activate at its end, so that the events recorded
+    since the last workflow task (signals, results) reach the code before the query is answered.
+
+    When the history ends with a scheduled workflow task, that one; otherwise a provisional one
+    after the last event (it exists only in this throw-away replay; its commands are dropped)."""
+    if not events:
+        return events, -1
+    last = events[-1]
+    if last["attributes"][0] == "WorkflowTaskScheduled":
+        return events, last["seq"]
+    pending = {**last, "seq": last["seq"] + 1,
+               "attributes": ("WorkflowTaskScheduled", {"task_queue": "", "attempt": 1})}
+    return [*events, pending], pending["seq"]
+
+
 class _OffsetTracker:
     """Per partition: the offset that is safe to commit = the lowest offset still in flight."""
 
@@ -498,10 +514,17 @@ class Worker:
                 raise KadenceError(f"workflow type {task['workflow_type']!r} is not registered on this worker")
             inst = self._cache.get(wf)
             temp = None
-            if inst is None or inst.info.run_id != task["run_id"] or inst.eager_token is not None:
+            events = task["events"]
+            recorded = events[-1]["seq"] if events else 0
+            if (inst is None or inst.info.run_id != task["run_id"] or inst.eager_token is not None
+                    or inst.last_seq < recorded):
+                # not cached, or behind what the engine recorded (a signal that arrived while a
+                # workflow task was out, or one this worker has not been sent yet): a throw-away
+                # replay that also applies those events, so a query sent after a signal was
+                # acknowledged sees it (read your writes, issue 15)
                 temp = inst = WorkflowInstance(defn, WorkflowInfo(wf, task["run_id"], task["workflow_type"],
                                                                   task["task_queue"]), self.client.converter)
-                inst.apply(task["events"], -1)
+                inst.apply(*_with_pending_activation(events))
             try:
                 args = self.client.converter.from_bytes(q["input"]) or []
                 reply["result"] = self.client.converter.to_bytes(inst.query(q["query_name"], args))

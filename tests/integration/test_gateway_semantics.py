@@ -88,3 +88,22 @@ async def test_history_pages_with_cursors_and_long_polls_for_new_events(http, gw
         assert bad.status_code == 400 and bad.json()["error"]["field"].endswith("cursor")
     finally:
         await client.close()
+
+
+async def test_a_query_right_after_a_signal_over_http_sees_it(http, gw_config):
+    """Read your writes over HTTP: each query sent once the signal's 200 came back counts it."""
+    wid = f"gwr-{uuid.uuid4().hex[:8]}"
+    client = await Client.connect(config=gw_config)
+    try:
+        async with Worker(client, task_queue="q", workflows=[Collector]):
+            started = await http.post("/v1/workflows/Collector/start",
+                                      json={"workflow_id": wid, "task_queue": "q", "input": [1000]})
+            assert started.status_code == 201, started.text
+            for n in range(1, 7):
+                signaled = await http.post(f"/v1/workflows/{wid}/signals", json={"signal": "add", "input": [n]})
+                assert signaled.status_code == 200, signaled.text
+                answer = await http.post(f"/v1/workflows/{wid}/queries/count", json={})
+                assert answer.status_code == 200 and answer.json()["result"] == n, (n, answer.text)
+            await client.get_workflow_handle(wid).terminate(reason="test over")
+    finally:
+        await client.close()

@@ -140,6 +140,23 @@ async def test_query_reads_state_without_writing_history(client, engine):
         await handle.terminate(reason="test over")
 
 
+async def test_a_query_after_a_signal_returned_sees_it(client, engine):
+    """Read your writes: signals sent back to back (the second arrives while the first one's
+    workflow task is out), then a query at once; the query must count every signal acknowledged
+    before it, through signal() and signal_with_start()."""
+    async with Worker(client, task_queue="q", workflows=[Collector]):
+        handle = await client.start_workflow(Collector, 1000, id="ryw-1", task_queue="q")
+        sent = 0
+        for round_ in range(6):
+            await handle.signal("add", f"a{round_}")
+            await client.signal_with_start(Collector, 1000, id="ryw-1", task_queue="q", signal="add",
+                                           signal_args=(f"b{round_}",))
+            sent += 2
+            assert await handle.query("count") == sent, f"round {round_}: the query missed an acknowledged signal"
+            assert (await handle.describe())["status"] == "running"
+        await handle.terminate(reason="test over")
+
+
 async def test_cancellation_during_an_activity_runs_compensation(client, engine, saga_systems):
     from .workflows import GATES, CancelMe, gate
 
