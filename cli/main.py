@@ -165,9 +165,13 @@ def load_definitions(module_name: str) -> tuple[list, list]:
               envvar="KADENCE_WORKER_EAGER",
               help="run a workflow's next task right after its activity completes and send both at once "
                    "[env KADENCE_WORKER_EAGER]")
+@click.option("--transactional-activity-results/--no-transactional-activity-results", default=True,
+              show_default=True, envvar="KADENCE_WORKER_TXN_RESULTS",
+              help="commit each batch of activity results with its tasks' offsets in one transaction, so a "
+                   "crash runs again only activities that had not reported [env KADENCE_WORKER_TXN_RESULTS]")
 @click.pass_obj
 def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str | None, promote: bool,
-           max_concurrent_activities: int, eager_workflow_tasks: bool) -> None:
+           max_concurrent_activities: int, eager_workflow_tasks: bool, transactional_activity_results: bool) -> None:
     """Run a worker for a task queue (until SIGTERM/SIGINT)."""
     from kadence import Client, Worker
 
@@ -177,7 +181,8 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
         client = await Client.connect(config=config)
         w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities, build_id=build_id,
                    promote=promote, max_concurrent_activities=max_concurrent_activities,
-                   eager_workflow_tasks=eager_workflow_tasks)
+                   eager_workflow_tasks=eager_workflow_tasks,
+                   transactional_activity_results=transactional_activity_results)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, w.shutdown)

@@ -27,7 +27,7 @@ from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.polling import poll_ready, resume_awake
-from kadence.topics.errors import ConfigError, KadenceError, SchemaError, WrongPartitionError
+from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WrongPartitionError
 from kadence.topics.partitioner import partition_for
 from kadence.topics.records import command, history_key, now_ms
 
@@ -273,8 +273,23 @@ class HistoryProcessor:
         if store is not None and hasattr(store, "close"):
             store.close()
 
+    def _until_broker_answers(self, what: str, step):
+        """``step()``, retried with backoff while the broker is unreachable (a processor started
+        before the broker, or one that meets a restart while it restores), instead of exiting."""
+        delay = 0.2
+        while True:
+            try:
+                return step()
+            except BrokerUnavailableError as exc:
+                if self._stop.is_set():
+                    raise
+                log.warning("processor %s: %s: waiting for the broker (%s); retrying in %.1f s",
+                            self.config.instance_id, what, exc, delay)
+                self._stop.wait(delay)
+                delay = min(5.0, delay * 2)
+
     def run(self) -> None:
-        self._check_topics()
+        self._until_broker_answers("checking topics", self._check_topics)
         self._builds.start()  # the default build of every queue, before the first start is processed
         if self._backlog is not None:
             self._backlog.start()
@@ -337,8 +352,9 @@ class HistoryProcessor:
         # Block until no transaction of a previous owner is pending on these partitions
         # (OffsetFetch with require_stable under read_committed), so the stores we restore
         # reflect every committed batch up to the offsets we will resume from.
-        committed = {tp.partition: tp.offset for tp in
-                     consumer.committed(partitions, timeout=max(60.0, self.config.transaction_timeout_ms / 1000 * 3))}
+        wait_s = max(60.0, self.config.transaction_timeout_ms / 1000 * 3)
+        committed = {tp.partition: tp.offset for tp in self._until_broker_answers(
+            "reading committed offsets", lambda: self._committed(consumer, partitions, wait_s))}
         # librdkafka keeps a partition's pause across a rebalance: one paused when it was taken
         # away would stay paused when assigned again. The loop resumes what it pauses before it
         # polls again, so this is a guard, not a known path. Here, before librdkafka assigns them
@@ -348,12 +364,27 @@ class HistoryProcessor:
             self._release(tp.partition)
             offset = committed.get(tp.partition, -1)
             self._fence_offsets[tp.partition] = offset if offset >= 0 else self._log_start(tp)
-            index = DeadlineIndex()
-            self._stores[tp.partition] = restore_shard(self.kafka, self.topics.state, self.topics.history,
-                                                       tp.partition, self._new_store(tp.partition),
-                                                       observe=index.update)
-            self._deadlines[tp.partition] = index
+            self._stores[tp.partition], self._deadlines[tp.partition] = self._until_broker_answers(
+                f"restoring partition {tp.partition}", lambda p=tp.partition: self._restore(p))
         log.info("processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
+
+    @staticmethod
+    def _committed(consumer: Consumer, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+        try:
+            return consumer.committed(partitions, timeout=timeout)
+        except KafkaException as exc:  # e.g. NOT_COORDINATOR while the broker restarts
+            raise BrokerUnavailableError(f"cannot read committed offsets: {exc}") from exc
+
+    def _restore(self, partition: int):
+        """A shard's store and deadline index, rebuilt from Kafka (a failed try leaves nothing open)."""
+        index, store = DeadlineIndex(), self._new_store(partition)
+        try:
+            return restore_shard(self.kafka, self.topics.state, self.topics.history, partition, store,
+                                 observe=index.update), index
+        except BaseException:
+            if hasattr(store, "close"):
+                store.close()
+            raise
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -675,7 +706,8 @@ class HistoryProcessor:
         assignment = self._consumer.assignment()
         if not assignment:
             return
-        committed = self._consumer.committed(assignment, timeout=60)
+        committed = self._until_broker_answers("rewinding to the committed offsets",
+                                               lambda: self._committed(self._consumer, assignment, 60))
         for tp in committed:
             if tp.offset < 0:
                 tp.offset = OFFSET_BEGINNING  # nothing committed yet (auto.offset.reset=earliest)

@@ -37,6 +37,7 @@ from ._client import Client
 from ._definitions import ActivityDefinition, WorkflowDefinition
 from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from ._loop import install_guard
+from ._reporter import ActivityReporter, decode_reported, offsets_for
 
 __all__ = ["Worker"]
 
@@ -65,6 +66,8 @@ class _OffsetTracker:
     def __init__(self):
         self._inflight: dict[int, list[int]] = collections.defaultdict(list)
         self._done_max: dict[int, int] = {}
+        #: finished offsets above the lowest one in flight (what a commit's metadata names)
+        self._done: dict[int, set[int]] = collections.defaultdict(set)
         self._lock = threading.Lock()
 
     def started(self, partition: int, offset: int) -> None:
@@ -78,13 +81,38 @@ class _OffsetTracker:
                 return None  # partition revoked meanwhile
             inflight.remove(offset)
             self._done_max[partition] = max(self._done_max.get(partition, -1), offset)
-            return inflight[0] if inflight else self._done_max[partition] + 1
+            done = self._done[partition]
+            if inflight:
+                done.add(offset)
+                if done and min(done) < inflight[0]:
+                    done.difference_update([o for o in done if o < inflight[0]])
+                return inflight[0]
+            done.clear()
+            return self._done_max[partition] + 1
+
+    def commit_points(self, finishing: set[tuple[int, int]]) -> dict[int, tuple[int, list[int]]]:
+        """Per partition held: (the offset safe to commit, the finished offsets above it), as if
+        the (partition, offset) pairs of ``finishing`` had finished too."""
+        out = {}
+        with self._lock:
+            for p in set(self._inflight) | set(self._done_max):
+                extra = {o for q, o in finishing if q == p}
+                inflight = [o for o in self._inflight.get(p, ()) if o not in extra]
+                if inflight:
+                    low = inflight[0]
+                    out[p] = (low, sorted(o for o in self._done.get(p, set()) | extra if o > low))
+                else:
+                    top = max(self._done_max.get(p, -1), max(extra, default=-1))
+                    if top >= 0:
+                        out[p] = (top + 1, [])
+        return out
 
     def revoke(self, partitions: Iterable[int]) -> None:
         with self._lock:
             for p in partitions:
                 self._inflight.pop(p, None)
                 self._done_max.pop(p, None)
+                self._done.pop(p, None)
 
     def count(self) -> int:
         with self._lock:
@@ -94,15 +122,22 @@ class _OffsetTracker:
 class _TaskConsumer:
     """A consumer thread that hands records to the asyncio loop, with back-pressure."""
 
-    def __init__(self, worker: "Worker", topic: str, group: str, handler, max_inflight: int):
+    def __init__(self, worker: "Worker", topic: str, group: str, handler, max_inflight: int, *,
+                 transactional: bool = False):
         self.topic = topic
         self.tracker = _OffsetTracker()
         self._worker = worker
         self._handler = handler
         self._max = max_inflight
         self._loop = asyncio.get_running_loop()
+        #: offsets are committed by an ``ActivityReporter``'s transactions, not by auto-commit
+        self.transactional = transactional
+        #: per partition: tasks that reported before the partition came here (commit metadata)
+        self._reported: dict[int, set[int]] = {}
+        #: the consumer's group metadata (generation) as of its last poll (``_run``)
+        self.group_metadata = None
         conf = worker.client.config.consumer(group, **{
-            "enable.auto.commit": True, "auto.commit.interval.ms": 1000,
+            "enable.auto.commit": not transactional, "auto.commit.interval.ms": 1000,
             "enable.auto.offset.store": False, "fetch.wait.max.ms": 20,
             "session.timeout.ms": worker.session_timeout_ms,
             "partition.assignment.strategy": "cooperative-sticky",
@@ -122,11 +157,29 @@ class _TaskConsumer:
         self._thread = threading.Thread(target=self._run, name=f"kadence-{topic}", daemon=True)
 
     def start(self) -> None:
-        self.consumer.subscribe([self.topic], on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        self.consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                on_lost=self._on_revoke)
         self._thread.start()
+
+    def _on_assign(self, consumer, partitions) -> None:
+        if not self.transactional or not partitions:
+            return
+        # waits for a previous owner's open transaction (require_stable), then names the tasks
+        # that reported above the committed offset: they are not run again
+        for tp in consumer.committed(partitions, timeout=60):
+            self._reported[tp.partition] = decode_reported(tp.offset, tp.metadata)
+            if self._reported[tp.partition]:
+                log.info("%s[%d]: %d tasks above committed offset %d have reported; they will not run again",
+                         self.topic, tp.partition, len(self._reported[tp.partition]), tp.offset)
+
+    def commit_offsets(self, finishing: set[tuple[int, int]]) -> list[TopicPartition]:
+        """The offsets (with reported tasks in their metadata) a transaction commits (any thread)."""
+        return offsets_for(self.topic, self.tracker.commit_points(finishing))
 
     def _on_revoke(self, _consumer, partitions) -> None:
         gone = {tp.partition for tp in partitions}
+        for p in gone:
+            self._reported.pop(p, None)
         self.tracker.revoke(gone)
         # not started yet: the partition's next owner gets them (from the committed offset)
         kept = [m for m in self._backlog if m.partition() not in gone]
@@ -144,6 +197,10 @@ class _TaskConsumer:
         backlog: collections.deque = self._backlog
         try:
             while not self._stop.is_set():
+                if self.transactional:
+                    # for the reporter's transactions: taken here, on the thread that polls
+                    # (the call blocks on other threads), after the last poll's rebalance
+                    self.group_metadata = self.consumer.consumer_group_metadata()
                 self._store_completed()
                 while backlog and self._dispatched < self._max:
                     self._dispatch(backlog.popleft())
@@ -186,6 +243,12 @@ class _TaskConsumer:
                 log.error("task consumer %s: %s", self.topic, msg.error().str())
             return
         self.tracker.started(msg.partition(), msg.offset())
+        reported = self._reported.get(msg.partition())
+        if reported and msg.offset() in reported:  # its result is committed: do not run it again
+            reported.discard(msg.offset())
+            self.tracker.finished(msg.partition(), msg.offset())
+            self._worker.stats["reported_tasks_skipped"] += 1
+            return
         if self._dispatched < self._max and not self._backlog:
             self._dispatch(msg)
         else:
@@ -202,6 +265,13 @@ class _TaskConsumer:
         self._completed.put((msg.partition(), msg.offset()))
         self._wakeup.set()
 
+    def reported(self, msg) -> None:
+        """``done`` for a task whose result and offset a transaction has just committed: the
+        tracker learns it at once (the reporter's next commit must count it), not at the consumer
+        thread's next turn. Callable from any thread."""
+        self.tracker.finished(msg.partition(), msg.offset())
+        self.done(msg)
+
     def _store_completed(self) -> None:
         latest: dict[int, int] = {}
         while True:
@@ -213,7 +283,7 @@ class _TaskConsumer:
             commit = self.tracker.finished(partition, offset)
             if commit is not None:
                 latest[partition] = commit
-        if latest:
+        if latest and not self.transactional:
             try:
                 self.consumer.store_offsets(offsets=[TopicPartition(self.topic, p, o) for p, o in latest.items()])
             except (KafkaException, RuntimeError) as exc:  # revoked meanwhile: redelivered elsewhere
@@ -248,7 +318,7 @@ class Worker:
                  activities: Iterable[Any] = (), max_concurrent_activities: int = 100,
                  max_cached_workflows: int = 10_000, session_timeout_ms: int = 10_000,
                  identity: str | None = None, build_id: str | None = None, promote: bool = False,
-                 eager_workflow_tasks: bool = True):
+                 eager_workflow_tasks: bool = True, transactional_activity_results: bool = True):
         if not task_queue:
             raise DefinitionError("task_queue must be a non-empty string")
         self.build_id = validate_build_id(build_id, allow_none=True)
@@ -277,6 +347,9 @@ class Worker:
             install_guard()
         self._max_activities = max_concurrent_activities
         self._eager = eager_workflow_tasks
+        #: activity results and their tasks' offsets in one transaction (``_reporter``)
+        self._txn_results = transactional_activity_results
+        self._reporter: ActivityReporter | None = None
         self._max_cached = max_cached_workflows
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
         self._pool = cf.ThreadPoolExecutor(max_workers=min(64, max_concurrent_activities),
@@ -311,8 +384,13 @@ class Worker:
         if self._activities:
             self._at_consumer = _TaskConsumer(self, topics.activity_tasks(self.task_queue),
                                               topics.worker_group(self.task_queue, "activity"),
-                                              self._on_activity_task, self._max_activities)
+                                              self._on_activity_task, self._max_activities,
+                                              transactional=self._txn_results)
             self._consumers.append(self._at_consumer)
+            if self._txn_results:
+                self._reporter = ActivityReporter(config=self.client.config, topics=topics, consumer=self._at_consumer,
+                                                  identity=self.identity, on_unsendable=self._failed_instead_from_thread)
+                await loop.run_in_executor(None, self._reporter.start)
         for c in self._consumers:
             c.start()
         if self._promote:
@@ -328,6 +406,9 @@ class Worker:
     async def _close(self) -> None:
         loop = asyncio.get_running_loop()
         self._flush_outbox()  # before the consumers stop: their offsets advance on delivery
+        if self._reporter is not None:  # commits what is queued, while the task consumer still runs
+            await loop.run_in_executor(None, self._reporter.stop)
+            self._reporter = None
         for c in self._consumers:
             await loop.run_in_executor(None, c.stop)
         for t in list(self._running):
@@ -382,17 +463,33 @@ class Worker:
                     continue
             fut.add_done_callback(functools.partial(self._sent, task["workflow_id"], msg, consumer))
 
-    def _unsendable_result(self, task: dict, body_type: str, body: dict, exc: Exception):
+    def _failed_instead(self, workflow_id: str, body_type: str, body: dict, exc: Exception) -> tuple | None:
         """An activity whose result cannot be sent fails, without retries (the result would not
-        fit the next time either), so that its workflow sees an error instead of waiting."""
+        fit the next time either), so that its workflow sees an error instead of waiting: the
+        command to send instead, or None (not an activity result)."""
         if body_type != "RespondActivityTaskCompleted":
             return None
         if body.get("eager_workflow_task") is not None:  # the instance ran ahead on a result never sent
-            self._forget(task["workflow_id"])
+            self._forget(workflow_id)
         failure = failure_from_exception(ApplicationError(
             f"the activity's result could not be sent to the engine: {exc}", type="ResultNotSent",
             non_retryable=True))
-        failed = {k: v for k, v in body.items() if k not in ("result", "eager_workflow_task")} | {"failure": failure}
+        return "RespondActivityTaskFailed", ({k: v for k, v in body.items() if k not in ("result", "eager_workflow_task")}
+                                             | {"failure": failure})
+
+    def _failed_instead_from_thread(self, workflow_id: str, body_type: str, body: dict, exc: Exception):
+        """``_failed_instead`` for the reporter's thread: the instance cache is the loop's."""
+        if body.get("eager_workflow_task") is not None:
+            loop = self._at_consumer._loop
+            loop.call_soon_threadsafe(self._forget, workflow_id)
+            body = {**body, "eager_workflow_task": None}
+        return self._failed_instead(workflow_id, body_type, body, exc)
+
+    def _unsendable_result(self, task: dict, body_type: str, body: dict, exc: Exception):
+        instead = self._failed_instead(task["workflow_id"], body_type, body, exc)
+        if instead is None:
+            return None
+        failed = instead[1]
         try:
             return self.client._engine.send(task["workflow_id"], "RespondActivityTaskFailed", failed,
                                             request_id=new_id(), run_id=task["run_id"], expect_reply=False)
@@ -604,7 +701,10 @@ class Worker:
         request_id = new_id()
         if body_type == "RespondActivityTaskCompleted" and self._eager:
             body["eager_workflow_task"] = self._eager_task(task, body["result"], request_id)
-        self._send(task, body_type, body, msg, self._at_consumer, request_id)
+        if self._reporter is not None:
+            self._reporter.report(task["workflow_id"], task["run_id"], body_type, body, request_id, msg)
+        else:
+            self._send(task, body_type, body, msg, self._at_consumer, request_id)
 
     def _eager_task(self, task: dict, result: bytes, request_id: str) -> dict | None:
         """Run the workflow's next task now, on the cached instance (decision 0031), or None."""

@@ -1,0 +1,222 @@
+"""Activity results and their tasks' consumed offsets, committed in one Kafka transaction.
+
+Without this, a worker reported an activity's result, then stored its task's offset for a
+periodic auto-commit; a worker killed between the two had its task delivered again and the
+activity ran again (3 of 6 tries in issue 15: attempt 1, same key, the engine dropping the
+second result, the business effect repeated unless the activity used its idempotency key).
+
+Here every batch of results is one transaction: the ``RespondActivityTask*`` commands and, for
+each partition of the activity-task topic, the offset that is safe to commit (the lowest task
+still running) plus, in the offset's commit metadata, the tasks above it that have reported
+(activities finish out of order). A worker that gets a partition reads that metadata and skips
+the tasks it names: a crash redelivers only the activities that had not reported.
+
+``send_offsets_to_transaction`` also makes the group coordinator check the consumer's
+generation, so a worker paused past its session timeout cannot commit offsets for tasks that
+have moved on; its results are still sent, in a transaction without those offsets (the engine
+accepts a result only for the attempt it waits for).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+
+from kadence.topics import serde
+from kadence.topics.records import command
+
+__all__ = ["ActivityReporter", "encode_reported", "decode_reported"]
+
+log = logging.getLogger(__name__)
+
+#: commit metadata is limited by the broker (offset.metadata.max.bytes, 4096 by default)
+_METADATA_MAX = 3500
+_PREFIX = "kr1:"
+
+
+def encode_reported(position: int, reported: list[int]) -> str:
+    """The commit metadata naming the reported tasks above ``position`` (as distances from it);
+    what does not fit is left out (those tasks would run again after a crash, as before)."""
+    if not reported:
+        return ""
+    out, size = [], len(_PREFIX)
+    for offset in reported:
+        item = str(offset - position)
+        if size + len(item) + 1 > _METADATA_MAX:
+            break
+        out.append(item)
+        size += len(item) + 1
+    return _PREFIX + ",".join(out)
+
+
+def decode_reported(position: int, metadata: str | None) -> set[int]:
+    """The offsets ``encode_reported`` named (nothing for metadata it did not write)."""
+    if not metadata or not metadata.startswith(_PREFIX) or position < 0:
+        return set()
+    try:
+        return {position + int(d) for d in metadata[len(_PREFIX):].split(",") if d}
+    except ValueError:
+        return set()
+
+
+class ActivityReporter:
+    """A thread that commits activity results with their offsets (one transaction per batch).
+
+    ``report`` queues a command; the thread takes everything queued, commits it, then calls
+    ``consumer.done(msg)`` for each task. With nothing to report it still commits, once a
+    second, offsets that advanced without a result (tasks skipped or given up)."""
+
+    def __init__(self, *, config, topics, consumer, identity: str, on_unsendable):
+        self._config = config
+        self._topics = topics
+        self._consumer = consumer
+        self._txn_id = f"{config.namespace}.worker.{identity}.activities"
+        self._on_unsendable = on_unsendable
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._producer: Producer | None = None
+        self._committed: dict[int, tuple[int, str]] = {}
+        self._carry: list = []
+        self._codec = serde.codec("Command")
+        self._thread = threading.Thread(target=self._run, name="kadence-activity-reporter", daemon=True)
+        self.transactions = 0
+        self.aborts = 0
+
+    def start(self) -> None:
+        self._producer = self._make_producer()
+        self._thread.start()
+
+    def _make_producer(self) -> Producer:
+        producer = Producer(self._config.producer(**{
+            "transactional.id": self._txn_id, "transaction.timeout.ms": 10_000, "linger.ms": 1,
+            "retry.backoff.ms": 10}))
+        producer.init_transactions(60)
+        return producer
+
+    def report(self, workflow_id: str, run_id: str, body_type: str, body: dict, request_id: str, msg) -> None:
+        """Queue one task's command (any thread)."""
+        self._queue.put((workflow_id, run_id, body_type, body, request_id, msg))
+
+    def stop(self) -> None:
+        """Commit what is queued, then end the thread (before the task consumer closes)."""
+        self._stop.set()
+        self._queue.put(None)
+        self._thread.join(30)
+        if self._producer is not None:
+            self._producer.flush(5)
+
+    def _take(self) -> list:
+        items = []
+        try:
+            first = self._queue.get(timeout=1.0)
+        except queue.Empty:
+            return items
+        while True:
+            if first is not None:
+                items.append(first)
+            try:
+                first = self._queue.get_nowait()
+            except queue.Empty:
+                return items
+
+    def _run(self) -> None:
+        while True:
+            try:
+                if self._step():
+                    return
+            except Exception:  # noqa: BLE001 - the reporter must outlive any one bad batch
+                log.exception("activity reporter: unexpected error; going on")
+                time.sleep(0.5)
+
+    def _step(self) -> bool:
+        """One batch; True when stopped and everything queued was committed. Results taken from
+        the queue stay in ``_carry`` until their transaction commits."""
+        self._carry.extend(self._take())
+        items = self._carry
+        offsets = self._consumer.commit_offsets({(m.partition(), m.offset()) for *_x, m in items})
+        changed = [tp for tp in offsets if self._committed.get(tp.partition) != (tp.offset, tp.metadata)]
+        if items or changed:
+            self._commit(items)
+            self._carry = []
+        return self._stop.is_set() and self._queue.empty()
+
+    def _commit(self, items: list) -> None:
+        backoff = 0.05
+        for attempt in range(1, 1_000_000):
+            try:
+                self._producer.begin_transaction()
+                for wf, run_id, body_type, body, request_id, _msg in items:
+                    self._produce(wf, run_id, body_type, body, request_id)
+                # the group metadata before the offsets: a rebalance in between fails the commit
+                group = self._consumer.group_metadata
+                offsets = self._consumer.commit_offsets({(m.partition(), m.offset()) for *_x, m in items})
+                if group is None:  # no poll yet: the results go now, the offsets with a later batch
+                    offsets = []
+                if offsets:
+                    self._producer.send_offsets_to_transaction(offsets, group, 30)
+                self._producer.commit_transaction(30)
+            except KafkaException as exc:
+                self._failed(exc, attempt)
+                if self._stop.is_set() and attempt >= 5:
+                    log.error("activity results not committed at shutdown (%s): their tasks run again", exc)
+                    return
+                time.sleep(backoff)
+                backoff = min(2.0, backoff * 2)
+                continue
+            self.transactions += 1
+            log.debug("committed %d results, offsets %s", len(items), [(tp.partition, tp.offset, tp.metadata)
+                                                                       for tp in offsets])
+            self._committed.update({tp.partition: (tp.offset, tp.metadata) for tp in offsets})
+            for *_x, msg in items:
+                self._consumer.reported(msg)
+            return
+
+    def _produce(self, wf: str, run_id: str, body_type: str, body: dict, request_id: str) -> None:
+        value = self._codec.encode(command(wf, body_type, body, request_id=request_id, run_id=run_id))
+        try:
+            self._send(wf, value)
+        except KafkaException as exc:  # e.g. a result over message.max.bytes: fail the activity instead
+            log.error("command %s for %s could not be produced: %s", body_type, wf, exc)
+            fallback = self._on_unsendable(wf, body_type, body, exc)
+            if fallback is not None:
+                fb_type, fb_body = fallback
+                self._send(wf, self._codec.encode(command(wf, fb_type, fb_body, request_id=request_id,
+                                                          run_id=run_id)))
+
+    def _send(self, wf: str, value: bytes) -> None:
+        while True:
+            try:
+                self._producer.produce(self._topics.commands, value, wf.encode())
+                return
+            except BufferError:
+                self._producer.poll(0.05)
+
+    def _failed(self, exc: KafkaException, attempt: int) -> None:
+        """Abort (or, when the producer cannot go on, replace it); the next try recomputes the
+        offsets, so a partition lost meanwhile is left out."""
+        self.aborts += 1
+        err = exc.args[0] if exc.args else None
+        log.warning("activity results transaction failed (try %d): %s", attempt,
+                    err.str() if isinstance(err, KafkaError) else exc)
+        fatal = not isinstance(err, KafkaError) or err.fatal() or not err.txn_requires_abort()
+        if not fatal:
+            try:
+                self._producer.abort_transaction(30)
+                return
+            except KafkaException as again:
+                log.warning("abort failed (%s); recreating the producer", again)
+        try:
+            self._producer.flush(1)
+        except KafkaException:
+            pass
+        self._producer = self._make_producer()
+
+
+def offsets_for(topic: str, points: dict[int, tuple[int, list[int]]]) -> list[TopicPartition]:
+    """TopicPartitions with the commit metadata of ``encode_reported``."""
+    return [TopicPartition(topic, p, pos, metadata=encode_reported(pos, above))
+            for p, (pos, above) in sorted(points.items())]
