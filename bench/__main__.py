@@ -14,7 +14,8 @@ import traceback
 from pathlib import Path
 
 from .common import BenchError, Context, Settings, console, make_progress
-from .scenarios import broker_warmup, gateway, latency, projections, raw_kafka, recovery, scale, throughput, timers
+from .scenarios import (activity_results, broker_warmup, gateway, latency, projections, raw_kafka, recovery, scale,
+                        throughput, timers)
 
 #: in run order (latency uses throughput's result for its half-load rate; raw_kafka uses the
 #: processor's measured batch size)
@@ -27,6 +28,7 @@ SCENARIOS = {
     "recovery": recovery.run,
     "gateway": gateway.run,
     "projections": projections.run,
+    "activity_results": activity_results.run,
 }
 
 

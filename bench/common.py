@@ -186,9 +186,9 @@ class Procs:
         return self._spawn(instance_id, [sys.executable, "-m", "kadence.cli", "timers"],
                            self._env(KADENCE_TIMERS_ID=instance_id))
 
-    def start_worker(self, name: str = "w0", queue: str = QUEUE) -> subprocess.Popen:
+    def start_worker(self, name: str = "w0", queue: str = QUEUE, **env) -> subprocess.Popen:
         return self._spawn(name, [sys.executable, "-m", "kadence.cli", "worker", "--task-queue", queue,
-                                  "--module", "bench.workloads"], self._env())
+                                  "--module", "bench.workloads"], self._env(**env))
 
     def signal(self, name: str, sig: int) -> None:
         proc = self.procs.pop(name)

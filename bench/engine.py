@@ -47,7 +47,7 @@ async def wait_ready(eng: Engine, timeout: float = 90.0) -> None:
 
 @contextlib.asynccontextmanager
 async def engine(ctx: Context, tag: str, *, timers: bool = True, workers: int | None = None,
-                 processor_env: dict | None = None):
+                 processor_env: dict | None = None, worker_env: dict | None = None):
     settings = ctx.settings
     loop = asyncio.get_running_loop()
     config = await loop.run_in_executor(None, new_namespace, settings, tag)
@@ -59,7 +59,7 @@ async def engine(ctx: Context, tag: str, *, timers: bool = True, workers: int | 
         if timers:
             procs.start_timers("t0")
         for i in range(settings.workers if workers is None else workers):
-            procs.start_worker(f"w{i}")
+            procs.start_worker(f"w{i}", **(worker_env or {}))
         for i in range(max(1, settings.processors)):
             await procs.wait_log(f"p{i}", r"assigned partitions", 90)
         client = await Client.connect(config=config)

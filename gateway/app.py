@@ -28,7 +28,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from kadence.topics.archive import open_store, read_history
 from kadence.topics.config import NAMESPACE_RE
 from kadence.topics.engine_client import EngineClient
-from kadence.topics.errors import BrokerUnavailableError, InvalidQueryError, KadenceError, WorkflowNotFoundError
+from kadence.topics.errors import (BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
+                                   WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
@@ -156,7 +157,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     # plain ASGI middleware (gateway/middleware.py); the last added runs first -> observe, guard,
     # body limits, then routing
     app.add_middleware(BodyLimits, max_body_bytes=config.max_body_bytes)
-    app.add_middleware(GuardRequests, guard=guard, routes=app.router.routes)
+    app.add_middleware(GuardRequests, guard=guard)
     app.add_middleware(Observe, requests_total=requests_total, latency=latency)
 
     @app.exception_handler(ApiError)
@@ -193,6 +194,12 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     @app.exception_handler(WorkflowNotFoundError)
     async def on_not_found(_request: Request, exc: WorkflowNotFoundError):
         return error_response(404, "not_found", str(exc))
+
+    @app.exception_handler(PayloadTooLargeError)
+    async def on_payload_too_large(_request: Request, exc: PayloadTooLargeError):
+        return error_response(413, "payload_too_large",
+                              f"{exc} (the gateway accepts request bodies up to {config.max_body_bytes} bytes; "
+                              f"a command must also fit Kafka's limit of {exc.limit} bytes)")
 
     @app.exception_handler(KadenceError)
     async def on_kadence(_request: Request, exc: KadenceError):

@@ -63,18 +63,19 @@ class Guard:
             raise ApiError(401, "unauthenticated", "the API key is not valid", headers=challenge)
         key_id, whole = parsed
         cached = self._verified.get(key_id)
-        fresh = cached is not None and time.monotonic() - cached[2] < self.config.auth_cache_seconds
+        # a mutation always asks Redis (a revoked key never changes anything again); a read trusts
+        # a key this instance verified within auth_cache_seconds, and nothing older: when Redis
+        # does not answer, an older key gets the 503 like an unknown one (fail closed, issue 16)
+        fresh = (not mutation and cached is not None
+                 and time.monotonic() - cached[2] < self.config.auth_cache_seconds)
         if fresh:
             record, digest = cached[0], cached[1]
         else:
             try:
                 found = await self.keys.lookup(key_id)
             except (RedisError, OSError) as exc:
-                # reads may go on with a key verified a little earlier; mutations never do
-                if cached is None or mutation:
-                    log.warning("API key lookup failed, Redis unavailable: %s", type(exc).__name__)
-                    raise self._unavailable("Redis (API keys)") from exc
-                record, digest = cached[0], cached[1]
+                log.warning("API key lookup failed, Redis unavailable: %s", type(exc).__name__)
+                raise self._unavailable("Redis (API keys)") from exc
             else:
                 if found is None:
                     self._verified.pop(key_id, None)

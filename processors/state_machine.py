@@ -426,7 +426,7 @@ def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> Non
     if st is None or st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
         if body["start"] is None:
             if st is None:
-                reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
+                reply(out, rid, wf, "not_found", message=f"no open run of workflow {wf!r} (it never ran)")
             else:  # a closed run (or an earlier run of the workflow): 409 not_running over HTTP
                 reply(out, rid, wf, "rejected", run_id=st["run_id"], message=_closed_message(st, cmd["run_id"]))
             return

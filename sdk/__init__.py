@@ -12,7 +12,7 @@ from kadence.topics.errors import (ActivityError, ChildWorkflowError, Applicatio
                                    DefinitionError, KadenceError, NonDeterminismError, SchemaError,
                                    WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError,
-                                   WorkflowContinuedAsNewError, WrongPartitionError)
+                                   WorkflowContinuedAsNewError, WrongPartitionError, PayloadTooLargeError)
 from kadence.topics.config import KafkaConfig
 
 from . import activity, workflow
@@ -30,5 +30,5 @@ __all__ = [
     "WorkflowAlreadyStartedError", "WorkflowNotFoundError", "WorkflowFailureError", "ApplicationError",
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
-    "WorkflowContinuedAsNewError", "WrongPartitionError",
+    "WorkflowContinuedAsNewError", "WrongPartitionError", "PayloadTooLargeError",
 ]

@@ -22,7 +22,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from . import serde
 from .catalogue import Catalogue
 from .config import KafkaConfig
-from .errors import BrokerUnavailableError, KadenceError, WorkflowNotFoundError
+from .errors import (BrokerUnavailableError, KadenceError, PayloadTooLargeError, WorkflowNotFoundError,
+                     WrongPartitionError)
 from .partitioner import partition_for
 from .polling import poll_ready
 from .records import command
@@ -38,7 +39,10 @@ class EngineClient:
     def __init__(self, config: KafkaConfig, *, connect_timeout: float = 15.0):
         self.config = config
         self.topics = Catalogue(config)
-        self._producer = Producer(config.producer(**{"linger.ms": config.client_linger_ms}))
+        conf = config.producer(**{"linger.ms": config.client_linger_ms})
+        #: the largest command this client can produce (librdkafka's default unless configured)
+        self.message_max_bytes = int(conf.get("message.max.bytes", 1_000_000))
+        self._producer = Producer(conf)
         #: (workflow_id, request_id) -> future of the reply; the same key for two workflows is
         #: two requests
         self._pending: dict[tuple[str, str], cf.Future] = {}
@@ -185,7 +189,13 @@ class EngineClient:
             elif not expect_reply and not fut.done():
                 fut.set_result(None)
 
-        self.produce_raw(self.topics.commands, workflow_id.encode(), value, on_delivery)
+        try:
+            self.produce_raw(self.topics.commands, workflow_id.encode(), value, on_delivery)
+        except Exception:
+            if expect_reply:
+                with self._lock:
+                    self._forget(workflow_id, request_id)
+            raise
         return fut
 
     def produce_raw(self, topic: str, key: bytes, value: bytes, on_delivery=None) -> None:
@@ -195,6 +205,15 @@ class EngineClient:
                 return
             except BufferError:
                 self._producer.poll(0.05)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                    limit = self.message_max_bytes
+                    raise PayloadTooLargeError(
+                        f"the command is {len(value) + len(key)} bytes, over Kafka's message size limit of "
+                        f"{limit} bytes (message.max.bytes); nothing was written", size=len(value) + len(key),
+                        limit=limit) from exc
+                raise
 
     async def request(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
                       run_id: str | None = None, timeout: float | None = 30.0) -> dict:
@@ -207,12 +226,15 @@ class EngineClient:
         abandoned and ``BrokerUnavailableError`` raised."""
         started = time.monotonic()
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
+            reply = await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
         except asyncio.TimeoutError as exc:
             self.abandon(workflow_id, request_id)
             raise BrokerUnavailableError(
                 f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
                 f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)") from exc
+        if reply is not None and reply["status"] == "wrong_partition":  # the engine created nothing
+            raise WrongPartitionError(reply["message"])
+        return reply
 
     def abandon(self, workflow_id: str, request_id: str) -> None:
         """Stop waiting for a request's reply (the command itself stays sent)."""

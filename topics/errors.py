@@ -10,6 +10,7 @@ translated where they enter (``raise ... from exc``)::
     │   └── PartitionMismatchError  an existing topic has the wrong partition count
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
     ├── WrongPartitionError         a command was produced to a partition its key does not hash to
+    ├── PayloadTooLargeError        a command over the Kafka message size limit (nothing was written)
     ├── InvalidQueryError           a bad visibility / history read-model query or cursor
     ├── ProjectionError             a projection cannot be rebuilt (e.g. a rebuild is running)
     ├── ArchiveError                an archived history cannot be written, read or verified
@@ -38,6 +39,7 @@ __all__ = [
     "PartitionMismatchError",
     "BrokerUnavailableError",
     "WrongPartitionError",
+    "PayloadTooLargeError",
     "InvalidQueryError",
     "ProjectionError",
     "ArchiveError",
@@ -109,6 +111,17 @@ class WorkflowError(KadenceError):
 
 class WorkflowAlreadyStartedError(WorkflowError):
     """A run with this workflow ID is already open (or the reuse policy forbids a new one)."""
+
+
+class PayloadTooLargeError(KadenceError):
+    """A command (its payloads and envelope) is larger than the Kafka producer's
+    ``message.max.bytes``; it was refused before anything was written. ``size`` and ``limit`` in
+    bytes when known."""
+
+    def __init__(self, message: str, *, size: int | None = None, limit: int | None = None):
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
 
 
 class WrongPartitionError(KadenceError):

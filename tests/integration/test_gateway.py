@@ -331,6 +331,22 @@ async def test_a_body_that_is_not_json_is_415_and_an_oversized_one_413(http, gw_
     assert (await http.get("/v1/workflows/big")).status_code == 404
 
 
+async def test_a_body_under_the_gateway_limit_but_over_kafkas_is_413_naming_both(http):
+    """1.5 MiB passes the gateway's 2 MiB body limit but not Kafka's 1 MB message limit: a typed
+    413 before anything is written, and the connection stays usable."""
+    wid = f"gw-huge-{uuid.uuid4().hex[:8]}"
+    for path, body in ((START, {"workflow_id": wid, "task_queue": "q", "input": ["x" * (1536 * 1024)]}),
+                       (f"/v1/workflows/{wid}/signals", {"signal": "s", "input": ["x" * (1536 * 1024)],
+                                                          "workflow_type": "ThreeSteps", "task_queue": "q"})):
+        resp = await http.post(path, json=body, headers={"Idempotency-Key": f"huge-{path[-7:]}"})
+        assert resp.status_code == 413, resp.text
+        message = resp.json()["error"]["message"]
+        assert resp.json()["error"]["code"] == "payload_too_large"
+        assert "2097152" in message and "1000000" in message, message
+    # same connection: the next request is answered
+    assert (await http.get(f"/v1/workflows/{wid}")).status_code == 404
+
+
 async def test_overlong_idempotency_key_is_400(http):
     resp = await http.post(START, json=_start_body("x"), headers={"Idempotency-Key": "k" * 500})
     assert resp.status_code == 400, resp.text

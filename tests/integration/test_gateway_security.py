@@ -155,43 +155,108 @@ def _stop_keeping_data(server) -> None:
     server.stop()
 
 
-async def test_with_redis_down_mutations_are_503_and_start_nothing_then_work_again(gw_config, engine, tmp_path):
+async def _revoke(url: str, key: str) -> None:
+    import redis.asyncio as aioredis
+
+    from kadence.gateway import ApiKeyStore
+    from kadence.gateway.keys import parse_key
+
+    client = aioredis.from_url(url)
+    try:
+        assert await ApiKeyStore(client, "kadence:gw:").revoke(parse_key(key)[0]) is not None
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize("outage", ["stopped", "hung"])
+async def test_with_redis_down_every_mutation_is_503_and_applies_nothing(gw_config, engine, tmp_path, outage):
+    """Starts, signals, cancels and terminates, with and without Idempotency-Key, by a key verified
+    just before, by a key revoked before the outage and by a key verified long ago: all 503, no
+    command produced; reads only by a key verified within auth_cache_seconds; all back after."""
+    import signal as signals
+
+    (tmp_path / "redis").mkdir()
+    server = devstack().RedisServer(workdir=tmp_path / "redis", die_with_parent=True)
+    server.start()
+    try:
+        key, revoked, never_used = (make_key(gw_config.namespace, url=server.url) for _ in range(3))
+        app = create_app(GatewayConfig(kafka=gw_config, redis_url=server.url, auth_cache_seconds=300,
+                                       retry_after_seconds=3))
+        with serve(app) as url:
+            async with checked_client(url, allowed_5xx=(503,)) as http:
+                before = f"redis-up-{uuid.uuid4().hex[:8]}"
+                assert (await http.post(START, json=_body(before), headers=auth(key))).status_code == 201
+                # the revoked key was verified (and cached) by this instance before it was revoked
+                assert (await http.get(f"/v1/workflows/{before}", headers=auth(revoked))).status_code == 200
+                await _revoke(server.url, revoked)
+
+                if outage == "stopped":
+                    _stop_keeping_data(server)
+                else:
+                    server.proc.send_signal(signals.SIGSTOP)
+                down = f"redis-down-{uuid.uuid4().hex[:8]}"
+                t0 = time.monotonic()
+                mutations = (("POST", START, _body(down)),
+                             ("POST", f"/v1/workflows/{before}/signals", {"signal": "add", "input": [1]}),
+                             ("POST", f"/v1/workflows/{before}/signals",
+                              {"signal": "add", "workflow_type": "Collector", "task_queue": "q"}),
+                             ("POST", f"/v1/workflows/{before}/cancel", {}),
+                             ("POST", f"/v1/workflows/{before}/terminate", {}))
+                for who in (key, revoked):
+                    for idem in ({"Idempotency-Key": f"k-down-{uuid.uuid4().hex[:6]}"}, {}):
+                        for method, path, body in mutations:
+                            resp = await http.request(method, path, json=body, headers={**auth(who), **idem})
+                            assert resp.status_code == 503, (path, idem, resp.text)
+                            assert resp.json()["error"]["code"] == "unavailable" and resp.headers["Retry-After"] == "3"
+                assert time.monotonic() - t0 < 60, "a Redis outage must be answered promptly"
+                # a read by the key verified just before goes on (decision 0015); a read by a key
+                # this instance never verified does not
+                read = await http.get(f"/v1/workflows/{before}", headers=auth(key))
+                assert read.status_code == 200 and read.json()["status"] == "running"
+                unverified = await http.get(f"/v1/workflows/{before}", headers=auth(never_used))
+                assert unverified.status_code == 503, unverified.text
+                ready = await http.get("/readyz")
+                assert ready.status_code == 503 and ready.json()["checks"]["redis"].startswith("unavailable")
+
+                if outage == "stopped":
+                    server.start()
+                else:
+                    server.proc.send_signal(signals.SIGCONT)
+                again = await http.post(START, json=_body(down), headers={**auth(key), "Idempotency-Key": "k-back"})
+                assert again.status_code == 201, again.text
+                gone = await http.post(f"/v1/workflows/{before}/signals", json={"signal": "add", "input": [2]},
+                                       headers=auth(revoked))
+                assert gone.status_code == 401, "a key revoked before the outage works again"
+                assert (await http.get("/readyz")).status_code == 200
+    finally:
+        if outage == "hung" and server.proc is not None and server.proc.poll() is None:
+            server.proc.send_signal(signals.SIGCONT)
+        server.cleanup()
+    assert commands_for(gw_config, down) == ["StartWorkflow"], "a refused start produced a command"
+    # describes (AwaitWorkflowResult without waiting) are the reads; no signal, cancel or terminate went
+    assert [c for c in commands_for(gw_config, before) if c != "AwaitWorkflowResult"] == ["StartWorkflow"], \
+        "a refused mutation ran"
+
+
+async def test_with_redis_down_a_read_by_a_key_verified_long_ago_is_503(gw_config, engine, tmp_path):
     (tmp_path / "redis").mkdir()
     server = devstack().RedisServer(workdir=tmp_path / "redis", die_with_parent=True)
     server.start()
     try:
         key = make_key(gw_config.namespace, url=server.url)
-        app = create_app(GatewayConfig(kafka=gw_config, redis_url=server.url, auth_cache_seconds=300,
+        app = create_app(GatewayConfig(kafka=gw_config, redis_url=server.url, auth_cache_seconds=1,
                                        retry_after_seconds=3))
         with serve(app) as url:
             async with checked_client(url, allowed_5xx=(503,), headers=auth(key)) as http:
-                before = f"redis-up-{uuid.uuid4().hex[:8]}"
-                assert (await http.post(START, json=_body(before))).status_code == 201
-
+                wid = f"redis-old-{uuid.uuid4().hex[:8]}"
+                assert (await http.post(START, json=_body(wid))).status_code == 201
+                assert (await http.get(f"/v1/workflows/{wid}")).status_code == 200
                 _stop_keeping_data(server)
-                down = f"redis-down-{uuid.uuid4().hex[:8]}"
-                t0 = time.monotonic()
-                for method, path, body in (("POST", START, _body(down)),
-                                           ("POST", f"/v1/workflows/{before}/signals", {"signal": "add"}),
-                                           ("POST", f"/v1/workflows/{before}/terminate", {})):
-                    resp = await http.request(method, path, json=body, headers={"Idempotency-Key": "k-down"})
-                    assert resp.status_code == 503, (path, resp.text)
-                    assert resp.json()["error"]["code"] == "unavailable" and resp.headers["Retry-After"] == "3"
-                assert time.monotonic() - t0 < 15, "a Redis outage must be answered promptly"
-                # reads by a key verified before the outage keep working (docs/decisions/0015)
-                read = await http.get(f"/v1/workflows/{before}")
-                assert read.status_code == 200 and read.json()["status"] == "running"
-                ready = await http.get("/readyz")
-                assert ready.status_code == 503 and ready.json()["checks"]["redis"].startswith("unavailable")
-
-                server.start()
-                again = await http.post(START, json=_body(down), headers={"Idempotency-Key": "k-down"})
-                assert again.status_code == 201, again.text
-                assert (await http.get("/readyz")).status_code == 200
+                await asyncio.sleep(1.5)  # the key's verification is now older than auth_cache_seconds
+                stale = await http.get(f"/v1/workflows/{wid}")
+                assert stale.status_code == 503, stale.text
     finally:
         server.cleanup()
-    assert commands_for(gw_config, down) == ["StartWorkflow"], "the refused start produced a command"
-    assert commands_for(gw_config, before) == ["StartWorkflow", "AwaitWorkflowResult"], "a refused mutation ran"
 
 
 async def test_keys_cli_creates_lists_revokes_and_audits(two_ns_url, gw_config, caplog):

@@ -12,6 +12,7 @@ PUBLIC = {
     "kadence": [
         "ActivityError", "ApplicationError", "BrokerUnavailableError", "ChildWorkflowError", "Client", "ConfigError",
         "DefinitionError", "KadenceError", "KafkaConfig", "NonDeterminismError", "NotDeterministicError",
+        "PayloadTooLargeError",
         "QueryFailedError", "ReplayResult", "Replayer", "RetryPolicy", "SchemaError", "Worker",
         "WorkflowAlreadyStartedError",
         "WorkflowCanceledError", "WorkflowContinuedAsNewError", "WorkflowError", "WorkflowFailureError",
@@ -23,7 +24,8 @@ PUBLIC = {
         "Codec",
         "ConfigError", "DefinitionError", "EngineClient", "HistoryPage", "HistoryReadModel", "InvalidQueryError",
         "JsonConverter", "KadenceError", "KafkaConfig",
-        "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "ProjectionError",
+        "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "PayloadTooLargeError",
+        "ProjectionError",
         "QueryFailedError", "SchemaError",
         "TIMER_TIERS_MS", "TopicError", "TopicSpec", "VisibilityReader", "WorkflowAlreadyStartedError",
         "WorkflowCanceledError", "WorkflowContinuedAsNewError",
