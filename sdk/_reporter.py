@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 #: commit metadata is limited by the broker (offset.metadata.max.bytes, 4096 by default)
 _METADATA_MAX = 3500
 _PREFIX = "kr1:"
+#: a batch whose offsets were refused this many times is committed without them
+_TRIES_WITH_OFFSETS = 3
 
 
 def encode_reported(position: int, reported: list[int]) -> str:
@@ -154,7 +156,10 @@ class ActivityReporter:
                 # the group metadata before the offsets: a rebalance in between fails the commit
                 group = self._consumer.group_metadata
                 offsets = self._consumer.commit_offsets({(m.partition(), m.offset()) for *_x, m in items})
-                if group is None:  # no poll yet: the results go now, the offsets with a later batch
+                if group is None or attempt > _TRIES_WITH_OFFSETS:
+                    # no generation yet, or the offsets keep being refused (a rebalance under
+                    # way): the results go now, the offsets with a later batch; results are
+                    # never held back for the sake of offsets
                     offsets = []
                 if offsets:
                     self._producer.send_offsets_to_transaction(offsets, group, 30)
@@ -197,8 +202,9 @@ class ActivityReporter:
 
     def _failed(self, exc: KafkaException, attempt: int) -> None:
         """Abort (or, when the producer cannot go on, replace it); the next try recomputes the
-        offsets, so a partition lost meanwhile is left out."""
+        offsets, so a partition lost meanwhile is left out, with fresh group metadata."""
         self.aborts += 1
+        self._consumer.refresh_metadata.set()
         err = exc.args[0] if exc.args else None
         log.warning("activity results transaction failed (try %d): %s", attempt,
                     err.str() if isinstance(err, KafkaError) else exc)

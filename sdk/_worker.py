@@ -134,8 +134,11 @@ class _TaskConsumer:
         self.transactional = transactional
         #: per partition: tasks that reported before the partition came here (commit metadata)
         self._reported: dict[int, set[int]] = {}
-        #: the consumer's group metadata (generation) as of its last poll (``_run``)
+        #: the consumer's group metadata (generation), for the reporter (``_run`` refreshes it
+        #: when ``refresh_metadata`` is set: at start, on every rebalance, after a refused commit)
         self.group_metadata = None
+        self.refresh_metadata = threading.Event()
+        self.refresh_metadata.set()
         conf = worker.client.config.consumer(group, **{
             "enable.auto.commit": not transactional, "auto.commit.interval.ms": 1000,
             "enable.auto.offset.store": False, "fetch.wait.max.ms": 20,
@@ -162,6 +165,7 @@ class _TaskConsumer:
         self._thread.start()
 
     def _on_assign(self, consumer, partitions) -> None:
+        self.refresh_metadata.set()  # a new generation
         if not self.transactional or not partitions:
             return
         # waits for a previous owner's open transaction (require_stable), then names the tasks
@@ -177,6 +181,7 @@ class _TaskConsumer:
         return offsets_for(self.topic, self.tracker.commit_points(finishing))
 
     def _on_revoke(self, _consumer, partitions) -> None:
+        self.refresh_metadata.set()
         gone = {tp.partition for tp in partitions}
         for p in gone:
             self._reported.pop(p, None)
@@ -197,9 +202,11 @@ class _TaskConsumer:
         backlog: collections.deque = self._backlog
         try:
             while not self._stop.is_set():
-                if self.transactional:
-                    # for the reporter's transactions: taken here, on the thread that polls
-                    # (the call blocks on other threads), after the last poll's rebalance
+                if self.transactional and self.refresh_metadata.is_set() and self.consumer.assignment():
+                    # for the reporter's transactions: taken on the thread that polls (the call
+                    # blocked when made from another), once the group has given us partitions,
+                    # and again after every rebalance or refused transaction
+                    self.refresh_metadata.clear()
                     self.group_metadata = self.consumer.consumer_group_metadata()
                 self._store_completed()
                 while backlog and self._dispatched < self._max:

@@ -129,6 +129,9 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
                       late=late[:20], stuck_partitions=stuck_partitions, projection_diff=projection_diff[:10],
                       unexpected_exits=cluster.unexpected_exits,
                       elapsed_s=round(time.monotonic() - t_begin, 1))
+        if violations or late:
+            cluster.dump_worker_stacks()
+            await asyncio.sleep(1.0)  # for the dumps to reach the logs printed below
         if violations:
             print(checker.explain(violations, obs))
             for wf in late[:5]:

@@ -127,6 +127,13 @@ class Cluster:
                 del self.projection.procs[name]
                 self.projection.start(name)
 
+    def dump_worker_stacks(self) -> None:
+        """Every live worker writes its threads' stacks into its log (worker_main registers
+        SIGUSR1 with faulthandler): what a worker that stopped making progress was doing."""
+        for proc in self.workers.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGUSR1)
+
     def close(self) -> None:
         for proc in [*self.procs.procs.values(), *self.workers.values()]:
             if proc.poll() is None:

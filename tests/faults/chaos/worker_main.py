@@ -8,6 +8,7 @@ KADENCE_CHAOS_PREFIX and KADENCE_WORKER_SESSION_TIMEOUT_MS.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import os
 import signal
@@ -32,5 +33,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack into the log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(main())
