@@ -290,7 +290,8 @@ class HistoryProcessor:
 
     def run(self) -> None:
         self._until_broker_answers("checking topics", self._check_topics)
-        self._builds.start()  # the default build of every queue, before the first start is processed
+        # the default build of every queue, before the first start is processed
+        self._until_broker_answers("reading build defaults", self._builds.start)
         if self._backlog is not None:
             self._backlog.start()
         self._producer = self._make_producer()

@@ -1,0 +1,35 @@
+"""A processor started while the broker is down waits for it instead of exiting (issue 16, item 3,
+for the processor): topic check, build defaults, committed offsets and restores are retried."""
+
+from __future__ import annotations
+
+import uuid
+
+from kadence import Client, Worker
+from kadence.topics import Catalogue, KafkaConfig
+from tests.integration.conftest import ProcessorProcs, wait_until
+from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
+
+
+async def test_a_processor_started_before_the_broker_serves_once_it_is_up(own_broker, tmp_path):
+    config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"t{uuid.uuid4().hex[:10]}", partitions=2)
+    Catalogue(config).apply()
+    own_broker.stop()
+    procs = ProcessorProcs(config, tmp_path)
+    try:
+        proc = procs.start("p0")
+        logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("processor-p0-*.log"))  # noqa: E731
+        await wait_until(lambda: "waiting for the broker" in logs(), 60, "the processor waiting for the broker")
+        assert proc.poll() is None, f"the processor exited while the broker was down:\n{logs()[-2000:]}"
+        own_broker.start()
+        await wait_until(lambda: "assigned partitions" in logs(), 120, "the processor taking its shards")
+        client = await Client.connect(config=config)
+        try:
+            async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
+                handle = await client.start_workflow(ThreeSteps, 4, id="after-outage", task_queue="q")
+                assert await handle.result(timeout=60) == three_steps_result(4)
+        finally:
+            await client.close()
+        assert proc.poll() is None
+    finally:
+        procs.close()
