@@ -52,7 +52,6 @@ __all__ = ["create_app"]
 log = logging.getLogger(__name__)
 audit = logging.getLogger("kadence.audit")
 
-_CLOSING = CLOSE_EVENTS
 
 #: a workflow ID derived from an Idempotency-Key: a retried start without workflow_id starts nothing new
 _KEYED_IDS = uuid.UUID("6b1d3c3e-95c2-4c55-9a53-3f1f0cbe2a61")
@@ -350,7 +349,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             if run_id is not None and not events:
                 raise WorkflowNotFoundError(f"run {run_id!r} of workflow {workflow_id!r} not found")
             page = [e for e in events if e["seq"] > after][:page_size]
-            closed = bool(events) and events[-1]["attributes"][0] in _CLOSING
+            closed = bool(events) and events[-1]["attributes"][0] in CLOSE_EVENTS
             if page or closed or time.monotonic() >= deadline:
                 break
             await asyncio.sleep(0.2)

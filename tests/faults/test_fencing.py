@@ -96,6 +96,18 @@ async def _two_processors(config, procs) -> None:
                      "p1 standing by while p0 keeps the shard")
 
 
+async def _standby_takes_over_then_owner_wakes(config, procs, owner, handle, result: str) -> None:
+    """With the owner p0 stopped: p1 takes the shard, fires the deadline, and attempt 2 completes
+    the workflow; then p0 is woken and must give up its shard (released) without exiting."""
+    try:
+        await wait_until(lambda: _owner(config).get("p1") == [0], 60, "p1 taking the shard over")
+        assert await handle.result(timeout=60) == result
+    finally:
+        owner.send_signal(signal.SIGCONT)
+    await wait_until(lambda: "released partitions [0]" in _log(procs, "p0"), 60, "the woken owner giving up its shard")
+    assert owner.poll() is None, "the woken owner exited instead of giving up its shard"
+
+
 def _deadline_ms(config: KafkaConfig, workflow_id: str) -> int:
     """When the processor's start-to-close deadline of the workflow's running attempt falls due."""
     states = [v for k, v, _p, _o in read_topic(config, Catalogue(config).state, "WorkflowState")
@@ -136,16 +148,8 @@ async def test_paused_owner_with_a_due_deadline_writes_nothing(one_shard):
             await asyncio.sleep(max(0.0, STARTED[1] + STC.total_seconds() - 1.5 - time.monotonic()))
             owner = procs.procs["p0"]
             owner.send_signal(signal.SIGSTOP)
-            try:
-                await wait_until(lambda: _owner(config).get("p1") == [0], 60, "p1 taking the shard over")
-                # the new owner fires the deadline; attempt 2 completes the workflow
-                assert await handle.result(timeout=60) == "x:2"
-            finally:
-                owner.send_signal(signal.SIGCONT)
             # the woken owner fires the same deadline from its stale index, then learns it lost the shard
-            await wait_until(lambda: "released partitions [0]" in _log(procs, "p0"), 60,
-                             "the woken owner giving up its shard")
-            assert owner.poll() is None, "the woken owner exited instead of giving up its shard"
+            await _standby_takes_over_then_owner_wakes(config, procs, owner, handle, "x:2")
     finally:
         await client.close()
     _assert_clean(config, "zombie-deadline")
@@ -175,14 +179,7 @@ async def test_owner_paused_with_its_deadline_commit_in_flight_is_fenced(one_sha
                 owner.send_signal(signal.SIGSTOP)
             finally:
                 broker.proc.send_signal(signal.SIGCONT)
-            try:
-                await wait_until(lambda: _owner(config).get("p1") == [0], 60, "p1 taking the shard over")
-                assert await handle.result(timeout=60) == "y:2"
-            finally:
-                owner.send_signal(signal.SIGCONT)
-            await wait_until(lambda: "released partitions [0]" in _log(procs, "p0"), 60,
-                             "the woken owner giving up its shard")
-            assert owner.poll() is None, "the woken owner exited instead of giving up its shard"
+            await _standby_takes_over_then_owner_wakes(config, procs, owner, handle, "y:2")
             assert "deadline passed" in _log(procs, "p0"), "the owner never fired the deadline: the drill proved nothing"
             assert "transaction failed" in _log(procs, "p0"), "the owner's open transaction was not refused"
     finally:
