@@ -30,6 +30,7 @@ from kadence.topics.polling import poll_ready, resume_awake
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WrongPartitionError
 from kadence.topics.partitioner import partition_for
 from kadence.topics.records import command, history_key, now_ms
+from kadence.topics.transactions import start_transactional
 
 from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
@@ -233,7 +234,7 @@ class HistoryProcessor:
         self._stop.set()
 
     def _make_producer(self) -> Producer:
-        producer = Producer(self.kafka.producer(**{
+        conf = self.kafka.producer(**{
             "transactional.id": f"{self.kafka.namespace}.processor.{self.config.instance_id}",
             "transaction.timeout.ms": self.config.transaction_timeout_ms,
             "linger.ms": 1,
@@ -242,9 +243,9 @@ class HistoryProcessor:
             # completes the previous transaction (CONCURRENT_TRANSACTIONS); the default 100 ms
             # backoff made every other step wait ~100 ms (measured: 108 ms/txn -> 18 ms at 10 ms)
             "retry.backoff.ms": 10,
-        }))
-        producer.init_transactions(60)
-        return producer
+        })
+        return start_transactional(lambda: Producer(conf), what=f"processor {self.config.instance_id}",
+                                   stop=self._stop)
 
     def _make_consumer(self) -> Consumer:
         consumer = Consumer(self.kafka.consumer(self.topics.processor_group, **{

@@ -28,6 +28,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from kadence.topics import serde
 from kadence.topics.records import command
+from kadence.topics.transactions import start_transactional
 
 __all__ = ["ActivityReporter", "encode_reported", "decode_reported"]
 
@@ -93,11 +94,10 @@ class ActivityReporter:
         self._thread.start()
 
     def _make_producer(self) -> Producer:
-        producer = Producer(self._config.producer(**{
+        conf = self._config.producer(**{
             "transactional.id": self._txn_id, "transaction.timeout.ms": 10_000, "linger.ms": 1,
-            "retry.backoff.ms": 10}))
-        producer.init_transactions(60)
-        return producer
+            "retry.backoff.ms": 10})
+        return start_transactional(lambda: Producer(conf), what=f"activity reporter {self._txn_id}")
 
     def report(self, workflow_id: str, run_id: str, body_type: str, body: dict, request_id: str, msg) -> None:
         """Queue one task's command (any thread)."""

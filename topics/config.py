@@ -37,6 +37,9 @@ class KafkaConfig:
     #: step latency. 2: a third more workflows per second on a saturated machine, ~5 ms more per
     #: step at light load (docs/performance.md, "Client linger")
     client_linger_ms: float = 0.0
+    #: KADENCE_KAFKA_DEBUG: librdkafka debug contexts for every client of this process (for
+    #: example ``metadata,topic,eos``); empty (default): none. For diagnosis only: it is verbose
+    kafka_debug: str = ""
 
     def __post_init__(self):
         if not NAMESPACE_RE.match(self.namespace):
@@ -68,6 +71,8 @@ class KafkaConfig:
                 kw["client_linger_ms"] = float(env["KADENCE_CLIENT_LINGER_MS"])
             except ValueError as exc:
                 raise ConfigError("KADENCE_CLIENT_LINGER_MS must be a number of milliseconds") from exc
+        if env.get("KADENCE_KAFKA_DEBUG"):
+            kw["kafka_debug"] = env["KADENCE_KAFKA_DEBUG"]
         sec = {}
         for var, key in (
             ("KADENCE_KAFKA_SECURITY_PROTOCOL", "security.protocol"),
@@ -86,7 +91,10 @@ class KafkaConfig:
     # -- librdkafka configurations -------------------------------------------------------------
 
     def base(self) -> dict:
-        return {"bootstrap.servers": self.bootstrap, "client.id": self.client_id, **self.security}
+        conf = {"bootstrap.servers": self.bootstrap, "client.id": self.client_id, **self.security}
+        if self.kafka_debug:
+            conf["debug"] = self.kafka_debug
+        return conf
 
     def producer(self, **extra) -> dict:
         # murmur2_random: the Java client's default partitioner, so that any Kafka client that

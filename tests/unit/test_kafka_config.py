@@ -19,3 +19,10 @@ def test_client_linger_is_read_from_the_environment():
 def test_a_bad_client_linger_is_a_config_error(raw):
     with pytest.raises(ConfigError, match="LINGER|linger"):
         KafkaConfig.from_env({"KADENCE_CLIENT_LINGER_MS": raw})
+
+
+def test_kafka_debug_reaches_every_client_and_is_off_by_default():
+    assert "debug" not in KafkaConfig.from_env({}).producer()
+    config = KafkaConfig.from_env({"KADENCE_KAFKA_DEBUG": "metadata,topic"})
+    assert config.producer()["debug"] == "metadata,topic"
+    assert config.consumer("g")["debug"] == "metadata,topic"
