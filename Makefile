@@ -3,16 +3,32 @@
 #   make test PYTEST_ARGS='-k timers -x'     extra pytest arguments
 #   make unit                                unit tests only, no broker
 #   make chaos CHAOS_SEEDS=5                 the soak campaign (scripts/chaos.py): chaos suite per seed, CPU-starved
+#   make upgrade-deps                        re-resolve requirements.lock to the newest allowed versions, reinstall, test
 PYTHON      ?= python3
 VENV        := .venv
 DEVSTACK    := $(PYTHON) scripts/devstack.py
 PYTEST_ARGS ?=
 BENCH_ARGS  ?=
 
-.PHONY: venv jars test dev bench unit chaos clean
+.PHONY: venv jars test dev bench unit chaos upgrade-deps lock clean
 
 venv:
 	scripts/bootstrap.sh
+
+# requirements.lock: every package of '.[dev]' (and the build requirements), exact versions and
+# hashes, for every platform; `make lock` after changing a bound in pyproject.toml keeps the
+# other pins, `make upgrade-deps` takes the newest versions the bounds allow and runs the suite.
+LOCK_COMPILE = $(VENV)/bin/uv pip compile -q pyproject.toml scripts/build-requirements.in --extra dev \
+	--generate-hashes --universal --python-version 3.11 -o requirements.lock
+
+lock: venv
+	$(LOCK_COMPILE)
+	scripts/bootstrap.sh
+
+upgrade-deps: venv
+	$(LOCK_COMPILE) --upgrade
+	scripts/bootstrap.sh
+	$(MAKE) test
 
 jars:
 	@$(DEVSTACK) jars >/dev/null

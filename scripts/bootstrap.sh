@@ -2,7 +2,10 @@
 # Prepare the Python environment on a fresh machine (idempotent and fast when nothing changed):
 #   1. system packages for the dev stack (java, maven, redis-server), via apt-get when root;
 #   2. .venv, created with python3 if missing;
-#   3. `pip install -e '.[dev]'`, only when pyproject.toml is newer than .venv/.installed.
+#   3. the exact versions of requirements.lock (hashes checked), then the project itself (editable,
+#      no dependencies, no build isolation: nothing unpinned is fetched), then anything installed
+#      that the lock does not name is removed; only when pyproject.toml or the lock is newer than
+#      .venv/.installed. `make upgrade-deps` refreshes the lock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,9 +37,12 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 
-# 3. Editable install, skipped while the stamp is newer than pyproject.toml.
-if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
-    say "pip install -e '.[dev]' (this can take a minute)"
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+# 3. The lock, then the project, skipped while the stamp is newer than pyproject.toml and the lock.
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ requirements.lock -nt "$STAMP" ]; then
+    PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
+    say "pip install --require-hashes -r requirements.lock (this can take a minute)"
+    "${PIP[@]}" --require-hashes -r requirements.lock
+    "${PIP[@]}" --no-deps --no-build-isolation -e .
+    .venv/bin/python scripts/lock.py sync
     touch "$STAMP"
 fi
