@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import json
 import logging
+import math
 import signal
 import sys
 
@@ -178,7 +179,8 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
     workflows, activities = load_definitions(module_name)
 
     async def run() -> None:
-        client = await Client.connect(config=config)
+        # a worker may start before the broker (a reboot, a deploy): it waits, it does not exit
+        client = await Client.connect(config=config, wait_for_broker=math.inf)
         w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities, build_id=build_id,
                    promote=promote, max_concurrent_activities=max_concurrent_activities,
                    eager_workflow_tasks=eager_workflow_tasks,

@@ -30,7 +30,7 @@ from kadence.topics.polling import poll_ready, resume_awake
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WrongPartitionError
 from kadence.topics.partitioner import partition_for
 from kadence.topics.records import command, history_key, now_ms
-from kadence.topics.transactions import start_transactional
+from kadence.topics.transactions import TxnWatchdog, start_transactional
 
 from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
@@ -40,7 +40,7 @@ from .disk_store import DiskShardStore
 from .store import MemoryShardStore, restore_shard
 from .timer_service import choose_tier
 
-__all__ = ["ProcessorConfig", "HistoryProcessor", "TxnWatchdog", "EXIT_TXN_STALLED"]
+__all__ = ["ProcessorConfig", "HistoryProcessor", "EXIT_TXN_STALLED"]
 
 log = logging.getLogger(__name__)
 
@@ -151,46 +151,6 @@ class _Metrics:
         self.aborts = Counter("kadence_processor_aborts", "transactions aborted", registry=r)
         self.deadlines = Counter("kadence_processor_deadlines_fired",
                                  "activity timeouts fired from the processor's deadline index", registry=r)
-
-
-class TxnWatchdog:
-    """Ends the process when a transaction call blocks for too long.
-
-    librdkafka can block in ``send_offsets_to_transaction`` for ever, whatever its timeout
-    (confluentinc/librdkafka#5511; seen by the chaos suite after a broker restart, following an
-    OUT_OF_ORDER_SEQUENCE_NUMBER abort). The consumer's heartbeat thread keeps the shards
-    assigned to the blocked instance meanwhile, so they would stall for good; exiting lets a
-    restart (same instance ID) take them back at once.
-    """
-
-    def __init__(self, limit_s: float, on_stall):
-        self.limit_s = limit_s
-        self._on_stall = on_stall
-        self._since: float | None = None
-        self._stop = threading.Event()
-
-    def begin(self) -> None:
-        self._since = time.monotonic()
-
-    def end(self) -> None:
-        self._since = None
-
-    def stalled_for(self, now: float | None = None) -> float:
-        since = self._since
-        return 0.0 if since is None else (time.monotonic() if now is None else now) - since
-
-    def start(self) -> None:
-        threading.Thread(target=self._watch, name="kadence-txn-watchdog", daemon=True).start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _watch(self) -> None:
-        while not self._stop.wait(1.0):
-            blocked = self.stalled_for()
-            if blocked > self.limit_s:
-                self._on_stall(blocked)
-                return
 
 
 class HistoryProcessor:

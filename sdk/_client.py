@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import timedelta
 from typing import Any
 
 from kadence.topics.config import KafkaConfig
 from kadence.topics.engine_client import EngineClient
-from kadence.topics.errors import (KadenceError, QueryFailedError, WorkflowAlreadyStartedError,
+from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFailedError, WorkflowAlreadyStartedError,
                                    WorkflowCanceledError, WorkflowContinuedAsNewError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
@@ -16,6 +17,8 @@ from kadence.topics.payload import JsonConverter, PayloadCodec, exception_from_f
 from kadence.topics.records import new_id, run_outcome
 
 from ._definitions import to_ms, workflow_type_name
+
+log = logging.getLogger(__name__)
 
 _REUSE_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
 
@@ -159,7 +162,13 @@ class Client:
 
     @classmethod
     async def connect(cls, bootstrap: str | None = None, *, namespace: str | None = None,
-                      config: KafkaConfig | None = None, codec: PayloadCodec | None = None) -> "Client":
+                      config: KafkaConfig | None = None, codec: PayloadCodec | None = None,
+                      wait_for_broker: float = 0.0) -> "Client":
+        """Connect to a namespace; ``BrokerUnavailableError`` if Kafka does not answer.
+
+        ``wait_for_broker``: for how many seconds to keep trying (with backoff, a warning per
+        try) while Kafka does not answer, instead of failing at once; ``math.inf``: until it
+        does (what a worker process wants when it may start before the broker)."""
         if config is None:
             overrides = {}
             if bootstrap:
@@ -167,8 +176,19 @@ class Client:
             if namespace:
                 overrides["namespace"] = namespace
             config = KafkaConfig.from_env(**overrides)
-        engine = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config)
-        return cls(engine, JsonConverter(codec))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_for_broker
+        delay = 0.5
+        while True:
+            try:
+                engine = await loop.run_in_executor(None, EngineClient, config)
+                return cls(engine, JsonConverter(codec))
+            except BrokerUnavailableError as exc:
+                if loop.time() + delay > deadline:
+                    raise
+                log.warning("waiting for the broker: %s; trying again in %.1f s", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(5.0, delay * 2)
 
     def _checked_start(self, workflow, args, id, task_queue, id_reuse_policy, run_timeout, search_attributes,
                        execution_timeout) -> dict:

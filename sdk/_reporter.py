@@ -15,6 +15,13 @@ the tasks it names: a crash redelivers only the activities that had not reported
 generation, so a worker paused past its session timeout cannot commit offsets for tasks that
 have moved on; its results are still sent, in a transaction without those offsets (the engine
 accepts a result only for the attempt it waits for).
+
+A transaction call that blocks past ``stall_s`` (librdkafka #5511: seen in a ``make chaos`` seed,
+a worker that lived through a broker restart sat in ``commit_transaction(30)`` for minutes, its
+activity slots full, its partitions' activities timing out one attempt after another) is left
+behind: a new producer with the same transactional ID fences the old one (the broker aborts its
+transaction), and a new thread commits the same batch again. The abandoned thread, if its call
+ever returns, sees that it was replaced and ends without touching anything.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from kadence.topics import serde
 from kadence.topics.records import command
-from kadence.topics.transactions import start_transactional
+from kadence.topics.transactions import TxnWatchdog, start_transactional
 
 __all__ = ["ActivityReporter", "encode_reported", "decode_reported"]
 
@@ -73,7 +80,7 @@ class ActivityReporter:
     ``consumer.done(msg)`` for each task. With nothing to report it still commits, once a
     second, offsets that advanced without a result (tasks skipped or given up)."""
 
-    def __init__(self, *, config, topics, consumer, identity: str, on_unsendable):
+    def __init__(self, *, config, topics, consumer, identity: str, on_unsendable, stall_s: float = 60.0):
         self._config = config
         self._topics = topics
         self._consumer = consumer
@@ -83,15 +90,47 @@ class ActivityReporter:
         self._stop = threading.Event()
         self._producer: Producer | None = None
         self._committed: dict[int, tuple[int, str]] = {}
-        self._carry: list = []
+        #: generation -> the results its thread took from the queue and has not committed yet
+        #: (one list per thread: a thread replaced while blocked cannot touch its successor's)
+        self._carry: dict[int, list] = {}
         self._codec = serde.codec("Command")
-        self._thread = threading.Thread(target=self._run, name="kadence-activity-reporter", daemon=True)
+        #: the current thread's generation; a thread whose generation is older was replaced
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+        self.stall_s = stall_s
+        self._watchdog: TxnWatchdog | None = None
         self.transactions = 0
         self.aborts = 0
+        #: how many times a blocked transaction's thread and producer were replaced
+        self.takeovers = 0
 
     def start(self) -> None:
         self._producer = self._make_producer()
+        self._start_thread()
+
+    def _start_thread(self) -> None:
+        generation = self._generation
+        self._watchdog = TxnWatchdog(self.stall_s, self._take_over)
+        self._watchdog.start()
+        self._thread = threading.Thread(target=self._run, args=(generation,), name="kadence-activity-reporter",
+                                        daemon=True)
         self._thread.start()
+
+    def _take_over(self, blocked_s: float) -> None:
+        """The watchdog's: the current thread is blocked in a transaction call; fence its
+        producer with a new one and let a new thread commit its batch again."""
+        blocked = self._generation
+        self._generation += 1  # the blocked thread is abandoned from here on
+        batch = list(self._carry.pop(blocked, []))
+        self._carry[self._generation] = batch
+        log.warning("activity reporter %s: a transaction call has been blocked for %.0f s (librdkafka #5511); "
+                    "replacing its producer and committing its %d results again", self._txn_id, blocked_s, len(batch))
+        self.takeovers += 1
+        self._producer = self._make_producer()  # init_transactions fences the blocked producer
+        self._start_thread()
+
+    def _current(self, generation: int) -> bool:
+        return generation == self._generation
 
     def _make_producer(self) -> Producer:
         conf = self._config.producer(**{
@@ -107,7 +146,10 @@ class ActivityReporter:
         """Commit what is queued, then end the thread (before the task consumer closes)."""
         self._stop.set()
         self._queue.put(None)
-        self._thread.join(30)
+        if self._thread is not None:
+            self._thread.join(30)
+        if self._watchdog is not None:
+            self._watchdog.stop()
         if self._producer is not None:
             self._producer.flush(5)
 
@@ -125,34 +167,39 @@ class ActivityReporter:
             except queue.Empty:
                 return items
 
-    def _run(self) -> None:
-        while True:
+    def _run(self, generation: int) -> None:
+        while self._current(generation):
             try:
-                if self._step():
+                if self._step(generation):
                     return
             except Exception:  # noqa: BLE001 - the reporter must outlive any one bad batch
                 log.exception("activity reporter: unexpected error; going on")
                 time.sleep(0.5)
 
-    def _step(self) -> bool:
+    def _step(self, generation: int) -> bool:
         """One batch; True when stopped and everything queued was committed. Results taken from
         the queue stay in ``_carry`` until their transaction commits."""
-        self._carry.extend(self._take())
-        items = self._carry
+        items = self._carry.setdefault(generation, [])
+        items.extend(self._take())
         offsets = self._consumer.commit_offsets({(m.partition(), m.offset()) for *_x, m in items})
         changed = [tp for tp in offsets if self._committed.get(tp.partition) != (tp.offset, tp.metadata)]
         if items or changed:
-            self._commit(items)
-            self._carry = []
+            if not self._commit(items, generation):
+                return True  # replaced while blocked: the new thread has the batch
+            items.clear()
         return self._stop.is_set() and self._queue.empty()
 
-    def _commit(self, items: list) -> None:
+    def _commit(self, items: list, generation: int) -> bool:
+        """Commit ``items``; False if this thread was replaced meanwhile (nothing more to do)."""
         backoff = 0.05
+        watchdog = self._watchdog
         for attempt in range(1, 1_000_000):
+            producer = self._producer
             try:
-                self._producer.begin_transaction()
+                watchdog.begin()
+                producer.begin_transaction()
                 for wf, run_id, body_type, body, request_id, _msg in items:
-                    self._produce(wf, run_id, body_type, body, request_id)
+                    self._produce(producer, wf, run_id, body_type, body, request_id)
                 # the group metadata before the offsets: a rebalance in between fails the commit
                 group = self._consumer.group_metadata
                 offsets = self._consumer.commit_offsets({(m.partition(), m.offset()) for *_x, m in items})
@@ -162,47 +209,60 @@ class ActivityReporter:
                     # never held back for the sake of offsets
                     offsets = []
                 if offsets:
-                    self._producer.send_offsets_to_transaction(offsets, group, 30)
-                self._producer.commit_transaction(30)
+                    producer.send_offsets_to_transaction(offsets, group, 30)
+                producer.commit_transaction(30)
             except KafkaException as exc:
-                self._failed(exc, attempt)
+                if not self._current(generation):
+                    return False
+                self._failed(exc, attempt, producer, generation)
+                watchdog.end()
+                if not self._current(generation):
+                    return False
                 if self._stop.is_set() and attempt >= 5:
                     log.error("activity results not committed at shutdown (%s): their tasks run again", exc)
-                    return
+                    return True
                 time.sleep(backoff)
                 backoff = min(2.0, backoff * 2)
                 continue
+            watchdog.end()
+            if not self._current(generation):
+                # committed after all, but a new thread commits the batch again: the engine keeps
+                # the first result of each attempt and drops the repeat
+                return False
             self.transactions += 1
             log.debug("committed %d results, offsets %s", len(items), [(tp.partition, tp.offset, tp.metadata)
                                                                        for tp in offsets])
             self._committed.update({tp.partition: (tp.offset, tp.metadata) for tp in offsets})
             for *_x, msg in items:
                 self._consumer.reported(msg)
-            return
+            return True
+        return True
 
-    def _produce(self, wf: str, run_id: str, body_type: str, body: dict, request_id: str) -> None:
+    def _produce(self, producer: Producer, wf: str, run_id: str, body_type: str, body: dict,
+                 request_id: str) -> None:
         value = self._codec.encode(command(wf, body_type, body, request_id=request_id, run_id=run_id))
         try:
-            self._send(wf, value)
+            self._send(producer, wf, value)
         except KafkaException as exc:  # e.g. a result over message.max.bytes: fail the activity instead
             log.error("command %s for %s could not be produced: %s", body_type, wf, exc)
             fallback = self._on_unsendable(wf, body_type, body, exc)
             if fallback is not None:
                 fb_type, fb_body = fallback
-                self._send(wf, self._codec.encode(command(wf, fb_type, fb_body, request_id=request_id,
-                                                          run_id=run_id)))
+                self._send(producer, wf, self._codec.encode(command(wf, fb_type, fb_body, request_id=request_id,
+                                                                    run_id=run_id)))
 
-    def _send(self, wf: str, value: bytes) -> None:
+    def _send(self, producer: Producer, wf: str, value: bytes) -> None:
         while True:
             try:
-                self._producer.produce(self._topics.commands, value, wf.encode())
+                producer.produce(self._topics.commands, value, wf.encode())
                 return
             except BufferError:
-                self._producer.poll(0.05)
+                producer.poll(0.05)
 
-    def _failed(self, exc: KafkaException, attempt: int) -> None:
+    def _failed(self, exc: KafkaException, attempt: int, producer: Producer, generation: int) -> None:
         """Abort (or, when the producer cannot go on, replace it); the next try recomputes the
-        offsets, so a partition lost meanwhile is left out, with fresh group metadata."""
+        offsets, so a partition lost meanwhile is left out, with fresh group metadata. Watched
+        like the transaction itself: an abort can block too."""
         self.aborts += 1
         self._consumer.refresh_metadata.set()
         err = exc.args[0] if exc.args else None
@@ -211,15 +271,17 @@ class ActivityReporter:
         fatal = not isinstance(err, KafkaError) or err.fatal() or not err.txn_requires_abort()
         if not fatal:
             try:
-                self._producer.abort_transaction(30)
+                producer.abort_transaction(30)
                 return
             except KafkaException as again:
                 log.warning("abort failed (%s); recreating the producer", again)
         try:
-            self._producer.flush(1)
+            producer.flush(1)
         except KafkaException:
             pass
-        self._producer = self._make_producer()
+        replacement = self._make_producer()
+        if self._current(generation):  # not taken over meanwhile (that made its own producer)
+            self._producer = replacement
 
 
 def offsets_for(topic: str, points: dict[int, tuple[int, list[int]]]) -> list[TopicPartition]:

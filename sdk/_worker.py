@@ -319,13 +319,18 @@ class Worker:
     instance this worker holds, the worker runs the workflow's next task at once and sends it
     with the result, one command instead of two round trips through the engine; the engine
     records it only if nothing else happened to the workflow meanwhile (decision 0031).
+
+    ``txn_stall_s`` (default 60): an activity-results transaction call blocked longer than this
+    (librdkafka #5511) has its producer replaced and its results committed again by a new
+    thread, instead of leaving the worker's activity slots full for good.
     """
 
     def __init__(self, client: Client, *, task_queue: str, workflows: Iterable[type] = (),
                  activities: Iterable[Any] = (), max_concurrent_activities: int = 100,
                  max_cached_workflows: int = 10_000, session_timeout_ms: int = 10_000,
                  identity: str | None = None, build_id: str | None = None, promote: bool = False,
-                 eager_workflow_tasks: bool = True, transactional_activity_results: bool = True):
+                 eager_workflow_tasks: bool = True, transactional_activity_results: bool = True,
+                 txn_stall_s: float = 60.0):
         if not task_queue:
             raise DefinitionError("task_queue must be a non-empty string")
         self.build_id = validate_build_id(build_id, allow_none=True)
@@ -356,6 +361,9 @@ class Worker:
         self._eager = eager_workflow_tasks
         #: activity results and their tasks' offsets in one transaction (``_reporter``)
         self._txn_results = transactional_activity_results
+        if txn_stall_s <= 0:
+            raise DefinitionError("txn_stall_s must be > 0")
+        self._txn_stall_s = txn_stall_s
         self._reporter: ActivityReporter | None = None
         self._max_cached = max_cached_workflows
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
@@ -396,7 +404,8 @@ class Worker:
             self._consumers.append(self._at_consumer)
             if self._txn_results:
                 self._reporter = ActivityReporter(config=self.client.config, topics=topics, consumer=self._at_consumer,
-                                                  identity=self.identity, on_unsendable=self._failed_instead_from_thread)
+                                                  identity=self.identity, on_unsendable=self._failed_instead_from_thread,
+                                                  stall_s=self._txn_stall_s)
                 await loop.run_in_executor(None, self._reporter.start)
         for c in self._consumers:
             c.start()

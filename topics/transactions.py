@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Callable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-__all__ = ["start_transactional"]
+__all__ = ["start_transactional", "TxnWatchdog"]
 
 log = logging.getLogger(__name__)
 
@@ -57,3 +58,44 @@ def start_transactional(factory: Callable[[], Producer], *, what: str, attempt_t
                         exc.args[0].str(), delay)
             stop.wait(delay)
             delay = min(max_delay, delay * 2)
+
+
+class TxnWatchdog:
+    """Calls ``on_stall(seconds)`` once when a transaction call blocks for more than ``limit_s``.
+
+    librdkafka can block in ``send_offsets_to_transaction`` for ever, whatever its timeout
+    (confluentinc/librdkafka#5511; seen by the chaos suite after a broker restart, following an
+    OUT_OF_ORDER_SEQUENCE_NUMBER abort). The consumer's heartbeat thread keeps the shards
+    assigned to the blocked instance meanwhile, so they would stall for good. The processor exits
+    (a restart with the same instance ID takes them back at once); a worker's activity reporter
+    replaces its producer and thread (``kadence._reporter``).
+    """
+
+    def __init__(self, limit_s: float, on_stall):
+        self.limit_s = limit_s
+        self._on_stall = on_stall
+        self._since: float | None = None
+        self._stop = threading.Event()
+
+    def begin(self) -> None:
+        self._since = time.monotonic()
+
+    def end(self) -> None:
+        self._since = None
+
+    def stalled_for(self, now: float | None = None) -> float:
+        since = self._since
+        return 0.0 if since is None else (time.monotonic() if now is None else now) - since
+
+    def start(self) -> None:
+        threading.Thread(target=self._watch, name="kadence-txn-watchdog", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(1.0):
+            blocked = self.stalled_for()
+            if blocked > self.limit_s:
+                self._on_stall(blocked)
+                return

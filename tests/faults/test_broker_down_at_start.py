@@ -1,8 +1,11 @@
-"""A processor started while the broker is down waits for it instead of exiting (issue 16, item 3,
-for the processor): topic check, build defaults, committed offsets and restores are retried."""
+"""A processor and a client (a worker's) started while the broker is down wait for it instead of
+exiting (issue 16, item 3): the processor's topic check, build defaults, committed offsets and
+restores are retried; ``Client.connect(wait_for_broker=...)`` tries again until Kafka answers."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
 
 from kadence import Client, Worker
@@ -11,7 +14,7 @@ from tests.integration.conftest import ProcessorProcs, wait_until
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
 
 
-async def test_a_processor_started_before_the_broker_serves_once_it_is_up(own_broker, tmp_path):
+async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_is_up(own_broker, tmp_path, caplog):
     config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"t{uuid.uuid4().hex[:10]}", partitions=2)
     Catalogue(config).apply()
     own_broker.stop()
@@ -21,9 +24,13 @@ async def test_a_processor_started_before_the_broker_serves_once_it_is_up(own_br
         logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("processor-p0-*.log"))  # noqa: E731
         await wait_until(lambda: "waiting for the broker" in logs(), 60, "the processor waiting for the broker")
         assert proc.poll() is None, f"the processor exited while the broker was down:\n{logs()[-2000:]}"
+        caplog.set_level(logging.WARNING, logger="kadence._client")
+        connecting = asyncio.create_task(Client.connect(config=config, wait_for_broker=300))
+        await wait_until(lambda: "waiting for the broker" in caplog.text, 90, "the client waiting for the broker")
+        assert not connecting.done()
         own_broker.start()
         await wait_until(lambda: "assigned partitions" in logs(), 120, "the processor taking its shards")
-        client = await Client.connect(config=config)
+        client = await asyncio.wait_for(connecting, 120)
         try:
             async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
                 handle = await client.start_workflow(ThreeSteps, 4, id="after-outage", task_queue="q")

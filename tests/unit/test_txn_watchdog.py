@@ -4,7 +4,8 @@ import threading
 
 import pytest
 
-from kadence.processors.history_processor import ProcessorConfig, TxnWatchdog
+from kadence.processors.history_processor import ProcessorConfig
+from kadence.topics.transactions import TxnWatchdog
 from kadence.topics import ConfigError, KafkaConfig
 
 

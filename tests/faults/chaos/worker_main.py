@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import faulthandler
 import logging
+import math
 import os
 import signal
 
@@ -19,7 +20,8 @@ from .workflows import ACTIVITIES, TASK_QUEUE, WORKFLOWS
 
 
 async def main() -> None:
-    client = await Client.connect(config=KafkaConfig.from_env())
+    # as `kadence worker` does: a worker restarted while the broker is down waits for it
+    client = await Client.connect(config=KafkaConfig.from_env(), wait_for_broker=math.inf)
     worker = Worker(client, task_queue=TASK_QUEUE, workflows=WORKFLOWS, activities=ACTIVITIES,
                     session_timeout_ms=int(os.environ.get("KADENCE_WORKER_SESSION_TIMEOUT_MS", "6000")),
                     identity=os.environ.get("KADENCE_WORKER_ID"))
