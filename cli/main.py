@@ -13,13 +13,16 @@ import sys
 import click
 
 from kadence.topics import Catalogue, KafkaConfig, KadenceError, PartitionMismatchError
+from kadence.topics.identifiers import EscapingFormatter
 
 __all__ = ["main"]
 
 
 def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # one line per message: identifiers from commands are escaped (kadence.topics.identifiers)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[handler])
     for noisy in ("uvicorn.access",):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 

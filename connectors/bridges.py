@@ -57,6 +57,7 @@ from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ConfigError, KadenceError, SchemaError
+from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_queue, problem
 from kadence.topics.payload import JsonConverter
 from kadence.topics.polling import poll_ready
 from kadence.topics.records import command, now_ms
@@ -96,9 +97,12 @@ class Mapping:
                 raise ConfigError(f"{where}: action start needs workflow_type and task_queue")
             if self.id_reuse_policy not in _POLICIES:
                 raise ConfigError(f"{where}: id_reuse_policy must be one of {', '.join(_POLICIES)}")
+            _checked(where, lambda: (check_name(self.workflow_type, field="workflow_type"),
+                                     check_task_queue(self.task_queue)))
         elif self.action == "signal":
             if not self.signal:
                 raise ConfigError(f"{where}: action signal needs signal (the signal name)")
+            _checked(where, lambda: check_name(self.signal, field="signal"))
             if not self.workflow_id_field:
                 raise ConfigError(f"{where}: action signal needs workflow_id_field (which workflow to signal)")
         else:
@@ -149,6 +153,14 @@ def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig) -> BridgeCon
                         max_batch=int(section.get("max_batch", 500)), identity=f"bridge:{section.get('name', 'default')}")
 
 
+def _checked(where: str, check) -> None:
+    """A mapping's names, checked as the SDK checks them; a bad one is a ConfigError at load."""
+    try:
+        check()
+    except KadenceError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
 class BadRecord(KadenceError):
     """A source record that cannot be mapped to a command (the reason goes to the DLQ)."""
 
@@ -184,6 +196,9 @@ def map_record(mapping: Mapping, topic: str, partition: int, offset: int, value:
         wf = mapping.workflow_id_prefix + _scalar_id(_field(record, mapping.workflow_id_field), mapping.workflow_id_field)
     else:
         wf = f"{mapping.workflow_id_prefix}{topic}-{partition}-{offset}"
+    why = problem(wf, max_length=MAX_ID_LENGTH, slash=True)
+    if why:
+        raise BadRecord(f"workflow ID from field {mapping.workflow_id_field!r} {why}")
     if mapping.request_id_field:
         rid = f"bridge:{_scalar_id(_field(record, mapping.request_id_field), mapping.request_id_field)}"
     else:

@@ -43,9 +43,9 @@ from .guard import NAMESPACE_HEADER, Guard, Principal
 from .idempotency import IdempotencyStore, fingerprint
 from .keys import ApiKeyStore
 from .limits import RateLimiter
-from .middleware import BodyLimits, GuardRequests, Observe
-from .models import (QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest, StartResponse,
-                     WorkflowList)
+from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe
+from .models import (NameParam, QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest,
+                     StartResponse, WorkflowIdParam, WorkflowList)
 
 __all__ = ["create_app"]
 
@@ -154,7 +154,8 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                         buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 15, 30))
 
     # plain ASGI middleware (gateway/middleware.py); the last added runs first -> observe, guard,
-    # body limits, then routing
+    # body limits, encoded slashes, then routing
+    app.add_middleware(EncodedSlashes)
     app.add_middleware(BodyLimits, max_body_bytes=config.max_body_bytes)
     app.add_middleware(GuardRequests, guard=guard)
     app.add_middleware(Observe, requests_total=requests_total, latency=latency)
@@ -275,12 +276,12 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     # -- operations ----------------------------------------------------------------------------
 
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(_documented)])
-    _WF = Path(..., min_length=1, max_length=512, description="the workflow ID")
+    _WF = Path(..., description="the workflow ID; a / in it is sent encoded, as %2F")
 
     @v1.post("/workflows/{workflow_type}/start", status_code=201, response_model=StartResponse, name="start",
              responses={**_WRITE, 201: _TOKEN_DOC}, summary="Start a workflow run")
     async def start(request: Request, body: StartRequest,
-                    workflow_type: str = Path(..., min_length=1, max_length=200),
+                    workflow_type: NameParam = Path(..., description="the workflow type"),
                     idempotency_key: str | None = _IDEMPOTENCY_KEY):
         who = principal(request)
         if body.workflow_id:
@@ -325,7 +326,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     @v1.get("/workflows/{workflow_id}/history", responses=_READ,
             summary="A run's history, oldest first, in pages; optionally waits for new events")
-    async def history(request: Request, workflow_id: str = _WF,
+    async def history(request: Request, workflow_id: WorkflowIdParam = _WF,
                       run_id: str | None = Query(None, min_length=1, max_length=200),
                       page_size: int = Query(1000, ge=1, le=10_000, description="most events in one page"),
                       cursor: str | None = Query(None, max_length=200, description="next_cursor of the previous page"),
@@ -362,7 +363,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     @v1.post("/workflows/{workflow_id}/signals", response_model=RunResponse, name="signal",
              responses={**_WRITE, 200: _TOKEN_DOC},
              summary="Signal a workflow (signal-with-start when workflow_type and task_queue are given)")
-    async def signal(request: Request, body: SignalRequest, workflow_id: str = _WF,
+    async def signal(request: Request, body: SignalRequest, workflow_id: WorkflowIdParam = _WF,
                      idempotency_key: str | None = _IDEMPOTENCY_KEY):
         start_body = None
         if body.workflow_type or body.task_queue:
@@ -379,7 +380,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     @v1.post("/workflows/{workflow_id}/cancel", response_model=RunResponse, name="cancel",
              responses={**_WRITE, 200: _TOKEN_DOC}, summary="Request cooperative cancellation (idempotent)")
-    async def cancel(request: Request, body: ReasonRequest | None = None, workflow_id: str = _WF,
+    async def cancel(request: Request, body: ReasonRequest | None = None, workflow_id: WorkflowIdParam = _WF,
                      idempotency_key: str | None = _IDEMPOTENCY_KEY):
         reply, headers = await command(request, principal(request), workflow_id, "RequestCancelWorkflow",
                                        {"reason": body.reason if body else ""}, idempotency_key)
@@ -387,7 +388,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     @v1.post("/workflows/{workflow_id}/terminate", response_model=RunResponse, name="terminate",
              responses={**_WRITE, 200: _TOKEN_DOC}, summary="End the run at once")
-    async def terminate(request: Request, body: ReasonRequest | None = None, workflow_id: str = _WF,
+    async def terminate(request: Request, body: ReasonRequest | None = None, workflow_id: WorkflowIdParam = _WF,
                         idempotency_key: str | None = _IDEMPOTENCY_KEY):
         who = principal(request)
         audit.warning("terminate of workflow %s in namespace %s requested through the gateway by key %s",
@@ -399,8 +400,8 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     @v1.post("/workflows/{workflow_id}/queries/{query_name}", responses={**_READ, 409: {"model": ErrorResponse}},
              summary="Ask a running workflow's query handler (nothing is written to history)")
-    async def query(request: Request, body: QueryRequest | None = None, workflow_id: str = _WF,
-                    query_name: str = Path(..., min_length=1, max_length=200),
+    async def query(request: Request, body: QueryRequest | None = None, workflow_id: WorkflowIdParam = _WF,
+                    query_name: NameParam = Path(..., description="the query's name"),
                     consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):
         who = principal(request)
         await consistent_read(who, workflow_id, consistency_token, token_header)
@@ -468,7 +469,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                 "next_cursor": next_cursor, "counts": counts}
 
     @v1.get("/workflows/{workflow_id}", responses=_READ, summary="Describe a workflow's current run")
-    async def describe(request: Request, workflow_id: str = _WF,
+    async def describe(request: Request, workflow_id: WorkflowIdParam = _WF,
                        consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):
         who = principal(request)
         await consistent_read(who, workflow_id, consistency_token, token_header)

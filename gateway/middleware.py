@@ -1,4 +1,5 @@
-"""The gateway's three request filters as plain ASGI middleware: observe -> guard -> body limits.
+"""The gateway's request filters as plain ASGI middleware: observe -> guard -> body limits ->
+encoded slashes.
 
 Plain ASGI (not Starlette's ``BaseHTTPMiddleware``): each ``BaseHTTPMiddleware`` layer runs the
 rest of the request in a new task with its own task group and memory streams, which cost the
@@ -11,12 +12,17 @@ classes only wrap ``receive``/``send``.
 - ``BodyLimits``: 413 over the size limit and 415 for a body that is not JSON, before anything is
   parsed or produced (a rejected request changes nothing); the body read here is replayed to
   the route.
+- ``EncodedSlashes`` (innermost): a workflow ID may hold ``/`` (children are ``parent/child-N``);
+  the server decodes ``%2F`` before routing, so ``/v1/workflows/a%2Fb/history`` would not match
+  ``/workflows/{workflow_id}/history``. An encoded slash is routed as ``SLASH`` (a NUL, which no
+  valid identifier holds) and the workflow-ID parameters turn it back into ``/``.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from urllib.parse import unquote
 
 from prometheus_client import Counter, Histogram
 from starlette.datastructures import Headers
@@ -25,7 +31,10 @@ from starlette.datastructures import Headers
 from .errors import ApiError, error_response
 from .guard import Guard
 
-__all__ = ["BodyLimits", "GuardRequests", "Observe"]
+__all__ = ["BodyLimits", "EncodedSlashes", "GuardRequests", "Observe", "SLASH"]
+
+#: what an encoded slash (``%2F``) in a request path is routed as; see ``EncodedSlashes``
+SLASH = "\x00"
 
 #: the requests that change nothing although they are not GET/HEAD: a query runs a read-only
 #: handler (nothing is written to history). Every other POST, PUT, PATCH or DELETE under /v1 is
@@ -126,3 +135,20 @@ class BodyLimits:
             return await receive()  # after the body: wait for the disconnect as usual
 
         await self.app(scope, replay, send)
+
+
+class EncodedSlashes:
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if raw:
+            path = raw.split(b"?", 1)[0]
+            if b"%00" in path:  # a NUL would be taken for an encoded slash: no identifier holds one
+                return await error_response(400, "invalid_input", "the request path contains a NUL (%00)",
+                                            "path")(scope, receive, send)
+            if b"%2F" in path or b"%2f" in path:
+                text = path.decode("latin-1").replace("%2F", "%00").replace("%2f", "%00")
+                scope = {**scope, "path": unquote(text)}  # %00, that is SLASH
+        await self.app(scope, receive, send)

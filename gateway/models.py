@@ -2,20 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-__all__ = ["QueryRequest", "ReasonRequest", "RunResponse", "SignalRequest", "StartRequest", "StartResponse",
-           "WorkflowList", "WorkflowSummary"]
+from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, TASK_QUEUE_PATTERN, problem
+
+from .middleware import SLASH
+
+__all__ = ["NameParam", "QueryRequest", "ReasonRequest", "RunResponse", "SignalRequest", "StartRequest",
+           "StartResponse", "WorkflowIdParam", "WorkflowList", "WorkflowSummary"]
 
 #: a task queue names Kafka topics ({ns}.tasks.activity.{queue}), which Kafka caps at 249 characters
-_QUEUE = dict(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
+_QUEUE = dict(min_length=1, max_length=100, pattern=TASK_QUEUE_PATTERN)
+
+
+def _workflow_id(value: str) -> str:
+    value = value.replace(SLASH, "/")  # an encoded slash in the path (middleware.EncodedSlashes)
+    why = problem(value, max_length=MAX_ID_LENGTH, slash=True)
+    if why:
+        raise ValueError(why)
+    return value
+
+
+def _name(value: str) -> str:
+    why = problem(value, max_length=MAX_NAME_LENGTH, slash=False)
+    if why:
+        raise ValueError(why)
+    return value
+
+
+#: a workflow ID (``kadence.topics.identifiers``), in a path or a body: 400 ``invalid_input`` naming it
+WorkflowIdParam = Annotated[str, AfterValidator(_workflow_id)]
+#: a workflow type, signal or query name
+NameParam = Annotated[str, AfterValidator(_name)]
 
 
 class StartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    workflow_id: str | None = Field(None, min_length=1, max_length=512,
+    workflow_id: WorkflowIdParam | None = Field(None,
                                     description="defaults to an ID derived from the Idempotency-Key (so that a "
                                                 "retry starts nothing new), or a random UUID without one")
     task_queue: str = Field(..., **_QUEUE)
@@ -44,9 +69,9 @@ class StartResponse(BaseModel):
 
 class SignalRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    signal: str = Field(..., min_length=1, max_length=200, description="the signal's name")
+    signal: NameParam = Field(..., description="the signal's name")
     input: list[Any] = Field(default_factory=list, description="the signal handler's arguments")
-    workflow_type: str | None = Field(None, min_length=1, max_length=200,
+    workflow_type: NameParam | None = Field(None,
                                       description="signal-with-start: start this type first if no run is open")
     task_queue: str | None = Field(None, description="signal-with-start: the task queue of the run to start", **_QUEUE)
     start_input: list[Any] = Field(default_factory=list, description="signal-with-start: the workflow's arguments")

@@ -16,6 +16,7 @@ import uuid
 
 from kadence.topics.builds import validate_build_id
 from kadence.topics.errors import ConfigError
+from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
 from kadence.topics.records import failure_record
 
 from .reset import reset_workflow
@@ -92,6 +93,20 @@ def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, r
     log.debug("workflow %s run %s started", st["workflow_id"], st["run_id"])
 
 
+def _invalid_start(wf: str, body: dict) -> str | None:
+    """Why a start's workflow ID, type or task queue is not valid (``topics.identifiers``)."""
+    why = problem(wf, max_length=MAX_ID_LENGTH, slash=True)
+    if why:
+        return f"invalid workflow_id: {why}"
+    why = problem(body["workflow_type"], max_length=MAX_NAME_LENGTH, slash=False)
+    if why:
+        return f"invalid workflow_type: {why}"
+    why = task_queue_problem(body["task_queue"])
+    if why:
+        return f"invalid task_queue: {why}"
+    return None
+
+
 def _start_rejection(st: dict, policy: str) -> str | None:
     if st["status"] == "running":
         return "workflow is already running"
@@ -105,6 +120,11 @@ def _start_rejection(st: dict, policy: str) -> str | None:
 def _start(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, answer: bool = True) -> dict | None:
     """Start a run; returns its state, or None when rejected (the reply says why)."""
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    invalid = _invalid_start(wf, body)
+    if invalid:  # a producer that bypassed the SDK's checks: nothing is recorded
+        reply(out, rid, wf, "rejected", message=invalid)
+        _notify_parent_of_start(out, wf, body, "start_failed", "", invalid)
+        return None
     st = view.state(wf)
     seen = recent(st, rid)
     if seen is not None:

@@ -12,7 +12,8 @@ from kadence.topics.errors import (ActivityError, ChildWorkflowError, Applicatio
                                    DefinitionError, KadenceError, NonDeterminismError, SchemaError,
                                    WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError,
-                                   WorkflowContinuedAsNewError, WrongPartitionError, PayloadTooLargeError)
+                                   WorkflowContinuedAsNewError, WrongPartitionError, PayloadTooLargeError,
+                                   InvalidIdentifierError)
 from kadence.topics.config import KafkaConfig
 
 from . import activity, workflow
@@ -30,5 +31,5 @@ __all__ = [
     "WorkflowAlreadyStartedError", "WorkflowNotFoundError", "WorkflowFailureError", "ApplicationError",
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
-    "WorkflowContinuedAsNewError", "WrongPartitionError", "PayloadTooLargeError",
+    "WorkflowContinuedAsNewError", "WrongPartitionError", "PayloadTooLargeError", "InvalidIdentifierError",
 ]

@@ -13,6 +13,7 @@ from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFa
                                    WorkflowCanceledError, WorkflowContinuedAsNewError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
+from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
 from kadence.topics.payload import JsonConverter, PayloadCodec, exception_from_failure
 from kadence.topics.records import new_id, run_outcome
 
@@ -88,6 +89,7 @@ class WorkflowHandle:
     async def signal(self, signal: str, *args: Any, request_id: str | None = None) -> None:
         """Send a signal; it is recorded in the history in arrival order. A retry with the same
         ``request_id`` is delivered once."""
+        check_name(signal, field="signal")
         await self._mutate("SignalWorkflow", {"signal_name": signal, "input": self.client.converter.to_bytes(list(args)),
                                               "start": None, "identity": self.client.identity}, request_id)
 
@@ -117,6 +119,7 @@ class WorkflowHandle:
 
     async def query(self, query: str, *args: Any, timeout: float = 30.0) -> Any:
         """Ask a running workflow's ``@workflow.query`` handler; nothing is written to history."""
+        check_name(query, field="query")
         reply = await self.client._engine.request(
             self.id, "QueryWorkflow", {"query_name": query, "input": self.client.converter.to_bytes(list(args))},
             request_id=new_id(), timeout=timeout)
@@ -193,10 +196,7 @@ class Client:
     def _checked_start(self, workflow, args, id, task_queue, id_reuse_policy, run_timeout, search_attributes,
                        execution_timeout) -> dict:
         """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments checked."""
-        if not id:
-            raise KadenceError("workflow id must be a non-empty string")
-        if not task_queue:
-            raise KadenceError("task_queue must be a non-empty string")
+        check_workflow_id(id, field="id")
         return self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
                                 execution_timeout)
 
@@ -204,8 +204,9 @@ class Client:
                     execution_timeout=None) -> dict:
         if id_reuse_policy not in _REUSE_POLICIES:
             raise KadenceError(f"id_reuse_policy must be one of {', '.join(_REUSE_POLICIES)}")
+        check_task_queue(task_queue)
         return {
-            "workflow_type": workflow_type_name(workflow), "task_queue": task_queue,
+            "workflow_type": check_name(workflow_type_name(workflow), field="workflow type"), "task_queue": task_queue,
             "input": self.converter.to_bytes(list(args)), "id_reuse_policy": id_reuse_policy,
             "run_timeout_ms": to_ms(run_timeout), "search_attributes": dict(search_attributes or {}),
             "execution_timeout_ms": to_ms(execution_timeout),
@@ -215,8 +216,8 @@ class Client:
                                 signal_args: tuple = (), request_id: str | None = None,
                                 run_timeout: timedelta | None = None) -> WorkflowHandle:
         """Signal the workflow, starting it first if no run is open (one atomic command)."""
-        if not id or not task_queue:
-            raise KadenceError("id and task_queue must be non-empty strings")
+        check_workflow_id(id, field="id")
+        check_name(signal, field="signal")
         start = self._start_body(workflow, args, task_queue, "allow_duplicate", run_timeout, None)
         reply = await self._engine.request(id, "SignalWorkflow", {
             "signal_name": signal, "input": self.converter.to_bytes(list(signal_args)), "start": start,
@@ -279,6 +280,7 @@ class Client:
         return handle._outcome(await engine.wait(id, "AwaitWorkflowResult", result_request, result, result_timeout))
 
     def get_workflow_handle(self, workflow_id: str, *, run_id: str | None = None) -> WorkflowHandle:
+        check_workflow_id(workflow_id)
         return WorkflowHandle(self, workflow_id, run_id)
 
     async def close(self) -> None:

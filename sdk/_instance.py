@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from kadence.topics.errors import ActivityError, ChildWorkflowError, NonDeterminismError, NotDeterministicError
+from kadence.topics.identifiers import check_task_queue, check_workflow_id
 from kadence.topics.payload import JsonConverter, exception_from_failure, failure_from_exception
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
 
@@ -164,6 +165,10 @@ class WorkflowInstance:
                     parent_close_policy: str, run_timeout_ms: int | None) -> tuple[str, asyncio.Future, asyncio.Future]:
         if self.closed:
             raise RuntimeError("workflow already completed")
+        if workflow_id is not None:
+            check_workflow_id(workflow_id, field="id")
+        if task_queue is not None:
+            check_task_queue(task_queue)
         self._next_child += 1
         child_id = workflow_id or f"{self.info.workflow_id}/child-{self._next_child}"
         if child_id in self._children:

@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import serde
 from kadence.topics.builds import promote_build, validate_build_id
+from kadence.topics.identifiers import check_task_queue
 from kadence.topics.polling import poll_ready, resume_awake
 from kadence.topics.errors import (ApplicationError, DefinitionError, KadenceError, NonDeterminismError,
                                    NotDeterministicError, SchemaError)
@@ -331,8 +332,7 @@ class Worker:
                  identity: str | None = None, build_id: str | None = None, promote: bool = False,
                  eager_workflow_tasks: bool = True, transactional_activity_results: bool = True,
                  txn_stall_s: float = 60.0):
-        if not task_queue:
-            raise DefinitionError("task_queue must be a non-empty string")
+        check_task_queue(task_queue)
         self.build_id = validate_build_id(build_id, allow_none=True)
         if promote and build_id is None:
             raise DefinitionError("promote=True needs a build_id")

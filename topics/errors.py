@@ -11,6 +11,7 @@ translated where they enter (``raise ... from exc``)::
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
     ├── WrongPartitionError         a command was produced to a partition its key does not hash to
     ├── PayloadTooLargeError        a command over the Kafka message size limit (nothing was written)
+    ├── InvalidIdentifierError      a bad workflow ID, task queue or name (nothing was sent)
     ├── InvalidQueryError           a bad visibility / history read-model query or cursor
     ├── ProjectionError             a projection cannot be rebuilt (e.g. a rebuild is running)
     ├── ArchiveError                an archived history cannot be written, read or verified
@@ -40,6 +41,7 @@ __all__ = [
     "BrokerUnavailableError",
     "WrongPartitionError",
     "PayloadTooLargeError",
+    "InvalidIdentifierError",
     "InvalidQueryError",
     "ProjectionError",
     "ArchiveError",
@@ -122,6 +124,16 @@ class PayloadTooLargeError(KadenceError):
         super().__init__(message)
         self.size = size
         self.limit = limit
+
+
+class InvalidIdentifierError(KadenceError):
+    """A workflow ID, task queue or workflow/signal/query/activity name that is empty, too long,
+    holds a control character, or (a name) a ``/`` (``kadence.topics.identifiers``); nothing was
+    sent. ``field`` names the argument."""
+
+    def __init__(self, message: str, *, field: str | None = None):
+        super().__init__(message)
+        self.field = field
 
 
 class WrongPartitionError(KadenceError):

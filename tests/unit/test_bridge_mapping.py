@@ -96,3 +96,11 @@ def test_the_documented_configurations_load():
     assert (wf, rid) == ("order-A-1001", "bridge:s-1")
     assert retention_from_file(str(examples / "archive.toml"), "orders") == 30 * 86400
     assert retention_from_file(str(examples / "archive.toml"), "kadence") == 7 * 86400
+
+
+def test_a_record_whose_workflow_id_holds_a_control_character_is_a_bad_record():
+    m = Mapping(topic="orders", action="start", workflow_type="Order", task_queue="q", workflow_id_field="id")
+    with pytest.raises(BadRecord, match="U\\+000A"):
+        map_record(m, "orders", 0, 1, json.dumps({"id": "a\nforged"}).encode(), JsonConverter())
+    with pytest.raises(ConfigError, match="task_queue"):
+        Mapping(topic="orders", action="start", workflow_type="Order", task_queue="bad/queue")

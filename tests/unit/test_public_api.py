@@ -11,7 +11,7 @@ PUBLIC = {
     # the SDK: what users import (`from kadence import workflow, activity, Client, Worker`)
     "kadence": [
         "ActivityError", "ApplicationError", "BrokerUnavailableError", "ChildWorkflowError", "Client", "ConfigError",
-        "DefinitionError", "KadenceError", "KafkaConfig", "NonDeterminismError", "NotDeterministicError",
+        "DefinitionError", "InvalidIdentifierError", "KadenceError", "KafkaConfig", "NonDeterminismError", "NotDeterministicError",
         "PayloadTooLargeError",
         "QueryFailedError", "ReplayResult", "Replayer", "RetryPolicy", "SchemaError", "Worker",
         "WorkflowAlreadyStartedError",
@@ -22,7 +22,8 @@ PUBLIC = {
     "kadence.topics": [
         "ActivityError", "ApplicationError", "ApplyReport", "ArchiveError", "BrokerUnavailableError", "Catalogue", "ChildWorkflowError",
         "Codec",
-        "ConfigError", "DefinitionError", "EngineClient", "HistoryPage", "HistoryReadModel", "InvalidQueryError",
+        "ConfigError", "DefinitionError", "EngineClient", "HistoryPage", "HistoryReadModel", "InvalidIdentifierError",
+        "InvalidQueryError",
         "JsonConverter", "KadenceError", "KafkaConfig",
         "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "PayloadTooLargeError",
         "ProjectionError",
