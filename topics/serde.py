@@ -113,7 +113,7 @@ class Codec:
                 raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
             if end != len(data):
                 raise SchemaError(f"trailing bytes after {self.record} record")
-            return value
+            return self._versions_agree(value, version)
         # an older schema version: fastavro resolves it to the current schema
         buf = io.BytesIO(data)
         buf.seek(2)
@@ -124,7 +124,18 @@ class Codec:
             raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
         if buf.tell() != len(data):
             raise SchemaError(f"trailing bytes after {self.record} record")
-        return _strip_names(value)
+        return self._versions_agree(_strip_names(value), version)
+
+    def _versions_agree(self, value: dict, version: int) -> dict:
+        """The envelope's ``schema_version`` may not claim a newer schema than the one the
+        record was written with (its prefix byte): such a record was forged or mangled, and
+        reading it as the older version would misread it (issue 16). Older values are fine:
+        records written before the field was stamped carry its default."""
+        claimed = value.get("schema_version")
+        if isinstance(claimed, int) and not 0 <= claimed <= version:
+            raise SchemaError(f"{self.record} record says schema_version {claimed} but was written with schema "
+                              f"version {version}")
+        return value
 
 
 @lru_cache(maxsize=None)

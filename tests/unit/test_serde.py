@@ -289,3 +289,29 @@ def test_unknown_union_branch_raises_schema_error():
 
 def test_schema_error_is_a_kadence_error():
     assert issubclass(SchemaError, KadenceError)
+
+
+def test_an_envelope_claiming_a_newer_schema_than_it_was_written_with_is_refused():
+    cmd = command("wf-1", "FireTimer", {"timer_id": "t", "fire_at_ms": 1, "kind": "timer", "scheduled_seq": 1,
+                                        "attempt": 1})
+    data = bytearray(serde.encode("Command", cmd))
+    good = serde.decode("Command", bytes(data))
+    assert good["schema_version"] == CURRENT_VERSION
+    # the same record with the envelope's schema_version field rewritten to 99 (zigzag varint 198)
+    forged = _with_schema_version(bytes(data), CURRENT_VERSION, 99)
+    with pytest.raises(SchemaError, match="says schema_version 99 but was written with schema version"):
+        serde.decode("Command", forged)
+
+
+def _with_schema_version(data: bytes, old: int, new: int) -> bytes:
+    """``data`` with the first varint that encodes ``old`` after the workflow ID replaced by ``new``."""
+    def varint(n: int) -> bytes:
+        z, out = (n << 1) ^ (n >> 63), bytearray()
+        while z >= 0x80:
+            out.append((z & 0x7F) | 0x80)
+            z >>= 7
+        out.append(z)
+        return bytes(out)
+    marker = b"wf-1" + varint(old)
+    assert marker in data
+    return data.replace(marker, b"wf-1" + varint(new), 1)
