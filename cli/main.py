@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import importlib
 import json
 import logging
@@ -109,6 +110,7 @@ def _serve(make, metrics_port: int | None) -> None:
     from prometheus_client import CollectorRegistry, start_http_server
 
     registry = CollectorRegistry()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
     service = make(registry)
     if metrics_port is not None:
         start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
@@ -180,6 +182,8 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
     from kadence import Client, Worker
 
     workflows, activities = load_definitions(module_name)
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
 
     async def run() -> None:
         # a worker may start before the broker (a reboot, a deploy): it waits, it does not exit

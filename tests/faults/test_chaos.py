@@ -130,7 +130,7 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
                       unexpected_exits=cluster.unexpected_exits,
                       elapsed_s=round(time.monotonic() - t_begin, 1))
         if violations or late:
-            cluster.dump_worker_stacks()
+            cluster.dump_stacks()
             await asyncio.sleep(1.0)  # for the dumps to reach the logs printed below
         if violations:
             print(checker.explain(violations, obs))

@@ -127,10 +127,11 @@ class Cluster:
                 del self.projection.procs[name]
                 self.projection.start(name)
 
-    def dump_worker_stacks(self) -> None:
-        """Every live worker writes its threads' stacks into its log (worker_main registers
-        SIGUSR1 with faulthandler): what a worker that stopped making progress was doing."""
-        for proc in self.workers.values():
+    def dump_stacks(self) -> None:
+        """Every live worker, processor and timer service writes its threads' stacks into its log
+        (SIGUSR1 is registered with faulthandler by worker_main and `kadence processor/timers`):
+        what a component that stopped making progress was doing."""
+        for proc in [*self.workers.values(), *self.procs.procs.values()]:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGUSR1)
 
