@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from contextlib import asynccontextmanager
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
@@ -45,9 +46,15 @@ from .keys import ApiKeyStore
 from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe
 from .models import (NameParam, QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest,
-                     StartResponse, WorkflowIdParam, WorkflowList)
+                     StartResponse, WorkflowIdInPath, WorkflowList)
 
 __all__ = ["create_app"]
+
+# validated path parameters (in Annotated, so that their validators run; module level, so that
+# FastAPI resolves them under `from __future__ import annotations`)
+WorkflowIdPath = Annotated[WorkflowIdInPath, Path(description="the workflow ID; a / in it is sent encoded, as %2F")]
+TypePath = Annotated[NameParam, Path(description="the workflow type")]
+QueryPath = Annotated[NameParam, Path(description="the query's name")]
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("kadence.audit")
@@ -167,7 +174,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(_request: Request, exc: RequestValidationError):
         err = exc.errors()[0] if exc.errors() else {}
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body",)]
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "path")]
         if err.get("type") == "json_invalid":
             return error_response(400, "invalid_json", "request body is not valid JSON")
         field_name = ".".join(loc) or None
@@ -276,12 +283,10 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     # -- operations ----------------------------------------------------------------------------
 
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(_documented)])
-    _WF = Path(..., description="the workflow ID; a / in it is sent encoded, as %2F")
 
     @v1.post("/workflows/{workflow_type}/start", status_code=201, response_model=StartResponse, name="start",
              responses={**_WRITE, 201: _TOKEN_DOC}, summary="Start a workflow run")
-    async def start(request: Request, body: StartRequest,
-                    workflow_type: NameParam = Path(..., description="the workflow type"),
+    async def start(request: Request, workflow_type: TypePath, body: StartRequest,
                     idempotency_key: str | None = _IDEMPOTENCY_KEY):
         who = principal(request)
         if body.workflow_id:
@@ -326,7 +331,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     @v1.get("/workflows/{workflow_id}/history", responses=_READ,
             summary="A run's history, oldest first, in pages; optionally waits for new events")
-    async def history(request: Request, workflow_id: WorkflowIdParam = _WF,
+    async def history(request: Request, workflow_id: WorkflowIdPath,
                       run_id: str | None = Query(None, min_length=1, max_length=200),
                       page_size: int = Query(1000, ge=1, le=10_000, description="most events in one page"),
                       cursor: str | None = Query(None, max_length=200, description="next_cursor of the previous page"),
@@ -363,7 +368,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     @v1.post("/workflows/{workflow_id}/signals", response_model=RunResponse, name="signal",
              responses={**_WRITE, 200: _TOKEN_DOC},
              summary="Signal a workflow (signal-with-start when workflow_type and task_queue are given)")
-    async def signal(request: Request, body: SignalRequest, workflow_id: WorkflowIdParam = _WF,
+    async def signal(request: Request, workflow_id: WorkflowIdPath, body: SignalRequest,
                      idempotency_key: str | None = _IDEMPOTENCY_KEY):
         start_body = None
         if body.workflow_type or body.task_queue:
@@ -380,7 +385,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     @v1.post("/workflows/{workflow_id}/cancel", response_model=RunResponse, name="cancel",
              responses={**_WRITE, 200: _TOKEN_DOC}, summary="Request cooperative cancellation (idempotent)")
-    async def cancel(request: Request, body: ReasonRequest | None = None, workflow_id: WorkflowIdParam = _WF,
+    async def cancel(request: Request, workflow_id: WorkflowIdPath, body: ReasonRequest | None = None,
                      idempotency_key: str | None = _IDEMPOTENCY_KEY):
         reply, headers = await command(request, principal(request), workflow_id, "RequestCancelWorkflow",
                                        {"reason": body.reason if body else ""}, idempotency_key)
@@ -388,7 +393,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     @v1.post("/workflows/{workflow_id}/terminate", response_model=RunResponse, name="terminate",
              responses={**_WRITE, 200: _TOKEN_DOC}, summary="End the run at once")
-    async def terminate(request: Request, body: ReasonRequest | None = None, workflow_id: WorkflowIdParam = _WF,
+    async def terminate(request: Request, workflow_id: WorkflowIdPath, body: ReasonRequest | None = None,
                         idempotency_key: str | None = _IDEMPOTENCY_KEY):
         who = principal(request)
         audit.warning("terminate of workflow %s in namespace %s requested through the gateway by key %s",
@@ -400,8 +405,8 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     @v1.post("/workflows/{workflow_id}/queries/{query_name}", responses={**_READ, 409: {"model": ErrorResponse}},
              summary="Ask a running workflow's query handler (nothing is written to history)")
-    async def query(request: Request, body: QueryRequest | None = None, workflow_id: WorkflowIdParam = _WF,
-                    query_name: NameParam = Path(..., description="the query's name"),
+    async def query(request: Request, workflow_id: WorkflowIdPath, query_name: QueryPath,
+                    body: QueryRequest | None = None,
                     consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):
         who = principal(request)
         await consistent_read(who, workflow_id, consistency_token, token_header)
@@ -469,7 +474,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                 "next_cursor": next_cursor, "counts": counts}
 
     @v1.get("/workflows/{workflow_id}", responses=_READ, summary="Describe a workflow's current run")
-    async def describe(request: Request, workflow_id: WorkflowIdParam = _WF,
+    async def describe(request: Request, workflow_id: WorkflowIdPath,
                        consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):
         who = principal(request)
         await consistent_read(who, workflow_id, consistency_token, token_header)

@@ -11,18 +11,22 @@ from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, TASK_QUEU
 from .middleware import SLASH
 
 __all__ = ["NameParam", "QueryRequest", "ReasonRequest", "RunResponse", "SignalRequest", "StartRequest",
-           "StartResponse", "WorkflowIdParam", "WorkflowList", "WorkflowSummary"]
+           "StartResponse", "WorkflowIdInPath", "WorkflowIdParam", "WorkflowList", "WorkflowSummary"]
 
 #: a task queue names Kafka topics ({ns}.tasks.activity.{queue}), which Kafka caps at 249 characters
 _QUEUE = dict(min_length=1, max_length=100, pattern=TASK_QUEUE_PATTERN)
 
 
 def _workflow_id(value: str) -> str:
-    value = value.replace(SLASH, "/")  # an encoded slash in the path (middleware.EncodedSlashes)
     why = problem(value, max_length=MAX_ID_LENGTH, slash=True)
     if why:
         raise ValueError(why)
     return value
+
+
+def _workflow_id_in_path(value: str) -> str:
+    # an encoded slash in the path (middleware.EncodedSlashes; a NUL sent as %00 never gets here)
+    return _workflow_id(value.replace(SLASH, "/"))
 
 
 def _name(value: str) -> str:
@@ -32,8 +36,10 @@ def _name(value: str) -> str:
     return value
 
 
-#: a workflow ID (``kadence.topics.identifiers``), in a path or a body: 400 ``invalid_input`` naming it
+#: a workflow ID (``kadence.topics.identifiers``) in a body: 400 ``invalid_input`` naming it
 WorkflowIdParam = Annotated[str, AfterValidator(_workflow_id)]
+#: a workflow ID in a path, where an encoded slash arrives as ``SLASH``
+WorkflowIdInPath = Annotated[str, AfterValidator(_workflow_id_in_path)]
 #: a workflow type, signal or query name
 NameParam = Annotated[str, AfterValidator(_name)]
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kadence.topics import serde
@@ -33,7 +32,6 @@ from kadence.topics.partitioner import partition_for
 from kadence.topics.records import command, history_key, now_ms
 from kadence.topics.transactions import TxnWatchdog, start_transactional
 
-from .assignment_watch import AssignmentWatch, coordinator_assignment
 from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
 from .effects import BatchView, Outbox, reply
@@ -73,16 +71,10 @@ class ProcessorConfig:
     #: KADENCE_TXN_STALL_EXIT_S: a batch's transaction (with its abort and retry) blocked longer
     #: than this ends the process with EXIT_TXN_STALLED (librdkafka can block for ever)
     txn_stall_exit_s: float = 180.0
-    #: KADENCE_ASSIGNMENT_STALL_EXIT_S: shards the group coordinator lists for this instance but
-    #: that it has not taken for this long (no assignment in progress) end the process with
-    #: EXIT_TXN_STALLED, so that a restart takes them (``assignment_watch``)
-    assignment_stall_exit_s: float = 60.0
 
     def __post_init__(self):
         if self.txn_stall_exit_s <= 0:
             raise ConfigError("txn_stall_exit_s must be > 0")
-        if self.assignment_stall_exit_s <= 0:
-            raise ConfigError("assignment_stall_exit_s must be > 0")
         if not self.instance_id or any(c.isspace() for c in self.instance_id):
             raise ConfigError("processor instance_id must be a non-empty word")
         if self.max_batch < 1:
@@ -106,8 +98,6 @@ class ProcessorConfig:
             kw["build_backlog_interval_s"] = float(env["KADENCE_BUILD_BACKLOG_INTERVAL_S"])
         if env.get("KADENCE_TXN_STALL_EXIT_S"):
             kw["txn_stall_exit_s"] = float(env["KADENCE_TXN_STALL_EXIT_S"])
-        if env.get("KADENCE_ASSIGNMENT_STALL_EXIT_S"):
-            kw["assignment_stall_exit_s"] = float(env["KADENCE_ASSIGNMENT_STALL_EXIT_S"])
         kw.update(overrides)
         return cls(kafka=kafka, **kw)
 
@@ -197,12 +187,6 @@ class HistoryProcessor:
         #: (``_fencing_offsets``)
         self._fence_offsets: dict[int, int] = {}
         self._watchdog = TxnWatchdog(config.txn_stall_exit_s, self._stalled)
-        #: True while an assign callback restores shards (the assignment watch then waits)
-        self._assigning = False
-        self._admin: AdminClient | None = None
-        self._assignment_watch = AssignmentWatch(
-            assigned=self._coordinator_assignment, served=lambda: set(self._stores), assigning=lambda: self._assigning,
-            limit_s=config.assignment_stall_exit_s, on_stall=self._unserved)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -275,7 +259,6 @@ class HistoryProcessor:
         self._consumer = self._make_consumer()
         log.info("processor %s started (namespace %s)", self.config.instance_id, self.kafka.namespace)
         self._watchdog.start()
-        self._assignment_watch.start()
         try:
             while not self._stop.is_set():
                 msgs = self._poll_batch(self._poll_timeout())
@@ -289,21 +272,7 @@ class HistoryProcessor:
                         self._resume_fetching()
         finally:
             self._watchdog.stop()
-            self._assignment_watch.stop()
             self._shutdown()
-
-    def _coordinator_assignment(self) -> set[int] | None:
-        if self._admin is None:
-            self._admin = AdminClient(self.kafka.base())
-        return coordinator_assignment(self._admin, self.topics.processor_group,
-                                      f"{self.kafka.namespace}.processor.{self.config.instance_id}", self.topics.commands)
-
-    def _unserved(self, missing: set[int], for_s: float) -> None:
-        log.critical("processor %s: the group has assigned it shards %s that its consumer has not taken for %.0f s "
-                     "(librdkafka #3437); exiting with status %d so that a restart takes them", self.config.instance_id,
-                     sorted(missing), for_s, EXIT_TXN_STALLED)
-        logging.shutdown()
-        os._exit(EXIT_TXN_STALLED)
 
     def _stalled(self, blocked_s: float) -> None:
         log.critical("processor %s: a transaction has been blocked for %.0f s (librdkafka #5511); exiting with "
@@ -342,13 +311,6 @@ class HistoryProcessor:
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if not partitions:
             return
-        self._assigning = True
-        try:
-            self._take(consumer, partitions)
-        finally:
-            self._assigning = False
-
-    def _take(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         # Block until no transaction of a previous owner is pending on these partitions
         # (OffsetFetch with require_stable under read_committed), so the stores we restore
         # reflect every committed batch up to the offsets we will resume from.
@@ -577,6 +539,13 @@ class HistoryProcessor:
             producer.commit_transaction(30)
         except KafkaException as exc:
             self._on_txn_error(exc)
+            return False
+        except BrokerUnavailableError as exc:
+            # the batch needs a topic created (a queue this instance has not seen yet) while the
+            # broker does not answer (a chaos seed's processor exited here during a restart):
+            # the open transaction is aborted and the batch read again, as for a failed commit
+            log.warning("cannot produce the batch (%s); dropping it and rewinding", exc)
+            self._on_txn_error(KafkaException(KafkaError(KafkaError._TRANSPORT, str(exc), txn_requires_abort=True)))
             return False
         finally:
             self._watchdog.end()

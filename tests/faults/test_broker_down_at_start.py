@@ -41,25 +41,3 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
     finally:
         procs.close()
 
-
-async def test_the_coordinator_lists_a_serving_processors_shards_for_its_instance(own_broker, tmp_path):
-    """What the assignment watch compares against (``coordinator_assignment``), read from a real
-    group: the shards of the one processor, under its static member ID."""
-    from confluent_kafka.admin import AdminClient
-
-    from kadence.processors.assignment_watch import coordinator_assignment
-    config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"t{uuid.uuid4().hex[:10]}", partitions=3)
-    topics = Catalogue(config)
-    topics.apply()
-    procs = ProcessorProcs(config, tmp_path)
-    try:
-        procs.start("p0")
-        logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("processor-p0-*.log"))  # noqa: E731
-        await wait_until(lambda: "assigned partitions" in logs(), 60, "the processor taking its shards")
-        admin = AdminClient(config.base())
-        got = coordinator_assignment(admin, topics.processor_group, f"{config.namespace}.processor.p0", topics.commands)
-        assert got == {0, 1, 2}
-        assert coordinator_assignment(admin, topics.processor_group, f"{config.namespace}.processor.p9",
-                                      topics.commands) == set()
-    finally:
-        procs.close()

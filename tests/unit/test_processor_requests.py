@@ -88,3 +88,36 @@ def test_an_instance_replies_on_one_stable_partition_and_instances_spread():
     assert reply_partition("p0", 4) == reply_partition("p0", 4)
     assert {reply_partition(f"p{i}", 8) for i in range(64)} == set(range(8))
     assert all(0 <= reply_partition(f"host-{i}", 3) < 3 for i in range(50))
+
+
+class RecordingProducer:
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def begin_transaction(self):
+        self.calls.append("begin")
+
+    def abort_transaction(self, timeout=None):
+        self.calls.append("abort")
+
+
+def test_a_batch_that_needs_a_topic_while_the_broker_is_away_is_aborted_and_read_again(monkeypatch):
+    """A chaos seed's processor exited on `cannot list topics` when a batch's task went to a queue
+    it had not seen yet during a broker restart; the batch is now dropped and read again."""
+    from kadence.processors.effects import BatchView, Outbox
+    from kadence.processors.store import MemoryShardStore
+    from kadence.topics.errors import BrokerUnavailableError
+    proc = processor(monkeypatch)
+    proc._producer = RecordingProducer()
+    proc._stores[0] = MemoryShardStore(0)
+    out = Outbox()
+    out.tasks.append(("activity", "new-queue", {"workflow_id": "wf"}))
+
+    def unreachable(queue):
+        raise BrokerUnavailableError("cannot list topics at 127.0.0.1:9: transport failure")
+    monkeypatch.setattr(proc.topics, "ensure_queue", unreachable)
+    rewound = []
+    monkeypatch.setattr(proc, "_rewind", lambda: rewound.append(True))
+    views = {0: BatchView(proc._stores[0], {})}
+    assert proc._commit([], views, {0: out}, [], {(proc.topics.commands, 0): 5}) is False
+    assert proc._producer.calls == ["begin", "abort"] and rewound == [True]
