@@ -183,14 +183,19 @@ class LoadDriver:
         self.counts["stale_task_completions"] += 1
 
     async def _inject_late_activity(self) -> None:
-        wf = self._accepted()
-        if wf is None:
-            return
-        self.last_injection = ("late_activity", wf)
-        events = await self._history(wf)
-        over = [e["attributes"][1] for e in events
-                if e["attributes"][0] in ("ActivityTaskCompleted", "ActivityTaskAttemptFailed")]
-        if not over:
+        # a few workflows: the current run of the one drawn first may have no finished activity
+        # yet (just started, or continued as new); a seed once drew only such runs (issue 15)
+        for _ in range(5):
+            wf = self._accepted()
+            if wf is None:
+                return
+            self.last_injection = ("late_activity", wf)
+            events = await self._history(wf)
+            over = [e["attributes"][1] for e in events
+                    if e["attributes"][0] in ("ActivityTaskCompleted", "ActivityTaskAttemptFailed")]
+            if over:
+                break
+        else:
             return
         a = self.rng.choice(over)
         self._send_raw(wf, "RespondActivityTaskCompleted", {
