@@ -1,5 +1,5 @@
-"""A processor and a client (a worker's) started while the broker is down wait for it instead of
-exiting (issue 16, item 3): the processor's topic check, build defaults, committed offsets and
+"""A processor, a timer service and a client (a worker's) started while the broker is down wait
+for it instead of exiting (issue 16, item 3): the processor's topic check, build defaults, committed offsets and
 restores are retried; ``Client.connect(wait_for_broker=...)`` tries again until Kafka answers."""
 
 from __future__ import annotations
@@ -21,9 +21,13 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
     procs = ProcessorProcs(config, tmp_path)
     try:
         proc = procs.start("p0")
+        timers = procs.start_timers("t0")
         logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("processor-p0-*.log"))  # noqa: E731
+        timer_logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("timers-t0-*.log"))  # noqa: E731
         await wait_until(lambda: "waiting for the broker" in logs(), 60, "the processor waiting for the broker")
+        await wait_until(lambda: "waiting for the broker" in timer_logs(), 60, "the timer service waiting for the broker")
         assert proc.poll() is None, f"the processor exited while the broker was down:\n{logs()[-2000:]}"
+        assert timers.poll() is None, f"the timer service exited while the broker was down:\n{timer_logs()[-2000:]}"
         caplog.set_level(logging.WARNING, logger="kadence._client")
         connecting = asyncio.create_task(Client.connect(config=config, wait_for_broker=300))
         await wait_until(lambda: "waiting for the broker" in caplog.text, 90, "the client waiting for the broker")
@@ -38,6 +42,8 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
         finally:
             await client.close()
         assert proc.poll() is None
+        await wait_until(lambda: "timer service t0 started" in timer_logs(), 60, "the timer service starting")
+        assert timers.poll() is None
     finally:
         procs.close()
 
