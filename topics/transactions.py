@@ -35,7 +35,7 @@ def _retriable(exc: KafkaException) -> bool:
     return err.retriable() or err.code() in _RETRY_CODES
 
 
-def start_transactional(factory: Callable[[], Producer], *, what: str, attempt_timeout: float = 20.0,
+def start_transactional(factory: Callable[[], Producer], *, what: str, attempt_timeout: float = 60.0,
                         stop: threading.Event | None = None, max_delay: float = 5.0) -> Producer:
     """A producer from ``factory()`` whose ``init_transactions`` succeeded.
 
