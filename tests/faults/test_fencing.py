@@ -78,7 +78,7 @@ def _owner(config: KafkaConfig) -> dict[str, list[int]]:
     group = f"{config.namespace}.processor"
     try:
         desc = admin.describe_consumer_groups([group])[group].result(10)
-    except KafkaException:  # the group coordinator is still loading: nobody owns anything yet
+    except (KafkaException, TimeoutError):  # coordinator loading, or slow on a loaded machine: ask again
         return {}
     return {(m.group_instance_id or m.member_id).rsplit(".", 1)[-1]:
             sorted(tp.partition for tp in m.assignment.topic_partitions) for m in desc.members}
