@@ -110,6 +110,7 @@ def _serve(make, metrics_port: int | None) -> None:
     from prometheus_client import CollectorRegistry, start_http_server
 
     registry = CollectorRegistry()
+    faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
     service = make(registry)
     if metrics_port is not None:
@@ -183,6 +184,7 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
 
     workflows, activities = load_definitions(module_name)
 
+    faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
 
     async def run() -> None:

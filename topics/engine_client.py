@@ -27,6 +27,7 @@ from .errors import (BrokerUnavailableError, KadenceError, PayloadTooLargeError,
 from .partitioner import partition_for
 from .polling import poll_ready
 from .records import command
+from .replacing_producer import ReplacingProducer
 
 __all__ = ["EngineClient"]
 
@@ -36,13 +37,15 @@ log = logging.getLogger(__name__)
 class EngineClient:
     """Send commands, await replies, read history. Thread-safe; one per process is plenty."""
 
-    def __init__(self, config: KafkaConfig, *, connect_timeout: float = 15.0):
+    def __init__(self, config: KafkaConfig, *, connect_timeout: float = 15.0, producer_stall_s: float = 30.0,
+                 producer_factory=Producer):
         self.config = config
         self.topics = Catalogue(config)
         conf = config.producer(**{"linger.ms": config.client_linger_ms})
         #: the largest command this client can produce (librdkafka's default unless configured)
         self.message_max_bytes = int(conf.get("message.max.bytes", 1_000_000))
-        self._producer = Producer(conf)
+        #: replaced when it stops delivering while the broker answers (``replacing_producer``)
+        self._producer = ReplacingProducer(conf, stall_s=producer_stall_s, factory=producer_factory)
         #: (workflow_id, request_id) -> future of the reply; the same key for two workflows is
         #: two requests
         self._pending: dict[tuple[str, str], cf.Future] = {}
@@ -160,6 +163,10 @@ class EngineClient:
     def _poll_producer(self) -> None:
         while not self._closed.is_set():
             self._producer.poll(0.1)
+            try:
+                self._producer.watch()
+            except Exception:  # noqa: BLE001 - the poller must outlive a failed replacement
+                log.exception("checking the producer failed")
 
     # -- operations ----------------------------------------------------------------------------
 

@@ -84,7 +84,8 @@ class ProcessorProcs:
         self.stop(f"timers:{instance_id}")
 
     def logs(self) -> str:
-        out = []
+        out = [f"--- {name}: exited with status {proc.returncode}" for name, proc in self.procs.items()
+               if proc.poll() is not None]
         for path in sorted(self.logdir.glob("processor-*.log")):
             out.append(f"--- {path.name}\n{path.read_text()[-4000:]}")
         return "\n".join(out)
@@ -101,9 +102,11 @@ class ProcessorProcs:
 def processors(kafka_config, tmp_path, request):
     procs = ProcessorProcs(kafka_config, tmp_path)
     yield procs
+    failed = request.node.rep_call.failed if hasattr(request.node, "rep_call") else False
+    report = procs.logs() if failed else ""  # before close(): it names the processes that had exited
     procs.close()
-    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
-        print(procs.logs())
+    if report:
+        print(report)
 
 
 @pytest.hookimpl(hookwrapper=True)
