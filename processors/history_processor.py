@@ -24,6 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kadence.topics import serde
+from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.polling import poll_ready, resume_awake
@@ -237,17 +238,8 @@ class HistoryProcessor:
     def _until_broker_answers(self, what: str, step):
         """``step()``, retried with backoff while the broker is unreachable (a processor started
         before the broker, or one that meets a restart while it restores), instead of exiting."""
-        delay = 0.2
-        while True:
-            try:
-                return step()
-            except BrokerUnavailableError as exc:
-                if self._stop.is_set():
-                    raise
-                log.warning("processor %s: %s: waiting for the broker (%s); retrying in %.1f s",
-                            self.config.instance_id, what, exc, delay)
-                self._stop.wait(delay)
-                delay = min(5.0, delay * 2)
+        return until_broker_answers(step, what=what, who=f"processor {self.config.instance_id}", stop=self._stop,
+                                    log=log)
 
     def run(self) -> None:
         self._until_broker_answers("checking topics", self._check_topics)

@@ -42,9 +42,10 @@ from confluent_kafka import (TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Kafk
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kadence.topics import serde
+from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
 from kadence.topics.config import KafkaConfig
-from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
+from kadence.topics.errors import ConfigError, KadenceError, SchemaError
 from kadence.topics.records import command
 
 __all__ = ["TimerConfig", "TimerService", "choose_tier", "NEAR_TIER"]
@@ -258,18 +259,8 @@ class TimerService:
     def run(self) -> None:
         # a timer service started while the broker is down (restarted by its supervisor during an
         # outage) waits for it instead of exiting (a `make test` chaos seed: `cannot list topics`)
-        delay = 0.2
-        while True:
-            try:
-                self._check_topics()
-                break
-            except BrokerUnavailableError as exc:
-                if self._stop.is_set():
-                    raise
-                log.warning("timer service %s: checking topics: waiting for the broker (%s); retrying in %.1f s",
-                            self.config.instance_id, exc, delay)
-                self._stop.wait(delay)
-                delay = min(5.0, delay * 2)
+        until_broker_answers(self._check_topics, what="checking topics", who=f"timer service {self.config.instance_id}",
+                             stop=self._stop, log=log)
         self._producer = Producer(self.kafka.producer(acks="all"))
         self._consumer = self._make_consumer()
         log.info("timer service %s started (namespace %s, group %s, tiers %s)", self.config.instance_id,

@@ -1,0 +1,62 @@
+"""``until_broker_answers``: retries only while the broker is unreachable, and not once stopping."""
+
+import logging
+import threading
+
+import pytest
+
+from kadence.topics.broker_wait import until_broker_answers
+from kadence.topics.errors import BrokerUnavailableError, ConfigError
+
+
+class Flaky:
+    def __init__(self, failures: int, stop: threading.Event | None = None):
+        self.failures, self.calls, self.stop = failures, 0, stop
+
+    def __call__(self):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise BrokerUnavailableError(f"down ({self.calls})")
+        return "answered"
+
+
+def test_retries_until_the_broker_answers_and_warns_each_time(monkeypatch, caplog):
+    stop = threading.Event()
+    waits = []
+    monkeypatch.setattr(stop, "wait", lambda s: waits.append(s))
+    step = Flaky(5)
+    with caplog.at_level(logging.WARNING):
+        assert until_broker_answers(step, what="checking topics", who="processor p0", stop=stop,
+                                    log=logging.getLogger("t")) == "answered"
+    assert step.calls == 6
+    assert waits == [0.2, 0.4, 0.8, 1.6, 3.2]  # doubling, capped at 5 s after that
+    assert len(caplog.records) == 5
+    assert "processor p0: checking topics: waiting for the broker (down (1))" in caplog.records[0].getMessage()
+
+
+def test_the_delay_is_capped(monkeypatch):
+    stop = threading.Event()
+    waits = []
+    monkeypatch.setattr(stop, "wait", lambda s: waits.append(s))
+    until_broker_answers(Flaky(8), what="w", who="x", stop=stop, log=logging.getLogger("t"))
+    assert max(waits) == 5.0 and waits[-3:] == [5.0, 5.0, 5.0]
+
+
+def test_a_stopping_component_does_not_wait():
+    stop = threading.Event()
+    stop.set()
+    step = Flaky(1)
+    with pytest.raises(BrokerUnavailableError):
+        until_broker_answers(step, what="w", who="x", stop=stop, log=logging.getLogger("t"))
+    assert step.calls == 1
+
+
+def test_other_errors_are_not_retried():
+    calls = []
+
+    def step():
+        calls.append(1)
+        raise ConfigError("topics missing")
+    with pytest.raises(ConfigError):
+        until_broker_answers(step, what="w", who="x", stop=threading.Event(), log=logging.getLogger("t"))
+    assert calls == [1]

@@ -1,0 +1,38 @@
+"""Waiting for the broker instead of exiting: a long-running component (processor, timer service)
+started before the broker, or meeting a restart while it starts, retries the step with backoff.
+
+Kept in one place because three components did it with their own copy of the loop (the async
+client's ``Client.connect(wait_for_broker=...)`` keeps its own: it awaits instead of blocking)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable, TypeVar
+
+from .errors import BrokerUnavailableError
+
+__all__ = ["until_broker_answers"]
+
+T = TypeVar("T")
+
+#: first retry delay and the most a retry waits (seconds)
+FIRST_DELAY_S = 0.2
+MAX_DELAY_S = 5.0
+
+
+def until_broker_answers(step: Callable[[], T], *, what: str, who: str, stop: threading.Event,
+                         log: logging.Logger) -> T:
+    """``step()``, retried while it raises ``BrokerUnavailableError``; a warning per retry names
+    ``who`` and ``what``. Re-raises at once once ``stop`` is set (a stopping component does not
+    wait); any other error propagates unchanged."""
+    delay = FIRST_DELAY_S
+    while True:
+        try:
+            return step()
+        except BrokerUnavailableError as exc:
+            if stop.is_set():
+                raise
+            log.warning("%s: %s: waiting for the broker (%s); retrying in %.1f s", who, what, exc, delay)
+            stop.wait(delay)
+            delay = min(MAX_DELAY_S, delay * 2)
