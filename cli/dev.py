@@ -1,7 +1,8 @@
 """``kadence dev``: the whole stack for development, with the bundled sample run once.
 
 Needs a broker (``make dev`` starts one and sets KADENCE_KAFKA_BOOTSTRAP). Starts a history
-processor, the timer service and the gateway as child processes, a worker for the sample in this process, then starts
+processor, the timer service and the gateway as child processes (started again when one exits:
+``kadence.cli.supervisor``), a worker for the sample in this process, then starts
 the sample order-fulfilment workflow through the gateway, prints its result and history, and keeps
 serving until interrupted (or exits at once with KADENCE_DEV_ONCE=1).
 """
@@ -12,7 +13,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -22,48 +22,34 @@ import httpx
 
 from kadence.topics import Catalogue, KafkaConfig
 
+from .supervisor import Supervisor
+
 __all__ = ["dev"]
 
 
-def _spawn(config: KafkaConfig, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace}
-    return subprocess.Popen([sys.executable, "-m", "kadence.cli", *args], env=env)
+def _child_env(config: KafkaConfig) -> dict[str, str]:
+    return {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace}
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    for p in procs:
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
-async def _wait_http(url: str, procs: list[subprocess.Popen], timeout: float = 60) -> None:
+async def _wait_http(url: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient() as http:
         while time.monotonic() < deadline:
-            if any(p.poll() is not None for p in procs):
-                raise click.ClickException("a child process exited during start-up (see its log above)")
             try:
                 if (await http.get(url, timeout=1)).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             await asyncio.sleep(0.2)
-    raise click.ClickException(f"{url} did not answer within {timeout}s")
+    raise click.ClickException(f"{url} did not answer within {timeout}s (see the gateway's log above)")
 
 
-async def _run(config: KafkaConfig, port: int, once: bool, procs: list[subprocess.Popen]) -> None:
+async def _run(config: KafkaConfig, port: int, once: bool) -> None:
     from kadence import Client, Worker
     from kadence.samples import order_fulfilment as sample
 
     base = f"http://127.0.0.1:{port}"
-    await _wait_http(f"{base}/healthz", procs)
+    await _wait_http(f"{base}/healthz")
     client = await Client.connect(config=config)
     worker = Worker(client, task_queue=sample.TASK_QUEUE, workflows=sample.WORKFLOWS, activities=sample.ACTIVITIES)
     async with worker:
@@ -110,10 +96,13 @@ def dev(config: KafkaConfig, port: int, once: bool | None) -> None:
     report = Catalogue(config).apply()
     click.echo(f"==> topics of namespace {config.namespace}: {len(report.created)} created, "
                f"{len(report.existing)} already there")
-    procs = [_spawn(config, "processor", "--instance-id", "dev-0"),
-             _spawn(config, "timers", "--instance-id", "dev-0"),
-             _spawn(config, "gateway", "--port", str(port), "--no-auth")]
+    supervisor = Supervisor(echo=click.echo)
+    env = _child_env(config)
+    me = [sys.executable, "-m", "kadence.cli"]
+    supervisor.start("processor", [*me, "processor", "--instance-id", "dev-0"], env)
+    supervisor.start("timer service", [*me, "timers", "--instance-id", "dev-0"], env)
+    supervisor.start("gateway", [*me, "gateway", "--port", str(port), "--no-auth"], env)
     try:
-        asyncio.run(_run(config, port, once, procs))
+        asyncio.run(_run(config, port, once))
     finally:
-        _stop(procs)
+        supervisor.stop()
