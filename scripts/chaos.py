@@ -101,7 +101,14 @@ def run_seed(seed: int, burners: int, workdir: Path) -> dict:
     return record
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    if argv:  # configured by the environment only; `--help` (or anything else) prints how
+        print(__doc__.strip())
+        return 0 if argv[0] in ("-h", "--help") else 2
+    if not os.environ.get("KADENCE_REDIS_URL"):
+        print("chaos: KADENCE_REDIS_URL is not set: run it under scripts/devstack.py run (make chaos does)",
+              file=sys.stderr)
+        return 2
     count = int(os.environ.get("CHAOS_SEEDS", "20"))
     burners = int(os.environ.get("CHAOS_BURNERS", str(os.cpu_count() or 1)))
     seeds = _seeds(count, os.environ.get("CHAOS_SEED_LIST", ""))
@@ -139,4 +146,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
