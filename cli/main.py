@@ -93,7 +93,7 @@ def topics_describe(config: KafkaConfig) -> None:
 @click.option("--instance-id", envvar="KADENCE_PROCESSOR_ID", default=None,
               help="stable ID of this instance slot [env KADENCE_PROCESSOR_ID]; default: host name")
 @click.option("--metrics-port", type=int, envvar="KADENCE_PROCESSOR_METRICS_PORT", default=None,
-              help="serve Prometheus metrics on this port [env KADENCE_PROCESSOR_METRICS_PORT]")
+              help="serve /metrics, /healthz and /readyz on this port [env KADENCE_PROCESSOR_METRICS_PORT]")
 @click.pass_obj
 def processor(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
     """Run a history processor instance (until SIGTERM/SIGINT)."""
@@ -101,20 +101,26 @@ def processor(config: KafkaConfig, instance_id: str | None, metrics_port: int | 
 
     overrides = {"instance_id": instance_id} if instance_id else {}
     _serve(lambda registry: HistoryProcessor(ProcessorConfig.from_env(config, **overrides), registry=registry),
-           metrics_port)
+           metrics_port, config)
 
 
-def _serve(make, metrics_port: int | None) -> None:
-    """Run a blocking engine service (``run()``/``stop()``) until SIGTERM/SIGINT, with its metrics
-    on ``metrics_port`` (loopback) when given; a typed error exits 1."""
-    from prometheus_client import CollectorRegistry, start_http_server
+def _serve(make, metrics_port: int | None, config: KafkaConfig) -> None:
+    """Run a blocking engine service (``run()``/``stop()``) until SIGTERM/SIGINT, with
+    ``/metrics``, ``/healthz`` and ``/readyz`` on ``metrics_port`` (loopback) when given
+    (``kadence.cli.health``); a typed error exits 1."""
+    from confluent_kafka.admin import AdminClient
+    from prometheus_client import CollectorRegistry
+
+    from .health import BrokerCheck, HealthServer, readiness
 
     registry = CollectorRegistry()
     faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
     service = make(registry)
     if metrics_port is not None:
-        start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
+        admin = AdminClient(config.base())
+        broker = BrokerCheck(lambda: admin.list_topics(timeout=2))
+        HealthServer(metrics_port, registry, lambda: readiness(lambda: service.started, broker)).start()
     signal.signal(signal.SIGTERM, lambda *_: service.stop())
     signal.signal(signal.SIGINT, lambda *_: service.stop())
     try:
@@ -279,14 +285,15 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
 @click.option("--instance-id", envvar="KADENCE_TIMERS_ID", default=None,
               help="stable ID of this instance slot [env KADENCE_TIMERS_ID]; default: host name")
 @click.option("--metrics-port", type=int, envvar="KADENCE_TIMERS_METRICS_PORT", default=None,
-              help="serve Prometheus metrics on this port [env KADENCE_TIMERS_METRICS_PORT]")
+              help="serve /metrics, /healthz and /readyz on this port [env KADENCE_TIMERS_METRICS_PORT]")
 @click.pass_obj
 def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
     """Run a timer service instance (until SIGTERM/SIGINT)."""
     from kadence.processors import TimerConfig, TimerService
 
     overrides = {"instance_id": instance_id} if instance_id else {}
-    _serve(lambda registry: TimerService(TimerConfig.from_env(config, **overrides), registry=registry), metrics_port)
+    _serve(lambda registry: TimerService(TimerConfig.from_env(config, **overrides), registry=registry), metrics_port,
+           config)
 
 
 def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, action):

@@ -191,6 +191,11 @@ class HistoryProcessor:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    @property
+    def started(self) -> bool:
+        """Whether ``run()`` got past waiting for the broker and serves (what readiness reports)."""
+        return self._consumer is not None
+
     def stop(self) -> None:
         self._stop.set()
 

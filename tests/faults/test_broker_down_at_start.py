@@ -1,17 +1,35 @@
 """A processor, a timer service and a client (a worker's) started while the broker is down wait
 for it instead of exiting (issue 16, item 3): the processor's topic check, build defaults, committed offsets and
-restores are retried; ``Client.connect(wait_for_broker=...)`` tries again until Kafka answers."""
+restores are retried; ``Client.connect(wait_for_broker=...)`` tries again until Kafka answers.
+Their ``/readyz`` answers 503 "waiting for the broker" meanwhile, and 200 once they serve."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import uuid
+
+import httpx
 
 from kadence import Client, Worker
 from kadence.topics import Catalogue, KafkaConfig
 from tests.integration.conftest import ProcessorProcs, wait_until
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ready(port: int) -> tuple[int, dict] | None:
+    try:
+        resp = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5)
+    except httpx.HTTPError:
+        return None  # not listening yet
+    return resp.status_code, resp.json()
 
 
 async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_is_up(own_broker, tmp_path, caplog):
@@ -20,14 +38,18 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
     own_broker.stop()
     procs = ProcessorProcs(config, tmp_path)
     try:
-        proc = procs.start("p0")
-        timers = procs.start_timers("t0")
+        proc_port, timers_port = _free_port(), _free_port()
+        proc = procs.start("p0", env={"KADENCE_PROCESSOR_METRICS_PORT": str(proc_port)})
+        timers = procs.start_timers("t0", env={"KADENCE_TIMERS_METRICS_PORT": str(timers_port)})
         logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("processor-p0-*.log"))  # noqa: E731
         timer_logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("timers-t0-*.log"))  # noqa: E731
         await wait_until(lambda: "waiting for the broker" in logs(), 60, "the processor waiting for the broker")
         await wait_until(lambda: "waiting for the broker" in timer_logs(), 60, "the timer service waiting for the broker")
         assert proc.poll() is None, f"the processor exited while the broker was down:\n{logs()[-2000:]}"
         assert timers.poll() is None, f"the timer service exited while the broker was down:\n{timer_logs()[-2000:]}"
+        for port in (proc_port, timers_port):
+            code, body = await wait_until(lambda: _ready(port), 30, "the readiness endpoint")
+            assert code == 503 and body["status"] == "waiting for the broker" and body["broker"], body
         caplog.set_level(logging.WARNING, logger="kadence._client")
         connecting = asyncio.create_task(Client.connect(config=config, wait_for_broker=300))
         await wait_until(lambda: "waiting for the broker" in caplog.text, 90, "the client waiting for the broker")
@@ -44,6 +66,8 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
         assert proc.poll() is None
         await wait_until(lambda: "timer service t0 started" in timer_logs(), 60, "the timer service starting")
         assert timers.poll() is None
+        for port in (proc_port, timers_port):
+            await wait_until(lambda: _ready(port) == (200, {"status": "ready"}), 30, "the service reporting ready")
     finally:
         procs.close()
 

@@ -65,13 +65,14 @@ class ProcessorProcs:
             proc.wait()
             raise AssertionError(f"processor {instance_id} did not stop on SIGTERM")
 
-    def start_timers(self, instance_id: str = "t0") -> subprocess.Popen:
-        """A `kadence timers` instance; its log is timers-{instance_id}-{n}.log in the logdir."""
+    def start_timers(self, instance_id: str = "t0", env: dict | None = None) -> subprocess.Popen:
+        """A `kadence timers` instance; its log is timers-{instance_id}-{n}.log in the logdir;
+        ``env``: extra environment (e.g. KADENCE_TIMERS_METRICS_PORT)."""
         self.starts += 1
         log = open(self.logdir / f"timers-{instance_id}-{self.starts}.log", "w")
         env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
                "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_TIMERS_ID": instance_id,
-               "KADENCE_SESSION_TIMEOUT_MS": "6000", "KADENCE_TIMERS_LOG_INTERVAL_S": "1"}
+               "KADENCE_SESSION_TIMEOUT_MS": "6000", "KADENCE_TIMERS_LOG_INTERVAL_S": "1", **(env or {})}
         proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "timers"], env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
         self.procs[f"timers:{instance_id}"] = proc
