@@ -10,6 +10,8 @@ import time
 from datetime import datetime, timezone
 
 import click
+from rich.progress import ProgressColumn
+from rich.text import Text
 
 from kadence.topics import KadenceError, KafkaConfig
 from kadence.topics.projection_keys import PROJECTIONS, RUN_STATUSES
@@ -30,6 +32,18 @@ def _fail(exc: Exception) -> None:
     click.echo(f"error: {exc}", err=True)
     sys.exit(1)
 
+
+def _offsets_text(completed: float, total: float | None) -> str:
+    """``12,000/40,000 offsets``; the total is ``?`` until the rebuild has read the end offsets."""
+    return f"{completed:,.0f}/{'?' if total is None else format(total, ',.0f')} offsets"
+
+
+class OffsetsColumn(ProgressColumn):
+    """Position and target of a rebuild (rich's TextColumn cannot format a total of None:
+    ``kadence projections rebuild`` crashed before its first progress report)."""
+
+    def render(self, task) -> Text:
+        return Text(_offsets_text(task.completed, task.total))
 
 @click.group()
 def projections() -> None:
@@ -85,7 +99,7 @@ def projections_rebuild(config: KafkaConfig, name: str | None, redis_url: str, q
             if quiet:
                 return await rebuild_projections(config, redis, names)
             with Progress(TextColumn("[bold]rebuild {task.fields[names]}"), BarColumn(),
-                          TextColumn("{task.completed:,.0f}/{task.total:,.0f} offsets"),
+                          OffsetsColumn(),
                           TextColumn("{task.fields[rate]:,.0f} events/s"), TextColumn("lag {task.fields[lag]:,}"),
                           TimeElapsedColumn(), transient=False) as bar:
                 task = bar.add_task("rebuild", total=None, names=",".join(names), rate=0.0, lag=0)

@@ -34,3 +34,17 @@ def test_projection_keys_are_namespaced_and_generation_prefixed():
     assert k.prefix(3) == "kadence:prod:visibility:g3:" and k.pattern(3) == "kadence:prod:visibility:g3:*"
     with pytest.raises(ValueError):
         ProjectionKeys("prod", "nope")
+
+
+def test_the_rebuild_progress_column_renders_before_the_total_is_known():
+    """`kadence projections rebuild` without --quiet crashed at once: the bar starts with no total."""
+    from rich.progress import Progress
+
+    from kadence.cli.projections import OffsetsColumn
+
+    column = OffsetsColumn()
+    with Progress(column, disable=True) as bar:
+        task_id = bar.add_task("rebuild", total=None)
+        assert column.render(bar.tasks[0]).plain == "0/? offsets"
+        bar.update(task_id, total=40000, completed=12000)
+        assert column.render(bar.tasks[0]).plain == "12,000/40,000 offsets"
