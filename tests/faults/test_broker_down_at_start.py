@@ -1,5 +1,5 @@
-"""A processor, a timer service and a client (a worker's) started while the broker is down wait
-for it instead of exiting (issue 16, item 3): the processor's topic check, build defaults, committed offsets and
+"""A processor, a timer service, the projections and a client (a worker's) started while the
+broker is down wait for it instead of exiting (issue 16, item 3): the processor's topic check, build defaults, committed offsets and
 restores are retried; ``Client.connect(wait_for_broker=...)`` tries again until Kafka answers.
 Their ``/readyz`` answers 503 "waiting for the broker" meanwhile, and 200 once they serve."""
 
@@ -15,6 +15,7 @@ import httpx
 from kadence import Client, Worker
 from kadence.topics import Catalogue, KafkaConfig
 from tests.integration.conftest import ProcessorProcs, wait_until
+from tests.integration.projection_support import ProjectionProcs
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
 
 
@@ -37,14 +38,19 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
     Catalogue(config).apply()
     own_broker.stop()
     procs = ProcessorProcs(config, tmp_path)
+    projections = ProjectionProcs(config, tmp_path)
     try:
         proc_port, timers_port = _free_port(), _free_port()
         proc = procs.start("p0", env={"KADENCE_PROCESSOR_METRICS_PORT": str(proc_port)})
         timers = procs.start_timers("t0", env={"KADENCE_TIMERS_METRICS_PORT": str(timers_port)})
+        projection = projections.start("v0")
+        projection_logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("projection-v0-*.log"))  # noqa: E731
         logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("processor-p0-*.log"))  # noqa: E731
         timer_logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("timers-t0-*.log"))  # noqa: E731
         await wait_until(lambda: "waiting for the broker" in logs(), 60, "the processor waiting for the broker")
         await wait_until(lambda: "waiting for the broker" in timer_logs(), 60, "the timer service waiting for the broker")
+        await wait_until(lambda: "projections v0: starting: waiting for the broker" in projection_logs(), 60,
+                         "the projections waiting for the broker")
         assert proc.poll() is None, f"the processor exited while the broker was down:\n{logs()[-2000:]}"
         assert timers.poll() is None, f"the timer service exited while the broker was down:\n{timer_logs()[-2000:]}"
         for port in (proc_port, timers_port):
@@ -66,8 +72,10 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
         assert proc.poll() is None
         await wait_until(lambda: "timer service t0 started" in timer_logs(), 60, "the timer service starting")
         assert timers.poll() is None
+        assert projection.poll() is None, f"the projections exited:\n{projection_logs()[-3000:]}"
         for port in (proc_port, timers_port):
             await wait_until(lambda: _ready(port) == (200, {"status": "ready"}), 30, "the service reporting ready")
     finally:
+        projections.close()
         procs.close()
 

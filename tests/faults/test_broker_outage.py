@@ -1,0 +1,87 @@
+"""Issue 16's acceptance for broker outages: under 100 running workflows the broker is SIGKILLed
+and restarted, then paused (SIGSTOP) for 30 s. No component exits (two processors, the timer
+service and a ``kadence worker`` process), every workflow completes once, and every history is
+clean. The time from the broker answering again to the first command's reply is printed (it is
+measured, not asserted: timings belong to ``make bench``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from kadence import Client
+from kadence.topics import Catalogue, KafkaConfig
+from tests.integration.conftest import ProcessorProcs
+from tests.integration.invariants import check_history, histories
+from tests.integration.workflows import SleepThenAct, ThreeSteps, three_steps_result
+
+ROOT = Path(__file__).resolve().parents[2]
+N = 100
+
+
+def _start_worker(config: KafkaConfig, logdir: Path) -> subprocess.Popen:
+    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace}
+    return subprocess.Popen([sys.executable, "-m", "kadence.cli", "worker", "--task-queue", "q", "--module",
+                             "tests.faults.outage_app"], env=env, cwd=ROOT, stdout=open(logdir / "worker.log", "w"),
+                            stderr=subprocess.STDOUT)
+
+
+async def test_broker_kill_restart_and_a_30s_pause_under_100_workflows_no_component_exits(own_broker, tmp_path):
+    config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"o{uuid.uuid4().hex[:8]}", partitions=4)
+    Catalogue(config).apply()
+    procs = ProcessorProcs(config, tmp_path)
+    procs.start("p0")
+    procs.start("p1")
+    procs.start_timers()
+    worker = _start_worker(config, tmp_path)
+    components = {"p0": procs.procs["p0"], "p1": procs.procs["p1"], "timers": procs.procs["timers:t0"],
+                  "worker": worker}
+
+    def exited() -> dict[str, int]:
+        return {name: p.returncode for name, p in components.items() if p.poll() is not None}
+
+    client = await Client.connect(config=config)
+    try:
+        # each sleeps through both outages, then runs an activity
+        handles = await asyncio.gather(*(client.start_workflow(SleepThenAct, 8, id=f"outage-{i}", task_queue="q",
+                                                               timeout=120) for i in range(N)))
+        own_broker.kill()
+        await asyncio.sleep(3)
+        await asyncio.get_running_loop().run_in_executor(None, own_broker.start)
+        back = time.monotonic()
+        probe = await client.start_workflow(ThreeSteps, 5, id="probe-after-restart", task_queue="q", timeout=180)
+        print(f"broker answering again -> first start replied: {time.monotonic() - back:.1f} s")
+        await asyncio.sleep(2)
+        os.kill(own_broker.proc.pid, signal.SIGSTOP)
+        try:
+            await asyncio.sleep(30)
+        finally:
+            os.kill(own_broker.proc.pid, signal.SIGCONT)
+        resumed = time.monotonic()
+        results = await asyncio.gather(*(h.result(timeout=240) for h in handles))
+        assert results == [2] * N
+        assert await probe.result(timeout=120) == three_steps_result(5)
+        print(f"broker resumed -> all {N} workflows completed: {time.monotonic() - resumed:.1f} s")
+        assert exited() == {}, f"components exited: {exited()}\n{procs.logs()[-6000:]}"
+    finally:
+        await client.close()
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        procs.close()
+    runs = {key: events for key, events in histories(config).items()}
+    ids = sorted(wid for wid, _run in runs)
+    assert ids == sorted([f"outage-{i}" for i in range(N)] + ["probe-after-restart"])  # one run each
+    problems = {key: p for key, events in runs.items() if (p := check_history(events))}
+    assert problems == {}
+    for key, events in runs.items():
+        kinds = [e["attributes"][0] for e in events]
+        assert kinds.count("WorkflowExecutionCompleted") == 1, (key, kinds)
