@@ -14,8 +14,8 @@ import traceback
 from pathlib import Path
 
 from .common import BenchError, Context, Settings, console, make_progress
-from .scenarios import (activity_results, broker_warmup, gateway, latency, projections, raw_kafka, recovery, scale,
-                        throughput, timers)
+from .scenarios import (activity_results, broker_recovery, broker_warmup, gateway, latency, projections, raw_kafka,
+                        recovery, scale, throughput, timers)
 
 #: in run order (latency uses throughput's result for its half-load rate; raw_kafka uses the
 #: processor's measured batch size)
@@ -26,6 +26,7 @@ SCENARIOS = {
     "raw_kafka": raw_kafka.run,
     "scale": scale.run,
     "recovery": recovery.run,
+    "broker_recovery": broker_recovery.run,
     "gateway": gateway.run,
     "projections": projections.run,
     "activity_results": activity_results.run,

@@ -28,6 +28,9 @@ TARGETS = {
                                 lambda d: d.get("bytes_per_idle_workflow"), lambda v: v <= 2048),
     "timer_lateness_p99_ms": ("timer lateness p99 < 100 ms",
                               lambda d: _get(d, "timer_lateness_ms", "p99"), lambda v: v < 100),
+    # issue 16
+    "broker_recovery_first_commit_s_max": ("broker answering again -> first committed command < 10 s",
+                                           lambda d: d.get("broker_recovery_first_commit_s_max"), lambda v: v < 10),
 }
 
 
@@ -121,6 +124,7 @@ def build(settings: Settings, raw: dict, started: float) -> dict:
         "bytes_per_idle_workflow": _num(sc.get("bytes_per_idle_workflow")),
         "restore_wf_per_s": _num(sc.get("restore_wf_per_s")),
         "recovery_s": _num(rec.get("recovery_s")),
+        "broker_recovery_first_commit_s_max": _num(_get(raw, "broker_recovery", "first_commit_s_max")),
         **{k: _num((raw.get("gateway") if isinstance(raw.get("gateway"), dict) else {}).get(k))
            for k in ("gateway_starts_per_s", "gateway_start_p99_ms", "gateway_to_direct_ratio",
                      "gateway_starts_per_s_p99_under_50ms")},
@@ -203,6 +207,8 @@ def print_table(doc: dict) -> None:
     t.add_row("bytes per idle workflow", _fmt(doc["bytes_per_idle_workflow"], " B"), "<= 2048 " + mark("bytes_per_idle_workflow"))
     t.add_row("restore", _fmt(doc["restore_wf_per_s"], " wf/s"), "")
     t.add_row("recovery (SIGKILL -> first step)", _fmt(doc["recovery_s"], " s"), "")
+    t.add_row("broker back -> first commit (worst round)", _fmt(doc["broker_recovery_first_commit_s_max"], " s"),
+              "< 10 " + mark("broker_recovery_first_commit_s_max"))
     console.print(t)
 
 
