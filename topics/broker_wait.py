@@ -1,8 +1,10 @@
-"""Waiting for the broker instead of exiting: a long-running component (processor, timer service)
-started before the broker, or meeting a restart while it starts, retries the step with backoff.
+"""Waiting for the broker instead of exiting: a long-running component (processor, timer service,
+projections) started before the broker, or meeting a restart while it starts, retries the step
+with backoff.
 
-Kept in one place because three components did it with their own copy of the loop (the async
-client's ``Client.connect(wait_for_broker=...)`` keeps its own: it awaits instead of blocking)."""
+One loop for all of them (the processor and the timer service had a copy each); the async
+client's ``Client.connect(wait_for_broker=...)`` keeps its own, because it awaits instead of
+blocking a thread."""
 
 from __future__ import annotations
 
