@@ -10,7 +10,7 @@ DEVSTACK    := $(PYTHON) scripts/devstack.py
 PYTEST_ARGS ?=
 BENCH_ARGS  ?=
 
-.PHONY: venv jars test dev bench unit chaos upgrade-deps lock clean
+.PHONY: venv jars test dev bench unit chaos soak upgrade-deps lock clean
 
 venv:
 	scripts/bootstrap.sh
@@ -34,7 +34,10 @@ jars:
 	@$(DEVSTACK) jars >/dev/null
 
 test: venv jars
-	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=15 tests $(PYTEST_ARGS)
+	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=15 -m "not soak" tests $(PYTEST_ARGS)
+
+soak: venv jars
+	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q -s -m soak tests $(PYTEST_ARGS)
 
 dev: venv jars
 	$(DEVSTACK) run -- $(VENV)/bin/kadence dev

@@ -45,6 +45,7 @@ class OffsetsColumn(ProgressColumn):
     def render(self, task) -> Text:
         return Text(_offsets_text(task.completed, task.total))
 
+
 @click.group()
 def projections() -> None:
     """Run, rebuild and watch the Redis projections (visibility, history read model)."""
@@ -56,8 +57,12 @@ def projections() -> None:
               help="stable ID of this instance slot [env KADENCE_PROJECTION_ID]; default: host name")
 @click.option("--metrics-port", type=int, envvar="KADENCE_PROJECTION_METRICS_PORT", default=None,
               help="serve Prometheus metrics on this port (loopback) [env KADENCE_PROJECTION_METRICS_PORT]")
+@click.option("--supervise/--no-supervise", default=True, show_default=True, envvar="KADENCE_PROJECTION_SUPERVISE",
+              help="run the Faust app in a child process and start it again when it crashes "
+                   "[env KADENCE_PROJECTION_SUPERVISE]")
 @click.pass_obj
-def projections_run(config: KafkaConfig, redis_url: str, instance_id: str | None, metrics_port: int | None) -> None:
+def projections_run(config: KafkaConfig, redis_url: str, instance_id: str | None, metrics_port: int | None,
+                    supervise: bool) -> None:
     """Keep the projections up to date from the history topic (until SIGTERM/SIGINT)."""
     import logging
 
@@ -71,12 +76,37 @@ def projections_run(config: KafkaConfig, redis_url: str, instance_id: str | None
     try:
         pconf = ProjectionConfig.from_env(config, **overrides)
     except KadenceError as exc:
-        _fail(exc)
+        _fail(exc)  # before any child: a bad setting is an error, not a restart loop
+    if supervise:
+        _supervise_projections()
+        return
     registry = CollectorRegistry()
     if metrics_port is not None:
         start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
     run_projections(pconf, registry, loglevel=level)
+
+
+def _supervise_projections() -> None:
+    """Run this same command with ``--no-supervise`` as a child and start it again whenever it
+    exits. Faust ends the whole app when the broker goes away under it (``Conductor: Crashed
+    reason=NodeNotReadyError`` in a ``make chaos`` seed's broker restart) and cannot be started
+    again in the same process; the projections are idempotent writes into Redis (at-least-once,
+    docs/projections.md), so a new app from the committed offsets loses and doubles nothing."""
+    import signal
+    import threading
+
+    from .supervisor import Supervisor
+
+    supervisor = Supervisor(echo=lambda line: click.echo(line, err=True))
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    supervisor.start("projections app", [sys.executable, "-m", "kadence.cli", *sys.argv[1:], "--no-supervise"])
+    try:
+        stop.wait()
+    finally:
+        supervisor.stop(timeout=10)
 
 
 @projections.command("rebuild")

