@@ -31,7 +31,7 @@ from kadence.topics.polling import poll_ready, resume_awake
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WrongPartitionError
 from kadence.topics.partitioner import partition_for
 from kadence.topics.records import command, history_key, now_ms
-from kadence.topics.transactions import TxnWatchdog, start_transactional
+from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
 from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 #: exit status of a processor whose transaction call hung (see ``TxnWatchdog``); whoever runs it
 #: restarts it, and static membership gives it its shards back at once
 EXIT_TXN_STALLED = 75
+#: hung transaction calls one process gives up on before it exits with EXIT_TXN_STALLED (each
+#: leaves a librdkafka client and a thread behind)
+MAX_HUNG_PRODUCERS = 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,10 +75,16 @@ class ProcessorConfig:
     #: KADENCE_TXN_STALL_EXIT_S: a batch's transaction (with its abort and retry) blocked longer
     #: than this ends the process with EXIT_TXN_STALLED (librdkafka can block for ever)
     txn_stall_exit_s: float = 180.0
+    #: KADENCE_TXN_HANG_S: a ``send_offsets_to_transaction`` that has not returned after this
+    #: long is given up: the producer is replaced (which fences it) and the batch read again
+    #: (``GuardedCall``; the allowance doubles after each hang, up to 60 s). Decision 0035.
+    txn_hang_s: float = 4.0
 
     def __post_init__(self):
         if self.txn_stall_exit_s <= 0:
             raise ConfigError("txn_stall_exit_s must be > 0")
+        if not 0 < self.txn_hang_s <= 60:
+            raise ConfigError(f"txn_hang_s must be > 0 and <= 60, not {self.txn_hang_s}")
         if not self.instance_id or any(c.isspace() for c in self.instance_id):
             raise ConfigError("processor instance_id must be a non-empty word")
         if self.max_batch < 1:
@@ -97,8 +106,12 @@ class ProcessorConfig:
                 kw[key] = int(env[var])
         if env.get("KADENCE_BUILD_BACKLOG_INTERVAL_S"):
             kw["build_backlog_interval_s"] = float(env["KADENCE_BUILD_BACKLOG_INTERVAL_S"])
-        if env.get("KADENCE_TXN_STALL_EXIT_S"):
-            kw["txn_stall_exit_s"] = float(env["KADENCE_TXN_STALL_EXIT_S"])
+        for var, key in (("KADENCE_TXN_STALL_EXIT_S", "txn_stall_exit_s"), ("KADENCE_TXN_HANG_S", "txn_hang_s")):
+            if env.get(var):
+                try:
+                    kw[key] = float(env[var])
+                except ValueError as exc:
+                    raise ConfigError(f"{var} must be a number of seconds") from exc
         kw.update(overrides)
         return cls(kafka=kafka, **kw)
 
@@ -150,6 +163,8 @@ class _Metrics:
                              ["outcome"], registry=r)
         self.dlq = Counter("kadence_processor_dead_letters", "commands sent to the dead-letter topic", registry=r)
         self.aborts = Counter("kadence_processor_aborts", "transactions aborted", registry=r)
+        self.hung = Counter("kadence_processor_txn_hangs",
+                            "send_offsets_to_transaction calls given up on (producer replaced)", registry=r)
         self.deadlines = Counter("kadence_processor_deadlines_fired",
                                  "activity timeouts fired from the processor's deadline index", registry=r)
 
@@ -188,6 +203,7 @@ class HistoryProcessor:
         #: (``_fencing_offsets``)
         self._fence_offsets: dict[int, int] = {}
         self._watchdog = TxnWatchdog(config.txn_stall_exit_s, self._stalled)
+        self._guarded = GuardedCall(f"kadence-txn-{config.instance_id}", base_s=config.txn_hang_s)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -200,8 +216,7 @@ class HistoryProcessor:
         self._stop.set()
 
     def _make_producer(self) -> Producer:
-        conf = self.kafka.producer(**{
-            "transactional.id": f"{self.kafka.namespace}.processor.{self.config.instance_id}",
+        conf = self.kafka.transactional_producer(f"{self.kafka.namespace}.processor.{self.config.instance_id}", **{
             "transaction.timeout.ms": self.config.transaction_timeout_ms,
             "linger.ms": 1,
             "acks": "all",
@@ -272,9 +287,11 @@ class HistoryProcessor:
             self._shutdown()
 
     def _stalled(self, blocked_s: float) -> None:
-        log.critical("processor %s: a transaction has been blocked for %.0f s (librdkafka #5511); exiting with "
-                     "status %d so that a restart takes its shards back", self.config.instance_id, blocked_s,
-                     EXIT_TXN_STALLED)
+        self._exit_stalled(f"a transaction has been blocked for {blocked_s:.0f} s")
+
+    def _exit_stalled(self, why: str) -> None:
+        log.critical("processor %s: %s (librdkafka #5511); exiting with status %d so that a restart takes its "
+                     "shards back", self.config.instance_id, why, EXIT_TXN_STALLED)
         logging.shutdown()
         os._exit(EXIT_TXN_STALLED)
 
@@ -287,6 +304,7 @@ class HistoryProcessor:
         self._command_partitions = have[self.topics.commands]
 
     def _shutdown(self) -> None:
+        self._guarded.close()
         if self._backlog is not None:
             self._backlog.stop()
         self._builds.close()
@@ -531,11 +549,15 @@ class HistoryProcessor:
             producer.begin_transaction()
             self._produce_outputs(views, outboxes, dead)
             tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-            producer.send_offsets_to_transaction(tps, self._consumer.consumer_group_metadata(), 30)
+            group = self._consumer.consumer_group_metadata()
+            self._guarded(lambda: producer.send_offsets_to_transaction(tps, group, 30))
             self._resume_fetching()  # the next batch is fetched while this one commits
             producer.commit_transaction(30)
         except KafkaException as exc:
             self._on_txn_error(exc)
+            return False
+        except TxnCallHung as exc:
+            self._on_txn_hung(exc)
             return False
         except BrokerUnavailableError as exc:
             # the batch needs a topic created (a queue this instance has not seen yet) while the
@@ -663,6 +685,20 @@ class HistoryProcessor:
             except KafkaException:
                 pass
             self._producer = self._make_producer()
+        self._rewind()
+
+    def _on_txn_hung(self, exc: TxnCallHung) -> None:
+        """``send_offsets_to_transaction`` did not return (librdkafka #5511): the producer is left
+        inside it, and a new one with the same ``transactional.id`` fences it (its transaction is
+        aborted by the coordinator, so nothing of the batch is committed) before the batch is
+        read again. Too many stuck helpers (each keeps a librdkafka client) end the process."""
+        self.metrics.aborts.inc()
+        self.metrics.hung.inc()
+        if self._guarded.abandoned > MAX_HUNG_PRODUCERS:
+            self._exit_stalled(f"{self._guarded.abandoned} transaction calls never returned")
+        log.warning("processor %s: %s (librdkafka #5511); replacing the producer, dropping the batch and rewinding",
+                    self.config.instance_id, exc)
+        self._producer = self._make_producer()
         self._rewind()
 
     def _rewind(self) -> None:

@@ -396,7 +396,12 @@ class KafkaBroker(_Service):
             "logger.server.name = kafka.server.KafkaRaftServer\nlogger.server.level = INFO\n"
             # KADENCE_KAFKA_REQUEST_LOG=1: one line per request (profiling: requests by API and client)
             + ("logger.req.name = kafka.request.logger\nlogger.req.level = DEBUG\n"
-               if os.environ.get("KADENCE_KAFKA_REQUEST_LOG") == "1" else ""))
+               if os.environ.get("KADENCE_KAFKA_REQUEST_LOG") == "1" else "")
+            # KADENCE_KAFKA_COORDINATOR_LOG=1: the transaction and group coordinators at INFO
+            # (diagnosis: which transactions were aborted, when, and why)
+            + ("logger.txn.name = kafka.coordinator.transaction\nlogger.txn.level = INFO\n"
+               "logger.grp.name = org.apache.kafka.coordinator.group\nlogger.grp.level = INFO\n"
+               if os.environ.get("KADENCE_KAFKA_COORDINATOR_LOG") == "1" else ""))
 
     def _format(self, base, work):
         """kafka.tools.StorageTool format with a fresh random cluster id."""

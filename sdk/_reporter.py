@@ -35,7 +35,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from kadence.topics import serde
 from kadence.topics.records import command
-from kadence.topics.transactions import TxnWatchdog, start_transactional
+from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
 __all__ = ["ActivityReporter", "encode_reported", "decode_reported"]
 
@@ -80,7 +80,8 @@ class ActivityReporter:
     ``consumer.done(msg)`` for each task. With nothing to report it still commits, once a
     second, offsets that advanced without a result (tasks skipped or given up)."""
 
-    def __init__(self, *, config, topics, consumer, identity: str, on_unsendable, stall_s: float = 60.0):
+    def __init__(self, *, config, topics, consumer, identity: str, on_unsendable, stall_s: float = 60.0,
+                 hang_s: float = 4.0):
         self._config = config
         self._topics = topics
         self._consumer = consumer
@@ -103,6 +104,12 @@ class ActivityReporter:
         self.aborts = 0
         #: how many times a blocked transaction's thread and producer were replaced
         self.takeovers = 0
+        #: ``send_offsets_to_transaction`` runs on a helper thread and is given up after
+        #: ``hang_s`` (doubling after each hang): the producer is replaced and the batch committed
+        #: again by the same thread (decision 0035); the watchdog's takeover covers the other calls
+        self._guarded = GuardedCall(f"kadence-reporter-{identity}", base_s=hang_s)
+        #: how many times ``send_offsets_to_transaction`` was given up on
+        self.hangs = 0
 
     def start(self) -> None:
         self._producer = self._make_producer()
@@ -133,9 +140,8 @@ class ActivityReporter:
         return generation == self._generation
 
     def _make_producer(self) -> Producer:
-        conf = self._config.producer(**{
-            "transactional.id": self._txn_id, "transaction.timeout.ms": 10_000, "linger.ms": 1,
-            "retry.backoff.ms": 10})
+        conf = self._config.transactional_producer(self._txn_id, **{
+            "transaction.timeout.ms": 10_000, "linger.ms": 1, "retry.backoff.ms": 10})
         return start_transactional(lambda: Producer(conf), what=f"activity reporter {self._txn_id}")
 
     def report(self, workflow_id: str, run_id: str, body_type: str, body: dict, request_id: str, msg) -> None:
@@ -150,6 +156,7 @@ class ActivityReporter:
             self._thread.join(30)
         if self._watchdog is not None:
             self._watchdog.stop()
+        self._guarded.close()
         if self._producer is not None:
             self._producer.flush(5)
 
@@ -209,8 +216,17 @@ class ActivityReporter:
                     # never held back for the sake of offsets
                     offsets = []
                 if offsets:
-                    producer.send_offsets_to_transaction(offsets, group, 30)
+                    self._guarded(lambda: producer.send_offsets_to_transaction(offsets, group, 30))
                 producer.commit_transaction(30)
+            except TxnCallHung as exc:
+                watchdog.end()
+                if not self._current(generation):
+                    return False
+                self.hangs += 1
+                log.warning("activity reporter %s: %s (librdkafka #5511); replacing its producer and committing its "
+                            "%d results again", self._txn_id, exc, len(items))
+                self._producer = self._make_producer()  # init_transactions fences the stuck producer
+                continue
             except KafkaException as exc:
                 if not self._current(generation):
                     return False

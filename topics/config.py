@@ -40,6 +40,14 @@ class KafkaConfig:
     #: KADENCE_KAFKA_DEBUG: librdkafka debug contexts for every client of this process (for
     #: example ``metadata,topic,eos``); empty (default): none. For diagnosis only: it is verbose
     kafka_debug: str = ""
+    #: KADENCE_TXN_IDLE_RECONNECT_MS: a transactional producer (processor, activity reporter)
+    #: closes a connection idle this long (librdkafka ``connections.max.idle.ms``; 0: never).
+    #: Not for the sockets' sake: the close is a broker state change, the only thing that makes
+    #: librdkafka 2.16 look for the group coordinator again when ``send_offsets_to_transaction``
+    #: waits on one it dropped after a broker restart (librdkafka #5511; it waited for minutes,
+    #: whatever its timeout, #5456). Measured in decision 0034: the stuck call returns within this
+    #: long of the broker's return, instead of never. Default 3000 ms.
+    txn_idle_reconnect_ms: int = 3000
 
     def __post_init__(self):
         if not NAMESPACE_RE.match(self.namespace):
@@ -50,6 +58,9 @@ class KafkaConfig:
             raise ConfigError("partitions must be >= 1")
         if not 0 <= self.client_linger_ms <= 1000:
             raise ConfigError(f"client_linger_ms must be between 0 and 1000, not {self.client_linger_ms}")
+        if self.txn_idle_reconnect_ms != 0 and not 1000 <= self.txn_idle_reconnect_ms <= 3_600_000:
+            raise ConfigError("txn_idle_reconnect_ms must be 0 (never) or between 1000 and 3600000, "
+                              f"not {self.txn_idle_reconnect_ms}")
 
     @classmethod
     def from_env(cls, env: dict | None = None, **overrides) -> "KafkaConfig":
@@ -71,6 +82,11 @@ class KafkaConfig:
                 kw["client_linger_ms"] = float(env["KADENCE_CLIENT_LINGER_MS"])
             except ValueError as exc:
                 raise ConfigError("KADENCE_CLIENT_LINGER_MS must be a number of milliseconds") from exc
+        if env.get("KADENCE_TXN_IDLE_RECONNECT_MS"):
+            try:
+                kw["txn_idle_reconnect_ms"] = int(env["KADENCE_TXN_IDLE_RECONNECT_MS"])
+            except ValueError as exc:
+                raise ConfigError("KADENCE_TXN_IDLE_RECONNECT_MS must be an integer number of milliseconds") from exc
         if env.get("KADENCE_KAFKA_DEBUG"):
             kw["kafka_debug"] = env["KADENCE_KAFKA_DEBUG"]
         sec = {}
@@ -91,7 +107,11 @@ class KafkaConfig:
     # -- librdkafka configurations -------------------------------------------------------------
 
     def base(self) -> dict:
-        conf = {"bootstrap.servers": self.bootstrap, "client.id": self.client_id, **self.security}
+        conf = {"bootstrap.servers": self.bootstrap, "client.id": self.client_id,
+                # librdkafka doubles the wait between connection attempts up to 10 s: after a
+                # 12 s broker restart its clients came back up to 10 s after the broker did
+                # (decision 0035). 1 s is the Java client's default.
+                "reconnect.backoff.max.ms": 1000, **self.security}
         if self.kafka_debug:
             conf["debug"] = self.kafka_debug
         return conf
@@ -107,6 +127,14 @@ class KafkaConfig:
             "compression.type": "lz4",
             **extra,
         }
+
+    def transactional_producer(self, transactional_id: str, **extra) -> dict:
+        """A producer configuration for ``transactional.id`` (an engine write path that commits
+        consumed offsets with ``send_offsets_to_transaction``)."""
+        conf = self.producer(**{"transactional.id": transactional_id, **extra})
+        if self.txn_idle_reconnect_ms:
+            conf["connections.max.idle.ms"] = self.txn_idle_reconnect_ms
+        return conf
 
     def consumer(self, group: str | None, **extra) -> dict:
         conf = {

@@ -11,13 +11,17 @@ outage. A processor that exited instead left its shards to a supervisor's restar
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
-from typing import Callable
+from concurrent.futures import Future
+from typing import Callable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-__all__ = ["start_transactional", "TxnWatchdog"]
+__all__ = ["start_transactional", "TxnWatchdog", "GuardedCall", "TxnCallHung"]
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -99,3 +103,82 @@ class TxnWatchdog:
             if blocked > self.limit_s:
                 self._on_stall(blocked)
                 return
+
+
+class TxnCallHung(Exception):
+    """A transaction call did not return within its allowance (``GuardedCall``). The producer
+    it was made on is still inside it and must not be used again: a new producer with the same
+    ``transactional.id`` fences it, and the batch is read again."""
+
+
+class GuardedCall:
+    """Runs a producer call on a helper thread, so that its caller gets control back when
+    librdkafka does not return from it.
+
+    After a broker restart, ``send_offsets_to_transaction`` can wait for ever on a group
+    coordinator that librdkafka dropped, whatever its timeout (librdkafka #5456, #5511; decision
+    0035). Waiting inside the call, the processor held its shards and did nothing for minutes
+    (its watchdog exited it after 180 s). With the call on a helper thread the processor waits
+    at most ``allowance`` and then replaces the producer; the stuck helper is left to its call
+    and a new one serves the next.
+
+    The allowance starts at ``base_s``, doubles after each hang up to ``max_s`` (a machine slow
+    enough to need longer does not churn producers for ever), and is back at ``base_s`` after a
+    call returns in time. A hand-off to the helper costs two thread switches per call;
+    decision 0035 has the measurement.
+    """
+
+    def __init__(self, name: str, *, base_s: float, max_s: float = 60.0):
+        if base_s <= 0 or max_s < base_s:
+            raise ValueError("GuardedCall needs 0 < base_s <= max_s")
+        self.name = name
+        self.base_s = base_s
+        self.max_s = max_s
+        self.allowance = base_s
+        #: helpers left inside a call that never returned
+        self.abandoned = 0
+        self._jobs: queue.SimpleQueue | None = None
+
+    def _helper(self) -> queue.SimpleQueue:
+        if self._jobs is None:
+            jobs: queue.SimpleQueue = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(jobs,), name=f"{self.name}-{self.abandoned}",
+                             daemon=True).start()
+            self._jobs = jobs
+        return self._jobs
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue) -> None:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            fn, fut = job
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
+                fut.set_exception(exc)
+
+    def __call__(self, fn: Callable[[], T]) -> T:
+        """``fn()``'s result or exception, or ``TxnCallHung`` after the allowance."""
+        fut: Future = Future()
+        self._helper().put((fn, fut))
+        try:
+            result = fut.result(timeout=self.allowance)
+        except TimeoutError:
+            if fut.done():  # fn itself raised TimeoutError
+                raise
+            allowed = self.allowance
+            self._jobs = None  # that helper is stuck in fn; the next call gets a new one
+            self.abandoned += 1
+            self.allowance = min(self.max_s, self.allowance * 2)
+            raise TxnCallHung(f"{self.name}: the call has not returned after {allowed:.1f} s") from None
+        self.allowance = self.base_s
+        return result
+
+    def close(self) -> None:
+        if self._jobs is not None:
+            self._jobs.put(None)
+            self._jobs = None

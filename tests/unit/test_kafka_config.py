@@ -26,3 +26,27 @@ def test_kafka_debug_reaches_every_client_and_is_off_by_default():
     config = KafkaConfig.from_env({"KADENCE_KAFKA_DEBUG": "metadata,topic"})
     assert config.producer()["debug"] == "metadata,topic"
     assert config.consumer("g")["debug"] == "metadata,topic"
+
+
+def test_transactional_producers_close_idle_connections_by_default():
+    """The idle close is what un-sticks ``send_offsets_to_transaction`` after a broker restart
+    (librdkafka #5511, decision 0035); only transactional producers get it."""
+    config = KafkaConfig.from_env({})
+    conf = config.transactional_producer("ns.processor.p0", **{"linger.ms": 1})
+    assert conf["transactional.id"] == "ns.processor.p0"
+    assert conf["connections.max.idle.ms"] == 3000
+    assert conf["enable.idempotence"] is True and conf["linger.ms"] == 1
+    assert "connections.max.idle.ms" not in config.producer()
+
+
+def test_the_idle_reconnect_is_read_from_the_environment_and_can_be_turned_off():
+    assert KafkaConfig.from_env({"KADENCE_TXN_IDLE_RECONNECT_MS": "5000"}).transactional_producer("t")[
+        "connections.max.idle.ms"] == 5000
+    assert "connections.max.idle.ms" not in KafkaConfig.from_env(
+        {"KADENCE_TXN_IDLE_RECONNECT_MS": "0"}).transactional_producer("t")
+
+
+@pytest.mark.parametrize("raw", ["soon", "-1", "500", "3600001"])
+def test_a_bad_idle_reconnect_is_a_config_error(raw):
+    with pytest.raises(ConfigError, match="TXN_IDLE_RECONNECT_MS|txn_idle_reconnect_ms"):
+        KafkaConfig.from_env({"KADENCE_TXN_IDLE_RECONNECT_MS": raw})

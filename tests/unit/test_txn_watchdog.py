@@ -36,3 +36,12 @@ def test_the_limit_comes_from_the_environment():
     assert ProcessorConfig.from_env(kafka, env={"KADENCE_TXN_STALL_EXIT_S": "45"}).txn_stall_exit_s == 45.0
     with pytest.raises(ConfigError):
         ProcessorConfig(kafka=kafka, txn_stall_exit_s=0)
+
+
+def test_the_hang_allowance_is_read_and_checked():
+    kafka = KafkaConfig()
+    assert ProcessorConfig.from_env(kafka, env={}).txn_hang_s == 4.0
+    assert ProcessorConfig.from_env(kafka, env={"KADENCE_TXN_HANG_S": "2.5"}).txn_hang_s == 2.5
+    for bad in ("0", "61", "soon"):
+        with pytest.raises(ConfigError, match="KADENCE_TXN_HANG_S|txn_hang_s"):
+            ProcessorConfig.from_env(kafka, env={"KADENCE_TXN_HANG_S": bad})
