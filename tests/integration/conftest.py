@@ -84,6 +84,15 @@ class ProcessorProcs:
     def stop_timers(self, instance_id: str = "t0") -> None:
         self.stop(f"timers:{instance_id}")
 
+    def dump_stacks(self) -> None:
+        """Every live process writes all its threads' stacks to its log (``kill -USR1``: the CLI
+        services register faulthandler for it), so a failed test shows where a process sat."""
+        live = [proc for proc in self.procs.values() if proc.poll() is None]
+        for proc in live:
+            proc.send_signal(signal.SIGUSR1)
+        if live:
+            time.sleep(1.0)  # faulthandler writes from the signal handler; give it the moment
+
     def logs(self) -> str:
         out = [f"--- {name}: exited with status {proc.returncode}" for name, proc in self.procs.items()
                if proc.poll() is not None]
@@ -104,6 +113,8 @@ def processors(kafka_config, tmp_path, request):
     procs = ProcessorProcs(kafka_config, tmp_path)
     yield procs
     failed = request.node.rep_call.failed if hasattr(request.node, "rep_call") else False
+    if failed:
+        procs.dump_stacks()
     report = procs.logs() if failed else ""  # before close(): it names the processes that had exited
     procs.close()
     if report:
