@@ -45,8 +45,9 @@ class KafkaConfig:
     #: Not for the sockets' sake: the close is a broker state change, the only thing that makes
     #: librdkafka 2.16 look for the group coordinator again when ``send_offsets_to_transaction``
     #: waits on one it dropped after a broker restart (librdkafka #5511; it waited for minutes,
-    #: whatever its timeout, #5456). Measured in decision 0034: the stuck call returns within this
-    #: long of the broker's return, instead of never. Default 3000 ms.
+    #: whatever its timeout, #5456). A help, not the fix (decision 0035): the call returned 3-4 s
+    #: after it began in a debug run, but not when another request kept the client busy; the
+    #: processor and reporter also give the call up (``GuardedCall``). Default 3000 ms.
     txn_idle_reconnect_ms: int = 3000
 
     def __post_init__(self):
