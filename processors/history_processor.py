@@ -46,18 +46,19 @@ __all__ = ["ProcessorConfig", "HistoryProcessor", "EXIT_TXN_STALLED"]
 log = logging.getLogger(__name__)
 
 #: exit status of a processor whose transaction call hung (see ``TxnWatchdog``); whoever runs it
-#: restarts it, and static membership gives it its shards back at once
+#: restarts it, and it takes its shards back once the group drops its old member (a session timeout)
 EXIT_TXN_STALLED = 75
-#: hung transaction calls one process gives up on before it exits with EXIT_TXN_STALLED (each
-#: leaves a librdkafka client and a thread behind)
+#: hung transaction calls, given up on and still not returned, that one process tolerates before
+#: it exits with EXIT_TXN_STALLED (each holds a librdkafka client and a thread)
 MAX_HUNG_PRODUCERS = 8
 
 
 @dataclass(frozen=True, kw_only=True)
 class ProcessorConfig:
     kafka: KafkaConfig
-    #: KADENCE_PROCESSOR_ID: stable per instance slot; names the transactional ID and the static
-    #: group membership, so a restarted instance fences its predecessor and takes its shards at once
+    #: KADENCE_PROCESSOR_ID: stable per instance slot; names the transactional ID, so a restarted
+    #: instance fences its predecessor (and aborts its open transaction) at once, and the group
+    #: member (its client ID)
     instance_id: str = field(default_factory=socket.gethostname)
     #: KADENCE_PROCESSOR_MAX_BATCH: most commands in one transaction
     max_batch: int = 500
@@ -230,7 +231,10 @@ class HistoryProcessor:
 
     def _make_consumer(self) -> Consumer:
         consumer = Consumer(self.kafka.consumer(self.topics.processor_group, **{
-            "group.instance.id": f"{self.kafka.namespace}.processor.{self.config.instance_id}",
+            # dynamic membership, not static (decision 0036): a static member restarted between
+            # the two rounds of a cooperative rebalance left the shards it was revoking unowned;
+            # the client ID names the instance in the group's description
+            "client.id": f"{self.topics.processor_group}.{self.config.instance_id}",
             "session.timeout.ms": self.config.session_timeout_ms,
             "partition.assignment.strategy": "cooperative-sticky",
             "fetch.wait.max.ms": 20,
@@ -677,6 +681,13 @@ class HistoryProcessor:
             except KafkaException as abort_exc:
                 log.warning("abort failed (%s); recreating the producer", abort_exc)
                 fatal = True
+        if isinstance(err, KafkaError) and err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED):
+            # our own replacements are made current before they fence: a fence seen here came
+            # from a process that started with our instance ID (a restart of this slot while this
+            # one was paused), or from the broker aborting a transaction that outlived its timeout
+            log.warning("processor %s: producer fenced; if this repeats, another running process has "
+                        "the same instance ID (KADENCE_PROCESSOR_ID) and the two keep fencing each other",
+                        self.config.instance_id)
         if fatal:
             # librdkafka lacks the client side of KIP-890: a commit or abort that failed or timed
             # out leaves the producer unusable; a new one (same transactional.id) fences it.
@@ -694,8 +705,8 @@ class HistoryProcessor:
         read again. Too many stuck helpers (each keeps a librdkafka client) end the process."""
         self.metrics.aborts.inc()
         self.metrics.hung.inc()
-        if self._guarded.abandoned > MAX_HUNG_PRODUCERS:
-            self._exit_stalled(f"{self._guarded.abandoned} transaction calls never returned")
+        if self._guarded.stuck > MAX_HUNG_PRODUCERS:
+            self._exit_stalled(f"{self._guarded.stuck} transaction calls have not returned")
         log.warning("processor %s: %s (librdkafka #5511); replacing the producer, dropping the batch and rewinding",
                     self.config.instance_id, exc)
         self._producer = self._make_producer()

@@ -79,8 +79,8 @@ def _now_ms() -> int:
 @dataclass(frozen=True, kw_only=True)
 class TimerConfig:
     kafka: KafkaConfig
-    #: KADENCE_TIMERS_ID: stable per instance slot; names the static group membership, so a
-    #: restarted instance takes its partitions back at once
+    #: KADENCE_TIMERS_ID: stable per instance slot; names the instance's group member (its
+    #: client ID) and its logs
     instance_id: str = field(default_factory=socket.gethostname)
     #: KADENCE_SESSION_TIMEOUT_MS: how soon the group notices a dead instance
     session_timeout_ms: int = 10_000
@@ -246,7 +246,9 @@ class TimerService:
 
     def _make_consumer(self) -> Consumer:
         consumer = Consumer(self.kafka.consumer(self.group, **{
-            "group.instance.id": f"{self.group}.{self.config.instance_id}",
+            # dynamic membership, as the history processor's (decision 0036); the client ID names
+            # the instance in the group's description
+            "client.id": f"{self.group}.{self.config.instance_id}",
             "session.timeout.ms": self.config.session_timeout_ms,
             "partition.assignment.strategy": "cooperative-sticky",
             "fetch.wait.max.ms": 20,

@@ -135,8 +135,11 @@ class GuardedCall:
         self.base_s = base_s
         self.max_s = max_s
         self.allowance = base_s
-        #: helpers left inside a call that never returned
+        #: calls given up on, in all
         self.abandoned = 0
+        #: helpers still inside a call that was given up on (each holds a librdkafka client)
+        self.stuck = 0
+        self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue | None = None
 
     def _helper(self) -> queue.SimpleQueue:
@@ -147,8 +150,7 @@ class GuardedCall:
             self._jobs = jobs
         return self._jobs
 
-    @staticmethod
-    def _serve(jobs: queue.SimpleQueue) -> None:
+    def _serve(self, jobs: queue.SimpleQueue) -> None:
         while True:
             job = jobs.get()
             if job is None:
@@ -157,9 +159,16 @@ class GuardedCall:
             if not fut.set_running_or_notify_cancel():
                 continue
             try:
-                fut.set_result(fn())
+                result, error = fn(), None
             except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
-                fut.set_exception(exc)
+                result, error = None, exc
+            with self._lock:  # the caller decides under the lock whether it still waits for it
+                if error is None:
+                    fut.set_result(result)
+                else:
+                    fut.set_exception(error)
+                if getattr(fut, "given_up", False):
+                    self.stuck -= 1
 
     def __call__(self, fn: Callable[[], T]) -> T:
         """``fn()``'s result or exception, or ``TxnCallHung`` after the allowance."""
@@ -168,13 +177,20 @@ class GuardedCall:
         try:
             result = fut.result(timeout=self.allowance)
         except TimeoutError:
-            if fut.done():  # fn itself raised TimeoutError
-                raise
-            allowed = self.allowance
-            self._jobs = None  # that helper is stuck in fn; the next call gets a new one
-            self.abandoned += 1
-            self.allowance = min(self.max_s, self.allowance * 2)
-            raise TxnCallHung(f"{self.name}: the call has not returned after {allowed:.1f} s") from None
+            with self._lock:
+                if not fut.done():
+                    fut.given_up = True
+                    self.stuck += 1
+            if fut.done():  # it returned just now, or fn itself raised TimeoutError
+                result = fut.result()
+            else:
+                allowed = self.allowance
+                # that helper is stuck in fn: it ends if its call ever returns; the next call gets a new one
+                self._jobs.put(None)
+                self._jobs = None
+                self.abandoned += 1
+                self.allowance = min(self.max_s, self.allowance * 2)
+                raise TxnCallHung(f"{self.name}: the call has not returned after {allowed:.1f} s") from None
         self.allowance = self.base_s
         return result
 

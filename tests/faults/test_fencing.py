@@ -80,7 +80,7 @@ def _owner(config: KafkaConfig) -> dict[str, list[int]]:
         desc = admin.describe_consumer_groups([group])[group].result(10)
     except (KafkaException, TimeoutError):  # coordinator loading, or slow on a loaded machine: ask again
         return {}
-    return {(m.group_instance_id or m.member_id).rsplit(".", 1)[-1]:
+    return {m.client_id.rsplit(".", 1)[-1]:
             sorted(tp.partition for tp in m.assignment.topic_partitions) for m in desc.members}
 
 

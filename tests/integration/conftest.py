@@ -38,14 +38,15 @@ class ProcessorProcs:
         self.procs: dict[str, subprocess.Popen] = {}
         self.starts = 0
 
-    def start(self, instance_id: str = "p0", env: dict | None = None) -> subprocess.Popen:
-        """``env``: extra environment for this instance (e.g. KADENCE_PROCESSOR_METRICS_PORT)."""
+    def start(self, instance_id: str = "p0", env: dict | None = None, module: str = "kadence.cli") -> subprocess.Popen:
+        """``env``: extra environment for this instance (e.g. KADENCE_PROCESSOR_METRICS_PORT);
+        ``module``: what ``python -m`` runs (a test's wrapper of the CLI)."""
         self.starts += 1
         log = open(self.logdir / f"processor-{instance_id}-{self.starts}.log", "w")
         env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
                "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_PROCESSOR_ID": instance_id,
                "KADENCE_SESSION_TIMEOUT_MS": "6000", **(env or {})}
-        proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "processor"], env=env,
+        proc = subprocess.Popen([sys.executable, "-m", module, "processor"], env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
         self.procs[instance_id] = proc
         return proc
@@ -65,7 +66,8 @@ class ProcessorProcs:
             proc.wait()
             raise AssertionError(f"processor {instance_id} did not stop on SIGTERM")
 
-    def start_timers(self, instance_id: str = "t0", env: dict | None = None) -> subprocess.Popen:
+    def start_timers(self, instance_id: str = "t0", env: dict | None = None,
+                     module: str = "kadence.cli") -> subprocess.Popen:
         """A `kadence timers` instance; its log is timers-{instance_id}-{n}.log in the logdir;
         ``env``: extra environment (e.g. KADENCE_TIMERS_METRICS_PORT)."""
         self.starts += 1
@@ -73,7 +75,7 @@ class ProcessorProcs:
         env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
                "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_TIMERS_ID": instance_id,
                "KADENCE_SESSION_TIMEOUT_MS": "6000", "KADENCE_TIMERS_LOG_INTERVAL_S": "1", **(env or {})}
-        proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "timers"], env=env,
+        proc = subprocess.Popen([sys.executable, "-m", module, "timers"], env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
         self.procs[f"timers:{instance_id}"] = proc
         return proc

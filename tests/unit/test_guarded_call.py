@@ -52,3 +52,20 @@ def test_a_call_that_never_returns_is_given_up_and_the_next_call_gets_a_new_help
 def test_a_bad_allowance_is_refused(base, top):
     with pytest.raises(ValueError):
         GuardedCall("t", base_s=base, max_s=top)
+
+
+def test_a_helper_whose_call_returns_late_is_no_longer_counted_stuck_and_ends():
+    guard = GuardedCall("late", base_s=0.2)
+    release = threading.Event()
+    try:
+        with pytest.raises(TxnCallHung):
+            guard(lambda: release.wait(30))
+        assert guard.abandoned == 1 and guard.stuck == 1
+        (helper,) = [t for t in threading.enumerate() if t.name == "late-0"]
+        release.set()
+        helper.join(5)
+        assert not helper.is_alive(), "the abandoned helper went on waiting for jobs nobody sends"
+        assert guard.stuck == 0 and guard.abandoned == 1
+    finally:
+        release.set()
+        guard.close()
