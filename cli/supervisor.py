@@ -10,6 +10,7 @@ for ``stable_s``. Each exit and restart is printed as one line.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import signal
 import subprocess
@@ -20,10 +21,13 @@ from typing import Callable
 
 __all__ = ["Supervisor", "Child"]
 
+#: exit statuses a child keeps
+EXITS_KEPT = 100
+
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """SIGKILL the child when the supervisor dies (Linux ``PR_SET_PDEATHSIG``): an orphan would keep
-    the slot's static group membership and fight its replacement. SIGKILL, not SIGTERM: a
+    the slot's group membership and transactional ID and fight its replacement. SIGKILL, not SIGTERM: a
     supervisor killed hard stands for a crash of the whole component, and its child crashes with it
     (nothing it holds is lost: every component commits before it acknowledges)."""
     try:
@@ -44,7 +48,8 @@ class Child:
     delay_s: float = 0.0
     #: monotonic time of the next start, while it is down
     restart_at: float | None = None
-    exits: list[int] = field(default_factory=list)
+    #: the statuses of its last exits, newest last (bounded: a child that keeps exiting for days)
+    exits: collections.deque = field(default_factory=lambda: collections.deque(maxlen=EXITS_KEPT))
 
 
 class Supervisor:

@@ -34,7 +34,7 @@ def test_a_child_that_exits_is_started_again_with_a_doubling_delay():
             _wait(lambda: time.monotonic() >= child.restart_at)
             sup.check()  # starts it again
             assert child.restarts == restarts
-        assert child.exits == [75, 75, 75, 75]
+        assert list(child.exits) == [75, 75, 75, 75]
         delays = [line.split(" again in ")[1] for line in lines if "exited" in line]
         assert delays == ["0.1 s", "0.2 s", "0.4 s", "0.4 s"]  # doubling, capped at max_delay_s
         assert lines[0] == "==> flaky exited with status 75; starting it again in 0.1 s"
@@ -120,3 +120,12 @@ def test_children_die_with_a_killed_supervisor():
         with open(f"/proc/{child_pid}/stat") as f:
             return f.read().split(")")[-1].split()[0] == "Z"
     _wait(gone)
+
+
+def test_a_child_keeps_only_its_last_exit_statuses():
+    from kadence.cli.supervisor import EXITS_KEPT, Child
+
+    child = Child("x", [])
+    for status in range(EXITS_KEPT + 50):
+        child.exits.append(status)
+    assert list(child.exits) == list(range(50, EXITS_KEPT + 50))
