@@ -33,7 +33,7 @@ from .. import workloads
 from ..common import QUEUE, BenchError, Context
 from ..engine import engine
 from ..load import Recorder, closed_loop
-from .recovery import _tail
+from .recovery import FirstProgress, _tail
 
 ROUNDS = 3
 DOWN_S = 3.0
@@ -89,22 +89,15 @@ async def run(ctx: Context) -> dict:
                     await loop.run_in_executor(None, broker.start)
                     back_wall, back_mono = time.time() * 1000, time.monotonic()
                     probe = asyncio.create_task(_probe_start(eng.client, f"probe-{i}", back_mono))
-                    first_commit = first_done = None
-                    while first_commit is None or first_done is None or not probe.done():
+                    progress = FirstProgress(seen, rec, back_wall, back_mono)
+                    while not (progress.update() and probe.done()):
                         waited = time.monotonic() - back_mono
                         if waited > ROUND_TIMEOUT_S:
                             break
                         eng.procs.check_alive()
-                        if first_commit is None:
-                            after = [recv for recv, ts in list(seen) if ts > back_wall]
-                            if after:
-                                first_commit = (min(after) - back_wall) / 1000
-                        if first_done is None:
-                            done = [d.finished for d in rec.done if d.finished > back_mono]
-                            if done:
-                                first_done = min(done) - back_mono
                         ctx.update(task, f"round {i}/{ROUNDS}: {waited:.1f} s since the broker answered again")
                         await asyncio.sleep(0.05)
+                    first_commit, first_done = progress.event_s, progress.done_s
                     probe_s = probe.result() if probe.done() and not probe.exception() else None
                     if not probe.done():
                         probe.cancel()

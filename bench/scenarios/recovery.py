@@ -42,6 +42,29 @@ def _tail(config, stop: threading.Event, seen: list) -> None:
         consumer.close()
 
 
+class FirstProgress:
+    """The first history event committed (``seen``, from ``_tail``) and the first workflow
+    completed (``rec``) after a moment (``wall_ms``: epoch ms, ``mono``: monotonic s); both in
+    seconds from it, None until seen."""
+
+    def __init__(self, seen: list, rec: Recorder, wall_ms: float, mono: float):
+        self.seen, self.rec, self.wall_ms, self.mono = seen, rec, wall_ms, mono
+        self.event_s: float | None = None
+        self.done_s: float | None = None
+
+    def update(self) -> bool:
+        """Look again; whether both have been seen."""
+        if self.event_s is None:
+            after = [recv for recv, ts in list(self.seen) if ts > self.wall_ms]
+            if after:
+                self.event_s = (min(after) - self.wall_ms) / 1000
+        if self.done_s is None:
+            done = [d.finished for d in self.rec.done if d.finished > self.mono]
+            if done:
+                self.done_s = min(done) - self.mono
+        return self.event_s is not None and self.done_s is not None
+
+
 async def run(ctx: Context) -> dict:
     s = ctx.settings
     task = ctx.task("recovery")
@@ -68,19 +91,12 @@ async def run(ctx: Context) -> dict:
             await loop.run_in_executor(None, eng.procs.procs["p0"].wait)
             eng.procs.procs.pop("p0")
             eng.procs.start_processor("p0")
-            first_event = first_done = None
+            progress = FirstProgress(seen, rec, kill_wall, kill_mono)
             deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and (first_event is None or first_done is None):
-                if first_event is None:
-                    after = [recv for recv, ts in list(seen) if ts > kill_wall]
-                    if after:
-                        first_event = (min(after) - kill_wall) / 1000
-                if first_done is None:
-                    done = [d.finished for d in rec.done if d.finished > kill_mono]
-                    if done:
-                        first_done = min(done) - kill_mono
+            while time.monotonic() < deadline and not progress.update():
                 ctx.update(task, f"waiting since the kill: {time.monotonic() - kill_mono:.1f}s")
                 await asyncio.sleep(0.02)
+            first_event, first_done = progress.event_s, progress.done_s
             log = eng.procs.log_text("p0")
             restored = [float(x) for x in re.findall(r"restored partition \d+: .* in ([\d.]+)s", log)]
             out = {"recovery_s": round(first_event, 2) if first_event is not None else None,

@@ -28,7 +28,7 @@ import redis.asyncio as aioredis
 
 from kadence import Client
 from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
-from tests.integration.conftest import ProcessorProcs, wait_until
+from tests.integration.conftest import ProcessorProcs, stop_process, wait_until
 from tests.integration.invariants import check_history, histories
 from tests.integration.projection_support import ProjectionProcs, ground_truth, list_all, mismatches, redis_url
 from tests.integration.workflows import SleepThenAct, ThreeSteps, three_steps_result
@@ -102,11 +102,7 @@ async def test_broker_kill_restart_and_a_30s_pause_under_100_workflows_no_compon
     finally:
         projections.close()
         await client.close()
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        stop_process(worker)
         procs.close()
     runs = {key: events for key, events in histories(config).items()}
     ids = sorted(wid for wid, _run in runs)

@@ -12,6 +12,7 @@ import uuid
 import httpx
 
 from kadence.samples.order_fulfilment import SAMPLE_ORDER, TASK_QUEUE
+from tests.integration.conftest import stop_process
 
 
 def _free_port() -> int:
@@ -57,9 +58,4 @@ def test_a_killed_processor_is_started_again_by_kadence_dev_and_serves(kafka_boo
                              headers={"Idempotency-Key": "after-restart"})
         assert resp.status_code == 201, resp.text
     finally:
-        dev.send_signal(signal.SIGINT)
-        try:
-            dev.wait(60)
-        except subprocess.TimeoutExpired:
-            dev.kill()
-            dev.wait()
+        stop_process(dev, signal.SIGINT, 60)

@@ -29,6 +29,19 @@ def kafka_config(kafka_bootstrap) -> KafkaConfig:
     return config
 
 
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> bool:
+    """Send ``sig`` and wait up to ``timeout``; SIGKILL what is still running then. Whether it
+    stopped on ``sig``."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+
+
 class ProcessorProcs:
     """Starts `kadence processor` instances as child processes, so tests can SIGKILL them."""
 
@@ -58,12 +71,7 @@ class ProcessorProcs:
 
     def stop(self, instance_id: str = "p0") -> None:
         proc = self.procs.pop(instance_id)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if not stop_process(proc):
             raise AssertionError(f"processor {instance_id} did not stop on SIGTERM")
 
     def start_timers(self, instance_id: str = "t0", env: dict | None = None,

@@ -23,8 +23,8 @@ def test_readyz_follows_the_service_and_the_broker():
         assert resp.status_code == 503
         assert resp.json() == {"status": "waiting for the broker", "broker": "KafkaError{code=_TRANSPORT}"}
         state["broker"] = None  # the broker answers; the service is still restoring
-        assert (httpx.get(f"{base}/readyz").status_code, httpx.get(f"{base}/readyz").json()) == (
-            503, {"status": "starting"})
+        resp = httpx.get(f"{base}/readyz")
+        assert (resp.status_code, resp.json()) == (503, {"status": "starting"})
         state["started"] = True
         resp = httpx.get(f"{base}/readyz")
         assert (resp.status_code, resp.json()) == (200, {"status": "ready"})
