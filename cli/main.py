@@ -566,6 +566,13 @@ def _register_projections() -> None:
     main.add_command(list_cmd)
 
 
+def _register_verify() -> None:
+    from .verify import verify
+
+    main.add_command(verify)
+
+
 _register_projections()
 _register_builds()
 _register_connectors()
+_register_verify()

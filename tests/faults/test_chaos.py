@@ -25,6 +25,7 @@ from confluent_kafka import Producer
 
 from kadence import Client, KadenceError, Replayer, Worker
 from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
+from kadence.connectors.verify import verify_namespace
 from tests.faults.chaos import checker
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
 from tests.faults.chaos.load import LoadDriver, send_signal
@@ -112,6 +113,11 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         obs = observe(config, _redis_url(), prefix)
         projection_diff = await _projection_mismatches(config, timeout=120)
         violations = driver.violations + checker.check(driver.exp, obs, Replayer(workflows=WORKFLOWS))
+        # the operator's reconciliation (`kadence verify`) over the same namespace: its history checks
+        # are the checker's own; its state and reply checks are added here
+        report = verify_namespace(config)
+        violations += [checker.Violation("verify", str(g), (g.workflow_id,)) for g in report.gaps
+                       if g.check in ("state", "reply")]
         violations.sort(key=lambda v: checker.INVARIANTS.index(v.invariant))
         counts = {**driver.counts, **cluster.counts}
         print(f"chaos: exercised {counts}")
@@ -196,7 +202,9 @@ async def test_checker_reports_a_duplicated_history_event_with_its_workflow(clie
     first = after[0]
     seq = int(key.decode().rsplit("/", 1)[1])
     assert first.invariant == "history" and first.workflow_ids == ("dup-7",)
-    assert f"duplicate event seqs [{seq}]" in first.message
+    assert f"seq {seq} (" in first.message and "recorded again" in first.message
+    report = verify_namespace(kafka_config)  # the operator's tool finds it too
+    assert report.counts["history"] >= 1 and {g.workflow_id for g in report.gaps} == {"dup-7"}, report.gaps
     try:
         checker.assert_clean(after)
     except AssertionError as exc:

@@ -79,3 +79,32 @@ async def test_stopping_one_of_two_processors_moves_its_shards(client, processor
 
 async def test_sigkill_of_one_of_two_processors_moves_its_shards(client, processors, kafka_config):
     await _failover(client, processors, kafka_config, "kill")
+
+
+async def test_two_processes_given_one_instance_id_write_nothing_twice(client, processors, kafka_config):
+    """A misconfiguration: two running processes with the same instance ID (so the same
+    transactional ID). They are two group members with shards of their own, and each new producer
+    fences the other's: every workflow still completes once, each effect happens once, neither
+    process exits, and the fenced one says what is wrong (docs/deploy.md)."""
+    EFFECTS.clear()
+    n = 40
+    procs = {name: processors.start(name, env={"KADENCE_PROCESSOR_ID": "same"}) for name in ("first", "second")}
+    await wait_until(lambda: sum(1 for shards in _member_shards(kafka_config) if shards) == 2, 60,
+                     "both processes owning shards")
+    async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
+        handles = [await client.start_workflow(ThreeSteps, i, id=f"same-{i}", task_queue="q") for i in range(n)]
+        values = await asyncio.gather(*(h.result(timeout=180) for h in handles))
+    assert values == [three_steps_result(i) for i in range(n)]
+    _assert_all_histories_clean(kafka_config, n)
+    assert collections.Counter(EFFECTS.values()) == {1: 3 * n}
+    assert {name: proc.poll() for name, proc in procs.items()} == {"first": None, "second": None}
+    logs = "".join(p.read_text() for p in processors.logdir.glob("processor-*.log"))
+    assert "another running process has the same instance ID" in logs
+
+
+def _member_shards(config) -> list[list[int]]:
+    """Each member's shards (members named alike are kept apart)."""
+    admin = AdminClient(config.base())
+    group = f"{config.namespace}.processor"
+    desc = admin.describe_consumer_groups([group])[group].result(10)
+    return [sorted(tp.partition for tp in m.assignment.topic_partitions) for m in desc.members]

@@ -107,15 +107,15 @@ def test_duplicate_event_is_reported_first_with_the_workflow(good):
     events.insert(4, copy.deepcopy(events[3]))
     found = checker.check(exp, obs, REPLAYER)
     assert found[0].invariant == "history" and found[0].workflow_ids == ("wf",)
-    assert "duplicate event seqs [4]" in found[0].message
-    with pytest.raises(AssertionError, match=r"invariant 'history' violated: .*duplicate.*; workflows: wf"):
+    assert "seq 4" in found[0].message and "recorded again" in found[0].message
+    with pytest.raises(AssertionError, match=r"invariant 'history' violated: .*recorded again.*; workflows: wf"):
         checker.assert_clean(found)
 
 
 def test_gap_in_sequence_numbers(good):
     exp, obs, run = good
     del _events(obs, run)[5]
-    assert any(v.invariant == "history" and "gap" in v.message and "[6]" in v.message
+    assert any(v.invariant == "history" and "seqs 6..6 are missing" in v.message
                for v in checker.check_history(obs))
 
 
@@ -124,7 +124,7 @@ def test_two_results_for_one_activity(good):
     events = _events(obs, run)
     done = next(e for e in events if _kind(e) == "ActivityTaskCompleted")
     _append_copy(events, done)
-    assert any("has 2 results" in v.message for v in checker.check_history(obs))
+    assert any("second result" in v.message for v in checker.check_history(obs))
 
 
 def test_wrong_result_missing_completion_and_second_run(good):
@@ -223,7 +223,7 @@ def test_timer_early_twice_or_lost(good):
     fired["timestamp_ms"] += 500
     again = _append_copy(events, fired)
     [v] = checker.check_timers(obs)
-    assert "ended 2 times" in v.message
+    assert "ended twice" in v.message
 
     events.remove(again)
     events.remove(fired)

@@ -23,6 +23,12 @@ The invariants (docs/fault-testing.md):
    (every timer of a completed run fired or was canceled).
 7. ``dead_letter``: every undecodable record produced to the commands topic is in the
    dead-letter topic with an "undecodable" reason.
+8. ``verify``: ``kadence verify``'s state and reply checks (``test_chaos.py`` adds them): every
+   workflow's latest state agrees with its history, and no accepted request is answered twice
+   differently.
+
+The history, activity-result and timer checks are ``kadence verify``'s own
+(``kadence.connectors.verify.HistoryChecker``), so the suite and the operator's tool agree.
 """
 
 from __future__ import annotations
@@ -32,11 +38,12 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from kadence import NonDeterminismError, Replayer
+from kadence.connectors.verify import HistoryChecker
 from kadence.topics.payload import JsonConverter
 
 __all__ = ["Expectations", "Observations", "Violation", "INVARIANTS", "check", "assert_clean", "summarize"]
 
-INVARIANTS = ("history", "completion", "replay", "activity", "signal", "timer", "dead_letter")
+INVARIANTS = ("history", "completion", "replay", "activity", "signal", "timer", "dead_letter", "verify")
 _CLOSES = ("WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
            "WorkflowExecutionTerminated", "WorkflowExecutionTimedOut", "WorkflowExecutionContinuedAsNew")
 _ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
@@ -93,26 +100,19 @@ def _attrs(e: dict) -> dict:
 # ---------------------------------------------------------------- 1. history
 
 
+def _engine_gaps(obs: Observations) -> list:
+    """What ``kadence verify`` finds in these histories (one implementation of the history,
+    activity-result and timer checks: ``kadence.connectors.verify``)."""
+    found = HistoryChecker()
+    for _key, events in sorted(obs.histories.items()):
+        for e in events:
+            found.add(e)
+    return found.gaps
+
+
 def check_history(obs: Observations) -> list[Violation]:
-    out = []
-    for (wf, run), events in sorted(obs.histories.items()):
-        seqs = [e["seq"] for e in events]
-        dups = sorted(s for s, n in collections.Counter(seqs).items() if n > 1)
-        if dups:
-            out.append(Violation("history", f"run {run}: duplicate event seqs {dups[:10]}", (wf,)))
-        if sorted(set(seqs)) != list(range(1, len(set(seqs)) + 1)):
-            missing = sorted(set(range(1, max(seqs) + 1)) - set(seqs))
-            out.append(Violation("history", f"run {run}: gap in event seqs, missing {missing[:10]}", (wf,)))
-        elif not dups and seqs != sorted(seqs):
-            out.append(Violation("history", f"run {run}: event seqs out of order in the topic", (wf,)))
-        closes = [e["seq"] for e in events if _kind(e) in _CLOSES]
-        if len(closes) > 1:
-            out.append(Violation("history", f"run {run}: {len(closes)} close events (seqs {closes})", (wf,)))
-        results = collections.Counter(_attrs(e)["scheduled_seq"] for e in events if _kind(e) in _ACTIVITY_RESULTS)
-        for seq, n in sorted(results.items()):
-            if n > 1:
-                out.append(Violation("history", f"run {run}: activity scheduled at seq {seq} has {n} results", (wf,)))
-    return out
+    return [Violation("history", f"run {g.run_id}: {g.message}", (g.workflow_id,))
+            for g in _engine_gaps(obs) if g.check in ("history", "activity")]
 
 
 # ---------------------------------------------------------------- 2. completion
@@ -272,27 +272,18 @@ def check_signals(exp: Expectations, obs: Observations) -> list[Violation]:
 
 
 def check_timers(obs: Observations) -> list[Violation]:
-    out = []
+    """``kadence verify``'s timer checks (none ends twice, none fires early, none fires unstarted),
+    and one of the suite's own: every timer of a completed run fired or was canceled (the chaos
+    workflows cancel none and complete only after their timers)."""
+    out = [Violation("timer", f"run {g.run_id}: {g.message}", (g.workflow_id,))
+           for g in _engine_gaps(obs) if g.check == "timer"]
     for (wf, run), events in sorted(obs.histories.items()):
-        started = {_attrs(e)["timer_id"]: e for e in events if _kind(e) == "TimerStarted"}
-        fired = collections.defaultdict(list)
+        if not _completions(events):
+            continue
+        ended = {_attrs(e)["timer_id"] for e in events if _kind(e) in ("TimerFired", "TimerCanceled")}
         for e in events:
-            if _kind(e) in ("TimerFired", "TimerCanceled"):
-                fired[_attrs(e)["timer_id"]].append(e)
-        completed = bool(_completions(events))
-        for tid, st in sorted(started.items()):
-            ends = fired.get(tid, [])
-            if len(ends) > 1:
-                out.append(Violation("timer", f"run {run}: timer {tid} ended {len(ends)} times (seqs "
-                                              f"{[e['seq'] for e in ends]})", (wf,)))
-            if not ends and completed:
-                out.append(Violation("timer", f"run {run}: timer {tid} never fired (lost)", (wf,)))
-            for e in ends:
-                if _kind(e) == "TimerFired" and e["timestamp_ms"] < _attrs(st)["fire_at_ms"]:
-                    early = _attrs(st)["fire_at_ms"] - e["timestamp_ms"]
-                    out.append(Violation("timer", f"run {run}: timer {tid} fired {early} ms early", (wf,)))
-        for tid in sorted(set(fired) - set(started)):
-            out.append(Violation("timer", f"run {run}: timer {tid} fired but was never started", (wf,)))
+            if _kind(e) == "TimerStarted" and _attrs(e)["timer_id"] not in ended:
+                out.append(Violation("timer", f"run {run}: timer {_attrs(e)['timer_id']} never fired (lost)", (wf,)))
     return out
 
 

@@ -1,0 +1,271 @@
+"""Reconciliation: the invariant gaps of a namespace, read from its topics (``kadence verify``).
+
+The engine promises that a history never records a transition twice and that each accepted
+operation has one stable result. This module checks that promise over what is in Kafka, for an
+operator after an incident and for the chaos suite after every run (one implementation):
+
+- ``history``: a run's events are seqs 1..n in topic order (no duplicate, no gap, none out of
+  order), and nothing follows the event that closed it;
+- ``activity``: an activity has at most one result (completed, failed, timed out or canceled),
+  and no attempt fails twice;
+- ``timer``: a timer ends (fires or is canceled) at most once, and never fires before its
+  ``fire_at_ms``;
+- ``state``: the latest state record of a workflow agrees with its run's history: every event
+  the state counts (``next_seq - 1``) is in the history, and a closed state has a closing event;
+- ``reply``: a request the engine accepted (answered ``ok``) is never answered differently later.
+
+The history is streamed: per run the checker keeps a few numbers and the seqs of its activity
+results and the IDs of its timers, not the events. ``since_ms`` checks only the tail (events from then on; the first event
+seen of a run may then be any seq, and the state check, which needs whole histories, is skipped).
+
+Reading order makes the state check safe on a live namespace: the state topic is read first, the
+history after it, and every state record was committed in one transaction with the events it
+counts, so those events are in the history that is read later.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from kadence.topics import Catalogue, KafkaConfig, SchemaError, serde
+from kadence.topics.records import CLOSE_EVENTS
+from kadence.topics.scan import scan
+
+__all__ = ["Gap", "CHECKS", "HistoryChecker", "check_state", "ReplyChecker", "Report", "verify_namespace"]
+
+CHECKS = ("history", "activity", "timer", "state", "reply")
+_ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
+#: gaps reported per check, at most (the counts go on)
+MAX_REPORTED = 1000
+
+
+@dataclass(frozen=True)
+class Gap:
+    check: str
+    message: str
+    workflow_id: str
+    run_id: str | None = None
+
+    def __str__(self) -> str:
+        run = f" run {self.run_id}" if self.run_id else ""
+        return f"[{self.check}] workflow {self.workflow_id!r}{run}: {self.message}"
+
+
+class _Run:
+    __slots__ = ("last_seq", "closed_seq", "results", "failed_attempts", "timers", "ended_timers")
+
+    def __init__(self) -> None:
+        self.last_seq = 0
+        self.closed_seq: int | None = None
+        self.results: set[int] = set()
+        self.failed_attempts: set[tuple[int, int]] = set()
+        self.timers: dict[str, int] = {}
+        self.ended_timers: set[str] = set()
+
+
+class HistoryChecker:
+    """Feed it every ``HistoryEvent`` in topic order (``add``); ``gaps`` collects what it finds.
+    ``last_seqs()``: (workflow_id, run_id) -> the highest seq seen, for the state check."""
+
+    def __init__(self, *, tail: bool = False):
+        self.tail = tail
+        self.gaps: list[Gap] = []
+        self.events = 0
+        self._runs: dict[tuple[str, str], _Run] = {}
+
+    def _gap(self, check: str, wf: str, run: str, message: str) -> None:
+        self.gaps.append(Gap(check, message, wf, run))
+
+    def add(self, e: dict) -> None:
+        self.events += 1
+        wf, run_id, seq = e["aggregate_key"], e["run_id"], e["seq"]
+        kind, a = e["attributes"]
+        run = self._runs.get((wf, run_id))
+        if run is None:
+            run = self._runs[(wf, run_id)] = _Run()
+            if seq != 1 and not self.tail:
+                self._gap("history", wf, run_id, f"the history starts at seq {seq}: seqs 1..{seq - 1} are missing")
+        elif seq <= run.last_seq:
+            self._gap("history", wf, run_id, f"seq {seq} ({kind}) recorded again after seq {run.last_seq}")
+        elif seq > run.last_seq + 1:
+            self._gap("history", wf, run_id, f"seqs {run.last_seq + 1}..{seq - 1} are missing before seq {seq}")
+        if run.closed_seq is not None and seq > run.closed_seq:
+            self._gap("history", wf, run_id, f"seq {seq} ({kind}) follows the close at seq {run.closed_seq}")
+        run.last_seq = max(run.last_seq, seq)
+        if kind in CLOSE_EVENTS:
+            if run.closed_seq is None:
+                run.closed_seq = seq
+        elif kind in _ACTIVITY_RESULTS:
+            if a["scheduled_seq"] in run.results:
+                self._gap("activity", wf, run_id, f"the activity scheduled at seq {a['scheduled_seq']} has a second "
+                                                  f"result: {kind} at seq {seq}")
+            run.results.add(a["scheduled_seq"])
+        elif kind == "ActivityTaskAttemptFailed":
+            attempt = (a["scheduled_seq"], a["attempt"])
+            if attempt in run.failed_attempts:
+                self._gap("activity", wf, run_id, f"attempt {a['attempt']} of the activity scheduled at seq "
+                                                  f"{a['scheduled_seq']} failed twice (again at seq {seq})")
+            run.failed_attempts.add(attempt)
+        elif kind == "TimerStarted":
+            run.timers[a["timer_id"]] = a["fire_at_ms"]
+        elif kind in ("TimerFired", "TimerCanceled"):
+            tid = a["timer_id"]
+            if tid in run.ended_timers:
+                self._gap("timer", wf, run_id, f"timer {tid!r} ended twice (again at seq {seq}, {kind})")
+            run.ended_timers.add(tid)
+            fire_at = run.timers.get(tid)
+            if fire_at is None and not self.tail:
+                self._gap("timer", wf, run_id, f"timer {tid!r} ended at seq {seq} ({kind}) but was never started")
+            if kind == "TimerFired" and fire_at is not None and e["timestamp_ms"] < fire_at:
+                self._gap("timer", wf, run_id, f"timer {tid!r} fired {fire_at - e['timestamp_ms']} ms early (seq {seq})")
+
+    def last_seqs(self) -> dict[tuple[str, str], tuple[int, bool]]:
+        """(workflow_id, run_id) -> (highest seq seen, whether a closing event was seen)."""
+        return {key: (run.last_seq, run.closed_seq is not None) for key, run in self._runs.items()}
+
+
+def check_state(states: dict[str, dict], last_seqs: dict[tuple[str, str], tuple[int, bool]]) -> list[Gap]:
+    """The latest state record per workflow against its run's history (``HistoryChecker.last_seqs``)."""
+    gaps = []
+    for wf, st in states.items():
+        counted = st["next_seq"] - 1
+        have, closed = last_seqs.get((wf, st["run_id"]), (0, False))
+        if have < counted:
+            gaps.append(Gap("state", f"the state counts {counted} events but the history ends at seq {have}",
+                            wf, st["run_id"]))
+        if st["status"] != "running" and counted > 0 and not closed and have >= counted:
+            gaps.append(Gap("state", f"the state says {st['status']} but the history has no closing event",
+                            wf, st["run_id"]))
+    return gaps
+
+
+class ReplyChecker:
+    """Feed it every ``Reply`` in topic order; a request answered ``ok`` (accepted) and later
+    answered otherwise is a gap. Answers to reads (results, queries, ``running``) are not compared:
+    a read may see a newer state when asked again."""
+
+    def __init__(self) -> None:
+        self.gaps: list[Gap] = []
+        self.replies = 0
+        self._accepted: dict[tuple[str, str], tuple] = {}
+
+    def add(self, r: dict) -> None:
+        self.replies += 1
+        if not r["request_id"] or r["result"] is not None or r["failure"] is not None:
+            return
+        key = (r["workflow_id"], r["request_id"])
+        answer = (r["status"], r["run_id"])
+        first = self._accepted.get(key)
+        if first is None:
+            if r["status"] == "ok":
+                self._accepted[key] = answer
+        elif answer != first:
+            self.gaps.append(Gap("reply", f"request {r['request_id']!r} was accepted ({first[0]}, run {first[1]}) "
+                                          f"and later answered {answer[0]} (run {answer[1]})", r["workflow_id"],
+                                 r["run_id"]))
+
+
+@dataclass
+class Report:
+    namespace: str
+    since_ms: int | None
+    events: int = 0
+    states: int = 0
+    replies: int = 0
+    runs: int = 0
+    gaps: list[Gap] = field(default_factory=list)
+    #: gaps per check (all of them, also those beyond MAX_REPORTED)
+    counts: dict[str, int] = field(default_factory=lambda: {c: 0 for c in CHECKS})
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.counts.values())
+
+    def add(self, gaps: Iterable[Gap]) -> None:
+        for gap in gaps:
+            self.counts[gap.check] += 1
+            if self.counts[gap.check] <= MAX_REPORTED:
+                self.gaps.append(gap)
+
+    def to_json(self) -> str:
+        out = asdict(self)
+        out["ok"] = self.ok
+        return json.dumps(out, indent=2)
+
+
+def _where(msg) -> str:
+    return f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
+
+
+def verify_namespace(config: KafkaConfig, *, since_ms: int | None = None,
+                     progress: Callable[[str, int, int | None], None] | None = None) -> Report:
+    """Check a namespace's state, history and replies topics; ``progress(topic, done, total)``
+    is called as records are read (``total`` is the sum of the partitions' end - start offsets,
+    an upper bound: transaction markers take offsets too)."""
+    topics = Catalogue(config)
+    report = Report(config.namespace, since_ms)
+
+    def reader(topic: str, since: int | None):
+        done, total = [0], [None]
+
+        def on_total(n: int) -> None:
+            total[0] = n
+            if progress is not None:
+                progress(topic, 0, n)
+
+        def counted() -> None:
+            done[0] += 1
+            if progress is not None and done[0] % 1000 == 0:
+                progress(topic, done[0], total[0])
+
+        return scan(config, topic, since_ms=since, on_total=on_total), counted
+
+    states: dict[str, dict] = {}
+    undecodable: list[Gap] = []
+
+    def records(topic: str, since: int | None, record: str, check: str):
+        """(message, decoded value or None for a tombstone); an undecodable record is a gap."""
+        msgs, counted = reader(topic, since)
+        codec = serde.codec(record)
+        for msg in msgs:
+            counted()
+            value = msg.value()
+            try:
+                decoded = codec.decode(value) if value is not None else None
+            except SchemaError as exc:
+                key = msg.key().decode(errors="replace") if msg.key() else "?"
+                undecodable.append(Gap(check, f"undecodable {record} record at {_where(msg)}: {exc}", key))
+                continue
+            yield msg, decoded
+
+    if since_ms is None:
+        for msg, st in records(topics.state, None, "WorkflowState", "state"):
+            if st is None:
+                states.pop(msg.key().decode(), None)
+            else:
+                states[msg.key().decode()] = {"run_id": st["run_id"], "next_seq": st["next_seq"],
+                                              "status": st["status"]}
+        report.states = len(states)
+    else:
+        report.skipped.append("state (it needs whole histories: run without --since)")
+    history = HistoryChecker(tail=since_ms is not None)
+    for _msg, event in records(topics.history, since_ms, "HistoryEvent", "history"):
+        if event is not None:
+            history.add(event)
+    report.events = history.events
+    last = history.last_seqs()
+    report.runs = len(last)
+    report.add(history.gaps)
+    if since_ms is None:
+        report.add(check_state(states, last))
+    replies = ReplyChecker()
+    for _msg, reply in records(topics.replies, since_ms, "Reply", "reply"):
+        if reply is not None:
+            replies.add(reply)
+    report.replies = replies.replies
+    report.add(replies.gaps)
+    report.add(undecodable)
+    return report
