@@ -161,6 +161,10 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         for what in ("duplicate_starts", "duplicate_signals", "stale_task_completions", "late_activity_completions",
                      "undecodable_records"):
             assert counts.get(what, 0) >= 1, f"no {what} injected: {counts}"
+    except BaseException:  # pytest-timeout's too (SIGALRM): where every component sat, in its log
+        cluster.dump_stacks()
+        time.sleep(1.0)  # faulthandler writes from the signal handler; give it the moment
+        raise
     finally:
         driver.close()
         await client.close()
