@@ -1,10 +1,12 @@
 """``kadence dev``: the whole stack for development, with the bundled sample run once.
 
 Needs a broker (``make dev`` starts one and sets KADENCE_KAFKA_BOOTSTRAP). Starts a history
-processor, the timer service and the gateway as child processes (started again when one exits:
-``kadence.cli.supervisor``), a worker for the sample in this process, then starts
-the sample order-fulfilment workflow through the gateway, prints its result and history, and keeps
-serving until interrupted (or exits at once with KADENCE_DEV_ONCE=1).
+processor, the timer service, the gateway and, when KADENCE_REDIS_URL names a Redis (``make dev``
+starts one), the projections behind ``kadence list``, as child processes (started again when one
+exits: ``kadence.cli.supervisor``), a worker for the sample in this process, then starts the
+sample order-fulfilment workflow through the gateway, prints its result, its history and its row
+in the visibility projection, and keeps serving until interrupted (or exits at once with
+KADENCE_DEV_ONCE=1).
 """
 
 from __future__ import annotations
@@ -44,7 +46,34 @@ async def _wait_http(url: str, timeout: float = 60) -> None:
     raise click.ClickException(f"{url} did not answer within {timeout}s (see the gateway's log above)")
 
 
-async def _run(config: KafkaConfig, port: int, once: bool) -> None:
+async def _show_visibility(config: KafkaConfig, redis_url: str, workflow_id: str, run_id: str,
+                           timeout: float = 60) -> None:
+    """Wait for the visibility projection to hold the sample's closed run, and print it (what
+    ``kadence list`` shows)."""
+    import redis.asyncio as aioredis
+
+    from kadence.topics.visibility import VisibilityReader
+
+    redis = aioredis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
+    try:
+        reader = VisibilityReader(redis, config.namespace)
+        deadline = time.monotonic() + timeout
+        while True:
+            row = await reader.describe(workflow_id, run_id)
+            if row is not None and row.get("status") != "running":
+                click.echo(f"==> visibility (`kadence list`): {row['workflow_id']}  {row['workflow_type']}  "
+                           f"{row['status']}")
+                return
+            if time.monotonic() > deadline:
+                click.echo(f"==> visibility: the projection has not shown the run within {timeout:.0f} s "
+                           "(see the projections' log above)")
+                return
+            await asyncio.sleep(0.2)
+    finally:
+        await redis.aclose()
+
+
+async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None) -> None:
     from kadence import Client, Worker
     from kadence.samples import order_fulfilment as sample
 
@@ -72,6 +101,8 @@ async def _run(config: KafkaConfig, port: int, once: bool) -> None:
             attrs = ev["attributes"]
             detail = attrs.get("activity_type") or ""
             click.echo(f"  {ev['seq']:>3}  {ev['time']}  {ev['type']:<28} {detail}")
+        if redis_url:
+            await _show_visibility(config, redis_url, workflow_id, run_id)
         if once:
             click.echo("==> KADENCE_DEV_ONCE=1: done")
         else:
@@ -102,7 +133,12 @@ def dev(config: KafkaConfig, port: int, once: bool | None) -> None:
     supervisor.start("processor", [*me, "processor", "--instance-id", "dev-0"], env)
     supervisor.start("timer service", [*me, "timers", "--instance-id", "dev-0"], env)
     supervisor.start("gateway", [*me, "gateway", "--port", str(port), "--no-auth"], env)
+    redis_url = os.environ.get("KADENCE_REDIS_URL")
+    if redis_url:
+        supervisor.start("projections", [*me, "projections", "run", "--instance-id", "dev-0"], env)
+    else:
+        click.echo("==> KADENCE_REDIS_URL is not set: the projections (`kadence list`) are not run")
     try:
-        asyncio.run(_run(config, port, once))
+        asyncio.run(_run(config, port, once, redis_url))
     finally:
         supervisor.stop()

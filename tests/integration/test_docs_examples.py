@@ -32,6 +32,9 @@ def test_make_dev_once_runs_the_sample_and_exits_zero(kafka_bootstrap):
     assert out.returncode == 0, out.stderr[-3000:]
     assert '"charged_cents": 6500' in out.stdout
     assert "WorkflowExecutionCompleted" in out.stdout and "==> history (20 events)" in out.stdout
+    # the projections run too, so `kadence list` shows the sample (issue 17)
+    assert "==> visibility (`kadence list`): order-" in out.stdout and "OrderFulfilment  completed" in out.stdout, \
+        out.stdout[-2000:]
 
 
 def test_visibility_example_lists_its_runs(kafka_bootstrap):
