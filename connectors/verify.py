@@ -71,12 +71,29 @@ class HistoryChecker:
 
     def __init__(self, *, tail: bool = False):
         self.tail = tail
-        self.gaps: list[Gap] = []
         self.events = 0
+        self._gaps: list[Gap] = []
         self._runs: dict[tuple[str, str], _Run] = {}
+        #: runs with a tombstone in the topic: archived and being deleted (compaction may already
+        #: have removed some of their events, so they are not checked)
+        self._deleted: set[tuple[str, str]] = set()
+
+    @property
+    def deleted(self) -> set[tuple[str, str]]:
+        return set(self._deleted)
+
+    @property
+    def gaps(self) -> list[Gap]:
+        return [g for g in self._gaps if (g.workflow_id, g.run_id) not in self._deleted]
 
     def _gap(self, check: str, wf: str, run: str, message: str) -> None:
-        self.gaps.append(Gap(check, message, wf, run))
+        self._gaps.append(Gap(check, message, wf, run))
+
+    def add_tombstone(self, key: bytes) -> None:
+        """A history record deleted (``{workflow_id}/{run_id}/{seq}`` with no value)."""
+        parts = key.decode(errors="replace").rsplit("/", 2)
+        if len(parts) == 3:
+            self._deleted.add((parts[0], parts[1]))
 
     def add(self, e: dict) -> None:
         self.events += 1
@@ -123,14 +140,19 @@ class HistoryChecker:
 
     def last_seqs(self) -> dict[tuple[str, str], tuple[int, bool]]:
         """(workflow_id, run_id) -> (highest seq seen, whether a closing event was seen)."""
-        return {key: (run.last_seq, run.closed_seq is not None) for key, run in self._runs.items()}
+        return {key: (run.last_seq, run.closed_seq is not None) for key, run in self._runs.items()
+                if key not in self._deleted}
 
 
-def check_state(states: dict[str, dict], last_seqs: dict[tuple[str, str], tuple[int, bool]]) -> list[Gap]:
-    """The latest state record per workflow against its run's history (``HistoryChecker.last_seqs``)."""
+def check_state(states: dict[str, dict], last_seqs: dict[tuple[str, str], tuple[int, bool]],
+                deleted: set[tuple[str, str]] | None = None) -> list[Gap]:
+    """The latest state record per workflow against its run's history (``HistoryChecker.last_seqs``);
+    runs in ``deleted`` (archived, their history being deleted) are not checked."""
     gaps = []
     for wf, st in states.items():
         counted = st["next_seq"] - 1
+        if deleted and (wf, st["run_id"]) in deleted:
+            continue
         have, closed = last_seqs.get((wf, st["run_id"]), (0, False))
         if have < counted:
             gaps.append(Gap("state", f"the state counts {counted} events but the history ends at seq {have}",
@@ -252,15 +274,17 @@ def verify_namespace(config: KafkaConfig, *, since_ms: int | None = None,
     else:
         report.skipped.append("state (it needs whole histories: run without --since)")
     history = HistoryChecker(tail=since_ms is not None)
-    for _msg, event in records(topics.history, since_ms, "HistoryEvent", "history"):
+    for msg, event in records(topics.history, since_ms, "HistoryEvent", "history"):
         if event is not None:
             history.add(event)
+        elif msg.key():
+            history.add_tombstone(msg.key())
     report.events = history.events
     last = history.last_seqs()
     report.runs = len(last)
     report.add(history.gaps)
     if since_ms is None:
-        report.add(check_state(states, last))
+        report.add(check_state(states, last, history.deleted))
     replies = ReplyChecker()
     for _msg, reply in records(topics.replies, since_ms, "Reply", "reply"):
         if reply is not None:
