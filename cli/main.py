@@ -442,10 +442,17 @@ def reset(config: KafkaConfig, workflow_id: str, to_event: int | None, reason: s
             handle = client.get_workflow_handle(workflow_id)
             point = to_event
             if dry_run:
+                # the same checks as the engine's, so that a dry run that says ok is one the reset takes
+                status = (await handle.describe())["status"]
+                if status != "running":
+                    raise Err(f"the reset would be rejected: workflow is {status} (only an open run can be reset)")
                 raw = await handle.history(raw=True)
+                done = [e["seq"] for e in raw if e["attributes"][0] == "WorkflowTaskCompleted"]
                 if point is None:
-                    done = [e["seq"] for e in raw if e["attributes"][0] == "WorkflowTaskCompleted"]
                     point = done[-1] if done else 0
+                if point not in done:
+                    raise Err(f"the reset would be rejected: event {point} is not a WorkflowTaskCompleted "
+                              f"(those are {done[-10:]}{' ...' if len(done) > 10 else ''})")
                 kept = [e for e in raw if e["seq"] < point]
                 workflows, _ = load_definitions(module_name)
                 Replayer(workflows=workflows).replay(kept)

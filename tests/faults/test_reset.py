@@ -37,6 +37,10 @@ async def test_reset_of_a_stuck_workflow_completes_it_and_history_shows_the_bran
             assert new_run != old_run
             result = await client.get_workflow_handle("reset-1").result(timeout=60)
     assert result == [5, "opened:g", 10]
+    # a dry run says what the reset itself would answer: a closed run cannot be reset (issue 17)
+    rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--module",
+                                 "tests.integration.gated_fixed")
+    assert rc == 1 and out == "" and "would be rejected: workflow is completed" in err, (rc, out, err)
     old = await client.get_workflow_handle("reset-1", run_id=old_run).history()
     assert old[-1]["type"] == "WorkflowExecutionTerminated" and new_run in old[-1]["attributes"]["reason"]
     new = await client.get_workflow_handle("reset-1", run_id=new_run).history()
