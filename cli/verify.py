@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import re
 import sys
-import time
 
 import click
 
 from kadence.topics import KadenceError, KafkaConfig
 
-__all__ = ["verify", "parse_since"]
+from .projections import parse_time_ms
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_since(text: str, now_ms: int) -> int:
-    """``30s``, ``10m``, ``2h``, ``7d`` before ``now_ms``; or an epoch time in ms. -> epoch ms."""
-    m = re.fullmatch(r"(\d+)([smhd])", text.strip())
-    if m:
-        return now_ms - int(m.group(1)) * _UNITS[m.group(2)] * 1000
-    if text.strip().isdigit():
-        return int(text.strip())
-    raise click.BadParameter(f"{text!r}: give a duration such as 30s, 10m, 2h or 7d, or an epoch time in ms")
+__all__ = ["verify"]
 
 
 @click.command()
-@click.option("--since", "since", default=None, metavar="DURATION",
-              help="check only records from this long ago on (30s, 10m, 2h, 7d, or epoch ms); skips the state check")
+@click.option("--since", "since", default=None, metavar="WHEN",
+              help="check only records from then on (30s, 10m, 2h, 7d ago; ISO-8601; epoch ms); skips the state check")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.pass_obj
@@ -41,7 +29,7 @@ def verify(config: KafkaConfig, since: str | None, as_json: bool, quiet: bool) -
 
     from kadence.connectors.verify import verify_namespace
 
-    since_ms = parse_since(since, int(time.time() * 1000)) if since else None
+    since_ms = parse_time_ms(since)
     try:
         if quiet or as_json:
             report = verify_namespace(config, since_ms=since_ms)

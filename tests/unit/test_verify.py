@@ -3,10 +3,8 @@ is found, with its check and workflow, and a clean one gives none."""
 
 from __future__ import annotations
 
-import click
 import pytest
 
-from kadence.cli.verify import parse_since
 from kadence.connectors.verify import HistoryChecker, ReplyChecker, Report, check_state
 
 
@@ -98,14 +96,6 @@ def test_the_report_counts_every_gap_and_is_ok_only_without_any():
     report.add(_gaps(_clean()[1:]).gaps)
     assert not report.ok and report.counts["history"] == 1
     assert '"ok": false' in report.to_json()
-
-
-def test_since_takes_durations_and_epoch_ms():
-    assert parse_since("10m", 1_000_000) == 400_000
-    assert parse_since("2h", 10_000_000) == 10_000_000 - 7_200_000
-    assert parse_since("1700000000000", 0) == 1_700_000_000_000
-    with pytest.raises(click.BadParameter):
-        parse_since("yesterday", 0)
 
 
 def test_a_run_being_deleted_after_archival_is_not_checked():
