@@ -16,6 +16,8 @@ import click
 from kadence.topics import Catalogue, KafkaConfig, KadenceError, PartitionMismatchError
 from kadence.topics.identifiers import EscapingFormatter
 
+from .output import emit_rows, output_option
+
 __all__ = ["main"]
 
 
@@ -77,16 +79,16 @@ def topics_apply(config: KafkaConfig, partitions: int | None, queues: tuple[str,
 
 
 @topics.command("describe")
+@output_option
 @click.pass_obj
-def topics_describe(config: KafkaConfig) -> None:
+def topics_describe(config: KafkaConfig, output: str) -> None:
     """List the namespace's topics and their partition counts."""
     try:
         have = Catalogue(config).existing()
     except KadenceError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    for name in sorted(have):
-        click.echo(f"{name}\t{have[name]}")
+    emit_rows([{"topic": name, "partitions": have[name]} for name in sorted(have)], ("topic", "partitions"), output)
 
 
 @main.command()
@@ -477,16 +479,21 @@ def dlq() -> None:
 
 
 @dlq.command("list")
+@output_option
 @click.pass_obj
-def dlq_list(config: KafkaConfig) -> None:
+def dlq_list(config: KafkaConfig, output: str) -> None:
     """List dead letters: reference, origin, reason, and whether they were redriven."""
     from kadence.topics.dead_letters import list_dead_letters
 
+    rows = []
     for e in list_dead_letters(config):
         r = e.record
-        state = "redriven" if e.redriven else "pending"
-        click.echo(f"{e.ref}\t{state}\t{r['component']}\t{r['origin_topic']}[{r['origin_partition']}]@{r['origin_offset']}"
-                   f"\t{r['reason'][:120]}")
+        rows.append({"ref": e.ref, "state": "redriven" if e.redriven else "pending", "component": r["component"],
+                     "origin": f"{r['origin_topic']}[{r['origin_partition']}]@{r['origin_offset']}",
+                     "origin_topic": r["origin_topic"], "origin_partition": r["origin_partition"],
+                     "origin_offset": r["origin_offset"], "timestamp_ms": r["timestamp_ms"],
+                     "reason": r["reason"] if output == "json" else r["reason"][:120]})
+    emit_rows(rows, ("ref", "state", "component", "origin", "reason"), output)
 
 
 @dlq.command("show")
@@ -531,15 +538,20 @@ def dlq_redrive(config: KafkaConfig, ref: str, value_file: str | None) -> None:
 
 
 @main.command()
+@output_option
 @click.pass_obj
-def stuck(config: KafkaConfig) -> None:
+def stuck(config: KafkaConfig, output: str) -> None:
     """List running workflows whose last workflow task failed (e.g. non-determinism), with the error."""
     from kadence.topics.state_reader import stuck_workflows
 
+    rows = []
     for st in stuck_workflows(config):
         f = st["wt_failure"]
-        click.echo(f"{st['workflow_id']}\t{st['run_id']}\t{st['workflow_type']}\t{st['wt_failure_cause']}\t"
-                   f"{f['type']}: {f['message'][:200]}")
+        message = f["message"] if output == "json" else f["message"][:200]
+        rows.append({"workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
+                     "cause": st["wt_failure_cause"], "error": f"{f['type']}: {message}",
+                     "error_type": f["type"], "error_message": message})
+    emit_rows(rows, ("workflow_id", "run_id", "workflow_type", "cause", "error"), output)
 
 
 def _register_dev() -> None:

@@ -16,6 +16,8 @@ from rich.text import Text
 from kadence.topics import KadenceError, KafkaConfig
 from kadence.topics.projection_keys import PROJECTIONS, RUN_STATUSES
 
+from .output import emit_rows, output_option
+
 __all__ = ["projections", "list_cmd"]
 
 _REDIS_URL = click.option("--redis-url", envvar="KADENCE_REDIS_URL", default="redis://127.0.0.1:6379/0",
@@ -225,12 +227,15 @@ def _iso(ms: int | None) -> str:
 @click.option("--cursor", default=None, help="continue after a previous page (printed as next_cursor)")
 @click.option("--all", "all_pages", is_flag=True, help="follow the cursors to the end")
 @click.option("--count", "count_only", is_flag=True, help="print counts by type and status instead of runs")
-@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@click.option("--json", "as_json", is_flag=True, help="print JSON (the same as -o json)")
+@output_option
 @_REDIS_URL
 @click.pass_obj
 def list_cmd(config: KafkaConfig, workflow_type, status, since, until, closed_since, closed_until, search,
-             page_size, cursor, all_pages, count_only, as_json, redis_url) -> None:
+             page_size, cursor, all_pages, count_only, as_json, output, redis_url) -> None:
     """List workflow runs from the visibility projection, newest start first."""
+    if as_json:
+        output = "json"
     from kadence.topics.visibility import VisibilityReader
 
     pairs = {}
@@ -264,21 +269,23 @@ def list_cmd(config: KafkaConfig, workflow_type, status, since, until, closed_si
     except Exception as exc:  # noqa: BLE001 - Redis unreachable and the like
         _fail(exc)
     if count_only:
-        if as_json:
+        if output == "json":
             click.echo(json.dumps(result, sort_keys=True))
+            return
+        rows = [{"what": "total", "name": "", "count": result["total"]}]
+        rows += [{"what": "type", "name": k, "count": v} for k, v in sorted(result["by_type"].items())]
+        rows += [{"what": "status", "name": k, "count": v} for k, v in sorted(result["by_status"].items())]
+        if output == "tsv":  # as before -o existed: "total\t<n>", then "type\t<name>\t<n>" lines
+            for r in rows:
+                click.echo("\t".join(str(x) for x in (r["what"], r["name"], r["count"]) if x != ""))
         else:
-            click.echo(f"total\t{result['total']}")
-            for k, v in sorted(result["by_type"].items()):
-                click.echo(f"type\t{k}\t{v}")
-            for k, v in sorted(result["by_status"].items()):
-                click.echo(f"status\t{k}\t{v}")
+            emit_rows(rows, ("what", "name", "count"), output)
         return
-    if as_json:
-        click.echo(json.dumps({"items": result, "next_cursor": nxt}, sort_keys=True))
+    if output == "json":
+        emit_rows(result, (), "json", extra={"next_cursor": nxt})
         return
-    for r in result:
-        sa = ",".join(f"{k}={v}" for k, v in sorted(r["search_attributes"].items()))
-        click.echo(f"{r['workflow_id']}\t{r['run_id']}\t{r['workflow_type']}\t{r['status']}\t"
-                   f"{_iso(r['start_time_ms'])}\t{_iso(r['close_time_ms'])}\t{sa}")
+    rows = [{**r, "start_time": _iso(r["start_time_ms"]), "close_time": _iso(r["close_time_ms"])} for r in result]
+    emit_rows(rows, ("workflow_id", "run_id", "workflow_type", "status", "start_time", "close_time",
+                     "search_attributes"), output)
     if nxt:
         click.echo(f"next_cursor: {nxt}", err=True)

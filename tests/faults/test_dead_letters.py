@@ -46,6 +46,11 @@ async def test_poison_start_is_redriven_once_after_repair(client, processors, ka
     assert [k for k in histories(kafka_config) if k[0] == "repaired-1"].__len__() == 1
     rc, out, err = await kadence(kafka_config, "dlq", "list")
     assert out.split()[1] == "redriven"
+    rc, out, err = await kadence(kafka_config, "dlq", "list", "-o", "json")
+    (item,) = json.loads(out)["items"]
+    assert rc == 0 and item["ref"] == ref and item["state"] == "redriven" and item["origin_topic"].endswith(".commands")
+    rc, out, err = await kadence(kafka_config, "dlq", "list", "-o", "table")
+    assert out.splitlines()[0].split() == ["ref", "state", "component", "origin", "reason"], out
 
 
 async def test_stuck_workflows_are_listed_with_their_error(client, processors, kafka_config):
@@ -65,6 +70,9 @@ async def test_stuck_workflows_are_listed_with_their_error(client, processors, k
     assert rc == 0, err
     [line] = out.strip().splitlines()
     assert line.startswith("stuck-1\t") and "non_determinism" in line and "NonDeterminismError" in line
+    rc, out, err = await kadence(kafka_config, "stuck", "-o", "json")
+    (item,) = json.loads(out)["items"]
+    assert (item["workflow_id"], item["cause"], item["error_type"]) == ("stuck-1", "non_determinism", "NonDeterminismError")
 
 
 async def test_command_on_the_wrong_partition_is_dead_lettered_with_the_expected_one(client, processors,

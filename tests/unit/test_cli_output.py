@@ -1,0 +1,34 @@
+"""The list commands' ``-o tsv|json|table``: one helper, so every list reads the same."""
+
+import json
+
+from kadence.cli.output import emit_rows
+
+ROWS = [{"workflow_id": "order-1", "status": "completed", "search_attributes": {"b": 2, "a": "x"}, "extra": 7},
+        {"workflow_id": "has\ttab\nand newline", "status": None, "search_attributes": {}, "extra": 8}]
+COLUMNS = ("workflow_id", "status", "search_attributes")
+
+
+def _lines(fmt, **kw):
+    out = []
+    emit_rows(ROWS, COLUMNS, fmt, echo=out.append, **kw)
+    return out
+
+
+def test_tsv_is_a_line_per_row_in_column_order_with_tabs_and_newlines_escaped():
+    assert _lines("tsv") == ["order-1\tcompleted\ta=x,b=2", "has\\ttab\\nand newline\t\t"]
+
+
+def test_json_is_one_document_with_every_field_and_the_extras():
+    (doc,) = _lines("json", extra={"next_cursor": "c1"})
+    parsed = json.loads(doc)
+    assert parsed == {"items": ROWS, "next_cursor": "c1"}
+
+
+def test_table_has_a_header_and_aligned_columns():
+    (text,) = _lines("table")
+    header, first, second = text.splitlines()
+    assert header.split() == list(COLUMNS)
+    assert first.split() == ["order-1", "completed", "a=x,b=2"]
+    assert header.index("status") == first.index("completed")  # aligned
+    assert second.startswith("has\\ttab\\nand newline")
