@@ -25,11 +25,12 @@ from typing import Any, Iterable
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import serde
+from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.identifiers import check_task_queue
 from kadence.topics.polling import poll_ready, resume_awake
-from kadence.topics.errors import (ApplicationError, DefinitionError, KadenceError, NonDeterminismError,
-                                   NotDeterministicError, SchemaError)
+from kadence.topics.errors import (ApplicationError, BrokerUnavailableError, DefinitionError, KadenceError,
+                                   NonDeterminismError, NotDeterministicError, SchemaError)
 from kadence.topics.payload import failure_from_exception
 from kadence.topics.records import new_id, now_ms
 
@@ -379,18 +380,42 @@ class Worker:
         self._at_consumer: _TaskConsumer | None = None
         #: counters, for tests and metrics
         self.stats = collections.Counter()
+        #: set by shutdown(): a start still waiting for the broker gives up
+        self._starting_stop = threading.Event()
 
     # -- lifecycle -----------------------------------------------------------------------------
+
+    async def _until_broker_answers(self, what: str, step) -> bool:
+        """``step()`` on a thread, retried with backoff while the broker does not answer (a worker
+        restarted during a broker restart exited here, in a chaos seed). False when the worker
+        was shut down (or cancelled) before it succeeded."""
+        try:
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: until_broker_answers(step, what=what, who=f"worker {self.identity}",
+                                                   stop=self._starting_stop, log=log))
+            return True
+        except BrokerUnavailableError:
+            if self._starting_stop.is_set():
+                return False
+            raise
+        except asyncio.CancelledError:
+            self._starting_stop.set()  # the thread's next retry gives up
+            raise
 
     async def run(self) -> None:
         self._stopped = asyncio.Event()
         topics = self.client._engine.topics
         loop = asyncio.get_running_loop()
         if self.build_id is None:
-            await loop.run_in_executor(None, topics.ensure_queue, self.task_queue)
+            ready = await self._until_broker_answers(f"creating the topics of task queue {self.task_queue}",
+                                                     lambda: topics.ensure_queue(self.task_queue))
             wt_topic, wt_group = topics.workflow_tasks(self.task_queue), topics.worker_group(self.task_queue, "workflow")
         else:
-            await loop.run_in_executor(None, topics.ensure_build, self.task_queue, self.build_id)
+            ready = await self._until_broker_answers(f"creating the topics of build {self.build_id}",
+                                                     lambda: topics.ensure_build(self.task_queue, self.build_id))
+        if not ready:  # shut down while waiting for the broker: nothing was started
+            self._pool.shutdown(wait=False)
+            return
             wt_topic = topics.build_tasks(self.task_queue, self.build_id)
             wt_group = topics.build_group(self.task_queue, self.build_id)
         if self._workflows:
@@ -436,6 +461,7 @@ class Worker:
         self._cache.clear()
 
     def shutdown(self) -> None:
+        self._starting_stop.set()
         if self._stopped is not None:
             self._stopped.set()
 

@@ -79,3 +79,31 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
         projections.close()
         procs.close()
 
+
+
+async def test_a_worker_started_while_the_broker_is_down_waits_for_it_then_serves(own_broker, tmp_path, caplog):
+    """A worker started again during a broker restart exited on its first topic check (chaos seed
+    2029297002: `cannot list topics`); it waits instead, and a shutdown meanwhile ends it."""
+    config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"t{uuid.uuid4().hex[:10]}", partitions=2)
+    Catalogue(config).apply()
+    procs = ProcessorProcs(config, tmp_path)
+    client = await Client.connect(config=config)
+    try:
+        procs.start("p0")
+        own_broker.stop()
+        caplog.set_level(logging.WARNING, logger="kadence._worker")
+        given_up = Worker(client, task_queue="never", workflows=[ThreeSteps], activities=[add, double])
+        waiting = asyncio.create_task(given_up.run())
+        worker = Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double])
+        async with worker:
+            await wait_until(lambda: caplog.text.count("waiting for the broker") >= 2, 90,
+                             "both workers waiting for the broker")
+            given_up.shutdown()  # shut down before the broker came back: it ends, having started nothing
+            await asyncio.wait_for(waiting, 30)
+            assert not worker._runner.done()
+            own_broker.start()
+            handle = await client.start_workflow(ThreeSteps, 6, id="worker-after-outage", task_queue="q", timeout=120)
+            assert await handle.result(timeout=120) == three_steps_result(6)
+    finally:
+        await client.close()
+        procs.close()
