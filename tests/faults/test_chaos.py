@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -164,6 +165,10 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
     except BaseException:  # pytest-timeout's too (SIGALRM): where every component sat, in its log
         cluster.dump_stacks()
         time.sleep(1.0)  # faulthandler writes from the signal handler; give it the moment
+        try:  # and the broker's own log (its directory is removed after the test): coordinator, fencing
+            shutil.copy(own_broker.log_path, logdir / "broker-server.log")
+        except OSError:
+            pass
         raise
     finally:
         driver.close()
