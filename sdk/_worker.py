@@ -413,11 +413,11 @@ class Worker:
         else:
             ready = await self._until_broker_answers(f"creating the topics of build {self.build_id}",
                                                      lambda: topics.ensure_build(self.task_queue, self.build_id))
+            wt_topic = topics.build_tasks(self.task_queue, self.build_id)
+            wt_group = topics.build_group(self.task_queue, self.build_id)
         if not ready:  # shut down while waiting for the broker: nothing was started
             self._pool.shutdown(wait=False)
             return
-            wt_topic = topics.build_tasks(self.task_queue, self.build_id)
-            wt_group = topics.build_group(self.task_queue, self.build_id)
         if self._workflows:
             self._wt_consumer = _TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000)
             self._consumers.append(self._wt_consumer)
