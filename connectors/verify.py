@@ -222,6 +222,32 @@ def _where(msg) -> str:
     return f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
 
 
+def _records(config: KafkaConfig, topic: str, since_ms: int | None, record: str, check: str,
+             undecodable: list[Gap], progress: Callable[[str, int, int | None], None] | None):
+    """(message, decoded value or None for a tombstone) of ``topic``; an undecodable record is
+    added to ``undecodable`` as a gap of ``check``; ``progress`` every 1,000 records."""
+    codec, done, total = serde.codec(record), 0, None
+
+    def on_total(n: int) -> None:
+        nonlocal total
+        total = n
+        if progress is not None:
+            progress(topic, 0, n)
+
+    for msg in scan(config, topic, since_ms=since_ms, on_total=on_total):
+        done += 1
+        if progress is not None and done % 1000 == 0:
+            progress(topic, done, total)
+        value = msg.value()
+        try:
+            decoded = codec.decode(value) if value is not None else None
+        except SchemaError as exc:
+            key = msg.key().decode(errors="replace") if msg.key() else "?"
+            undecodable.append(Gap(check, f"undecodable {record} record at {_where(msg)}: {exc}", key))
+            continue
+        yield msg, decoded
+
+
 def verify_namespace(config: KafkaConfig, *, since_ms: int | None = None,
                      progress: Callable[[str, int, int | None], None] | None = None) -> Report:
     """Check a namespace's state, history and replies topics; ``progress(topic, done, total)``
@@ -230,38 +256,11 @@ def verify_namespace(config: KafkaConfig, *, since_ms: int | None = None,
     topics = Catalogue(config)
     report = Report(config.namespace, since_ms)
 
-    def reader(topic: str, since: int | None):
-        done, total = [0], [None]
-
-        def on_total(n: int) -> None:
-            total[0] = n
-            if progress is not None:
-                progress(topic, 0, n)
-
-        def counted() -> None:
-            done[0] += 1
-            if progress is not None and done[0] % 1000 == 0:
-                progress(topic, done[0], total[0])
-
-        return scan(config, topic, since_ms=since, on_total=on_total), counted
-
     states: dict[str, dict] = {}
     undecodable: list[Gap] = []
 
     def records(topic: str, since: int | None, record: str, check: str):
-        """(message, decoded value or None for a tombstone); an undecodable record is a gap."""
-        msgs, counted = reader(topic, since)
-        codec = serde.codec(record)
-        for msg in msgs:
-            counted()
-            value = msg.value()
-            try:
-                decoded = codec.decode(value) if value is not None else None
-            except SchemaError as exc:
-                key = msg.key().decode(errors="replace") if msg.key() else "?"
-                undecodable.append(Gap(check, f"undecodable {record} record at {_where(msg)}: {exc}", key))
-                continue
-            yield msg, decoded
+        return _records(config, topic, since, record, check, undecodable, progress)
 
     if since_ms is None:
         for msg, st in records(topics.state, None, "WorkflowState", "state"):

@@ -17,6 +17,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -29,8 +30,8 @@ from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
 from kadence.connectors.verify import verify_namespace
 from tests.faults.chaos import checker
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
-from tests.faults.chaos.load import LoadDriver, send_signal
-from tests.faults.chaos.observe import observe
+from tests.faults.chaos.load import BrokerClock, LoadDriver, send_signal
+from tests.faults.chaos.observe import observe, until_read
 from tests.faults.chaos.workflows import ACTIVITIES, TASK_QUEUE, WORKFLOWS, ChaosOrder, approval_for, expected_result
 from tests.integration.invariants import read_topic
 from tests.integration.projection_support import ground_truth, list_all, mismatches
@@ -51,7 +52,8 @@ async def _projection_mismatches(config: KafkaConfig, timeout: float) -> list[st
     with its type, status, times, search attributes and last seq); the differences left on timeout."""
     import redis.asyncio as aioredis
 
-    runs, _events = await asyncio.get_running_loop().run_in_executor(None, ground_truth, config)
+    runs, _events = await asyncio.get_running_loop().run_in_executor(
+        None, until_read, "the history topic", lambda: ground_truth(config))
     redis = aioredis.from_url(_redis_url())
     try:
         deadline = time.monotonic() + timeout
@@ -73,7 +75,7 @@ def _write_result(**result) -> None:
         Path(path).write_text(json.dumps(result, indent=1, default=str))
 
 
-@pytest.mark.timeout(int(360 + 2 * CHAOS_SECONDS))
+@pytest.mark.timeout(int(480 + 2 * CHAOS_SECONDS))
 async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path, monkeypatch):
     seed = int(os.environ.get("KADENCE_CHAOS_SEED") or random.randrange(2**32))
     rng = random.Random(seed)
@@ -116,7 +118,7 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         violations = driver.violations + checker.check(driver.exp, obs, Replayer(workflows=WORKFLOWS))
         # the operator's reconciliation (`kadence verify`) over the same namespace: its history checks
         # are the checker's own; its state and reply checks are added here
-        report = verify_namespace(config)
+        report = until_read("the namespace (kadence verify)", lambda: verify_namespace(config))
         violations += [checker.Violation("verify", str(g), (g.workflow_id,)) for g in report.gaps
                        if g.check in ("state", "reply")]
         violations.sort(key=lambda v: checker.INVARIANTS.index(v.invariant))
@@ -167,6 +169,7 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         time.sleep(1.0)  # faulthandler writes from the signal handler; give it the moment
         try:  # and the broker's own log (its directory is removed after the test): coordinator, fencing
             shutil.copy(own_broker.log_path, logdir / "broker-server.log")
+            shutil.copy(own_broker.log_path.with_name("broker.out"), logdir / "broker.out")
         except OSError:
             pass
         raise
@@ -220,3 +223,22 @@ async def test_checker_reports_a_duplicated_history_event_with_its_workflow(clie
         assert "invariant 'history' violated" in str(exc) and "dup-7" in str(exc)
     else:
         raise AssertionError("assert_clean passed a history with a duplicate event")
+
+
+async def test_barrier_clock_counts_the_time_the_broker_does_not_answer(own_broker):
+    """The barrier leaves out of its deadline only the time the broker does not serve: a paused
+    broker's seconds count, a serving broker's do not."""
+    config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"b{uuid.uuid4().hex[:8]}", partitions=1)
+    Catalogue(config).apply()
+    with BrokerClock(config, Catalogue(config).commands) as clock:
+        await asyncio.sleep(4)
+        serving = clock.unresponsive_s
+        own_broker.proc.send_signal(signal.SIGSTOP)
+        try:
+            await asyncio.sleep(8)
+        finally:
+            own_broker.proc.send_signal(signal.SIGCONT)
+        await asyncio.sleep(6)  # the probe in flight comes back
+        paused = clock.unresponsive_s - serving
+    assert serving < 1.0, serving
+    assert 5.0 <= paused <= 14.0, paused

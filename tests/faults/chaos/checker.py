@@ -110,9 +110,10 @@ def _engine_gaps(obs: Observations) -> list:
     return found.gaps
 
 
-def check_history(obs: Observations) -> list[Violation]:
+def check_history(obs: Observations, gaps: list | None = None) -> list[Violation]:
+    """``gaps``: ``_engine_gaps(obs)`` when the caller has it (``check`` computes it once)."""
     return [Violation("history", f"run {g.run_id}: {g.message}", (g.workflow_id,))
-            for g in _engine_gaps(obs) if g.check in ("history", "activity")]
+            for g in (_engine_gaps(obs) if gaps is None else gaps) if g.check in ("history", "activity")]
 
 
 # ---------------------------------------------------------------- 2. completion
@@ -271,12 +272,12 @@ def check_signals(exp: Expectations, obs: Observations) -> list[Violation]:
 # ---------------------------------------------------------------- 6. timer
 
 
-def check_timers(obs: Observations) -> list[Violation]:
+def check_timers(obs: Observations, gaps: list | None = None) -> list[Violation]:
     """``kadence verify``'s timer checks (none ends twice, none fires early, none fires unstarted),
     and one of the suite's own: every timer of a completed run fired or was canceled (the chaos
     workflows cancel none and complete only after their timers)."""
     out = [Violation("timer", f"run {g.run_id}: {g.message}", (g.workflow_id,))
-           for g in _engine_gaps(obs) if g.check == "timer"]
+           for g in (_engine_gaps(obs) if gaps is None else gaps) if g.check == "timer"]
     for (wf, run), events in sorted(obs.histories.items()):
         if not _completions(events):
             continue
@@ -312,8 +313,10 @@ def check_dead_letters(exp: Expectations, obs: Observations) -> list[Violation]:
 
 def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Violation]:
     """Every violation, in the order of ``INVARIANTS``."""
-    return [*check_history(obs), *check_completion(exp, obs), *check_replay(obs, replayer),
-            *check_activities(obs), *check_signals(exp, obs), *check_timers(obs), *check_dead_letters(exp, obs)]
+    gaps = _engine_gaps(obs)  # the history and timer checks share one pass over the histories
+    return [*check_history(obs, gaps), *check_completion(exp, obs), *check_replay(obs, replayer),
+            *check_activities(obs), *check_signals(exp, obs), *check_timers(obs, gaps),
+            *check_dead_letters(exp, obs)]
 
 
 def summarize(violations: Iterable[Violation]) -> str:

@@ -22,7 +22,7 @@ import collections
 import random
 import time
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 
 from kadence import BrokerUnavailableError, Client, WorkflowAlreadyStartedError
 from kadence.topics import Catalogue, KafkaConfig, partition_for
@@ -35,6 +35,46 @@ from .workflows import TASK_QUEUE, ChaosOrder, approval_for, expected_result, wa
 REQUEST_TIMEOUT_S = 20.0
 #: an injection (with its retries) that takes longer is abandoned and reported
 INJECTION_TIMEOUT_S = 60.0
+#: the barrier waits at most this many times its timeout, however long the broker is unresponsive
+BARRIER_CAP = 3.0
+
+
+class BrokerClock:
+    """Seconds in which the broker did not serve: a metadata request (a fresh one each time,
+    not librdkafka's cache) that failed, or the part beyond 1 s of one that was slow. Starved
+    under the campaign's CPU burners, the broker once answered no request, heartbeat or
+    coordinator lookup for minutes after a restart (its controller events took 8 s, its group
+    coordinator reloaded its state again and again); no engine makes progress then, so the
+    barrier's liveness deadline does not count that time."""
+
+    def __init__(self, config: KafkaConfig, topic: str):
+        self._consumer = Consumer(config.consumer(None))
+        self._topic = topic
+        self.unresponsive_s = 0.0
+        self._task: asyncio.Task | None = None
+
+    def _probe(self) -> float:
+        t = time.monotonic()
+        try:
+            self._consumer.list_topics(self._topic, timeout=5)
+        except KafkaException:
+            return time.monotonic() - t
+        return max(0.0, time.monotonic() - t - 1.0)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            self.unresponsive_s += await loop.run_in_executor(None, self._probe)
+            await asyncio.sleep(1.0)
+
+    def __enter__(self) -> "BrokerClock":
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        self._consumer.close()
 
 
 async def send_signal(client: Client, workflow_id: str, request_id: str, note: str) -> None:
@@ -251,17 +291,30 @@ class LoadDriver:
     async def barrier(self, timeout: float = 90.0) -> list[int]:
         """Wait until every commands partition has processed everything produced so far (a
         describe request is answered only after the commands before it); the partitions that
-        did not answer within ``timeout`` (a stuck processor)."""
+        did not answer within ``timeout`` seconds of a serving broker (a stuck processor): the
+        time the broker itself did not answer (``BrokerClock``) is added, up to ``BARRIER_CAP``
+        times ``timeout`` in all."""
         by_partition = {}
         for wf in sorted(self.exp.run_ids):
             by_partition.setdefault(partition_for(wf, self.config.partitions), wf)
         stuck = []
-        for p, wf in sorted(by_partition.items()):
-            handle = self.client.get_workflow_handle(wf)
-            try:
-                await self._retry("barrier", handle.describe, deadline_s=timeout)
-            except BrokerUnavailableError:
-                stuck.append(p)
+        with BrokerClock(self.config, Catalogue(self.config).commands) as clock:
+            for p, wf in sorted(by_partition.items()):
+                handle = self.client.get_workflow_handle(wf)
+                started, lost_at_start = time.monotonic(), clock.unresponsive_s
+                while True:
+                    try:
+                        await handle.describe()
+                        break
+                    except BrokerUnavailableError:
+                        self.counts["barrier_retries"] += 1
+                        waited = time.monotonic() - started
+                        lost = clock.unresponsive_s - lost_at_start
+                        if waited - lost > timeout or waited > BARRIER_CAP * timeout:
+                            stuck.append(p)
+                            break
+                        await asyncio.sleep(0.5)
+            self.counts["barrier_broker_unresponsive_s"] = round(clock.unresponsive_s)
         return stuck
 
     def close(self) -> None:

@@ -3,12 +3,37 @@ of the activities (see ``workflows``)."""
 
 from __future__ import annotations
 
-import redis
+import logging
+import time
 
+import redis
+from confluent_kafka import KafkaException
+
+from kadence import BrokerUnavailableError
 from kadence.topics import Catalogue, KafkaConfig
 from tests.integration.invariants import histories, read_topic
 
 from .checker import Observations
+
+log = logging.getLogger(__name__)
+
+#: how long the reads of the topics are retried while the broker does not answer
+READ_DEADLINE_S = 300.0
+
+
+def until_read(what: str, read):
+    """``read()``, again from the start while the broker does not answer it (a starved broker
+    once timed out the metadata request of the first read, 10 s, after the barrier passed)."""
+    deadline, pause = time.monotonic() + READ_DEADLINE_S, 1.0
+    while True:
+        try:
+            return read()
+        except (KafkaException, BrokerUnavailableError) as exc:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("chaos: reading %s: %s; again in %.0f s", what, exc, pause)
+            time.sleep(pause)
+            pause = min(pause * 2, 10.0)
 
 
 def observe(config: KafkaConfig, redis_url: str, prefix: str) -> Observations:
@@ -21,5 +46,7 @@ def observe(config: KafkaConfig, redis_url: str, prefix: str) -> Observations:
             attempts.append((key, int(attempt)))
     finally:
         r.close()
-    dead = [v for _k, v, _p, _o in read_topic(config, Catalogue(config).dlq, "DeadLetter")]
-    return Observations(histories=dict(histories(config)), dead_letters=dead, ledger=ledger, attempts=attempts)
+    topics = Catalogue(config)
+    dead = [v for _k, v, _p, _o in until_read("dead letters", lambda: read_topic(config, topics.dlq, "DeadLetter"))]
+    return Observations(histories=dict(until_read("histories", lambda: histories(config))), dead_letters=dead,
+                        ledger=ledger, attempts=attempts)
