@@ -30,7 +30,8 @@ __all__ = ["dev"]
 
 
 def _child_env(config: KafkaConfig) -> dict[str, str]:
-    return {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace}
+    return {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace,
+            "KADENCE_LOG_FORMAT": config.log_format}
 
 
 async def _wait_http(url: str, timeout: float = 60) -> None:

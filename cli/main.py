@@ -14,17 +14,21 @@ import sys
 import click
 
 from kadence.topics import Catalogue, KafkaConfig, KadenceError, PartitionMismatchError
+from kadence.topics.config import LOG_FORMATS
 from kadence.topics.identifiers import EscapingFormatter
+from kadence.topics.log_context import JsonFormatter
 
 from .output import emit_rows, output_option
 
 __all__ = ["main"]
 
 
-def _setup_logging(level: str) -> None:
-    # one line per message: identifiers from commands are escaped (kadence.topics.identifiers)
+def _setup_logging(level: str, fmt: str = "text") -> None:
+    # one line per message: identifiers from commands are escaped (kadence.topics.identifiers);
+    # json: one object per line with the workflow's fields (kadence.topics.log_context)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else
+                         EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[handler])
     for noisy in ("uvicorn.access",):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -36,12 +40,15 @@ def _setup_logging(level: str) -> None:
 @click.option("--namespace", envvar="KADENCE_NAMESPACE", default="kadence", show_default=True,
               help="topic namespace [env KADENCE_NAMESPACE]")
 @click.option("--log-level", envvar="KADENCE_LOG_LEVEL", default="info", show_default=True)
+@click.option("--log-format", envvar="KADENCE_LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="text",
+              show_default=True, help="json: one JSON object per line, with workflow_id, run_id, partition and "
+              "trace_id where a line is about one workflow [env KADENCE_LOG_FORMAT]")
 @click.pass_context
-def main(ctx: click.Context, bootstrap: str, namespace: str, log_level: str) -> None:
+def main(ctx: click.Context, bootstrap: str, namespace: str, log_level: str, log_format: str) -> None:
     """Kadence: durable workflows on Kafka."""
-    _setup_logging(log_level)
+    _setup_logging(log_level, log_format)
     try:
-        ctx.obj = KafkaConfig.from_env(bootstrap=bootstrap, namespace=namespace)
+        ctx.obj = KafkaConfig.from_env(bootstrap=bootstrap, namespace=namespace, log_format=log_format)
     except KadenceError as exc:
         raise click.UsageError(str(exc)) from exc
 

@@ -56,7 +56,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
-from kadence.topics.errors import ConfigError, KadenceError, SchemaError
+from kadence.topics.broker_wait import until_broker_answers
+from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_queue, problem
 from kadence.topics.payload import JsonConverter
 from kadence.topics.polling import poll_ready
@@ -236,7 +237,12 @@ class Bridge:
     def stop(self) -> None:
         self._stop.set()
 
-    def run(self) -> None:
+    def _until_broker_answers(self, what: str, step):
+        """``step()``, retried with backoff while the broker does not answer (a bridge started
+        before the broker, or one meeting a restart), instead of exiting (issue 16)."""
+        return until_broker_answers(step, what=what, who=f"bridge {self.config.name}", stop=self._stop, log=log)
+
+    def _check_topics(self) -> None:
         have = self.topics.existing()
         for m in self.config.mappings:  # task topics must exist before a worker polls them
             if m.action == "start" and m.task_queue not in self._queues_known:
@@ -245,6 +251,14 @@ class Bridge:
         for name in (self.topics.commands, self.topics.dlq):
             if name not in have:
                 raise KadenceError(f"topic {name} is missing (run `kadence topics apply`)")
+
+    def run(self) -> None:
+        try:
+            self._until_broker_answers("checking topics", self._check_topics)
+        except BrokerUnavailableError:
+            if self._stop.is_set():  # stopped while it waited: nothing was consumed
+                return
+            raise
         consumer = Consumer(self.kafka.consumer(f"{self.kafka.namespace}.bridge.{self.config.name}", **{
             "session.timeout.ms": 6000, "partition.assignment.strategy": "cooperative-sticky",
             "topic.metadata.refresh.interval.ms": 5000}))
@@ -253,7 +267,13 @@ class Bridge:
                  ", ".join(f"{m.topic} -> {m.action}" for m in self.config.mappings))
         try:
             while not self._stop.is_set():
-                msgs = [m for m in poll_ready(consumer, self.config.max_batch, 0.2) if m.error() is None]
+                msgs = []
+                for m in poll_ready(consumer, self.config.max_batch, 0.2):
+                    err = m.error()
+                    if err is None:
+                        msgs.append(m)
+                    elif err.fatal():  # a dead consumer: exit and be restarted
+                        raise KafkaException(err)
                 if not msgs:
                     continue
                 if self.forward(msgs):
@@ -319,10 +339,25 @@ class Bridge:
                 self._producer.poll(0.05)
 
     def _rewind(self, consumer: Consumer) -> None:
+        """Back to the committed offsets, so the batch that was not acknowledged is read again
+        (waiting while the broker does not answer: going on from the position would skip it)."""
         assignment = consumer.assignment()
         if not assignment:
             return
-        for tp in consumer.committed(assignment, timeout=30):
+
+        def committed():
+            try:
+                return consumer.committed(assignment, timeout=30)
+            except KafkaException as exc:  # NOT_COORDINATOR, a timeout: the broker restarts
+                if exc.args[0].fatal():
+                    raise
+                raise BrokerUnavailableError(f"cannot read committed offsets: {exc}") from exc
+
+        try:
+            offsets = self._until_broker_answers("rewinding", committed)
+        except BrokerUnavailableError:  # stopped while it waited: the batch was not committed
+            return
+        for tp in offsets:
             if tp.offset < 0:
                 tp.offset = OFFSET_BEGINNING
             try:

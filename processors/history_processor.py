@@ -27,6 +27,7 @@ from kadence.topics import serde
 from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
+from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.polling import poll_ready, resume_awake
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WrongPartitionError
 from kadence.topics.partitioner import partition_for
@@ -467,6 +468,7 @@ class HistoryProcessor:
                 reply(out, cmd["request_id"], wf, "wrong_partition", message=str(wrong))
                 continue
             checkpoint, mark = view.checkpoint(wf), out.mark()
+            fields = set_log_fields(wf, cmd.get("run_id"), p, cmd.get("trace_id"))
             try:
                 transition(cmd, view, out, ts)
             except Exception as exc:  # noqa: BLE001 - a poison command must not block the shard
@@ -474,6 +476,8 @@ class HistoryProcessor:
                 view.rollback(wf, checkpoint)
                 out.truncate(mark)
                 dead.append((msg, "transition failed", exc))
+            finally:
+                reset_log_fields(fields)
         # passed deadlines after the commands: a completion or heartbeat that reached the engine before
         # it acted on a timeout counts (the timeout then finds its attempt over: stale, no effect)
         for p, due in fired.items():
@@ -483,6 +487,7 @@ class HistoryProcessor:
             view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults))
             out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
             for wf, run_id, body in due:
+                fields = set_log_fields(wf, run_id, p)
                 log.info("workflow %s run %s partition %d: %s deadline passed (%s)", wf, run_id, p, body["kind"],
                          body["timer_id"])
                 checkpoint, mark = view.checkpoint(wf), out.mark()
@@ -492,6 +497,8 @@ class HistoryProcessor:
                     log.exception("deadline %s failed on workflow %s partition %d", body["timer_id"], wf, p)
                     view.rollback(wf, checkpoint)
                     out.truncate(mark)
+                finally:
+                    reset_log_fields(fields)
         committed = self._commit(msgs, views, outboxes, dead, offsets, fired)
         for p, due in fired.items():
             index, store = self._deadlines.get(p), self._stores.get(p)

@@ -28,6 +28,7 @@ from kadence.topics import serde
 from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.identifiers import check_task_queue
+from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.polling import poll_ready, resume_awake
 from kadence.topics.errors import (ApplicationError, BrokerUnavailableError, DefinitionError, KadenceError,
                                    NonDeterminismError, NotDeterministicError, SchemaError)
@@ -556,11 +557,14 @@ class Worker:
             log.error("undecodable workflow task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
             self._wt_consumer.done(msg)
             return
+        fields = set_log_fields(task["workflow_id"], task["run_id"], msg.partition(), task.get("trace_id"))
         try:
             self._workflow_task(task, msg)
         except Exception:  # noqa: BLE001 - never let one task kill the worker
             log.exception("workflow task of %s failed in the worker", task["workflow_id"])
             self._wt_consumer.done(msg)
+        finally:
+            reset_log_fields(fields)
 
     def _workflow_task(self, task: dict, msg) -> None:
         if task["query"] is not None:
@@ -694,7 +698,12 @@ class Worker:
             log.error("undecodable activity task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
             self._at_consumer.done(msg)
             return
-        t = asyncio.get_running_loop().create_task(self._run_activity(task, msg))
+        # the activity's task copies the context as it is created: its lines carry the fields
+        fields = set_log_fields(task["workflow_id"], task["run_id"], msg.partition(), task.get("trace_id"))
+        try:
+            t = asyncio.get_running_loop().create_task(self._run_activity(task, msg))
+        finally:
+            reset_log_fields(fields)
         self._running.add(t)
         t.add_done_callback(self._running.discard)
 

@@ -11,7 +11,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .config import KafkaConfig
@@ -153,6 +153,8 @@ class Catalogue:
                     if err.name() == "TOPIC_ALREADY_EXISTS":  # created concurrently: check again below
                         report.existing.append(name)
                         continue
+                    if _broker_not_answering(err):  # a restart or a starved broker: retry, don't exit
+                        raise BrokerUnavailableError(f"cannot create topic {name}: {err.str()}") from exc
                     raise TopicError(f"cannot create topic {name}: {err.str()}") from exc
             # a concurrent creator may have used another count: verify sharded topics again, once
             # the broker's metadata shows the topics that already existed (it can lag a creation)
@@ -176,15 +178,18 @@ class Catalogue:
         deadline = time.monotonic() + timeout
         pending = set(names)
         while pending:
-            md = admin.list_topics(timeout=timeout)
+            try:
+                md = admin.list_topics(timeout=timeout)
+            except KafkaException as exc:
+                raise BrokerUnavailableError(f"cannot list topics at {self.config.bootstrap}: {exc}") from exc
             for name in list(pending):
                 t = md.topics.get(name)
                 if t is not None and t.error is None and t.partitions and all(
                         pm.leader >= 0 and pm.error is None for pm in t.partitions.values()):
                     pending.discard(name)
             if pending:
-                if time.monotonic() > deadline:
-                    raise TopicError(f"topics not ready after {timeout}s: {', '.join(sorted(pending))}")
+                if time.monotonic() > deadline:  # created, but the broker elects no leader in time
+                    raise BrokerUnavailableError(f"topics not ready after {timeout}s: {', '.join(sorted(pending))}")
                 time.sleep(0.05)
 
     def ensure_queue(self, queue: str) -> ApplyReport:
@@ -199,3 +204,13 @@ class Catalogue:
         if topic not in have:
             raise TopicError(f"topic {topic!r} does not exist (run `kadence topics apply`)")
         return have[topic]
+
+
+#: what a create-topics result says when the broker (or its controller) did not answer, as
+#: opposed to a refusal (a policy, a bad config, too many partitions)
+_NOT_ANSWERING = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT,
+                  KafkaError.NOT_CONTROLLER, KafkaError._ALL_BROKERS_DOWN}
+
+
+def _broker_not_answering(err: KafkaError) -> bool:
+    return err.code() in _NOT_ANSWERING or err.retriable()

@@ -6,6 +6,7 @@ nothing reads the environment behind the caller's back.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -13,9 +14,11 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError
 
-__all__ = ["KafkaConfig", "NAMESPACE_RE"]
+__all__ = ["KafkaConfig", "NAMESPACE_RE", "LOG_FORMATS"]
 
 NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+#: what KADENCE_LOG_FORMAT / ``--log-format`` may be
+LOG_FORMATS = ("text", "json")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +52,11 @@ class KafkaConfig:
     #: after it began in a debug run, but not when another request kept the client busy; the
     #: processor and reporter also give the call up (``GuardedCall``). Default 3000 ms.
     txn_idle_reconnect_ms: int = 3000
+    #: KADENCE_LOG_FORMAT: ``text`` (default) or ``json`` (one JSON object per line with the
+    #: workflow's fields, ``kadence.topics.log_context``). With ``json`` librdkafka's own lines go
+    #: through Python logging too (logger ``kadence.librdkafka``), so that every line is JSON; they
+    #: are then delivered when the client is polled, not at once as on stderr
+    log_format: str = "text"
 
     def __post_init__(self):
         if not NAMESPACE_RE.match(self.namespace):
@@ -59,6 +67,8 @@ class KafkaConfig:
             raise ConfigError("partitions must be >= 1")
         if not 0 <= self.client_linger_ms <= 1000:
             raise ConfigError(f"client_linger_ms must be between 0 and 1000, not {self.client_linger_ms}")
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {self.log_format!r}")
         if self.txn_idle_reconnect_ms != 0 and not 1000 <= self.txn_idle_reconnect_ms <= 3_600_000:
             raise ConfigError("txn_idle_reconnect_ms must be 0 (never) or between 1000 and 3600000, "
                               f"not {self.txn_idle_reconnect_ms}")
@@ -88,6 +98,8 @@ class KafkaConfig:
                 kw["txn_idle_reconnect_ms"] = int(env["KADENCE_TXN_IDLE_RECONNECT_MS"])
             except ValueError as exc:
                 raise ConfigError("KADENCE_TXN_IDLE_RECONNECT_MS must be an integer number of milliseconds") from exc
+        if env.get("KADENCE_LOG_FORMAT"):
+            kw["log_format"] = env["KADENCE_LOG_FORMAT"]
         if env.get("KADENCE_KAFKA_DEBUG"):
             kw["kafka_debug"] = env["KADENCE_KAFKA_DEBUG"]
         sec = {}
@@ -115,6 +127,8 @@ class KafkaConfig:
                 "reconnect.backoff.max.ms": 1000, **self.security}
         if self.kafka_debug:
             conf["debug"] = self.kafka_debug
+        if self.log_format == "json":
+            conf["logger"] = logging.getLogger("kadence.librdkafka")
         return conf
 
     def producer(self, **extra) -> dict:

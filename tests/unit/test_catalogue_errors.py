@@ -1,0 +1,58 @@
+"""``Catalogue.apply`` tells a broker that did not answer (retry: ``BrokerUnavailableError``) from
+one that refused the topic (``TopicError``): a worker or bridge that met a broker restart while it
+created its queue's topics exited on a create-topics timeout, which it would have retried."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from kadence.topics import BrokerUnavailableError, Catalogue, KafkaConfig, TopicError, TopicSpec
+
+
+class _Metadata:
+    topics: dict = {}
+
+
+class _Admin:
+    """An admin client whose create-topics result for every topic is ``error``."""
+
+    def __init__(self, error: KafkaError):
+        self.error = error
+        self.created: list[str] = []
+
+    def list_topics(self, timeout=None):
+        return _Metadata()
+
+    def create_topics(self, new_topics, **_kw):
+        out = {}
+        for t in new_topics:
+            self.created.append(t.topic)
+            fut: Future = Future()
+            fut.set_exception(KafkaException(self.error))
+            out[t.topic] = fut
+        return out
+
+
+def _catalogue(monkeypatch, error: KafkaError) -> Catalogue:
+    catalogue = Catalogue(KafkaConfig(bootstrap="127.0.0.1:1", namespace="n"))
+    admin = _Admin(error)
+    monkeypatch.setattr(catalogue, "admin", lambda: admin)
+    return catalogue
+
+
+@pytest.mark.parametrize("code", [KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_CONTROLLER,
+                                  KafkaError._TRANSPORT])
+def test_a_create_the_broker_did_not_answer_is_broker_unavailable(monkeypatch, code):
+    with pytest.raises(BrokerUnavailableError, match="cannot create topic n.x"):
+        _catalogue(monkeypatch, KafkaError(code)).apply([TopicSpec("n.x", 1)])
+
+
+@pytest.mark.parametrize("code", [KafkaError.POLICY_VIOLATION, KafkaError.INVALID_CONFIG,
+                                  KafkaError.INVALID_REPLICATION_FACTOR])
+def test_a_create_the_broker_refused_is_a_topic_error(monkeypatch, code):
+    with pytest.raises(TopicError, match="cannot create topic n.x") as info:
+        _catalogue(monkeypatch, KafkaError(code)).apply([TopicSpec("n.x", 1)])
+    assert not isinstance(info.value, BrokerUnavailableError)
