@@ -1,4 +1,4 @@
-"""The HTTP endpoints of ``kadence processor`` and ``kadence timers`` (``--metrics-port``):
+"""The HTTP endpoints of ``kadence processor``, ``kadence timers`` and ``kadence worker`` (``--metrics-port``):
 ``/metrics`` (Prometheus), ``/healthz`` (200 while the process runs: a liveness probe) and
 ``/readyz`` (200 once the service serves and the broker answers; 503 with the reason otherwise:
 ``starting`` or ``waiting for the broker``).

@@ -191,16 +191,31 @@ def load_definitions(module_name: str) -> tuple[list, list]:
               show_default=True, envvar="KADENCE_WORKER_TXN_RESULTS",
               help="commit each batch of activity results with its tasks' offsets in one transaction, so a "
                    "crash runs again only activities that had not reported [env KADENCE_WORKER_TXN_RESULTS]")
+@click.option("--metrics-port", type=int, envvar="KADENCE_WORKER_METRICS_PORT", default=None,
+              help="serve /metrics, /healthz and /readyz on this port [env KADENCE_WORKER_METRICS_PORT]")
 @click.pass_obj
 def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str | None, promote: bool,
-           max_concurrent_activities: int, eager_workflow_tasks: bool, transactional_activity_results: bool) -> None:
+           max_concurrent_activities: int, eager_workflow_tasks: bool, transactional_activity_results: bool,
+           metrics_port: int | None) -> None:
     """Run a worker for a task queue (until SIGTERM/SIGINT)."""
+    from confluent_kafka.admin import AdminClient
+    from prometheus_client import CollectorRegistry
+
     from kadence import Client, Worker
+
+    from .health import BrokerCheck, HealthServer, readiness
 
     workflows, activities = load_definitions(module_name)
 
     faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
+    registry = CollectorRegistry()
+    serving: list = []  # the worker, once it exists (readiness asks it)
+    if metrics_port is not None:
+        admin = AdminClient(config.base())
+        broker = BrokerCheck(lambda: admin.list_topics(timeout=2))
+        HealthServer(metrics_port, registry,
+                     lambda: readiness(lambda: bool(serving) and serving[0].started, broker)).start()
 
     async def run() -> None:
         # a worker may start before the broker (a reboot, a deploy): it waits, it does not exit
@@ -208,7 +223,8 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
         w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities, build_id=build_id,
                    promote=promote, max_concurrent_activities=max_concurrent_activities,
                    eager_workflow_tasks=eager_workflow_tasks,
-                   transactional_activity_results=transactional_activity_results)
+                   transactional_activity_results=transactional_activity_results, metrics_registry=registry)
+        serving.append(w)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, w.shutdown)

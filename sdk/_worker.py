@@ -19,10 +19,12 @@ import os
 import queue
 import socket
 import threading
+import time
 import uuid
 from typing import Any, Iterable
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from prometheus_client import CollectorRegistry
 
 from kadence.topics import serde
 from kadence.topics.broker_wait import until_broker_answers
@@ -41,6 +43,7 @@ from ._definitions import ActivityDefinition, WorkflowDefinition
 from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from ._loop import install_guard
 from ._reporter import ActivityReporter, decode_reported, offsets_for
+from ._worker_metrics import WorkerMetrics
 
 __all__ = ["Worker"]
 
@@ -333,7 +336,7 @@ class Worker:
                  max_cached_workflows: int = 10_000, session_timeout_ms: int = 10_000,
                  identity: str | None = None, build_id: str | None = None, promote: bool = False,
                  eager_workflow_tasks: bool = True, transactional_activity_results: bool = True,
-                 txn_stall_s: float = 60.0):
+                 txn_stall_s: float = 60.0, metrics_registry: CollectorRegistry | None = None):
         check_task_queue(task_queue)
         self.build_id = validate_build_id(build_id, allow_none=True)
         if promote and build_id is None:
@@ -379,10 +382,19 @@ class Worker:
         self._runner: asyncio.Task | None = None
         self._wt_consumer: _TaskConsumer | None = None
         self._at_consumer: _TaskConsumer | None = None
-        #: counters, for tests and metrics
+        #: counters, for tests
         self.stats = collections.Counter()
+        #: Prometheus metrics, in ``metrics_registry`` (a private one if None; ``_worker_metrics``)
+        self.metrics = WorkerMetrics(metrics_registry).for_queue(client.config.namespace, task_queue)
         #: set by shutdown(): a start still waiting for the broker gives up
         self._starting_stop = threading.Event()
+        self._serving = False
+
+    @property
+    def started(self) -> bool:
+        """Whether ``run()`` got past waiting for the broker and polls its task queue (what
+        ``kadence worker --metrics-port``'s ``/readyz`` reports)."""
+        return self._serving
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -440,9 +452,11 @@ class Worker:
                                                                    identity=self.identity))
         log.info("worker %s serving task queue %s (build %s)", self.identity, self.task_queue,
                  self.build_id or "unversioned")
+        self._serving = True
         try:
             await self._stopped.wait()
         finally:
+            self._serving = False
             await self._close()
 
     async def _close(self) -> None:
@@ -574,6 +588,7 @@ class Worker:
         consumer = self._wt_consumer
         defn = self._workflows.get(task["workflow_type"])
         if defn is None:
+            self.metrics.workflow_task(task["workflow_type"], "failed")
             self._fail_task(task, msg, "unknown_workflow_type", KadenceError(
                 f"workflow type {task['workflow_type']!r} is not registered on worker {self.identity} "
                 f"(task queue {self.task_queue})"))
@@ -593,6 +608,7 @@ class Worker:
             if inst is not None and inst.last_seq >= seq:
                 self._cache[wf] = inst  # a redelivered task we already answered
                 self.stats["stale_tasks"] += 1
+                self.metrics.workflow_task(defn.name, "stale")
                 consumer.done(msg)
                 return
             if inst is not None:
@@ -601,14 +617,17 @@ class Worker:
                                                        task["attempt"]), self.client.converter)
         elif inst is None:
             self.stats["history_requests"] += 1
+            self.metrics.workflow_task(defn.name, "history_requested")
             self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity,
                                                          "build_id": self.build_id}, msg, consumer)
             return
         elif inst.last_seq >= seq:
             self._cache[wf] = inst
             self.stats["stale_tasks"] += 1
+            self.metrics.workflow_task(defn.name, "stale")
             consumer.done(msg)
             return
+        began = time.perf_counter()
         try:
             commands = inst.apply(task["events"], seq)
             if inst.last_seq != seq:
@@ -616,22 +635,26 @@ class Worker:
         except HistoryGapError:
             inst.discard()
             self.stats["history_requests"] += 1
+            self.metrics.workflow_task(defn.name, "history_requested")
             self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity,
                                                          "build_id": self.build_id}, msg, consumer)
             return
         except (NonDeterminismError, NotDeterministicError) as exc:
             inst.discard()
             self.stats["non_determinism"] += 1
+            self.metrics.workflow_task(defn.name, "non_determinism", time.perf_counter() - began)
             log.error("workflow %s run %s: %s", wf, run_id, exc)
             cause = "non_determinism" if isinstance(exc, NonDeterminismError) else "nondeterministic_call"
             self._fail_task(task, msg, cause, exc)
             return
         except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
             inst.discard()
+            self.metrics.workflow_task(defn.name, "failed", time.perf_counter() - began)
             log.exception("workflow %s run %s: workflow task failed", wf, run_id)
             self._fail_task(task, msg, "worker_error", exc)
             return
         self.stats["workflow_tasks"] += 1
+        self.metrics.workflow_task(defn.name, "completed", time.perf_counter() - began)
         self._send(task, "RespondWorkflowTaskCompleted", {
             "scheduled_seq": seq, "commands": commands, "identity": self.identity, "build_id": self.build_id,
         }, msg, consumer)
@@ -679,6 +702,7 @@ class Worker:
             reply["message"] = str(exc)
             reply["failure"] = failure_from_exception(exc)
         self.stats["queries"] += 1
+        self.metrics.queries.inc()
         engine = self.client._engine
         engine.produce_raw(engine.topics.replies, q["request_id"].encode(), serde.encode("Reply", reply),
                            lambda err, _m: self._wt_consumer.done(msg))
@@ -725,6 +749,9 @@ class Worker:
             info, lambda c, details: self._heartbeat(task, c, details),
             (lambda: loop.call_soon_threadsafe(me.cancel)) if defn is not None and defn.is_async else (lambda: None))
         token = _activity._current.set(ctx)
+        self.metrics.activity_started(task["activity_type"], task["attempt"],
+                                      time.time() - task["scheduled_time_ms"] / 1000)
+        began, outcome = time.perf_counter(), "interrupted"  # unless it ends one of the ways below
         try:
             if defn is None:
                 raise KadenceError(f"activity type {task['activity_type']!r} is not registered on worker "
@@ -737,18 +764,22 @@ class Worker:
             body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.client.converter.to_bytes(result),
                                                                "eager_workflow_task": None}
             self.stats["activities_completed"] += 1
+            outcome = "completed"
         except asyncio.CancelledError:
             if not ctx.cancelled.is_set():
                 raise  # worker shutting down: the task is redelivered to another worker
             self.stats["activities_cancelled"] += 1
+            outcome = "cancelled"
             self._at_consumer.done(msg)  # the engine no longer waits for this attempt
             return
         except Exception as exc:  # noqa: BLE001 - any activity error is reported to the engine
             body_type, body = "RespondActivityTaskFailed", {**common, "failure": failure_from_exception(exc)}
             self.stats["activities_failed"] += 1
+            outcome = "failed"
         finally:
             ctx.close()
             _activity._current.reset(token)
+            self.metrics.activity_ended(task["activity_type"], outcome, time.perf_counter() - began)
         request_id = new_id()
         if body_type == "RespondActivityTaskCompleted" and self._eager:
             body["eager_workflow_task"] = self._eager_task(task, body["result"], request_id)
@@ -787,6 +818,7 @@ class Worker:
         fut = self.client._engine.send(task["workflow_id"], "RecordActivityHeartbeat", body, request_id=new_id(),
                                        run_id=task["run_id"])
         self.stats["heartbeats"] += 1
+        self.metrics.heartbeats.inc()
 
         def on_reply(f):
             if not f.cancelled() and f.exception() is None and f.result()["status"] == "cancel_requested":

@@ -1,0 +1,81 @@
+"""A worker's Prometheus metrics (issue 21): what it ran, how long, how late, and how it ended.
+
+Labelled by namespace, task queue and workflow or activity type: bounded sets, never a workflow
+ID. The registry is the caller's (``Worker(metrics_registry=...)``; ``kadence worker
+--metrics-port`` serves it); without one the worker keeps a private registry, so two workers in
+one process never collide in a global one.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["WorkerMetrics"]
+
+#: seconds: from a millisecond-scale activity to a long one
+_DURATION = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
+#: seconds a task waited in its topic before a worker began it (the design's capacity signal)
+_WAIT = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 86400)
+
+
+class WorkerMetrics:
+    """The worker's metric families; ``for_queue`` binds the constant labels once."""
+
+    def __init__(self, registry: CollectorRegistry | None = None):
+        r = registry if registry is not None else CollectorRegistry()
+        self.registry = r
+        self.workflow_tasks = Counter(
+            "kadence_worker_workflow_tasks", "workflow tasks handled, by outcome (completed, failed, "
+            "non_determinism, history_requested, stale)", ["namespace", "task_queue", "workflow_type", "outcome"],
+            registry=r)
+        self.workflow_task_seconds = Histogram(
+            "kadence_worker_workflow_task_seconds", "time to run a workflow task's code (replay included)",
+            ["namespace", "task_queue", "workflow_type"], buckets=_DURATION, registry=r)
+        self.activities = Counter(
+            "kadence_worker_activity_executions", "activity executions, by outcome (completed, failed, cancelled, "
+            "interrupted: the worker stopped meanwhile)",
+            ["namespace", "task_queue", "activity_type", "outcome"], registry=r)
+        self.activity_retries = Counter(
+            "kadence_worker_activity_retries", "activity executions of an attempt after the first",
+            ["namespace", "task_queue", "activity_type"], registry=r)
+        self.activity_seconds = Histogram(
+            "kadence_worker_activity_seconds", "time an activity's function ran",
+            ["namespace", "task_queue", "activity_type"], buckets=_DURATION, registry=r)
+        self.schedule_to_start = Histogram(
+            "kadence_worker_activity_schedule_to_start_seconds",
+            "from an attempt's scheduling to a worker beginning it", ["namespace", "task_queue", "activity_type"],
+            buckets=_WAIT, registry=r)
+        self.running = Gauge("kadence_worker_activities_running", "activities running now",
+                             ["namespace", "task_queue"], registry=r)
+        self.queries = Counter("kadence_worker_queries", "queries answered", ["namespace", "task_queue"], registry=r)
+        self.heartbeats = Counter("kadence_worker_heartbeats", "activity heartbeats sent",
+                                  ["namespace", "task_queue"], registry=r)
+
+    def for_queue(self, namespace: str, task_queue: str) -> "QueueMetrics":
+        return QueueMetrics(self, namespace, task_queue)
+
+
+class QueueMetrics:
+    """The families with namespace and task queue bound (what one ``Worker`` records)."""
+
+    def __init__(self, m: WorkerMetrics, namespace: str, task_queue: str):
+        self._m, self._ns, self._q = m, namespace, task_queue
+        self.running = m.running.labels(namespace, task_queue)
+        self.queries = m.queries.labels(namespace, task_queue)
+        self.heartbeats = m.heartbeats.labels(namespace, task_queue)
+
+    def workflow_task(self, workflow_type: str, outcome: str, seconds: float | None = None) -> None:
+        self._m.workflow_tasks.labels(self._ns, self._q, workflow_type, outcome).inc()
+        if seconds is not None:
+            self._m.workflow_task_seconds.labels(self._ns, self._q, workflow_type).observe(seconds)
+
+    def activity_started(self, activity_type: str, attempt: int, waited_s: float) -> None:
+        self.running.inc()
+        self._m.schedule_to_start.labels(self._ns, self._q, activity_type).observe(max(0.0, waited_s))
+        if attempt > 1:
+            self._m.activity_retries.labels(self._ns, self._q, activity_type).inc()
+
+    def activity_ended(self, activity_type: str, outcome: str, seconds: float) -> None:
+        self.running.dec()
+        self._m.activities.labels(self._ns, self._q, activity_type, outcome).inc()
+        self._m.activity_seconds.labels(self._ns, self._q, activity_type).observe(seconds)
