@@ -18,6 +18,8 @@ import logging
 import time
 from contextvars import ContextVar, Token
 
+from .identifiers import escape
+
 __all__ = ["LOG_FIELDS", "set_log_fields", "reset_log_fields", "JsonFormatter", "FIELDS"]
 
 #: the fields a JSON line may carry about a workflow, in this order
@@ -44,7 +46,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         out = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-               "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage()}
+               "level": record.levelname.lower(), "logger": record.name, "message": escape(record.getMessage())}
         fields = LOG_FIELDS.get()
         if fields:
             out.update((k, fields[k]) for k in FIELDS if fields.get(k) is not None)
