@@ -233,7 +233,11 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
         finally:
             await client.close()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except KadenceError as exc:  # e.g. WorkerCrashedError: exit 1, for the supervisor to restart it
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
 
 
 @main.command()

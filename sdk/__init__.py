@@ -13,7 +13,7 @@ from kadence.topics.errors import (ActivityError, ChildWorkflowError, Applicatio
                                    WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError,
                                    WorkflowContinuedAsNewError, WrongPartitionError, PayloadTooLargeError,
-                                   InvalidIdentifierError)
+                                   InvalidIdentifierError, WorkerCrashedError)
 from kadence.topics.config import KafkaConfig
 
 from . import activity, workflow
@@ -32,4 +32,5 @@ __all__ = [
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
     "WorkflowContinuedAsNewError", "WrongPartitionError", "PayloadTooLargeError", "InvalidIdentifierError",
+    "WorkerCrashedError",
 ]

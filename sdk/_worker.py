@@ -33,6 +33,7 @@ from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.polling import poll_ready, resume_awake
 from kadence.topics.errors import (ApplicationError, BrokerUnavailableError, DefinitionError, KadenceError,
+                                   WorkerCrashedError,
                                    NonDeterminismError, NotDeterministicError, SchemaError)
 from kadence.topics.payload import failure_from_exception
 from kadence.topics.records import new_id, now_ms
@@ -175,8 +176,23 @@ class _TaskConsumer:
         if not self.transactional or not partitions:
             return
         # waits for a previous owner's open transaction (require_stable), then names the tasks
-        # that reported above the committed offset: they are not run again
-        for tp in consumer.committed(partitions, timeout=60):
+        # that reported above the committed offset: they are not run again. While the broker
+        # restarts this read fails (NOT_COORDINATOR): retried, since an error raised here comes
+        # out of poll() and ended the consumer thread (chaos seed 3284925459)
+        def committed():
+            try:
+                return consumer.committed(partitions, timeout=60)
+            except KafkaException as exc:
+                if exc.args[0].fatal():
+                    raise
+                raise BrokerUnavailableError(f"cannot read committed offsets of {self.topic}: {exc}") from exc
+
+        try:
+            offsets = until_broker_answers(committed, what=f"reading committed offsets of {self.topic}",
+                                           who=f"worker {self._worker.identity}", stop=self._stop, log=log)
+        except BrokerUnavailableError:  # stopping: the partitions are given up unread
+            return
+        for tp in offsets:
             self._reported[tp.partition] = decode_reported(tp.offset, tp.metadata)
             if self._reported[tp.partition]:
                 log.info("%s[%d]: %d tasks above committed offset %d have reported; they will not run again",
@@ -232,8 +248,9 @@ class _TaskConsumer:
                     continue
                 for msg in poll_ready(self.consumer, 100, 0.1):
                     self._take(msg)
-        except Exception:  # noqa: BLE001
-            log.exception("task consumer %s crashed", self.topic)
+        except BaseException as exc:  # noqa: BLE001 - whatever ends this thread ends the worker
+            log.critical("task consumer %s crashed; the worker stops", self.topic, exc_info=True)
+            self._loop.call_soon_threadsafe(self._worker._consumer_died, self.topic, exc)
         finally:
             self._store_completed()
             try:
@@ -389,6 +406,8 @@ class Worker:
         #: set by shutdown(): a start still waiting for the broker gives up
         self._starting_stop = threading.Event()
         self._serving = False
+        #: why a task consumer's thread ended, if it did (``_consumer_died``)
+        self._died: WorkerCrashedError | None = None
 
     @property
     def started(self) -> bool:
@@ -458,6 +477,8 @@ class Worker:
         finally:
             self._serving = False
             await self._close()
+        if self._died is not None:
+            raise self._died
 
     async def _close(self) -> None:
         loop = asyncio.get_running_loop()
@@ -479,6 +500,14 @@ class Worker:
         self._starting_stop.set()
         if self._stopped is not None:
             self._stopped.set()
+
+    def _consumer_died(self, topic: str, exc: BaseException) -> None:
+        """A task consumer's thread ended on an error: stop, and let ``run()`` raise it (a worker
+        that polls no more tasks must not look alive; ``kadence worker`` then exits 1 and its
+        supervisor starts it again)."""
+        if self._died is None:
+            self._died = WorkerCrashedError(f"task consumer {topic} crashed: {exc!r}")
+        self.shutdown()
 
     async def __aenter__(self) -> "Worker":
         self._runner = asyncio.get_running_loop().create_task(self.run())

@@ -27,7 +27,8 @@ translated where they enter (``raise ... from exc``)::
     │   └── ChildWorkflowError      a child workflow failed, was canceled or could not start
     ├── NonDeterminismError         workflow code no longer matches its history
     ├── NotDeterministicError       workflow code reached the clock, threads or I/O directly
-    └── DefinitionError             a bad @workflow.defn / @activity.defn
+    ├── DefinitionError             a bad @workflow.defn / @activity.defn
+    └── WorkerCrashedError          a worker stopped because one of its task consumers died
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ __all__ = [
     "NonDeterminismError",
     "NotDeterministicError",
     "DefinitionError",
+    "WorkerCrashedError",
 ]
 
 
@@ -222,3 +224,8 @@ class NotDeterministicError(KadenceError):
 
 class DefinitionError(KadenceError):
     """A workflow or activity definition is invalid."""
+
+
+class WorkerCrashedError(KadenceError):
+    """A worker's task consumer ended on an error; ``Worker.run()`` stopped and raises this
+    (the cause is in the message and in the worker's log)."""

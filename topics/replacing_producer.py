@@ -26,6 +26,7 @@ import time
 from typing import Callable
 
 from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient
 
 __all__ = ["ReplacingProducer"]
 
@@ -37,9 +38,12 @@ class ReplacingProducer:
 
     Thread-safe. ``watch()`` is called by the thread that polls (``EngineClient``'s poller)."""
 
-    def __init__(self, conf: dict, *, stall_s: float = 30.0, factory: Callable[[dict], Producer] = Producer):
+    def __init__(self, conf: dict, *, stall_s: float = 30.0, factory: Callable[[dict], Producer] = Producer,
+                 probe_factory: Callable[[dict], object] = AdminClient):
         self._conf = conf
         self._factory = factory
+        #: makes the client that asks for metadata when the producer gets none (``_ask_apart``)
+        self._probe_factory = probe_factory
         self.stall_s = stall_s
         self._producer = factory(conf)
         self._generation = 0
@@ -108,15 +112,29 @@ class ReplacingProducer:
 
     def _leaders_known(self, topic: str) -> bool:
         """Whether the broker answers and names a leader for every partition of ``topic`` (if
-        it does not, the records wait for the broker, not for a new producer)."""
+        it does not, the records wait for the broker, not for a new producer). Asked through
+        the producer, and when the producer gets no answer, through a client of its own made for
+        the question: a wedged producer may not get its metadata either (a chaos seed's worker
+        had its commands time out after five minutes, never replaced, while the broker served
+        the other clients)."""
         try:
             md = self._producer.list_topics(topic, timeout=5)
         except KafkaException:
-            return False
+            md = self._ask_apart(topic)
+            if md is None:
+                return False
         tmd = md.topics.get(topic)
         if tmd is None or tmd.error is not None or not tmd.partitions:
             return False
         return all(p.leader >= 0 and p.error is None for p in tmd.partitions.values())
+
+    def _ask_apart(self, topic: str):
+        """``topic``'s metadata through a new client (dropped after), or None if it gets none."""
+        try:
+            client = self._probe_factory(self._conf)
+            return client.list_topics(topic, timeout=5)
+        except KafkaException:
+            return None
 
     def _replace(self, stalled_s: float) -> None:
         new = self._factory(self._conf)

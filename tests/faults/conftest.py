@@ -9,12 +9,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def own_broker():
-    """A broker of the test's own, for tests that restart it (the session's broker stays up)."""
+def own_broker(request):
+    """A broker of the test's own, for tests that restart it (the session's broker stays up).
+    A test marked ``broker_config({...})`` gets those server.properties entries on top."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import devstack  # the project's broker launcher
 
-    broker = devstack.KafkaBroker(die_with_parent=True)
+    marker = request.node.get_closest_marker("broker_config")
+    broker = devstack.KafkaBroker(die_with_parent=True, config=marker.args[0] if marker else None)
     broker.start()
     try:
         yield broker

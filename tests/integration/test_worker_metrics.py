@@ -27,6 +27,7 @@ def _free_port() -> int:
 
 async def test_worker_metrics_count_tasks_activities_retries_and_waits(processors, kafka_config, client):
     processors.start()
+    processors.start_timers()  # the retries' backoff is a timer
     registry = CollectorRegistry()
     ns = kafka_config.namespace
     value = lambda name, **labels: registry.get_sample_value(name, {"namespace": ns, "task_queue": "m", **labels})  # noqa: E731

@@ -82,3 +82,47 @@ def test_a_producer_that_delivers_is_left_alone(monkeypatch):
         made[0].deliver()
         assert producer.watch() is False
     assert len(made) == 1 and producer.outstanding() == 0
+
+
+def test_a_wedged_producer_that_gets_no_metadata_is_replaced_when_another_client_gets_it(monkeypatch):
+    from confluent_kafka import KafkaError, KafkaException
+
+    clock = [100.0]
+    monkeypatch.setattr("kadence.topics.replacing_producer.time.monotonic", lambda: clock[0])
+    made, probes = [], []
+
+    class Deaf(FakeProducer):
+        def list_topics(self, topic=None, timeout=-1):
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "wedged"))
+
+    def factory(conf):
+        made.append(Deaf(conf) if not made else FakeProducer(conf))
+        return made[-1]
+
+    def probe_factory(conf):
+        probes.append(FakeProducer(conf))
+        return probes[-1]
+
+    producer = ReplacingProducer({}, stall_s=10.0, factory=factory, probe_factory=probe_factory)
+    producer.produce("cmds", b"v", b"k")
+    clock[0] += 11
+    assert producer.watch() is True and len(probes) == 1 and len(made) == 2
+    assert [v for _t, v, _k, _cb in made[1].queued] == [b"v"]
+
+
+def test_no_replacement_when_no_client_gets_metadata(monkeypatch):
+    from confluent_kafka import KafkaError, KafkaException
+
+    clock = [100.0]
+    monkeypatch.setattr("kadence.topics.replacing_producer.time.monotonic", lambda: clock[0])
+
+    class Deaf(FakeProducer):
+        def list_topics(self, topic=None, timeout=-1):
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker down"))
+
+    made = []
+    producer = ReplacingProducer({}, stall_s=10.0, factory=lambda conf: made.append(Deaf(conf)) or made[-1],
+                                 probe_factory=Deaf)
+    producer.produce("cmds", b"v", b"k")
+    clock[0] += 60
+    assert producer.watch() is False and len(made) == 1

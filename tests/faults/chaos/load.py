@@ -41,7 +41,8 @@ BARRIER_CAP = 3.0
 
 class BrokerClock:
     """Seconds in which the broker did not serve: a metadata request (a fresh one each time,
-    not librdkafka's cache) that failed, or the part beyond 1 s of one that was slow. Starved
+    not librdkafka's cache) that failed or named a partition without a leader (counted with the
+    pause before the next probe), or the part beyond 1 s of one that was slow. Starved
     under the campaign's CPU burners, the broker once answered no request, heartbeat or
     coordinator lookup for minutes after a restart (its controller events took 8 s, its group
     coordinator reloaded its state again and again); no engine makes progress then, so the
@@ -56,9 +57,12 @@ class BrokerClock:
     def _probe(self) -> float:
         t = time.monotonic()
         try:
-            self._consumer.list_topics(self._topic, timeout=5)
+            md = self._consumer.list_topics(self._topic, timeout=5)
         except KafkaException:
             return time.monotonic() - t
+        topic = md.topics.get(self._topic)
+        if topic is None or topic.error is not None or any(p.leader < 0 for p in topic.partitions.values()):
+            return time.monotonic() - t + 1.0  # answered, but a partition has no leader (the broker fenced)
         return max(0.0, time.monotonic() - t - 1.0)
 
     async def _run(self) -> None:
