@@ -44,7 +44,7 @@ from ._definitions import ActivityDefinition, WorkflowDefinition
 from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from ._loop import install_guard
 from ._reporter import ActivityReporter, decode_reported, offsets_for
-from ._worker_metrics import WorkerMetrics
+from ._worker_metrics import NO_METRICS, WorkerMetrics
 
 __all__ = ["Worker"]
 
@@ -401,8 +401,9 @@ class Worker:
         self._at_consumer: _TaskConsumer | None = None
         #: counters, for tests
         self.stats = collections.Counter()
-        #: Prometheus metrics, in ``metrics_registry`` (a private one if None; ``_worker_metrics``)
-        self.metrics = WorkerMetrics(metrics_registry).for_queue(client.config.namespace, task_queue)
+        #: Prometheus metrics, in ``metrics_registry``; none without one (``_worker_metrics``)
+        self.metrics = (NO_METRICS if metrics_registry is None else
+                        WorkerMetrics(metrics_registry).for_queue(client.config.namespace, task_queue))
         #: set by shutdown(): a start still waiting for the broker gives up
         self._starting_stop = threading.Event()
         self._serving = False
