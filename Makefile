@@ -34,10 +34,10 @@ jars:
 	@$(DEVSTACK) jars >/dev/null
 
 test: venv jars
-	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=15 tests $(PYTEST_ARGS)
+	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=15 -m "not soak" tests $(PYTEST_ARGS)
 
 soak: venv jars
-	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q -s tests/faults/test_broker_outage.py $(PYTEST_ARGS)
+	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q -s -m soak tests $(PYTEST_ARGS)
 
 dev: venv jars
 	$(DEVSTACK) run -- $(VENV)/bin/kadence dev

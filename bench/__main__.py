@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
+import signal
 import sys
 import tempfile
 import time
@@ -63,7 +65,18 @@ async def run_all(ctx: Context, names: list[str]) -> dict:
     return raw
 
 
+async def _dumping_tasks(coro):
+    """``coro``, with ``kill -USR2`` printing every asyncio task's stack to stderr."""
+    def dump() -> None:
+        for task in asyncio.all_tasks():
+            task.print_stack(file=sys.stderr)
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, dump)
+    return await coro
+
+
 def main(argv=None) -> int:
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where a hung scenario sits
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -80,7 +93,7 @@ def main(argv=None) -> int:
     ctx = Context(settings=settings, progress=make_progress())
     started = time.time()
     try:
-        raw = asyncio.run(run_all(ctx, names))
+        raw = asyncio.run(_dumping_tasks(run_all(ctx, names)))
     except KeyboardInterrupt:
         console.print("[red]interrupted[/]")
         return 130

@@ -4,14 +4,15 @@ service, a ``kadence worker`` process and ``kadence projections run``), every wo
 once, every history is clean, and the visibility projection catches up with the history topic. The time from the broker answering again to the first command's reply is printed (it is
 measured, not asserted: timings belong to ``make bench``).
 
-Part of ``make test`` again since session 13 (``make soak`` runs it alone). It had been kept out:
-it passed 1 of 2 runs in session 10 (a transaction call hung after the broker's resume, librdkafka
-#5456/#5511, given up in the process since decision 0035) and 2 of 3 in session 11, where the
-failing run never got to an outage: on the test's fresh broker the first starts on two
-partitions were never answered, their processor alive and silent after a cooperative
-rebalance. That was the static-membership hazard of decision 0036 (a static member restarted
-between the two rounds of a cooperative rebalance left its shards unowned); with dynamic
-membership it passed 4 of 4 runs (sessions 12 and 13)."""
+Run by ``make soak``, not ``make test``. It had been kept out because it passed 1 of 2 runs in
+session 10 (a transaction call hung after the broker's resume, librdkafka #5456/#5511, now given
+up in the process since decision 0035) and 2 of 3 in session 11. In the failing session-11 run
+the first starts on two partitions were never answered, their processor alive and silent after
+a cooperative rebalance. That was the static-membership hazard of decision 0036. With dynamic
+membership it passed 5 of 6 runs (sessions 12 and 13). It was put back into ``make test`` in
+session 13 and failed there once, fifth in a clean-clone CI run. Its output was lost (that CI
+run was stopped before pytest printed it), and its logs show an idle engine. So it went back to
+``make soak`` until that failure is understood."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 import redis.asyncio as aioredis
 
 from kadence import Client
@@ -33,6 +35,8 @@ from tests.integration.invariants import check_history, histories
 from tests.integration.projection_support import ProjectionProcs, ground_truth, list_all, mismatches, redis_url
 from tests.integration.workflows import SleepThenAct, ThreeSteps, three_steps_result
 
+
+pytestmark = pytest.mark.soak
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 100
