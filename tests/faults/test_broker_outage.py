@@ -9,10 +9,11 @@ session 10 (a transaction call hung after the broker's resume, librdkafka #5456/
 up in the process since decision 0035) and 2 of 3 in session 11. In the failing session-11 run
 the first starts on two partitions were never answered, their processor alive and silent after
 a cooperative rebalance. That was the static-membership hazard of decision 0036. With dynamic
-membership it passed 5 of 6 runs (sessions 12 and 13). It was put back into ``make test`` in
-session 13 and failed there once, fifth in a clean-clone CI run. Its output was lost (that CI
-run was stopped before pytest printed it), and its logs show an idle engine. So it went back to
-``make soak`` until that failure is understood."""
+membership it passed 7 of 11 runs (sessions 12 and 13). Of the four failures, one was in a
+clean-clone CI run, whose output was lost. In another, the visibility projection did not catch
+up within 120 s. In two, the worker ran no activity after the 30 s pause: its task consumers
+polled, alive, and got no records after their session timed out. So it stays in ``make soak``
+until that is fixed (session 13's closing note has the evidence)."""
 
 from __future__ import annotations
 
