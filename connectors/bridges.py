@@ -56,7 +56,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
-from kadence.topics.broker_wait import until_broker_answers
+from kadence.topics.broker_wait import committed_offsets, until_broker_answers
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_queue, problem
 from kadence.topics.payload import JsonConverter
@@ -345,16 +345,9 @@ class Bridge:
         if not assignment:
             return
 
-        def committed():
-            try:
-                return consumer.committed(assignment, timeout=30)
-            except KafkaException as exc:  # NOT_COORDINATOR, a timeout: the broker restarts
-                if exc.args[0].fatal():
-                    raise
-                raise BrokerUnavailableError(f"cannot read committed offsets: {exc}") from exc
-
         try:
-            offsets = self._until_broker_answers("rewinding", committed)
+            offsets = self._until_broker_answers(
+                "rewinding", lambda: committed_offsets(consumer, assignment, 30, "the bridge's source"))
         except BrokerUnavailableError:  # stopped while it waited: the batch was not committed
             return
         for tp in offsets:

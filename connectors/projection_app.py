@@ -69,6 +69,12 @@ class ProjectionConfig:
     session_timeout_s: float = 30.0
     #: how often the lag is computed and reported
     status_interval_s: float = 1.0
+    #: KADENCE_PROJECTION_METADATA_MAX_AGE_MS: how stale the consumer's topic metadata may grow.
+    #: The group leader assigns only the partitions its metadata names; metadata taken while the
+    #: broker restarts can lack the history topic, and then the group holds nothing until the next
+    #: refresh makes it rejoin. aiokafka's default, 5 minutes, left the projection that long
+    #: behind after a broker restart (``make soak``); a refresh costs one metadata request.
+    metadata_max_age_s: float = 10.0
 
     @property
     def app_id(self) -> str:
@@ -91,6 +97,8 @@ class ProjectionConfig:
                 kw["commit_interval_s"] = int(env["KADENCE_PROJECTION_COMMIT_MS"]) / 1000
             if env.get("KADENCE_SESSION_TIMEOUT_MS"):
                 kw["session_timeout_s"] = int(env["KADENCE_SESSION_TIMEOUT_MS"]) / 1000
+            if env.get("KADENCE_PROJECTION_METADATA_MAX_AGE_MS"):
+                kw["metadata_max_age_s"] = int(env["KADENCE_PROJECTION_METADATA_MAX_AGE_MS"]) / 1000
         except ValueError as exc:
             raise ConfigError(f"bad projection setting: {exc}") from exc
         kw.update(overrides)
@@ -171,6 +179,7 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
         broker_heartbeat_interval=max(0.5, config.session_timeout_s / 10),
         consumer_group_instance_id=f"{config.app_id}-{config.instance_id}",
         broker_client_id=f"kadence-projections-{config.instance_id}",
+        consumer_metadata_max_age_ms=int(config.metadata_max_age_s * 1000),
     )
     history = Catalogue(kafka).history
     topic = app.topic(history, value_serializer="raw", key_serializer="raw", internal=False)

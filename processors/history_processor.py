@@ -24,7 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kadence.topics import serde
-from kadence.topics.broker_wait import until_broker_answers
+from kadence.topics.broker_wait import committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.log_context import reset_log_fields, set_log_fields
@@ -336,7 +336,8 @@ class HistoryProcessor:
         # reflect every committed batch up to the offsets we will resume from.
         wait_s = max(60.0, self.config.transaction_timeout_ms / 1000 * 3)
         committed = {tp.partition: tp.offset for tp in self._until_broker_answers(
-            "reading committed offsets", lambda: self._committed(consumer, partitions, wait_s))}
+            "reading committed offsets",
+            lambda: committed_offsets(consumer, partitions, wait_s, self.topics.commands))}
         # librdkafka keeps a partition's pause across a rebalance: one paused when it was taken
         # away would stay paused when assigned again. The loop resumes what it pauses before it
         # polls again, so this is a guard, not a known path. Here, before librdkafka assigns them
@@ -349,13 +350,6 @@ class HistoryProcessor:
             self._stores[tp.partition], self._deadlines[tp.partition] = self._until_broker_answers(
                 f"restoring partition {tp.partition}", lambda p=tp.partition: self._restore(p))
         log.info("processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
-
-    @staticmethod
-    def _committed(consumer: Consumer, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
-        try:
-            return consumer.committed(partitions, timeout=timeout)
-        except KafkaException as exc:  # e.g. NOT_COORDINATOR while the broker restarts
-            raise BrokerUnavailableError(f"cannot read committed offsets: {exc}") from exc
 
     def _restore(self, partition: int):
         """A shard's store and deadline index, rebuilt from Kafka (a failed try leaves nothing open)."""
@@ -727,7 +721,7 @@ class HistoryProcessor:
         if not assignment:
             return
         committed = self._until_broker_answers("rewinding to the committed offsets",
-                                               lambda: self._committed(self._consumer, assignment, 60))
+                                               lambda: committed_offsets(self._consumer, assignment, 60, self.topics.commands))
         for tp in committed:
             if tp.offset < 0:
                 tp.offset = OFFSET_BEGINNING  # nothing committed yet (auto.offset.reset=earliest)

@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from prometheus_client import CollectorRegistry
 
 from kadence.topics import serde
-from kadence.topics.broker_wait import until_broker_answers
+from kadence.topics.broker_wait import committed_offsets, until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
@@ -179,16 +179,9 @@ class _TaskConsumer:
         # that reported above the committed offset: they are not run again. While the broker
         # restarts this read fails (NOT_COORDINATOR): retried, since an error raised here comes
         # out of poll() and ended the consumer thread (chaos seed 3284925459)
-        def committed():
-            try:
-                return consumer.committed(partitions, timeout=60)
-            except KafkaException as exc:
-                if exc.args[0].fatal():
-                    raise
-                raise BrokerUnavailableError(f"cannot read committed offsets of {self.topic}: {exc}") from exc
-
         try:
-            offsets = until_broker_answers(committed, what=f"reading committed offsets of {self.topic}",
+            offsets = until_broker_answers(lambda: committed_offsets(consumer, partitions, 60, self.topic),
+                                           what=f"reading committed offsets of {self.topic}",
                                            who=f"worker {self._worker.identity}", stop=self._stop, log=log)
         except BrokerUnavailableError:  # stopping: the partitions are given up unread
             return

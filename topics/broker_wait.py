@@ -12,9 +12,11 @@ import logging
 import threading
 from typing import Callable, TypeVar
 
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
 from .errors import BrokerUnavailableError
 
-__all__ = ["until_broker_answers"]
+__all__ = ["committed_offsets", "until_broker_answers"]
 
 T = TypeVar("T")
 
@@ -38,3 +40,18 @@ def until_broker_answers(step: Callable[[], T], *, what: str, who: str, stop: th
             log.warning("%s: %s: waiting for the broker (%s); retrying in %.1f s", who, what, exc, delay)
             stop.wait(delay)
             delay = min(MAX_DELAY_S, delay * 2)
+
+
+def committed_offsets(consumer: Consumer, partitions: list[TopicPartition], timeout: float,
+                      what: str) -> list[TopicPartition]:
+    """``consumer.committed(partitions)``, as one step for ``until_broker_answers``: an answer
+    the broker could not give (NOT_COORDINATOR while it restarts, a timeout) is a
+    ``BrokerUnavailableError``; a fatal error propagates unchanged. ``what`` names the topic or
+    component in the error. The processor, the worker's task consumers and the bridges read their
+    committed offsets through this after every assignment or rewind."""
+    try:
+        return consumer.committed(partitions, timeout=timeout)
+    except KafkaException as exc:
+        if exc.args[0].fatal():
+            raise
+        raise BrokerUnavailableError(f"cannot read committed offsets of {what}: {exc}") from exc

@@ -44,7 +44,10 @@ N = 100
 
 
 def _start_worker(config: KafkaConfig, logdir: Path) -> subprocess.Popen:
-    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace}
+    # with librdkafka's consumer-group debug log: the failure this test has shown is a worker
+    # whose task consumers got no records after the pause
+    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace,
+           "KADENCE_KAFKA_DEBUG": "cgrp"}
     return subprocess.Popen([sys.executable, "-m", "kadence.cli", "worker", "--task-queue", "q", "--module",
                              "tests.faults.outage_app"], env=env, cwd=ROOT, stdout=open(logdir / "worker.log", "w"),
                             stderr=subprocess.STDOUT)

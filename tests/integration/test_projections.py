@@ -9,15 +9,17 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 
 import pytest
 import redis.asyncio as aioredis
 
-from kadence import Worker, WorkflowCanceledError, WorkflowFailureError
+from kadence import Client, Worker, WorkflowCanceledError, WorkflowFailureError
 from kadence.connectors.rebuild import rebuild_projections
+from kadence.topics import Catalogue, KafkaConfig
 from kadence.topics.visibility import VisibilityReader, projection_lag
 
-from .conftest import wait_until
+from .conftest import ProcessorProcs, wait_until
 from .projection_support import (ProjectionProcs, ground_truth, list_all, mismatches, redis_url, snapshot,
                                  wait_history_quiet)
 from .workflows import VisQuick, VisTagger, VisWaiter
@@ -260,3 +262,43 @@ async def test_projection_killed_during_a_load_misses_and_duplicates_nothing(cli
 
 async def _count_positive(reader) -> bool:
     return (await reader.count())["total"] > 0
+
+
+async def test_a_projection_whose_group_formed_without_the_history_topic_takes_it_when_it_appears(
+        kafka_bootstrap, tmp_path, redis):
+    # ``make soak``: after a broker restart the group leader's metadata lacked {ns}.history, the
+    # group formed with nothing assigned, and the projection stayed behind until aiokafka's
+    # 5-minute metadata refresh. A namespace whose topics do not exist yet forms the group the
+    # same way, on purpose.
+    config = KafkaConfig(bootstrap=kafka_bootstrap, namespace=f"t{uuid.uuid4().hex[:10]}", partitions=4)
+    projection = ProjectionProcs(config, tmp_path)
+    processors = ProcessorProcs(config, tmp_path)
+    try:
+        projection.start()
+        log = next(tmp_path.glob("projection-*.log"))
+        await wait_until(lambda: f"Ignoring missing topic: '{config.namespace}.history'" in log.read_text(), 90,
+                         "the projection's group to form without the history topic", 0.5)
+        Catalogue(config).apply()
+        processors.start()
+        client = await Client.connect(config=config)
+        try:
+            async with Worker(client, task_queue=QUEUE, workflows=[VisQuick]):
+                handles = [await client.start_workflow(VisQuick, False, id=f"late-{i}", task_queue=QUEUE)
+                           for i in range(8)]
+                for h in handles:
+                    await h.result(timeout=60)
+        finally:
+            await client.close()
+        wait_history_quiet(config)
+        runs, _events = ground_truth(config)
+        assert len(runs) == 8
+        reader = VisibilityReader(redis, config.namespace)
+        # within two metadata refreshes (10 s each) and a rejoin
+        await wait_until(lambda: _caught_up(reader, runs), 45, "the projection to take the history topic", 0.5)
+        assert projection.procs["v0"].poll() is None
+    except BaseException:
+        print(projection.logs())
+        raise
+    finally:
+        projection.close()
+        processors.close()

@@ -5,7 +5,9 @@ import threading
 
 import pytest
 
-from kadence.topics.broker_wait import until_broker_answers
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from kadence.topics.broker_wait import committed_offsets, until_broker_answers
 from kadence.topics.errors import BrokerUnavailableError, ConfigError
 
 
@@ -60,3 +62,36 @@ def test_other_errors_are_not_retried():
     with pytest.raises(ConfigError):
         until_broker_answers(step, what="w", who="x", stop=threading.Event(), log=logging.getLogger("t"))
     assert calls == [1]
+
+
+class _Consumer:
+    """``committed()`` raising the given errors in turn, then answering."""
+
+    def __init__(self, *errors):
+        self.errors = list(errors)
+
+    def committed(self, partitions, timeout):
+        if self.errors:
+            raise KafkaException(self.errors.pop(0))
+        return partitions
+
+
+def test_committed_offsets_turns_an_unanswered_read_into_broker_unavailable():
+    tps = [TopicPartition("t", 0)]
+    consumer = _Consumer(KafkaError(KafkaError.NOT_COORDINATOR, "Failed to get committed offsets"))
+    with pytest.raises(BrokerUnavailableError, match="committed offsets of t.commands"):
+        committed_offsets(consumer, tps, 1, "t.commands")
+    assert committed_offsets(consumer, tps, 1, "t.commands") == tps  # then it answers
+
+
+def test_committed_offsets_lets_a_fatal_error_through_and_is_retried_by_until_broker_answers():
+    fatal = KafkaError(KafkaError._FENCED, "fenced", fatal=True)
+    with pytest.raises(KafkaException) as info:
+        committed_offsets(_Consumer(fatal), [TopicPartition("t", 0)], 1, "t")
+    assert info.value.args[0].fatal()
+    stop = threading.Event()
+    consumer = _Consumer(KafkaError(KafkaError._TIMED_OUT), KafkaError(KafkaError.NOT_COORDINATOR))
+    stop.wait = lambda s: None
+    tps = [TopicPartition("t", 1)]
+    assert until_broker_answers(lambda: committed_offsets(consumer, tps, 1, "t"), what="w", who="x", stop=stop,
+                                log=logging.getLogger("t")) == tps

@@ -1,0 +1,27 @@
+"""``ProjectionConfig.from_env``: the settings the projection process reads, and a typed error."""
+
+import pytest
+
+from kadence.connectors.projection_app import ProjectionConfig
+from kadence.topics import ConfigError, KafkaConfig
+
+KAFKA = KafkaConfig(bootstrap="127.0.0.1:9092", namespace="ns")
+
+
+def test_defaults_refresh_topic_metadata_every_ten_seconds():
+    config = ProjectionConfig.from_env(KAFKA, env={})
+    assert config.metadata_max_age_s == 10.0
+    assert config.session_timeout_s == 30.0
+
+
+def test_reads_every_setting_in_milliseconds():
+    config = ProjectionConfig.from_env(KAFKA, env={
+        "KADENCE_PROJECTION_METADATA_MAX_AGE_MS": "2500", "KADENCE_SESSION_TIMEOUT_MS": "12000",
+        "KADENCE_PROJECTION_COMMIT_MS": "500", "KADENCE_PROJECTION_BATCH": "10", "KADENCE_PROJECTION_ID": "v3"})
+    assert (config.metadata_max_age_s, config.session_timeout_s, config.commit_interval_s, config.batch_max,
+            config.instance_id) == (2.5, 12.0, 0.5, 10, "v3")
+
+
+def test_a_setting_that_is_not_a_number_is_a_config_error():
+    with pytest.raises(ConfigError, match="bad projection setting"):
+        ProjectionConfig.from_env(KAFKA, env={"KADENCE_PROJECTION_METADATA_MAX_AGE_MS": "ten"})
