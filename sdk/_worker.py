@@ -173,7 +173,19 @@ class _TaskConsumer:
 
     def _on_assign(self, consumer, partitions) -> None:
         self.refresh_metadata.set()  # a new generation
-        if not self.transactional or not partitions:
+        if not partitions:
+            return
+        # librdkafka keeps a partition's pause across a rebalance: one paused with a full backlog,
+        # taken away, and given back after the backlog drained (and ``_set_paused`` resumed what
+        # was held then) stayed paused for good, a worker that polled and got nothing
+        # (tests/integration/test_worker_pause_rebalance.py). Given partitions take the consumer's
+        # present state; before librdkafka assigns them (after this callback) nothing is queued
+        # for them, so this drops no fetched record.
+        if self._paused:
+            consumer.pause(partitions)
+        else:
+            consumer.resume(partitions)
+        if not self.transactional:
             return
         # waits for a previous owner's open transaction (require_stable), then names the tasks
         # that reported above the committed offset: they are not run again. While the broker
@@ -243,7 +255,10 @@ class _TaskConsumer:
                     self._take(msg)
         except BaseException as exc:  # noqa: BLE001 - whatever ends this thread ends the worker
             log.critical("task consumer %s crashed; the worker stops", self.topic, exc_info=True)
-            self._loop.call_soon_threadsafe(self._worker._consumer_died, self.topic, exc)
+            try:
+                self._loop.call_soon_threadsafe(self._worker._consumer_died, self.topic, exc)
+            except RuntimeError:  # the loop is closed: the worker has already stopped
+                pass
         finally:
             self._store_completed()
             try:

@@ -129,7 +129,10 @@ class ReplacingProducer:
         return all(p.leader >= 0 and p.error is None for p in tmd.partitions.values())
 
     def _ask_apart(self, topic: str):
-        """``topic``'s metadata through a new client (dropped after), or None if it gets none."""
+        """``topic``'s metadata through a new client (dropped after), or None if it gets none.
+
+        A new one each time, not one kept: this runs only while records are stalled, at most
+        once per ``stall_s / 4``, and a kept client could wedge like the producer it checks."""
         try:
             client = self._probe_factory(self._conf)
             return client.list_topics(topic, timeout=5)

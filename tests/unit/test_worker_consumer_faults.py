@@ -32,6 +32,10 @@ class _Restarting:
 
     def __init__(self, failures: int):
         self.failures, self.calls = failures, 0
+        self.resumed: list[int] = []
+
+    def resume(self, partitions):  # an assignment takes the consumer's state: not paused here
+        self.resumed += [tp.partition for tp in partitions]
 
     def committed(self, partitions, timeout):
         self.calls += 1
@@ -48,6 +52,7 @@ def test_an_assignment_waits_for_the_committed_offsets_while_the_broker_restarts
             restarting = _Restarting(failures=2)
             tc._on_assign(restarting, [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)])
             assert restarting.calls == 3
+            assert restarting.resumed == [0, 1]
             assert tc._reported == {0: decode_reported(5, None), 1: decode_reported(5, None)}
         finally:
             tc.consumer.close()
