@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from .. import workloads
-from ..common import QUEUE, BenchError, Context
+from ..common import QUEUE, BenchError, Context, session_timeout_ms
 from ..engine import engine
 from ..load import Recorder, closed_loop
 from .recovery import FirstProgress, _tail
@@ -124,7 +124,8 @@ async def run(ctx: Context) -> dict:
     out = {"rounds": rounds, "first_commit_s_max": worst, "timed_out_rounds": timed_out,
            "first_completion_s_max": max(ROUND_TIMEOUT_S if r.get("timed_out") else r["first_completion_s"]
                                          for r in rounds), "target_s": TARGET_S,
-           "down_s": DOWN_S, "concurrency": CONCURRENCY, "errors": len(rec.errors),
+           "down_s": DOWN_S, "concurrency": CONCURRENCY, "session_timeout_ms": int(session_timeout_ms()),
+           "errors": len(rec.errors),
            "what": "broker SIGKILL, down 3 s, started again -> first history event committed after its return"}
     ctx.update(task, f"first commit after the broker's return: worst {worst} s of {len(rounds)} rounds, "
                      f"{timed_out} timed out (target < {TARGET_S:.0f} s)")
