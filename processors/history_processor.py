@@ -28,7 +28,7 @@ from kadence.topics.broker_wait import committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.log_context import reset_log_fields, set_log_fields
-from kadence.topics.polling import poll_ready, resume_awake
+from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WrongPartitionError
 from kadence.topics.partitioner import partition_for
 from kadence.topics.records import command, history_key, now_ms
@@ -430,6 +430,7 @@ class HistoryProcessor:
             elif err.fatal() or err.code() == KafkaError._FATAL:  # a dead consumer: exit, be restarted
                 raise KafkaException(err)
             elif err.code() != KafkaError._PARTITION_EOF:
+                raise_if_refused(err, session_timeout_ms=self.config.session_timeout_ms)
                 log.warning("consumer error: %s", err.str())
         return out
 

@@ -46,6 +46,7 @@ from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ConfigError, KadenceError, SchemaError
+from kadence.topics.polling import raise_if_refused
 from kadence.topics.records import command
 
 __all__ = ["TimerConfig", "TimerService", "choose_tier", "NEAR_TIER"]
@@ -440,6 +441,7 @@ class TimerService:
                 if err.fatal() or err.code() == KafkaError._FATAL:
                     raise KafkaException(err)
                 if err.code() != KafkaError._PARTITION_EOF:
+                    raise_if_refused(err, session_timeout_ms=self.config.session_timeout_ms)
                     log.warning("consumer error: %s", err.str())
                 continue
             part = self._parts.get((msg.topic(), msg.partition()))

@@ -31,7 +31,7 @@ from kadence.topics.broker_wait import committed_offsets, until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
-from kadence.topics.polling import poll_ready, resume_awake
+from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.errors import (ApplicationError, BrokerUnavailableError, DefinitionError, KadenceError,
                                    WorkerCrashedError,
                                    NonDeterminismError, NotDeterministicError, SchemaError)
@@ -279,6 +279,8 @@ class _TaskConsumer:
         if msg.error():
             if msg.error().fatal():
                 log.error("task consumer %s: %s", self.topic, msg.error().str())
+            # ends this thread, and so the worker (WorkerCrashedError naming the setting)
+            raise_if_refused(msg.error(), session_timeout_ms=self._worker.session_timeout_ms)
             return
         self.tracker.started(msg.partition(), msg.offset())
         reported = self._reported.get(msg.partition())

@@ -1,13 +1,16 @@
 """Consumption helpers: adaptive batches (wait for one record, then take whatever else is
-there) and resuming paused partitions so that they fetch at once."""
+there), resuming paused partitions so that they fetch at once, and the consumer errors that are
+a setting the broker refuses."""
 
 from __future__ import annotations
 
 import logging
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-__all__ = ["poll_ready", "resume_awake"]
+from .errors import ConfigError
+
+__all__ = ["poll_ready", "raise_if_refused", "resume_awake"]
 
 log = logging.getLogger(__name__)
 
@@ -45,3 +48,14 @@ def resume_awake(consumer: Consumer, positions: list[TopicPartition]) -> None:
                 consumer.seek(tp)
             except KafkaException as exc:  # then the fetcher wakes by itself, later
                 log.debug("seek %s[%d] on resume: %s", tp.topic, tp.partition, exc)
+
+
+def raise_if_refused(err: KafkaError, *, session_timeout_ms: int) -> None:
+    """Raise ``ConfigError`` when a consumer error is a setting the broker refuses; such an error
+    repeats for ever (a processor with a session timeout below the broker's minimum warned every
+    two seconds and never joined its group), so the process stops with the reason instead."""
+    if err.code() == KafkaError.INVALID_SESSION_TIMEOUT:
+        raise ConfigError(
+            f"the broker refuses the group session timeout {session_timeout_ms} ms (KADENCE_SESSION_TIMEOUT_MS): "
+            "it must lie within the broker's group.min.session.timeout.ms and group.max.session.timeout.ms "
+            "(6000 and 1800000 by default)")
