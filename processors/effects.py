@@ -44,9 +44,14 @@ class Outbox:
     #: eager workflow tasks (decision 0031) recorded, and refused (the workflow moved on)
     eager_accepted: int = 0
     eager_refused: int = 0
+    #: for metrics, counted once the batch commits: the workflow type of each run started, and
+    #: (workflow type, outcome, ms from the run's start to its close) of each run closed
+    runs_started: list = field(default_factory=list)
+    runs_closed: list = field(default_factory=list)
 
     def mark(self) -> tuple[int, ...]:
-        return len(self.events), len(self.tasks), len(self.replies), len(self.timers), len(self.commands)
+        return (len(self.events), len(self.tasks), len(self.replies), len(self.timers), len(self.commands),
+                len(self.runs_started), len(self.runs_closed))
 
     def truncate(self, mark: tuple[int, ...]) -> None:
         del self.events[mark[0]:]
@@ -54,6 +59,8 @@ class Outbox:
         del self.replies[mark[2]:]
         del self.timers[mark[3]:]
         del self.commands[mark[4]:]
+        del self.runs_started[mark[5]:]
+        del self.runs_closed[mark[6]:]
 
 
 def _copy_state(st: dict) -> dict:
@@ -193,6 +200,8 @@ def emit(view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *
     }
     view.append(st["workflow_id"], ev)
     out.events.append((st["workflow_id"], ev))
+    if etype == "WorkflowExecutionStarted":
+        out.runs_started.append(st["workflow_type"])
     return ev
 
 
@@ -329,6 +338,7 @@ def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failu
               notify: bool = True, notify_parent: bool = True) -> None:
     st["status"] = status
     st["close_time_ms"] = ts
+    out.runs_closed.append((st["workflow_type"], status, ts - st["start_time_ms"]))
     st["result"] = result
     st["failure"] = failure
     st["wt_scheduled_seq"] = None

@@ -28,6 +28,7 @@ from kadence.topics.broker_wait import committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.log_context import reset_log_fields, set_log_fields
+from kadence.topics.metric_labels import BoundedLabel
 from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WrongPartitionError
 from kadence.topics.partitioner import partition_for
@@ -169,6 +170,28 @@ class _Metrics:
                             "send_offsets_to_transaction calls given up on (producer replaced)", registry=r)
         self.deadlines = Counter("kadence_processor_deadlines_fired",
                                  "activity timeouts fired from the processor's deadline index", registry=r)
+        # workflow runs, by type (capped: a start request may name any type) and outcome
+        self.runs_started = Counter("kadence_processor_runs_started", "workflow runs started (committed)",
+                                    ["namespace", "workflow_type"], registry=r)
+        self.runs_closed = Counter("kadence_processor_runs_closed", "workflow runs closed (committed), by outcome",
+                                   ["namespace", "workflow_type", "outcome"], registry=r)
+        self.run_seconds = Histogram("kadence_processor_run_seconds",
+                                     "workflow run start to close (workflow time), by outcome",
+                                     ["namespace", "workflow_type", "outcome"], registry=r,
+                                     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900,
+                                              3600, 21600, 86400, 604800))
+        self.workflow_type = BoundedLabel()
+        self.restore = Histogram("kadence_processor_restore_seconds", "time to restore one shard on assignment",
+                                 registry=r, buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300))
+
+    def count_runs(self, namespace: str, out) -> None:
+        """The runs an outbox started and closed, once its batch has committed."""
+        for wtype in out.runs_started:
+            self.runs_started.labels(namespace, self.workflow_type.value(wtype)).inc()
+        for wtype, outcome, ms in out.runs_closed:
+            label = self.workflow_type.value(wtype)
+            self.runs_closed.labels(namespace, label, outcome).inc()
+            self.run_seconds.labels(namespace, label, outcome).observe(max(0, ms) / 1000)
 
 
 class HistoryProcessor:
@@ -354,9 +377,12 @@ class HistoryProcessor:
     def _restore(self, partition: int):
         """A shard's store and deadline index, rebuilt from Kafka (a failed try leaves nothing open)."""
         index, store = DeadlineIndex(), self._new_store(partition)
+        t0 = time.perf_counter()
         try:
-            return restore_shard(self.kafka, self.topics.state, self.topics.history, partition, store,
-                                 observe=index.update), index
+            restored = restore_shard(self.kafka, self.topics.state, self.topics.history, partition, store,
+                                     observe=index.update), index
+            self.metrics.restore.observe(time.perf_counter() - t0)
+            return restored
         except BaseException:
             if hasattr(store, "close"):
                 store.close()
@@ -598,6 +624,8 @@ class HistoryProcessor:
                 self.metrics.eager.labels("accepted").inc(out.eager_accepted)
             if out.eager_refused:
                 self.metrics.eager.labels("refused").inc(out.eager_refused)
+            if out.runs_started or out.runs_closed:
+                self.metrics.count_runs(self.kafka.namespace, out)
         self.committed_batches += 1
         return True
 
