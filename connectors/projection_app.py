@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -75,6 +76,11 @@ class ProjectionConfig:
     #: refresh makes it rejoin. aiokafka's default, 5 minutes, left the projection that long
     #: behind after a broker restart (``make soak``); a refresh costs one metadata request.
     metadata_max_age_s: float = 10.0
+    #: KADENCE_PROJECTION_DATA_DIR: Faust's working directory (it keeps nothing there that
+    #: matters: the state is in Redis). By default under the system's temporary directory; Faust's
+    #: own default, ``{app id}-data`` in the current directory, left one per namespace wherever
+    #: the process was started.
+    data_dir: str = field(default_factory=lambda: os.path.join(tempfile.gettempdir(), "kadence-projections"))
 
     @property
     def app_id(self) -> str:
@@ -97,6 +103,8 @@ class ProjectionConfig:
                 kw["commit_interval_s"] = int(env["KADENCE_PROJECTION_COMMIT_MS"]) / 1000
             if env.get("KADENCE_SESSION_TIMEOUT_MS"):
                 kw["session_timeout_s"] = int(env["KADENCE_SESSION_TIMEOUT_MS"]) / 1000
+            if env.get("KADENCE_PROJECTION_DATA_DIR"):
+                kw["data_dir"] = env["KADENCE_PROJECTION_DATA_DIR"]
             if env.get("KADENCE_PROJECTION_METADATA_MAX_AGE_MS"):
                 kw["metadata_max_age_s"] = int(env["KADENCE_PROJECTION_METADATA_MAX_AGE_MS"]) / 1000
         except ValueError as exc:
@@ -180,6 +188,7 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
         consumer_group_instance_id=f"{config.app_id}-{config.instance_id}",
         broker_client_id=f"kadence-projections-{config.instance_id}",
         consumer_metadata_max_age_ms=int(config.metadata_max_age_s * 1000),
+        datadir=os.path.join(config.data_dir, f"{config.app_id}-{config.instance_id}"),
     )
     history = Catalogue(kafka).history
     topic = app.topic(history, value_serializer="raw", key_serializer="raw", internal=False)

@@ -25,3 +25,14 @@ def test_reads_every_setting_in_milliseconds():
 def test_a_setting_that_is_not_a_number_is_a_config_error():
     with pytest.raises(ConfigError, match="bad projection setting"):
         ProjectionConfig.from_env(KAFKA, env={"KADENCE_PROJECTION_METADATA_MAX_AGE_MS": "ten"})
+
+
+def test_fausts_working_directory_is_not_the_current_one(tmp_path, monkeypatch):
+    from kadence.connectors.projection_app import create_app
+
+    monkeypatch.chdir(tmp_path)
+    config = ProjectionConfig.from_env(KAFKA, env={"KADENCE_PROJECTION_DATA_DIR": str(tmp_path / "faust"),
+                                                   "KADENCE_PROJECTION_ID": "v0"})
+    app = create_app(config)
+    assert str(app.conf.datadir).startswith(str(tmp_path / "faust" / "kadence-projections-ns-v0"))
+    assert ProjectionConfig.from_env(KAFKA, env={}).data_dir.endswith("kadence-projections")
