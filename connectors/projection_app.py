@@ -13,8 +13,12 @@ Two Faust defaults are changed on purpose:
 - the consumer reads with ``isolation_level=read_committed`` (Faust only does that in its
   exactly-once mode): the history topic is written in transactions, and an aborted batch must
   never reach a projection;
-- the consumer uses static group membership (``group.instance.id`` = the instance ID), so a
-  restarted instance gets its partitions back without waiting for the old session to expire.
+- the consumer refreshes its topic metadata every ``metadata_max_age_s`` (10 s, not 5 min), so a
+  group formed while the metadata lacked the history topic rejoins soon.
+
+The consumer uses dynamic group membership (decision 0038): a restarted instance joins as a new
+member and the group rebalances once the old member's session expires. A static member that
+came back took over the old member's assignment without a rebalance, including an empty one.
 
 Every ``status_interval_s`` the process computes its lag (per partition: history offsets not
 yet applied, and how old the newest applied event is when behind), exports it as Prometheus
@@ -58,7 +62,7 @@ class ProjectionConfig:
     kafka: KafkaConfig
     #: KADENCE_REDIS_URL
     redis_url: str = "redis://127.0.0.1:6379/0"
-    #: KADENCE_PROJECTION_ID: stable ID of this instance slot (static group membership)
+    #: KADENCE_PROJECTION_ID: this instance's name (client ID, status key, Faust's directory)
     instance_id: str = field(default_factory=socket.gethostname)
     #: KADENCE_PROJECTION_BATCH: most events per Redis round trip
     batch_max: int = 2000
@@ -67,7 +71,7 @@ class ProjectionConfig:
     #: KADENCE_PROJECTION_COMMIT_MS: offset commit interval
     commit_interval_s: float = 1.0
     #: KADENCE_SESSION_TIMEOUT_MS: consumer group session timeout
-    session_timeout_s: float = 30.0
+    session_timeout_s: float = 10.0
     #: how often the lag is computed and reported
     status_interval_s: float = 1.0
     #: KADENCE_PROJECTION_METADATA_MAX_AGE_MS: how stale the consumer's topic metadata may grow.
@@ -177,6 +181,7 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
         raise ConfigError("the projection process does not support Kafka TLS/SASL settings yet")
     registry = registry or CollectorRegistry()
     metrics = ProjectionMetrics(registry)
+    os.makedirs(config.data_dir, exist_ok=True)  # Faust makes only the last level of its own
     app = _App(
         config.app_id,
         broker=[f"kafka://{h.strip()}" for h in kafka.bootstrap.split(",")],
@@ -185,7 +190,6 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
         consumer_auto_offset_reset="earliest", broker_commit_interval=config.commit_interval_s,
         broker_session_timeout=config.session_timeout_s,
         broker_heartbeat_interval=max(0.5, config.session_timeout_s / 10),
-        consumer_group_instance_id=f"{config.app_id}-{config.instance_id}",
         broker_client_id=f"kadence-projections-{config.instance_id}",
         consumer_metadata_max_age_ms=int(config.metadata_max_age_s * 1000),
         datadir=os.path.join(config.data_dir, f"{config.app_id}-{config.instance_id}"),

@@ -302,3 +302,45 @@ async def test_a_projection_whose_group_formed_without_the_history_topic_takes_i
     finally:
         projection.close()
         processors.close()
+
+
+async def test_a_projection_restarted_after_its_group_formed_without_the_history_topic_takes_it(
+        kafka_bootstrap, tmp_path, redis):
+    # chaos seed 136010807: the group formed without the history topic during a broker restart,
+    # the projection was killed before its metadata refresh, and each restarted instance took
+    # over the (empty) assignment as the same static member, without a rebalance: the visibility
+    # projection stayed empty for good.
+    config = KafkaConfig(bootstrap=kafka_bootstrap, namespace=f"t{uuid.uuid4().hex[:10]}", partitions=4)
+    projection = ProjectionProcs(config, tmp_path)
+    processors = ProcessorProcs(config, tmp_path)
+    try:
+        projection.start()
+        first = next(tmp_path.glob("projection-v0-1.log"))
+        await wait_until(lambda: f"Ignoring missing topic: '{config.namespace}.history'" in first.read_text(), 90,
+                         "the projection's group to form without the history topic", 0.5)
+        projection.kill()  # before its next metadata refresh
+        projection.start()
+        second = next(tmp_path.glob("projection-v0-2.log"))
+        await wait_until(lambda: "Joined group" in second.read_text(), 90, "the restarted projection to join", 0.5)
+        Catalogue(config).apply()
+        processors.start()
+        client = await Client.connect(config=config)
+        try:
+            async with Worker(client, task_queue=QUEUE, workflows=[VisQuick]):
+                for i in range(8):
+                    handle = await client.start_workflow(VisQuick, False, id=f"restarted-{i}", task_queue=QUEUE)
+                    await handle.result(timeout=60)
+        finally:
+            await client.close()
+        wait_history_quiet(config)
+        runs, _events = ground_truth(config)
+        reader = VisibilityReader(redis, config.namespace)
+        # the old member's session (10 s here), a rebalance, a metadata refresh (10 s) and a rejoin
+        await wait_until(lambda: _caught_up(reader, runs), 60, "the restarted projection to take the history topic",
+                         0.5)
+    except BaseException:
+        print(projection.logs())
+        raise
+    finally:
+        projection.close()
+        processors.close()

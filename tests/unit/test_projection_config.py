@@ -11,7 +11,7 @@ KAFKA = KafkaConfig(bootstrap="127.0.0.1:9092", namespace="ns")
 def test_defaults_refresh_topic_metadata_every_ten_seconds():
     config = ProjectionConfig.from_env(KAFKA, env={})
     assert config.metadata_max_age_s == 10.0
-    assert config.session_timeout_s == 30.0
+    assert config.session_timeout_s == 10.0  # as the engine's (a restart waits for the old member)
 
 
 def test_reads_every_setting_in_milliseconds():
@@ -34,5 +34,6 @@ def test_fausts_working_directory_is_not_the_current_one(tmp_path, monkeypatch):
     config = ProjectionConfig.from_env(KAFKA, env={"KADENCE_PROJECTION_DATA_DIR": str(tmp_path / "faust"),
                                                    "KADENCE_PROJECTION_ID": "v0"})
     app = create_app(config)
+    assert (tmp_path / "faust").is_dir()  # Faust creates only the last level itself
     assert str(app.conf.datadir).startswith(str(tmp_path / "faust" / "kadence-projections-ns-v0"))
     assert ProjectionConfig.from_env(KAFKA, env={}).data_dir.endswith("kadence-projections")
