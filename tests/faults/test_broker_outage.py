@@ -15,8 +15,14 @@ up within 120 s. In two, the worker ran no activity after the 30 s pause: its ta
 polled, alive, and got no records after their session timed out. Session 14: 4 of 6 runs, both
 failures the projection's (its group formed while the restarted broker's metadata lacked the
 history topic, and aiokafka refreshed it only after 5 minutes; now every 10 s), then 10 of 10.
-The worker's failure has not recurred and is not explained, so this stays in ``make soak``.
-The worker logs librdkafka's consumer-group debug (``cgrp``), for the next time it fails."""
+After decision 0038, 4 of 5: the fifth was the worker's failure, now explained by the
+``cgrp`` debug log its worker keeps. After the pause, the activity consumer rejoined and was
+given its 4 partitions. librdkafka's own committed-offset fetch for them failed with a
+request-level NOT_COORDINATOR, and librdkafka never retried it: the partitions stayed "pending"
+with "4 offset queries" for the rest of the run, and nothing was fetched (librdkafka #5586, open).
+The planned workaround is for every subscribing consumer to assign in its on_assign callback with
+the offsets it has read itself (retried), so that librdkafka queries nothing. Until then this
+stays in ``make soak``."""
 
 from __future__ import annotations
 
