@@ -40,9 +40,10 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from kadence.topics import serde
 from kadence.topics.archive import (ArchiveStore, ArchiveStoreConfig, archive_key, decode_archive, encode_archive,
                                     open_store, verify_archive)
+from kadence.topics.broker_wait import assign_at_committed
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
-from kadence.topics.errors import ArchiveError, ConfigError, KadenceError, SchemaError
+from kadence.topics.errors import ArchiveError, BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import poll_ready
 from kadence.topics.records import CLOSE_EVENTS, command, history_key, now_ms
 
@@ -189,7 +190,7 @@ class Archiver:
     def run(self) -> None:
         consumer = Consumer(self.kafka.consumer(f"{self.kafka.namespace}.archiver", **{
             "session.timeout.ms": 6000, "partition.assignment.strategy": "cooperative-sticky"}))
-        consumer.subscribe([self.topics.history])
+        consumer.subscribe([self.topics.history], on_assign=self._on_assign)
         log.info("archiver for namespace %s started (retention %.0fs, store %s)", self.kafka.namespace,
                  self.config.retention_s, type(self.store).__name__)
         next_sweep = time.monotonic()
@@ -208,6 +209,17 @@ class Archiver:
             consumer.close()
             self._producer.flush(10)
             log.info("archiver for namespace %s stopped", self.kafka.namespace)
+
+    def _on_assign(self, consumer: Consumer, partitions) -> None:
+        """Assigned here at the committed offsets, so librdkafka sends no query of its own (one
+        refused with NOT_COORDINATOR is never retried: librdkafka #5586)."""
+        if not partitions:
+            return
+        try:
+            assign_at_committed(consumer, partitions, timeout=30, what=self.topics.history,
+                                who="archiver", stop=self._stop, log=log)
+        except BrokerUnavailableError:  # stopping: the partitions are given up unread
+            return
 
     def ingest(self, msgs) -> None:
         """Record events (and tombstones) of ``{ns}.history`` in Redis; idempotent."""

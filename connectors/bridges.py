@@ -56,7 +56,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
-from kadence.topics.broker_wait import committed_offsets, until_broker_answers
+from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_queue, problem
 from kadence.topics.payload import JsonConverter
@@ -262,7 +262,7 @@ class Bridge:
         consumer = Consumer(self.kafka.consumer(f"{self.kafka.namespace}.bridge.{self.config.name}", **{
             "session.timeout.ms": 6000, "partition.assignment.strategy": "cooperative-sticky",
             "topic.metadata.refresh.interval.ms": 5000}))
-        consumer.subscribe([m.topic for m in self.config.mappings])
+        consumer.subscribe([m.topic for m in self.config.mappings], on_assign=self._on_assign)
         log.info("bridge %s started: %s", self.config.name,
                  ", ".join(f"{m.topic} -> {m.action}" for m in self.config.mappings))
         try:
@@ -337,6 +337,17 @@ class Bridge:
                 return
             except BufferError:
                 self._producer.poll(0.05)
+
+    def _on_assign(self, consumer: Consumer, partitions) -> None:
+        """Assigned here at the committed offsets, so librdkafka sends no query of its own (one
+        refused with NOT_COORDINATOR is never retried: librdkafka #5586)."""
+        if not partitions:
+            return
+        try:
+            assign_at_committed(consumer, partitions, timeout=30, what="the bridge's source",
+                                who=f"bridge {self.config.name}", stop=self._stop, log=log)
+        except BrokerUnavailableError:  # stopping: the partitions are given up unread
+            return
 
     def _rewind(self, consumer: Consumer) -> None:
         """Back to the committed offsets, so the batch that was not acknowledged is read again

@@ -24,7 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kadence.topics import serde
-from kadence.topics.broker_wait import committed_offsets, until_broker_answers
+from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.log_context import reset_log_fields, set_log_fields
@@ -357,15 +357,17 @@ class HistoryProcessor:
         # Block until no transaction of a previous owner is pending on these partitions
         # (OffsetFetch with require_stable under read_committed), so the stores we restore
         # reflect every committed batch up to the offsets we will resume from.
+        # The partitions are assigned here at those offsets, so librdkafka asks for none itself
+        # (librdkafka #5586: its own query, refused with NOT_COORDINATOR, is never retried).
         wait_s = max(60.0, self.config.transaction_timeout_ms / 1000 * 3)
-        committed = {tp.partition: tp.offset for tp in self._until_broker_answers(
-            "reading committed offsets",
-            lambda: committed_offsets(consumer, partitions, wait_s, self.topics.commands))}
         # librdkafka keeps a partition's pause across a rebalance: one paused when it was taken
         # away would stay paused when assigned again. The loop resumes what it pauses before it
-        # polls again, so this is a guard, not a known path. Here, before librdkafka assigns them
-        # (after this callback), a resume cannot drop fetched records: none are queued yet.
+        # polls again, so this is a guard, not a known path. Here, before the partitions are
+        # assigned, a resume cannot drop fetched records: none are queued yet.
         consumer.resume(partitions)
+        committed = {tp.partition: tp.offset for tp in assign_at_committed(
+            consumer, partitions, timeout=wait_s, what=self.topics.commands,
+            who=f"processor {self.config.instance_id}", stop=self._stop, log=log)}
         for tp in partitions:
             self._release(tp.partition)
             offset = committed.get(tp.partition, -1)

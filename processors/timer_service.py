@@ -42,10 +42,10 @@ from confluent_kafka import (TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Kafk
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kadence.topics import serde
-from kadence.topics.broker_wait import until_broker_answers
+from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
 from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
 from kadence.topics.config import KafkaConfig
-from kadence.topics.errors import ConfigError, KadenceError, SchemaError
+from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import raise_if_refused
 from kadence.topics.records import command
 
@@ -312,6 +312,14 @@ class TimerService:
     # -- rebalance -----------------------------------------------------------------------------
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if partitions:
+            # assigned here at the committed offsets, so librdkafka sends no query of its own (one
+            # refused with NOT_COORDINATOR is never retried: librdkafka #5586)
+            try:
+                assign_at_committed(consumer, partitions, timeout=60, what="the timer tiers",
+                                    who=f"timer service {self.config.instance_id}", stop=self._stop, log=log)
+            except BrokerUnavailableError:  # stopping: the partitions are given up unread
+                return
         for tp in partitions:
             tier = self._tier_of.get(tp.topic)
             if tier is not None:

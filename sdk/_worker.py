@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from prometheus_client import CollectorRegistry
 
 from kadence.topics import serde
-from kadence.topics.broker_wait import committed_offsets, until_broker_answers
+from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
@@ -185,17 +185,20 @@ class _TaskConsumer:
             consumer.pause(partitions)
         else:
             consumer.resume(partitions)
-        if not self.transactional:
-            return
-        # waits for a previous owner's open transaction (require_stable), then names the tasks
-        # that reported above the committed offset: they are not run again. While the broker
-        # restarts this read fails (NOT_COORDINATOR): retried, since an error raised here comes
-        # out of poll() and ended the consumer thread (chaos seed 3284925459)
+        # The committed offsets are read here and the partitions assigned at them, so librdkafka
+        # sends no query of its own: one refused with NOT_COORDINATOR is never retried
+        # (librdkafka #5586), and the partitions stayed unfetched for good (`make soak`'s worker
+        # that ran no activity after the broker pause). Under transactions the read waits for a
+        # previous owner's open transaction (require_stable) and names the tasks that reported
+        # above the committed offset: they are not run again. While the broker restarts the read
+        # fails (NOT_COORDINATOR): retried, since an error raised here comes out of poll() and
+        # ended the consumer thread (chaos seed 3284925459)
         try:
-            offsets = until_broker_answers(lambda: committed_offsets(consumer, partitions, 60, self.topic),
-                                           what=f"reading committed offsets of {self.topic}",
-                                           who=f"worker {self._worker.identity}", stop=self._stop, log=log)
+            offsets = assign_at_committed(consumer, partitions, timeout=60, what=self.topic,
+                                          who=f"worker {self._worker.identity}", stop=self._stop, log=log)
         except BrokerUnavailableError:  # stopping: the partitions are given up unread
+            return
+        if not self.transactional:
             return
         for tp in offsets:
             self._reported[tp.partition] = decode_reported(tp.offset, tp.metadata)

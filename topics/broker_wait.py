@@ -12,11 +12,11 @@ import logging
 import threading
 from typing import Callable, TypeVar
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from .errors import BrokerUnavailableError
 
-__all__ = ["committed_offsets", "until_broker_answers"]
+__all__ = ["assign_at_committed", "committed_offsets", "until_broker_answers"]
 
 T = TypeVar("T")
 
@@ -55,3 +55,27 @@ def committed_offsets(consumer: Consumer, partitions: list[TopicPartition], time
         if exc.args[0].fatal():
             raise
         raise BrokerUnavailableError(f"cannot read committed offsets of {what}: {exc}") from exc
+
+
+def assign_at_committed(consumer: Consumer, partitions: list[TopicPartition], *, timeout: float, what: str,
+                        who: str, stop: threading.Event, log: logging.Logger) -> list[TopicPartition]:
+    """For an ``on_assign`` callback of a cooperative consumer: read the committed offsets of
+    ``partitions`` here (retried while the broker does not answer), then assign the partitions at
+    them (``OFFSET_BEGINNING`` where nothing is committed: every engine consumer resets to the
+    earliest offset), so that librdkafka sends no committed-offset request of its own.
+
+    Why: librdkafka's own OffsetFetch after an assignment is not retried when the coordinator
+    answers it with a request-level ``NOT_COORDINATOR`` (librdkafka #5586, open): the partitions
+    stay "pending" for good, and the consumer polls and gets nothing (``make soak``'s worker that
+    ran no activity after a 30 s broker pause). A partition assigned at an absolute or
+    ``BEGINNING`` offset is started at once, with no query (``rd_kafka_assignment_serve_pending``).
+
+    Returns the offsets as read, with their commit metadata (the worker reads it). Raises
+    ``BrokerUnavailableError`` only once ``stop`` is set; the callback then returns without
+    assigning and the client assigns the partitions its usual way."""
+    committed = until_broker_answers(lambda: committed_offsets(consumer, partitions, timeout, what),
+                                     what=f"reading committed offsets of {what}", who=who, stop=stop, log=log)
+    consumer.incremental_assign([
+        TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
+        for tp in committed])
+    return committed

@@ -1,13 +1,14 @@
-"""``until_broker_answers``: retries only while the broker is unreachable, and not once stopping."""
+"""``until_broker_answers``: retries only while the broker is unreachable, and not once stopping;
+``assign_at_committed``: assigns at the offsets it read itself."""
 
 import logging
 import threading
 
 import pytest
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
-from kadence.topics.broker_wait import committed_offsets, until_broker_answers
+from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.errors import BrokerUnavailableError, ConfigError
 
 
@@ -95,3 +96,41 @@ def test_committed_offsets_lets_a_fatal_error_through_and_is_retried_by_until_br
     tps = [TopicPartition("t", 1)]
     assert until_broker_answers(lambda: committed_offsets(consumer, tps, 1, "t"), what="w", who="x", stop=stop,
                                 log=logging.getLogger("t")) == tps
+
+
+class _Assigning(_Consumer):
+    """Answers ``committed()`` with the given offsets (after the given errors); records assigns."""
+
+    def __init__(self, offsets: dict[int, int], *errors):
+        super().__init__(*errors)
+        self.offsets, self.assigned = offsets, []
+
+    def committed(self, partitions, timeout):
+        super().committed(partitions, timeout)
+        return [TopicPartition(tp.topic, tp.partition, self.offsets.get(tp.partition, -1001), metadata="m")
+                for tp in partitions]
+
+    def incremental_assign(self, partitions):
+        self.assigned.append([(tp.topic, tp.partition, tp.offset) for tp in partitions])
+
+
+def test_assign_at_committed_assigns_every_partition_at_an_explicit_offset():
+    stop = threading.Event()
+    stop.wait = lambda s: None
+    consumer = _Assigning({0: 17}, KafkaError(KafkaError.NOT_COORDINATOR, "Failed to get committed offsets"))
+    read = assign_at_committed(consumer, [TopicPartition("t", 0), TopicPartition("t", 1)], timeout=1, what="t",
+                               who="worker w", stop=stop, log=logging.getLogger("t"))
+    # one assignment, after the refused read was retried; nothing left for librdkafka to query
+    # (a negative offset other than BEGINNING would be: INVALID becomes STORED, a query)
+    assert consumer.assigned == [[("t", 0, 17), ("t", 1, OFFSET_BEGINNING)]]
+    assert [(tp.partition, tp.offset, tp.metadata) for tp in read] == [(0, 17, "m"), (1, -1001, "m")]
+
+
+def test_assign_at_committed_assigns_nothing_once_stopping():
+    stop = threading.Event()
+    stop.set()
+    consumer = _Assigning({}, KafkaError(KafkaError.NOT_COORDINATOR))
+    with pytest.raises(BrokerUnavailableError):
+        assign_at_committed(consumer, [TopicPartition("t", 0)], timeout=1, what="t", who="x", stop=stop,
+                            log=logging.getLogger("t"))
+    assert consumer.assigned == []
