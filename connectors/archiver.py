@@ -42,6 +42,7 @@ from kadence.topics.archive import (ArchiveStore, ArchiveStoreConfig, archive_ke
                                     open_store, verify_archive)
 from kadence.topics.broker_wait import assign_at_committed
 from kadence.topics.catalogue import Catalogue
+from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ArchiveError, BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import poll_ready
@@ -164,6 +165,7 @@ class _Metrics:
         self.runs = Counter("kadence_archiver_runs", "runs leaving Kafka, by outcome", ["outcome"], registry=r)
         self.sweep = Histogram("kadence_archiver_sweep_seconds", "time of one sweep", registry=r,
                                buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300))
+        self.lag = LagSampler(lag_gauge(r), "archiver")
 
 
 class Archiver:
@@ -197,6 +199,7 @@ class Archiver:
         try:
             while not self._stop.is_set():
                 msgs = [m for m in poll_ready(consumer, 2000, 0.2) if m.error() is None]
+                self.metrics.lag.sample(consumer)
                 if msgs:
                     self.ingest(msgs)
                     commit_positions(consumer)  # after Redis holds them: at least once

@@ -56,6 +56,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
+from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_queue, problem
@@ -225,6 +226,7 @@ class Bridge:
         r = registry or CollectorRegistry()
         self._records = Counter("kadence_bridge_records", "source records handled, by outcome",
                                 ["bridge", "topic", "outcome"], registry=r)
+        self._lag = LagSampler(lag_gauge(r), "bridge")
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
         self.converter = JsonConverter()
@@ -268,6 +270,7 @@ class Bridge:
         try:
             while not self._stop.is_set():
                 msgs = []
+                self._lag.sample(consumer)
                 for m in poll_ready(consumer, self.config.max_batch, 0.2):
                     err = m.error()
                     if err is None:

@@ -27,6 +27,7 @@ from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
+from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.metric_labels import BoundedLabel
 from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
@@ -183,6 +184,7 @@ class _Metrics:
         self.workflow_type = BoundedLabel()
         self.restore = Histogram("kadence_processor_restore_seconds", "time to restore one shard on assignment",
                                  registry=r, buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300))
+        self.lag = LagSampler(lag_gauge(r), "processor")
 
     def count_runs(self, namespace: str, out) -> None:
         """The runs an outbox started and closed, once its batch has committed."""
@@ -302,6 +304,7 @@ class HistoryProcessor:
         try:
             while not self._stop.is_set():
                 msgs = self._poll_batch(self._poll_timeout())
+                self.metrics.lag.sample(self._consumer)
                 self._builds.poll()  # after the commands: a promotion acknowledged before a start is seen by it
                 fired = self._due_deadlines()
                 if msgs or fired:

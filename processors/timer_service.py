@@ -44,6 +44,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
 from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
+from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import raise_if_refused
@@ -141,6 +142,7 @@ class _Metrics:
         self.held_near = self.held.labels("near")
         self.held_heads = self.held.labels("head")
         self.in_flight = Gauge("kadence_timers_in_flight", "outputs produced and not yet acknowledged", registry=r)
+        self.lag = LagSampler(lag_gauge(r), "timers")
 
 
 class _Part:
@@ -413,6 +415,7 @@ class TimerService:
             self._next_commit = mono + self.config.commit_interval_ms / 1000
             self._commit()
             self._update_gauges()
+            self.metrics.lag.sample(self._consumer)
             if mono >= self._next_log:
                 self._next_log = mono + self.config.log_interval_s
                 self._log_progress()

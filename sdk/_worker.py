@@ -165,6 +165,7 @@ class _TaskConsumer:
         self._completed: queue.SimpleQueue = queue.SimpleQueue()
         self._wakeup = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"kadence-{topic}", daemon=True)
+        self._lag = worker.metrics.lag_sampler()
 
     def start(self) -> None:
         self.consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
@@ -239,6 +240,7 @@ class _TaskConsumer:
                     self.refresh_metadata.clear()
                     self.group_metadata = self.consumer.consumer_group_metadata()
                 self._store_completed()
+                self._lag.sample(self.consumer)
                 while backlog and self._dispatched < self._max:
                     self._dispatch(backlog.popleft())
                 want_pause = len(backlog) >= self._backlog_max

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from kadence.topics.consumer_lag import LagSampler, lag_gauge
+
 __all__ = ["WorkerMetrics", "NO_METRICS"]
 
 #: seconds: from a millisecond-scale activity to a long one
@@ -52,6 +54,7 @@ class WorkerMetrics:
         self.queries = Counter("kadence_worker_queries", "queries answered", ["namespace", "task_queue"], registry=r)
         self.heartbeats = Counter("kadence_worker_heartbeats", "activity heartbeats sent",
                                   ["namespace", "task_queue"], registry=r)
+        self.consumer_lag = lag_gauge(r)
 
     def for_queue(self, namespace: str, task_queue: str) -> "QueueMetrics":
         return QueueMetrics(self, namespace, task_queue)
@@ -65,6 +68,10 @@ class QueueMetrics:
         self.running = m.running.labels(namespace, task_queue)
         self.queries = m.queries.labels(namespace, task_queue)
         self.heartbeats = m.heartbeats.labels(namespace, task_queue)
+
+    def lag_sampler(self) -> LagSampler:
+        """For one task consumer: its topic's lag in ``kadence_consumer_lag_records{component="worker"}``."""
+        return LagSampler(self._m.consumer_lag, "worker")
 
     def workflow_task(self, workflow_type: str, outcome: str, seconds: float | None = None) -> None:
         self._m.workflow_tasks.labels(self._ns, self._q, workflow_type, outcome).inc()
@@ -95,6 +102,9 @@ class _NoMetrics:
     """What a worker without a registry records: nothing, at no cost."""
 
     running = queries = heartbeats = _Nothing()
+
+    def lag_sampler(self) -> LagSampler:
+        return LagSampler(None, "worker")
 
     def workflow_task(self, workflow_type: str, outcome: str, seconds: float | None = None) -> None:
         pass

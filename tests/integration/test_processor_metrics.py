@@ -1,6 +1,6 @@
 """The processor's workflow-run metrics (issue 21), scraped over HTTP from ``kadence processor
 --metrics-port``: runs started and closed by workflow type and outcome, start-to-close time, and
-shard restore time. Counted once a batch has committed."""
+shard restore time. Counted once a batch has committed. And its consumer lag."""
 
 from __future__ import annotations
 
@@ -57,3 +57,6 @@ async def test_runs_started_closed_and_their_duration_by_type_and_outcome(proces
     assert value("kadence_processor_run_seconds_sum", workflow_type="ThreeSteps", outcome="completed") > 0
     # every shard was restored once, on its assignment
     assert _samples(port)[("kadence_processor_restore_seconds_count", ())] == PARTITIONS
+    # caught up: at most a transaction marker per partition left (docs/metrics.md, Consumer lag)
+    lag = _samples(port)[("kadence_consumer_lag_records", (("component", "processor"), ("topic", f"{ns}.commands")))]
+    assert 0 <= lag <= PARTITIONS

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kadence import Worker
 from tests.integration.workflows import RetryOnce, ThreeSteps, add, double, fails_twice, three_steps_result
 
-from .conftest import wait_until
+from .conftest import PARTITIONS, wait_until
 
 
 def _free_port() -> int:
@@ -77,6 +77,16 @@ async def test_kadence_worker_serves_its_metrics_and_readiness(processors, kafka
                tuple(sorted({"namespace": kafka_config.namespace, "task_queue": "served", "activity_type": "double",
                              "outcome": "completed"}.items())))
         assert samples.get(key) == 1.0, [k for k in samples if k[0] == key[0]]
+        # both task consumers report their lag (sampled once a second); caught up: at most a
+        # transaction marker per partition
+        def lags() -> dict:
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            return {s.labels["topic"]: s.value for family in text_string_to_metric_families(text)
+                    for s in family.samples if s.name == "kadence_consumer_lag_records"
+                    and s.labels["component"] == "worker"}
+        topics = {f"{kafka_config.namespace}.tasks.{kind}.served" for kind in ("workflow", "activity")}
+        await wait_until(lambda: topics <= lags().keys(), 10, "both task consumers' lag")
+        assert all(0 <= lag <= PARTITIONS for lag in lags().values()), lags()
     finally:
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(30)

@@ -33,6 +33,7 @@ class _Restarting:
     def __init__(self, failures: int):
         self.failures, self.calls = failures, 0
         self.resumed: list[int] = []
+        self.assigned: list[tuple[int, int]] = []
 
     def resume(self, partitions):  # an assignment takes the consumer's state: not paused here
         self.resumed += [tp.partition for tp in partitions]
@@ -44,6 +45,9 @@ class _Restarting:
                                             "Failed to get committed offsets: Broker: Not coordinator"))
         return [TopicPartition(TOPIC, tp.partition, 5) for tp in partitions]
 
+    def incremental_assign(self, partitions):
+        self.assigned += [(tp.partition, tp.offset) for tp in partitions]
+
 
 def test_an_assignment_waits_for_the_committed_offsets_while_the_broker_restarts():
     async def scenario():
@@ -53,6 +57,7 @@ def test_an_assignment_waits_for_the_committed_offsets_while_the_broker_restarts
             tc._on_assign(restarting, [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)])
             assert restarting.calls == 3
             assert restarting.resumed == [0, 1]
+            assert restarting.assigned == [(0, 5), (1, 5)]  # at the offsets read, after the retries
             assert tc._reported == {0: decode_reported(5, None), 1: decode_reported(5, None)}
         finally:
             tc.consumer.close()
@@ -67,7 +72,7 @@ def test_a_stopping_consumer_gives_up_the_read():
             tc._stop.set()
             restarting = _Restarting(failures=100)
             tc._on_assign(restarting, [TopicPartition(TOPIC, 0)])  # returns instead of waiting
-            assert restarting.calls == 1 and tc._reported == {}
+            assert restarting.calls == 1 and tc._reported == {} and restarting.assigned == []
         finally:
             tc.consumer.close()
 
