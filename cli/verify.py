@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 
@@ -18,8 +19,11 @@ __all__ = ["verify"]
               help="check only records from then on (30s, 10m, 2h, 7d ago; ISO-8601; epoch ms); skips the state check")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
+@click.option("--metrics-file", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="also write the result as Prometheus metrics to this file (node_exporter's textfile "
+                   "collector), replaced atomically; not written when the check could not run")
 @click.pass_obj
-def verify(config: KafkaConfig, since: str | None, as_json: bool, quiet: bool) -> None:
+def verify(config: KafkaConfig, since: str | None, as_json: bool, quiet: bool, metrics_file: str | None) -> None:
     """Check a namespace's history, state and replies topics for invariant gaps: duplicate or
     missing event seqs, events after a close, two results of one activity, timers fired twice or
     early, a state that disagrees with its history, an accepted request answered differently.
@@ -60,4 +64,11 @@ def verify(config: KafkaConfig, since: str | None, as_json: bool, quiet: bool) -
         found = {check: n for check, n in report.counts.items() if n}
         click.echo("no invariant gaps" if not found else
                    "gaps: " + ", ".join(f"{check} {n}" for check, n in found.items()))
+    if metrics_file:
+        from prometheus_client import write_to_textfile
+        try:
+            write_to_textfile(metrics_file, report.to_metrics(time.time()))
+        except OSError as exc:
+            click.echo(f"error: cannot write {metrics_file}: {exc}", err=True)
+            sys.exit(2)
     sys.exit(0 if report.ok else 1)

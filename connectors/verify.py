@@ -29,6 +29,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator
 
+from prometheus_client import CollectorRegistry, Gauge
+
 from kadence.topics import Catalogue, KafkaConfig, SchemaError, serde
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.scan import scan
@@ -216,6 +218,23 @@ class Report:
         out = asdict(self)
         out["ok"] = self.ok
         return json.dumps(out, indent=2)
+
+    def to_metrics(self, finished_s: float) -> CollectorRegistry:
+        """The report as Prometheus metrics (``kadence verify --metrics-file``, for node_exporter's
+        textfile collector): gaps per check, records checked, and when the check finished."""
+        r = CollectorRegistry()
+        gaps = Gauge("kadence_verify_gaps", "invariant gaps the last kadence verify found, by check",
+                     ["namespace", "check"], registry=r)
+        for check, n in self.counts.items():
+            gaps.labels(self.namespace, check).set(n)
+        records = Gauge("kadence_verify_records", "records the last kadence verify read, by kind",
+                        ["namespace", "kind"], registry=r)
+        for kind, n in (("events", self.events), ("states", self.states), ("replies", self.replies),
+                        ("runs", self.runs)):
+            records.labels(self.namespace, kind).set(n)
+        Gauge("kadence_verify_last_run_timestamp_seconds", "when the last kadence verify finished (Unix time)",
+              ["namespace"], registry=r).labels(self.namespace).set(finished_s)
+        return r
 
 
 def _where(msg) -> str:

@@ -5,8 +5,10 @@ an accepted request answered differently) is found, and the command exits 1 with
 from __future__ import annotations
 
 import json
+import time
 
 from confluent_kafka import Producer
+from prometheus_client.parser import text_string_to_metric_families
 
 from kadence import Worker
 from kadence.connectors.verify import verify_namespace
@@ -17,7 +19,13 @@ from .test_cli import kadence
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 
-async def test_verify_finds_nothing_in_what_the_engine_wrote_and_each_planted_gap(client, processors, kafka_config):
+def _metrics(path) -> dict:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(path.read_text()) for s in family.samples}
+
+
+async def test_verify_finds_nothing_in_what_the_engine_wrote_and_each_planted_gap(client, processors, kafka_config,
+                                                                                   tmp_path):
     processors.start()
     async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
         handles = [await client.start_workflow(ThreeSteps, i, id=f"v-{i}", task_queue="q") for i in range(6)]
@@ -26,8 +34,16 @@ async def test_verify_finds_nothing_in_what_the_engine_wrote_and_each_planted_ga
     assert clean.ok, clean.gaps
     assert clean.runs == 6 and clean.states == 6 and clean.events >= 6 * 8 and clean.replies >= 6
 
-    code, out, _err = await kadence(kafka_config, "verify", "--quiet")
+    prom = tmp_path / "verify.prom"
+    code, out, _err = await kadence(kafka_config, "verify", "--quiet", "--metrics-file", str(prom))
     assert code == 0 and "no invariant gaps" in out, out
+    ns = kafka_config.namespace
+    clean_metrics = _metrics(prom)
+    assert {k[1][0][1]: v for k, v in clean_metrics.items() if k[0] == "kadence_verify_gaps"} == {
+        "history": 0, "activity": 0, "timer": 0, "state": 0, "reply": 0}
+    assert clean_metrics[("kadence_verify_records", (("kind", "runs"), ("namespace", ns)))] == 6
+    finished = clean_metrics[("kadence_verify_last_run_timestamp_seconds", (("namespace", ns),))]
+    assert abs(finished - time.time()) < 120
 
     topics = Catalogue(kafka_config)
     producer = Producer(kafka_config.producer())
@@ -52,8 +68,10 @@ async def test_verify_finds_nothing_in_what_the_engine_wrote_and_each_planted_ga
     assert {("history", "v-1"), ("state", "v-2"), ("reply", "v-3")} <= found, report.gaps
     assert {wf for _check, wf in found} == {"v-1", "v-2", "v-3"}, report.gaps
 
-    code, out, _err = await kadence(kafka_config, "verify", "--json")
+    code, out, _err = await kadence(kafka_config, "verify", "--json", "--metrics-file", str(prom))
     assert code == 1, out
+    gaps = {k[1][0][1]: v for k, v in _metrics(prom).items() if k[0] == "kadence_verify_gaps"}
+    assert gaps["state"] == 1 and gaps["reply"] == 1 and gaps["history"] >= 1, gaps
     parsed = json.loads(out)
     assert parsed["ok"] is False and parsed["counts"]["state"] == 1 and parsed["counts"]["reply"] == 1
     # the recent tail only: the planted history gap and reply are in it; the state check is skipped
