@@ -271,8 +271,13 @@ def scrape(port: int) -> dict[str, float]:
     return out
 
 
+def metric_sum(samples: dict, name: str) -> float:
+    """The sum of sample ``name`` over all its label sets (``scrape``'s keys)."""
+    return sum(v for k, v in samples.items() if k == name or k.startswith(name + "{"))
+
+
 def metric_delta(before: dict, after: dict, name: str) -> float:
-    return after.get(name, 0.0) - before.get(name, 0.0)
+    return metric_sum(after, name) - metric_sum(before, name)
 
 
 def poll_ready(consumer, most: int, timeout: float) -> list:

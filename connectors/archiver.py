@@ -158,14 +158,22 @@ def _split(member: str) -> tuple[str, str]:
     return wf, run_id
 
 
+#: what a sweep does with a due run (``SweepReport``'s counts, the outcome label of the runs metric)
+SWEEP_OUTCOMES = ("archived", "reused", "held", "failed")
+
+
 class _Metrics:
-    def __init__(self, registry: CollectorRegistry):
+    """The archiver's families; every one carries ``namespace``."""
+
+    def __init__(self, registry: CollectorRegistry, namespace: str):
         r = registry
-        self.events = Counter("kadence_archiver_events", "history records taken note of", registry=r)
-        self.runs = Counter("kadence_archiver_runs", "runs leaving Kafka, by outcome", ["outcome"], registry=r)
-        self.sweep = Histogram("kadence_archiver_sweep_seconds", "time of one sweep", registry=r,
-                               buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300))
-        self.lag = LagSampler(lag_gauge(r), "archiver")
+        self.events = Counter("kadence_archiver_events", "history records taken note of", ["namespace"],
+                              registry=r).labels(namespace)
+        runs = Counter("kadence_archiver_runs", "runs leaving Kafka, by outcome", ["namespace", "outcome"], registry=r)
+        self.runs = {outcome: runs.labels(namespace, outcome) for outcome in SWEEP_OUTCOMES}
+        self.sweep = Histogram("kadence_archiver_sweep_seconds", "time of one sweep", ["namespace"], registry=r,
+                               buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300)).labels(namespace)
+        self.lag = LagSampler(lag_gauge(r), namespace, "archiver")
 
 
 class Archiver:
@@ -182,7 +190,7 @@ class Archiver:
         self._stop = threading.Event()
         self._producer = Producer(self.kafka.producer(**{"linger.ms": 5}))
         self._codec = serde.codec("HistoryEvent")
-        self.metrics = _Metrics(registry or CollectorRegistry())
+        self.metrics = _Metrics(registry or CollectorRegistry(), config.kafka.namespace)
 
     def stop(self) -> None:
         self._stop.set()
@@ -269,7 +277,7 @@ class Archiver:
             if not members:
                 break
             report = self._archive_batch(members)
-            for k in ("archived", "reused", "held", "failed"):
+            for k in SWEEP_OUTCOMES:
                 setattr(total, k, getattr(total, k) + getattr(report, k))
             if report.failed == len(members):
                 break  # nothing moves (e.g. the store is down): try again at the next sweep
@@ -277,8 +285,8 @@ class Archiver:
             log.info("archive sweep: %d archived, %d reused, %d held, %d failed", total.archived, total.reused,
                      total.held, total.failed)
         self.redis.hset(self.keys.stats, "last_sweep_ms", now_ms())
-        for k in ("archived", "reused", "held", "failed"):
-            self.metrics.runs.labels(k).inc(getattr(total, k))
+        for k in SWEEP_OUTCOMES:
+            self.metrics.runs[k].inc(getattr(total, k))
         self.metrics.sweep.observe(time.perf_counter() - t0)
         return total
 

@@ -225,8 +225,8 @@ class Bridge:
         self.config = config
         r = registry or CollectorRegistry()
         self._records = Counter("kadence_bridge_records", "source records handled, by outcome",
-                                ["bridge", "topic", "outcome"], registry=r)
-        self._lag = LagSampler(lag_gauge(r), "bridge")
+                                ["namespace", "bridge", "topic", "outcome"], registry=r)
+        self._lag = LagSampler(lag_gauge(r), config.kafka.namespace, "bridge")
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
         self.converter = JsonConverter()
@@ -330,7 +330,7 @@ class Bridge:
         self.forwarded += forwarded
         self.dead_lettered += dead
         for (topic, outcome), n in outcomes.items():
-            self._records.labels(self.config.name, topic, outcome).inc(n)
+            self._records.labels(self.kafka.namespace, self.config.name, topic, outcome).inc(n)
         return True
 
     def _produce(self, topic, value, key, on_delivery) -> None:

@@ -118,22 +118,28 @@ class ProjectionConfig:
 
 
 class ProjectionMetrics:
-    def __init__(self, registry: CollectorRegistry):
-        self.lag_events = Gauge("kadence_projection_lag_events", "history offsets not yet applied",
-                                ["projection"], registry=registry)
-        self.lag_seconds = Gauge("kadence_projection_lag_seconds",
-                                 "age of the newest applied history event while behind (0 when caught up)",
-                                 ["projection"], registry=registry)
-        self.applied = Counter("kadence_projection_events_applied_total", "history event writes applied (summed over the projections)",
-                               registry=registry)
+    """The projections' families; every one carries ``namespace``, bound here."""
+
+    def __init__(self, registry: CollectorRegistry, namespace: str):
+        r, ns = registry, ["namespace"]
+        lag_events = Gauge("kadence_projection_lag_events", "history offsets not yet applied",
+                           ["namespace", "projection"], registry=r)
+        lag_seconds = Gauge("kadence_projection_lag_seconds",
+                            "age of the newest applied history event while behind (0 when caught up)",
+                            ["namespace", "projection"], registry=r)
+        self.lag_events = {name: lag_events.labels(namespace, name) for name in PROJECTIONS}
+        self.lag_seconds = {name: lag_seconds.labels(namespace, name) for name in PROJECTIONS}
+        self.applied = Counter("kadence_projection_events_applied_total",
+                               "history event writes applied (summed over the projections)", ns,
+                               registry=r).labels(namespace)
         self.duplicates = Counter("kadence_projection_duplicates_total",
-                                  "redelivered history events ignored by the seq guard",
-                                  registry=registry)
+                                  "redelivered history events ignored by the seq guard", ns,
+                                  registry=r).labels(namespace)
         self.gaps = Counter("kadence_projection_gaps_total",
                             "history events skipped because earlier events of their run are missing "
-                            "(the projection needs a rebuild)", registry=registry)
-        self.batch_seconds = Histogram("kadence_projection_batch_seconds", "Redis write time per batch",
-                                       registry=registry)
+                            "(the projection needs a rebuild)", ns, registry=r).labels(namespace)
+        self.batch_seconds = Histogram("kadence_projection_batch_seconds", "Redis write time per batch", ns,
+                                       registry=r).labels(namespace)
 
 
 # -- read_committed for Faust's aiokafka consumer ------------------------------------------------
@@ -180,7 +186,7 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
     if kafka.security:
         raise ConfigError("the projection process does not support Kafka TLS/SASL settings yet")
     registry = registry or CollectorRegistry()
-    metrics = ProjectionMetrics(registry)
+    metrics = ProjectionMetrics(registry, kafka.namespace)
     os.makedirs(config.data_dir, exist_ok=True)  # Faust makes only the last level of its own
     app = _App(
         config.app_id,
@@ -259,8 +265,8 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
             log.debug("lag report failed: %s", exc)
             return
         for name in PROJECTIONS:
-            metrics.lag_events.labels(name).set(report["events"])
-            metrics.lag_seconds.labels(name).set(report["seconds"])
+            metrics.lag_events[name].set(report["events"])
+            metrics.lag_seconds[name].set(report["seconds"])
         try:
             await redis.set(status_key(kafka.namespace), json.dumps(report), ex=3600)
         except Exception as exc:  # noqa: BLE001

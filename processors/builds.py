@@ -41,8 +41,9 @@ class BuildDefaults:
         #: read by the state machine (one lookup when a run starts); only this thread writes it
         self.defaults: dict[str, str | None] = {}
         self._consumer = Consumer(kafka.consumer(None, **{"fetch.wait.max.ms": 10}))
+        self._namespace = kafka.namespace
         self._gauge = Gauge("kadence_build_default", "1 for the build new workflows of a task queue start on",
-                            ["queue", "build"], registry=registry) if registry is not None else None
+                            ["namespace", "task_queue", "build"], registry=registry) if registry is not None else None
         self._tps: list[TopicPartition] = []
 
     def start(self, timeout: float = 30.0) -> None:
@@ -102,9 +103,9 @@ class BuildDefaults:
         self.defaults[queue] = build
         if self._gauge is not None:
             if previous is not None:
-                self._gauge.remove(queue, previous)
+                self._gauge.remove(self._namespace, queue, previous)
             if build is not None:
-                self._gauge.labels(queue, build).set(1)
+                self._gauge.labels(self._namespace, queue, build).set(1)
         if previous != build:
             log.info("task queue %s: new workflows start on build %s", queue, build or "(unversioned)")
 
@@ -122,10 +123,10 @@ class BacklogReporter:
         self.kafka = kafka
         self.interval_s = interval_s
         self._backlog = Gauge("kadence_build_backlog", "workflow tasks waiting for a worker of this build",
-                              ["queue", "build"], registry=registry)
+                              ["namespace", "task_queue", "build"], registry=registry)
         self._age = Gauge("kadence_build_oldest_task_age_seconds",
                           "age of the oldest workflow task waiting for a worker of this build",
-                          ["queue", "build"], registry=registry)
+                          ["namespace", "task_queue", "build"], registry=registry)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kadence-build-backlog", daemon=True)
         self.measurements = 0
@@ -151,7 +152,7 @@ class BacklogReporter:
 
     def refresh(self, probe: BacklogProbe) -> None:
         for b in probe.measure():
-            labels = (b.task_queue, b.build_id or "")
+            labels = (self.kafka.namespace, b.task_queue, b.build_id or "")
             self._backlog.labels(*labels).set(b.backlog)
             self._age.labels(*labels).set(b.oldest_age_s or 0.0)
         self.measurements += 1

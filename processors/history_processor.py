@@ -154,23 +154,32 @@ def reply_partition(instance_id: str, partitions: int) -> int:
 
 
 class _Metrics:
-    def __init__(self, registry: CollectorRegistry | None):
-        r = registry
-        self.commands = Counter("kadence_processor_commands", "commands processed", registry=r)
-        self.batches = Histogram("kadence_processor_batch_size", "commands per transaction", registry=r,
-                                 buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000))
-        self.commit = Histogram("kadence_processor_commit_seconds", "transaction commit time", registry=r,
-                                buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5))
-        self.duplicates = Counter("kadence_processor_duplicates_suppressed", "duplicate requests answered from memory", registry=r)
-        self.stale = Counter("kadence_processor_stale_rejected", "stale task completions rejected", registry=r)
-        self.eager = Counter("kadence_processor_eager_workflow_tasks", "eager workflow tasks, by outcome",
-                             ["outcome"], registry=r)
-        self.dlq = Counter("kadence_processor_dead_letters", "commands sent to the dead-letter topic", registry=r)
-        self.aborts = Counter("kadence_processor_aborts", "transactions aborted", registry=r)
+    """The processor's families; every one carries ``namespace`` (bound here where it is the only
+    label, so that a call site reads ``metrics.commands.inc()``)."""
+
+    def __init__(self, registry: CollectorRegistry, namespace: str):
+        r, ns = registry, ["namespace"]
+        self.commands = Counter("kadence_processor_commands", "commands processed", ns, registry=r).labels(namespace)
+        self.batches = Histogram("kadence_processor_batch_size", "commands per transaction", ns, registry=r,
+                                 buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)).labels(namespace)
+        self.commit = Histogram("kadence_processor_commit_seconds", "transaction commit time", ns, registry=r,
+                                buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5)).labels(namespace)
+        self.duplicates = Counter("kadence_processor_duplicates_suppressed", "duplicate requests answered from memory", ns,
+                                  registry=r).labels(namespace)
+        self.stale = Counter("kadence_processor_stale_rejected", "stale task completions rejected", ns,
+                             registry=r).labels(namespace)
+        eager = Counter("kadence_processor_eager_workflow_tasks", "eager workflow tasks, by outcome",
+                        ["namespace", "outcome"], registry=r)
+        self.eager_accepted, self.eager_refused = eager.labels(namespace, "accepted"), eager.labels(namespace, "refused")
+        self.dlq = Counter("kadence_processor_dead_letters", "commands sent to the dead-letter topic", ns,
+                           registry=r).labels(namespace)
+        self.aborts = Counter("kadence_processor_aborts", "transactions aborted", ns, registry=r).labels(namespace)
         self.hung = Counter("kadence_processor_txn_hangs",
-                            "send_offsets_to_transaction calls given up on (producer replaced)", registry=r)
+                            "send_offsets_to_transaction calls given up on (producer replaced)", ns,
+                            registry=r).labels(namespace)
         self.deadlines = Counter("kadence_processor_deadlines_fired",
-                                 "activity timeouts fired from the processor's deadline index", registry=r)
+                                 "activity timeouts fired from the processor's deadline index", ns,
+                                 registry=r).labels(namespace)
         # workflow runs, by type (capped: a start request may name any type) and outcome
         self.runs_started = Counter("kadence_processor_runs_started", "workflow runs started (committed)",
                                     ["namespace", "workflow_type"], registry=r)
@@ -183,8 +192,9 @@ class _Metrics:
                                               3600, 21600, 86400, 604800))
         self.workflow_type = BoundedLabel()
         self.restore = Histogram("kadence_processor_restore_seconds", "time to restore one shard on assignment",
-                                 registry=r, buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300))
-        self.lag = LagSampler(lag_gauge(r), "processor")
+                                 ns, registry=r, buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300)
+                                 ).labels(namespace)
+        self.lag = LagSampler(lag_gauge(r), namespace, "processor")
 
     def count_runs(self, namespace: str, out) -> None:
         """The runs an outbox started and closed, once its batch has committed."""
@@ -204,7 +214,7 @@ class HistoryProcessor:
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
         registry = registry or CollectorRegistry()
-        self.metrics = _Metrics(registry)
+        self.metrics = _Metrics(registry, config.kafka.namespace)
         self._stop = threading.Event()
         self._stores: dict[int, MemoryShardStore | DiskShardStore] = {}
         #: per shard: the activity timeouts of its workflows (decision 0026)
@@ -626,9 +636,9 @@ class HistoryProcessor:
             self.metrics.duplicates.inc(out.duplicates)
             self.metrics.stale.inc(out.stale)
             if out.eager_accepted:
-                self.metrics.eager.labels("accepted").inc(out.eager_accepted)
+                self.metrics.eager_accepted.inc(out.eager_accepted)
             if out.eager_refused:
-                self.metrics.eager.labels("refused").inc(out.eager_refused)
+                self.metrics.eager_refused.inc(out.eager_refused)
             if out.runs_started or out.runs_closed:
                 self.metrics.count_runs(self.kafka.namespace, out)
         self.committed_batches += 1

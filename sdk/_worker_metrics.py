@@ -71,7 +71,7 @@ class QueueMetrics:
 
     def lag_sampler(self) -> LagSampler:
         """For one task consumer: its topic's lag in ``kadence_consumer_lag_records{component="worker"}``."""
-        return LagSampler(self._m.consumer_lag, "worker")
+        return LagSampler(self._m.consumer_lag, self._ns, "worker")
 
     def workflow_task(self, workflow_type: str, outcome: str, seconds: float | None = None) -> None:
         self._m.workflow_tasks.labels(self._ns, self._q, workflow_type, outcome).inc()
@@ -104,7 +104,7 @@ class _NoMetrics:
     running = queries = heartbeats = _Nothing()
 
     def lag_sampler(self) -> LagSampler:
-        return LagSampler(None, "worker")
+        return LagSampler(None, "", "worker")
 
     def workflow_task(self, workflow_type: str, outcome: str, seconds: float | None = None) -> None:
         pass

@@ -1,6 +1,6 @@
 """Consumer lag per component (issue 21): how many records each engine consumer has still to read.
 
-One gauge family, ``kadence_consumer_lag_records{component, topic}``, in the registry of every
+One gauge family, ``kadence_consumer_lag_records{namespace, component, topic}``, in the registry of every
 process that consumes with librdkafka (processor, timer service, worker, bridge, archiver; the
 projections report their own lag). Per topic it is the sum over the consumer's assigned
 partitions of the high watermark minus the position, the figure ``kafka-consumer-groups`` shows
@@ -32,17 +32,17 @@ def lag_gauge(registry: CollectorRegistry) -> Gauge:
     """The family, registered in ``registry`` (once per registry: one per process and component)."""
     return Gauge("kadence_consumer_lag_records",
                  "records not yet read by a component's consumer: high watermark minus position, summed over "
-                 "its assigned partitions of the topic", ["component", "topic"], registry=registry)
+                 "its assigned partitions of the topic", ["namespace", "component", "topic"], registry=registry)
 
 
 class LagSampler:
-    """``sample(consumer)`` sets the gauge's series of ``component`` from the consumer's present
+    """``sample(consumer)`` sets the gauge's series of ``namespace`` and ``component`` from the consumer's present
     assignment, at most every ``interval_s``; topics no longer assigned lose their series. A
     sampler with no gauge does nothing."""
 
-    def __init__(self, gauge: Gauge | None, component: str, *, interval_s: float = SAMPLE_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic):
-        self._gauge, self._component = gauge, component
+    def __init__(self, gauge: Gauge | None, namespace: str, component: str, *,
+                 interval_s: float = SAMPLE_INTERVAL_S, clock: Callable[[], float] = time.monotonic):
+        self._gauge, self._labels = gauge, (namespace, component)
         self._interval, self._clock = interval_s, clock
         self._next = 0.0
         self._topics: set[str] = set()
@@ -64,7 +64,7 @@ class LagSampler:
         except (KafkaException, RuntimeError):  # the broker restarting, a closed consumer: next time
             return
         for topic in self._topics - lag.keys():
-            self._gauge.remove(self._component, topic)
+            self._gauge.remove(*self._labels, topic)
         for topic, n in lag.items():
-            self._gauge.labels(self._component, topic).set(n)
+            self._gauge.labels(*self._labels, topic).set(n)
         self._topics = set(lag)

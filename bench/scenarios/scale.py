@@ -15,7 +15,7 @@ import time
 import psutil
 
 from .. import workloads
-from ..common import Context, metric_delta
+from ..common import Context, metric_delta, metric_sum
 from ..engine import engine
 
 WARM = 500
@@ -48,7 +48,7 @@ async def _settle(eng, quiet_s: float = 3.0, timeout: float = 300.0) -> None:
     last, since = None, time.monotonic()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = eng.procs.metrics().get("kadence_processor_commands_total")
+        value = metric_sum(eng.procs.metrics(), "kadence_processor_commands_total")
         if value != last:
             last, since = value, time.monotonic()
         elif time.monotonic() - since >= quiet_s:

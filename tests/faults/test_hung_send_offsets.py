@@ -60,7 +60,8 @@ async def test_the_processor_gives_up_a_hung_send_offsets_replaces_its_producer_
             handle = await client.start_workflow(ThreeSteps, 5, id="hung-offsets-p", task_queue="q")
             assert await handle.result(timeout=90) == three_steps_result(5)
         assert hanging.hung == 1
-        assert registry.get_sample_value("kadence_processor_txn_hangs_total") == 1
+        assert registry.get_sample_value("kadence_processor_txn_hangs_total",
+                                          {"namespace": kafka_config.namespace}) == 1
         assert runner.is_alive()  # no exit: the process rode it out
         assert_recorded_once(kafka_config, "hung-offsets-p", handle.run_id)
     finally:

@@ -78,7 +78,7 @@ def _metric(port: int, name: str, build: str) -> float | None:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     except urllib.error.URLError:  # the processor is still starting
         return None
-    m = re.search(rf'^{name}{{build="{build}",queue="{Q}"}} ([0-9.e+-]+)$', text, re.M)
+    m = re.search(rf'^{name}{{build="{build}",namespace="[^"]+",task_queue="{Q}"}} ([0-9.e+-]+)$', text, re.M)
     return float(m.group(1)) if m else None
 
 

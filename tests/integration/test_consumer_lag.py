@@ -35,12 +35,12 @@ def test_the_lag_falls_as_the_consumer_reads(kafka_bootstrap):
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, 0, 0)])
     registry, clock = CollectorRegistry(), [0.0]
-    sampler = LagSampler(lag_gauge(registry), "processor", clock=lambda: clock[0])
+    sampler = LagSampler(lag_gauge(registry), "ns", "processor", clock=lambda: clock[0])
 
     def lag():
         clock[0] += 10
         sampler.sample(consumer)
-        return registry.get_sample_value("kadence_consumer_lag_records", {"component": "processor", "topic": topic})
+        return registry.get_sample_value("kadence_consumer_lag_records", {"namespace": "ns", "component": "processor", "topic": topic})
     try:
         _read(consumer, 50)
         assert lag() == 150

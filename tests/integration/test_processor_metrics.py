@@ -56,7 +56,8 @@ async def test_runs_started_closed_and_their_duration_by_type_and_outcome(proces
     assert value("kadence_processor_run_seconds_count", workflow_type="ThreeSteps", outcome="completed") == 2
     assert value("kadence_processor_run_seconds_sum", workflow_type="ThreeSteps", outcome="completed") > 0
     # every shard was restored once, on its assignment
-    assert _samples(port)[("kadence_processor_restore_seconds_count", ())] == PARTITIONS
+    assert _samples(port)[("kadence_processor_restore_seconds_count", (("namespace", ns),))] == PARTITIONS
     # caught up: at most a transaction marker per partition left (docs/metrics.md, Consumer lag)
-    lag = _samples(port)[("kadence_consumer_lag_records", (("component", "processor"), ("topic", f"{ns}.commands")))]
+    lag = _samples(port)[("kadence_consumer_lag_records",
+                          (("component", "processor"), ("namespace", ns), ("topic", f"{ns}.commands")))]
     assert 0 <= lag <= PARTITIONS

@@ -209,6 +209,7 @@ def test_ten_thousand_mixed_timers_fire_on_time_and_never_early(timers, kafka_co
 
 
 def test_far_future_timers_hold_one_record_per_partition(kafka_config):
+    ns = kafka_config.namespace
     """20,000 timers two days out: the service holds one of them per partition, not 20,000."""
     registry = CollectorRegistry()
     service = TimerService(TimerConfig(kafka=kafka_config, instance_id="mem", session_timeout_ms=6000),
@@ -229,13 +230,13 @@ def test_far_future_timers_hold_one_record_per_partition(kafka_config):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             fires._drain(0.05)
-            max_near = max(max_near, registry.get_sample_value("kadence_timers_held_records", {"where": "near"}))
-            max_heads = max(max_heads, registry.get_sample_value("kadence_timers_held_records", {"where": "head"}))
+            max_near = max(max_near, registry.get_sample_value("kadence_timers_held_records", {"namespace": ns, "where": "near"}))
+            max_heads = max(max_heads, registry.get_sample_value("kadence_timers_held_records", {"namespace": ns, "where": "head"}))
             if {r["timer_id"] for r in near} <= fires.fired.keys() and max_heads >= len(far_partitions):
                 break
         time.sleep(0.6)  # one more gauge interval, then read it again
         fires._drain(0.2)
-        heads_now = registry.get_sample_value("kadence_timers_held_records", {"where": "head"})
+        heads_now = registry.get_sample_value("kadence_timers_held_records", {"namespace": ns, "where": "head"})
         print(f"\nfar-future: gauge max near {max_near:.0f}, max heads {max_heads:.0f}; "
               f"peak near {service.peak_near}, peak heads {service.peak_heads}; "
               f"held now {service.held()}")

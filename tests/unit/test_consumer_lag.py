@@ -36,12 +36,12 @@ class _Clock:
 
 
 def _value(registry, component, topic):
-    return registry.get_sample_value("kadence_consumer_lag_records", {"component": component, "topic": topic})
+    return registry.get_sample_value("kadence_consumer_lag_records", {"namespace": "ns", "component": component, "topic": topic})
 
 
 def test_lag_is_summed_per_topic_and_unknown_partitions_count_zero():
     registry, clock = CollectorRegistry(), _Clock()
-    sampler = LagSampler(lag_gauge(registry), "processor", clock=clock)
+    sampler = LagSampler(lag_gauge(registry), "ns", "processor", clock=clock)
     consumer = _Consumer({("a", 0): (10, 15), ("a", 1): (3, 3), ("a", 2): (-1001, 40), ("b", 0): (7, 9)})
     sampler.sample(consumer)
     assert _value(registry, "processor", "a") == 5
@@ -50,7 +50,7 @@ def test_lag_is_summed_per_topic_and_unknown_partitions_count_zero():
 
 def test_samples_at_most_once_an_interval_and_drops_topics_no_longer_held():
     registry, clock = CollectorRegistry(), _Clock()
-    sampler = LagSampler(lag_gauge(registry), "worker", clock=clock)
+    sampler = LagSampler(lag_gauge(registry), "ns", "worker", clock=clock)
     consumer = _Consumer({("a", 0): (10, 15), ("b", 0): (0, 4)})
     sampler.sample(consumer)
     consumer.parts = {("a", 0): (15, 15)}
@@ -65,11 +65,11 @@ def test_samples_at_most_once_an_interval_and_drops_topics_no_longer_held():
 
 def test_a_consumer_error_keeps_the_last_sample_and_no_gauge_records_nothing():
     registry, clock = CollectorRegistry(), _Clock()
-    sampler = LagSampler(lag_gauge(registry), "bridge", clock=clock)
+    sampler = LagSampler(lag_gauge(registry), "ns", "bridge", clock=clock)
     consumer = _Consumer({("a", 0): (1, 3)})
     sampler.sample(consumer)
     consumer.fail = True
     clock.now += 2
     sampler.sample(consumer)
     assert _value(registry, "bridge", "a") == 2
-    LagSampler(None, "bridge").sample(consumer)  # does not even call the consumer
+    LagSampler(None, "ns", "bridge").sample(consumer)  # does not even call the consumer
