@@ -79,9 +79,13 @@ def _retry_delay(a: dict, failure: dict, ts: int) -> int | None:
         return None
     if policy["maximum_attempts"] and a["attempt"] >= policy["maximum_attempts"]:
         return None
-    delay = policy["initial_interval_ms"] * policy["backoff_coefficient"] ** (a["attempt"] - 1)
     cap = policy["maximum_interval_ms"] or 100 * policy["initial_interval_ms"]
-    delay = int(min(delay, cap))
+    try:
+        delay = int(min(policy["initial_interval_ms"] * policy["backoff_coefficient"] ** (a["attempt"] - 1), cap))
+    except OverflowError:
+        # past about attempt 1,025 at a coefficient of 2.0 the float power overflows; it raised out
+        # of the transition, and the activity was never retried again (kadence.testing found it)
+        delay = int(cap)
     s2c = a["options"].get("schedule_to_close_timeout_ms")
     if s2c and ts + delay >= a["first_scheduled_ms"] + s2c:
         return None  # the next attempt could not start before the schedule-to-close deadline
