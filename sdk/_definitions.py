@@ -5,12 +5,12 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from kadence.topics.errors import ConfigError, DefinitionError
 
 __all__ = ["WorkflowDefinition", "ActivityDefinition", "RetryPolicy", "workflow_definition",
-           "activity_definition", "workflow_type_name", "to_ms"]
+           "activity_definition", "workflow_type_name", "to_ms", "registrations"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,3 +111,25 @@ def workflow_type_name(workflow: Any) -> str:
     if defn is None:
         raise DefinitionError(f"{workflow!r} is not a @workflow.defn class, its run method, or a type name")
     return defn.name
+
+
+def registrations(workflows: Iterable[Any], activities: Iterable[Any]
+                  ) -> tuple[dict[str, WorkflowDefinition], dict[str, ActivityDefinition]]:
+    """The definitions of ``@workflow.defn`` classes and ``@activity.defn`` functions, by name
+    (a later one of the same name replaces an earlier one); ``DefinitionError`` for anything else,
+    or when both are empty. What a ``Worker`` and ``kadence.testing`` register."""
+    by_workflow: dict[str, WorkflowDefinition] = {}
+    for w in workflows:
+        d = getattr(w, "__kadence_workflow__", None)
+        if d is None:
+            raise DefinitionError(f"{w!r} is not a @workflow.defn class")
+        by_workflow[d.name] = d
+    by_activity: dict[str, ActivityDefinition] = {}
+    for a in activities:
+        d = getattr(a, "__kadence_activity__", None)
+        if d is None:
+            raise DefinitionError(f"{a!r} is not an @activity.defn function")
+        by_activity[d.name] = d
+    if not by_workflow and not by_activity:
+        raise DefinitionError("a worker needs at least one workflow or activity")
+    return by_workflow, by_activity

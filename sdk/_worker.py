@@ -40,7 +40,7 @@ from kadence.topics.records import new_id, now_ms
 
 from . import activity as _activity
 from ._client import Client
-from ._definitions import ActivityDefinition, WorkflowDefinition
+from ._definitions import registrations
 from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from ._loop import install_guard
 from ._reporter import ActivityReporter, decode_reported, offsets_for
@@ -378,20 +378,7 @@ class Worker:
         self.task_queue = task_queue
         self.identity = identity or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.session_timeout_ms = session_timeout_ms
-        self._workflows: dict[str, WorkflowDefinition] = {}
-        for w in workflows:
-            d = getattr(w, "__kadence_workflow__", None)
-            if d is None:
-                raise DefinitionError(f"{w!r} is not a @workflow.defn class")
-            self._workflows[d.name] = d
-        self._activities: dict[str, ActivityDefinition] = {}
-        for a in activities:
-            d = getattr(a, "__kadence_activity__", None)
-            if d is None:
-                raise DefinitionError(f"{a!r} is not an @activity.defn function")
-            self._activities[d.name] = d
-        if not self._workflows and not self._activities:
-            raise DefinitionError("a worker needs at least one workflow or activity")
+        self._workflows, self._activities = registrations(workflows, activities)
         if self._workflows:
             install_guard()
         self._max_activities = max_concurrent_activities

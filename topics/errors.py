@@ -28,7 +28,8 @@ translated where they enter (``raise ... from exc``)::
     ├── NonDeterminismError         workflow code no longer matches its history
     ├── NotDeterministicError       workflow code reached the clock, threads or I/O directly
     ├── DefinitionError             a bad @workflow.defn / @activity.defn
-    └── WorkerCrashedError          a worker stopped because one of its task consumers died
+    ├── WorkerCrashedError          a worker stopped because one of its task consumers died
+    └── WorkflowTaskFailedError     kadence.testing: workflow code failed a workflow task
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ __all__ = [
     "NotDeterministicError",
     "DefinitionError",
     "WorkerCrashedError",
+    "WorkflowTaskFailedError",
 ]
 
 
@@ -229,3 +231,17 @@ class DefinitionError(KadenceError):
 class WorkerCrashedError(KadenceError):
     """A worker's task consumer ended on an error; ``Worker.run()`` stopped and raises this
     (the cause is in the message and in the worker's log)."""
+
+
+class WorkflowTaskFailedError(KadenceError):
+    """In ``kadence.testing``: the workflow's code failed a workflow task (it raised outside the
+    workflow's own failure path, or did not replay its history). The real engine keeps the run
+    open and retries the task until fixed code is deployed; the test environment stops running the
+    workflow and raises this from the calls that wait on it. ``cause`` is the engine's cause
+    (``non_determinism``, ``nondeterministic_call``, ``worker_error``, ``unknown_workflow_type``);
+    the original exception is ``__cause__``."""
+
+    def __init__(self, message: str, *, workflow_id: str, cause: str):
+        super().__init__(message)
+        self.workflow_id = workflow_id
+        self.cause = cause

@@ -4,7 +4,9 @@ connectors}; those four never import each other.
 The repository folders map to the namespace ``kadence.*``; the SDK is the top-level package
 ``kadence`` itself, so ``from kadence import Client`` or ``import kadence.workflow`` inside
 processors/ is an import of the SDK, while ``kadence.topics...`` is fine. ``cli/`` sits above
-everything and is not restricted; ``samples/`` may import only the SDK and ``kadence.topics``.
+everything and is not restricted; ``samples/`` may import only the SDK and ``kadence.topics``;
+``testing/`` (``kadence.testing``, the users' test kit) may import the processors and the SDK,
+and nothing imports it.
 
 Every ``import``/``from ... import`` statement counts, wherever it is (inside functions, under
 ``if TYPE_CHECKING:``), and so do ``importlib.import_module("...")``/``__import__("...")`` calls
@@ -30,6 +32,7 @@ FOLDERS = {
     "connectors": ("connectors", "kadence.connectors"),
     "samples": ("samples", "kadence.samples"),
     "cli": ("cli", "kadence.cli"),
+    "testing": ("testing", "kadence.testing"),
 }
 
 #: component -> components it may import (itself included); None: unrestricted
@@ -42,6 +45,8 @@ ALLOWED = {
     "connectors": {"schemas", "topics", "connectors"},
     "samples": {"sdk", "topics", "samples"},
     "cli": None,
+    # the test kit runs the engine's state machine under the SDK's replay loop, in one process
+    "testing": {"schemas", "topics", "processors", "sdk", "testing"},
 }
 
 #: the sub-packages of ``kadence`` that are not the SDK

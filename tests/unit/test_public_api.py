@@ -30,7 +30,8 @@ PUBLIC = {
         "QueryFailedError", "SchemaError",
         "TIMER_TIERS_MS", "TopicError", "TopicSpec", "VisibilityReader", "WorkerCrashedError", "WorkflowAlreadyStartedError",
         "WorkflowCanceledError", "WorkflowContinuedAsNewError",
-        "WorkflowError", "WorkflowFailureError", "WorkflowNotFoundError", "WrongPartitionError", "codec", "decode", "encode", "exception_from_failure",
+        "WorkflowError", "WorkflowFailureError", "WorkflowNotFoundError", "WorkflowTaskFailedError", "WrongPartitionError",
+        "codec", "decode", "encode", "exception_from_failure",
         "failure_from_exception", "murmur2", "partition_for", "projection_lag",
     ],
     "kadence.gateway": ["ApiKey", "ApiKeyStore", "ConsistencyToken", "GatewayConfig", "RateLimit", "ReadYourWrites",
@@ -39,6 +40,8 @@ PUBLIC = {
         "BatchView", "DiskShardStore", "HistoryProcessor", "MemoryShardStore", "Outbox", "ProcessorConfig", "TimerConfig",
         "TimerService", "choose_tier", "restore_shard", "transition",
     ],
+    # the users' test kit (docs/testing.md)
+    "kadence.testing": ["WorkflowEnvironment", "WorkflowTaskFailedError"],
 }
 
 

@@ -1,0 +1,311 @@
+"""``WorkflowEnvironment``: run workflows and activities in a test, without Kafka.
+
+The engine is ``InMemoryEngine`` (the real state machine); the worker's part is here: it runs
+workflow tasks on the real ``WorkflowInstance`` (the same replay loop and determinism checks as a
+``Worker``), answers queries, and runs activities (the registered functions, or mocks registered
+under the same name) with the real ``activity.info()`` and ``activity.heartbeat()``. The client is
+the real ``kadence.Client`` over that engine.
+
+Time skipping: while some caller waits for a workflow's result and nothing else can move (no
+command queued, no task waiting, no activity running), the clock jumps to the next timer or
+activity deadline. A 30-day ``workflow.sleep`` then takes milliseconds. ``sleep(seconds)`` moves
+the clock on explicitly, firing what falls due on the way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from kadence import activity as _activity
+from kadence._client import Client
+from kadence._definitions import registrations
+from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
+from kadence._loop import NotDeterministicError, install_guard
+from kadence._worker import _with_pending_activation
+from kadence.topics.errors import KadenceError, NonDeterminismError, WorkflowTaskFailedError
+from kadence.topics.payload import JsonConverter, PayloadCodec, failure_from_exception
+from kadence.topics.records import new_id
+
+from ._engine import InMemoryEngine
+
+__all__ = ["WorkflowEnvironment"]
+
+log = logging.getLogger(__name__)
+
+IDENTITY = "kadence-testing"
+
+
+class WorkflowEnvironment:
+    """An engine and a worker in this process, for tests::
+
+        async with WorkflowEnvironment(workflows=[OrderSaga], activities=[charge, refund]) as env:
+            result = await env.client.execute_workflow(OrderSaga, order, id="o-1", task_queue="orders")
+
+    Every task queue is served by the workflows and activities given. ``client`` is a real
+    ``kadence.Client``; ``sleep(seconds)`` moves the virtual clock; ``now()`` reads it."""
+
+    def __init__(self, *, workflows: Iterable[type] = (), activities: Iterable[Any] = (),
+                 namespace: str = "test", codec: PayloadCodec | None = None):
+        self._workflows, self._activities = registrations(workflows, activities)
+        if self._workflows:
+            install_guard()  # as a Worker: blocking sleeps, sockets, subprocesses fail workflow code
+        self.engine = InMemoryEngine(namespace)
+        self.converter = JsonConverter(codec)
+        self.client = Client(self.engine, self.converter)  # type: ignore[arg-type]
+        self._instances: dict[str, WorkflowInstance] = {}
+        self._running: set[asyncio.Task] = set()
+        self._pump: asyncio.Task | None = None
+        #: how far ``sleep`` allows the clock to be skipped (ms since the epoch)
+        self._skip_until = 0
+        self._crash: BaseException | None = None
+
+    async def __aenter__(self) -> "WorkflowEnvironment":
+        self._pump = asyncio.get_running_loop().create_task(self._run(), name="kadence-testing-engine")
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        for t in list(self._running):
+            t.cancel()
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+        if self._pump is not None:
+            self._pump.cancel()
+            await asyncio.gather(self._pump, return_exceptions=True)
+        for inst in self._instances.values():
+            inst.discard()
+        self._instances.clear()
+        self.engine.close()
+        if self._crash is not None and exc[0] is None:
+            raise KadenceError(f"the test engine stopped: {self._crash!r}") from self._crash
+
+    def now(self) -> datetime:
+        """The virtual clock (what ``workflow.now()`` reads in new events)."""
+        return datetime.fromtimestamp(self.engine.clock.now_ms() / 1000, tz=timezone.utc)
+
+    async def sleep(self, seconds: float) -> None:
+        """Move the clock ``seconds`` ahead, firing every timer and deadline that falls due on the
+        way, in order, and letting the workflows react to each before the next."""
+        target = self.engine.clock.now_ms() + int(seconds * 1000)
+        self._skip_until = max(self._skip_until, target)
+        self.engine.wake.set()
+        while self.engine.clock.now_ms() < target:
+            self._raise_if_crashed()
+            await asyncio.sleep(0.001)
+        await self._settled()
+
+    async def _settled(self) -> None:
+        """Until nothing is queued and no activity runs."""
+        while self.engine.pending_commands() or self.engine.tasks or self._running:
+            self._raise_if_crashed()
+            await asyncio.sleep(0.001)
+
+    def _raise_if_crashed(self) -> None:
+        if self._crash is not None:
+            raise KadenceError(f"the test engine stopped: {self._crash!r}") from self._crash
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        engine = self.engine
+        try:
+            while True:
+                if engine.step() or self._take_task():
+                    await asyncio.sleep(0)  # let requesters and activities run between steps
+                    continue
+                if engine.fire_due():
+                    continue
+                due = engine.next_due_ms()
+                if due is not None and not self._running and (engine.result_waiters or due <= self._skip_until):
+                    engine.clock.skip_to(due)  # everything waits on the clock: skip ahead
+                    continue
+                if self._skip_until > engine.clock.now_ms() and not self._running:
+                    engine.clock.skip_to(self._skip_until)
+                    continue
+                engine.wake.clear()
+                wait = None if due is None else max(0.0, (due - engine.clock.now_ms()) / 1000)
+                try:
+                    await asyncio.wait_for(engine.wake.wait(), wait)
+                except asyncio.TimeoutError:
+                    pass
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - kept, and raised to the test
+            log.exception("the test engine stopped")
+            self._crash = exc
+            self.engine.close()
+
+    def _take_task(self) -> bool:
+        if not self.engine.tasks:
+            return False
+        kind, _queue, task = self.engine.tasks.popleft()
+        if kind == "activity":
+            t = asyncio.get_running_loop().create_task(self._run_activity(task))
+            self._running.add(t)
+            t.add_done_callback(self._activity_done)
+        elif task["query"] is not None:
+            self._answer_query(task)
+        else:
+            self._workflow_task(task)
+        return True
+
+    def _activity_done(self, t: asyncio.Task) -> None:
+        self._running.discard(t)
+        if not t.cancelled() and t.exception() is not None and self._crash is None:
+            self._crash = t.exception()
+        self.engine.wake.set()
+
+    # -- workflow tasks --------------------------------------------------------------------------
+
+    def _workflow_task(self, task: dict) -> None:
+        wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
+        if wf in self.engine.broken:
+            return  # its code failed: the run stays open, as on the real engine, and is not run again
+        defn = self._workflows.get(task["workflow_type"])
+        if defn is None:
+            self._fail(task, "unknown_workflow_type", KadenceError(
+                f"workflow type {task['workflow_type']!r} is not registered in this WorkflowEnvironment"))
+            return
+        inst = self._instances.pop(wf, None)
+        if inst is not None and (inst.info.run_id != run_id or task["full_history"]):
+            inst.discard()
+            inst = None
+        if task["full_history"]:
+            inst = WorkflowInstance(defn, WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"],
+                                                       task["attempt"]), self.converter)
+        elif inst is None:
+            self.engine.submit(wf, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": IDENTITY,
+                                                              "build_id": None}, run_id=run_id)
+            return
+        elif inst.last_seq >= seq:
+            self._instances[wf] = inst  # a task answered already
+            return
+        try:
+            commands = inst.apply(task["events"], seq)
+            if inst.last_seq != seq:
+                raise HistoryGapError(f"task ends at event {inst.last_seq}, expected {seq}")
+        except HistoryGapError:
+            inst.discard()
+            self.engine.submit(wf, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": IDENTITY,
+                                                              "build_id": None}, run_id=run_id)
+            return
+        except NonDeterminismError as exc:
+            inst.discard()
+            self._fail(task, "non_determinism", exc)
+            return
+        except NotDeterministicError as exc:
+            inst.discard()
+            self._fail(task, "nondeterministic_call", exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - as a worker: the task fails, the test hears of it
+            inst.discard()
+            self._fail(task, "worker_error", exc)
+            return
+        self.engine.submit(wf, "RespondWorkflowTaskCompleted", {
+            "scheduled_seq": seq, "commands": commands, "identity": IDENTITY, "build_id": None}, run_id=run_id)
+        if inst.closed:
+            inst.discard()
+        else:
+            self._instances[wf] = inst
+
+    def _fail(self, task: dict, cause: str, exc: BaseException) -> None:
+        """Report the failed task as a worker does, and stop waiting for the workflow."""
+        wf = task["workflow_id"]
+        self.engine.submit(wf, "RespondWorkflowTaskFailed", {
+            "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": failure_from_exception(exc),
+            "identity": IDENTITY, "build_id": None}, run_id=task["run_id"])
+        error = WorkflowTaskFailedError(f"workflow {wf!r}: workflow task failed ({cause}): {exc}",
+                                        workflow_id=wf, cause=cause)
+        error.__cause__ = exc
+        self.engine.mark_broken(error)
+
+    def _answer_query(self, task: dict) -> None:
+        q, wf = task["query"], task["workflow_id"]
+        reply = {"request_id": q["request_id"], "workflow_id": wf, "run_id": task["run_id"], "status": "ok",
+                 "message": "", "history_offset": None, "result": None, "failure": None, "schema_version": 0,
+                 "history_seq": None}
+        temp = None
+        try:
+            defn = self._workflows.get(task["workflow_type"])
+            if defn is None:
+                raise KadenceError(f"workflow type {task['workflow_type']!r} is not registered")
+            inst = self._instances.get(wf)
+            events = task["events"]
+            recorded = events[-1]["seq"] if events else 0
+            if inst is None or inst.info.run_id != task["run_id"] or inst.last_seq < recorded:
+                temp = inst = WorkflowInstance(defn, WorkflowInfo(wf, task["run_id"], task["workflow_type"],
+                                                                  task["task_queue"]), self.converter)
+                inst.apply(*_with_pending_activation(events))
+            args = self.converter.from_bytes(q["input"]) or []
+            reply["result"] = self.converter.to_bytes(inst.query(q["query_name"], args))
+        except Exception as exc:  # noqa: BLE001 - the caller gets the error
+            reply["status"], reply["message"] = "failed", str(exc)
+            reply["failure"] = failure_from_exception(exc)
+        finally:
+            if temp is not None:
+                temp.discard()
+        self.engine.reply(reply)
+
+    # -- activities ------------------------------------------------------------------------------
+
+    async def _run_activity(self, task: dict) -> None:
+        common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"],
+                  "attempt": task["attempt"], "identity": IDENTITY}
+        defn = self._activities.get(task["activity_type"])
+        info = _activity.ActivityInfo(
+            workflow_id=task["workflow_id"], run_id=task["run_id"], workflow_type=task["workflow_type"],
+            activity_id=task["activity_id"], activity_type=task["activity_type"], task_queue=task["task_queue"],
+            attempt=task["attempt"], idempotency_key=task["idempotency_key"],
+            scheduled_time_ms=task["scheduled_time_ms"],
+            heartbeat_details=self.converter.from_bytes(task["heartbeat_details"]),
+            heartbeat_timeout_ms=task["heartbeat_timeout_ms"])
+        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        loop_thread = threading.get_ident()
+
+        def send_heartbeat(c: _activity.ActivityContext, details: Any) -> None:
+            # in order with what the activity reports next (as a worker's produce is): at once
+            # from the loop's thread, through the loop from a sync activity's or the throttle's
+            if threading.get_ident() == loop_thread:
+                self._heartbeat(task, c, details)
+            else:
+                loop.call_soon_threadsafe(self._heartbeat, task, c, details)
+        ctx = _activity.ActivityContext(
+            info, send_heartbeat,
+            (lambda: loop.call_soon_threadsafe(me.cancel)) if defn is not None and defn.is_async else (lambda: None))
+        token = _activity._current.set(ctx)
+        try:
+            if defn is None:
+                raise KadenceError(f"activity type {task['activity_type']!r} is not registered in this "
+                                   "WorkflowEnvironment")
+            args = self.converter.from_bytes(task["input"]) or []
+            if defn.is_async:
+                result = await defn.fn(*args)
+            else:
+                result = await loop.run_in_executor(None, contextvars.copy_context().run, defn.fn, *args)
+            body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.converter.to_bytes(result),
+                                                               "eager_workflow_task": None}
+        except asyncio.CancelledError:
+            if not ctx.cancelled.is_set():
+                raise  # the environment is closing
+            return  # cancelled by the workflow: the engine no longer waits for this attempt
+        except Exception as exc:  # noqa: BLE001 - an activity's error is reported to the engine
+            body_type, body = "RespondActivityTaskFailed", {**common, "failure": failure_from_exception(exc)}
+        finally:
+            ctx.close()
+            _activity._current.reset(token)
+        self.engine.submit(task["workflow_id"], body_type, body, run_id=task["run_id"])
+
+    def _heartbeat(self, task: dict, ctx: _activity.ActivityContext, details: Any) -> None:
+        body = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"],
+                "details": self.converter.to_bytes(details), "identity": IDENTITY}
+
+        def on_reply(reply: dict) -> None:
+            if reply["status"] == "cancel_requested":
+                ctx.cancel()
+        self.engine.submit(task["workflow_id"], "RecordActivityHeartbeat", body, request_id=new_id(),
+                           run_id=task["run_id"], on_reply=on_reply)
