@@ -36,6 +36,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable
 
 from confluent_kafka import (TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer,
                              TopicPartition)
@@ -49,6 +50,7 @@ from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import raise_if_refused
 from kadence.topics.records import command
+from kadence.topics.replacing_producer import ReplacingProducer
 
 __all__ = ["TimerConfig", "TimerService", "choose_tier", "NEAR_TIER"]
 
@@ -95,6 +97,9 @@ class TimerConfig:
     commit_interval_ms: int = 500
     #: KADENCE_TIMERS_LOG_INTERVAL_S: progress line period while busy
     log_interval_s: float = 5.0
+    #: KADENCE_TIMERS_PRODUCER_STALL_S: seconds an output may wait for its acknowledgement while
+    #: the broker answers before the producer is replaced (``ReplacingProducer``)
+    producer_stall_s: float = 30.0
 
     def __post_init__(self):
         if not self.instance_id or any(c.isspace() for c in self.instance_id):
@@ -105,6 +110,8 @@ class TimerConfig:
             raise ConfigError("near_capacity must be >= 2")
         if self.commit_interval_ms < 1:
             raise ConfigError("commit_interval_ms must be >= 1")
+        if self.producer_stall_s <= 0:
+            raise ConfigError("producer_stall_s must be > 0")
 
     @classmethod
     def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "TimerConfig":
@@ -121,8 +128,13 @@ class TimerConfig:
                     kw[key] = int(env[var])
                 except ValueError as exc:
                     raise ConfigError(f"{var} must be an integer") from exc
-        if env.get("KADENCE_TIMERS_LOG_INTERVAL_S"):
-            kw["log_interval_s"] = float(env["KADENCE_TIMERS_LOG_INTERVAL_S"])
+        for var, key in (("KADENCE_TIMERS_LOG_INTERVAL_S", "log_interval_s"),
+                         ("KADENCE_TIMERS_PRODUCER_STALL_S", "producer_stall_s")):
+            if env.get(var):
+                try:
+                    kw[key] = float(env[var])
+                except ValueError as exc:
+                    raise ConfigError(f"{var} must be a number of seconds") from exc
         kw.update(overrides)
         return cls(kafka=kafka, **kw)
 
@@ -205,8 +217,11 @@ class _Rec:
 class TimerService:
     """One timer service instance. ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, config: TimerConfig, *, registry: CollectorRegistry | None = None):
+    def __init__(self, config: TimerConfig, *, registry: CollectorRegistry | None = None,
+                 producer_factory: Callable[[dict], Producer] = Producer):
+        """``producer_factory`` makes the Kafka producers (tests give it one that wedges)."""
         self.config = config
+        self._producer_factory = producer_factory
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
         self.group = f"{self.kafka.namespace}.timers"
@@ -217,7 +232,7 @@ class TimerService:
         #: set once the group has assigned partitions to this instance
         self.ready = threading.Event()
         self._consumer: Consumer | None = None
-        self._producer: Producer | None = None
+        self._producer: ReplacingProducer | None = None
         self._timer_codec = serde.codec("TimerRecord")
         self._cmd_codec = serde.codec("Command")
         self._parts: dict[tuple[str, int], _Part] = {}
@@ -278,7 +293,11 @@ class TimerService:
         # outage) waits for it instead of exiting (a `make test` chaos seed: `cannot list topics`)
         until_broker_answers(self._check_topics, what="checking topics", who=f"timer service {self.config.instance_id}",
                              stop=self._stop, log=log)
-        self._producer = Producer(self.kafka.producer(acks="all"))
+        # replaced when it stops delivering while the broker answers (librdkafka #5430: after a
+        # broker restart and a 30 s pause, `make soak`'s timer service held 100 FireTimer records
+        # undelivered for five minutes, and every workflow waited on them)
+        self._producer = ReplacingProducer(self.kafka.producer(acks="all"), stall_s=self.config.producer_stall_s,
+                                           factory=self._producer_factory)
         self._consumer = self._make_consumer()
         log.info("timer service %s started (namespace %s, group %s, tiers %s)", self.config.instance_id,
                  self.kafka.namespace, self.group, ",".join(TIMER_TIERS_MS))
@@ -415,6 +434,7 @@ class TimerService:
         if self._retry:
             self._redo()
         self._producer.poll(0)
+        self._producer.watch()
         if self._fatal is not None:
             raise self._fatal
         mono = time.monotonic()

@@ -48,7 +48,8 @@ class ReplacingProducer:
         self._producer = factory(conf)
         self._generation = 0
         self._lock = threading.Lock()
-        #: sequence number -> [generation, topic, key, value, on_delivery, produced at (monotonic)]
+        #: sequence number -> [generation, topic, key, value, on_delivery, produced at (monotonic),
+        #: the record's timestamp (ms; 0: the producer's clock)]
         self._outstanding: dict[int, list] = {}
         self._seq = itertools.count()
         self._next_check = time.monotonic() + stall_s
@@ -57,15 +58,17 @@ class ReplacingProducer:
 
     # -- the Producer subset -------------------------------------------------------------------
 
-    def produce(self, topic: str, value: bytes, key: bytes, on_delivery=None) -> None:
-        """Like ``Producer.produce``; raises ``BufferError`` / ``KafkaException`` the same way."""
+    def produce(self, topic: str, value: bytes, key: bytes, on_delivery=None, timestamp: int = 0) -> None:
+        """Like ``Producer.produce``; raises ``BufferError`` / ``KafkaException`` the same way.
+        ``timestamp`` (ms) is kept: a record produced again carries the same one."""
         # no lock here (it cost ~2 us a record): the dict store is atomic, and a record recorded
         # with the generation just replaced is produced again by ``_replace`` (at worst twice)
         seq = next(self._seq)
         generation, producer = self._generation, self._producer
-        self._outstanding[seq] = [generation, topic, key, value, on_delivery, time.monotonic()]
+        self._outstanding[seq] = [generation, topic, key, value, on_delivery, time.monotonic(), timestamp]
         try:
-            producer.produce(topic, value, key, on_delivery=functools.partial(self._delivered, seq, generation))
+            producer.produce(topic, value, key, timestamp=timestamp,
+                             on_delivery=functools.partial(self._delivered, seq, generation))
         except BaseException:
             self._outstanding.pop(seq, None)
             raise
@@ -157,7 +160,8 @@ class ReplacingProducer:
         for seq, entry in entries:
             while True:
                 try:
-                    new.produce(entry[1], entry[3], entry[2], on_delivery=functools.partial(self._delivered, seq, generation))
+                    new.produce(entry[1], entry[3], entry[2], timestamp=entry[6],
+                                on_delivery=functools.partial(self._delivered, seq, generation))
                     break
                 except BufferError:
                     new.poll(0.05)

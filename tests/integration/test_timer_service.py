@@ -209,8 +209,8 @@ def test_ten_thousand_mixed_timers_fire_on_time_and_never_early(timers, kafka_co
 
 
 def test_far_future_timers_hold_one_record_per_partition(kafka_config):
-    ns = kafka_config.namespace
     """20,000 timers two days out: the service holds one of them per partition, not 20,000."""
+    ns = kafka_config.namespace
     registry = CollectorRegistry()
     service = TimerService(TimerConfig(kafka=kafka_config, instance_id="mem", session_timeout_ms=6000),
                            registry=registry)
@@ -369,3 +369,53 @@ def test_every_far_tier_matures_its_head_and_moves_it_down(timers, kafka_config)
     print(f"\nbacklogged tiers: {len(records)} timers fired, max {late} ms after due")
     assert late < 500
     timers.stop_timers()
+
+
+class _BlackHole:
+    """A producer that takes records and never sends them: librdkafka #5430's wedge, as `make soak`
+    met it (after a broker restart and a 30 s pause the timer service's 100 FireTimer records stayed
+    undelivered for five minutes). Metadata is answered by a real client, as the wedged one did."""
+
+    def __init__(self, conf: dict):
+        self._real = Producer(conf)
+        self.taken = 0
+
+    def produce(self, *_args, **_kw) -> None:
+        self.taken += 1
+
+    def poll(self, _timeout: float = 0) -> int:
+        return 0
+
+    def flush(self, _timeout: float) -> int:
+        return 0
+
+    def list_topics(self, topic=None, timeout=-1):
+        return self._real.list_topics(topic, timeout=timeout)
+
+    def purge(self, **_kw) -> None:
+        pass
+
+
+def test_a_wedged_producer_is_replaced_and_its_timers_fire(kafka_config):
+    made: list = []
+
+    def factory(conf: dict):
+        made.append(_BlackHole(conf) if not made else Producer(conf))
+        return made[-1]
+    service = TimerService(TimerConfig(kafka=kafka_config, instance_id="wedge", session_timeout_ms=6000,
+                                       producer_stall_s=2.0), producer_factory=factory)
+    thread = threading.Thread(target=service.run, name="timer-service", daemon=True)
+    thread.start()
+    fires = Fires(kafka_config)
+    try:
+        assert service.ready.wait(30), "timer service got no partitions"
+        records = [timer(f"wedge-{i}", f"wedge-{i}", now_ms() + 300) for i in range(5)]
+        produce_timers(kafka_config, records)
+        fires.collect({r["timer_id"] for r in records}, timeout=30, settle=0.5)
+        assert check_fires(fires, records) == 0  # each fired, none early, none twice
+        assert len(made) == 2 and made[0].taken == 5  # taken by the wedged one, sent by its successor
+    finally:
+        fires.close()
+        service.stop()
+        thread.join(30)
+    assert not thread.is_alive(), "the service did not stop"

@@ -13,10 +13,12 @@ class FakeProducer:
 
     def __init__(self, conf):
         self.queued = []
+        self.timestamps = []
         self.purged = False
 
-    def produce(self, topic, value, key, on_delivery=None):
+    def produce(self, topic, value, key, on_delivery=None, timestamp=0):
         self.queued.append((topic, value, key, on_delivery))
+        self.timestamps.append(timestamp)
 
     def deliver(self):
         for topic, value, key, cb in self.queued:
@@ -126,3 +128,14 @@ def test_no_replacement_when_no_client_gets_metadata(monkeypatch):
     producer.produce("cmds", b"v", b"k")
     clock[0] += 60
     assert producer.watch() is False and len(made) == 1
+
+
+def test_a_record_produced_again_keeps_its_timestamp(monkeypatch):
+    # the timer service stamps each output with its due time (a re-enqueued timer keeps it)
+    clock = [100.0]
+    producer, made = _producer(monkeypatch, clock)
+    producer.produce("timers", b"a", b"k", timestamp=1_700_000_000_123)
+    producer.produce("timers", b"b", b"k")
+    clock[0] += 11
+    assert producer.watch() is True
+    assert made[0].timestamps == made[1].timestamps == [1_700_000_000_123, 0]
