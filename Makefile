@@ -3,12 +3,14 @@
 #   make test PYTEST_ARGS='-k timers -x'     extra pytest arguments
 #   make unit                                unit tests only, no broker
 #   make chaos CHAOS_SEEDS=5                 the soak campaign (scripts/chaos.py): chaos suite per seed, CPU-starved
+#   make soak SOAK_RUNS=10                   the soak-marked tests (broker outage), ten times in a row
 #   make upgrade-deps                        re-resolve requirements.lock to the newest allowed versions, reinstall, test
 PYTHON      ?= python3
 VENV        := .venv
 DEVSTACK    := $(PYTHON) scripts/devstack.py
 PYTEST_ARGS ?=
 BENCH_ARGS  ?=
+SOAK_RUNS   ?= 1
 
 .PHONY: venv jars test dev bench unit chaos soak upgrade-deps lock clean
 
@@ -36,8 +38,12 @@ jars:
 test: venv jars
 	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=15 -m "not soak" tests $(PYTEST_ARGS)
 
+# the tests marked soak (the broker-outage acceptance test), SOAK_RUNS times in a row, each with a
+# fresh dev stack, printing their recovery times; stops at the first failure
 soak: venv jars
-	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q -s -m soak tests $(PYTEST_ARGS)
+	@for i in $$(seq $(SOAK_RUNS)); do echo "soak run $$i of $(SOAK_RUNS)"; \
+	  $(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q -s -m soak tests $(PYTEST_ARGS) || exit 1; \
+	done
 
 dev: venv jars
 	$(DEVSTACK) run -- $(VENV)/bin/kadence dev
