@@ -73,7 +73,9 @@ class InMemoryEngine:
         self._waiting: dict[str, tuple[str, str, asyncio.Future | Callable[[dict], None]]] = {}
         #: workflow_id -> why its workflow tasks are no longer run (``WorkflowTaskFailedError``)
         self.broken: dict[str, WorkflowTaskFailedError] = {}
-        #: workflow results waited for (``AwaitWorkflowResult`` with wait): time may be skipped
+        #: requests for a workflow's result when it closes (``AwaitWorkflowResult`` with wait)
+        self._awaits_close: set[str] = set()
+        #: how many of those are awaited now: while any is, time may be skipped
         self.result_waiters = 0
         self.wake = asyncio.Event()
         self._closed = False
@@ -86,6 +88,8 @@ class InMemoryEngine:
         fut = asyncio.get_running_loop().create_future()
         if not expect_reply:
             fut.set_result(None)
+        if body_type == "AwaitWorkflowResult" and body.get("wait", True):
+            self._awaits_close.add(request_id)
         self.submit(workflow_id, body_type, body, request_id=request_id, run_id=run_id,
                     on_reply=fut if expect_reply else None)
         return fut
@@ -94,7 +98,7 @@ class InMemoryEngine:
                    timeout: float | None) -> dict:
         """The reply ``fut`` resolves with, within ``timeout`` seconds of real time. While it waits
         for a workflow's result, the clock may skip ahead."""
-        waits_for_close = body_type == "AwaitWorkflowResult" and not fut.done()
+        waits_for_close = request_id in self._awaits_close and not fut.done()
         if waits_for_close and workflow_id in self.broken:
             self.abandon(workflow_id, request_id)
             raise self.broken[workflow_id]
@@ -108,6 +112,7 @@ class InMemoryEngine:
 
     def abandon(self, workflow_id: str, request_id: str) -> None:
         self._waiting.pop(request_id, None)
+        self._awaits_close.discard(request_id)
 
     async def request(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
                       run_id: str | None = None, timeout: float | None = 30.0) -> dict:

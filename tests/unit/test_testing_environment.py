@@ -251,3 +251,14 @@ async def test_terminate_and_a_second_start_of_a_running_workflow():
         with pytest.raises(Failed):
             await handle.result(timeout=10)
         assert (await handle.describe())["status"] == "terminated"
+
+
+async def test_reading_history_or_describing_does_not_move_the_clock():
+    CALLS.clear()
+    async with WorkflowEnvironment(workflows=[Reminder], activities=[send_email]) as env:
+        before = env.now()
+        handle = await env.client.start_workflow(Reminder, "di", id="r-6", task_queue="q")
+        for _ in range(20):
+            await handle.history()
+            assert (await handle.describe())["status"] == "running"
+        assert env.now() - before < timedelta(minutes=1) and CALLS == []
