@@ -16,7 +16,7 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 
 promoted() {  # until the history processor has switched the queue's default build to $1
   for _ in $(seq 150); do
-    curl -sf "127.0.0.1:$METRICS_PORT/metrics" | grep -q "^kadence_build_default{build=\"$1\",queue=\"orders\"} 1.0" && return 0
+    curl -sf "127.0.0.1:$METRICS_PORT/metrics" | grep -q "^kadence_build_default{build=\"$1\",namespace=\"[^\"]*\",task_queue=\"orders\"} 1.0" && return 0
     sleep 0.2
   done
   echo "build $1 not promoted" >&2; return 1
