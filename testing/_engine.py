@@ -78,7 +78,6 @@ class InMemoryEngine:
         #: how many of those are awaited now: while any is, time may be skipped
         self.result_waiters = 0
         self.wake = asyncio.Event()
-        self._closed = False
 
     # -- what Client calls -----------------------------------------------------------------------
 
@@ -129,7 +128,6 @@ class InMemoryEngine:
         return run_id, list(self._history.get((workflow_id, run_id), []))
 
     def close(self) -> None:
-        self._closed = True
         for _wf, _body_type, waiter in list(self._waiting.values()):
             if isinstance(waiter, asyncio.Future) and not waiter.done():
                 waiter.cancel()

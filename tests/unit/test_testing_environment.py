@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from kadence import RetryPolicy, WorkflowCanceledError, WorkflowFailureError, activity, workflow
+from kadence import RetryPolicy, WorkflowAlreadyStartedError, WorkflowCanceledError, WorkflowFailureError, activity, workflow
 from kadence.testing import WorkflowEnvironment, WorkflowTaskFailedError
 
 CALLS: list[str] = []
@@ -242,13 +242,12 @@ async def test_heartbeat_details_reach_the_next_attempt():
 
 
 async def test_terminate_and_a_second_start_of_a_running_workflow():
-    from kadence import WorkflowAlreadyStartedError, WorkflowFailureError as Failed
     async with WorkflowEnvironment(workflows=[Approval]) as env:
         handle = await env.client.start_workflow(Approval, 3, id="t-1", task_queue="q")
         with pytest.raises(WorkflowAlreadyStartedError):
             await env.client.start_workflow(Approval, 3, id="t-1", task_queue="q", id_reuse_policy="reject_duplicate")
         await handle.terminate(reason="test over")
-        with pytest.raises(Failed):
+        with pytest.raises(WorkflowFailureError):
             await handle.result(timeout=10)
         assert (await handle.describe())["status"] == "terminated"
 
