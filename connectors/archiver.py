@@ -32,6 +32,7 @@ import threading
 import time
 import tomllib
 from dataclasses import dataclass, field
+from typing import Callable
 
 import redis
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -40,6 +41,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from kadence.topics import serde
 from kadence.topics.archive import (ArchiveStore, ArchiveStoreConfig, archive_key, decode_archive, encode_archive,
                                     open_store, verify_archive)
+from kadence.topics.batch_producer import BatchProducer
 from kadence.topics.broker_wait import assign_at_committed
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
@@ -180,7 +182,8 @@ class Archiver:
     """One archiver instance for a namespace. ``run()`` blocks until ``stop()``."""
 
     def __init__(self, config: ArchiverConfig, *, store: ArchiveStore | None = None,
-                 redis_client: redis.Redis | None = None, registry: CollectorRegistry | None = None):
+                 redis_client: redis.Redis | None = None, registry: CollectorRegistry | None = None,
+                 producer_factory: Callable[[dict], Producer] = Producer):
         self.config = config
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
@@ -188,7 +191,8 @@ class Archiver:
         self.redis = redis_client or redis.Redis.from_url(config.redis_url)
         self.keys = _Keys(config.kafka.namespace)
         self._stop = threading.Event()
-        self._producer = Producer(self.kafka.producer(**{"linger.ms": 5}))
+        self._producer = BatchProducer(self.kafka.producer(**{"linger.ms": 5}),
+                                       who=f"archiver {config.kafka.namespace}", factory=producer_factory)
         self._codec = serde.codec("HistoryEvent")
         self.metrics = _Metrics(registry or CollectorRegistry(), config.kafka.namespace)
 
@@ -218,7 +222,7 @@ class Archiver:
             raise KadenceError(f"archiver stopped: {exc}") from exc
         finally:
             consumer.close()
-            self._producer.flush(10)
+            self._producer.close(10)
             log.info("archiver for namespace %s stopped", self.kafka.namespace)
 
     def _on_assign(self, consumer: Consumer, partitions) -> None:
@@ -310,23 +314,16 @@ class Archiver:
         if not ready:
             return report
         # the archive is verified: now, and only now, the Kafka copy goes
-        errors: list = []
-
-        def on_delivery(err, _msg):
-            if err is not None:
-                errors.append(err)
-
         for member, partition, keys, uri in ready:
             wf, run_id = _split(member)
             for k in keys:
-                self._produce(self.topics.history, None, k.encode(), on_delivery, partition)
+                self._producer.produce(self.topics.history, None, k.encode(), partition=partition)
             purge = command(wf, "PurgeClosedRun", {"run_id": run_id, "archive_uri": uri, "identity": self.config.identity},
                             request_id=f"purge:{run_id}", run_id=run_id)
-            self._produce(self.topics.commands, serde.encode("Command", purge), wf.encode(), on_delivery)
-        remaining = self._producer.flush(30)
-        if remaining or errors:
-            log.error("tombstones of %d runs not acknowledged (%s); retried at the next sweep", len(ready),
-                      errors[0].str() if errors else f"{remaining} in flight")
+            self._producer.produce(self.topics.commands, serde.encode("Command", purge), wf.encode())
+        failure = self._producer.flush(30)
+        if failure is not None:
+            log.error("tombstones of %d runs not acknowledged (%s); retried at the next sweep", len(ready), failure)
             report.failed += len(ready)
             report.archived = report.reused = 0
             return report
@@ -342,17 +339,6 @@ class Archiver:
             log.debug("workflow %s run %s archived to %s, %d events tombstoned on partition %d", wf, run_id, uri,
                       len(keys), partition)
         return report
-
-    def _produce(self, topic, value, key, on_delivery, partition=None) -> None:
-        while True:
-            try:
-                if partition is None:
-                    self._producer.produce(topic, value, key, on_delivery=on_delivery)
-                else:
-                    self._producer.produce(topic, value, key, partition=partition, on_delivery=on_delivery)
-                return
-            except BufferError:
-                self._producer.poll(0.05)
 
     def _write_verified(self, member: str):
         """("archived" | "reused", partition, history keys, uri) once a verified archive of the run
@@ -421,5 +407,5 @@ class Archiver:
         }
 
     def close(self) -> None:
-        self._producer.flush(10)
+        self._producer.close(10)
         self.redis.close()

@@ -49,11 +49,13 @@ import re
 import threading
 import tomllib
 from dataclasses import dataclass, field
+from typing import Callable
 
 from prometheus_client import CollectorRegistry, Counter
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 from kadence.topics import serde
+from kadence.topics.batch_producer import BatchProducer
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
@@ -221,7 +223,8 @@ def map_record(mapping: Mapping, topic: str, partition: int, offset: int, value:
 class Bridge:
     """Runs one bridge configuration. ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, config: BridgeConfig, *, registry: CollectorRegistry | None = None):
+    def __init__(self, config: BridgeConfig, *, registry: CollectorRegistry | None = None,
+                 producer_factory: Callable[[dict], Producer] = Producer):
         self.config = config
         r = registry or CollectorRegistry()
         self._records = Counter("kadence_bridge_records", "source records handled, by outcome",
@@ -231,7 +234,8 @@ class Bridge:
         self.topics = Catalogue(config.kafka)
         self.converter = JsonConverter()
         self._stop = threading.Event()
-        self._producer = Producer(self.kafka.producer(**{"linger.ms": 5}))
+        self._producer = BatchProducer(self.kafka.producer(**{"linger.ms": 5}), who=f"bridge {config.name}",
+                                       factory=producer_factory)
         self._queues_known: set[str] = set()
         self.forwarded = 0
         self.dead_lettered = 0
@@ -288,18 +292,12 @@ class Bridge:
             raise KadenceError(f"bridge {self.config.name} stopped: {exc}") from exc
         finally:
             consumer.close()
-            self._producer.flush(10)
+            self._producer.close(10)
             log.info("bridge %s stopped (%d forwarded, %d dead-lettered)", self.config.name, self.forwarded,
                      self.dead_lettered)
 
     def forward(self, msgs) -> bool:
         """Produce the command (or dead letter) of every record; True once Kafka acknowledged all."""
-        errors: list = []
-
-        def on_delivery(err, _msg):
-            if err is not None:
-                errors.append(err)
-
         forwarded = dead = 0
         outcomes: collections.Counter = collections.Counter()
         for msg in msgs:
@@ -308,38 +306,29 @@ class Bridge:
                 wf, body_type, body, rid = map_record(mapping, msg.topic(), msg.partition(), msg.offset(), msg.value(),
                                                       self.converter, self.config.identity)
             except BadRecord as exc:
-                self._produce(self.topics.dlq, serde.encode("DeadLetter", {
+                self._producer.produce(self.topics.dlq, serde.encode("DeadLetter", {
                     "origin_topic": msg.topic(), "origin_partition": msg.partition(), "origin_offset": msg.offset(),
                     "key": msg.key(), "value": msg.value(), "reason": f"bridge {self.config.name}: {exc}"[:2000],
                     "error_type": "BadRecord", "component": f"bridge:{self.config.name}", "timestamp_ms": now_ms(),
-                    "schema_version": 1}), msg.key(), on_delivery)
+                    "schema_version": 1}), msg.key())
                 log.warning("bridge %s: dead-lettered %s[%d]@%d: %s", self.config.name, msg.topic(), msg.partition(),
                             msg.offset(), exc)
                 dead += 1
                 outcomes[(msg.topic(), "dead_lettered")] += 1
                 continue
             cmd = command(wf, body_type, body, request_id=rid)
-            self._produce(self.topics.commands, serde.encode("Command", cmd), wf.encode(), on_delivery)
+            self._producer.produce(self.topics.commands, serde.encode("Command", cmd), wf.encode())
             forwarded += 1
             outcomes[(msg.topic(), body_type)] += 1
-        remaining = self._producer.flush(30)
-        if remaining or errors:
-            log.error("bridge %s: %d commands not acknowledged (%s); the batch is retried", self.config.name,
-                      remaining + len(errors), errors[0].str() if errors else "timeout")
+        failure = self._producer.flush(30)
+        if failure is not None:
+            log.error("bridge %s: %s; the batch is retried", self.config.name, failure)
             return False
         self.forwarded += forwarded
         self.dead_lettered += dead
         for (topic, outcome), n in outcomes.items():
             self._records.labels(self.kafka.namespace, self.config.name, topic, outcome).inc(n)
         return True
-
-    def _produce(self, topic, value, key, on_delivery) -> None:
-        while True:
-            try:
-                self._producer.produce(topic, value, key, on_delivery=on_delivery)
-                return
-            except BufferError:
-                self._producer.poll(0.05)
 
     def _on_assign(self, consumer: Consumer, partitions) -> None:
         """Assigned here at the committed offsets, so librdkafka sends no query of its own (one

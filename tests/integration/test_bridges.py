@@ -10,15 +10,18 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 
 import httpx
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kadence.connectors.bridges import Bridge, load_bridge_config
 from kadence.topics import Catalogue, TopicSpec
 from kadence.topics.dead_letters import list_dead_letters
 from kadence.topics.history_reader import read_runs
 
 from .conftest import wait_until
+from .wedged_producer import first_wedged
 
 N = 1000
 CONFIG = """
@@ -156,3 +159,36 @@ async def test_bridge_fed_the_same_records_twice_starts_each_workflow_once(proce
     assert all(d["origin_topic"] == created for d in dead)
     reasons = " | ".join(d["reason"] for d in dead)
     assert "not JSON" in reasons and "'order_id' is missing" in reasons and "not a JSON object" in reasons
+
+
+async def test_a_bridge_whose_producer_wedges_replaces_it_and_forwards_every_record_once(
+        processors, kafka_config, tmp_path):
+    """librdkafka #5430: a producer that takes the batch and sends none of it. The bridge used to
+    queue its retry behind the stuck records for good; now the flush that fails retires the
+    producer and the retry goes through a new one."""
+    processors.start()
+    ns = kafka_config.namespace
+    created, shipped = f"{ns}-wedge.created", f"{ns}-wedge.shipped"
+    _create_topics(kafka_config, created, shipped)
+    n = 20
+    _produce(kafka_config, created, [json.dumps({"order_id": i}).encode() for i in range(n)])
+    path = tmp_path / "wedge.toml"
+    path.write_text(CONFIG.format(name="wedge", created=created, shipped=shipped))
+    factory, made = first_wedged()
+    bridge = Bridge(load_bridge_config(path, kafka_config), producer_factory=factory)
+    thread = threading.Thread(target=bridge.run, name="bridge", daemon=True)
+    thread.start()
+    try:
+        await wait_until(lambda: _lag(kafka_config, f"{ns}.bridge.wedge", [created]) == 0, 60,
+                         "the bridge to forward every record")
+    finally:
+        bridge.stop()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert len(made) == 2 and made[0].taken >= 1 and made[0].purged  # the wedged one took a batch, was retired
+    assert bridge.forwarded == n
+    topics = Catalogue(kafka_config)
+    await wait_until(lambda: _lag(kafka_config, topics.processor_group, [topics.commands]) == 0, 60,
+                     "the processor to take every command")
+    starts = collections.Counter(events[0]["aggregate_key"] for events in read_runs(kafka_config, closed_only=False))
+    assert starts == {f"order-{i}": 1 for i in range(n)}

@@ -20,6 +20,7 @@ from kadence.processors import TimerConfig, TimerService, choose_tier
 from kadence.topics import TIMER_TIERS_MS, Catalogue, KafkaConfig, partition_for, serde
 from kadence.topics.records import now_ms
 from tests.integration.invariants import read_topic
+from tests.integration.wedged_producer import first_wedged
 
 DAY_MS = 86_400_000
 
@@ -371,37 +372,8 @@ def test_every_far_tier_matures_its_head_and_moves_it_down(timers, kafka_config)
     timers.stop_timers()
 
 
-class _BlackHole:
-    """A producer that takes records and never sends them: librdkafka #5430's wedge, as `make soak`
-    met it (after a broker restart and a 30 s pause the timer service's 100 FireTimer records stayed
-    undelivered for five minutes). Metadata is answered by a real client, as the wedged one did."""
-
-    def __init__(self, conf: dict):
-        self._real = Producer(conf)
-        self.taken = 0
-
-    def produce(self, *_args, **_kw) -> None:
-        self.taken += 1
-
-    def poll(self, _timeout: float = 0) -> int:
-        return 0
-
-    def flush(self, _timeout: float) -> int:
-        return 0
-
-    def list_topics(self, topic=None, timeout=-1):
-        return self._real.list_topics(topic, timeout=timeout)
-
-    def purge(self, **_kw) -> None:
-        pass
-
-
 def test_a_wedged_producer_is_replaced_and_its_timers_fire(kafka_config):
-    made: list = []
-
-    def factory(conf: dict):
-        made.append(_BlackHole(conf) if not made else Producer(conf))
-        return made[-1]
+    factory, made = first_wedged()
     service = TimerService(TimerConfig(kafka=kafka_config, instance_id="wedge", session_timeout_ms=6000,
                                        producer_stall_s=2.0), producer_factory=factory)
     thread = threading.Thread(target=service.run, name="timer-service", daemon=True)
