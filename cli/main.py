@@ -17,6 +17,7 @@ from kadence.topics import Catalogue, KafkaConfig, KadenceError, PartitionMismat
 from kadence.topics.config import LOG_FORMATS
 from kadence.topics.identifiers import EscapingFormatter
 from kadence.topics.log_context import JsonFormatter
+from kadence.topics.tracing import configure_from_env
 
 from .output import emit_rows, output_option
 
@@ -49,6 +50,8 @@ def main(ctx: click.Context, bootstrap: str, namespace: str, log_level: str, log
     _setup_logging(log_level, log_format)
     try:
         ctx.obj = KafkaConfig.from_env(bootstrap=bootstrap, namespace=namespace, log_format=log_format)
+        # spans to an exporter when OTEL_TRACES_EXPORTER names one (docs/tracing.md)
+        configure_from_env(f"kadence-{ctx.invoked_subcommand or 'cli'}")
     except KadenceError as exc:
         raise click.UsageError(str(exc)) from exc
 

@@ -53,6 +53,17 @@ class Outbox:
         return (len(self.events), len(self.tasks), len(self.replies), len(self.timers), len(self.commands),
                 len(self.runs_started), len(self.runs_closed))
 
+    def stamp(self, mark: tuple[int, ...], ref: tuple[str, str]) -> None:
+        """Give the events, tasks and commands appended since ``mark`` the trace context ``ref``
+        (the processing span of the command that caused them: ``topics.tracing``)."""
+        trace_id, span_id = ref
+        for _wf, ev in self.events[mark[0]:]:
+            ev["trace_id"], ev["span_id"] = trace_id, span_id
+        for _kind, _queue, task in self.tasks[mark[1]:]:
+            task["trace_id"], task["span_id"] = trace_id, span_id
+        for i in range(mark[4], len(self.commands)):
+            self.commands[i] = (*self.commands[i][:5], ref)
+
     def truncate(self, mark: tuple[int, ...]) -> None:
         del self.events[mark[0]:]
         del self.tasks[mark[1]:]
@@ -195,7 +206,7 @@ def emit(view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *
     st["next_seq"] = seq + 1
     ev = {
         "event_id": new_id(), "aggregate_key": st["workflow_id"], "run_id": st["run_id"], "seq": seq,
-        "timestamp_ms": ts, "schema_version": 0, "trace_id": None, "request_id": request_id,
+        "timestamp_ms": ts, "schema_version": 0, "trace_id": None, "span_id": None, "request_id": request_id,
         "attributes": (etype, attributes),
     }
     view.append(st["workflow_id"], ev)
@@ -301,7 +312,7 @@ def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool
         "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
         "task_queue": st["task_queue"], "scheduled_seq": st["wt_scheduled_seq"] or 0,
         "attempt": st["wt_attempt"], "full_history": since == 0, "events": events,
-        "schema_version": 0, "trace_id": None, "query": query, "build_id": st["build_id"],
+        "schema_version": 0, "trace_id": None, "span_id": None, "query": query, "build_id": st["build_id"],
     }))
 
 
@@ -317,7 +328,7 @@ def start_timer(out: Outbox, st: dict, timer_id: str, fire_at_ms: int, kind: str
 def send_command(out: Outbox, workflow_id: str, body_type: str, body: dict, *, run_id: str | None = None,
                  request_id: str | None = None) -> None:
     """A command for another workflow (its shard may be another partition), in this transaction."""
-    out.commands.append((workflow_id, body_type, body, run_id, request_id))
+    out.commands.append((workflow_id, body_type, body, run_id, request_id, None))
 
 
 def _parent_close_policies(out: Outbox, st: dict) -> None:

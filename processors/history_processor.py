@@ -34,6 +34,7 @@ from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WrongPartitionError
 from kadence.topics.partitioner import partition_for
 from kadence.topics.records import command, history_key, now_ms
+from kadence.topics.tracing import Tracer, record_ref
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
 from .builds import BacklogReporter, BuildDefaults
@@ -209,8 +210,11 @@ class _Metrics:
 class HistoryProcessor:
     """One processor instance. ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, config: ProcessorConfig, *, registry: CollectorRegistry | None = None):
+    def __init__(self, config: ProcessorConfig, *, registry: CollectorRegistry | None = None,
+                 tracer_provider=None):
         self.config = config
+        #: spans of traced commands (``topics.tracing``; None: the global tracer provider)
+        self._tracer = Tracer("processor", tracer_provider)
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
         registry = registry or CollectorRegistry()
@@ -506,7 +510,7 @@ class HistoryProcessor:
             checkpoint, mark = view.checkpoint(wf), out.mark()
             fields = set_log_fields(wf, cmd.get("run_id"), p, cmd.get("trace_id"))
             try:
-                transition(cmd, view, out, ts)
+                self._transition(cmd, view, out, ts, mark, record_ref(cmd), p)
             except Exception as exc:  # noqa: BLE001 - a poison command must not block the shard
                 log.exception("command failed on workflow %s partition %d", wf, p)
                 view.rollback(wf, checkpoint)
@@ -528,7 +532,7 @@ class HistoryProcessor:
                          body["timer_id"])
                 checkpoint, mark = view.checkpoint(wf), out.mark()
                 try:
-                    transition(self._deadline_command(wf, run_id, body), view, out, ts)
+                    self._transition(self._deadline_command(wf, run_id, body), view, out, ts, mark, None, p)
                 except Exception:  # noqa: BLE001 - like a poison command: logged, the shard goes on
                     log.exception("deadline %s failed on workflow %s partition %d", body["timer_id"], wf, p)
                     view.rollback(wf, checkpoint)
@@ -542,6 +546,28 @@ class HistoryProcessor:
                 index.settle(due, committed, store.get_state)
         if committed:
             self.metrics.deadlines.inc(sum(len(due) for due in fired.values()))
+
+    def _transition(self, cmd: dict, view: BatchView, out: Outbox, ts: int, mark, parent, partition: int) -> None:
+        """``transition``, in a ``kadence.process`` span when the command or its run is traced
+        (``topics.tracing``): a child of the command's context, else of the run's (what a timer
+        or timeout causes joins the run's trace). What it writes carries the span's context, and
+        a run with no context yet takes it."""
+        wf = cmd["aggregate_key"]
+        if parent is None:
+            st = view.state(wf)
+            if st is None or st.get("trace_id") is None or st.get("span_id") is None:
+                transition(cmd, view, out, ts)  # untraced: the common case costs the look-up above
+                return
+            parent = st["trace_id"], st["span_id"]
+        btype = cmd["body"][0]
+        with self._tracer.child(f"kadence.process {btype}", parent, {
+                "kadence.namespace": self.kafka.namespace, "kadence.workflow_id": wf, "kadence.command": btype,
+                "messaging.destination.partition.id": str(partition)}) as ref:
+            transition(cmd, view, out, ts)
+        out.stamp(mark, ref)
+        st = view.state(wf)
+        if st is not None and st.get("trace_id") is None:
+            st["trace_id"], st["span_id"] = ref
 
     def _wrong_partition(self, workflow_id: str, partition: int) -> WrongPartitionError | None:
         """An error if a command of ``workflow_id`` was read from another partition than the one its
@@ -685,9 +711,10 @@ class HistoryProcessor:
                 reply["history_seq"] = views[p].seq_reached(reply["workflow_id"], reply["run_id"])
                 self._produce(self.topics.replies, reply_codec.encode(reply), reply["request_id"].encode(),
                               self._reply_partition)
-            for wf, body_type, body, run_id, request_id in out.commands:
+            for wf, body_type, body, run_id, request_id, ref in out.commands:
                 self._produce(self.topics.commands, self._cmd_codec.encode(
-                    command(wf, body_type, body, run_id=run_id, request_id=request_id)), wf.encode())
+                    command(wf, body_type, body, run_id=run_id, request_id=request_id, trace_id=ref and ref[0],
+                            span_id=ref and ref[1])), wf.encode())
             now = now_ms()
             for timer in out.timers:
                 self._produce(self.topics.timers(choose_tier(timer["fire_at_ms"] - now)), timer_codec.encode(timer),

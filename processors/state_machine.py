@@ -59,7 +59,7 @@ def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *,
         "execution_deadline_ms": (ts + body["execution_timeout_ms"]) if body.get("execution_timeout_ms") else None,
         "pending_children": [], "parent_workflow_id": body.get("parent_workflow_id"),
         "parent_run_id": body.get("parent_run_id"), "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
-        "build_id": build_id, "wt_last_eager_request": None,
+        "build_id": build_id, "wt_last_eager_request": None, "trace_id": None, "span_id": None,
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from datetime import timedelta
 from typing import Any
@@ -166,8 +167,11 @@ class Client:
     @classmethod
     async def connect(cls, bootstrap: str | None = None, *, namespace: str | None = None,
                       config: KafkaConfig | None = None, codec: PayloadCodec | None = None,
-                      wait_for_broker: float = 0.0) -> "Client":
+                      wait_for_broker: float = 0.0, tracer_provider=None) -> "Client":
         """Connect to a namespace; ``BrokerUnavailableError`` if Kafka does not answer.
+
+        ``tracer_provider``: the OpenTelemetry provider for its spans (default: the global one;
+        ``docs/tracing.md``).
 
         ``wait_for_broker``: for how many seconds to keep trying (with backoff, a warning per
         try) while Kafka does not answer, instead of failing at once; ``math.inf``: until it
@@ -184,7 +188,8 @@ class Client:
         delay = 0.5
         while True:
             try:
-                engine = await loop.run_in_executor(None, EngineClient, config)
+                engine = await loop.run_in_executor(
+                    None, functools.partial(EngineClient, config, tracer_provider=tracer_provider))
                 return cls(engine, JsonConverter(codec))
             except BrokerUnavailableError as exc:
                 if loop.time() + delay > deadline:

@@ -144,9 +144,10 @@ class ActivityReporter:
             "transaction.timeout.ms": 10_000, "linger.ms": 1, "retry.backoff.ms": 10})
         return start_transactional(lambda: Producer(conf), what=f"activity reporter {self._txn_id}")
 
-    def report(self, workflow_id: str, run_id: str, body_type: str, body: dict, request_id: str, msg) -> None:
-        """Queue one task's command (any thread)."""
-        self._queue.put((workflow_id, run_id, body_type, body, request_id, msg))
+    def report(self, workflow_id: str, run_id: str, body_type: str, body: dict, request_id: str, msg,
+               trace: tuple[str, str] | None = None) -> None:
+        """Queue one task's command (any thread); ``trace``: its context (``topics.tracing``)."""
+        self._queue.put((workflow_id, run_id, body_type, body, request_id, trace, msg))
 
     def stop(self) -> None:
         """Commit what is queued, then end the thread (before the task consumer closes)."""
@@ -205,8 +206,8 @@ class ActivityReporter:
             try:
                 watchdog.begin()
                 producer.begin_transaction()
-                for wf, run_id, body_type, body, request_id, _msg in items:
-                    self._produce(producer, wf, run_id, body_type, body, request_id)
+                for wf, run_id, body_type, body, request_id, trace, _msg in items:
+                    self._produce(producer, wf, run_id, body_type, body, request_id, trace)
                 # the group metadata before the offsets: a rebalance in between fails the commit
                 group = self._consumer.group_metadata
                 offsets = self._consumer.commit_offsets({(m.partition(), m.offset()) for *_x, m in items})
@@ -255,8 +256,10 @@ class ActivityReporter:
         return True
 
     def _produce(self, producer: Producer, wf: str, run_id: str, body_type: str, body: dict,
-                 request_id: str) -> None:
-        value = self._codec.encode(command(wf, body_type, body, request_id=request_id, run_id=run_id))
+                 request_id: str, trace: tuple[str, str] | None) -> None:
+        trace_id, span_id = trace or (None, None)
+        value = self._codec.encode(command(wf, body_type, body, request_id=request_id, run_id=run_id,
+                                           trace_id=trace_id, span_id=span_id))
         try:
             self._send(producer, wf, value)
         except KafkaException as exc:  # e.g. a result over message.max.bytes: fail the activity instead
@@ -265,7 +268,8 @@ class ActivityReporter:
             if fallback is not None:
                 fb_type, fb_body = fallback
                 self._send(producer, wf, self._codec.encode(command(wf, fb_type, fb_body, request_id=request_id,
-                                                                    run_id=run_id)))
+                                                                    run_id=run_id, trace_id=trace_id,
+                                                                    span_id=span_id)))
 
     def _send(self, producer: Producer, wf: str, value: bytes) -> None:
         while True:

@@ -37,6 +37,7 @@ from kadence.topics.errors import (ApplicationError, BrokerUnavailableError, Def
                                    NonDeterminismError, NotDeterministicError, SchemaError)
 from kadence.topics.payload import failure_from_exception
 from kadence.topics.records import new_id, now_ms
+from kadence.topics.tracing import Tracer, record_ref
 
 from . import activity as _activity
 from ._client import Client
@@ -368,8 +369,11 @@ class Worker:
                  max_cached_workflows: int = 10_000, session_timeout_ms: int = 10_000,
                  identity: str | None = None, build_id: str | None = None, promote: bool = False,
                  eager_workflow_tasks: bool = True, transactional_activity_results: bool = True,
-                 txn_stall_s: float = 60.0, metrics_registry: CollectorRegistry | None = None):
+                 txn_stall_s: float = 60.0, metrics_registry: CollectorRegistry | None = None,
+                 tracer_provider=None):
         check_task_queue(task_queue)
+        #: spans of traced tasks (``topics.tracing``; None: the global tracer provider)
+        self._tracer = Tracer("worker", tracer_provider)
         self.build_id = validate_build_id(build_id, allow_none=True)
         if promote and build_id is None:
             raise DefinitionError("promote=True needs a build_id")
@@ -542,7 +546,7 @@ class Worker:
         for task, body_type, body, msg, consumer, request_id in batch:
             try:
                 fut = engine.send(task["workflow_id"], body_type, body, request_id=request_id,
-                                  run_id=task["run_id"], expect_reply=False)
+                                  run_id=task["run_id"], expect_reply=False, trace=record_ref(task))
             except Exception as exc:  # noqa: BLE001 - e.g. a result over the producer's size limit
                 # one bad command must not keep the others of its turn from Kafka
                 log.error("command %s for %s could not be produced: %s", body_type, task["workflow_id"], exc)
@@ -581,7 +585,8 @@ class Worker:
         failed = instead[1]
         try:
             return self.client._engine.send(task["workflow_id"], "RespondActivityTaskFailed", failed,
-                                            request_id=new_id(), run_id=task["run_id"], expect_reply=False)
+                                            request_id=new_id(), run_id=task["run_id"], expect_reply=False,
+                                            trace=record_ref(task))
         except Exception as again:  # noqa: BLE001
             log.error("failure of activity %s of %s could not be produced either: %s", task["activity_id"],
                       task["workflow_id"], again)
@@ -605,7 +610,14 @@ class Worker:
             return
         fields = set_log_fields(task["workflow_id"], task["run_id"], msg.partition(), task.get("trace_id"))
         try:
-            self._workflow_task(task, msg)
+            parent = record_ref(task)
+            if parent is None:
+                self._workflow_task(task, msg)
+            else:  # traced: what the task sends continues from its span (``topics.tracing``)
+                with self._tracer.child(f"kadence.workflow_task {task['workflow_type']}", parent,
+                                        self._span_attributes(task)) as ref:
+                    task["span_id"] = ref[1]
+                    self._workflow_task(task, msg)
         except Exception:  # noqa: BLE001 - never let one task kill the worker
             log.exception("workflow task of %s failed in the worker", task["workflow_id"])
             self._wt_consumer.done(msg)
@@ -763,7 +775,24 @@ class Worker:
         self._running.add(t)
         t.add_done_callback(self._running.discard)
 
+    def _span_attributes(self, task: dict) -> dict:
+        return {"kadence.namespace": self.client.config.namespace, "kadence.workflow_id": task["workflow_id"],
+                "kadence.run_id": task["run_id"], "kadence.task_queue": self.task_queue,
+                "kadence.attempt": task["attempt"]}
+
     async def _run_activity(self, task: dict, msg) -> None:
+        parent = record_ref(task)
+        if parent is None:
+            await self._activity(task, msg)
+            return
+        # current while the activity runs: its own spans (an HTTP call's) nest under it
+        with self._tracer.child(f"kadence.activity {task['activity_type']}", parent,
+                                {**self._span_attributes(task), "kadence.activity_type": task["activity_type"]},
+                                kind="internal", current=True) as ref:
+            task["span_id"] = ref[1]
+            await self._activity(task, msg)
+
+    async def _activity(self, task: dict, msg) -> None:
         common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"],
                   "attempt": task["attempt"], "identity": self.identity}
         defn = self._activities.get(task["activity_type"])
@@ -816,7 +845,8 @@ class Worker:
         if body_type == "RespondActivityTaskCompleted" and self._eager:
             body["eager_workflow_task"] = self._eager_task(task, body["result"], request_id)
         if self._reporter is not None:
-            self._reporter.report(task["workflow_id"], task["run_id"], body_type, body, request_id, msg)
+            self._reporter.report(task["workflow_id"], task["run_id"], body_type, body, request_id, msg,
+                                  record_ref(task))
         else:
             self._send(task, body_type, body, msg, self._at_consumer, request_id)
 
@@ -848,7 +878,7 @@ class Worker:
         body = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"],
                 "details": self.client.converter.to_bytes(details), "identity": self.identity}
         fut = self.client._engine.send(task["workflow_id"], "RecordActivityHeartbeat", body, request_id=new_id(),
-                                       run_id=task["run_id"])
+                                       run_id=task["run_id"], trace=record_ref(task))
         self.stats["heartbeats"] += 1
         self.metrics.heartbeats.inc()
 

@@ -217,7 +217,7 @@ class InMemoryEngine:
         for timer in out.timers:
             timer = serde.decode("TimerRecord", serde.encode("TimerRecord", timer))
             heapq.heappush(self._timers, (timer["fire_at_ms"], next(self._n), timer))
-        for wf, body_type, body, run_id, request_id in out.commands:
+        for wf, body_type, body, run_id, request_id, _trace in out.commands:
             self._inbox.append(command(wf, body_type, body, run_id=run_id, request_id=request_id))
         for wf in view.states:
             self.deadlines.update(wf, self.store.get_state(wf))

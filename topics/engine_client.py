@@ -28,6 +28,7 @@ from .partitioner import partition_for
 from .polling import poll_ready
 from .records import command
 from .replacing_producer import ReplacingProducer
+from .tracing import FROM_CALLER, Tracer
 
 __all__ = ["EngineClient"]
 
@@ -38,8 +39,10 @@ class EngineClient:
     """Send commands, await replies, read history. Thread-safe; one per process is plenty."""
 
     def __init__(self, config: KafkaConfig, *, connect_timeout: float = 15.0, producer_stall_s: float = 30.0,
-                 producer_factory=Producer):
+                 producer_factory=Producer, tracer_provider=None):
         self.config = config
+        #: spans for the commands sent on a caller's behalf (``topics.tracing``)
+        self.tracer = Tracer("client", tracer_provider)
         self.topics = Catalogue(config)
         conf = config.producer(**{"linger.ms": config.client_linger_ms})
         #: the largest command this client can produce (librdkafka's default unless configured)
@@ -171,10 +174,18 @@ class EngineClient:
     # -- operations ----------------------------------------------------------------------------
 
     def send(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
-             run_id: str | None = None, expect_reply: bool = True) -> cf.Future:
-        """Produce one command; the future resolves with its ``Reply`` dict."""
+             run_id: str | None = None, expect_reply: bool = True, trace=FROM_CALLER) -> cf.Future:
+        """Produce one command; the future resolves with its ``Reply`` dict.
+
+        ``trace``: the command's trace context; by default a ``kadence.send`` span, child of
+        the caller's current span (a worker passes its task's context, or None: untraced)."""
         fut: cf.Future = cf.Future()
-        record = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
+        if trace is FROM_CALLER:
+            trace = self.tracer.send_span(f"kadence.send {body_type}", {
+                "kadence.namespace": self.config.namespace, "kadence.workflow_id": workflow_id,
+                "kadence.command": body_type})
+        record = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id,
+                         trace_id=trace[0] if trace else None, span_id=trace[1] if trace else None)
         value = serde.encode("Command", record)
         if expect_reply:
             self._ensure_replies()

@@ -95,9 +95,10 @@ new_id = _IdSource()
 
 
 def command(workflow_id: str, body_type: str, body: dict, *, request_id: str | None = None,
-            run_id: str | None = None, trace_id: str | None = None,
+            run_id: str | None = None, trace_id: str | None = None, span_id: str | None = None,
             expected_version: int | None = None) -> dict:
-    """A ``Command`` envelope. ``request_id`` deduplicates retries of the same request."""
+    """A ``Command`` envelope. ``request_id`` deduplicates retries of the same request;
+    ``trace_id``/``span_id``: the OpenTelemetry context it continues (``topics.tracing``)."""
     return {
         "event_id": new_id(),
         "aggregate_key": workflow_id,
@@ -109,6 +110,7 @@ def command(workflow_id: str, body_type: str, body: dict, *, request_id: str | N
         "expected_version": expected_version,
         "run_id": run_id,
         "body": (body_type, body),
+        "span_id": span_id,
     }
 
 

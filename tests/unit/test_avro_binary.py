@@ -102,8 +102,10 @@ def test_every_truncation_of_a_record_is_a_schema_error(record):
 
 def test_a_union_branch_out_of_range_and_an_endless_varint_are_schema_errors():
     data = bytearray(serde.encode("Command", command("w", "AwaitWorkflowResult", {"wait": True}, request_id="r")))
-    # the body's branch index is the last varint before the AwaitWorkflowResult's one boolean byte
-    data[-2] = 0x7E  # zigzag 63: no such branch
+    # the body's branch index is the varint before the AwaitWorkflowResult's one boolean byte,
+    # which the null span_id's branch byte follows
+    assert data[-1] == 0 and data[-2] == 1  # span_id null; wait = True
+    data[-3] = 0x7E  # zigzag 63: no such branch
     with pytest.raises(SchemaError, match="branch"):
         serde.decode("Command", bytes(data))
     with pytest.raises(SchemaError):

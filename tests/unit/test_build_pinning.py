@@ -225,7 +225,7 @@ def test_a_child_on_its_parents_queue_inherits_the_build_elsewhere_takes_that_qu
     h.build_defaults.update(q="A", other="X")
     h.start("p", "Parent", ["other"])
     out = _answer(h, _wt(h), "A", cls=Parent)
-    starts = {wf: body for wf, btype, body, _run, _rid in out.commands if btype == "StartWorkflow"}
+    starts = {wf: body for wf, btype, body, _run, _rid, _trace in out.commands if btype == "StartWorkflow"}
     assert starts["child-same"]["build_id"] == "A" and starts["child-other"]["build_id"] is None
     h.build_defaults["q"] = "B"  # promoted meanwhile: the child still joins its parent's build
     for wf, body in starts.items():

@@ -8,9 +8,10 @@ import pytest
 
 from kadence.processors.disk_store import DiskShardStore
 from kadence.processors.effects import BatchView
-from kadence.schemas import CURRENT_VERSION
+from kadence.schemas import CURRENT_VERSION, load_schema_set
 from kadence.processors.store import MemoryShardStore
 from kadence.topics import serde
+from tests.unit.test_schema_evolution import parse_set, write
 
 
 def _event(wf: str, run: str, seq: int, request_id: str | None = None) -> dict:
@@ -51,10 +52,9 @@ def _task_bytes(store, wf: str, run: str, since: int, upto: int | None) -> bytes
 
 def test_an_event_stored_by_an_older_schema_version_is_handed_over_decoded(stores):
     _memory, disk = stores
-    unstamped = {k: v for k, v in _event("w", "r", 1).items() if k != "schema_version"}  # written as the default (1)
-    old = bytearray(serde.encode("HistoryEvent", unstamped))
-    old[1] = CURRENT_VERSION - 1  # the previous HistoryEvent has the same body: it decodes by resolution
-    disk.append_history("w", "r", [_event("w", "r", 1)], [bytes(old)])
+    event = {k: v for k, v in _event("w", "r", 1).items() if k not in ("schema_version", "span_id")}
+    old = write(parse_set(load_schema_set(CURRENT_VERSION - 1)), "HistoryEvent", event, CURRENT_VERSION - 1)
+    disk.append_history("w", "r", [_event("w", "r", 1)], [old])
     [event] = disk.get_history_encoded("w", "r")
     assert isinstance(event, dict) and event["seq"] == 1
 

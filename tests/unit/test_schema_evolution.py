@@ -40,6 +40,7 @@ FROZEN_DIGESTS = {
     5: "feef42e4d6f1be34fe019079586185708e61303eee421ca46745e6c0b88f9bde",
     6: "49b7d7bfae2c71c507912119a0a66ea5303bbd1c3887537523a4d9d896412acf",
     7: "85b72bdfc05ac713bce5a9aee109237956039f7d7e1de56518e68375f32b81f5",
+    8: "9fa0e316aa2d0cfecd8600f2b1b340d1d2628b9a7acfb66aecdb2c13dad2e338",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}

@@ -369,7 +369,7 @@ class Family(Driver):
         return progressed
 
     def _route(self, out):
-        for wf, btype, body, run_id, rid in list(out.commands):
+        for wf, btype, body, run_id, rid, _trace in list(out.commands):
             self._route(self.h.send(wf, btype, body, run_id=run_id, request_id=rid))
 
 

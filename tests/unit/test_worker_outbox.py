@@ -20,7 +20,7 @@ class FakeEngine:
         self.bodies: list[dict] = []
         self.futures: list[cf.Future] = []
 
-    def send(self, workflow_id, body_type, body, *, request_id, run_id=None, expect_reply=True):
+    def send(self, workflow_id, body_type, body, *, request_id, run_id=None, expect_reply=True, trace=None):
         if body.get("too_large") and body_type != "RespondActivityTaskFailed":
             raise RuntimeError("Broker: Message size too large")
         self.sent.append((workflow_id, body_type, body["n"]))

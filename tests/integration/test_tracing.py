@@ -1,0 +1,142 @@
+"""One trace per workflow run across the client, the history processor and the worker, on the
+real broker (issue 21): spans exported to an in-memory exporter, each component given the
+provider explicitly. The run sleeps first, so the timer's firing (a command that carries no
+trace) must join the run's trace through its state."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import timedelta
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from kadence import Client, Worker, activity, workflow
+from kadence.processors import HistoryProcessor, ProcessorConfig, TimerConfig, TimerService
+from kadence.topics import EngineClient, JsonConverter
+from tests.integration.conftest import wait_until
+from tests.integration.invariants import histories
+
+
+@activity.defn
+async def charge(cents: int) -> str:
+    # the activity's span is current while it runs: the application's spans and events nest under it
+    trace.get_current_span().add_event("card charged", {"cents": cents})
+    return f"charged {cents}"
+
+
+@activity.defn
+def receipt(text: str) -> str:  # a sync activity: run on a thread, the span still current
+    trace.get_current_span().add_event("receipt printed")
+    return text.upper()
+
+
+@workflow.defn
+class TracedOrder:
+    @workflow.run
+    async def run(self, cents: int) -> str:
+        await workflow.sleep(0.3)
+        charged = await workflow.execute_activity(charge, cents, start_to_close_timeout=timedelta(seconds=30))
+        return await workflow.execute_activity(receipt, charged, start_to_close_timeout=timedelta(seconds=30))
+
+
+class _Stack:
+    """A processor and a timer service in threads of this process, traced to ``provider``."""
+
+    def __init__(self, kafka_config, provider):
+        self.proc = HistoryProcessor(ProcessorConfig(kafka=kafka_config, instance_id="traced-p0",
+                                                     session_timeout_ms=6000), tracer_provider=provider)
+        self.timers = TimerService(TimerConfig(kafka=kafka_config, instance_id="traced-t0", session_timeout_ms=6000))
+        self.threads = [threading.Thread(target=s.run, daemon=True) for s in (self.proc, self.timers)]
+
+    async def __aenter__(self):
+        for t in self.threads:
+            t.start()
+        await wait_until(lambda: self.proc.started and self.timers.ready.is_set(), 60, "processor and timers to start")
+        return self
+
+    async def __aexit__(self, *exc):
+        self.proc.stop()
+        self.timers.stop()
+        for t in self.threads:
+            t.join(30)
+
+
+def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+async def _client(kafka_config, provider) -> Client:
+    engine = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: EngineClient(kafka_config, tracer_provider=provider))
+    return Client(engine, JsonConverter())
+
+
+async def test_one_trace_follows_a_workflow_from_the_callers_span_to_its_result(kafka_config):
+    provider, exporter = _provider()
+    client = await _client(kafka_config, provider)
+    try:
+        async with _Stack(kafka_config, provider):
+            async with Worker(client, task_queue="traced", workflows=[TracedOrder], activities=[charge, receipt],
+                              tracer_provider=provider):
+                with provider.get_tracer("shop").start_as_current_span("checkout") as checkout:
+                    handle = await client.start_workflow(TracedOrder, 250, id="traced-1", task_queue="traced")
+                    # every span has ended by now: the processor's ends before its transaction,
+                    # so before the reply that result() waits for
+                    assert await handle.result(timeout=60) == "CHARGED 250"
+    finally:
+        await client.close()
+
+    spans = exporter.get_finished_spans()
+    trace_id = checkout.get_span_context().trace_id
+    assert {s.context.trace_id for s in spans} == {trace_id}  # one trace, the caller's
+    names = [s.name for s in spans]
+    for name in ("kadence.send StartWorkflow", "kadence.process StartWorkflow", "kadence.workflow_task TracedOrder",
+                 "kadence.process FireTimer", "kadence.activity charge", "kadence.activity receipt",
+                 "kadence.process RespondActivityTaskCompleted", "kadence.process RespondWorkflowTaskCompleted"):
+        assert name in names, f"no {name} span in {sorted(set(names))}"
+    # a tree: each span's parent is another span of the trace, up to the caller's
+    by_id = {s.context.span_id: s for s in spans}
+    for s in spans:
+        if s.name != "checkout":
+            assert s.parent is not None and s.parent.span_id in by_id, f"{s.name} hangs loose"
+    send = next(s for s in spans if s.name == "kadence.send StartWorkflow")
+    assert send.parent.span_id == checkout.get_span_context().span_id
+    # the chain alternates between processes' spans: client -> processor -> worker -> processor ...
+    charge_span = next(s for s in spans if s.name == "kadence.activity charge")
+    assert by_id[charge_span.parent.span_id].name.startswith("kadence.process ")
+    assert [e.name for e in charge_span.events] == ["card charged"]
+    assert [e.name for e in next(s for s in spans if s.name == "kadence.activity receipt").events] == [
+        "receipt printed"]
+    fired = next(s for s in spans if s.name == "kadence.process FireTimer")
+    assert by_id[fired.parent.span_id].name == "kadence.process StartWorkflow"  # joined through the run's state
+    assert charge_span.attributes["kadence.workflow_id"] == "traced-1"
+
+    # the records carry the trace: every history event of the run names it
+    events = histories(kafka_config)[("traced-1", handle.run_id)]
+    assert {e["trace_id"] for e in events} == {format(trace_id, "032x")}
+    assert all(e["span_id"] in {format(i, "016x") for i in by_id} for e in events)
+
+
+async def test_an_untraced_start_leaves_no_span_anywhere(kafka_config):
+    """A client with no tracer provider sends no context, and the processor and worker, which
+    have one, record nothing for its run: tracing is decided where the run starts."""
+    provider, exporter = _provider()
+    client = await _client(kafka_config, None)  # the global provider: none is set in the tests
+    try:
+        async with _Stack(kafka_config, provider):
+            async with Worker(client, task_queue="traced", workflows=[TracedOrder], activities=[charge, receipt],
+                              tracer_provider=provider):
+                handle = await client.start_workflow(TracedOrder, 7, id="untraced-1", task_queue="traced")
+                assert await handle.result(timeout=60) == "CHARGED 7"
+    finally:
+        await client.close()
+    assert exporter.get_finished_spans() == ()
+    events = histories(kafka_config)[("untraced-1", handle.run_id)]
+    assert {(e["trace_id"], e["span_id"]) for e in events} == {(None, None)}
