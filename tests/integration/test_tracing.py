@@ -6,8 +6,13 @@ trace) must join the run's trace through its state."""
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -19,6 +24,8 @@ from kadence.processors import HistoryProcessor, ProcessorConfig, TimerConfig, T
 from kadence.topics import EngineClient, JsonConverter
 from tests.integration.conftest import wait_until
 from tests.integration.invariants import histories
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @activity.defn
@@ -140,3 +147,19 @@ async def test_an_untraced_start_leaves_no_span_anywhere(kafka_config):
     assert exporter.get_finished_spans() == ()
     events = histories(kafka_config)[("untraced-1", handle.run_id)]
     assert {(e["trace_id"], e["span_id"]) for e in events} == {(None, None)}
+
+
+def test_the_docs_example_prints_one_trace(kafka_config, processors):
+    """docs/tracing.md's program, run as the page says, against this test's namespace."""
+    processors.start()
+    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_config.bootstrap, "KADENCE_NAMESPACE": kafka_config.namespace}
+    run = subprocess.run([sys.executable, str(ROOT / "docs" / "examples" / "tracing.py")], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "'tracking': 'trk-A-1001'" in run.stdout
+    names = re.findall(r'^    "name": "([^"]+)"', run.stdout, re.M)
+    traces = set(re.findall(r'"trace_id": "(0x[0-9a-f]{32})"', run.stdout))
+    assert len(traces) == 1, traces
+    for name in ("checkout", "kadence.send StartWorkflow", "kadence.workflow_task OrderFulfilment",
+                 "kadence.activity charge_payment", "kadence.activity ship_order"):
+        assert name in names, f"no {name} span in {sorted(set(names))}"
