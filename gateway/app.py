@@ -44,7 +44,7 @@ from .guard import NAMESPACE_HEADER, Guard, Principal
 from .idempotency import IdempotencyStore, fingerprint
 from .keys import ApiKeyStore
 from .limits import RateLimiter
-from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe
+from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
 from .models import (NameParam, QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest,
                      StartResponse, WorkflowIdInPath, WorkflowList)
 
@@ -160,11 +160,12 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     latency = Histogram("kadence_gateway_request_seconds", "HTTP request latency", ["route"], registry=registry,
                         buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 15, 30))
 
-    # plain ASGI middleware (gateway/middleware.py); the last added runs first -> observe, guard,
-    # body limits, encoded slashes, then routing
+    # plain ASGI middleware (gateway/middleware.py); the last added runs first -> observe, trace
+    # context, guard, body limits, encoded slashes, then routing
     app.add_middleware(EncodedSlashes)
     app.add_middleware(BodyLimits, max_body_bytes=config.max_body_bytes)
     app.add_middleware(GuardRequests, guard=guard)
+    app.add_middleware(TraceContext)
     app.add_middleware(Observe, requests_total=requests_total, latency=latency)
 
     @app.exception_handler(ApiError)

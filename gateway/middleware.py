@@ -1,5 +1,5 @@
-"""The gateway's request filters as plain ASGI middleware: observe -> guard -> body limits ->
-encoded slashes.
+"""The gateway's request filters as plain ASGI middleware: observe -> trace context -> guard ->
+body limits -> encoded slashes.
 
 Plain ASGI (not Starlette's ``BaseHTTPMiddleware``): each ``BaseHTTPMiddleware`` layer runs the
 rest of the request in a new task with its own task group and memory streams, which cost the
@@ -7,6 +7,8 @@ gateway more CPU per request than the route itself (docs/performance.md, "Gatewa
 classes only wrap ``receive``/``send``.
 
 - ``Observe`` (outermost): counts requests by method, route template and status, and their latency.
+- ``TraceContext``: a W3C ``traceparent`` header makes the caller's span the current one, so the
+  commands the request sends continue the caller's trace (docs/tracing.md).
 - ``GuardRequests``: API key, namespace and quota of every ``/v1`` request (``guard.Guard``),
   before its body is read; puts the ``Principal`` in ``scope["kadence.principal"]``.
 - ``BodyLimits``: 413 over the size limit and 415 for a body that is not JSON, before anything is
@@ -24,6 +26,8 @@ import re
 import time
 from urllib.parse import unquote
 
+from opentelemetry import context as otel_context
+from opentelemetry import propagate
 from prometheus_client import Counter, Histogram
 from starlette.datastructures import Headers
 
@@ -31,7 +35,7 @@ from starlette.datastructures import Headers
 from .errors import ApiError, error_response
 from .guard import Guard
 
-__all__ = ["BodyLimits", "EncodedSlashes", "GuardRequests", "Observe", "SLASH"]
+__all__ = ["BodyLimits", "EncodedSlashes", "GuardRequests", "Observe", "SLASH", "TraceContext"]
 
 #: what an encoded slash (``%2F``) in a request path is routed as; see ``EncodedSlashes``
 SLASH = "\x00"
@@ -74,6 +78,24 @@ class Observe:
             route = getattr(scope.get("route"), "path", "unmatched")
             self.requests_total.labels(scope["method"], route, str(status)).inc()
             self.latency.labels(route).observe(time.perf_counter() - t0)
+
+
+class TraceContext:
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
+                   if k in (b"traceparent", b"tracestate")}
+        if "traceparent" not in carrier:  # most requests: nothing to do
+            return await self.app(scope, receive, send)
+        token = otel_context.attach(propagate.extract(carrier))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            otel_context.detach(token)
 
 
 class GuardRequests:
