@@ -181,9 +181,7 @@ class EngineClient:
         the caller's current span (a worker passes its task's context, or None: untraced)."""
         fut: cf.Future = cf.Future()
         if trace is FROM_CALLER:
-            trace = self.tracer.send_span(f"kadence.send {body_type}", {
-                "kadence.namespace": self.config.namespace, "kadence.workflow_id": workflow_id,
-                "kadence.command": body_type})
+            trace = self.tracer.send_span(f"kadence.send {body_type}", {"kadence.workflow_id": workflow_id})
         record = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id,
                          trace_id=trace[0] if trace else None, span_id=trace[1] if trace else None)
         value = serde.encode("Command", record)

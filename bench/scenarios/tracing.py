@@ -3,9 +3,11 @@
 The same 3-activity workflow, back to back in one run, with tracing off and on. On: the bench's
 client traces every start under a span of its own, the processor and the worker export their
 spans over OTLP/HTTP (``OTEL_TRACES_EXPORTER=otlp``) to a collector in this process, which
-decodes each request and counts its spans (so a run that exported nothing shows as such). Off:
-no ``OTEL_*`` variable, no provider. Metrics are on in both (the engine always keeps them).
-Each mode runs twice, alternating (off, on, off, on), at ``KADENCE_BENCH_TRACE_CONCURRENCY``
+decodes each request and counts its spans (so a run that exported nothing shows as such).
+``sampled``: the same, with the client's sampler keeping one start in ten
+(``parentbased_traceidratio``, 0.1: the engine's spans follow the start's decision). Off: no
+``OTEL_*`` variable, no provider. Metrics are on in all three (the engine always keeps them).
+Each mode runs twice, alternating (off, on, sampled, off, on, sampled), at ``KADENCE_BENCH_TRACE_CONCURRENCY``
 (default 256) in flight and at one in flight; ``KADENCE_BENCH_TRACE_SECONDS`` (default 20) is
 each window's length."""
 
@@ -19,6 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from ..common import Context
@@ -62,9 +65,10 @@ class Collector:
 
 async def _measure(ctx: Context, task, mode: str, round_: int, collector: Collector, busy: int, seconds: float):
     env, provider = {}, None
-    if mode == "on":
+    if mode != "off":
         env = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint}
-        provider = TracerProvider(resource=Resource.create({"service.name": "bench-client"}))
+        sampler = ParentBased(TraceIdRatioBased(0.1 if mode == "sampled" else 1.0))
+        provider = TracerProvider(resource=Resource.create({"service.name": "bench-client"}), sampler=sampler)
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{collector.endpoint}/v1/traces")))
     try:
         async with engine(ctx, f"trace-{mode}-{round_}", processor_env=env, worker_env=env,
@@ -83,10 +87,10 @@ async def run(ctx: Context) -> dict:
     busy = int(os.environ.get("KADENCE_BENCH_TRACE_CONCURRENCY", "256"))
     task = ctx.task("tracing")
     collector = Collector()
-    runs: dict[str, list[dict]] = {"off": [], "on": []}
+    runs: dict[str, list[dict]] = {"off": [], "on": [], "sampled": []}
     try:
         for round_ in range(2):
-            for mode in ("off", "on"):
+            for mode in runs:
                 before = collector.spans
                 result = await _measure(ctx, task, mode, round_, collector, busy, seconds)
                 result["spans_collected"] = collector.spans - before
@@ -95,7 +99,11 @@ async def run(ctx: Context) -> dict:
         collector.close()
     keys = ("light_wf_per_s", "busy_wf_per_s")
     mean = {m: {k: round(sum(r[k] for r in rs) / len(rs), 2) for k in keys} for m, rs in runs.items()}
-    ratio = {k: round(mean["on"][k] / mean["off"][k], 3) if mean["off"][k] else None for k in keys}
-    ctx.update(task, f"[green]tracing on/off: light {ratio['light_wf_per_s']}, x{busy} {ratio['busy_wf_per_s']}[/]"
-                     f" ({sum(r['spans_collected'] for r in runs['on'])} spans collected)")
-    return {"runs": runs, "mean": mean, "on_over_off": ratio, "concurrency": busy, "window_s": seconds}
+    ratio = {m: {k: round(mean[m][k] / mean["off"][k], 3) if mean["off"][k] else None for k in keys}
+             for m in ("on", "sampled")}
+    ctx.update(task, f"[green]tracing on/off: light {ratio['on']['light_wf_per_s']}, x{busy} "
+                     f"{ratio['on']['busy_wf_per_s']}; sampled 1 in 10/off: light {ratio['sampled']['light_wf_per_s']}, "
+                     f"x{busy} {ratio['sampled']['busy_wf_per_s']}[/] "
+                     f"({sum(r['spans_collected'] for r in runs['on'])} + "
+                     f"{sum(r['spans_collected'] for r in runs['sampled'])} spans collected)")
+    return {"runs": runs, "mean": mean, "over_off": ratio, "concurrency": busy, "window_s": seconds}
