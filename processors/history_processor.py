@@ -548,24 +548,27 @@ class HistoryProcessor:
             self.metrics.deadlines.inc(sum(len(due) for due in fired.values()))
 
     def _transition(self, cmd: dict, view: BatchView, out: Outbox, ts: int, mark, parent) -> None:
-        """``transition``, in a ``kadence.process`` span when the command or its run is traced
-        (``topics.tracing``): a child of the command's context, else of the run's (what a timer
-        or timeout causes joins the run's trace). What it writes carries the span's context, and
-        a run with no context yet takes it."""
+        """``transition``, in a ``kadence.process`` span when the command or its running run is
+        traced (``topics.tracing``): a child of the command's context, else of the run's (what a
+        timer or timeout causes joins the run's trace). What it writes carries the span's
+        context, and a run the command starts (a start, continue-as-new, reset) keeps it. A
+        traced query or result request on an untraced run gets its span and leaves the run
+        untraced (else one sampled caller would trace the rest of someone else's run)."""
         wf = cmd["aggregate_key"]
+        st = view.state(wf)
         if parent is None:
-            st = view.state(wf)
-            if st is None or st.get("trace_id") is None or st.get("span_id") is None:
+            if st is None or st["status"] != "running" or st.get("trace_id") is None or st.get("span_id") is None:
                 transition(cmd, view, out, ts)  # untraced: the common case costs the look-up above
                 return
             parent = st["trace_id"], st["span_id"]
+        run_before = st["run_id"] if st is not None else None
         btype = cmd["body"][0]
         # one attribute: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)
         with self._tracer.child(f"kadence.process {btype}", parent, {"kadence.workflow_id": wf}) as ref:
             transition(cmd, view, out, ts)
         out.stamp(mark, ref)
         st = view.state(wf)
-        if st is not None and st.get("trace_id") is None:
+        if st is not None and st["run_id"] != run_before and st.get("trace_id") is None:
             st["trace_id"], st["span_id"] = ref
 
     def _wrong_partition(self, workflow_id: str, partition: int) -> WrongPartitionError | None:
