@@ -13,7 +13,8 @@ from kadence.topics.errors import (ActivityError, ChildWorkflowError, Applicatio
                                    WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError,
                                    WorkflowContinuedAsNewError, WrongPartitionError, PayloadTooLargeError,
-                                   InvalidIdentifierError, WorkerCrashedError)
+                                   InvalidIdentifierError, WorkerCrashedError, WorkflowTerminatedError,
+                                   WorkflowTimedOutError)
 from kadence.topics.config import KafkaConfig
 
 from . import activity, workflow
@@ -32,5 +33,5 @@ __all__ = [
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
     "WorkflowContinuedAsNewError", "WrongPartitionError", "PayloadTooLargeError", "InvalidIdentifierError",
-    "WorkerCrashedError",
+    "WorkerCrashedError", "WorkflowTerminatedError", "WorkflowTimedOutError",
 ]

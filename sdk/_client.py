@@ -12,7 +12,7 @@ from kadence.topics.config import KafkaConfig
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFailedError, WorkflowAlreadyStartedError,
                                    WorkflowCanceledError, WorkflowContinuedAsNewError, WorkflowError, WorkflowFailureError,
-                                   WorkflowNotFoundError)
+                                   WorkflowNotFoundError, WorkflowTerminatedError, WorkflowTimedOutError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
 from kadence.topics.payload import JsonConverter, PayloadCodec, exception_from_failure
@@ -64,8 +64,13 @@ class WorkflowHandle:
         if status == "completed":
             return self.client.converter.from_bytes(reply["result"])
         if status == "timed_out":
-            raise WorkflowFailureError(f"workflow {self.id} timed out", failure=reply["failure"], workflow_id=self.id,
-                                       run_id=reply["run_id"])
+            message = (reply["failure"] or {}).get("message") or "timeout"
+            raise WorkflowTimedOutError(f"workflow {self.id} timed out ({message})", failure=reply["failure"],
+                                        workflow_id=self.id, run_id=reply["run_id"])
+        if status == "terminated":
+            reason = (reply["failure"] or {}).get("message") or ""
+            raise WorkflowTerminatedError(f"workflow {self.id} was terminated: {reason}", reason=reason,
+                                          failure=reply["failure"], workflow_id=self.id, run_id=reply["run_id"])
         if status == "canceled":
             raise WorkflowCanceledError(f"workflow {self.id} was canceled", workflow_id=self.id, run_id=reply["run_id"])
         if status == "continued_as_new":

@@ -19,6 +19,8 @@ translated where they enter (``raise ... from exc``)::
     │   ├── WorkflowAlreadyStartedError   (carries the existing run ID)
     │   ├── WorkflowNotFoundError
     │   ├── WorkflowFailureError    the run failed; carries the recorded Failure
+    │   │   ├── WorkflowTerminatedError   it was terminated (the reason is the message)
+    │   │   └── WorkflowTimedOutError     its run or execution timeout passed
     │   ├── WorkflowCanceledError   the run ended canceled
     │   ├── WorkflowContinuedAsNewError  the run continued as a new run (``new_run_id``)
     │   └── QueryFailedError        a query handler raised, or is unknown
@@ -51,6 +53,8 @@ __all__ = [
     "WorkflowAlreadyStartedError",
     "WorkflowNotFoundError",
     "WorkflowFailureError",
+    "WorkflowTerminatedError",
+    "WorkflowTimedOutError",
     "WorkflowCanceledError",
     "WorkflowContinuedAsNewError",
     "QueryFailedError",
@@ -171,6 +175,19 @@ class WorkflowFailureError(WorkflowError):
     def __init__(self, message: str, *, failure: dict | None = None, **kw):
         super().__init__(message, **kw)
         self.failure = failure
+
+
+class WorkflowTerminatedError(WorkflowFailureError):
+    """The workflow run was terminated (``kadence terminate``, the gateway, a parent-close
+    policy); ``reason`` is what the terminator gave."""
+
+    def __init__(self, message: str, *, reason: str = "", **kw):
+        super().__init__(message, **kw)
+        self.reason = reason
+
+
+class WorkflowTimedOutError(WorkflowFailureError):
+    """The workflow run's run timeout or the execution timeout passed before it closed."""
 
 
 class WorkflowCanceledError(WorkflowError):

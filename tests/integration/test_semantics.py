@@ -4,11 +4,12 @@ queries, cancellation, continue-as-new (the timer service runs as its own proces
 import asyncio
 import collections
 import uuid
+from datetime import timedelta
 
 import pytest
 
 from kadence import (Client, QueryFailedError, Worker, WorkflowCanceledError, WorkflowContinuedAsNewError,
-                     WorkflowFailureError, WorkflowNotFoundError)
+                     WorkflowFailureError, WorkflowNotFoundError, WorkflowTerminatedError, WorkflowTimedOutError)
 from kadence.samples import payment_saga as saga
 
 from .conftest import wait_until
@@ -138,6 +139,21 @@ async def test_query_reads_state_without_writing_history(client, engine):
         with pytest.raises(QueryFailedError, match="no query 'nope'"):
             await handle.query("nope")
         await handle.terminate(reason="test over")
+
+
+async def test_a_terminated_run_and_a_timed_out_run_raise_their_own_errors(client, engine):
+    async with Worker(client, task_queue="q", workflows=[Collector]):
+        handle = await client.start_workflow(Collector, 3, id="ends-terminated", task_queue="q")
+        await handle.terminate(reason="duplicate order")
+        with pytest.raises(WorkflowTerminatedError, match="duplicate order") as info:
+            await handle.result(timeout=60)
+        assert info.value.reason == "duplicate order" and info.value.run_id == handle.run_id
+        late = await client.start_workflow(Collector, 3, id="ends-timed-out", task_queue="q",
+                                           run_timeout=timedelta(seconds=1))
+        with pytest.raises(WorkflowTimedOutError, match="run timeout") as info:
+            await late.result(timeout=60)
+    # both are failures of the run: code that catches WorkflowFailureError still catches them
+    assert isinstance(info.value, WorkflowFailureError) and info.value.failure["type"] == "TimeoutError"
 
 
 async def test_a_query_after_a_signal_returned_sees_it(client, engine):

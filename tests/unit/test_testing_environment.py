@@ -10,7 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from kadence import RetryPolicy, WorkflowAlreadyStartedError, WorkflowCanceledError, WorkflowFailureError, activity, workflow
+from kadence import (RetryPolicy, WorkflowAlreadyStartedError, WorkflowCanceledError, WorkflowFailureError,
+                     WorkflowTerminatedError, WorkflowTimedOutError, activity, workflow)
 from kadence.testing import WorkflowEnvironment, WorkflowTaskFailedError
 
 CALLS: list[str] = []
@@ -247,9 +248,18 @@ async def test_terminate_and_a_second_start_of_a_running_workflow():
         with pytest.raises(WorkflowAlreadyStartedError):
             await env.client.start_workflow(Approval, 3, id="t-1", task_queue="q", id_reuse_policy="reject_duplicate")
         await handle.terminate(reason="test over")
-        with pytest.raises(WorkflowFailureError):
+        with pytest.raises(WorkflowTerminatedError) as info:  # a WorkflowFailureError, of its own kind
             await handle.result(timeout=10)
+        assert info.value.reason == "test over" and isinstance(info.value, WorkflowFailureError)
         assert (await handle.describe())["status"] == "terminated"
+
+
+async def test_a_run_past_its_timeout_raises_workflow_timed_out_error():
+    async with WorkflowEnvironment(workflows=[Approval]) as env:
+        handle = await env.client.start_workflow(Approval, 3, id="t-late", task_queue="q", run_timeout=timedelta(hours=2))
+        with pytest.raises(WorkflowTimedOutError, match="run timeout") as info:  # two virtual hours, no approval
+            await handle.result(timeout=10)
+        assert isinstance(info.value, WorkflowFailureError) and info.value.failure["type"] == "TimeoutError"
 
 
 async def test_reading_history_or_describing_does_not_move_the_clock():
