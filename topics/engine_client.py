@@ -39,8 +39,14 @@ class EngineClient:
     """Send commands, await replies, read history. Thread-safe; one per process is plenty."""
 
     def __init__(self, config: KafkaConfig, *, connect_timeout: float = 15.0, producer_stall_s: float = 30.0,
-                 producer_factory=Producer, tracer_provider=None):
+                 producer_factory=Producer, tracer_provider=None, resend_after_s: float = 10.0):
         self.config = config
+        #: a command whose reply has not come after this many seconds is produced again, with the
+        #: same request ID (so it is applied once), then after twice as long, up to once a minute;
+        #: 0: never (``wait``)
+        self.resend_after_s = resend_after_s
+        #: (workflow_id, request_id) -> the encoded command, while its reply is awaited
+        self._sent: dict[tuple[str, str], bytes] = {}
         #: spans for the commands sent on a caller's behalf (``topics.tracing``)
         self.tracer = Tracer("client", tracer_provider)
         self.topics = Catalogue(config)
@@ -154,6 +160,7 @@ class EngineClient:
     def _forget(self, workflow_id: str, request_id: str) -> cf.Future | None:
         """Drop a pending request (call with ``_lock`` held); returns its future, if it was pending."""
         fut = self._pending.pop((workflow_id, request_id), None)
+        self._sent.pop((workflow_id, request_id), None)
         if fut is not None:
             key = request_id.encode()
             left = self._waiting.get(key, 0) - 1
@@ -212,6 +219,10 @@ class EngineClient:
                 with self._lock:
                     self._forget(workflow_id, request_id)
             raise
+        if expect_reply:
+            with self._lock:
+                if (workflow_id, request_id) in self._pending:  # not answered already
+                    self._sent[(workflow_id, request_id)] = value
         return fut
 
     def produce_raw(self, topic: str, key: bytes, value: bytes, on_delivery=None) -> None:
@@ -241,16 +252,45 @@ class EngineClient:
         """The reply ``fut`` (from ``send``) resolves with; after ``timeout`` s the request is
         abandoned and ``BrokerUnavailableError`` raised."""
         started = time.monotonic()
-        try:
-            reply = await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
-        except asyncio.TimeoutError as exc:
-            self.abandon(workflow_id, request_id)
-            raise BrokerUnavailableError(
-                f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
-                f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)") from exc
+        deadline = None if timeout is None else started + timeout
+        reply_fut = asyncio.wrap_future(fut)
+        interval = self.resend_after_s
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            step = left if interval <= 0 else (interval if left is None else min(interval, left))
+            try:
+                # shielded: a slice that ends must not cancel the reply's future
+                reply = await asyncio.wait_for(asyncio.shield(reply_fut), None if step is None else max(step, 0))
+                break
+            except asyncio.TimeoutError as exc:
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.abandon(workflow_id, request_id)
+                    raise BrokerUnavailableError(
+                        f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
+                        f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)") from exc
+                self._resend(workflow_id, request_id, body_type, time.monotonic() - started)
+                interval = min(interval * 2, 60.0)
         if reply is not None and reply["status"] == "wrong_partition":  # the engine created nothing
             raise WrongPartitionError(reply["message"])
         return reply
+
+    def _resend(self, workflow_id: str, request_id: str, body_type: str, waited_s: float) -> None:
+        """Produce an awaited command again, byte for byte: its request ID makes the processor
+        apply it once and answer the copy from what it did (a duplicate start gets the run it
+        started). A command can be lost between a producer and the log without an error: in a
+        soak and a reproduction on a fresh broker, the first commands for one partition never
+        reached it, while later ones did and no delivery failed (docs/fault-testing.md). A
+        slow processor gets one extra command per wait, at growing intervals."""
+        with self._lock:
+            value = self._sent.get((workflow_id, request_id))
+        if value is None:  # answered or abandoned meanwhile
+            return
+        log.warning("no reply to %s for workflow %s after %.0f s; producing it again (request ID %s: applied once)",
+                    body_type, workflow_id, waited_s, request_id)
+        try:
+            self.produce_raw(self.topics.commands, workflow_id.encode(), value)
+        except KafkaException as exc:  # the next slice tries again
+            log.warning("producing %s for workflow %s again failed: %s", body_type, workflow_id, exc)
 
     def abandon(self, workflow_id: str, request_id: str) -> None:
         """Stop waiting for a request's reply (the command itself stays sent)."""

@@ -10,11 +10,13 @@ first accepts records and drops them; the second writes them but never reports t
 import asyncio
 import time
 
+import pytest
+
 from confluent_kafka import Producer
 
-from kadence import Client, Worker
-from kadence.topics import EngineClient, JsonConverter
-from tests.integration.invariants import check_history, histories
+from kadence import BrokerUnavailableError, Client, Worker
+from kadence.topics import Catalogue, EngineClient, JsonConverter
+from tests.integration.invariants import check_history, histories, read_topic
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
 
 
@@ -88,3 +90,72 @@ async def test_a_command_produced_again_after_a_lost_delivery_report_is_applied_
         assert check_history(events) == []
     finally:
         await silent.close()
+
+
+class LyingProducer(Producer):
+    """Reports its first command delivered and never writes it: the shape a soak and a
+    reproduction on a fresh broker showed (the first commands for one partition were never in
+    the log, no delivery failed, later commands were)."""
+
+    lied = 0
+
+    def produce(self, topic, value=None, key=None, on_delivery=None, **kw):
+        if type(self).lied == 0:
+            type(self).lied += 1
+            if on_delivery is not None:
+                on_delivery(None, None)
+            return
+        super().produce(topic, value, key, on_delivery=on_delivery, **kw)
+
+
+async def test_a_command_lost_without_an_error_is_produced_again_and_applied_once(kafka_config, processors):
+    processors.start()
+    LyingProducer.lied = 0
+    engine = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: EngineClient(kafka_config, resend_after_s=1.0, producer_factory=LyingProducer))
+    lying = Client(engine, JsonConverter())
+    try:
+        started = time.monotonic()
+        handle = await lying.start_workflow(ThreeSteps, 6, id="lost-1", task_queue="q", timeout=60)
+        assert time.monotonic() - started >= 1.0 and LyingProducer.lied == 1  # answered after the resend
+        assert engine._sent == {}  # nothing kept once answered
+    finally:
+        await lying.close()
+    runs = {k: v for k, v in histories(kafka_config).items() if k[0] == "lost-1"}
+    assert list(runs) == [("lost-1", handle.run_id)]
+    assert [e["attributes"][0] for e in runs[("lost-1", handle.run_id)]].count("WorkflowExecutionStarted") == 1
+
+
+async def test_without_the_resend_the_lost_command_is_never_answered(kafka_config, processors):
+    """The control: the same lie with resending off leaves the start unanswered."""
+    processors.start()
+    LyingProducer.lied = 0
+    engine = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: EngineClient(kafka_config, resend_after_s=0, producer_factory=LyingProducer))
+    lying = Client(engine, JsonConverter())
+    try:
+        with pytest.raises(BrokerUnavailableError, match="no reply to StartWorkflow"):
+            await lying.start_workflow(ThreeSteps, 6, id="lost-2", task_queue="q", timeout=4)
+    finally:
+        await lying.close()
+
+
+async def test_a_slow_answer_gets_copies_of_the_command_and_they_are_applied_once(kafka_config, processors):
+    """Resent while no processor runs yet: every copy reaches the log, one start is applied, and
+    each copy after the first is answered as a duplicate (not started again)."""
+    engine = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: EngineClient(kafka_config, resend_after_s=0.5))
+    impatient = Client(engine, JsonConverter())
+    try:
+        start = asyncio.create_task(impatient.start_workflow(ThreeSteps, 6, id="slow-1", task_queue="q", timeout=90))
+        await asyncio.sleep(2.0)  # the processor starts late on purpose: the start is sent 2-3 times meanwhile
+        processors.start()
+        handle = await start
+    finally:
+        await impatient.close()
+    commands = [m for m in read_topic(kafka_config, Catalogue(kafka_config).commands, "Command")
+                if m[1]["aggregate_key"] == "slow-1"]
+    assert len(commands) >= 3 and len({c[1]["event_id"] for c in commands}) == 1  # copies, byte for byte
+    runs = {k: v for k, v in histories(kafka_config).items() if k[0] == "slow-1"}
+    assert list(runs) == [("slow-1", handle.run_id)]
+    assert [e["attributes"][0] for e in runs[("slow-1", handle.run_id)]].count("WorkflowExecutionStarted") == 1
