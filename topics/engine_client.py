@@ -270,6 +270,10 @@ class EngineClient:
                         f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)") from exc
                 self._resend(workflow_id, request_id, body_type, time.monotonic() - started)
                 interval = min(interval * 2, 60.0)
+            except asyncio.CancelledError:  # the caller gave up: nothing to send again for it
+                with self._lock:
+                    self._sent.pop((workflow_id, request_id), None)
+                raise
         if reply is not None and reply["status"] == "wrong_partition":  # the engine created nothing
             raise WrongPartitionError(reply["message"])
         return reply
