@@ -26,8 +26,9 @@ service's producer wedged after the pause (librdkafka #5430; it is now replaced 
 client's), and one start went unanswered before any outage. Session 16: 10 of 10; then a
 reproduction without outages caught the unanswered start once. The first commands for one
 partition were never in the log, and no delivery had failed (docs/fault-testing.md, "What it
-found"). The cause is not known. The client now produces a command again, with the same request
-ID, when no reply has come after 10 s. The diagnostic below still prints where each start's
+found"). The cause is not known. A client can now produce a command again, with the same
+request ID, when no reply has come (``resend_after_s``, off by default until a chaos campaign
+passes with it). The diagnostic below still prints where each start's
 command and reply are. The test takes about two minutes, so it stays in ``make soak``
 (``SOAK_RUNS=10``) rather than ``make test``."""
 
