@@ -6,6 +6,13 @@ starts to consume every partition of the replies topic from its end at that mome
 produced after the command cannot be missed. A process that never waits for a reply (a worker
 that only reports task results) never reads the replies topic; the thread decodes only the
 replies whose key (the request ID) it is waiting for.
+
+librdkafka can leave a consumer that lived through a broker restart assigned and polling and
+never fetching again (librdkafka #5153, open; seen in a ``make chaos`` seed: the load driver's
+client got no reply after a broker restart while every reply was on the topic). So the reply
+thread watches for it: while a reply is awaited, nothing has arrived for ``replies_stall_s`` and
+the broker reports records past the position on some partition, the consumer is replaced by one
+assigned at the same positions (``_check_replies``).
 Futures are ``concurrent.futures.Future``; asyncio callers wrap them with ``asyncio.wrap_future``.
 """
 
@@ -35,15 +42,39 @@ __all__ = ["EngineClient"]
 log = logging.getLogger(__name__)
 
 
+def _close_quietly(consumer) -> None:
+    try:
+        consumer.close()
+    except (KafkaException, RuntimeError) as exc:
+        log.debug("closing a replaced reply consumer: %s", exc)
+
+
 class EngineClient:
     """Send commands, await replies, read history. Thread-safe; one per process is plenty."""
 
     def __init__(self, config: KafkaConfig, *, connect_timeout: float = 15.0, producer_stall_s: float = 30.0,
-                 producer_factory=Producer, tracer_provider=None, resend_after_s: float = 0.0):
+                 producer_factory=Producer, tracer_provider=None, resend_after_s: float = 10.0,
+                 replies_stall_s: float = 15.0, consumer_factory=Consumer):
         self.config = config
+        #: the reply consumer is replaced when it has delivered nothing for this many seconds
+        #: while a reply is awaited and records lie past its position (0: never). Above the
+        #: processors' transaction timeout (10 s), which bounds how long an open transaction can
+        #: hold back what a read_committed consumer may see
+        self.replies_stall_s = replies_stall_s
+        self._consumer_factory = consumer_factory
+        #: replies partition -> the offset after the last record the reply consumer delivered
+        self._reply_pos: dict[int, int] = {}
+        #: replies partition -> when the reply consumer last delivered a record of it, or was
+        #: (re)assigned (monotonic)
+        self._reply_seen: dict[int, float] = {}
+        #: the high watermarks seen when the reply consumer was last replaced
+        self._replaced_at_highs: dict[int, int] | None = None
+        self._next_reply_check = 0.0
+        #: how many times the reply consumer was replaced
+        self.reply_consumer_replacements = 0
         #: a command whose reply has not come after this many seconds is produced again, with the
         #: same request ID (so it is applied once), then after twice as long, up to once a minute;
-        #: 0 (the default until a chaos campaign passes with it on, docs/fault-testing.md): never
+        #: 0: never (one wait, as before the resend existed)
         self.resend_after_s = resend_after_s
         #: (workflow_id, request_id) -> the encoded command, while its reply is awaited
         self._sent: dict[tuple[str, str], bytes] = {}
@@ -99,7 +130,7 @@ class EngineClient:
         with self._replies_lock:
             if self._thread is not None:
                 return
-            consumer = Consumer(self.config.consumer(None, **{"fetch.wait.max.ms": 10}))
+            consumer = self._consumer_factory(self._reply_consumer_conf())
             try:
                 self._assign_replies(consumer, self._connect_timeout)
             except BaseException:
@@ -127,6 +158,12 @@ class EngineClient:
                     time.sleep(0.1)
             tps.append(TopicPartition(self.topics.replies, p, high))
         consumer.assign(tps)
+        self._reply_pos = {tp.partition: tp.offset for tp in tps}
+        now = time.monotonic()
+        self._reply_seen = {tp.partition: now for tp in tps}
+
+    def _reply_consumer_conf(self) -> dict:
+        return self.config.consumer(None, **{"fetch.wait.max.ms": 10})
 
     @property
     def partitions(self) -> int:
@@ -138,14 +175,21 @@ class EngineClient:
     def _reply_loop(self) -> None:
         codec = serde.codec("Reply")
         waiting = self._waiting
+        pos = self._reply_pos
         while not self._closed.is_set():
             try:
                 msgs = poll_ready(self._replies, 500, 0.2)
             except KafkaException as exc:  # pragma: no cover - logged, loop continues
                 log.warning("reply consumer error: %s", exc)
                 continue
+            now, seen = time.monotonic(), self._reply_seen
             for msg in msgs:
-                if msg.error() or msg.key() not in waiting:  # another client's reply: not decoded
+                if msg.error():
+                    continue
+                part = msg.partition()
+                pos[part] = msg.offset() + 1
+                seen[part] = now
+                if msg.key() not in waiting:  # another client's reply: not decoded
                     continue
                 try:
                     reply = codec.decode(msg.value())
@@ -156,6 +200,53 @@ class EngineClient:
                     fut = self._forget(reply["workflow_id"], reply["request_id"])
                 if fut is not None and not fut.done():
                     fut.set_result(reply)
+            if self.replies_stall_s > 0 and waiting:
+                self._check_replies()
+
+    def _check_replies(self) -> None:
+        """Replace the reply consumer when it stopped fetching (run by the reply thread while a
+        reply is awaited): some partition delivered nothing for ``replies_stall_s`` while the
+        broker reports at least two offsets past its position there (one is the marker that
+        ends a transaction, which is never delivered), and the watermarks moved since the last
+        replacement (otherwise a new consumer would find nothing new either). A replacement
+        that was not needed costs one consumer's setup, and nothing is skipped: the new consumer
+        starts where the old one stood."""
+        now = time.monotonic()
+        if now < self._next_reply_check:
+            return
+        self._next_reply_check = now + min(5.0, self.replies_stall_s / 3)
+        quiet = [p for p in self._reply_partitions if now - self._reply_seen.get(p, now) >= self.replies_stall_s]
+        if not quiet:
+            return
+        consumer, topic = self._replies, self.topics.replies
+        highs = {}
+        try:
+            for p in quiet:
+                highs[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=2.0)[1]
+        except (KafkaException, RuntimeError) as exc:  # the broker does not answer (a new consumer would
+            log.debug("reading the watermarks of %s: %s", topic, exc)  # not help), or the client closed
+            return
+        stuck = {p: highs[p] - self._reply_pos[p] for p in quiet if highs[p] - self._reply_pos[p] >= 2}
+        if not stuck or highs == self._replaced_at_highs:
+            return
+        log.warning("the reply consumer delivered nothing for %.0f s while %s holds %d records past it "
+                    "(partitions %s); replacing it at the same positions", self.replies_stall_s, topic,
+                    sum(stuck.values()), sorted(stuck))
+        fresh = self._consumer_factory(self._reply_consumer_conf())
+        try:
+            fresh.assign([TopicPartition(topic, p, self._reply_pos[p]) for p in self._reply_partitions])
+        except KafkaException as exc:
+            log.warning("assigning the new reply consumer failed: %s", exc)
+            _close_quietly(fresh)
+            return
+        with self._replies_lock:
+            self._replies = fresh
+        self._replaced_at_highs = highs
+        now = time.monotonic()
+        self._reply_seen = {p: now for p in self._reply_partitions}
+        self.reply_consumer_replacements += 1
+        # closing a wedged consumer can block: not on the reply thread
+        threading.Thread(target=_close_quietly, args=(consumer,), name="kadence-replies-close", daemon=True).start()
 
     def _forget(self, workflow_id: str, request_id: str) -> cf.Future | None:
         """Drop a pending request (call with ``_lock`` held); returns its future, if it was pending."""
@@ -259,7 +350,7 @@ class EngineClient:
                 f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
                 f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)")
 
-        if self.resend_after_s <= 0:  # the default: one wait, as before the resend existed
+        if self.resend_after_s <= 0:  # resending off: one wait
             try:
                 reply = await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
             except asyncio.TimeoutError as exc:
