@@ -45,6 +45,7 @@ from .idempotency import IdempotencyStore, fingerprint
 from .keys import ApiKeyStore
 from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
+from .redis_breaker import RedisBreaker, guarded_redis
 from .models import (NameParam, QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest,
                      StartResponse, WorkflowIdInPath, WorkflowList)
 
@@ -123,13 +124,13 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     pool = EnginePool(config.kafka, preset={config.kafka.namespace: engine} if engine else None)
     redis = None
     if config.redis_url:
-        import redis.asyncio as aioredis
         from redis.asyncio.retry import Retry
         from redis.backoff import NoBackoff
 
-        # no client-side retries: a Redis outage must become a prompt 503, not a slow one
-        redis = aioredis.from_url(config.redis_url, socket_timeout=2, socket_connect_timeout=1,
-                                  retry=Retry(NoBackoff(), 0))
+        # no client-side retries, and no calls while Redis is known down (``redis_breaker``):
+        # a Redis outage must become a prompt 503, not a slow one
+        redis = guarded_redis(config.redis_url, RedisBreaker(config.redis_fail_fast_seconds),
+                              socket_timeout=2, socket_connect_timeout=1, retry=Retry(NoBackoff(), 0))
     guard = Guard(config, ApiKeyStore(redis, config.redis_prefix) if redis else None,
                   RateLimiter(redis, config.redis_prefix) if redis else None)
     archive = open_store(config.archive) if config.archive is not None else None

@@ -59,6 +59,9 @@ class GatewayConfig:
     #: KADENCE_REDIS_URL: API keys, rate limits and idempotency fingerprints live there (and
     #: /readyz checks it); required unless ``auth`` is off
     redis_url: str | None = None
+    #: KADENCE_GATEWAY_REDIS_FAIL_FAST_S: after Redis failed to answer, seconds during which every
+    #: request that needs it gets its 503 at once, without asking Redis (then one request probes)
+    redis_fail_fast_seconds: float = 2.0
     #: KADENCE_GATEWAY_REDIS_PREFIX: prefix of every Redis key the gateway writes
     redis_prefix: str = "kadence:gw:"
     #: KADENCE_GATEWAY_AUTH=0 (``kadence gateway --no-auth``): no API keys, development only
@@ -95,6 +98,8 @@ class GatewayConfig:
         for ns in self.namespaces:
             if not NAMESPACE_RE.match(ns):
                 raise ConfigError(f"namespace {ns!r} must match {NAMESPACE_RE.pattern}")
+        if self.redis_fail_fast_seconds < 0:
+            raise ConfigError("redis_fail_fast_seconds must be 0 or more")
         if self.max_body_bytes < 1 or self.reply_timeout <= 0:
             raise ConfigError("max_body_bytes and reply_timeout must be positive")
 
@@ -111,6 +116,8 @@ class GatewayConfig:
                 kw["auth_cache_seconds"] = float(env["KADENCE_GATEWAY_AUTH_CACHE_S"])
             if env.get("KADENCE_GATEWAY_MAX_WAIT_S"):
                 kw["max_wait_seconds"] = float(env["KADENCE_GATEWAY_MAX_WAIT_S"])
+            if env.get("KADENCE_GATEWAY_REDIS_FAIL_FAST_S"):
+                kw["redis_fail_fast_seconds"] = float(env["KADENCE_GATEWAY_REDIS_FAIL_FAST_S"])
             if env.get("KADENCE_GATEWAY_IDEMPOTENCY_TTL_S"):
                 kw["idempotency_ttl_seconds"] = int(env["KADENCE_GATEWAY_IDEMPOTENCY_TTL_S"])
         except ValueError as exc:
