@@ -83,21 +83,17 @@ def record_ref(record: dict) -> TraceRef | None:
 class Tracer:
     """Kadence's spans for one component (``client``, ``processor``, ``worker``).
 
-    ``provider``: an OpenTelemetry ``TracerProvider``; None uses the global one at each span (so
-    an application that sets its provider after making a client is still traced)."""
+    ``provider``: an OpenTelemetry ``TracerProvider``; None uses the global one (the API's proxy
+    tracer follows a provider the application sets after making a client)."""
 
     def __init__(self, component: str, provider: trace.TracerProvider | None = None):
         self.component = component
-        self._provider = provider
-        self._tracer = provider.get_tracer("kadence") if provider is not None else None
-
-    def _get(self) -> trace.Tracer:
-        return self._tracer if self._tracer is not None else trace.get_tracer("kadence")
+        self._tracer = provider.get_tracer("kadence") if provider is not None else trace.get_tracer("kadence")
 
     def send_span(self, name: str, attributes: dict) -> TraceRef | None:
         """A span for a command about to be produced, child of the caller's current span and
         ended at once; its context for the record, or None when it is not sampled."""
-        span = self._get().start_span(name, kind=trace.SpanKind.PRODUCER, attributes=attributes)
+        span = self._tracer.start_span(name, kind=trace.SpanKind.PRODUCER, attributes=attributes)
         try:
             if not span.get_span_context().trace_flags.sampled:
                 return None
@@ -116,7 +112,7 @@ class Tracer:
         if ctx is None:
             yield parent
             return
-        span = self._get().start_span(name, context=ctx, kind=_KIND[kind], attributes=attributes)
+        span = self._tracer.start_span(name, context=ctx, kind=_KIND[kind], attributes=attributes)
         ref = _ref(span) or parent
         token = otel_context.attach(trace.set_span_in_context(span, ctx)) if current else None
         try:

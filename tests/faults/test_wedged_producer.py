@@ -45,9 +45,10 @@ def _factory(first):
     return make, made
 
 
-async def _client(kafka_config, factory):
+async def _client(kafka_config, factory, **engine_kw):
+    engine_kw.setdefault("producer_stall_s", 2.0)
     engine = await asyncio.get_running_loop().run_in_executor(
-        None, lambda: EngineClient(kafka_config, producer_stall_s=2.0, producer_factory=factory))
+        None, lambda: EngineClient(kafka_config, producer_factory=factory, **engine_kw))
     return Client(engine, JsonConverter())
 
 
@@ -111,9 +112,8 @@ class LyingProducer(Producer):
 async def test_a_command_lost_without_an_error_is_produced_again_and_applied_once(kafka_config, processors):
     processors.start()
     LyingProducer.lied = 0
-    engine = await asyncio.get_running_loop().run_in_executor(
-        None, lambda: EngineClient(kafka_config, resend_after_s=1.0, producer_factory=LyingProducer))
-    lying = Client(engine, JsonConverter())
+    lying = await _client(kafka_config, LyingProducer, resend_after_s=1.0)
+    engine = lying._engine
     try:
         started = time.monotonic()
         handle = await lying.start_workflow(ThreeSteps, 6, id="lost-1", task_queue="q", timeout=60)
@@ -130,9 +130,7 @@ async def test_without_the_resend_the_lost_command_is_never_answered(kafka_confi
     """The control: the same lie with resending off leaves the start unanswered."""
     processors.start()
     LyingProducer.lied = 0
-    engine = await asyncio.get_running_loop().run_in_executor(
-        None, lambda: EngineClient(kafka_config, resend_after_s=0, producer_factory=LyingProducer))
-    lying = Client(engine, JsonConverter())
+    lying = await _client(kafka_config, LyingProducer, resend_after_s=0)
     try:
         with pytest.raises(BrokerUnavailableError, match="no reply to StartWorkflow"):
             await lying.start_workflow(ThreeSteps, 6, id="lost-2", task_queue="q", timeout=4)
@@ -143,9 +141,7 @@ async def test_without_the_resend_the_lost_command_is_never_answered(kafka_confi
 async def test_a_slow_answer_gets_copies_of_the_command_and_they_are_applied_once(kafka_config, processors):
     """Resent while no processor runs yet: every copy reaches the log, one start is applied, and
     each copy after the first is answered as a duplicate (not started again)."""
-    engine = await asyncio.get_running_loop().run_in_executor(
-        None, lambda: EngineClient(kafka_config, resend_after_s=0.5))
-    impatient = Client(engine, JsonConverter())
+    impatient = await _client(kafka_config, Producer, resend_after_s=0.5, producer_stall_s=30.0)
     try:
         start = asyncio.create_task(impatient.start_workflow(ThreeSteps, 6, id="slow-1", task_queue="q", timeout=90))
         await asyncio.sleep(2.0)  # the processor starts late on purpose: the start is sent 2-3 times meanwhile

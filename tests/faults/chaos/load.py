@@ -158,9 +158,15 @@ class LoadDriver:
 
     async def run_injections(self, until: asyncio.Event) -> None:
         kinds = ["duplicate_start", "duplicate_signal", "stale_task", "late_activity", "undecodable"]
+        # every kind once per round, in the seed's order: a loaded run makes only ~17 injections
+        # (each reads a history partition), and independent draws once left one kind out
+        # entirely (seed 2717153517, session 17: no late activity completion)
+        order: list[str] = []
         while not until.is_set():
             await asyncio.sleep(self.rng.uniform(0.3, 1.2))
-            kind = self.rng.choice(kinds)
+            if not order:
+                order = self.rng.sample(kinds, len(kinds))
+            kind = order.pop()
             self.last_injection = (kind, "")
             try:
                 await asyncio.wait_for(getattr(self, f"_inject_{kind}")(), INJECTION_TIMEOUT_S)
@@ -229,8 +235,11 @@ class LoadDriver:
     async def _inject_late_activity(self) -> None:
         # a few workflows: the current run of the one drawn first may have no finished activity
         # yet (just started, or continued as new); a seed once drew only such runs (issue 15)
+        finished = sorted(wf for wf, t in self._results.items() if t.done() and not t.cancelled()
+                          and t.exception() is None)
         for _ in range(5):
-            wf = self._accepted()
+            # a workflow whose result came has finished activities; before any has, any workflow
+            wf = self.rng.choice(finished) if finished else self._accepted()
             if wf is None:
                 return
             self.last_injection = ("late_activity", wf)
