@@ -14,7 +14,7 @@ from kadence.topics.errors import (ActivityError, ChildWorkflowError, Applicatio
                                    WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError,
                                    WorkflowContinuedAsNewError, WrongPartitionError, PayloadTooLargeError,
                                    InvalidIdentifierError, WorkerCrashedError, WorkflowTerminatedError,
-                                   WorkflowTimedOutError)
+                                   WorkflowTimedOutError, PayloadTypeError)
 from kadence.topics.config import KafkaConfig
 
 from . import activity, workflow
@@ -33,5 +33,5 @@ __all__ = [
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
     "WorkflowContinuedAsNewError", "WrongPartitionError", "PayloadTooLargeError", "InvalidIdentifierError",
-    "WorkerCrashedError", "WorkflowTerminatedError", "WorkflowTimedOutError",
+    "WorkerCrashedError", "WorkflowTerminatedError", "WorkflowTimedOutError", "PayloadTypeError",
 ]

@@ -15,10 +15,12 @@ from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFa
                                    WorkflowNotFoundError, WorkflowTerminatedError, WorkflowTimedOutError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
-from kadence.topics.payload import JsonConverter, PayloadCodec, exception_from_failure
+from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter, exception_from_failure
 from kadence.topics.records import new_id, run_outcome
 
-from ._definitions import to_ms, workflow_type_name
+from kadence.topics.typed import signature
+
+from ._definitions import run_function, to_ms, workflow_type_name
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +30,18 @@ __all__ = ["Client", "WorkflowHandle"]
 
 
 class WorkflowHandle:
-    """A started workflow run."""
+    """A started workflow run.
 
-    def __init__(self, client: "Client", workflow_id: str, run_id: str | None):
+    Its result is typed by the workflow's run method when the handle came from starting a
+    workflow class, or by ``result_type`` (``get_workflow_handle(..., result_type=Receipt)``)."""
+
+    def __init__(self, client: "Client", workflow_id: str, run_id: str | None, *, result_type: Any = None,
+                 run_fn: Any = None):
         self.client = client
         self.id = workflow_id
         self.run_id = run_id
+        self._result_type = result_type
+        self._run_fn = run_fn
 
     def __repr__(self) -> str:
         return f"WorkflowHandle(id={self.id!r}, run_id={self.run_id!r})"
@@ -62,7 +70,10 @@ class WorkflowHandle:
             raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found",
                                         workflow_id=self.id, run_id=self.run_id)
         if status == "completed":
-            return self.client.converter.from_bytes(reply["result"])
+            what = f"result of workflow {self.id!r}"
+            if self._result_type is not None:
+                return self.client.converter.from_bytes(reply["result"], self._result_type, what=what)
+            return self.client.converter.result_from_bytes(reply["result"], self._run_fn, method=True, what=what)
         if status == "timed_out":
             message = (reply["failure"] or {}).get("message") or "timeout"
             raise WorkflowTimedOutError(f"workflow {self.id} timed out ({message})", failure=reply["failure"],
@@ -121,16 +132,25 @@ class WorkflowHandle:
             to_event = done[-1]
         reply = await self._mutate("ResetWorkflow", {"workflow_task_completed_seq": to_event, "reason": reason,
                                                      "identity": self.client.identity}, request_id)
-        return WorkflowHandle(self.client, self.id, reply["run_id"])
+        return WorkflowHandle(self.client, self.id, reply["run_id"], result_type=self._result_type, run_fn=self._run_fn)
 
-    async def query(self, query: str, *args: Any, timeout: float = 30.0) -> Any:
-        """Ask a running workflow's ``@workflow.query`` handler; nothing is written to history."""
+    async def query(self, query: Any, *args: Any, timeout: float = 30.0, result_type: Any = None) -> Any:
+        """Ask a running workflow's ``@workflow.query`` handler; nothing is written to history.
+
+        ``query``: its name, or the handler method itself (``Order.status``), whose return type
+        then types the answer; ``result_type`` types it otherwise."""
+        handler = query if callable(query) and getattr(query, "__kadence_query__", None) else None
+        if handler is not None:
+            query = handler.__kadence_query__
         check_name(query, field="query")
         reply = await self.client._engine.request(
             self.id, "QueryWorkflow", {"query_name": query, "input": self.client.converter.to_bytes(list(args))},
             request_id=new_id(), timeout=timeout)
         if reply["status"] == "ok":
-            return self.client.converter.from_bytes(reply["result"])
+            what = f"answer to query {query!r} of {self.id!r}"
+            if result_type is not None:
+                return self.client.converter.from_bytes(reply["result"], result_type, what=what)
+            return self.client.converter.result_from_bytes(reply["result"], handler, method=True, what=what)
         if reply["status"] == "not_found":
             raise WorkflowNotFoundError(reply["message"], workflow_id=self.id)
         raise QueryFailedError(f"query {query!r} of {self.id!r} failed: {reply['message']}", workflow_id=self.id,
@@ -172,8 +192,12 @@ class Client:
     @classmethod
     async def connect(cls, bootstrap: str | None = None, *, namespace: str | None = None,
                       config: KafkaConfig | None = None, codec: PayloadCodec | None = None,
-                      wait_for_broker: float = 0.0, tracer_provider=None) -> "Client":
+                      wait_for_broker: float = 0.0, tracer_provider=None,
+                      converter: PayloadConverter | None = None) -> "Client":
         """Connect to a namespace; ``BrokerUnavailableError`` if Kafka does not answer.
+
+        ``converter``: how payloads become bytes and back (default: ``JsonConverter(codec)``,
+        JSON typed by the receivers' hints; ``docs/guide.md``, "Typed payloads").
 
         ``tracer_provider``: the OpenTelemetry provider for its spans (default: the global one;
         ``docs/tracing.md``).
@@ -195,7 +219,7 @@ class Client:
             try:
                 engine = await loop.run_in_executor(
                     None, functools.partial(EngineClient, config, tracer_provider=tracer_provider))
-                return cls(engine, JsonConverter(codec))
+                return cls(engine, converter if converter is not None else JsonConverter(codec))
             except BrokerUnavailableError as exc:
                 if loop.time() + delay > deadline:
                     raise
@@ -215,6 +239,9 @@ class Client:
         if id_reuse_policy not in _REUSE_POLICIES:
             raise KadenceError(f"id_reuse_policy must be one of {', '.join(_REUSE_POLICIES)}")
         check_task_queue(task_queue)
+        run_fn = run_function(workflow)
+        if run_fn is not None:  # arguments that cannot become the run's types fail here, before anything is sent
+            signature(run_fn, method=True).args(list(args), f"workflow {workflow_type_name(workflow)}")
         return {
             "workflow_type": check_name(workflow_type_name(workflow), field="workflow type"), "task_queue": task_queue,
             "input": self.converter.to_bytes(list(args)), "id_reuse_policy": id_reuse_policy,
@@ -234,7 +261,7 @@ class Client:
             "identity": self.identity}, request_id=request_id or new_id())
         if reply["status"] != "ok":
             raise KadenceError(f"signal-with-start of {id!r} rejected: {reply['status']} {reply['message']}")
-        return WorkflowHandle(self, id, reply["run_id"])
+        return WorkflowHandle(self, id, reply["run_id"], run_fn=run_function(workflow))
 
     async def start_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
                              request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
@@ -248,9 +275,9 @@ class Client:
                                    search_attributes, execution_timeout)
         reply = await self._engine.request(id, "StartWorkflow", body, request_id=request_id or new_id(),
                                            timeout=timeout)
-        return self._started(id, reply)
+        return self._started(id, reply, workflow)
 
-    def _started(self, id: str, reply: dict) -> WorkflowHandle:
+    def _started(self, id: str, reply: dict, workflow: Any) -> WorkflowHandle:
         """The handle a ``StartWorkflow`` reply gives, or the error it stands for."""
         if reply["status"] == "already_started":
             raise WorkflowAlreadyStartedError(
@@ -258,7 +285,7 @@ class Client:
                 workflow_id=id, run_id=reply["run_id"])
         if reply["status"] != "ok":
             raise KadenceError(f"start of {id!r} rejected: {reply['status']} {reply['message']}")
-        return WorkflowHandle(self, id, reply["run_id"])
+        return WorkflowHandle(self, id, reply["run_id"], run_fn=run_function(workflow))
 
     async def execute_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
                                request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
@@ -283,15 +310,17 @@ class Client:
             engine.abandon(id, start_request)
             raise
         try:
-            handle = self._started(id, await engine.wait(id, "StartWorkflow", start_request, started, timeout))
+            handle = self._started(id, await engine.wait(id, "StartWorkflow", start_request, started, timeout), workflow)
         except BaseException:
             engine.abandon(id, result_request)  # its reply, if one comes, is not waited for
             raise
         return handle._outcome(await engine.wait(id, "AwaitWorkflowResult", result_request, result, result_timeout))
 
-    def get_workflow_handle(self, workflow_id: str, *, run_id: str | None = None) -> WorkflowHandle:
+    def get_workflow_handle(self, workflow_id: str, *, run_id: str | None = None,
+                            result_type: Any = None) -> WorkflowHandle:
+        """A handle to an existing workflow; ``result_type`` types its result (default: as decoded)."""
         check_workflow_id(workflow_id)
-        return WorkflowHandle(self, workflow_id, run_id)
+        return WorkflowHandle(self, workflow_id, run_id, result_type=result_type)
 
     async def close(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self._engine.close)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable
 from kadence.topics.errors import ConfigError, DefinitionError
 
 __all__ = ["WorkflowDefinition", "ActivityDefinition", "RetryPolicy", "workflow_definition",
-           "activity_definition", "workflow_type_name", "to_ms", "registrations"]
+           "activity_definition", "workflow_type_name", "run_function", "to_ms", "registrations"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,6 +111,17 @@ def workflow_type_name(workflow: Any) -> str:
     if defn is None:
         raise DefinitionError(f"{workflow!r} is not a @workflow.defn class, its run method, or a type name")
     return defn.name
+
+
+def run_function(workflow: Any) -> Callable | None:
+    """The run method of a workflow given as its class or its run method (its parameter and
+    return types type the payloads); None for a type name."""
+    defn = getattr(workflow, "__kadence_workflow__", None)
+    if defn is not None:
+        return defn.run_fn
+    if getattr(workflow, "__kadence_run__", False):
+        return workflow
+    return None
 
 
 def registrations(workflows: Iterable[Any], activities: Iterable[Any]

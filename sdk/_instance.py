@@ -21,9 +21,11 @@ import logging
 import random
 import uuid
 from dataclasses import dataclass
+from typing import Callable
 from datetime import datetime, timezone
 
-from kadence.topics.errors import ActivityError, ChildWorkflowError, NonDeterminismError, NotDeterministicError
+from kadence.topics.errors import (ActivityError, ChildWorkflowError, NonDeterminismError, NotDeterministicError,
+                                   PayloadTypeError)
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
 from kadence.topics.payload import JsonConverter, exception_from_failure, failure_from_exception
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
@@ -114,6 +116,9 @@ class WorkflowInstance:
         self._timers: dict[str, "_TimerHandle"] = {}
         #: child workflow ID -> (started future, result future)
         self._children: dict[str, tuple[asyncio.Future, asyncio.Future]] = {}
+        #: ("activity", activity ID) / ("child", workflow ID) -> (the function whose return type
+        #: types the result, what it is for messages)
+        self._result_fns: dict[tuple[str, str], tuple[Callable, str]] = {}
         self._next_child = 0
         self._next_timer = 0
         self._conditions: list[tuple] = []
@@ -142,13 +147,17 @@ class WorkflowInstance:
     def uuid4(self) -> uuid.UUID:
         return uuid.UUID(int=self.random().getrandbits(128), version=4)
 
-    def schedule_activity(self, activity_type: str, args: tuple, options: dict) -> asyncio.Future:
+    def schedule_activity(self, activity_type: str, args: tuple, options: dict, *,
+                          result_fn: Callable | None = None) -> asyncio.Future:
+        """``result_fn``: the activity's function, whose return type types its result."""
         if self.closed:
             raise RuntimeError("workflow already completed")
         self._next_activity += 1
         activity_id = str(self._next_activity)
         fut = self.loop.create_future()
         self._activities[activity_id] = fut
+        if result_fn is not None:
+            self._result_fns[("activity", activity_id)] = (result_fn, f"activity {activity_type}")
         self._unmatched.append(("ScheduleActivityTask", {
             "activity_id": activity_id, "activity_type": activity_type,
             "input": self.converter.to_bytes(list(args)), "options": options,
@@ -162,7 +171,8 @@ class WorkflowInstance:
             self._unmatched.append(("RequestCancelActivityTask", {"activity_id": activity_id}))
 
     def start_child(self, workflow_type: str, args: tuple, workflow_id: str | None, task_queue: str | None,
-                    parent_close_policy: str, run_timeout_ms: int | None) -> tuple[str, asyncio.Future, asyncio.Future]:
+                    parent_close_policy: str, run_timeout_ms: int | None, *,
+                    result_fn: Callable | None = None) -> tuple[str, asyncio.Future, asyncio.Future]:
         if self.closed:
             raise RuntimeError("workflow already completed")
         if workflow_id is not None:
@@ -175,6 +185,8 @@ class WorkflowInstance:
             raise ValueError(f"child workflow ID {child_id!r} is already used by this run")
         started, result = self.loop.create_future(), self.loop.create_future()
         self._children[child_id] = (started, result)
+        if result_fn is not None:
+            self._result_fns[("child", child_id)] = (result_fn, f"child workflow {workflow_type}")
         self._unmatched.append(("StartChildWorkflowExecution", {
             "workflow_id": child_id, "workflow_type": workflow_type, "task_queue": task_queue or self.info.task_queue,
             "input": self.converter.to_bytes(list(args)), "parent_close_policy": parent_close_policy,
@@ -199,12 +211,12 @@ class WorkflowInstance:
                 started.set_result(attrs["run_id"])
             return
         del self._children[attrs["workflow_id"]]
+        result_fn = self._result_fns.pop(("child", attrs["workflow_id"]), None)
         if kind == "ChildWorkflowExecutionCompleted":
-            value = self.converter.from_bytes(attrs["result"])
             if not started.done():
                 started.set_result(attrs["run_id"])
             if not result.done():
-                result.set_result(value)
+                self._settle(result, attrs["result"], result_fn, method=True)
             return
         if kind == "StartChildWorkflowExecutionFailed":
             err = ChildWorkflowError(f"child workflow {attrs['workflow_id']} could not start: {attrs['cause']}",
@@ -248,14 +260,16 @@ class WorkflowInstance:
         """A command without a result (markers, search attributes)."""
         self._unmatched.append((ctype, attrs))
 
-    def query(self, name: str, args: list):
+    def query(self, name: str, data: bytes | None):
+        """Answer a query; ``data``: its encoded arguments, typed by the handler's hints."""
         handler = self.defn.queries.get(name)
         if handler is None:
             known = ", ".join(sorted(self.defn.queries)) or "none"
             raise KeyError(f"workflow {self.info.workflow_type} has no query {name!r} (known: {known})")
         if self._obj is None:
             raise RuntimeError("the workflow has not started yet")
-        return handler(self._obj, *args)
+        return handler(self._obj, *self.converter.args_from_bytes(
+            data, handler, method=True, what=f"query {name!r} of workflow {self.info.workflow_type}"))
 
     # -- driving -------------------------------------------------------------------------------
 
@@ -422,10 +436,8 @@ class WorkflowInstance:
 
     def _resolve(self, seq: int, kind: str, attrs: dict) -> None:
         if kind == "WorkflowExecutionStarted":
-            args = self.converter.from_bytes(attrs["input"]) or []
             self._obj = self.defn.cls()
-            coro = self.defn.run_fn(self._obj, *args)
-            self._main = self.loop.create_task(coro, name=f"workflow:{self.info.workflow_id}")
+            self._main = self.loop.create_task(self._run(attrs["input"]), name=f"workflow:{self.info.workflow_id}")
             self._main.add_done_callback(self._on_main_done)
             return
         if kind == "TimerFired":
@@ -451,6 +463,7 @@ class WorkflowInstance:
             self._resolve_child(seq, kind, attrs)
             return
         fut = self._activities.pop(attrs["activity_id"], None)
+        result_fn = self._result_fns.pop(("activity", attrs["activity_id"]), None)
         if fut is None:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} "
@@ -458,7 +471,7 @@ class WorkflowInstance:
         if fut.done():
             return
         if kind == "ActivityTaskCompleted":
-            fut.set_result(self.converter.from_bytes(attrs["result"]))
+            self._settle(fut, attrs["result"], result_fn)
         elif kind == "ActivityTaskTimedOut":
             failure = attrs["failure"]
             err = ActivityError(f"activity {attrs['activity_id']} timed out ({attrs['timeout_type']})",
@@ -478,10 +491,34 @@ class WorkflowInstance:
             log.warning("workflow %s (%s): no handler for signal %r; dropped", self.info.workflow_type,
                         self.info.workflow_id, attrs["signal_name"])
             return
-        args = self.converter.from_bytes(attrs["input"]) or []
+        try:
+            args = self.converter.args_from_bytes(attrs["input"], handler, method=True,
+                                                  what=f"signal {attrs['signal_name']!r} of workflow {self.info.workflow_type}")
+        except PayloadTypeError as exc:  # as Temporal does: the signal is dropped, the run goes on
+            log.warning("workflow %s (%s): signal %r dropped: %s", self.info.workflow_type, self.info.workflow_id,
+                        attrs["signal_name"], exc)
+            return
         result = handler(self._obj, *args)
         if asyncio.iscoroutine(result):
             self.loop.create_task(result, name=f"signal:{attrs['signal_name']}")
+
+    async def _run(self, data: bytes | None):
+        """The workflow's main coroutine: its arguments typed first, so that input that does not
+        match fails the run (``PayloadTypeError``, not retried) instead of its workflow task."""
+        args = self.converter.args_from_bytes(data, self.defn.run_fn, method=True,
+                                              what=f"workflow {self.info.workflow_type}")
+        return await self.defn.run_fn(self._obj, *args)
+
+    def _settle(self, fut: asyncio.Future, data: bytes | None, result_fn: tuple[Callable, str] | None, *,
+                method: bool = False) -> None:
+        """Resolve ``fut`` with a result typed by the return type of ``result_fn`` (the function,
+        what it is); a result that does not match reaches the awaiting workflow code as
+        ``PayloadTypeError``."""
+        fn, what = result_fn if result_fn is not None else (None, "result")
+        try:
+            fut.set_result(self.converter.result_from_bytes(data, fn, method=method, what=what))
+        except PayloadTypeError as exc:
+            fut.set_exception(exc)
 
     def _on_main_done(self, task: asyncio.Task) -> None:
         self.closed = True

@@ -736,8 +736,7 @@ class Worker:
                                                                   task["task_queue"]), self.client.converter)
                 inst.apply(*_with_pending_activation(events))
             try:
-                args = self.client.converter.from_bytes(q["input"]) or []
-                reply["result"] = self.client.converter.to_bytes(inst.query(q["query_name"], args))
+                reply["result"] = self.client.converter.to_bytes(inst.query(q["query_name"], q["input"]))
             finally:
                 if temp is not None:
                     temp.discard()
@@ -816,7 +815,7 @@ class Worker:
             if defn is None:
                 raise KadenceError(f"activity type {task['activity_type']!r} is not registered on worker "
                                    f"{self.identity} (task queue {self.task_queue})")
-            args = self.client.converter.from_bytes(task["input"]) or []
+            args = self.client.converter.args_from_bytes(task["input"], defn.fn, what=f"activity {defn.name}")
             if defn.is_async:
                 result = await defn.fn(*args)
             else:

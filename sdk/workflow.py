@@ -103,12 +103,12 @@ def execute_activity(
     """
     inst = _instance()
     if isinstance(activity, str):
-        activity_type = activity
+        activity_type, result_fn = activity, None
     else:
         defn_ = getattr(activity, "__kadence_activity__", None)
         if defn_ is None:
             raise KadenceError(f"{activity!r} is not an @activity.defn function or an activity type name")
-        activity_type = defn_.name
+        activity_type, result_fn = defn_.name, defn_.fn
     options = {
         "task_queue": task_queue or inst.info.task_queue,
         "schedule_to_close_timeout_ms": to_ms(schedule_to_close_timeout),
@@ -117,7 +117,7 @@ def execute_activity(
         "heartbeat_timeout_ms": to_ms(heartbeat_timeout),
         "retry_policy": retry_policy.to_record() if retry_policy else None,
     }
-    return inst.schedule_activity(activity_type, args, options)
+    return inst.schedule_activity(activity_type, args, options, result_fn=result_fn)
 
 
 async def sleep(duration: timedelta | float) -> None:
@@ -194,13 +194,14 @@ async def start_child_workflow(workflow: Any, *args: Any, id: str | None = None,
     starts each child once. ``parent_close_policy``: what happens to the child when this run
     closes first: ``terminate`` (default), ``request_cancel`` or ``abandon``. A child that cannot
     start (its ID is running) raises ``ChildWorkflowError``."""
-    from ._definitions import workflow_type_name
+    from ._definitions import run_function, workflow_type_name
 
     if parent_close_policy not in _POLICIES:
         raise KadenceError(f"parent_close_policy must be one of {', '.join(_POLICIES)}")
     inst = _instance()
     child_id, started, result = inst.start_child(workflow_type_name(workflow), args, id, task_queue,
-                                                 parent_close_policy, to_ms(run_timeout))
+                                                 parent_close_policy, to_ms(run_timeout),
+                                                 result_fn=run_function(workflow))
     run_id = await started
     return ChildWorkflowHandle(child_id, run_id, result)
 

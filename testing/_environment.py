@@ -240,8 +240,7 @@ class WorkflowEnvironment:
                 temp = inst = WorkflowInstance(defn, WorkflowInfo(wf, task["run_id"], task["workflow_type"],
                                                                   task["task_queue"]), self.converter)
                 inst.apply(*_with_pending_activation(events))
-            args = self.converter.from_bytes(q["input"]) or []
-            reply["result"] = self.converter.to_bytes(inst.query(q["query_name"], args))
+            reply["result"] = self.converter.to_bytes(inst.query(q["query_name"], q["input"]))
         except Exception as exc:  # noqa: BLE001 - the caller gets the error
             reply["status"], reply["message"] = "failed", str(exc)
             reply["failure"] = failure_from_exception(exc)
@@ -282,7 +281,7 @@ class WorkflowEnvironment:
             if defn is None:
                 raise KadenceError(f"activity type {task['activity_type']!r} is not registered in this "
                                    "WorkflowEnvironment")
-            args = self.converter.from_bytes(task["input"]) or []
+            args = self.converter.args_from_bytes(task["input"], defn.fn, what=f"activity {defn.name}")
             if defn.is_async:
                 result = await defn.fn(*args)
             else:

@@ -9,14 +9,14 @@ from .engine_client import EngineClient
 from .errors import *  # noqa: F401,F403 - the error tree is part of this package's API
 from .errors import __all__ as _errors_all
 from .partitioner import murmur2, partition_for
-from .payload import JsonConverter, PayloadCodec, exception_from_failure, failure_from_exception
+from .payload import JsonConverter, PayloadCodec, PayloadConverter, exception_from_failure, failure_from_exception
 from .read_model import HistoryPage, HistoryReadModel
 from .serde import Codec, codec, decode, encode
 from .visibility import VisibilityReader, projection_lag
 
 __all__ = [
     "Catalogue", "TopicSpec", "ApplyReport", "TIMER_TIERS_MS", "KafkaConfig", "EngineClient",
-    "murmur2", "partition_for", "JsonConverter", "PayloadCodec", "failure_from_exception",
+    "murmur2", "partition_for", "JsonConverter", "PayloadCodec", "PayloadConverter", "failure_from_exception",
     "exception_from_failure", "Codec", "codec", "encode", "decode", "VisibilityReader", "HistoryReadModel",
     "HistoryPage", "projection_lag", *_errors_all,
 ]

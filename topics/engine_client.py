@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import logging
+import math
 import threading
 import time
 
@@ -350,17 +351,14 @@ class EngineClient:
                 f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
                 f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)")
 
-        if self.resend_after_s <= 0:  # resending off: one wait
-            try:
-                reply = await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
-            except asyncio.TimeoutError as exc:
-                raise no_reply() from exc
-            return self._checked(reply)
         deadline = None if timeout is None else started + timeout
         reply_fut = asyncio.wrap_future(fut)
-        interval = self.resend_after_s
+        # resending off: one slice, the whole timeout
+        interval = self.resend_after_s if self.resend_after_s > 0 else math.inf
         while True:
             step = interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic()))
+            if step == math.inf:
+                step = None
             try:
                 # shielded: a slice that ends must not cancel the reply's future
                 reply = await asyncio.wait_for(asyncio.shield(reply_fut), step)

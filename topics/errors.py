@@ -6,6 +6,7 @@ translated where they enter (``raise ... from exc``)::
     KadenceError
     ├── ConfigError                 bad or missing configuration
     ├── SchemaError                 a record that does not decode / encode
+    │   └── PayloadTypeError        a payload does not match the type its receiver declares
     ├── TopicError                  topic catalogue problems
     │   └── PartitionMismatchError  an existing topic has the wrong partition count
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
@@ -40,6 +41,7 @@ __all__ = [
     "KadenceError",
     "ConfigError",
     "SchemaError",
+    "PayloadTypeError",
     "TopicError",
     "PartitionMismatchError",
     "BrokerUnavailableError",
@@ -79,6 +81,18 @@ class ConfigError(KadenceError):
 
 class SchemaError(KadenceError):
     """A record could not be encoded or decoded with the known schemas."""
+
+
+class PayloadTypeError(SchemaError):
+    """A payload does not match the type hint of the function that receives or returns it
+    (``kadence.topics.typed``): a workflow's or activity's argument, a signal's, a query's, or a
+    result. ``field`` names the argument (or ``result``); the message names each bad field's path,
+    never its value. An activity or workflow that gets it fails without retries: the same input
+    would fail the same way."""
+
+    def __init__(self, message: str, *, field: str | None = None):
+        super().__init__(message)
+        self.field = field
 
 
 class TopicError(KadenceError):

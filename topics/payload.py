@@ -1,7 +1,9 @@
 """Payloads and failures as they travel in records.
 
-Payloads are JSON (UTF-8 bytes). A codec hook (``PayloadCodec``) may transform the bytes on the
-way out and back (encryption, compression); the engine never needs to read them.
+Payloads are JSON (UTF-8 bytes). Typed values (dataclasses, pydantic models, enums, datetimes,
+UUIDs) are written as JSON and read back into the type their receiver declares
+(``kadence.topics.typed``). A codec hook (``PayloadCodec``) may transform the bytes on the way
+out and back (encryption, compression); the engine never needs to read them.
 Failures are dicts of the ``Failure`` schema, rebuilt into exceptions with their cause chain.
 """
 
@@ -9,11 +11,12 @@ from __future__ import annotations
 
 import json
 import traceback
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
-from .errors import ActivityError, ApplicationError, ChildWorkflowError, SchemaError
+from .errors import ActivityError, ApplicationError, ChildWorkflowError, PayloadTypeError, SchemaError
+from .typed import adapter, convert, signature, to_jsonable
 
-__all__ = ["PayloadCodec", "JsonConverter", "failure_from_exception", "exception_from_failure"]
+__all__ = ["PayloadCodec", "PayloadConverter", "JsonConverter", "failure_from_exception", "exception_from_failure"]
 
 
 class PayloadCodec(Protocol):
@@ -21,20 +24,32 @@ class PayloadCodec(Protocol):
     def decode(self, data: bytes) -> bytes: ...
 
 
+class PayloadConverter(Protocol):
+    """What the client, the worker and ``kadence.testing`` call to turn values into payload bytes
+    and back; ``JsonConverter`` is the one Kadence ships. Another format implements these four."""
+
+    def to_bytes(self, value: Any) -> bytes: ...
+    def from_bytes(self, data: bytes | None, hint: Any = None, *, what: str = "payload") -> Any: ...
+    def args_from_bytes(self, data: bytes | None, fn: Callable, *, what: str, method: bool = False) -> list: ...
+    def result_from_bytes(self, data: bytes | None, fn: Callable | None, *, what: str,
+                          method: bool = False) -> Any: ...
+
+
 class JsonConverter:
-    """Values <-> bytes. Arguments travel as a JSON array, results as one JSON value."""
+    """Values <-> bytes. Arguments travel as a JSON array, results as one JSON value; typed on the
+    way in by the receiving function's hints (``kadence.topics.typed``)."""
 
     def __init__(self, codec: PayloadCodec | None = None):
         self.codec = codec
 
     def to_bytes(self, value: Any) -> bytes:
         try:
-            data = json.dumps(value, separators=(",", ":"), default=_default).encode()
+            data = json.dumps(value, separators=(",", ":"), default=to_jsonable).encode()
         except (TypeError, ValueError) as exc:
             raise SchemaError(f"value is not JSON-serializable: {exc}") from exc
         return self.codec.encode(data) if self.codec else data
 
-    def from_bytes(self, data: bytes | None) -> Any:
+    def _decoded(self, data: bytes | None) -> Any:
         if data is None:
             return None
         if self.codec:
@@ -46,12 +61,24 @@ class JsonConverter:
         except ValueError as exc:
             raise SchemaError(f"payload is not valid JSON: {exc}") from exc
 
+    def from_bytes(self, data: bytes | None, hint: Any = None, *, what: str = "payload") -> Any:
+        """The value; validated into ``hint`` when one is given (``PayloadTypeError`` if it
+        does not match)."""
+        value = self._decoded(data)
+        ad = adapter(hint) if hint is not None else None
+        return value if ad is None else convert(value, ad, what)
 
-def _default(value):
-    if hasattr(value, "__dataclass_fields__"):
-        import dataclasses
-        return dataclasses.asdict(value)
-    raise TypeError(f"{type(value).__name__} is not JSON-serializable")
+    def args_from_bytes(self, data: bytes | None, fn: Callable, *, what: str, method: bool = False) -> list:
+        """Arguments for ``fn`` (``method``: its first parameter is ``self``), each validated into
+        its parameter's type."""
+        return signature(fn, method=method).args(self._decoded(data) or [], what)
+
+    def result_from_bytes(self, data: bytes | None, fn: Callable | None, *, what: str,
+                          method: bool = False) -> Any:
+        """A result of ``fn`` (an activity, a workflow's run method), validated into its return
+        type; as decoded when ``fn`` is None or returns ``Any``."""
+        value = self._decoded(data)
+        return value if fn is None else signature(fn, method=method).result(value, what)
 
 
 def failure_from_exception(exc: BaseException, *, depth: int = 0) -> dict:
@@ -59,6 +86,8 @@ def failure_from_exception(exc: BaseException, *, depth: int = 0) -> dict:
     if isinstance(exc, ApplicationError):
         etype, non_retryable = exc.type, exc.non_retryable
         message = exc.message
+    elif isinstance(exc, PayloadTypeError):  # the same input fails the same way: no retry
+        etype, non_retryable, message = "PayloadTypeError", True, str(exc)
     else:
         etype, non_retryable, message = type(exc).__name__, False, str(exc)
     cause = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)

@@ -1,0 +1,245 @@
+"""Typed payloads: values travel as JSON and arrive as the types their receivers declare
+(dataclasses, pydantic models, enums, datetimes, UUIDs, Optional, unions, containers), in
+workflows, activities, signals, queries, children and the client's results; bad input is a
+``PayloadTypeError`` naming the argument and field, never the value."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any, Optional, Union
+
+import pydantic
+import pytest
+
+from kadence import PayloadTypeError, WorkflowFailureError, activity, workflow
+from kadence.testing import WorkflowEnvironment
+from kadence.topics import JsonConverter
+from kadence.topics.payload import failure_from_exception
+from kadence.topics.typed import signature
+
+T = timedelta(seconds=10)
+
+
+class Tier(enum.Enum):
+    GOLD = "gold"
+    SILVER = "silver"
+
+
+@dataclass
+class Line:
+    sku: str
+    qty: int
+
+
+@dataclass
+class Order:
+    id: str
+    lines: list[Line]
+    placed: datetime
+    ref: uuid.UUID
+    tier: Tier = Tier.SILVER
+    note: Optional[str] = None
+    tags: dict[str, int] = field(default_factory=dict)
+
+
+class Receipt(pydantic.BaseModel):
+    order_id: str
+    total: Decimal
+    tier: Tier
+    lines: int
+
+
+def _order(**kw) -> Order:
+    return Order(**{"id": "A-1", "lines": [Line("x", 2), Line("y", 1)],
+                    "placed": datetime(2026, 12, 2, 12, 0, tzinfo=timezone.utc),
+                    "ref": uuid.UUID("12345678-1234-5678-1234-567812345678"), "tier": Tier.GOLD, **kw})
+
+
+# -- the converter on its own ------------------------------------------------------------------
+
+def _roundtrip(fn, *args, method=False):
+    conv = JsonConverter()
+    return conv.args_from_bytes(conv.to_bytes(list(args)), fn, what="test", method=method)
+
+
+def test_dataclasses_models_enums_datetimes_and_uuids_come_back_as_their_types():
+    def take(order: Order, receipt: Receipt, when: datetime, ids: list[uuid.UUID], tier: Tier,
+             maybe: Optional[Line], either: Union[int, str], anything, untyped: Any) -> None: ...
+
+    order = _order()
+    receipt = Receipt(order_id="A-1", total=Decimal("12.50"), tier=Tier.GOLD, lines=2)
+    got = _roundtrip(take, order, receipt, order.placed, [order.ref], Tier.SILVER, None, "7",
+                     {"raw": [1]}, {"raw": True})
+    assert got[0] == order and isinstance(got[0].lines[0], Line)
+    assert got[1] == receipt and isinstance(got[1].total, Decimal)
+    assert got[2] == order.placed and got[3] == [order.ref] and got[4] is Tier.SILVER
+    assert got[5] is None and got[6] == "7"  # a union keeps the member that fits as it is
+    assert got[7] == {"raw": [1]} and got[8] == {"raw": True}  # unannotated and Any: as decoded
+
+
+def test_bad_input_names_the_argument_and_field_and_never_the_value():
+    def take(order: Order) -> None: ...
+
+    conv = JsonConverter()
+    data = conv.to_bytes([{"id": "A", "lines": [{"sku": "x", "qty": "secret-two"}], "placed": "2026-12-02T00:00:00Z",
+                           "ref": "not-a-uuid"}])
+    with pytest.raises(PayloadTypeError) as info:
+        conv.args_from_bytes(data, take, what="workflow Shop")
+    message = str(info.value)
+    assert "workflow Shop, argument 'order'" in message and "lines.0.qty" in message and "ref" in message
+    assert "secret-two" not in message and "not-a-uuid" not in message
+    assert info.value.field == "order"
+
+
+def test_a_payload_type_error_fails_without_retries():
+    failure = failure_from_exception(PayloadTypeError("activity a, argument 'x' does not match its type"))
+    assert failure["type"] == "PayloadTypeError" and failure["non_retryable"] is True
+
+
+def test_hints_that_do_not_resolve_leave_the_function_untyped():
+    def local() -> None:
+        class Hidden:
+            pass
+
+        def take(x: "Hidden") -> None: ...
+        return take
+
+    fn = local()
+    assert not signature(fn).typed
+    assert _roundtrip(fn, {"a": 1}) == [{"a": 1}]
+
+
+def test_values_json_cannot_hold_are_a_schema_error_naming_the_type():
+    with pytest.raises(Exception, match="not JSON-serializable"):
+        JsonConverter().to_bytes([object()])
+
+
+# -- through the engine's state machine (kadence.testing, no broker) ---------------------------
+
+SEEN: list = []
+
+
+@activity.defn
+async def price(order: Order) -> Receipt:
+    SEEN.append(type(order))
+    assert isinstance(order.placed, datetime) and isinstance(order.lines[0], Line)
+    total = sum(Decimal(line.qty) * Decimal("2.50") for line in order.lines)
+    return Receipt(order_id=order.id, total=total, tier=order.tier, lines=len(order.lines))
+
+
+@activity.defn
+def stamp(receipt: Receipt, at: datetime) -> Line:  # sync: runs on a thread
+    assert isinstance(receipt, Receipt) and isinstance(at, datetime)
+    return Line(sku=f"receipt-{receipt.order_id}", qty=receipt.lines)
+
+
+@workflow.defn
+class Shop:
+    def __init__(self) -> None:
+        self.coupons: list[Line] = []
+
+    @workflow.signal
+    def coupon(self, line: Line) -> None:
+        assert isinstance(line, Line)
+        self.coupons.append(line)
+
+    @workflow.query
+    def coupons_for(self, tier: Tier) -> list[Line]:
+        assert isinstance(tier, Tier)
+        return list(self.coupons)
+
+    @workflow.run
+    async def run(self, order: Order) -> Receipt:
+        assert isinstance(order, Order) and isinstance(order.ref, uuid.UUID)
+        receipt = await workflow.execute_activity(price, order, start_to_close_timeout=T)
+        assert isinstance(receipt, Receipt)
+        line = await workflow.execute_activity(stamp, receipt, order.placed, start_to_close_timeout=T)
+        assert isinstance(line, Line)
+        await workflow.wait_condition(lambda: bool(self.coupons))
+        return receipt.model_copy(update={"lines": receipt.lines + len(self.coupons)})
+
+
+@workflow.defn
+class Pricing:
+    @workflow.run
+    async def run(self, order: Order) -> Receipt:
+        return await workflow.execute_activity(price, order, start_to_close_timeout=T)
+
+
+@workflow.defn
+class Parent:
+    @workflow.run
+    async def run(self, order: Order) -> str:
+        receipt = await workflow.execute_child_workflow(Pricing, order, id=f"{order.id}-child")
+        return f"{type(receipt).__name__} {receipt.total}"
+
+
+async def test_a_workflow_gets_and_returns_its_types_through_activities_signals_and_queries():
+    SEEN.clear()
+    async with WorkflowEnvironment(workflows=[Shop], activities=[price, stamp]) as env:
+        handle = await env.client.start_workflow(Shop, _order(), id="shop-1", task_queue="q")
+        await handle.signal("coupon", Line("c", 1))
+        assert await handle.query(Shop.coupons_for, Tier.GOLD) == [Line("c", 1)]  # typed by the method
+        raw = await handle.query("coupons_for", "gold")
+        assert raw == [{"sku": "c", "qty": 1}]  # by name: as decoded ...
+        assert await handle.query("coupons_for", "gold", result_type=list[Line]) == [Line("c", 1)]  # ... or typed
+        receipt = await handle.result(timeout=10)
+    assert receipt == Receipt(order_id="A-1", total=Decimal("7.50"), tier=Tier.GOLD, lines=3)
+    assert SEEN == [Order]
+    async with WorkflowEnvironment(workflows=[Shop], activities=[price, stamp]) as env:
+        await env.client.start_workflow(Shop, _order(id="A-2"), id="shop-2", task_queue="q")
+        await env.client.get_workflow_handle("shop-2").signal("coupon", {"sku": "d", "qty": 4})
+        by_id = env.client.get_workflow_handle("shop-2", result_type=Receipt)
+        assert (await by_id.result(timeout=10)).lines == 3
+
+
+async def test_a_child_workflows_result_is_typed_by_its_run_method():
+    async with WorkflowEnvironment(workflows=[Parent, Pricing], activities=[price]) as env:
+        handle = await env.client.start_workflow(Parent, _order(id="P-1"), id="parent-1", task_queue="q")
+        assert await handle.result(timeout=10) == "Receipt 7.50"
+
+
+async def test_bad_arguments_are_refused_by_the_client_before_anything_is_sent():
+    async with WorkflowEnvironment(workflows=[Shop], activities=[price, stamp]) as env:
+        with pytest.raises(PayloadTypeError, match=r"workflow Shop, argument 'order'.*placed"):
+            await env.client.start_workflow(Shop, {"id": "A", "lines": [], "placed": "yesterday",
+                                                   "ref": str(uuid.uuid4())}, id="bad-1", task_queue="q")
+        assert env.client.get_workflow_handle("bad-1") is not None
+        with pytest.raises(Exception, match="not found"):
+            await env.client.get_workflow_handle("bad-1").describe()
+
+
+async def test_input_that_reaches_a_workflow_untyped_fails_the_run_not_its_task():
+    """A caller that does not know the class (a type name, another language) can send anything;
+    the run fails at once with PayloadTypeError instead of retrying its workflow task."""
+    async with WorkflowEnvironment(workflows=[Shop], activities=[price, stamp]) as env:
+        handle = await env.client.start_workflow("Shop", {"id": "A"}, id="bad-2", task_queue="q")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result(timeout=10)
+    assert info.value.failure["type"] == "PayloadTypeError" and "argument 'order'" in info.value.failure["message"]
+
+
+async def test_a_signal_that_does_not_match_is_dropped_and_the_run_goes_on():
+    async with WorkflowEnvironment(workflows=[Shop], activities=[price, stamp]) as env:
+        handle = await env.client.start_workflow(Shop, _order(id="S-1"), id="sig-1", task_queue="q")
+        await handle.signal("coupon", {"sku": "c"})  # no qty: dropped, with a warning
+        await handle.signal("coupon", Line("c", 2))
+        assert (await handle.result(timeout=10)).lines == 3
+
+
+def test_the_guides_example_runs_without_a_broker():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, str(root / "docs/examples/typed_payloads.py")], capture_output=True,
+                         text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "KADENCE_KAFKA_BOOTSTRAP": "127.0.0.1:1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "pending: [Line(sku='cup', qty=1)]" in out.stdout
+    assert "receipt: Receipt(order_id='A-1', total=Decimal('7.50'), items=2)" in out.stdout
+    assert "refused: workflow Checkout, argument 'order' does not match its type: placed:" in out.stdout
