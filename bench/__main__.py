@@ -16,8 +16,8 @@ import traceback
 from pathlib import Path
 
 from .common import BenchError, Context, Settings, console, make_progress
-from .scenarios import (activity_results, broker_recovery, broker_warmup, gateway, latency, projections, raw_kafka,
-                        recovery, scale, throughput, timers, tracing)
+from .scenarios import (activity_results, broker_recovery, broker_warmup, gateway, latency, payloads, projections,
+                        raw_kafka, recovery, scale, throughput, timers, tracing)
 
 #: in run order (latency uses throughput's result for its half-load rate; raw_kafka uses the
 #: processor's measured batch size)
@@ -33,6 +33,7 @@ SCENARIOS = {
     "projections": projections.run,
     "activity_results": activity_results.run,
     "tracing": tracing.run,
+    "payloads": payloads.run,
 }
 
 

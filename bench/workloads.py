@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from kadence import activity, workflow
 
@@ -90,5 +91,49 @@ class IdleSleeper:
         await workflow.sleep(hours * 3600)
 
 
-WORKFLOWS = [OneActivity, ThreeActivities, TimedThree, TenSteps, IdleSleeper]
-ACTIVITIES = [noop, timed]
+# -- typed payloads (scenario ``payloads``): the same data as a dataclass and as a dict ---------
+
+@dataclass
+class Parcel:
+    n: int
+    sku: str
+    placed: datetime
+    tags: list[str] = field(default_factory=list)
+
+
+@activity.defn
+async def step_typed(p: Parcel) -> Parcel:
+    return Parcel(n=p.n + 1, sku=p.sku, placed=p.placed, tags=p.tags)
+
+
+@activity.defn
+async def step_dict(p):
+    return {**p, "n": p["n"] + 1}
+
+
+@workflow.defn
+class ThreeTyped:
+    """Three activities passing a dataclass (validated on each receipt)."""
+
+    @workflow.run
+    async def run(self, n: int) -> Parcel:
+        p = Parcel(n=n, sku="sku-0001", placed=workflow.now(), tags=["bench", "typed"])
+        for _ in range(3):
+            p = await workflow.execute_activity(step_typed, p, start_to_close_timeout=T)
+        return p
+
+
+@workflow.defn
+class ThreeDict:
+    """The same three activities passing the same fields as an untyped dict."""
+
+    @workflow.run
+    async def run(self, n: int):
+        p = {"n": n, "sku": "sku-0001", "placed": workflow.now().isoformat(), "tags": ["bench", "typed"]}
+        for _ in range(3):
+            p = await workflow.execute_activity(step_dict, p, start_to_close_timeout=T)
+        return p
+
+
+WORKFLOWS = [OneActivity, ThreeActivities, TimedThree, TenSteps, IdleSleeper, ThreeTyped, ThreeDict]
+ACTIVITIES = [noop, timed, step_typed, step_dict]

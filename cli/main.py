@@ -376,7 +376,7 @@ def signal_cmd(config: KafkaConfig, workflow_id: str, signal_name: str, input_js
 @click.option("--input", "input_json", default="[]", help="JSON array of the handler's arguments")
 @click.pass_obj
 def query(config: KafkaConfig, workflow_id: str, query_name: str, input_json: str) -> None:
-    """Ask a running workflow's query handler."""
+    """Ask a workflow's query handler (a closed run answers from its final state)."""
     args = _json_args(input_json, "--input")
     _handle_command(config, workflow_id, None, lambda h: h.query(query_name, *args))
 

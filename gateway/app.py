@@ -406,7 +406,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         return mutation_result(reply, workflow_id, headers)
 
     @v1.post("/workflows/{workflow_id}/queries/{query_name}", responses={**_READ, 409: {"model": ErrorResponse}},
-             summary="Ask a running workflow's query handler (nothing is written to history)")
+             summary="Ask a workflow's query handler; a closed run answers from its final state (nothing is written to history)")
     async def query(request: Request, workflow_id: WorkflowIdPath, query_name: QueryPath,
                     body: QueryRequest | None = None,
                     consistency_token: str | None = _TOKEN_QUERY, token_header: str | None = _TOKEN_HEADER_PARAM):

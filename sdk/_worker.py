@@ -395,6 +395,8 @@ class Worker:
         self._reporter: ActivityReporter | None = None
         self._max_cached = max_cached_workflows
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
+        #: queries of closed runs waiting for their history (``_answer_closed_query``)
+        self._closed_queries: set[asyncio.Task] = set()
         self._pool = cf.ThreadPoolExecutor(max_workers=min(64, max_concurrent_activities),
                                            thread_name_prefix="kadence-activity")
         self._consumers: list[_TaskConsumer] = []
@@ -626,7 +628,12 @@ class Worker:
 
     def _workflow_task(self, task: dict, msg) -> None:
         if task["query"] is not None:
-            self._answer_query(task, msg)
+            if task["events"]:
+                self._answer_query(task, msg)
+            else:  # a closed run: the engine keeps no history for it, read it from the topic
+                t = asyncio.get_running_loop().create_task(self._answer_closed_query(task, msg))
+                self._closed_queries.add(t)
+                t.add_done_callback(self._closed_queries.discard)
             return
         wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
         consumer = self._wt_consumer
@@ -710,15 +717,28 @@ class Worker:
                 _, old = self._cache.popitem(last=False)
                 old.discard()
 
-    def _answer_query(self, task: dict, msg) -> None:
+    async def _answer_closed_query(self, task: dict, msg) -> None:
+        """A query of a closed run (the engine sends no events for it): answered from a replay
+        of the run's history, read from the history topic, i.e. from its final state."""
+        try:
+            _run, events = await self.client._engine.history(task["workflow_id"], task["run_id"])
+        except Exception as exc:  # noqa: BLE001 - the caller gets the error
+            self._answer_query(task, msg, unreadable=exc)
+            return
+        self._answer_query({**task, "events": events}, msg)
+
+    def _answer_query(self, task: dict, msg, *, unreadable: BaseException | None = None) -> None:
         """Answer from the cached instance (its state as of its last workflow task), or from a
-        throw-away replay of the full history. Nothing is written to history."""
+        throw-away replay of the full history. Nothing is written to history. ``unreadable``:
+        why a closed run's history could not be read (the answer is that failure)."""
         q = task["query"]
         wf = task["workflow_id"]
         reply = {"request_id": q["request_id"], "workflow_id": wf, "run_id": task["run_id"], "status": "ok",
                  "message": "", "history_offset": None, "result": None, "failure": None, "schema_version": 0,
                  "history_seq": None}
         try:
+            if unreadable is not None:
+                raise KadenceError(f"the history of closed run {task['run_id']} could not be read: {unreadable}")
             defn = self._workflows.get(task["workflow_type"])
             if defn is None:
                 raise KadenceError(f"workflow type {task['workflow_type']!r} is not registered on this worker")

@@ -125,6 +125,10 @@ class InMemoryEngine:
             if reply["status"] == "not_found":
                 raise WorkflowNotFoundError(f"workflow {workflow_id!r} not found", workflow_id=workflow_id)
             run_id = reply["run_id"]
+        return self.history_of(workflow_id, run_id)
+
+    def history_of(self, workflow_id: str, run_id: str) -> tuple[str, list[dict]]:
+        """A run's history (what the history topic holds for it)."""
         return run_id, list(self._history.get((workflow_id, run_id), []))
 
     def close(self) -> None:

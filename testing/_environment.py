@@ -148,6 +148,9 @@ class WorkflowEnvironment:
             self._running.add(t)
             t.add_done_callback(self._activity_done)
         elif task["query"] is not None:
+            if not task["events"]:  # a closed run: the engine keeps no history for it
+                _run, events = self.engine.history_of(task["workflow_id"], task["run_id"])
+                task = {**task, "events": events}
             self._answer_query(task)
         else:
             self._workflow_task(task)

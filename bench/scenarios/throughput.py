@@ -22,7 +22,12 @@ SHAPES = {
     "one_activity": (workloads.OneActivity, None),
     "three_activity": (workloads.ThreeActivities, None),
     "ten_step": (workloads.TenSteps, "proceed"),
+    # scenario ``payloads`` runs these; this scenario does not (THROUGHPUT_SHAPES)
+    "three_typed": (workloads.ThreeTyped, None),
+    "three_dict": (workloads.ThreeDict, None),
 }
+#: what this scenario runs unless KADENCE_BENCH_SHAPES says otherwise
+THROUGHPUT_SHAPES = ("one_activity", "three_activity", "ten_step")
 
 
 async def window(ctx: Context, task, eng, name: str, concurrency: int, seconds: float, label: str) -> dict:
@@ -118,7 +123,7 @@ async def run(ctx: Context, shapes=None) -> dict:
     """Every shape, or those named in ``KADENCE_BENCH_SHAPES`` (comma-separated), in order."""
     if shapes is None:
         raw = os.environ.get("KADENCE_BENCH_SHAPES", "").strip()
-        shapes = [n.strip() for n in raw.split(",") if n.strip()] if raw else list(SHAPES)
+        shapes = [n.strip() for n in raw.split(",") if n.strip()] if raw else list(THROUGHPUT_SHAPES)
     unknown = [n for n in shapes if n not in SHAPES]
     if unknown:
         raise BenchError(f"KADENCE_BENCH_SHAPES: unknown shape(s) {', '.join(unknown)}; known: {', '.join(SHAPES)}")

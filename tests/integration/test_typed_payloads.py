@@ -1,11 +1,14 @@
-"""Typed payloads on the real broker: a dataclass in, a pydantic model out, through activities,
-a signal and a query; what the history holds is plain JSON another service can read."""
+"""The SDK on the real broker: typed payloads (a dataclass in, a pydantic model out, through
+activities, a signal and a query; what the history holds is plain JSON another service can read)
+and queries of closed runs (answered from their final state)."""
 
 import json
 from decimal import Decimal
 
-from kadence import Worker
-from tests.unit.test_typed_payloads import Line, Receipt, Shop, Tier, _order, price, stamp
+import pytest
+
+from kadence import Worker, WorkflowFailureError
+from tests.unit.test_typed_payloads import Counter, Line, Receipt, Shop, Tier, _order, price, stamp
 
 from .invariants import histories
 
@@ -27,3 +30,17 @@ async def test_typed_values_cross_the_engine_and_the_history_holds_json(client, 
         "ref": "12345678-1234-5678-1234-567812345678", "tier": "gold", "note": None, "tags": {}}]
     done = next(e["attributes"][1] for e in events if e["attributes"][0] == "WorkflowExecutionCompleted")
     assert json.loads(done["result"]) == {"order_id": "T-1", "total": "7.50", "tier": "gold", "lines": 3}
+
+
+async def test_closed_runs_answer_queries_from_their_final_state(client, processors):
+    processors.start()
+    async with Worker(client, task_queue="counting", workflows=[Counter]):
+        done = await client.start_workflow(Counter, 2, id="closed-q-1", task_queue="counting")
+        await done.signal("bump", 2)
+        assert await done.result(timeout=60) == 2
+        assert await done.query(Counter.value) == 2
+        failed = await client.start_workflow(Counter, 2, id="closed-q-2", task_queue="counting")
+        await failed.signal("bump", 7)
+        with pytest.raises(WorkflowFailureError):
+            await failed.result(timeout=60)
+        assert await failed.query("value") == 7

@@ -243,3 +243,44 @@ def test_the_guides_example_runs_without_a_broker():
     assert "pending: [Line(sku='cup', qty=1)]" in out.stdout
     assert "receipt: Receipt(order_id='A-1', total=Decimal('7.50'), items=2)" in out.stdout
     assert "refused: workflow Checkout, argument 'order' does not match its type: placed:" in out.stdout
+
+
+# -- queries of closed runs answer from their final state (#18 item 6) -------------------------
+
+@workflow.defn
+class Counter:
+    def __init__(self) -> None:
+        self.count = 0
+
+    @workflow.signal
+    def bump(self, by: int) -> None:
+        self.count += by
+
+    @workflow.query
+    def value(self) -> int:
+        return self.count
+
+    @workflow.run
+    async def run(self, until: int) -> int:
+        await workflow.wait_condition(lambda: self.count >= until)
+        if self.count > until:
+            raise ValueError("overshot")
+        return self.count
+
+
+async def test_a_closed_run_answers_queries_from_its_final_state():
+    async with WorkflowEnvironment(workflows=[Counter]) as env:
+        done = await env.client.start_workflow(Counter, 3, id="count-done", task_queue="q")
+        await done.signal("bump", 3)
+        assert await done.result(timeout=10) == 3
+        assert await done.query(Counter.value) == 3  # completed
+        failed = await env.client.start_workflow(Counter, 3, id="count-failed", task_queue="q")
+        await failed.signal("bump", 5)
+        with pytest.raises(WorkflowFailureError):
+            await failed.result(timeout=10)
+        assert await failed.query("value") == 5  # failed
+        stopped = await env.client.start_workflow(Counter, 3, id="count-stopped", task_queue="q")
+        await stopped.signal("bump", 1)
+        assert await stopped.query("value") == 1
+        await stopped.terminate(reason="enough")
+        assert await stopped.query("value") == 1  # terminated mid-run: the state it had

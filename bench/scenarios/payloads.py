@@ -1,0 +1,38 @@
+"""Scenario: what typed payloads cost (issue 18: within 10 % of plain JSON).
+
+The same three activities, passing the same fields (an int, a string, a datetime, a list of two
+strings) back to back on one engine: ``typed`` as a dataclass that is validated into its type
+on every receipt (the activity's argument, its result in the workflow, the workflow's result in
+the client), ``dict`` as an untyped dict, as before typed payloads existed. Each mode runs twice,
+alternating, at ``KADENCE_BENCH_PAYLOAD_CONCURRENCY`` (default 256) in flight and at one in
+flight; ``KADENCE_BENCH_PAYLOAD_SECONDS`` (default 20) is each window's length."""
+
+from __future__ import annotations
+
+import os
+
+from ..common import Context
+from ..engine import engine
+from .throughput import window
+
+MODES = {"dict": "three_dict", "typed": "three_typed"}
+
+
+async def run(ctx: Context) -> dict:
+    seconds = float(os.environ.get("KADENCE_BENCH_PAYLOAD_SECONDS", "20"))
+    busy = int(os.environ.get("KADENCE_BENCH_PAYLOAD_CONCURRENCY", "256"))
+    task = ctx.task("payloads")
+    runs: dict[str, list[dict]] = {m: [] for m in MODES}
+    async with engine(ctx, "payloads") as eng:
+        for _round in range(2):
+            for mode, shape in MODES.items():
+                light = await window(ctx, task, eng, shape, 1, seconds, f"payloads {mode} light")
+                heavy = await window(ctx, task, eng, shape, busy, seconds, f"payloads {mode} x{busy}")
+                runs[mode].append({"light_wf_per_s": light["wf_per_s"], "busy_wf_per_s": heavy["wf_per_s"],
+                                   "busy_cpu_percent": heavy["cpu_percent_of_core"],
+                                   "errors": light.get("errors", 0) + heavy.get("errors", 0)})
+    keys = ("light_wf_per_s", "busy_wf_per_s")
+    mean = {m: {k: round(sum(r[k] for r in rs) / len(rs), 2) for k in keys} for m, rs in runs.items()}
+    ratio = {k: round(mean["typed"][k] / mean["dict"][k], 3) if mean["dict"][k] else None for k in keys}
+    ctx.update(task, f"[green]typed/dict payloads: light {ratio['light_wf_per_s']}, x{busy} {ratio['busy_wf_per_s']}[/]")
+    return {"runs": runs, "mean": mean, "typed_over_dict": ratio, "concurrency": busy, "window_s": seconds}
