@@ -6,7 +6,7 @@ import asyncio
 import functools
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import Any, Iterable
 
 from kadence.topics.config import KafkaConfig
 from kadence.topics.engine_client import EngineClient
@@ -15,7 +15,7 @@ from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFa
                                    WorkflowNotFoundError, WorkflowTerminatedError, WorkflowTimedOutError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
-from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter, exception_from_failure
+from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
 from kadence.topics.records import new_id, run_outcome
 
 from kadence.topics.typed import signature
@@ -91,7 +91,7 @@ class WorkflowHandle:
         failure = reply["failure"] or {"type": "Unknown", "message": status}
         err = WorkflowFailureError(f"workflow {self.id} failed: {failure['type']}: {failure['message']}",
                                    failure=failure, workflow_id=self.id, run_id=reply["run_id"])
-        raise err from exception_from_failure(failure)
+        raise err from self.client.converter.exception(failure)
 
     async def _mutate(self, body_type: str, body: dict, request_id: str | None) -> dict:
         reply = await self.client._engine.request(self.id, body_type, body, request_id=request_id or new_id(),
@@ -193,11 +193,17 @@ class Client:
     async def connect(cls, bootstrap: str | None = None, *, namespace: str | None = None,
                       config: KafkaConfig | None = None, codec: PayloadCodec | None = None,
                       wait_for_broker: float = 0.0, tracer_provider=None,
-                      converter: PayloadConverter | None = None) -> "Client":
+                      converter: PayloadConverter | None = None,
+                      exceptions: Iterable[type[BaseException]] = ()) -> "Client":
         """Connect to a namespace; ``BrokerUnavailableError`` if Kafka does not answer.
 
         ``converter``: how payloads become bytes and back (default: ``JsonConverter(codec)``,
         JSON typed by the receivers' hints; ``docs/guide.md``, "Typed payloads").
+
+        ``exceptions``: exception classes that a failure of the same type name is raised as, as
+        ``cls(message, *details)``, in this client's results and, through a ``Worker`` of this
+        client, in its workflows (an activity's or child's error); others arrive as
+        ``ApplicationError`` with ``.type`` and ``.details``.
 
         ``tracer_provider``: the OpenTelemetry provider for its spans (default: the global one;
         ``docs/tracing.md``).
@@ -219,7 +225,7 @@ class Client:
             try:
                 engine = await loop.run_in_executor(
                     None, functools.partial(EngineClient, config, tracer_provider=tracer_provider))
-                return cls(engine, converter if converter is not None else JsonConverter(codec))
+                return cls(engine, converter if converter is not None else JsonConverter(codec, exceptions=exceptions))
             except BrokerUnavailableError as exc:
                 if loop.time() + delay > deadline:
                     raise

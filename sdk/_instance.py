@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from kadence.topics.errors import (ActivityError, ChildWorkflowError, NonDeterminismError, NotDeterministicError,
                                    PayloadTypeError)
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
-from kadence.topics.payload import JsonConverter, exception_from_failure, failure_from_exception
+from kadence.topics.payload import JsonConverter
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
 
 from ._definitions import WorkflowDefinition
@@ -226,7 +226,7 @@ class WorkflowInstance:
             err = ChildWorkflowError(f"child workflow {attrs['workflow_id']} {attrs['status']}: {failure['message']}",
                                      workflow_id=attrs["workflow_id"], run_id=attrs["run_id"], status=attrs["status"],
                                      failure=failure)
-            err.__cause__ = exception_from_failure(failure)
+            err.__cause__ = self.converter.exception(failure)
         if not started.done():
             started.set_exception(err)
             started.exception()  # whoever awaits the start sees it; nobody must await it
@@ -476,13 +476,13 @@ class WorkflowInstance:
             failure = attrs["failure"]
             err = ActivityError(f"activity {attrs['activity_id']} timed out ({attrs['timeout_type']})",
                                 activity_id=attrs["activity_id"], attempt=attrs["attempt"], failure=failure)
-            err.__cause__ = exception_from_failure(failure)
+            err.__cause__ = self.converter.exception(failure)
             fut.set_exception(err)
         else:
             failure = attrs["failure"]
             err = ActivityError(f"activity {attrs['activity_id']} failed: {failure['type']}: {failure['message']}",
                                 activity_id=attrs["activity_id"], attempt=attrs["attempt"], failure=failure)
-            err.__cause__ = exception_from_failure(failure)
+            err.__cause__ = self.converter.exception(failure)
             fut.set_exception(err)
 
     def _deliver_signal(self, attrs: dict) -> None:
@@ -543,7 +543,7 @@ class WorkflowInstance:
         if exc is None:
             self._unmatched.append(("CompleteWorkflowExecution", {"result": self.converter.to_bytes(task.result())}))
         else:
-            self._unmatched.append(("FailWorkflowExecution", {"failure": failure_from_exception(exc)}))
+            self._unmatched.append(("FailWorkflowExecution", {"failure": self.converter.failure(exc)}))
 
     def discard(self) -> None:
         """Forget this instance (cache eviction) without running any more workflow code."""

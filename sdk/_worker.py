@@ -763,7 +763,7 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - the caller gets the error, the worker carries on
             reply["status"] = "failed"
             reply["message"] = str(exc)
-            reply["failure"] = failure_from_exception(exc)
+            reply["failure"] = self.client.converter.failure(exc)
         self.stats["queries"] += 1
         self.metrics.queries.inc()
         engine = self.client._engine
@@ -772,7 +772,7 @@ class Worker:
 
     def _fail_task(self, task: dict, msg, cause: str, exc: BaseException) -> None:
         self._send(task, "RespondWorkflowTaskFailed", {
-            "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": failure_from_exception(exc),
+            "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": self.client.converter.failure(exc),
             "identity": self.identity, "build_id": self.build_id,
         }, msg, self._wt_consumer)
 
@@ -852,7 +852,7 @@ class Worker:
             self._at_consumer.done(msg)  # the engine no longer waits for this attempt
             return
         except Exception as exc:  # noqa: BLE001 - any activity error is reported to the engine
-            body_type, body = "RespondActivityTaskFailed", {**common, "failure": failure_from_exception(exc)}
+            body_type, body = "RespondActivityTaskFailed", {**common, "failure": self.client.converter.failure(exc)}
             self.stats["activities_failed"] += 1
             outcome = "failed"
         finally:

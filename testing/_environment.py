@@ -28,7 +28,7 @@ from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from kadence._loop import NotDeterministicError, install_guard
 from kadence._worker import _with_pending_activation
 from kadence.topics.errors import KadenceError, NonDeterminismError, WorkflowTaskFailedError
-from kadence.topics.payload import JsonConverter, PayloadCodec, failure_from_exception
+from kadence.topics.payload import JsonConverter, PayloadCodec
 from kadence.topics.records import new_id
 
 from ._engine import InMemoryEngine
@@ -47,15 +47,17 @@ class WorkflowEnvironment:
             result = await env.client.execute_workflow(OrderSaga, order, id="o-1", task_queue="orders")
 
     Every task queue is served by the workflows and activities given. ``client`` is a real
-    ``kadence.Client``; ``sleep(seconds)`` moves the virtual clock; ``now()`` reads it."""
+    ``kadence.Client``; ``sleep(seconds)`` moves the virtual clock; ``now()`` reads it.
+    ``exceptions``: classes failures are raised as (``Client.connect(exceptions=)``)."""
 
     def __init__(self, *, workflows: Iterable[type] = (), activities: Iterable[Any] = (),
-                 namespace: str = "test", codec: PayloadCodec | None = None):
+                 namespace: str = "test", codec: PayloadCodec | None = None,
+                 exceptions: Iterable[type[BaseException]] = ()):
         self._workflows, self._activities = registrations(workflows, activities)
         if self._workflows:
             install_guard()  # as a Worker: blocking sleeps, sockets, subprocesses fail workflow code
         self.engine = InMemoryEngine(namespace)
-        self.converter = JsonConverter(codec)
+        self.converter = JsonConverter(codec, exceptions=exceptions)
         self.client = Client(self.engine, self.converter)  # type: ignore[arg-type]
         self._instances: dict[str, WorkflowInstance] = {}
         self._running: set[asyncio.Task] = set()
@@ -219,7 +221,7 @@ class WorkflowEnvironment:
         """Report the failed task as a worker does, and stop waiting for the workflow."""
         wf = task["workflow_id"]
         self.engine.submit(wf, "RespondWorkflowTaskFailed", {
-            "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": failure_from_exception(exc),
+            "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": self.converter.failure(exc),
             "identity": IDENTITY, "build_id": None}, run_id=task["run_id"])
         error = WorkflowTaskFailedError(f"workflow {wf!r}: workflow task failed ({cause}): {exc}",
                                         workflow_id=wf, cause=cause)
@@ -246,7 +248,7 @@ class WorkflowEnvironment:
             reply["result"] = self.converter.to_bytes(inst.query(q["query_name"], q["input"]))
         except Exception as exc:  # noqa: BLE001 - the caller gets the error
             reply["status"], reply["message"] = "failed", str(exc)
-            reply["failure"] = failure_from_exception(exc)
+            reply["failure"] = self.converter.failure(exc)
         finally:
             if temp is not None:
                 temp.discard()
@@ -296,7 +298,7 @@ class WorkflowEnvironment:
                 raise  # the environment is closing
             return  # cancelled by the workflow: the engine no longer waits for this attempt
         except Exception as exc:  # noqa: BLE001 - an activity's error is reported to the engine
-            body_type, body = "RespondActivityTaskFailed", {**common, "failure": failure_from_exception(exc)}
+            body_type, body = "RespondActivityTaskFailed", {**common, "failure": self.converter.failure(exc)}
         finally:
             ctx.close()
             _activity._current.reset(token)

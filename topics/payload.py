@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import traceback
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 from .errors import ActivityError, ApplicationError, ChildWorkflowError, PayloadTypeError, SchemaError
 from .typed import adapter, convert, signature, to_jsonable
@@ -24,23 +24,35 @@ class PayloadCodec(Protocol):
     def decode(self, data: bytes) -> bytes: ...
 
 
+def _type_name(cls: type) -> str:
+    """The failure type name an exception class is recorded under: its class name."""
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        raise TypeError(f"{cls!r} is not an exception class")
+    return cls.__name__
+
+
 class PayloadConverter(Protocol):
     """What the client, the worker and ``kadence.testing`` call to turn values into payload bytes
-    and back; ``JsonConverter`` is the one Kadence ships. Another format implements these four."""
+    and back, and failures into records and back; ``JsonConverter`` is the one Kadence ships.
+    Another format implements these."""
 
     def to_bytes(self, value: Any) -> bytes: ...
     def from_bytes(self, data: bytes | None, hint: Any = None, *, what: str = "payload") -> Any: ...
     def args_from_bytes(self, data: bytes | None, fn: Callable, *, what: str, method: bool = False) -> list: ...
     def result_from_bytes(self, data: bytes | None, fn: Callable | None, *, what: str,
                           method: bool = False) -> Any: ...
+    def failure(self, exc: BaseException) -> dict: ...
+    def exception(self, failure: dict | None) -> BaseException | None: ...
 
 
 class JsonConverter:
     """Values <-> bytes. Arguments travel as a JSON array, results as one JSON value; typed on the
     way in by the receiving function's hints (``kadence.topics.typed``)."""
 
-    def __init__(self, codec: PayloadCodec | None = None):
+    def __init__(self, codec: PayloadCodec | None = None, *, exceptions: Iterable[type[BaseException]] = ()):
         self.codec = codec
+        #: failure type name -> the exception class a failure of that type is raised as
+        self.exceptions = {_type_name(cls): cls for cls in exceptions}
 
     def to_bytes(self, value: Any) -> bytes:
         try:
@@ -80,12 +92,33 @@ class JsonConverter:
         value = self._decoded(data)
         return value if fn is None else signature(fn, method=method).result(value, what)
 
+    def failure(self, exc: BaseException) -> dict:
+        """``failure_from_exception`` with details encoded as payloads (through the codec)."""
+        return failure_from_exception(exc, encode=self.to_bytes)
 
-def failure_from_exception(exc: BaseException, *, depth: int = 0) -> dict:
-    """The ``Failure`` record of an exception and its cause chain (at most 8 deep)."""
+    def exception(self, failure: dict | None) -> BaseException | None:
+        """``exception_from_failure`` with this converter's registered classes and codec."""
+        return exception_from_failure(failure, classes=self.exceptions, decode=self.from_bytes)
+
+
+def _plain_json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), default=to_jsonable).encode()
+
+
+def failure_from_exception(exc: BaseException, *, depth: int = 0,
+                           encode: Callable[[Any], bytes] = _plain_json) -> dict:
+    """The ``Failure`` record of an exception and its cause chain (at most 8 deep). An
+    ``ApplicationError``'s ``details`` travel as a payload (``encode``: the converter's, so a
+    codec applies to them too)."""
+    details = None
     if isinstance(exc, ApplicationError):
         etype, non_retryable = exc.type, exc.non_retryable
         message = exc.message
+        if exc.details:
+            try:
+                details = encode(list(exc.details))
+            except SchemaError:  # details that cannot travel are left out, not the failure
+                details = None
     elif isinstance(exc, PayloadTypeError):  # the same input fails the same way: no retry
         etype, non_retryable, message = "PayloadTypeError", True, str(exc)
     else:
@@ -97,22 +130,48 @@ def failure_from_exception(exc: BaseException, *, depth: int = 0) -> dict:
         "message": message,
         "stack_trace": stack[-8000:],
         "non_retryable": non_retryable,
-        "details": None,
-        "cause": failure_from_exception(cause, depth=depth + 1) if cause is not None and depth < 8 else None,
+        "details": details,
+        "cause": failure_from_exception(cause, depth=depth + 1, encode=encode)
+        if cause is not None and depth < 8 else None,
     }
 
 
-def exception_from_failure(failure: dict | None) -> ApplicationError | None:
-    """An ``ApplicationError`` (``ActivityError`` when the type says so) with the chain rebuilt."""
+def exception_from_failure(failure: dict | None, *, classes: dict[str, type] | None = None,
+                           decode: Callable[[bytes | None], Any] | None = None) -> BaseException | None:
+    """The exception a ``Failure`` stands for, with its cause chain: an instance of the class
+    registered under its type name (``classes``, e.g. ``JsonConverter(exceptions=[...])``),
+    built as ``cls(message, *details)``; otherwise an ``ApplicationError`` (``ActivityError``,
+    ``ChildWorkflowError`` when the type says so) carrying the type name and the details."""
     if failure is None:
         return None
+    details = ()
+    if failure.get("details") is not None:
+        try:
+            decoded = (decode or _decode_plain)(failure["details"])
+            details = tuple(decoded) if isinstance(decoded, list) else (decoded,)
+        except SchemaError:
+            details = ()
+    err: BaseException | None = None
     if failure["type"] == "ActivityError":
-        err: ApplicationError = ActivityError(failure["message"], failure=failure)
+        err = ActivityError(failure["message"], failure=failure)
     elif failure["type"] == "ChildWorkflowError":
         err = ChildWorkflowError(failure["message"], failure=failure)
-    else:
-        err = ApplicationError(failure["message"], type=failure["type"], non_retryable=failure.get("non_retryable", False))
-    cause = exception_from_failure(failure.get("cause"))
+    elif classes and failure["type"] in classes:
+        try:
+            err = classes[failure["type"]](failure["message"], *details)
+        except Exception:  # noqa: BLE001 - a constructor that does not take (message, *details)
+            err = None
+    if err is None:
+        err = ApplicationError(failure["message"], *details, type=failure["type"],
+                               non_retryable=failure.get("non_retryable", False))
+    cause = exception_from_failure(failure.get("cause"), classes=classes, decode=decode)
     if cause is not None:
         err.__cause__ = cause
     return err
+
+
+def _decode_plain(data: bytes | None) -> Any:
+    try:
+        return json.loads(data) if data else None
+    except ValueError as exc:
+        raise SchemaError(f"failure details are not valid JSON: {exc}") from exc

@@ -15,7 +15,7 @@ from typing import Any, Optional, Union
 import pydantic
 import pytest
 
-from kadence import PayloadTypeError, WorkflowFailureError, activity, workflow
+from kadence import PayloadTypeError, RetryPolicy, WorkflowFailureError, activity, workflow
 from kadence.testing import WorkflowEnvironment
 from kadence.topics import JsonConverter
 from kadence.topics.payload import failure_from_exception
@@ -284,3 +284,74 @@ async def test_a_closed_run_answers_queries_from_its_final_state():
         assert await stopped.query("value") == 1
         await stopped.terminate(reason="enough")
         assert await stopped.query("value") == 1  # terminated mid-run: the state it had
+
+
+# -- errors users can catch: details kept, registered classes raised as themselves -------------
+
+class InsufficientFunds(Exception):
+    def __init__(self, message: str, balance: int = 0):
+        super().__init__(message)
+        self.balance = balance
+
+
+@activity.defn
+async def charge(amount: int) -> int:
+    raise InsufficientFunds(f"cannot charge {amount}", 40)
+
+
+@activity.defn
+async def refuse(amount: int) -> int:
+    from kadence import ApplicationError
+    raise ApplicationError("card declined", {"code": "DECLINED", "amount": amount}, type="CardDeclined",
+                           non_retryable=True)
+
+
+@workflow.defn
+class Pay:
+    @workflow.run
+    async def run(self, amount: int) -> str:
+        from kadence import ActivityError, ApplicationError
+        try:
+            await workflow.execute_activity(refuse, amount, start_to_close_timeout=T)
+        except ActivityError as err:
+            declined = err.__cause__
+            assert isinstance(declined, ApplicationError) and declined.type == "CardDeclined"
+            code = declined.details[0]["code"]
+        try:
+            await workflow.execute_activity(charge, amount, start_to_close_timeout=T,
+                                            retry_policy=RetryPolicy(maximum_attempts=1))
+        except ActivityError as err:
+            if isinstance(err.__cause__, InsufficientFunds):
+                return f"{code}; short: {err.__cause__}"
+            return f"{code}; generic {type(err.__cause__).__name__} {err.__cause__.type}"
+        return "paid"
+
+
+async def test_failure_details_travel_and_a_registered_class_is_raised_as_itself():
+    async with WorkflowEnvironment(workflows=[Pay], activities=[charge, refuse],
+                                   exceptions=[InsufficientFunds]) as env:
+        assert await env.client.execute_workflow(Pay, 100, id="pay-1", task_queue="q") == \
+            "DECLINED; short: cannot charge 100"
+    async with WorkflowEnvironment(workflows=[Pay], activities=[charge, refuse]) as env:  # not registered
+        assert await env.client.execute_workflow(Pay, 100, id="pay-2", task_queue="q") == \
+            "DECLINED; generic ApplicationError InsufficientFunds"
+
+
+@workflow.defn
+class Broke:
+    @workflow.run
+    async def run(self) -> None:
+        raise InsufficientFunds("the workflow itself is short", 5)
+
+
+async def test_a_client_raises_a_registered_class_as_the_cause_of_a_workflow_failure():
+    async with WorkflowEnvironment(workflows=[Broke], exceptions=[InsufficientFunds]) as env:
+        with pytest.raises(WorkflowFailureError) as info:
+            await env.client.execute_workflow(Broke, id="broke-1", task_queue="q")
+    assert isinstance(info.value.__cause__, InsufficientFunds) and str(info.value.__cause__) == \
+        "the workflow itself is short"
+
+
+def test_registering_something_that_is_not_an_exception_class_is_refused():
+    with pytest.raises(TypeError, match="not an exception class"):
+        JsonConverter(exceptions=[int])
