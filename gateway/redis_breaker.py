@@ -11,7 +11,11 @@ already turns into ``503 unavailable`` (``Guard``, the idempotency store, the li
 
 It sits in the connections (redis-py's ``connection_class``), so every command, pipeline and
 script goes through it without a wrapper at each call site. redis-py has retries and health
-checks but nothing that stops calling a dependency known to be down (checked in redis 8.1).
+checks but nothing that stops calling a dependency known to be down (checked in redis 8.1). The
+circuit-breaker packages on PyPI (pybreaker, purgatory, circuitbreaker) wrap one call, a function
+or a context manager around it; here the check (before a command is sent) and the outcome (when
+its reply is read) come in two separate calls of redis-py's connection, so the small state below
+is written by hand rather than bent around one of them.
 """
 
 from __future__ import annotations
