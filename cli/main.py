@@ -17,6 +17,7 @@ from kadence.topics import Catalogue, KafkaConfig, KadenceError, PartitionMismat
 from kadence.topics.config import LOG_FORMATS
 from kadence.topics.identifiers import EscapingFormatter
 from kadence.topics.log_context import JsonFormatter
+from kadence.topics.payload import load_codec
 from kadence.topics.tracing import configure_from_env
 
 from .output import emit_rows, output_option
@@ -44,16 +45,31 @@ def _setup_logging(level: str, fmt: str = "text") -> None:
 @click.option("--log-format", envvar="KADENCE_LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="text",
               show_default=True, help="json: one JSON object per line, with workflow_id, run_id, partition and "
               "trace_id where a line is about one workflow [env KADENCE_LOG_FORMAT]")
+@click.option("--codec", envvar="KADENCE_CODEC", default=None, metavar="MODULE:FACTORY",
+              help="payload codec (encryption, compression) for the worker, start, signal, query, result and "
+                   "history commands; the same one the applications use [env KADENCE_CODEC]")
 @click.pass_context
-def main(ctx: click.Context, bootstrap: str, namespace: str, log_level: str, log_format: str) -> None:
+def main(ctx: click.Context, bootstrap: str, namespace: str, log_level: str, log_format: str,
+         codec: str | None) -> None:
     """Kadence: durable workflows on Kafka."""
     _setup_logging(log_level, log_format)
     try:
+        # the codec is made once here, so a bad name stops every command before it connects
+        ctx.meta[CODEC_KEY] = load_codec(codec) if codec else None
         ctx.obj = KafkaConfig.from_env(bootstrap=bootstrap, namespace=namespace, log_format=log_format)
         # spans to an exporter when OTEL_TRACES_EXPORTER names one (docs/tracing.md)
         configure_from_env(f"kadence-{ctx.invoked_subcommand or 'cli'}")
     except KadenceError as exc:
         raise click.UsageError(str(exc)) from exc
+
+
+CODEC_KEY = "kadence.codec"
+
+
+def current_codec():
+    """The payload codec given to ``kadence --codec`` (or KADENCE_CODEC), or None."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(CODEC_KEY) if ctx is not None else None
 
 
 @main.group()
@@ -222,7 +238,7 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
 
     async def run() -> None:
         # a worker may start before the broker (a reboot, a deploy): it waits, it does not exit
-        client = await Client.connect(config=config, wait_for_broker=math.inf)
+        client = await Client.connect(config=config, wait_for_broker=math.inf, codec=current_codec())
         w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities, build_id=build_id,
                    promote=promote, max_concurrent_activities=max_concurrent_activities,
                    eager_workflow_tasks=eager_workflow_tasks,
@@ -264,7 +280,7 @@ def start(config: KafkaConfig, workflow_type: str, workflow_id: str, task_queue:
         raise click.BadParameter("must be a JSON array of arguments", param_hint="--input")
 
     async def run() -> None:
-        client = await Client.connect(config=config)
+        client = await Client.connect(config=config, codec=current_codec())
         try:
             handle = await client.start_workflow(workflow_type, *args, id=workflow_id, task_queue=task_queue,
                                                  request_id=request_id)
@@ -293,6 +309,9 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
     from kadence.topics import EngineClient
     from kadence.topics.archive import ArchiveStoreConfig, open_store, read_history
     from kadence.topics.history_json import event_to_json
+    from kadence.topics.payload import JsonConverter
+
+    codec = current_codec()
 
     async def run() -> None:
         store = open_store(ArchiveStoreConfig.from_env())
@@ -301,7 +320,9 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
             found = await read_history(engine, store, workflow_id, run_id)
         finally:
             engine.close()
-        events = [{**event_to_json(e), "archived": True} if found.archived else event_to_json(e) for e in found.events]
+        converter = JsonConverter(codec)
+        events = [{**event_to_json(e, converter), "archived": True} if found.archived else event_to_json(e, converter)
+                  for e in found.events]
         if found.archived:
             click.echo(f"run {found.run_id} of {workflow_id} is archived; read from the archive", err=True)
         click.echo(json.dumps(events, indent=2))
@@ -333,7 +354,7 @@ def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, a
     from kadence import Client, KadenceError as Err
 
     async def run():
-        client = await Client.connect(config=config)
+        client = await Client.connect(config=config, codec=current_codec())
         try:
             return await action(client.get_workflow_handle(workflow_id, run_id=run_id))
         finally:
@@ -469,7 +490,7 @@ def reset(config: KafkaConfig, workflow_id: str, to_event: int | None, reason: s
         raise click.UsageError("--dry-run needs --module (the code the new run will replay with)")
 
     async def run():
-        client = await Client.connect(config=config)
+        client = await Client.connect(config=config, codec=current_codec())
         try:
             handle = client.get_workflow_handle(workflow_id)
             point = to_event

@@ -120,7 +120,7 @@ _TOKEN_HEADER_PARAM = Header(None, alias=TOKEN_HEADER, max_length=2048,
 def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> FastAPI:
     """The gateway app. ``engine``: an already connected client for ``config.kafka.namespace``
     (tests); otherwise one is created per namespace on first use."""
-    converter = JsonConverter()
+    converter = JsonConverter(config.codec)
     pool = EnginePool(config.kafka, preset={config.kafka.namespace: engine} if engine else None)
     redis = None
     if config.redis_url:

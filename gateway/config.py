@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.config import NAMESPACE_RE, KafkaConfig
 from kadence.topics.errors import ConfigError
+from kadence.topics.payload import load_codec
 
 from .consistency import ConsistencyToken
 
@@ -89,6 +90,9 @@ class GatewayConfig:
     #: KADENCE_ARCHIVE_DIR / KADENCE_ARCHIVE_S3_*: where archived histories are read from (the
     #: history operation serves a run from there once archival removed it from Kafka); None: no archive
     archive: ArchiveStoreConfig | None = None
+    #: KADENCE_CODEC (module:factory): the payload codec the applications use; the gateway encodes
+    #: what it is sent with it and shows results and history decoded (None: payloads as they are)
+    codec: Any = None
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -134,6 +138,8 @@ class GatewayConfig:
             kw["namespace_limit"] = RateLimit.parse(env["KADENCE_GATEWAY_NS_LIMIT"])
         if env.get("KADENCE_GATEWAY_KEY_LIMIT"):
             kw["key_limit"] = RateLimit.parse(env["KADENCE_GATEWAY_KEY_LIMIT"])
+        if env.get("KADENCE_CODEC"):
+            kw["codec"] = load_codec(env["KADENCE_CODEC"])
         if env.get("KADENCE_ARCHIVE_DIR") or env.get("KADENCE_ARCHIVE_S3_BUCKET"):
             kw["archive"] = ArchiveStoreConfig.from_env(env)
         kw.update(overrides)

@@ -25,7 +25,7 @@ from typing import Callable
 from datetime import datetime, timezone
 
 from kadence.topics.errors import (ActivityError, ChildWorkflowError, NonDeterminismError, NotDeterministicError,
-                                   PayloadTypeError)
+                                   PayloadTypeError, SchemaError)
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
@@ -528,8 +528,11 @@ class WorkflowInstance:
             self._unmatched.append(("CancelWorkflowExecution", {"details": None}))
             return
         exc = task.exception()
-        if isinstance(exc, NotDeterministicError):
-            # a bug to fix, not the workflow's outcome: fail the workflow task; the workflow waits
+        if isinstance(exc, NotDeterministicError) or (isinstance(exc, SchemaError)
+                                                       and not isinstance(exc, PayloadTypeError)):
+            # a bug to fix (or a payload this worker cannot decode: a codec missing or not the
+            # one that wrote it), not the workflow's outcome: fail the workflow task; the
+            # workflow waits for a worker that can run it
             self.closed = False
             self.loop.errors.append(exc)
             return

@@ -13,10 +13,11 @@ import json
 import traceback
 from typing import Any, Callable, Iterable, Protocol
 
-from .errors import ActivityError, ApplicationError, ChildWorkflowError, PayloadTypeError, SchemaError
+from .errors import ActivityError, ApplicationError, ChildWorkflowError, ConfigError, PayloadTypeError, SchemaError
 from .typed import adapter, convert, signature, to_jsonable
 
-__all__ = ["PayloadCodec", "PayloadConverter", "JsonConverter", "failure_from_exception", "exception_from_failure"]
+__all__ = ["PayloadCodec", "PayloadConverter", "JsonConverter", "failure_from_exception", "exception_from_failure",
+           "load_codec"]
 
 
 class PayloadCodec(Protocol):
@@ -65,13 +66,19 @@ class JsonConverter:
         if data is None:
             return None
         if self.codec:
-            data = self.codec.decode(data)
+            try:
+                data = self.codec.decode(data)
+            except Exception as exc:  # noqa: BLE001 - a codec's own errors vary (crypto, compression)
+                raise SchemaError(f"the payload codec {type(self.codec).__name__} could not decode a payload "
+                                  f"({type(exc).__name__}): was it written with another codec or key?") from exc
         if not data:
             return None
         try:
             return json.loads(data)
         except ValueError as exc:
-            raise SchemaError(f"payload is not valid JSON: {exc}") from exc
+            hint = ("" if self.codec else "; a payload written through a codec needs the same codec here "
+                    "(Client.connect(codec=...), kadence worker --codec)")
+            raise SchemaError(f"payload is not valid JSON: {exc}{hint}") from exc
 
     def from_bytes(self, data: bytes | None, hint: Any = None, *, what: str = "payload") -> Any:
         """The value; validated into ``hint`` when one is given (``PayloadTypeError`` if it
@@ -175,3 +182,25 @@ def _decode_plain(data: bytes | None) -> Any:
         return json.loads(data) if data else None
     except ValueError as exc:
         raise SchemaError(f"failure details are not valid JSON: {exc}") from exc
+
+
+def load_codec(spec: str) -> PayloadCodec:
+    """The codec named by ``spec``, ``module:factory`` (``KADENCE_CODEC``, ``kadence --codec``):
+    ``factory`` is called with no arguments (a class or a function) and must give an object with
+    ``encode(bytes) -> bytes`` and ``decode(bytes) -> bytes``. ``ConfigError`` says what is wrong."""
+    import importlib
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"a codec is named module:factory (e.g. myapp.crypto:make_codec), got {spec!r}")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"codec {spec!r} not found: {exc}") from exc
+    try:
+        codec = factory()
+    except Exception as exc:  # noqa: BLE001 - the factory's own error, reported with its name
+        raise ConfigError(f"codec factory {spec!r} failed: {type(exc).__name__}: {exc}") from exc
+    if not (callable(getattr(codec, "encode", None)) and callable(getattr(codec, "decode", None))):
+        raise ConfigError(f"codec {spec!r} gave {type(codec).__name__}, which has no encode(bytes) and decode(bytes)")
+    return codec
