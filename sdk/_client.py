@@ -12,7 +12,8 @@ from kadence.topics.config import KafkaConfig
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFailedError, WorkflowAlreadyStartedError,
                                    WorkflowCanceledError, WorkflowContinuedAsNewError, WorkflowError, WorkflowFailureError,
-                                   WorkflowNotFoundError, WorkflowTerminatedError, WorkflowTimedOutError)
+                                   WorkflowNotFoundError, WorkflowTaskFailedError, WorkflowTerminatedError,
+                                   WorkflowTimedOutError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
 from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
@@ -50,12 +51,31 @@ class WorkflowHandle:
         """Wait for the workflow to close; its result, or ``WorkflowFailureError`` with the cause.
 
         ``follow_runs``: through continue-as-new, wait for the last run's result."""
-        reply = await self.client._engine.request(
-            self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(),
-            run_id=None if follow_runs else self.run_id, timeout=timeout)
+        try:
+            reply = await self.client._engine.request(
+                self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(),
+                run_id=None if follow_runs else self.run_id, timeout=timeout)
+        except BrokerUnavailableError as exc:
+            await self._raise_if_stuck(exc)
+            raise
         if reply["status"] == "not_found" and self.run_id and not follow_runs:
             reply = await self._earlier_run() or reply
         return self._outcome(reply)
+
+    async def _raise_if_stuck(self, no_reply: BrokerUnavailableError) -> None:
+        """After a result did not come in time: when the engine answers that the run is open and
+        its workflow task keeps failing (a payload the workers cannot decode, a non-determinism
+        error), raise ``WorkflowTaskFailedError`` naming that cause instead of "no reply"."""
+        try:
+            described = await self.describe()
+        except Exception:  # noqa: BLE001 - the engine does not answer either: "no reply" stands
+            return
+        stuck = described["last_task_failure"]
+        if described["status"] == "running" and stuck:
+            raise WorkflowTaskFailedError(
+                f"workflow {self.id!r} did not finish in time: its workflow task keeps failing "
+                f"({stuck['cause']}): {stuck['type']}: {stuck['message']}",
+                workflow_id=self.id, cause=stuck["cause"]) from no_reply
 
     async def _earlier_run(self) -> dict | None:
         """The outcome of ``run_id`` when it is not the workflow's current run (a run before a
@@ -320,7 +340,12 @@ class Client:
         except BaseException:
             engine.abandon(id, result_request)  # its reply, if one comes, is not waited for
             raise
-        return handle._outcome(await engine.wait(id, "AwaitWorkflowResult", result_request, result, result_timeout))
+        try:
+            reply = await engine.wait(id, "AwaitWorkflowResult", result_request, result, result_timeout)
+        except BrokerUnavailableError as exc:
+            await handle._raise_if_stuck(exc)
+            raise
+        return handle._outcome(reply)
 
     def get_workflow_handle(self, workflow_id: str, *, run_id: str | None = None,
                             result_type: Any = None) -> WorkflowHandle:

@@ -32,7 +32,7 @@ translated where they enter (``raise ... from exc``)::
     ├── NotDeterministicError       workflow code reached the clock, threads or I/O directly
     ├── DefinitionError             a bad @workflow.defn / @activity.defn
     ├── WorkerCrashedError          a worker stopped because one of its task consumers died
-    └── WorkflowTaskFailedError     kadence.testing: workflow code failed a workflow task
+    └── WorkflowTaskFailedError     a run's workflow task keeps failing (result() names the cause)
 """
 
 from __future__ import annotations
@@ -265,10 +265,12 @@ class WorkerCrashedError(KadenceError):
 
 
 class WorkflowTaskFailedError(KadenceError):
-    """In ``kadence.testing``: the workflow's code failed a workflow task (it raised outside the
-    workflow's own failure path, or did not replay its history). The real engine keeps the run
-    open and retries the task until fixed code is deployed; the test environment stops running the
-    workflow and raises this from the calls that wait on it. ``cause`` is the engine's cause
+    """The workflow's workflow task fails (its code raised outside the workflow's own failure
+    path, did not replay its history, or a worker cannot decode its payloads). The real engine
+    keeps the run open and retries the task until fixed code or configuration is deployed; a
+    client's ``result()`` that did not get the result in time raises this, with the cause, when
+    the run is stuck that way. ``kadence.testing`` stops running the workflow and raises this
+    from the calls that wait on it. ``cause`` is the engine's cause
     (``non_determinism``, ``nondeterministic_call``, ``worker_error``, ``unknown_workflow_type``);
     the original exception is ``__cause__``."""
 

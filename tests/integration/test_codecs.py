@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from kadence import Client
+from kadence import Client, WorkflowTaskFailedError
 from kadence.topics import ConfigError, JsonConverter, SchemaError
 from kadence.topics.payload import load_codec
 
@@ -45,6 +45,9 @@ async def test_a_worker_without_the_codec_names_the_cause_and_one_with_it_finish
                 d = await handle.describe()
                 return d["last_task_failure"] is not None and d
             described = await wait_until(stuck, 60, "the workflow task to fail on the sealed input")
+            # a result that does not come names the cause instead of "no reply"
+            with pytest.raises(WorkflowTaskFailedError, match="keeps failing.*needs the same codec"):
+                await handle.result(timeout=3)
         finally:
             await _stop(plain)
         failure = described["last_task_failure"]

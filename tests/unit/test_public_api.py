@@ -16,8 +16,8 @@ PUBLIC = {
         "QueryFailedError", "ReplayResult", "Replayer", "RetryPolicy", "SchemaError", "Worker", "WorkerCrashedError",
         "WorkflowAlreadyStartedError",
         "WorkflowCanceledError", "WorkflowContinuedAsNewError", "WorkflowError", "WorkflowFailureError",
-        "WorkflowHandle", "WorkflowNotFoundError", "WorkflowTerminatedError", "WorkflowTimedOutError",
-        "WrongPartitionError", "activity", "workflow",
+        "WorkflowHandle", "WorkflowNotFoundError", "WorkflowTaskFailedError", "WorkflowTerminatedError",
+        "WorkflowTimedOutError", "WrongPartitionError", "activity", "workflow",
     ],
     "kadence.topics": [
         "ActivityError", "ApplicationError", "ApplyReport", "ArchiveError", "BrokerUnavailableError", "Catalogue", "ChildWorkflowError",
