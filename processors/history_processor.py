@@ -388,7 +388,8 @@ class HistoryProcessor:
         for tp in partitions:
             self._release(tp.partition)
             offset = committed.get(tp.partition, -1)
-            self._fence_offsets[tp.partition] = offset if offset >= 0 else self._log_start(tp)
+            self._fence_offsets[tp.partition] = offset if offset >= 0 else self._until_broker_answers(
+                f"reading where partition {tp.partition} begins", lambda t=tp: self._log_start(t))
             self._stores[tp.partition], self._deadlines[tp.partition] = self._until_broker_answers(
                 f"restoring partition {tp.partition}", lambda p=tp.partition: self._restore(p))
         log.info("processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
@@ -590,8 +591,16 @@ class HistoryProcessor:
         return self._cmd_codec.decode(self._cmd_codec.encode(command(wf, "FireTimer", body, run_id=run_id)))
 
     def _log_start(self, tp: TopicPartition) -> int:
-        """Where a commands partition with no committed offset begins (its consumer starts there)."""
-        low, _high = self._consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)
+        """Where a commands partition with no committed offset begins (its consumer starts there).
+        An answer the broker could not give (NOT_LEADER_FOR_PARTITION while it restarts: chaos
+        seed 3284639093 killed a processor that way, its first assignment meeting a broker
+        restart) is a ``BrokerUnavailableError``, which the assignment waits out."""
+        try:
+            low, _high = self._consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)
+        except KafkaException as exc:
+            if exc.args[0].fatal():
+                raise
+            raise BrokerUnavailableError(f"cannot read where {tp.topic}[{tp.partition}] begins: {exc}") from exc
         return max(low, 0)
 
     def _fencing_offsets(self, outboxes, offsets) -> dict[tuple[str, int], int]:
