@@ -167,6 +167,8 @@ class WorkflowInstance:
 
     def _on_activity_done(self, activity_id: str, fut: asyncio.Future) -> None:
         # the workflow gave up on the activity (its awaiting task was cancelled): tell the engine
+        if fut.cancelled():
+            self._result_fns.pop(("activity", activity_id), None)
         if fut.cancelled() and self._activities.pop(activity_id, None) is not None and not self.closed:
             self._unmatched.append(("RequestCancelActivityTask", {"activity_id": activity_id}))
 

@@ -223,6 +223,8 @@ class EngineClient:
         highs = {}
         try:
             for p in quiet:
+                if self._closed.is_set():  # close() waits for this thread before it closes the consumer
+                    return
                 highs[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=2.0)[1]
         except (KafkaException, RuntimeError) as exc:  # the broker does not answer (a new consumer would
             log.debug("reading the watermarks of %s: %s", topic, exc)  # not help), or the client closed
@@ -476,7 +478,8 @@ class EngineClient:
         with self._replies_lock:
             thread, consumer = self._thread, self._replies
         if thread is not None:
-            thread.join(2)
+            # a poll returns within 0.2 s; a watermark read of _check_replies within 2 s
+            thread.join(5)
         self._poller.join(2)
         if consumer is not None:
             try:

@@ -77,7 +77,7 @@ class JsonConverter:
             return json.loads(data)
         except ValueError as exc:
             hint = ("" if self.codec else "; a payload written through a codec needs the same codec here "
-                    "(Client.connect(codec=...), kadence worker --codec)")
+                    "(Client.connect(codec=...), kadence --codec or KADENCE_CODEC)")
             raise SchemaError(f"payload is not valid JSON: {exc}{hint}") from exc
 
     def from_bytes(self, data: bytes | None, hint: Any = None, *, what: str = "payload") -> Any:
