@@ -362,6 +362,16 @@ def summary(values: list[float], digits: int = 2) -> dict:
 
 # -- progress ----------------------------------------------------------------------------------
 
+def alternating_summary(runs: dict[str, list[dict]], keys: tuple[str, ...], base: str
+                        ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float | None]]]:
+    """Per mode, the mean of ``keys`` over its alternating runs; and, per other mode, each mean's
+    ratio to ``base``'s (None where the base measured 0). What the A/B scenarios report."""
+    mean = {m: {k: round(sum(r[k] for r in rs) / len(rs), 2) for k in keys} for m, rs in runs.items()}
+    ratio = {m: {k: round(mean[m][k] / mean[base][k], 3) if mean[base][k] else None for k in keys}
+             for m in runs if m != base}
+    return mean, ratio
+
+
 def make_progress() -> Progress:
     return Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[scenario]:<26}"), TextColumn("{task.description}"),
                     TimeElapsedColumn(), console=console, transient=False, refresh_per_second=4)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ..common import Context
+from ..common import Context, alternating_summary
 from ..engine import engine
 from .throughput import window
 
@@ -31,10 +31,8 @@ async def run(ctx: Context) -> dict:
             runs[mode].append({"light_wf_per_s": light["wf_per_s"], "busy_wf_per_s": heavy["wf_per_s"],
                                "light_ms_per_wf": round(1000 / light["wf_per_s"], 2) if light["wf_per_s"] else None,
                                "busy_cpu_percent": heavy["cpu_percent_of_core"]})
-    mean = {m: {k: round(sum(r[k] for r in rs) / len(rs), 2) for k in ("light_wf_per_s", "busy_wf_per_s")}
-            for m, rs in runs.items()}
-    ratio = {k: round(mean["transactional"][k] / mean["auto_commit"][k], 3) if mean["auto_commit"][k] else None
-             for k in ("light_wf_per_s", "busy_wf_per_s")}
+    mean, ratios = alternating_summary(runs, ("light_wf_per_s", "busy_wf_per_s"), "auto_commit")
+    ratio = ratios["transactional"]
     ctx.update(task, f"[green]transactional/auto-commit: light {ratio['light_wf_per_s']}, x{busy} "
                      f"{ratio['busy_wf_per_s']}[/]")
     return {"runs": runs, "mean": mean, "transactional_over_auto_commit": ratio, "concurrency": busy,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ..common import Context
+from ..common import Context, alternating_summary
 from ..engine import engine
 from .throughput import window
 
@@ -31,8 +31,7 @@ async def run(ctx: Context) -> dict:
                 runs[mode].append({"light_wf_per_s": light["wf_per_s"], "busy_wf_per_s": heavy["wf_per_s"],
                                    "busy_cpu_percent": heavy["cpu_percent_of_core"],
                                    "errors": light.get("errors", 0) + heavy.get("errors", 0)})
-    keys = ("light_wf_per_s", "busy_wf_per_s")
-    mean = {m: {k: round(sum(r[k] for r in rs) / len(rs), 2) for k in keys} for m, rs in runs.items()}
-    ratio = {k: round(mean["typed"][k] / mean["dict"][k], 3) if mean["dict"][k] else None for k in keys}
+    mean, ratios = alternating_summary(runs, ("light_wf_per_s", "busy_wf_per_s"), "dict")
+    ratio = ratios["typed"]
     ctx.update(task, f"[green]typed/dict payloads: light {ratio['light_wf_per_s']}, x{busy} {ratio['busy_wf_per_s']}[/]")
     return {"runs": runs, "mean": mean, "typed_over_dict": ratio, "concurrency": busy, "window_s": seconds}

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from ..common import Context
+from ..common import Context, alternating_summary
 from ..engine import engine
 from .throughput import window
 
@@ -97,10 +97,7 @@ async def run(ctx: Context) -> dict:
                 runs[mode].append(result)
     finally:
         collector.close()
-    keys = ("light_wf_per_s", "busy_wf_per_s")
-    mean = {m: {k: round(sum(r[k] for r in rs) / len(rs), 2) for k in keys} for m, rs in runs.items()}
-    ratio = {m: {k: round(mean[m][k] / mean["off"][k], 3) if mean["off"][k] else None for k in keys}
-             for m in ("on", "sampled")}
+    mean, ratio = alternating_summary(runs, ("light_wf_per_s", "busy_wf_per_s"), "off")
     ctx.update(task, f"[green]tracing on/off: light {ratio['on']['light_wf_per_s']}, x{busy} "
                      f"{ratio['on']['busy_wf_per_s']}; sampled 1 in 10/off: light {ratio['sampled']['light_wf_per_s']}, "
                      f"x{busy} {ratio['sampled']['busy_wf_per_s']}[/] "
