@@ -47,7 +47,8 @@ async def wait_ready(eng: Engine, timeout: float = 90.0) -> None:
 
 @contextlib.asynccontextmanager
 async def engine(ctx: Context, tag: str, *, timers: bool = True, workers: int | None = None,
-                 processor_env: dict | None = None, worker_env: dict | None = None, tracer_provider=None):
+                 processor_env: dict | None = None, worker_env: dict | None = None, tracer_provider=None,
+                 codec=None):
     settings = ctx.settings
     loop = asyncio.get_running_loop()
     config = await loop.run_in_executor(None, new_namespace, settings, tag)
@@ -62,7 +63,7 @@ async def engine(ctx: Context, tag: str, *, timers: bool = True, workers: int | 
             procs.start_worker(f"w{i}", **(worker_env or {}))
         for i in range(max(1, settings.processors)):
             await procs.wait_log(f"p{i}", r"assigned partitions", 90)
-        client = await Client.connect(config=config, tracer_provider=tracer_provider)
+        client = await Client.connect(config=config, tracer_provider=tracer_provider, codec=codec)
         eng = Engine(config, procs, client)
         await wait_ready(eng)
         yield eng

@@ -135,5 +135,25 @@ class ThreeDict:
         return p
 
 
+class BenchCipher:
+    """The payload codec of scenario ``payloads``' ``codec`` mode (``KADENCE_CODEC=
+    bench.workloads:BenchCipher``): AES-256-GCM with a fixed key and a random nonce per payload,
+    what an application encrypting its payloads does (the key is the bench's own, not a secret)."""
+
+    def __init__(self) -> None:
+        import os
+
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        self._aead, self._random = AESGCM(bytes(range(32))), os.urandom
+
+    def encode(self, data: bytes) -> bytes:
+        nonce = self._random(12)
+        return nonce + self._aead.encrypt(nonce, data, None)
+
+    def decode(self, data: bytes) -> bytes:
+        return self._aead.decrypt(data[:12], data[12:], None)
+
+
 WORKFLOWS = [OneActivity, ThreeActivities, TimedThree, TenSteps, IdleSleeper, ThreeTyped, ThreeDict]
 ACTIVITIES = [noop, timed, step_typed, step_dict]
