@@ -30,7 +30,7 @@ from kadence.topics.archive import open_store, read_history
 from kadence.topics.config import NAMESPACE_RE
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
-                                   WorkflowNotFoundError)
+                                   SchemaError, WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
@@ -46,7 +46,7 @@ from .keys import ApiKeyStore
 from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
 from .redis_breaker import RedisBreaker, guarded_redis
-from .models import (NameParam, QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest,
+from .models import (DecodeRequest, NameParam, QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest,
                      StartResponse, WorkflowIdInPath, WorkflowList)
 
 __all__ = ["create_app"]
@@ -421,6 +421,22 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         if reply["status"] != "ok":
             return error_response(409, "query_rejected", reply["message"] or reply["status"])
         return {"workflow_id": workflow_id, "run_id": reply["run_id"], "result": converter.from_bytes(reply["result"])}
+
+    @v1.post("/codec/decode", responses=_READ,
+             summary="Payloads from the log (base64), decoded through the gateway's codec (KADENCE_CODEC) to JSON")
+    async def decode_payloads(request: Request, body: DecodeRequest):
+        """What a console shows an authorised user: each payload's value, or why it could not be
+        decoded (``{"error": ...}``, never the bytes). Nothing is read or written but the request."""
+        principal(request)
+        out = []
+        for text in body.payloads:
+            try:
+                out.append({"value": converter.from_bytes(base64.b64decode(text, validate=True))})
+            except (binascii.Error, ValueError):
+                out.append({"error": "not base64"})
+            except SchemaError as exc:
+                out.append({"error": str(exc)})
+        return {"payloads": out, "codec": type(config.codec).__name__ if config.codec is not None else None}
 
     @v1.get("/workflows", response_model=WorkflowList, name="list", responses=_READ,
             summary="List workflow runs (from the visibility projection), newest start first")

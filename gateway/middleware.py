@@ -41,10 +41,11 @@ __all__ = ["BodyLimits", "EncodedSlashes", "GuardRequests", "Observe", "SLASH", 
 SLASH = "\x00"
 
 #: the requests that change nothing although they are not GET/HEAD: a query runs a read-only
-#: handler (nothing is written to history). Every other POST, PUT, PATCH or DELETE under /v1 is
-#: a mutation (503 when Redis is down, quota, Idempotency-Key): a route added later is guarded
-#: until it is declared here, and a test checks every route of the served app (issue 16).
-READ_ONLY_POSTS = (re.compile(r"^/v1/workflows/[^/]+/queries/[^/]+$"),)
+#: handler (nothing is written to history); decoding payloads reads nothing but the request.
+#: Every other POST, PUT, PATCH or DELETE under /v1 is a mutation (503 when Redis is down,
+#: quota, Idempotency-Key): a route added later is guarded until it is declared here, and a test
+#: checks every route of the served app (issue 16).
+READ_ONLY_POSTS = (re.compile(r"^/v1/workflows/[^/]+/queries/[^/]+$"), re.compile(r"^/v1/codec/decode$"))
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 

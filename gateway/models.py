@@ -10,7 +10,7 @@ from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, TASK_QUEU
 
 from .middleware import SLASH
 
-__all__ = ["NameParam", "QueryRequest", "ReasonRequest", "RunResponse", "SignalRequest", "StartRequest",
+__all__ = ["DecodeRequest", "NameParam", "QueryRequest", "ReasonRequest", "RunResponse", "SignalRequest", "StartRequest",
            "StartResponse", "WorkflowIdInPath", "WorkflowIdParam", "WorkflowList", "WorkflowSummary"]
 
 #: a task queue names Kafka topics ({ns}.tasks.activity.{queue}), which Kafka caps at 249 characters
@@ -91,6 +91,12 @@ class ReasonRequest(BaseModel):
 class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: list[Any] = Field(default_factory=list, description="the query handler's arguments")
+
+
+class DecodeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    payloads: list[str] = Field(min_length=1, max_length=100,
+                                description="payloads as they are in the log (base64 of their bytes), at most 100")
 
 
 class RunResponse(BaseModel):

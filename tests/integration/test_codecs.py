@@ -107,3 +107,30 @@ def test_the_gateway_takes_its_codec_from_the_environment():
     assert isinstance(config.codec, Sealed)
     with pytest.raises(ConfigError, match="not found"):
         GatewayConfig.from_env(KafkaConfig(), {"KADENCE_CODEC": "tests.integration.codec_support:nope"}, auth=False)
+
+
+def test_the_gateways_decode_endpoint_shows_values_through_its_codec_and_says_what_it_cannot():
+    import base64
+
+    from fastapi.testclient import TestClient
+
+    from kadence.gateway import GatewayConfig, create_app
+    from kadence.topics import KafkaConfig
+
+    class NoEngine:  # the endpoint asks the engine nothing
+        async def request(self, *a, **kw):
+            raise AssertionError("the decode endpoint must not reach the engine")
+
+    sealed = JsonConverter(Sealed()).to_bytes({"card": "4111", "amount": 12})
+    plain = JsonConverter().to_bytes([1, 2])
+    b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
+    app = create_app(GatewayConfig(kafka=KafkaConfig(), auth=False, codec=Sealed()), engine=NoEngine())
+    with TestClient(app) as http:
+        resp = http.post("/v1/codec/decode", json={"payloads": [b64(sealed), b64(plain), "%%%"]})
+        assert resp.status_code == 200, resp.text
+        got = resp.json()
+        assert got["codec"] == "Sealed" and got["payloads"][0] == {"value": {"card": "4111", "amount": 12}}
+        assert "could not decode" in got["payloads"][1]["error"] and got["payloads"][2] == {"error": "not base64"}
+        assert "[1,2]" not in resp.text  # an undecodable payload is not echoed
+        assert http.post("/v1/codec/decode", json={"payloads": []}).status_code == 400  # the error shape
+        assert http.post("/v1/codec/decode", json={"payloads": ["AA=="] * 101}).status_code == 400

@@ -16,6 +16,7 @@ EXPECTED = {
     ("POST", "/v1/workflows/{workflow_id}/cancel"): True,
     ("POST", "/v1/workflows/{workflow_id}/terminate"): True,
     ("POST", "/v1/workflows/{workflow_id}/queries/{query_name}"): False,
+    ("POST", "/v1/codec/decode"): False,
     ("GET", "/v1/workflows/{workflow_id}/history"): False,
     ("GET", "/v1/workflows/{workflow_id}"): False,
     ("GET", "/v1/workflows"): False,
