@@ -28,7 +28,8 @@ reproduction without outages caught the unanswered start once. The first command
 partition were never in the log, and no delivery had failed (docs/fault-testing.md, "What it
 found"). The cause is not known. A client can now produce a command again, with the same
 request ID, when no reply has come (``resend_after_s``; on by default since session 17's
-campaign, which ran with it and with the reply consumer's watch). The diagnostic below still prints where each start's
+campaign, which ran with it and with the reply consumer's watch); session 17's soak: 5 of 5
+on that code. The diagnostic below still prints where each start's
 command and reply are. The test takes about two minutes, so it stays in ``make soak``
 (``SOAK_RUNS=10``) rather than ``make test``."""
 
