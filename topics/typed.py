@@ -43,19 +43,29 @@ def to_jsonable(value: Any) -> Any:
         raise TypeError(f"{type(value).__name__} is not JSON-serializable: {exc}") from None
 
 
+def _build(hint: Any) -> TypeAdapter | None:
+    try:
+        return TypeAdapter(hint)
+    except Exception as exc:  # noqa: BLE001 - pydantic's schema errors (a class it cannot validate into)
+        log.warning("payloads of type %s stay as decoded: pydantic cannot convert into it (%s)",
+                    getattr(hint, "__qualname__", hint), type(exc).__name__)
+        return None
+
+
 @functools.lru_cache(maxsize=4096)
-def _cached_adapter(hint: Any) -> TypeAdapter:
-    return TypeAdapter(hint)
+def _cached_adapter(hint: Any) -> TypeAdapter | None:
+    return _build(hint)
 
 
 def adapter(hint: Any) -> TypeAdapter | None:
-    """The validator for ``hint`` (None: untyped, the value passes as decoded)."""
+    """The validator for ``hint`` (None: untyped, the value passes as decoded: also for a class
+    pydantic has no schema for, such as a plain class without annotations)."""
     if hint is None or any(hint is u for u in _UNTYPED):
         return None
     try:
         return _cached_adapter(hint)
     except TypeError:  # an unhashable hint: built each time
-        return TypeAdapter(hint)
+        return _build(hint)
 
 
 @dataclass(frozen=True)

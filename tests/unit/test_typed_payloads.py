@@ -355,3 +355,14 @@ async def test_a_client_raises_a_registered_class_as_the_cause_of_a_workflow_fai
 def test_registering_something_that_is_not_an_exception_class_is_refused():
     with pytest.raises(TypeError, match="not an exception class"):
         JsonConverter(exceptions=[int])
+
+
+class Opaque:  # no annotations, no schema: what a plain helper class looks like
+    def __init__(self, raw):
+        self.raw = raw
+
+
+def test_a_class_pydantic_cannot_convert_into_leaves_its_values_as_decoded():
+    def take(x: Opaque, n: int) -> None: ...
+
+    assert _roundtrip(take, {"raw": 1}, "2") == [{"raw": 1}, 2]  # the other argument is still typed
