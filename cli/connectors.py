@@ -118,4 +118,8 @@ def bridges_run(kafka: KafkaConfig, config_file: str, metrics_port: int | None) 
     """Run the bridges of a configuration file (until SIGTERM/SIGINT)."""
     from kadence.connectors.bridges import Bridge, load_bridge_config
 
-    _run_blocking(lambda registry: Bridge(load_bridge_config(config_file, kafka), registry=registry), metrics_port)
+    from .main import current_codec
+
+    codec = current_codec()  # kadence --codec / KADENCE_CODEC: the applications' payload codec
+    _run_blocking(lambda registry: Bridge(load_bridge_config(config_file, kafka, codec=codec), registry=registry),
+                  metrics_port)

@@ -49,7 +49,7 @@ import re
 import threading
 import tomllib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from prometheus_client import CollectorRegistry, Counter
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
@@ -121,6 +121,9 @@ class BridgeConfig:
     #: most records per batch (one flush and one offset commit per batch)
     max_batch: int = 500
     identity: str = field(default="bridge")
+    #: the payload codec the applications use (``kadence --codec`` / KADENCE_CODEC): the inputs
+    #: of the starts and signals the bridge sends are encoded with it, so that workers read them
+    codec: Any = None
 
     def __post_init__(self):
         if not _NAME.match(self.name):
@@ -135,8 +138,9 @@ class BridgeConfig:
         return next(m for m in self.mappings if m.topic == topic)
 
 
-def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig) -> BridgeConfig:
-    """Read a TOML bridge configuration (see the module's docstring)."""
+def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig, *, codec: Any = None) -> BridgeConfig:
+    """Read a TOML bridge configuration (see the module's docstring); ``codec``: the payload
+    codec its commands' inputs are encoded with."""
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -154,7 +158,8 @@ def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig) -> BridgeCon
         except TypeError as exc:
             raise ConfigError(f"{path}: mappings[{i}]: {exc}") from exc
     return BridgeConfig(kafka=kafka, name=section.get("name", "default"), mappings=tuple(mappings),
-                        max_batch=int(section.get("max_batch", 500)), identity=f"bridge:{section.get('name', 'default')}")
+                        max_batch=int(section.get("max_batch", 500)), identity=f"bridge:{section.get('name', 'default')}",
+                        codec=codec)
 
 
 def _checked(where: str, check) -> None:
@@ -232,7 +237,7 @@ class Bridge:
         self._lag = LagSampler(lag_gauge(r), config.kafka.namespace, "bridge")
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
-        self.converter = JsonConverter()
+        self.converter = JsonConverter(config.codec)
         self._stop = threading.Event()
         self._producer = BatchProducer(self.kafka.producer(**{"linger.ms": 5}), who=f"bridge {config.name}",
                                        factory=producer_factory)

@@ -66,8 +66,8 @@ class WorkflowHandle:
         """After a result did not come in time: when the engine answers that the run is open and
         its workflow task keeps failing (a payload the workers cannot decode, a non-determinism
         error), raise ``WorkflowTaskFailedError`` naming that cause instead of "no reply"."""
-        try:
-            described = await self.describe()
+        try:  # briefly: the caller's time is up already
+            described = await self.describe(timeout=5.0)
         except Exception:  # noqa: BLE001 - the engine does not answer either: "no reply" stands
             return
         stuck = described["last_task_failure"]
@@ -155,7 +155,8 @@ class WorkflowHandle:
         return WorkflowHandle(self.client, self.id, reply["run_id"], result_type=self._result_type, run_fn=self._run_fn)
 
     async def query(self, query: Any, *args: Any, timeout: float = 30.0, result_type: Any = None) -> Any:
-        """Ask a running workflow's ``@workflow.query`` handler; nothing is written to history.
+        """Ask the workflow's ``@workflow.query`` handler (a closed run answers from its final
+        state); nothing is written to history.
 
         ``query``: its name, or the handler method itself (``Order.status``), whose return type
         then types the answer; ``result_type`` types it otherwise."""
@@ -176,12 +177,13 @@ class WorkflowHandle:
         raise QueryFailedError(f"query {query!r} of {self.id!r} failed: {reply['message']}", workflow_id=self.id,
                                run_id=reply["run_id"])
 
-    async def describe(self) -> dict:
+    async def describe(self, *, timeout: float = 30.0) -> dict:
         """Status of the run: ``{"status": "running" | "completed" | "failed", "run_id": ...,
         "last_task_failure": None | {"cause", "type", "message"}}``; a workflow stuck on a
         failing workflow task (for example a non-determinism error) shows it here."""
         reply = await self.client._engine.request(
-            self.id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id(), run_id=self.run_id)
+            self.id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id(), run_id=self.run_id,
+            timeout=timeout)
         if reply["status"] == "not_found" and self.run_id:
             reply = await self._earlier_run() or reply
         if reply["status"] == "not_found":

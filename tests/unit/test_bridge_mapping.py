@@ -104,3 +104,21 @@ def test_a_record_whose_workflow_id_holds_a_control_character_is_a_bad_record():
         map_record(m, "orders", 0, 1, json.dumps({"id": "a\nforged"}).encode(), JsonConverter())
     with pytest.raises(ConfigError, match="task_queue"):
         Mapping(topic="orders", action="start", workflow_type="Order", task_queue="bad/queue")
+
+
+def test_a_bridge_encodes_its_inputs_with_the_applications_codec():
+    from pathlib import Path
+
+    from kadence.connectors.bridges import Bridge
+    from tests.integration.codec_support import MARK, Sealed
+
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    cfg = load_bridge_config(examples / "orders-bridge.toml", KafkaConfig(bootstrap="127.0.0.1:1"), codec=Sealed())
+    bridge = Bridge(cfg)  # nothing connects until it runs
+    try:
+        _wf, _type, body, _rid = map_record(cfg.mappings[0], "orders.created", 0, 1,
+                                            b'{"order": {"id": 7}}', bridge.converter)
+    finally:
+        bridge.stop()
+    assert body["input"].startswith(MARK)  # sealed, as the workers expect it
+    assert JsonConverter(Sealed()).from_bytes(body["input"]) == [{"order": {"id": 7}}]
