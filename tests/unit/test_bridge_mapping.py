@@ -117,8 +117,8 @@ def test_a_bridge_encodes_its_inputs_with_the_applications_codec():
     bridge = Bridge(cfg)  # nothing connects until it runs
     try:
         _wf, _type, body, _rid = map_record(cfg.mappings[0], "orders.created", 0, 1,
-                                            b'{"order": {"id": 7}}', bridge.converter)
+                                            b'{"order_id": 7}', bridge.converter)
     finally:
         bridge.stop()
     assert body["input"].startswith(MARK)  # sealed, as the workers expect it
-    assert JsonConverter(Sealed()).from_bytes(body["input"]) == [{"order": {"id": 7}}]
+    assert JsonConverter(Sealed()).from_bytes(body["input"]) == [{"order_id": 7}]
