@@ -366,3 +366,15 @@ def test_a_class_pydantic_cannot_convert_into_leaves_its_values_as_decoded():
     def take(x: Opaque, n: int) -> None: ...
 
     assert _roundtrip(take, {"raw": 1}, "2") == [{"raw": 1}, 2]  # the other argument is still typed
+
+
+async def test_the_test_environment_runs_payloads_through_a_codec():
+    from tests.integration.codec_support import MARK, Sealed
+
+    async with WorkflowEnvironment(workflows=[Counter], codec=Sealed()) as env:
+        handle = await env.client.start_workflow(Counter, 2, id="sealed-count", task_queue="q")
+        await handle.signal("bump", 2)
+        assert await handle.result(timeout=10) == 2
+        raw = await handle.history(raw=True)
+    started = next(e["attributes"][1] for e in raw if e["attributes"][0] == "WorkflowExecutionStarted")
+    assert started["input"].startswith(MARK)
