@@ -54,8 +54,9 @@ def main(ctx: click.Context, bootstrap: str, namespace: str, log_level: str, log
     """Kadence: durable workflows on Kafka."""
     _setup_logging(log_level, log_format)
     try:
-        # the codec is made once here, so a bad name stops every command before it connects
-        ctx.meta[CODEC_KEY] = load_codec(codec) if codec else None
+        # made by the first command that needs it (current_codec): a processor or timer service
+        # started with KADENCE_CODEC in its environment never imports the application's module
+        ctx.meta[CODEC_KEY] = codec
         ctx.obj = KafkaConfig.from_env(bootstrap=bootstrap, namespace=namespace, log_format=log_format)
         # spans to an exporter when OTEL_TRACES_EXPORTER names one (docs/tracing.md)
         configure_from_env(f"kadence-{ctx.invoked_subcommand or 'cli'}")
@@ -64,12 +65,24 @@ def main(ctx: click.Context, bootstrap: str, namespace: str, log_level: str, log
 
 
 CODEC_KEY = "kadence.codec"
+CODEC_MADE_KEY = "kadence.codec.made"
 
 
 def current_codec():
-    """The payload codec given to ``kadence --codec`` (or KADENCE_CODEC), or None."""
+    """The payload codec given to ``kadence --codec`` (or KADENCE_CODEC), or None; made once, on
+    first use, by the commands that encode or show payloads. A name that does not resolve, or a
+    factory that fails, is a usage error (exit 2) before the command connects."""
     ctx = click.get_current_context(silent=True)
-    return ctx.meta.get(CODEC_KEY) if ctx is not None else None
+    if ctx is None:
+        return None
+    made = ctx.meta.get(CODEC_MADE_KEY)
+    if made is None:
+        spec = ctx.meta.get(CODEC_KEY)
+        try:
+            made = ctx.meta[CODEC_MADE_KEY] = (load_codec(spec) if spec else None,)
+        except KadenceError as exc:
+            raise click.UsageError(str(exc)) from exc
+    return made[0]
 
 
 @main.group()
@@ -225,6 +238,7 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
     from .health import BrokerCheck, HealthServer, readiness
 
     workflows, activities = load_definitions(module_name)
+    codec = current_codec()
 
     faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
@@ -238,7 +252,7 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
 
     async def run() -> None:
         # a worker may start before the broker (a reboot, a deploy): it waits, it does not exit
-        client = await Client.connect(config=config, wait_for_broker=math.inf, codec=current_codec())
+        client = await Client.connect(config=config, wait_for_broker=math.inf, codec=codec)
         w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities, build_id=build_id,
                    promote=promote, max_concurrent_activities=max_concurrent_activities,
                    eager_workflow_tasks=eager_workflow_tasks,
