@@ -117,9 +117,11 @@ def bridges() -> None:
 def bridges_run(kafka: KafkaConfig, config_file: str, metrics_port: int | None) -> None:
     """Run the bridges of a configuration file (until SIGTERM/SIGINT)."""
     from kadence.connectors.bridges import Bridge, load_bridge_config
+    from kadence.topics.large_payloads import LargePayloadConfig
 
     from .main import current_codec
 
     codec = current_codec()  # kadence --codec / KADENCE_CODEC: the applications' payload codec
-    _run_blocking(lambda registry: Bridge(load_bridge_config(config_file, kafka, codec=codec), registry=registry),
-                  metrics_port)
+    large = LargePayloadConfig.from_env()  # KADENCE_PAYLOAD_*: where inputs over the threshold go
+    _run_blocking(lambda registry: Bridge(load_bridge_config(config_file, kafka, codec=codec, large_payloads=large),
+                                          registry=registry), metrics_port)

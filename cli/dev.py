@@ -128,6 +128,12 @@ def dev(config: KafkaConfig, port: int, once: bool | None) -> None:
     report = Catalogue(config).apply()
     click.echo(f"==> topics of namespace {config.namespace}: {len(report.created)} created, "
                f"{len(report.existing)} already there")
+    if not (os.environ.get("KADENCE_PAYLOAD_DIR") or os.environ.get("KADENCE_PAYLOAD_S3_BUCKET")):
+        # one machine: payloads over the threshold go to a local directory (the processes here,
+        # and the sample's client, read this variable)
+        os.environ["KADENCE_PAYLOAD_DIR"] = os.path.join(os.path.expanduser("~"), ".local", "share", "kadence",
+                                                         "payloads")
+    click.echo(f"==> large payloads (over the threshold) are stored in {os.environ.get('KADENCE_PAYLOAD_DIR') or 's3'}")
     supervisor = Supervisor(echo=click.echo)
     env = _child_env(config)
     me = [sys.executable, "-m", "kadence.cli"]

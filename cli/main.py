@@ -323,6 +323,7 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
     from kadence.topics import EngineClient
     from kadence.topics.archive import ArchiveStoreConfig, open_store, read_history
     from kadence.topics.history_json import event_to_json
+    from kadence.topics.large_payloads import LargePayloadConfig
     from kadence.topics.payload import JsonConverter
 
     codec = current_codec()
@@ -334,7 +335,7 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
             found = await read_history(engine, store, workflow_id, run_id)
         finally:
             engine.close()
-        converter = JsonConverter(codec)
+        converter = JsonConverter(codec, large=LargePayloadConfig.from_env().open())
         events = [{**event_to_json(e, converter), "archived": True} if found.archived else event_to_json(e, converter)
                   for e in found.events]
         if found.archived:
@@ -651,9 +652,11 @@ def _register_projections() -> None:
 
 
 def _register_verify() -> None:
+    from .payloads import payloads
     from .verify import verify
 
     main.add_command(verify)
+    main.add_command(payloads)
 
 
 _register_projections()

@@ -62,6 +62,7 @@ from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_queue, problem
+from kadence.topics.large_payloads import LargePayloadConfig
 from kadence.topics.payload import JsonConverter
 from kadence.topics.polling import poll_ready
 from kadence.topics.records import command, now_ms
@@ -124,6 +125,8 @@ class BridgeConfig:
     #: the payload codec the applications use (``kadence --codec`` / KADENCE_CODEC): the inputs
     #: of the starts and signals the bridge sends are encoded with it, so that workers read them
     codec: Any = None
+    #: KADENCE_PAYLOAD_*: where inputs over the size threshold are stored (as the clients do)
+    large_payloads: LargePayloadConfig = field(default_factory=LargePayloadConfig)
 
     def __post_init__(self):
         if not _NAME.match(self.name):
@@ -138,9 +141,10 @@ class BridgeConfig:
         return next(m for m in self.mappings if m.topic == topic)
 
 
-def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig, *, codec: Any = None) -> BridgeConfig:
+def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig, *, codec: Any = None,
+                       large_payloads: LargePayloadConfig | None = None) -> BridgeConfig:
     """Read a TOML bridge configuration (see the module's docstring); ``codec``: the payload
-    codec its commands' inputs are encoded with."""
+    codec its commands' inputs are encoded with; ``large_payloads``: where the large ones go."""
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -159,7 +163,7 @@ def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig, *, codec: An
             raise ConfigError(f"{path}: mappings[{i}]: {exc}") from exc
     return BridgeConfig(kafka=kafka, name=section.get("name", "default"), mappings=tuple(mappings),
                         max_batch=int(section.get("max_batch", 500)), identity=f"bridge:{section.get('name', 'default')}",
-                        codec=codec)
+                        codec=codec, large_payloads=large_payloads or LargePayloadConfig())
 
 
 def _checked(where: str, check) -> None:
@@ -237,7 +241,7 @@ class Bridge:
         self._lag = LagSampler(lag_gauge(r), config.kafka.namespace, "bridge")
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
-        self.converter = JsonConverter(config.codec)
+        self.converter = JsonConverter(config.codec, large=config.large_payloads.open())
         self._stop = threading.Event()
         self._producer = BatchProducer(self.kafka.producer(**{"linger.ms": 5}), who=f"bridge {config.name}",
                                        factory=producer_factory)

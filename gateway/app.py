@@ -25,6 +25,7 @@ from fastapi.security import HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.concurrency import run_in_threadpool
 
 from kadence.topics.archive import open_store, read_history
 from kadence.topics.config import NAMESPACE_RE
@@ -120,7 +121,7 @@ _TOKEN_HEADER_PARAM = Header(None, alias=TOKEN_HEADER, max_length=2048,
 def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> FastAPI:
     """The gateway app. ``engine``: an already connected client for ``config.kafka.namespace``
     (tests); otherwise one is created per namespace on first use."""
-    converter = JsonConverter(config.codec)
+    converter = JsonConverter(config.codec, large=config.large_payloads.open())
     pool = EnginePool(config.kafka, preset={config.kafka.namespace: engine} if engine else None)
     redis = None
     if config.redis_url:
@@ -299,7 +300,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             workflow_id = str(uuid.uuid4())
         payload = {
             "workflow_type": workflow_type, "task_queue": body.task_queue,
-            "input": converter.to_bytes(body.input), "id_reuse_policy": body.id_reuse_policy,
+            "input": await _encoded(request, body.input), "id_reuse_policy": body.id_reuse_policy,
             "run_timeout_ms": _ms(body.run_timeout_seconds), "search_attributes": dict(body.search_attributes),
             "execution_timeout_ms": _ms(body.execution_timeout_seconds),
         }
@@ -314,6 +315,13 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             await _wait_for_result(who, workflow_id, reply["run_id"], min(body.wait_seconds, config.max_wait_seconds),
                                    out)
         return JSONResponse(out.model_dump(exclude_none=body.wait_seconds == 0), status_code=201, headers=headers)
+
+    async def _encoded(request: Request, value) -> bytes:
+        """``value`` as payload bytes; a body over the large-payload threshold is encoded (and
+        stored) on a worker thread, so the event loop does not wait for the store."""
+        if int(request.headers.get("content-length") or 0) > converter.large.threshold:
+            return await run_in_threadpool(converter.to_bytes, value)
+        return converter.to_bytes(value)
 
     async def _wait_for_result(who: Principal, workflow_id: str, run_id: str, seconds: float,
                                out: StartResponse) -> None:
@@ -378,10 +386,10 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                 raise ApiError(400, "invalid_input", "signal-with-start needs both workflow_type and task_queue",
                                field="workflow_type" if not body.workflow_type else "task_queue")
             start_body = {"workflow_type": body.workflow_type, "task_queue": body.task_queue,
-                          "input": converter.to_bytes(body.start_input), "id_reuse_policy": "allow_duplicate",
+                          "input": await _encoded(request, body.start_input), "id_reuse_policy": "allow_duplicate",
                           "run_timeout_ms": None, "search_attributes": {}}
         reply, headers = await command(request, principal(request), workflow_id, "SignalWorkflow", {
-            "signal_name": body.signal, "input": converter.to_bytes(body.input), "start": start_body,
+            "signal_name": body.signal, "input": await _encoded(request, body.input), "start": start_body,
             "identity": "gateway"}, idempotency_key)
         return mutation_result(reply, workflow_id, headers)
 

@@ -9,6 +9,7 @@ from typing import Any, Awaitable, Callable
 from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.config import NAMESPACE_RE, KafkaConfig
 from kadence.topics.errors import ConfigError
+from kadence.topics.large_payloads import LargePayloadConfig
 from kadence.topics.payload import load_codec
 
 from .consistency import ConsistencyToken
@@ -93,6 +94,9 @@ class GatewayConfig:
     #: KADENCE_CODEC (module:factory): the payload codec the applications use; the gateway encodes
     #: what it is sent with it and shows results and history decoded (None: payloads as they are)
     codec: Any = None
+    #: KADENCE_PAYLOAD_*: where payloads over the size threshold are stored (a start's input the
+    #: gateway is sent, and the results and history it shows); no store by default
+    large_payloads: LargePayloadConfig = field(default_factory=LargePayloadConfig)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -140,6 +144,7 @@ class GatewayConfig:
             kw["key_limit"] = RateLimit.parse(env["KADENCE_GATEWAY_KEY_LIMIT"])
         if env.get("KADENCE_CODEC"):
             kw["codec"] = load_codec(env["KADENCE_CODEC"])
+        kw["large_payloads"] = LargePayloadConfig.from_env(env)
         if env.get("KADENCE_ARCHIVE_DIR") or env.get("KADENCE_ARCHIVE_S3_BUCKET"):
             kw["archive"] = ArchiveStoreConfig.from_env(env)
         kw.update(overrides)

@@ -16,6 +16,7 @@ from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFa
                                    WorkflowTimedOutError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
+from kadence.topics.large_payloads import LargePayloadConfig, LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
 from kadence.topics.records import new_id, run_outcome
 
@@ -216,7 +217,8 @@ class Client:
                       config: KafkaConfig | None = None, codec: PayloadCodec | None = None,
                       wait_for_broker: float = 0.0, tracer_provider=None,
                       converter: PayloadConverter | None = None,
-                      exceptions: Iterable[type[BaseException]] = ()) -> "Client":
+                      exceptions: Iterable[type[BaseException]] = (),
+                      large_payloads: LargePayloads | None = None) -> "Client":
         """Connect to a namespace; ``BrokerUnavailableError`` if Kafka does not answer.
 
         ``converter``: how payloads become bytes and back (default: ``JsonConverter(codec)``,
@@ -226,6 +228,10 @@ class Client:
         ``cls(message, *details)``, in this client's results and, through a ``Worker`` of this
         client, in its workflows (an activity's or child's error); others arrive as
         ``ApplicationError`` with ``.type`` and ``.details``.
+
+        ``large_payloads``: where payloads over the size threshold are stored, referenced from the
+        history (default: as ``KADENCE_PAYLOAD_*`` say, ``LargePayloadConfig.from_env()``; with no
+        store configured they stay inline; ``docs/guide.md``, "Large payloads").
 
         ``tracer_provider``: the OpenTelemetry provider for its spans (default: the global one;
         ``docs/tracing.md``).
@@ -240,6 +246,9 @@ class Client:
             if namespace:
                 overrides["namespace"] = namespace
             config = KafkaConfig.from_env(**overrides)
+        if converter is None:
+            large = large_payloads if large_payloads is not None else LargePayloadConfig.from_env().open()
+            converter = JsonConverter(codec, exceptions=exceptions, large=large)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_for_broker
         delay = 0.5
@@ -247,7 +256,7 @@ class Client:
             try:
                 engine = await loop.run_in_executor(
                     None, functools.partial(EngineClient, config, tracer_provider=tracer_provider))
-                return cls(engine, converter if converter is not None else JsonConverter(codec, exceptions=exceptions))
+                return cls(engine, converter)
             except BrokerUnavailableError as exc:
                 if loop.time() + delay > deadline:
                     raise

@@ -28,6 +28,7 @@ from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from kadence._loop import NotDeterministicError, install_guard
 from kadence._worker import _with_pending_activation
 from kadence.topics.errors import KadenceError, NonDeterminismError, WorkflowTaskFailedError
+from kadence.topics.large_payloads import LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec
 from kadence.topics.records import new_id
 
@@ -48,16 +49,18 @@ class WorkflowEnvironment:
 
     Every task queue is served by the workflows and activities given. ``client`` is a real
     ``kadence.Client``; ``sleep(seconds)`` moves the virtual clock; ``now()`` reads it.
-    ``exceptions``: classes failures are raised as (``Client.connect(exceptions=)``)."""
+    ``exceptions``: classes failures are raised as (``Client.connect(exceptions=)``);
+    ``large_payloads``: a store for payloads over its threshold (``Client.connect(large_payloads=)``;
+    by default they stay inline)."""
 
     def __init__(self, *, workflows: Iterable[type] = (), activities: Iterable[Any] = (),
                  namespace: str = "test", codec: PayloadCodec | None = None,
-                 exceptions: Iterable[type[BaseException]] = ()):
+                 exceptions: Iterable[type[BaseException]] = (), large_payloads: LargePayloads | None = None):
         self._workflows, self._activities = registrations(workflows, activities)
         if self._workflows:
             install_guard()  # as a Worker: blocking sleeps, sockets, subprocesses fail workflow code
         self.engine = InMemoryEngine(namespace)
-        self.converter = JsonConverter(codec, exceptions=exceptions)
+        self.converter = JsonConverter(codec, exceptions=exceptions, large=large_payloads)
         self.client = Client(self.engine, self.converter)  # type: ignore[arg-type]
         self._instances: dict[str, WorkflowInstance] = {}
         self._running: set[asyncio.Task] = set()

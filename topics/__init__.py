@@ -8,6 +8,7 @@ from .config import KafkaConfig
 from .engine_client import EngineClient
 from .errors import *  # noqa: F401,F403 - the error tree is part of this package's API
 from .errors import __all__ as _errors_all
+from .large_payloads import LargePayloadConfig, LargePayloads
 from .partitioner import murmur2, partition_for
 from .payload import JsonConverter, PayloadCodec, PayloadConverter, exception_from_failure, failure_from_exception
 from .read_model import HistoryPage, HistoryReadModel
@@ -18,5 +19,5 @@ __all__ = [
     "Catalogue", "TopicSpec", "ApplyReport", "TIMER_TIERS_MS", "KafkaConfig", "EngineClient",
     "murmur2", "partition_for", "JsonConverter", "PayloadCodec", "PayloadConverter", "failure_from_exception",
     "exception_from_failure", "Codec", "codec", "encode", "decode", "VisibilityReader", "HistoryReadModel",
-    "HistoryPage", "projection_lag", *_errors_all,
+    "HistoryPage", "projection_lag", "LargePayloads", "LargePayloadConfig", *_errors_all,
 ]

@@ -73,8 +73,10 @@ class ArchiveStore(Protocol):
 
     def put(self, key: str, data: bytes) -> str: ...  # returns the file's URI
     def get(self, key: str) -> bytes | None: ...
-    def list(self, prefix: str) -> list[str]: ...
+    def list(self, prefix: str, suffix: str = ".avro") -> list[str]: ...
     def uri(self, key: str) -> str: ...
+    def modified(self, key: str) -> float | None: ...  # epoch seconds of the last put; None: no such object
+    def delete(self, key: str) -> None: ...
 
 
 class LocalArchiveStore:
@@ -122,11 +124,24 @@ class LocalArchiveStore:
         except FileNotFoundError:
             return None
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str, suffix: str = ".avro") -> list[str]:
         base = self._path(prefix) if prefix else self.root
         if not base.is_dir():
             return []
-        return sorted(str(p.relative_to(self.root)) for p in base.rglob("*.avro") if not p.name.startswith(".tmp-"))
+        return sorted(str(p.relative_to(self.root)) for p in base.rglob(f"*{suffix}")
+                      if p.is_file() and not p.name.startswith(".tmp-"))
+
+    def modified(self, key: str) -> float | None:
+        try:
+            return self._path(key).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def delete(self, key: str) -> None:
+        try:
+            self._path(key).unlink()
+        except FileNotFoundError:
+            pass
 
 
 class S3ArchiveStore:
@@ -163,7 +178,22 @@ class S3ArchiveStore:
             raise ArchiveError(f"cannot read {self.uri(key)}: {exc}") from exc
         return obj["Body"].read()
 
-    def list(self, prefix: str) -> list[str]:
+    def modified(self, key: str) -> float | None:
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=self.prefix + key)
+        except Exception as exc:  # noqa: BLE001 - a 404 is "no such object"; anything else is an error
+            if getattr(exc, "response", {}).get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise ArchiveError(f"cannot read {self.uri(key)}: {exc}") from exc
+        return head["LastModified"].timestamp()
+
+    def delete(self, key: str) -> None:
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self.prefix + key)
+        except Exception as exc:  # noqa: BLE001
+            raise ArchiveError(f"cannot delete {self.uri(key)}: {exc}") from exc
+
+    def list(self, prefix: str, suffix: str = ".avro") -> list[str]:
         keys: list[str] = []
         try:
             for page in self.client.get_paginator("list_objects_v2").paginate(
@@ -171,7 +201,7 @@ class S3ArchiveStore:
                 keys += [o["Key"][len(self.prefix):] for o in page.get("Contents", ())]
         except Exception as exc:  # noqa: BLE001
             raise ArchiveError(f"cannot list s3://{self.bucket}/{self.prefix}{prefix}: {exc}") from exc
-        return sorted(k for k in keys if k.endswith(".avro"))
+        return sorted(k for k in keys if k.endswith(suffix))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,9 @@ import json
 import traceback
 from typing import Any, Callable, Iterable, Protocol
 
-from .errors import ActivityError, ApplicationError, ChildWorkflowError, ConfigError, PayloadTypeError, SchemaError
+from .errors import (ActivityError, ApplicationError, ChildWorkflowError, ConfigError, PayloadTooLargeError,
+                     PayloadTypeError, SchemaError)
+from .large_payloads import LargePayloads, is_reference
 from .typed import adapter, convert, signature, to_jsonable
 
 __all__ = ["PayloadCodec", "PayloadConverter", "JsonConverter", "failure_from_exception", "exception_from_failure",
@@ -48,10 +50,14 @@ class PayloadConverter(Protocol):
 
 class JsonConverter:
     """Values <-> bytes. Arguments travel as a JSON array, results as one JSON value; typed on the
-    way in by the receiving function's hints (``kadence.topics.typed``)."""
+    way in by the receiving function's hints (``kadence.topics.typed``). ``large``: where payloads
+    over a size threshold are stored (``kadence.topics.large_payloads``); by default they stay
+    inline, up to the 32 MiB payload limit."""
 
-    def __init__(self, codec: PayloadCodec | None = None, *, exceptions: Iterable[type[BaseException]] = ()):
+    def __init__(self, codec: PayloadCodec | None = None, *, exceptions: Iterable[type[BaseException]] = (),
+                 large: LargePayloads | None = None):
         self.codec = codec
+        self.large = large if large is not None else LargePayloads()
         #: failure type name -> the exception class a failure of that type is raised as
         self.exceptions = {_type_name(cls): cls for cls in exceptions}
 
@@ -60,11 +66,13 @@ class JsonConverter:
             data = json.dumps(value, separators=(",", ":"), default=to_jsonable).encode()
         except (TypeError, ValueError) as exc:
             raise SchemaError(f"value is not JSON-serializable: {exc}") from exc
-        return self.codec.encode(data) if self.codec else data
+        return self.large.offload(self.codec.encode(data) if self.codec else data)
 
     def _decoded(self, data: bytes | None) -> Any:
         if data is None:
             return None
+        if is_reference(data):
+            data = self.large.resolve(data)
         if self.codec:
             try:
                 data = self.codec.decode(data)
@@ -126,8 +134,8 @@ def failure_from_exception(exc: BaseException, *, depth: int = 0,
                 details = encode(list(exc.details))
             except SchemaError:  # details that cannot travel are left out, not the failure
                 details = None
-    elif isinstance(exc, PayloadTypeError):  # the same input fails the same way: no retry
-        etype, non_retryable, message = "PayloadTypeError", True, str(exc)
+    elif isinstance(exc, (PayloadTypeError, PayloadTooLargeError)):  # the same input fails the same way: no retry
+        etype, non_retryable, message = type(exc).__name__, True, str(exc)
     else:
         etype, non_retryable, message = type(exc).__name__, False, str(exc)
     cause = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)

@@ -24,7 +24,7 @@ PUBLIC = {
         "Codec",
         "ConfigError", "DefinitionError", "EngineClient", "HistoryPage", "HistoryReadModel", "InvalidIdentifierError",
         "InvalidQueryError",
-        "JsonConverter", "KadenceError", "KafkaConfig",
+        "JsonConverter", "KadenceError", "KafkaConfig", "LargePayloadConfig", "LargePayloads",
         "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "PayloadConverter",
         "PayloadTooLargeError", "PayloadTypeError", "ProjectionError",
         "QueryFailedError", "SchemaError",

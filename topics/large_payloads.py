@@ -1,0 +1,185 @@
+"""Large payloads: stored once in object storage, referenced from the records.
+
+A payload (after the codec, so an encrypted payload is stored encrypted) larger than
+``threshold`` bytes (default 256 KiB) is written to a payload store (the archive store backends:
+a local directory or S3) under its content hash, and the record carries a small reference instead::
+
+    MARKER + sha256 hex + b" " + size in decimal
+
+Reading a payload resolves the reference (``resolve``): the object is fetched, its hash checked,
+and kept in a bounded cache, so a replay does not fetch it again. The converter does both
+(``JsonConverter(large=...)``), so the client, the worker, replay, the CLI and the gateway see the
+payload itself; the engine never reads payloads and carries the reference as it is.
+
+A payload over ``limit`` (default 32 MiB) is refused with ``PayloadTooLargeError`` before anything
+is written. Without a store, payloads stay inline (up to Kafka's message size, as before).
+
+The object key is ``payloads/{sha[:2]}/{sha}.bin``: a retry that writes the same bytes writes the
+same object once. Objects no history refers to any more are removed by ``kadence payloads gc``
+(``kadence.connectors.payload_gc``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Iterator
+
+from .archive import ArchiveStore, ArchiveStoreConfig, open_store
+from .errors import ArchiveError, ConfigError, PayloadTooLargeError, SchemaError
+
+__all__ = ["LargePayloads", "LargePayloadConfig", "MARKER", "PAYLOAD_PREFIX", "payload_key", "references_in",
+           "is_reference"]
+
+#: what a reference starts with; no JSON text starts with a NUL byte, nor do zlib, gzip or zstd
+#: streams, and a random (encrypted) payload matches these 24 bytes with probability 2^-192
+MARKER = b"\x00kadence-payload-ref/1\x00"
+PAYLOAD_PREFIX = "payloads/"
+_REF = re.compile(re.escape(MARKER) + rb"([0-9a-f]{64}) ([0-9]{1,12})")
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def payload_key(sha256_hex: str) -> str:
+    """The store key of the object with this content hash."""
+    return f"{PAYLOAD_PREFIX}{sha256_hex[:2]}/{sha256_hex}.bin"
+
+
+def is_reference(data: bytes | None) -> bool:
+    return data is not None and data[:len(MARKER)] == MARKER
+
+
+def references_in(blob: bytes) -> Iterator[str]:
+    """The content hashes of every reference inside ``blob`` (a whole Kafka record value, an
+    archive file's event): for the garbage collector, which need not decode the record."""
+    start = 0
+    while True:
+        i = blob.find(MARKER, start)
+        if i < 0:
+            return
+        m = _REF.match(blob, i)
+        if m is not None:
+            yield m.group(1).decode()
+        start = i + len(MARKER)
+
+
+class LargePayloads:
+    """Offload and resolve payloads. ``store`` None: payloads stay inline (and a reference read
+    here is a ``SchemaError`` naming the setting)."""
+
+    def __init__(self, store: ArchiveStore | None = None, *, threshold: int = 256 * KIB, limit: int = 32 * MIB,
+                 cache_bytes: int = 64 * MIB):
+        if threshold < 1 or limit < 1:
+            raise ConfigError(f"payload threshold and limit must be positive, got {threshold} and {limit}")
+        self.store = store
+        self.threshold = threshold
+        self.limit = limit
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+        self._cache_bytes = cache_bytes
+        self._cached = 0
+        self._lock = threading.Lock()
+
+    def offload(self, data: bytes) -> bytes:
+        """``data`` itself, or a reference to it once it is stored; ``PayloadTooLargeError`` over
+        the limit, before anything is written."""
+        size = len(data)
+        if size > self.limit:
+            raise PayloadTooLargeError(
+                f"a payload of {size} bytes is over the payload limit of {self.limit} bytes "
+                f"(KADENCE_PAYLOAD_LIMIT); nothing was written", size=size, limit=self.limit)
+        if self.store is None or size <= self.threshold:
+            return data
+        digest = hashlib.sha256(data).hexdigest()
+        key = payload_key(digest)
+        try:
+            self.store.put(key, data)
+        except ArchiveError as exc:
+            raise ArchiveError(f"a payload of {size} bytes could not be stored at {self.store.uri(key)}; "
+                               f"nothing was written: {exc}") from exc
+        self._remember(digest, data)
+        return MARKER + digest.encode() + b" " + str(size).encode()
+
+    def resolve(self, data: bytes) -> bytes:
+        """The payload a reference stands for (``data`` unchanged when it is no reference)."""
+        if not is_reference(data):
+            return data
+        m = _REF.fullmatch(data)
+        if m is None:
+            raise SchemaError("a payload reference is malformed (it should be the marker, a sha256 and a size)")
+        digest, size = m.group(1).decode(), int(m.group(2))
+        with self._lock:
+            hit = self._cache.get(digest)
+            if hit is not None:
+                self._cache.move_to_end(digest)
+                return hit
+        if self.store is None:
+            raise SchemaError(f"a payload of {size} bytes is kept in the payload store (sha256 {digest}), and no "
+                              f"payload store is configured here (KADENCE_PAYLOAD_DIR or KADENCE_PAYLOAD_S3_BUCKET)")
+        key = payload_key(digest)
+        body = self.store.get(key)
+        if body is None:
+            raise SchemaError(f"the payload {self.store.uri(key)} is missing from the payload store "
+                              f"(collected, or another store configured here than where it was written)")
+        if len(body) != size or hashlib.sha256(body).hexdigest() != digest:
+            raise SchemaError(f"the payload {self.store.uri(key)} does not match its reference's hash or size")
+        self._remember(digest, body)
+        return body
+
+    def _remember(self, digest: str, body: bytes) -> None:
+        if len(body) > self._cache_bytes // 4:
+            return
+        with self._lock:
+            if digest in self._cache:
+                return
+            self._cache[digest] = body
+            self._cached += len(body)
+            while self._cached > self._cache_bytes:
+                _, old = self._cache.popitem(last=False)
+                self._cached -= len(old)
+
+
+def _size(text: str, var: str) -> int:
+    """Bytes from ``262144``, ``256KiB``, ``256k``, ``5MiB``, ``5m``."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*([kmg]?)(i?b)?\s*", text.lower())
+    if m is None:
+        raise ConfigError(f"{var} is a size in bytes (e.g. 262144, 256KiB, 5MiB), got {text!r}")
+    return int(m.group(1)) * {"": 1, "k": KIB, "m": MIB, "g": 1024 * MIB}[m.group(2)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LargePayloadConfig:
+    """Where large payloads go. No store unless ``store`` is set (``KADENCE_PAYLOAD_DIR`` or
+    ``KADENCE_PAYLOAD_S3_BUCKET``); then the same settings as the archive store, prefixed
+    ``KADENCE_PAYLOAD_`` instead of ``KADENCE_ARCHIVE_``."""
+
+    store: ArchiveStoreConfig | None = None
+    #: KADENCE_PAYLOAD_THRESHOLD: payloads larger than this go to the store
+    threshold: int = 256 * KIB
+    #: KADENCE_PAYLOAD_LIMIT: payloads larger than this are refused
+    limit: int = 32 * MIB
+
+    @classmethod
+    def from_env(cls, env: dict | None = None) -> "LargePayloadConfig":
+        env = os.environ if env is None else env
+        kw: dict = {}
+        if env.get("KADENCE_PAYLOAD_DIR") or env.get("KADENCE_PAYLOAD_S3_BUCKET"):
+            store: dict = {}
+            for var, key in (("KADENCE_PAYLOAD_DIR", "directory"), ("KADENCE_PAYLOAD_S3_BUCKET", "s3_bucket"),
+                             ("KADENCE_PAYLOAD_S3_PREFIX", "s3_prefix"),
+                             ("KADENCE_PAYLOAD_S3_ENDPOINT", "s3_endpoint"),
+                             ("KADENCE_PAYLOAD_S3_REGION", "s3_region")):
+                if env.get(var):
+                    store[key] = env[var]
+            kw["store"] = ArchiveStoreConfig(**store)
+        for var, key in (("KADENCE_PAYLOAD_THRESHOLD", "threshold"), ("KADENCE_PAYLOAD_LIMIT", "limit")):
+            if env.get(var):
+                kw[key] = _size(env[var], var)
+        return cls(**kw)
+
+    def open(self) -> LargePayloads:
+        return LargePayloads(open_store(self.store) if self.store is not None else None,
+                             threshold=self.threshold, limit=self.limit)
