@@ -48,7 +48,7 @@ from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
 from .redis_breaker import RedisBreaker, guarded_redis
 from .models import (DecodeRequest, NameParam, QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest,
-                     StartResponse, WorkflowIdInPath, WorkflowList)
+                     StartResponse, UpdateRequest, UpdateResponse, WorkflowIdInPath, WorkflowList)
 
 __all__ = ["create_app"]
 
@@ -57,6 +57,7 @@ __all__ = ["create_app"]
 WorkflowIdPath = Annotated[WorkflowIdInPath, Path(description="the workflow ID; a / in it is sent encoded, as %2F")]
 TypePath = Annotated[NameParam, Path(description="the workflow type")]
 QueryPath = Annotated[NameParam, Path(description="the query's name")]
+UpdatePath = Annotated[NameParam, Path(description="the update's name")]
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("kadence.audit")
@@ -412,6 +413,41 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                                        {"reason": body.reason if body else "", "identity": "gateway"},
                                        idempotency_key)
         return mutation_result(reply, workflow_id, headers)
+
+    @v1.post("/workflows/{workflow_id}/updates/{update_name}", response_model=UpdateResponse, name="update",
+             responses={**_WRITE, 409: {"model": ErrorResponse}},
+             summary="Run a workflow's update handler and return its result (update-with-start when "
+                     "workflow_type and task_queue are given); a rejected update writes nothing")
+    async def update(request: Request, workflow_id: WorkflowIdPath, update_name: UpdatePath,
+                     body: UpdateRequest | None = None, idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        """The update's ID is the Idempotency-Key (a new one without it): a retry with the same key
+        is the same update, recorded once, and gets the same result or error."""
+        body = body or UpdateRequest()
+        who = principal(request)
+        start_body = None
+        if body.workflow_type or body.task_queue:
+            if not (body.workflow_type and body.task_queue):
+                raise ApiError(400, "invalid_input", "update-with-start needs both workflow_type and task_queue",
+                               field="workflow_type" if not body.workflow_type else "task_queue")
+            start_body = {"workflow_type": body.workflow_type, "task_queue": body.task_queue,
+                          "input": await _encoded(request, body.start_input), "id_reuse_policy": "allow_duplicate",
+                          "run_timeout_ms": None, "search_attributes": {}}
+        await claim_key(request, who, idempotency_key)
+        engine = await pool.get(who.namespace)
+        reply = await engine.request(workflow_id, "UpdateWorkflow", {
+            "update_name": update_name, "input": await _encoded(request, body.input), "start": start_body,
+            "identity": "gateway"}, request_id=idempotency_key or str(uuid.uuid4()),
+            timeout=min(body.wait_seconds, config.max_wait_seconds))
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found")
+        if reply["status"] == "ok":
+            return UpdateResponse(workflow_id=workflow_id, run_id=reply["run_id"],
+                                  result=converter.from_bytes(reply["result"]))
+        failure = reply["failure"]
+        code = "update_rejected" if reply["status"] == "rejected" else "update_failed"
+        return error_response(409, code, f"{failure['type']}: {failure['message']}" if failure else reply["message"],
+                              run_id=reply["run_id"],
+                              failure={"type": failure["type"], "message": failure["message"]} if failure else None)
 
     @v1.post("/workflows/{workflow_id}/queries/{query_name}", responses={**_READ, 409: {"model": ErrorResponse}},
              summary="Ask a workflow's query handler; a closed run answers from its final state (nothing is written to history)")

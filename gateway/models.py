@@ -93,6 +93,25 @@ class QueryRequest(BaseModel):
     input: list[Any] = Field(default_factory=list, description="the query handler's arguments")
 
 
+class UpdateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: list[Any] = Field(default_factory=list, description="the update handler's arguments")
+    workflow_type: NameParam | None = Field(None,
+                                      description="update-with-start: start this type first if no run is open")
+    task_queue: str | None = Field(None, description="update-with-start: the task queue of the run to start", **_QUEUE)
+    start_input: list[Any] = Field(default_factory=list, description="update-with-start: the workflow's arguments")
+    wait_seconds: float = Field(15, gt=0, le=3600,
+                                description="how long to wait for the update's result (capped by the gateway's "
+                                            "KADENCE_GATEWAY_MAX_WAIT_S); past it a 503: retry with the same "
+                                            "Idempotency-Key to get the result of the same update")
+
+
+class UpdateResponse(BaseModel):
+    workflow_id: str
+    run_id: str | None
+    result: Any = None
+
+
 class DecodeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     payloads: list[str] = Field(min_length=1, max_length=100,

@@ -82,6 +82,7 @@ def _copy_state(st: dict) -> dict:
     out["result_waiters"] = list(st["result_waiters"])
     out["search_attributes"] = dict(st["search_attributes"])
     out["pending_children"] = [dict(c) for c in st["pending_children"]]
+    out["updates"] = [dict(u) for u in st.get("updates", ())]
     return out
 
 
@@ -356,6 +357,10 @@ def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failu
     st["wt_needed"] = False
     st["pending_activities"] = []
     st["pending_timers"] = []
+    if st.get("updates"):
+        from .updates import fail_open_updates  # (that module builds on this one)
+
+        fail_open_updates(out, st, status)
     _parent_close_policies(out, st)
     if st["parent_workflow_id"] and status != "continued_as_new" and notify_parent:
         send_command(out, st["parent_workflow_id"], "ChildWorkflowEvent", {

@@ -64,6 +64,7 @@ def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
                result_waiters=waiters, pending_activities=[], pending_timers=[], pending_children=[],
                cancel_requested=False, history_warned=False, start_time_ms=ts,
                recent_requests=list(st["recent_requests"]), search_attributes=dict(st["search_attributes"]),
+               updates=[dict(u) for u in st["updates"]],  # all finished: close_run failed the open ones
                # a reset runs the current code: the queue's default build (an operator may move it)
                build_id=view.build_defaults.get(st["task_queue"]))
     view.put(new)

@@ -20,6 +20,7 @@ from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, 
 from kadence.topics.records import failure_record
 
 from .reset import reset_workflow
+from .updates import complete_update, update_accepted, update_requested
 from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
                          schedule_activity)
 from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, dispatch_workflow_task, emit,
@@ -59,7 +60,7 @@ def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *,
         "execution_deadline_ms": (ts + body["execution_timeout_ms"]) if body.get("execution_timeout_ms") else None,
         "pending_children": [], "parent_workflow_id": body.get("parent_workflow_id"),
         "parent_run_id": body.get("parent_run_id"), "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
-        "build_id": build_id, "wt_last_eager_request": None, "trace_id": None, "span_id": None,
+        "build_id": build_id, "wt_last_eager_request": None, "trace_id": None, "span_id": None, "updates": [],
     }
 
 
@@ -262,6 +263,8 @@ def _apply_command(view: BatchView, out: Outbox, st: dict, ctype: str, c: dict, 
         _continue_as_new(view, out, st, c, ts)
     elif ctype == "StartChildWorkflowExecution":
         _start_child(view, out, st, c, done_seq, ts)
+    elif ctype == "CompleteWorkflowUpdate":
+        complete_update(view, out, st, c, ts)
     elif ctype == "RequestCancelExternalWorkflowExecution":
         ev = emit(view, out, st, "RequestCancelExternalInitiated", {"workflow_id": c["workflow_id"]}, ts=ts)
         send_command(out, c["workflow_id"], "RequestCancelWorkflow", {"reason": f"requested by {st['workflow_id']}"},
@@ -595,6 +598,7 @@ _HANDLERS = {
     "ResetWorkflow": reset_workflow,
     "UpdateWorkflowBuild": _update_build,
     "PurgeClosedRun": _purge_closed_run,
+    "AcceptWorkflowUpdate": update_accepted,
 }
 
 
@@ -607,6 +611,8 @@ def transition(cmd: dict, view: BatchView, out: Outbox, ts: int) -> None:
         _activity_completed(cmd, body, view, out, ts)
     elif btype == "RespondActivityTaskFailed":
         activity_result(cmd, body, view, out, ts, failed=True)
+    elif btype == "UpdateWorkflow":
+        update_requested(cmd, body, view, out, ts, start=_start)
     else:
         handler = _HANDLERS.get(btype)
         if handler is None:  # pragma: no cover - the schema's union admits nothing else

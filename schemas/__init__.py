@@ -20,7 +20,7 @@ from importlib import resources
 
 __all__ = ["CURRENT_VERSION", "load_schema_set", "available_versions"]
 
-CURRENT_VERSION = 8
+CURRENT_VERSION = 9
 
 
 def _root():

@@ -14,7 +14,8 @@ from kadence.topics.errors import (ActivityError, ChildWorkflowError, Applicatio
                                    WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError,
                                    WorkflowContinuedAsNewError, WrongPartitionError, PayloadTooLargeError,
                                    InvalidIdentifierError, WorkerCrashedError, WorkflowTerminatedError,
-                                   WorkflowTimedOutError, PayloadTypeError, WorkflowTaskFailedError)
+                                   WorkflowTimedOutError, PayloadTypeError, WorkflowTaskFailedError,
+                                   WorkflowUpdateFailedError)
 from kadence.topics.config import KafkaConfig
 
 from . import activity, workflow
@@ -34,5 +35,5 @@ __all__ = [
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
     "WorkflowContinuedAsNewError", "WrongPartitionError", "PayloadTooLargeError", "InvalidIdentifierError",
     "WorkerCrashedError", "WorkflowTerminatedError", "WorkflowTimedOutError", "PayloadTypeError",
-    "WorkflowTaskFailedError",
+    "WorkflowTaskFailedError", "WorkflowUpdateFailedError",
 ]

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 from kadence.topics.config import KafkaConfig
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFailedError, WorkflowAlreadyStartedError,
+                                   WorkflowUpdateFailedError,
                                    WorkflowCanceledError, WorkflowContinuedAsNewError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowTaskFailedError, WorkflowTerminatedError,
                                    WorkflowTimedOutError)
@@ -178,6 +179,24 @@ class WorkflowHandle:
         raise QueryFailedError(f"query {query!r} of {self.id!r} failed: {reply['message']}", workflow_id=self.id,
                                run_id=reply["run_id"])
 
+    async def execute_update(self, update: Any, *args: Any, request_id: str | None = None,
+                             timeout: float | None = None, result_type: Any = None) -> Any:
+        """Run the workflow's ``@workflow.update`` handler and return its result.
+
+        ``update``: its name, or the handler method itself (``Cart.add_item``), whose parameter
+        and return types then check the arguments here and type the result (``result_type``
+        types it otherwise). The validator runs first: a rejection records nothing. An accepted
+        update is recorded once: a retry with the same ``request_id`` returns the same result,
+        also after the run closed. Raises ``WorkflowUpdateFailedError`` (``.rejected``; the
+        handler's exception on ``__cause__``), ``WorkflowNotFoundError``."""
+        name, handler = _update_target(update)
+        if handler is not None:
+            signature(handler, method=True).args(list(args), f"update {name!r}")
+        reply = await self.client._engine.request(self.id, "UpdateWorkflow", {
+            "update_name": name, "input": self.client.converter.to_bytes(list(args)), "start": None,
+            "identity": self.client.identity}, request_id=request_id or new_id(), run_id=self.run_id, timeout=timeout)
+        return _update_outcome(self.client, self.id, name, handler, result_type, reply)
+
     async def describe(self, *, timeout: float = 30.0) -> dict:
         """Status of the run: ``{"status": "running" | "completed" | "failed", "run_id": ...,
         "last_task_failure": None | {"cause", "type", "message"}}``; a workflow stuck on a
@@ -201,6 +220,33 @@ class WorkflowHandle:
         run_id, events = await self.client._engine.history(self.id, self.run_id)
         self.run_id = self.run_id or run_id
         return events if raw else [event_to_json(e, self.client.converter) for e in events]
+
+
+def _update_target(update: Any) -> tuple[str, Any]:
+    """(the update's name, its handler or None) from a name or an ``@workflow.update`` method."""
+    handler = update if callable(update) and getattr(update, "__kadence_update__", None) else None
+    name = handler.__kadence_update__ if handler is not None else update
+    check_name(name, field="update")
+    return name, handler
+
+
+def _update_outcome(client: "Client", workflow_id: str, name: str, handler: Any, result_type: Any, reply: dict) -> Any:
+    """The result in an update's reply, or the error it stands for."""
+    status = reply["status"]
+    if status == "ok":
+        what = f"result of update {name!r} of {workflow_id!r}"
+        if result_type is not None:
+            return client.converter.from_bytes(reply["result"], result_type, what=what)
+        return client.converter.result_from_bytes(reply["result"], handler, method=True, what=what)
+    if status == "not_found":
+        raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found", workflow_id=workflow_id)
+    failure = reply["failure"]
+    rejected = status == "rejected"
+    detail = f"{failure['type']}: {failure['message']}" if failure else reply["message"]
+    err = WorkflowUpdateFailedError(f"update {name!r} of {workflow_id!r} {'rejected' if rejected else 'failed'}: {detail}",
+                                    update_name=name, rejected=rejected, failure=failure, workflow_id=workflow_id,
+                                    run_id=reply["run_id"])
+    raise err from client.converter.exception(failure)
 
 
 class Client:
@@ -299,6 +345,22 @@ class Client:
         if reply["status"] != "ok":
             raise KadenceError(f"signal-with-start of {id!r} rejected: {reply['status']} {reply['message']}")
         return WorkflowHandle(self, id, reply["run_id"], run_fn=run_function(workflow))
+
+    async def execute_update_with_start(self, workflow: Any, *args: Any, id: str, task_queue: str, update: Any,
+                                        update_args: tuple = (), request_id: str | None = None,
+                                        run_timeout: timedelta | None = None, timeout: float | None = None,
+                                        result_type: Any = None) -> Any:
+        """Run an update, starting the workflow first if no run is open (one atomic command);
+        the update's result, as ``WorkflowHandle.execute_update``."""
+        check_workflow_id(id, field="id")
+        name, handler = _update_target(update)
+        if handler is not None:
+            signature(handler, method=True).args(list(update_args), f"update {name!r}")
+        start = self._start_body(workflow, args, task_queue, "allow_duplicate", run_timeout, None)
+        reply = await self._engine.request(id, "UpdateWorkflow", {
+            "update_name": name, "input": self.converter.to_bytes(list(update_args)), "start": start,
+            "identity": self.identity}, request_id=request_id or new_id(), timeout=timeout)
+        return _update_outcome(self, id, name, handler, result_type, reply)
 
     async def start_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
                              request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",

@@ -61,6 +61,8 @@ class WorkflowDefinition:
     run_fn: Callable[..., Any]
     signals: dict = field(default_factory=dict)
     queries: dict = field(default_factory=dict)
+    #: update name -> handler (its validator, if any, is the handler's ``__kadence_update_validator__``)
+    updates: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ def workflow_definition(cls: type, name: str | None) -> WorkflowDefinition:
         raise DefinitionError(f"workflow {cls.__name__} must be constructible without arguments: {exc}") from exc
     signals = {getattr(m, "__kadence_signal__"): m for m in vars(cls).values() if getattr(m, "__kadence_signal__", None)}
     queries = {getattr(m, "__kadence_query__"): m for m in vars(cls).values() if getattr(m, "__kadence_query__", None)}
-    return WorkflowDefinition(name or cls.__name__, cls, run_fn, signals, queries)
+    updates = {getattr(m, "__kadence_update__"): m for m in vars(cls).values() if getattr(m, "__kadence_update__", None)}
+    return WorkflowDefinition(name or cls.__name__, cls, run_fn, signals, queries, updates)
 
 
 def activity_definition(fn: Callable, name: str | None) -> ActivityDefinition:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Callable
 from datetime import datetime, timezone
 
-from kadence.topics.errors import (ActivityError, ChildWorkflowError, NonDeterminismError, NotDeterministicError,
-                                   PayloadTypeError, SchemaError)
+from kadence.topics.errors import (ActivityError, ApplicationError, ChildWorkflowError, KadenceError,
+                                   NonDeterminismError, NotDeterministicError, PayloadTypeError, SchemaError)
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
@@ -68,6 +68,8 @@ def _describe(kind: str, attrs: dict) -> str:
         return f"{kind}(timer_id={attrs['timer_id']!r})"
     if kind in ("RecordMarker", "MarkerRecorded"):
         return f"{kind}(name={attrs['name']!r})"
+    if kind in ("CompleteWorkflowUpdate", "WorkflowUpdateCompleted"):
+        return f"{kind}(update_id={attrs['update_id']!r})"
     return kind
 
 
@@ -84,17 +86,18 @@ _MATCHING_EVENT = {
     "UpsertSearchAttributes": "SearchAttributesUpserted",
     "StartChildWorkflowExecution": "StartChildWorkflowExecutionInitiated",
     "RequestCancelExternalWorkflowExecution": "RequestCancelExternalInitiated",
+    "CompleteWorkflowUpdate": "WorkflowUpdateCompleted",
 }
 #: fields that must be equal between a command and its recorded event
 _IDENTITY = {"ActivityTaskScheduled": ("activity_type", "activity_id"), "TimerStarted": ("timer_id",),
              "TimerCanceled": ("timer_id",), "ActivityTaskCancelRequested": ("activity_id",),
              "MarkerRecorded": ("name",), "StartChildWorkflowExecutionInitiated": ("workflow_id", "workflow_type"),
-             "RequestCancelExternalInitiated": ("workflow_id",)}
+             "RequestCancelExternalInitiated": ("workflow_id",), "WorkflowUpdateCompleted": ("update_id",)}
 _RESOLUTIONS = frozenset({"WorkflowExecutionStarted", "ActivityTaskCompleted", "ActivityTaskFailed",
                           "ActivityTaskTimedOut", "ActivityTaskCanceled", "TimerFired", "WorkflowSignaled",
                           "WorkflowCancelRequested", "ChildWorkflowExecutionStarted",
                           "StartChildWorkflowExecutionFailed", "ChildWorkflowExecutionCompleted",
-                          "ChildWorkflowExecutionFailed"})
+                          "ChildWorkflowExecutionFailed", "WorkflowUpdateAccepted"})
 
 
 class WorkflowInstance:
@@ -272,6 +275,60 @@ class WorkflowInstance:
             raise RuntimeError("the workflow has not started yet")
         return handler(self._obj, *self.converter.args_from_bytes(
             data, handler, method=True, what=f"query {name!r} of workflow {self.info.workflow_type}"))
+
+    def validate_update(self, name: str, data: bytes | None) -> None:
+        """Run an update's validator on the current state (raises to reject it): the handler
+        must exist, the arguments match its hints, and the validator, if any, not raise."""
+        handler = self.defn.updates.get(name)
+        if handler is None:
+            known = ", ".join(sorted(self.defn.updates)) or "none"
+            raise ApplicationError(f"workflow {self.info.workflow_type} has no update {name!r} (known: {known})",
+                                   type="UnknownUpdate", non_retryable=True)
+        if self._obj is None:
+            raise RuntimeError("the workflow has not started yet")
+        args = self.converter.args_from_bytes(data, handler, method=True,
+                                              what=f"update {name!r} of workflow {self.info.workflow_type}")
+        validator = getattr(handler, "__kadence_update_validator__", None)
+        if validator is not None:
+            validator(self._obj, *args)
+
+    def _deliver_update(self, attrs: dict) -> None:
+        """An accepted update: its handler runs as a task of the workflow; its outcome is the
+        ``CompleteWorkflowUpdate`` command of the workflow task it finishes in."""
+        name, update_id = attrs["update_name"], attrs["update_id"]
+        handler = self.defn.updates.get(name)
+
+        async def run():
+            if handler is None:
+                raise ApplicationError(f"workflow {self.info.workflow_type} has no update {name!r}",
+                                       type="UnknownUpdate", non_retryable=True)
+            args = self.converter.args_from_bytes(attrs["input"], handler, method=True,
+                                                  what=f"update {name!r} of workflow {self.info.workflow_type}")
+            result = handler(self._obj, *args)
+            return (await result) if asyncio.iscoroutine(result) else result
+
+        task = self.loop.create_task(run(), name=f"update:{name}")
+        task.add_done_callback(lambda t: self._on_update_done(update_id, t))
+
+    def _on_update_done(self, update_id: str, task: asyncio.Task) -> None:
+        if task.cancelled():
+            exc: BaseException | None = ApplicationError("the update was cancelled", type="CancelledError")
+        else:
+            exc = task.exception()
+        if isinstance(exc, NotDeterministicError) or (isinstance(exc, SchemaError)
+                                                       and not isinstance(exc, PayloadTypeError)):
+            self.loop.errors.append(exc)  # a bug, or a payload this worker cannot read: fail the task
+            return
+        result = failure = None
+        if exc is None:
+            try:
+                result = self.converter.to_bytes(task.result())
+            except KadenceError as err:  # a result that cannot travel: the update fails
+                failure = self.converter.failure(err)
+        else:
+            failure = self.converter.failure(exc)
+        self._unmatched.append(("CompleteWorkflowUpdate", {"update_id": update_id, "result": result,
+                                                           "failure": failure}))
 
     # -- driving -------------------------------------------------------------------------------
 
@@ -452,6 +509,9 @@ class WorkflowInstance:
             return
         if kind == "WorkflowSignaled":
             self._deliver_signal(attrs)
+            return
+        if kind == "WorkflowUpdateAccepted":
+            self._deliver_update(attrs)
             return
         if kind == "WorkflowCancelRequested":
             self._cancel_requested = True

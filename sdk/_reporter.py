@@ -34,6 +34,7 @@ import time
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from kadence.topics import serde
+from kadence.topics.errors import SchemaError
 from kadence.topics.records import command
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
@@ -241,6 +242,15 @@ class ActivityReporter:
                 time.sleep(backoff)
                 backoff = min(2.0, backoff * 2)
                 continue
+            except Exception:
+                # not Kafka's (a record that does not encode): end the transaction before the
+                # error goes up, or every later batch meets "Operation not valid in state InTransaction"
+                watchdog.end()
+                try:
+                    producer.abort_transaction(10)
+                except KafkaException as abort_exc:
+                    log.warning("activity reporter %s: abort after an error failed: %s", self._txn_id, abort_exc)
+                raise
             watchdog.end()
             if not self._current(generation):
                 # committed after all, but a new thread commits the batch again: the engine keeps
@@ -258,8 +268,18 @@ class ActivityReporter:
     def _produce(self, producer: Producer, wf: str, run_id: str, body_type: str, body: dict,
                  request_id: str, trace: tuple[str, str] | None) -> None:
         trace_id, span_id = trace or (None, None)
-        value = self._codec.encode(command(wf, body_type, body, request_id=request_id, run_id=run_id,
-                                           trace_id=trace_id, span_id=span_id))
+        try:
+            value = self._codec.encode(command(wf, body_type, body, request_id=request_id, run_id=run_id,
+                                               trace_id=trace_id, span_id=span_id))
+        except SchemaError as exc:
+            if body.get("eager_workflow_task") is None:
+                raise
+            # the result without its eager task: the engine schedules an ordinary workflow task
+            log.error("workflow %s: an eager workflow task could not be encoded (%s); its result is sent without it",
+                      wf, exc)
+            body = {**body, "eager_workflow_task": None}
+            value = self._codec.encode(command(wf, body_type, body, request_id=request_id, run_id=run_id,
+                                               trace_id=trace_id, span_id=span_id))
         try:
             self._send(producer, wf, value)
         except KafkaException as exc:  # e.g. a result over message.max.bytes: fail the activity instead

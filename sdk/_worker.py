@@ -42,6 +42,7 @@ from kadence.topics.tracing import Tracer, record_ref
 from . import activity as _activity
 from ._client import Client
 from ._definitions import registrations
+from ._queries import answer
 from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from ._loop import install_guard
 from ._reporter import ActivityReporter, decode_reported, offsets_for
@@ -50,22 +51,6 @@ from ._worker_metrics import NO_METRICS, WorkerMetrics
 __all__ = ["Worker"]
 
 log = logging.getLogger(__name__)
-
-
-def _with_pending_activation(events: list[dict]) -> tuple[list[dict], int]:
-    """A query's history and the workflow task to activate at its end, so that the events recorded
-    since the last workflow task (signals, results) reach the code before the query is answered.
-
-    When the history ends with a scheduled workflow task, that one; otherwise a provisional one
-    after the last event (it exists only in this throw-away replay; its commands are dropped)."""
-    if not events:
-        return events, -1
-    last = events[-1]
-    if last["attributes"][0] == "WorkflowTaskScheduled":
-        return events, last["seq"]
-    pending = {**last, "seq": last["seq"] + 1,
-               "attributes": ("WorkflowTaskScheduled", {"task_queue": "", "attempt": 1})}
-    return [*events, pending], pending["seq"]
 
 
 class _OffsetTracker:
@@ -728,46 +713,21 @@ class Worker:
         self._answer_query({**task, "events": events}, msg)
 
     def _answer_query(self, task: dict, msg, *, unreadable: BaseException | None = None) -> None:
-        """Answer from the cached instance (its state as of its last workflow task), or from a
-        throw-away replay of the full history. Nothing is written to history. ``unreadable``:
-        why a closed run's history could not be read (the answer is that failure)."""
-        q = task["query"]
+        """Answer a query, or validate an update, from the cached instance or a throw-away replay
+        (``kadence.sdk._queries``). Nothing is written to history; an accepted update is sent to
+        the engine to be recorded. ``unreadable``: why a closed run's history could not be read."""
         wf = task["workflow_id"]
-        reply = {"request_id": q["request_id"], "workflow_id": wf, "run_id": task["run_id"], "status": "ok",
-                 "message": "", "history_offset": None, "result": None, "failure": None, "schema_version": 0,
-                 "history_seq": None}
-        try:
-            if unreadable is not None:
-                raise KadenceError(f"the history of closed run {task['run_id']} could not be read: {unreadable}")
-            defn = self._workflows.get(task["workflow_type"])
-            if defn is None:
-                raise KadenceError(f"workflow type {task['workflow_type']!r} is not registered on this worker")
-            inst = self._cache.get(wf)
-            temp = None
-            events = task["events"]
-            recorded = events[-1]["seq"] if events else 0
-            if (inst is None or inst.info.run_id != task["run_id"] or inst.eager_token is not None
-                    or inst.last_seq < recorded):
-                # not cached, or behind what the engine recorded (a signal that arrived while a
-                # workflow task was out, or one this worker has not been sent yet): a throw-away
-                # replay that also applies those events, so a query sent after a signal was
-                # acknowledged sees it (read your writes, issue 15)
-                temp = inst = WorkflowInstance(defn, WorkflowInfo(wf, task["run_id"], task["workflow_type"],
-                                                                  task["task_queue"]), self.client.converter)
-                inst.apply(*_with_pending_activation(events))
-            try:
-                reply["result"] = self.client.converter.to_bytes(inst.query(q["query_name"], q["input"]))
-            finally:
-                if temp is not None:
-                    temp.discard()
-        except Exception as exc:  # noqa: BLE001 - the caller gets the error, the worker carries on
-            reply["status"] = "failed"
-            reply["message"] = str(exc)
-            reply["failure"] = self.client.converter.failure(exc)
+        reply, accept = answer(task, self._workflows.get(task["workflow_type"]), self._cache.get(wf),
+                               self.client.converter, unreadable=unreadable)
+        if accept is not None:
+            self.stats["updates_accepted"] += 1
+            self._send(task, "AcceptWorkflowUpdate", {**accept, "identity": self.identity}, msg, self._wt_consumer,
+                       request_id=task["query"]["request_id"])
+            return
         self.stats["queries"] += 1
         self.metrics.queries.inc()
         engine = self.client._engine
-        engine.produce_raw(engine.topics.replies, q["request_id"].encode(), serde.encode("Reply", reply),
+        engine.produce_raw(engine.topics.replies, reply["request_id"].encode(), serde.encode("Reply", reply),
                            lambda err, _m: self._wt_consumer.done(msg))
 
     def _fail_task(self, task: dict, msg, cause: str, exc: BaseException) -> None:

@@ -29,7 +29,7 @@ from ._definitions import RetryPolicy, to_ms, workflow_definition
 from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
 from ._loop import DeterministicLoop
 
-__all__ = ["defn", "run", "signal", "query", "execute_activity", "sleep", "wait_condition", "now", "random",
+__all__ = ["defn", "run", "signal", "query", "update", "execute_activity", "sleep", "wait_condition", "now", "random",
            "uuid4", "info", "logger", "is_replaying", "continue_as_new", "upsert_search_attributes",
            "patched", "deprecate_patch", "start_child_workflow", "execute_child_workflow", "ChildWorkflowHandle",
            "WorkflowInfo", "ContinueAsNew"]
@@ -72,6 +72,40 @@ def query(fn: Callable | None = None, *, name: str | None = None):
         if asyncio.iscoroutinefunction(f):
             raise KadenceError(f"query handler {f.__name__} must not be async")
         f.__kadence_query__ = name or f.__name__
+        return f
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def update(fn: Callable | None = None, *, name: str | None = None):
+    """Method decorator: an update handler (sync or async). Its return value is the caller's
+    result (``handle.execute_update``); an exception it raises is the caller's error, and the
+    run goes on. It may wait for activities, timers and conditions like the run method.
+
+    ``@handler.validator`` names a plain method, with the handler's parameters, that runs before
+    the update is accepted and raises to reject it; a rejected update writes nothing to history::
+
+        @workflow.update
+        async def add_item(self, sku: str) -> int:
+            self.items.append(sku)
+            return len(self.items)
+
+        @add_item.validator
+        def _check_item(self, sku: str) -> None:
+            if not sku:
+                raise ValueError("an item needs a SKU")
+    """
+
+    def wrap(f: Callable) -> Callable:
+        f.__kadence_update__ = name or f.__name__
+
+        def validator(v: Callable) -> Callable:
+            if asyncio.iscoroutinefunction(v):
+                raise KadenceError(f"update validator {v.__name__} must not be async")
+            f.__kadence_update_validator__ = v
+            return v
+
+        f.validator = validator
         return f
 
     return wrap(fn) if fn is not None else wrap

@@ -26,7 +26,7 @@ from kadence._client import Client
 from kadence._definitions import registrations
 from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from kadence._loop import NotDeterministicError, install_guard
-from kadence._worker import _with_pending_activation
+from kadence._queries import answer
 from kadence.topics.errors import KadenceError, NonDeterminismError, WorkflowTaskFailedError
 from kadence.topics.large_payloads import LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec
@@ -232,30 +232,14 @@ class WorkflowEnvironment:
         self.engine.mark_broken(error)
 
     def _answer_query(self, task: dict) -> None:
-        q, wf = task["query"], task["workflow_id"]
-        reply = {"request_id": q["request_id"], "workflow_id": wf, "run_id": task["run_id"], "status": "ok",
-                 "message": "", "history_offset": None, "result": None, "failure": None, "schema_version": 0,
-                 "history_seq": None}
-        temp = None
-        try:
-            defn = self._workflows.get(task["workflow_type"])
-            if defn is None:
-                raise KadenceError(f"workflow type {task['workflow_type']!r} is not registered")
-            inst = self._instances.get(wf)
-            events = task["events"]
-            recorded = events[-1]["seq"] if events else 0
-            if inst is None or inst.info.run_id != task["run_id"] or inst.last_seq < recorded:
-                temp = inst = WorkflowInstance(defn, WorkflowInfo(wf, task["run_id"], task["workflow_type"],
-                                                                  task["task_queue"]), self.converter)
-                inst.apply(*_with_pending_activation(events))
-            reply["result"] = self.converter.to_bytes(inst.query(q["query_name"], q["input"]))
-        except Exception as exc:  # noqa: BLE001 - the caller gets the error
-            reply["status"], reply["message"] = "failed", str(exc)
-            reply["failure"] = self.converter.failure(exc)
-        finally:
-            if temp is not None:
-                temp.discard()
-        self.engine.reply(reply)
+        """A query's answer, or an update's validation, as a worker gives them (``_queries``)."""
+        wf = task["workflow_id"]
+        reply, accept = answer(task, self._workflows.get(task["workflow_type"]), self._instances.get(wf), self.converter)
+        if accept is not None:
+            self.engine.submit(wf, "AcceptWorkflowUpdate", {**accept, "identity": IDENTITY}, run_id=task["run_id"],
+                               request_id=task["query"]["request_id"])
+        else:
+            self.engine.reply(reply)
 
     # -- activities ------------------------------------------------------------------------------
 

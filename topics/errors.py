@@ -24,7 +24,8 @@ translated where they enter (``raise ... from exc``)::
     │   │   └── WorkflowTimedOutError     its run or execution timeout passed
     │   ├── WorkflowCanceledError   the run ended canceled
     │   ├── WorkflowContinuedAsNewError  the run continued as a new run (``new_run_id``)
-    │   └── QueryFailedError        a query handler raised, or is unknown
+    │   ├── QueryFailedError        a query handler raised, or is unknown
+    │   └── WorkflowUpdateFailedError  an update was rejected by its validator, or its handler raised
     ├── ApplicationError            raised by user code; may be marked non-retryable
     │   ├── ActivityError           an activity failed; the cause is on ``__cause__``
     │   └── ChildWorkflowError      a child workflow failed, was canceled or could not start
@@ -60,6 +61,7 @@ __all__ = [
     "WorkflowCanceledError",
     "WorkflowContinuedAsNewError",
     "QueryFailedError",
+    "WorkflowUpdateFailedError",
     "ApplicationError",
     "ActivityError",
     "ChildWorkflowError",
@@ -210,6 +212,20 @@ class WorkflowCanceledError(WorkflowError):
 
 class QueryFailedError(WorkflowError):
     """A query could not be answered (unknown query name, the handler raised, workflow closed)."""
+
+
+class WorkflowUpdateFailedError(WorkflowError):
+    """An update did not return a result: ``rejected`` (its validator raised, the update is
+    unknown, its arguments do not match; nothing was recorded) or it failed (its handler raised,
+    or the run closed before it finished). ``failure`` holds the Failure dict and ``__cause__``
+    the rebuilt exception (a registered class is raised as itself)."""
+
+    def __init__(self, message: str, *, update_name: str = "", rejected: bool = False, failure: dict | None = None,
+                 **kw):
+        super().__init__(message, **kw)
+        self.update_name = update_name
+        self.rejected = rejected
+        self.failure = failure
 
 
 class ApplicationError(KadenceError):

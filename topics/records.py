@@ -20,7 +20,7 @@ COMMAND_EVENT_TYPES = frozenset({
     "ActivityTaskScheduled", "WorkflowExecutionCompleted", "WorkflowExecutionFailed", "TimerStarted",
     "TimerCanceled", "ActivityTaskCancelRequested", "WorkflowExecutionCanceled", "WorkflowExecutionContinuedAsNew",
     "MarkerRecorded", "SearchAttributesUpserted", "StartChildWorkflowExecutionInitiated",
-    "RequestCancelExternalInitiated",
+    "RequestCancelExternalInitiated", "WorkflowUpdateCompleted",
 })
 #: the events that close a run, and the run status each one leaves (the one definition)
 CLOSE_EVENTS = {

@@ -15,6 +15,7 @@ EXPECTED = {
     ("POST", "/v1/workflows/{workflow_id}/signals"): True,
     ("POST", "/v1/workflows/{workflow_id}/cancel"): True,
     ("POST", "/v1/workflows/{workflow_id}/terminate"): True,
+    ("POST", "/v1/workflows/{workflow_id}/updates/{update_name}"): True,
     ("POST", "/v1/workflows/{workflow_id}/queries/{query_name}"): False,
     ("POST", "/v1/codec/decode"): False,
     ("GET", "/v1/workflows/{workflow_id}/history"): False,

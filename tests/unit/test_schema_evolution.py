@@ -41,6 +41,7 @@ FROZEN_DIGESTS = {
     6: "49b7d7bfae2c71c507912119a0a66ea5303bbd1c3887537523a4d9d896412acf",
     7: "85b72bdfc05ac713bce5a9aee109237956039f7d7e1de56518e68375f32b81f5",
     8: "9fa0e316aa2d0cfecd8600f2b1b340d1d2628b9a7acfb66aecdb2c13dad2e338",
+    9: "e0b6940ce37c4c910612c6428e251eefda6a2fc8fd5ac812be34d4e2371ab923",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
@@ -509,3 +510,15 @@ def test_unknown_record_type_is_a_schema_error():
         serde.decode("NoSuchRecord", b"K\x01")
     with pytest.raises(SchemaError):
         serde.encode("NoSuchRecord", {})
+
+
+def test_an_eager_task_carries_every_command_a_workflow_task_does():
+    """The two unions of workflow commands are one list: a command only a workflow task could
+    carry made the worker's results transaction fail on an eager task (found with updates)."""
+    current = {s["name"]: s for s in load_schema_set(None)}
+
+    def commands(record: str) -> list:
+        field = next(f for f in current[record]["fields"] if f["name"] == "commands")
+        return field["type"]["items"]
+
+    assert commands("EagerWorkflowTask") == commands("RespondWorkflowTaskCompleted")

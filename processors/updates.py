@@ -1,0 +1,141 @@
+"""Workflow updates: a validated request into a running workflow that returns its handler's result.
+
+The flow, each step exactly once on the workflow's partition:
+
+1. ``UpdateWorkflow`` (the client's; its request ID is the update's ID): nothing is recorded; a
+   worker is sent a validation task (a query-like workflow task, ``query.update``), which runs
+   the update's validator on the workflow's current state. A rejection is answered by the worker
+   straight to the caller: the history never hears of it.
+2. ``AcceptWorkflowUpdate`` (the worker's, once the validator passed): ``WorkflowUpdateAccepted``
+   is recorded and a workflow task scheduled; the handler runs in workflow code.
+3. The handler returns or raises: the workflow task's ``CompleteWorkflowUpdate`` records
+   ``WorkflowUpdateCompleted`` and answers the caller with the result or the failure.
+
+The run's state keeps each accepted update (``updates``), so a retried request (the same ID) is
+answered with the same outcome, and an accept that arrives twice (two validations of one
+retried request) records nothing the second time. A run that closes with an update still
+running answers it with a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from kadence.topics.records import failure_record
+
+from .effects import BatchView, Outbox, dispatch_workflow_task, emit, reply, workflow_task_needed
+
+__all__ = ["update_requested", "update_accepted", "complete_update", "fail_open_updates", "UPDATES_KEPT"]
+
+log = logging.getLogger(__name__)
+
+#: finished updates a run remembers (the oldest are forgotten first); open ones are always kept
+UPDATES_KEPT = 100
+
+
+def _find(st: dict | None, update_id: str | None) -> dict | None:
+    if st is None or not update_id:
+        return None
+    return next((u for u in st["updates"] if u["update_id"] == update_id), None)
+
+
+def _answer(out: Outbox, st: dict, u: dict) -> None:
+    if u["status"] == "completed":
+        reply(out, u["update_id"], st["workflow_id"], "ok", run_id=st["run_id"], result=u["result"])
+    else:
+        failure = u["failure"]
+        reply(out, u["update_id"], st["workflow_id"], "failed", run_id=st["run_id"],
+              message=failure["message"] if failure else "", failure=failure)
+
+
+def _closed(st: dict, run_id: str | None) -> str:
+    if run_id and run_id != st["run_id"]:
+        return f"run {run_id} is not the current run of workflow {st['workflow_id']!r} (it is closed)"
+    return f"workflow is {st['status']}"
+
+
+def update_requested(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *,
+                     start: Callable[..., dict | None]) -> None:
+    """``UpdateWorkflow``: answer a known update from its record, else have a worker validate it
+    (``start``: the start of update-with-start, when no run is open)."""
+    wf, uid = cmd["aggregate_key"], cmd["request_id"]
+    if not uid:
+        log.warning("workflow %s: an update without a request ID is ignored", wf)
+        return
+    st = view.state(wf)
+    known = _find(st, uid)
+    if known is not None:
+        out.duplicates += 1
+        if known["status"] != "accepted":
+            _answer(out, st, known)
+        return  # still running: its completion answers every request with this ID
+    if st is None or st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
+        if body["start"] is None:
+            if st is None:
+                reply(out, uid, wf, "not_found", message=f"no open run of workflow {wf!r} (it never ran)")
+            else:
+                reply(out, uid, wf, "rejected", run_id=st["run_id"], message=_closed(st, cmd["run_id"]))
+            return
+        st = start({**cmd, "request_id": None}, body["start"], view, out, ts, answer=False)
+        if st is None:  # pragma: no cover - no open run, so a start cannot be refused as running
+            reply(out, uid, wf, "rejected", message="update-with-start could not start the workflow")
+            return
+        view.put(st)
+    dispatch_workflow_task(view, out, st, full=True, query={
+        "request_id": uid, "query_name": body["update_name"], "input": body["input"], "update": True})
+
+
+def update_accepted(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    """``AcceptWorkflowUpdate``: record the update once, and run its handler."""
+    wf, uid = cmd["aggregate_key"], cmd["request_id"]
+    st = view.state(wf)
+    if st is None or not uid:
+        out.stale += 1
+        return
+    if _find(st, uid) is not None:
+        out.duplicates += 1  # validated twice (a retried request): recorded once
+        return
+    if st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
+        reply(out, uid, wf, "rejected", run_id=st["run_id"], message=_closed(st, cmd["run_id"]))
+        return
+    emit(view, out, st, "WorkflowUpdateAccepted", {"update_id": uid, "update_name": body["update_name"],
+                                                   "input": body["input"], "identity": body["identity"]},
+         ts=ts, request_id=uid)
+    st["updates"].append({"update_id": uid, "update_name": body["update_name"], "status": "accepted",
+                          "result": None, "failure": None})
+    workflow_task_needed(view, out, st, ts)
+    view.put(st)
+
+
+def _forget_finished(st: dict) -> None:
+    finished = [u for u in st["updates"] if u["status"] != "accepted"]
+    if len(finished) > UPDATES_KEPT:
+        drop = {id(u) for u in finished[: len(finished) - UPDATES_KEPT]}
+        st["updates"] = [u for u in st["updates"] if id(u) not in drop]
+
+
+def complete_update(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -> None:
+    """Workflow code's ``CompleteWorkflowUpdate``: recorded (replay expects the event whatever
+    happened to the update meanwhile); the first outcome of an accepted update answers it."""
+    emit(view, out, st, "WorkflowUpdateCompleted", {"update_id": c["update_id"], "result": c["result"],
+                                                    "failure": c["failure"]}, ts=ts)
+    u = _find(st, c["update_id"])
+    if u is None or u["status"] != "accepted":
+        return
+    u["status"] = "completed" if c["failure"] is None else "failed"
+    u["result"], u["failure"] = c["result"], c["failure"]
+    _answer(out, st, u)
+    _forget_finished(st)
+
+
+def fail_open_updates(out: Outbox, st: dict, status: str) -> None:
+    """The run closed (``status``) while updates were running: each fails, and is answered."""
+    for u in st["updates"]:
+        if u["status"] == "accepted":
+            u["status"] = "failed"
+            u["failure"] = failure_record("UpdateNotCompleted",
+                                          f"the workflow run closed ({status}) before the update {u['update_name']!r} "
+                                          f"finished")
+            _answer(out, st, u)
+    _forget_finished(st)
