@@ -250,3 +250,37 @@ def test_violations_come_in_invariant_order(good):
     found = checker.check(exp, obs, REPLAYER)
     assert [v.invariant for v in found] == ["completion", "dead_letter"]
     assert checker.summarize(found) == "completion: 1, dead_letter: 1"
+
+
+def test_update_lost_duplicated_rejected_but_recorded_or_unsent(good):
+    exp, obs, run = good
+    events = _events(obs, run)
+    last = events[-1]
+
+    def add(kind, attrs):
+        e = copy.deepcopy(last)
+        e["seq"], e["attributes"], e["request_id"] = len(events) + 1, (kind, attrs), attrs["update_id"]
+        events.append(e)
+
+    add("WorkflowUpdateAccepted", {"update_id": "up-1", "update_name": "bump", "input": b"[1]", "identity": "t"})
+    add("WorkflowUpdateCompleted", {"update_id": "up-1", "result": b"2", "failure": None})
+    exp.updates["up-1"] = "wf"
+    assert checker.check_updates(exp, obs) == []
+
+    add("WorkflowUpdateAccepted", {"update_id": "up-1", "update_name": "bump", "input": b"[1]", "identity": "t"})
+    [v] = checker.check_updates(exp, obs)
+    assert "accepted in ['wf', 'wf']" in v.message and v.invariant == "update"
+    events.pop()
+
+    exp.updates["up-2"] = "wf"  # answered, but not in history
+    [v] = checker.check_updates(exp, obs)
+    assert "up-2 is accepted in [] and completed in []" in v.message
+    del exp.updates["up-2"]
+
+    exp.rejected_updates["up-1"] = "wf"  # rejected, but recorded
+    [v] = checker.check_updates(exp, obs)
+    assert "rejected update up-1 is in history" in v.message
+    del exp.rejected_updates["up-1"], exp.updates["up-1"]
+
+    [v] = checker.check_updates(exp, obs)
+    assert "no answered request sent" in v.message

@@ -18,7 +18,9 @@ The invariants (docs/fault-testing.md):
    once (the Redis ledger has its idempotency key once, and no key history does not know);
    the attempts workers ran are the attempts history dispatched (1..final, the final one ran).
 5. ``signal``: every accepted signal request is in history exactly once, on its workflow; no
-   signal in history that nobody sent.
+   signal in history that nobody sent. ``update``: every answered update is accepted exactly
+   once and completed exactly once in its workflow's history; a rejected one is not there; no
+   update in history that nobody sent.
 6. ``timer``: no ``TimerFired`` before its ``TimerStarted.fire_at_ms``, none twice, none lost
    (every timer of a completed run fired or was canceled).
 7. ``dead_letter``: every undecodable record produced to the commands topic is in the
@@ -43,7 +45,7 @@ from kadence.topics.payload import JsonConverter
 
 __all__ = ["Expectations", "Observations", "Violation", "INVARIANTS", "check", "assert_clean", "summarize"]
 
-INVARIANTS = ("history", "completion", "replay", "activity", "signal", "timer", "dead_letter", "verify")
+INVARIANTS = ("history", "completion", "replay", "activity", "signal", "update", "timer", "dead_letter", "verify")
 _CLOSES = ("WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
            "WorkflowExecutionTerminated", "WorkflowExecutionTimedOut", "WorkflowExecutionContinuedAsNew")
 _ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
@@ -61,6 +63,10 @@ class Expectations:
     run_ids: dict[str, str] = field(default_factory=dict)
     #: request ID of every accepted signal -> its workflow ID
     signals: dict[str, str] = field(default_factory=dict)
+    #: request ID of every update answered with its result -> its workflow ID
+    updates: dict[str, str] = field(default_factory=dict)
+    #: request ID of every update its validator rejected -> its workflow ID
+    rejected_updates: dict[str, str] = field(default_factory=dict)
     #: (key, value) of every undecodable record produced to the commands topic
     garbage: list[tuple[bytes | None, bytes]] = field(default_factory=list)
 
@@ -269,6 +275,28 @@ def check_signals(exp: Expectations, obs: Observations) -> list[Violation]:
     return out
 
 
+def check_updates(exp: Expectations, obs: Observations) -> list[Violation]:
+    out = []
+    accepted: dict[str, list[str]] = collections.defaultdict(list)
+    completed: dict[str, list[str]] = collections.defaultdict(list)
+    for (wf, _run), events in obs.histories.items():
+        for e in events:
+            if _kind(e) == "WorkflowUpdateAccepted":
+                accepted[_attrs(e)["update_id"]].append(wf)
+            elif _kind(e) == "WorkflowUpdateCompleted":
+                completed[_attrs(e)["update_id"]].append(wf)
+    for rid, wf in sorted(exp.updates.items()):
+        if accepted.get(rid) != [wf] or completed.get(rid) != [wf]:
+            out.append(Violation("update", f"answered update {rid} is accepted in {accepted.get(rid, [])} and "
+                                           f"completed in {completed.get(rid, [])}, once each in {wf} expected", (wf,)))
+    for rid, wf in sorted(exp.rejected_updates.items()):
+        if rid in accepted or rid in completed:
+            out.append(Violation("update", f"rejected update {rid} is in history", (wf,)))
+    for rid in sorted(set(accepted) - set(exp.updates)):
+        out.append(Violation("update", f"update {rid!r} in history that no answered request sent", tuple(accepted[rid])))
+    return out
+
+
 # ---------------------------------------------------------------- 6. timer
 
 
@@ -315,7 +343,7 @@ def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Viol
     """Every violation, in the order of ``INVARIANTS``."""
     gaps = _engine_gaps(obs)  # the history and timer checks share one pass over the histories
     return [*check_history(obs, gaps), *check_completion(exp, obs), *check_replay(obs, replayer),
-            *check_activities(obs), *check_signals(exp, obs), *check_timers(obs, gaps),
+            *check_activities(obs), *check_signals(exp, obs), *check_updates(exp, obs), *check_timers(obs, gaps),
             *check_dead_letters(exp, obs)]
 
 

@@ -4,7 +4,9 @@ Every request is retried with the SAME request ID until it is answered (a broker
 killed processor makes a request time out), which is itself a test of deduplication. On top of
 that the driver injects, at seeded random moments:
 
-* duplicate commands: a start or a signal re-sent with the request ID of an accepted one;
+* duplicate commands: a start, a signal or an update re-sent with the request ID of an accepted
+  one (an update must answer with the same result);
+* rejected updates: an update its validator refuses (it must leave nothing in history);
 * stale workflow-task completions: ``RespondWorkflowTaskCompleted`` for a workflow task that
   history shows completed already, completing the workflow with a wrong result;
 * late activity completions: ``RespondActivityTaskCompleted`` for an attempt that history shows
@@ -24,12 +26,13 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, Producer
 
-from kadence import BrokerUnavailableError, Client, WorkflowAlreadyStartedError
+from kadence import BrokerUnavailableError, Client, WorkflowAlreadyStartedError, WorkflowUpdateFailedError
 from kadence.topics import Catalogue, KafkaConfig, partition_for
 from kadence.topics.records import new_id
 
 from .checker import Expectations, Violation
-from .workflows import TASK_QUEUE, ChaosOrder, approval_for, expected_result, wants_signal
+from .workflows import (TASK_QUEUE, ChaosOrder, approval_for, expected_result, update_result, wants_signal,
+                        wants_update)
 
 #: how long one request may go unanswered before it is retried (same request ID)
 REQUEST_TIMEOUT_S = 20.0
@@ -88,6 +91,12 @@ async def send_signal(client: Client, workflow_id: str, request_id: str, note: s
     await client.get_workflow_handle(workflow_id).signal("approve", note, request_id=request_id)
 
 
+async def send_update(client: Client, workflow_id: str, request_id: str, k: int) -> int:
+    """The one way the suite sends an update (through the SDK client)."""
+    return await client.get_workflow_handle(workflow_id).execute_update(ChaosOrder.bump, k, request_id=request_id,
+                                                                         timeout=REQUEST_TIMEOUT_S)
+
+
 class LoadDriver:
     def __init__(self, client: Client, config: KafkaConfig, rng: random.Random, *, workflows: int):
         self.client = client
@@ -141,6 +150,17 @@ class LoadDriver:
             await self._retry("signal", lambda: send_signal(self.client, wf, rid, approval_for(i)))
             self.exp.signals[rid] = wf
             self.counts["signals_accepted"] += 1
+        if wants_update(i):
+            await asyncio.sleep(self.rng.uniform(0, 3))
+            rid = f"update-{wf}"
+            got = await self._retry("update", lambda: send_update(self.client, wf, rid, i))
+            self._check_update(wf, rid, got, update_result(i))
+            self.exp.updates[rid] = wf
+            self.counts["updates_accepted"] += 1
+
+    def _check_update(self, wf: str, rid: str, got: int, expected: int) -> None:
+        if got != expected:
+            self.violations.append(Violation("update", f"update {rid} answered {got!r}, expected {expected!r}", (wf,)))
 
     async def _result(self, wf: str):
         handle = self.client.get_workflow_handle(wf)
@@ -157,7 +177,8 @@ class LoadDriver:
     # -- injections ----------------------------------------------------------------------------
 
     async def run_injections(self, until: asyncio.Event) -> None:
-        kinds = ["duplicate_start", "duplicate_signal", "stale_task", "late_activity", "undecodable"]
+        kinds = ["duplicate_start", "duplicate_signal", "duplicate_update", "rejected_update", "stale_task",
+                 "late_activity", "undecodable"]
         # every kind once per round, in the seed's order: a loaded run makes only ~17 injections
         # (each reads a history partition), and independent draws once left one kind out
         # entirely (seed 2717153517, session 17: no late activity completion)
@@ -207,6 +228,34 @@ class LoadDriver:
         await self._retry("duplicate_signal", lambda: send_signal(
             self.client, wf, rid, approval_for(int(wf.split("-")[1]))))
         self.counts["duplicate_signals"] += 1
+
+    async def _inject_duplicate_update(self) -> None:
+        if not self.exp.updates:
+            return
+        rid = self.rng.choice(sorted(self.exp.updates))
+        wf = self.exp.updates[rid]
+        n = int(wf.split("-")[1])
+        self.last_injection = ("duplicate_update", wf)
+        got = await self._retry("duplicate_update", lambda: send_update(self.client, wf, rid, n))
+        self._check_update(wf, rid, got, update_result(n))
+        self.counts["duplicate_updates"] += 1
+
+    async def _inject_rejected_update(self) -> None:
+        wf = self._accepted()
+        if wf is None:
+            return
+        rid = f"rejected-{self.counts['rejected_updates']}-{wf}"
+        self.last_injection = ("rejected_update", wf)
+        try:
+            got = await self._retry("rejected_update", lambda: send_update(self.client, wf, rid, -1))
+        except WorkflowUpdateFailedError as exc:
+            if not exc.rejected:
+                self.violations.append(Violation("update", f"update {rid} failed instead of being rejected: {exc}",
+                                                 (wf,)))
+        else:
+            self.violations.append(Violation("update", f"update {rid} with k=-1 was accepted: {got!r}", (wf,)))
+        self.exp.rejected_updates[rid] = wf
+        self.counts["rejected_updates"] += 1
 
     async def _history(self, wf: str) -> list[dict]:
         run_id = self.exp.run_ids[wf]
@@ -288,6 +337,10 @@ class LoadDriver:
                                                    if wants_signal(i)})
         if unsent:
             print(f"chaos: signals not accepted by the end of the drain: {unsent[:10]}")
+        unsent = sorted(self.exp.updates.keys() ^ {f"update-{self.workflow_id(i)}" for i in range(self.n)
+                                                   if wants_update(i)})
+        if unsent:
+            print(f"chaos: updates not answered by the end of the drain: {unsent[:10]}")
         done, not_done = await asyncio.wait(list(self._results.values()),
                                             timeout=max(1.0, deadline - time.monotonic()))
         late = sorted(wf for wf, t in self._results.items() if t in not_done)

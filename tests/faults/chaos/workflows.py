@@ -86,6 +86,15 @@ def wants_signal(n: int) -> bool:
     return n % 3 == 0
 
 
+def wants_update(n: int) -> bool:
+    return n % 4 == 1
+
+
+def update_result(n: int) -> int:
+    """What the ``bump`` update of order ``n`` returns (its handler runs an activity)."""
+    return 1000 + n + 1
+
+
 def has_child(n: int) -> bool:
     return n % 5 == 0
 
@@ -103,14 +112,26 @@ class ChaosChild:
 
 @workflow.defn
 class ChaosOrder:
-    """reserve, charge, [timer], [wait for the 'approve' signal], [child], ship."""
+    """reserve, charge, [timer], [wait for the 'approve' signal], [wait for the 'bump' update],
+    [child], ship."""
 
     def __init__(self) -> None:
         self.approval: str | None = None
+        self.bump_result: int | None = None
 
     @workflow.signal
     def approve(self, note: str) -> None:
         self.approval = note
+
+    @workflow.update
+    async def bump(self, k: int) -> int:
+        self.bump_result = await _act(reserve, 1000 + k)
+        return self.bump_result
+
+    @bump.validator
+    def _valid_bump(self, k: int) -> None:
+        if k < 0:
+            raise ValueError(f"a bump is not negative, got {k}")
 
     @workflow.run
     async def run(self, n: int) -> dict:
@@ -122,14 +143,16 @@ class ChaosOrder:
         if wants_signal(n):
             await workflow.wait_condition(lambda: self.approval is not None)
             approval = self.approval
+        if wants_update(n):
+            await workflow.wait_condition(lambda: self.bump_result is not None)
         child = await workflow.execute_child_workflow(ChaosChild, n) if has_child(n) else None
         shipped = await _act(ship, b)
-        return {"n": n, "shipped": shipped, "approval": approval, "child": child}
+        return {"n": n, "shipped": shipped, "approval": approval, "child": child, "bump": self.bump_result}
 
 
 def expected_result(n: int) -> dict:
     return {"n": n, "shipped": 2 * (n + 1) + 100, "approval": approval_for(n) if wants_signal(n) else None,
-            "child": 10 * n + 1 if has_child(n) else None}
+            "child": 10 * n + 1 if has_child(n) else None, "bump": update_result(n) if wants_update(n) else None}
 
 
 WORKFLOWS = [ChaosOrder, ChaosChild]
