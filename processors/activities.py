@@ -53,7 +53,7 @@ def _dispatch_attempt(out: Outbox, st: dict, a: dict, ts: int) -> None:
         "idempotency_key": idempotency_key(st["workflow_id"], st["run_id"], a["activity_id"]),
         "heartbeat_details": a["heartbeat_details"], "start_to_close_timeout_ms": opts.get("start_to_close_timeout_ms"),
         "heartbeat_timeout_ms": opts.get("heartbeat_timeout_ms"), "schema_version": 0, "trace_id": None,
-        "span_id": None,
+        "span_id": None, "headers": st.get("headers") or {},
     }))
     # its timeouts (start-to-close, heartbeat) follow from this state: processors.deadlines
 

@@ -218,13 +218,13 @@ def emit(view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *
 
 
 def reply(out: Outbox, request_id: str | None, workflow_id: str, status: str, *, run_id=None,
-          message: str = "", result=None, failure=None) -> None:
+          message: str = "", result=None, failure=None, memo: dict | None = None) -> None:
     if not request_id:
         return
     out.replies.append({
         "request_id": request_id, "workflow_id": workflow_id, "run_id": run_id, "status": status,
         "message": message, "history_offset": None, "result": result, "failure": failure,
-        "schema_version": 0, "history_seq": None,
+        "schema_version": 0, "history_seq": None, "memo": memo or {},
     })
 
 

@@ -61,6 +61,7 @@ def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *,
         "pending_children": [], "parent_workflow_id": body.get("parent_workflow_id"),
         "parent_run_id": body.get("parent_run_id"), "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
         "build_id": build_id, "wt_last_eager_request": None, "trace_id": None, "span_id": None, "updates": [],
+        "memo": dict(body.get("memo") or {}), "headers": dict(body.get("headers") or {}),
     }
 
 
@@ -85,6 +86,7 @@ def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, r
         "search_attributes": body.get("search_attributes") or {},
         "execution_deadline_ms": st["execution_deadline_ms"],
         "parent_workflow_id": st["parent_workflow_id"], "parent_run_id": st["parent_run_id"],
+        "memo": st["memo"], "headers": st["headers"],
     }, request_id=request_id, ts=ts)
     if st["run_timeout_ms"]:
         start_timer(out, st, f"run.{st['run_id']}", ts + st["run_timeout_ms"], "run_timeout")
@@ -173,6 +175,7 @@ def _start_child(view: BatchView, out: Outbox, st: dict, c: dict, done_seq: int,
         "id_reuse_policy": "allow_duplicate", "run_timeout_ms": c.get("run_timeout_ms"), "search_attributes": {},
         "execution_timeout_ms": None, "parent_workflow_id": st["workflow_id"], "parent_run_id": st["run_id"],
         "parent_initiated_seq": ev["seq"], "parent_close_policy": c["parent_close_policy"],
+        "headers": st["headers"],  # the caller's context (interceptors) reaches the child too
         # a child on its parent's task queue runs on its parent's build; elsewhere on that queue's default
         "build_id": st["build_id"] if c["task_queue"] == st["task_queue"] else None,
     }, request_id=f"child:{st['workflow_id']}:{st['run_id']}:{ev['seq']}")
@@ -284,7 +287,8 @@ def _continue_as_new(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -
     st["result_waiters"] = []
     st["continued_run_id"] = new_run_id
     body = {"workflow_type": st["workflow_type"], "task_queue": st["task_queue"], "input": c["input"],
-            "run_timeout_ms": st["run_timeout_ms"], "search_attributes": st["search_attributes"]}
+            "run_timeout_ms": st["run_timeout_ms"], "search_attributes": st["search_attributes"],
+            "memo": st["memo"], "headers": st["headers"]}
     new = _new_run(st, st["workflow_id"], body, new_run_id, ts, build_id=st["build_id"])  # stays on its build
     new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
     for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):  # the parent waits for the chain
@@ -423,11 +427,12 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
         return
     if st["status"] != "running":
-        reply(out, rid, wf, st["status"], run_id=st["run_id"], result=st["result"], failure=st["failure"])
+        reply(out, rid, wf, st["status"], run_id=st["run_id"], result=st["result"], failure=st["failure"],
+              memo=st["memo"])
     elif not body["wait"]:
         # a running workflow whose last workflow task failed (e.g. non-determinism) says so
         reply(out, rid, wf, "running", run_id=st["run_id"], message=st["wt_failure_cause"] or "",
-              failure=st["wt_failure"])
+              failure=st["wt_failure"], memo=st["memo"])
     elif rid and rid not in st["result_waiters"]:
         st["result_waiters"].append(rid)
         if len(st["result_waiters"]) > MAX_RESULT_WAITERS:

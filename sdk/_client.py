@@ -23,6 +23,8 @@ from kadence.topics.records import new_id, run_outcome
 
 from kadence.topics.typed import signature
 
+from .interceptors import ClientCall, Interceptor, chain
+
 from ._definitions import run_function, to_ms, workflow_type_name
 
 log = logging.getLogger(__name__)
@@ -53,16 +55,18 @@ class WorkflowHandle:
         """Wait for the workflow to close; its result, or ``WorkflowFailureError`` with the cause.
 
         ``follow_runs``: through continue-as-new, wait for the last run's result."""
-        try:
-            reply = await self.client._engine.request(
-                self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(),
-                run_id=None if follow_runs else self.run_id, timeout=timeout)
-        except BrokerUnavailableError as exc:
-            await self._raise_if_stuck(exc)
-            raise
-        if reply["status"] == "not_found" and self.run_id and not follow_runs:
-            reply = await self._earlier_run() or reply
-        return self._outcome(reply)
+        async def impl(_call: ClientCall) -> Any:
+            try:
+                reply = await self.client._engine.request(
+                    self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(),
+                    run_id=None if follow_runs else self.run_id, timeout=timeout)
+            except BrokerUnavailableError as exc:
+                await self._raise_if_stuck(exc)
+                raise
+            if reply["status"] == "not_found" and self.run_id and not follow_runs:
+                reply = await self._earlier_run() or reply
+            return self._outcome(reply)
+        return await self.client._intercepted("result", self.id, None, (), impl)
 
     async def _raise_if_stuck(self, no_reply: BrokerUnavailableError) -> None:
         """After a result did not come in time: when the engine answers that the run is open and
@@ -129,17 +133,25 @@ class WorkflowHandle:
         """Send a signal; it is recorded in the history in arrival order. A retry with the same
         ``request_id`` is delivered once."""
         check_name(signal, field="signal")
-        await self._mutate("SignalWorkflow", {"signal_name": signal, "input": self.client.converter.to_bytes(list(args)),
-                                              "start": None, "identity": self.client.identity}, request_id)
+
+        async def impl(call: ClientCall) -> None:
+            await self._mutate("SignalWorkflow", {"signal_name": call.name,
+                                                  "input": self.client.converter.to_bytes(list(call.args)),
+                                                  "start": None, "identity": self.client.identity}, request_id)
+        await self.client._intercepted("signal", self.id, signal, args, impl)
 
     async def cancel(self, *, reason: str = "", request_id: str | None = None) -> None:
         """Ask the workflow to cancel: its code sees ``asyncio.CancelledError`` at its awaits and
         may clean up (e.g. run compensations) before it ends as canceled. Idempotent."""
-        await self._mutate("RequestCancelWorkflow", {"reason": reason}, request_id)
+        async def impl(_call: ClientCall) -> None:
+            await self._mutate("RequestCancelWorkflow", {"reason": reason}, request_id)
+        await self.client._intercepted("cancel", self.id, None, (), impl)
 
     async def terminate(self, *, reason: str = "", request_id: str | None = None) -> None:
         """End the run at once, without running any more workflow code."""
-        await self._mutate("TerminateWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+        async def impl(_call: ClientCall) -> None:
+            await self._mutate("TerminateWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+        await self.client._intercepted("terminate", self.id, None, (), impl)
 
     async def reset(self, *, to_event: int | None = None, reason: str = "", request_id: str | None = None) -> "WorkflowHandle":
         """Branch a new run from a ``WorkflowTaskCompleted`` event of the open run (default: the
@@ -166,9 +178,12 @@ class WorkflowHandle:
         if handler is not None:
             query = handler.__kadence_query__
         check_name(query, field="query")
-        reply = await self.client._engine.request(
-            self.id, "QueryWorkflow", {"query_name": query, "input": self.client.converter.to_bytes(list(args))},
-            request_id=new_id(), timeout=timeout)
+
+        async def impl(call: ClientCall) -> dict:
+            return await self.client._engine.request(
+                self.id, "QueryWorkflow", {"query_name": call.name, "input": self.client.converter.to_bytes(list(call.args))},
+                request_id=new_id(), timeout=timeout)
+        reply = await self.client._intercepted("query", self.id, query, args, impl)
         if reply["status"] == "ok":
             what = f"answer to query {query!r} of {self.id!r}"
             if result_type is not None:
@@ -192,18 +207,24 @@ class WorkflowHandle:
         name, handler = _update_target(update)
         if handler is not None:
             signature(handler, method=True).args(list(args), f"update {name!r}")
-        reply = await self.client._engine.request(self.id, "UpdateWorkflow", {
-            "update_name": name, "input": self.client.converter.to_bytes(list(args)), "start": None,
-            "identity": self.client.identity}, request_id=request_id or new_id(), run_id=self.run_id, timeout=timeout)
-        return _update_outcome(self.client, self.id, name, handler, result_type, reply)
+
+        async def impl(call: ClientCall) -> Any:
+            reply = await self.client._engine.request(self.id, "UpdateWorkflow", {
+                "update_name": name, "input": self.client.converter.to_bytes(list(call.args)), "start": None,
+                "identity": self.client.identity}, request_id=request_id or new_id(), run_id=self.run_id,
+                timeout=timeout)
+            return _update_outcome(self.client, self.id, name, handler, result_type, reply)
+        return await self.client._intercepted("update", self.id, name, args, impl)
 
     async def describe(self, *, timeout: float = 30.0) -> dict:
         """Status of the run: ``{"status": "running" | "completed" | "failed", "run_id": ...,
         "last_task_failure": None | {"cause", "type", "message"}}``; a workflow stuck on a
         failing workflow task (for example a non-determinism error) shows it here."""
-        reply = await self.client._engine.request(
-            self.id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id(), run_id=self.run_id,
-            timeout=timeout)
+        async def impl(_call: ClientCall) -> dict:
+            return await self.client._engine.request(
+                self.id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id(), run_id=self.run_id,
+                timeout=timeout)
+        reply = await self.client._intercepted("describe", self.id, None, (), impl)
         if reply["status"] == "not_found" and self.run_id:
             reply = await self._earlier_run() or reply
         if reply["status"] == "not_found":
@@ -212,8 +233,9 @@ class WorkflowHandle:
         if reply["status"] == "running" and reply["failure"]:
             f = reply["failure"]
             stuck = {"cause": reply["message"], "type": f["type"], "message": f["message"]}
+        memo = {k: self.client.converter.from_bytes(v, what=f"memo {k!r}") for k, v in (reply.get("memo") or {}).items()}
         return {"workflow_id": self.id, "run_id": reply["run_id"], "status": reply["status"],
-                "last_task_failure": stuck}
+                "last_task_failure": stuck, "memo": memo}
 
     async def history(self, *, raw: bool = False) -> list[dict]:
         """The run's history events, oldest first (JSON-friendly dicts unless ``raw``)."""
@@ -252,9 +274,14 @@ def _update_outcome(client: "Client", workflow_id: str, name: str, handler: Any,
 class Client:
     """Connects to a namespace. ``await Client.connect(...)``, then ``start_workflow(...)``."""
 
-    def __init__(self, engine: EngineClient, converter: JsonConverter):
+    interceptors: tuple = ()
+
+    def __init__(self, engine: EngineClient, converter: JsonConverter, interceptors: Iterable[Interceptor] = ()):
         self._engine = engine
         self.converter = converter
+        #: around every operation of this client and its handles, and the activities and
+        #: workflows of its Workers (``kadence.interceptors``)
+        self.interceptors: tuple[Interceptor, ...] = tuple(interceptors)
         self.config = engine.config
         self.identity = engine.config.client_id
 
@@ -264,7 +291,8 @@ class Client:
                       wait_for_broker: float = 0.0, tracer_provider=None,
                       converter: PayloadConverter | None = None,
                       exceptions: Iterable[type[BaseException]] = (),
-                      large_payloads: LargePayloads | None = None) -> "Client":
+                      large_payloads: LargePayloads | None = None,
+                      interceptors: Iterable[Interceptor] = ()) -> "Client":
         """Connect to a namespace; ``BrokerUnavailableError`` if Kafka does not answer.
 
         ``converter``: how payloads become bytes and back (default: ``JsonConverter(codec)``,
@@ -278,6 +306,9 @@ class Client:
         ``large_payloads``: where payloads over the size threshold are stored, referenced from the
         history (default: as ``KADENCE_PAYLOAD_*`` say, ``LargePayloadConfig.from_env()``; with no
         store configured they stay inline; ``docs/guide.md``, "Large payloads").
+
+        ``interceptors``: code around every call of this client, and of the activities and
+        workflows of Workers built on it (``kadence.interceptors``; the first is the outermost).
 
         ``tracer_provider``: the OpenTelemetry provider for its spans (default: the global one;
         ``docs/tracing.md``).
@@ -302,7 +333,7 @@ class Client:
             try:
                 engine = await loop.run_in_executor(
                     None, functools.partial(EngineClient, config, tracer_provider=tracer_provider))
-                return cls(engine, converter)
+                return cls(engine, converter, interceptors)
             except BrokerUnavailableError as exc:
                 if loop.time() + delay > deadline:
                     raise
@@ -310,15 +341,21 @@ class Client:
                 await asyncio.sleep(delay)
                 delay = min(5.0, delay * 2)
 
+    async def _intercepted(self, operation: str, workflow_id: str, name: str | None, args: tuple,
+                           impl, headers: dict | None = None) -> Any:
+        """``impl(call)`` through this client's interceptors."""
+        call = ClientCall(operation, workflow_id, name, tuple(args), dict(headers or {}))
+        return await chain(self.interceptors, "intercept_client", impl)(call)
+
     def _checked_start(self, workflow, args, id, task_queue, id_reuse_policy, run_timeout, search_attributes,
-                       execution_timeout) -> dict:
+                       execution_timeout, memo=None, headers=None) -> dict:
         """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments checked."""
         check_workflow_id(id, field="id")
         return self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
-                                execution_timeout)
+                                execution_timeout, memo, headers)
 
     def _start_body(self, workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
-                    execution_timeout=None) -> dict:
+                    execution_timeout=None, memo=None, headers=None) -> dict:
         if id_reuse_policy not in _REUSE_POLICIES:
             raise KadenceError(f"id_reuse_policy must be one of {', '.join(_REUSE_POLICIES)}")
         check_task_queue(task_queue)
@@ -330,51 +367,69 @@ class Client:
             "input": self.converter.to_bytes(list(args)), "id_reuse_policy": id_reuse_policy,
             "run_timeout_ms": to_ms(run_timeout), "search_attributes": dict(search_attributes or {}),
             "execution_timeout_ms": to_ms(execution_timeout),
+            "memo": {str(k): self.converter.to_bytes(v) for k, v in (memo or {}).items()},
+            "headers": {str(k): str(v) for k, v in (headers or {}).items()},
         }
 
     async def signal_with_start(self, workflow: Any, *args: Any, id: str, task_queue: str, signal: str,
                                 signal_args: tuple = (), request_id: str | None = None,
-                                run_timeout: timedelta | None = None) -> WorkflowHandle:
+                                run_timeout: timedelta | None = None, memo: dict | None = None) -> WorkflowHandle:
         """Signal the workflow, starting it first if no run is open (one atomic command)."""
         check_workflow_id(id, field="id")
         check_name(signal, field="signal")
-        start = self._start_body(workflow, args, task_queue, "allow_duplicate", run_timeout, None)
-        reply = await self._engine.request(id, "SignalWorkflow", {
-            "signal_name": signal, "input": self.converter.to_bytes(list(signal_args)), "start": start,
-            "identity": self.identity}, request_id=request_id or new_id())
-        if reply["status"] != "ok":
-            raise KadenceError(f"signal-with-start of {id!r} rejected: {reply['status']} {reply['message']}")
-        return WorkflowHandle(self, id, reply["run_id"], run_fn=run_function(workflow))
+
+        async def impl(call: ClientCall) -> WorkflowHandle:
+            start = self._start_body(workflow, args, task_queue, "allow_duplicate", run_timeout, None,
+                                     memo=memo, headers=call.headers)
+            reply = await self._engine.request(id, "SignalWorkflow", {
+                "signal_name": signal, "input": self.converter.to_bytes(list(call.args)), "start": start,
+                "identity": self.identity}, request_id=request_id or new_id())
+            if reply["status"] != "ok":
+                raise KadenceError(f"signal-with-start of {id!r} rejected: {reply['status']} {reply['message']}")
+            return WorkflowHandle(self, id, reply["run_id"], run_fn=run_function(workflow))
+        return await self._intercepted("signal_with_start", id, signal, signal_args, impl)
 
     async def execute_update_with_start(self, workflow: Any, *args: Any, id: str, task_queue: str, update: Any,
                                         update_args: tuple = (), request_id: str | None = None,
                                         run_timeout: timedelta | None = None, timeout: float | None = None,
-                                        result_type: Any = None) -> Any:
+                                        result_type: Any = None, memo: dict | None = None) -> Any:
         """Run an update, starting the workflow first if no run is open (one atomic command);
         the update's result, as ``WorkflowHandle.execute_update``."""
         check_workflow_id(id, field="id")
         name, handler = _update_target(update)
         if handler is not None:
             signature(handler, method=True).args(list(update_args), f"update {name!r}")
-        start = self._start_body(workflow, args, task_queue, "allow_duplicate", run_timeout, None)
-        reply = await self._engine.request(id, "UpdateWorkflow", {
-            "update_name": name, "input": self.converter.to_bytes(list(update_args)), "start": start,
-            "identity": self.identity}, request_id=request_id or new_id(), timeout=timeout)
-        return _update_outcome(self, id, name, handler, result_type, reply)
+
+        async def impl(call: ClientCall) -> Any:
+            start = self._start_body(workflow, args, task_queue, "allow_duplicate", run_timeout, None,
+                                     memo=memo, headers=call.headers)
+            reply = await self._engine.request(id, "UpdateWorkflow", {
+                "update_name": name, "input": self.converter.to_bytes(list(call.args)), "start": start,
+                "identity": self.identity}, request_id=request_id or new_id(), timeout=timeout)
+            return _update_outcome(self, id, name, handler, result_type, reply)
+        return await self._intercepted("update_with_start", id, name, update_args, impl)
 
     async def start_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
                              request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
                              run_timeout: timedelta | None = None, execution_timeout: timedelta | None = None,
-                             search_attributes: dict | None = None, timeout: float = 30.0) -> WorkflowHandle:
+                             search_attributes: dict | None = None, timeout: float = 30.0,
+                             memo: dict | None = None) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
+
+        ``memo``: non-indexed metadata (name -> any value a payload can hold), shown by
+        ``describe()`` and ``workflow.info().memo``; kept through continue-as-new.
 
         Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open.
         """
-        body = self._checked_start(workflow, args, id, task_queue, id_reuse_policy, run_timeout,
-                                   search_attributes, execution_timeout)
-        reply = await self._engine.request(id, "StartWorkflow", body, request_id=request_id or new_id(),
-                                           timeout=timeout)
-        return self._started(id, reply, workflow)
+        async def impl(call: ClientCall) -> WorkflowHandle:
+            body = self._checked_start(workflow, call.args, id, task_queue, id_reuse_policy, run_timeout,
+                                       search_attributes, execution_timeout, memo, call.headers)
+            reply = await self._engine.request(id, "StartWorkflow", body, request_id=request_id or new_id(),
+                                               timeout=timeout)
+            return self._started(id, reply, workflow)
+        check_workflow_id(id, field="id")  # bad input fails before any interceptor sees it
+        check_task_queue(task_queue)
+        return await self._intercepted("start_workflow", id, workflow_type_name(workflow), args, impl)
 
     def _started(self, id: str, reply: dict, workflow: Any) -> WorkflowHandle:
         """The handle a ``StartWorkflow`` reply gives, or the error it stands for."""
@@ -390,7 +445,7 @@ class Client:
                                request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
                                run_timeout: timedelta | None = None, execution_timeout: timedelta | None = None,
                                search_attributes: dict | None = None, timeout: float = 30.0,
-                               result_timeout: float | None = None) -> Any:
+                               result_timeout: float | None = None, memo: dict | None = None) -> Any:
         """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
         with the same errors, in one round trip fewer.
 
@@ -399,26 +454,30 @@ class Client:
         transaction), so the result awaited is the new run's (through continue-as-new).
         ``timeout`` bounds the wait for the start's answer, ``result_timeout`` (default: none)
         the wait for the result."""
-        body = self._checked_start(workflow, args, id, task_queue, id_reuse_policy, run_timeout,
-                                   search_attributes, execution_timeout)
-        engine, start_request, result_request = self._engine, request_id or new_id(), new_id()
-        started = engine.send(id, "StartWorkflow", body, request_id=start_request)
-        try:
-            result = engine.send(id, "AwaitWorkflowResult", {"wait": True}, request_id=result_request)
-        except BaseException:
-            engine.abandon(id, start_request)
-            raise
-        try:
-            handle = self._started(id, await engine.wait(id, "StartWorkflow", start_request, started, timeout), workflow)
-        except BaseException:
-            engine.abandon(id, result_request)  # its reply, if one comes, is not waited for
-            raise
-        try:
-            reply = await engine.wait(id, "AwaitWorkflowResult", result_request, result, result_timeout)
-        except BrokerUnavailableError as exc:
-            await handle._raise_if_stuck(exc)
-            raise
-        return handle._outcome(reply)
+        async def impl(call: ClientCall) -> Any:
+            body = self._checked_start(workflow, call.args, id, task_queue, id_reuse_policy, run_timeout,
+                                       search_attributes, execution_timeout, memo, call.headers)
+            engine, start_request, result_request = self._engine, request_id or new_id(), new_id()
+            started = engine.send(id, "StartWorkflow", body, request_id=start_request)
+            try:
+                result = engine.send(id, "AwaitWorkflowResult", {"wait": True}, request_id=result_request)
+            except BaseException:
+                engine.abandon(id, start_request)
+                raise
+            try:
+                handle = self._started(id, await engine.wait(id, "StartWorkflow", start_request, started, timeout), workflow)
+            except BaseException:
+                engine.abandon(id, result_request)  # its reply, if one comes, is not waited for
+                raise
+            try:
+                reply = await engine.wait(id, "AwaitWorkflowResult", result_request, result, result_timeout)
+            except BrokerUnavailableError as exc:
+                await handle._raise_if_stuck(exc)
+                raise
+            return handle._outcome(reply)
+        check_workflow_id(id, field="id")
+        check_task_queue(task_queue)
+        return await self._intercepted("execute_workflow", id, workflow_type_name(workflow), args, impl)
 
     def get_workflow_handle(self, workflow_id: str, *, run_id: str | None = None,
                             result_type: Any = None) -> WorkflowHandle:

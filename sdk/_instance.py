@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
 import logging
 import random
 import uuid
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable
 from datetime import datetime, timezone
 
 from kadence.topics.errors import (ActivityError, ApplicationError, ChildWorkflowError, KadenceError,
@@ -31,6 +32,7 @@ from kadence.topics.payload import JsonConverter
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
 
 from ._definitions import WorkflowDefinition
+from .interceptors import Interceptor, WorkflowCall, chain
 from ._loop import DeterministicLoop
 
 __all__ = ["WorkflowInstance", "WorkflowInfo", "HistoryGapError", "ContinueAsNew"]
@@ -59,6 +61,10 @@ class WorkflowInfo:
     workflow_type: str
     task_queue: str
     attempt: int = 1
+    #: what the client's interceptors set with the start (``kadence.interceptors``)
+    headers: dict = field(default_factory=dict)
+    #: the start's memo, decoded
+    memo: dict = field(default_factory=dict)
 
 
 def _describe(kind: str, attrs: dict) -> str:
@@ -101,10 +107,12 @@ _RESOLUTIONS = frozenset({"WorkflowExecutionStarted", "ActivityTaskCompleted", "
 
 
 class WorkflowInstance:
-    def __init__(self, defn: WorkflowDefinition, info: WorkflowInfo, converter: JsonConverter):
+    def __init__(self, defn: WorkflowDefinition, info: WorkflowInfo, converter: JsonConverter,
+                 interceptors: Iterable[Interceptor] = ()):
         self.defn = defn
         self.info = info
         self.converter = converter
+        self.interceptors = tuple(interceptors)
         self.loop = DeterministicLoop(self)
         self.last_seq = 0
         self.replaying = True
@@ -265,6 +273,11 @@ class WorkflowInstance:
         """A command without a result (markers, search attributes)."""
         self._unmatched.append((ctype, attrs))
 
+    def _handle(self, kind: str, name: str, handler: Callable, args: list) -> Any:
+        """``handler(self._obj, *args)`` through the interceptors' ``intercept_workflow``."""
+        inner = lambda call: handler(self._obj, *call.args)  # noqa: E731 - the chain's innermost
+        return chain(self.interceptors, "intercept_workflow", inner)(WorkflowCall(kind, self.info, name, list(args)))
+
     def query(self, name: str, data: bytes | None):
         """Answer a query; ``data``: its encoded arguments, typed by the handler's hints."""
         handler = self.defn.queries.get(name)
@@ -273,7 +286,7 @@ class WorkflowInstance:
             raise KeyError(f"workflow {self.info.workflow_type} has no query {name!r} (known: {known})")
         if self._obj is None:
             raise RuntimeError("the workflow has not started yet")
-        return handler(self._obj, *self.converter.args_from_bytes(
+        return self._handle("query", name, handler, self.converter.args_from_bytes(
             data, handler, method=True, what=f"query {name!r} of workflow {self.info.workflow_type}"))
 
     def validate_update(self, name: str, data: bytes | None) -> None:
@@ -290,7 +303,7 @@ class WorkflowInstance:
                                               what=f"update {name!r} of workflow {self.info.workflow_type}")
         validator = getattr(handler, "__kadence_update_validator__", None)
         if validator is not None:
-            validator(self._obj, *args)
+            self._handle("validator", name, validator, args)
 
     def _deliver_update(self, attrs: dict) -> None:
         """An accepted update: its handler runs as a task of the workflow; its outcome is the
@@ -304,8 +317,8 @@ class WorkflowInstance:
                                        type="UnknownUpdate", non_retryable=True)
             args = self.converter.args_from_bytes(attrs["input"], handler, method=True,
                                                   what=f"update {name!r} of workflow {self.info.workflow_type}")
-            result = handler(self._obj, *args)
-            return (await result) if asyncio.iscoroutine(result) else result
+            result = self._handle("update", name, handler, args)
+            return (await result) if inspect.isawaitable(result) else result
 
         task = self.loop.create_task(run(), name=f"update:{name}")
         task.add_done_callback(lambda t: self._on_update_done(update_id, t))
@@ -495,6 +508,13 @@ class WorkflowInstance:
 
     def _resolve(self, seq: int, kind: str, attrs: dict) -> None:
         if kind == "WorkflowExecutionStarted":
+            memo = {}
+            for k, v in (attrs.get("memo") or {}).items():
+                try:
+                    memo[k] = self.converter.from_bytes(v, what=f"memo {k!r}")
+                except SchemaError as exc:  # metadata: not a reason to fail the workflow's task
+                    log.warning("workflow %s: memo %r not readable here: %s", self.info.workflow_id, k, exc)
+            self.info = replace(self.info, headers=dict(attrs.get("headers") or {}), memo=memo)
             self._obj = self.defn.cls()
             self._main = self.loop.create_task(self._run(attrs["input"]), name=f"workflow:{self.info.workflow_id}")
             self._main.add_done_callback(self._on_main_done)
@@ -560,16 +580,16 @@ class WorkflowInstance:
             log.warning("workflow %s (%s): signal %r dropped: %s", self.info.workflow_type, self.info.workflow_id,
                         attrs["signal_name"], exc)
             return
-        result = handler(self._obj, *args)
-        if asyncio.iscoroutine(result):
-            self.loop.create_task(result, name=f"signal:{attrs['signal_name']}")
+        result = self._handle("signal", attrs["signal_name"], handler, args)
+        if inspect.isawaitable(result):
+            self.loop.create_task(_awaited(result), name=f"signal:{attrs['signal_name']}")
 
     async def _run(self, data: bytes | None):
         """The workflow's main coroutine: its arguments typed first, so that input that does not
         match fails the run (``PayloadTypeError``, not retried) instead of its workflow task."""
         args = self.converter.args_from_bytes(data, self.defn.run_fn, method=True,
                                               what=f"workflow {self.info.workflow_type}")
-        return await self.defn.run_fn(self._obj, *args)
+        return await self._handle("run", self.info.workflow_type, self.defn.run_fn, args)
 
     def _settle(self, fut: asyncio.Future, data: bytes | None, result_fn: tuple[Callable, str] | None, *,
                 method: bool = False) -> None:
@@ -615,6 +635,10 @@ class WorkflowInstance:
         for task in self.loop.tasks():
             task._log_destroy_pending = False  # evicted on purpose, not leaked
         self.loop.close()
+
+
+async def _awaited(awaitable):
+    return await awaitable
 
 
 class _TimerHandle(asyncio.TimerHandle):

@@ -42,7 +42,7 @@ def _usable(inst: WorkflowInstance | None, task: dict) -> bool:
 
 
 def answer(task: dict, defn: WorkflowDefinition | None, cached: WorkflowInstance | None, converter: JsonConverter,
-           *, unreadable: BaseException | None = None) -> tuple[dict | None, dict | None]:
+           *, unreadable: BaseException | None = None, interceptors: tuple = ()) -> tuple[dict | None, dict | None]:
     """(the reply to produce, the ``AcceptWorkflowUpdate`` body to send): a query's reply (its
     result, or ``failed``); an update's rejection (``rejected``, the validator's error) or its
     acceptance (no reply: the update's completion answers the caller). ``unreadable``: why a
@@ -61,7 +61,8 @@ def answer(task: dict, defn: WorkflowDefinition | None, cached: WorkflowInstance
         inst = cached
         if not _usable(inst, task):
             temp = inst = WorkflowInstance(defn, WorkflowInfo(task["workflow_id"], task["run_id"],
-                                                              task["workflow_type"], task["task_queue"]), converter)
+                                                              task["workflow_type"], task["task_queue"]), converter,
+                                              interceptors)
             inst.apply(*with_pending_activation(task["events"]))
         if is_update:
             inst.validate_update(q["query_name"], q["input"])

@@ -37,7 +37,10 @@ class ReplayResult:
 
 
 class Replayer:
-    def __init__(self, *, workflows: Iterable[type], converter: JsonConverter | None = None):
+    def __init__(self, *, workflows: Iterable[type], converter: JsonConverter | None = None,
+                 interceptors: Iterable = ()):
+        #: the workers' workflow interceptors, when they change what the code does
+        self.interceptors = tuple(interceptors)
         self._defs = {}
         for w in workflows:
             d = getattr(w, "__kadence_workflow__", None)
@@ -56,7 +59,8 @@ class Replayer:
         if defn is None:
             raise DefinitionError(f"workflow type {wtype!r} is not among the replayer's workflows")
         wf, run_id = events[0]["aggregate_key"], events[0]["run_id"]
-        inst = WorkflowInstance(defn, WorkflowInfo(wf, run_id, wtype, started["task_queue"]), self.converter)
+        inst = WorkflowInstance(defn, WorkflowInfo(wf, run_id, wtype, started["task_queue"]), self.converter,
+                                self.interceptors)
         try:
             inst.apply(sorted(events, key=lambda e: e["seq"]), -1)
             inst.finish_replay()

@@ -43,6 +43,7 @@ from . import activity as _activity
 from ._client import Client
 from ._definitions import registrations
 from ._queries import answer
+from .interceptors import Interceptor, invoke_activity
 from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from ._loop import install_guard
 from ._reporter import ActivityReporter, decode_reported, offsets_for
@@ -355,8 +356,11 @@ class Worker:
                  identity: str | None = None, build_id: str | None = None, promote: bool = False,
                  eager_workflow_tasks: bool = True, transactional_activity_results: bool = True,
                  txn_stall_s: float = 60.0, metrics_registry: CollectorRegistry | None = None,
-                 tracer_provider=None):
+                 tracer_provider=None, interceptors: Iterable[Interceptor] = ()):
         check_task_queue(task_queue)
+        #: the client's interceptors, then these (``kadence.interceptors``): around each activity
+        #: attempt and each workflow handler this worker runs
+        self.interceptors: tuple[Interceptor, ...] = (*getattr(client, "interceptors", ()), *interceptors)
         #: spans of traced tasks (``topics.tracing``; None: the global tracer provider)
         self._tracer = Tracer("worker", tracer_provider)
         self.build_id = validate_build_id(build_id, allow_none=True)
@@ -650,7 +654,7 @@ class Worker:
             if inst is not None:
                 inst.discard()
             inst = WorkflowInstance(defn, WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"],
-                                                       task["attempt"]), self.client.converter)
+                                                       task["attempt"]), self.client.converter, self.interceptors)
         elif inst is None:
             self.stats["history_requests"] += 1
             self.metrics.workflow_task(defn.name, "history_requested")
@@ -718,7 +722,7 @@ class Worker:
         the engine to be recorded. ``unreadable``: why a closed run's history could not be read."""
         wf = task["workflow_id"]
         reply, accept = answer(task, self._workflows.get(task["workflow_type"]), self._cache.get(wf),
-                               self.client.converter, unreadable=unreadable)
+                               self.client.converter, unreadable=unreadable, interceptors=self.interceptors)
         if accept is not None:
             self.stats["updates_accepted"] += 1
             self._send(task, "AcceptWorkflowUpdate", {**accept, "identity": self.identity}, msg, self._wt_consumer,
@@ -774,14 +778,7 @@ class Worker:
         common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"],
                   "attempt": task["attempt"], "identity": self.identity}
         defn = self._activities.get(task["activity_type"])
-        info = _activity.ActivityInfo(
-            workflow_id=task["workflow_id"], run_id=task["run_id"], workflow_type=task["workflow_type"],
-            activity_id=task["activity_id"], activity_type=task["activity_type"], task_queue=task["task_queue"],
-            attempt=task["attempt"], idempotency_key=task["idempotency_key"],
-            scheduled_time_ms=task["scheduled_time_ms"],
-            heartbeat_details=self.client.converter.from_bytes(task["heartbeat_details"]),
-            heartbeat_timeout_ms=task["heartbeat_timeout_ms"],
-        )
+        info = _activity.info_from_task(task, self.client.converter)
         me = asyncio.current_task()
         loop = asyncio.get_running_loop()
         ctx = _activity.ActivityContext(
@@ -796,10 +793,8 @@ class Worker:
                 raise KadenceError(f"activity type {task['activity_type']!r} is not registered on worker "
                                    f"{self.identity} (task queue {self.task_queue})")
             args = self.client.converter.args_from_bytes(task["input"], defn.fn, what=f"activity {defn.name}")
-            if defn.is_async:
-                result = await defn.fn(*args)
-            else:
-                result = await loop.run_in_executor(self._pool, contextvars.copy_context().run, defn.fn, *args)
+            result = await invoke_activity(self.interceptors, defn, info, args, lambda fn, a: loop.run_in_executor(
+                self._pool, contextvars.copy_context().run, fn, *a))
             body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.client.converter.to_bytes(result),
                                                                "eager_workflow_task": None}
             self.stats["activities_completed"] += 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from kadence.topics.errors import KadenceError
@@ -38,6 +38,18 @@ class ActivityInfo:
     scheduled_time_ms: int
     heartbeat_details: object = None
     heartbeat_timeout_ms: int | None = None
+    #: the headers its workflow was started with (``kadence.interceptors``)
+    headers: dict = field(default_factory=dict)
+
+
+def info_from_task(task: dict, converter) -> ActivityInfo:
+    """The ``ActivityInfo`` of an ``ActivityTask`` record (a worker's and ``kadence.testing``'s)."""
+    return ActivityInfo(
+        workflow_id=task["workflow_id"], run_id=task["run_id"], workflow_type=task["workflow_type"],
+        activity_id=task["activity_id"], activity_type=task["activity_type"], task_queue=task["task_queue"],
+        attempt=task["attempt"], idempotency_key=task["idempotency_key"], scheduled_time_ms=task["scheduled_time_ms"],
+        heartbeat_details=converter.from_bytes(task["heartbeat_details"]),
+        heartbeat_timeout_ms=task["heartbeat_timeout_ms"], headers=dict(task.get("headers") or {}))
 
 
 class ActivityContext:

@@ -27,6 +27,7 @@ from kadence._definitions import registrations
 from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
 from kadence._loop import NotDeterministicError, install_guard
 from kadence._queries import answer
+from kadence.interceptors import Interceptor, invoke_activity
 from kadence.topics.errors import KadenceError, NonDeterminismError, WorkflowTaskFailedError
 from kadence.topics.large_payloads import LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec
@@ -51,17 +52,20 @@ class WorkflowEnvironment:
     ``kadence.Client``; ``sleep(seconds)`` moves the virtual clock; ``now()`` reads it.
     ``exceptions``: classes failures are raised as (``Client.connect(exceptions=)``);
     ``large_payloads``: a store for payloads over its threshold (``Client.connect(large_payloads=)``;
-    by default they stay inline)."""
+    by default they stay inline); ``interceptors``: around the client's calls, the activities and
+    the workflows (``kadence.interceptors``)."""
 
     def __init__(self, *, workflows: Iterable[type] = (), activities: Iterable[Any] = (),
                  namespace: str = "test", codec: PayloadCodec | None = None,
-                 exceptions: Iterable[type[BaseException]] = (), large_payloads: LargePayloads | None = None):
+                 exceptions: Iterable[type[BaseException]] = (), large_payloads: LargePayloads | None = None,
+                 interceptors: Iterable[Interceptor] = ()):
         self._workflows, self._activities = registrations(workflows, activities)
         if self._workflows:
             install_guard()  # as a Worker: blocking sleeps, sockets, subprocesses fail workflow code
         self.engine = InMemoryEngine(namespace)
         self.converter = JsonConverter(codec, exceptions=exceptions, large=large_payloads)
-        self.client = Client(self.engine, self.converter)  # type: ignore[arg-type]
+        self.interceptors = tuple(interceptors)
+        self.client = Client(self.engine, self.converter, self.interceptors)  # type: ignore[arg-type]
         self._instances: dict[str, WorkflowInstance] = {}
         self._running: set[asyncio.Task] = set()
         self._pump: asyncio.Task | None = None
@@ -184,7 +188,7 @@ class WorkflowEnvironment:
             inst = None
         if task["full_history"]:
             inst = WorkflowInstance(defn, WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"],
-                                                       task["attempt"]), self.converter)
+                                                       task["attempt"]), self.converter, self.interceptors)
         elif inst is None:
             self.engine.submit(wf, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": IDENTITY,
                                                               "build_id": None}, run_id=run_id)
@@ -234,7 +238,8 @@ class WorkflowEnvironment:
     def _answer_query(self, task: dict) -> None:
         """A query's answer, or an update's validation, as a worker gives them (``_queries``)."""
         wf = task["workflow_id"]
-        reply, accept = answer(task, self._workflows.get(task["workflow_type"]), self._instances.get(wf), self.converter)
+        reply, accept = answer(task, self._workflows.get(task["workflow_type"]), self._instances.get(wf), self.converter,
+                               interceptors=self.interceptors)
         if accept is not None:
             self.engine.submit(wf, "AcceptWorkflowUpdate", {**accept, "identity": IDENTITY}, run_id=task["run_id"],
                                request_id=task["query"]["request_id"])
@@ -247,13 +252,7 @@ class WorkflowEnvironment:
         common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"],
                   "attempt": task["attempt"], "identity": IDENTITY}
         defn = self._activities.get(task["activity_type"])
-        info = _activity.ActivityInfo(
-            workflow_id=task["workflow_id"], run_id=task["run_id"], workflow_type=task["workflow_type"],
-            activity_id=task["activity_id"], activity_type=task["activity_type"], task_queue=task["task_queue"],
-            attempt=task["attempt"], idempotency_key=task["idempotency_key"],
-            scheduled_time_ms=task["scheduled_time_ms"],
-            heartbeat_details=self.converter.from_bytes(task["heartbeat_details"]),
-            heartbeat_timeout_ms=task["heartbeat_timeout_ms"])
+        info = _activity.info_from_task(task, self.converter)
         loop = asyncio.get_running_loop()
         me = asyncio.current_task()
         loop_thread = threading.get_ident()
@@ -274,10 +273,8 @@ class WorkflowEnvironment:
                 raise KadenceError(f"activity type {task['activity_type']!r} is not registered in this "
                                    "WorkflowEnvironment")
             args = self.converter.args_from_bytes(task["input"], defn.fn, what=f"activity {defn.name}")
-            if defn.is_async:
-                result = await defn.fn(*args)
-            else:
-                result = await loop.run_in_executor(None, contextvars.copy_context().run, defn.fn, *args)
+            result = await invoke_activity(self.interceptors, defn, info, args, lambda fn, a: loop.run_in_executor(
+                None, contextvars.copy_context().run, fn, *a))
             body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.converter.to_bytes(result),
                                                                "eager_workflow_task": None}
         except asyncio.CancelledError:

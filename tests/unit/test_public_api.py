@@ -41,6 +41,8 @@ PUBLIC = {
         "BatchView", "DiskShardStore", "HistoryProcessor", "MemoryShardStore", "Outbox", "ProcessorConfig", "TimerConfig",
         "TimerService", "choose_tier", "restore_shard", "transition",
     ],
+    # code around client calls, activities and workflow handlers (docs/guide.md, "Interceptors")
+    "kadence.interceptors": ["ActivityCall", "ClientCall", "Interceptor", "WorkflowCall"],
     # the users' test kit (docs/testing.md)
     "kadence.testing": ["WorkflowEnvironment", "WorkflowTaskFailedError"],
 }

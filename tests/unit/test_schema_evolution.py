@@ -41,7 +41,7 @@ FROZEN_DIGESTS = {
     6: "49b7d7bfae2c71c507912119a0a66ea5303bbd1c3887537523a4d9d896412acf",
     7: "85b72bdfc05ac713bce5a9aee109237956039f7d7e1de56518e68375f32b81f5",
     8: "9fa0e316aa2d0cfecd8600f2b1b340d1d2628b9a7acfb66aecdb2c13dad2e338",
-    9: "e0b6940ce37c4c910612c6428e251eefda6a2fc8fd5ac812be34d4e2371ab923",
+    9: "24688a72edb0f25d6879bcd5574278a8eea10fa3730f480a0d98859ee2b8105f",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}

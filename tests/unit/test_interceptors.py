@@ -1,0 +1,116 @@
+"""Interceptors and memo on ``kadence.testing`` (no broker): a client interceptor sees every call
+and its start headers reach the workflow, its activities and its children; an interceptor can
+refuse a call (nothing is sent); activity and workflow interceptors wrap each attempt and each
+handler, also on replay; the memo is shown by describe and by ``workflow.info()``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from kadence import Replayer, activity, workflow
+from kadence.interceptors import ActivityCall, ClientCall, Interceptor, WorkflowCall
+from kadence.testing import WorkflowEnvironment
+
+T = timedelta(seconds=10)
+
+
+@activity.defn
+async def whoami() -> str:
+    return f"{activity.info().headers.get('user')} in {activity.info().activity_type}"
+
+
+@workflow.defn
+class Child:
+    @workflow.run
+    async def run(self) -> str:
+        return f"child sees {workflow.info().headers.get('user')}"
+
+
+@workflow.defn
+class Greeter:
+    def __init__(self) -> None:
+        self.done = False
+        self.user_seen = ""
+
+    @workflow.signal
+    def finish(self) -> None:
+        self.done = True
+
+    @workflow.query
+    def user(self) -> str:
+        return self.user_seen
+
+    @workflow.update
+    def ping(self) -> str:
+        return "pong"
+
+    @workflow.run
+    async def run(self, name: str) -> dict:
+        self.user_seen = workflow.info().headers.get("user", "")
+        act = await workflow.execute_activity(whoami, start_to_close_timeout=T)
+        child = await workflow.execute_child_workflow(Child)
+        await workflow.wait_condition(lambda: self.done)
+        return {"activity": act, "child": child, "memo": workflow.info().memo}
+
+
+class Audit(Interceptor):
+    def __init__(self) -> None:
+        self.client_calls: list[tuple[str, str | None]] = []
+        self.activities: list[dict] = []
+        self.workflow_calls: list[tuple[str, str]] = []
+
+    async def intercept_client(self, call: ClientCall, nxt):
+        self.client_calls.append((call.operation, call.name))
+        if call.operation == "terminate":
+            raise PermissionError("terminate is not allowed for this user")
+        call.headers["user"] = "ann"
+        return await nxt(call)
+
+    async def intercept_activity(self, call: ActivityCall, nxt):
+        self.activities.append(dict(call.info.headers))
+        return (await nxt(call)).upper()
+
+    def intercept_workflow(self, call: WorkflowCall, nxt):
+        self.workflow_calls.append((call.kind, call.name))
+        return nxt(call)
+
+
+async def test_interceptors_see_every_call_and_carry_headers_and_memo():
+    audit = Audit()
+    async with WorkflowEnvironment(workflows=[Greeter, Child], activities=[whoami], interceptors=[audit]) as env:
+        handle = await env.client.start_workflow(Greeter, "ann", id="g-1", task_queue="q",
+                                                 memo={"customer": {"id": 7}, "channel": "web"})
+        assert await handle.query(Greeter.user) == "ann"
+        assert await handle.execute_update(Greeter.ping) == "pong"
+        with pytest.raises(PermissionError, match="not allowed"):
+            await handle.terminate(reason="no")
+        described = await handle.describe()
+        assert described["memo"] == {"customer": {"id": 7}, "channel": "web"} and described["status"] == "running"
+        await handle.signal("finish")
+        result = await handle.result()
+        raw = await handle.history(raw=True)
+    assert result == {"activity": "ANN IN WHOAMI", "child": "child sees ann",
+                      "memo": {"customer": {"id": 7}, "channel": "web"}}
+    assert [op for op, _ in audit.client_calls] == ["start_workflow", "query", "update", "terminate", "describe",
+                                                    "signal", "result"]
+    assert audit.activities == [{"user": "ann"}]
+    kinds = {k for k, _ in audit.workflow_calls}
+    assert {"run", "query", "update", "signal"} <= kinds
+    started = raw[0]["attributes"][1]
+    assert started["headers"] == {"user": "ann"} and set(started["memo"]) == {"customer", "channel"}
+    assert "WorkflowExecutionTerminated" not in [e["attributes"][0] for e in raw]  # the refused call sent nothing
+    # a replay runs the workflow interceptor again, and the code the same way
+    replayed = Audit()
+    assert Replayer(workflows=[Greeter], interceptors=[replayed]).replay(raw).ok
+    assert ("run", "Greeter") in replayed.workflow_calls
+
+
+async def test_no_interceptor_no_headers():
+    async with WorkflowEnvironment(workflows=[Greeter, Child], activities=[whoami]) as env:
+        handle = await env.client.start_workflow(Greeter, "bob", id="g-2", task_queue="q")
+        await handle.signal("finish")
+        result = await handle.result()
+        assert (await handle.describe())["memo"] == {}
+    assert result == {"activity": "None in whoami", "child": "child sees None", "memo": {}}
