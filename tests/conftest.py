@@ -8,12 +8,9 @@ If no broker can be had, every integration test ERRORS: nothing is skipped.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
@@ -22,8 +19,7 @@ def kafka_bootstrap():
     if bootstrap:
         yield bootstrap
         return
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import devstack  # noqa: E402 - the project's own broker launcher
+    from kadence.testing import devstack  # the project's own broker launcher
 
     broker = devstack.KafkaBroker(die_with_parent=True)
     try:

@@ -1,19 +1,13 @@
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.integration.conftest import client, kafka_config, processors, pytest_runtest_makereport  # noqa: F401
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def own_broker(request):
     """A broker of the test's own, for tests that restart it (the session's broker stays up).
     A test marked ``broker_config({...})`` gets those server.properties entries on top."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import devstack  # the project's broker launcher
+    from kadence.testing import devstack  # the project's broker launcher
 
     marker = request.node.get_closest_marker("broker_config")
     broker = devstack.KafkaBroker(die_with_parent=True, config=marker.args[0] if marker else None)

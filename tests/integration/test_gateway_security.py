@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 import redis as sync_redis
@@ -35,11 +33,8 @@ def commands_for(config: KafkaConfig, workflow_id: str) -> list[str]:
 
 
 def devstack():
-    """scripts/devstack.py as a module (its RedisServer gives a test a Redis it may stop)."""
-    scripts = str(Path(__file__).resolve().parents[2] / "scripts")
-    if scripts not in sys.path:
-        sys.path.insert(0, scripts)
-    import devstack as module
+    """The dev stack's launcher (its RedisServer gives a test a Redis it may stop)."""
+    from kadence.testing import devstack as module
 
     return module
 

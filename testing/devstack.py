@@ -1,0 +1,531 @@
+#!/usr/bin/env python3
+"""Kadence development stack: a real single-node Kafka broker (KRaft) and a redis-server.
+
+Standard library only, so it runs with the system python3 before any virtualenv exists.
+
+    python3 scripts/devstack.py run -- <command...>   # start both, run the command, stop both
+    python3 scripts/devstack.py jars                  # only resolve the broker jars
+    python3 scripts/devstack.py deps                  # only install missing system packages
+
+As a module: ``KafkaBroker`` and ``RedisServer`` (start/stop/kill/restart, context managers).
+See docs/dev-stack.md for the environment variables and troubleshooting.
+"""
+import atexit
+import base64
+import fcntl
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+DEFAULT_KAFKA_VERSION = "4.1.1"
+APT_PACKAGES = {"java": "openjdk-17-jre-headless", "mvn": "maven", "redis-server": "redis-server"}
+JVM_OPTS = ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
+LOOPBACK = "127.0.0.1"
+_LIVE = set()  # processes still running, reaped at interpreter exit
+
+
+class StackError(RuntimeError):
+    """The stack could not be prepared or started; the message says why."""
+
+
+def log(msg):
+    """Progress and errors go to stderr, so the wrapped command owns stdout."""
+    print(f"devstack: {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- system packages
+
+def ensure_tools(tools):
+    """Make sure the given executables exist; apt-get install them when running as root."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if not missing:
+        return
+    packages = sorted({APT_PACKAGES[t] for t in missing})
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise StackError(f"missing {', '.join(missing)}; install the packages: {' '.join(packages)}"
+                         " (Debian/Ubuntu: sudo apt-get install -y ...)")
+    apt_install(packages)
+
+
+def apt_install(packages):
+    """apt-get install, running apt-get update first when the package lists are empty."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages]
+    have_lists = any(Path("/var/lib/apt/lists").glob("*_Packages*"))
+    log(f"installing {' '.join(packages)} with apt-get")
+    if have_lists and subprocess.run(install, env=env, stdout=subprocess.DEVNULL).returncode == 0:
+        return
+    subprocess.run(["apt-get", "update", "-q"], env=env, check=True, stdout=subprocess.DEVNULL)
+    if subprocess.run(install, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+        raise StackError(f"apt-get install {' '.join(packages)} failed")
+
+
+def java_binary():
+    """The java executable (JAVA_HOME wins), checked to be Java 17 or newer."""
+    java = Path(os.environ.get("JAVA_HOME") or "/nonexistent", "bin", "java")
+    if not java.exists():
+        ensure_tools(["java"])
+        java = shutil.which("java")
+    out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
+    major = re.search(r'version "(?:1\.)?(\d+)', out)
+    if not major or int(major.group(1)) < 17:
+        raise StackError(f"Kafka 4.x needs Java 17+, {java} reports: {out.strip()[:80]!r}")
+    return str(java)
+
+
+# ---------------------------------------------------------------- broker jars
+
+POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+  <groupId>dev.kadence</groupId><artifactId>kafka-broker-classpath</artifactId><version>1</version>
+  <dependencies>{deps}\n  </dependencies>\n</project>\n"""
+DEP = ("\n    <dependency><groupId>{}</groupId><artifactId>{}</artifactId>"
+       "<version>{}</version></dependency>")
+
+
+def kafka_version():
+    return os.environ.get("KADENCE_KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
+
+
+def cache_root():
+    return Path(os.environ.get("KADENCE_CACHE") or Path.home() / ".cache" / "kadence")
+
+
+def resolve_jars(version=None):
+    """Return the lib directory holding the broker classpath, resolving it once from Maven.
+
+    A ``.complete`` marker is written last, so an interrupted download is redone; a file
+    lock keeps two concurrent resolutions from interleaving.
+    """
+    version = version or kafka_version()
+    home = cache_root() / f"kafka-{version}"
+    lib, marker = home / "lib", home / ".complete"
+    if marker.exists():
+        return lib
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return lib
+        ensure_tools(["mvn"])
+        java_binary()
+        shutil.rmtree(lib, ignore_errors=True)
+        log(f"resolving Kafka {version} jars from Maven Central into {lib} "
+            "(first time only, can take a few minutes)")
+        deps = [("org.apache.kafka", "kafka_2.13", version)]
+        _copy_dependencies(home, lib, deps)
+        binding = _log4j_binding(lib)
+        if binding:
+            _copy_dependencies(home, lib, deps + binding)
+        if not list(lib.glob(f"kafka_2.13-{version}.jar")) or _log4j_binding(lib):
+            raise StackError(f"jar resolution in {lib} is incomplete (see {home / 'mvn.log'})")
+        marker.write_text("\n".join(sorted(p.name for p in lib.iterdir())) + "\n")
+        log(f"Kafka {version} jars ready ({len(list(lib.iterdir()))} jars)")
+    return lib
+
+
+def _copy_dependencies(home, lib, deps):
+    """Write the tiny pom and run mvn dependency:copy-dependencies, with a progress line."""
+    pom = home / "pom.xml"
+    pom.write_text(POM.format(deps="".join(DEP.format(*d) for d in deps)))
+    cmd = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+           "-DincludeScope=runtime", f"-DoutputDirectory={lib}"]
+    started = time.monotonic()
+    with open(home / "mvn.log", "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        while proc.poll() is None:
+            time.sleep(1)
+            elapsed = int(time.monotonic() - started)
+            if elapsed and elapsed % 20 == 0:
+                log(f"... still resolving jars ({elapsed}s)")
+    if proc.returncode != 0:
+        raise StackError(f"mvn failed (exit {proc.returncode}):\n{_tail(home / 'mvn.log')}")
+
+
+def _log4j_binding(lib):
+    """Extra dependencies needed so slf4j logs through log4j2; [] when a binding is present."""
+    names = [p.name for p in lib.glob("*.jar")]
+    if any(n.startswith(("log4j-slf4j-impl-", "log4j-slf4j2-impl-")) for n in names):
+        return []
+    log4j = next((n[len("log4j-api-"):-4] for n in names if n.startswith("log4j-api-")), "2.24.3")
+    slf4j = next((n[len("slf4j-api-"):-4] for n in names if n.startswith("slf4j-api-")), "1.7")
+    artifact = "log4j-slf4j2-impl" if int(slf4j.split(".")[0]) >= 2 else "log4j-slf4j-impl"
+    group = "org.apache.logging.log4j"
+    return [(group, "log4j-core", log4j), (group, artifact, log4j)]
+
+
+# ---------------------------------------------------------------- processes and probes
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent():
+    """preexec_fn: have the kernel SIGTERM the child when the spawning thread dies."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _spawn(argv, logfile, cwd, die_with_parent=False):
+    """Start a service in its own session (a terminal Ctrl-C must not reach it directly)."""
+    with open(logfile, "ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True,
+                                preexec_fn=_die_with_parent if die_with_parent else None)
+    _LIVE.add(proc)
+    return proc
+
+
+def _terminate(proc, timeout=30.0):
+    """SIGTERM, wait up to ``timeout`` seconds, then SIGKILL."""
+    if proc is None:
+        return
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    _LIVE.discard(proc)
+
+
+@atexit.register
+def _reap_all():
+    for proc in list(_LIVE):
+        _terminate(proc, 10)
+
+
+def _tail(path, lines=40):
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return f"  ({path} not found)"
+    # Java stack frames bury the messages ("Caused by: ..."), keep those only.
+    text = [t for t in text if not t.lstrip().startswith(("at ", "... "))]
+    return "\n".join(f"  | {line}" for line in text[-lines:]) or f"  ({path} is empty)"
+
+
+def _wait_until(probe, proc, timeout, what, logs):
+    """Poll ``probe()`` until it returns true; fail fast if ``proc`` dies, or on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc is not None and proc.poll() is not None:
+            problem = f"{what} exited with code {proc.returncode} during startup"
+            break
+        try:
+            if probe():
+                return
+        except (OSError, struct.error):
+            pass
+        if time.monotonic() > deadline:
+            problem = f"{what} did not become ready within {timeout:.0f}s"
+            break
+        time.sleep(0.25)
+    raise StackError(problem + "".join(f"\n{p}:\n{_tail(p)}" for p in logs))
+
+
+def kafka_ready(host, port, timeout=3.0):
+    """True when the broker answers a Metadata (v4) request listing at least one live broker."""
+    client = b"kadence-devstack"
+    request = struct.pack(">hhih", 3, 4, 7, len(client)) + client + struct.pack(">ib", 0, 0)
+    with socket.create_connection((host, int(port)), timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        stream = sock.makefile("rb")  # a short read surfaces as struct.error
+        (size,) = struct.unpack(">i", stream.read(4))
+        correlation, _throttle, brokers = struct.unpack_from(">iii", stream.read(size))
+    return correlation == 7 and brokers > 0
+
+
+def redis_ready(url, timeout=3.0):
+    """True when the server at a redis:// URL answers PING with PONG (AUTH first if needed)."""
+    u = urlparse(url)
+    with socket.create_connection((u.hostname or LOOPBACK, u.port or 6379), timeout) as sock:
+        sock.settimeout(timeout)
+        if u.password:
+            args = ["AUTH"] + [a for a in (u.username, u.password) if a]
+            sock.sendall(f"*{len(args)}\r\n".encode()
+                         + "".join(f"${len(a)}\r\n{a}\r\n" for a in args).encode())
+            sock.recv(256)
+        sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+        return sock.recv(64).startswith(b"+PONG")
+
+
+# ---------------------------------------------------------------- services
+
+class _Service:
+    """Common lifecycle: a child process, a working directory, context-manager support."""
+
+    name = "service"
+
+    def __init__(self, workdir=None, die_with_parent=False):
+        self.workdir = Path(workdir) if workdir else None
+        self._own_dir = workdir is None
+        self.die_with_parent = die_with_parent
+        self.proc = None
+
+    def _ensure_workdir(self):
+        if self.workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"kadence-{self.name}-"))
+        return self.workdir
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=30.0):
+        """Graceful stop (SIGTERM, then SIGKILL after ``timeout``); the data directory stays."""
+        _terminate(self.proc, timeout)
+        self.proc = None
+
+    def kill(self):
+        """SIGKILL, no shutdown at all (crash simulation); the data directory stays."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        _terminate(self.proc)
+        self.proc = None
+
+    def restart(self, timeout=120.0):
+        """Stop, then start again on the same ports and the same data directory."""
+        self.stop()
+        return self.start(timeout)
+
+    def cleanup(self):
+        """Stop and delete the data directory we created (kept if KADENCE_KEEP_STACK=1)."""
+        self.stop()
+        if self._own_dir and self.workdir and not os.environ.get("KADENCE_KEEP_STACK"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
+
+class KafkaBroker(_Service):
+    """A single-node Kafka broker in KRaft combined mode (broker + controller in one JVM)."""
+
+    name = "kafka"
+
+    def __init__(self, version=None, workdir=None, die_with_parent=False, config=None):
+        super().__init__(workdir, die_with_parent)
+        self.version = version or kafka_version()
+        self.config = dict(config or {})  # extra/overriding server.properties entries
+        self.port = self.controller_port = None
+
+    @property
+    def bootstrap(self):
+        return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def log_path(self):
+        return self.workdir / "logs" / "server.log" if self.workdir else None
+
+    def start(self, timeout=120.0):
+        """Start (formatting the store on first start) and wait until Metadata answers."""
+        if self.running:
+            return self
+        lib, java = resolve_jars(self.version), java_binary()
+        work = self._ensure_workdir()
+        if self.port is None:
+            self.port, self.controller_port = free_port(), free_port()
+        (work / "logs").mkdir(exist_ok=True)
+        self._write_config(work)
+        base = [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}",
+                "-cp", f"{lib}/*"]
+        started = time.monotonic()
+        if not (work / "data" / "meta.properties").exists():
+            self._format(base, work)
+        self.proc = _spawn([*base, "kafka.Kafka", str(work / "server.properties")],
+                           work / "logs" / "broker.out", work, self.die_with_parent)
+        _wait_until(lambda: kafka_ready(LOOPBACK, self.port), self.proc, timeout,
+                    f"Kafka {self.version} broker", [self.log_path, work / "logs" / "broker.out"])
+        log(f"kafka {self.version} ready at {self.bootstrap} in {time.monotonic() - started:.1f}s"
+            f" (log: {self.log_path})")
+        return self
+
+    def _write_config(self, work):
+        """server.properties for one node that also supports transactions and compaction."""
+        props = {
+            "process.roles": "broker,controller", "node.id": 1,
+            "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},"
+                         f"CONTROLLER://{LOOPBACK}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": work / "data", "num.partitions": 1, "default.replication.factor": 1,
+            "min.insync.replicas": 1, "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 4,
+            "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
+            "transaction.state.log.num.partitions": 4, "transaction.max.timeout.ms": 3600000,
+            "share.coordinator.state.topic.replication.factor": 1,
+            "share.coordinator.state.topic.min.isr": 1,
+            "share.coordinator.state.topic.num.partitions": 1,
+            # A killed broker must wait out its old session before re-registering (default 9s).
+            "broker.session.timeout.ms": 4000, "broker.heartbeat.interval.ms": 1000,
+            "group.initial.rebalance.delay.ms": 0, "num.network.threads": 2, "num.io.threads": 2,
+            # Small compacted topics must get cleaned within a test's lifetime, on a small heap.
+            "log.cleaner.enable": "true", "log.cleaner.threads": 1,
+            "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024, "log.cleaner.backoff.ms": 500,
+            "log.initial.task.delay.ms": 1000, "log.retention.check.interval.ms": 10000,
+        }
+        props.update(self.config)
+        (work / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (work / "log4j2.properties").write_text(
+            "status = error\n"
+            "appender.file.type = File\nappender.file.name = FILE\n"
+            f"appender.file.fileName = {self.log_path}\n"
+            "appender.file.layout.type = PatternLayout\n"
+            "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = WARN\nrootLogger.appenderRef.file.ref = FILE\n"
+            "logger.server.name = kafka.server.KafkaRaftServer\nlogger.server.level = INFO\n"
+            # KADENCE_KAFKA_REQUEST_LOG=1: one line per request (profiling: requests by API and client)
+            + ("logger.req.name = kafka.request.logger\nlogger.req.level = DEBUG\n"
+               if os.environ.get("KADENCE_KAFKA_REQUEST_LOG") == "1" else "")
+            # KADENCE_KAFKA_COORDINATOR_LOG=1: the transaction and group coordinators at INFO
+            # (diagnosis: which transactions were aborted, when, and why)
+            + ("logger.txn.name = kafka.coordinator.transaction\nlogger.txn.level = INFO\n"
+               "logger.grp.name = org.apache.kafka.coordinator.group\nlogger.grp.level = INFO\n"
+               if os.environ.get("KADENCE_KAFKA_COORDINATOR_LOG") == "1" else ""))
+
+    def _format(self, base, work):
+        """kafka.tools.StorageTool format with a fresh random cluster id."""
+        cluster_id = "-"
+        while cluster_id.startswith("-"):
+            cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        cmd = [*base, "kafka.tools.StorageTool", "format", "-t", cluster_id,
+               "-c", str(work / "server.properties")]
+        result = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            raise StackError(f"kafka StorageTool format failed:\n{result.stdout}{result.stderr}")
+
+
+class RedisServer(_Service):
+    """A throw-away redis-server on a loopback port, without persistence."""
+
+    name = "redis"
+
+    def __init__(self, workdir=None, die_with_parent=False):
+        super().__init__(workdir, die_with_parent)
+        self.port = None
+
+    @property
+    def url(self):
+        return f"redis://{LOOPBACK}:{self.port}/0"
+
+    def start(self, timeout=30.0):
+        if self.running:
+            return self
+        ensure_tools(["redis-server"])
+        work = self._ensure_workdir()
+        self.port = self.port or free_port()
+        argv = ["redis-server", "--port", str(self.port), "--bind", LOOPBACK, "--save", "",
+                "--appendonly", "no", "--dir", str(work), "--daemonize", "no"]
+        self.proc = _spawn(argv, work / "redis.log", work, self.die_with_parent)
+        _wait_until(lambda: redis_ready(self.url), self.proc, timeout, "redis-server",
+                    [work / "redis.log"])
+        log(f"redis ready at {self.url}")
+        return self
+
+
+# ---------------------------------------------------------------- command line
+
+def _check_external(what, probe, value):
+    """A service given by the environment must answer within 20 seconds."""
+    shown = re.sub(r"//[^/@]*@", "//***@", value)  # no passwords in logs
+    log(f"using the external {what} at {shown}")
+    _wait_until(lambda: probe(value), None, 20, f"{what} at {shown} (from the environment)", [])
+
+
+def _kafka_answers(bootstrap):
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    return kafka_ready(host, port)
+
+
+def _terminal_already_delivered(signum):
+    """A Ctrl-C typed in our terminal reached the child too (same foreground process group)."""
+    try:
+        return signum == signal.SIGINT and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError):
+        return False
+
+
+def cmd_run(argv):
+    """Start Kafka and Redis (unless given by the environment), run argv, stop both."""
+    if not argv:
+        raise StackError("usage: devstack.py run -- <command...>")
+    env, services, state = dict(os.environ), [], {"child": None}
+
+    def on_signal(signum, _frame):
+        if state["child"] is None:
+            raise KeyboardInterrupt  # still starting: unwind and clean up
+        if not _terminal_already_delivered(signum):
+            state["child"].send_signal(signum)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        env["KADENCE_KAFKA_VERSION"] = kafka_version()
+        if env.get("KADENCE_REDIS_URL"):
+            _check_external("Redis", redis_ready, env["KADENCE_REDIS_URL"])
+        else:
+            services.append(RedisServer(die_with_parent=True))
+            env["KADENCE_REDIS_URL"] = services[-1].start().url
+        if env.get("KADENCE_KAFKA_BOOTSTRAP"):
+            _check_external("Kafka", _kafka_answers, env["KADENCE_KAFKA_BOOTSTRAP"])
+        else:
+            services.append(KafkaBroker(die_with_parent=True))
+            env["KADENCE_KAFKA_BOOTSTRAP"] = services[-1].start().bootstrap
+        try:
+            state["child"] = subprocess.Popen(argv, env=env)
+        except OSError as exc:
+            log(f"cannot run {argv[0]}: {exc.strerror}")
+            return 127
+        code = state["child"].wait()
+        return 128 - code if code < 0 else code
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)  # cleanup must not be interrupted
+        for service in reversed(services):
+            service.cleanup()
+
+
+def main(args=None):
+    args = sys.argv[1:] if args is None else args
+    command, rest = (args[0], args[1:]) if args else ("help", [])
+    try:
+        if command == "run":
+            return cmd_run(rest[1:] if rest[:1] == ["--"] else rest)
+        if command == "jars":
+            print(resolve_jars())
+            return 0
+        if command == "deps":
+            ensure_tools(list(APT_PACKAGES))
+            return 0
+    except (StackError, subprocess.CalledProcessError) as exc:
+        log(f"error: {exc}")
+        return 1
+    print(__doc__.strip(), file=sys.stderr)
+    return 0 if command in ("help", "-h", "--help") else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
