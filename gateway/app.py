@@ -33,6 +33,7 @@ from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
                                    SchemaError, WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
+from kadence.topics.describe import describe_to_json
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.visibility import VisibilityReader, projection_lag
@@ -545,14 +546,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                                      timeout=config.reply_timeout)
         if reply["status"] == "not_found":
             raise WorkflowNotFoundError(reply["message"])
-        out = {"workflow_id": workflow_id, "run_id": reply["run_id"], "status": reply["status"]}
-        if reply["status"] == "completed":
-            out["result"] = converter.from_bytes(reply["result"])
-        if reply["failure"]:
-            f = reply["failure"]
-            key = "last_task_failure" if reply["status"] == "running" else "failure"
-            out[key] = {"type": f["type"], "message": f["message"], "cause": reply["message"] or None}
-        return out
+        return describe_to_json(workflow_id, reply, converter)
 
     app.include_router(v1)
 

@@ -67,7 +67,7 @@ def schedule_activity(view: BatchView, out: Outbox, st: dict, c: dict, completed
         "activity_id": c["activity_id"], "activity_type": c["activity_type"], "scheduled_seq": ev["seq"],
         "attempt": 1, "task_queue": c["options"]["task_queue"], "input": c["input"], "options": c["options"],
         "first_scheduled_ms": ts, "attempt_started_ms": ts, "last_heartbeat_ms": 0, "heartbeat_details": None,
-        "cancel_requested": False, "retrying": False, "last_failure": None,
+        "cancel_requested": False, "retrying": False, "last_failure": None, "next_attempt_ms": None,
     }
     st["pending_activities"].append(a)
     _dispatch_attempt(out, st, a, ts)  # the schedule-to-close deadline follows from the state too
@@ -103,6 +103,7 @@ def _attempt_failed(view: BatchView, out: Outbox, st: dict, a: dict, failure: di
         a["attempt"] += 1
         a["retrying"] = True
         a["last_failure"] = failure
+        a["next_attempt_ms"] = ts + delay
         start_timer(out, st, f"a{a['scheduled_seq']}.{a['attempt']}.retry", ts + delay, "retry_backoff",
                     scheduled_seq=a["scheduled_seq"], attempt=a["attempt"])
         return

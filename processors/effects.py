@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from kadence.topics.records import new_id
 
-__all__ = ["BatchView", "Outbox", "emit", "reply", "remember", "recent", "schedule_workflow_task",
+__all__ = ["BatchView", "Outbox", "emit", "reply", "description", "remember", "recent", "schedule_workflow_task",
            "dispatch_workflow_task", "close_run", "start_timer", "workflow_task_needed", "send_command",
            "deduplicated", "open_run_or_reply",
            "RECENT_REQUESTS", "MAX_RESULT_WAITERS"]
@@ -218,14 +218,50 @@ def emit(view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *
 
 
 def reply(out: Outbox, request_id: str | None, workflow_id: str, status: str, *, run_id=None,
-          message: str = "", result=None, failure=None, memo: dict | None = None) -> None:
+          message: str = "", result=None, failure=None, memo: dict | None = None,
+          description: dict | None = None) -> None:
     if not request_id:
         return
     out.replies.append({
         "request_id": request_id, "workflow_id": workflow_id, "run_id": run_id, "status": status,
         "message": message, "history_offset": None, "result": result, "failure": failure,
-        "schema_version": 0, "history_seq": None, "memo": memo or {},
+        "schema_version": 0, "history_seq": None, "memo": memo or {}, "description": description,
     })
+
+
+#: heartbeat details larger than this are left out of a description (a reply must stay small)
+DESCRIBED_DETAILS_MAX = 4096
+
+
+def description(st: dict) -> dict:
+    """A ``WorkflowDescription`` of the run's state (describe; no payload but small heartbeat
+    details: the reply stays far below Kafka's message size)."""
+    acts = []
+    for a in st["pending_activities"]:
+        details = a["heartbeat_details"]
+        acts.append({
+            "activity_id": a["activity_id"], "activity_type": a["activity_type"], "task_queue": a["task_queue"],
+            "attempt": a["attempt"], "scheduled_seq": a["scheduled_seq"], "first_scheduled_ms": a["first_scheduled_ms"],
+            "attempt_started_ms": a["attempt_started_ms"], "last_heartbeat_ms": a["last_heartbeat_ms"],
+            "heartbeat_details": details if details is not None and len(details) <= DESCRIBED_DETAILS_MAX else None,
+            "last_failure": a["last_failure"], "retrying": a["retrying"],
+            "next_attempt_ms": a.get("next_attempt_ms") if a["retrying"] else None,
+            "cancel_requested": a["cancel_requested"],
+        })
+    return {
+        "workflow_type": st["workflow_type"], "task_queue": st["task_queue"], "build_id": st["build_id"],
+        "start_time_ms": st["start_time_ms"], "close_time_ms": st["close_time_ms"],
+        "parent_workflow_id": st["parent_workflow_id"], "parent_run_id": st["parent_run_id"],
+        "children": [{"workflow_id": c["workflow_id"], "run_id": c["run_id"], "initiated_seq": c["initiated_seq"]}
+                     for c in st["pending_children"]],
+        "pending_activities": acts,
+        "pending_timers": [{"timer_id": t["timer_id"], "fire_at_ms": t["fire_at_ms"], "kind": t["kind"]}
+                           for t in st["pending_timers"]],
+        "signals_received": st["signals_seen"],
+        "open_updates": sum(1 for u in st.get("updates", ()) if u["status"] == "accepted"),
+        "search_attributes": dict(st["search_attributes"]), "history_length": st["next_seq"] - 1,
+        "continued_run_id": st["continued_run_id"],
+    }
 
 
 def remember(st: dict, request_id: str | None, status: str, message: str = "") -> None:

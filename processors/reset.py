@@ -81,7 +81,8 @@ def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
                 "scheduled_seq": ev["seq"], "attempt": 1, "task_queue": attrs["options"]["task_queue"],
                 "input": attrs["input"], "options": attrs["options"], "first_scheduled_ms": ts,
                 "attempt_started_ms": ts, "last_heartbeat_ms": 0, "heartbeat_details": None,
-                "cancel_requested": False, "retrying": False, "last_failure": None}
+                "cancel_requested": False, "retrying": False, "last_failure": None,
+                "next_attempt_ms": None}
         elif kind in ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled"):
             pending_acts.pop(attrs["activity_id"], None)
         elif kind == "TimerStarted":

@@ -23,7 +23,8 @@ from .reset import reset_workflow
 from .updates import complete_update, update_accepted, update_requested
 from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
                          schedule_activity)
-from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, dispatch_workflow_task, emit,
+from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, description,
+                      dispatch_workflow_task, emit,
                       deduplicated, open_run_or_reply, recent, remember, reply, schedule_workflow_task,
                       send_command, start_timer,
                       workflow_task_needed)
@@ -428,11 +429,11 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         return
     if st["status"] != "running":
         reply(out, rid, wf, st["status"], run_id=st["run_id"], result=st["result"], failure=st["failure"],
-              memo=st["memo"])
+              memo=st["memo"], description=None if body["wait"] else description(st))
     elif not body["wait"]:
         # a running workflow whose last workflow task failed (e.g. non-determinism) says so
         reply(out, rid, wf, "running", run_id=st["run_id"], message=st["wt_failure_cause"] or "",
-              failure=st["wt_failure"], memo=st["memo"])
+              failure=st["wt_failure"], memo=st["memo"], description=description(st))
     elif rid and rid not in st["result_waiters"]:
         st["result_waiters"].append(rid)
         if len(st["result_waiters"]) > MAX_RESULT_WAITERS:

@@ -15,6 +15,7 @@ from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFa
                                    WorkflowCanceledError, WorkflowContinuedAsNewError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowTaskFailedError, WorkflowTerminatedError,
                                    WorkflowTimedOutError)
+from kadence.topics.describe import describe_to_json
 from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
 from kadence.topics.large_payloads import LargePayloadConfig, LargePayloads
@@ -217,9 +218,12 @@ class WorkflowHandle:
         return await self.client._intercepted("update", self.id, name, args, impl)
 
     async def describe(self, *, timeout: float = 30.0) -> dict:
-        """Status of the run: ``{"status": "running" | "completed" | "failed", "run_id": ...,
-        "last_task_failure": None | {"cause", "type", "message"}}``; a workflow stuck on a
-        failing workflow task (for example a non-determinism error) shows it here."""
+        """The run as the engine holds it: status, type, task queue, build, start and close
+        times, parent and children, pending activities (attempt, last failure, last heartbeat
+        and its details, next retry), pending timers, signals received, open updates, search
+        attributes, memo, history length, and the last workflow-task failure of a stuck run
+        (``last_task_failure``: ``{"cause", "type", "message"}``, e.g. a non-determinism error).
+        The same shape as ``kadence describe`` and ``GET /v1/workflows/{id}`` (docs/guide.md)."""
         async def impl(_call: ClientCall) -> dict:
             return await self.client._engine.request(
                 self.id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id(), run_id=self.run_id,
@@ -229,13 +233,7 @@ class WorkflowHandle:
             reply = await self._earlier_run() or reply
         if reply["status"] == "not_found":
             raise WorkflowNotFoundError(f"workflow {self.id!r} not found", workflow_id=self.id)
-        stuck = None
-        if reply["status"] == "running" and reply["failure"]:
-            f = reply["failure"]
-            stuck = {"cause": reply["message"], "type": f["type"], "message": f["message"]}
-        memo = {k: self.client.converter.from_bytes(v, what=f"memo {k!r}") for k, v in (reply.get("memo") or {}).items()}
-        return {"workflow_id": self.id, "run_id": reply["run_id"], "status": reply["status"],
-                "last_task_failure": stuck, "memo": memo}
+        return describe_to_json(self.id, reply, self.client.converter)
 
     async def history(self, *, raw: bool = False) -> list[dict]:
         """The run's history events, oldest first (JSON-friendly dicts unless ``raw``)."""

@@ -41,7 +41,7 @@ FROZEN_DIGESTS = {
     6: "49b7d7bfae2c71c507912119a0a66ea5303bbd1c3887537523a4d9d896412acf",
     7: "85b72bdfc05ac713bce5a9aee109237956039f7d7e1de56518e68375f32b81f5",
     8: "9fa0e316aa2d0cfecd8600f2b1b340d1d2628b9a7acfb66aecdb2c13dad2e338",
-    9: "24688a72edb0f25d6879bcd5574278a8eea10fa3730f480a0d98859ee2b8105f",
+    9: "2da0a1ccfc79306e0b0a710c7a0bc7a3762adc5ceb287eaea523d49c6967090f",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
