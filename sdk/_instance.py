@@ -324,6 +324,10 @@ class WorkflowInstance:
         task.add_done_callback(lambda t: self._on_update_done(update_id, t))
 
     def _on_update_done(self, update_id: str, task: asyncio.Task) -> None:
+        if self.closed:
+            # the run's close came first: nothing follows a close (the engine fails the update),
+            # and a command here would not match the history on replay
+            return
         if task.cancelled():
             exc: BaseException | None = ApplicationError("the update was cancelled", type="CancelledError")
         else:

@@ -166,6 +166,37 @@ async def test_an_update_running_when_the_run_closes_fails():
             await handle.execute_update(Cart.slow, request_id="slow-1")  # the same answer again
 
 
+@workflow.defn
+class Race:
+    def __init__(self) -> None:
+        self.go = False
+        self.closing = False
+
+    @workflow.update
+    async def last_word(self) -> str:
+        self.go = True
+        await workflow.wait_condition(lambda: self.closing)  # resumes after the run returned
+        return "too late"
+
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.wait_condition(lambda: self.go)
+        self.closing = True
+        return "closed"
+
+
+async def test_an_update_that_finishes_after_the_run_returned_fails_and_the_history_replays():
+    async with WorkflowEnvironment(workflows=[Race]) as env:
+        handle = await env.client.start_workflow(Race, id="race-1", task_queue="q")
+        with pytest.raises(WorkflowUpdateFailedError, match="closed .completed. before the update 'last_word'"):
+            await handle.execute_update(Race.last_word)
+        assert await handle.result() == "closed"
+        raw = await handle.history(raw=True)
+    kinds = [e["attributes"][0] for e in raw]
+    assert "WorkflowUpdateAccepted" in kinds and "WorkflowUpdateCompleted" not in kinds
+    assert Replayer(workflows=[Race]).replay(raw).ok
+
+
 async def test_update_with_start_and_an_update_of_no_workflow():
     async with WorkflowEnvironment(workflows=[Cart], activities=[price]) as env:
         total = await env.client.execute_update_with_start(Cart, "eve", id="cart-5", task_queue="q", update=Cart.add,
