@@ -32,7 +32,8 @@ from tests.faults.chaos import checker
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
 from tests.faults.chaos.load import BrokerClock, LoadDriver, send_signal
 from tests.faults.chaos.observe import observe, until_read
-from tests.faults.chaos.workflows import ACTIVITIES, TASK_QUEUE, WORKFLOWS, ChaosOrder, approval_for, expected_result
+from tests.faults.chaos.workflows import (ACTIVITIES, TASK_QUEUE, WORKFLOWS, ChaosOrder, approval_for, expected_result,
+                                         has_child, timer_seconds, wants_update)
 from tests.integration.invariants import read_topic
 from tests.integration.projection_support import ground_truth, list_all, mismatches
 
@@ -193,7 +194,8 @@ async def test_checker_reports_a_duplicated_history_event_with_its_workflow(clie
     monkeypatch.setenv("KADENCE_CHAOS_PREFIX", prefix)  # the activities run in this process
     redis_url = _redis_url()
     processors.start()
-    ns = [1, 3, 7, 11]  # no timer, no child (no timer service needed); 3 waits for a signal
+    ns = [3, 7, 11, 19]  # no timer, no child (no timer service needed), no update; 3 waits for a signal
+    assert not any(timer_seconds(n) or has_child(n) or wants_update(n) for n in ns), "pick orders that need none"
     exp = checker.Expectations()
     async with Worker(client, task_queue=TASK_QUEUE, workflows=WORKFLOWS, activities=ACTIVITIES):
         for n in ns:
