@@ -30,7 +30,7 @@ from starlette.concurrency import run_in_threadpool
 from kadence.topics.archive import open_store, read_history
 from kadence.topics.config import NAMESPACE_RE
 from kadence.topics.engine_client import EngineClient
-from kadence.topics.errors import (BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
+from kadence.topics.errors import (ArchiveError, BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
                                    SchemaError, WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.describe import describe_to_json
@@ -206,6 +206,11 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     @app.exception_handler(WorkflowNotFoundError)
     async def on_not_found(_request: Request, exc: WorkflowNotFoundError):
         return error_response(404, "not_found", str(exc))
+
+    @app.exception_handler(ArchiveError)
+    async def on_store_unavailable(_request: Request, exc: ArchiveError):
+        # the payload store (or the archive) did not answer: retry later, nothing was sent
+        return _unavailable(str(exc))
 
     @app.exception_handler(PayloadTooLargeError)
     async def on_payload_too_large(_request: Request, exc: PayloadTooLargeError):

@@ -96,6 +96,12 @@ class LocalArchiveStore:
         return self._path(key).as_uri()
 
     def put(self, key: str, data: bytes) -> str:
+        try:
+            return self._put(key, data)
+        except OSError as exc:  # a full disk, a missing permission: the store's error, typed
+            raise ArchiveError(f"cannot write {self.uri(key)}: {exc}") from exc
+
+    def _put(self, key: str, data: bytes) -> str:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
@@ -123,6 +129,8 @@ class LocalArchiveStore:
             return self._path(key).read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise ArchiveError(f"cannot read {self.uri(key)}: {exc}") from exc
 
     def list(self, prefix: str, suffix: str = ".avro") -> list[str]:
         base = self._path(prefix) if prefix else self.root

@@ -250,3 +250,23 @@ def test_an_s3_payload_store_round_trips_and_is_swept(tmp_path):
         assert store.list("payloads/", suffix=".bin") == []
     finally:
         server.stop()
+
+
+def test_the_gateway_answers_503_when_the_payload_store_fails_and_sends_nothing(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from kadence.gateway import GatewayConfig, create_app
+    from kadence.topics import KafkaConfig
+
+    class NoEngine:  # the start must fail before it reaches the engine
+        async def request(self, *a, **kw):
+            raise AssertionError("a start whose payload could not be stored reached the engine")
+
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the store's directory should be")
+    large = LargePayloadConfig(store=ArchiveStoreConfig(directory=str(blocked)), threshold=1024)
+    app = create_app(GatewayConfig(kafka=KafkaConfig(), auth=False, large_payloads=large), engine=NoEngine())
+    with TestClient(app) as http:
+        resp = http.post("/v1/workflows/Big/start", json={"workflow_id": "big", "task_queue": "q", "input": [BIG]})
+    assert resp.status_code == 503 and resp.json()["error"]["code"] == "unavailable", resp.text
+    assert resp.headers["Retry-After"].isdigit() and "could not be stored" in resp.json()["error"]["message"]
