@@ -718,7 +718,7 @@ class Worker:
 
     def _answer_query(self, task: dict, msg, *, unreadable: BaseException | None = None) -> None:
         """Answer a query, or validate an update, from the cached instance or a throw-away replay
-        (``kadence.sdk._queries``). Nothing is written to history; an accepted update is sent to
+        (``kadence._queries``). Nothing is written to history; an accepted update is sent to
         the engine to be recorded. ``unreadable``: why a closed run's history could not be read."""
         wf = task["workflow_id"]
         reply, accept = answer(task, self._workflows.get(task["workflow_type"]), self._cache.get(wf),
