@@ -16,6 +16,8 @@ import click
 
 from kadence.topics import KadenceError, KafkaConfig
 
+from .output import emit_rows, output_option
+
 __all__ = ["builds"]
 
 audit = logging.getLogger("kadence.audit")
@@ -61,9 +63,10 @@ def _open_runs(config: KafkaConfig) -> dict[tuple[str, str | None], int]:
 @click.argument("task_queue", required=False)
 @click.option("--count-open", is_flag=True,
               help="also count the open workflows pinned to each build (reads the whole state topic)")
-@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@click.option("--json", "as_json", is_flag=True, help="print the rows as a JSON array (-o json: {\"items\": [...]})")
+@output_option
 @click.pass_obj
-def list_builds(config: KafkaConfig, task_queue: str | None, count_open: bool, as_json: bool) -> None:
+def list_builds(config: KafkaConfig, task_queue: str | None, count_open: bool, as_json: bool, output: str) -> None:
     """Every build of every queue (or of TASK_QUEUE): default?, backlog, oldest waiting task."""
     from kadence.topics.builds import build_backlogs
 
@@ -80,17 +83,13 @@ def list_builds(config: KafkaConfig, task_queue: str | None, count_open: bool, a
         if opened is not None:
             row["open_workflows"] = opened.get((b.task_queue, b.build_id), 0)
         out.append(row)
-    if as_json:
+    if as_json:  # the list itself, as before -o existed
         click.echo(json.dumps(out, indent=2))
         return
-    head = "QUEUE\tBUILD\tDEFAULT\tBACKLOG\tOLDEST_S" + ("\tOPEN" if opened is not None else "")
-    click.echo(head)
-    for r in out:
-        line = (f"{r['task_queue']}\t{r['build_id'] or '(unversioned)'}\t{'*' if r['default'] else ''}\t{r['backlog']}"
-                f"\t{'' if r['oldest_task_age_s'] is None else r['oldest_task_age_s']}")
-        if opened is not None:
-            line += f"\t{r['open_workflows']}"
-        click.echo(line)
+    shown = [{**r, "build_id": r["build_id"] or "(unversioned)", "default": "*" if r["default"] else ""} for r in out]
+    emit_rows(out if output == "json" else shown,
+              ("task_queue", "build_id", "default", "backlog", "oldest_task_age_s",
+               *(("open_workflows",) if opened is not None else ())), output)
 
 
 @builds.command("move")

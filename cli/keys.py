@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 
 import click
 
+from .output import emit_rows, output_option
+
 __all__ = ["keys"]
 
 audit = logging.getLogger("kadence.audit")
@@ -74,13 +76,17 @@ def create(obj: dict, namespace: str, name: str, rate: float | None, burst: int 
 
 @keys.command("list")
 @click.option("--namespace", default=None, help="only this namespace's keys")
+@output_option
 @click.pass_obj
-def list_keys(obj: dict, namespace: str | None) -> None:
+def list_keys(obj: dict, namespace: str | None, output: str) -> None:
     """List keys: ID, namespace, name, creation time, own quota (never the key)."""
+    rows = []
     for k in _run(obj["redis_url"], obj["prefix"], lambda s: s.list(namespace)):
         created = datetime.fromtimestamp(k.created_ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         quota = f"{k.rate:g}/s burst {k.burst}" if k.rate is not None else "default quota"
-        click.echo(f"{k.key_id}\t{k.namespace}\t{k.name or '-'}\t{created}\t{quota}")
+        rows.append({"key_id": k.key_id, "namespace": k.namespace, "name": k.name or "-", "created": created,
+                     "quota": quota})
+    emit_rows(rows, ("key_id", "namespace", "name", "created", "quota"), output)
 
 
 @keys.command("revoke")

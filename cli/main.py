@@ -312,41 +312,82 @@ def start(config: KafkaConfig, workflow_type: str, workflow_id: str, task_queue:
         sys.exit(1)
 
 
+_EVENT_BRIEF = ("activity_type", "activity_id", "attempt", "timer_id", "signal_name", "update_name", "update_id",
+                "workflow_type", "workflow_id", "name", "reason")
+
+
+def _event_row(e: dict) -> dict:
+    attrs = e["attributes"] if isinstance(e["attributes"], dict) else {}
+    brief = " ".join(f"{k}={attrs[k]}" for k in _EVENT_BRIEF if attrs.get(k) not in (None, ""))
+    return {"seq": e["seq"], "time": e["time"], "type": e["type"], "details": brief}
+
+
 @main.command()
 @click.argument("workflow_id")
 @click.option("--run-id", default=None)
+@click.option("-o", "--output", "output", type=click.Choice(("json", "table", "tsv")), default="json",
+              show_default=True, help="json: the events (with --follow one per line); table or tsv: seq, time, type, "
+                                      "what it is about")
+@click.option("--follow", is_flag=True, help="keep printing new events until the run closes")
+@click.option("--poll", "poll_s", type=click.FloatRange(0.1, 60), default=1.0, show_default=True,
+              help="with --follow: seconds between reads")
 @click.pass_obj
-def history(config: KafkaConfig, workflow_id: str, run_id: str | None) -> None:
-    """Print a run's history as JSON; an archived run is read from the archive (configured by
-    KADENCE_ARCHIVE_DIR / KADENCE_ARCHIVE_S3_*) and its events carry "archived": true."""
+def history(config: KafkaConfig, workflow_id: str, run_id: str | None, output: str, follow: bool,
+            poll_s: float) -> None:
+    """Print a run's history; an archived run is read from the archive (configured by
+    KADENCE_ARCHIVE_DIR / KADENCE_ARCHIVE_S3_*) and its events carry "archived": true.
+    With --follow, new events are printed as the engine records them, until the run closes."""
     from kadence import KadenceError as Err
     from kadence.topics import EngineClient
     from kadence.topics.archive import ArchiveStoreConfig, open_store, read_history
     from kadence.topics.history_json import event_to_json
     from kadence.topics.large_payloads import LargePayloadConfig
     from kadence.topics.payload import JsonConverter
+    from kadence.topics.records import CLOSE_EVENTS
+
+    from .output import emit_rows
 
     codec = current_codec()
+
+    def show(events: list[dict], first: bool) -> None:
+        if output == "json" and not follow:
+            click.echo(json.dumps(events, indent=2))
+        elif output == "json":
+            for e in events:
+                click.echo(json.dumps(e, sort_keys=True))
+        elif events or first:
+            emit_rows([_event_row(e) for e in events], ("seq", "time", "type", "details"),
+                      output if first or output == "tsv" else "tsv")
 
     async def run() -> None:
         store = open_store(ArchiveStoreConfig.from_env())
         engine = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config)
+        converter = JsonConverter(codec, large=LargePayloadConfig.from_env().open())
         try:
             found = await read_history(engine, store, workflow_id, run_id)
+            events = [{**event_to_json(e, converter), "archived": True} if found.archived
+                      else event_to_json(e, converter) for e in found.events]
+            if found.archived:
+                click.echo(f"run {found.run_id} of {workflow_id} is archived; read from the archive", err=True)
+            show(events, True)
+            last = found.events[-1] if found.events else None
+            while follow and not found.archived and (last is None or last["attributes"][0] not in CLOSE_EVENTS):
+                await asyncio.sleep(poll_s)
+                _run, now = await engine.history(workflow_id, found.run_id)
+                fresh = [e for e in now if last is None or e["seq"] > last["seq"]]
+                if fresh:
+                    show([event_to_json(e, converter) for e in fresh], False)
+                    last = fresh[-1]
         finally:
             engine.close()
-        converter = JsonConverter(codec, large=LargePayloadConfig.from_env().open())
-        events = [{**event_to_json(e, converter), "archived": True} if found.archived else event_to_json(e, converter)
-                  for e in found.events]
-        if found.archived:
-            click.echo(f"run {found.run_id} of {workflow_id} is archived; read from the archive", err=True)
-        click.echo(json.dumps(events, indent=2))
 
     try:
         asyncio.run(run())
     except Err as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    except KeyboardInterrupt:
+        pass
 
 
 @main.command()
