@@ -130,19 +130,23 @@ def kadence_engine(kadence_stack):
     procs = []
     for role in ("processor", "timers"):
         log = open(os.path.join(logs, f"{role}.log"), "wb")  # noqa: SIM115 - closed below
-        procs.append((subprocess.Popen([sys.executable, "-m", "kadence.cli", role, "--instance-id", "pytest-0"],
-                                       env=env, stdout=log, stderr=subprocess.STDOUT), log))
+        procs.append((role, subprocess.Popen([sys.executable, "-m", "kadence.cli", role, "--instance-id", "pytest-0"],
+                                             env=env, stdout=log, stderr=subprocess.STDOUT), log))
     try:
         yield config
     finally:
-        for p, _log in procs:
+        died = [role for role, p, _log in procs if p.poll() is not None]
+        for _role, p, _log in procs:
             p.terminate()
-        for p, log in procs:
+        for _role, p, log in procs:
             try:
                 p.wait(30)
             except subprocess.TimeoutExpired:
                 p.kill()
             log.close()
+    if died:  # the tests that waited for it failed on timeouts; say why, once
+        raise RuntimeError(f"kadence_engine: the {' and '.join(died)} exited during the session; "
+                           f"their logs are in {logs}")
 
 
 try:  # pytest-asyncio's strict mode needs its own decorator for an async fixture
