@@ -35,8 +35,13 @@ async def test_signal_with_start_query_describe_and_completion(http, gw_config):
             assert second.status_code == 200
             await client.get_workflow_handle(wid).result(timeout=60)
         done = (await http.get(f"/v1/workflows/{wid}")).json()
-        assert done == {"workflow_id": wid, "run_id": first.json()["run_id"], "status": "completed",
-                        "result": ["first", "second"]}
+        # the describe shape (docs/guide.md, "Describing a run"): the run as the engine holds it
+        assert {k: done[k] for k in ("workflow_id", "run_id", "status", "result", "workflow_type",
+                                     "signals_received", "pending_activities")} == {
+            "workflow_id": wid, "run_id": first.json()["run_id"], "status": "completed",
+            "result": ["first", "second"], "workflow_type": "Collector", "signals_received": 2,
+            "pending_activities": []}
+        assert done["close_time"] is not None and "failure" not in done
         kinds = [e["type"] for e in (await http.get(f"/v1/workflows/{wid}/history")).json()["events"]]
         assert kinds.count("WorkflowSignaled") == 2
     finally:
