@@ -382,19 +382,24 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                 "next_cursor": _encode_cursor(last, rid), "has_more": more, "closed": closed,
                 "archived": found.archived}
 
+    async def with_start(request: Request, body: SignalRequest | UpdateRequest, what: str) -> dict | None:
+        """The StartWorkflow body of a signal- or update-with-start (None when the body names no
+        workflow type or task queue); one without the other is a 400."""
+        if not (body.workflow_type or body.task_queue):
+            return None
+        if not (body.workflow_type and body.task_queue):
+            raise ApiError(400, "invalid_input", f"{what} needs both workflow_type and task_queue",
+                           field="workflow_type" if not body.workflow_type else "task_queue")
+        return {"workflow_type": body.workflow_type, "task_queue": body.task_queue,
+                "input": await _encoded(request, body.start_input), "id_reuse_policy": "allow_duplicate",
+                "run_timeout_ms": None, "search_attributes": {}}
+
     @v1.post("/workflows/{workflow_id}/signals", response_model=RunResponse, name="signal",
              responses={**_WRITE, 200: _TOKEN_DOC},
              summary="Signal a workflow (signal-with-start when workflow_type and task_queue are given)")
     async def signal(request: Request, workflow_id: WorkflowIdPath, body: SignalRequest,
                      idempotency_key: str | None = _IDEMPOTENCY_KEY):
-        start_body = None
-        if body.workflow_type or body.task_queue:
-            if not (body.workflow_type and body.task_queue):
-                raise ApiError(400, "invalid_input", "signal-with-start needs both workflow_type and task_queue",
-                               field="workflow_type" if not body.workflow_type else "task_queue")
-            start_body = {"workflow_type": body.workflow_type, "task_queue": body.task_queue,
-                          "input": await _encoded(request, body.start_input), "id_reuse_policy": "allow_duplicate",
-                          "run_timeout_ms": None, "search_attributes": {}}
+        start_body = await with_start(request, body, "signal-with-start")
         reply, headers = await command(request, principal(request), workflow_id, "SignalWorkflow", {
             "signal_name": body.signal, "input": await _encoded(request, body.input), "start": start_body,
             "identity": "gateway"}, idempotency_key)
@@ -430,14 +435,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         is the same update, recorded once, and gets the same result or error."""
         body = body or UpdateRequest()
         who = principal(request)
-        start_body = None
-        if body.workflow_type or body.task_queue:
-            if not (body.workflow_type and body.task_queue):
-                raise ApiError(400, "invalid_input", "update-with-start needs both workflow_type and task_queue",
-                               field="workflow_type" if not body.workflow_type else "task_queue")
-            start_body = {"workflow_type": body.workflow_type, "task_queue": body.task_queue,
-                          "input": await _encoded(request, body.start_input), "id_reuse_policy": "allow_duplicate",
-                          "run_timeout_ms": None, "search_attributes": {}}
+        start_body = await with_start(request, body, "update-with-start")
         await claim_key(request, who, idempotency_key)
         engine = await pool.get(who.namespace)
         reply = await engine.request(workflow_id, "UpdateWorkflow", {

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from kadence.topics.records import new_id
 
-__all__ = ["BatchView", "Outbox", "emit", "reply", "description", "remember", "recent", "schedule_workflow_task",
+__all__ = ["BatchView", "Outbox", "emit", "reply", "closed_message", "description", "remember", "recent", "schedule_workflow_task",
            "dispatch_workflow_task", "close_run", "start_timer", "workflow_task_needed", "send_command",
            "deduplicated", "open_run_or_reply",
            "RECENT_REQUESTS", "MAX_RESULT_WAITERS"]
@@ -228,6 +228,13 @@ def reply(out: Outbox, request_id: str | None, workflow_id: str, status: str, *,
         "schema_version": 0, "history_seq": None, "memo": memo or {}, "description": description,
     })
 
+
+
+def closed_message(st: dict, run_id: str | None) -> str:
+    """Why a command for a run cannot act: the named run is not the current one, or the current one is closed."""
+    if run_id and run_id != st["run_id"]:
+        return f"run {run_id} is not the current run of workflow {st['workflow_id']!r} (it is closed)"
+    return f"workflow is {st['status']}"
 
 #: heartbeat details larger than this are left out of a description (a reply must stay small)
 DESCRIBED_DETAILS_MAX = 4096

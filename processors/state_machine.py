@@ -23,7 +23,7 @@ from .reset import reset_workflow
 from .updates import complete_update, update_accepted, update_requested
 from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
                          schedule_activity)
-from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, description,
+from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, closed_message, description,
                       dispatch_workflow_task, emit,
                       deduplicated, open_run_or_reply, recent, remember, reply, schedule_workflow_task,
                       send_command, start_timer,
@@ -441,12 +441,6 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         view.put(st)
 
 
-def _closed_message(st: dict, run_id: str | None) -> str:
-    if run_id and run_id != st["run_id"]:
-        return f"run {run_id} is not the current run of workflow {st['workflow_id']!r} (it is closed)"
-    return f"workflow is {st['status']}"
-
-
 def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
@@ -457,7 +451,7 @@ def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> Non
             if st is None:
                 reply(out, rid, wf, "not_found", message=f"no open run of workflow {wf!r} (it never ran)")
             else:  # a closed run (or an earlier run of the workflow): 409 not_running over HTTP
-                reply(out, rid, wf, "rejected", run_id=st["run_id"], message=_closed_message(st, cmd["run_id"]))
+                reply(out, rid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, cmd["run_id"]))
             return
         st = _start({**cmd, "request_id": None}, body["start"], view, out, ts, answer=False)
         if st is None:  # pragma: no cover - no open run, so a start cannot be rejected as running

@@ -24,7 +24,8 @@ from typing import Callable
 
 from kadence.topics.records import failure_record
 
-from .effects import BatchView, Outbox, dispatch_workflow_task, emit, reply, workflow_task_needed
+from .effects import (BatchView, Outbox, closed_message, dispatch_workflow_task, emit, reply,
+                      workflow_task_needed)
 
 __all__ = ["update_requested", "update_accepted", "complete_update", "fail_open_updates", "UPDATES_KEPT"]
 
@@ -49,12 +50,6 @@ def _answer(out: Outbox, st: dict, u: dict) -> None:
               message=failure["message"] if failure else "", failure=failure)
 
 
-def _closed(st: dict, run_id: str | None) -> str:
-    if run_id and run_id != st["run_id"]:
-        return f"run {run_id} is not the current run of workflow {st['workflow_id']!r} (it is closed)"
-    return f"workflow is {st['status']}"
-
-
 def update_requested(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *,
                      start: Callable[..., dict | None]) -> None:
     """``UpdateWorkflow``: answer a known update from its record, else have a worker validate it
@@ -75,7 +70,7 @@ def update_requested(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: in
             if st is None:
                 reply(out, uid, wf, "not_found", message=f"no open run of workflow {wf!r} (it never ran)")
             else:
-                reply(out, uid, wf, "rejected", run_id=st["run_id"], message=_closed(st, cmd["run_id"]))
+                reply(out, uid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, cmd["run_id"]))
             return
         st = start({**cmd, "request_id": None}, body["start"], view, out, ts, answer=False)
         if st is None:  # pragma: no cover - no open run, so a start cannot be refused as running
@@ -97,7 +92,7 @@ def update_accepted(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int
         out.duplicates += 1  # validated twice (a retried request): recorded once
         return
     if st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
-        reply(out, uid, wf, "rejected", run_id=st["run_id"], message=_closed(st, cmd["run_id"]))
+        reply(out, uid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, cmd["run_id"]))
         return
     emit(view, out, st, "WorkflowUpdateAccepted", {"update_id": uid, "update_name": body["update_name"],
                                                    "input": body["input"], "identity": body["identity"]},

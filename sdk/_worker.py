@@ -360,7 +360,7 @@ class Worker:
         check_task_queue(task_queue)
         #: the client's interceptors, then these (``kadence.interceptors``): around each activity
         #: attempt and each workflow handler this worker runs
-        self.interceptors: tuple[Interceptor, ...] = (*getattr(client, "interceptors", ()), *interceptors)
+        self.interceptors: tuple[Interceptor, ...] = (*client.interceptors, *interceptors)
         #: spans of traced tasks (``topics.tracing``; None: the global tracer provider)
         self._tracer = Tracer("worker", tracer_provider)
         self.build_id = validate_build_id(build_id, allow_none=True)

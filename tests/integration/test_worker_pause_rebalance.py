@@ -39,7 +39,7 @@ async def test_partitions_paused_revoked_and_given_back_fetch_again(kafka_bootst
     assert producer.flush(30) == 0
 
     config = KafkaConfig(bootstrap=kafka_bootstrap, namespace="pause")
-    worker = Worker(SimpleNamespace(_engine=None, config=config), task_queue="q", activities=[noop],
+    worker = Worker(SimpleNamespace(_engine=None, config=config, interceptors=()), task_queue="q", activities=[noop],
                     session_timeout_ms=6000)
     held: list = []   # handed over and not finished: the slots stay busy until the test says
     seen: set = set()

@@ -22,6 +22,8 @@ from kadence.topics.large_payloads import (MARKER, LargePayloadConfig, LargePayl
                                            references_in)
 from kadence.topics.payload import JsonConverter
 
+from tests.unit.docs_examples import run_example
+
 BIG = "x" * 300_000
 
 
@@ -178,17 +180,10 @@ async def test_a_5_mb_payload_through_start_activity_signal_and_result_without_a
 
 
 def test_the_guides_example_runs_without_a_broker():
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, str(root / "docs/examples/large_payloads.py")], capture_output=True,
-                         text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "KADENCE_KAFKA_BOOTSTRAP": "127.0.0.1:1"})
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "words: 880000, document back intact: True" in out.stdout
-    assert "the start event's input is 95 bytes" in out.stdout
-    assert "objects in the store: 2" in out.stdout
+    stdout = run_example("large_payloads.py")
+    assert "words: 880000, document back intact: True" in stdout
+    assert "the start event's input is 95 bytes" in stdout
+    assert "objects in the store: 2" in stdout
 
 
 @activity.defn

@@ -21,6 +21,8 @@ from kadence.topics import JsonConverter
 from kadence.topics.payload import failure_from_exception
 from kadence.topics.typed import signature
 
+from tests.unit.docs_examples import run_example
+
 T = timedelta(seconds=10)
 
 
@@ -231,17 +233,10 @@ async def test_a_signal_that_does_not_match_is_dropped_and_the_run_goes_on():
 
 
 def test_the_guides_example_runs_without_a_broker():
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, str(root / "docs/examples/typed_payloads.py")], capture_output=True,
-                         text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "KADENCE_KAFKA_BOOTSTRAP": "127.0.0.1:1"})
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "pending: [Line(sku='cup', qty=1)]" in out.stdout
-    assert "receipt: Receipt(order_id='A-1', total=Decimal('7.50'), items=2)" in out.stdout
-    assert "refused: workflow Checkout, argument 'order' does not match its type: placed:" in out.stdout
+    stdout = run_example("typed_payloads.py")
+    assert "pending: [Line(sku='cup', qty=1)]" in stdout
+    assert "receipt: Receipt(order_id='A-1', total=Decimal('7.50'), items=2)" in stdout
+    assert "refused: workflow Checkout, argument 'order' does not match its type: placed:" in stdout
 
 
 # -- queries of closed runs answer from their final state (#18 item 6) -------------------------

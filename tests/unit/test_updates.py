@@ -16,6 +16,8 @@ from kadence import (ApplicationError, PayloadTypeError, Replayer, WorkflowNotFo
                      activity, workflow)
 from kadence.testing import WorkflowEnvironment
 
+from tests.unit.docs_examples import run_example
+
 T = timedelta(seconds=10)
 
 
@@ -213,13 +215,6 @@ async def test_update_with_start_and_an_update_of_no_workflow():
 
 
 def test_the_guides_example_runs_without_a_broker():
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, str(root / "docs/examples/updates.py")], capture_output=True,
-                         text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "KADENCE_KAFKA_BOOTSTRAP": "127.0.0.1:1"})
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "items: 1\nagain: 1\nrejected: True, quantity must be positive, got 0\n" in out.stdout
-    assert "in history: ['WorkflowUpdateAccepted', 'WorkflowUpdateCompleted']" in out.stdout
+    stdout = run_example("updates.py")
+    assert "items: 1\nagain: 1\nrejected: True, quantity must be positive, got 0\n" in stdout
+    assert "in history: ['WorkflowUpdateAccepted', 'WorkflowUpdateCompleted']" in stdout
