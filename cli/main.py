@@ -481,6 +481,29 @@ def terminate(config: KafkaConfig, workflow_id: str, reason: str, request_id: st
 
 @main.command()
 @click.argument("workflow_id")
+@click.option("--reason", default="")
+@click.option("--request-id", default=None)
+@click.pass_obj
+def pause(config: KafkaConfig, workflow_id: str, reason: str, request_id: str | None) -> None:
+    """Hold an open run still: no tasks are dispatched and no timers fire until it is unpaused
+    (signals are still recorded)."""
+    logging.getLogger("kadence.audit").warning("pause of workflow %s requested from the CLI", workflow_id)
+    _handle_command(config, workflow_id, None, lambda h: h.pause(reason=reason, request_id=request_id))
+
+
+@main.command()
+@click.argument("workflow_id")
+@click.option("--reason", default="")
+@click.option("--request-id", default=None)
+@click.pass_obj
+def unpause(config: KafkaConfig, workflow_id: str, reason: str, request_id: str | None) -> None:
+    """Let a paused run go on: held tasks are sent, timers that fell due fire."""
+    logging.getLogger("kadence.audit").warning("unpause of workflow %s requested from the CLI", workflow_id)
+    _handle_command(config, workflow_id, None, lambda h: h.unpause(reason=reason, request_id=request_id))
+
+
+@main.command()
+@click.argument("workflow_id")
 @click.pass_obj
 def describe(config: KafkaConfig, workflow_id: str) -> None:
     """Status of a workflow's current run (and its last failed workflow task, if stuck)."""
@@ -534,40 +557,35 @@ def replay(config: KafkaConfig, module_name: str, from_topic: bool, limit: int, 
 @click.argument("workflow_id")
 @click.option("--to-event", type=int, default=None, help="a WorkflowTaskCompleted seq (default: the last one)")
 @click.option("--reason", default="")
-@click.option("--dry-run", is_flag=True, help="only replay the kept part of the history against --module's code")
-@click.option("--module", "module_name", default=None, help="module with WORKFLOWS, for --dry-run")
+@click.option("--dry-run", is_flag=True, help="ask the engine what the reset would do (it runs it and rolls it "
+                                              "back); change nothing")
+@click.option("--module", "module_name", default=None,
+              help="with --dry-run: also replay the kept events against this module's WORKFLOWS")
 @click.pass_obj
 def reset(config: KafkaConfig, workflow_id: str, to_event: int | None, reason: str, dry_run: bool,
           module_name: str | None) -> None:
-    """Branch a new run from a completed workflow task; the open run is terminated and linked."""
+    """Branch a new run from a completed workflow task of the current run, open or closed; an
+    open run is terminated and linked. Exit 1 when the engine refuses (or would refuse)."""
     from kadence import Client, KadenceError as Err, Replayer
 
-    if dry_run and not module_name:
-        raise click.UsageError("--dry-run needs --module (the code the new run will replay with)")
+    if module_name and not dry_run:
+        raise click.UsageError("--module is for --dry-run")
 
     async def run():
         client = await Client.connect(config=config, codec=current_codec())
         try:
             handle = client.get_workflow_handle(workflow_id)
-            point = to_event
             if dry_run:
-                # the same checks as the engine's, so that a dry run that says ok is one the reset takes
-                status = (await handle.describe())["status"]
-                if status != "running":
-                    raise Err(f"the reset would be rejected: workflow is {status} (only an open run can be reset)")
-                raw = await handle.history(raw=True)
-                done = [e["seq"] for e in raw if e["attributes"][0] == "WorkflowTaskCompleted"]
-                if point is None:
-                    point = done[-1] if done else 0
-                if point not in done:
-                    raise Err(f"the reset would be rejected: event {point} is not a WorkflowTaskCompleted "
-                              f"(those are {done[-10:]}{' ...' if len(done) > 10 else ''})")
-                kept = [e for e in raw if e["seq"] < point]
-                workflows, _ = load_definitions(module_name)
-                Replayer(workflows=workflows).replay(kept)
-                return {"dry_run": "ok", "workflow_id": workflow_id, "branch_event": point, "kept_events": len(kept)}
+                plan = await handle.plan_reset(to_event=to_event, reason=reason)
+                out = {"dry_run": True, **plan.to_json()}
+                if module_name:
+                    raw = await handle.history(raw=True)
+                    workflows, _ = load_definitions(module_name)
+                    Replayer(workflows=workflows).replay([e for e in raw if e["seq"] < plan.branch_event])
+                    out["replayed_with"] = module_name
+                return out
             logging.getLogger("kadence.audit").warning("reset of workflow %s requested from the CLI", workflow_id)
-            new = await handle.reset(to_event=point, reason=reason)
+            new = await handle.reset(to_event=to_event, reason=reason)
             return {"workflow_id": workflow_id, "new_run_id": new.run_id}
         finally:
             await client.close()

@@ -218,6 +218,7 @@ def _iso(ms: int | None) -> str:
 @click.command("list")
 @click.option("--type", "workflow_type", default=None, help="workflow type")
 @click.option("--status", type=click.Choice(RUN_STATUSES), default=None)
+@click.option("--paused/--not-paused", default=None, help="only paused runs, or only runs not paused")
 @click.option("--since", default=None, help="started at or after (ISO-8601, epoch ms, or 15m/2h/7d ago)")
 @click.option("--until", default=None, help="started at or before")
 @click.option("--closed-since", default=None, help="closed at or after")
@@ -231,7 +232,7 @@ def _iso(ms: int | None) -> str:
 @output_option
 @_REDIS_URL
 @click.pass_obj
-def list_cmd(config: KafkaConfig, workflow_type, status, since, until, closed_since, closed_until, search,
+def list_cmd(config: KafkaConfig, workflow_type, status, paused, since, until, closed_since, closed_until, search,
              page_size, cursor, all_pages, count_only, as_json, output, redis_url) -> None:
     """List workflow runs from the visibility projection, newest start first."""
     if as_json:
@@ -246,7 +247,7 @@ def list_cmd(config: KafkaConfig, workflow_type, status, since, until, closed_si
         pairs[k] = v
     filters = dict(workflow_type=workflow_type, status=status, start_from_ms=parse_time_ms(since),
                    start_to_ms=parse_time_ms(until), close_from_ms=parse_time_ms(closed_since),
-                   close_to_ms=parse_time_ms(closed_until), search=pairs or None)
+                   close_to_ms=parse_time_ms(closed_until), search=pairs or None, paused=paused)
 
     async def go():
         redis = _redis(redis_url)
@@ -284,7 +285,8 @@ def list_cmd(config: KafkaConfig, workflow_type, status, since, until, closed_si
     if output == "json":
         emit_rows(result, (), "json", extra={"next_cursor": nxt})
         return
-    rows = [{**r, "start_time": _iso(r["start_time_ms"]), "close_time": _iso(r["close_time_ms"])} for r in result]
+    rows = [{**r, "start_time": _iso(r["start_time_ms"]), "close_time": _iso(r["close_time_ms"]),
+             "status": r["status"] + (" (paused)" if r["paused"] else "")} for r in result]
     emit_rows(rows, ("workflow_id", "run_id", "workflow_type", "status", "start_time", "close_time",
                      "search_attributes"), output)
     if nxt:

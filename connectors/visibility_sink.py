@@ -62,6 +62,10 @@ def visibility_op(event: dict | None, partition: int, offset: int, *, workflow_i
         op.update(k="sa", sa=dict(a.get("search_attributes") or {}))
     elif kind in CLOSE_STATUS:
         op.update(k="close", status=CLOSE_STATUS[kind], new_run=a.get("new_run_id") or "")
+    elif kind == "WorkflowExecutionPaused":
+        op.update(k="pause")
+    elif kind == "WorkflowExecutionUnpaused":
+        op.update(k="unpause")
     return json.dumps(op, separators=(",", ":"))
 
 
@@ -108,6 +112,7 @@ local function remove(G, op)
   unindex_status(G, rec, id)
   local m = member(tonumber(rec.start_ms), id)
   redis.call('ZREM', G .. 'i:all', m)
+  redis.call('ZREM', G .. 'i:paused', m)
   redis.call('ZREM', G .. 'i:type:' .. rec.type, m)
   for k, v in pairs(cjson.decode(rec.sa)) do redis.call('ZREM', sa_index(G, k, v), m) end
   if rec.close_ms and rec.close_ms ~= '' then
@@ -153,7 +158,18 @@ local function apply(G, op)
       rec.status = op.status
       index_status(G, rec, id)
       redis.call('ZADD', G .. 'i:close', 0, member(op.t, id))
-      redis.call('HSET', rk, 'status', op.status, 'close_ms', op.t, 'new_run', op.new_run)
+      redis.call('HSET', rk, 'status', op.status, 'close_ms', op.t, 'new_run', op.new_run, 'paused', '')
+      redis.call('ZREM', G .. 'i:paused', member(tonumber(rec.start_ms), id))
+    end
+  elseif op.k == 'pause' or op.k == 'unpause' then
+    local rec = load(rk)
+    local m = member(tonumber(rec.start_ms), id)
+    if op.k == 'pause' then
+      redis.call('HSET', rk, 'paused', '1')
+      redis.call('ZADD', G .. 'i:paused', 0, m)
+    else
+      redis.call('HSET', rk, 'paused', '')
+      redis.call('ZREM', G .. 'i:paused', m)
     end
   end
   redis.call('HSET', rk, 'last_seq', op.s, 'offset', op.o, 'partition', op.p)

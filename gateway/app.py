@@ -31,11 +31,12 @@ from kadence.topics.archive import open_store, read_history
 from kadence.topics.config import NAMESPACE_RE
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (ArchiveError, BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
-                                   SchemaError, WorkflowNotFoundError)
+                                   ResetRejectedError, SchemaError, WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.describe import describe_to_json
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
+from kadence.topics.reset_request import reset_body
 from kadence.topics.visibility import VisibilityReader, projection_lag
 
 from .config import GatewayConfig
@@ -48,8 +49,9 @@ from .keys import ApiKeyStore
 from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
 from .redis_breaker import RedisBreaker, guarded_redis
-from .models import (DecodeRequest, NameParam, QueryRequest, ReasonRequest, RunResponse, SignalRequest, StartRequest,
-                     StartResponse, UpdateRequest, UpdateResponse, WorkflowIdInPath, WorkflowList)
+from .models import (DecodeRequest, NameParam, QueryRequest, ReasonRequest, ResetRequest, ResetResponse, RunResponse,
+                     SignalRequest, StartRequest, StartResponse, UpdateRequest, UpdateResponse, WorkflowIdInPath,
+                     WorkflowList)
 
 __all__ = ["create_app"]
 
@@ -413,17 +415,67 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                                        {"reason": body.reason if body else ""}, idempotency_key)
         return mutation_result(reply, workflow_id, headers)
 
+    async def operator_action(request: Request, workflow_id: str, body_type: str, body: ReasonRequest | None,
+                              idempotency_key: str | None):
+        who = principal(request)
+        audit.warning("%s of workflow %s in namespace %s requested through the gateway by key %s", body_type,
+                      workflow_id, who.namespace, who.key_id or "(no auth)")
+        reply, headers = await command(request, who, workflow_id, body_type,
+                                       {"reason": body.reason if body else "", "identity": "gateway"}, idempotency_key)
+        return mutation_result(reply, workflow_id, headers)
+
     @v1.post("/workflows/{workflow_id}/terminate", response_model=RunResponse, name="terminate",
              responses={**_WRITE, 200: _TOKEN_DOC}, summary="End the run at once")
     async def terminate(request: Request, workflow_id: WorkflowIdPath, body: ReasonRequest | None = None,
                         idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        return await operator_action(request, workflow_id, "TerminateWorkflow", body, idempotency_key)
+
+    @v1.post("/workflows/{workflow_id}/pause", response_model=RunResponse, name="pause",
+             responses={**_WRITE, 200: _TOKEN_DOC},
+             summary="Pause the open run: no tasks are dispatched and no timers fire until it is unpaused "
+                     "(signals are still recorded; idempotent)")
+    async def pause(request: Request, workflow_id: WorkflowIdPath, body: ReasonRequest | None = None,
+                    idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        return await operator_action(request, workflow_id, "PauseWorkflow", body, idempotency_key)
+
+    @v1.post("/workflows/{workflow_id}/unpause", response_model=RunResponse, name="unpause",
+             responses={**_WRITE, 200: _TOKEN_DOC},
+             summary="Unpause the run: held tasks are sent and timers that fell due fire (idempotent)")
+    async def unpause(request: Request, workflow_id: WorkflowIdPath, body: ReasonRequest | None = None,
+                      idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        return await operator_action(request, workflow_id, "UnpauseWorkflow", body, idempotency_key)
+
+    @v1.post("/workflows/{workflow_id}/reset", response_model=ResetResponse, name="reset",
+             responses={**_WRITE, 409: {"model": ErrorResponse}},
+             summary="Branch a new run from a completed workflow task of the current run (open or closed); "
+                     "dry_run answers what the reset would do")
+    async def reset(request: Request, workflow_id: WorkflowIdPath, body: ResetRequest | None = None,
+                    idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        body = body or ResetRequest()
         who = principal(request)
-        audit.warning("terminate of workflow %s in namespace %s requested through the gateway by key %s",
-                      workflow_id, who.namespace, who.key_id or "(no auth)")
-        reply, headers = await command(request, who, workflow_id, "TerminateWorkflow",
-                                       {"reason": body.reason if body else "", "identity": "gateway"},
-                                       idempotency_key)
-        return mutation_result(reply, workflow_id, headers)
+        engine = await pool.get(who.namespace)
+        run_id, events = await engine.history(workflow_id)
+        try:
+            payload = reset_body(workflow_id, run_id, events, to_event=body.to_event, reason=body.reason,
+                                 identity="gateway", dry_run=body.dry_run)
+        except ResetRejectedError as exc:
+            return error_response(409, "reset_rejected", str(exc), run_id=run_id)
+        if body.dry_run:  # nothing to claim: a dry run changes nothing, and is asked again at will
+            reply = await engine.request(workflow_id, "ResetWorkflow", payload, request_id=str(uuid.uuid4()),
+                                         run_id=run_id, timeout=config.reply_timeout)
+        else:
+            audit.warning("reset of workflow %s in namespace %s requested through the gateway by key %s",
+                          workflow_id, who.namespace, who.key_id or "(no auth)")
+            await claim_key(request, who, idempotency_key)
+            reply = await engine.request(workflow_id, "ResetWorkflow", payload,
+                                         request_id=idempotency_key or str(uuid.uuid4()), run_id=run_id,
+                                         timeout=config.reply_timeout)
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found")
+        if reply["status"] != "ok":
+            return error_response(409, "reset_rejected", reply["message"], run_id=reply["run_id"])
+        return ResetResponse(workflow_id=workflow_id, run_id=reply["run_id"], dry_run=body.dry_run,
+                             plan=reply["reset_plan"])
 
     @v1.post("/workflows/{workflow_id}/updates/{update_name}", response_model=UpdateResponse, name="update",
              responses={**_WRITE, 409: {"model": ErrorResponse}},
@@ -498,6 +550,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             close_from_ms: int | None = Query(None, ge=0, description="runs closed at or after (epoch ms)"),
             close_to_ms: int | None = Query(None, ge=0, description="runs closed before (epoch ms)"),
             search: list[str] = Query([], max_length=20, description="search attribute filter key:value (repeatable)"),
+            paused: bool | None = Query(None, description="only paused (true) or only not paused (false) runs"),
             page_size: int = Query(100, ge=1, le=1000),
             cursor: str | None = Query(None, max_length=2048, description="next_cursor of the previous page"),
             include_counts: bool = Query(False, description="also count the matching runs by type and status"),
@@ -530,7 +583,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                                headers={"Retry-After": str(config.retry_after_seconds)})
         query = dict(workflow_type=workflow_type, status=status, start_from_ms=start_from_ms,
                      start_to_ms=start_to_ms, close_from_ms=close_from_ms, close_to_ms=close_to_ms,
-                     search=filters or None)
+                     search=filters or None, paused=paused)
         try:
             items, next_cursor = await reader.list(**query, page_size=page_size, cursor=cursor)
             counts = await reader.count(**query) if include_counts else None

@@ -106,6 +106,32 @@ class UpdateRequest(BaseModel):
                                             "Idempotency-Key to get the result of the same update")
 
 
+class ResetRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    to_event: int | None = Field(None, ge=1, description="the WorkflowTaskCompleted event to branch from "
+                                                          "(default: the last one)")
+    reason: str = Field("", max_length=2000)
+    dry_run: bool = Field(False, description="answer what the reset would do (the engine runs it and rolls it "
+                                             "back): the same plan or the same 409, and nothing changes")
+
+
+class ResetPlanModel(BaseModel):
+    terminates_run_id: str | None = Field(description="the open run the reset terminates (null: it was closed)")
+    from_status: str
+    branch_event: int
+    kept_events: int
+    activities_rerun: list[str]
+    timers_kept: int
+
+
+class ResetResponse(BaseModel):
+    workflow_id: str
+    run_id: str | None = Field(description="the new run (null for a dry run)")
+    dry_run: bool
+    plan: ResetPlanModel | None = Field(None, description="what the reset did or would do (null in the answer to "
+                                                          "a retried request: the run_id is the same)")
+
+
 class UpdateResponse(BaseModel):
     workflow_id: str
     run_id: str | None
@@ -128,6 +154,7 @@ class WorkflowSummary(BaseModel):
     run_id: str
     workflow_type: str | None = None
     status: str | None = None
+    paused: bool = False
     task_queue: str | None = None
     start_time_ms: int | None = None
     close_time_ms: int | None = None

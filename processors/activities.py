@@ -15,7 +15,7 @@ from kadence.topics.records import idempotency_key
 
 from .effects import BatchView, Outbox, emit, reply, start_timer, workflow_task_needed
 
-__all__ = ["schedule_activity", "activity_result", "activity_timer_fired", "activity_heartbeat",
+__all__ = ["schedule_activity", "dispatch_attempt", "activity_result", "activity_timer_fired", "activity_heartbeat",
            "cancel_activity", "DEFAULT_RETRY"]
 
 log = logging.getLogger(__name__)
@@ -39,12 +39,16 @@ def _find_by_seq(st: dict, scheduled_seq: int) -> dict | None:
     return None
 
 
-def _dispatch_attempt(out: Outbox, st: dict, a: dict, ts: int) -> None:
-    """Send the pending attempt to the activity workers and arm its timeouts."""
+def dispatch_attempt(out: Outbox, st: dict, a: dict, ts: int) -> None:
+    """Send the pending attempt to the activity workers and arm its timeouts (a paused run's
+    attempt is held instead, and sent when the run is unpaused: ``processors.pause``)."""
     opts = a["options"]
     a["attempt_started_ms"] = ts
     a["last_heartbeat_ms"] = 0
     a["retrying"] = False
+    a["held"] = st["paused"]
+    if a["held"]:
+        return
     out.tasks.append(("activity", opts["task_queue"], {
         "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
         "activity_id": a["activity_id"], "activity_type": a["activity_type"], "task_queue": opts["task_queue"],
@@ -68,9 +72,10 @@ def schedule_activity(view: BatchView, out: Outbox, st: dict, c: dict, completed
         "attempt": 1, "task_queue": c["options"]["task_queue"], "input": c["input"], "options": c["options"],
         "first_scheduled_ms": ts, "attempt_started_ms": ts, "last_heartbeat_ms": 0, "heartbeat_details": None,
         "cancel_requested": False, "retrying": False, "last_failure": None, "next_attempt_ms": None,
+        "held": False,
     }
     st["pending_activities"].append(a)
-    _dispatch_attempt(out, st, a, ts)  # the schedule-to-close deadline follows from the state too
+    dispatch_attempt(out, st, a, ts)  # the schedule-to-close deadline follows from the state too
 
 
 def _retry_delay(a: dict, failure: dict, ts: int) -> int | None:
@@ -165,7 +170,7 @@ def activity_timer_fired(st: dict, body: dict, view: BatchView, out: Outbox, ts:
     if kind == "retry_backoff":
         if not a["retrying"]:
             return False
-        _dispatch_attempt(out, st, a, ts)
+        dispatch_attempt(out, st, a, ts)
         return True
     if a["retrying"]:
         return False

@@ -39,8 +39,8 @@ def activity_deadlines(st: dict | None) -> list[dict]:
 
     The timer IDs and attempts are what ``activities.activity_timer_fired`` checks, so a deadline
     of an attempt that is over is recognised as stale wherever it comes from."""
-    if st is None or st["status"] != "running":
-        return []
+    if st is None or st["status"] != "running" or st["paused"]:
+        return []  # a paused run's deadlines are armed again when it is unpaused (processors.pause)
     out = []
     for a in st["pending_activities"]:
         seq, opts = a["scheduled_seq"], a["options"]

@@ -83,6 +83,7 @@ def _copy_state(st: dict) -> dict:
     out["search_attributes"] = dict(st["search_attributes"])
     out["pending_children"] = [dict(c) for c in st["pending_children"]]
     out["updates"] = [dict(u) for u in st.get("updates", ())]
+    out["held_timers"] = [dict(t) for t in st["held_timers"]]
     return out
 
 
@@ -219,13 +220,14 @@ def emit(view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *
 
 def reply(out: Outbox, request_id: str | None, workflow_id: str, status: str, *, run_id=None,
           message: str = "", result=None, failure=None, memo: dict | None = None,
-          description: dict | None = None) -> None:
+          description: dict | None = None, reset_plan: dict | None = None) -> None:
     if not request_id:
         return
     out.replies.append({
         "request_id": request_id, "workflow_id": workflow_id, "run_id": run_id, "status": status,
         "message": message, "history_offset": None, "result": result, "failure": failure,
         "schema_version": 0, "history_seq": None, "memo": memo or {}, "description": description,
+        "reset_plan": reset_plan,
     })
 
 
@@ -253,7 +255,7 @@ def description(st: dict) -> dict:
             "heartbeat_details": details if details is not None and len(details) <= DESCRIBED_DETAILS_MAX else None,
             "last_failure": a["last_failure"], "retrying": a["retrying"],
             "next_attempt_ms": a.get("next_attempt_ms") if a["retrying"] else None,
-            "cancel_requested": a["cancel_requested"],
+            "cancel_requested": a["cancel_requested"], "held": a["held"],
         })
     return {
         "workflow_type": st["workflow_type"], "task_queue": st["task_queue"], "build_id": st["build_id"],
@@ -267,7 +269,8 @@ def description(st: dict) -> dict:
         "signals_received": st["signals_seen"],
         "open_updates": sum(1 for u in st.get("updates", ()) if u["status"] == "accepted"),
         "search_attributes": dict(st["search_attributes"]), "history_length": st["next_seq"] - 1,
-        "continued_run_id": st["continued_run_id"],
+        "continued_run_id": st["continued_run_id"], "paused": st["paused"],
+        "held_timers": len(st["held_timers"]),
     }
 
 
@@ -326,6 +329,9 @@ def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
 
 def schedule_workflow_task(view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False,
                            attempt: int = 1) -> None:
+    if st["paused"]:  # remembered, and scheduled when the run is unpaused (processors.pause)
+        st["wt_needed"] = True
+        return
     st["wt_attempt"] = attempt
     ev = emit(view, out, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": attempt}, ts=ts)
     st["wt_scheduled_seq"] = ev["seq"]
@@ -400,6 +406,8 @@ def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failu
     st["wt_needed"] = False
     st["pending_activities"] = []
     st["pending_timers"] = []
+    st["paused"] = False
+    st["held_timers"] = []
     if st.get("updates"):
         from .updates import fail_open_updates  # (that module builds on this one)
 

@@ -1,9 +1,15 @@
-"""Reset: a new run that branches from a ``WorkflowTaskCompleted`` event of the open run.
+"""Reset: a new run that branches from a ``WorkflowTaskCompleted`` event of the workflow's current run.
 
 The new run's history is the old run's events before that completion (the start, the decisions
 before it and every result that had arrived), followed by a fresh workflow task, so the
-workflow's current code decides again from that point. The old run is terminated with a reason
-that names the new run, and the new run's start event names the old run (the branch).
+workflow's current code decides again from that point. An open run is terminated with a reason
+that names the new run; a closed run (completed, failed, canceled, terminated, timed out) stays
+as it ended. The new run's start event names the old run (the branch).
+
+The engine keeps the history of open runs only, so a reset of a closed run carries the closed
+run's events up to the branch point (``kept_events``, read by the SDK from the history topic);
+they are checked against the run's state (its run ID, one event per seq from 1, within its
+history length, the last one a ``WorkflowTaskCompleted``) before anything changes.
 
 Policy for what was pending at the branch point (explicit, and checked before anything changes):
 
@@ -11,8 +17,12 @@ Policy for what was pending at the branch point (explicit, and checked before an
   (attempt 1; their idempotency key names the new run);
 * timers started before the point and not fired keep their original fire time;
 * child workflows: a reset across a started child is refused (the child would be orphaned or
-  started twice); reset to a point before the child was started instead;
+  started twice); reset to a point before the child was started instead; a closed child run is
+  not reset (its parent has recorded its outcome): reset the parent;
 * signals received after the point are not carried over (resend them if they still matter).
+
+A dry run (``dry_run``) is the reset itself, run and then rolled back: its answer (the
+``ResetPlan``, or the refusal) is the one the reset would give, and nothing is written.
 """
 
 from __future__ import annotations
@@ -20,9 +30,12 @@ from __future__ import annotations
 import logging
 import uuid
 
-from .activities import _dispatch_attempt
-from .effects import (BatchView, Outbox, close_run, emit, open_run_or_reply, remember, reply,
-                      schedule_workflow_task, start_timer)
+from .activities import dispatch_attempt
+from kadence.topics import serde
+from kadence.topics.errors import SchemaError
+
+from .effects import (BatchView, Outbox, close_run, deduplicated, emit, remember, reply, schedule_workflow_task,
+                      start_timer)
 
 __all__ = ["reset_workflow"]
 
@@ -31,32 +44,93 @@ log = logging.getLogger(__name__)
 _RESET_NS = uuid.UUID("0f5a2c1e-7d43-4f7a-9b8e-2d1c3e4f5a6b")
 
 
-def _fail(out: Outbox, cmd: dict, message: str) -> None:
-    reply(out, cmd["request_id"], cmd["aggregate_key"], "rejected", message=message)
+def _fail(out: Outbox, cmd: dict, message: str, run_id: str | None = None) -> None:
+    reply(out, cmd["request_id"], cmd["aggregate_key"], "rejected", run_id=run_id, message=message)
 
 
 def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
-    st = open_run_or_reply(cmd, view, out)  # a retried reset gets its first answer, and resets nothing
-    if st is None:
+    if not body["dry_run"]:
+        _reset(cmd, body, view, out, ts)
         return
-    history = view.history(wf, st["run_id"])
+    wf = cmd["aggregate_key"]
+    checkpoint, mark, counts = view.checkpoint(wf), out.mark(), (out.stale, out.duplicates)
+    _reset(cmd, body, view, out, ts, dry_run=True)
+    answer = next((r for r in out.replies[mark[2]:] if r["request_id"] == cmd["request_id"]), None)
+    view.rollback(wf, checkpoint)
+    out.truncate(mark)
+    out.stale, out.duplicates = counts
+    if answer is not None:
+        out.replies.append({**answer, "run_id": None if answer["status"] == "ok" else answer["run_id"]})
+
+
+def _closed_history(cmd: dict, body: dict, st: dict, out: Outbox) -> list[dict] | None:
+    """The closed run's events 1..branch point sent with the reset, checked against its state;
+    None after refusing."""
+    wf, point = cmd["aggregate_key"], body["workflow_task_completed_seq"]
+    if not body["kept_events"]:
+        _fail(out, cmd, f"run {st['run_id']} is {st['status']}: the engine keeps no history of a closed run, so "
+                        "the reset must carry its events up to the branch point (the SDK and CLI send them)",
+              st["run_id"])
+        return None
+    codec = serde.codec("HistoryEvent")
+    try:
+        events = [codec.decode(raw) for raw in body["kept_events"]]
+    except SchemaError as exc:
+        _fail(out, cmd, f"the events sent with the reset do not decode: {exc}", st["run_id"])
+        return None
+    wrong = next((e for i, e in enumerate(events, 1)
+                  if e["seq"] != i or e["run_id"] != st["run_id"] or e["aggregate_key"] != wf), None)
+    if wrong is not None or len(events) != point or point >= st["next_seq"]:
+        _fail(out, cmd, f"the events sent with the reset are not events 1..{point} of run {st['run_id']} "
+                        f"(which has {st['next_seq'] - 1})", st["run_id"])
+        return None
+    return events
+
+
+def _reset(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, dry_run: bool = False) -> None:
+    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    st = view.state(wf)
+    if deduplicated(st, cmd, out, view):  # a retried reset gets its first answer, and resets nothing
+        return
+    if st is None:
+        reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found (or its closed run was archived)")
+        return
+    if cmd["run_id"] and cmd["run_id"] != st["run_id"]:
+        _fail(out, cmd, f"run {cmd['run_id']} is not the current run of workflow {wf!r} (only the current run "
+                        f"can be reset; it is {st['run_id']})", st["run_id"])
+        return
+    was_open = st["status"] == "running"
+    if not was_open and st["parent_workflow_id"]:
+        _fail(out, cmd, f"run {st['run_id']} is a closed child of workflow {st['parent_workflow_id']!r}, which has "
+                        "recorded its outcome: reset the parent instead", st["run_id"])
+        return
+    if was_open:
+        history = view.history(wf, st["run_id"])
+    else:
+        history = _closed_history(cmd, body, st, out)
+        if history is None:
+            return
     point = next((e for e in history if e["seq"] == body["workflow_task_completed_seq"]), None)
     if point is None or point["attributes"][0] != "WorkflowTaskCompleted":
-        _fail(out, cmd, f"event {body['workflow_task_completed_seq']} is not a WorkflowTaskCompleted of run {st['run_id']}")
+        _fail(out, cmd, f"event {body['workflow_task_completed_seq']} is not a WorkflowTaskCompleted of run "
+                        f"{st['run_id']}", st["run_id"])
         return
     kept = [e for e in history if e["seq"] < point["seq"]]
     if any(e["attributes"][0] == "StartChildWorkflowExecutionInitiated" for e in kept):
-        _fail(out, cmd, "the branch point is after a child workflow was started; reset to an earlier point")
+        _fail(out, cmd, "the branch point is after a child workflow was started; reset to an earlier point",
+              st["run_id"])
         return
 
     new_run_id = str(uuid.uuid5(_RESET_NS, f"{st['run_id']}/{point['seq']}/{cmd['event_id']}"))
     reason = body["reason"] or "reset"
-    emit(view, out, st, "WorkflowExecutionTerminated",
-         {"reason": f"{reason}: reset to event {point['seq']} as run {new_run_id}", "identity": body["identity"]}, ts=ts)
-    waiters = st["result_waiters"]
-    close_run(out, st, "terminated", ts, notify=False, notify_parent=False)
-    st["result_waiters"] = []
+    waiters: list = []
+    if was_open:
+        emit(view, out, st, "WorkflowExecutionTerminated",
+             {"reason": f"{reason}: reset to event {point['seq']} as run {new_run_id}", "identity": body["identity"]},
+             ts=ts)
+        waiters = st["result_waiters"]
+        close_run(out, st, "terminated", ts, notify=False, notify_parent=False)
+        st["result_waiters"] = []
 
     new = dict(st)
     new.update(run_id=new_run_id, status="running", close_time_ms=None, next_seq=1, wt_scheduled_seq=None,
@@ -64,7 +138,8 @@ def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
                result_waiters=waiters, pending_activities=[], pending_timers=[], pending_children=[],
                cancel_requested=False, history_warned=False, start_time_ms=ts,
                recent_requests=list(st["recent_requests"]), search_attributes=dict(st["search_attributes"]),
-               updates=[dict(u) for u in st["updates"]],  # all finished: close_run failed the open ones
+               # the updates are all finished (close_run failed the open ones)
+               updates=[dict(u) for u in st["updates"]], paused=False, held_timers=[],
                # a reset runs the current code: the queue's default build (an operator may move it)
                build_id=view.build_defaults.get(st["task_queue"]))
     view.put(new)
@@ -82,7 +157,7 @@ def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
                 "input": attrs["input"], "options": attrs["options"], "first_scheduled_ms": ts,
                 "attempt_started_ms": ts, "last_heartbeat_ms": 0, "heartbeat_details": None,
                 "cancel_requested": False, "retrying": False, "last_failure": None,
-                "next_attempt_ms": None}
+                "next_attempt_ms": None, "held": False}
         elif kind in ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled"):
             pending_acts.pop(attrs["activity_id"], None)
         elif kind == "TimerStarted":
@@ -94,12 +169,17 @@ def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
             new["wt_last_completed_seq"] = attrs["scheduled_seq"]
     for a in pending_acts.values():
         new["pending_activities"].append(a)
-        _dispatch_attempt(out, new, a, ts)
+        dispatch_attempt(out, new, a, ts)
     for t in timers.values():
         new["pending_timers"].append(t)
         start_timer(out, new, t["timer_id"], t["fire_at_ms"], "user")
     schedule_workflow_task(view, out, new, ts, full=True)
     remember(new, rid, "ok")
-    reply(out, rid, wf, "ok", run_id=new_run_id)
-    log.warning("audit: workflow %s run %s reset to event %d as run %s by %s", wf, st["run_id"], point["seq"],
-                new_run_id, body["identity"] or "unknown")
+    reply(out, rid, wf, "ok", run_id=new_run_id, reset_plan={
+        "terminates_run_id": st["run_id"] if was_open else None, "from_status": "running" if was_open else st["status"],
+        "branch_event": point["seq"], "kept_events": len(kept),
+        "activities_rerun": [a["activity_type"] for a in pending_acts.values()], "timers_kept": len(timers)})
+    if not dry_run:
+        log.warning("audit: workflow %s run %s (%s) reset to event %d as run %s by %s", wf, st["run_id"],
+                    "open" if was_open else st["status"], point["seq"], new_run_id, body["identity"] or "unknown")
+

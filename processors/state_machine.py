@@ -19,6 +19,7 @@ from kadence.topics.errors import ConfigError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
 from kadence.topics.records import failure_record
 
+from .pause import hold_timer, pause_workflow, unpause_workflow
 from .reset import reset_workflow
 from .updates import complete_update, update_accepted, update_requested
 from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
@@ -63,6 +64,7 @@ def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *,
         "parent_run_id": body.get("parent_run_id"), "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
         "build_id": build_id, "wt_last_eager_request": None, "trace_id": None, "span_id": None, "updates": [],
         "memo": dict(body.get("memo") or {}), "headers": dict(body.get("headers") or {}),
+        "paused": False, "held_timers": [],
     }
 
 
@@ -335,6 +337,7 @@ def _eager_fits(st: dict | None, cmd: dict, eager: dict, ts: int) -> bool:
     pending, so "no task pending or failed since that one completed" is exactly that."""
     if not (st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]
             and st["wt_scheduled_seq"] is None and not st["wt_needed"] and st["wt_failure"] is None
+            and not st["paused"]
             and eager["build_id"] == st["build_id"] and abs(eager["workflow_time_ms"] - ts) <= EAGER_MAX_SKEW_MS):
         return False
     if eager.get("base_request_id") is not None:  # it follows an eager task the worker has no news of yet
@@ -500,12 +503,23 @@ def _timer_fired(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
     if st is None or st["status"] != "running" or st["run_id"] != cmd["run_id"]:
         out.stale += 1
         return
+    if st["paused"]:
+        if hold_timer(st, body):
+            view.put(st)
+        return
+    if fire_timer(st, body, view, out, ts):
+        view.put(st)
+    else:
+        out.stale += 1
+
+
+def fire_timer(st: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> bool:
+    """Apply a due timer of the open run ``st``; False if it no longer applies (stale)."""
     kind = body["kind"]
     if kind == "user":
         t = next((t for t in st["pending_timers"] if t["timer_id"] == body["timer_id"]), None)
         if t is None:  # fired twice, or fired after it was cancelled: changes nothing
-            out.stale += 1
-            return
+            return False
         st["pending_timers"].remove(t)
         emit(view, out, st, "TimerFired", {"timer_id": t["timer_id"], "started_seq": t["started_seq"]}, ts=ts)
         workflow_task_needed(view, out, st, ts)
@@ -516,13 +530,11 @@ def _timer_fired(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
     elif kind == "workflow_task_retry":
         # only while the task that failed is still the workflow's last one (nothing scheduled since)
         if st["wt_scheduled_seq"] is not None or st["wt_failure"] is None or st["wt_attempt"] != body["attempt"]:
-            out.stale += 1
-            return
+            return False
         schedule_workflow_task(view, out, st, ts, full=True, attempt=body["attempt"] + 1)
     elif not activity_timer_fired(st, body, view, out, ts):
-        out.stale += 1
-        return
-    view.put(st)
+        return False
+    return True
 
 
 def _query(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
@@ -599,6 +611,8 @@ _HANDLERS = {
     "UpdateWorkflowBuild": _update_build,
     "PurgeClosedRun": _purge_closed_run,
     "AcceptWorkflowUpdate": update_accepted,
+    "PauseWorkflow": pause_workflow,
+    "UnpauseWorkflow": lambda cmd, body, view, out, ts: unpause_workflow(cmd, body, view, out, ts, fire=fire_timer),
 }
 
 

@@ -15,11 +15,11 @@ from kadence.topics.errors import (ActivityError, ChildWorkflowError, Applicatio
                                    WorkflowContinuedAsNewError, WrongPartitionError, PayloadTooLargeError,
                                    InvalidIdentifierError, WorkerCrashedError, WorkflowTerminatedError,
                                    WorkflowTimedOutError, PayloadTypeError, WorkflowTaskFailedError,
-                                   WorkflowUpdateFailedError)
+                                   WorkflowUpdateFailedError, ResetRejectedError)
 from kadence.topics.config import KafkaConfig
 
 from . import activity, workflow
-from ._client import Client, WorkflowHandle
+from ._client import Client, ResetPlan, WorkflowHandle
 from ._definitions import RetryPolicy
 from ._loop import NotDeterministicError
 from ._replayer import Replayer, ReplayResult
@@ -35,5 +35,5 @@ __all__ = [
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
     "WorkflowContinuedAsNewError", "WrongPartitionError", "PayloadTooLargeError", "InvalidIdentifierError",
     "WorkerCrashedError", "WorkflowTerminatedError", "WorkflowTimedOutError", "PayloadTypeError",
-    "WorkflowTaskFailedError", "WorkflowUpdateFailedError",
+    "WorkflowTaskFailedError", "WorkflowUpdateFailedError", "ResetRejectedError", "ResetPlan",
 ]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any, Iterable
 
 from kadence.topics.config import KafkaConfig
 from kadence.topics.engine_client import EngineClient
-from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFailedError, WorkflowAlreadyStartedError,
-                                   WorkflowUpdateFailedError,
+from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFailedError, ResetRejectedError,
+                                   WorkflowAlreadyStartedError, WorkflowUpdateFailedError,
                                    WorkflowCanceledError, WorkflowContinuedAsNewError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowTaskFailedError, WorkflowTerminatedError,
                                    WorkflowTimedOutError)
@@ -21,6 +22,7 @@ from kadence.topics.identifiers import check_name, check_task_queue, check_workf
 from kadence.topics.large_payloads import LargePayloadConfig, LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
 from kadence.topics.records import new_id, run_outcome
+from kadence.topics.reset_request import reset_body
 
 from kadence.topics.typed import signature
 
@@ -32,7 +34,36 @@ log = logging.getLogger(__name__)
 
 _REUSE_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
 
-__all__ = ["Client", "WorkflowHandle"]
+__all__ = ["Client", "WorkflowHandle", "ResetPlan"]
+
+
+@dataclass(frozen=True)
+class ResetPlan:
+    """What a reset does: the answer of ``WorkflowHandle.plan_reset`` (a dry run)."""
+
+    workflow_id: str
+    #: the WorkflowTaskCompleted event the new run branches from
+    branch_event: int
+    #: status of the run reset ("running": it will be terminated)
+    from_status: str
+    #: the open run the reset terminates; None when the run is closed already
+    terminates_run_id: str | None
+    #: events copied into the new run
+    kept_events: int
+    #: types of the activities the new run schedules again
+    activities_rerun: tuple[str, ...]
+    timers_kept: int
+    new_run_id: str | None = None
+
+    @classmethod
+    def from_record(cls, workflow_id: str, plan: dict, *, new_run_id: str | None) -> "ResetPlan":
+        return cls(workflow_id=workflow_id, branch_event=plan["branch_event"], from_status=plan["from_status"],
+                   terminates_run_id=plan["terminates_run_id"], kept_events=plan["kept_events"],
+                   activities_rerun=tuple(plan["activities_rerun"]), timers_kept=plan["timers_kept"],
+                   new_run_id=new_run_id)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "activities_rerun": list(self.activities_rerun)}
 
 
 class WorkflowHandle:
@@ -154,20 +185,51 @@ class WorkflowHandle:
             await self._mutate("TerminateWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
         await self.client._intercepted("terminate", self.id, None, (), impl)
 
+    async def pause(self, *, reason: str = "", request_id: str | None = None) -> None:
+        """Hold the open run still: no workflow or activity task is dispatched and no timer fires
+        until ``unpause`` (timers due meanwhile fire then); signals, results and updates are still
+        recorded. Pausing a paused run changes nothing."""
+        async def impl(_call: ClientCall) -> None:
+            await self._mutate("PauseWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+        await self.client._intercepted("pause", self.id, None, (), impl)
+
+    async def unpause(self, *, reason: str = "", request_id: str | None = None) -> None:
+        """Let a paused run go on: held tasks are dispatched, held timers fire in the order they
+        fell due. Unpausing a run that is not paused changes nothing."""
+        async def impl(_call: ClientCall) -> None:
+            await self._mutate("UnpauseWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+        await self.client._intercepted("unpause", self.id, None, (), impl)
+
     async def reset(self, *, to_event: int | None = None, reason: str = "", request_id: str | None = None) -> "WorkflowHandle":
-        """Branch a new run from a ``WorkflowTaskCompleted`` event of the open run (default: the
-        last one) and terminate the open run; returns the new run's handle. See docs/guide.md for
+        """Branch a new run from a ``WorkflowTaskCompleted`` event of the current run (default:
+        the last one); an open run is terminated, a closed one stays as it ended. Returns the new
+        run's handle. Raises ``ResetRejectedError`` when the engine refuses. See docs/guide.md for
         what happens to pending activities, timers and children."""
-        if to_event is None:
-            events = await self.history()
-            done = [e["seq"] for e in events if e["type"] == "WorkflowTaskCompleted"]
-            if not done:
-                raise WorkflowError(f"workflow {self.id!r} has no completed workflow task to reset to",
-                                    workflow_id=self.id)
-            to_event = done[-1]
-        reply = await self._mutate("ResetWorkflow", {"workflow_task_completed_seq": to_event, "reason": reason,
-                                                     "identity": self.client.identity}, request_id)
+        async def impl(_call: ClientCall) -> dict:
+            return await self._reset(to_event, reason, request_id or new_id(), dry_run=False)
+        reply = await self.client._intercepted("reset", self.id, None, (), impl)
         return WorkflowHandle(self.client, self.id, reply["run_id"], result_type=self._result_type, run_fn=self._run_fn)
+
+    async def plan_reset(self, *, to_event: int | None = None, reason: str = "") -> "ResetPlan":
+        """A dry run of ``reset``: the engine runs the reset and rolls it back, so the plan (or the
+        ``ResetRejectedError``) is exactly what ``reset`` would give now. Nothing changes."""
+        reply = await self._reset(to_event, reason, new_id(), dry_run=True)
+        return ResetPlan.from_record(self.id, reply["reset_plan"], new_run_id=None)
+
+    async def _reset(self, to_event: int | None, reason: str, request_id: str, *, dry_run: bool) -> dict:
+        raw = await self.history(raw=True)
+        if not raw:
+            raise WorkflowNotFoundError(f"workflow {self.id!r} has no history to reset", workflow_id=self.id)
+        body = reset_body(self.id, self.run_id, raw, to_event=to_event, reason=reason,
+                          identity=self.client.identity, dry_run=dry_run)
+        reply = await self.client._engine.request(self.id, "ResetWorkflow", body, request_id=request_id,
+                                                  run_id=self.run_id)
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found", workflow_id=self.id)
+        if reply["status"] != "ok":
+            raise ResetRejectedError(f"reset of {self.id!r} {'would be ' if dry_run else ''}rejected: "
+                                     f"{reply['message']}", workflow_id=self.id, run_id=reply["run_id"])
+        return reply
 
     async def query(self, query: Any, *args: Any, timeout: float = 30.0, result_type: Any = None) -> Any:
         """Ask the workflow's ``@workflow.query`` handler (a closed run answers from its final

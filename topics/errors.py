@@ -53,6 +53,7 @@ __all__ = [
     "ProjectionError",
     "ArchiveError",
     "WorkflowError",
+    "ResetRejectedError",
     "WorkflowAlreadyStartedError",
     "WorkflowNotFoundError",
     "WorkflowFailureError",
@@ -212,6 +213,12 @@ class WorkflowCanceledError(WorkflowError):
 
 class QueryFailedError(WorkflowError):
     """A query could not be answered (unknown query name, the handler raised, workflow closed)."""
+
+
+class ResetRejectedError(WorkflowError):
+    """The engine refused a reset (or, for a dry run, would refuse it): the message says why
+    (the run is a closed child, the point is not a completed workflow task, a child was started
+    before it, ...). Nothing changed."""
 
 
 class WorkflowUpdateFailedError(WorkflowError):

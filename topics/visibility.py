@@ -12,13 +12,13 @@ API::
     await reader.describe(workflow_id, run_id=None) -> dict | None
     await reader.list(*, workflow_type=None, status=None, start_from_ms=None, start_to_ms=None,
                       close_from_ms=None, close_to_ms=None, search=None, page_size=100,
-                      cursor=None) -> (list[dict], str | None)
+                      cursor=None, paused=None) -> (list[dict], str | None)
     await reader.count(**same filters) -> {"total": n, "by_type": {...}, "by_status": {...}}
     await reader.positions() -> {partition: next history offset applied}
     await reader.wait_for_seq(workflow_id, run_id, seq, timeout) -> bool
     await projection_lag(redis, namespace) -> {"events", "seconds", "running", ...}
 
-A record: ``workflow_id, run_id, workflow_type, status, task_queue, start_time_ms,
+A record: ``workflow_id, run_id, workflow_type, status, paused, task_queue, start_time_ms,
 close_time_ms (None while running), search_attributes (dict), parent_workflow_id,
 continued_from_run_id, new_run_id (set by continue-as-new), last_seq, history_offset,
 partition``. ``list`` returns newest start first; time bounds are inclusive; ``search`` is a
@@ -55,7 +55,7 @@ def _record(raw: dict) -> dict | None:
 
     return {
         "workflow_id": r["workflow_id"], "run_id": r["run_id"], "workflow_type": r.get("type", ""),
-        "status": r.get("status", ""), "task_queue": r.get("task_queue", ""),
+        "status": r.get("status", ""), "paused": r.get("paused") == "1", "task_queue": r.get("task_queue", ""),
         "start_time_ms": num("start_ms"), "close_time_ms": num("close_ms"),
         "search_attributes": json.loads(r.get("sa") or "{}") or {},
         "parent_workflow_id": r.get("parent") or None, "continued_from_run_id": r.get("cont") or None,
@@ -125,14 +125,18 @@ class VisibilityReader:
 
     # -- list / count -------------------------------------------------------------------------
 
-    def _plan(self, g: str, workflow_type, status, search) -> tuple[str, dict]:
+    def _plan(self, g: str, workflow_type, status, search, paused=None) -> tuple[str, dict]:
         """The index to walk, and the filters left to check on each record."""
         if status is not None and status not in RUN_STATUSES:
             raise InvalidQueryError(f"status must be one of {', '.join(RUN_STATUSES)} (got {status!r})")
         if search is not None and (not isinstance(search, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in search.items())):
             raise InvalidQueryError("search is a dict of str to str")
-        rest = {"type": workflow_type, "status": status, "search": dict(search or {})}
+        if paused is not None and not isinstance(paused, bool):
+            raise InvalidQueryError("paused is true, false or None")
+        rest = {"type": workflow_type, "status": status, "search": dict(search or {}), "paused": paused}
+        if paused and workflow_type is None and status is None and not search:
+            return f"{g}i:paused", rest
         if search:
             k, v = sorted(search.items())[0]
             return f"{g}i:sa:{k}{SEP}{v}", rest
@@ -145,12 +149,12 @@ class VisibilityReader:
         return f"{g}i:all", rest
 
     async def _walk(self, *, workflow_type, status, start_from_ms, start_to_ms, close_from_ms, close_to_ms,
-                    search, cursor, limit):
+                    search, cursor, limit, paused=None):
         """Yield (member, record) in list order, after ``cursor``, at most ``limit``."""
         start_from_ms, start_to_ms = _ms_bound(start_from_ms), _ms_bound(start_to_ms)
         close_from_ms, close_to_ms = _ms_bound(close_from_ms), _ms_bound(close_to_ms)
         g = await self._prefix()
-        index, rest = self._plan(g, workflow_type, status, search)
+        index, rest = self._plan(g, workflow_type, status, search, paused)
         # newest first == ascending inverted start time
         lo = "-" if start_to_ms is None else f"[{INVERT_MS - start_to_ms:013d}|"
         hi = "+" if start_from_ms is None else f"({INVERT_MS - start_from_ms + 1:013d}|"
@@ -185,6 +189,8 @@ class VisibilityReader:
             return False
         if rest["status"] is not None and rec["status"] != rest["status"]:
             return False
+        if rest["paused"] is not None and rec["paused"] != rest["paused"]:
+            return False
         sa = rec["search_attributes"]
         if any(sa.get(k) != v for k, v in rest["search"].items()):
             return False
@@ -199,7 +205,7 @@ class VisibilityReader:
                    start_from_ms: int | None = None, start_to_ms: int | None = None,
                    close_from_ms: int | None = None, close_to_ms: int | None = None,
                    search: dict | None = None, page_size: int = 100,
-                   cursor: str | None = None) -> tuple[list[dict], str | None]:
+                   cursor: str | None = None, paused: bool | None = None) -> tuple[list[dict], str | None]:
         """One page of runs, newest start first, and the cursor of the next page (None at the end)."""
         if not isinstance(page_size, int) or not 1 <= page_size <= 1000:
             raise InvalidQueryError("page_size must be between 1 and 1000")
@@ -207,7 +213,7 @@ class VisibilityReader:
         async for member, rec in self._walk(
                 workflow_type=workflow_type, status=status, start_from_ms=start_from_ms, start_to_ms=start_to_ms,
                 close_from_ms=close_from_ms, close_to_ms=close_to_ms, search=search, cursor=cursor,
-                limit=page_size + 1):
+                limit=page_size + 1, paused=paused):
             if len(items) == page_size:
                 return items, _encode_cursor(last)
             items.append(rec)
@@ -217,7 +223,7 @@ class VisibilityReader:
     async def count(self, *, workflow_type: str | None = None, status: str | None = None,
                     start_from_ms: int | None = None, start_to_ms: int | None = None,
                     close_from_ms: int | None = None, close_to_ms: int | None = None,
-                    search: dict | None = None) -> dict:
+                    search: dict | None = None, paused: bool | None = None) -> dict:
         """``{"total": n, "by_type": {type: n}, "by_status": {status: n}}`` of the matching runs.
 
         Without time or search filters this reads the counters (one hash); otherwise it walks
@@ -225,7 +231,7 @@ class VisibilityReader:
         by_type: dict[str, int] = {}
         by_status: dict[str, int] = {}
         total = 0
-        simple = all(v is None for v in (start_from_ms, start_to_ms, close_from_ms, close_to_ms)) and not search
+        simple = all(v is None for v in (start_from_ms, start_to_ms, close_from_ms, close_to_ms, paused)) and not search
         if simple:
             if status is not None and status not in RUN_STATUSES:
                 raise InvalidQueryError(f"status must be one of {', '.join(RUN_STATUSES)} (got {status!r})")
@@ -243,7 +249,7 @@ class VisibilityReader:
             async for _m, rec in self._walk(
                     workflow_type=workflow_type, status=status, start_from_ms=start_from_ms,
                     start_to_ms=start_to_ms, close_from_ms=close_from_ms, close_to_ms=close_to_ms,
-                    search=search, cursor=None, limit=10**12):
+                    search=search, cursor=None, limit=10**12, paused=paused):
                 by_type[rec["workflow_type"]] = by_type.get(rec["workflow_type"], 0) + 1
                 by_status[rec["status"]] = by_status.get(rec["status"], 0) + 1
                 total += 1

@@ -169,7 +169,7 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
                   "projection_kills": MINIMUM_FAULTS["kill_projection"]}
         assert all(counts.get(k, 0) >= n for k, n in floors.items()), f"fault floor not reached: {counts}"
         for what in ("duplicate_starts", "duplicate_signals", "duplicate_updates", "rejected_updates",
-                     "stale_task_completions", "late_activity_completions", "undecodable_records"):
+                     "stale_task_completions", "late_activity_completions", "undecodable_records", "pauses"):
             assert counts.get(what, 0) >= 1, f"no {what} injected: {counts}"
     except BaseException:  # pytest-timeout's too (SIGALRM): where every component sat, in its log
         cluster.dump_stacks()

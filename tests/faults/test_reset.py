@@ -26,7 +26,9 @@ async def test_reset_of_a_stuck_workflow_completes_it_and_history_shows_the_bran
         rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--module",
                                      "tests.integration.gated_fixed")
         assert rc == 0, err
-        assert json.loads(out)["dry_run"] == "ok"
+        plan = json.loads(out)
+        assert plan["dry_run"] is True and plan["replayed_with"] == "tests.integration.gated_fixed"
+        assert plan["from_status"] == "running" and plan["terminates_run_id"] == handle.run_id
         rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--module",
                                      "tests.replay.workflows_unsafe")
         assert rc == 1
@@ -37,13 +39,31 @@ async def test_reset_of_a_stuck_workflow_completes_it_and_history_shows_the_bran
             assert new_run != old_run
             result = await client.get_workflow_handle("reset-1").result(timeout=60)
     assert result == [5, "opened:g", 10]
-    # a dry run says what the reset itself would answer: a closed run cannot be reset (issue 17)
-    rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--module",
-                                 "tests.integration.gated_fixed")
-    assert rc == 1 and out == "" and "would be rejected: workflow is completed" in err, (rc, out, err)
+    # a closed run can be reset too (issue 17), and its dry run says exactly that
+    rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--to-event", "3")
+    assert rc == 0, err
+    assert {k: v for k, v in json.loads(out).items() if k != "workflow_id"} == {
+        "dry_run": True, "branch_event": 3, "from_status": "completed", "terminates_run_id": None, "kept_events": 2,
+        "activities_rerun": [], "timers_kept": 0, "new_run_id": None}
+    rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--to-event", "2")
+    assert rc == 1 and out == "" and "would be rejected: event 2 is not a WorkflowTaskCompleted" in err, (rc, out, err)
     old = await client.get_workflow_handle("reset-1", run_id=old_run).history()
     assert old[-1]["type"] == "WorkflowExecutionTerminated" and new_run in old[-1]["attributes"]["reason"]
     new = await client.get_workflow_handle("reset-1", run_id=new_run).history()
     assert new[0]["attributes"]["continued_from_run_id"] == old_run
     assert new[-1]["type"] == "WorkflowExecutionCompleted"
     assert [e["seq"] for e in new] == list(range(1, len(new) + 1))
+
+    GATES.pop("reset-1", None)
+    async with Worker(client, task_queue="gates", activities=[gate]):
+        async with Worker(client, task_queue="q", workflows=[Gated], activities=[add, double]):
+            rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--to-event", "3", "--reason", "again")
+            assert rc == 0, err
+            again = json.loads(out)["new_run_id"]
+            await wait_until(lambda: "reset-1" in GATES, 60, "the gate to start")
+            GATES["reset-1"].set()
+            assert await client.get_workflow_handle("reset-1").result(timeout=60) == [5, "opened:g", 10]
+    closed = await client.get_workflow_handle("reset-1", run_id=new_run).history()
+    assert closed[-1]["type"] == "WorkflowExecutionCompleted"  # the closed run stays as it ended
+    third = await client.get_workflow_handle("reset-1", run_id=again).history()
+    assert third[0]["attributes"]["continued_from_run_id"] == new_run and third[-1]["type"] == "WorkflowExecutionCompleted"

@@ -5,6 +5,7 @@ Used by unit tests of the replay logic; the integration tests prove the same on 
 
 from __future__ import annotations
 
+from kadence._instance import WorkflowInfo, WorkflowInstance
 from kadence.processors.deadlines import activity_deadlines
 from kadence.processors.effects import BatchView, Outbox
 from kadence.processors.state_machine import transition
@@ -71,3 +72,50 @@ class Harness:
         mine = [t for t in self.tasks if t[0] == kind]
         self.tasks = [t for t in self.tasks if t[0] != kind]
         return [t[2] for t in mine]
+
+
+_conv = JsonConverter()
+
+
+class Driver:
+    """Runs a workflow class against the in-memory harness, with a cached worker instance."""
+
+    def __init__(self, cls, activity_fn=None):
+        self.h = Harness()
+        self.cls = cls
+        self.inst = None
+        self.activity_fn = activity_fn or (lambda task, args: ("ok", args[0]))
+
+    def step(self):
+        progressed = False
+        for task in self.h.take_tasks("workflow"):
+            progressed = True
+            if task["query"] is not None:
+                continue
+            if self.inst is None or task["full_history"] or self.inst.info.run_id != task["run_id"]:
+                d = self.cls.__kadence_workflow__
+                self.inst = WorkflowInstance(d, WorkflowInfo(task["workflow_id"], task["run_id"], d.name, "q"), _conv)
+            cmds = self.inst.apply(task["events"], task["scheduled_seq"])
+            self.h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
+                        {"scheduled_seq": task["scheduled_seq"], "commands": cmds}, run_id=task["run_id"])
+        for task in self.h.take_tasks("activity"):
+            progressed = True
+            outcome, value = self.activity_fn(task, _conv.from_bytes(task["input"]))
+            common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"]}
+            if outcome == "ok":
+                self.h.send(task["workflow_id"], "RespondActivityTaskCompleted", {**common, "result": _conv.to_bytes(value)},
+                            run_id=task["run_id"])
+            elif outcome == "fail":
+                self.h.send(task["workflow_id"], "RespondActivityTaskFailed", {**common, "failure": {
+                    "type": "ValueError", "message": value}}, run_id=task["run_id"])
+        return progressed
+
+    def run(self, fire_timers=True):
+        while self.step() or (fire_timers and self.h.fire_timers()):
+            pass
+
+    def kinds(self, run_id=None):
+        return [e["attributes"][0] for e in self.h.events if run_id is None or e["run_id"] == run_id]
+
+    def state(self):
+        return self.h.store.get_state("wf")

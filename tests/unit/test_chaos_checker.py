@@ -15,7 +15,7 @@ from kadence.topics.payload import JsonConverter
 from tests.faults.chaos import checker
 from tests.faults.chaos.checker import Expectations, Observations
 
-from .test_semantics_logic import Driver
+from .engine_harness import Driver
 
 conv = JsonConverter()
 
@@ -284,3 +284,47 @@ def test_update_lost_duplicated_rejected_but_recorded_or_unsent(good):
 
     [v] = checker.check_updates(exp, obs)
     assert "no answered request sent" in v.message
+
+
+def _paused_run():
+    """``Order(5)`` paused while its timer runs (the timer falls due and is held), signaled, unpaused."""
+    d = Driver(Order, activity_fn=lambda task, args: ("ok", args[0] + 1))
+    d.h.start("wf", "Order", [5], request_id="start-wf")
+    d.run(fire_timers=False)
+    d.h.send("wf", "PauseWorkflow", {"reason": "", "identity": "t"}, request_id="pause-1")
+    d.h.fire_timers()
+    d.h.send("wf", "SignalWorkflow", {"signal_name": "approve", "input": conv.to_bytes(["yes"]), "start": None,
+                                      "identity": "t"}, request_id="sig-1")
+    d.h.send("wf", "UnpauseWorkflow", {"reason": "", "identity": "t"}, request_id="unpause-1")
+    d.run()
+    events = copy.deepcopy(d.h.events)
+    assert _kind(events[-1]) == "WorkflowExecutionCompleted"
+    exp = Expectations(pauses={"pause-1": "wf", "unpause-1": "wf"})
+    return exp, Observations(histories={("wf", events[0]["run_id"]): events}), events
+
+
+def test_pause_recorded_twice_out_of_order_unsent_or_leaking_work():
+    exp, obs, events = _paused_run()
+    assert checker.check_pauses(exp, obs) == []
+    kinds = [_kind(e) for e in events]
+    paused_at, unpaused_at = kinds.index("WorkflowExecutionPaused"), kinds.index("WorkflowExecutionUnpaused")
+    assert kinds[paused_at + 1:unpaused_at] == ["WorkflowSignaled"]  # the timer and the task waited
+    # a timer fired while paused
+    fired = next(e for e in events if _kind(e) == "TimerFired")
+    leaked = copy.deepcopy(events)
+    leaked.insert(paused_at + 1, {**copy.deepcopy(fired)})
+    _renumber(leaked)
+    found = checker.check_pauses(exp, Observations(histories={("wf", "r"): leaked}))
+    assert [v.invariant for v in found] == ["pause"] and "TimerFired" in found[0].message
+    # the pause recorded twice (a second Paused from the same request)
+    twice = copy.deepcopy(events)
+    twice.insert(unpaused_at + 1, copy.deepcopy(events[paused_at]))
+    _renumber(twice)
+    messages = [v.message for v in checker.check_pauses(exp, Observations(histories={("wf", "r"): twice}))]
+    assert "pause request 'pause-1' recorded 2 times" in messages
+    # an unpause nobody sent, out of order
+    ghost = copy.deepcopy(events)
+    extra = _append_copy(ghost, events[unpaused_at])
+    extra["request_id"] = "ghost"
+    messages = [v.message for v in checker.check_pauses(exp, Observations(histories={("wf", "r"): ghost}))]
+    assert any("did not send" in m for m in messages) and any("while not paused" in m for m in messages)

@@ -3,8 +3,9 @@
 from kadence.processors.deadlines import DeadlineIndex, activity_deadlines
 
 
-def _state(*activities, status="running", run_id="r1"):
-    return {"workflow_id": "wf", "run_id": run_id, "status": status, "pending_activities": list(activities)}
+def _state(*activities, status="running", run_id="r1", paused=False):
+    return {"workflow_id": "wf", "run_id": run_id, "status": status, "pending_activities": list(activities),
+            "paused": paused}
 
 
 def _activity(seq=5, attempt=1, started=1_000, stc=3_000, hb=None, s2c=None, retrying=False, last_hb=0):
@@ -75,3 +76,12 @@ def test_due_respects_the_limit():
     for i in range(5):
         idx.update(f"wf{i}", {**_state(_activity()), "workflow_id": f"wf{i}"})
     assert len(idx.due(5_000, 3)) == 3 and len(idx.due(5_000, 3)) == 2
+
+
+def test_a_paused_run_arms_no_deadline_and_its_unpause_arms_them_again():
+    idx = DeadlineIndex()
+    idx.update("wf", _state(_activity(stc=3_000), paused=True))
+    assert activity_deadlines(_state(_activity(stc=3_000), paused=True)) == []
+    assert idx.due(10**12, 10) == [] and idx.next_due_ms() is None
+    idx.update("wf", _state(_activity(stc=3_000)))  # unpaused: the deadline that fell due fires at once
+    assert [b["timer_id"] for _wf, _r, b in idx.due(10**12, 10)] == ["a5.1.stc"]

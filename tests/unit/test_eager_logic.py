@@ -283,3 +283,18 @@ def test_a_duplicate_completion_with_an_eager_task_changes_nothing():
     assert first.eager_accepted == 1
     assert (again.eager_accepted, again.eager_refused, again.stale) == (0, 0, 1)
     assert len(driver.h.events) == events
+
+
+def test_a_paused_run_refuses_an_eager_task_and_its_unpause_sends_the_whole_history():
+    driver, [task] = _started(Chain, 0)
+    driver.h.send("wf", "PauseWorkflow", {"reason": "", "identity": "t"}, request_id="pause")
+    out = driver.complete_activity(task)
+    assert (out.eager_accepted, out.eager_refused) == (0, 1)
+    assert not driver.h.take_tasks("workflow") and not driver.h.take_tasks("activity")
+    driver.h.send("wf", "UnpauseWorkflow", {"reason": "", "identity": "t"}, request_id="unpause")
+    [full] = driver.h.take_tasks("workflow")
+    assert full["full_history"]
+    driver.workflow_task(full)
+    driver.run()
+    assert _result(driver) == 3
+    driver.replay()

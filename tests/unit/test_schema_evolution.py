@@ -42,6 +42,7 @@ FROZEN_DIGESTS = {
     7: "85b72bdfc05ac713bce5a9aee109237956039f7d7e1de56518e68375f32b81f5",
     8: "9fa0e316aa2d0cfecd8600f2b1b340d1d2628b9a7acfb66aecdb2c13dad2e338",
     9: "2da0a1ccfc79306e0b0a710c7a0bc7a3762adc5ceb287eaea523d49c6967090f",
+    10: "b33e5db7aa1d97c94adc841f519463ef0283836255ef29e83dc7ac301aff1e10",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}

@@ -10,7 +10,7 @@ from kadence import ActivityError, RetryPolicy, activity, workflow
 from kadence._instance import WorkflowInfo, WorkflowInstance
 from kadence.topics.payload import JsonConverter
 
-from .engine_harness import Harness
+from .engine_harness import Driver, Harness
 
 conv = JsonConverter()
 
@@ -82,50 +82,6 @@ class Looping:
         if i < 3:
             workflow.continue_as_new(i + 1, total + i)
         return total + i
-
-
-class Driver:
-    """Runs a workflow class against the in-memory harness, with a cached worker instance."""
-
-    def __init__(self, cls, activity_fn=None):
-        self.h = Harness()
-        self.cls = cls
-        self.inst = None
-        self.activity_fn = activity_fn or (lambda task, args: ("ok", args[0]))
-
-    def step(self):
-        progressed = False
-        for task in self.h.take_tasks("workflow"):
-            progressed = True
-            if task["query"] is not None:
-                continue
-            if self.inst is None or task["full_history"] or self.inst.info.run_id != task["run_id"]:
-                d = self.cls.__kadence_workflow__
-                self.inst = WorkflowInstance(d, WorkflowInfo(task["workflow_id"], task["run_id"], d.name, "q"), conv)
-            cmds = self.inst.apply(task["events"], task["scheduled_seq"])
-            self.h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
-                        {"scheduled_seq": task["scheduled_seq"], "commands": cmds}, run_id=task["run_id"])
-        for task in self.h.take_tasks("activity"):
-            progressed = True
-            outcome, value = self.activity_fn(task, conv.from_bytes(task["input"]))
-            common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"]}
-            if outcome == "ok":
-                self.h.send(task["workflow_id"], "RespondActivityTaskCompleted", {**common, "result": conv.to_bytes(value)},
-                            run_id=task["run_id"])
-            elif outcome == "fail":
-                self.h.send(task["workflow_id"], "RespondActivityTaskFailed", {**common, "failure": {
-                    "type": "ValueError", "message": value}}, run_id=task["run_id"])
-        return progressed
-
-    def run(self, fire_timers=True):
-        while self.step() or (fire_timers and self.h.fire_timers()):
-            pass
-
-    def kinds(self, run_id=None):
-        return [e["attributes"][0] for e in self.h.events if run_id is None or e["run_id"] == run_id]
-
-    def state(self):
-        return self.h.store.get_state("wf")
 
 
 def _replay_all(driver):
@@ -443,6 +399,8 @@ def test_a_retried_reset_gets_its_first_answer_and_resets_once():
                      run_id=d.state()["run_id"])
     again = d.h.send("wf", "ResetWorkflow", {"workflow_task_completed_seq": done}, request_id="reset-1",
                      run_id=first.replies[0]["run_id"])
-    assert first.replies[0]["status"] == "ok" and again.replies[0] == {**first.replies[0]}
+    # the same answer (the new run); the plan of what it did comes with the first answer only
+    assert first.replies[0]["status"] == "ok" and first.replies[0]["reset_plan"]["branch_event"] == done
+    assert again.replies[0] == {**first.replies[0], "reset_plan": None}
     assert again.duplicates == 1 and not again.events
     assert sum(e["attributes"][0] == "WorkflowExecutionTerminated" for e in d.h.events) == 1

@@ -25,6 +25,9 @@ The invariants (docs/fault-testing.md):
    (every timer of a completed run fired or was canceled).
 7. ``dead_letter``: every undecodable record produced to the commands topic is in the
    dead-letter topic with an "undecodable" reason.
+9. ``pause``: in every run, ``WorkflowExecutionPaused`` and ``WorkflowExecutionUnpaused`` alternate
+   (a pause first), each request at most once and only from a request the driver sent; while
+   paused, no workflow task is scheduled, no timer fires and no activity times out.
 8. ``verify``: ``kadence verify``'s state and reply checks (``test_chaos.py`` adds them): every
    workflow's latest state agrees with its history, and no accepted request is answered twice
    differently.
@@ -45,7 +48,8 @@ from kadence.topics.payload import JsonConverter
 
 __all__ = ["Expectations", "Observations", "Violation", "INVARIANTS", "check", "assert_clean", "summarize"]
 
-INVARIANTS = ("history", "completion", "replay", "activity", "signal", "update", "timer", "dead_letter", "verify")
+INVARIANTS = ("history", "completion", "replay", "activity", "signal", "update", "timer", "dead_letter", "verify",
+              "pause")
 _CLOSES = ("WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
            "WorkflowExecutionTerminated", "WorkflowExecutionTimedOut", "WorkflowExecutionContinuedAsNew")
 _ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
@@ -69,6 +73,8 @@ class Expectations:
     rejected_updates: dict[str, str] = field(default_factory=dict)
     #: (key, value) of every undecodable record produced to the commands topic
     garbage: list[tuple[bytes | None, bytes]] = field(default_factory=list)
+    #: request ID of every pause and unpause request the driver sent -> its workflow ID
+    pauses: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -336,6 +342,37 @@ def check_dead_letters(exp: Expectations, obs: Observations) -> list[Violation]:
     return out
 
 
+# ---------------------------------------------------------------- 9. pause
+
+#: what a paused run must not record (they need a dispatched task or a fired timer or deadline)
+_HELD_WHILE_PAUSED = ("WorkflowTaskScheduled", "TimerFired", "ActivityTaskTimedOut")
+
+
+def check_pauses(exp: Expectations, obs: Observations) -> list[Violation]:
+    out = []
+    seen: dict[str, int] = collections.Counter()
+    for (wf, run), events in sorted(obs.histories.items()):
+        paused = False
+        for e in events:
+            kind = _kind(e)
+            if kind in ("WorkflowExecutionPaused", "WorkflowExecutionUnpaused"):
+                rid = e["request_id"] or ""
+                seen[rid] += 1
+                if exp.pauses.get(rid) != wf:
+                    out.append(Violation("pause", f"run {run}: {kind} (seq {e['seq']}) from request {rid!r} that "
+                                                  "the driver did not send for it", (wf,)))
+                if (kind == "WorkflowExecutionPaused") == paused:
+                    out.append(Violation("pause", f"run {run}: {kind} (seq {e['seq']}) while "
+                                                  f"{'paused' if paused else 'not paused'}", (wf,)))
+                paused = kind == "WorkflowExecutionPaused"
+            elif paused and kind in _HELD_WHILE_PAUSED:
+                out.append(Violation("pause", f"run {run}: {kind} (seq {e['seq']}) recorded while paused", (wf,)))
+    for rid, n in sorted(seen.items()):
+        if n > 1:
+            out.append(Violation("pause", f"pause request {rid!r} recorded {n} times", (exp.pauses.get(rid, "?"),)))
+    return out
+
+
 # ---------------------------------------------------------------- all
 
 
@@ -344,7 +381,7 @@ def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Viol
     gaps = _engine_gaps(obs)  # the history and timer checks share one pass over the histories
     return [*check_history(obs, gaps), *check_completion(exp, obs), *check_replay(obs, replayer),
             *check_activities(obs), *check_signals(exp, obs), *check_updates(exp, obs), *check_timers(obs, gaps),
-            *check_dead_letters(exp, obs)]
+            *check_dead_letters(exp, obs), *check_pauses(exp, obs)]
 
 
 def summarize(violations: Iterable[Violation]) -> str:

@@ -7,6 +7,9 @@ that the driver injects, at seeded random moments:
 * duplicate commands: a start, a signal or an update re-sent with the request ID of an accepted
   one (an update must answer with the same result);
 * rejected updates: an update its validator refuses (it must leave nothing in history);
+* pauses: a running workflow paused (the request sent twice), then unpaused a few seconds later
+  (twice too); nothing may be dispatched or fire in between, and the workflow must still end
+  with its result;
 * stale workflow-task completions: ``RespondWorkflowTaskCompleted`` for a workflow task that
   history shows completed already, completing the workflow with a wrong result;
 * late activity completions: ``RespondActivityTaskCompleted`` for an attempt that history shows
@@ -26,7 +29,8 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, Producer
 
-from kadence import BrokerUnavailableError, Client, WorkflowAlreadyStartedError, WorkflowUpdateFailedError
+from kadence import (BrokerUnavailableError, Client, WorkflowAlreadyStartedError, WorkflowError,
+                     WorkflowUpdateFailedError)
 from kadence.topics import Catalogue, KafkaConfig, partition_for
 from kadence.topics.records import new_id
 
@@ -108,6 +112,8 @@ class LoadDriver:
         self.violations: list[Violation] = []
         self._tasks: set[asyncio.Task] = set()
         self._results: dict[str, asyncio.Task] = {}
+        #: workflows paused by an injection and not unpaused yet
+        self._paused: set[str] = set()
         self._producer = Producer(config.producer())
         self.last_injection: tuple[str, str] | None = None
 
@@ -178,7 +184,7 @@ class LoadDriver:
 
     async def run_injections(self, until: asyncio.Event) -> None:
         kinds = ["duplicate_start", "duplicate_signal", "duplicate_update", "rejected_update", "stale_task",
-                 "late_activity", "undecodable"]
+                 "late_activity", "undecodable", "pause"]
         # every kind once per round, in the seed's order: a loaded run makes only ~17 injections
         # (each reads a history partition), and independent draws once left one kind out
         # entirely (seed 2717153517, session 17: no late activity completion)
@@ -256,6 +262,39 @@ class LoadDriver:
             self.violations.append(Violation("update", f"update {rid} with k=-1 was accepted: {got!r}", (wf,)))
         self.exp.rejected_updates[rid] = wf
         self.counts["rejected_updates"] += 1
+
+    async def _inject_pause(self) -> None:
+        live = sorted(wf for wf, t in self._results.items() if not t.done() and wf not in self._paused)
+        if not live:
+            return
+        wf = self.rng.choice(live)
+        k = self.counts["pauses"]
+        prid, urid = f"pause-{k}-{wf}", f"unpause-{k}-{wf}"
+        # expected before they are sent: a request whose reply is lost may still be recorded
+        self.exp.pauses[prid] = self.exp.pauses[urid] = wf
+        self._paused.add(wf)
+        self.last_injection = ("pause", wf)
+        handle = self.client.get_workflow_handle(wf)
+        try:
+            for _ in range(2):  # the second is a retry with the same request ID: recorded once
+                await self._retry("pause", lambda: handle.pause(reason="chaos", request_id=prid))
+        except WorkflowError:  # it closed meanwhile: refused, nothing recorded
+            self.counts["pauses_refused"] += 1
+        finally:
+            self.counts["pauses"] += 1
+            # not part of this injection (whose time limit would cancel it): the unpause must come
+            self._spawn(self._unpause_later(handle, urid))
+
+    async def _unpause_later(self, handle, rid: str) -> None:
+        await asyncio.sleep(self.rng.uniform(0.5, 4.0))
+        try:
+            for _ in range(2):
+                await self._retry("unpause", lambda: handle.unpause(reason="chaos", request_id=rid), deadline_s=3600)
+            self.counts["unpauses"] += 1
+        except WorkflowError:  # closed while paused (a workflow task that was out completed it)
+            self.counts["unpauses_refused"] += 1
+        finally:
+            self._paused.discard(handle.id)
 
     async def _history(self, wf: str) -> list[dict]:
         run_id = self.exp.run_ids[wf]

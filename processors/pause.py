@@ -1,0 +1,96 @@
+"""Pause and unpause: an operator holds a run still without ending it (the design's "disable").
+
+While a run is paused:
+
+* no workflow task is scheduled (one needed is remembered in ``wt_needed``) and no activity
+  attempt is dispatched (the attempt is kept with ``held``); a task already out with a worker
+  finishes, and its outcome is recorded;
+* no timer fires: a timer-service firing (user timers, retry backoff, workflow-task retry, run
+  and execution timeouts) is kept in ``held_timers``; the activity deadlines the processor keeps
+  itself are not armed (``processors.deadlines``);
+* everything that only records goes on: signals, activity results, heartbeats, cancel requests,
+  updates' validation and acceptance, queries, terminate.
+
+Unpausing dispatches the held attempts (their start-to-close time starts then), fires the held
+timers in the order they fell due, and schedules the workflow task that was needed. Both
+commands are deduplicated by request ID like every other operation, and pausing a paused run
+(or unpausing a running one) is answered ok and records nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from .activities import dispatch_attempt
+from .deadlines import LOCAL_KINDS
+from .effects import BatchView, Outbox, emit, open_run_or_reply, remember, reply, schedule_workflow_task
+
+__all__ = ["pause_workflow", "unpause_workflow", "hold_timer"]
+
+log = logging.getLogger(__name__)
+
+
+def hold_timer(st: dict, body: dict) -> bool:
+    """Keep a firing of the paused run ``st`` for its unpause; False when nothing is kept (a
+    deadline the processor derives from the state again at unpause, or one already held)."""
+    if body["kind"] in LOCAL_KINDS:
+        return False
+    key = (body["timer_id"], body["kind"], body["attempt"])
+    if any((t["timer_id"], t["kind"], t["attempt"]) == key for t in st["held_timers"]):
+        return False
+    st["held_timers"].append(dict(body))
+    return True
+
+
+def pause_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+    st = open_run_or_reply(cmd, view, out)
+    if st is None:
+        return
+    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    if st["paused"]:
+        message = "the run was paused already"
+    else:
+        emit(view, out, st, "WorkflowExecutionPaused", {"reason": body["reason"], "identity": body["identity"]},
+             ts=ts, request_id=rid)
+        st["paused"] = True
+        message = ""
+        log.warning("audit: workflow %s run %s paused by %s", wf, st["run_id"], body["identity"] or "unknown")
+    remember(st, rid, "ok")
+    view.put(st)
+    reply(out, rid, wf, "ok", run_id=st["run_id"], message=message)
+
+
+def unpause_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *,
+                     fire: Callable[[dict, dict, BatchView, Outbox, int], bool]) -> None:
+    """``fire(st, timer_body, view, out, ts)``: the state machine's firing of a due timer."""
+    st = open_run_or_reply(cmd, view, out)
+    if st is None:
+        return
+    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    if not st["paused"]:
+        remember(st, rid, "ok")
+        view.put(st)
+        reply(out, rid, wf, "ok", run_id=st["run_id"], message="the run was not paused")
+        return
+    emit(view, out, st, "WorkflowExecutionUnpaused", {"reason": body["reason"], "identity": body["identity"]},
+         ts=ts, request_id=rid)
+    st["paused"] = False
+    for a in st["pending_activities"]:
+        if a["held"]:
+            dispatch_attempt(out, st, a, ts)
+    held, st["held_timers"] = sorted(st["held_timers"], key=lambda t: t["fire_at_ms"]), []
+    for timer in held:
+        if st["status"] != "running":
+            break  # a run or execution timeout closed it: nothing fires after a close
+        if not fire(st, timer, view, out, ts):
+            out.stale += 1
+    if st["status"] == "running" and st["wt_needed"] and st["wt_scheduled_seq"] is None:
+        # with the whole history: a worker's cached instance may have run an eager task the
+        # engine refused while the run was paused
+        schedule_workflow_task(view, out, st, ts, full=True)
+    log.warning("audit: workflow %s run %s unpaused by %s (%d timers held)", wf, st["run_id"],
+                body["identity"] or "unknown", len(held))
+    remember(st, rid, "ok")
+    view.put(st)
+    reply(out, rid, wf, "ok", run_id=st["run_id"])
