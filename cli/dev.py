@@ -75,14 +75,21 @@ async def _show_visibility(config: KafkaConfig, redis_url: str, workflow_id: str
 
 
 async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None) -> None:
+    from contextlib import AsyncExitStack
+
     from kadence import Client, Worker
+    from kadence.operations import BATCH_TASK_QUEUE, Batch, batch_activities
     from kadence.samples import order_fulfilment as sample
 
     base = f"http://127.0.0.1:{port}"
     await _wait_http(f"{base}/healthz")
     client = await Client.connect(config=config)
     worker = Worker(client, task_queue=sample.TASK_QUEUE, workflows=sample.WORKFLOWS, activities=sample.ACTIVITIES)
-    async with worker:
+    async with AsyncExitStack() as workers:
+        await workers.enter_async_context(worker)
+        if redis_url:  # `kadence batch ...` runs here too (it walks the visibility projection)
+            await workers.enter_async_context(Worker(client, task_queue=BATCH_TASK_QUEUE, workflows=[Batch],
+                                                     activities=batch_activities(client, redis_url)))
         workflow_id = f"order-{sample.SAMPLE_ORDER['order_id']}-{uuid.uuid4().hex[:8]}"
         click.echo(f"==> starting the sample OrderFulfilment as {workflow_id} through {base}")
         async with httpx.AsyncClient(base_url=base, timeout=30) as http:
@@ -108,7 +115,8 @@ async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None
             click.echo("==> KADENCE_DEV_ONCE=1: done")
         else:
             click.echo(f"==> serving: gateway {base} (OpenAPI at {base}/openapi.json), namespace "
-                       f"{config.namespace}, worker on task queue {sample.TASK_QUEUE}. Ctrl-C to stop.")
+                       f"{config.namespace}, workers on task queues {sample.TASK_QUEUE}"
+                       f"{' and ' + BATCH_TASK_QUEUE + ' (kadence batch)' if redis_url else ''}. Ctrl-C to stop.")
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):

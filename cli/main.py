@@ -711,11 +711,13 @@ def _register_projections() -> None:
 
 
 def _register_verify() -> None:
+    from .batch import batch
     from .payloads import payloads
     from .verify import verify
 
     main.add_command(verify)
     main.add_command(payloads)
+    main.add_command(batch)
 
 
 _register_projections()

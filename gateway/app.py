@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
 import json
 import logging
 import time
@@ -28,10 +29,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.concurrency import run_in_threadpool
 
 from kadence.topics.archive import open_store, read_history
+from kadence.topics.batch import BATCH_TASK_QUEUE, BATCH_WORKFLOW_TYPE, BatchRequest
 from kadence.topics.config import NAMESPACE_RE
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (ArchiveError, BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
-                                   ResetRejectedError, SchemaError, WorkflowNotFoundError)
+                                   ConfigError, ResetRejectedError, SchemaError, WorkflowNotFoundError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.describe import describe_to_json
 from kadence.topics.payload import JsonConverter
@@ -49,7 +51,7 @@ from .keys import ApiKeyStore
 from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
 from .redis_breaker import RedisBreaker, guarded_redis
-from .models import (DecodeRequest, NameParam, QueryRequest, ReasonRequest, ResetRequest, ResetResponse, RunResponse,
+from .models import (BatchStarted, DecodeRequest, NameParam, QueryRequest, ReasonRequest, ResetRequest, ResetResponse, RunResponse,
                      SignalRequest, StartRequest, StartResponse, UpdateRequest, UpdateResponse, WorkflowIdInPath,
                      WorkflowList)
 
@@ -521,6 +523,43 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         if reply["status"] != "ok":
             return error_response(409, "query_rejected", reply["message"] or reply["status"])
         return {"workflow_id": workflow_id, "run_id": reply["run_id"], "result": converter.from_bytes(reply["result"])}
+
+    @v1.post("/batches", status_code=201, response_model=BatchStarted, name="batch",
+             responses={**_WRITE, 409: {"model": ErrorResponse}},
+             summary="Start a batch operation (signal, cancel, terminate, pause, unpause or reset every run a "
+                     "visibility filter matches), run server-side by `kadence batch worker`")
+    async def start_batch(request: Request, body: BatchRequest, idempotency_key: str | None = _IDEMPOTENCY_KEY):
+        who = principal(request)
+        try:
+            body.check()
+        except ConfigError as exc:
+            raise ApiError(400, "invalid_input", str(exc)) from exc
+        batch_id = (f"batch-{uuid.uuid5(_KEYED_IDS, f'{who.namespace}/batch/{idempotency_key}')}" if idempotency_key
+                    else f"batch-{uuid.uuid4()}")
+        audit.warning("batch %s (%s) in namespace %s requested through the gateway by key %s", batch_id,
+                      body.operation, who.namespace, who.key_id or "(no auth)")
+        payload = {"workflow_type": BATCH_WORKFLOW_TYPE, "task_queue": BATCH_TASK_QUEUE,
+                   "input": converter.to_bytes([dataclasses.asdict(body)]), "id_reuse_policy": "allow_duplicate",
+                   "run_timeout_ms": None, "search_attributes": {}}
+        reply, headers = await command(request, who, batch_id, "StartWorkflow", payload, idempotency_key)
+        if reply["status"] == "already_started":
+            return error_response(409, "already_started", reply["message"], headers=headers, run_id=reply["run_id"])
+        return JSONResponse(BatchStarted(batch_id=batch_id, run_id=reply["run_id"]).model_dump(), status_code=201,
+                            headers=headers)
+
+    @v1.get("/batches/{batch_id}", responses={**_READ, 409: {"model": ErrorResponse}}, name="batch_progress",
+            summary="A batch's progress: runs done of the total, failures with their reasons")
+    async def batch_progress(request: Request, batch_id: WorkflowIdPath):
+        who = principal(request)
+        engine = await pool.get(who.namespace)
+        reply = await engine.request(batch_id, "QueryWorkflow", {"query_name": "progress",
+                                                                 "input": converter.to_bytes([])},
+                                     request_id=str(uuid.uuid4()), timeout=config.reply_timeout)
+        if reply["status"] == "not_found":
+            raise WorkflowNotFoundError(reply["message"])
+        if reply["status"] != "ok":
+            return error_response(409, "query_rejected", reply["message"] or reply["status"])
+        return {"batch_id": batch_id, **converter.from_bytes(reply["result"])}
 
     @v1.post("/codec/decode", responses=_READ,
              summary="Payloads from the log (base64), decoded through the gateway's codec (KADENCE_CODEC) to JSON")

@@ -132,6 +132,11 @@ class ResetResponse(BaseModel):
                                                           "a retried request: the run_id is the same)")
 
 
+class BatchStarted(BaseModel):
+    batch_id: str = Field(description="the batch's workflow ID (GET /v1/batches/{batch_id} for its progress)")
+    run_id: str | None
+
+
 class UpdateResponse(BaseModel):
     workflow_id: str
     run_id: str | None

@@ -17,6 +17,7 @@ through this module, so that every value it depends on is in the history::
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random as _random
 import uuid as _uuid
@@ -130,10 +131,13 @@ def execute_activity(
     schedule_to_start_timeout: timedelta | None = None,
     heartbeat_timeout: timedelta | None = None,
     retry_policy: RetryPolicy | None = None,
+    result_type: Any = None,
 ) -> "asyncio.Future[Any]":
     """Schedule an activity and return an awaitable of its result.
 
-    A failure reaches the workflow as ``ActivityError`` with the activity's error as its cause.
+    The result is typed by the activity function's return type; ``result_type`` types it when
+    the activity is given by name (or overrides the function's). A failure reaches the workflow
+    as ``ActivityError`` with the activity's error as its cause.
     """
     inst = _instance()
     if isinstance(activity, str):
@@ -143,6 +147,8 @@ def execute_activity(
         if defn_ is None:
             raise KadenceError(f"{activity!r} is not an @activity.defn function or an activity type name")
         activity_type, result_fn = defn_.name, defn_.fn
+    if result_type is not None:
+        result_fn = _returning(result_type)
     options = {
         "task_queue": task_queue or inst.info.task_queue,
         "schedule_to_close_timeout_ms": to_ms(schedule_to_close_timeout),
@@ -152,6 +158,15 @@ def execute_activity(
         "retry_policy": retry_policy.to_record() if retry_policy else None,
     }
     return inst.schedule_activity(activity_type, args, options, result_fn=result_fn)
+
+
+@functools.lru_cache(maxsize=256)
+def _returning(result_type: Any) -> Callable:
+    """A function whose return type is ``result_type``: what types a result (``kadence.topics.typed``)."""
+    def typed():  # pragma: no cover - never called, only its annotation is read
+        raise NotImplementedError
+    typed.__annotations__ = {"return": result_type}
+    return typed
 
 
 async def sleep(duration: timedelta | float) -> None:

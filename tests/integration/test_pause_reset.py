@@ -156,3 +156,47 @@ async def test_the_gateway_pauses_lists_paused_runs_and_resets_a_closed_run(gate
                 await client.get_workflow_handle(wf, run_id=closed_run).reset(to_event=point)
         finally:
             await client.close()
+
+
+async def test_the_gateway_starts_a_batch_and_reports_its_progress(gateway_url, api_key, gw_config,  # noqa: F811
+                                                                    projection):
+    from kadence.operations import BATCH_TASK_QUEUE, Batch, batch_activities
+
+    from .projection_support import redis_url
+
+    tag = uuid.uuid4().hex[:8]
+    async with checked_client(gateway_url, headers=auth(api_key)) as http:
+        for bad, why in (({"operation": "explode", "filter": {"search": {"tag": tag}}}, "operation must be one of"),
+                         ({"operation": "pause"}, "at least one filter")):
+            r = await http.post("/v1/batches", json=bad)
+            assert r.status_code == 400 and why in r.json()["error"]["message"], r.text
+        token = None
+        for i in range(3):
+            r = await http.post("/v1/workflows/ThreeSteps/start", json={
+                "workflow_id": f"b-{i}-{tag}", "task_queue": f"bq-{tag}", "input": [i], "search_attributes": {"tag": tag}})
+            assert r.status_code == 201, r.text
+            token = r.headers["Kadence-Consistency-Token"]
+        listed = await http.get("/v1/workflows", params={"search": f"tag:{tag}", "consistency_token": token})
+        assert len(listed.json()["workflows"]) == 3
+        started = await http.post("/v1/batches", json={"operation": "pause", "filter": {"search": {"tag": tag}},
+                                                       "reason": "maintenance"},
+                                  headers={"Idempotency-Key": f"batch-{tag}"})
+        assert started.status_code == 201, started.text
+        batch_id = started.json()["batch_id"]
+        again = await http.post("/v1/batches", json={"operation": "pause", "filter": {"search": {"tag": tag}},
+                                                     "reason": "maintenance"},
+                                headers={"Idempotency-Key": f"batch-{tag}"})
+        assert again.json() == started.json()  # the same batch, started once
+        client = await Client.connect(config=gw_config)
+        try:
+            async with Worker(client, task_queue=BATCH_TASK_QUEUE, workflows=[Batch],
+                              activities=batch_activities(client, redis_url())):
+                async def finished():
+                    r = await http.get(f"/v1/batches/{batch_id}")
+                    return r.status_code == 200 and r.json()["finished"] and r.json()
+                p = await wait_until(finished, 60, "the batch to finish")
+        finally:
+            await client.close()
+        assert (p["operation"], p["total"], p["done"], p["succeeded"], p["failed"]) == ("pause", 3, 3, 3, 0)
+        for i in range(3):
+            assert (await http.get(f"/v1/workflows/b-{i}-{tag}")).json()["paused"] is True

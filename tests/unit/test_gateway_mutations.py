@@ -18,6 +18,8 @@ EXPECTED = {
     ("POST", "/v1/workflows/{workflow_id}/pause"): True,
     ("POST", "/v1/workflows/{workflow_id}/unpause"): True,
     ("POST", "/v1/workflows/{workflow_id}/reset"): True,
+    ("POST", "/v1/batches"): True,
+    ("GET", "/v1/batches/{batch_id}"): False,
     ("POST", "/v1/workflows/{workflow_id}/updates/{update_name}"): True,
     ("POST", "/v1/workflows/{workflow_id}/queries/{query_name}"): False,
     ("POST", "/v1/codec/decode"): False,

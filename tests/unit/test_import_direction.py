@@ -4,7 +4,7 @@ connectors}; those four never import each other.
 The repository folders map to the namespace ``kadence.*``; the SDK is the top-level package
 ``kadence`` itself, so ``from kadence import Client`` or ``import kadence.workflow`` inside
 processors/ is an import of the SDK, while ``kadence.topics...`` is fine. ``cli/`` sits above
-everything and is not restricted; ``samples/`` may import only the SDK and ``kadence.topics``;
+everything and is not restricted; ``samples/`` and ``operations/`` may import only the SDK and ``kadence.topics``;
 ``testing/`` (``kadence.testing``, the users' test kit) may import the processors and the SDK,
 and nothing imports it.
 
@@ -33,6 +33,7 @@ FOLDERS = {
     "samples": ("samples", "kadence.samples"),
     "cli": ("cli", "kadence.cli"),
     "testing": ("testing", "kadence.testing"),
+    "operations": ("operations", "kadence.operations"),
 }
 
 #: component -> components it may import (itself included); None: unrestricted
@@ -47,6 +48,8 @@ ALLOWED = {
     "cli": None,
     # the test kit runs the engine's state machine under the SDK's replay loop, in one process
     "testing": {"schemas", "topics", "processors", "sdk", "testing"},
+    # operator workflows (batch operations) built on the SDK, like the samples
+    "operations": {"sdk", "topics", "operations"},
 }
 
 #: the sub-packages of ``kadence`` that are not the SDK

@@ -275,3 +275,15 @@ async def test_the_client_pauses_unpauses_and_resets_a_closed_run_after_a_truthf
             await done.reset(to_event=2)
         new = await done.reset(to_event=first, reason="replay with the fix")
         assert new.run_id != done.run_id and await new.result() == 3
+
+
+def test_the_guides_example_runs_without_a_broker():
+    from tests.unit.docs_examples import run_example
+
+    lines = run_example("pause_and_reset.py").splitlines()
+    assert lines[0] == "paused: True, timers held: 1, reminders sent: 0"
+    assert lines[1] == "result: {'sent': 'reminded ann', 'notes': ['check the address']}"
+    assert lines[2] == "plan: branch at event 3 of a completed run, 2 events kept, terminates an open run: False"
+    assert lines[3].startswith("refused: reset of 'reminder-ann' would be rejected: event 2 is not a "
+                               "WorkflowTaskCompleted of run ")
+    assert lines[4] == "new run's result: {'sent': 'reminded ann', 'notes': []} | reminders sent: 2"

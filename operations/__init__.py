@@ -1,0 +1,10 @@
+"""Operator workflows that ship with Kadence, built on the SDK: batch operations (``kadence batch``).
+
+``kadence.operations`` may import the SDK and ``kadence.topics`` only (tests/unit/test_import_direction.py).
+"""
+
+from .batch import (BATCH_OPERATIONS, BATCH_TASK_QUEUE, BATCH_WORKFLOW_TYPE, Batch, BatchFilter, BatchProgress,
+                    BatchRequest, batch_activities)
+
+__all__ = ["Batch", "BatchFilter", "BatchRequest", "BatchProgress", "batch_activities", "BATCH_TASK_QUEUE",
+           "BATCH_WORKFLOW_TYPE", "BATCH_OPERATIONS"]
