@@ -612,12 +612,11 @@ def dlq_list(config: KafkaConfig, output: str) -> None:
 
     rows = []
     for e in list_dead_letters(config):
-        r = e.record
-        rows.append({"ref": e.ref, "state": "redriven" if e.redriven else "pending", "component": r["component"],
-                     "origin": f"{r['origin_topic']}[{r['origin_partition']}]@{r['origin_offset']}",
-                     "origin_topic": r["origin_topic"], "origin_partition": r["origin_partition"],
-                     "origin_offset": r["origin_offset"], "timestamp_ms": r["timestamp_ms"],
-                     "reason": r["reason"] if output == "json" else r["reason"][:120]})
+        row = e.summary()
+        del row["key"]
+        if output != "json":
+            row["reason"] = row["reason"][:120]
+        rows.append(row)
     emit_rows(rows, ("ref", "state", "component", "origin", "reason"), output)
 
 
@@ -667,15 +666,12 @@ def dlq_redrive(config: KafkaConfig, ref: str, value_file: str | None) -> None:
 @click.pass_obj
 def stuck(config: KafkaConfig, output: str) -> None:
     """List running workflows whose last workflow task failed (e.g. non-determinism), with the error."""
-    from kadence.topics.state_reader import stuck_workflows
+    from kadence.topics.state_reader import stuck_rows
 
     rows = []
-    for st in stuck_workflows(config):
-        f = st["wt_failure"]
-        message = f["message"] if output == "json" else f["message"][:200]
-        rows.append({"workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
-                     "cause": st["wt_failure_cause"], "error": f"{f['type']}: {message}",
-                     "error_type": f["type"], "error_message": message})
+    for row in stuck_rows(config):
+        message = row["error_message"] if output == "json" else row["error_message"][:200]
+        rows.append({**row, "error": f"{row['error_type']}: {message}", "error_message": message})
     emit_rows(rows, ("workflow_id", "run_id", "workflow_type", "cause", "error"), output)
 
 

@@ -30,7 +30,10 @@ from starlette.concurrency import run_in_threadpool
 
 from kadence.topics.archive import open_store, read_history
 from kadence.topics.batch import BATCH_TASK_QUEUE, BATCH_WORKFLOW_TYPE, BatchRequest
-from kadence.topics.config import NAMESPACE_RE
+from kadence.topics.builds import build_backlogs
+from kadence.topics.config import NAMESPACE_RE, KafkaConfig
+from kadence.topics.dead_letters import list_dead_letters, redrive
+from kadence.topics.state_reader import stuck_rows
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (ArchiveError, BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
                                    ConfigError, ResetRejectedError, SchemaError, WorkflowNotFoundError)
@@ -43,6 +46,7 @@ from kadence.topics.visibility import VisibilityReader, projection_lag
 
 from .config import GatewayConfig
 from .consistency import TOKEN_HEADER, ConsistencyToken
+from .console import mount_console
 from .engines import EnginePool, NamespaceUnavailable
 from .errors import ApiError, ErrorResponse, error_response
 from .guard import NAMESPACE_HEADER, Guard, Principal
@@ -152,6 +156,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         except KadenceError as exc:  # a gateway may serve only other namespaces
             log.warning("namespace %s not connected at start-up: %s", config.kafka.namespace, exc)
         yield
+        await app.state.console_api.aclose()
         await pool.close()
         if redis is not None:
             await redis.aclose()
@@ -561,6 +566,45 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             return error_response(409, "query_rejected", reply["message"] or reply["status"])
         return {"batch_id": batch_id, **converter.from_bytes(reply["result"])}
 
+    # -- operator views: stuck workflows, dead letters, builds (blocking topic reads: a thread each)
+
+    def namespace_config(who: Principal) -> KafkaConfig:
+        return dataclasses.replace(config.kafka, namespace=who.namespace)
+
+    @v1.get("/stuck", responses=_READ, name="stuck",
+            summary="Running workflows whose last workflow task failed (non-determinism, undecodable payload), "
+                    "with the error (reads the state topic)")
+    async def stuck(request: Request):
+        rows = await run_in_threadpool(stuck_rows, namespace_config(principal(request)))
+        return {"workflows": rows}
+
+    @v1.get("/dead-letters", responses=_READ, name="dead_letters",
+            summary="Records a component could not process, with their origin, reason and whether they were redriven")
+    async def dead_letters(request: Request):
+        entries = await run_in_threadpool(list_dead_letters, namespace_config(principal(request)))
+        return {"dead_letters": [e.summary() for e in entries]}
+
+    @v1.post("/dead-letters/{ref}/redrive", responses={**_WRITE, 409: {"model": ErrorResponse}}, name="redrive",
+             summary="Put a dead letter back on its origin topic, once")
+    async def redrive_dead_letter(request: Request, ref: str = Path(pattern=r"^[0-9]+:[0-9]+$", max_length=40)):
+        who = principal(request)
+        audit.warning("redrive of dead letter %s in namespace %s requested through the gateway by key %s", ref,
+                      who.namespace, who.key_id or "(no auth)")
+        try:
+            entry = await run_in_threadpool(lambda: redrive(namespace_config(who), ref, identity="gateway"))
+        except BrokerUnavailableError:
+            raise
+        except KadenceError as exc:  # unknown, or redriven already
+            return error_response(409, "redrive_rejected", str(exc))
+        return {"ref": ref, "origin_topic": entry.record["origin_topic"]}
+
+    @v1.get("/builds", responses=_READ, name="builds",
+            summary="Every worker build of every task queue: the default, the backlog and its oldest task's age")
+    async def builds(request: Request):
+        rows = await run_in_threadpool(build_backlogs, namespace_config(principal(request)))
+        return {"builds": [{"task_queue": b.task_queue, "build_id": b.build_id, "default": b.is_default,
+                            "backlog": b.backlog, "oldest_task_age_s": b.oldest_age_s} for b in rows]}
+
     @v1.post("/codec/decode", responses=_READ,
              summary="Payloads from the log (base64), decoded through the gateway's codec (KADENCE_CODEC) to JSON")
     async def decode_payloads(request: Request, body: DecodeRequest):
@@ -644,6 +688,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         return describe_to_json(workflow_id, reply, converter)
 
     app.include_router(v1)
+    mount_console(app, guard, auth=config.auth)
 
     # -- operations endpoints (no API key) -----------------------------------------------------
 

@@ -27,7 +27,9 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 DEFAULT_KAFKA_VERSION = "4.1.1"
-APT_PACKAGES = {"java": "openjdk-17-jre-headless", "mvn": "maven", "redis-server": "redis-server"}
+APT_PACKAGES = {"java": "openjdk-17-jre-headless", "mvn": "maven", "redis-server": "redis-server",
+                # the web console's browser tests (tests/integration/test_console_browser.py)
+                "chromium": "chromium"}
 JVM_OPTS = ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
 LOOPBACK = "127.0.0.1"

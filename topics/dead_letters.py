@@ -29,6 +29,15 @@ class DeadLetterEntry:
     record: dict
     redriven: bool
 
+    def summary(self) -> dict:
+        """What a list shows: the reference, state, component, origin, reason and time (no value)."""
+        r = self.record
+        return {"ref": self.ref, "state": "redriven" if self.redriven else "pending", "component": r["component"],
+                "origin": f"{r['origin_topic']}[{r['origin_partition']}]@{r['origin_offset']}",
+                "origin_topic": r["origin_topic"], "origin_partition": r["origin_partition"],
+                "origin_offset": r["origin_offset"], "timestamp_ms": r["timestamp_ms"], "reason": r["reason"],
+                "key": r["key"].decode(errors="replace") if r["key"] else None}
+
 
 def _read(config: KafkaConfig) -> list[tuple[str, dict]]:
     return [(f"{m.partition()}:{m.offset()}", serde.decode("DeadLetter", m.value()))

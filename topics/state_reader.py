@@ -7,7 +7,7 @@ from .catalogue import Catalogue
 from .config import KafkaConfig
 from .scan import scan
 
-__all__ = ["read_states", "stuck_workflows"]
+__all__ = ["stuck_rows", "read_states", "stuck_workflows"]
 
 
 def read_states(config: KafkaConfig) -> dict[str, dict]:
@@ -27,3 +27,10 @@ def stuck_workflows(config: KafkaConfig) -> list[dict]:
     """Running workflows whose last workflow task failed, oldest start first."""
     stuck = [s for s in read_states(config).values() if s["status"] == "running" and s["wt_failure"]]
     return sorted(stuck, key=lambda s: s["start_time_ms"])
+
+
+def stuck_rows(config: KafkaConfig) -> list[dict]:
+    """``stuck_workflows`` as rows: IDs, type, the failure's cause, type and message."""
+    return [{"workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
+             "cause": st["wt_failure_cause"], "error_type": st["wt_failure"]["type"],
+             "error_message": st["wt_failure"]["message"]} for st in stuck_workflows(config)]

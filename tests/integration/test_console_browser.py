@@ -1,0 +1,240 @@
+"""The web console in headless Chromium (Debian's package, driven by Playwright) against a real
+gateway, broker, Redis, processor, projection and worker (#17): sign in, list and filter, open a
+run and watch its timeline grow while it runs, signal, pause and unpause, terminate, reset a
+closed run after its dry run, redrive a dead letter; a key of another namespace sees none of it.
+
+With KADENCE_UI_SCREENSHOTS=1 it also saves the main pages to docs/ui/ (docs/ui.md shows them)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from playwright.async_api import Page, async_playwright, expect
+
+from kadence import Client, Worker, activity, workflow
+from kadence.topics import Catalogue
+
+from .conftest import wait_until
+from .projection_support import ProjectionProcs
+from .test_gateway import api_key, engine, gateway_url, gw_config, make_key  # noqa: F401 (fixtures)
+from .workflows import ThreeSteps, add, double
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "ui"
+SHOTS = os.environ.get("KADENCE_UI_SCREENSHOTS") == "1"
+
+
+@activity.defn
+async def pack(order: str) -> str:
+    return f"packed {order}"
+
+
+@workflow.defn
+class ConsoleOrder:
+    def __init__(self) -> None:
+        self.approved_by: str | None = None
+        self.shipped = False
+
+    @workflow.signal
+    def approve(self, who: str) -> None:
+        self.approved_by = who
+
+    @workflow.signal
+    def ship(self) -> None:
+        self.shipped = True
+
+    @workflow.query
+    def state(self) -> dict:
+        return {"approved_by": self.approved_by, "shipped": self.shipped}
+
+    @workflow.run
+    async def run(self, order: str) -> dict:
+        await workflow.wait_condition(lambda: self.approved_by is not None)
+        packed = await workflow.execute_activity(pack, order, start_to_close_timeout=timedelta(seconds=30))
+        await workflow.wait_condition(lambda: self.shipped)
+        return {"order": order, "packed": packed, "approved_by": self.approved_by}
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert path, "Debian's chromium is not installed (scripts/devstack.py deps installs it)"
+    return path
+
+
+@pytest.fixture(scope="module")
+def projection(gw_config, tmp_path_factory):  # noqa: F811
+    procs = ProjectionProcs(gw_config, tmp_path_factory.mktemp("console-projection"))
+    procs.start()
+    yield procs
+    procs.close()
+
+
+async def _shot(page: Page, name: str) -> None:
+    if SHOTS:
+        DOCS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(DOCS / f"{name}.png"), full_page=True)
+
+
+async def _sign_in(page: Page, base: str, key: str) -> None:
+    await page.goto(f"{base}/ui/workflows")
+    await expect(page.locator("h1")).to_have_text("Sign in")
+    await page.fill("#key", key)
+    await page.click("#login button")
+    await expect(page.locator("h1")).to_have_text("Workflows")
+
+
+async def test_the_console_in_a_browser(gateway_url, api_key, gw_config, projection):  # noqa: F811
+    tag = uuid.uuid4().hex[:6]
+    queue = f"console-{tag}"
+    client = await Client.connect(config=gw_config)
+    try:
+        async with Worker(client, task_queue=queue, workflows=[ConsoleOrder, ThreeSteps], activities=[pack, add, double]):
+            orders = [await client.start_workflow(ConsoleOrder, f"o-{i}", id=f"order-{i}-{tag}", task_queue=queue,
+                                                  search_attributes={"tag": tag, "region": "eu" if i else "us"})
+                      for i in range(3)]
+            done = await client.start_workflow(ThreeSteps, 1, id=f"steps-{tag}", task_queue=queue,
+                                               search_attributes={"tag": tag})
+            await done.result(timeout=60)
+
+            async with async_playwright() as pw:
+                browser = await pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+                try:
+                    page = await browser.new_page(viewport={"width": 1400, "height": 900})
+                    page.on("dialog", lambda d: asyncio.ensure_future(d.accept()))
+                    await _check_console(page, gateway_url, api_key, gw_config, client, orders, done, tag)
+                    await _check_other_namespace(browser, gateway_url, tag, gw_config.namespace)
+                finally:
+                    await browser.close()
+    finally:
+        await client.close()
+
+
+async def _check_console(page, base, key, gw_config, client, orders, done, tag):
+    # a wrong key is refused on the sign-in page
+    await page.goto(f"{base}/ui/login")
+    await page.fill("#key", "kdn_not_a_key")
+    await page.click("#login button")
+    await expect(page.locator("#login-error")).to_contain_text("not valid")
+    await _sign_in(page, base, key)
+
+    # the list, filtered by a search attribute, with counts; then by status
+    async def listed():
+        await page.goto(f"{base}/ui/workflows?search=tag={tag}")
+        return await page.locator("#runs tr.run").count() == 4
+    await wait_until(listed, 60, "the four runs in the console's list")
+    await expect(page.locator("#counts")).to_contain_text("4 runs")
+    await _shot(page, "workflows")
+    await page.fill("input[name=search]", f"tag={tag},region=eu")
+    await page.select_option("select[name=status]", "running")
+    await page.click("#filters button")
+    await expect(page.locator("#runs tr.run")).to_have_count(2)
+    await page.select_option("select[name=status]", "completed")
+    await page.fill("input[name=search]", f"tag={tag}")
+    await page.click("#filters button")
+    await expect(page.locator("#runs tr.run")).to_have_count(1)
+    await expect(page.locator("#runs")).to_contain_text(f"steps-{tag}")
+
+    # a running order: its timeline grows while the page is open (signal sent from outside)
+    order = orders[0]
+    await page.goto(f"{base}/ui/workflows/{order.id}")
+    await expect(page.locator("#status")).to_have_text("running")
+    await expect(page.locator("#timeline")).to_contain_text("workflow task")
+    await order.signal("approve", "ann")
+    await expect(page.locator("#timeline")).to_contain_text("signal approve", timeout=15_000)
+    await expect(page.locator("#timeline")).to_contain_text("activity pack", timeout=15_000)
+    await expect(page.locator("#timeline li.activity")).to_contain_text("completed", timeout=15_000)
+    # an event's detail on click: the activity's result, decoded
+    await page.locator("#timeline li.activity summary").first.click()
+    await expect(page.locator("#timeline li.activity pre").last).to_contain_text("packed o-0")
+    # the query box
+    await page.fill("#query-name", "state")
+    await page.click("#query")
+    await expect(page.locator("#query-result")).to_contain_text('"approved_by": "ann"')
+    await _shot(page, "workflow")
+
+    # pause, then unpause, with the buttons; the list shows the paused run
+    await page.fill("#reason", "checking stock")
+    await page.click("#pause")
+    await expect(page.locator("#paused")).to_be_visible()
+    await page.goto(f"{base}/ui/workflows?search=tag={tag}&paused=true")
+    await expect(page.locator("#runs tr.run")).to_have_count(1, timeout=15_000)
+    await page.goto(f"{base}/ui/workflows/{order.id}")
+    await page.click("#unpause")
+    await expect(page.locator("#paused")).to_have_count(0)
+
+    # signal from the form: the run completes and the page shows its result
+    await page.fill("#signal-name", "ship")
+    await page.click("#signal")
+    assert (await order.result(timeout=30))["approved_by"] == "ann"
+    await page.goto(f"{base}/ui/workflows/{order.id}")
+    await expect(page.locator("#result")).to_contain_text('"packed": "packed o-0"')
+
+    # terminate another order
+    await page.goto(f"{base}/ui/workflows/{orders[1].id}")
+    await page.fill("#reason", "customer left")
+    await page.click("#terminate")
+    await expect(page.locator("#status")).to_have_text("terminated")
+
+    # reset the completed ThreeSteps run: the dry run's plan, then the reset
+    await page.goto(f"{base}/ui/workflows/{done.id}")
+    await expect(page.locator("#status")).to_have_text("completed")
+    first_point = (await page.locator("#reset-point option").all_inner_texts())[-1]
+    await page.select_option("#reset-point", label=first_point)
+    await page.fill("#reset-reason", "rerun with the fix")
+    await page.click("#reset-dry-run")
+    await expect(page.locator("#reset-plan")).to_contain_text("completed run")
+    await _shot(page, "reset-plan")
+    await page.click("#reset-confirm")
+    new_run = client.get_workflow_handle(done.id)
+    assert await new_run.result(timeout=30) == 104
+    assert new_run.run_id != done.run_id
+    # the open page reloads itself when the run it follows closes
+    await expect(page.locator("#status")).to_have_text("completed", timeout=15_000)
+    await expect(page.locator("#timeline")).to_contain_text("WorkflowExecutionCompleted")
+
+    # a dead letter (garbage on the commands topic), redriven from the console
+    producer = Producer(gw_config.producer())
+    producer.produce(Catalogue(gw_config).commands, b"\x00not a command " + tag.encode(), f"garbage-{tag}".encode())
+    producer.flush(10)
+
+    async def dead_lettered():
+        await page.goto(f"{base}/ui/dead-letters")
+        return await page.locator(f"tr.dead-letter.pending:has-text('garbage-{tag}')").count() >= 1
+    await wait_until(dead_lettered, 60, "the garbage record in the dead letters")
+    await _shot(page, "dead-letters")
+    await page.locator(f"tr.dead-letter.pending:has-text('garbage-{tag}') button.redrive").first.click()
+    await expect(page.locator("#notice")).to_contain_text("redriven")
+    await expect(page.locator(f"tr.dead-letter.redriven:has-text('garbage-{tag}')")).to_have_count(1)
+
+    # the other operator pages answer
+    for path, heading in (("stuck", "Stuck workflows"), ("builds", "Builds and backlogs")):
+        await page.goto(f"{base}/ui/{path}")
+        await expect(page.locator("h1")).to_have_text(heading)
+    await expect(page.locator("#builds")).to_contain_text(f"console-{tag}")
+
+
+async def _check_other_namespace(browser, base, tag, first_namespace):
+    """A key of another namespace lists nothing of this one, and cannot sign in to it."""
+    from kadence.topics import KafkaConfig
+
+    other = f"o{uuid.uuid4().hex[:8]}"
+    Catalogue(KafkaConfig(bootstrap=os.environ["KADENCE_KAFKA_BOOTSTRAP"], namespace=other, partitions=4)).apply()
+    key = make_key(other)
+    page = await browser.new_page()
+    await page.goto(f"{base}/ui/login")
+    await page.fill("#key", key)
+    await page.fill("#ns", first_namespace)
+    await page.click("#login button")
+    await expect(page.locator("#login-error")).to_contain_text("namespace")
+    await _sign_in(page, base, key)
+    await expect(page.locator("#namespace")).to_have_text(other)
+    await page.goto(f"{base}/ui/workflows?search=tag={tag}")
+    await expect(page.locator("#runs tr.run")).to_have_count(0)
+    await page.goto(f"{base}/ui/workflows?type=ConsoleOrder")
+    await expect(page.locator("#runs tr.run")).to_have_count(0)
