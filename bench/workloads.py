@@ -155,5 +155,19 @@ class BenchCipher:
         return self._aead.decrypt(data[:12], data[12:], None)
 
 
-WORKFLOWS = [OneActivity, ThreeActivities, TimedThree, TenSteps, IdleSleeper, ThreeTyped, ThreeDict]
+
+
+@workflow.defn
+class LongHistory:
+    """``n`` activities one after another: a history of about 4n + 5 events (scenario ``console``)."""
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        total = 0
+        for i in range(n):
+            total += await workflow.execute_activity(noop, i, start_to_close_timeout=T)
+        return total
+
+
+WORKFLOWS = [OneActivity, ThreeActivities, TimedThree, TenSteps, IdleSleeper, ThreeTyped, ThreeDict, LongHistory]
 ACTIVITIES = [noop, timed, step_typed, step_dict]

@@ -1,12 +1,13 @@
 """``kadence dev``: the whole stack for development, with the bundled sample run once.
 
 Needs a broker (``make dev`` starts one and sets KADENCE_KAFKA_BOOTSTRAP). Starts a history
-processor, the timer service, the gateway and, when KADENCE_REDIS_URL names a Redis (``make dev``
-starts one), the projections behind ``kadence list``, as child processes (started again when one
-exits: ``kadence.cli.supervisor``), a worker for the sample in this process, then starts the
-sample order-fulfilment workflow through the gateway, prints its result, its history and its row
-in the visibility projection, and keeps serving until interrupted (or exits at once with
-KADENCE_DEV_ONCE=1).
+processor, the timer service, the gateway (with the console at /ui) and, when KADENCE_REDIS_URL
+names a Redis (``make dev`` starts one), the projections behind ``kadence list``, as child
+processes (started again when one exits: ``kadence.cli.supervisor``), each serving Prometheus
+metrics on a free loopback port; a worker for the sample and the batch worker in this process;
+then starts the sample order-fulfilment workflow through the gateway, prints its result, its
+history, its row in the visibility projection, the console's URL and the metrics endpoints, and
+keeps serving until interrupted (or exits at once with KADENCE_DEV_ONCE=1).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import sys
 import time
 import uuid
@@ -74,7 +76,7 @@ async def _show_visibility(config: KafkaConfig, redis_url: str, workflow_id: str
         await redis.aclose()
 
 
-async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None) -> None:
+async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None, metrics: dict[str, int]) -> None:
     from contextlib import AsyncExitStack
 
     from kadence import Client, Worker
@@ -83,8 +85,13 @@ async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None
 
     base = f"http://127.0.0.1:{port}"
     await _wait_http(f"{base}/healthz")
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    registry = CollectorRegistry()
+    start_http_server(metrics["worker"], addr="127.0.0.1", registry=registry)
     client = await Client.connect(config=config)
-    worker = Worker(client, task_queue=sample.TASK_QUEUE, workflows=sample.WORKFLOWS, activities=sample.ACTIVITIES)
+    worker = Worker(client, task_queue=sample.TASK_QUEUE, workflows=sample.WORKFLOWS, activities=sample.ACTIVITIES,
+                    metrics_registry=registry)
     async with AsyncExitStack() as workers:
         await workers.enter_async_context(worker)
         if redis_url:  # `kadence batch ...` runs here too (it walks the visibility projection)
@@ -111,6 +118,9 @@ async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None
             click.echo(f"  {ev['seq']:>3}  {ev['time']}  {ev['type']:<28} {detail}")
         if redis_url:
             await _show_visibility(config, redis_url, workflow_id, run_id)
+        click.echo(f"==> console {base}/ui (no sign-in: the dev gateway runs --no-auth)")
+        click.echo("==> metrics: " + ", ".join([f"gateway {base}/metrics"] + [
+            f"{name} http://127.0.0.1:{p}/metrics" for name, p in metrics.items()]))
         if once:
             click.echo("==> KADENCE_DEV_ONCE=1: done")
         else:
@@ -145,15 +155,28 @@ def dev(config: KafkaConfig, port: int, once: bool | None) -> None:
     supervisor = Supervisor(echo=click.echo)
     env = _child_env(config)
     me = [sys.executable, "-m", "kadence.cli"]
-    supervisor.start("processor", [*me, "processor", "--instance-id", "dev-0"], env)
-    supervisor.start("timer service", [*me, "timers", "--instance-id", "dev-0"], env)
+    metrics = {"processor": _free_port(), "timer service": _free_port(), "worker": _free_port()}
+    supervisor.start("processor", [*me, "processor", "--instance-id", "dev-0", "--metrics-port",
+                                   str(metrics["processor"])], env)
+    supervisor.start("timer service", [*me, "timers", "--instance-id", "dev-0", "--metrics-port",
+                                       str(metrics["timer service"])], env)
     supervisor.start("gateway", [*me, "gateway", "--port", str(port), "--no-auth"], env)
     redis_url = os.environ.get("KADENCE_REDIS_URL")
     if redis_url:
-        supervisor.start("projections", [*me, "projections", "run", "--instance-id", "dev-0"], env)
+        metrics["projections"] = _free_port()
+        supervisor.start("projections", [*me, "projections", "run", "--instance-id", "dev-0", "--metrics-port",
+                                         str(metrics["projections"])], env)
     else:
-        click.echo("==> KADENCE_REDIS_URL is not set: the projections (`kadence list`) are not run")
+        click.echo("==> KADENCE_REDIS_URL is not set: the projections (`kadence list`, the console's list) are "
+                   "not run")
     try:
-        asyncio.run(_run(config, port, once, redis_url))
+        asyncio.run(_run(config, port, once, redis_url, metrics))
     finally:
         supervisor.stop()
+
+
+def _free_port() -> int:
+    """A loopback port nobody listens on now (for a process's metrics)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

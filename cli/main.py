@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import faulthandler
+import gc
 import importlib
 import json
 import logging
@@ -193,6 +194,12 @@ def gateway(config: KafkaConfig, host: str, port: int, no_auth: bool, tls_cert: 
         app = create_app(GatewayConfig.from_env(config, **({"auth": False} if no_auth else {})))
     except KadenceError as exc:
         raise click.UsageError(str(exc)) from exc
+    # what was built so far (FastAPI, pydantic, the routes: most of the process's objects) lives
+    # as long as the process: out of the collector's full passes, which otherwise walked it all
+    # and were the console's slowest pages (p95 of a 5,000-event workflow page 142-160 ms -> 79-109
+    # ms, bench console, docs/performance.md)
+    gc.collect()
+    gc.freeze()
     uvicorn.run(app, host=host, port=port, log_level="warning", ssl_certfile=tls_cert, ssl_keyfile=tls_key)
 
 

@@ -47,6 +47,7 @@ from kadence.topics.visibility import VisibilityReader, projection_lag
 from .config import GatewayConfig
 from .consistency import TOKEN_HEADER, ConsistencyToken
 from .console import mount_console
+from .history_cursor import decode_cursor as _decode_cursor, encode_cursor as _encode_cursor
 from .engines import EnginePool, NamespaceUnavailable
 from .errors import ApiError, ErrorResponse, error_response
 from .guard import NAMESPACE_HEADER, Guard, Principal
@@ -78,21 +79,6 @@ _KEYED_IDS = uuid.UUID("6b1d3c3e-95c2-4c55-9a53-3f1f0cbe2a61")
 
 def _ms(seconds: float | None) -> int | None:
     return None if seconds is None else max(1, int(seconds * 1000))
-
-
-def _encode_cursor(seq: int, run_id: str) -> str:
-    """Opaque to clients: the last event seen and its run."""
-    return base64.urlsafe_b64encode(json.dumps([seq, run_id]).encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[int, str]:
-    try:
-        seq, run_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(seq, int) or not isinstance(run_id, str) or seq < 0:
-            raise ValueError("bad cursor")
-        return seq, run_id
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise ApiError(400, "invalid_input", "cursor: not a cursor from this API", field="cursor") from exc
 
 
 def _responses(*statuses: int) -> dict:
@@ -387,9 +373,12 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             await asyncio.sleep(0.2)
         last = page[-1]["seq"] if page else after
         more = any(e["seq"] > last for e in events)
-        return {"workflow_id": workflow_id, "run_id": rid, "events": [event_to_json(e, converter) for e in page],
-                "next_cursor": _encode_cursor(last, rid), "has_more": more, "closed": closed,
-                "archived": found.archived}
+        # already JSON (event_to_json): rendered as it is; FastAPI's generic encoder walked every
+        # value of every event again and took half the time of a 1,000-event page (bench console)
+        return JSONResponse({"workflow_id": workflow_id, "run_id": rid,
+                             "events": [event_to_json(e, converter) for e in page],
+                             "next_cursor": _encode_cursor(last, rid), "has_more": more, "closed": closed,
+                             "archived": found.archived})
 
     async def with_start(request: Request, body: SignalRequest | UpdateRequest, what: str) -> dict | None:
         """The StartWorkflow body of a signal- or update-with-start (None when the body names no

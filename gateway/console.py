@@ -29,14 +29,17 @@ from kadence.topics.projection_keys import RUN_STATUSES
 
 from .errors import ApiError
 from .guard import Guard
+from .history_cursor import encode_cursor
 
 __all__ = ["mount_console", "timeline"]
 
 COOKIE = "kadence_console"
 NS_COOKIE = "kadence_console_ns"
 _HERE = Path(__file__).parent
-#: how many timeline groups a workflow page renders at first (the rest: "show all")
-TIMELINE_PAGE = 400
+#: how many timeline groups a workflow page renders at first (the rest: "show all"), from at
+#: most how many of the history's last events
+TIMELINE_PAGE = 200
+TIMELINE_TAIL_EVENTS = 700
 
 
 def _iso(ms: int | None) -> str:
@@ -159,6 +162,16 @@ class _Api:
         await self._client.aclose()
 
 
+def _history_params(run_id: str | None, length: int | None, whole: bool) -> dict:
+    """The history API's query for a page: the whole run, or its last TIMELINE_TAIL_EVENTS events."""
+    params = {"page_size": "10000"}
+    if run_id:
+        params["run_id"] = run_id
+        if not whole and length and length > TIMELINE_TAIL_EVENTS:
+            params["cursor"] = encode_cursor(length - TIMELINE_TAIL_EVENTS, run_id)
+    return params
+
+
 def _wf_path(workflow_id: str) -> str:
     return urllib.parse.quote(workflow_id, safe="")
 
@@ -168,7 +181,7 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
     env = Environment(loader=FileSystemLoader(_HERE / "templates"), autoescape=select_autoescape(["html"]))
     env.filters["iso"] = _iso
     env.filters["wf"] = _wf_path
-    env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str)
+    env.filters["pretty"] = lambda v: json.dumps(v, indent=1, default=str)
     api = _Api(app)
     router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -282,31 +295,33 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
             return api_error(request, d, f"workflow {workflow_id}")
         described = d.json()
         h = await api.call(request, "GET", f"/v1/workflows/{path}/history",
-                           params={"run_id": described["run_id"], "page_size": "10000"})
+                           params=_history_params(described["run_id"], described.get("history_length"), all_events))
         if h.status_code != 200:
             return api_error(request, h, f"the history of {workflow_id}")
         hist = h.json()
         rows = timeline(hist["events"])
         shown = rows if all_events else rows[-TIMELINE_PAGE:]
+        hidden = len(rows) - len(shown) + (hist["events"][0]["seq"] - 1 if hist["events"] else 0)
         batch = None
         if described.get("workflow_type") == BATCH_WORKFLOW_TYPE:
             b = await api.call(request, "GET", f"/v1/batches/{path}")
             batch = b.json() if b.status_code == 200 else None
         done = [e["seq"] for e in hist["events"] if e["type"] == "WorkflowTaskCompleted"]
-        return page(request, "workflow.html", status=status, wf=described, rows=shown, hidden=len(rows) - len(shown),
-                    events=len(hist["events"]), last_seq=hist["events"][-1]["seq"] if hist["events"] else 0,
+        return page(request, "workflow.html", status=status, wf=described, rows=shown, hidden=hidden,
+                    events=described.get("history_length") or len(hist["events"]), last_seq=hist["events"][-1]["seq"] if hist["events"] else 0,
                     # follow while describe says running, even when the history read a moment
                     # later is closed already: the first poll then reloads the page
                     closed=hist["closed"] and described["status"] != "running", notice=notice, plan=plan, query_result=query_result,
                     reset_points=done, batch=batch)
 
     @router.get("/workflows/{workflow_id:path}/timeline", response_class=HTMLResponse)
-    async def timeline_fragment(request: Request, workflow_id: str, run_id: str = ""):
-        """The timeline rows alone, for the page's live follow (console.js)."""
+    async def timeline_fragment(request: Request, workflow_id: str, run_id: str = "", length: int = 0):
+        """The timeline rows alone, for the page's live follow (console.js; ``length``: the
+        history length it knows, so that only the tail is read)."""
         if (r := need_sign_in(request)) is not None:
             return r
         h = await api.call(request, "GET", f"/v1/workflows/{_wf_path(workflow_id)}/history",
-                           params={"page_size": "10000", **({"run_id": run_id} if run_id else {})})
+                           params=_history_params(run_id or None, length or None, False))
         if h.status_code != 200:
             return api_error(request, h, f"the history of {workflow_id}")
         hist = h.json()

@@ -19,6 +19,7 @@ Futures are ``concurrent.futures.Future``; asyncio callers wrap them with ``asyn
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures as cf
 import logging
 import math
@@ -50,6 +51,12 @@ def _close_quietly(consumer) -> None:
         log.debug("closing a replaced reply consumer: %s", exc)
 
 
+#: runs whose history ``read_history`` keeps, to read only what was appended next time, and at
+#: most how many events in all (a run over it is read whole each time)
+HISTORY_RUNS_KEPT = 64
+HISTORY_EVENTS_KEPT = 100_000
+
+
 class EngineClient:
     """Send commands, await replies, read history. Thread-safe; one per process is plenty."""
 
@@ -63,6 +70,10 @@ class EngineClient:
         #: hold back what a read_committed consumer may see
         self.replies_stall_s = replies_stall_s
         self._consumer_factory = consumer_factory
+        #: read_history: (workflow ID, run ID) -> (events by key, offset read up to), oldest first
+        self._histories: collections.OrderedDict = collections.OrderedDict()
+        self._history_lock = threading.Lock()
+        self._history_consumer: Consumer | None = None
         #: replies partition -> the offset after the last record the reply consumer delivered
         self._reply_pos: dict[int, int] = {}
         #: replies partition -> when the reply consumer last delivered a record of it, or was
@@ -408,27 +419,48 @@ class EngineClient:
             self._forget(workflow_id, request_id)
 
     def read_history(self, workflow_id: str, run_id: str, *, timeout: float = 30.0) -> list[dict]:
-        """Every history event of one run, in order.
+        """Every history event of one run, in order (copies: the caller may change them).
 
-        Scans the workflow's history partition; fine for development and tests. The Redis
-        history read model (connectors) serves this in production. Tombstones delete their
-        event: an archived run reads as empty here (``kadence.topics.archive.read_history``
-        falls back to the archive).
+        Scans the workflow's history partition, once: the events of the last ``HISTORY_RUNS_KEPT``
+        runs read (``HISTORY_EVENTS_KEPT`` events at most) are kept, in order, with the offset
+        reached, and a later read of the same run only fetches what was appended since (a console
+        following an open run, a page read again). One consumer, kept, serves every read. Tombstones delete their event: an archived run reads
+        as empty here (``kadence.topics.archive.read_history`` falls back to the archive).
         """
         topic = self.topics.history
         part = partition_for(workflow_id, self.partitions)
         prefix = f"{workflow_id}/{run_id}/".encode()
-        consumer = Consumer(self.config.consumer(None))
-        try:
+        with self._history_lock:
+            if self._history_consumer is None:
+                self._history_consumer = Consumer(self.config.consumer(None))
+            consumer = self._history_consumer
             tp = TopicPartition(topic, part)
             low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
-            if high <= low:
-                return []
-            consumer.assign([TopicPartition(topic, part, low)])
-            codec = serde.codec("HistoryEvent")
-            events: dict[bytes, dict] = {}
-            deadline = time.monotonic() + timeout
-            pos = low
+            kept = self._histories.pop((workflow_id, run_id), None)
+            if kept is not None and kept[1] >= low:
+                events, pos, ordered = kept
+            else:
+                events, pos, ordered = {}, low, []
+            if pos < high:
+                events = dict(events)
+                self._scan_history(consumer, tp, pos, high, prefix, events, workflow_id, timeout)
+                ordered = sorted(events.values(), key=lambda e: e["seq"])
+            self._histories[(workflow_id, run_id)] = (events, high, ordered)
+            total = sum(len(kept[0]) for kept in self._histories.values())
+            while self._histories and (len(self._histories) > HISTORY_RUNS_KEPT or total > HISTORY_EVENTS_KEPT):
+                _key, (dropped, _pos, _ordered) = self._histories.popitem(last=False)
+                total -= len(dropped)
+            return [dict(e) for e in ordered]
+
+    @staticmethod
+    def _scan_history(consumer: Consumer, tp: TopicPartition, start: int, high: int, prefix: bytes,
+                      events: dict[bytes, dict], workflow_id: str, timeout: float) -> None:
+        """Read ``tp`` from ``start`` to ``high`` into ``events`` (the keys starting with ``prefix``)."""
+        consumer.assign([TopicPartition(tp.topic, tp.partition, start)])
+        codec = serde.codec("HistoryEvent")
+        deadline = time.monotonic() + timeout
+        pos = start
+        try:
             while pos < high:
                 if time.monotonic() > deadline:
                     raise BrokerUnavailableError(f"history read of {workflow_id!r} timed out")
@@ -446,15 +478,12 @@ class EngineClient:
                             events[key] = event
                         else:  # a tombstone: the event was archived (kadence.topics.archive)
                             events.pop(key, None)
-                if not consumer.assignment():
-                    break
                 # transactional markers occupy offsets: stop once the position passed the end
-                positions = consumer.position([TopicPartition(topic, part)])
+                positions = consumer.position([tp])
                 if positions and positions[0].offset >= high:
-                    break
-            return sorted(events.values(), key=lambda e: e["seq"])
+                    return
         finally:
-            consumer.close()
+            consumer.unassign()
 
     async def history(self, workflow_id: str, run_id: str | None = None) -> tuple[str, list[dict]]:
         """(run_id, events) of a run; the current run when ``run_id`` is None."""
@@ -475,6 +504,11 @@ class EngineClient:
             return
         self._producer.flush(5)
         self._closed.set()
+        with self._history_lock:
+            if self._history_consumer is not None:
+                self._history_consumer.close()
+                self._history_consumer = None
+            self._histories.clear()
         with self._replies_lock:
             thread, consumer = self._thread, self._replies
         if thread is not None:

@@ -164,7 +164,10 @@ class VisibilityReader:
                 lo = "(" + after
         produced = 0
         while produced < limit:
-            members = [_s(m) for m in await self.redis.zrangebylex(index, lo, hi, start=0, num=_CHUNK)]
+            # what the page still needs (a filter the index does not apply may drop some: then
+            # the next chunk), not a whole chunk: a run record is a round trip's worth of work
+            want = min(_CHUNK, max(limit - produced, 16))
+            members = [_s(m) for m in await self.redis.zrangebylex(index, lo, hi, start=0, num=want)]
             if not members:
                 return
             pipe = self.redis.pipeline(transaction=False)
@@ -179,7 +182,7 @@ class VisibilityReader:
                 produced += 1
                 if produced >= limit:
                     return
-            if len(members) < _CHUNK:
+            if len(members) < want:
                 return
             lo = "(" + members[-1]
 

@@ -44,6 +44,12 @@ def test_a_killed_processor_is_started_again_by_kadence_dev_and_serves(kafka_boo
     reader.start()
     try:
         _wait_line(lines, "==> serving", 180, dev)
+        # every process serves its metrics where the banner says (issue 17)
+        banner = _wait_line(lines, "==> metrics: ", 5, dev)
+        for part in banner.split(": ", 1)[1].strip().split(", "):
+            name, url = part.rsplit(" ", 1)
+            scraped = httpx.get(url, timeout=10)
+            assert scraped.status_code == 200 and "# TYPE" in scraped.text, (name, url, scraped.status_code)
         found = subprocess.run(["pgrep", "-P", str(dev.pid), "-f", "kadence.cli processor"], capture_output=True,
                                text=True).stdout.split()
         assert len(found) == 1, found

@@ -35,6 +35,11 @@ def test_make_dev_once_runs_the_sample_and_exits_zero(kafka_bootstrap):
     # the projections run too, so `kadence list` shows the sample (issue 17)
     assert "==> visibility (`kadence list`): order-" in out.stdout and "OrderFulfilment  completed" in out.stdout, \
         out.stdout[-2000:]
+    # the console's URL, and every process's metrics (issue 17)
+    assert f"==> console http://127.0.0.1:{port}/ui" in out.stdout
+    metrics = next(line for line in out.stdout.splitlines() if line.startswith("==> metrics: "))
+    for name in ("gateway", "processor", "timer service", "worker", "projections"):
+        assert f"{name} http://127.0.0.1:" in metrics, metrics
 
 
 def test_visibility_example_lists_its_runs(kafka_bootstrap):
