@@ -49,9 +49,13 @@ def _iso(ms: int | None) -> str:
 
 
 def _ms_of(iso: str | None) -> int | None:
+    """Epoch ms of an ISO-8601 time; one without a zone is UTC (as the pages show times)."""
     if not iso:
         return None
-    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+    when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return int(when.timestamp() * 1000)
 
 
 def _duration(ms: int | None) -> str:

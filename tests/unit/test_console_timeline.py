@@ -2,7 +2,7 @@
 attempts and result, per timer, per signal and per workflow task, in the order they began, with
 durations; a result whose start is not in the events read stays visible as an event."""
 
-from kadence.gateway.console import timeline
+from kadence.gateway.console import _ms_of, timeline
 
 
 def _e(seq, kind, ms, **attrs):
@@ -38,3 +38,8 @@ def test_events_are_grouped_as_an_operator_reads_them():
 def test_a_result_without_its_start_stays_visible():
     rows = timeline([_e(40, "ActivityTaskCompleted", 0, activity_id="9"), _e(41, "TimerFired", 5, timer_id="x")])
     assert [(r["kind"], r["title"]) for r in rows] == [("event", "ActivityTaskCompleted"), ("event", "TimerFired")]
+
+
+def test_a_time_without_a_zone_is_utc():
+    assert _ms_of("2026-12-03T09:00") == _ms_of("2026-12-03T09:00:00+00:00") == 1796288400000
+    assert _ms_of("2026-12-03T10:00:00+01:00") == 1796288400000
