@@ -414,8 +414,8 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     async def operator_action(request: Request, workflow_id: str, body_type: str, body: ReasonRequest | None,
                               idempotency_key: str | None):
         who = principal(request)
-        audit.warning("%s of workflow %s in namespace %s requested through the gateway by key %s", body_type,
-                      workflow_id, who.namespace, who.key_id or "(no auth)")
+        audit.warning("%s of workflow %s in namespace %s requested through the gateway by key %s",
+                      body_type.removesuffix("Workflow").lower(), workflow_id, who.namespace, who.key_id or "(no auth)")
         reply, headers = await command(request, who, workflow_id, body_type,
                                        {"reason": body.reason if body else "", "identity": "gateway"}, idempotency_key)
         return mutation_result(reply, workflow_id, headers)
