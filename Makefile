@@ -36,7 +36,7 @@ jars:
 	@$(DEVSTACK) jars >/dev/null
 
 test: venv jars
-	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=15 -m "not soak" tests $(PYTEST_ARGS)
+	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=40 -m "not soak" tests $(PYTEST_ARGS)
 
 # the tests marked soak (the broker-outage acceptance test), SOAK_RUNS times in a row, each with a
 # fresh dev stack, printing their recovery times; stops at the first failure
