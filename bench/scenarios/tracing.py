@@ -1,75 +1,59 @@
 """Scenario: what tracing costs (issue 21: within 5 % of the throughput without it).
 
-The same 3-activity workflow, back to back in one run, with tracing off and on. On: the bench's
-client traces every start under a span of its own, the processor and the worker export their
-spans over OTLP/HTTP (``OTEL_TRACES_EXPORTER=otlp``) to a collector in this process, which
-decodes each request and counts its spans (so a run that exported nothing shows as such).
-``sampled``: the same, with the client's sampler keeping one start in ten
-(``parentbased_traceidratio``, 0.1: the engine's spans follow the start's decision). Off: no
-``OTEL_*`` variable, no provider. Metrics are on in all three (the engine always keeps them).
-Each mode runs twice, alternating (off, on, sampled, off, on, sampled), at ``KADENCE_BENCH_TRACE_CONCURRENCY``
-(default 256) in flight and at one in flight; ``KADENCE_BENCH_TRACE_SECONDS`` (default 20) is
-each window's length."""
+The same 3-activity workflow, back to back in one run, with tracing off and on. On: every start
+is traced under a span of the bench's client, the processor and the worker export their spans over
+OTLP/HTTP (``OTEL_TRACES_EXPORTER=otlp``) to a collector in this process, which decodes each
+request and counts its spans (so a run that exported nothing shows as such). The modes:
+
+- ``off``: no ``OTEL_*`` variable, no provider;
+- ``on``: what ``kadence`` commands set up from ``OTEL_TRACES_EXPORTER=otlp``: Kadence's spans
+  take the engine's own pipeline (``topics/span_export.py``, decision 0042), the client's too;
+- ``sdk``: every span through the OpenTelemetry SDK (``KADENCE_ENGINE_SPANS=sdk``, and an SDK
+  provider in the client): the cost decision 0040 measured, kept as the comparison;
+- ``sampled``: ``on`` with the client's sampler keeping one start in ten
+  (``parentbased_traceidratio``, 0.1: the engine's spans follow the start's decision).
+
+Metrics are on in all of them (the engine always keeps them). Each mode runs twice, alternating
+(off, on, sdk, sampled, off, ...), at ``KADENCE_BENCH_TRACE_CONCURRENCY`` (default 256) in flight and
+at one in flight; ``KADENCE_BENCH_TRACE_SECONDS`` (default 20) is each window's length."""
 
 from __future__ import annotations
 
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
+from kadence.testing.otlp import SpanCollector
+from kadence.topics.span_export import engine_tracer_provider
+
 from ..common import Context, alternating_summary
 from ..engine import engine
 from .throughput import window
 
-
-class Collector:
-    """An OTLP/HTTP trace receiver on loopback that counts the spans it is sent."""
-
-    def __init__(self):
-        self.spans = 0
-        self.requests = 0
-        self._lock = threading.Lock()
-        collector = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                request = ExportTraceServiceRequest.FromString(body)
-                n = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-                with collector._lock:
-                    collector.spans += n
-                    collector.requests += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *_args):
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, name="otlp-collector", daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+MODES = ("off", "on", "sdk", "sampled")
 
 
-async def _measure(ctx: Context, task, mode: str, round_: int, collector: Collector, busy: int, seconds: float):
+def _client_provider(mode: str, env: dict):
+    sampler = ParentBased(TraceIdRatioBased(0.1 if mode == "sampled" else 1.0))
+    if mode == "sdk":
+        provider = TracerProvider(resource=Resource.create({"service.name": "bench-client"}), sampler=sampler)
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
+            endpoint=f"{env['OTEL_EXPORTER_OTLP_ENDPOINT']}/v1/traces")))
+        return provider
+    return engine_tracer_provider("bench-client", env, sampler=sampler)
+
+
+async def _measure(ctx: Context, task, mode: str, round_: int, collector: SpanCollector, busy: int, seconds: float):
     env, provider = {}, None
     if mode != "off":
         env = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint}
-        sampler = ParentBased(TraceIdRatioBased(0.1 if mode == "sampled" else 1.0))
-        provider = TracerProvider(resource=Resource.create({"service.name": "bench-client"}), sampler=sampler)
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{collector.endpoint}/v1/traces")))
+        if mode == "sdk":
+            env["KADENCE_ENGINE_SPANS"] = "sdk"
+        provider = _client_provider(mode, env)
     try:
         async with engine(ctx, f"trace-{mode}-{round_}", processor_env=env, worker_env=env,
                           tracer_provider=provider) as eng:
@@ -86,21 +70,20 @@ async def run(ctx: Context) -> dict:
     seconds = float(os.environ.get("KADENCE_BENCH_TRACE_SECONDS", "20"))
     busy = int(os.environ.get("KADENCE_BENCH_TRACE_CONCURRENCY", "256"))
     task = ctx.task("tracing")
-    collector = Collector()
-    runs: dict[str, list[dict]] = {"off": [], "on": [], "sampled": []}
+    collector = SpanCollector(keep=False)
+    runs: dict[str, list[dict]] = {mode: [] for mode in MODES}
     try:
         for round_ in range(2):
             for mode in runs:
-                before = collector.spans
+                before = collector.count
                 result = await _measure(ctx, task, mode, round_, collector, busy, seconds)
-                result["spans_collected"] = collector.spans - before
+                result["spans_collected"] = collector.count - before
                 runs[mode].append(result)
     finally:
         collector.close()
     mean, ratio = alternating_summary(runs, ("light_wf_per_s", "busy_wf_per_s"), "off")
-    ctx.update(task, f"[green]tracing on/off: light {ratio['on']['light_wf_per_s']}, x{busy} "
-                     f"{ratio['on']['busy_wf_per_s']}; sampled 1 in 10/off: light {ratio['sampled']['light_wf_per_s']}, "
-                     f"x{busy} {ratio['sampled']['busy_wf_per_s']}[/] "
-                     f"({sum(r['spans_collected'] for r in runs['on'])} + "
-                     f"{sum(r['spans_collected'] for r in runs['sampled'])} spans collected)")
+    ctx.update(task, "[green]tracing over off: " + "; ".join(
+        f"{mode} light {ratio[mode]['light_wf_per_s']}, x{busy} {ratio[mode]['busy_wf_per_s']}" for mode in MODES[1:])
+        + "[/] (spans collected: " + ", ".join(
+        f"{mode} {sum(r['spans_collected'] for r in runs[mode])}" for mode in MODES[1:]) + ")")
     return {"runs": runs, "mean": mean, "over_off": ratio, "concurrency": busy, "window_s": seconds}

@@ -14,14 +14,17 @@ import threading
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from kadence import Client, Worker, activity, workflow
+from kadence.testing.otlp import ReceivedSpan, SpanCollector
 from kadence.processors import HistoryProcessor, ProcessorConfig, TimerConfig, TimerService
 from kadence.topics import EngineClient, JsonConverter
+from kadence.topics.span_export import engine_tracer_provider
 from tests.integration.conftest import wait_until
 from tests.integration.invariants import histories
 
@@ -85,48 +88,73 @@ async def _client(kafka_config, provider) -> Client:
     return Client(engine, JsonConverter())
 
 
-async def test_one_trace_follows_a_workflow_from_the_callers_span_to_its_result(kafka_config):
-    provider, exporter = _provider()
+def _sdk_spans(exporter) -> list[ReceivedSpan]:
+    """The in-memory exporter's spans in the collector's shape, so one set of checks reads both."""
+    return [ReceivedSpan(name=s.name, trace_id=s.context.trace_id, span_id=s.context.span_id,
+                         parent_span_id=s.parent.span_id if s.parent else None, kind=s.kind.value,
+                         start_ns=s.start_time, end_ns=s.end_time, attributes=dict(s.attributes),
+                         events=tuple((e.name, dict(e.attributes)) for e in s.events),
+                         status_code=s.status.status_code.value, status_message=s.status.description or "",
+                         service_name=None) for s in exporter.get_finished_spans()]
+
+
+@pytest.mark.parametrize("pipeline", ["sdk", "engine"])
+async def test_one_trace_follows_a_workflow_from_the_callers_span_to_its_result(kafka_config, pipeline):
+    """``sdk``: every span through the OpenTelemetry SDK (a provider the application made);
+    ``engine``: the provider ``kadence`` commands make (``engine_tracer_provider``), whose
+    engine spans take Kadence's own pipeline to an OTLP/HTTP collector (decision 0042)."""
+    collector = None
+    if pipeline == "sdk":
+        provider, exporter = _provider()
+    else:
+        collector = SpanCollector()
+        provider = engine_tracer_provider("kadence-test", {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint})
     client = await _client(kafka_config, provider)
     try:
         async with _Stack(kafka_config, provider):
             async with Worker(client, task_queue="traced", workflows=[TracedOrder], activities=[charge, receipt],
                               tracer_provider=provider):
                 with provider.get_tracer("shop").start_as_current_span("checkout") as checkout:
-                    handle = await client.start_workflow(TracedOrder, 250, id="traced-1", task_queue="traced")
+                    handle = await client.start_workflow(TracedOrder, 250, id=f"traced-{pipeline}",
+                                                         task_queue="traced")
                     # every span has ended by now: the processor's ends before its transaction,
                     # so before the reply that result() waits for
                     assert await handle.result(timeout=60) == "CHARGED 250"
     finally:
         await client.close()
+        if collector is not None:
+            assert provider.force_flush(30_000)
+            provider.shutdown()
+            collector.close()
 
-    spans = exporter.get_finished_spans()
+    spans = _sdk_spans(exporter) if collector is None else collector.spans
+    assert collector is None or collector.bad_requests == 0
     trace_id = checkout.get_span_context().trace_id
-    assert {s.context.trace_id for s in spans} == {trace_id}  # one trace, the caller's
+    assert {s.trace_id for s in spans} == {trace_id}  # one trace, the caller's
     names = [s.name for s in spans]
     for name in ("kadence.send StartWorkflow", "kadence.process StartWorkflow", "kadence.workflow_task TracedOrder",
                  "kadence.process FireTimer", "kadence.activity charge", "kadence.activity receipt",
                  "kadence.process RespondActivityTaskCompleted", "kadence.process RespondWorkflowTaskCompleted"):
         assert name in names, f"no {name} span in {sorted(set(names))}"
     # a tree: each span's parent is another span of the trace, up to the caller's
-    by_id = {s.context.span_id: s for s in spans}
+    by_id = {s.span_id: s for s in spans}
     for s in spans:
         if s.name != "checkout":
-            assert s.parent is not None and s.parent.span_id in by_id, f"{s.name} hangs loose"
+            assert s.parent_span_id in by_id, f"{s.name} hangs loose"
     send = next(s for s in spans if s.name == "kadence.send StartWorkflow")
-    assert send.parent.span_id == checkout.get_span_context().span_id
+    assert send.parent_span_id == checkout.get_span_context().span_id
     # the chain alternates between processes' spans: client -> processor -> worker -> processor ...
     charge_span = next(s for s in spans if s.name == "kadence.activity charge")
-    assert by_id[charge_span.parent.span_id].name.startswith("kadence.process ")
-    assert [e.name for e in charge_span.events] == ["card charged"]
-    assert [e.name for e in next(s for s in spans if s.name == "kadence.activity receipt").events] == [
+    assert by_id[charge_span.parent_span_id].name.startswith("kadence.process ")
+    assert charge_span.events == (("card charged", {"cents": 250}),)
+    assert [e[0] for e in next(s for s in spans if s.name == "kadence.activity receipt").events] == [
         "receipt printed"]
     fired = next(s for s in spans if s.name == "kadence.process FireTimer")
-    assert by_id[fired.parent.span_id].name == "kadence.process StartWorkflow"  # joined through the run's state
-    assert charge_span.attributes["kadence.workflow_id"] == "traced-1"
+    assert by_id[fired.parent_span_id].name == "kadence.process StartWorkflow"  # joined through the run's state
+    assert charge_span.attributes["kadence.workflow_id"] == f"traced-{pipeline}"
 
     # the records carry the trace: every history event of the run names it
-    events = histories(kafka_config)[("traced-1", handle.run_id)]
+    events = histories(kafka_config)[(f"traced-{pipeline}", handle.run_id)]
     assert {e["trace_id"] for e in events} == {format(trace_id, "032x")}
     assert all(e["span_id"] in {format(i, "016x") for i in by_id} for e in events)
 

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from kadence.gateway.middleware import TraceContext
 from kadence.topics.errors import ConfigError
-from kadence.topics.tracing import Tracer, configure_from_env, record_ref
+from kadence.topics.tracing import Tracer, configure_from_env, provider_from_env, record_ref
 
 TRACE, SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 
@@ -99,3 +99,19 @@ def test_the_exporter_setting_is_checked():
     assert configure_from_env("kadence-test", {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}) is None
     with pytest.raises(ConfigError, match="zipkin"):
         configure_from_env("kadence-test", {"OTEL_TRACES_EXPORTER": "zipkin"})
+
+
+def test_otlp_alone_gives_the_engines_spans_their_own_pipeline_unless_told_sdk():
+    engine = provider_from_env("kadence-test", {"OTEL_TRACES_EXPORTER": "otlp"})
+    sdk = provider_from_env("kadence-test", {"OTEL_TRACES_EXPORTER": "otlp", "KADENCE_ENGINE_SPANS": "sdk"})
+    both = provider_from_env("kadence-test", {"OTEL_TRACES_EXPORTER": "otlp,console"})
+    try:
+        assert engine.engine_spans.target.endpoint == "http://localhost:4318/v1/traces"
+        assert Tracer("processor", engine)._spans is engine.engine_spans
+        assert not hasattr(sdk, "engine_spans") and not hasattr(both, "engine_spans")
+        assert Tracer("processor", sdk)._spans is None
+    finally:
+        for provider in (engine, sdk, both):
+            provider.shutdown()
+    with pytest.raises(ConfigError, match="KADENCE_ENGINE_SPANS"):
+        provider_from_env("kadence-test", {"OTEL_TRACES_EXPORTER": "otlp", "KADENCE_ENGINE_SPANS": "fast"})
