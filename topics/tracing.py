@@ -128,17 +128,19 @@ class Tracer:
                             span_export.KIND_PRODUCER, now, now, tuple(attributes.items()), (), None))
         return format(trace_id, "032x"), format(span_id, "016x")
 
-    @contextlib.contextmanager
     def child(self, name: str, parent: TraceRef, attributes: dict, *, kind: str = "consumer",
-              current: bool = False) -> Iterator[TraceRef]:
-        """A span for work caused by a record carrying ``parent``; yields the context to stamp
-        on what the work writes. ``current``: the span is the current one inside the block (for
-        user code: an activity's own spans nest under it). With no tracer provider the parent's
-        context passes through unchanged."""
+              current: bool = False) -> contextlib.AbstractContextManager[TraceRef]:
+        """A span for work caused by a record carrying ``parent``; as a context manager, gives
+        the context to stamp on what the work writes. ``current``: the span is the current one
+        inside the block (for user code: an activity's own spans nest under it). With no tracer
+        provider the parent's context passes through unchanged."""
         if self._spans is not None:
-            with self._child_fast(name, parent, attributes, kind, current) as ref:
-                yield ref
-            return
+            return self._child_fast(name, parent, attributes, kind, current)
+        return self._child_sdk(name, parent, attributes, kind, current)
+
+    @contextlib.contextmanager
+    def _child_sdk(self, name: str, parent: TraceRef, attributes: dict, kind: str,
+                   current: bool) -> Iterator[TraceRef]:
         ctx = _parent_context(parent)
         if ctx is None:
             yield parent
