@@ -11,7 +11,7 @@ where the application's code runs: its own spans, the sampler, the resource (``O
 What this module keeps from the SDK's pipeline, and how:
 
 - a bounded queue (``OTEL_BSP_MAX_QUEUE_SIZE``, default 2048): a span that finds it full is
-  dropped and counted, never blocks the engine;
+  dropped and counted (a warning at most once a minute), never blocks the engine;
 - batches of ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` (512), sent every ``OTEL_BSP_SCHEDULE_DELAY`` ms
   (5000) or as soon as a batch is full, on one daemon thread; ``shutdown()`` sends what is left;
 - the OTLP/HTTP exporter's settings, read from the same variables: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import math
 import os
 import threading
 import time
@@ -165,7 +166,7 @@ class SpanPipeline:
         self._idle = threading.Condition()
         self._sending = 0
         self.recorded = self.exported = self.dropped = self.failed_exports = 0
-        self._last_failure_log = 0.0
+        self._last_failure_log = self._last_full_log = -math.inf
         import requests
         self._session = requests.Session()
         self._thread = threading.Thread(target=self._run, name="kadence-span-export", daemon=True)
@@ -183,6 +184,11 @@ class SpanPipeline:
         queue = self._queue
         if len(queue) >= self.max_queue:
             self.dropped += 1
+            now = time.monotonic()
+            if now - self._last_full_log > 60:
+                self._last_full_log = now
+                log.warning("tracing: the span queue is full (%d, OTEL_BSP_MAX_QUEUE_SIZE): spans are dropped "
+                            "(%d so far); the collector is slow or away", self.max_queue, self.dropped)
             return
         queue.append(span)
         self.recorded += 1

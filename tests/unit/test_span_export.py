@@ -117,13 +117,15 @@ def _span(i: int) -> tuple:
     return (bytes(15) + b"\1", i.to_bytes(8, "big"), b"", f"s{i}", 1, 1, 2, (), (), None)
 
 
-def test_a_full_queue_drops_and_counts_instead_of_blocking(collector):
+def test_a_full_queue_drops_and_counts_instead_of_blocking(collector, caplog):
     pipeline = SpanPipeline(OtlpHttpTarget(endpoint=f"{collector.endpoint}/v1/traces"), {}, max_queue=3, batch=100,
                             delay_s=3600)
     try:
         for i in range(1, 6):
             pipeline.record(_span(i))
         assert (pipeline.recorded, pipeline.dropped) == (3, 2)
+        full = [r for r in caplog.records if "span queue is full" in r.getMessage()]
+        assert len(full) == 1, "one warning a minute, not one per span"
         assert pipeline.flush(10)
     finally:
         pipeline.shutdown()
