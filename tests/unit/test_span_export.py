@@ -86,8 +86,8 @@ def test_an_error_ends_the_span_with_its_status_and_is_raised(collector):
             by_name["kadence.workflow_task Order"].status_message) == (2, "KeyError")
     activity = by_name["kadence.activity charge"]
     assert activity.status_code == 2
-    assert [name for name, _ in activity.events] == ["exception"]
-    assert activity.events[0][1]["exception.type"] == "ValueError"
+    # the type only: an exception's message may carry a payload's data, and spans leave the engine
+    assert activity.events == (("exception", {"exception.type": "ValueError"}),)
 
 
 @pytest.mark.parametrize("parent", [("zz", "b7ad6b7169203331"), ("0" * 32, "b7ad6b7169203331"),

@@ -91,6 +91,7 @@ def test_an_error_inside_the_span_is_recorded_and_raised():
             raise ValueError("boom")
     [span] = exporter.get_finished_spans()
     assert span.status.status_code == trace.StatusCode.ERROR and span.events[0].name == "exception"
+    assert dict(span.events[0].attributes) == {"exception.type": "ValueError"}  # not the message "boom"
 
 
 def test_the_exporter_setting_is_checked():
