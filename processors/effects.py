@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from kadence.topics.records import new_id
 
-__all__ = ["BatchView", "Outbox", "emit", "reply", "closed_message", "description", "remember", "recent", "schedule_workflow_task",
+__all__ = ["BatchView", "Outbox", "count_history_bytes", "emit", "reply", "closed_message", "description", "remember", "recent", "schedule_workflow_task",
            "dispatch_workflow_task", "close_run", "start_timer", "workflow_task_needed", "send_command",
            "deduplicated", "open_run_or_reply",
            "RECENT_REQUESTS", "MAX_RESULT_WAITERS"]
@@ -269,9 +269,18 @@ def description(st: dict) -> dict:
         "signals_received": st["signals_seen"],
         "open_updates": sum(1 for u in st.get("updates", ()) if u["status"] == "accepted"),
         "search_attributes": dict(st["search_attributes"]), "history_length": st["next_seq"] - 1,
+        "history_size_bytes": st.get("history_bytes"),
         "continued_run_id": st["continued_run_id"], "paused": st["paused"],
         "held_timers": len(st["held_timers"]),
     }
+
+
+def count_history_bytes(st: dict | None, event: dict, size: int) -> None:
+    """Add an event's encoded size to its run's count (describe's ``history_size_bytes``), when
+    the state is of that run and counts (a run started before schema version 11 does not). Called
+    where the event is encoded for the history topic, before its state is encoded."""
+    if st is not None and st["run_id"] == event["run_id"] and st.get("history_bytes") is not None:
+        st["history_bytes"] += size
 
 
 def remember(st: dict, request_id: str | None, status: str, message: str = "") -> None:

@@ -39,7 +39,7 @@ from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, s
 
 from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
-from .effects import BatchView, Outbox, reply
+from .effects import BatchView, Outbox, count_history_bytes, reply
 from .state_machine import transition
 from .disk_store import DiskShardStore
 from .store import MemoryShardStore, restore_shard
@@ -703,6 +703,7 @@ class HistoryProcessor:
             for wf, ev in out.events:
                 raw = event_codec.encode(ev)
                 view.raw_events[ev["event_id"]] = raw
+                count_history_bytes(view.states.get(wf), ev, len(raw))
                 self._produce(self.topics.history, raw, history_key(wf, ev["run_id"], ev["seq"]).encode(), p)
             for wf, st in view.states.items():
                 raw = state_codec.encode(st)

@@ -64,7 +64,7 @@ def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *,
         "parent_run_id": body.get("parent_run_id"), "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
         "build_id": build_id, "wt_last_eager_request": None, "trace_id": None, "span_id": None, "updates": [],
         "memo": dict(body.get("memo") or {}), "headers": dict(body.get("headers") or {}),
-        "paused": False, "held_timers": [],
+        "paused": False, "held_timers": [], "history_bytes": 0,
     }
 
 

@@ -20,7 +20,7 @@ from importlib import resources
 
 __all__ = ["CURRENT_VERSION", "load_schema_set", "available_versions"]
 
-CURRENT_VERSION = 10
+CURRENT_VERSION = 11
 
 
 def _root():

@@ -23,7 +23,7 @@ from collections import deque
 from typing import Callable
 
 from kadence.processors.deadlines import DeadlineIndex
-from kadence.processors.effects import BatchView, Outbox
+from kadence.processors.effects import BatchView, Outbox, count_history_bytes
 from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
 from kadence.topics import serde
@@ -211,9 +211,12 @@ class InMemoryEngine:
                 waiter[2].set_exception(exc)
                 return
             raise
+        encoded = [(wf, ev, serde.encode("HistoryEvent", ev)) for wf, ev in out.events]
+        for wf, ev, raw in encoded:  # counted as the processor counts them, before the state is kept
+            count_history_bytes(view.states.get(wf), ev, len(raw))
         view.commit_into(self.store)
-        for wf, ev in out.events:
-            ev = serde.decode("HistoryEvent", serde.encode("HistoryEvent", ev))
+        for wf, _ev, raw in encoded:
+            ev = serde.decode("HistoryEvent", raw)
             self._history.setdefault((wf, ev["run_id"]), []).append(ev)
         for kind, queue, task in out.tasks:
             record = "WorkflowTask" if kind == "workflow" else "ActivityTask"

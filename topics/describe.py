@@ -58,7 +58,8 @@ def describe_to_json(workflow_id: str, reply: dict, converter: JsonConverter) ->
         "signals_received": d.get("signals_received", 0), "open_updates": d.get("open_updates", 0),
         "search_attributes": dict(d.get("search_attributes") or {}),
         "memo": {k: _payload(converter, v, f"memo {k!r}") for k, v in (reply.get("memo") or {}).items()},
-        "history_length": d.get("history_length"), "continued_run_id": d.get("continued_run_id"),
+        "history_length": d.get("history_length"), "history_size_bytes": d.get("history_size_bytes"),
+        "continued_run_id": d.get("continued_run_id"),
         "last_task_failure": None,
     }
     failure = reply["failure"]

@@ -12,8 +12,10 @@ import httpx
 
 from kadence import ApplicationError, RetryPolicy, Worker, activity, workflow
 from kadence.gateway import GatewayConfig, create_app
+from kadence.topics import serde
 
 from .conftest import wait_until
+from .invariants import histories
 from .test_cli import kadence
 from .test_gateway import serve
 
@@ -61,6 +63,10 @@ async def test_a_failing_activity_shows_in_describe_everywhere(client, processor
         assert failing["last_failure"]["message"].startswith("upstream 503 on attempt ")
         assert acts["long_running"]["last_heartbeat_time"] is not None
         assert d["status"] == "running" and d["workflow_type"] == "Stuck" and d["history_length"] >= 5
+        # the size: the bytes of the run's history records as the topic holds them, up to the describe
+        events = histories(kafka_config)[("stuck-1", handle.run_id)]
+        assert d["history_size_bytes"] == sum(len(serde.encode("HistoryEvent", e)) for e in events
+                                              if e["seq"] <= d["history_length"]) > 0
 
         rc, out, err = await kadence(kafka_config, "describe", "stuck-1")
         assert rc == 0, err

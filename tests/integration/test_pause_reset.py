@@ -30,7 +30,7 @@ class PauseProbe:
 
     @workflow.run
     async def run(self) -> list:
-        await workflow.sleep(1.5)
+        await workflow.sleep(3)
         total = await workflow.execute_activity(add, 1, 2, start_to_close_timeout=timedelta(seconds=30))
         return [total, self.got]
 
@@ -48,8 +48,10 @@ async def test_a_paused_run_holds_its_timer_and_activity_and_goes_on_at_unpause(
         async def timer_started():
             return (await handle.describe())["pending_timers"]
         await wait_until(timer_started, 60, "the workflow's timer")
-        rc, _out, err = await kadence(kafka_config, "pause", "pause-1", "--reason", "investigating")
-        assert rc == 0, err
+        # paused through the SDK, one round trip: the CLI's start-up (over a second on a loaded
+        # machine) could outlast the timer, which then fires before the pause (seen in a run
+        # beside a CI run); the CLI unpauses below, where nothing races it
+        await handle.pause(reason="investigating")
 
         async def held():  # the timer fell due and the engine kept it for the unpause
             d = await handle.describe()
@@ -63,7 +65,8 @@ async def test_a_paused_run_holds_its_timer_and_activity_and_goes_on_at_unpause(
         await wait_until(signaled, 30, "the signal to be recorded while paused")
         types = _types(await handle.history())
         assert "TimerFired" not in types and types.count("WorkflowTaskScheduled") == 1  # nothing went out
-        await handle.unpause(reason="fixed")
+        rc, _out, err = await kadence(kafka_config, "unpause", "pause-1", "--reason", "fixed")
+        assert rc == 0, err
         assert await handle.result(timeout=60) == [3, ["while paused"]]
     types = _types(await handle.history())
     order = ["WorkflowExecutionPaused", "WorkflowSignaled", "WorkflowExecutionUnpaused", "TimerFired",

@@ -10,6 +10,7 @@ import asyncio
 from datetime import datetime, timedelta
 
 from kadence import ApplicationError, RetryPolicy, activity, workflow
+from kadence.topics import serde
 from kadence.testing import WorkflowEnvironment
 
 
@@ -63,6 +64,10 @@ async def test_describe_shows_what_the_run_waits_for():
         d = await _until(handle, lambda d: d["pending_activities"] and d["pending_activities"][0]["last_failure"],
                          "the first attempt to fail")
         child = await env.client.get_workflow_handle("busy-1/child").describe()
+        # the bytes of the run's history records as written, at the time of the describe
+        _run, events = env.engine.history_of("busy-1", handle.run_id)
+        written = sum(len(serde.encode("HistoryEvent", e)) for e in events[:d["history_length"]])
+    assert d["history_size_bytes"] == written and written > 0
     assert child["parent"] == {"workflow_id": "busy-1", "run_id": handle.run_id}
     assert d["status"] == "running" and d["workflow_type"] == "Busy" and d["task_queue"] == "q"
     assert datetime.fromisoformat(d["start_time"]) and d["close_time"] is None

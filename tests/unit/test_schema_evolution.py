@@ -43,6 +43,7 @@ FROZEN_DIGESTS = {
     8: "9fa0e316aa2d0cfecd8600f2b1b340d1d2628b9a7acfb66aecdb2c13dad2e338",
     9: "2da0a1ccfc79306e0b0a710c7a0bc7a3762adc5ceb287eaea523d49c6967090f",
     10: "b33e5db7aa1d97c94adc841f519463ef0283836255ef29e83dc7ac301aff1e10",
+    11: "5a71efc6588de83a2cf17a73cad43af692b887d7bc90ab64c5288a14eff72380",
 }
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
