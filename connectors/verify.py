@@ -11,7 +11,8 @@ operator after an incident and for the chaos suite after every run (one implemen
 - ``timer``: a timer ends (fires or is canceled) at most once, and never fires before its
   ``fire_at_ms``;
 - ``state``: the latest state record of a workflow agrees with its run's history: every event
-  the state counts (``next_seq - 1``) is in the history, and a closed state has a closing event;
+  the state counts (``next_seq - 1``) is in the history, a closed state has a closing event, and
+  the bytes it counts (``history_bytes``) are those of its history's records;
 - ``reply``: a request the engine accepted (answered ``ok``) is never answered differently later.
 
 The history is streamed: per run the checker keeps a few numbers and the seqs of its activity
@@ -56,7 +57,7 @@ class Gap:
 
 
 class _Run:
-    __slots__ = ("last_seq", "closed_seq", "results", "failed_attempts", "timers", "ended_timers")
+    __slots__ = ("last_seq", "closed_seq", "results", "failed_attempts", "timers", "ended_timers", "bytes")
 
     def __init__(self) -> None:
         self.last_seq = 0
@@ -65,6 +66,7 @@ class _Run:
         self.failed_attempts: set[tuple[int, int]] = set()
         self.timers: dict[str, int] = {}
         self.ended_timers: set[str] = set()
+        self.bytes = 0  # of its records as read, for the state's history_bytes
 
 
 class HistoryChecker:
@@ -97,7 +99,9 @@ class HistoryChecker:
         if len(parts) == 3:
             self._deleted.add((parts[0], parts[1]))
 
-    def add(self, e: dict) -> None:
+    def add(self, e: dict, size: int = 0) -> None:
+        """``size``: the record's length in bytes (the state's ``history_bytes`` is checked against
+        the sum; 0 when the caller has no record)."""
         self.events += 1
         wf, run_id, seq = e["aggregate_key"], e["run_id"], e["seq"]
         kind, a = e["attributes"]
@@ -113,6 +117,7 @@ class HistoryChecker:
         if run.closed_seq is not None and seq > run.closed_seq:
             self._gap("history", wf, run_id, f"seq {seq} ({kind}) follows the close at seq {run.closed_seq}")
         run.last_seq = max(run.last_seq, seq)
+        run.bytes += size
         if kind in CLOSE_EVENTS:
             if run.closed_seq is None:
                 run.closed_seq = seq
@@ -145,11 +150,19 @@ class HistoryChecker:
         return {key: (run.last_seq, run.closed_seq is not None) for key, run in self._runs.items()
                 if key not in self._deleted}
 
+    def sizes(self) -> dict[tuple[str, str], int]:
+        """(workflow_id, run_id) -> bytes of its records (as given to ``add``)."""
+        return {key: run.bytes for key, run in self._runs.items() if key not in self._deleted}
+
 
 def check_state(states: dict[str, dict], last_seqs: dict[tuple[str, str], tuple[int, bool]],
-                deleted: set[tuple[str, str]] | None = None) -> list[Gap]:
+                deleted: set[tuple[str, str]] | None = None,
+                sizes: dict[tuple[str, str], int] | None = None) -> list[Gap]:
     """The latest state record per workflow against its run's history (``HistoryChecker.last_seqs``);
-    runs in ``deleted`` (archived, their history being deleted) are not checked."""
+    runs in ``deleted`` (archived, their history being deleted) are not checked. With ``sizes``
+    (``HistoryChecker.sizes``), a state whose ``history_bytes`` differs from the bytes of its
+    history is a gap, when the history ends where the state does (a run still being written is
+    not compared) and the state counts bytes (runs started before schema version 11 do not)."""
     gaps = []
     for wf, st in states.items():
         counted = st["next_seq"] - 1
@@ -162,6 +175,12 @@ def check_state(states: dict[str, dict], last_seqs: dict[tuple[str, str], tuple[
         if st["status"] != "running" and counted > 0 and not closed and have >= counted:
             gaps.append(Gap("state", f"the state says {st['status']} but the history has no closing event",
                             wf, st["run_id"]))
+        counted_bytes = st.get("history_bytes")
+        if sizes is not None and counted_bytes is not None and have == counted:
+            held = sizes.get((wf, st["run_id"]), 0)
+            if held != counted_bytes:
+                gaps.append(Gap("state", f"the state counts {counted_bytes} history bytes but the history holds "
+                                         f"{held}", wf, st["run_id"]))
     return gaps
 
 
@@ -287,14 +306,14 @@ def verify_namespace(config: KafkaConfig, *, since_ms: int | None = None,
                 states.pop(msg.key().decode(), None)
             else:
                 states[msg.key().decode()] = {"run_id": st["run_id"], "next_seq": st["next_seq"],
-                                              "status": st["status"]}
+                                              "status": st["status"], "history_bytes": st.get("history_bytes")}
         report.states = len(states)
     else:
         report.skipped.append("state (it needs whole histories: run without --since)")
     history = HistoryChecker(tail=since_ms is not None)
     for msg, event in records(topics.history, since_ms, "HistoryEvent", "history"):
         if event is not None:
-            history.add(event)
+            history.add(event, len(msg.value()))
         elif msg.key():
             history.add_tombstone(msg.key())
     report.events = history.events
@@ -302,7 +321,7 @@ def verify_namespace(config: KafkaConfig, *, since_ms: int | None = None,
     report.runs = len(last)
     report.add(history.gaps)
     if since_ms is None:
-        report.add(check_state(states, last, history.deleted))
+        report.add(check_state(states, last, history.deleted, history.sizes()))
     replies = ReplyChecker()
     for _msg, reply in records(topics.replies, since_ms, "Reply", "reply"):
         if reply is not None:
