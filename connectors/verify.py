@@ -57,7 +57,8 @@ class Gap:
 
 
 class _Run:
-    __slots__ = ("last_seq", "closed_seq", "results", "failed_attempts", "timers", "ended_timers", "bytes")
+    __slots__ = ("last_seq", "closed_seq", "results", "failed_attempts", "timers", "ended_timers", "bytes",
+                 "seqs_broken")
 
     def __init__(self) -> None:
         self.last_seq = 0
@@ -67,6 +68,7 @@ class _Run:
         self.timers: dict[str, int] = {}
         self.ended_timers: set[str] = set()
         self.bytes = 0  # of its records as read, for the state's history_bytes
+        self.seqs_broken = False  # a seq recorded twice or missing: its bytes are not compared
 
 
 class HistoryChecker:
@@ -110,10 +112,13 @@ class HistoryChecker:
             run = self._runs[(wf, run_id)] = _Run()
             if seq != 1 and not self.tail:
                 self._gap("history", wf, run_id, f"the history starts at seq {seq}: seqs 1..{seq - 1} are missing")
+                run.seqs_broken = True
         elif seq <= run.last_seq:
             self._gap("history", wf, run_id, f"seq {seq} ({kind}) recorded again after seq {run.last_seq}")
+            run.seqs_broken = True
         elif seq > run.last_seq + 1:
             self._gap("history", wf, run_id, f"seqs {run.last_seq + 1}..{seq - 1} are missing before seq {seq}")
+            run.seqs_broken = True
         if run.closed_seq is not None and seq > run.closed_seq:
             self._gap("history", wf, run_id, f"seq {seq} ({kind}) follows the close at seq {run.closed_seq}")
         run.last_seq = max(run.last_seq, seq)
@@ -151,8 +156,11 @@ class HistoryChecker:
                 if key not in self._deleted}
 
     def sizes(self) -> dict[tuple[str, str], int]:
-        """(workflow_id, run_id) -> bytes of its records (as given to ``add``)."""
-        return {key: run.bytes for key, run in self._runs.items() if key not in self._deleted}
+        """(workflow_id, run_id) -> bytes of its records (as given to ``add``); a run whose seqs
+        are already a gap (one recorded twice, some missing) is left out, so one fault is not
+        reported twice."""
+        return {key: run.bytes for key, run in self._runs.items()
+                if key not in self._deleted and not run.seqs_broken}
 
 
 def check_state(states: dict[str, dict], last_seqs: dict[tuple[str, str], tuple[int, bool]],
@@ -176,8 +184,8 @@ def check_state(states: dict[str, dict], last_seqs: dict[tuple[str, str], tuple[
             gaps.append(Gap("state", f"the state says {st['status']} but the history has no closing event",
                             wf, st["run_id"]))
         counted_bytes = st.get("history_bytes")
-        if sizes is not None and counted_bytes is not None and have == counted:
-            held = sizes.get((wf, st["run_id"]), 0)
+        if sizes is not None and counted_bytes is not None and have == counted and (wf, st["run_id"]) in sizes:
+            held = sizes[(wf, st["run_id"])]
             if held != counted_bytes:
                 gaps.append(Gap("state", f"the state counts {counted_bytes} history bytes but the history holds "
                                          f"{held}", wf, st["run_id"]))

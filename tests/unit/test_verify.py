@@ -122,3 +122,7 @@ def test_a_state_counting_other_bytes_than_its_history_holds_is_a_gap():
     # not compared: a state from before schema version 11, and a history that goes past the state
     assert check_state({"wf": {**state, "history_bytes": None}}, last, sizes=sizes) == []
     assert check_state({"wf": {**state, "next_seq": 3, "history_bytes": 150}}, last, sizes=sizes) == []
+    # a history whose seqs are a gap already (seq 2 again) is not compared: one fault, one gap
+    checker.add({"aggregate_key": "wf", "run_id": "r1", "seq": 2, "timestamp_ms": 0,
+                 "attributes": ("WorkflowTaskScheduled", {})}, 50)
+    assert len(checker.gaps) == 1 and check_state({"wf": state}, checker.last_seqs(), sizes=checker.sizes()) == []
