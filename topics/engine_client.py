@@ -81,6 +81,7 @@ class EngineClient:
         self._reply_seen: dict[int, float] = {}
         #: the high watermarks seen when the reply consumer was last replaced
         self._replaced_at_highs: dict[int, int] | None = None
+        self._behind: dict[int, tuple[float, int]] = {}  # partition -> (first seen behind, high then)
         self._next_reply_check = 0.0
         #: how many times the reply consumer was replaced
         self.reply_consumer_replacements = 0
@@ -217,17 +218,23 @@ class EngineClient:
 
     def _check_replies(self) -> None:
         """Replace the reply consumer when it stopped fetching (run by the reply thread while a
-        reply is awaited): some partition delivered nothing for ``replies_stall_s`` while the
-        broker reports at least two offsets past its position there (one is the marker that
-        ends a transaction, which is never delivered), and the watermarks moved since the last
-        replacement (otherwise a new consumer would find nothing new either). A replacement
-        that was not needed costs one consumer's setup, and nothing is skipped: the new consumer
-        starts where the old one stood."""
+        reply is awaited): some partition delivered nothing for ``replies_stall_s`` while records
+        the broker already held ``replies_stall_s`` ago are still past its position there (at
+        least two offsets: one is the marker that ends a transaction, which is never delivered),
+        and the watermarks moved since the last replacement (otherwise a new consumer would find
+        nothing new either). A record written just now is not a stall: a quiet partition that
+        receives a reply is behind for the moment of one fetch. A replacement that was not needed
+        costs one consumer's setup, and nothing is skipped: the new consumer starts where the old
+        one stood."""
         now = time.monotonic()
         if now < self._next_reply_check:
             return
         self._next_reply_check = now + min(5.0, self.replies_stall_s / 3)
         quiet = [p for p in self._reply_partitions if now - self._reply_seen.get(p, now) >= self.replies_stall_s]
+        behind = self._behind
+        for p in list(behind):
+            if p not in quiet:  # it delivered since: not deaf
+                del behind[p]
         if not quiet:
             return
         consumer, topic = self._replies, self.topics.replies
@@ -240,7 +247,17 @@ class EngineClient:
         except (KafkaException, RuntimeError) as exc:  # the broker does not answer (a new consumer would
             log.debug("reading the watermarks of %s: %s", topic, exc)  # not help), or the client closed
             return
-        stuck = {p: highs[p] - self._reply_pos[p] for p in quiet if highs[p] - self._reply_pos[p] >= 2}
+        stuck = {}
+        for p in quiet:
+            pos = self._reply_pos[p]
+            if highs[p] - pos < 2:
+                behind.pop(p, None)
+                continue
+            since, high_then = behind.setdefault(p, (now, highs[p]))
+            if pos >= high_then - 1:  # what was there then is read: these records are new
+                behind[p] = (now, highs[p])
+            elif now - since >= self.replies_stall_s:
+                stuck[p] = highs[p] - pos
         if not stuck or highs == self._replaced_at_highs:
             return
         log.warning("the reply consumer delivered nothing for %.0f s while %s holds %d records past it "
@@ -256,6 +273,7 @@ class EngineClient:
         with self._replies_lock:
             self._replies = fresh
         self._replaced_at_highs = highs
+        self._behind = {}
         now = time.monotonic()
         self._reply_seen = {p: now for p in self._reply_partitions}
         self.reply_consumer_replacements += 1
