@@ -58,6 +58,9 @@ class SpanCollector:
         collector = self
 
         class Handler(BaseHTTPRequestHandler):
+            # keeps connections open, as a collector does: an exporter does not reconnect per batch
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self):  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with collector._lock:

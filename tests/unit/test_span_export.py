@@ -199,3 +199,21 @@ def test_the_exporter_settings_come_from_the_standard_variables():
             OtlpHttpTarget.from_env(bad)
     with pytest.raises(ConfigError):
         SpanPipeline.from_env({}, {"OTEL_BSP_MAX_QUEUE_SIZE": "0"})
+
+
+def test_the_test_collector_keeps_the_connection_open_between_exports():
+    """A collector keeps connections alive; the bench's must too, or each export pays a connect."""
+    import http.client
+
+    collector = SpanCollector(keep=False)
+    conn = http.client.HTTPConnection(collector.endpoint.removeprefix("http://"), timeout=5)
+    try:
+        for _ in range(2):
+            conn.request("POST", "/v1/traces", body=b"", headers={"Content-Type": "application/x-protobuf"})
+            answer = conn.getresponse()
+            answer.read()
+            assert answer.status == 200 and not answer.will_close
+        assert collector.requests == 2
+    finally:
+        conn.close()
+        collector.close()
