@@ -1,4 +1,4 @@
-"""The timer service (DESIGN.md section 7): fires the durable timers kept on the delay topics.
+"""The timer service (docs/architecture.md, "Timers"): fires the durable timers kept on the delay topics.
 
 Timers are records on ``{ns}.timers.{tier}``, one topic per delay tier (``TIMER_TIERS_MS``: 1 s,
 10 s, 1 min, 10 min, 1 h, 1 day), keyed by workflow ID. Whoever schedules a timer produces its

@@ -1,4 +1,4 @@
-"""The topic catalogue (DESIGN.md section 4) and the one place that calls Kafka's admin API.
+"""The topic catalogue (docs/architecture.md, "Topics") and the one place that calls Kafka's admin API.
 
 ``Catalogue(config)`` names every topic of a namespace; ``apply()`` creates what is missing, is
 idempotent, and refuses to run when a sharded topic (commands, history, state) exists with a
@@ -22,7 +22,7 @@ __all__ = ["TopicSpec", "Catalogue", "ApplyReport", "TIMER_TIERS_MS"]
 log = logging.getLogger(__name__)
 
 DAY_MS = 86_400_000
-#: delay tiers of the timer service (DESIGN.md section 7): name -> delay in ms
+#: delay tiers of the timer service (docs/architecture.md, "Timers"): name -> delay in ms
 TIMER_TIERS_MS = {"1s": 1_000, "10s": 10_000, "1m": 60_000, "10m": 600_000, "1h": 3_600_000, "1d": DAY_MS}
 
 

@@ -119,7 +119,7 @@ def history_key(workflow_id: str, run_id: str, seq: int) -> str:
 
 
 def idempotency_key(workflow_id: str, run_id: str, activity_id: str) -> str:
-    """The activity idempotency key, stable across attempts (DESIGN.md section 2)."""
+    """The activity idempotency key, stable across attempts (docs/architecture.md, "Retries, timeouts and heartbeats")."""
     return f"{workflow_id}/{run_id}/{activity_id}"
 
 

@@ -1,4 +1,4 @@
-"""Failure drills of the history processor (DESIGN.md section 12), on the real broker."""
+"""Failure drills of the history processor (docs/architecture.md, "Guarantees, and what tests prove them"), on the real broker."""
 
 import asyncio
 import collections

@@ -1,4 +1,4 @@
-"""Build-ID pinning on the real broker (issue #4; DESIGN.md section 12: a deployment removes an
+"""Build-ID pinning on the real broker (issue #4; docs/upgrading.md: a deployment removes an
 old workflow version: tasks for the missing build are visible as lag on that build, not lost).
 
 Two builds of the same workflow type run at once: workflows started while A was the default

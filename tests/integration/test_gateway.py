@@ -2,7 +2,7 @@
 127.0.0.1 port, a history processor process runs the engine, and an SDK worker runs ThreeSteps.
 
 Errors must be ``{"error": {"code", "message", "field"?}}`` with a stable code and status
-(DESIGN.md section 10): never FastAPI's default 422, never a stack trace.
+(docs/gateway.md): never FastAPI's default 422, never a stack trace.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The timer service on the real broker (DESIGN.md section 7).
+"""The timer service on the real broker (docs/architecture.md, "Timers").
 
 The tests produce TimerRecords to the delay tier ``choose_tier(fire_at - now)`` as the history
 processor does, run the service (as a `kadence timers` subprocess, or in a thread where its memory

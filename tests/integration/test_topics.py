@@ -1,4 +1,4 @@
-"""The topic catalogue on the real broker: `apply` creates DESIGN.md section 4's topics with their
+"""The topic catalogue on the real broker: `apply` creates the topics of docs/architecture.md ("Topics") with their
 partition counts and cleanup policies, is idempotent, refuses a partition-count mismatch (API and
 CLI), and records keyed by workflow ID land where ``partition_for`` says (murmur2)."""
 
@@ -29,7 +29,7 @@ def fresh_config(kafka_bootstrap) -> KafkaConfig:
 
 
 def _expected(ns: str) -> dict[str, str]:
-    """topic -> cleanup.policy, from DESIGN.md section 4."""
+    """topic -> cleanup.policy, from docs/architecture.md, "Topics"."""
     topics = {f"{ns}.commands": "delete", f"{ns}.history": "compact", f"{ns}.state": "compact",
               f"{ns}.replies": "delete", f"{ns}.dlq": "delete",
               f"{ns}.builds": "compact"}  # the default worker build of each task queue (decision 0018)

@@ -1,4 +1,4 @@
-"""Import direction (DESIGN.md section 3): ``schemas`` <- ``topics`` <- {processors, sdk, gateway,
+"""Import direction (the README's layout table; decision 0001): ``schemas`` <- ``topics`` <- {processors, sdk, gateway,
 connectors}; those four never import each other.
 
 The repository folders map to the namespace ``kadence.*``; the SDK is the top-level package
@@ -138,7 +138,7 @@ def test_imports_follow_the_design_direction(folder):
     for path in files:
         found += violations(folder, path.read_text(), str(path.relative_to(ROOT)), module_name(folder, path),
                             path.name == "__init__.py")
-    assert found == [], "imports against DESIGN.md section 3:\n  " + "\n  ".join(found)
+    assert found == [], "imports against the layout's direction (README):\n  " + "\n  ".join(found)
 
 
 def test_the_checker_sees_the_imports_that_exist():
