@@ -10,7 +10,7 @@ from kadence.topics import Catalogue, serde
 from kadence.topics.records import command
 from tests.integration.conftest import wait_until
 from tests.integration.invariants import histories
-from tests.integration.test_cli import kadence
+from tests.support.cli import kadence
 from tests.integration.workflows import GATES, Gated, GatedChanged, ThreeSteps, add, double, gate, three_steps_result
 
 

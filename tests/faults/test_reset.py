@@ -4,7 +4,7 @@ import json
 
 from kadence import Worker
 from tests.integration.conftest import wait_until
-from tests.integration.test_cli import kadence
+from tests.support.cli import kadence
 from tests.integration.workflows import GATES, Gated, GatedChanged, add, double, gate
 
 

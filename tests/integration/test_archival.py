@@ -21,7 +21,7 @@ from kadence.topics.state_reader import read_states
 
 from .archival_support import ArchiverThread, archiver_config, closed_runs, live_history
 from .conftest import wait_until
-from .test_gateway import serve
+from .gateway_support import serve
 
 N = 12
 

@@ -21,7 +21,7 @@ from kadence.topics import Catalogue
 from .conftest import wait_until
 from .invariants import read_topic
 from .projection_support import ProjectionProcs, redis_url
-from .test_cli import kadence
+from tests.support.cli import kadence
 
 RUNS = 1000
 

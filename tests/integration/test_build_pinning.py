@@ -21,7 +21,7 @@ from kadence import Worker, activity, workflow
 from kadence.topics.builds import build_backlogs
 
 from .conftest import wait_until
-from .test_cli import kadence
+from tests.support.cli import kadence
 
 T = timedelta(seconds=30)
 Q = "orders"

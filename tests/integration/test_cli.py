@@ -1,23 +1,13 @@
 """The operator CLI against the real broker: start, signal, query, describe, cancel, terminate, history."""
 
-import asyncio
 import json
-import os
-import sys
 
 from kadence import Worker
 
+from tests.support.cli import kadence
+
 from .conftest import wait_until
 from .workflows import Collector
-
-
-async def kadence(config, *args) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kadence.cli", "--log-level", "warning", "--bootstrap", config.bootstrap,
-        "--namespace", config.namespace, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ})
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_cli_drives_a_workflow(client, processors, kafka_config):

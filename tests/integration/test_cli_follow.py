@@ -9,7 +9,7 @@ import sys
 
 from kadence import Worker
 
-from .test_cli import kadence
+from tests.support.cli import kadence
 from .workflows import Collector
 
 

@@ -15,7 +15,7 @@ from kadence.topics.payload import load_codec
 
 from .codec_support import MARK, Sealed
 from .conftest import wait_until
-from .test_cli import kadence
+from tests.support.cli import kadence
 from .workflows import Collector
 
 CODEC = "tests.integration.codec_support:Sealed"

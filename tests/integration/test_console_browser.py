@@ -23,7 +23,7 @@ from kadence.topics import Catalogue
 
 from .conftest import wait_until
 from .projection_support import ProjectionProcs
-from .test_gateway import api_key, engine, gateway_url, gw_config, make_key  # noqa: F401 (fixtures)
+from .gateway_support import api_key, engine, gateway_url, gw_config, make_key  # noqa: F401 (fixtures)
 from .workflows import ThreeSteps, add, double
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "ui"

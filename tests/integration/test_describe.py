@@ -16,8 +16,8 @@ from kadence.topics import serde
 
 from .conftest import wait_until
 from .invariants import histories
-from .test_cli import kadence
-from .test_gateway import serve
+from tests.support.cli import kadence
+from .gateway_support import serve
 
 @activity.defn
 async def always_fails() -> None:

@@ -20,8 +20,7 @@ import pytest
 
 from kadence.topics import KafkaConfig
 
-from .test_gateway import auth, engine, gw_config, make_key, redis_url  # noqa: F401 - fixtures
-from .test_gateway_security import commands_for, devstack
+from .gateway_support import auth, commands_for, devstack, engine, gw_config, make_key, redis_url  # noqa: F401 - fixtures
 
 
 class GatewayProc:

@@ -12,7 +12,7 @@ import pytest
 from kadence import Client, Worker
 
 from .projection_support import ProjectionProcs
-from .test_gateway import api_key, auth, checked_client, engine, gateway_url, gw_config  # noqa: F401 (fixtures)
+from .gateway_support import api_key, auth, checked_client, engine, gateway_url, gw_config  # noqa: F401 (fixtures)
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 START = "/v1/workflows/ThreeSteps/start"

@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
 
 from kadence.gateway import GatewayConfig, create_app
 
-from .test_gateway import auth, engine, gw_config, make_key, redis_url, serve  # noqa: F401 - fixtures
+from .gateway_support import auth, engine, gw_config, make_key, redis_url, serve  # noqa: F401 - fixtures
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
           response_schema_conformance]

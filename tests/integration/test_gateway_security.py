@@ -16,27 +16,13 @@ from click.testing import CliRunner
 
 from kadence.cli.main import main as cli
 from kadence.gateway import ConsistencyToken, GatewayConfig, RateLimit, create_app
-from kadence.topics import Catalogue, KafkaConfig, serde
-from kadence.topics.scan import scan
+from kadence.topics import Catalogue, KafkaConfig
 
 from .conftest import ProcessorProcs
-from .test_gateway import auth, checked_client, engine, gw_config, make_key, redis_url, serve  # noqa: F401
+from .gateway_support import (auth, checked_client, commands_for, devstack, engine, gw_config,  # noqa: F401
+                              make_key, redis_url, serve)
 
 START = "/v1/workflows/Collector/start"
-
-
-def commands_for(config: KafkaConfig, workflow_id: str) -> list[str]:
-    """Body types of every command produced for ``workflow_id`` in the namespace."""
-    codec = serde.codec("Command")
-    return [codec.decode(m.value())["body"][0] for m in scan(config, Catalogue(config).commands)
-            if m.key() == workflow_id.encode()]
-
-
-def devstack():
-    """The dev stack's launcher (its RedisServer gives a test a Redis it may stop)."""
-    from kadence.testing import devstack as module
-
-    return module
 
 
 def _body(wid: str) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kadence import Client, Worker
-from tests.unit.test_interceptors import Audit, Child, Greeter, whoami
+from tests.support.greeter import Audit, Child, Greeter, whoami
 
 
 async def test_headers_and_memo_travel_through_the_engine(processors, kafka_config):

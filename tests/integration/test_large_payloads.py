@@ -16,12 +16,12 @@ from kadence.connectors.payload_gc import collect_payloads
 from kadence.gateway import GatewayConfig, create_app
 from kadence.topics.archive import ArchiveStoreConfig, LocalArchiveStore
 from kadence.topics.large_payloads import MARKER, LargePayloadConfig, LargePayloads, is_reference, payload_key
-from tests.unit.test_large_payloads import FIVE_MB, OTHER_FIVE_MB, BigMover, reverse
+from tests.support.big_payloads import FIVE_MB, OTHER_FIVE_MB, BigMover, reverse
 
 from .archival_support import ArchiverThread, archiver_config
 from .conftest import wait_until
-from .test_cli import kadence
-from .test_gateway import serve
+from tests.support.cli import kadence
+from .gateway_support import serve
 
 
 async def test_5_mb_through_gateway_start_activity_signal_and_result(processors, kafka_config, tmp_path, monkeypatch):

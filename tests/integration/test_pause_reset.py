@@ -14,8 +14,8 @@ from kadence import Client, ResetRejectedError, Worker, workflow
 
 from .conftest import wait_until
 from .projection_support import ProjectionProcs
-from .test_cli import kadence
-from .test_gateway import api_key, auth, checked_client, engine, gateway_url, gw_config  # noqa: F401 (fixtures)
+from tests.support.cli import kadence
+from .gateway_support import api_key, auth, checked_client, engine, gateway_url, gw_config  # noqa: F401 (fixtures)
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 

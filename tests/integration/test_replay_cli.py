@@ -5,7 +5,7 @@ import json
 from kadence import Worker
 from tests.replay.workflows_v1 import Fees, charge
 
-from .test_cli import kadence
+from tests.support.cli import kadence
 
 
 async def test_replay_from_topic_passes_for_the_same_code_and_names_the_divergence_otherwise(

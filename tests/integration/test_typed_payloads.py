@@ -8,14 +8,14 @@ from decimal import Decimal
 import pytest
 
 from kadence import Worker, WorkflowFailureError
-from tests.unit.test_typed_payloads import Counter, Line, Receipt, Shop, Tier, _order, price, stamp
+from tests.support.shop import Counter, Line, Receipt, Shop, Tier, price, sample_order, stamp
 
 from .invariants import histories
 
 
 async def test_typed_values_cross_the_engine_and_the_history_holds_json(client, processors, kafka_config):
     processors.start()
-    order = _order(id="T-1")
+    order = sample_order(id="T-1")
     async with Worker(client, task_queue="typed", workflows=[Shop], activities=[price, stamp]):
         handle = await client.start_workflow(Shop, order, id="typed-1", task_queue="typed")
         # the handler asserts it got a Tier (the query's argument, typed on the worker)

@@ -11,9 +11,9 @@ import pytest
 
 from kadence import BrokerUnavailableError, Client, Worker, WorkflowUpdateFailedError, workflow
 from kadence.gateway import GatewayConfig, create_app
-from tests.unit.test_updates import Cart, Item, price
+from tests.support.cart import Cart, Item, price
 
-from .test_gateway import serve
+from .gateway_support import serve
 
 
 @workflow.defn

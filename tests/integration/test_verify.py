@@ -15,7 +15,7 @@ from kadence.connectors.verify import verify_namespace
 from kadence.topics import Catalogue, serde
 
 from .invariants import read_topic
-from .test_cli import kadence
+from tests.support.cli import kadence
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from kadence.topics.history_json import event_to_json
-from tests.unit.test_semantics_logic import Driver
+from tests.unit.engine_harness import Driver
 
 from .workflows_v1 import Fees
 

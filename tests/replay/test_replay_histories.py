@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from kadence import NonDeterminismError, Replayer
-from tests.unit.test_semantics_logic import Driver
+from tests.unit.engine_harness import Driver
 
 from .workflows_v1 import Fees, FeesDeprecated, FeesPatched, FeesUnsafe
 

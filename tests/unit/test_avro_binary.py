@@ -6,24 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from bench.codecs import fastavro_decode, fastavro_encode
+from tests.support.fastavro_reference import fastavro_decode, fastavro_encode
 
-from kadence.schemas import CURRENT_VERSION, load_schema_set
+from kadence.schemas import CURRENT_VERSION
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
 from kadence.topics.records import command
 
 from .engine_harness import Harness
-from .test_schema_evolution import Samples
-from .test_replay_logic import Three, _drive
+from tests.support.avro_samples import RECORDS, samples
 
-RECORDS = sorted(s["name"] for s in load_schema_set())
-
-
-def _samples(record: str) -> list[dict]:
-    schema = next(s for s in load_schema_set() if s["name"] == record)
-    return Samples(load_schema_set()).variants(schema, record)
-
+from .replay_support import Three, drive
 
 def _same_as_fastavro(record: str, value: dict) -> None:
     ours = serde.encode(record, value)
@@ -33,7 +26,7 @@ def _same_as_fastavro(record: str, value: dict) -> None:
 
 @pytest.mark.parametrize("record", RECORDS)
 def test_every_variant_of_every_record_is_encoded_and_decoded_like_fastavro(record):
-    variants = _samples(record)
+    variants = samples(record)
     assert variants
     for value in variants:
         _same_as_fastavro(record, value)
@@ -51,7 +44,7 @@ def test_the_records_of_a_whole_workflow_are_encoded_like_fastavro():
         return out
 
     h.send = send
-    _drive(h, Three)
+    drive(h, Three)
     checked = 0
     for out in sent:
         for _, event in out.events:
@@ -94,7 +87,7 @@ def test_none_is_not_an_empty_array_or_map():
 
 @pytest.mark.parametrize("record", ["Command", "HistoryEvent", "WorkflowState", "WorkflowTask"])
 def test_every_truncation_of_a_record_is_a_schema_error(record):
-    data = serde.encode(record, _samples(record)[0])
+    data = serde.encode(record, samples(record)[0])
     for cut in range(2, len(data), max(1, len(data) // 400)):  # at most ~400 cuts (a task is large)
         with pytest.raises(SchemaError):
             serde.decode(record, data[:cut])

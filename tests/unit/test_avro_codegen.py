@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from kadence.schemas import CURRENT_VERSION, load_schema_set
+from kadence.schemas import CURRENT_VERSION
 from kadence.topics import avro_binary, avro_codegen, serde
 from kadence.topics.avro_binary import Encoded
 from kadence.topics.errors import SchemaError
 
-from .test_avro_binary import RECORDS, _samples
+from tests.support.avro_samples import RECORDS, samples
 
 
 def _codecs(record: str):
@@ -22,7 +22,7 @@ def _codecs(record: str):
 @pytest.mark.parametrize("record", RECORDS)
 def test_generated_functions_write_and_read_what_the_closures_do(record):
     put, slow_put, get, slow_get = _codecs(record)
-    for value in _samples(record):
+    for value in samples(record):
         fast, slow = bytearray(), bytearray()
         put.fast(fast, value)  # no fallback: a generated function that raised would fail here
         slow_put(slow, value)
@@ -31,9 +31,9 @@ def test_generated_functions_write_and_read_what_the_closures_do(record):
 
 
 def test_an_encoded_event_inside_a_task_is_written_as_it_is():
-    event = _samples("HistoryEvent")[0]
+    event = samples("HistoryEvent")[0]
     body = serde.encode("HistoryEvent", event)[2:]
-    task = dict(_samples("WorkflowTask")[0], events=[Encoded(body), event])
+    task = dict(samples("WorkflowTask")[0], events=[Encoded(body), event])
     put, _slow_put, get, _slow_get = _codecs("WorkflowTask")
     buf = bytearray()
     put.fast(buf, task)

@@ -6,30 +6,11 @@ import asyncio
 import pytest
 
 from kadence import workflow
-from kadence._definitions import WorkflowDefinition
-from kadence._instance import WorkflowInfo, WorkflowInstance
 from kadence.topics import Catalogue, ConfigError, KafkaConfig
 from kadence.topics.builds import build_topics, validate_build_id
-from kadence.topics.payload import JsonConverter
 
 from .engine_harness import Harness
-
-conv = JsonConverter()
-
-
-@workflow.defn
-class WaitGo:
-    def __init__(self):
-        self.got = None
-
-    @workflow.signal
-    def go(self, value):
-        self.got = value
-
-    @workflow.run
-    async def run(self):
-        await workflow.wait_condition(lambda: self.got is not None)
-        return self.got
+from .pinning_support import WaitGo, answer, conv, one_workflow_task
 
 
 @workflow.defn
@@ -50,24 +31,6 @@ class Parent:
         await workflow.wait_condition(lambda: False)
 
 
-def _answer(h: Harness, task: dict, build: str | None, cls=WaitGo):
-    """A worker of ``build`` runs the task from its full history and responds."""
-    d: WorkflowDefinition = cls.__kadence_workflow__
-    inst = WorkflowInstance(d, WorkflowInfo(task["workflow_id"], task["run_id"], d.name, "q"), conv)
-    assert task["full_history"]
-    cmds = inst.apply(task["events"], task["scheduled_seq"])
-    inst.discard()
-    return h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
-                  {"scheduled_seq": task["scheduled_seq"], "commands": cmds, "build_id": build},
-                  run_id=task["run_id"])
-
-
-def _wt(h: Harness) -> dict:
-    tasks = h.take_tasks("workflow")
-    assert len(tasks) == 1, tasks
-    return tasks[0]
-
-
 def _completed_builds(h: Harness, wf: str) -> list:
     return [e["attributes"][1]["build_id"] for e in h.events
             if e["aggregate_key"] == wf and e["attributes"][0] == "WorkflowTaskCompleted"]
@@ -76,15 +39,15 @@ def _completed_builds(h: Harness, wf: str) -> list:
 def test_a_run_without_a_default_build_is_unversioned_and_stays_so():
     h = Harness()
     h.start("u", "WaitGo", [])
-    task = _wt(h)
+    task = one_workflow_task(h)
     assert task["build_id"] is None and h.store.get_state("u")["build_id"] is None
-    _answer(h, task, None)
+    answer(h, task, None)
     h.build_defaults["q"] = "B"  # promoted later: the open run is not moved
     h.send("u", "SignalWorkflow", {"signal_name": "go", "input": conv.to_bytes(["x"]), "start": None}, request_id="s")
-    task = _wt(h)
+    task = one_workflow_task(h)
     assert task["build_id"] is None
     h.send("u", "RequestWorkflowHistory", {"scheduled_seq": task["scheduled_seq"], "build_id": None}, run_id=task["run_id"])
-    _answer(h, _wt(h), None)
+    answer(h, one_workflow_task(h), None)
     assert h.store.get_state("u")["status"] == "completed"
     assert _completed_builds(h, "u") == [None, None]
 
@@ -93,18 +56,18 @@ def test_runs_stay_on_the_build_they_started_on_and_new_runs_take_the_new_defaul
     h = Harness()
     h.build_defaults["q"] = "A"
     h.start("old", "WaitGo", [], request_id="r-old")
-    task = _wt(h)
+    task = one_workflow_task(h)
     assert task["build_id"] == "A" and h.store.get_state("old")["build_id"] == "A"
     started = next(e for e in h.events if e["aggregate_key"] == "old")
     assert started["attributes"] == ("WorkflowExecutionStarted", started["attributes"][1])
     assert started["attributes"][1]["build_id"] == "A"
-    _answer(h, task, "A")
+    answer(h, task, "A")
 
     h.build_defaults["q"] = "B"
     h.start("new", "WaitGo", [], request_id="r-new")
-    task_new = _wt(h)
+    task_new = one_workflow_task(h)
     assert task_new["build_id"] == "B"
-    _answer(h, task_new, "B")
+    answer(h, task_new, "B")
 
     for wf in ("old", "new"):
         h.send(wf, "SignalWorkflow", {"signal_name": "go", "input": conv.to_bytes([wf]), "start": None},
@@ -114,7 +77,7 @@ def test_runs_stay_on_the_build_they_started_on_and_new_runs_take_the_new_defaul
     for wf, build in (("old", "A"), ("new", "B")):
         h.send(wf, "RequestWorkflowHistory", {"scheduled_seq": tasks[wf]["scheduled_seq"], "build_id": build},
                run_id=tasks[wf]["run_id"])
-        _answer(h, _wt(h), build)
+        answer(h, one_workflow_task(h), build)
         assert h.store.get_state(wf)["status"] == "completed"
     assert _completed_builds(h, "old") == ["A", "A"]
     assert _completed_builds(h, "new") == ["B", "B"]
@@ -124,10 +87,10 @@ def test_a_task_answered_by_another_build_is_stale_and_changes_nothing():
     h = Harness()
     h.build_defaults["q"] = "A"
     h.start("wf", "WaitGo", [])
-    task = _wt(h)
+    task = one_workflow_task(h)
     n_events = len(h.events)
     for wrong in ("B", None):
-        out = _answer(h, task, wrong)
+        out = answer(h, task, wrong)
         assert out.stale == 1 and not out.events
         out = h.send("wf", "RespondWorkflowTaskFailed", {
             "scheduled_seq": task["scheduled_seq"], "cause": "worker_error", "build_id": wrong,
@@ -138,7 +101,7 @@ def test_a_task_answered_by_another_build_is_stale_and_changes_nothing():
                      run_id=task["run_id"])
         assert out.stale == 1 and not out.tasks
     assert len(h.events) == n_events and h.store.get_state("wf")["wt_scheduled_seq"] == task["scheduled_seq"]
-    _answer(h, task, "A")
+    answer(h, task, "A")
     assert _completed_builds(h, "wf") == ["A"]
 
 
@@ -146,16 +109,16 @@ def test_move_sends_the_waiting_task_to_the_new_build_and_the_old_build_is_stale
     h = Harness()
     h.build_defaults["q"] = "A"
     h.start("wf", "WaitGo", [])
-    first = _wt(h)
-    _answer(h, first, "A")
+    first = one_workflow_task(h)
+    answer(h, first, "A")
     h.send("wf", "SignalWorkflow", {"signal_name": "go", "input": conv.to_bytes(["v"]), "start": None}, request_id="s")
-    waiting = _wt(h)  # nobody serves build A now
+    waiting = one_workflow_task(h)  # nobody serves build A now
     assert waiting["build_id"] == "A"
 
     out = h.send("wf", "UpdateWorkflowBuild", {"build_id": "B", "identity": "ops"}, request_id="mv-1")
     assert [r["status"] for r in out.replies] == ["ok"]
     assert not out.events  # a move changes no history: replay does not depend on it
-    moved = _wt(h)
+    moved = one_workflow_task(h)
     assert moved["build_id"] == "B" and moved["full_history"] and moved["scheduled_seq"] == waiting["scheduled_seq"]
     assert h.store.get_state("wf")["build_id"] == "B"
 
@@ -163,8 +126,8 @@ def test_move_sends_the_waiting_task_to_the_new_build_and_the_old_build_is_stale
     out = h.send("wf", "UpdateWorkflowBuild", {"build_id": "B", "identity": "ops"}, request_id="mv-1")
     assert out.duplicates == 1 and not out.tasks
 
-    assert _answer(h, moved, "A").stale == 1  # A's worker came back with the old copy: too late
-    _answer(h, moved, "B")
+    assert answer(h, moved, "A").stale == 1  # A's worker came back with the old copy: too late
+    answer(h, moved, "B")
     st = h.store.get_state("wf")
     assert st["status"] == "completed" and conv.from_bytes(st["result"]) == "v"
     assert _completed_builds(h, "wf") == ["A", "B"]
@@ -174,7 +137,7 @@ def test_move_retries_a_failed_task_on_the_new_build_and_unpin_goes_unversioned(
     h = Harness()
     h.build_defaults["q"] = "A"
     h.start("wf", "WaitGo", [])
-    task = _wt(h)
+    task = one_workflow_task(h)
     h.send("wf", "RespondWorkflowTaskFailed", {
         "scheduled_seq": task["scheduled_seq"], "cause": "non_determinism", "build_id": "A",
         "failure": {"type": "NonDeterminismError", "message": "m", "stack_trace": "", "non_retryable": True,
@@ -182,13 +145,13 @@ def test_move_retries_a_failed_task_on_the_new_build_and_unpin_goes_unversioned(
     assert h.store.get_state("wf")["wt_failure"] is not None and not h.tasks
 
     h.send("wf", "UpdateWorkflowBuild", {"build_id": "B", "identity": "ops"}, request_id="mv")
-    retry = _wt(h)
+    retry = one_workflow_task(h)
     assert retry["build_id"] == "B" and retry["scheduled_seq"] > task["scheduled_seq"]
 
     h.send("wf", "UpdateWorkflowBuild", {"build_id": None, "identity": "ops"}, request_id="unpin")
-    again = _wt(h)
+    again = one_workflow_task(h)
     assert again["build_id"] is None and again["scheduled_seq"] == retry["scheduled_seq"]
-    _answer(h, again, None)
+    answer(h, again, None)
     assert h.store.get_state("wf")["build_id"] is None and h.store.get_state("wf")["wt_failure"] is None
 
 
@@ -211,12 +174,12 @@ def test_continue_as_new_stays_on_the_build_even_after_a_new_default():
     h = Harness()
     h.build_defaults["q"] = "A"
     h.start("c", "Chain", [1])
-    task = _wt(h)
+    task = one_workflow_task(h)
     h.build_defaults["q"] = "B"
-    _answer(h, task, "A", cls=Chain)
+    answer(h, task, "A", cls=Chain)
     st = h.store.get_state("c")
     assert st["run_id"] != task["run_id"] and st["build_id"] == "A"
-    second = _wt(h)
+    second = one_workflow_task(h)
     assert second["build_id"] == "A" and second["run_id"] == st["run_id"]
 
 
@@ -224,7 +187,7 @@ def test_a_child_on_its_parents_queue_inherits_the_build_elsewhere_takes_that_qu
     h = Harness()
     h.build_defaults.update(q="A", other="X")
     h.start("p", "Parent", ["other"])
-    out = _answer(h, _wt(h), "A", cls=Parent)
+    out = answer(h, one_workflow_task(h), "A", cls=Parent)
     starts = {wf: body for wf, btype, body, _run, _rid, _trace in out.commands if btype == "StartWorkflow"}
     assert starts["child-same"]["build_id"] == "A" and starts["child-other"]["build_id"] is None
     h.build_defaults["q"] = "B"  # promoted meanwhile: the child still joins its parent's build

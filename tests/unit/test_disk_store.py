@@ -11,7 +11,7 @@ from kadence.processors.effects import BatchView
 from kadence.schemas import CURRENT_VERSION, load_schema_set
 from kadence.processors.store import MemoryShardStore
 from kadence.topics import serde
-from tests.unit.test_schema_evolution import parse_set, write
+from tests.support.fastavro_reference import parse_set, write
 
 
 def _event(wf: str, run: str, seq: int, request_id: str | None = None) -> dict:

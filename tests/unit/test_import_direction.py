@@ -20,21 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-#: repository folder -> (component, the package it installs as)
-FOLDERS = {
-    "schemas": ("schemas", "kadence.schemas"),
-    "topics": ("topics", "kadence.topics"),
-    "processors": ("processors", "kadence.processors"),
-    "sdk": ("sdk", "kadence"),
-    "gateway": ("gateway", "kadence.gateway"),
-    "connectors": ("connectors", "kadence.connectors"),
-    "samples": ("samples", "kadence.samples"),
-    "cli": ("cli", "kadence.cli"),
-    "testing": ("testing", "kadence.testing"),
-    "operations": ("operations", "kadence.operations"),
-}
+from tests.support.tree import FOLDERS, ROOT, source_files
 
 #: component -> components it may import (itself included); None: unrestricted
 ALLOWED = {
@@ -121,10 +107,6 @@ def violations(folder: str, source: str, filename: str, module: str, is_package:
             out.append(f"{filename}:{line}: `{text}` imports {other} ({target}); "
                        f"{folder}/ may import only {', '.join(sorted(allowed))}")
     return out
-
-
-def source_files(folder: str) -> list[Path]:
-    return sorted(p for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts)
 
 
 CHECKED = ["schemas", "topics", "processors", "sdk", "gateway", "connectors", "samples"]
@@ -215,3 +197,41 @@ def test_relative_import_is_resolved_against_the_package():
     # two dots from kadence.processors.store reach the SDK package `kadence`
     [(_, _, target)] = list(imported_modules(ast.parse("from .. import Worker\n"), "kadence.processors.store", False))
     assert component_of(target) == "sdk"
+
+
+
+def forbidden_imports_in_tests(source: str, module: str, is_package: bool = False) -> list[str]:
+    """The imports of one module under ``tests/`` that the tests' layout forbids: another test
+    module (``test_*``: what two tests share goes to ``tests/support`` or a ``*_support.py``) or
+    ``bench`` (the benchmarks are not a library of the tests)."""
+    bad = []
+    for line, text, target in imported_modules(ast.parse(source), module, is_package):
+        parts = target.split(".")
+        if parts[0] == "bench" or (parts[0] == "tests" and any(part.startswith("test_") for part in parts)):
+            bad.append(f"{module}:{line}: `{text}`")
+    return bad
+
+
+def test_no_test_module_imports_another_or_the_benchmarks():
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        rel = path.relative_to(ROOT).with_suffix("")
+        is_package = rel.name == "__init__"
+        module = ".".join(rel.parts[:-1] if is_package else rel.parts)
+        found += forbidden_imports_in_tests(path.read_text(), module, is_package)
+    assert found == [], "tests importing test modules or bench:\n  " + "\n  ".join(found)
+
+
+@pytest.mark.parametrize("source, bad", [
+    ("from tests.unit.test_updates import Cart\n", True),
+    ("from .test_cli import kadence\n", True),
+    ("import tests.integration.test_cli\n", True),
+    ("from bench.codecs import fastavro_encode\n", True),
+    ("from tests.support.cart import Cart\n", False),
+    ("from .conftest import wait_until\n", False),
+    ("from tests.unit.docs_examples import run_example\n", False),
+])
+def test_the_tests_import_check_tells_a_test_module_from_a_support_module(source, bad):
+    assert bool(forbidden_imports_in_tests(source, "tests.integration.test_x")) == bad

@@ -10,7 +10,6 @@ import asyncio
 import base64
 import hashlib
 import os
-from datetime import timedelta
 
 import pytest
 
@@ -23,6 +22,7 @@ from kadence.topics.large_payloads import (MARKER, LargePayloadConfig, LargePayl
 from kadence.topics.payload import JsonConverter
 
 from tests.unit.docs_examples import run_example
+from tests.support.big_payloads import FIVE_MB, OTHER_FIVE_MB, T, BigMover, reverse
 
 BIG = "x" * 300_000
 
@@ -133,32 +133,6 @@ def test_config_from_the_environment(tmp_path):
     assert s3.store.s3_bucket == "b" and s3.store.s3_prefix == "p"
     with pytest.raises(ConfigError, match="KADENCE_PAYLOAD_LIMIT is a size"):
         LargePayloadConfig.from_env({"KADENCE_PAYLOAD_LIMIT": "lots"})
-
-
-FIVE_MB = os.urandom(5 * 1024 * 1024 // 2).hex()  # 5 MiB of text
-OTHER_FIVE_MB = FIVE_MB.upper()
-T = timedelta(seconds=10)
-
-
-@activity.defn
-async def reverse(blob: str) -> str:
-    return blob[::-1]
-
-
-@workflow.defn
-class BigMover:
-    def __init__(self) -> None:
-        self.extra: str | None = None
-
-    @workflow.signal
-    def more(self, blob: str) -> None:
-        self.extra = blob
-
-    @workflow.run
-    async def run(self, blob: str) -> list:
-        back = await workflow.execute_activity(reverse, blob, start_to_close_timeout=T)
-        await workflow.wait_condition(lambda: self.extra is not None)
-        return [back[::-1] == blob, len(back), self.extra]
 
 
 async def test_a_5_mb_payload_through_start_activity_signal_and_result_without_a_broker(tmp_path):

@@ -10,7 +10,7 @@ import ast
 
 import pytest
 
-from tests.unit.test_import_direction import FOLDERS, ROOT, source_files
+from tests.support.tree import FOLDERS, ROOT, source_files
 
 #: method name -> why it is banned
 BANNED_CALLS = {

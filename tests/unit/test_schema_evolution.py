@@ -26,7 +26,9 @@ from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
 
-NS = "kadence."
+from tests.support.avro_samples import Samples
+from tests.support.fastavro_reference import parse_set, short_names, write
+
 SCHEMA_DIR = Path(kadence.schemas.__file__).resolve().parent
 
 #: sha256 of each released (frozen) schema set. A frozen set is a wire format that records on
@@ -45,132 +47,6 @@ FROZEN_DIGESTS = {
     10: "b33e5db7aa1d97c94adc841f519463ef0283836255ef29e83dc7ac301aff1e10",
     11: "5a71efc6588de83a2cf17a73cad43af692b887d7bc90ab64c5288a14eff72380",
 }
-
-PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
-
-
-# ---------------------------------------------------------------- representative records
-
-class Samples:
-    """Builds values of a schema set's types that between them take every union branch.
-
-    Values use the form ``serde`` returns: a union with more than one record branch is a
-    ``(short_name, dict)`` tuple, any other union value is the bare value.
-    """
-
-    def __init__(self, schema_set: list[dict], version: int = CURRENT_VERSION):
-        self.named = {s["name"]: s for s in schema_set}
-        self.version = version  # envelopes say which version wrote them
-        self._counter = 0
-
-    def _next(self) -> int:
-        self._counter += 1
-        return self._counter
-
-    def _primitive(self, kind: str, path: str):
-        n = self._next()
-        return {
-            "null": None,
-            "boolean": n % 2 == 0,
-            "int": 1000 + n,
-            "long": 1_700_000_000_000 + n,
-            "float": 0.5 + n,  # exact in binary
-            "double": 0.25 + n,
-            "bytes": f"{path}#{n}".encode() + b"\x00\xff",
-            "string": f"{path}#{n}-é✓",
-        }[kind]
-
-    def _short(self, name: str) -> str:
-        return name[len(NS):] if name.startswith(NS) else name
-
-    def variants(self, schema, path: str, stack: tuple = ()) -> list:
-        """Values of ``schema``; together they cover every union branch below it."""
-        if isinstance(schema, str):
-            if schema in PRIMITIVES:
-                return [self._primitive(schema, path)]
-            return self.variants(self.named[self._short(schema)], path, stack)
-        if isinstance(schema, list):  # union
-            records = [b for b in schema if self._is_record(b)]
-            out = []
-            for branch in schema:
-                if branch == "null":
-                    continue
-                if self._is_record(branch) and stack.count(self._name(branch)) >= 2:
-                    continue  # recursive type (Failure.cause): stop after two levels
-                for value in self.variants(branch, path, stack):
-                    out.append((self._name(branch), value) if len(records) > 1 and self._is_record(branch) else value)
-            if "null" in schema:
-                out.append(None)
-            return out
-        kind = schema["type"]
-        if kind == "record":
-            name = schema["name"]
-            stack = stack + (name,)
-            fields = [(f["name"], [self.version] if f["name"] == "schema_version" and f["type"] == "int"
-                       else self.variants(f["type"], f"{name}.{f['name']}", stack)) for f in schema["fields"]]
-            base = {fname: vs[0] for fname, vs in fields}
-            out = [base]
-            for fname, vs in fields:
-                for other in vs[1:]:
-                    out.append({**base, fname: other})
-            return out
-        if kind == "array":
-            return [self.variants(schema["items"], path + "[]", stack)]
-        if kind == "map":
-            return [{f"k{i}": v for i, v in enumerate(self.variants(schema["values"], path + "{}", stack))}]
-        if kind == "enum":
-            return [schema["symbols"][0]]
-        if kind == "fixed":
-            return [bytes(range(schema["size"]))]
-        if kind in PRIMITIVES:
-            return [self._primitive(kind, path)]
-        raise AssertionError(f"unsupported schema {schema!r}")
-
-    def _is_record(self, schema) -> bool:
-        if isinstance(schema, str):
-            return schema not in PRIMITIVES and self.named[self._short(schema)]["type"] == "record"
-        return isinstance(schema, dict) and schema.get("type") == "record"
-
-    def _name(self, schema) -> str:
-        return self._short(schema if isinstance(schema, str) else schema["name"])
-
-
-def qualify(value):
-    """Tuple notation with full names, as fastavro's writer wants it."""
-    if isinstance(value, tuple):
-        name, inner = value
-        return (NS + name, qualify(inner))
-    if isinstance(value, dict):
-        return {k: qualify(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [qualify(v) for v in value]
-    return value
-
-
-def short_names(value):
-    """fastavro's union tuples carry full names; the samples use short ones."""
-    if isinstance(value, tuple):
-        name, inner = value
-        return (name[len(NS):] if name.startswith(NS) else name, short_names(inner))
-    if isinstance(value, dict):
-        return {k: short_names(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [short_names(v) for v in value]
-    return value
-
-
-def parse_set(schema_set: list[dict]) -> dict:
-    named: dict = {}
-    return {s["name"]: fastavro.parse_schema(copy.deepcopy(s), named_schemas=named) for s in schema_set}
-
-
-def write(parsed: dict, record: str, value: dict, version: int | None = None) -> bytes:
-    buf = io.BytesIO()
-    if version is not None:
-        buf.write(b"K" + bytes([version]))
-    fastavro.schemaless_writer(buf, parsed[record], qualify(value))
-    return buf.getvalue()
-
 
 def survival_problems(written, read, path: str, ignore: frozenset | set = frozenset()) -> list[str]:
     """What the reader lost or changed of a written value (reader-only fields are defaults);

@@ -10,7 +10,7 @@ from kadence.topics import serde
 from kadence.topics.errors import KadenceError, SchemaError
 from kadence.topics.records import command, history_key, idempotency_key
 
-from .test_schema_evolution import PRIMITIVES, Samples
+from tests.support.avro_samples import PRIMITIVES, Samples
 
 WF, RUN = "order-Ω-17", "9b2f0c8e-run"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Optional, Union
 
@@ -22,44 +22,7 @@ from kadence.topics.payload import failure_from_exception
 from kadence.topics.typed import signature
 
 from tests.unit.docs_examples import run_example
-
-T = timedelta(seconds=10)
-
-
-class Tier(enum.Enum):
-    GOLD = "gold"
-    SILVER = "silver"
-
-
-@dataclass
-class Line:
-    sku: str
-    qty: int
-
-
-@dataclass
-class Order:
-    id: str
-    lines: list[Line]
-    placed: datetime
-    ref: uuid.UUID
-    tier: Tier = Tier.SILVER
-    note: Optional[str] = None
-    tags: dict[str, int] = field(default_factory=dict)
-
-
-class Receipt(pydantic.BaseModel):
-    order_id: str
-    total: Decimal
-    tier: Tier
-    lines: int
-
-
-def _order(**kw) -> Order:
-    return Order(**{"id": "A-1", "lines": [Line("x", 2), Line("y", 1)],
-                    "placed": datetime(2026, 12, 2, 12, 0, tzinfo=timezone.utc),
-                    "ref": uuid.UUID("12345678-1234-5678-1234-567812345678"), "tier": Tier.GOLD, **kw})
-
+from tests.support.shop import SEEN, T, Counter, Line, Order, Receipt, Shop, Tier, price, sample_order, stamp
 
 # -- the converter on its own ------------------------------------------------------------------
 
@@ -72,7 +35,7 @@ def test_dataclasses_models_enums_datetimes_and_uuids_come_back_as_their_types()
     def take(order: Order, receipt: Receipt, when: datetime, ids: list[uuid.UUID], tier: Tier,
              maybe: Optional[Line], either: Union[int, str], anything, untyped: Any) -> None: ...
 
-    order = _order()
+    order = sample_order()
     receipt = Receipt(order_id="A-1", total=Decimal("12.50"), tier=Tier.GOLD, lines=2)
     got = _roundtrip(take, order, receipt, order.placed, [order.ref], Tier.SILVER, None, "7",
                      {"raw": [1]}, {"raw": True})
@@ -122,49 +85,6 @@ def test_values_json_cannot_hold_are_a_schema_error_naming_the_type():
 
 # -- through the engine's state machine (kadence.testing, no broker) ---------------------------
 
-SEEN: list = []
-
-
-@activity.defn
-async def price(order: Order) -> Receipt:
-    SEEN.append(type(order))
-    assert isinstance(order.placed, datetime) and isinstance(order.lines[0], Line)
-    total = sum(Decimal(line.qty) * Decimal("2.50") for line in order.lines)
-    return Receipt(order_id=order.id, total=total, tier=order.tier, lines=len(order.lines))
-
-
-@activity.defn
-def stamp(receipt: Receipt, at: datetime) -> Line:  # sync: runs on a thread
-    assert isinstance(receipt, Receipt) and isinstance(at, datetime)
-    return Line(sku=f"receipt-{receipt.order_id}", qty=receipt.lines)
-
-
-@workflow.defn
-class Shop:
-    def __init__(self) -> None:
-        self.coupons: list[Line] = []
-
-    @workflow.signal
-    def coupon(self, line: Line) -> None:
-        assert isinstance(line, Line)
-        self.coupons.append(line)
-
-    @workflow.query
-    def coupons_for(self, tier: Tier) -> list[Line]:
-        assert isinstance(tier, Tier)
-        return list(self.coupons)
-
-    @workflow.run
-    async def run(self, order: Order) -> Receipt:
-        assert isinstance(order, Order) and isinstance(order.ref, uuid.UUID)
-        receipt = await workflow.execute_activity(price, order, start_to_close_timeout=T)
-        assert isinstance(receipt, Receipt)
-        line = await workflow.execute_activity(stamp, receipt, order.placed, start_to_close_timeout=T)
-        assert isinstance(line, Line)
-        await workflow.wait_condition(lambda: bool(self.coupons))
-        return receipt.model_copy(update={"lines": receipt.lines + len(self.coupons)})
-
-
 @workflow.defn
 class Pricing:
     @workflow.run
@@ -183,7 +103,7 @@ class Parent:
 async def test_a_workflow_gets_and_returns_its_types_through_activities_signals_and_queries():
     SEEN.clear()
     async with WorkflowEnvironment(workflows=[Shop], activities=[price, stamp]) as env:
-        handle = await env.client.start_workflow(Shop, _order(), id="shop-1", task_queue="q")
+        handle = await env.client.start_workflow(Shop, sample_order(), id="shop-1", task_queue="q")
         await handle.signal("coupon", Line("c", 1))
         assert await handle.query(Shop.coupons_for, Tier.GOLD) == [Line("c", 1)]  # typed by the method
         raw = await handle.query("coupons_for", "gold")
@@ -193,7 +113,7 @@ async def test_a_workflow_gets_and_returns_its_types_through_activities_signals_
     assert receipt == Receipt(order_id="A-1", total=Decimal("7.50"), tier=Tier.GOLD, lines=3)
     assert SEEN == [Order]
     async with WorkflowEnvironment(workflows=[Shop], activities=[price, stamp]) as env:
-        await env.client.start_workflow(Shop, _order(id="A-2"), id="shop-2", task_queue="q")
+        await env.client.start_workflow(Shop, sample_order(id="A-2"), id="shop-2", task_queue="q")
         await env.client.get_workflow_handle("shop-2").signal("coupon", {"sku": "d", "qty": 4})
         by_id = env.client.get_workflow_handle("shop-2", result_type=Receipt)
         assert (await by_id.result(timeout=10)).lines == 3
@@ -201,7 +121,7 @@ async def test_a_workflow_gets_and_returns_its_types_through_activities_signals_
 
 async def test_a_child_workflows_result_is_typed_by_its_run_method():
     async with WorkflowEnvironment(workflows=[Parent, Pricing], activities=[price]) as env:
-        handle = await env.client.start_workflow(Parent, _order(id="P-1"), id="parent-1", task_queue="q")
+        handle = await env.client.start_workflow(Parent, sample_order(id="P-1"), id="parent-1", task_queue="q")
         assert await handle.result(timeout=10) == "Receipt 7.50"
 
 
@@ -226,7 +146,7 @@ async def test_input_that_reaches_a_workflow_untyped_fails_the_run_not_its_task(
 
 async def test_a_signal_that_does_not_match_is_dropped_and_the_run_goes_on():
     async with WorkflowEnvironment(workflows=[Shop], activities=[price, stamp]) as env:
-        handle = await env.client.start_workflow(Shop, _order(id="S-1"), id="sig-1", task_queue="q")
+        handle = await env.client.start_workflow(Shop, sample_order(id="S-1"), id="sig-1", task_queue="q")
         await handle.signal("coupon", {"sku": "c"})  # no qty: dropped, with a warning
         await handle.signal("coupon", Line("c", 2))
         assert (await handle.result(timeout=10)).lines == 3
@@ -240,26 +160,6 @@ def test_the_guides_example_runs_without_a_broker():
 
 
 # -- queries of closed runs answer from their final state (#18 item 6) -------------------------
-
-@workflow.defn
-class Counter:
-    def __init__(self) -> None:
-        self.count = 0
-
-    @workflow.signal
-    def bump(self, by: int) -> None:
-        self.count += by
-
-    @workflow.query
-    def value(self) -> int:
-        return self.count
-
-    @workflow.run
-    async def run(self, until: int) -> int:
-        await workflow.wait_condition(lambda: self.count >= until)
-        if self.count > until:
-            raise ValueError("overshot")
-        return self.count
 
 
 async def test_a_closed_run_answers_queries_from_its_final_state():

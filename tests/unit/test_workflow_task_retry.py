@@ -6,7 +6,7 @@ from __future__ import annotations
 from kadence.processors.state_machine import WT_RETRY_MAX_ATTEMPTS, WT_RETRY_MAX_MS, workflow_task_retry_delay_ms
 
 from .engine_harness import Harness
-from .test_build_pinning import WaitGo, _answer, _wt, conv
+from .pinning_support import WaitGo, answer, conv, one_workflow_task
 
 FAILURE = {"type": "NonDeterminismError", "message": "m", "stack_trace": "", "non_retryable": True,
            "details": None, "cause": None}
@@ -28,7 +28,7 @@ def test_backoff_doubles_from_one_second_caps_at_ten_minutes_and_stops():
 def test_a_failed_task_is_retried_after_its_backoff_with_the_full_history_until_it_completes():
     h = Harness()
     h.start("wf", "WaitGo", [])
-    first = _wt(h)
+    first = one_workflow_task(h)
     _fail(h, first)
     assert not h.tasks and [t["kind"] for t in h.timers] == ["workflow_task_retry"]
     timer = h.timers[0]
@@ -37,17 +37,17 @@ def test_a_failed_task_is_retried_after_its_backoff_with_the_full_history_until_
     assert st["wt_failure"]["type"] == "NonDeterminismError" and st["wt_scheduled_seq"] is None
 
     h.fire_timers()
-    retry = _wt(h)
+    retry = one_workflow_task(h)
     assert retry["attempt"] == 2 and retry["full_history"] and retry["scheduled_seq"] > first["scheduled_seq"]
     _fail(h, retry)
     assert [t["attempt"] for t in h.timers] == [2]
     assert h.timers[0]["fire_at_ms"] - h.events[-1]["timestamp_ms"] >= 2_000 - 50  # the backoff doubled
     h.fire_timers()
-    third = _wt(h)
+    third = one_workflow_task(h)
     assert third["attempt"] == 3
 
     # the fixed code answers: the failure is cleared and the workflow goes on
-    _answer(h, third, None)
+    answer(h, third, None)
     st = h.store.get_state("wf")
     assert st["wt_failure"] is None and st["wt_last_completed_seq"] >= third["scheduled_seq"]
     assert [e["attributes"][0] for e in h.events].count("WorkflowTaskCompleted") == 1
@@ -57,14 +57,14 @@ def test_a_failed_task_is_retried_after_its_backoff_with_the_full_history_until_
 def test_a_retry_timer_changes_nothing_once_another_task_was_scheduled():
     h = Harness()
     h.start("wf", "WaitGo", [])
-    _fail(h, _wt(h))
+    _fail(h, one_workflow_task(h))
     # a signal arrives before the retry timer: it schedules the next task itself
     h.send("wf", "SignalWorkflow", {"signal_name": "go", "input": conv.to_bytes(["v"]), "start": None}, request_id="s")
-    task = _wt(h)
+    task = one_workflow_task(h)
     events_before = len(h.events)
     h.fire_timers()
     assert not h.tasks and len(h.events) == events_before  # stale: no second task, no event
-    _answer(h, task, None)
+    answer(h, task, None)
     assert h.store.get_state("wf")["status"] == "completed"
     # a timer that fires after the run closed is stale as well
     h.timers.append({"workflow_id": "wf", "run_id": task["run_id"], "timer_id": "x", "fire_at_ms": 0,
