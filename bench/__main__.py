@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .common import BenchError, Context, Settings, console, make_progress
 from .scenarios import console as console_pages
-from .scenarios import (activity_results, broker_recovery, broker_warmup, gateway, latency, payloads,
+from .scenarios import (activity_results, broker_recovery, broker_warmup, gateway, hops, latency, payloads,
                         projections, raw_kafka, recovery, scale, throughput, timers, tracing)
 
 #: in run order (latency uses throughput's result for its half-load rate; raw_kafka uses the
@@ -25,6 +25,7 @@ from .scenarios import (activity_results, broker_recovery, broker_warmup, gatewa
 SCENARIOS = {
     "throughput": throughput.run,
     "latency": latency.run,
+    "hops": hops.run,
     "timers": timers.run,
     "raw_kafka": raw_kafka.run,
     "scale": scale.run,
@@ -44,6 +45,8 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", action="append", choices=list(SCENARIOS), help="run only these scenarios (repeatable)")
     ap.add_argument("--no-chart", action="store_true", help="skip the PNG chart")
+    ap.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), type=Path,
+                    help="print the figures of two result files and their ratios (B / A), then exit")
     return ap.parse_args(argv)
 
 
@@ -82,6 +85,14 @@ async def _dumping_tasks(coro):
 def main(argv=None) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where a hung scenario sits
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.compare:
+        from . import report
+        for path in args.compare:
+            if not path.is_file():
+                console.print(f"[red]error:[/] {path}: no such result file")
+                return 2
+        report.print_compare(*args.compare)
+        return 0
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = Settings.from_env()

@@ -28,6 +28,22 @@ TARGETS = {
                                 lambda d: d.get("bytes_per_idle_workflow"), lambda v: v <= 2048),
     "timer_lateness_p99_ms": ("timer lateness p99 < 100 ms",
                               lambda d: _get(d, "timer_lateness_ms", "p99"), lambda v: v < 100),
+    # issue 19
+    "light_three_activity_p50_ms": ("3-activity start->result p50 < 12 ms at one in flight",
+                                    lambda d: _get(d, "light_start_to_result_ms", "three_activity", "p50"),
+                                    lambda v: v < 12),
+    "light_three_activity_p99_ms": ("3-activity start->result p99 < 30 ms at one in flight",
+                                    lambda d: _get(d, "light_start_to_result_ms", "three_activity", "p99"),
+                                    lambda v: v < 30),
+    "light_one_activity_p50_ms": ("1-activity start->result p50 < 5 ms at one in flight",
+                                  lambda d: _get(d, "light_start_to_result_ms", "one_activity", "p50"),
+                                  lambda v: v < 5),
+    "idle_engine_cpu_percent": ("idle engine processes < 2 % of a core in all",
+                                lambda d: _get(d, "idle_cpu_percent", "engine"), lambda v: v < 2),
+    "light_cpu_ms_per_workflow": ("engine CPU per 3-activity workflow at one in flight < 10 ms",
+                                  lambda d: _get(d, "cpu_ms_per_workflow", "light"), lambda v: v < 10),
+    "three_activity_wf_per_s_600": ("3-activity workflows >= 600 wf/s at saturation",
+                                    lambda d: _get(d, "throughput_wf_per_s", "three_activity"), lambda v: v >= 600),
     # issue 16
     "broker_recovery_first_commit_s_max": ("broker answering again -> first committed command < 10 s",
                                            lambda d: d.get("broker_recovery_first_commit_s_max"), lambda v: v < 10),
@@ -46,6 +62,26 @@ def _num(v):
     if isinstance(v, (int, float)) and v == v:  # not NaN
         return v
     return None
+
+
+def _idle(hops) -> dict:
+    """% of a core while nothing runs, from the ``hops`` scenario's first variant: the engine's
+    processes (processor, timer service, worker) in all, and the broker."""
+    runs = _get(hops, "runs")
+    if not isinstance(runs, dict) or not runs:
+        return {"engine": None, "broker": None}
+    idle = next(iter(runs.values()))[0].get("idle_cpu_percent") or {}
+    engine = [v for k, v in idle.items() if k not in ("broker", "bench", "machine_busy", "stack") and _num(v) is not None]
+    return {"engine": round(sum(engine), 2) if engine else None, "broker": _num(idle.get("broker"))}
+
+
+def _saturated_cpu(three) -> float | None:
+    """Engine CPU ms per 3-activity workflow at the throughput run's best level (broker apart)."""
+    usage, rate = _get(three, "cpu_percent_of_core"), _num(_get(three, "wf_per_s"))
+    if not isinstance(usage, dict) or not rate:
+        return None
+    engine = sum(v for k, v in usage.items() if k not in ("broker", "bench", "machine_busy") and _num(v) is not None)
+    return round(engine / 100 / rate * 1000, 2)
 
 
 def machine() -> dict:
@@ -128,6 +164,15 @@ def build(settings: Settings, raw: dict, started: float) -> dict:
         **{k: _num((raw.get("gateway") if isinstance(raw.get("gateway"), dict) else {}).get(k))
            for k in ("gateway_starts_per_s", "gateway_start_p99_ms", "gateway_to_direct_ratio",
                      "gateway_starts_per_s_p99_under_50ms")},
+        # issue 19: one workflow at a time, tracing off (``latency``); idle (``hops``)
+        "light_start_to_result_ms": {
+            "three_activity": pct(_get(lat, "light", "start_to_close")),
+            "one_activity": pct(_get(lat, "light_one_activity", "start_to_close"))},
+        "idle_cpu_percent": _idle(raw.get("hops")),
+        "cpu_ms_per_workflow": {
+            "light": _num(_get(lat, "light", "cpu_ms_per_workflow", "engine")),
+            "light_broker": _num(_get(lat, "light", "cpu_ms_per_workflow", "broker")),
+            "saturated": _saturated_cpu(_get(tp, "three_activity"))},
         "projection_rebuild_events_per_s": _num(_get(raw, "projections", "projection_rebuild_events_per_s")),
         "projection_lag_steady": _get(raw, "projections", "projection_lag_steady"),
         "machine": machine(),
@@ -182,7 +227,8 @@ def print_table(doc: dict) -> None:
         return "" if m is None else ("[green]met[/]" if m else "[red]not met[/]")
 
     t.add_row("throughput 1-activity", _fmt(tp["one_activity"], " wf/s"), "")
-    t.add_row("throughput 3-activity", _fmt(tp["three_activity"], " wf/s"), ">= 300 " + mark("three_activity_wf_per_s"))
+    t.add_row("throughput 3-activity", _fmt(tp["three_activity"], " wf/s"),
+              ">= 300 " + mark("three_activity_wf_per_s") + ", >= 600 " + mark("three_activity_wf_per_s_600"))
     t.add_row("throughput 10-step", _fmt(tp["ten_step"], " wf/s"), "")
     t.add_row("history events/s (3-activity)", _fmt(doc["history_events_per_s"]["three_activity"]), "")
     t.add_row("commands/s (3-activity)", _fmt(doc["commands_per_s"]["three_activity"]), "")
@@ -196,6 +242,19 @@ def print_table(doc: dict) -> None:
     t.add_row("dispatch light p50/p99", f"{_fmt(d.get('p50'))} / {_fmt(d.get('p99'))} ms", "")
     e = _get(doc, "details", "latency", "light", "start_to_close") or {}
     t.add_row("3-activity start->close light p50/p99", f"{_fmt(e.get('p50'))} / {_fmt(e.get('p99'))} ms", "")
+    for shape, p50_key, p99_key, text in (("three_activity", "light_three_activity_p50_ms",
+                                           "light_three_activity_p99_ms", "p50 < 12 {}, p99 < 30 {}"),
+                                          ("one_activity", "light_one_activity_p50_ms", None, "p50 < 5 {}")):
+        e = _get(doc, "light_start_to_result_ms", shape) or {}
+        t.add_row(f"{shape.replace('_', ' ')} start->result, one in flight p50/p99",
+                  f"{_fmt(e.get('p50'))} / {_fmt(e.get('p99'))} ms",
+                  text.format(mark(p50_key), mark(p99_key) if p99_key else ""))
+    cpu = doc.get("cpu_ms_per_workflow") or {}
+    t.add_row("engine CPU per workflow, one in flight / saturated",
+              f"{_fmt(cpu.get('light'))} / {_fmt(cpu.get('saturated'))} ms", "< 10 " + mark("light_cpu_ms_per_workflow"))
+    idle = doc.get("idle_cpu_percent") or {}
+    t.add_row("idle: engine / broker", f"{_fmt(idle.get('engine'))} / {_fmt(idle.get('broker'))} % of a core",
+              "engine < 2 " + mark("idle_engine_cpu_percent"))
     tl = doc["timer_lateness_ms"]
     t.add_row("timer lateness p50/p99", f"{_fmt(tl['p50'])} / {_fmt(tl['p99'])} ms", "p99 < 100 " + mark("timer_lateness_p99_ms"))
     rk = doc["raw_kafka"]
@@ -248,6 +307,19 @@ def plot(doc: dict, path: Path) -> Path:
     ax.legend(fontsize=8)
 
     ax = axes[1][0]
+    for shape, p50_key, p99_key, text in (("three_activity", "light_three_activity_p50_ms",
+                                           "light_three_activity_p99_ms", "p50 < 12 {}, p99 < 30 {}"),
+                                          ("one_activity", "light_one_activity_p50_ms", None, "p50 < 5 {}")):
+        e = _get(doc, "light_start_to_result_ms", shape) or {}
+        t.add_row(f"{shape.replace('_', ' ')} start->result, one in flight p50/p99",
+                  f"{_fmt(e.get('p50'))} / {_fmt(e.get('p99'))} ms",
+                  text.format(mark(p50_key), mark(p99_key) if p99_key else ""))
+    cpu = doc.get("cpu_ms_per_workflow") or {}
+    t.add_row("engine CPU per workflow, one in flight / saturated",
+              f"{_fmt(cpu.get('light'))} / {_fmt(cpu.get('saturated'))} ms", "< 10 " + mark("light_cpu_ms_per_workflow"))
+    idle = doc.get("idle_cpu_percent") or {}
+    t.add_row("idle: engine / broker", f"{_fmt(idle.get('engine'))} / {_fmt(idle.get('broker'))} % of a core",
+              "engine < 2 " + mark("idle_engine_cpu_percent"))
     tl = doc["timer_lateness_ms"]
     vals = [tl["p50"] or 0, tl["p99"] or 0]
     ax.bar(["p50", "p99"], vals, color="#8172b2")
@@ -269,3 +341,39 @@ def plot(doc: dict, path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _flatten(d, prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif _num(d) is not None and not isinstance(d, bool):
+        out[prefix] = d
+    return out
+
+
+#: the figures ``--compare`` prints (the document's summary, not its details)
+COMPARED = ("throughput_wf_per_s", "commands_per_s", "step_latency_ms", "light_start_to_result_ms",
+            "cpu_ms_per_workflow", "idle_cpu_percent", "timer_lateness_ms", "raw_kafka", "engine_to_raw_txn_ratio",
+            "restore_wf_per_s", "recovery_s", "gateway_starts_per_s", "gateway_start_p99_ms")
+
+
+def compare(a_path: Path, b_path: Path) -> dict[str, tuple[float, float, float | None]]:
+    """Per figure both files hold: (a, b, b / a). Figures from separate runs: the ratio says as
+    much as the two runs' conditions were alike (back to back on one machine, at best)."""
+    a, b = (json.loads(Path(p).read_text()) for p in (a_path, b_path))
+    fa = _flatten({k: a.get(k) for k in COMPARED})
+    fb = _flatten({k: b.get(k) for k in COMPARED})
+    return {k: (fa[k], fb[k], round(fb[k] / fa[k], 3) if fa[k] else None) for k in fa if k in fb}
+
+
+def print_compare(a_path: Path, b_path: Path) -> None:
+    t = Table(title=f"{Path(b_path).name} / {Path(a_path).name}")
+    t.add_column("figure", no_wrap=True, min_width=40)
+    t.add_column(Path(a_path).name, justify="right")
+    t.add_column(Path(b_path).name, justify="right")
+    t.add_column("ratio", justify="right")
+    for key, (va, vb, ratio) in compare(a_path, b_path).items():
+        t.add_row(key, _fmt(va), _fmt(vb), _fmt(ratio))
+    console.print(t)

@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
-from kadence.topics.config import KafkaConfig
+from kadence.topics.config import PAUSING_FETCH_WAIT_MS, KafkaConfig
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.metric_labels import BoundedLabel
@@ -259,7 +259,6 @@ class HistoryProcessor:
     def _make_producer(self) -> Producer:
         conf = self.kafka.transactional_producer(f"{self.kafka.namespace}.processor.{self.config.instance_id}", **{
             "transaction.timeout.ms": self.config.transaction_timeout_ms,
-            "linger.ms": 1,
             "acks": "all",
             # librdkafka retries AddPartitionsToTxn/AddOffsetsToTxn while the broker still
             # completes the previous transaction (CONCURRENT_TRANSACTIONS); the default 100 ms
@@ -277,7 +276,8 @@ class HistoryProcessor:
             "client.id": f"{self.topics.processor_group}.{self.config.instance_id}",
             "session.timeout.ms": self.config.session_timeout_ms,
             "partition.assignment.strategy": "cooperative-sticky",
-            "fetch.wait.max.ms": 20,
+            # the loop pauses its partitions for each batch
+            "fetch.wait.max.ms": min(PAUSING_FETCH_WAIT_MS, self.kafka.fetch_wait_ms),
             "enable.auto.offset.store": False,
         }))
         consumer.subscribe([self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke,

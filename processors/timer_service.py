@@ -46,7 +46,7 @@ from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
 from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
-from kadence.topics.config import KafkaConfig
+from kadence.topics.config import PAUSING_FETCH_WAIT_MS, KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import raise_if_refused
 from kadence.topics.records import command
@@ -276,9 +276,10 @@ class TimerService:
             "client.id": f"{self.group}.{self.config.instance_id}",
             "session.timeout.ms": self.config.session_timeout_ms,
             "partition.assignment.strategy": "cooperative-sticky",
-            "fetch.wait.max.ms": 20,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
+            # partitions are paused while their head waits to mature
+            "fetch.wait.max.ms": min(PAUSING_FETCH_WAIT_MS, self.kafka.fetch_wait_ms),
             # bound what librdkafka prefetches: a held head makes the rest of a fetch useless
             "max.partition.fetch.bytes": 256 * 1024,
             "queued.max.messages.kbytes": 16 * 1024,

@@ -142,7 +142,7 @@ class ActivityReporter:
 
     def _make_producer(self) -> Producer:
         conf = self._config.transactional_producer(self._txn_id, **{
-            "transaction.timeout.ms": 10_000, "linger.ms": 1, "retry.backoff.ms": 10})
+            "transaction.timeout.ms": 10_000, "retry.backoff.ms": 10})
         return start_transactional(lambda: Producer(conf), what=f"activity reporter {self._txn_id}")
 
     def report(self, workflow_id: str, run_id: str, body_type: str, body: dict, request_id: str, msg,

@@ -135,7 +135,7 @@ class _TaskConsumer:
         self.refresh_metadata.set()
         conf = worker.client.config.consumer(group, **{
             "enable.auto.commit": not transactional, "auto.commit.interval.ms": 1000,
-            "enable.auto.offset.store": False, "fetch.wait.max.ms": 20,
+            "enable.auto.offset.store": False,
             "session.timeout.ms": worker.session_timeout_ms,
             "partition.assignment.strategy": "cooperative-sticky",
         })

@@ -318,6 +318,18 @@ class _Service:
         self.cleanup()
 
 
+def server_overrides(env) -> dict:
+    """``KADENCE_KAFKA_SERVER_PROPS``: extra server.properties entries for the dev broker, as
+    ``key=value,key=value`` (for experiments, such as a broker setting's effect in ``make bench``)."""
+    out = {}
+    for item in filter(None, (x.strip() for x in env.get("KADENCE_KAFKA_SERVER_PROPS", "").split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"devstack: KADENCE_KAFKA_SERVER_PROPS: {item!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
 class KafkaBroker(_Service):
     """A single-node Kafka broker in KRaft combined mode (broker + controller in one JVM)."""
 
@@ -491,7 +503,7 @@ def cmd_run(argv):
         if env.get("KADENCE_KAFKA_BOOTSTRAP"):
             _check_external("Kafka", _kafka_answers, env["KADENCE_KAFKA_BOOTSTRAP"])
         else:
-            services.append(KafkaBroker(die_with_parent=True))
+            services.append(KafkaBroker(die_with_parent=True, config=server_overrides(env)))
             env["KADENCE_KAFKA_BOOTSTRAP"] = services[-1].start().bootstrap
         try:
             state["child"] = subprocess.Popen(argv, env=env)

@@ -14,11 +14,19 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError
 
-__all__ = ["KafkaConfig", "NAMESPACE_RE", "LOG_FORMATS"]
+__all__ = ["KafkaConfig", "NAMESPACE_RE", "LOG_FORMATS", "PAUSING_FETCH_WAIT_MS"]
 
 NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 #: what KADENCE_LOG_FORMAT / ``--log-format`` may be
 LOG_FORMATS = ("text", "json")
+
+#: ``fetch.wait.max.ms`` of a consumer that pauses and resumes partitions as it goes (the history
+#: processor's commands, the timer service's tiers), whatever ``KADENCE_FETCH_WAIT_MS`` says: a
+#: fetch that left without a partition paused at that moment holds the partition's next fetch
+#: back for its whole wait after the resume (librdkafka sends one fetch per broker at a time).
+#: Measured with 500 ms in the processor: start -> result p99 565 ms at one workflow at a time
+#: (docs/performance.md, "Session 22").
+PAUSING_FETCH_WAIT_MS = 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +48,15 @@ class KafkaConfig:
     #: step latency. 2: a third more workflows per second on a saturated machine, ~5 ms more per
     #: step at light load (docs/performance.md, "Client linger")
     client_linger_ms: float = 0.0
+    #: KADENCE_TXN_LINGER_MS: ``linger.ms`` of the engine's transactional producers (history
+    #: processor, activity reporter). Their transactions are flushed at commit anyway, so a
+    #: linger only delays the first records of each one (docs/performance.md, "Session 22")
+    txn_linger_ms: float = 0.0
+    #: KADENCE_FETCH_WAIT_MS: how long the broker holds a long-lived consumer's fetch when it has
+    #: nothing new (librdkafka ``fetch.wait.max.ms``). A fetch returns as soon as a record is
+    #: there, so this bounds nothing a waiting caller sees; it sets how often an idle consumer asks
+    #: again, which is the broker's CPU at idle (docs/performance.md, "Session 22")
+    fetch_wait_ms: int = 500
     #: KADENCE_KAFKA_DEBUG: librdkafka debug contexts for every client of this process (for
     #: example ``metadata,topic,eos``); empty (default): none. For diagnosis only: it is verbose
     kafka_debug: str = ""
@@ -67,6 +84,10 @@ class KafkaConfig:
             raise ConfigError("partitions must be >= 1")
         if not 0 <= self.client_linger_ms <= 1000:
             raise ConfigError(f"client_linger_ms must be between 0 and 1000, not {self.client_linger_ms}")
+        if not 0 <= self.txn_linger_ms <= 1000:
+            raise ConfigError(f"txn_linger_ms must be between 0 and 1000, not {self.txn_linger_ms}")
+        if not 1 <= self.fetch_wait_ms <= 10_000:
+            raise ConfigError(f"fetch_wait_ms must be between 1 and 10000, not {self.fetch_wait_ms}")
         if self.log_format not in LOG_FORMATS:
             raise ConfigError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {self.log_format!r}")
         if self.txn_idle_reconnect_ms != 0 and not 1000 <= self.txn_idle_reconnect_ms <= 3_600_000:
@@ -93,6 +114,16 @@ class KafkaConfig:
                 kw["client_linger_ms"] = float(env["KADENCE_CLIENT_LINGER_MS"])
             except ValueError as exc:
                 raise ConfigError("KADENCE_CLIENT_LINGER_MS must be a number of milliseconds") from exc
+        if env.get("KADENCE_TXN_LINGER_MS"):
+            try:
+                kw["txn_linger_ms"] = float(env["KADENCE_TXN_LINGER_MS"])
+            except ValueError as exc:
+                raise ConfigError("KADENCE_TXN_LINGER_MS must be a number of milliseconds") from exc
+        if env.get("KADENCE_FETCH_WAIT_MS"):
+            try:
+                kw["fetch_wait_ms"] = int(env["KADENCE_FETCH_WAIT_MS"])
+            except ValueError as exc:
+                raise ConfigError("KADENCE_FETCH_WAIT_MS must be an integer number of milliseconds") from exc
         if env.get("KADENCE_TXN_IDLE_RECONNECT_MS"):
             try:
                 kw["txn_idle_reconnect_ms"] = int(env["KADENCE_TXN_IDLE_RECONNECT_MS"])
@@ -146,7 +177,7 @@ class KafkaConfig:
     def transactional_producer(self, transactional_id: str, **extra) -> dict:
         """A producer configuration for ``transactional.id`` (an engine write path that commits
         consumed offsets with ``send_offsets_to_transaction``)."""
-        conf = self.producer(**{"transactional.id": transactional_id, **extra})
+        conf = self.producer(**{"transactional.id": transactional_id, "linger.ms": self.txn_linger_ms, **extra})
         if self.txn_idle_reconnect_ms:
             conf["connections.max.idle.ms"] = self.txn_idle_reconnect_ms
         return conf
@@ -157,7 +188,7 @@ class KafkaConfig:
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
-            "fetch.wait.max.ms": 50,
+            "fetch.wait.max.ms": self.fetch_wait_ms,
             "enable.partition.eof": False,
             **extra,
         }

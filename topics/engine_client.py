@@ -176,7 +176,7 @@ class EngineClient:
         self._reply_seen = {tp.partition: now for tp in tps}
 
     def _reply_consumer_conf(self) -> dict:
-        return self.config.consumer(None, **{"fetch.wait.max.ms": 10})
+        return self.config.consumer(None)
 
     @property
     def partitions(self) -> int:

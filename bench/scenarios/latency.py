@@ -46,14 +46,36 @@ def analyse(done, t0: float, t1: float) -> dict:
     return out
 
 
-async def _watch(ctx, task, rec: Recorder, runner, w0: float, w1: float, label: str, eng) -> None:
+def cpu_per_workflow(usage: dict, seconds: float, e2e: dict) -> dict:
+    """CPU ms per completed workflow from a CpuMeter's % of a core over a window of ``seconds``:
+    the engine's processes (processor, timer service, workers) and the broker apart."""
+    n = e2e.get("samples") or 0
+    if not n:
+        return {}
+    per = {k: round(v / 100 * seconds * 1000 / n, 2) for k, v in usage.items() if k not in ("machine_busy", "bench")}
+    per["engine"] = round(sum(v for k, v in per.items() if k != "broker"), 2)
+    return per
+
+
+async def _watch(ctx, task, rec: Recorder, runner, w0: float, w1: float, label: str, eng,
+                 cpu: CpuMeter | None = None) -> dict | None:
+    """Until ``runner`` is done; with ``cpu``: its usage over [w0, w1) (to the next 0.25 s)."""
+    usage, started = None, False
     while not runner.done():
         now = time.monotonic()
+        if cpu is not None and not started and now >= w0:
+            cpu.start()
+            started = True
+        if cpu is not None and started and usage is None and now >= w1:
+            usage = cpu.stop()
         phase = "warm-up" if now < w0 else ("drain" if now >= w1 else f"{now - w0:.0f}/{w1 - w0:.0f}s")
         ctx.update(task, f"{label} {phase}  completed {len(rec.done)}  in flight {rec.inflight}  errors {len(rec.errors)}")
         eng.procs.check_alive()
         await asyncio.wait({runner}, timeout=0.25)
     await runner
+    if cpu is not None and started and usage is None:
+        usage = cpu.stop()
+    return usage
 
 
 async def run(ctx: Context) -> dict:
@@ -68,10 +90,20 @@ async def run(ctx: Context) -> dict:
         rec = Recorder()
         w0 = time.monotonic() + s.warmup
         w1 = w0 + s.seconds
+        cpu = CpuMeter(eng.pids())
         runner = asyncio.create_task(closed_loop(eng.client, workloads.TimedThree, rec, concurrency=1, until=w1))
-        await _watch(ctx, task, rec, runner, w0, w1, "light", eng)
+        usage = await _watch(ctx, task, rec, runner, w0, w1, "light", eng, cpu)
         out["light"] = analyse(rec.done, w0, w1)
         out["light"]["errors"] = len(rec.errors)
+        out["light"]["cpu_ms_per_workflow"] = cpu_per_workflow(usage or {}, s.seconds, out["light"]["start_to_close"])
+        # the same, one activity (issue 19: p50 < 5 ms)
+        rec = Recorder()
+        w0 = time.monotonic() + s.warmup / 2
+        w1 = w0 + s.seconds / 2
+        runner = asyncio.create_task(closed_loop(eng.client, workloads.OneActivity, rec, concurrency=1, until=w1))
+        await _watch(ctx, task, rec, runner, w0, w1, "light 1-activity", eng)
+        out["light_one_activity"] = {"start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done
+                                                                if w0 <= d.started < w1]), "errors": len(rec.errors)}
         # half load: open loop at half the measured maximum
         rec = Recorder()
         w0 = time.monotonic() + s.warmup

@@ -84,6 +84,81 @@ def _fill(config, topic: str, n: int) -> None:
     producer.flush(120)
 
 
+def txn_hops(config, hops: int = 300) -> dict:
+    """The floor of one engine hop: two transactional read-process-write loops (the processor's
+    and the activity reporter's producer settings) pass one record back and forth; each hop
+    consumes a record, produces the next in a transaction with the consumed offset
+    (``send_offsets_to_transaction``) and commits, and the other side's read_committed consumer
+    receives it. p50 of one hop (receive -> the other side receives), and of the transaction
+    itself (begin -> commit returned)."""
+    import threading
+
+    tag = uuid.uuid4().hex[:6]
+    topics = [f"{config.namespace}.raw.ping-{tag}", f"{config.namespace}.raw.pong-{tag}"]
+    _topics(config, topics, 1)
+    hop_ms: list[float] = []
+    txn_ms: list[float] = []
+    errors: list[str] = []
+    go = threading.Barrier(2)
+    received_at = [0.0]
+
+    def side(me: int) -> None:
+        src, dst = topics[me], topics[1 - me]
+        producer = Producer(config.transactional_producer(f"{config.namespace}.raw.hop-{tag}-{me}", **{
+            "transaction.timeout.ms": 10_000, "acks": "all", "retry.backoff.ms": 10}))
+        consumer = Consumer(config.consumer(f"{config.namespace}.raw.hop-{tag}-{me}"))
+        try:
+            producer.init_transactions(60)
+            consumer.subscribe([src])
+            while not consumer.assignment():
+                consumer.poll(0.1)
+            go.wait(60)
+
+            def send(value: bytes, msg=None) -> None:
+                t0 = time.perf_counter()
+                producer.begin_transaction()
+                producer.produce(dst, value)
+                if msg is not None:
+                    producer.send_offsets_to_transaction(
+                        [TopicPartition(src, msg.partition(), msg.offset() + 1)], consumer.consumer_group_metadata(), 30)
+                producer.commit_transaction(30)
+                txn_ms.append((time.perf_counter() - t0) * 1000)
+
+            if me == 0:
+                time.sleep(1.0)  # both consumers fetching
+                received_at[0] = time.perf_counter()
+                send(b"0")
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is None or msg.error():
+                    continue
+                now = time.perf_counter()
+                n = int(msg.value())
+                hop_ms.append((now - received_at[0]) * 1000)
+                received_at[0] = now
+                if n + 1 >= hops:
+                    if n + 1 == hops:
+                        send(str(n + 1).encode(), msg)
+                    return
+                send(str(n + 1).encode(), msg)
+        except Exception as exc:  # noqa: BLE001 - reported in the result
+            errors.append(f"{type(exc).__name__}: {exc}")
+            go.abort()
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=side, args=(i,), daemon=True) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    if errors:
+        return {"error": errors[0]}
+    skip = min(20, len(hop_ms) // 4)  # warm-up: the first transactions register the partitions
+    return {"hop_ms": summary(hop_ms[skip:], 2), "txn_ms": summary(txn_ms[skip:], 2)}
+
+
 def txn_loop(config, batch: int, seconds: float, partitions: int, fill: int) -> dict:
     tag = uuid.uuid4().hex[:6]
     src, dst = f"{config.namespace}.raw.in-{tag}", f"{config.namespace}.raw.out-{tag}"
@@ -161,6 +236,8 @@ async def run(ctx: Context) -> dict:
     cpu = CpuMeter({"broker": broker_process(config.bootstrap), "bench": os.getpid()})
     ctx.update(task, "produce -> consume round trips")
     rtt = await loop.run_in_executor(None, round_trip, config, max(3.0, s.seconds / 4))
+    ctx.update(task, f"round trip p50 {rtt['p50']} ms; transactional hops")
+    hops = await loop.run_in_executor(None, txn_hops, config)
     ctx.update(task, f"round trip p50 {rtt['p50']} ms; transactional loop at batch {batch}")
     seconds = max(3.0, s.seconds / 3)
     cpu.start()
@@ -171,7 +248,7 @@ async def run(ctx: Context) -> dict:
     ctx.update(task, f"round trip p50 {rtt['p50']} ms; loop at batch {batch}: {at_proc.get('msgs_per_s')} msg/s; "
                      "loop at batch 500")
     at_max = await loop.run_in_executor(None, txn_loop, config, 500, seconds, s.partitions, 400_000)
-    out = {"roundtrip_ms": rtt, "roundtrip_ms_p50": rtt["p50"], "txn_loop": at_proc, "txn_loop_batch500": at_max,
+    out = {"roundtrip_ms": rtt, "roundtrip_ms_p50": rtt["p50"], "txn_hop": hops, "txn_loop": at_proc, "txn_loop_batch500": at_max,
            "txn_loop_msgs_per_s": at_proc.get("msgs_per_s"), "batch_source":
            "throughput.three_activity.mean_batch" if proc_batch else f"default {DEFAULT_BATCH}",
            "cpu_percent_of_core_txn_loop": usage}

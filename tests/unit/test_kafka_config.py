@@ -1,4 +1,5 @@
-"""``KafkaConfig.from_env``: the client linger setting is read, checked, and defaults to 0."""
+"""``KafkaConfig.from_env``: the client linger, transactional linger, fetch wait and idle reconnect
+settings are read, checked, and have their documented defaults."""
 
 from __future__ import annotations
 
@@ -50,3 +51,31 @@ def test_the_idle_reconnect_is_read_from_the_environment_and_can_be_turned_off()
 def test_a_bad_idle_reconnect_is_a_config_error(raw):
     with pytest.raises(ConfigError, match="TXN_IDLE_RECONNECT_MS|txn_idle_reconnect_ms"):
         KafkaConfig.from_env({"KADENCE_TXN_IDLE_RECONNECT_MS": raw})
+
+
+def test_transactional_producers_do_not_linger_by_default():
+    """Their transactions are flushed at commit: a linger only delays each one's first records."""
+    config = KafkaConfig.from_env({})
+    assert config.txn_linger_ms == 0.0
+    assert config.transactional_producer("t")["linger.ms"] == 0.0
+    assert KafkaConfig.from_env({"KADENCE_TXN_LINGER_MS": "1"}).transactional_producer("t")["linger.ms"] == 1.0
+    # an explicit setting of the caller wins
+    assert config.transactional_producer("t", **{"linger.ms": 5})["linger.ms"] == 5
+
+
+@pytest.mark.parametrize("raw", ["soon", "-1", "5000"])
+def test_a_bad_transactional_linger_is_a_config_error(raw):
+    with pytest.raises(ConfigError, match="TXN_LINGER_MS|txn_linger_ms"):
+        KafkaConfig.from_env({"KADENCE_TXN_LINGER_MS": raw})
+
+
+def test_consumers_wait_long_in_the_broker_by_default():
+    """An idle consumer asks again every fetch wait: the broker's CPU at idle."""
+    assert KafkaConfig.from_env({}).consumer("g")["fetch.wait.max.ms"] == 500
+    assert KafkaConfig.from_env({"KADENCE_FETCH_WAIT_MS": "100"}).consumer("g")["fetch.wait.max.ms"] == 100
+
+
+@pytest.mark.parametrize("raw", ["soon", "0", "10001", "2.5"])
+def test_a_bad_fetch_wait_is_a_config_error(raw):
+    with pytest.raises(ConfigError, match="FETCH_WAIT_MS|fetch_wait_ms"):
+        KafkaConfig.from_env({"KADENCE_FETCH_WAIT_MS": raw})

@@ -121,3 +121,34 @@ def test_a_batch_that_needs_a_topic_while_the_broker_is_away_is_aborted_and_read
     views = {0: BatchView(proc._stores[0], {})}
     assert proc._commit([], views, {0: out}, [], {(proc.topics.commands, 0): 5}) is False
     assert proc._producer.calls == ["begin", "abort"] and rewound == [True]
+
+
+class CapturingConsumer:
+    """Takes the configuration a loop makes its consumer with, and connects to nothing."""
+
+    confs: list = []
+
+    def __init__(self, conf):
+        CapturingConsumer.confs.append(conf)
+
+    def subscribe(self, *args, **kwargs):
+        pass
+
+
+def test_the_consumers_that_pause_keep_a_short_fetch_wait(monkeypatch):
+    """The processor's and the timer service's consumers pause and resume partitions as they go: a
+    fetch that left without a paused partition would hold its next fetch back for the whole wait
+    (p99 565 ms at 500 ms), so they keep ``PAUSING_FETCH_WAIT_MS`` whatever
+    ``KADENCE_FETCH_WAIT_MS`` says; other consumers take the setting."""
+    from kadence.processors import timer_service
+    from kadence.processors.timer_service import TimerConfig, TimerService
+    from kadence.topics.config import PAUSING_FETCH_WAIT_MS
+
+    CapturingConsumer.confs = []
+    monkeypatch.setattr(history_processor, "Consumer", CapturingConsumer)
+    monkeypatch.setattr(timer_service, "Consumer", CapturingConsumer)
+    kafka = KafkaConfig(bootstrap="127.0.0.1:9", fetch_wait_ms=500)
+    processor(monkeypatch)._make_consumer()
+    TimerService(TimerConfig(kafka=kafka))._make_consumer()
+    assert [c["fetch.wait.max.ms"] for c in CapturingConsumer.confs] == [PAUSING_FETCH_WAIT_MS] * 2
+    assert kafka.consumer("g")["fetch.wait.max.ms"] == 500
