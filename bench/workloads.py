@@ -44,6 +44,17 @@ class ThreeActivities:
 
 
 @workflow.defn
+class ThreeLocal:
+    """The 3-activity workflow with local activities (decision 0043): one workflow task."""
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for _ in range(3):
+            n = await workflow.execute_local_activity(noop, n)
+        return n
+
+
+@workflow.defn
 class TimedThree:
     """Three activities in sequence; returns each activity's timing record."""
 
@@ -169,5 +180,5 @@ class LongHistory:
         return total
 
 
-WORKFLOWS = [OneActivity, ThreeActivities, TimedThree, TenSteps, IdleSleeper, ThreeTyped, ThreeDict, LongHistory]
+WORKFLOWS = [OneActivity, ThreeActivities, ThreeLocal, TimedThree, TenSteps, IdleSleeper, ThreeTyped, ThreeDict, LongHistory]
 ACTIVITIES = [noop, timed, step_typed, step_dict]

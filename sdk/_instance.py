@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 
 from kadence.topics.errors import (ActivityError, ApplicationError, ChildWorkflowError, KadenceError,
                                    NonDeterminismError, NotDeterministicError, PayloadTypeError, SchemaError)
+from kadence.topics import serde
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
@@ -48,6 +49,29 @@ class ContinueAsNew(BaseException):
     def __init__(self, args: tuple):
         super().__init__("continue as new")
         self.run_args = args
+
+
+#: marker name prefixes of a local activity's outcome: ``{prefix}{activity ID}:{activity type}``
+LOCAL_RESULT = "local_activity:"
+LOCAL_FAILURE = "local_activity_failed:"
+_MISSING = object()
+
+
+@dataclass
+class LocalActivityCall:
+    """One call of ``workflow.execute_local_activity`` that the worker has to run."""
+
+    activity_id: str
+    activity_type: str
+    args: tuple
+    #: start_to_close_timeout_ms, schedule_to_close_timeout_ms, retry_policy (a RetryPolicy or None)
+    options: dict
+    future: asyncio.Future
+    result_fn: Callable | None = None
+
+
+class LocalActivitiesPending(Exception):
+    """An eager workflow task that would need local activities run first (not run eagerly)."""
 
 
 class HistoryGapError(Exception):
@@ -135,7 +159,11 @@ class WorkflowInstance:
         self._conditions: list[tuple] = []
         self._cancel_requested = False
         self._patches: dict[str, bool] = {}
-        self._recorded_markers: set[str] = set()
+        #: the markers (name -> details) the past workflow task being replayed recorded
+        self._recorded_markers: dict[str, bytes | None] = {}
+        #: local activities called and not resolved yet, in call order (``schedule_local_activity``)
+        self._locals: list[LocalActivityCall] = []
+        self._next_local = 0
         self._replaying_activation = False
         self._main: asyncio.Task | None = None
         self._obj = None
@@ -175,6 +203,70 @@ class WorkflowInstance:
         }))
         fut.add_done_callback(lambda f: self._on_activity_done(activity_id, f))
         return fut
+
+    def schedule_local_activity(self, activity_type: str, args: tuple, options: dict, *,
+                                result_fn: Callable | None = None) -> asyncio.Future:
+        """A local activity (decision 0043): run by the worker inside this workflow task, its
+        outcome recorded as a marker with the task's completion; replays take the marker's."""
+        if self.closed:
+            raise RuntimeError("workflow already completed")
+        self._next_local += 1
+        call = LocalActivityCall(str(self._next_local), activity_type, args, options, self.loop.create_future(),
+                                 result_fn)
+        self._locals.append(call)
+        return call.future
+
+    def pending_local_activities(self) -> list["LocalActivityCall"]:
+        """The local activities the live activation waits for (the worker runs them, then
+        ``resolve_local_activities``)."""
+        return [c for c in self._locals if not c.future.done()]
+
+    def resolve_local_activities(self, outcomes: list[tuple["LocalActivityCall", bytes | None, dict | None]]) -> None:
+        """Record each local activity's outcome (result payload, or failure) as a marker command,
+        settle what the workflow awaits, and run the workflow until it waits again."""
+        for call, result, failure in outcomes:
+            self._locals.remove(call)
+            if failure is None:
+                name, details = f"{LOCAL_RESULT}{call.activity_id}:{call.activity_type}", result
+            else:
+                name, details = f"{LOCAL_FAILURE}{call.activity_id}:{call.activity_type}", serde.encode("Failure", failure)
+            self._unmatched.append(("RecordMarker", {"name": name, "details": details}))
+            if call.future.done():  # the workflow stopped waiting (its task was cancelled)
+                continue
+            if failure is None:
+                self._settle(call.future, result, (call.result_fn, f"local activity {call.activity_type}")
+                             if call.result_fn is not None else None)
+            else:
+                err = ActivityError(f"local activity {call.activity_id} failed: {failure['type']}: {failure['message']}",
+                                    activity_type=call.activity_type, activity_id=call.activity_id,
+                                    failure=failure)
+                err.__cause__ = self.converter.exception(failure)
+                call.future.set_exception(err)
+        self._run_idle()
+
+    def commands(self) -> list[tuple[str, dict]]:
+        """The live activation's commands so far."""
+        return list(self._unmatched)
+
+    def _replay_local_activities(self) -> None:
+        """In a replayed workflow task: the local activities it ran take the outcomes its markers
+        recorded, in the same order as when it ran live (each time the workflow waits)."""
+        while self._locals:
+            outcomes = []
+            for call in list(self._locals):
+                ok = self._recorded_markers.get(f"{LOCAL_RESULT}{call.activity_id}:{call.activity_type}", _MISSING)
+                if ok is not _MISSING:
+                    outcomes.append((call, ok, None))
+                    continue
+                failed = self._recorded_markers.get(f"{LOCAL_FAILURE}{call.activity_id}:{call.activity_type}",
+                                                    _MISSING)
+                if failed is _MISSING:
+                    raise NonDeterminismError(
+                        f"workflow {self.info.workflow_type} ({self.info.workflow_id}): the code ran local activity "
+                        f"{call.activity_type!r} ({call.activity_id}) in a workflow task whose history recorded no "
+                        "outcome for it (the code changed in a way that is not replay-safe; use workflow.patched())")
+                outcomes.append((call, None, serde.decode("Failure", failed)))
+            self.resolve_local_activities(outcomes)
 
     def _on_activity_done(self, activity_id: str, fut: asyncio.Future) -> None:
         # the workflow gave up on the activity (its awaiting task was cancelled): tell the engine
@@ -382,7 +474,7 @@ class WorkflowInstance:
                         self._activate(attrs["scheduled_seq"])
                     finally:
                         self._replaying_activation = False
-                        self._recorded_markers = set()
+                        self._recorded_markers = {}
                 self._matching = True
         return commands
 
@@ -413,6 +505,10 @@ class WorkflowInstance:
         self._wt_times[base + 2] = at
         self.eager_token = token
         self._activate(base + 2)
+        if self.pending_local_activities():
+            # an eager task is sent with the activity's result, before the worker could run them:
+            # the caller forgets this instance, and the engine's workflow task runs them
+            raise LocalActivitiesPending("the eager workflow task calls local activities")
         return follows, at, list(self._unmatched)
 
     def confirm_eager(self, first_event: dict) -> bool:
@@ -427,13 +523,13 @@ class WorkflowInstance:
         return True
 
     @staticmethod
-    def _markers_after(events: list[dict], index: int) -> set[str]:
-        """Names of the markers in the block of command events after ``events[index]``."""
-        names = set()
+    def _markers_after(events: list[dict], index: int) -> dict[str, bytes | None]:
+        """The markers (name -> details) in the block of command events after ``events[index]``."""
+        names: dict[str, bytes | None] = {}
         for ev in events[index + 1:]:
             kind, attrs = ev["attributes"]
             if kind == "MarkerRecorded":
-                names.add(attrs["name"])
+                names[attrs["name"]] = attrs.get("details")
             elif kind not in COMMAND_EVENT_TYPES and kind not in INLINE_EVENT_TYPES:
                 break
         return names
@@ -489,6 +585,12 @@ class WorkflowInstance:
         self._resolutions = [r for r in self._resolutions if r[0] >= scheduled_seq]
         for seq, kind, attrs in ready:
             self._resolve(seq, kind, attrs)
+        self._run_idle()
+        if self._replaying_activation:
+            self._replay_local_activities()
+
+    def _run_idle(self) -> None:
+        """Run the workflow until it waits for something outside this workflow task."""
         self.loop.run_until_idle()
         while self._check_conditions():
             self.loop.run_until_idle()

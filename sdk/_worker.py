@@ -45,6 +45,7 @@ from ._definitions import registrations
 from ._queries import answer
 from .interceptors import Interceptor, invoke_activity
 from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
+from ._local_activities import run_local_activities, run_local_activity
 from ._loop import install_guard
 from ._reporter import ActivityReporter, decode_reported, offsets_for
 from ._worker_metrics import NO_METRICS, WorkerMetrics
@@ -693,18 +694,70 @@ class Worker:
             log.exception("workflow %s run %s: workflow task failed", wf, run_id)
             self._fail_task(task, msg, "worker_error", exc)
             return
+        if inst.pending_local_activities():
+            # run them, then complete the task (the instance stays out of the cache meanwhile:
+            # no eager task or other task of this workflow uses it half-way)
+            t = asyncio.get_running_loop().create_task(self._with_local_activities(task, msg, inst, defn, began))
+            self._running.add(t)
+            t.add_done_callback(self._running.discard)
+            return
+        self._complete_workflow_task(task, msg, inst, defn, began, commands)
+
+    def _complete_workflow_task(self, task: dict, msg, inst: WorkflowInstance, defn, began: float,
+                                commands: list) -> None:
+        wf = task["workflow_id"]
         self.stats["workflow_tasks"] += 1
         self.metrics.workflow_task(defn.name, "completed", time.perf_counter() - began)
         self._send(task, "RespondWorkflowTaskCompleted", {
-            "scheduled_seq": seq, "commands": commands, "identity": self.identity, "build_id": self.build_id,
-        }, msg, consumer)
+            "scheduled_seq": task["scheduled_seq"], "commands": commands, "identity": self.identity,
+            "build_id": self.build_id,
+        }, msg, self._wt_consumer)
         if inst.closed:
             inst.discard()
         else:
+            previous = self._cache.pop(wf, None)
+            if previous is not None and previous is not inst:
+                previous.discard()
             self._cache[wf] = inst
             while len(self._cache) > self._max_cached:
                 _, old = self._cache.popitem(last=False)
                 old.discard()
+
+    # -- local activities (decision 0043) --------------------------------------------------------
+
+    async def _with_local_activities(self, task: dict, msg, inst: WorkflowInstance, defn, began: float) -> None:
+        """Run the local activities the workflow waits for, let it go on, and again, until it
+        waits for something else; then complete the workflow task with their markers."""
+        wf, run_id = task["workflow_id"], task["run_id"]
+        fields = set_log_fields(wf, run_id, msg.partition(), task.get("trace_id"))
+        try:
+            await run_local_activities(inst, lambda call: self._local_activity(task, call))
+        except asyncio.CancelledError:
+            inst.discard()  # worker stopping: the task is redelivered and runs them again
+            raise
+        except (NonDeterminismError, NotDeterministicError) as exc:
+            inst.discard()
+            self.stats["non_determinism"] += 1
+            self.metrics.workflow_task(defn.name, "non_determinism", time.perf_counter() - began)
+            log.error("workflow %s run %s: %s", wf, run_id, exc)
+            cause = "non_determinism" if isinstance(exc, NonDeterminismError) else "nondeterministic_call"
+            self._fail_task(task, msg, cause, exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
+            inst.discard()
+            self.metrics.workflow_task(defn.name, "failed", time.perf_counter() - began)
+            log.exception("workflow %s run %s: workflow task failed", wf, run_id)
+            self._fail_task(task, msg, "worker_error", exc)
+            return
+        finally:
+            reset_log_fields(fields)
+        self._complete_workflow_task(task, msg, inst, defn, began, inst.commands())
+
+    async def _local_activity(self, wt: dict, call) -> tuple:
+        return await run_local_activity(
+            call, wt, activities=self._activities, converter=self.client.converter, interceptors=self.interceptors,
+            executor=self._pool, task_queue=self.task_queue, where=f"worker {self.identity} (task queue {self.task_queue})",
+            metrics=self.metrics, stats=self.stats)
 
     async def _answer_closed_query(self, task: dict, msg) -> None:
         """A query of a closed run (the engine sends no events for it): answered from a replay

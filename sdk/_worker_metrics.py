@@ -78,9 +78,11 @@ class QueueMetrics:
         if seconds is not None:
             self._m.workflow_task_seconds.labels(self._ns, self._q, workflow_type).observe(seconds)
 
-    def activity_started(self, activity_type: str, attempt: int, waited_s: float) -> None:
+    def activity_started(self, activity_type: str, attempt: int, waited_s: float | None) -> None:
+        """``waited_s``: schedule -> start; None for a local activity (it waits for no task)."""
         self.running.inc()
-        self._m.schedule_to_start.labels(self._ns, self._q, activity_type).observe(max(0.0, waited_s))
+        if waited_s is not None:
+            self._m.schedule_to_start.labels(self._ns, self._q, activity_type).observe(max(0.0, waited_s))
         if attempt > 1:
             self._m.activity_retries.labels(self._ns, self._q, activity_type).inc()
 
@@ -109,7 +111,7 @@ class _NoMetrics:
     def workflow_task(self, workflow_type: str, outcome: str, seconds: float | None = None) -> None:
         pass
 
-    def activity_started(self, activity_type: str, attempt: int, waited_s: float) -> None:
+    def activity_started(self, activity_type: str, attempt: int, waited_s: float | None) -> None:
         pass
 
     def activity_ended(self, activity_type: str, outcome: str, seconds: float) -> None:

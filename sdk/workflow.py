@@ -30,7 +30,7 @@ from ._definitions import RetryPolicy, to_ms, workflow_definition
 from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
 from ._loop import DeterministicLoop
 
-__all__ = ["defn", "run", "signal", "query", "update", "execute_activity", "sleep", "wait_condition", "now", "random",
+__all__ = ["defn", "run", "signal", "query", "update", "execute_activity", "execute_local_activity", "sleep", "wait_condition", "now", "random",
            "uuid4", "info", "logger", "is_replaying", "continue_as_new", "upsert_search_attributes",
            "patched", "deprecate_patch", "start_child_workflow", "execute_child_workflow", "ChildWorkflowHandle",
            "WorkflowInfo", "ContinueAsNew"]
@@ -158,6 +158,52 @@ def execute_activity(
         "retry_policy": retry_policy.to_record() if retry_policy else None,
     }
     return inst.schedule_activity(activity_type, args, options, result_fn=result_fn)
+
+
+#: a local activity's defaults: each attempt's time, and its retries (all within the workflow task)
+LOCAL_START_TO_CLOSE = timedelta(seconds=10)
+LOCAL_RETRY_POLICY = RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3)
+
+
+def execute_local_activity(
+    activity: Callable | str,
+    *args: Any,
+    start_to_close_timeout: timedelta | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
+    result_type: Any = None,
+) -> "asyncio.Future[Any]":
+    """Run a short activity in the worker that runs this workflow task, and return an awaitable
+    of its result (decision 0043).
+
+    Its outcome is recorded with the workflow task's completion, as a marker in the history; a
+    replay takes the recorded outcome and does not run it again. It takes no trip through the
+    engine of its own: a workflow of three local activities completes in one workflow task. The
+    activity must be registered on the worker (``activities=[...]``), like any other.
+
+    For short side effects only: while it runs, the workflow task is open and the workflow takes
+    no signal. Attempts are retried within the task by ``retry_policy`` (default: 3 attempts,
+    100 ms apart doubling), each bounded by ``start_to_close_timeout`` (default 10 s), all by
+    ``schedule_to_close_timeout`` (default none). If the worker stops before the task's completion
+    is recorded, the task runs again elsewhere and so does the local activity: it runs at least
+    once, as an activity does. A failure reaches the workflow as ``ActivityError``.
+    """
+    inst = _instance()
+    if isinstance(activity, str):
+        activity_type, result_fn = activity, None
+    else:
+        defn_ = getattr(activity, "__kadence_activity__", None)
+        if defn_ is None:
+            raise KadenceError(f"{activity!r} is not an @activity.defn function or an activity type name")
+        activity_type, result_fn = defn_.name, defn_.fn
+    if result_type is not None:
+        result_fn = _returning(result_type)
+    options = {
+        "start_to_close_timeout_ms": to_ms(start_to_close_timeout or LOCAL_START_TO_CLOSE),
+        "schedule_to_close_timeout_ms": to_ms(schedule_to_close_timeout),
+        "retry_policy": retry_policy or LOCAL_RETRY_POLICY,
+    }
+    return inst.schedule_local_activity(activity_type, args, options, result_fn=result_fn)
 
 
 @functools.lru_cache(maxsize=256)

@@ -15,6 +15,7 @@ the clock on explicitly, firing what falls due on the way.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import logging
 import threading
@@ -25,6 +26,8 @@ from kadence import activity as _activity
 from kadence._client import Client
 from kadence._definitions import registrations
 from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
+from kadence._local_activities import run_local_activities, run_local_activity
+from kadence._worker_metrics import NO_METRICS
 from kadence._loop import NotDeterministicError, install_guard
 from kadence._queries import answer
 from kadence.interceptors import Interceptor, invoke_activity
@@ -68,6 +71,8 @@ class WorkflowEnvironment:
         self.client = Client(self.engine, self.converter, self.interceptors)  # type: ignore[arg-type]
         self._instances: dict[str, WorkflowInstance] = {}
         self._running: set[asyncio.Task] = set()
+        #: counts of what ran, as a Worker's ``stats`` (local activities)
+        self.stats: collections.Counter = collections.Counter()
         self._pump: asyncio.Task | None = None
         #: how far ``sleep`` allows the clock to be skipped (ms since the epoch)
         self._skip_until = 0
@@ -217,12 +222,45 @@ class WorkflowEnvironment:
             inst.discard()
             self._fail(task, "worker_error", exc)
             return
+        if inst.pending_local_activities():  # run them as a worker does, then complete the task
+            t = asyncio.get_running_loop().create_task(self._with_local_activities(task, inst))
+            self._running.add(t)
+            t.add_done_callback(self._activity_done)
+            return
+        self._complete(task, inst, commands)
+
+    def _complete(self, task: dict, inst: WorkflowInstance, commands: list) -> None:
+        wf = task["workflow_id"]
         self.engine.submit(wf, "RespondWorkflowTaskCompleted", {
-            "scheduled_seq": seq, "commands": commands, "identity": IDENTITY, "build_id": None}, run_id=run_id)
+            "scheduled_seq": task["scheduled_seq"], "commands": commands, "identity": IDENTITY, "build_id": None},
+            run_id=task["run_id"])
         if inst.closed:
             inst.discard()
         else:
             self._instances[wf] = inst
+
+    async def _with_local_activities(self, task: dict, inst: WorkflowInstance) -> None:
+        try:
+            await run_local_activities(inst, lambda call: run_local_activity(
+                call, task, activities=self._activities, converter=self.converter, interceptors=self.interceptors,
+                executor=None, task_queue=task["task_queue"], where="this WorkflowEnvironment",
+                metrics=NO_METRICS, stats=self.stats))
+        except asyncio.CancelledError:
+            inst.discard()
+            raise
+        except NonDeterminismError as exc:
+            inst.discard()
+            self._fail(task, "non_determinism", exc)
+            return
+        except NotDeterministicError as exc:
+            inst.discard()
+            self._fail(task, "nondeterministic_call", exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - as a worker: the task fails, the test hears of it
+            inst.discard()
+            self._fail(task, "worker_error", exc)
+            return
+        self._complete(task, inst, inst.commands())
 
     def _fail(self, task: dict, cause: str, exc: BaseException) -> None:
         """Report the failed task as a worker does, and stop waiting for the workflow."""

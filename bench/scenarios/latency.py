@@ -104,6 +104,14 @@ async def run(ctx: Context) -> dict:
         await _watch(ctx, task, rec, runner, w0, w1, "light 1-activity", eng)
         out["light_one_activity"] = {"start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done
                                                                 if w0 <= d.started < w1]), "errors": len(rec.errors)}
+        # the 3-activity workflow with local activities (decision 0043)
+        rec = Recorder()
+        w0 = time.monotonic() + s.warmup / 2
+        w1 = w0 + s.seconds / 2
+        runner = asyncio.create_task(closed_loop(eng.client, workloads.ThreeLocal, rec, concurrency=1, until=w1))
+        await _watch(ctx, task, rec, runner, w0, w1, "light 3 local activities", eng)
+        out["light_three_local"] = {"start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done
+                                                               if w0 <= d.started < w1]), "errors": len(rec.errors)}
         # half load: open loop at half the measured maximum
         rec = Recorder()
         w0 = time.monotonic() + s.warmup

@@ -48,3 +48,12 @@ def test_visibility_example_lists_its_runs(kafka_bootstrap):
     assert out.returncode == 0, out.stderr[-3000:]
     assert "even: ['tagged-0', 'tagged-2', 'tagged-4']" in out.stdout
     assert "counts: {'total': 6, 'by_type': {'Tagged': 6}, 'by_status': {'completed': 6}}" in out.stdout
+
+
+def test_local_activities_example_runs_them_in_one_workflow_task(kafka_bootstrap):
+    out = subprocess.run([sys.executable, str(ROOT / "docs/examples/local_activities.py")], capture_output=True,
+                         text=True, timeout=180, env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "total: 13" in out.stdout
+    assert out.stdout.count("MarkerRecorded") == 3 and "ActivityTaskScheduled" not in out.stdout
+    assert "workflow tasks: 1 local activities: 3" in out.stdout
