@@ -9,6 +9,7 @@ The engine (``kadence.processors``), the HTTP gateway (``kadence.gateway``), pro
 """
 
 from kadence.topics.errors import (ActivityError, ChildWorkflowError, ApplicationError, BrokerUnavailableError, ConfigError,
+                                   NoReplyError,
                                    DefinitionError, KadenceError, NonDeterminismError, SchemaError,
                                    WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError,
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "workflow", "activity", "Client", "WorkflowHandle", "Worker", "RetryPolicy", "KafkaConfig",
-    "KadenceError", "ConfigError", "SchemaError", "BrokerUnavailableError", "WorkflowError",
+    "KadenceError", "ConfigError", "SchemaError", "BrokerUnavailableError", "NoReplyError", "WorkflowError",
     "WorkflowAlreadyStartedError", "WorkflowNotFoundError", "WorkflowFailureError", "ApplicationError",
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",

@@ -31,8 +31,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from . import serde
 from .catalogue import Catalogue
 from .config import KafkaConfig
-from .errors import (BrokerUnavailableError, KadenceError, PayloadTooLargeError, WorkflowNotFoundError,
-                     WrongPartitionError)
+from .errors import (BrokerUnavailableError, KadenceError, NoReplyError, PayloadTooLargeError,
+                     WorkflowNotFoundError, WrongPartitionError)
 from .partitioner import partition_for
 from .polling import poll_ready
 from .records import command
@@ -91,6 +91,9 @@ class EngineClient:
         self.resend_after_s = resend_after_s
         #: (workflow_id, request_id) -> the encoded command, while its reply is awaited
         self._sent: dict[tuple[str, str], bytes] = {}
+        #: the awaited commands Kafka has acknowledged (a wait that ends without a reply for one of
+        #: them is the engine's silence, ``NoReplyError``, not the broker's)
+        self._delivered: set[tuple[str, str]] = set()
         #: spans for the commands sent on a caller's behalf (``topics.tracing``)
         self.tracer = Tracer("client", tracer_provider)
         self.topics = Catalogue(config)
@@ -284,6 +287,7 @@ class EngineClient:
         """Drop a pending request (call with ``_lock`` held); returns its future, if it was pending."""
         fut = self._pending.pop((workflow_id, request_id), None)
         self._sent.pop((workflow_id, request_id), None)
+        self._delivered.discard((workflow_id, request_id))
         if fut is not None:
             key = request_id.encode()
             left = self._waiting.get(key, 0) - 1
@@ -332,8 +336,13 @@ class EngineClient:
                     self._forget(workflow_id, request_id)
                 if not fut.done():
                     fut.set_exception(BrokerUnavailableError(f"command not accepted by Kafka: {err.str()}"))
-            elif not expect_reply and not fut.done():
-                fut.set_result(None)
+            elif not expect_reply:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                with self._lock:
+                    if (workflow_id, request_id) in self._pending:  # still awaited: Kafka has it
+                        self._delivered.add((workflow_id, request_id))
 
         try:
             self.produce_raw(self.topics.commands, workflow_id.encode(), value, on_delivery)
@@ -372,15 +381,24 @@ class EngineClient:
 
     async def wait(self, workflow_id: str, body_type: str, request_id: str, fut: cf.Future,
                    timeout: float | None) -> dict:
-        """The reply ``fut`` (from ``send``) resolves with; after ``timeout`` s the request is
-        abandoned and ``BrokerUnavailableError`` raised."""
+        """The reply ``fut`` (from ``send``) resolves with. After ``timeout`` s the request is
+        abandoned: ``NoReplyError`` if Kafka acknowledged the command (the engine did not answer),
+        ``BrokerUnavailableError`` if it never did (the broker did not take it)."""
         started = time.monotonic()
 
         def no_reply() -> BrokerUnavailableError:
-            self.abandon(workflow_id, request_id)
-            return BrokerUnavailableError(
-                f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s "
-                f"(waited {time.monotonic() - started:.1f}s; is the history processor running?)")
+            with self._lock:
+                delivered = (workflow_id, request_id) in self._delivered
+                self._forget(workflow_id, request_id)
+            waited = f"waited {time.monotonic() - started:.1f}s"
+            if not delivered:  # Kafka never acknowledged it: the broker is the problem
+                return BrokerUnavailableError(
+                    f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s: Kafka did not "
+                    f"acknowledge the command ({waited})")
+            why = ("the run is still open, or no history processor is running" if body_type == "AwaitWorkflowResult"
+                   else "is the history processor running?")
+            return NoReplyError(f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s: Kafka "
+                                f"has the command, the engine did not answer ({waited}; {why})")
 
         deadline = None if timeout is None else started + timeout
         reply_fut = asyncio.wrap_future(fut)

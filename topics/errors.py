@@ -10,6 +10,7 @@ translated where they enter (``raise ... from exc``)::
     ├── TopicError                  topic catalogue problems
     │   └── PartitionMismatchError  an existing topic has the wrong partition count
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
+    │   └── NoReplyError            Kafka took the command, no engine answered in time
     ├── WrongPartitionError         a command was produced to a partition its key does not hash to
     ├── PayloadTooLargeError        a command over the Kafka message size limit (nothing was written)
     ├── InvalidIdentifierError      a bad workflow ID, task queue or name (nothing was sent)
@@ -46,6 +47,7 @@ __all__ = [
     "TopicError",
     "PartitionMismatchError",
     "BrokerUnavailableError",
+    "NoReplyError",
     "WrongPartitionError",
     "PayloadTooLargeError",
     "InvalidIdentifierError",
@@ -116,6 +118,13 @@ class PartitionMismatchError(TopicError):
 
 class BrokerUnavailableError(KadenceError):
     """Kafka did not answer in time."""
+
+
+class NoReplyError(BrokerUnavailableError):
+    """Kafka acknowledged the command, and no reply came in time: the broker works, the engine
+    did not answer (no history processor running, one far behind, or, for a result request, a
+    run still open). A subclass of ``BrokerUnavailableError``, so code that catches that goes on
+    working; catch this to tell a stopped processor from a dead broker."""
 
 
 class InvalidQueryError(KadenceError):

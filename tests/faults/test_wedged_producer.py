@@ -14,7 +14,7 @@ import pytest
 
 from confluent_kafka import Producer
 
-from kadence import BrokerUnavailableError, Client, Worker
+from kadence import BrokerUnavailableError, Client, NoReplyError, Worker
 from kadence.topics import Catalogue, EngineClient, JsonConverter
 from tests.integration.invariants import check_history, histories, read_topic
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
@@ -132,7 +132,8 @@ async def test_without_the_resend_the_lost_command_is_never_answered(kafka_confi
     LyingProducer.lied = 0
     lying = await _client(kafka_config, LyingProducer, resend_after_s=0)
     try:
-        with pytest.raises(BrokerUnavailableError, match="no reply to StartWorkflow"):
+        # the producer reported the command delivered: to the client, the engine did not answer
+        with pytest.raises(NoReplyError, match="no reply to StartWorkflow"):
             await lying.start_workflow(ThreeSteps, 6, id="lost-2", task_queue="q", timeout=4)
     finally:
         await lying.close()
@@ -155,3 +156,18 @@ async def test_a_slow_answer_gets_copies_of_the_command_and_they_are_applied_onc
     runs = {k: v for k, v in histories(kafka_config).items() if k[0] == "slow-1"}
     assert list(runs) == [("slow-1", handle.run_id)]
     assert [e["attributes"][0] for e in runs[("slow-1", handle.run_id)]].count("WorkflowExecutionStarted") == 1
+
+
+async def test_a_command_kafka_never_acknowledged_is_the_brokers_failure_not_the_engines(kafka_config, processors):
+    """No delivery report for the command: the wait ends with ``BrokerUnavailableError`` saying
+    Kafka did not acknowledge it, not ``NoReplyError`` (which would blame a stopped engine)."""
+    processors.start()
+    SwallowingProducer.swallowed = 0
+    swallowing = await _client(kafka_config, SwallowingProducer, resend_after_s=0, producer_stall_s=60.0)
+    try:
+        with pytest.raises(BrokerUnavailableError, match="Kafka did not acknowledge the command") as raised:
+            await swallowing.start_workflow(ThreeSteps, 1, id="unacked-1", task_queue="q", timeout=3)
+        assert not isinstance(raised.value, NoReplyError)
+        assert SwallowingProducer.swallowed == 1
+    finally:
+        await swallowing.close()

@@ -11,7 +11,7 @@ PUBLIC = {
     # the SDK: what users import (`from kadence import workflow, activity, Client, Worker`)
     "kadence": [
         "ActivityError", "ApplicationError", "BrokerUnavailableError", "ChildWorkflowError", "Client", "ConfigError",
-        "DefinitionError", "InvalidIdentifierError", "KadenceError", "KafkaConfig", "NonDeterminismError", "NotDeterministicError",
+        "DefinitionError", "InvalidIdentifierError", "KadenceError", "KafkaConfig", "NoReplyError", "NonDeterminismError", "NotDeterministicError",
         "PayloadTooLargeError", "PayloadTypeError",
         "QueryFailedError", "ReplayResult", "Replayer", "ResetPlan", "ResetRejectedError", "RetryPolicy", "SchemaError", "Worker", "WorkerCrashedError",
         "WorkflowAlreadyStartedError",
@@ -25,7 +25,7 @@ PUBLIC = {
         "ConfigError", "DefinitionError", "EngineClient", "HistoryPage", "HistoryReadModel", "InvalidIdentifierError",
         "InvalidQueryError",
         "JsonConverter", "KadenceError", "KafkaConfig", "LargePayloadConfig", "LargePayloads",
-        "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "PayloadConverter",
+        "NoReplyError", "NonDeterminismError", "NotDeterministicError", "PartitionMismatchError", "PayloadCodec", "PayloadConverter",
         "PayloadTooLargeError", "PayloadTypeError", "ProjectionError",
         "QueryFailedError", "ResetRejectedError", "SchemaError",
         "TIMER_TIERS_MS", "TopicError", "TopicSpec", "VisibilityReader", "WorkerCrashedError", "WorkflowAlreadyStartedError",
