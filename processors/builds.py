@@ -40,7 +40,7 @@ class BuildDefaults:
         self.topic = Catalogue(kafka).builds
         #: read by the state machine (one lookup when a run starts); only this thread writes it
         self.defaults: dict[str, str | None] = {}
-        self._consumer = Consumer(kafka.consumer(None))
+        self._consumer = Consumer(kafka.waiting_consumer(None))
         self._namespace = kafka.namespace
         self._gauge = Gauge("kadence_build_default", "1 for the build new workflows of a task queue start on",
                             ["namespace", "task_queue", "build"], registry=registry) if registry is not None else None

@@ -134,7 +134,7 @@ class _TaskConsumer:
         self.group_metadata = None
         self.refresh_metadata = threading.Event()
         self.refresh_metadata.set()
-        conf = worker.client.config.consumer(group, **{
+        conf = worker.client.config.waiting_consumer(group, **{
             "enable.auto.commit": not transactional, "auto.commit.interval.ms": 1000,
             "enable.auto.offset.store": False,
             "session.timeout.ms": worker.session_timeout_ms,

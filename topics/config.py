@@ -52,10 +52,12 @@ class KafkaConfig:
     #: processor, activity reporter). Their transactions are flushed at commit anyway, so a
     #: linger only delays the first records of each one (docs/performance.md, "Session 22")
     txn_linger_ms: float = 0.0
-    #: KADENCE_FETCH_WAIT_MS: how long the broker holds a long-lived consumer's fetch when it has
-    #: nothing new (librdkafka ``fetch.wait.max.ms``). A fetch returns as soon as a record is
-    #: there, so this bounds nothing a waiting caller sees; it sets how often an idle consumer asks
-    #: again, which is the broker's CPU at idle (docs/performance.md, "Session 22")
+    #: KADENCE_FETCH_WAIT_MS: how long the broker holds the fetch of a consumer that waits for new
+    #: records (``waiting_consumer``: workers' task consumers, clients' reply consumers, the
+    #: processor's build defaults) when it has nothing new (librdkafka ``fetch.wait.max.ms``). A
+    #: fetch returns as soon as a record is there, so this bounds nothing a waiting caller sees;
+    #: it sets how often an idle consumer asks again, which is the broker's CPU at idle
+    #: (docs/performance.md, "Session 22")
     fetch_wait_ms: int = 500
     #: KADENCE_KAFKA_DEBUG: librdkafka debug contexts for every client of this process (for
     #: example ``metadata,topic,eos``); empty (default): none. For diagnosis only: it is verbose
@@ -182,13 +184,20 @@ class KafkaConfig:
             conf["connections.max.idle.ms"] = self.txn_idle_reconnect_ms
         return conf
 
+    def waiting_consumer(self, group: str | None, **extra) -> dict:
+        """``consumer`` for a long-lived consumer that waits for new records, idle most of the
+        time at light load: its fetches wait ``fetch_wait_ms`` in the broker. Not for a reader
+        that reads to an end it learns from an empty fetch (that fetch would wait as long), nor
+        for one that pauses partitions as it goes (``PAUSING_FETCH_WAIT_MS``)."""
+        return self.consumer(group, **{"fetch.wait.max.ms": self.fetch_wait_ms, **extra})
+
     def consumer(self, group: str | None, **extra) -> dict:
         conf = {
             **self.base(),
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
-            "fetch.wait.max.ms": self.fetch_wait_ms,
+            "fetch.wait.max.ms": 50,
             "enable.partition.eof": False,
             **extra,
         }

@@ -179,7 +179,7 @@ class EngineClient:
         self._reply_seen = {tp.partition: now for tp in tps}
 
     def _reply_consumer_conf(self) -> dict:
-        return self.config.consumer(None)
+        return self.config.waiting_consumer(None)
 
     @property
     def partitions(self) -> int:

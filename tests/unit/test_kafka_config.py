@@ -69,10 +69,14 @@ def test_a_bad_transactional_linger_is_a_config_error(raw):
         KafkaConfig.from_env({"KADENCE_TXN_LINGER_MS": raw})
 
 
-def test_consumers_wait_long_in_the_broker_by_default():
-    """An idle consumer asks again every fetch wait: the broker's CPU at idle."""
-    assert KafkaConfig.from_env({}).consumer("g")["fetch.wait.max.ms"] == 500
-    assert KafkaConfig.from_env({"KADENCE_FETCH_WAIT_MS": "100"}).consumer("g")["fetch.wait.max.ms"] == 100
+def test_waiting_consumers_wait_long_in_the_broker_by_default():
+    """An idle consumer asks again every fetch wait: the broker's CPU at idle. Bounded readers
+    keep a short wait (one that ends on an empty fetch would wait as long)."""
+    config = KafkaConfig.from_env({})
+    assert config.waiting_consumer("g")["fetch.wait.max.ms"] == 500
+    assert config.consumer("g")["fetch.wait.max.ms"] == 50
+    assert KafkaConfig.from_env({"KADENCE_FETCH_WAIT_MS": "100"}).waiting_consumer("g")["fetch.wait.max.ms"] == 100
+    assert config.waiting_consumer("g", **{"fetch.wait.max.ms": 5})["fetch.wait.max.ms"] == 5
 
 
 @pytest.mark.parametrize("raw", ["soon", "0", "10001", "2.5"])

@@ -151,4 +151,4 @@ def test_the_consumers_that_pause_keep_a_short_fetch_wait(monkeypatch):
     processor(monkeypatch)._make_consumer()
     TimerService(TimerConfig(kafka=kafka))._make_consumer()
     assert [c["fetch.wait.max.ms"] for c in CapturingConsumer.confs] == [PAUSING_FETCH_WAIT_MS] * 2
-    assert kafka.consumer("g")["fetch.wait.max.ms"] == 500
+    assert kafka.waiting_consumer("g")["fetch.wait.max.ms"] == 500
