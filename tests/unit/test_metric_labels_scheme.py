@@ -25,8 +25,8 @@ def _label_names(registry: CollectorRegistry) -> dict[str, tuple[str, ...]]:
 
 
 def test_every_engine_family_is_labelled_by_namespace_first():
-    kafka = SimpleNamespace(namespace="ns", builds="ns.builds",
-                            consumer=lambda *a, **k: {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
+    conf = lambda *a, **k: {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}  # noqa: E731
+    kafka = SimpleNamespace(namespace="ns", builds="ns.builds", consumer=conf, waiting_consumer=conf)
     families: dict[str, tuple[str, ...]] = {}
     # a registry each: several components define the consumer lag family
     for make in (lambda r: ProcessorMetrics(r, "ns"), lambda r: TimerMetrics(r, "ns"), WorkerMetrics,
