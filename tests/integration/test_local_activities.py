@@ -185,3 +185,19 @@ async def test_an_eager_task_that_calls_a_local_activity_leaves_it_to_the_engine
     events = _run_of(kafka_config, "local-after")
     assert check_history(events) == []
     assert Replayer(workflows=[ActivityThenLocal]).replay(events).ok
+
+
+async def test_the_worker_that_ran_them_goes_on_from_its_cached_instance(client, processors, kafka_config):
+    # the next task's events open with the markers: the cached instance matches them against the
+    # marker commands it sent, and asks for no history
+    processors.start()
+    async with Worker(client, task_queue="q", workflows=[LocalThenSignal], activities=[charge]) as worker:
+        handle = await client.start_workflow(LocalThenSignal, 5, id="local-cached", task_queue="q", timeout=60)
+        await wait_until(lambda: worker.stats["workflow_tasks"] >= 1, 30, "the first workflow task")
+        await handle.signal("proceed")
+        assert await handle.result(timeout=60) == [10, 20]
+    assert worker.stats["history_requests"] == 0 and worker.stats["non_determinism"] == 0
+    assert CALLS[("local-cached", "charge")] == 2
+    events = _run_of(kafka_config, "local-cached")
+    assert check_history(events) == []
+    assert Replayer(workflows=[LocalThenSignal]).replay(events).ok
