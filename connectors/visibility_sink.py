@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from kadence.topics.records import attrs, event_type
+from kadence.topics.records import CLOSE_EVENTS, attrs, event_type
 
 #: Lua prologue of both projection scripts: ARGV[1] = the projection's base key, ARGV[2] = "live"
 #: (the current generation, plus the one a rebuild is filling) or one generation number -> ``gens``
@@ -35,15 +35,8 @@ end
 
 __all__ = ["GENERATIONS_LUA", "VISIBILITY_LUA", "visibility_op", "CLOSE_STATUS"]
 
-#: closing event -> status of the run
-CLOSE_STATUS = {
-    "WorkflowExecutionCompleted": "completed",
-    "WorkflowExecutionFailed": "failed",
-    "WorkflowExecutionCanceled": "canceled",
-    "WorkflowExecutionTerminated": "terminated",
-    "WorkflowExecutionContinuedAsNew": "continued_as_new",
-    "WorkflowExecutionTimedOut": "timed_out",
-}
+#: closing event -> status of the run (the engine's one definition)
+CLOSE_STATUS = CLOSE_EVENTS
 
 
 def visibility_op(event: dict | None, partition: int, offset: int, *, workflow_id: str = "", run_id: str = "",

@@ -7,12 +7,11 @@ import collections
 from . import serde
 from .catalogue import Catalogue
 from .config import KafkaConfig
+from .records import CLOSE_EVENTS
 from .scan import scan
 
 __all__ = ["read_runs"]
 
-_CLOSES = {"WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
-           "WorkflowExecutionTerminated", "WorkflowExecutionContinuedAsNew", "WorkflowExecutionTimedOut"}
 
 
 def read_runs(config: KafkaConfig, *, closed_only: bool = True, timeout: float = 60.0) -> list[list[dict]]:
@@ -36,7 +35,7 @@ def read_runs(config: KafkaConfig, *, closed_only: bool = True, timeout: float =
         if not by_seq:
             continue
         events = sorted(by_seq.values(), key=lambda e: e["seq"])
-        if closed_only and events[-1]["attributes"][0] not in _CLOSES:
+        if closed_only and events[-1]["attributes"][0] not in CLOSE_EVENTS:
             continue
         out.append(events)
     return out

@@ -45,13 +45,13 @@ from typing import Iterable
 from kadence import NonDeterminismError, Replayer
 from kadence.connectors.verify import HistoryChecker
 from kadence.topics.payload import JsonConverter
+from kadence.topics.records import CLOSE_EVENTS
 
 __all__ = ["Expectations", "Observations", "Violation", "INVARIANTS", "check", "assert_clean", "summarize"]
 
 INVARIANTS = ("history", "completion", "replay", "activity", "signal", "update", "timer", "dead_letter", "verify",
               "pause")
-_CLOSES = ("WorkflowExecutionCompleted", "WorkflowExecutionFailed", "WorkflowExecutionCanceled",
-           "WorkflowExecutionTerminated", "WorkflowExecutionTimedOut", "WorkflowExecutionContinuedAsNew")
+_CLOSES = tuple(CLOSE_EVENTS)
 _ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
 
 _conv = JsonConverter()
