@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import serde
 from kadence.topics.config import KafkaConfig
-from kadence.topics.polling import poll_ready
+from kadence.topics.scan import read_range
 from kadence.topics.errors import BrokerUnavailableError, SchemaError
 
 __all__ = ["MemoryShardStore", "restore_shard", "read_partition"]
@@ -77,9 +77,10 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
                    label: str = "") -> int:
     """Read one partition from its start to its current end (read_committed); returns records read.
 
-    ``handle(key, value)`` is called per record (value None for tombstones).
+    ``handle(key, value)`` is called per record (value None for tombstones). ``timeout``: the
+    read gives up (``BrokerUnavailableError``) when it makes no progress for that long.
     """
-    consumer = Consumer(config.consumer(None, **{"fetch.wait.max.ms": 10, "enable.partition.eof": True}))
+    consumer = Consumer(config.consumer(None, **{"fetch.wait.max.ms": 10}))
     count = 0
     try:
         tp = TopicPartition(topic, partition)
@@ -89,31 +90,15 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
             raise BrokerUnavailableError(f"cannot read watermarks of {topic}[{partition}]: {exc}") from exc
         if high <= low:
             return 0
-        consumer.assign([TopicPartition(topic, partition, low)])
-        deadline = time.monotonic() + timeout
-        next_log = time.monotonic() + 5
-        while True:
-            msgs = poll_ready(consumer, 2000, 0.5)
-            done = False
-            for msg in msgs:
-                err = msg.error()
-                if err is not None:
-                    if err.code() == err._PARTITION_EOF:
-                        done = consumer.position([tp])[0].offset >= high
-                        continue
-                    raise BrokerUnavailableError(f"restore of {topic}[{partition}] failed: {err.str()}")
-                handle(msg.key(), msg.value())
-                count += 1
-            if done or consumer.position([tp])[0].offset >= high:
-                return count
-            now = time.monotonic()
-            if now > deadline:
-                raise BrokerUnavailableError(
-                    f"restore of {topic}[{partition}] did not reach offset {high} within {timeout}s "
-                    "(an open transaction of a dead producer holds the partition until it times out)")
-            if now > next_log:
-                log.info("restoring %s %s[%d]: %d records", label, topic, partition, count)
-                next_log = now + 5
+
+        def progress(n: int) -> None:
+            log.info("restoring %s %s[%d]: %d records", label, topic, partition, n)
+
+        for msg in read_range(consumer, tp, low, high, stall_s=timeout, what=f"restore of {topic}[{partition}]",
+                              on_progress=progress):
+            handle(msg.key(), msg.value())
+            count += 1
+        return count
     finally:
         consumer.close()
 

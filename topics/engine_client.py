@@ -34,6 +34,7 @@ from .config import KafkaConfig
 from .errors import (BrokerUnavailableError, KadenceError, NoReplyError, PayloadTooLargeError,
                      WorkflowNotFoundError, WrongPartitionError)
 from .partitioner import partition_for
+from .scan import read_range
 from .polling import poll_ready
 from .records import command
 from .replacing_producer import ReplacingProducer
@@ -492,32 +493,17 @@ class EngineClient:
     def _scan_history(consumer: Consumer, tp: TopicPartition, start: int, high: int, prefix: bytes,
                       events: dict[bytes, dict], workflow_id: str, timeout: float) -> None:
         """Read ``tp`` from ``start`` to ``high`` into ``events`` (the keys starting with ``prefix``)."""
-        consumer.assign([TopicPartition(tp.topic, tp.partition, start)])
         codec = serde.codec("HistoryEvent")
-        deadline = time.monotonic() + timeout
-        pos = start
         try:
-            while pos < high:
-                if time.monotonic() > deadline:
-                    raise BrokerUnavailableError(f"history read of {workflow_id!r} timed out")
-                for msg in consumer.consume(num_messages=1000, timeout=0.5):
-                    if msg.error():
-                        if msg.error().code() == KafkaError._PARTITION_EOF:
-                            continue
-                        raise BrokerUnavailableError(str(msg.error()))
-                    pos = msg.offset() + 1
-                    key = msg.key()
-                    if key and key.startswith(prefix):
-                        if msg.value():
-                            event = codec.decode(msg.value())
-                            event["_offset"] = msg.offset()
-                            events[key] = event
-                        else:  # a tombstone: the event was archived (kadence.topics.archive)
-                            events.pop(key, None)
-                # transactional markers occupy offsets: stop once the position passed the end
-                positions = consumer.position([tp])
-                if positions and positions[0].offset >= high:
-                    return
+            for msg in read_range(consumer, tp, start, high, stall_s=timeout, what=f"the history of {workflow_id!r}"):
+                key = msg.key()
+                if key and key.startswith(prefix):
+                    if msg.value():
+                        event = codec.decode(msg.value())
+                        event["_offset"] = msg.offset()
+                        events[key] = event
+                    else:  # a tombstone: the event was archived (kadence.topics.archive)
+                        events.pop(key, None)
         finally:
             consumer.unassign()
 

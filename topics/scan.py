@@ -1,15 +1,56 @@
-"""Read a topic from its start to the end it had when the scan began (committed records only)."""
+"""Bounded reads: one partition from an offset to an end fixed in advance (``read_range``, the
+one reader that the restore, the history reads and the scans share), and a whole topic
+(``scan``). Committed records only."""
 
 from __future__ import annotations
 
-from typing import Iterator
+import time
+from typing import Callable, Iterator
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError
+from .polling import poll_ready
 
-__all__ = ["scan"]
+__all__ = ["scan", "read_range"]
+
+
+def read_range(consumer: Consumer, tp: TopicPartition, start: int, end: int, *, stall_s: float = 30.0,
+               what: str = "", on_progress: Callable[[int], None] | None = None) -> Iterator:
+    """Yield the records of ``tp`` from offset ``start`` until the position reaches ``end`` (a
+    high watermark read before), with ``consumer`` assigned to it alone.
+
+    Transaction markers take offsets and are never delivered, so the read stops on the
+    position, not on the last record. ``BrokerUnavailableError`` when the position has not moved
+    for ``stall_s`` (an open transaction of a dead producer holds a read_committed consumer until
+    the broker aborts it; a broker that stopped answering); a slow read that progresses goes on.
+    ``on_progress(records so far)`` is called about every 5 s of a long read."""
+    consumer.assign([TopicPartition(tp.topic, tp.partition, start)])
+    label = what or f"{tp.topic}[{tp.partition}]"
+    pos, moved = start, time.monotonic()
+    count, next_report = 0, time.monotonic() + 5
+    while pos < end:
+        for msg in poll_ready(consumer, 1000, 0.5):  # at once when records are there
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise BrokerUnavailableError(f"read of {label} failed: {err.str()}")
+            count += 1
+            yield msg
+        now = time.monotonic()
+        positions = consumer.position([TopicPartition(tp.topic, tp.partition)])
+        current = positions[0].offset if positions else -1
+        if current > pos:
+            pos, moved = current, now
+        elif now - moved > stall_s:
+            raise BrokerUnavailableError(
+                f"read of {label} stalled at offset {max(pos, start)} of {end} for {stall_s:.0f}s (an open "
+                "transaction of a dead producer holds the partition until the broker aborts it)")
+        if on_progress is not None and now >= next_report:
+            on_progress(count)
+            next_report = now + 5
 
 
 def scan(config: KafkaConfig, topic: str, *, timeout: float = 30.0, since_ms: int | None = None,
@@ -38,12 +79,6 @@ def scan(config: KafkaConfig, topic: str, *, timeout: float = 30.0, since_ms: in
         if on_total is not None:
             on_total(sum(high - low for _p, low, high in ranges))
         for p, low, high in ranges:
-            tp = TopicPartition(topic, p)
-            consumer.assign([TopicPartition(topic, p, low)])
-            # transaction markers take offsets too: stop on the position, not on the last record
-            while consumer.position([tp])[0].offset < high:
-                for msg in consumer.consume(1000, timeout=0.5):
-                    if msg.error() is None:
-                        yield msg
+            yield from read_range(consumer, TopicPartition(topic, p), low, high, stall_s=timeout)
     finally:
         consumer.close()
