@@ -73,6 +73,13 @@ def ship(value: int) -> int:
     return value + 100
 
 
+@activity.defn
+async def label(value: int) -> str:
+    """A local activity (decision 0043): run inside the workflow task, recorded as a marker; no
+    effect of its own (it runs at least once), its result checked through the workflow's."""
+    return f"L{value}"
+
+
 def _act(fn, arg):
     return workflow.execute_activity(fn, arg, start_to_close_timeout=ACTIVITY_TIMEOUT, retry_policy=RETRY)
 
@@ -112,8 +119,8 @@ class ChaosChild:
 
 @workflow.defn
 class ChaosOrder:
-    """reserve, charge, [timer], [wait for the 'approve' signal], [wait for the 'bump' update],
-    [child], ship."""
+    """reserve, charge, label (a local activity), [timer], [wait for the 'approve' signal], [wait
+    for the 'bump' update], [child], ship."""
 
     def __init__(self) -> None:
         self.approval: str | None = None
@@ -137,6 +144,7 @@ class ChaosOrder:
     async def run(self, n: int) -> dict:
         a = await _act(reserve, n)
         b = await _act(charge, a)
+        tag = await workflow.execute_local_activity(label, b)
         if timer_seconds(n):
             await workflow.sleep(timer_seconds(n))
         approval = None
@@ -147,14 +155,16 @@ class ChaosOrder:
             await workflow.wait_condition(lambda: self.bump_result is not None)
         child = await workflow.execute_child_workflow(ChaosChild, n) if has_child(n) else None
         shipped = await _act(ship, b)
-        return {"n": n, "shipped": shipped, "approval": approval, "child": child, "bump": self.bump_result}
+        return {"n": n, "shipped": shipped, "approval": approval, "child": child, "bump": self.bump_result,
+                "label": tag}
 
 
 def expected_result(n: int) -> dict:
     return {"n": n, "shipped": 2 * (n + 1) + 100, "approval": approval_for(n) if wants_signal(n) else None,
-            "child": 10 * n + 1 if has_child(n) else None, "bump": update_result(n) if wants_update(n) else None}
+            "child": 10 * n + 1 if has_child(n) else None, "bump": update_result(n) if wants_update(n) else None,
+            "label": f"L{2 * (n + 1)}"}
 
 
 WORKFLOWS = [ChaosOrder, ChaosChild]
-ACTIVITIES = [reserve, charge, ship]
+ACTIVITIES = [reserve, charge, ship, label]
 TASK_QUEUE = "chaos"
