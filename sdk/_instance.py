@@ -217,15 +217,19 @@ class WorkflowInstance:
         return call.future
 
     def pending_local_activities(self) -> list["LocalActivityCall"]:
-        """The local activities the live activation waits for (the worker runs them, then
-        ``resolve_local_activities``)."""
-        return [c for c in self._locals if not c.future.done()]
+        """The local activities the activation waits for (the worker runs them, then
+        ``resolve_local_activities``). One the workflow stopped waiting for (its task was
+        cancelled) is dropped unrun and unrecorded, live and in replay alike; none runs once the
+        workflow has closed."""
+        self._locals = [c for c in self._locals if not c.future.done()]
+        return [] if self.closed else list(self._locals)
 
     def resolve_local_activities(self, outcomes: list[tuple["LocalActivityCall", bytes | None, dict | None]]) -> None:
         """Record each local activity's outcome (result payload, or failure) as a marker command,
         settle what the workflow awaits, and run the workflow until it waits again."""
         for call, result, failure in outcomes:
-            self._locals.remove(call)
+            if call in self._locals:
+                self._locals.remove(call)
             if failure is None:
                 name, details = f"{LOCAL_RESULT}{call.activity_id}:{call.activity_type}", result
             else:
@@ -251,9 +255,12 @@ class WorkflowInstance:
     def _replay_local_activities(self) -> None:
         """In a replayed workflow task: the local activities it ran take the outcomes its markers
         recorded, in the same order as when it ran live (each time the workflow waits)."""
-        while self._locals:
+        while True:
+            pending = self.pending_local_activities()
+            if not pending:
+                return
             outcomes = []
-            for call in list(self._locals):
+            for call in pending:
                 ok = self._recorded_markers.get(f"{LOCAL_RESULT}{call.activity_id}:{call.activity_type}", _MISSING)
                 if ok is not _MISSING:
                     outcomes.append((call, ok, None))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from kadence import ActivityError, ApplicationError, RetryPolicy, activity, workflow
+from kadence import ActivityError, ApplicationError, Replayer, RetryPolicy, activity, workflow
 from kadence.testing import WorkflowEnvironment
 
 attempts: dict[str, int] = {}
@@ -85,3 +85,22 @@ async def test_the_last_attempts_failure_reaches_the_workflow():
         assert await env.client.execute_workflow(GivesUp, id="gives-up", task_queue="q", result_timeout=30) == \
             "not yet"
     assert attempts["never"] == 2
+
+
+@workflow.defn
+class ChangesItsMind:
+    @workflow.run
+    async def run(self) -> int:
+        dropped = workflow.execute_local_activity(price, "cake")
+        dropped.cancel()  # never awaited: it is not run and leaves no marker
+        return await workflow.execute_local_activity(price, "tea")
+
+
+async def test_a_local_activity_the_workflow_stops_waiting_for_is_not_run_and_replays():
+    async with WorkflowEnvironment(workflows=[ChangesItsMind], activities=[price]) as env:
+        handle = await env.client.start_workflow(ChangesItsMind, id="mind", task_queue="q")
+        assert await handle.result(timeout=30) == 4
+        events = await handle.history()
+    names = [e["attributes"]["name"] for e in events if e["type"] == "MarkerRecorded"]
+    assert names == ["local_activity:2:price"] and env.stats["local_activities_completed"] == 1
+    assert Replayer(workflows=[ChangesItsMind]).replay_json(events).ok
