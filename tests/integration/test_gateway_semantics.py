@@ -79,15 +79,16 @@ async def test_history_pages_with_cursors_and_long_polls_for_new_events(http, gw
         second = (await http.get(f"/v1/workflows/{wid}/history",
                                  params={"page_size": 1, "cursor": first["next_cursor"]})).json()
         assert [e["seq"] for e in second["events"]] == [2]
-        # nothing new yet: a long poll waits, then returns the events that arrive meanwhile
+        # nothing new can come while no worker runs the workflow task: a long poll waits, then
+        # returns the events that arrive once one does (the task's completion, seq 3 on)
+        poll = asyncio.ensure_future(http.get(f"/v1/workflows/{wid}/history",
+                                              params={"cursor": second["next_cursor"], "wait_seconds": 30}))
+        await asyncio.sleep(0.5)
+        assert not poll.done(), "the long poll returned before there was anything new"
         async with Worker(client, task_queue="q", workflows=[Collector]):
-            poll = asyncio.ensure_future(http.get(f"/v1/workflows/{wid}/history",
-                                                  params={"cursor": second["next_cursor"], "wait_seconds": 30}))
-            await asyncio.sleep(0.5)
-            assert not poll.done(), "the long poll returned before there was anything new"
-            await http.post(f"/v1/workflows/{wid}/signals", json={"signal": "add", "input": ["x"]})
             page = (await poll).json()
             assert page["events"] and page["events"][0]["seq"] == 3
+            await http.post(f"/v1/workflows/{wid}/signals", json={"signal": "add", "input": ["x"]})
             await client.get_workflow_handle(wid).result(timeout=60)
         bad = await http.get(f"/v1/workflows/{wid}/history", params={"cursor": "not-a-cursor"})
         assert bad.status_code == 400 and bad.json()["error"]["field"].endswith("cursor")

@@ -25,14 +25,16 @@ class Strategies:
 
     def _is_record(self, schema) -> bool:
         if isinstance(schema, str):
-            return schema in self.named or self._short(schema) in self.named and \
-                self.named[self._short(schema)]["type"] == "record"
+            named = self.named.get(self._short(schema))
+            return named is not None and named["type"] == "record"
         return isinstance(schema, dict) and schema.get("type") == "record"
 
     def _name(self, schema) -> str:
         return self._short(schema if isinstance(schema, str) else schema["name"])
 
-    def of(self, schema, depth: int = 0) -> st.SearchStrategy:
+    def of(self, schema, stack: tuple = ()) -> st.SearchStrategy:
+        """``stack``: the records being built around this value; a union branch that would
+        nest a record inside itself (``Failure.cause``) is left out, so values stay finite."""
         if isinstance(schema, str):
             primitive = {
                 "null": st.none(), "boolean": st.booleans(),
@@ -42,7 +44,7 @@ class Strategies:
             }.get(schema)
             if primitive is not None:
                 return primitive
-            return self.of(self.named[self._short(schema)], depth)
+            return self.of(self.named[self._short(schema)], stack)
         if isinstance(schema, list):  # union
             records = [b for b in schema if b != "null" and self._is_record(b)]
             branches = []
@@ -50,33 +52,40 @@ class Strategies:
                 if branch == "null":
                     branches.append(st.none())
                     continue
-                if self._is_record(branch) and depth >= 3:
-                    continue  # recursive types (Failure.cause): a few levels are enough
-                inner = self.of(branch, depth + 1)
+                if self._is_record(branch) and self._name(branch) in stack:
+                    continue  # a recursive type (Failure.cause): one level
+                inner = self.of(branch, stack)
                 if len(records) > 1 and self._is_record(branch):
                     inner = inner.map(lambda v, n=self._name(branch): (n, v))
                 branches.append(inner)
             return st.one_of(*branches)
         kind = schema["type"]
         if kind == "record":
+            stack = stack + (schema["name"],)
             fields = {}
             for f in schema["fields"]:
                 if f["name"] == "schema_version" and f["type"] == "int":
                     fields[f["name"]] = st.just(self.version)
                 else:
-                    fields[f["name"]] = self.of(f["type"], depth)
+                    fields[f["name"]] = self.of(f["type"], stack)
             return st.fixed_dictionaries(fields)
         if kind == "array":
-            return st.lists(self.of(schema["items"], depth + 1), max_size=3)
+            return st.lists(self.of(schema["items"], stack), max_size=2)
         if kind == "map":
-            return st.dictionaries(st.text(max_size=8), self.of(schema["values"], depth + 1), max_size=3)
+            return st.dictionaries(st.text(max_size=8), self.of(schema["values"], stack), max_size=2)
         if kind == "enum":
             return st.sampled_from(schema["symbols"])
         if kind == "fixed":
             return st.binary(min_size=schema["size"], max_size=schema["size"])
-        return self.of(kind, depth)
+        return self.of(kind, stack)
+
+
+_CACHE: dict[str, st.SearchStrategy] = {}
 
 
 def record_values(record: str) -> st.SearchStrategy:
-    strategies = Strategies()
-    return strategies.of(strategies.named[record])
+    """The strategy of ``record``'s values (built once per record: the same object each draw)."""
+    if record not in _CACHE:
+        strategies = Strategies()
+        _CACHE[record] = strategies.of(strategies.named[record])
+    return _CACHE[record]
