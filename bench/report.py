@@ -241,8 +241,6 @@ def print_table(doc: dict) -> None:
                   if load == "light" else "")
     d = _get(doc, "details", "latency", "light", "dispatch") or {}
     t.add_row("dispatch light p50/p99", f"{_fmt(d.get('p50'))} / {_fmt(d.get('p99'))} ms", "")
-    e = _get(doc, "details", "latency", "light", "start_to_close") or {}
-    t.add_row("3-activity start->close light p50/p99", f"{_fmt(e.get('p50'))} / {_fmt(e.get('p99'))} ms", "")
     for shape, p50_key, p99_key, text in (("three_activity", "light_three_activity_p50_ms",
                                            "light_three_activity_p99_ms", "p50 < 12 {}, p99 < 30 {}"),
                                           ("one_activity", "light_one_activity_p50_ms", None, "p50 < 5 {}"),
@@ -309,20 +307,6 @@ def plot(doc: dict, path: Path) -> Path:
     ax.legend(fontsize=8)
 
     ax = axes[1][0]
-    for shape, p50_key, p99_key, text in (("three_activity", "light_three_activity_p50_ms",
-                                           "light_three_activity_p99_ms", "p50 < 12 {}, p99 < 30 {}"),
-                                          ("one_activity", "light_one_activity_p50_ms", None, "p50 < 5 {}"),
-                                          ("three_local", None, None, "(3 local activities)")):
-        e = _get(doc, "light_start_to_result_ms", shape) or {}
-        t.add_row(f"{shape.replace('_', ' ')} start->result, one in flight p50/p99",
-                  f"{_fmt(e.get('p50'))} / {_fmt(e.get('p99'))} ms",
-                  text.format(mark(p50_key) if p50_key else "", mark(p99_key) if p99_key else ""))
-    cpu = doc.get("cpu_ms_per_workflow") or {}
-    t.add_row("engine CPU per workflow, one in flight / saturated",
-              f"{_fmt(cpu.get('light'))} / {_fmt(cpu.get('saturated'))} ms", "< 10 " + mark("light_cpu_ms_per_workflow"))
-    idle = doc.get("idle_cpu_percent") or {}
-    t.add_row("idle: engine / broker", f"{_fmt(idle.get('engine'))} / {_fmt(idle.get('broker'))} % of a core",
-              "engine < 2 " + mark("idle_engine_cpu_percent"))
     tl = doc["timer_lateness_ms"]
     vals = [tl["p50"] or 0, tl["p99"] or 0]
     ax.bar(["p50", "p99"], vals, color="#8172b2")
