@@ -340,6 +340,18 @@ class CpuMeter:
         return out
 
 
+def cpu_per_workflow(usage: dict, seconds: float, workflows: int) -> dict:
+    """CPU ms per completed workflow from a ``CpuMeter``'s % of a core over ``seconds``, per
+    process (the bench's own and the machine's total left out), and the engine's processes in
+    all (``engine``: every one but the broker)."""
+    if not workflows:
+        return {}
+    per = {k: round(v / 100 * seconds * 1000 / workflows, 2) for k, v in usage.items()
+           if k not in ("machine_busy", "bench")}
+    per["engine"] = round(sum(v for k, v in per.items() if k != "broker"), 2)
+    return per
+
+
 # -- statistics --------------------------------------------------------------------------------
 
 def percentile(values: list[float], q: float) -> float:

@@ -74,6 +74,15 @@ class LocalActivitiesPending(Exception):
     """An eager workflow task that would need local activities run first (not run eagerly)."""
 
 
+def task_failure_cause(exc: BaseException) -> str:
+    """The cause a worker reports for a workflow task whose code raised ``exc``."""
+    if isinstance(exc, NonDeterminismError):
+        return "non_determinism"
+    if isinstance(exc, NotDeterministicError):
+        return "nondeterministic_call"
+    return "worker_error"
+
+
 class HistoryGapError(Exception):
     """The task's events do not follow what this instance has seen: full history needed."""
 

@@ -33,8 +33,7 @@ from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.errors import (ApplicationError, BrokerUnavailableError, DefinitionError, KadenceError,
-                                   WorkerCrashedError,
-                                   NonDeterminismError, NotDeterministicError, SchemaError)
+                                   WorkerCrashedError, SchemaError)
 from kadence.topics.payload import failure_from_exception
 from kadence.topics.records import new_id, now_ms
 from kadence.topics.tracing import Tracer, record_ref
@@ -44,7 +43,7 @@ from ._client import Client
 from ._definitions import registrations
 from ._queries import answer
 from .interceptors import Interceptor, invoke_activity
-from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
+from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance, task_failure_cause
 from ._local_activities import run_local_activities, run_local_activity
 from ._loop import install_guard
 from ._reporter import ActivityReporter, decode_reported, offsets_for
@@ -680,19 +679,8 @@ class Worker:
             self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity,
                                                          "build_id": self.build_id}, msg, consumer)
             return
-        except (NonDeterminismError, NotDeterministicError) as exc:
-            inst.discard()
-            self.stats["non_determinism"] += 1
-            self.metrics.workflow_task(defn.name, "non_determinism", time.perf_counter() - began)
-            log.error("workflow %s run %s: %s", wf, run_id, exc)
-            cause = "non_determinism" if isinstance(exc, NonDeterminismError) else "nondeterministic_call"
-            self._fail_task(task, msg, cause, exc)
-            return
         except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
-            inst.discard()
-            self.metrics.workflow_task(defn.name, "failed", time.perf_counter() - began)
-            log.exception("workflow %s run %s: workflow task failed", wf, run_id)
-            self._fail_task(task, msg, "worker_error", exc)
+            self._code_failed(task, msg, inst, defn, began, exc)
             return
         if inst.pending_local_activities():
             # run them, then complete the task (the instance stays out of the cache meanwhile:
@@ -702,6 +690,20 @@ class Worker:
             t.add_done_callback(self._running.discard)
             return
         self._complete_workflow_task(task, msg, inst, defn, began, commands)
+
+    def _code_failed(self, task: dict, msg, inst: WorkflowInstance, defn, began: float, exc: Exception) -> None:
+        """The workflow's code (or the SDK running it) raised while running a task: drop the
+        instance and fail the task with the cause (call from the ``except`` block)."""
+        inst.discard()
+        cause = task_failure_cause(exc)
+        if cause == "worker_error":
+            self.metrics.workflow_task(defn.name, "failed", time.perf_counter() - began)
+            log.exception("workflow %s run %s: workflow task failed", task["workflow_id"], task["run_id"])
+        else:
+            self.stats["non_determinism"] += 1
+            self.metrics.workflow_task(defn.name, "non_determinism", time.perf_counter() - began)
+            log.error("workflow %s run %s: %s", task["workflow_id"], task["run_id"], exc)
+        self._fail_task(task, msg, cause, exc)
 
     def _complete_workflow_task(self, task: dict, msg, inst: WorkflowInstance, defn, began: float,
                                 commands: list) -> None:
@@ -735,19 +737,8 @@ class Worker:
         except asyncio.CancelledError:
             inst.discard()  # worker stopping: the task is redelivered and runs them again
             raise
-        except (NonDeterminismError, NotDeterministicError) as exc:
-            inst.discard()
-            self.stats["non_determinism"] += 1
-            self.metrics.workflow_task(defn.name, "non_determinism", time.perf_counter() - began)
-            log.error("workflow %s run %s: %s", wf, run_id, exc)
-            cause = "non_determinism" if isinstance(exc, NonDeterminismError) else "nondeterministic_call"
-            self._fail_task(task, msg, cause, exc)
-            return
         except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
-            inst.discard()
-            self.metrics.workflow_task(defn.name, "failed", time.perf_counter() - began)
-            log.exception("workflow %s run %s: workflow task failed", wf, run_id)
-            self._fail_task(task, msg, "worker_error", exc)
+            self._code_failed(task, msg, inst, defn, began, exc)
             return
         finally:
             reset_log_fields(fields)

@@ -140,15 +140,7 @@ def execute_activity(
     as ``ActivityError`` with the activity's error as its cause.
     """
     inst = _instance()
-    if isinstance(activity, str):
-        activity_type, result_fn = activity, None
-    else:
-        defn_ = getattr(activity, "__kadence_activity__", None)
-        if defn_ is None:
-            raise KadenceError(f"{activity!r} is not an @activity.defn function or an activity type name")
-        activity_type, result_fn = defn_.name, defn_.fn
-    if result_type is not None:
-        result_fn = _returning(result_type)
+    activity_type, result_fn = _activity_type(activity, result_type)
     options = {
         "task_queue": task_queue or inst.info.task_queue,
         "schedule_to_close_timeout_ms": to_ms(schedule_to_close_timeout),
@@ -189,6 +181,18 @@ def execute_local_activity(
     once, as an activity does. A failure reaches the workflow as ``ActivityError``.
     """
     inst = _instance()
+    activity_type, result_fn = _activity_type(activity, result_type)
+    options = {
+        "start_to_close_timeout_ms": to_ms(start_to_close_timeout or LOCAL_START_TO_CLOSE),
+        "schedule_to_close_timeout_ms": to_ms(schedule_to_close_timeout),
+        "retry_policy": retry_policy or LOCAL_RETRY_POLICY,
+    }
+    return inst.schedule_local_activity(activity_type, args, options, result_fn=result_fn)
+
+
+def _activity_type(activity: Callable | str, result_type: Any) -> tuple[str, Callable | None]:
+    """(activity type name, the function whose return type types its result) of what a workflow
+    passes to ``execute_activity`` / ``execute_local_activity``."""
     if isinstance(activity, str):
         activity_type, result_fn = activity, None
     else:
@@ -198,12 +202,7 @@ def execute_local_activity(
         activity_type, result_fn = defn_.name, defn_.fn
     if result_type is not None:
         result_fn = _returning(result_type)
-    options = {
-        "start_to_close_timeout_ms": to_ms(start_to_close_timeout or LOCAL_START_TO_CLOSE),
-        "schedule_to_close_timeout_ms": to_ms(schedule_to_close_timeout),
-        "retry_policy": retry_policy or LOCAL_RETRY_POLICY,
-    }
-    return inst.schedule_local_activity(activity_type, args, options, result_fn=result_fn)
+    return activity_type, result_fn
 
 
 @functools.lru_cache(maxsize=256)

@@ -25,13 +25,13 @@ from typing import Any, Iterable
 from kadence import activity as _activity
 from kadence._client import Client
 from kadence._definitions import registrations
-from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance
+from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance, task_failure_cause
 from kadence._local_activities import run_local_activities, run_local_activity
 from kadence._worker_metrics import NO_METRICS
-from kadence._loop import NotDeterministicError, install_guard
+from kadence._loop import install_guard
 from kadence._queries import answer
 from kadence.interceptors import Interceptor, invoke_activity
-from kadence.topics.errors import KadenceError, NonDeterminismError, WorkflowTaskFailedError
+from kadence.topics.errors import KadenceError, WorkflowTaskFailedError
 from kadence.topics.large_payloads import LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec
 from kadence.topics.records import new_id
@@ -210,17 +210,9 @@ class WorkflowEnvironment:
             self.engine.submit(wf, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": IDENTITY,
                                                               "build_id": None}, run_id=run_id)
             return
-        except NonDeterminismError as exc:
-            inst.discard()
-            self._fail(task, "non_determinism", exc)
-            return
-        except NotDeterministicError as exc:
-            inst.discard()
-            self._fail(task, "nondeterministic_call", exc)
-            return
         except Exception as exc:  # noqa: BLE001 - as a worker: the task fails, the test hears of it
             inst.discard()
-            self._fail(task, "worker_error", exc)
+            self._fail(task, task_failure_cause(exc), exc)
             return
         if inst.pending_local_activities():  # run them as a worker does, then complete the task
             t = asyncio.get_running_loop().create_task(self._with_local_activities(task, inst))
@@ -248,17 +240,9 @@ class WorkflowEnvironment:
         except asyncio.CancelledError:
             inst.discard()
             raise
-        except NonDeterminismError as exc:
-            inst.discard()
-            self._fail(task, "non_determinism", exc)
-            return
-        except NotDeterministicError as exc:
-            inst.discard()
-            self._fail(task, "nondeterministic_call", exc)
-            return
         except Exception as exc:  # noqa: BLE001 - as a worker: the task fails, the test hears of it
             inst.discard()
-            self._fail(task, "worker_error", exc)
+            self._fail(task, task_failure_cause(exc), exc)
             return
         self._complete(task, inst, inst.commands())
 

@@ -29,6 +29,15 @@ LOG_FORMATS = ("text", "json")
 PAUSING_FETCH_WAIT_MS = 20
 
 
+def _milliseconds(raw: str, var: str, kind: type) -> float | int:
+    """``raw`` as a number of milliseconds (``kind``: int or float), or ``ConfigError`` naming ``var``."""
+    try:
+        return kind(raw)
+    except ValueError as exc:
+        what = "an integer number" if kind is int else "a number"
+        raise ConfigError(f"{var} must be {what} of milliseconds") from exc
+
+
 @dataclass(frozen=True, kw_only=True)
 class KafkaConfig:
     #: KADENCE_KAFKA_BOOTSTRAP: host:port[,host:port]
@@ -111,26 +120,12 @@ class KafkaConfig:
                 raise ConfigError("KADENCE_PARTITIONS must be an integer") from exc
         if "KADENCE_REPLICATION" in env:
             kw["replication"] = int(env["KADENCE_REPLICATION"])
-        if env.get("KADENCE_CLIENT_LINGER_MS"):
-            try:
-                kw["client_linger_ms"] = float(env["KADENCE_CLIENT_LINGER_MS"])
-            except ValueError as exc:
-                raise ConfigError("KADENCE_CLIENT_LINGER_MS must be a number of milliseconds") from exc
-        if env.get("KADENCE_TXN_LINGER_MS"):
-            try:
-                kw["txn_linger_ms"] = float(env["KADENCE_TXN_LINGER_MS"])
-            except ValueError as exc:
-                raise ConfigError("KADENCE_TXN_LINGER_MS must be a number of milliseconds") from exc
-        if env.get("KADENCE_FETCH_WAIT_MS"):
-            try:
-                kw["fetch_wait_ms"] = int(env["KADENCE_FETCH_WAIT_MS"])
-            except ValueError as exc:
-                raise ConfigError("KADENCE_FETCH_WAIT_MS must be an integer number of milliseconds") from exc
-        if env.get("KADENCE_TXN_IDLE_RECONNECT_MS"):
-            try:
-                kw["txn_idle_reconnect_ms"] = int(env["KADENCE_TXN_IDLE_RECONNECT_MS"])
-            except ValueError as exc:
-                raise ConfigError("KADENCE_TXN_IDLE_RECONNECT_MS must be an integer number of milliseconds") from exc
+        for field, var, kind in (("client_linger_ms", "KADENCE_CLIENT_LINGER_MS", float),
+                                 ("txn_linger_ms", "KADENCE_TXN_LINGER_MS", float),
+                                 ("fetch_wait_ms", "KADENCE_FETCH_WAIT_MS", int),
+                                 ("txn_idle_reconnect_ms", "KADENCE_TXN_IDLE_RECONNECT_MS", int)):
+            if env.get(var):
+                kw[field] = _milliseconds(env[var], var, kind)
         if env.get("KADENCE_LOG_FORMAT"):
             kw["log_format"] = env["KADENCE_LOG_FORMAT"]
         if env.get("KADENCE_KAFKA_DEBUG"):

@@ -26,7 +26,7 @@ from kadence.testing.otlp import SpanCollector
 from kadence.topics.span_export import engine_tracer_provider
 
 from .. import workloads
-from ..common import QUEUE, BenchError, Context, CpuMeter, metric_delta, new_namespace, percentile
+from ..common import QUEUE, BenchError, Context, CpuMeter, cpu_per_workflow, metric_delta, new_namespace, percentile
 from ..engine import engine
 from . import raw_kafka
 from .throughput import window
@@ -150,8 +150,7 @@ async def _probe(ctx: Context, task, label: str, extra: dict, count: int, busy: 
             "processor_transactions_per_workflow": round(batches / len(e2e), 2) if e2e else None,
             "processor_commit_mean_ms": round(commit_s / batches * 1000, 2) if batches else None,
             # CPU while one workflow at a time ran, per workflow
-            "cpu_ms_per_workflow": {k: round(v / 100 * elapsed_s * 1000 / len(e2e), 2) for k, v in usage.items()
-                                    if k != "machine_busy"} if e2e else None,
+            "cpu_ms_per_workflow": cpu_per_workflow(usage, elapsed_s, len(e2e)),
             # nothing running: % of one core per process, and in all (the bench process excepted)
             "idle_cpu_percent": {**idle, "stack": round(sum(v for k, v in idle.items()
                                                            if k not in ("machine_busy", "bench")), 1)},

@@ -20,7 +20,7 @@ import asyncio
 import time
 
 from .. import workloads
-from ..common import Context, CpuMeter, summary
+from ..common import Context, CpuMeter, cpu_per_workflow, summary
 from ..engine import engine
 from ..load import Recorder, closed_loop, open_loop
 
@@ -46,17 +46,6 @@ def analyse(done, t0: float, t1: float) -> dict:
     return out
 
 
-def cpu_per_workflow(usage: dict, seconds: float, e2e: dict) -> dict:
-    """CPU ms per completed workflow from a CpuMeter's % of a core over a window of ``seconds``:
-    the engine's processes (processor, timer service, workers) and the broker apart."""
-    n = e2e.get("samples") or 0
-    if not n:
-        return {}
-    per = {k: round(v / 100 * seconds * 1000 / n, 2) for k, v in usage.items() if k not in ("machine_busy", "bench")}
-    per["engine"] = round(sum(v for k, v in per.items() if k != "broker"), 2)
-    return per
-
-
 async def _watch(ctx, task, rec: Recorder, runner, w0: float, w1: float, label: str, eng,
                  cpu: CpuMeter | None = None) -> dict | None:
     """Until ``runner`` is done; with ``cpu``: its usage over [w0, w1) (to the next 0.25 s)."""
@@ -78,6 +67,18 @@ async def _watch(ctx, task, rec: Recorder, runner, w0: float, w1: float, label: 
     return usage
 
 
+async def _one_at_a_time(ctx: Context, task, eng, wf, label: str) -> dict:
+    """start -> result of ``wf``, one at a time, over half a window."""
+    s = ctx.settings
+    rec = Recorder()
+    w0 = time.monotonic() + s.warmup / 2
+    w1 = w0 + s.seconds / 2
+    runner = asyncio.create_task(closed_loop(eng.client, wf, rec, concurrency=1, until=w1))
+    await _watch(ctx, task, rec, runner, w0, w1, label, eng)
+    return {"start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done if w0 <= d.started < w1]),
+            "errors": len(rec.errors)}
+
+
 async def run(ctx: Context) -> dict:
     s = ctx.settings
     task = ctx.task("latency")
@@ -95,23 +96,12 @@ async def run(ctx: Context) -> dict:
         usage = await _watch(ctx, task, rec, runner, w0, w1, "light", eng, cpu)
         out["light"] = analyse(rec.done, w0, w1)
         out["light"]["errors"] = len(rec.errors)
-        out["light"]["cpu_ms_per_workflow"] = cpu_per_workflow(usage or {}, s.seconds, out["light"]["start_to_close"])
-        # the same, one activity (issue 19: p50 < 5 ms)
-        rec = Recorder()
-        w0 = time.monotonic() + s.warmup / 2
-        w1 = w0 + s.seconds / 2
-        runner = asyncio.create_task(closed_loop(eng.client, workloads.OneActivity, rec, concurrency=1, until=w1))
-        await _watch(ctx, task, rec, runner, w0, w1, "light 1-activity", eng)
-        out["light_one_activity"] = {"start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done
-                                                                if w0 <= d.started < w1]), "errors": len(rec.errors)}
-        # the 3-activity workflow with local activities (decision 0043)
-        rec = Recorder()
-        w0 = time.monotonic() + s.warmup / 2
-        w1 = w0 + s.seconds / 2
-        runner = asyncio.create_task(closed_loop(eng.client, workloads.ThreeLocal, rec, concurrency=1, until=w1))
-        await _watch(ctx, task, rec, runner, w0, w1, "light 3 local activities", eng)
-        out["light_three_local"] = {"start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done
-                                                               if w0 <= d.started < w1]), "errors": len(rec.errors)}
+        out["light"]["cpu_ms_per_workflow"] = cpu_per_workflow(usage or {}, s.seconds,
+                                                             out["light"]["start_to_close"]["samples"])
+        # the same, one activity (issue 19: p50 < 5 ms); three local activities (decision 0043)
+        out["light_one_activity"] = await _one_at_a_time(ctx, task, eng, workloads.OneActivity, "light 1-activity")
+        out["light_three_local"] = await _one_at_a_time(ctx, task, eng, workloads.ThreeLocal,
+                                                        "light 3 local activities")
         # half load: open loop at half the measured maximum
         rec = Recorder()
         w0 = time.monotonic() + s.warmup
