@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from kadence.topics import serde
 from kadence.topics.records import new_id
 
 __all__ = ["BatchView", "Outbox", "count_history_bytes", "emit", "reply", "closed_message", "description", "remember", "recent", "schedule_workflow_task",
@@ -242,9 +243,13 @@ def closed_message(st: dict, run_id: str | None) -> str:
 DESCRIBED_DETAILS_MAX = 4096
 
 
-def description(st: dict) -> dict:
+def description(st: dict, out: Outbox) -> dict:
     """A ``WorkflowDescription`` of the run's state (describe; no payload but small heartbeat
-    details: the reply stays far below Kafka's message size)."""
+    details: the reply stays far below Kafka's message size).
+
+    ``out``: the batch's outbox. Its events of this run are already in ``history_length`` but
+    not yet in the state's byte count (``count_history_bytes`` adds them when they are encoded
+    for the topic, after the batch): their size is added here."""
     acts = []
     for a in st["pending_activities"]:
         details = a["heartbeat_details"]
@@ -269,10 +274,18 @@ def description(st: dict) -> dict:
         "signals_received": st["signals_seen"],
         "open_updates": sum(1 for u in st.get("updates", ()) if u["status"] == "accepted"),
         "search_attributes": dict(st["search_attributes"]), "history_length": st["next_seq"] - 1,
-        "history_size_bytes": st.get("history_bytes"),
+        "history_size_bytes": None if st.get("history_bytes") is None else st["history_bytes"] + _unwritten_bytes(st, out),
         "continued_run_id": st["continued_run_id"], "paused": st["paused"],
         "held_timers": len(st["held_timers"]),
     }
+
+
+def _unwritten_bytes(st: dict, out: Outbox) -> int:
+    """The encoded size of the run's events in ``out`` (each already given its trace context:
+    ``Outbox.stamp`` runs after every command)."""
+    wf, run_id = st["workflow_id"], st["run_id"]
+    codec = serde.codec("HistoryEvent")
+    return sum(len(codec.encode(ev)) for w, ev in out.events if w == wf and ev["run_id"] == run_id)
 
 
 def count_history_bytes(st: dict | None, event: dict, size: int) -> None:

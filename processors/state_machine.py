@@ -432,11 +432,11 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         return
     if st["status"] != "running":
         reply(out, rid, wf, st["status"], run_id=st["run_id"], result=st["result"], failure=st["failure"],
-              memo=st["memo"], description=None if body["wait"] else description(st))
+              memo=st["memo"], description=None if body["wait"] else description(st, out))
     elif not body["wait"]:
         # a running workflow whose last workflow task failed (e.g. non-determinism) says so
         reply(out, rid, wf, "running", run_id=st["run_id"], message=st["wt_failure_cause"] or "",
-              failure=st["wt_failure"], memo=st["memo"], description=description(st))
+              failure=st["wt_failure"], memo=st["memo"], description=description(st, out))
     elif rid and rid not in st["result_waiters"]:
         st["result_waiters"].append(rid)
         if len(st["result_waiters"]) > MAX_RESULT_WAITERS:

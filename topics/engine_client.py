@@ -34,7 +34,7 @@ from .config import KafkaConfig
 from .errors import (BrokerUnavailableError, KadenceError, NoReplyError, PayloadTooLargeError,
                      WorkflowNotFoundError, WrongPartitionError)
 from .partitioner import partition_for
-from .scan import read_range
+from .scan import RangeReader
 from .polling import poll_ready
 from .records import command
 from .replacing_producer import ReplacingProducer
@@ -75,6 +75,7 @@ class EngineClient:
         self._histories: collections.OrderedDict = collections.OrderedDict()
         self._history_lock = threading.Lock()
         self._history_consumer: Consumer | None = None
+        self._end_consumer: Consumer | None = None
         #: replies partition -> the offset after the last record the reply consumer delivered
         self._reply_pos: dict[int, int] = {}
         #: replies partition -> when the reply consumer last delivered a record of it, or was
@@ -461,8 +462,15 @@ class EngineClient:
         Scans the workflow's history partition, once: the events of the last ``HISTORY_RUNS_KEPT``
         runs read (``HISTORY_EVENTS_KEPT`` events at most) are kept, in order, with the offset
         reached, and a later read of the same run only fetches what was appended since (a console
-        following an open run, a page read again). One consumer, kept, serves every read. Tombstones delete their event: an archived run reads
-        as empty here (``kadence.topics.archive.read_history`` falls back to the archive).
+        following an open run, a page read again). One consumer, kept, serves every read (and
+        one more asks for the partition's high watermark). Tombstones delete their event: an
+        archived run reads as empty here (``kadence.topics.archive.read_history`` falls back to
+        the archive).
+
+        Read your writes: every event whose transaction committed before the call is returned,
+        including those of a transaction whose reply the caller has read while the history
+        partition's commit marker was not yet written (Kafka writes them partition by partition).
+        Events of transactions still open at the call are waited for up to ``scan.SETTLE_S``.
         """
         topic = self.topics.history
         part = partition_for(workflow_id, self.partitions)
@@ -470,9 +478,17 @@ class EngineClient:
         with self._history_lock:
             if self._history_consumer is None:
                 self._history_consumer = Consumer(self.config.consumer(None))
+                # asks for the high watermark: a read_committed consumer is told the last stable offset
+                self._end_consumer = Consumer(self.config.consumer(None, **{"isolation.level": "read_uncommitted"}))
             consumer = self._history_consumer
             tp = TopicPartition(topic, part)
-            low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+            # Read your writes: a transaction's commit markers are written partition by partition,
+            # so a reply of the engine can be read while the history partition's last stable
+            # offset is still short of the events of the same transaction. The read goes on to
+            # the high watermark (every record written before it began) and waits up to
+            # scan.SETTLE_S past the last stable offset for the transactions still open.
+            low, stable = consumer.get_watermark_offsets(tp, timeout=timeout)
+            _low, high = self._end_consumer.get_watermark_offsets(tp, timeout=timeout)
             kept = self._histories.pop((workflow_id, run_id), None)
             if kept is not None and kept[1] >= low:
                 events, pos, ordered = kept
@@ -480,9 +496,10 @@ class EngineClient:
                 events, pos, ordered = {}, low, []
             if pos < high:
                 events = dict(events)
-                self._scan_history(consumer, tp, pos, high, prefix, events, workflow_id, timeout)
+                pos = self._scan_history(consumer, tp, pos, max(high, stable), stable, prefix, events, workflow_id,
+                                         timeout)
                 ordered = sorted(events.values(), key=lambda e: e["seq"])
-            self._histories[(workflow_id, run_id)] = (events, high, ordered)
+            self._histories[(workflow_id, run_id)] = (events, pos, ordered)
             total = sum(len(kept[0]) for kept in self._histories.values())
             while self._histories and (len(self._histories) > HISTORY_RUNS_KEPT or total > HISTORY_EVENTS_KEPT):
                 _key, (dropped, _pos, _ordered) = self._histories.popitem(last=False)
@@ -490,12 +507,15 @@ class EngineClient:
             return [dict(e) for e in ordered]
 
     @staticmethod
-    def _scan_history(consumer: Consumer, tp: TopicPartition, start: int, high: int, prefix: bytes,
-                      events: dict[bytes, dict], workflow_id: str, timeout: float) -> None:
-        """Read ``tp`` from ``start`` to ``high`` into ``events`` (the keys starting with ``prefix``)."""
+    def _scan_history(consumer: Consumer, tp: TopicPartition, start: int, high: int, stable: int, prefix: bytes,
+                      events: dict[bytes, dict], workflow_id: str, timeout: float) -> int:
+        """Read ``tp`` from ``start`` towards ``high`` into ``events`` (the keys starting with
+        ``prefix``); returns the offset reached (``stable`` or more)."""
         codec = serde.codec("HistoryEvent")
+        reader = RangeReader(consumer, tp, start, high, stall_s=timeout, settle_from=stable,
+                             what=f"the history of {workflow_id!r}")
         try:
-            for msg in read_range(consumer, tp, start, high, stall_s=timeout, what=f"the history of {workflow_id!r}"):
+            for msg in reader:
                 key = msg.key()
                 if key and key.startswith(prefix):
                     if msg.value():
@@ -506,6 +526,7 @@ class EngineClient:
                         events.pop(key, None)
         finally:
             consumer.unassign()
+        return reader.position
 
     async def history(self, workflow_id: str, run_id: str | None = None) -> tuple[str, list[dict]]:
         """(run_id, events) of a run; the current run when ``run_id`` is None."""
@@ -527,9 +548,10 @@ class EngineClient:
         self._producer.flush(5)
         self._closed.set()
         with self._history_lock:
-            if self._history_consumer is not None:
-                self._history_consumer.close()
-                self._history_consumer = None
+            for consumer in (self._history_consumer, self._end_consumer):
+                if consumer is not None:
+                    consumer.close()
+            self._history_consumer = self._end_consumer = None
             self._histories.clear()
         with self._replies_lock:
             thread, consumer = self._thread, self._replies

@@ -1,6 +1,6 @@
-"""Bounded reads: one partition from an offset to an end fixed in advance (``read_range``, the
-one reader that the restore, the history reads and the scans share), and a whole topic
-(``scan``). Committed records only."""
+"""Bounded reads: one partition from an offset to an end fixed in advance (``RangeReader`` and
+``read_range``, the one reader that the restore, the history reads and the scans share), and a
+whole topic (``scan``). Committed records only."""
 
 from __future__ import annotations
 
@@ -13,44 +13,75 @@ from .config import KafkaConfig
 from .errors import BrokerUnavailableError
 from .polling import poll_ready
 
-__all__ = ["scan", "read_range"]
+__all__ = ["scan", "read_range", "RangeReader", "SETTLE_S"]
 
 
-def read_range(consumer: Consumer, tp: TopicPartition, start: int, end: int, *, stall_s: float = 30.0,
-               what: str = "", on_progress: Callable[[int], None] | None = None) -> Iterator:
-    """Yield the records of ``tp`` from offset ``start`` until the position reaches ``end`` (a
-    high watermark read before), with ``consumer`` assigned to it alone.
+#: how long a read that has passed the committed end it started from waits for open
+#: transactions to end before it returns what it has (``RangeReader``'s ``settle_from``)
+SETTLE_S = 2.0
+
+
+class RangeReader:
+    """The records of one partition from ``start`` until the position reaches ``end``, with
+    ``consumer`` assigned to it alone; iterate once. ``position`` is where the read stopped.
 
     Transaction markers take offsets and are never delivered, so the read stops on the
     position, not on the last record. ``BrokerUnavailableError`` when the position has not moved
     for ``stall_s`` (an open transaction of a dead producer holds a read_committed consumer until
     the broker aborts it; a broker that stopped answering); a slow read that progresses goes on.
+
+    ``settle_from``: for a read whose ``end`` is the high watermark (records of transactions
+    still open included), the last stable offset read at the same time. Past it, a position
+    that has not moved for ``settle_s`` ends the read quietly: everything committed when the
+    read began has been read, and what an open transaction holds is not waited for longer.
     ``on_progress(records so far)`` is called about every 5 s of a long read."""
-    consumer.assign([TopicPartition(tp.topic, tp.partition, start)])
-    label = what or f"{tp.topic}[{tp.partition}]"
-    pos, moved = start, time.monotonic()
-    count, next_report = 0, time.monotonic() + 5
-    while pos < end:
-        for msg in poll_ready(consumer, 1000, 0.5):  # at once when records are there
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise BrokerUnavailableError(f"read of {label} failed: {err.str()}")
-            count += 1
-            yield msg
-        now = time.monotonic()
-        positions = consumer.position([TopicPartition(tp.topic, tp.partition)])
-        current = positions[0].offset if positions else -1
-        if current > pos:
-            pos, moved = current, now
-        elif now - moved > stall_s:
-            raise BrokerUnavailableError(
-                f"read of {label} stalled at offset {max(pos, start)} of {end} for {stall_s:.0f}s (an open "
-                "transaction of a dead producer holds the partition until the broker aborts it)")
-        if on_progress is not None and now >= next_report:
-            on_progress(count)
-            next_report = now + 5
+
+    def __init__(self, consumer: Consumer, tp: TopicPartition, start: int, end: int, *, stall_s: float = 30.0,
+                 settle_from: int | None = None, settle_s: float = SETTLE_S, what: str = "",
+                 on_progress: Callable[[int], None] | None = None) -> None:
+        self.consumer, self.tp, self.start, self.end = consumer, tp, start, end
+        self.stall_s, self.settle_from, self.settle_s = stall_s, settle_from, settle_s
+        self.label = what or f"{tp.topic}[{tp.partition}]"
+        self.on_progress = on_progress
+        self.position = start
+
+    def __iter__(self) -> Iterator:
+        consumer, tp = self.consumer, self.tp
+        consumer.assign([TopicPartition(tp.topic, tp.partition, self.start)])
+        moved = time.monotonic()
+        count, next_report = 0, time.monotonic() + 5
+        while self.position < self.end:
+            # past the stable offset, records come only when a transaction ends: look often
+            waiting = self.settle_from is not None and self.position >= self.settle_from
+            for msg in poll_ready(consumer, 1000, 0.05 if waiting else 0.5):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise BrokerUnavailableError(f"read of {self.label} failed: {err.str()}")
+                count += 1
+                yield msg
+            now = time.monotonic()
+            positions = consumer.position([TopicPartition(tp.topic, tp.partition)])
+            current = positions[0].offset if positions else -1
+            if current > self.position:
+                self.position, moved = current, now
+            elif waiting and now - moved > self.settle_s:
+                return  # the rest belongs to transactions open since before the read
+            elif now - moved > self.stall_s:
+                raise BrokerUnavailableError(
+                    f"read of {self.label} stalled at offset {self.position} of {self.end} for {self.stall_s:.0f}s "
+                    "(an open transaction of a dead producer holds the partition until the broker aborts it)")
+            if self.on_progress is not None and now >= next_report:
+                self.on_progress(count)
+                next_report = now + 5
+
+
+def read_range(consumer: Consumer, tp: TopicPartition, start: int, end: int, *, stall_s: float = 30.0,
+               what: str = "", on_progress: Callable[[int], None] | None = None) -> Iterator:
+    """Yield the records of ``tp`` from offset ``start`` until the position reaches ``end`` (an
+    end offset read before): a ``RangeReader`` whose stopping position is not needed."""
+    return iter(RangeReader(consumer, tp, start, end, stall_s=stall_s, what=what, on_progress=on_progress))
 
 
 def scan(config: KafkaConfig, topic: str, *, timeout: float = 30.0, since_ms: int | None = None,

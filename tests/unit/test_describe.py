@@ -10,7 +10,12 @@ import asyncio
 from datetime import datetime, timedelta
 
 from kadence import ApplicationError, RetryPolicy, activity, workflow
+from kadence.processors.effects import BatchView, Outbox, count_history_bytes
+from kadence.processors.state_machine import transition
+from kadence.processors.store import MemoryShardStore
 from kadence.topics import serde
+from kadence.topics.payload import JsonConverter
+from kadence.topics.records import command, now_ms
 from kadence.testing import WorkflowEnvironment
 
 
@@ -92,3 +97,38 @@ async def test_a_closed_run_shows_its_result():
         d = await handle.describe()
     assert d["status"] == "completed" and d["result"] == "woke" and d["close_time"] is not None
     assert d["pending_timers"] == [] and d["pending_activities"] == []
+
+
+def test_a_describe_in_the_batch_of_earlier_events_counts_their_bytes():
+    """A describe that follows other commands of the same workflow in one batch sees their
+    events in ``history_length``; their bytes are counted only when the batch is encoded for the
+    topic, after it. The description adds them (CI of 3f8b45e: 2,883 bytes described against
+    4,001 written up to the described length, with activity failures and heartbeats in the
+    describe's batch)."""
+    store = MemoryShardStore(0)
+    written: list[dict] = []
+
+    def batch(*cmds: dict) -> Outbox:
+        view, out = BatchView(store), Outbox()
+        for cmd in cmds:
+            transition(serde.decode("Command", serde.encode("Command", cmd)), view, out, now_ms())
+        for wf, ev in out.events:  # as the processor encodes them, after the batch
+            raw = serde.encode("HistoryEvent", ev)
+            count_history_bytes(view.states.get(wf), ev, len(raw))
+            written.append(serde.decode("HistoryEvent", raw))
+        view.commit_into(store)
+        return out
+
+    conv = JsonConverter()
+    batch(command("d-1", "StartWorkflow", {"workflow_type": "Busy", "task_queue": "q", "input": conv.to_bytes([])},
+                  request_id="start"))
+    before = len(written)
+    out = batch(*(command("d-1", "SignalWorkflow", {"signal_name": "poke", "input": conv.to_bytes([n]),
+                                                    "identity": "t", "start": None}, request_id=f"s{n}")
+                  for n in range(3)),
+                command("d-1", "AwaitWorkflowResult", {"wait": False}, request_id="describe"))
+    (answer,) = [r for r in out.replies if r["request_id"] == "describe"]
+    d = answer["description"]
+    assert d["history_length"] > before  # the signals' events are described
+    assert d["history_size_bytes"] == sum(len(serde.encode("HistoryEvent", e)) for e in written
+                                          if e["seq"] <= d["history_length"])

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from kadence import RetryPolicy, activity, workflow
-from kadence.processors.effects import description
+from kadence.processors.effects import Outbox, description
 from kadence.topics import serde
 from kadence.topics.payload import JsonConverter
 
@@ -69,7 +69,7 @@ def test_a_paused_run_records_signals_holds_its_timer_and_fires_it_at_unpause():
     d = Driver(Holdable)
     d.h.start("wf", "Holdable", [])
     d.run(fire_timers=False)  # the run sleeps: one user timer pending
-    assert _pause(d)["status"] == "ok" and d.state()["paused"] and description(d.state())["paused"]
+    assert _pause(d)["status"] == "ok" and d.state()["paused"] and description(d.state(), Outbox())["paused"]
     assert d.h.fire_timers() == 1
     _signal(d, "s1", "sig-1")
     assert not d.step()  # no workflow task went out: not for the timer, not for the signal
