@@ -36,7 +36,8 @@ from kadence.topics.dead_letters import list_dead_letters, redrive
 from kadence.topics.state_reader import stuck_rows
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (ArchiveError, BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
-                                   ConfigError, ResetRejectedError, SchemaError, WorkflowNotFoundError)
+                                   ConfigError, ResetRejectedError, SchemaError, WorkflowNotFoundError,
+                                   WorkflowQuarantinedError)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.describe import describe_to_json
 from kadence.topics.payload import JsonConverter
@@ -197,6 +198,11 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     @app.exception_handler(NamespaceUnavailable)
     async def on_namespace_unavailable(_request: Request, exc: NamespaceUnavailable):
         return _unavailable(str(exc))
+
+    @app.exception_handler(WorkflowQuarantinedError)
+    async def on_quarantined(_request: Request, exc: WorkflowQuarantinedError):
+        # nothing was applied; the command waits in the dead-letter topic for an operator
+        return error_response(503, "quarantined", str(exc))
 
     @app.exception_handler(WorkflowNotFoundError)
     async def on_not_found(_request: Request, exc: WorkflowNotFoundError):

@@ -31,7 +31,8 @@ from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.metric_labels import BoundedLabel
 from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
-from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WrongPartitionError
+from kadence.topics.errors import (BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WorkflowQuarantinedError,
+                                   WrongPartitionError)
 from kadence.topics.partitioner import partition_for
 from kadence.topics.records import command, history_key, now_ms
 from kadence.topics.tracing import Tracer, record_ref
@@ -221,6 +222,9 @@ class HistoryProcessor:
         self.metrics = _Metrics(registry, config.kafka.namespace)
         self._stop = threading.Event()
         self._stores: dict[int, MemoryShardStore | DiskShardStore] = {}
+        #: per shard, the workflows whose records the restore could not decode: workflow ID -> why
+        #: (``restore_shard``; their commands are dead-lettered and answered ``quarantined``)
+        self._quarantine: dict[int, dict[str, str]] = {}
         #: per shard: the activity timeouts of its workflows (decision 0026)
         self._deadlines: dict[int, DeadlineIndex] = {}
         self._state_dir: Path | None = None
@@ -295,6 +299,7 @@ class HistoryProcessor:
     def _release(self, partition: int) -> None:
         self._fence_offsets.pop(partition, None)
         self._deadlines.pop(partition, None)
+        self._quarantine.pop(partition, None)
         store = self._stores.pop(partition, None)
         if store is not None and hasattr(store, "close"):
             store.close()
@@ -390,17 +395,18 @@ class HistoryProcessor:
             offset = committed.get(tp.partition, -1)
             self._fence_offsets[tp.partition] = offset if offset >= 0 else self._until_broker_answers(
                 f"reading where partition {tp.partition} begins", lambda t=tp: self._log_start(t))
-            self._stores[tp.partition], self._deadlines[tp.partition] = self._until_broker_answers(
-                f"restoring partition {tp.partition}", lambda p=tp.partition: self._restore(p))
+            self._stores[tp.partition], self._deadlines[tp.partition], self._quarantine[tp.partition] = \
+                self._until_broker_answers(f"restoring partition {tp.partition}", lambda p=tp.partition: self._restore(p))
         log.info("processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
 
     def _restore(self, partition: int):
-        """A shard's store and deadline index, rebuilt from Kafka (a failed try leaves nothing open)."""
-        index, store = DeadlineIndex(), self._new_store(partition)
+        """A shard's store, deadline index and quarantined workflows, rebuilt from Kafka (a failed
+        try leaves nothing open)."""
+        index, store, quarantine = DeadlineIndex(), self._new_store(partition), {}
         t0 = time.perf_counter()
         try:
             restored = restore_shard(self.kafka, self.topics.state, self.topics.history, partition, store,
-                                     observe=index.update), index
+                                     observe=index.update, quarantine=quarantine), index, quarantine
             self.metrics.restore.observe(time.perf_counter() - t0)
             return restored
         except BaseException:
@@ -507,6 +513,11 @@ class HistoryProcessor:
             if wrong is not None:  # its workflow would live where no reader looks for it
                 dead.append((msg, "wrong partition", wrong))
                 reply(out, cmd["request_id"], wf, "wrong_partition", message=str(wrong))
+                continue
+            why = self._quarantine[p].get(wf) if self._quarantine.get(p) else None
+            if why is not None:  # its state is not in the store: kept for a redrive after the repair
+                dead.append((msg, "quarantined workflow", WorkflowQuarantinedError(why, workflow_id=wf)))
+                reply(out, cmd["request_id"], wf, "quarantined", message=f"workflow {wf!r} is quarantined: {why}")
                 continue
             checkpoint, mark = view.checkpoint(wf), out.mark()
             fields = set_log_fields(wf, cmd.get("run_id"), p, cmd.get("trace_id"))

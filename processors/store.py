@@ -77,8 +77,9 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
                    label: str = "") -> int:
     """Read one partition from its start to its current end (read_committed); returns records read.
 
-    ``handle(key, value)`` is called per record (value None for tombstones). ``timeout``: the
-    read gives up (``BrokerUnavailableError``) when it makes no progress for that long.
+    ``handle(key, value, offset)`` is called per record (value None for tombstones).
+    ``timeout``: the read gives up (``BrokerUnavailableError``) when it makes no progress for
+    that long.
     """
     consumer = Consumer(config.consumer(None, **{"fetch.wait.max.ms": 10}))
     count = 0
@@ -96,7 +97,7 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
 
         for msg in read_range(consumer, tp, low, high, stall_s=timeout, what=f"restore of {topic}[{partition}]",
                               on_progress=progress):
-            handle(msg.key(), msg.value())
+            handle(msg.key(), msg.value(), msg.offset())
             count += 1
         return count
     finally:
@@ -104,26 +105,45 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
 
 
 def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, partition: int,
-                  store=None, *, observe=None):
+                  store=None, *, observe=None, quarantine: dict[str, str] | None = None):
     """Rebuild a shard's store (``store``: an empty one to fill; a new ``MemoryShardStore`` by
     default): states from the compacted state topic, then the events of every open run from the
     history topic. ``observe(workflow_id, state_or_None)`` sees every state record read, in order
-    (the processor's deadline index is rebuilt from them)."""
+    (the processor's deadline index is rebuilt from them).
+
+    A workflow whose latest state record, or an event of whose open run, cannot be decoded
+    (written by a newer schema version, or damaged) is left out of the store and put in
+    ``quarantine`` (workflow ID -> why, naming the record's topic, partition and offset); the
+    rest of the shard is restored (decision 0044). Without ``quarantine`` such a record raises
+    ``SchemaError``."""
     store = MemoryShardStore(partition) if store is None else store
     state_codec = serde.codec("WorkflowState")
     event_codec = serde.codec("HistoryEvent")
     t0 = time.monotonic()
     open_runs: dict[str, str] = {}
+    quarantined: dict[str, str] = {}
 
-    def on_state(key, value):
+    def forget(wf: str) -> None:
+        store.delete_state(wf)
+        open_runs.pop(wf, None)
+        if observe is not None:
+            observe(wf, None)
+
+    def on_state(key, value, offset):
         wf = key.decode()
         if value is None:
-            store.delete_state(wf)
-            open_runs.pop(wf, None)
-            if observe is not None:
-                observe(wf, None)
+            forget(wf)
+            quarantined.pop(wf, None)  # deleted: nothing left to protect
             return
-        st = state_codec.decode(value)
+        try:
+            st = state_codec.decode(value)
+        except SchemaError as exc:
+            if quarantine is None:
+                raise
+            quarantined[wf] = f"its state record {state_topic}[{partition}]@{offset} cannot be decoded: {exc}"
+            forget(wf)
+            return
+        quarantined.pop(wf, None)  # a later state record replaces the one that could not be read
         if observe is not None:
             observe(wf, st)
         if _takes_raw(store):
@@ -138,15 +158,20 @@ def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, par
     read_partition(config, state_topic, partition, on_state, label="state")
     buffers: dict[str, list] = {}
 
-    def on_event(key, value):
+    def on_event(key, value, offset):
         if value is None or key is None:
             return
         wf, run_id, _seq = key.decode().rsplit("/", 2)
         if open_runs.get(wf) == run_id:
             try:
                 buffers.setdefault(wf, []).append((event_codec.decode(value), value))
-            except SchemaError:
-                log.error("undecodable history event %s in %s[%d]", key, history_topic, partition)
+            except SchemaError as exc:
+                if quarantine is None:
+                    raise
+                quarantined[wf] = (f"an event of its open run {run_id}, {history_topic}[{partition}]@{offset}, "
+                                   f"cannot be decoded: {exc}")
+                buffers.pop(wf, None)
+                forget(wf)
 
     if open_runs:
         read_partition(config, history_topic, partition, on_event, label="history")
@@ -157,8 +182,13 @@ def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, par
             store.append_history(wf, open_runs[wf], events, [raw for _e, raw in pairs])
         else:
             store.append_history(wf, open_runs[wf], events)
-    log.info("restored partition %d: %d workflows (%d open) in %.2fs", partition, len(store),
-             len(open_runs), time.monotonic() - t0)
+    for wf, why in sorted(quarantined.items()):
+        log.error("workflow %s partition %d quarantined: %s; its commands are dead-lettered until a processor "
+                  "that reads the record restores the shard", wf, partition, why)
+    if quarantine is not None:
+        quarantine.update(quarantined)
+    log.info("restored partition %d: %d workflows (%d open, %d quarantined) in %.2fs", partition, len(store),
+             len(open_runs), len(quarantined), time.monotonic() - t0)
     return store
 
 

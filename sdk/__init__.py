@@ -13,7 +13,8 @@ from kadence.topics.errors import (ActivityError, ChildWorkflowError, Applicatio
                                    DefinitionError, KadenceError, NonDeterminismError, SchemaError,
                                    WorkflowAlreadyStartedError, WorkflowError, WorkflowFailureError,
                                    WorkflowNotFoundError, WorkflowCanceledError, QueryFailedError,
-                                   WorkflowContinuedAsNewError, WrongPartitionError, PayloadTooLargeError,
+                                   WorkflowContinuedAsNewError, WrongPartitionError, WorkflowQuarantinedError,
+                                   PayloadTooLargeError,
                                    InvalidIdentifierError, WorkerCrashedError, WorkflowTerminatedError,
                                    WorkflowTimedOutError, PayloadTypeError, WorkflowTaskFailedError,
                                    WorkflowUpdateFailedError, ResetRejectedError)
@@ -34,7 +35,7 @@ __all__ = [
     "WorkflowAlreadyStartedError", "WorkflowNotFoundError", "WorkflowFailureError", "ApplicationError",
     "ActivityError", "NonDeterminismError", "DefinitionError", "NotDeterministicError",
     "WorkflowCanceledError", "QueryFailedError", "Replayer", "ReplayResult", "ChildWorkflowError",
-    "WorkflowContinuedAsNewError", "WrongPartitionError", "PayloadTooLargeError", "InvalidIdentifierError",
+    "WorkflowContinuedAsNewError", "WrongPartitionError", "WorkflowQuarantinedError", "PayloadTooLargeError", "InvalidIdentifierError",
     "WorkerCrashedError", "WorkflowTerminatedError", "WorkflowTimedOutError", "PayloadTypeError",
     "WorkflowTaskFailedError", "WorkflowUpdateFailedError", "ResetRejectedError", "ResetPlan",
 ]

@@ -32,7 +32,7 @@ from . import serde
 from .catalogue import Catalogue
 from .config import KafkaConfig
 from .errors import (BrokerUnavailableError, KadenceError, NoReplyError, PayloadTooLargeError,
-                     WorkflowNotFoundError, WrongPartitionError)
+                     WorkflowNotFoundError, WorkflowQuarantinedError, WrongPartitionError)
 from .partitioner import partition_for
 from .scan import RangeReader
 from .polling import poll_ready
@@ -429,6 +429,8 @@ class EngineClient:
     def _checked(reply: dict | None) -> dict | None:
         if reply is not None and reply["status"] == "wrong_partition":  # the engine created nothing
             raise WrongPartitionError(reply["message"])
+        if reply is not None and reply["status"] == "quarantined":  # applied nothing, dead-lettered
+            raise WorkflowQuarantinedError(reply["message"], workflow_id=reply["workflow_id"])
         return reply
 
     def _resend(self, workflow_id: str, request_id: str, body_type: str, waited_s: float) -> None:

@@ -49,6 +49,7 @@ __all__ = [
     "BrokerUnavailableError",
     "NoReplyError",
     "WrongPartitionError",
+    "WorkflowQuarantinedError",
     "PayloadTooLargeError",
     "InvalidIdentifierError",
     "InvalidQueryError",
@@ -179,6 +180,15 @@ class WrongPartitionError(KadenceError):
         super().__init__(message)
         self.expected_partition = expected_partition
         self.partition = partition
+
+
+class WorkflowQuarantinedError(WorkflowError):
+    """The engine cannot read this workflow's stored state or history: a record it cannot decode
+    (written by a newer schema version than the processor knows, or damaged). The command was
+    not applied; the processor dead-lettered it (``kadence dead-letters list``), so it can be
+    redriven once a processor that reads the record owns the shard. The message names the
+    record's topic, partition and offset. Other workflows are not affected."""
+
 
 
 class WorkflowNotFoundError(WorkflowError):

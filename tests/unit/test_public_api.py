@@ -17,7 +17,7 @@ PUBLIC = {
         "WorkflowAlreadyStartedError",
         "WorkflowCanceledError", "WorkflowContinuedAsNewError", "WorkflowError", "WorkflowFailureError",
         "WorkflowHandle", "WorkflowNotFoundError", "WorkflowTaskFailedError", "WorkflowTerminatedError",
-        "WorkflowTimedOutError", "WorkflowUpdateFailedError", "WrongPartitionError", "activity", "workflow",
+        "WorkflowTimedOutError", "WorkflowUpdateFailedError", "WorkflowQuarantinedError", "WrongPartitionError", "activity", "workflow",
     ],
     "kadence.topics": [
         "ActivityError", "ApplicationError", "ApplyReport", "ArchiveError", "BrokerUnavailableError", "Catalogue", "ChildWorkflowError",
@@ -31,7 +31,7 @@ PUBLIC = {
         "TIMER_TIERS_MS", "TopicError", "TopicSpec", "VisibilityReader", "WorkerCrashedError", "WorkflowAlreadyStartedError",
         "WorkflowCanceledError", "WorkflowContinuedAsNewError",
         "WorkflowError", "WorkflowFailureError", "WorkflowNotFoundError", "WorkflowTaskFailedError",
-        "WorkflowTerminatedError", "WorkflowTimedOutError", "WorkflowUpdateFailedError", "WrongPartitionError",
+        "WorkflowTerminatedError", "WorkflowTimedOutError", "WorkflowUpdateFailedError", "WorkflowQuarantinedError", "WrongPartitionError",
         "codec", "decode", "encode", "exception_from_failure",
         "failure_from_exception", "murmur2", "partition_for", "projection_lag",
     ],
