@@ -35,6 +35,7 @@ from kadence.topics.config import NAMESPACE_RE, KafkaConfig
 from kadence.topics.dead_letters import list_dead_letters, redrive
 from kadence.topics.state_reader import stuck_rows
 from kadence.topics.engine_client import EngineClient
+from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.errors import (ArchiveError, BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
                                    ConfigError, ResetRejectedError, SchemaError, WorkflowNotFoundError,
                                    WorkflowQuarantinedError)
@@ -155,6 +156,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     app.state.engines = pool
 
     registry = CollectorRegistry()
+    register_codec_metrics(registry)
     requests_total = Counter("kadence_gateway_requests", "HTTP requests", ["method", "route", "status"],
                              registry=registry)
     latency = Histogram("kadence_gateway_request_seconds", "HTTP request latency", ["route"], registry=registry,

@@ -34,6 +34,8 @@ from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.errors import (BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WorkflowQuarantinedError,
                                    WrongPartitionError)
 from kadence.topics.partitioner import partition_for
+from kadence.topics.produce import produce_waiting
+from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.records import command, history_key, now_ms
 from kadence.topics.tracing import Tracer, record_ref
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
@@ -220,6 +222,7 @@ class HistoryProcessor:
         self.topics = Catalogue(config.kafka)
         registry = registry or CollectorRegistry()
         self.metrics = _Metrics(registry, config.kafka.namespace)
+        register_codec_metrics(registry)
         self._stop = threading.Event()
         self._stores: dict[int, MemoryShardStore | DiskShardStore] = {}
         #: per shard, the workflows whose records the restore could not decode: workflow ID -> why
@@ -693,15 +696,7 @@ class HistoryProcessor:
         return True
 
     def _produce(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None = None) -> None:
-        while True:
-            try:
-                if partition is None:
-                    self._producer.produce(topic, value, key)
-                else:
-                    self._producer.produce(topic, value, key, partition=partition)
-                return
-            except BufferError:
-                self._producer.poll(0.01)
+        produce_waiting(self._producer, topic, value, key, partition=partition, wait_s=0.01)
 
     def _produce_outputs(self, views, outboxes, dead) -> None:
         event_codec = serde.codec("HistoryEvent")

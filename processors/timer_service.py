@@ -49,6 +49,8 @@ from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.config import PAUSING_FETCH_WAIT_MS, KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import raise_if_refused
+from kadence.topics.produce import produce_waiting
+from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.records import command
 from kadence.topics.replacing_producer import ReplacingProducer
 
@@ -227,6 +229,7 @@ class TimerService:
         self.group = f"{self.kafka.namespace}.timers"
         self.registry = registry or CollectorRegistry()
         self.metrics = _Metrics(self.registry, config.kafka.namespace)
+        register_codec_metrics(self.registry)
         self._tier_of = {self.topics.timers(t): t for t in TIMER_TIERS_MS}
         self._stop = threading.Event()
         #: set once the group has assigned partitions to this instance
@@ -634,12 +637,7 @@ class TimerService:
     def _send(self, rec: _Rec, topic: str, value: bytes, key: bytes | None, timestamp: int) -> None:
         rec.out = (topic, value, key)
         on_delivery = lambda err, _msg, rec=rec: self._delivered(rec, err)  # noqa: E731
-        while True:
-            try:
-                self._producer.produce(topic, value, key, timestamp=timestamp, on_delivery=on_delivery)
-                break
-            except BufferError:
-                self._producer.poll(0.01)
+        produce_waiting(self._producer, topic, value, key, timestamp=timestamp, on_delivery=on_delivery, wait_s=0.01)
         self._in_flight += 1
 
     def _delivered(self, rec: _Rec, err: KafkaError | None) -> None:

@@ -35,6 +35,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
+from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
@@ -292,12 +293,7 @@ class ActivityReporter:
                                                                     span_id=span_id)))
 
     def _send(self, producer: Producer, wf: str, value: bytes) -> None:
-        while True:
-            try:
-                producer.produce(self._topics.commands, value, wf.encode())
-                return
-            except BufferError:
-                producer.poll(0.05)
+        produce_waiting(producer, self._topics.commands, value, wf.encode())
 
     def _failed(self, exc: KafkaException, attempt: int, producer: Producer, generation: int) -> None:
         """Abort (or, when the producer cannot go on, replace it); the next try recomputes the

@@ -36,6 +36,7 @@ from kadence.topics.errors import (ApplicationError, BrokerUnavailableError, Def
                                    WorkerCrashedError, SchemaError)
 from kadence.topics.payload import failure_from_exception
 from kadence.topics.records import new_id, now_ms
+from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.tracing import Tracer, record_ref
 
 from . import activity as _activity
@@ -401,6 +402,8 @@ class Worker:
         #: Prometheus metrics, in ``metrics_registry``; none without one (``_worker_metrics``)
         self.metrics = (NO_METRICS if metrics_registry is None else
                         WorkerMetrics(metrics_registry).for_queue(client.config.namespace, task_queue))
+        if metrics_registry is not None:  # per process, not per namespace: the codecs are shared
+            register_codec_metrics(metrics_registry)
         #: set by shutdown(): a start still waiting for the broker gives up
         self._starting_stop = threading.Event()
         self._serving = False

@@ -24,6 +24,8 @@ from typing import Callable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from .produce import produce_waiting
+
 __all__ = ["BatchProducer"]
 
 log = logging.getLogger(__name__)
@@ -54,13 +56,7 @@ class BatchProducer:
             if err is not None:
                 errors.append(err)
 
-        kwargs = {} if partition is None else {"partition": partition}
-        while True:
-            try:
-                self._producer.produce(topic, value, key, on_delivery=on_delivery, **kwargs)
-                return
-            except BufferError:
-                self._producer.poll(0.05)
+        produce_waiting(self._producer, topic, value, key, partition=partition, on_delivery=on_delivery)
 
     def flush(self, timeout: float) -> str | None:
         """Wait up to ``timeout`` s for the batch; None if every record was acknowledged."""

@@ -35,6 +35,7 @@ from .errors import (BrokerUnavailableError, KadenceError, NoReplyError, Payload
                      WorkflowNotFoundError, WorkflowQuarantinedError, WrongPartitionError)
 from .partitioner import partition_for
 from .scan import RangeReader
+from .produce import produce_waiting
 from .polling import poll_ready
 from .records import command
 from .replacing_producer import ReplacingProducer
@@ -360,21 +361,17 @@ class EngineClient:
         return fut
 
     def produce_raw(self, topic: str, key: bytes, value: bytes, on_delivery=None) -> None:
-        while True:
-            try:
-                self._producer.produce(topic, value, key, on_delivery=on_delivery)
-                return
-            except BufferError:
-                self._producer.poll(0.05)
-            except KafkaException as exc:
-                err = exc.args[0] if exc.args else None
-                if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                    limit = self.message_max_bytes
-                    raise PayloadTooLargeError(
-                        f"the command is {len(value) + len(key)} bytes, over Kafka's message size limit of "
-                        f"{limit} bytes (message.max.bytes); nothing was written", size=len(value) + len(key),
-                        limit=limit) from exc
-                raise
+        try:
+            produce_waiting(self._producer, topic, value, key, on_delivery=on_delivery)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                limit = self.message_max_bytes
+                raise PayloadTooLargeError(
+                    f"the command is {len(value) + len(key)} bytes, over Kafka's message size limit of "
+                    f"{limit} bytes (message.max.bytes); nothing was written", size=len(value) + len(key),
+                    limit=limit) from exc
+            raise
 
     async def request(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
                       run_id: str | None = None, timeout: float | None = 30.0) -> dict:

@@ -28,6 +28,8 @@ from typing import Callable
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from .produce import produce_waiting
+
 __all__ = ["ReplacingProducer"]
 
 log = logging.getLogger(__name__)
@@ -158,13 +160,8 @@ class ReplacingProducer:
         log.warning("producer delivered nothing for %.0f s while the broker answers; replaced it and producing "
                     "%d undelivered records again (librdkafka #5430)", stalled_s, len(entries))
         for seq, entry in entries:
-            while True:
-                try:
-                    new.produce(entry[1], entry[3], entry[2], timestamp=entry[6],
-                                on_delivery=functools.partial(self._delivered, seq, generation))
-                    break
-                except BufferError:
-                    new.poll(0.05)
+            produce_waiting(new, entry[1], entry[3], entry[2], timestamp=entry[6],
+                            on_delivery=functools.partial(self._delivered, seq, generation))
         try:  # the old producer's callbacks name an old generation: they are ignored
             old.purge(in_queue=True, in_flight=True, blocking=False)
             old.flush(0)

@@ -15,6 +15,7 @@ written and read as a ``(short_name, dict)`` tuple.
 from __future__ import annotations
 
 import io
+import logging
 import struct
 from functools import lru_cache
 
@@ -26,7 +27,9 @@ from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
 from .avro_codegen import compile_reader, compile_writer
 from .errors import SchemaError
 
-__all__ = ["encode", "decode", "Codec", "codec", "MAGIC"]
+__all__ = ["encode", "decode", "Codec", "codec", "old_version_decodes", "MAGIC"]
+
+log = logging.getLogger(__name__)
 
 MAGIC = 0x4B  # "K"
 _NS = "kadence."
@@ -90,6 +93,9 @@ class Codec:
         self._prefix = bytes((MAGIC, CURRENT_VERSION))
         self._put = compile_writer(self._schema, CURRENT_VERSION)
         self._get = compile_reader(self._schema)
+        #: records of an older schema version decoded (through fastavro, not the generated
+        #: reader), by version: a rolling upgrade's old records, or a writer pinned to an old version
+        self.old_version_decodes: dict[int, int] = {}
 
     def encode(self, value: dict) -> bytes:
         buf = bytearray(self._prefix)
@@ -114,7 +120,12 @@ class Codec:
             if end != len(data):
                 raise SchemaError(f"trailing bytes after {self.record} record")
             return self._versions_agree(value, version)
-        # an older schema version: fastavro resolves it to the current schema
+        # an older schema version: fastavro resolves it to the current schema (slower; counted)
+        seen = self.old_version_decodes.get(version, 0)
+        self.old_version_decodes[version] = seen + 1
+        if not seen:
+            log.info("decoding %s records of schema version %d (current: %d) through fastavro's schema resolution; "
+                     "counted in kadence_codec_old_version_decodes_total", self.record, version, CURRENT_VERSION)
         buf = io.BytesIO(data)
         buf.seek(2)
         try:
@@ -138,9 +149,20 @@ class Codec:
         return value
 
 
-@lru_cache(maxsize=None)
+#: one codec per record type, made on first use (a cache: a codec is the same for every caller)
+_CODECS: dict[str, Codec] = {}
+
+
 def codec(record: str) -> Codec:
-    return Codec(record)
+    found = _CODECS.get(record)
+    if found is None:
+        found = _CODECS.setdefault(record, Codec(record))
+    return found
+
+
+def old_version_decodes() -> dict[tuple[str, int], int]:
+    """(record type, schema version) -> records of that older version decoded in this process."""
+    return {(name, version): n for name, c in list(_CODECS.items()) for version, n in list(c.old_version_decodes.items())}
 
 
 def encode(record: str, value: dict) -> bytes:

@@ -1,0 +1,50 @@
+"""Records of an older schema version are decoded by fastavro's schema resolution, not by the
+generated reader: each is counted per record type and version, logged the first time, and
+scraped as ``kadence_codec_old_version_decodes_total`` (issue 20)."""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from kadence.schemas import CURRENT_VERSION, load_schema_set
+from kadence.topics import serde
+from kadence.topics.codec_metrics import register_codec_metrics
+from kadence.topics.records import command
+
+from tests.support.avro_samples import Samples
+from tests.support.fastavro_reference import parse_set, write
+
+
+def _old_command(version: int) -> bytes:
+    frozen = load_schema_set(version)
+    value = next(iter(Samples(frozen, version).variants(next(s for s in frozen if s["name"] == "Command"), "Command")))
+    return write(parse_set(frozen), "Command", value, version)
+
+
+def _scraped(registry: CollectorRegistry, record: str, version: int) -> float:
+    for line in generate_latest(registry).decode().splitlines():
+        if line.startswith(f'kadence_codec_old_version_decodes_total{{record="{record}",version="{version}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_old_version_decodes_are_counted_logged_once_and_scraped(caplog):
+    registry = CollectorRegistry()
+    register_codec_metrics(registry)
+    register_codec_metrics(registry)  # a second component in the same process: one family
+    old = CURRENT_VERSION - 1
+    data = _old_command(old)
+    before = serde.old_version_decodes().get(("Command", old), 0)
+    with caplog.at_level(logging.INFO, logger="kadence.topics.serde"):
+        for _ in range(3):
+            serde.decode("Command", data)
+        serde.decode("Command", serde.encode("Command", command("w", "AwaitWorkflowResult", {"wait": True})))
+    assert serde.old_version_decodes()[("Command", old)] == before + 3  # the current version is not counted
+    assert ("Command", CURRENT_VERSION) not in serde.old_version_decodes()
+    assert _scraped(registry, "Command", old) == before + 3
+    text = generate_latest(registry).decode()
+    assert text.count("# TYPE kadence_codec_old_version_decodes_total counter") == 1
+    logged = [r for r in caplog.records if "schema version" in r.getMessage() and "Command" in r.getMessage()]
+    assert len(logged) == (1 if before == 0 else 0)

@@ -1,0 +1,35 @@
+"""``kadence_codec_old_version_decodes_total{record, version}``: records of an older schema
+version this process decoded (issue 20). The current version is read by generated code; an older
+one goes through fastavro's schema resolution, several times slower. During a rolling upgrade the
+count grows while old records are read and then stops; one that keeps growing names a writer
+still on an old version. Read from the codecs at scrape time (``serde.old_version_decodes``)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily
+
+from . import serde
+
+__all__ = ["register_codec_metrics"]
+
+
+class _OldVersionDecodes:
+    def collect(self):
+        family = CounterMetricFamily("kadence_codec_old_version_decodes",
+                                     "records of an older schema version decoded (through fastavro)",
+                                     labels=["record", "version"])
+        for (record, version), n in sorted(serde.old_version_decodes().items()):
+            family.add_metric([record, str(version)], n)
+        yield family
+
+    def describe(self):
+        return []
+
+
+def register_codec_metrics(registry: CollectorRegistry) -> None:
+    """Add the family to ``registry``, once (processes that run several components share one)."""
+    if getattr(registry, "_kadence_codec_metrics", False):
+        return
+    registry.register(_OldVersionDecodes())
+    registry._kadence_codec_metrics = True  # type: ignore[attr-defined]
