@@ -219,7 +219,8 @@ class ActivityReporter:
                     # never held back for the sake of offsets
                     offsets = []
                 if offsets:
-                    self._guarded(lambda: producer.send_offsets_to_transaction(offsets, group, 30))
+                    # bound now: a call given up on must name this try's producer, not the next one's
+                    self._guarded(lambda p=producer, o=offsets, g=group: p.send_offsets_to_transaction(o, g, 30))
                 producer.commit_transaction(30)
             except TxnCallHung as exc:
                 watchdog.end()

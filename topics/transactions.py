@@ -124,7 +124,9 @@ class GuardedCall:
 
     The allowance starts at ``base_s``, doubles after each hang up to ``max_s`` (a machine slow
     enough to need longer does not churn producers for ever), and is back at ``base_s`` after a
-    call returns in time. A hand-off to the helper costs two thread switches per call;
+    call returns in time. A call given up on before its helper started it (the process was
+    stopped or starved past the allowance) is cancelled: it never runs after its caller moved on
+    to another producer. A hand-off to the helper costs two thread switches per call;
     decision 0035 has the measurement.
     """
 
@@ -178,10 +180,13 @@ class GuardedCall:
             result = fut.result(timeout=self.allowance)
         except TimeoutError:
             with self._lock:
-                if not fut.done():
+                # not started yet (this process was stopped or starved past the allowance): it
+                # never will be; the caller goes on with another producer and must not meet it
+                cancelled = fut.cancel()
+                if not cancelled and not fut.done():
                     fut.given_up = True
                     self.stuck += 1
-            if fut.done():  # it returned just now, or fn itself raised TimeoutError
+            if not cancelled and fut.done():  # it returned just now, or fn itself raised TimeoutError
                 result = fut.result()
             else:
                 allowed = self.allowance

@@ -3,6 +3,7 @@ allowance (librdkafka #5511, decision 0035), and the next call is served by a ne
 
 from __future__ import annotations
 
+import queue
 import threading
 
 import pytest
@@ -69,3 +70,23 @@ def test_a_helper_whose_call_returns_late_is_no_longer_counted_stuck_and_ends():
     finally:
         release.set()
         guard.close()
+
+
+def test_a_call_given_up_on_before_its_helper_took_it_never_runs():
+    """A process stopped (SIGSTOP, a starved machine) past the allowance wakes with the caller's
+    wait already expired and the helper not yet inside the call. The caller raises TxnCallHung and
+    goes on with a new producer; the call it gave up on must not start afterwards (in the
+    activity reporter it would have run on the producer of the next try)."""
+    guard = GuardedCall("t", base_s=0.1, max_s=0.1)
+    unserved: queue.SimpleQueue = queue.SimpleQueue()
+    guard._jobs = unserved  # a helper that has not been scheduled yet
+    ran = []
+    with pytest.raises(TxnCallHung):
+        guard(lambda: ran.append("late"))
+    helper = threading.Thread(target=guard._serve, args=(unserved,))
+    helper.start()  # the helper gets the CPU at last: the job, then the stop the caller queued
+    helper.join(5)
+    assert not helper.is_alive() and ran == []
+    assert guard.stuck == 0  # nothing is inside a call
+    assert guard(lambda: 7) == 7  # a new helper serves the next call
+    guard.close()
