@@ -16,9 +16,23 @@ import traceback
 from pathlib import Path
 
 from .common import BenchError, Context, Settings, console, make_progress
+from .scenarios import (
+    activity_results,
+    broker_recovery,
+    broker_warmup,
+    gateway,
+    hops,
+    latency,
+    payloads,
+    projections,
+    raw_kafka,
+    recovery,
+    scale,
+    throughput,
+    timers,
+    tracing,
+)
 from .scenarios import console as console_pages
-from .scenarios import (activity_results, broker_recovery, broker_warmup, gateway, hops, latency, payloads,
-                        projections, raw_kafka, recovery, scale, throughput, timers, tracing)
 
 #: in run order (latency uses throughput's result for its half-load rate; raw_kafka uses the
 #: processor's measured batch size)

@@ -83,7 +83,7 @@ class Settings:
     logdir: Path = field(default_factory=Path)
 
     @classmethod
-    def from_env(cls) -> "Settings":
+    def from_env(cls) -> Settings:
         seconds = env_float("KADENCE_BENCH_SECONDS", 60.0)
         if seconds <= 0:
             raise BenchError("KADENCE_BENCH_SECONDS must be > 0")

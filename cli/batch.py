@@ -69,9 +69,9 @@ def _line(p: dict) -> str:
 
 
 async def _progress(handle) -> dict:
-    from kadence.operations import BatchProgress
-
     from dataclasses import asdict
+
+    from kadence.operations import BatchProgress
 
     return asdict(await handle.query("progress", result_type=BatchProgress))
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["HealthServer", "BrokerCheck", "readiness"]
+__all__ = ["BrokerCheck", "HealthServer", "readiness"]
 
 
 class BrokerCheck:
@@ -95,7 +95,7 @@ class HealthServer:
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="kadence-health", daemon=True)
 
-    def start(self) -> "HealthServer":
+    def start(self) -> HealthServer:
         self._thread.start()
         return self
 

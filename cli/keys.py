@@ -9,7 +9,7 @@ import asyncio
 import json
 import logging
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import click
 
@@ -82,7 +82,7 @@ def list_keys(obj: dict, namespace: str | None, output: str) -> None:
     """List keys: ID, namespace, name, creation time, own quota (never the key)."""
     rows = []
     for k in _run(obj["redis_url"], obj["prefix"], lambda s: s.list(namespace)):
-        created = datetime.fromtimestamp(k.created_ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        created = datetime.fromtimestamp(k.created_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         quota = f"{k.rate:g}/s burst {k.burst}" if k.rate is not None else "default quota"
         rows.append({"key_id": k.key_id, "namespace": k.namespace, "name": k.name or "-", "created": created,
                      "quota": quota})

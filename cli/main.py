@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from kadence.topics import Catalogue, KafkaConfig, KadenceError, PartitionMismatchError
+from kadence.topics import Catalogue, KadenceError, KafkaConfig, PartitionMismatchError
 from kadence.topics.config import LOG_FORMATS
 from kadence.topics.identifiers import EscapingFormatter
 from kadence.topics.log_context import JsonFormatter
@@ -291,7 +291,8 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
 def start(config: KafkaConfig, workflow_type: str, workflow_id: str, task_queue: str, input_json: str,
           request_id: str | None, wait: bool) -> None:
     """Start a workflow run."""
-    from kadence import Client, KadenceError as Err
+    from kadence import Client
+    from kadence import KadenceError as Err
 
     try:
         args = json.loads(input_json)
@@ -414,7 +415,8 @@ def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | Non
 
 def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, action):
     """Connect a client, run ``action(handle)``, print its JSON result; typed errors exit 1."""
-    from kadence import Client, KadenceError as Err
+    from kadence import Client
+    from kadence import KadenceError as Err
 
     async def run():
         client = await Client.connect(config=config, codec=current_codec())
@@ -525,7 +527,8 @@ def describe(config: KafkaConfig, workflow_id: str) -> None:
 @click.pass_obj
 def replay(config: KafkaConfig, module_name: str, from_topic: bool, limit: int, files: tuple[str, ...]) -> None:
     """Replay histories against workflow code; exit 1 at any non-determinism (for CI)."""
-    from kadence import KadenceError as Err, NonDeterminismError, Replayer
+    from kadence import KadenceError as Err
+    from kadence import NonDeterminismError, Replayer
     from kadence.topics.history_reader import read_runs
 
     workflows, _ = load_definitions(module_name)
@@ -540,7 +543,7 @@ def replay(config: KafkaConfig, module_name: str, from_topic: bool, limit: int, 
                 failed += 1
                 file_failures += 1
         if from_topic:
-            known = {getattr(w, "__kadence_workflow__").name for w in workflows}
+            known = {w.__kadence_workflow__.name for w in workflows}
             per_type: dict = {}
             for events in reversed(read_runs(config)):
                 wtype = events[0]["attributes"][1]["workflow_type"]
@@ -573,7 +576,8 @@ def reset(config: KafkaConfig, workflow_id: str, to_event: int | None, reason: s
           module_name: str | None) -> None:
     """Branch a new run from a completed workflow task of the current run, open or closed; an
     open run is terminated and linked. Exit 1 when the engine refuses (or would refuse)."""
-    from kadence import Client, KadenceError as Err, Replayer
+    from kadence import Client, Replayer
+    from kadence import KadenceError as Err
 
     if module_name and not dry_run:
         raise click.UsageError("--module is for --dry-run")

@@ -5,11 +5,12 @@ row, tab-separated: for ``cut`` and ``awk``), ``-o json`` (one JSON document) or
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 
-__all__ = ["FORMATS", "output_option", "emit_rows"]
+__all__ = ["FORMATS", "emit_rows", "output_option"]
 
 FORMATS = ("tsv", "json", "table")
 

@@ -7,7 +7,7 @@ import json
 import re
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import click
 from rich.progress import ProgressColumn
@@ -18,7 +18,7 @@ from kadence.topics.projection_keys import PROJECTIONS, RUN_STATUSES
 
 from .output import emit_rows, output_option
 
-__all__ = ["projections", "list_cmd"]
+__all__ = ["list_cmd", "projections"]
 
 _REDIS_URL = click.option("--redis-url", envvar="KADENCE_REDIS_URL", default="redis://127.0.0.1:6379/0",
                           show_default=True, help="Redis of the projections [env KADENCE_REDIS_URL]")
@@ -205,14 +205,14 @@ def parse_time_ms(text: str | None, now: float | None = None) -> int | None:
     except ValueError as exc:
         raise click.BadParameter(f"{text!r}: use ISO-8601, epoch ms, or 30s/15m/2h/7d") from exc
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
 
 
 def _iso(ms: int | None) -> str:
     if ms is None:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
 
 
 @click.command("list")

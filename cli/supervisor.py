@@ -16,10 +16,10 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-__all__ = ["Supervisor", "Child"]
+__all__ = ["Child", "Supervisor"]
 
 #: exit statuses a child keeps
 EXITS_KEPT = 100

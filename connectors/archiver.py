@@ -31,29 +31,43 @@ import socket
 import threading
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import redis
-from prometheus_client import CollectorRegistry, Counter, Histogram
 from confluent_kafka import Consumer, KafkaException, Producer
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kadence.topics import serde
-from kadence.topics.archive import (ArchiveStore, ArchiveStoreConfig, archive_key, decode_archive, encode_archive,
-                                    open_store, verify_archive)
+from kadence.topics.archive import (
+    ArchiveStore,
+    ArchiveStoreConfig,
+    archive_key,
+    decode_archive,
+    encode_archive,
+    open_store,
+    verify_archive,
+)
 from kadence.topics.batch_producer import BatchProducer
 from kadence.topics.broker_wait import assign_at_committed
 from kadence.topics.catalogue import Catalogue
-from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.config import KafkaConfig
+from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.errors import ArchiveError, BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import poll_ready
 from kadence.topics.records import CLOSE_EVENTS, command, history_key, now_ms
 
 from .offsets import commit_positions
 
-__all__ = ["ArchiverConfig", "Archiver", "SweepReport", "parse_duration", "retention_from_file",
-           "DEFAULT_RETENTION_S", "CLOSE_EVENTS"]
+__all__ = [
+    "CLOSE_EVENTS",
+    "DEFAULT_RETENTION_S",
+    "Archiver",
+    "ArchiverConfig",
+    "SweepReport",
+    "parse_duration",
+    "retention_from_file",
+]
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +130,7 @@ class ArchiverConfig:
 
     @classmethod
     def from_env(cls, kafka: KafkaConfig, env: dict | None = None, *, config_file: str | None = None,
-                 **overrides) -> "ArchiverConfig":
+                 **overrides) -> ArchiverConfig:
         """Precedence: explicit overrides (CLI options), then the environment, then the config
         file's entry for the namespace, then the default (7 days)."""
         env = os.environ if env is None else env

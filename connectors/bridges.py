@@ -48,18 +48,19 @@ import os
 import re
 import threading
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
+from prometheus_client import CollectorRegistry, Counter
 
 from kadence.topics import serde
 from kadence.topics.batch_producer import BatchProducer
+from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
-from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_queue, problem
 from kadence.topics.large_payloads import LargePayloadConfig
@@ -69,7 +70,7 @@ from kadence.topics.records import command, now_ms
 
 from .offsets import commit_positions
 
-__all__ = ["Mapping", "BridgeConfig", "Bridge", "BadRecord", "load_bridge_config", "map_record"]
+__all__ = ["BadRecord", "Bridge", "BridgeConfig", "Mapping", "load_bridge_config", "map_record"]
 
 log = logging.getLogger(__name__)
 

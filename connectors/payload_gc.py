@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 import fastavro
 

@@ -91,7 +91,7 @@ class ProjectionConfig:
         return f"kadence-projections-{self.kafka.namespace}"
 
     @classmethod
-    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "ProjectionConfig":
+    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> ProjectionConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         try:

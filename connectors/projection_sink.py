@@ -17,7 +17,7 @@ from kadence.topics.projection_keys import PROJECTIONS, ProjectionKeys
 from .history_sink import HISTORY_LUA
 from .visibility_sink import VISIBILITY_LUA, visibility_op
 
-__all__ = ["ProjectionSink", "RawRecord", "BatchResult"]
+__all__ = ["BatchResult", "ProjectionSink", "RawRecord"]
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
@@ -42,7 +42,7 @@ from kadence.topics.projection_keys import PROJECTIONS, ProjectionKeys
 
 from .projection_sink import ProjectionSink, RawRecord
 
-__all__ = ["rebuild_projections", "RebuildReport", "delete_generation"]
+__all__ = ["RebuildReport", "delete_generation", "rebuild_projections"]
 
 log = logging.getLogger(__name__)
 

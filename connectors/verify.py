@@ -27,8 +27,8 @@ counts, so those events are in the history that is read later.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -36,7 +36,7 @@ from kadence.topics import Catalogue, KafkaConfig, SchemaError, serde
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.scan import scan
 
-__all__ = ["Gap", "CHECKS", "HistoryChecker", "check_state", "ReplyChecker", "Report", "verify_namespace"]
+__all__ = ["CHECKS", "Gap", "HistoryChecker", "ReplyChecker", "Report", "check_state", "verify_namespace"]
 
 CHECKS = ("history", "activity", "timer", "state", "reply")
 _ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
@@ -57,8 +57,16 @@ class Gap:
 
 
 class _Run:
-    __slots__ = ("last_seq", "closed_seq", "results", "failed_attempts", "timers", "ended_timers", "bytes",
-                 "seqs_broken")
+    __slots__ = (
+        "bytes",
+        "closed_seq",
+        "ended_timers",
+        "failed_attempts",
+        "last_seq",
+        "results",
+        "seqs_broken",
+        "timers",
+    )
 
     def __init__(self) -> None:
         self.last_seq = 0

@@ -33,7 +33,7 @@ else
 end
 """
 
-__all__ = ["GENERATIONS_LUA", "VISIBILITY_LUA", "visibility_op", "CLOSE_STATUS"]
+__all__ = ["CLOSE_STATUS", "GENERATIONS_LUA", "VISIBILITY_LUA", "visibility_op"]
 
 #: closing event -> status of the run (the engine's one definition)
 CLOSE_STATUS = CLOSE_EVENTS

@@ -25,42 +25,66 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.security import HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from redis.exceptions import RedisError
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kadence.topics.archive import open_store, read_history
 from kadence.topics.batch import BATCH_TASK_QUEUE, BATCH_WORKFLOW_TYPE, BatchRequest
 from kadence.topics.builds import build_backlogs
+from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.config import NAMESPACE_RE, KafkaConfig
 from kadence.topics.dead_letters import list_dead_letters, redrive
-from kadence.topics.state_reader import stuck_rows
-from kadence.topics.engine_client import EngineClient
-from kadence.topics.codec_metrics import register_codec_metrics
-from kadence.topics.errors import (ArchiveError, BrokerUnavailableError, InvalidQueryError, KadenceError, PayloadTooLargeError,
-                                   ConfigError, ResetRejectedError, SchemaError, WorkflowNotFoundError,
-                                   WorkflowQuarantinedError)
-from kadence.topics.history_json import event_to_json
 from kadence.topics.describe import describe_to_json
+from kadence.topics.engine_client import EngineClient
+from kadence.topics.errors import (
+    ArchiveError,
+    BrokerUnavailableError,
+    ConfigError,
+    InvalidQueryError,
+    KadenceError,
+    PayloadTooLargeError,
+    ResetRejectedError,
+    SchemaError,
+    WorkflowNotFoundError,
+    WorkflowQuarantinedError,
+)
+from kadence.topics.history_json import event_to_json
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.reset_request import reset_body
+from kadence.topics.state_reader import stuck_rows
 from kadence.topics.visibility import VisibilityReader, projection_lag
 
 from .config import GatewayConfig
 from .consistency import TOKEN_HEADER, ConsistencyToken
 from .console import mount_console
-from .history_cursor import decode_cursor as _decode_cursor, encode_cursor as _encode_cursor
 from .engines import EnginePool, NamespaceUnavailable
 from .errors import ApiError, ErrorResponse, error_response
 from .guard import NAMESPACE_HEADER, Guard, Principal
+from .history_cursor import decode_cursor as _decode_cursor
+from .history_cursor import encode_cursor as _encode_cursor
 from .idempotency import IdempotencyStore, fingerprint
 from .keys import ApiKeyStore
 from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
+from .models import (
+    BatchStarted,
+    DecodeRequest,
+    NameParam,
+    QueryRequest,
+    ReasonRequest,
+    ResetRequest,
+    ResetResponse,
+    RunResponse,
+    SignalRequest,
+    StartRequest,
+    StartResponse,
+    UpdateRequest,
+    UpdateResponse,
+    WorkflowIdInPath,
+    WorkflowList,
+)
 from .redis_breaker import RedisBreaker, guarded_redis
-from .models import (BatchStarted, DecodeRequest, NameParam, QueryRequest, ReasonRequest, ResetRequest, ResetResponse, RunResponse,
-                     SignalRequest, StartRequest, StartResponse, UpdateRequest, UpdateResponse, WorkflowIdInPath,
-                     WorkflowList)
 
 __all__ = ["create_app"]
 
@@ -696,7 +720,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             engine = await asyncio.wait_for(pool.get(config.kafka.namespace), 10)
             await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, engine.topics.existing), 5)
             checks["kafka"] = "ok"
-        except (KadenceError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, KadenceError) as exc:
             checks["kafka"] = f"unavailable: {exc or 'timeout'}"
         if redis is not None:
             try:
@@ -709,7 +733,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         if redis is not None and checks.get("redis") == "ok":
             try:  # informative: a lagging projection does not make the gateway unready
                 detail["projections"] = await asyncio.wait_for(projection_lag(redis, config.kafka.namespace), 5)
-            except (RedisError, OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, RedisError, OSError) as exc:
                 detail["projections"] = {"error": type(exc).__name__}
         if ready:
             return {"status": "ready", "checks": checks, **detail}

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.config import NAMESPACE_RE, KafkaConfig
@@ -35,7 +36,7 @@ class RateLimit:
     burst: int
 
     @classmethod
-    def parse(cls, text: str) -> "RateLimit":
+    def parse(cls, text: str) -> RateLimit:
         """``"RATE:BURST"``, e.g. ``"100:200"``; ``"0"`` disables."""
         try:
             rate, _, burst = text.partition(":")
@@ -112,7 +113,7 @@ class GatewayConfig:
             raise ConfigError("max_body_bytes and reply_timeout must be positive")
 
     @classmethod
-    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "GatewayConfig":
+    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> GatewayConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         try:

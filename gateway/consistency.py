@@ -13,7 +13,7 @@ import binascii
 import json
 from dataclasses import dataclass
 
-__all__ = ["ConsistencyToken", "TOKEN_HEADER"]
+__all__ = ["TOKEN_HEADER", "ConsistencyToken"]
 
 TOKEN_HEADER = "Kadence-Consistency-Token"
 _VERSION = 1
@@ -33,7 +33,7 @@ class ConsistencyToken:
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, text: str) -> "ConsistencyToken":
+    def decode(cls, text: str) -> ConsistencyToken:
         """The token, or ValueError saying why it is not one."""
         if not text or len(text) > _MAX_LEN:
             raise ValueError("not a consistency token from this API")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ TIMELINE_TAIL_EVENTS = 700
 def _iso(ms: int | None) -> str:
     if not ms:
         return ""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def _ms_of(iso: str | None) -> int | None:
@@ -54,7 +54,7 @@ def _ms_of(iso: str | None) -> int | None:
         return None
     when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return int(when.timestamp() * 1000)
 
 

@@ -23,7 +23,7 @@ from .errors import ApiError
 from .keys import ApiKey, ApiKeyStore, parse_key
 from .limits import RateLimiter
 
-__all__ = ["Guard", "NAMESPACE_HEADER", "Principal"]
+__all__ = ["NAMESPACE_HEADER", "Guard", "Principal"]
 
 log = logging.getLogger(__name__)
 

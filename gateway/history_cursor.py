@@ -9,7 +9,7 @@ import json
 
 from .errors import ApiError
 
-__all__ = ["encode_cursor", "decode_cursor"]
+__all__ = ["decode_cursor", "encode_cursor"]
 
 
 def encode_cursor(seq: int, run_id: str) -> str:

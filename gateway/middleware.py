@@ -31,11 +31,10 @@ from opentelemetry import propagate
 from prometheus_client import Counter, Histogram
 from starlette.datastructures import Headers
 
-
 from .errors import ApiError, error_response
 from .guard import Guard
 
-__all__ = ["BodyLimits", "EncodedSlashes", "GuardRequests", "Observe", "SLASH", "TraceContext"]
+__all__ = ["SLASH", "BodyLimits", "EncodedSlashes", "GuardRequests", "Observe", "TraceContext"]
 
 #: what an encoded slash (``%2F``) in a request path is routed as; see ``EncodedSlashes``
 SLASH = "\x00"

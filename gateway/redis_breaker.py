@@ -21,7 +21,7 @@ is written by hand rather than bent around one of them.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import Connection, parse_url

@@ -3,8 +3,24 @@
 ``kadence.operations`` may import the SDK and ``kadence.topics`` only (tests/unit/test_import_direction.py).
 """
 
-from .batch import (BATCH_OPERATIONS, BATCH_TASK_QUEUE, BATCH_WORKFLOW_TYPE, Batch, BatchFilter, BatchProgress,
-                    BatchRequest, batch_activities)
+from .batch import (
+                    BATCH_OPERATIONS,
+                    BATCH_TASK_QUEUE,
+                    BATCH_WORKFLOW_TYPE,
+                    Batch,
+                    BatchFilter,
+                    BatchProgress,
+                    BatchRequest,
+                    batch_activities,
+)
 
-__all__ = ["Batch", "BatchFilter", "BatchRequest", "BatchProgress", "batch_activities", "BATCH_TASK_QUEUE",
-           "BATCH_WORKFLOW_TYPE", "BATCH_OPERATIONS"]
+__all__ = [
+                    "BATCH_OPERATIONS",
+                    "BATCH_TASK_QUEUE",
+                    "BATCH_WORKFLOW_TYPE",
+                    "Batch",
+                    "BatchFilter",
+                    "BatchProgress",
+                    "BatchRequest",
+                    "batch_activities",
+]

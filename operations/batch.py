@@ -18,16 +18,34 @@ runs them with the workflow.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from kadence import Client, KadenceError, RetryPolicy, WorkflowError, activity, workflow
-from kadence.topics.batch import (BATCH_OPERATIONS, BATCH_TASK_QUEUE, BATCH_WORKFLOW_TYPE, FAILURES_KEPT,
-                                  BatchFilter, BatchProgress, BatchRequest)
+from kadence.topics.batch import (
+    BATCH_OPERATIONS,
+    BATCH_TASK_QUEUE,
+    BATCH_WORKFLOW_TYPE,
+    FAILURES_KEPT,
+    BatchFilter,
+    BatchProgress,
+    BatchRequest,
+)
 
-__all__ = ["Batch", "BatchFilter", "BatchRequest", "BatchProgress", "batch_activities", "BATCH_TASK_QUEUE",
-           "BATCH_WORKFLOW_TYPE", "BATCH_OPERATIONS", "FAILURES_KEPT", "request_id"]
+__all__ = [
+    "BATCH_OPERATIONS",
+    "BATCH_TASK_QUEUE",
+    "BATCH_WORKFLOW_TYPE",
+    "FAILURES_KEPT",
+    "Batch",
+    "BatchFilter",
+    "BatchProgress",
+    "BatchRequest",
+    "batch_activities",
+    "request_id",
+]
 
 @dataclass
 class _Page:

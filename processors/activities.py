@@ -15,8 +15,15 @@ from kadence.topics.records import idempotency_key
 
 from .effects import BatchView, Outbox, emit, reply, start_timer, workflow_task_needed
 
-__all__ = ["schedule_activity", "dispatch_attempt", "activity_result", "activity_timer_fired", "activity_heartbeat",
-           "cancel_activity", "DEFAULT_RETRY"]
+__all__ = [
+    "DEFAULT_RETRY",
+    "activity_heartbeat",
+    "activity_result",
+    "activity_timer_fired",
+    "cancel_activity",
+    "dispatch_attempt",
+    "schedule_activity",
+]
 
 log = logging.getLogger(__name__)
 

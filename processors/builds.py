@@ -28,7 +28,7 @@ from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, KadenceError
 
-__all__ = ["BuildDefaults", "BacklogReporter"]
+__all__ = ["BacklogReporter", "BuildDefaults"]
 
 log = logging.getLogger(__name__)
 

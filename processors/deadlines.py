@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import logging
 
-__all__ = ["LOCAL_KINDS", "activity_deadlines", "DeadlineIndex"]
+__all__ = ["LOCAL_KINDS", "DeadlineIndex", "activity_deadlines"]
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,27 @@ from dataclasses import dataclass, field
 from kadence.topics import serde
 from kadence.topics.records import new_id
 
-__all__ = ["BatchView", "Outbox", "count_history_bytes", "emit", "reply", "closed_message", "description", "remember", "recent", "schedule_workflow_task",
-           "dispatch_workflow_task", "close_run", "start_timer", "workflow_task_needed", "send_command",
-           "deduplicated", "open_run_or_reply",
-           "RECENT_REQUESTS", "MAX_RESULT_WAITERS"]
+__all__ = [
+    "MAX_RESULT_WAITERS",
+    "RECENT_REQUESTS",
+    "BatchView",
+    "Outbox",
+    "close_run",
+    "closed_message",
+    "count_history_bytes",
+    "deduplicated",
+    "description",
+    "dispatch_workflow_task",
+    "emit",
+    "open_run_or_reply",
+    "recent",
+    "remember",
+    "reply",
+    "schedule_workflow_task",
+    "send_command",
+    "start_timer",
+    "workflow_task_needed",
+]
 
 log = logging.getLogger(__name__)
 

@@ -26,29 +26,35 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
+from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.config import PAUSING_FETCH_WAIT_MS, KafkaConfig
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
+from kadence.topics.errors import (
+    BrokerUnavailableError,
+    ConfigError,
+    KadenceError,
+    SchemaError,
+    WorkflowQuarantinedError,
+    WrongPartitionError,
+)
 from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.metric_labels import BoundedLabel
-from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
-from kadence.topics.errors import (BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WorkflowQuarantinedError,
-                                   WrongPartitionError)
 from kadence.topics.partitioner import partition_for
+from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.produce import produce_waiting
-from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.records import command, history_key, now_ms
 from kadence.topics.tracing import Tracer, record_ref
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
 from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
+from .disk_store import DiskShardStore
 from .effects import BatchView, Outbox, count_history_bytes, reply
 from .state_machine import transition
-from .disk_store import DiskShardStore
 from .store import MemoryShardStore, restore_shard
 from .timer_service import choose_tier
 
-__all__ = ["ProcessorConfig", "HistoryProcessor", "EXIT_TXN_STALLED"]
+__all__ = ["EXIT_TXN_STALLED", "HistoryProcessor", "ProcessorConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +107,7 @@ class ProcessorConfig:
             raise ConfigError(f"processor store must be 'disk' or 'memory', not {self.store!r}")
 
     @classmethod
-    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "ProcessorConfig":
+    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> ProcessorConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         for var, key in (("KADENCE_PROCESSOR_ID", "instance_id"), ("KADENCE_PROCESSOR_STORE", "store"),
@@ -526,7 +532,7 @@ class HistoryProcessor:
             fields = set_log_fields(wf, cmd.get("run_id"), p, cmd.get("trace_id"))
             try:
                 self._transition(cmd, view, out, ts, mark, record_ref(cmd))
-            except Exception as exc:  # noqa: BLE001 - a poison command must not block the shard
+            except Exception as exc:
                 log.exception("command failed on workflow %s partition %d", wf, p)
                 view.rollback(wf, checkpoint)
                 out.truncate(mark)
@@ -548,7 +554,7 @@ class HistoryProcessor:
                 checkpoint, mark = view.checkpoint(wf), out.mark()
                 try:
                     self._transition(self._deadline_command(wf, run_id, body), view, out, ts, mark, None)
-                except Exception:  # noqa: BLE001 - like a poison command: logged, the shard goes on
+                except Exception:
                     log.exception("deadline %s failed on workflow %s partition %d", body["timer_id"], wf, p)
                     view.rollback(wf, checkpoint)
                     out.truncate(mark)

@@ -20,13 +20,13 @@ commands are deduplicated by request ID like every other operation, and pausing 
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from .activities import dispatch_attempt
 from .deadlines import LOCAL_KINDS
 from .effects import BatchView, Outbox, emit, open_run_or_reply, remember, reply, schedule_workflow_task
 
-__all__ = ["pause_workflow", "unpause_workflow", "hold_timer"]
+__all__ = ["hold_timer", "pause_workflow", "unpause_workflow"]
 
 log = logging.getLogger(__name__)
 

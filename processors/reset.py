@@ -30,12 +30,21 @@ from __future__ import annotations
 import logging
 import uuid
 
-from .activities import dispatch_attempt
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
 
-from .effects import (BatchView, Outbox, close_run, deduplicated, emit, remember, reply, schedule_workflow_task,
-                      start_timer)
+from .activities import dispatch_attempt
+from .effects import (
+    BatchView,
+    Outbox,
+    close_run,
+    deduplicated,
+    emit,
+    remember,
+    reply,
+    schedule_workflow_task,
+    start_timer,
+)
 
 __all__ = ["reset_workflow"]
 

@@ -19,19 +19,40 @@ from kadence.topics.errors import ConfigError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
 from kadence.topics.records import failure_record
 
+from .activities import activity_heartbeat, activity_result, activity_timer_fired, cancel_activity, schedule_activity
+from .effects import (
+    MAX_RESULT_WAITERS,
+    RECENT_REQUESTS,
+    BatchView,
+    Outbox,
+    close_run,
+    closed_message,
+    deduplicated,
+    description,
+    dispatch_workflow_task,
+    emit,
+    open_run_or_reply,
+    recent,
+    remember,
+    reply,
+    schedule_workflow_task,
+    send_command,
+    start_timer,
+    workflow_task_needed,
+)
 from .pause import hold_timer, pause_workflow, unpause_workflow
 from .reset import reset_workflow
 from .updates import complete_update, update_accepted, update_requested
-from .activities import (activity_heartbeat, activity_result, activity_timer_fired, cancel_activity,
-                         schedule_activity)
-from .effects import (MAX_RESULT_WAITERS, RECENT_REQUESTS, BatchView, Outbox, close_run, closed_message, description,
-                      dispatch_workflow_task, emit,
-                      deduplicated, open_run_or_reply, recent, remember, reply, schedule_workflow_task,
-                      send_command, start_timer,
-                      workflow_task_needed)
 
-__all__ = ["BatchView", "Outbox", "transition", "RECENT_REQUESTS", "MAX_RESULT_WAITERS",
-           "HISTORY_WARN_EVENTS", "HISTORY_LIMIT_EVENTS"]
+__all__ = [
+    "HISTORY_LIMIT_EVENTS",
+    "HISTORY_WARN_EVENTS",
+    "MAX_RESULT_WAITERS",
+    "RECENT_REQUESTS",
+    "BatchView",
+    "Outbox",
+    "transition",
+]
 
 log = logging.getLogger(__name__)
 

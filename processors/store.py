@@ -14,10 +14,10 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import serde
 from kadence.topics.config import KafkaConfig
-from kadence.topics.scan import read_range
 from kadence.topics.errors import BrokerUnavailableError, SchemaError
+from kadence.topics.scan import read_range
 
-__all__ = ["MemoryShardStore", "restore_shard", "read_partition"]
+__all__ = ["MemoryShardStore", "read_partition", "restore_shard"]
 
 log = logging.getLogger(__name__)
 

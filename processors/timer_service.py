@@ -35,26 +35,25 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from confluent_kafka import (TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer,
-                             TopicPartition)
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
 from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
-from kadence.topics.consumer_lag import LagSampler, lag_gauge
+from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.config import PAUSING_FETCH_WAIT_MS, KafkaConfig
+from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import raise_if_refused
 from kadence.topics.produce import produce_waiting
-from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.records import command
 from kadence.topics.replacing_producer import ReplacingProducer
 
-__all__ = ["TimerConfig", "TimerService", "choose_tier", "NEAR_TIER"]
+__all__ = ["NEAR_TIER", "TimerConfig", "TimerService", "choose_tier"]
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +115,7 @@ class TimerConfig:
             raise ConfigError("producer_stall_s must be > 0")
 
     @classmethod
-    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> "TimerConfig":
+    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> TimerConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         if env.get("KADENCE_TIMERS_ID"):
@@ -169,8 +168,21 @@ class _Metrics:
 class _Part:
     """State of one assigned partition of a tier topic."""
 
-    __slots__ = ("topic", "partition", "tier", "delay_ms", "near", "pending", "next_offset", "committed",
-                 "head", "paused", "rewind_to", "alive", "dirty")
+    __slots__ = (
+        "alive",
+        "committed",
+        "delay_ms",
+        "dirty",
+        "head",
+        "near",
+        "next_offset",
+        "partition",
+        "paused",
+        "pending",
+        "rewind_to",
+        "tier",
+        "topic",
+    )
 
     def __init__(self, topic: str, partition: int, tier: str):
         self.topic = topic
@@ -203,7 +215,7 @@ class _Part:
 class _Rec:
     """One accepted timer record, from consumption until its output is acknowledged."""
 
-    __slots__ = ("part", "offset", "key", "value", "timer", "done", "out")
+    __slots__ = ("done", "key", "offset", "out", "part", "timer", "value")
 
     def __init__(self, part: _Part, offset: int, key: bytes | None, value: bytes | None):
         self.part = part

@@ -20,14 +20,13 @@ running answers it with a failure.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kadence.topics.records import failure_record
 
-from .effects import (BatchView, Outbox, closed_message, dispatch_workflow_task, emit, reply,
-                      workflow_task_needed)
+from .effects import BatchView, Outbox, closed_message, dispatch_workflow_task, emit, reply, workflow_task_needed
 
-__all__ = ["update_requested", "update_accepted", "complete_update", "fail_open_updates", "UPDATES_KEPT"]
+__all__ = ["UPDATES_KEPT", "complete_update", "fail_open_updates", "update_accepted", "update_requested"]
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,17 @@ from datetime import timedelta
 
 from kadence import workflow
 
-from .order_fulfilment import (ACTIVITIES, SAMPLE_ORDER, TASK_QUEUE, charge_payment, reserve_stock,
-                               send_confirmation, ship_order)
+from .order_fulfilment import (
+    ACTIVITIES,
+    SAMPLE_ORDER,
+    TASK_QUEUE,
+    charge_payment,
+    reserve_stock,
+    send_confirmation,
+    ship_order,
+)
 
-__all__ = ["OrderFulfilment", "WORKFLOWS", "ACTIVITIES", "TASK_QUEUE", "SAMPLE_ORDER"]
+__all__ = ["ACTIVITIES", "SAMPLE_ORDER", "TASK_QUEUE", "WORKFLOWS", "OrderFulfilment"]
 
 
 @workflow.defn

@@ -11,7 +11,6 @@ passes its idempotency key, the way a real integration would.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from kadence import ActivityError, ApplicationError, RetryPolicy, activity, workflow
@@ -82,7 +81,7 @@ class OrderSaga:
             raise
         try:
             await workflow.wait_condition(lambda: self.tracking is not None, timeout=ship_wait_seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             case = await workflow.execute_activity(open_support_case, order, start_to_close_timeout=quick)
             return {"order_id": order["order_id"], "status": "support_case", "case": case}
         return {"order_id": order["order_id"], "status": "shipped", "tracking": self.tracking}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-__all__ = ["CURRENT_VERSION", "load_schema_set", "available_versions"]
+__all__ = ["CURRENT_VERSION", "available_versions", "load_schema_set"]
 
 CURRENT_VERSION = 11
 

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
     burners = int(os.environ.get("CHAOS_BURNERS", str(os.cpu_count() or 1)))
     seeds = _seeds(count, os.environ.get("CHAOS_SEED_LIST", ""))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = RESULTS / f"chaos-{stamp}.json"
     workdir = Path(tempfile.mkdtemp(prefix="kadence-chaos-"))
     print(f"chaos campaign: {len(seeds)} seeds, {burners} CPU burners, results in {out_path}, logs in {workdir}",

@@ -5,36 +5,46 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from kadence.topics.config import KafkaConfig
-from kadence.topics.engine_client import EngineClient
-from kadence.topics.errors import (BrokerUnavailableError, KadenceError, QueryFailedError, ResetRejectedError,
-                                   WorkflowAlreadyStartedError, WorkflowUpdateFailedError,
-                                   WorkflowCanceledError, WorkflowContinuedAsNewError, WorkflowError, WorkflowFailureError,
-                                   WorkflowNotFoundError, WorkflowTaskFailedError, WorkflowTerminatedError,
-                                   WorkflowTimedOutError)
 from kadence.topics.describe import describe_to_json
+from kadence.topics.engine_client import EngineClient
+from kadence.topics.errors import (
+    BrokerUnavailableError,
+    KadenceError,
+    QueryFailedError,
+    ResetRejectedError,
+    WorkflowAlreadyStartedError,
+    WorkflowCanceledError,
+    WorkflowContinuedAsNewError,
+    WorkflowError,
+    WorkflowFailureError,
+    WorkflowNotFoundError,
+    WorkflowTaskFailedError,
+    WorkflowTerminatedError,
+    WorkflowTimedOutError,
+    WorkflowUpdateFailedError,
+)
 from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
 from kadence.topics.large_payloads import LargePayloadConfig, LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
 from kadence.topics.records import new_id, run_outcome
 from kadence.topics.reset_request import reset_body
-
 from kadence.topics.typed import signature
 
-from .interceptors import ClientCall, Interceptor, chain
-
 from ._definitions import run_function, to_ms, workflow_type_name
+from .interceptors import ClientCall, Interceptor, chain
 
 log = logging.getLogger(__name__)
 
 _REUSE_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
 
-__all__ = ["Client", "WorkflowHandle", "ResetPlan"]
+__all__ = ["Client", "ResetPlan", "WorkflowHandle"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,7 @@ class ResetPlan:
     new_run_id: str | None = None
 
     @classmethod
-    def from_record(cls, workflow_id: str, plan: dict, *, new_run_id: str | None) -> "ResetPlan":
+    def from_record(cls, workflow_id: str, plan: dict, *, new_run_id: str | None) -> ResetPlan:
         return cls(workflow_id=workflow_id, branch_event=plan["branch_event"], from_status=plan["from_status"],
                    terminates_run_id=plan["terminates_run_id"], kept_events=plan["kept_events"],
                    activities_rerun=tuple(plan["activities_rerun"]), timers_kept=plan["timers_kept"],
@@ -72,7 +82,7 @@ class WorkflowHandle:
     Its result is typed by the workflow's run method when the handle came from starting a
     workflow class, or by ``result_type`` (``get_workflow_handle(..., result_type=Receipt)``)."""
 
-    def __init__(self, client: "Client", workflow_id: str, run_id: str | None, *, result_type: Any = None,
+    def __init__(self, client: Client, workflow_id: str, run_id: str | None, *, result_type: Any = None,
                  run_fn: Any = None):
         self.client = client
         self.id = workflow_id
@@ -200,7 +210,7 @@ class WorkflowHandle:
             await self._mutate("UnpauseWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
         await self.client._intercepted("unpause", self.id, None, (), impl)
 
-    async def reset(self, *, to_event: int | None = None, reason: str = "", request_id: str | None = None) -> "WorkflowHandle":
+    async def reset(self, *, to_event: int | None = None, reason: str = "", request_id: str | None = None) -> WorkflowHandle:
         """Branch a new run from a ``WorkflowTaskCompleted`` event of the current run (default:
         the last one); an open run is terminated, a closed one stays as it ended. Returns the new
         run's handle. Raises ``ResetRejectedError`` when the engine refuses. See docs/guide.md for
@@ -210,7 +220,7 @@ class WorkflowHandle:
         reply = await self.client._intercepted("reset", self.id, None, (), impl)
         return WorkflowHandle(self.client, self.id, reply["run_id"], result_type=self._result_type, run_fn=self._run_fn)
 
-    async def plan_reset(self, *, to_event: int | None = None, reason: str = "") -> "ResetPlan":
+    async def plan_reset(self, *, to_event: int | None = None, reason: str = "") -> ResetPlan:
         """A dry run of ``reset``: the engine runs the reset and rolls it back, so the plan (or the
         ``ResetRejectedError``) is exactly what ``reset`` would give now. Nothing changes."""
         reply = await self._reset(to_event, reason, new_id(), dry_run=True)
@@ -312,7 +322,7 @@ def _update_target(update: Any) -> tuple[str, Any]:
     return name, handler
 
 
-def _update_outcome(client: "Client", workflow_id: str, name: str, handler: Any, result_type: Any, reply: dict) -> Any:
+def _update_outcome(client: Client, workflow_id: str, name: str, handler: Any, result_type: Any, reply: dict) -> Any:
     """The result in an update's reply, or the error it stands for."""
     status = reply["status"]
     if status == "ok":
@@ -352,7 +362,7 @@ class Client:
                       converter: PayloadConverter | None = None,
                       exceptions: Iterable[type[BaseException]] = (),
                       large_payloads: LargePayloads | None = None,
-                      interceptors: Iterable[Interceptor] = ()) -> "Client":
+                      interceptors: Iterable[Interceptor] = ()) -> Client:
         """Connect to a namespace; ``BrokerUnavailableError`` if Kafka does not answer.
 
         ``converter``: how payloads become bytes and back (default: ``JsonConverter(codec)``,
@@ -548,7 +558,7 @@ class Client:
     async def close(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self._engine.close)
 
-    async def __aenter__(self) -> "Client":
+    async def __aenter__(self) -> Client:
         return self
 
     async def __aexit__(self, *exc) -> None:

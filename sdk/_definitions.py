@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from kadence.topics.errors import ConfigError, DefinitionError
 
-__all__ = ["WorkflowDefinition", "ActivityDefinition", "RetryPolicy", "workflow_definition",
-           "activity_definition", "workflow_type_name", "run_function", "to_ms", "registrations"]
+__all__ = [
+    "ActivityDefinition",
+    "RetryPolicy",
+    "WorkflowDefinition",
+    "activity_definition",
+    "registrations",
+    "run_function",
+    "to_ms",
+    "workflow_definition",
+    "workflow_type_name",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,9 +95,9 @@ def workflow_definition(cls: type, name: str | None) -> WorkflowDefinition:
         cls()
     except TypeError as exc:
         raise DefinitionError(f"workflow {cls.__name__} must be constructible without arguments: {exc}") from exc
-    signals = {getattr(m, "__kadence_signal__"): m for m in vars(cls).values() if getattr(m, "__kadence_signal__", None)}
-    queries = {getattr(m, "__kadence_query__"): m for m in vars(cls).values() if getattr(m, "__kadence_query__", None)}
-    updates = {getattr(m, "__kadence_update__"): m for m in vars(cls).values() if getattr(m, "__kadence_update__", None)}
+    signals = {m.__kadence_signal__: m for m in vars(cls).values() if getattr(m, "__kadence_signal__", None)}
+    queries = {m.__kadence_query__: m for m in vars(cls).values() if getattr(m, "__kadence_query__", None)}
+    updates = {m.__kadence_update__: m for m in vars(cls).values() if getattr(m, "__kadence_update__", None)}
     return WorkflowDefinition(name or cls.__name__, cls, run_fn, signals, queries, updates)
 
 

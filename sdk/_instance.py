@@ -21,22 +21,31 @@ import inspect
 import logging
 import random
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Any
 
-from kadence.topics.errors import (ActivityError, ApplicationError, ChildWorkflowError, KadenceError,
-                                   NonDeterminismError, NotDeterministicError, PayloadTypeError, SchemaError)
 from kadence.topics import serde
+from kadence.topics.errors import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    KadenceError,
+    NonDeterminismError,
+    NotDeterministicError,
+    PayloadTypeError,
+    SchemaError,
+)
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
 
 from ._definitions import WorkflowDefinition
-from .interceptors import Interceptor, WorkflowCall, chain
 from ._loop import DeterministicLoop
+from .interceptors import Interceptor, WorkflowCall, chain
 
-__all__ = ["WorkflowInstance", "WorkflowInfo", "HistoryGapError", "ContinueAsNew"]
+__all__ = ["ContinueAsNew", "HistoryGapError", "WorkflowInfo", "WorkflowInstance"]
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +166,7 @@ class WorkflowInstance:
         self._wt_times: dict[int, int] = {}
         self._activities: dict[str, asyncio.Future] = {}
         self._next_activity = 0
-        self._timers: dict[str, "_TimerHandle"] = {}
+        self._timers: dict[str, _TimerHandle] = {}
         #: child workflow ID -> (started future, result future)
         self._children: dict[str, tuple[asyncio.Future, asyncio.Future]] = {}
         #: ("activity", activity ID) / ("child", workflow ID) -> (the function whose return type
@@ -185,7 +194,7 @@ class WorkflowInstance:
     # -- workflow-facing runtime ---------------------------------------------------------------
 
     def now(self) -> datetime:
-        return datetime.fromtimestamp(self._now_ms / 1000, tz=timezone.utc)
+        return datetime.fromtimestamp(self._now_ms / 1000, tz=UTC)
 
     def random(self) -> random.Random:
         if self._random is None:
@@ -225,7 +234,7 @@ class WorkflowInstance:
         self._locals.append(call)
         return call.future
 
-    def pending_local_activities(self) -> list["LocalActivityCall"]:
+    def pending_local_activities(self) -> list[LocalActivityCall]:
         """The local activities the activation waits for (the worker runs them, then
         ``resolve_local_activities``). One the workflow stopped waiting for (its task was
         cancelled) is dropped unrun and unrecorded, live and in replay alike; none runs once the
@@ -233,7 +242,7 @@ class WorkflowInstance:
         self._locals = [c for c in self._locals if not c.future.done()]
         return [] if self.closed else list(self._locals)
 
-    def resolve_local_activities(self, outcomes: list[tuple["LocalActivityCall", bytes | None, dict | None]]) -> None:
+    def resolve_local_activities(self, outcomes: list[tuple[LocalActivityCall, bytes | None, dict | None]]) -> None:
         """Record each local activity's outcome (result payload, or failure) as a marker command,
         settle what the workflow awaits, and run the workflow until it waits again."""
         for call, result, failure in outcomes:
@@ -354,7 +363,7 @@ class WorkflowInstance:
         if not result.done():
             result.set_exception(err)
 
-    def start_timer(self, delay_s: float, callback, args) -> "_TimerHandle":
+    def start_timer(self, delay_s: float, callback, args) -> _TimerHandle:
         """A durable timer (what ``asyncio.sleep`` and ``workflow.sleep`` use on this loop)."""
         if self.closed:
             raise RuntimeError("workflow already completed")

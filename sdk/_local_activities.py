@@ -8,7 +8,7 @@ import asyncio
 import collections
 import contextvars
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kadence.topics.errors import ApplicationError
 from kadence.topics.records import now_ms
@@ -71,7 +71,7 @@ async def run_local_activity(call: LocalActivityCall, wt: dict, *, activities: d
             outcome = "completed"
             stats["local_activities_completed"] += 1
             return call, converter.to_bytes(result), None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             exc: Exception = ApplicationError(f"local activity {call.activity_type} attempt {attempt} timed out",
                                               type="LocalActivityTimeout")
         except asyncio.CancelledError:

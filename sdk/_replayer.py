@@ -10,9 +10,9 @@ endpoint) or straight from the history topic (``kadence replay --from-topic``).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from kadence.topics.errors import DefinitionError, NonDeterminismError, SchemaError
 from kadence.topics.history_json import event_from_json
@@ -20,7 +20,7 @@ from kadence.topics.payload import JsonConverter
 
 from ._instance import WorkflowInfo, WorkflowInstance
 
-__all__ = ["Replayer", "ReplayResult"]
+__all__ = ["ReplayResult", "Replayer"]
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
-__all__ = ["ActivityReporter", "encode_reported", "decode_reported"]
+__all__ = ["ActivityReporter", "decode_reported", "encode_reported"]
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ class ActivityReporter:
             try:
                 if self._step(generation):
                     return
-            except Exception:  # noqa: BLE001 - the reporter must outlive any one bad batch
+            except Exception:
                 log.exception("activity reporter: unexpected error; going on")
                 time.sleep(0.5)
 

@@ -21,7 +21,8 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from prometheus_client import CollectorRegistry
@@ -29,26 +30,32 @@ from prometheus_client import CollectorRegistry
 from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
+from kadence.topics.codec_metrics import register_codec_metrics
+from kadence.topics.errors import (
+    ApplicationError,
+    BrokerUnavailableError,
+    DefinitionError,
+    KadenceError,
+    SchemaError,
+    WorkerCrashedError,
+)
 from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
-from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
-from kadence.topics.errors import (ApplicationError, BrokerUnavailableError, DefinitionError, KadenceError,
-                                   WorkerCrashedError, SchemaError)
 from kadence.topics.payload import failure_from_exception
+from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.records import new_id, now_ms
-from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.tracing import Tracer, record_ref
 
 from . import activity as _activity
 from ._client import Client
 from ._definitions import registrations
-from ._queries import answer
-from .interceptors import Interceptor, invoke_activity
 from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance, task_failure_cause
 from ._local_activities import run_local_activities, run_local_activity
 from ._loop import install_guard
+from ._queries import answer
 from ._reporter import ActivityReporter, decode_reported, offsets_for
 from ._worker_metrics import NO_METRICS, WorkerMetrics
+from .interceptors import Interceptor, invoke_activity
 
 __all__ = ["Worker"]
 
@@ -117,7 +124,7 @@ class _OffsetTracker:
 class _TaskConsumer:
     """A consumer thread that hands records to the asyncio loop, with back-pressure."""
 
-    def __init__(self, worker: "Worker", topic: str, group: str, handler, max_inflight: int, *,
+    def __init__(self, worker: Worker, topic: str, group: str, handler, max_inflight: int, *,
                  transactional: bool = False):
         self.topic = topic
         self.tracker = _OffsetTracker()
@@ -246,7 +253,7 @@ class _TaskConsumer:
                     continue
                 for msg in poll_ready(self.consumer, 100, 0.1):
                     self._take(msg)
-        except BaseException as exc:  # noqa: BLE001 - whatever ends this thread ends the worker
+        except BaseException as exc:
             log.critical("task consumer %s crashed; the worker stops", self.topic, exc_info=True)
             try:
                 self._loop.call_soon_threadsafe(self._worker._consumer_died, self.topic, exc)
@@ -510,7 +517,7 @@ class Worker:
             self._died = WorkerCrashedError(f"task consumer {topic} crashed: {exc!r}")
         self.shutdown()
 
-    async def __aenter__(self) -> "Worker":
+    async def __aenter__(self) -> Worker:
         self._runner = asyncio.get_running_loop().create_task(self.run())
         await asyncio.sleep(0)
         return self
@@ -612,7 +619,7 @@ class Worker:
                                         self._span_attributes(task)) as ref:
                     task["span_id"] = ref[1]
                     self._workflow_task(task, msg)
-        except Exception:  # noqa: BLE001 - never let one task kill the worker
+        except Exception:
             log.exception("workflow task of %s failed in the worker", task["workflow_id"])
             self._wt_consumer.done(msg)
         finally:

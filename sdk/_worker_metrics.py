@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
 
-__all__ = ["WorkerMetrics", "NO_METRICS"]
+__all__ = ["NO_METRICS", "WorkerMetrics"]
 
 #: seconds: from a millisecond-scale activity to a long one
 _DURATION = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
@@ -56,7 +56,7 @@ class WorkerMetrics:
                                   ["namespace", "task_queue"], registry=r)
         self.consumer_lag = lag_gauge(r)
 
-    def for_queue(self, namespace: str, task_queue: str) -> "QueueMetrics":
+    def for_queue(self, namespace: str, task_queue: str) -> QueueMetrics:
         return QueueMetrics(self, namespace, task_queue)
 
 

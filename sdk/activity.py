@@ -15,14 +15,14 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from kadence.topics.errors import KadenceError
 
 from ._definitions import activity_definition
 
-__all__ = ["defn", "info", "heartbeat", "is_cancelled", "ActivityInfo"]
+__all__ = ["ActivityInfo", "defn", "heartbeat", "info", "is_cancelled"]
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,12 @@ The first interceptor of the list is the outermost.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
 
 # (chain and invoke_activity are the SDK's own)
-__all__ = ["Interceptor", "ClientCall", "ActivityCall", "WorkflowCall"]
+__all__ = ["ActivityCall", "ClientCall", "Interceptor", "WorkflowCall"]
 
 
 @dataclass

@@ -21,8 +21,9 @@ import functools
 import logging
 import random as _random
 import uuid as _uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from kadence.topics.errors import KadenceError
 
@@ -30,10 +31,32 @@ from ._definitions import RetryPolicy, to_ms, workflow_definition
 from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
 from ._loop import DeterministicLoop
 
-__all__ = ["defn", "run", "signal", "query", "update", "execute_activity", "execute_local_activity", "sleep", "wait_condition", "now", "random",
-           "uuid4", "info", "logger", "is_replaying", "continue_as_new", "upsert_search_attributes",
-           "patched", "deprecate_patch", "start_child_workflow", "execute_child_workflow", "ChildWorkflowHandle",
-           "WorkflowInfo", "ContinueAsNew"]
+__all__ = [
+    "ChildWorkflowHandle",
+    "ContinueAsNew",
+    "WorkflowInfo",
+    "continue_as_new",
+    "defn",
+    "deprecate_patch",
+    "execute_activity",
+    "execute_child_workflow",
+    "execute_local_activity",
+    "info",
+    "is_replaying",
+    "logger",
+    "now",
+    "patched",
+    "query",
+    "random",
+    "run",
+    "signal",
+    "sleep",
+    "start_child_workflow",
+    "update",
+    "upsert_search_attributes",
+    "uuid4",
+    "wait_condition",
+]
 
 
 def defn(cls: type | None = None, *, name: str | None = None):
@@ -132,7 +155,7 @@ def execute_activity(
     heartbeat_timeout: timedelta | None = None,
     retry_policy: RetryPolicy | None = None,
     result_type: Any = None,
-) -> "asyncio.Future[Any]":
+) -> asyncio.Future[Any]:
     """Schedule an activity and return an awaitable of its result.
 
     The result is typed by the activity function's return type; ``result_type`` types it when
@@ -164,7 +187,7 @@ def execute_local_activity(
     schedule_to_close_timeout: timedelta | None = None,
     retry_policy: RetryPolicy | None = None,
     result_type: Any = None,
-) -> "asyncio.Future[Any]":
+) -> asyncio.Future[Any]:
     """Run a short activity in the worker that runs this workflow task, and return an awaitable
     of its result (decision 0043).
 
@@ -266,7 +289,7 @@ def deprecate_patch(patch_id: str) -> None:
 class ChildWorkflowHandle:
     """A started child workflow: ``await handle.result()`` (or ``await handle``)."""
 
-    def __init__(self, workflow_id: str, run_id: str, result: "asyncio.Future[Any]"):
+    def __init__(self, workflow_id: str, run_id: str, result: asyncio.Future[Any]):
         self.id, self.run_id, self._result = workflow_id, run_id, result
 
     async def result(self) -> Any:

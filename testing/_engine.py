@@ -20,7 +20,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from kadence.processors.deadlines import DeadlineIndex
 from kadence.processors.effects import BatchView, Outbox, count_history_bytes

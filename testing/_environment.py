@@ -19,17 +19,18 @@ import collections
 import contextvars
 import logging
 import threading
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from kadence import activity as _activity
 from kadence._client import Client
 from kadence._definitions import registrations
 from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance, task_failure_cause
 from kadence._local_activities import run_local_activities, run_local_activity
-from kadence._worker_metrics import NO_METRICS
 from kadence._loop import install_guard
 from kadence._queries import answer
+from kadence._worker_metrics import NO_METRICS
 from kadence.interceptors import Interceptor, invoke_activity
 from kadence.topics.errors import KadenceError, WorkflowTaskFailedError
 from kadence.topics.large_payloads import LargePayloads
@@ -78,7 +79,7 @@ class WorkflowEnvironment:
         self._skip_until = 0
         self._crash: BaseException | None = None
 
-    async def __aenter__(self) -> "WorkflowEnvironment":
+    async def __aenter__(self) -> WorkflowEnvironment:
         self._pump = asyncio.get_running_loop().create_task(self._run(), name="kadence-testing-engine")
         return self
 
@@ -99,7 +100,7 @@ class WorkflowEnvironment:
 
     def now(self) -> datetime:
         """The virtual clock (what ``workflow.now()`` reads in new events)."""
-        return datetime.fromtimestamp(self.engine.clock.now_ms() / 1000, tz=timezone.utc)
+        return datetime.fromtimestamp(self.engine.clock.now_ms() / 1000, tz=UTC)
 
     async def sleep(self, seconds: float) -> None:
         """Move the clock ``seconds`` ahead, firing every timer and deadline that falls due on the
@@ -144,11 +145,11 @@ class WorkflowEnvironment:
                 wait = None if due is None else max(0.0, (due - engine.clock.now_ms()) / 1000)
                 try:
                     await asyncio.wait_for(engine.wake.wait(), wait)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # noqa: BLE001 - kept, and raised to the test
+        except BaseException as exc:
             log.exception("the test engine stopped")
             self._crash = exc
             self.engine.close()

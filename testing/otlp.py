@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-__all__ = ["SpanCollector", "ReceivedSpan"]
+__all__ = ["ReceivedSpan", "SpanCollector"]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ import os
 import pytest
 
 
-
 @pytest.fixture(scope="session")
 def kafka_bootstrap():
     bootstrap = os.environ.get("KADENCE_KAFKA_BOOTSTRAP")

@@ -6,7 +6,7 @@ Shared by every component (processors, sdk, gateway, connectors); imports only `
 from .catalogue import TIMER_TIERS_MS, ApplyReport, Catalogue, TopicSpec
 from .config import KafkaConfig
 from .engine_client import EngineClient
-from .errors import *  # noqa: F401,F403 - the error tree is part of this package's API
+from .errors import *  # noqa: F403 - the error tree is part of this package's API
 from .errors import __all__ as _errors_all
 from .large_payloads import LargePayloadConfig, LargePayloads
 from .partitioner import murmur2, partition_for

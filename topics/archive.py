@@ -42,9 +42,22 @@ from . import serde
 from .errors import ArchiveError, ConfigError, SchemaError, WorkflowNotFoundError
 
 __all__ = [
-    "ArchiveStore", "LocalArchiveStore", "S3ArchiveStore", "ArchiveStoreConfig", "open_store",
-    "ArchivedRun", "ArchiveError", "HistoryResult", "archive_key", "encode_archive", "decode_archive",
-    "verify_archive", "read_archived_run", "latest_archived_run", "read_history", "ARCHIVED_EVENT_SCHEMA",
+    "ARCHIVED_EVENT_SCHEMA",
+    "ArchiveError",
+    "ArchiveStore",
+    "ArchiveStoreConfig",
+    "ArchivedRun",
+    "HistoryResult",
+    "LocalArchiveStore",
+    "S3ArchiveStore",
+    "archive_key",
+    "decode_archive",
+    "encode_archive",
+    "latest_archived_run",
+    "open_store",
+    "read_archived_run",
+    "read_history",
+    "verify_archive",
 ]
 
 log = logging.getLogger(__name__)
@@ -173,7 +186,7 @@ class S3ArchiveStore:
     def put(self, key: str, data: bytes) -> str:
         try:
             self.client.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=data)
-        except Exception as exc:  # noqa: BLE001 - botocore's errors, translated
+        except Exception as exc:
             raise ArchiveError(f"cannot write {self.uri(key)}: {exc}") from exc
         return self.uri(key)
 
@@ -182,14 +195,14 @@ class S3ArchiveStore:
             obj = self.client.get_object(Bucket=self.bucket, Key=self.prefix + key)
         except self.client.exceptions.NoSuchKey:
             return None
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ArchiveError(f"cannot read {self.uri(key)}: {exc}") from exc
         return obj["Body"].read()
 
     def modified(self, key: str) -> float | None:
         try:
             head = self.client.head_object(Bucket=self.bucket, Key=self.prefix + key)
-        except Exception as exc:  # noqa: BLE001 - a 404 is "no such object"; anything else is an error
+        except Exception as exc:
             if getattr(exc, "response", {}).get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise ArchiveError(f"cannot read {self.uri(key)}: {exc}") from exc
@@ -198,7 +211,7 @@ class S3ArchiveStore:
     def delete(self, key: str) -> None:
         try:
             self.client.delete_object(Bucket=self.bucket, Key=self.prefix + key)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ArchiveError(f"cannot delete {self.uri(key)}: {exc}") from exc
 
     def list(self, prefix: str, suffix: str = ".avro") -> list[str]:
@@ -207,7 +220,7 @@ class S3ArchiveStore:
             for page in self.client.get_paginator("list_objects_v2").paginate(
                     Bucket=self.bucket, Prefix=self.prefix + prefix):
                 keys += [o["Key"][len(self.prefix):] for o in page.get("Contents", ())]
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ArchiveError(f"cannot list s3://{self.bucket}/{self.prefix}{prefix}: {exc}") from exc
         return sorted(k for k in keys if k.endswith(suffix))
 
@@ -228,7 +241,7 @@ class ArchiveStoreConfig:
     s3_region: str | None = None
 
     @classmethod
-    def from_env(cls, env: dict | None = None, **overrides) -> "ArchiveStoreConfig":
+    def from_env(cls, env: dict | None = None, **overrides) -> ArchiveStoreConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         for var, key in (("KADENCE_ARCHIVE_DIR", "directory"), ("KADENCE_ARCHIVE_S3_BUCKET", "s3_bucket"),

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["compile_writer", "compile_reader", "AvroValueError", "Encoded"]
+__all__ = ["AvroValueError", "Encoded", "compile_reader", "compile_writer"]
 
 
 class Encoded(bytes):

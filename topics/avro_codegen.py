@@ -24,7 +24,7 @@ import re
 
 from .avro_binary import _ABSENT, _DOUBLE, _PRIMITIVES, Encoded, _Compiler, _get_long, _put_int, _put_long
 
-__all__ = ["compile_writer", "compile_reader"]
+__all__ = ["compile_reader", "compile_writer"]
 
 
 def _resolve(named: dict, schema):

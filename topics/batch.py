@@ -9,8 +9,15 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["BatchFilter", "BatchRequest", "BatchProgress", "BATCH_TASK_QUEUE", "BATCH_WORKFLOW_TYPE",
-           "BATCH_OPERATIONS", "FAILURES_KEPT"]
+__all__ = [
+    "BATCH_OPERATIONS",
+    "BATCH_TASK_QUEUE",
+    "BATCH_WORKFLOW_TYPE",
+    "FAILURES_KEPT",
+    "BatchFilter",
+    "BatchProgress",
+    "BatchRequest",
+]
 
 BATCH_TASK_QUEUE = "kadence-batch"
 BATCH_WORKFLOW_TYPE = "kadence.Batch"

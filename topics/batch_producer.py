@@ -20,7 +20,7 @@ nothing.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 

@@ -27,8 +27,16 @@ from .errors import BrokerUnavailableError, ConfigError
 from .records import now_ms
 from .scan import scan
 
-__all__ = ["BUILD_ID_RE", "validate_build_id", "promote_build", "read_build_defaults", "build_topics",
-           "BuildBacklog", "BacklogProbe", "build_backlogs"]
+__all__ = [
+    "BUILD_ID_RE",
+    "BacklogProbe",
+    "BuildBacklog",
+    "build_backlogs",
+    "build_topics",
+    "promote_build",
+    "read_build_defaults",
+    "validate_build_id",
+]
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError, PartitionMismatchError, TopicError
 
-__all__ = ["TopicSpec", "Catalogue", "ApplyReport", "TIMER_TIERS_MS"]
+__all__ = ["TIMER_TIERS_MS", "ApplyReport", "Catalogue", "TopicSpec"]
 
 log = logging.getLogger(__name__)
 

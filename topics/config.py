@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError
 
-__all__ = ["KafkaConfig", "NAMESPACE_RE", "LOG_FORMATS", "PAUSING_FETCH_WAIT_MS"]
+__all__ = ["LOG_FORMATS", "NAMESPACE_RE", "PAUSING_FETCH_WAIT_MS", "KafkaConfig"]
 
 NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 #: what KADENCE_LOG_FORMAT / ``--log-format`` may be
@@ -106,7 +106,7 @@ class KafkaConfig:
                               f"not {self.txn_idle_reconnect_ms}")
 
     @classmethod
-    def from_env(cls, env: dict | None = None, **overrides) -> "KafkaConfig":
+    def from_env(cls, env: dict | None = None, **overrides) -> KafkaConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         if "KADENCE_KAFKA_BOOTSTRAP" in env:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException
 from prometheus_client import CollectorRegistry, Gauge

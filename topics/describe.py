@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import SchemaError
@@ -17,7 +17,7 @@ __all__ = ["describe_to_json"]
 def _iso(ms: int | None) -> str | None:
     if not ms:
         return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
 
 
 def _failure(f: dict | None) -> dict | None:

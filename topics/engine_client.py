@@ -31,14 +31,21 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from . import serde
 from .catalogue import Catalogue
 from .config import KafkaConfig
-from .errors import (BrokerUnavailableError, KadenceError, NoReplyError, PayloadTooLargeError,
-                     WorkflowNotFoundError, WorkflowQuarantinedError, WrongPartitionError)
+from .errors import (
+    BrokerUnavailableError,
+    KadenceError,
+    NoReplyError,
+    PayloadTooLargeError,
+    WorkflowNotFoundError,
+    WorkflowQuarantinedError,
+    WrongPartitionError,
+)
 from .partitioner import partition_for
-from .scan import RangeReader
-from .produce import produce_waiting
 from .polling import poll_ready
+from .produce import produce_waiting
 from .records import command
 from .replacing_producer import ReplacingProducer
+from .scan import RangeReader
 from .tracing import FROM_CALLER, Tracer
 
 __all__ = ["EngineClient"]
@@ -305,7 +312,7 @@ class EngineClient:
             self._producer.poll(0.1)
             try:
                 self._producer.watch()
-            except Exception:  # noqa: BLE001 - the poller must outlive a failed replacement
+            except Exception:
                 log.exception("checking the producer failed")
 
     # -- operations ----------------------------------------------------------------------------
@@ -411,7 +418,7 @@ class EngineClient:
                 # shielded: a slice that ends must not cancel the reply's future
                 reply = await asyncio.wait_for(asyncio.shield(reply_fut), step)
                 break
-            except asyncio.TimeoutError as exc:
+            except TimeoutError as exc:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise no_reply() from exc
                 self._resend(workflow_id, request_id, body_type, time.monotonic() - started)

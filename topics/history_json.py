@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from .payload import JsonConverter
 from .errors import SchemaError
+from .payload import JsonConverter
 
-__all__ = ["event_to_json", "event_from_json"]
+__all__ = ["event_from_json", "event_to_json"]
 
 _PAYLOAD_FIELDS = ("input", "result", "details")
 
@@ -40,7 +40,7 @@ def event_to_json(event: dict, converter: JsonConverter | None = None) -> dict:
     out = {
         "seq": event["seq"],
         "type": kind,
-        "time": datetime.fromtimestamp(event["timestamp_ms"] / 1000, tz=timezone.utc).isoformat(),
+        "time": datetime.fromtimestamp(event["timestamp_ms"] / 1000, tz=UTC).isoformat(),
         "workflow_id": event["aggregate_key"],
         "run_id": event["run_id"],
         "attributes": _plain(attrs, converter),

@@ -20,8 +20,18 @@ import re
 
 from .errors import InvalidIdentifierError
 
-__all__ = ["MAX_ID_LENGTH", "MAX_NAME_LENGTH", "TASK_QUEUE_PATTERN", "check_workflow_id", "check_name",
-           "check_task_queue", "escape", "problem", "task_queue_problem", "EscapingFormatter"]
+__all__ = [
+    "MAX_ID_LENGTH",
+    "MAX_NAME_LENGTH",
+    "TASK_QUEUE_PATTERN",
+    "EscapingFormatter",
+    "check_name",
+    "check_task_queue",
+    "check_workflow_id",
+    "escape",
+    "problem",
+    "task_queue_problem",
+]
 
 MAX_ID_LENGTH = 1000
 MAX_NAME_LENGTH = 255

@@ -26,14 +26,21 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from .archive import ArchiveStore, ArchiveStoreConfig, open_store
 from .errors import ArchiveError, ConfigError, PayloadTooLargeError, SchemaError
 
-__all__ = ["LargePayloads", "LargePayloadConfig", "MARKER", "PAYLOAD_PREFIX", "payload_key", "references_in",
-           "is_reference"]
+__all__ = [
+    "MARKER",
+    "PAYLOAD_PREFIX",
+    "LargePayloadConfig",
+    "LargePayloads",
+    "is_reference",
+    "payload_key",
+    "references_in",
+]
 
 #: what a reference starts with; no JSON text starts with a NUL byte, nor do zlib, gzip or zstd
 #: streams, and a random (encrypted) payload matches these 24 bytes with probability 2^-192
@@ -163,7 +170,7 @@ class LargePayloadConfig:
     limit: int = 32 * MIB
 
     @classmethod
-    def from_env(cls, env: dict | None = None) -> "LargePayloadConfig":
+    def from_env(cls, env: dict | None = None) -> LargePayloadConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         if env.get("KADENCE_PAYLOAD_DIR") or env.get("KADENCE_PAYLOAD_S3_BUCKET"):

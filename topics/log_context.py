@@ -20,7 +20,7 @@ from contextvars import ContextVar, Token
 
 from .identifiers import escape
 
-__all__ = ["LOG_FIELDS", "set_log_fields", "reset_log_fields", "JsonFormatter", "FIELDS"]
+__all__ = ["FIELDS", "LOG_FIELDS", "JsonFormatter", "reset_log_fields", "set_log_fields"]
 
 #: the fields a JSON line may carry about a workflow, in this order
 FIELDS = ("workflow_id", "run_id", "partition", "trace_id")

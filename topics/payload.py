@@ -11,15 +11,29 @@ from __future__ import annotations
 
 import json
 import traceback
-from typing import Any, Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
-from .errors import (ActivityError, ApplicationError, ChildWorkflowError, ConfigError, PayloadTooLargeError,
-                     PayloadTypeError, SchemaError)
+from .errors import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    ConfigError,
+    PayloadTooLargeError,
+    PayloadTypeError,
+    SchemaError,
+)
 from .large_payloads import LargePayloads, is_reference
 from .typed import adapter, convert, signature, to_jsonable
 
-__all__ = ["PayloadCodec", "PayloadConverter", "JsonConverter", "failure_from_exception", "exception_from_failure",
-           "load_codec"]
+__all__ = [
+    "JsonConverter",
+    "PayloadCodec",
+    "PayloadConverter",
+    "exception_from_failure",
+    "failure_from_exception",
+    "load_codec",
+]
 
 
 class PayloadCodec(Protocol):
@@ -76,7 +90,7 @@ class JsonConverter:
         if self.codec:
             try:
                 data = self.codec.decode(data)
-            except Exception as exc:  # noqa: BLE001 - a codec's own errors vary (crypto, compression)
+            except Exception as exc:
                 raise SchemaError(f"the payload codec {type(self.codec).__name__} could not decode a payload "
                                   f"({type(exc).__name__}): was it written with another codec or key?") from exc
         if not data:
@@ -207,7 +221,7 @@ def load_codec(spec: str) -> PayloadCodec:
         raise ConfigError(f"codec {spec!r} not found: {exc}") from exc
     try:
         codec = factory()
-    except Exception as exc:  # noqa: BLE001 - the factory's own error, reported with its name
+    except Exception as exc:
         raise ConfigError(f"codec factory {spec!r} failed: {type(exc).__name__}: {exc}") from exc
     if not (callable(getattr(codec, "encode", None)) and callable(getattr(codec, "decode", None))):
         raise ConfigError(f"codec {spec!r} gave {type(codec).__name__}, which has no encode(bytes) and decode(bytes)")

@@ -36,8 +36,17 @@ from __future__ import annotations
 import asyncio
 import time
 
-__all__ = ["PROJECTIONS", "ProjectionKeys", "text", "poll_until", "STATUS_KEY", "status_key", "index_member", "INVERT_MS",
-           "RUN_STATUSES"]
+__all__ = [
+    "INVERT_MS",
+    "PROJECTIONS",
+    "RUN_STATUSES",
+    "STATUS_KEY",
+    "ProjectionKeys",
+    "index_member",
+    "poll_until",
+    "status_key",
+    "text",
+]
 
 #: the projections the Faust app maintains (names accepted by `kadence projections rebuild`)
 PROJECTIONS = ("visibility", "history")

@@ -25,7 +25,7 @@ from .errors import InvalidQueryError
 from .projection_keys import ProjectionKeys, poll_until
 from .projection_keys import text as _s
 
-__all__ = ["HistoryReadModel", "HistoryPage"]
+__all__ = ["HistoryPage", "HistoryReadModel"]
 
 
 

@@ -11,8 +11,18 @@ import os
 import time
 
 __all__ = [
-    "now_ms", "new_id", "command", "history_key", "idempotency_key", "event_type", "attrs",
-    "COMMAND_EVENT_TYPES", "INLINE_EVENT_TYPES", "CLOSE_EVENTS", "run_outcome", "failure_record",
+    "CLOSE_EVENTS",
+    "COMMAND_EVENT_TYPES",
+    "INLINE_EVENT_TYPES",
+    "attrs",
+    "command",
+    "event_type",
+    "failure_record",
+    "history_key",
+    "idempotency_key",
+    "new_id",
+    "now_ms",
+    "run_outcome",
 ]
 
 #: history events that record a decision of workflow code (replay compares commands with these)

@@ -23,7 +23,7 @@ import itertools
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient

@@ -5,7 +5,7 @@ whole topic (``scan``). Committed records only."""
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -13,7 +13,7 @@ from .config import KafkaConfig
 from .errors import BrokerUnavailableError
 from .polling import poll_ready
 
-__all__ = ["scan", "read_range", "RangeReader", "SETTLE_S"]
+__all__ = ["SETTLE_S", "RangeReader", "read_range", "scan"]
 
 
 #: how long a read that has passed the committed end it started from waits for open

@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import logging
 import struct
-from functools import lru_cache
+from functools import cache
 
 import fastavro
 from fastavro.read import SchemaResolutionError
@@ -27,7 +27,7 @@ from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
 from .avro_codegen import compile_reader, compile_writer
 from .errors import SchemaError
 
-__all__ = ["encode", "decode", "Codec", "codec", "old_version_decodes", "MAGIC"]
+__all__ = ["MAGIC", "Codec", "codec", "decode", "encode", "old_version_decodes"]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def _bytes_defaults(schema) -> None:
             _bytes_defaults(schema["values"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parsed(version: int | None) -> dict:
     named: dict = {}
     parsed: dict = {}

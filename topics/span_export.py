@@ -33,13 +33,21 @@ import threading
 import time
 import urllib.parse
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from .errors import ConfigError
 
-__all__ = ["OtlpHttpTarget", "SpanPipeline", "SpanTuple", "KIND_INTERNAL", "KIND_PRODUCER", "KIND_CONSUMER",
-           "STATUS_OK", "STATUS_ERROR"]
+__all__ = [
+    "KIND_CONSUMER",
+    "KIND_INTERNAL",
+    "KIND_PRODUCER",
+    "STATUS_ERROR",
+    "STATUS_OK",
+    "OtlpHttpTarget",
+    "SpanPipeline",
+    "SpanTuple",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +92,7 @@ class OtlpHttpTarget:
     certificate: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "OtlpHttpTarget":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OtlpHttpTarget:
         env = os.environ if env is None else env
         endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         if not endpoint:
@@ -173,7 +181,7 @@ class SpanPipeline:
         self._thread.start()
 
     @classmethod
-    def from_env(cls, resource: Mapping[str, object], env: Mapping[str, str] | None = None) -> "SpanPipeline":
+    def from_env(cls, resource: Mapping[str, object], env: Mapping[str, str] | None = None) -> SpanPipeline:
         env = os.environ if env is None else env
         return cls(OtlpHttpTarget.from_env(env), resource,
                    max_queue=_int_env(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048),

@@ -7,7 +7,7 @@ from .catalogue import Catalogue
 from .config import KafkaConfig
 from .scan import scan
 
-__all__ = ["stuck_rows", "read_states", "stuck_workflows"]
+__all__ = ["read_states", "stuck_rows", "stuck_workflows"]
 
 
 def read_states(config: KafkaConfig) -> dict[str, dict]:

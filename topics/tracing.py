@@ -32,7 +32,7 @@ import logging
 import os
 import random
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -40,7 +40,7 @@ from opentelemetry import trace
 from . import span_export
 from .errors import ConfigError
 
-__all__ = ["TraceRef", "Tracer", "EngineSpan", "FROM_CALLER", "record_ref", "configure_from_env", "provider_from_env"]
+__all__ = ["FROM_CALLER", "EngineSpan", "TraceRef", "Tracer", "configure_from_env", "provider_from_env", "record_ref"]
 
 log = logging.getLogger(__name__)
 

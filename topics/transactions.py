@@ -14,12 +14,13 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-__all__ = ["start_transactional", "TxnWatchdog", "GuardedCall", "TxnCallHung"]
+__all__ = ["GuardedCall", "TxnCallHung", "TxnWatchdog", "start_transactional"]
 
 T = TypeVar("T")
 

@@ -19,15 +19,16 @@ import functools
 import inspect
 import logging
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from .errors import PayloadTypeError
 
-__all__ = ["Signature", "signature", "adapter", "convert", "to_jsonable"]
+__all__ = ["Signature", "adapter", "convert", "signature", "to_jsonable"]
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from .errors import InvalidQueryError
 from .projection_keys import INVERT_MS, RUN_STATUSES, SEP, ProjectionKeys, poll_until, status_key
 from .projection_keys import text as _s
 
-__all__ = ["VisibilityReader", "projection_lag", "InvalidQueryError"]
+__all__ = ["InvalidQueryError", "VisibilityReader", "projection_lag"]
 
 _CHUNK = 500
 

@@ -168,7 +168,7 @@ async def run(ctx: Context) -> dict:
                 try:
                     reply = await asyncio.wait_for(asyncio.wrap_future(fut), 30)
                     return reply["status"] == "ok"
-                except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - counted as an error
+                except (TimeoutError, Exception):  # noqa: BLE001 - counted as an error
                     return False
 
             paths = {"http": via_http, "direct": via_kafka}

@@ -9,7 +9,7 @@ The same code runs unchanged with ``Client.connect`` and a ``Worker`` against Ka
 import asyncio
 import enum
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pydantic
@@ -71,7 +71,7 @@ class Checkout:
 
 async def main() -> None:
     async with WorkflowEnvironment(workflows=[Checkout], activities=[price]) as env:
-        order = Order("A-1", [Line("tea", 2)], datetime(2026, 12, 2, tzinfo=timezone.utc), Tier.GOLD)
+        order = Order("A-1", [Line("tea", 2)], datetime(2026, 12, 2, tzinfo=UTC), Tier.GOLD)
         handle = await env.client.start_workflow(Checkout, order, id="checkout-A-1", task_queue="shop")
         await handle.signal("add", Line("cup", 1))
         print("pending:", await handle.query(Checkout.pending))  # typed by the query's return type

@@ -15,9 +15,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from prometheus_client import CollectorRegistry
 
 from kadence import Worker
-from kadence.processors import HistoryProcessor, ProcessorConfig
-from kadence.processors import history_processor
-from tests.integration.conftest import wait_until
+from kadence.processors import HistoryProcessor, ProcessorConfig, history_processor
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
 
 
@@ -44,7 +42,7 @@ async def test_a_first_assignment_that_meets_a_restarting_broker_waits_for_it(ka
     def run() -> None:
         try:
             proc.run()
-        except BaseException as exc:  # noqa: BLE001 - what the test reports
+        except BaseException as exc:
             crashed.append(exc)
             raise
 

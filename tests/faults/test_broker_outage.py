@@ -55,7 +55,6 @@ from tests.integration.invariants import check_history, histories
 from tests.integration.projection_support import ProjectionProcs, ground_truth, list_all, mismatches, redis_url
 from tests.integration.workflows import SleepThenAct, ThreeSteps, three_steps_result
 
-
 pytestmark = pytest.mark.soak
 
 ROOT = Path(__file__).resolve().parents[2]

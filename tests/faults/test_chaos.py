@@ -26,14 +26,23 @@ import pytest
 from confluent_kafka import Producer
 
 from kadence import Client, KadenceError, Replayer, Worker
-from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
 from kadence.connectors.verify import verify_namespace
+from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
 from tests.faults.chaos import checker
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
 from tests.faults.chaos.load import BrokerClock, LoadDriver, send_signal
 from tests.faults.chaos.observe import observe, until_read
-from tests.faults.chaos.workflows import (ACTIVITIES, TASK_QUEUE, WORKFLOWS, ChaosOrder, approval_for, expected_result,
-                                         has_child, timer_seconds, wants_update)
+from tests.faults.chaos.workflows import (
+    ACTIVITIES,
+    TASK_QUEUE,
+    WORKFLOWS,
+    ChaosOrder,
+    approval_for,
+    expected_result,
+    has_child,
+    timer_seconds,
+    wants_update,
+)
 from tests.integration.invariants import read_topic
 from tests.integration.projection_support import ground_truth, list_all, mismatches
 
@@ -153,7 +162,7 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
             for wf in late[:5]:
                 try:  # a stuck partition must not hide the report below, nor use up the test's time
                     described = await asyncio.wait_for(client.get_workflow_handle(wf).describe(), 10)
-                except (KadenceError, asyncio.TimeoutError) as exc:
+                except (TimeoutError, KadenceError) as exc:
                     described = f"no answer: {exc!r}"
                 print(f"chaos: describe {wf}: {described}")
             print(cluster.logs())

@@ -10,8 +10,8 @@ from kadence.topics import Catalogue, serde
 from kadence.topics.records import command
 from tests.integration.conftest import wait_until
 from tests.integration.invariants import histories
-from tests.support.cli import kadence
 from tests.integration.workflows import GATES, Gated, GatedChanged, ThreeSteps, add, double, gate, three_steps_result
+from tests.support.cli import kadence
 
 
 async def test_poison_start_is_redriven_once_after_repair(client, processors, kafka_config, tmp_path):

@@ -10,7 +10,6 @@ import asyncio
 import time
 
 import pytest
-
 from confluent_kafka import Consumer
 
 from kadence import Client, NoReplyError, Worker

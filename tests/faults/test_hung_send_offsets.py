@@ -14,10 +14,8 @@ import threading
 from confluent_kafka import Producer
 from prometheus_client import CollectorRegistry
 
-from kadence import Worker
-from kadence import _reporter
-from kadence.processors import HistoryProcessor, ProcessorConfig
-from kadence.processors import history_processor
+from kadence import Worker, _reporter
+from kadence.processors import HistoryProcessor, ProcessorConfig, history_processor
 from tests.integration.conftest import wait_until
 from tests.integration.invariants import check_history, histories
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result

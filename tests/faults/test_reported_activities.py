@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 from kadence import Worker
+from tests.faults.reporting.activities import FanOut
 from tests.integration.conftest import wait_until
 from tests.integration.invariants import check_history, histories
-from tests.faults.reporting.activities import FanOut, QUEUE
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 10

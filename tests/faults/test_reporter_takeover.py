@@ -10,8 +10,7 @@ import threading
 
 from confluent_kafka import Producer
 
-from kadence import Worker
-from kadence import _reporter
+from kadence import Worker, _reporter
 from tests.integration.invariants import check_history, histories
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
 

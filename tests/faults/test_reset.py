@@ -4,8 +4,8 @@ import json
 
 from kadence import Worker
 from tests.integration.conftest import wait_until
-from tests.support.cli import kadence
 from tests.integration.workflows import GATES, Gated, GatedChanged, add, double, gate
+from tests.support.cli import kadence
 
 
 async def test_reset_of_a_stuck_workflow_completes_it_and_history_shows_the_branch(client, processors, kafka_config):

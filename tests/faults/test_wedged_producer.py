@@ -11,7 +11,6 @@ import asyncio
 import time
 
 import pytest
-
 from confluent_kafka import Producer
 
 from kadence import BrokerUnavailableError, Client, NoReplyError, Worker

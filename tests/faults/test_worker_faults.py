@@ -1,6 +1,5 @@
 """Worker restarts and non-deterministic code changes, on the real broker."""
 
-import asyncio
 
 from kadence import Worker
 from tests.integration.conftest import wait_until

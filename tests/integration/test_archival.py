@@ -15,8 +15,14 @@ import pytest
 from kadence.connectors.archiver import Archiver
 from kadence.gateway import GatewayConfig, create_app
 from kadence.topics import EngineClient, WorkflowNotFoundError, serde
-from kadence.topics.archive import (ArchiveStoreConfig, LocalArchiveStore, S3ArchiveStore, archive_key, read_history,
-                                    verify_archive)
+from kadence.topics.archive import (
+    ArchiveStoreConfig,
+    LocalArchiveStore,
+    S3ArchiveStore,
+    archive_key,
+    read_history,
+    verify_archive,
+)
 from kadence.topics.state_reader import read_states
 
 from .archival_support import ArchiverThread, archiver_config, closed_runs, live_history

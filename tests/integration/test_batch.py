@@ -17,11 +17,11 @@ import pytest
 from kadence import workflow
 from kadence.operations import BatchProgress
 from kadence.topics import Catalogue
+from tests.support.cli import kadence
 
 from .conftest import wait_until
 from .invariants import read_topic
 from .projection_support import ProjectionProcs, redis_url
-from tests.support.cli import kadence
 
 RUNS = 1000
 

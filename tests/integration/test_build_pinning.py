@@ -19,9 +19,9 @@ from datetime import timedelta
 
 from kadence import Worker, activity, workflow
 from kadence.topics.builds import build_backlogs
+from tests.support.cli import kadence
 
 from .conftest import wait_until
-from tests.support.cli import kadence
 
 T = timedelta(seconds=30)
 Q = "orders"

@@ -3,7 +3,6 @@
 import json
 
 from kadence import Worker
-
 from tests.support.cli import kadence
 
 from .conftest import wait_until

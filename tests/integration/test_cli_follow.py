@@ -8,8 +8,8 @@ import os
 import sys
 
 from kadence import Worker
-
 from tests.support.cli import kadence
+
 from .workflows import Collector
 
 

@@ -12,10 +12,10 @@ import pytest
 from kadence import Client, WorkflowTaskFailedError
 from kadence.topics import ConfigError, JsonConverter, SchemaError
 from kadence.topics.payload import load_codec
+from tests.support.cli import kadence
 
 from .codec_support import MARK, Sealed
 from .conftest import wait_until
-from tests.support.cli import kadence
 from .workflows import Collector
 
 CODEC = "tests.integration.codec_support:Sealed"

@@ -22,8 +22,8 @@ from kadence import Client, Worker, activity, workflow
 from kadence.topics import Catalogue
 
 from .conftest import wait_until
-from .projection_support import ProjectionProcs
 from .gateway_support import api_key, engine, gateway_url, gw_config, make_key  # noqa: F401 (fixtures)
+from .projection_support import ProjectionProcs
 from .workflows import ThreeSteps, add, double
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "ui"

@@ -13,11 +13,12 @@ import httpx
 from kadence import ApplicationError, RetryPolicy, Worker, activity, workflow
 from kadence.gateway import GatewayConfig, create_app
 from kadence.topics import serde
+from tests.support.cli import kadence
 
 from .conftest import wait_until
-from .invariants import histories
-from tests.support.cli import kadence
 from .gateway_support import serve
+from .invariants import histories
+
 
 @activity.defn
 async def always_fails() -> None:

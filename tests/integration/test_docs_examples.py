@@ -2,9 +2,9 @@
 
 import os
 import socket
-import uuid
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]

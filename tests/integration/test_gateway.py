@@ -14,13 +14,11 @@ import uuid
 from urllib.parse import quote
 
 import pytest
-import uvicorn
 
 from kadence import Client, Worker
 from kadence.gateway import GatewayConfig, create_app
 
-from .gateway_support import (api_key, checked_client, engine, gateway_url, gw_config, http,  # noqa: F401 - fixtures
-                              redis_url, serve)
+from .gateway_support import api_key, checked_client, engine, gateway_url, gw_config, http, redis_url, serve  # noqa: F401 - fixtures
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 START = "/v1/workflows/ThreeSteps/start"

@@ -40,7 +40,7 @@ class GatewayProc:
     def url(self) -> str:
         return f"{self.scheme}://127.0.0.1:{self.port}"
 
-    def wait_ready(self, verify=True, timeout: float = 90) -> "GatewayProc":
+    def wait_ready(self, verify=True, timeout: float = 90) -> GatewayProc:
         deadline = time.monotonic() + timeout
         while True:
             assert self.proc.poll() is None, f"the gateway exited:\n{self.log.read_text()[-3000:]}"

@@ -11,8 +11,8 @@ import pytest
 
 from kadence import Client, Worker
 
-from .projection_support import ProjectionProcs
 from .gateway_support import api_key, auth, checked_client, engine, gateway_url, gw_config  # noqa: F401 (fixtures)
+from .projection_support import ProjectionProcs
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 START = "/v1/workflows/ThreeSteps/start"

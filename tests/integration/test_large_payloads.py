@@ -4,7 +4,6 @@ SDK, the gateway and the CLI show the payloads themselves. Over the limit, nothi
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import httpx
@@ -17,10 +16,10 @@ from kadence.gateway import GatewayConfig, create_app
 from kadence.topics.archive import ArchiveStoreConfig, LocalArchiveStore
 from kadence.topics.large_payloads import MARKER, LargePayloadConfig, LargePayloads, is_reference, payload_key
 from tests.support.big_payloads import FIVE_MB, OTHER_FIVE_MB, BigMover, reverse
+from tests.support.cli import kadence
 
 from .archival_support import ArchiverThread, archiver_config
 from .conftest import wait_until
-from tests.support.cli import kadence
 from .gateway_support import serve
 
 

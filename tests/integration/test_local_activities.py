@@ -9,7 +9,16 @@ from datetime import timedelta
 
 import pytest
 
-from kadence import ActivityError, ApplicationError, NonDeterminismError, Replayer, RetryPolicy, Worker, activity, workflow
+from kadence import (
+    ActivityError,
+    ApplicationError,
+    NonDeterminismError,
+    Replayer,
+    RetryPolicy,
+    Worker,
+    activity,
+    workflow,
+)
 
 from .conftest import wait_until
 from .invariants import check_history, histories

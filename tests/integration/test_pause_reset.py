@@ -11,11 +11,11 @@ from datetime import timedelta
 import pytest
 
 from kadence import Client, ResetRejectedError, Worker, workflow
+from tests.support.cli import kadence
 
 from .conftest import wait_until
-from .projection_support import ProjectionProcs
-from tests.support.cli import kadence
 from .gateway_support import api_key, auth, checked_client, engine, gateway_url, gw_config  # noqa: F401 (fixtures)
+from .projection_support import ProjectionProcs
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 

@@ -20,8 +20,15 @@ from kadence.topics import Catalogue, KafkaConfig
 from kadence.topics.visibility import VisibilityReader, projection_lag
 
 from .conftest import ProcessorProcs, wait_until
-from .projection_support import (ProjectionProcs, ground_truth, list_all, mismatches, redis_url, snapshot,
-                                 wait_history_quiet)
+from .projection_support import (
+    ProjectionProcs,
+    ground_truth,
+    list_all,
+    mismatches,
+    redis_url,
+    snapshot,
+    wait_history_quiet,
+)
 from .workflows import VisQuick, VisTagger, VisWaiter
 
 #: workflows of the mixed load (2,000 until session 17: 66 s of `make test`; 600 still pages every

@@ -4,7 +4,6 @@ import json
 
 from kadence import Worker
 from tests.replay.workflows_v1 import Fees, charge
-
 from tests.support.cli import kadence
 
 

@@ -2,20 +2,26 @@
 queries, cancellation, continue-as-new (the timer service runs as its own process)."""
 
 import asyncio
-import collections
 import uuid
 from datetime import timedelta
 
 import pytest
 
-from kadence import (Client, QueryFailedError, Worker, WorkflowCanceledError, WorkflowContinuedAsNewError,
-                     WorkflowFailureError, WorkflowNotFoundError, WorkflowTerminatedError, WorkflowTimedOutError)
+from kadence import (
+    QueryFailedError,
+    Worker,
+    WorkflowCanceledError,
+    WorkflowContinuedAsNewError,
+    WorkflowFailureError,
+    WorkflowNotFoundError,
+    WorkflowTerminatedError,
+    WorkflowTimedOutError,
+)
 from kadence.samples import payment_saga as saga
 
 from .conftest import wait_until
 from .invariants import check_history, histories
-from .workflows import (ATTEMPTS, Collector, CountDown, LateCompletion, RetryOnce, add, fails_twice,
-                        slow_then_fast)
+from .workflows import ATTEMPTS, Collector, CountDown, LateCompletion, RetryOnce, add, fails_twice, slow_then_fast
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from kadence import Client, Worker, activity, workflow
-from kadence.testing.otlp import ReceivedSpan, SpanCollector
 from kadence.processors import HistoryProcessor, ProcessorConfig, TimerConfig, TimerService
+from kadence.testing.otlp import ReceivedSpan, SpanCollector
 from kadence.topics import EngineClient, JsonConverter
 from kadence.topics.span_export import engine_tracer_provider
 from tests.integration.conftest import wait_until

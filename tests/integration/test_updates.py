@@ -9,7 +9,7 @@ import uuid
 import httpx
 import pytest
 
-from kadence import BrokerUnavailableError, Client, Worker, WorkflowUpdateFailedError, workflow
+from kadence import BrokerUnavailableError, Worker, WorkflowUpdateFailedError, workflow
 from kadence.gateway import GatewayConfig, create_app
 from tests.support.cart import Cart, Item, price
 

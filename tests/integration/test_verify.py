@@ -13,9 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from kadence import Worker
 from kadence.connectors.verify import verify_namespace
 from kadence.topics import Catalogue, serde
+from tests.support.cli import kadence
 
 from .invariants import read_topic
-from tests.support.cli import kadence
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 

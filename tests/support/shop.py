@@ -6,9 +6,8 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Optional
 
 import pydantic
 
@@ -35,7 +34,7 @@ class Order:
     placed: datetime
     ref: uuid.UUID
     tier: Tier = Tier.SILVER
-    note: Optional[str] = None
+    note: str | None = None
     tags: dict[str, int] = field(default_factory=dict)
 
 
@@ -48,7 +47,7 @@ class Receipt(pydantic.BaseModel):
 
 def sample_order(**kw) -> Order:
     return Order(**{"id": "A-1", "lines": [Line("x", 2), Line("y", 1)],
-                    "placed": datetime(2026, 12, 2, 12, 0, tzinfo=timezone.utc),
+                    "placed": datetime(2026, 12, 2, 12, 0, tzinfo=UTC),
                     "ref": uuid.UUID("12345678-1234-5678-1234-567812345678"), "tier": Tier.GOLD, **kw})
 
 

@@ -10,8 +10,8 @@ from kadence.processors.deadlines import activity_deadlines
 from kadence.processors.effects import BatchView, Outbox
 from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
-from kadence.topics.payload import JsonConverter
 from kadence.topics import serde
+from kadence.topics.payload import JsonConverter
 from kadence.topics.records import command, now_ms
 
 

@@ -9,9 +9,18 @@ from kadence.connectors.archiver import ArchiverConfig, parse_duration, retentio
 from kadence.processors.effects import BatchView, Outbox
 from kadence.processors.state_machine import transition
 from kadence.topics import KafkaConfig, serde
-from kadence.topics.archive import (ArchiveStoreConfig, LocalArchiveStore, S3ArchiveStore, archive_key,
-                                    decode_archive, encode_archive, latest_archived_run, open_store,
-                                    read_archived_run, verify_archive)
+from kadence.topics.archive import (
+    ArchiveStoreConfig,
+    LocalArchiveStore,
+    S3ArchiveStore,
+    archive_key,
+    decode_archive,
+    encode_archive,
+    latest_archived_run,
+    open_store,
+    read_archived_run,
+    verify_archive,
+)
 from kadence.topics.errors import ArchiveError, ConfigError
 from kadence.topics.records import command, history_key, now_ms
 

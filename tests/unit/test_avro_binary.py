@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.fastavro_reference import fastavro_decode, fastavro_encode
-
 from kadence.schemas import CURRENT_VERSION
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
 from kadence.topics.records import command
+from tests.support.avro_samples import RECORDS, samples
+from tests.support.fastavro_reference import fastavro_decode, fastavro_encode
 
 from .engine_harness import Harness
-from tests.support.avro_samples import RECORDS, samples
-
 from .replay_support import Three, drive
+
 
 def _same_as_fastavro(record: str, value: dict) -> None:
     ours = serde.encode(record, value)

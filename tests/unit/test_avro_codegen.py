@@ -9,7 +9,6 @@ from kadence.schemas import CURRENT_VERSION
 from kadence.topics import avro_binary, avro_codegen, serde
 from kadence.topics.avro_binary import Encoded
 from kadence.topics.errors import SchemaError
-
 from tests.support.avro_samples import RECORDS, samples
 
 

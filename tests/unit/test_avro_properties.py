@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from kadence.schemas import CURRENT_VERSION
 from kadence.topics import avro_codegen, serde
-
 from tests.support.avro_samples import RECORDS
 from tests.support.avro_strategies import record_values
 from tests.support.fastavro_reference import qualify, short_names
@@ -38,7 +37,7 @@ def _same(a, b) -> bool:
 EXAMPLES = int(os.environ.get("KADENCE_PROPERTY_EXAMPLES", "50"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _codecs(record: str):
     schema = serde.codec(record)._schema
     return schema, avro_codegen.compile_writer(schema, CURRENT_VERSION), avro_codegen.compile_reader(schema)

@@ -5,7 +5,6 @@ import logging
 import threading
 
 import pytest
-
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers

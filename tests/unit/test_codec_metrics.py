@@ -12,7 +12,6 @@ from kadence.schemas import CURRENT_VERSION, load_schema_set
 from kadence.topics import serde
 from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.records import command
-
 from tests.support.avro_samples import Samples
 from tests.support.fastavro_reference import parse_set, write
 

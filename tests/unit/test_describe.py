@@ -13,10 +13,10 @@ from kadence import ApplicationError, RetryPolicy, activity, workflow
 from kadence.processors.effects import BatchView, Outbox, count_history_bytes
 from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
+from kadence.testing import WorkflowEnvironment
 from kadence.topics import serde
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import command, now_ms
-from kadence.testing import WorkflowEnvironment
 
 
 @activity.defn

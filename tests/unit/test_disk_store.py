@@ -8,8 +8,8 @@ import pytest
 
 from kadence.processors.disk_store import DiskShardStore
 from kadence.processors.effects import BatchView
-from kadence.schemas import CURRENT_VERSION, load_schema_set
 from kadence.processors.store import MemoryShardStore
+from kadence.schemas import CURRENT_VERSION, load_schema_set
 from kadence.topics import serde
 from tests.support.fastavro_reference import parse_set, write
 

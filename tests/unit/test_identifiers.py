@@ -4,8 +4,7 @@ the history processor; identifiers printed to logs are escaped."""
 import pytest
 
 from kadence import Client, InvalidIdentifierError, Worker
-from kadence.topics.identifiers import (MAX_ID_LENGTH, check_name, check_task_queue, check_workflow_id, escape,
-                                        problem)
+from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_queue, check_workflow_id, escape, problem
 from tests.unit.engine_harness import Harness
 
 
@@ -73,6 +72,7 @@ def test_the_processor_rejects_a_start_with_a_bad_identifier_and_records_nothing
 
 def test_the_cli_log_format_keeps_a_forged_identifier_on_one_line():
     import logging
+
     from kadence.topics.identifiers import EscapingFormatter
     record = logging.LogRecord("kadence.x", logging.INFO, __file__, 1, "terminated workflow %s: %s", (
         "a\n2026-12-01 00:00:00 INFO kadence: fake", "reason\r\x00"), None)

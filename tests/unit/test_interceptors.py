@@ -9,9 +9,8 @@ import pytest
 
 from kadence import Replayer
 from kadence.testing import WorkflowEnvironment
-
-from tests.unit.docs_examples import run_example
 from tests.support.greeter import Audit, Child, Greeter, whoami
+from tests.unit.docs_examples import run_example
 
 
 async def test_interceptors_see_every_call_and_carry_headers_and_memo():

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import os
 
 import pytest
 
@@ -17,12 +16,17 @@ from kadence import PayloadTooLargeError, SchemaError, activity, workflow
 from kadence.testing import WorkflowEnvironment
 from kadence.topics.archive import ArchiveStoreConfig, LocalArchiveStore
 from kadence.topics.errors import ConfigError
-from kadence.topics.large_payloads import (MARKER, LargePayloadConfig, LargePayloads, is_reference, payload_key,
-                                           references_in)
+from kadence.topics.large_payloads import (
+    MARKER,
+    LargePayloadConfig,
+    LargePayloads,
+    is_reference,
+    payload_key,
+    references_in,
+)
 from kadence.topics.payload import JsonConverter
-
+from tests.support.big_payloads import FIVE_MB, OTHER_FIVE_MB, BigMover, T, reverse
 from tests.unit.docs_examples import run_example
-from tests.support.big_payloads import FIVE_MB, OTHER_FIVE_MB, T, BigMover, reverse
 
 BIG = "x" * 300_000
 

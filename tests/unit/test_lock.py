@@ -15,6 +15,7 @@ def test_the_installed_packages_are_the_locked_versions():
 
 def test_every_dependency_in_pyproject_is_locked():
     import tomllib
+
     from packaging.requirements import Requirement
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pins = lock.locked()

@@ -10,7 +10,7 @@ import logging
 from kadence.topics.log_context import JsonFormatter, reset_log_fields, set_log_fields
 
 
-def _line(handler: "_ListHandler") -> dict:
+def _line(handler: _ListHandler) -> dict:
     """The one line logged since the last call, parsed."""
     [text] = handler.lines
     handler.lines.clear()

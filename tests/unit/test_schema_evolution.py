@@ -25,7 +25,6 @@ import kadence.schemas
 from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
-
 from tests.support.avro_samples import Samples
 from tests.support.fastavro_reference import parse_set, short_names, write
 

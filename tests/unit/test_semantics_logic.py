@@ -10,7 +10,7 @@ from kadence import ActivityError, RetryPolicy, activity, workflow
 from kadence._instance import WorkflowInfo, WorkflowInstance
 from kadence.topics.payload import JsonConverter
 
-from .engine_harness import Driver, Harness
+from .engine_harness import Driver
 
 conv = JsonConverter()
 
@@ -46,7 +46,7 @@ class Signals:
     async def run(self, n):
         try:
             await workflow.wait_condition(lambda: len(self.got) >= n, timeout=60)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return {"timeout": self.got}
         return self.got
 

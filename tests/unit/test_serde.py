@@ -9,7 +9,6 @@ from kadence.schemas import CURRENT_VERSION, load_schema_set
 from kadence.topics import serde
 from kadence.topics.errors import KadenceError, SchemaError
 from kadence.topics.records import command, history_key, idempotency_key
-
 from tests.support.avro_samples import PRIMITIVES, Samples
 
 WF, RUN = "order-Ω-17", "9b2f0c8e-run"

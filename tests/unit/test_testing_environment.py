@@ -10,8 +10,16 @@ from datetime import timedelta
 
 import pytest
 
-from kadence import (RetryPolicy, WorkflowAlreadyStartedError, WorkflowCanceledError, WorkflowFailureError,
-                     WorkflowTerminatedError, WorkflowTimedOutError, activity, workflow)
+from kadence import (
+    RetryPolicy,
+    WorkflowAlreadyStartedError,
+    WorkflowCanceledError,
+    WorkflowFailureError,
+    WorkflowTerminatedError,
+    WorkflowTimedOutError,
+    activity,
+    workflow,
+)
 from kadence.testing import WorkflowEnvironment, WorkflowTaskFailedError
 
 CALLS: list[str] = []

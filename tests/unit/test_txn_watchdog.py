@@ -5,8 +5,8 @@ import threading
 import pytest
 
 from kadence.processors.history_processor import ProcessorConfig
-from kadence.topics.transactions import TxnWatchdog
 from kadence.topics import ConfigError, KafkaConfig
+from kadence.topics.transactions import TxnWatchdog
 
 
 def test_stalled_for_counts_only_while_a_transaction_is_open():

@@ -5,14 +5,11 @@ workflows, activities, signals, queries, children and the client's results; bad 
 
 from __future__ import annotations
 
-import enum
 import uuid
-from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Optional, Union
+from typing import Any
 
-import pydantic
 import pytest
 
 from kadence import PayloadTypeError, RetryPolicy, WorkflowFailureError, WorkflowNotFoundError, activity, workflow
@@ -20,9 +17,8 @@ from kadence.testing import WorkflowEnvironment
 from kadence.topics import JsonConverter
 from kadence.topics.payload import failure_from_exception
 from kadence.topics.typed import signature
-
+from tests.support.shop import SEEN, Counter, Line, Order, Receipt, Shop, T, Tier, price, sample_order, stamp
 from tests.unit.docs_examples import run_example
-from tests.support.shop import SEEN, T, Counter, Line, Order, Receipt, Shop, Tier, price, sample_order, stamp
 
 # -- the converter on its own ------------------------------------------------------------------
 
@@ -33,7 +29,7 @@ def _roundtrip(fn, *args, method=False):
 
 def test_dataclasses_models_enums_datetimes_and_uuids_come_back_as_their_types():
     def take(order: Order, receipt: Receipt, when: datetime, ids: list[uuid.UUID], tier: Tier,
-             maybe: Optional[Line], either: Union[int, str], anything, untyped: Any) -> None: ...
+             maybe: Line | None, either: int | str, anything, untyped: Any) -> None: ...
 
     order = sample_order()
     receipt = Receipt(order_id="A-1", total=Decimal("12.50"), tier=Tier.GOLD, lines=2)
@@ -70,7 +66,7 @@ def test_hints_that_do_not_resolve_leave_the_function_untyped():
         class Hidden:
             pass
 
-        def take(x: "Hidden") -> None: ...
+        def take(x: Hidden) -> None: ...
         return take
 
     fn = local()

@@ -10,12 +10,17 @@ import asyncio
 
 import pytest
 
-from kadence import (ApplicationError, PayloadTypeError, Replayer, WorkflowNotFoundError, WorkflowUpdateFailedError,
-                     workflow)
+from kadence import (
+    ApplicationError,
+    PayloadTypeError,
+    Replayer,
+    WorkflowNotFoundError,
+    WorkflowUpdateFailedError,
+    workflow,
+)
 from kadence.testing import WorkflowEnvironment
-
-from tests.unit.docs_examples import run_example
 from tests.support.cart import Cart, Item, price
+from tests.unit.docs_examples import run_example
 
 
 def _types(history: list[dict]) -> list[str]:

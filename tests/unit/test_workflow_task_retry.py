@@ -6,7 +6,7 @@ from __future__ import annotations
 from kadence.processors.state_machine import WT_RETRY_MAX_ATTEMPTS, WT_RETRY_MAX_MS, workflow_task_retry_delay_ms
 
 from .engine_harness import Harness
-from .pinning_support import WaitGo, answer, conv, one_workflow_task
+from .pinning_support import answer, conv, one_workflow_task
 
 FAILURE = {"type": "NonDeterminismError", "message": "m", "stack_trace": "", "non_retryable": True,
            "details": None, "cause": None}

@@ -39,15 +39,15 @@ The history, activity-result and timer checks are ``kadence verify``'s own
 from __future__ import annotations
 
 import collections
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from kadence import NonDeterminismError, Replayer
 from kadence.connectors.verify import HistoryChecker
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
 
-__all__ = ["Expectations", "Observations", "Violation", "INVARIANTS", "check", "assert_clean", "summarize"]
+__all__ = ["INVARIANTS", "Expectations", "Observations", "Violation", "assert_clean", "check", "summarize"]
 
 INVARIANTS = ("history", "completion", "replay", "activity", "signal", "update", "timer", "dead_letter", "verify",
               "pause")

@@ -223,7 +223,7 @@ class Cluster:
             self.check_alive()
             try:
                 await asyncio.wait_for(until.wait(), 2.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def run_faults(self, plan: list[str], seconds: float, t0: float) -> None:

@@ -29,14 +29,18 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, Producer
 
-from kadence import (BrokerUnavailableError, Client, WorkflowAlreadyStartedError, WorkflowError,
-                     WorkflowUpdateFailedError)
+from kadence import (
+    BrokerUnavailableError,
+    Client,
+    WorkflowAlreadyStartedError,
+    WorkflowError,
+    WorkflowUpdateFailedError,
+)
 from kadence.topics import Catalogue, KafkaConfig, partition_for
 from kadence.topics.records import new_id
 
 from .checker import Expectations, Violation
-from .workflows import (TASK_QUEUE, ChaosOrder, approval_for, expected_result, update_result, wants_signal,
-                        wants_update)
+from .workflows import TASK_QUEUE, ChaosOrder, approval_for, expected_result, update_result, wants_signal, wants_update
 
 #: how long one request may go unanswered before it is retried (same request ID)
 REQUEST_TIMEOUT_S = 20.0
@@ -78,7 +82,7 @@ class BrokerClock:
             self.unresponsive_s += await loop.run_in_executor(None, self._probe)
             await asyncio.sleep(1.0)
 
-    def __enter__(self) -> "BrokerClock":
+    def __enter__(self) -> BrokerClock:
         self._task = asyncio.get_running_loop().create_task(self._run())
         return self
 
@@ -199,7 +203,7 @@ class LoadDriver:
                 await asyncio.wait_for(getattr(self, f"_inject_{kind}")(), INJECTION_TIMEOUT_S)
             except (BrokerUnavailableError, KafkaException):  # the broker is restarting: next time
                 self.counts["injections_skipped_broker_down"] += 1
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.counts[f"{kind}_timed_out"] += 1
                 print(f"chaos: injection {kind} got no answer within {INJECTION_TIMEOUT_S:.0f} s "
                       f"(last: {self.last_injection})", flush=True)
