@@ -157,7 +157,7 @@ def main(argv=None) -> int:
                for fn, items in ((fa_encode, values), (cl_encode, values), (codec.encode, values),
                                  (fa_decode, raws), (cl_decode, raws), (codec.decode, raws))]
         per_wf = len(values) / n
-        totals = [t + r * per_wf for t, r in zip(totals, row)]
+        totals = [t + r * per_wf for t, r in zip(totals, row, strict=True)]
         print(f"{name:14} {per_wf:6.2f} {sum(map(len, raws)) / len(raws):6.0f} {row[0]:13.1f} {row[1]:9.1f} "
               f"{row[2]:10.1f} {row[3]:13.1f} {row[4]:9.1f} {row[5]:10.1f}")
     print(f"per workflow, ms: encoding fastavro {totals[0] / 1000:.3f}, closures {totals[1] / 1000:.3f}, generated "

@@ -247,7 +247,7 @@ class Procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 15
-        for name, proc in list(self.procs.items()):
+        for proc in list(self.procs.values()):
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:

@@ -342,7 +342,7 @@ class Archiver:
             report.archived = report.reused = 0
             return report
         pipe = self.redis.pipeline(transaction=False)
-        for member, partition, keys, uri in ready:
+        for member, *_rest in ready:
             pipe.zrem(self.keys.closed, member)
             pipe.delete(self.keys.run(member))
         pipe.hincrby(self.keys.stats, "archived", report.archived)

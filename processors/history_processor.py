@@ -731,9 +731,9 @@ class HistoryProcessor:
                     self._produce(topic, wt_codec.encode(task), task["workflow_id"].encode())
                 else:
                     self._produce(self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode())
-            for reply in out.replies:
-                reply["history_seq"] = views[p].seq_reached(reply["workflow_id"], reply["run_id"])
-                self._produce(self.topics.replies, reply_codec.encode(reply), reply["request_id"].encode(),
+            for answer in out.replies:
+                answer["history_seq"] = views[p].seq_reached(answer["workflow_id"], answer["run_id"])
+                self._produce(self.topics.replies, reply_codec.encode(answer), answer["request_id"].encode(),
                               self._reply_partition)
             for wf, body_type, body, run_id, request_id, ref in out.commands:
                 self._produce(self.topics.commands, self._cmd_codec.encode(

@@ -333,7 +333,7 @@ def verify_archive(data: bytes, namespace: str, workflow_id: str, run_id: str, v
     if len(run.records) != len(values):
         raise ArchiveError(f"archive of {where} has {len(run.records)} events, expected {len(values)}")
     codec = serde.codec("HistoryEvent")
-    for i, (rec, value) in enumerate(zip(run.records, values), start=1):
+    for i, (rec, value) in enumerate(zip(run.records, values, strict=True), start=1):
         if rec["seq"] != i:
             raise ArchiveError(f"archive of {where}: event {i} has seq {rec['seq']}")
         if rec["value"] != value:

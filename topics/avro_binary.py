@@ -331,7 +331,7 @@ class _Compiler:
         resolved = [self._resolve(b) for b in branches]
         records = sum(1 for r in resolved if self._kind(r) == "record")
         gets = []
-        for branch, r in zip(branches, resolved):
+        for branch, r in zip(branches, resolved, strict=True):
             get = self.reader(branch)
             if records > 1 and self._kind(r) == "record":  # named: (short name, record)
                 get = self._named(get, _short(r["name"]))

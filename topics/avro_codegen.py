@@ -287,7 +287,7 @@ class _Generator:
         named = sum(1 for r in resolved if _kind(r) == "record") > 1  # (short name, record) values
         index = src.fresh("j")
         self._read_long(src, index)
-        for i, (branch, r) in enumerate(zip(branches, resolved)):
+        for i, (branch, r) in enumerate(zip(branches, resolved, strict=True)):
             src.add(f"{'if' if i == 0 else 'elif'} {index} == {i}:")
             src.depth += 1
             if named and _kind(r) == "record":

@@ -120,12 +120,12 @@ class KafkaConfig:
                 raise ConfigError("KADENCE_PARTITIONS must be an integer") from exc
         if "KADENCE_REPLICATION" in env:
             kw["replication"] = int(env["KADENCE_REPLICATION"])
-        for field, var, kind in (("client_linger_ms", "KADENCE_CLIENT_LINGER_MS", float),
-                                 ("txn_linger_ms", "KADENCE_TXN_LINGER_MS", float),
-                                 ("fetch_wait_ms", "KADENCE_FETCH_WAIT_MS", int),
-                                 ("txn_idle_reconnect_ms", "KADENCE_TXN_IDLE_RECONNECT_MS", int)):
+        for name, var, kind in (("client_linger_ms", "KADENCE_CLIENT_LINGER_MS", float),
+                                ("txn_linger_ms", "KADENCE_TXN_LINGER_MS", float),
+                                ("fetch_wait_ms", "KADENCE_FETCH_WAIT_MS", int),
+                                ("txn_idle_reconnect_ms", "KADENCE_TXN_IDLE_RECONNECT_MS", int)):
             if env.get(var):
-                kw[field] = _milliseconds(env[var], var, kind)
+                kw[name] = _milliseconds(env[var], var, kind)
         if env.get("KADENCE_LOG_FORMAT"):
             kw["log_format"] = env["KADENCE_LOG_FORMAT"]
         if env.get("KADENCE_KAFKA_DEBUG"):

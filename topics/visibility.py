@@ -174,7 +174,7 @@ class VisibilityReader:
             for m in members:
                 pipe.hgetall(f"{g}run:{m.split('|', 1)[1]}")
             raws = await pipe.execute()
-            for m, raw in zip(members, raws):
+            for m, raw in zip(members, raws, strict=True):
                 rec = _record(raw)
                 if rec is None or not self._match(rec, rest, close_from_ms, close_to_ms):
                     continue

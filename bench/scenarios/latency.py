@@ -17,6 +17,7 @@ Per workflow, each ``timed`` activity returns the engine's scheduled time of its
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 from .. import workloads
@@ -38,7 +39,7 @@ def analyse(done, t0: float, t1: float) -> dict:
         first.append(acts[0][1] - d.wall_started_ms)
         for _x, sched, start, _end in acts:
             dispatch.append(start - sched)
-        for prev, nxt in zip(acts, acts[1:]):
+        for prev, nxt in itertools.pairwise(acts):
             step.append(nxt[1] - prev[3])
     out = summary(step)
     out.update({"what": "activity completed -> next activity scheduled (ms)", "dispatch": summary(dispatch),

@@ -54,7 +54,7 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
         assert proc.poll() is None, f"the processor exited while the broker was down:\n{logs()[-2000:]}"
         assert timers.poll() is None, f"the timer service exited while the broker was down:\n{timer_logs()[-2000:]}"
         for port in (proc_port, timers_port):
-            code, body = await wait_until(lambda: _ready(port), 30, "the readiness endpoint")
+            code, body = await wait_until(lambda port=port: _ready(port), 30, "the readiness endpoint")
             assert code == 503 and body["status"] == "waiting for the broker" and body["broker"], body
         caplog.set_level(logging.WARNING, logger="kadence._client")
         connecting = asyncio.create_task(Client.connect(config=config, wait_for_broker=300))
@@ -74,7 +74,7 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
         assert timers.poll() is None
         assert projection.poll() is None, f"the projections exited:\n{projection_logs()[-3000:]}"
         for port in (proc_port, timers_port):
-            await wait_until(lambda: _ready(port) == (200, {"status": "ready"}), 30, "the service reporting ready")
+            await wait_until(lambda port=port: _ready(port) == (200, {"status": "ready"}), 30, "the service reporting ready")
     finally:
         projections.close()
         procs.close()

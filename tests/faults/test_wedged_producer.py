@@ -71,7 +71,7 @@ async def test_a_producer_that_delivers_nothing_is_replaced_and_the_start_goes_t
 async def test_a_command_produced_again_after_a_lost_delivery_report_is_applied_once(
         kafka_config, processors, client):
     processors.start()
-    factory, made = _factory(SilentProducer)
+    factory, _made = _factory(SilentProducer)
     silent = await _client(kafka_config, factory)
     try:
         async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):

@@ -157,3 +157,49 @@ async def wait_until(predicate, timeout: float, what: str, interval: float = 0.2
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+# -- the gateway tests' fixtures (helpers: gateway_support.py) ------------------------------------
+
+@pytest.fixture(scope="module")
+def gw_config(kafka_bootstrap) -> KafkaConfig:
+    config = KafkaConfig(bootstrap=kafka_bootstrap, namespace=f"g{uuid.uuid4().hex[:10]}", partitions=4)
+    Catalogue(config).apply()
+    return config
+
+
+@pytest.fixture(scope="module")
+def engine(gw_config, tmp_path_factory):
+    """One history processor process for the module's tests."""
+    procs = ProcessorProcs(gw_config, tmp_path_factory.mktemp("gateway-processor"))
+    procs.start()
+    yield procs
+    alive = all(p.poll() is None for p in procs.procs.values())
+    logs = procs.logs()
+    procs.close()
+    assert alive, f"the history processor died during the gateway tests:\n{logs}"
+
+
+@pytest.fixture(scope="module")
+def api_key(gw_config) -> str:
+    from .gateway_support import make_key
+
+    return make_key(gw_config.namespace)
+
+
+@pytest.fixture(scope="module")
+def gateway_url(gw_config, engine):
+    from kadence.gateway import GatewayConfig, create_app
+
+    from .gateway_support import redis_url, serve
+
+    with serve(create_app(GatewayConfig(kafka=gw_config, reply_timeout=30.0, redis_url=redis_url()))) as url:
+        yield url
+
+
+@pytest.fixture
+async def http(gateway_url, api_key):
+    from .gateway_support import auth, checked_client
+
+    async with checked_client(gateway_url, headers=auth(api_key)) as client:
+        yield client

@@ -1,6 +1,7 @@
-"""The gateway's test fixtures and helpers: a namespace and a history processor per module, the
-gateway served by uvicorn on a free port, API keys in the dev stack's Redis, and an HTTP client
-that checks every answer's error shape. A test module imports the fixtures it uses."""
+"""The gateway tests' helpers: the gateway served by uvicorn on a free port, API keys in the dev
+stack's Redis, and an HTTP client that checks every answer's error shape. Their fixtures (a
+namespace and a history processor per module, a served gateway, a key, a client: ``gw_config``,
+``engine``, ``gateway_url``, ``api_key``, ``http``) are in ``conftest.py``."""
 
 from __future__ import annotations
 
@@ -11,36 +12,12 @@ import os
 import socket
 import threading
 import time
-import uuid
 
 import httpx
-import pytest
 import uvicorn
 
-from kadence.gateway import GatewayConfig, create_app
 from kadence.topics import Catalogue, KafkaConfig, serde
 from kadence.topics.scan import scan
-
-from .conftest import ProcessorProcs
-
-
-@pytest.fixture(scope="module")
-def gw_config(kafka_bootstrap) -> KafkaConfig:
-    config = KafkaConfig(bootstrap=kafka_bootstrap, namespace=f"g{uuid.uuid4().hex[:10]}", partitions=4)
-    Catalogue(config).apply()
-    return config
-
-
-@pytest.fixture(scope="module")
-def engine(gw_config, tmp_path_factory):
-    """One history processor process for the module's tests."""
-    procs = ProcessorProcs(gw_config, tmp_path_factory.mktemp("gateway-processor"))
-    procs.start()
-    yield procs
-    alive = all(p.poll() is None for p in procs.procs.values())
-    logs = procs.logs()
-    procs.close()
-    assert alive, f"the history processor died during the gateway tests:\n{logs}"
 
 
 @contextlib.contextmanager
@@ -102,17 +79,6 @@ def auth(key: str) -> dict:
     return {"Authorization": f"Bearer {key}"}
 
 
-@pytest.fixture(scope="module")
-def api_key(gw_config) -> str:
-    return make_key(gw_config.namespace)
-
-
-@pytest.fixture(scope="module")
-def gateway_url(gw_config, engine):
-    with serve(create_app(GatewayConfig(kafka=gw_config, reply_timeout=30.0, redis_url=redis_url()))) as url:
-        yield url
-
-
 @contextlib.asynccontextmanager
 async def checked_client(base_url: str, allowed_5xx: tuple[int, ...] = (), headers: dict | None = None, **kw):
     """An HTTP client that checks every response it receives: no stack trace, never FastAPI's
@@ -135,12 +101,6 @@ async def checked_client(base_url: str, allowed_5xx: tuple[int, ...] = (), heade
         if r.status_code >= 400:
             err = r.json()["error"]
             assert isinstance(err["code"], str) and err["code"] and isinstance(err["message"], str), where
-
-
-@pytest.fixture
-async def http(gateway_url, api_key):
-    async with checked_client(gateway_url, headers=auth(api_key)) as client:
-        yield client
 
 
 def commands_for(config: KafkaConfig, workflow_id: str) -> list[str]:

@@ -124,6 +124,6 @@ async def test_the_processor_timer_service_and_worker_query_no_committed_offset(
     assert QUERY not in worker_log
     for pattern in ("processor-p0-*.log", "timers-t0-*.log"):
         [path] = processors.logdir.glob(pattern)
-        await wait_until(lambda: START in path.read_text(), 10, f"{pattern}: a partition started")
+        await wait_until(lambda path=path: START in path.read_text(), 10, f"{pattern}: a partition started")
         text = path.read_text()
         assert QUERY not in text, f"{pattern} queried: {text[-3000:]}"

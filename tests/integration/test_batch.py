@@ -95,7 +95,7 @@ async def test_a_batch_terminates_a_thousand_runs_once_each_across_a_worker_kill
     # every run terminated exactly once, by the batch's request; nothing else happened to them
     terminated = collections.Counter()
     closes = collections.Counter()
-    for key, event, _p, _o in read_topic(kafka_config, Catalogue(kafka_config).history, "HistoryEvent"):
+    for _key, event, _p, _o in read_topic(kafka_config, Catalogue(kafka_config).history, "HistoryEvent"):
         wf = event["aggregate_key"]
         if not wf.startswith("parked-"):
             continue

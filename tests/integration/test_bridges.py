@@ -126,7 +126,7 @@ async def test_bridge_fed_the_same_records_twice_starts_each_workflow_once(proce
         path.write_text(CONFIG.format(name=name, created=created, shipped=shipped))
         port = _free_port()
         with BridgeProc(kafka_config, path, tmp_path, port):
-            await wait_until(lambda: _lag(kafka_config, f"{ns}.bridge.{name}", [created, shipped]) == 0, 120,
+            await wait_until(lambda name=name: _lag(kafka_config, f"{ns}.bridge.{name}", [created, shipped]) == 0, 120,
                              f"bridge {name} to forward every record")
             counts = {(topic, outcome): _metric(port, "kadence_bridge_records_total", topic=topic, outcome=outcome)
                       for topic, outcome in ((created, "StartWorkflow"), (created, "dead_lettered"),

@@ -139,6 +139,6 @@ def test_the_gateways_decode_endpoint_shows_values_through_its_codec_and_says_wh
 async def test_a_command_that_shows_no_payload_does_not_load_the_codec(kafka_config):
     """KADENCE_CODEC may sit in a shared environment: a processor, a timer service or
     `topics describe` never import the application's codec module."""
-    rc, out, err = await kadence(kafka_config, "--codec", "tests.integration.codec_support:nope", "topics",
+    rc, _out, err = await kadence(kafka_config, "--codec", "tests.integration.codec_support:nope", "topics",
                                  "describe")
     assert rc == 0 and "codec" not in err, err

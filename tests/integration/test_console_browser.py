@@ -22,7 +22,7 @@ from kadence import Client, Worker, activity, workflow
 from kadence.topics import Catalogue
 
 from .conftest import wait_until
-from .gateway_support import api_key, engine, gateway_url, gw_config, make_key  # noqa: F401 (fixtures)
+from .gateway_support import make_key
 from .projection_support import ProjectionProcs
 from .workflows import ThreeSteps, add, double
 
@@ -68,7 +68,7 @@ def _chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def projection(gw_config, tmp_path_factory):  # noqa: F811
+def projection(gw_config, tmp_path_factory):
     procs = ProjectionProcs(gw_config, tmp_path_factory.mktemp("console-projection"))
     procs.start()
     yield procs
@@ -89,7 +89,7 @@ async def _sign_in(page: Page, base: str, key: str) -> None:
     await expect(page.locator("h1")).to_have_text("Workflows")
 
 
-async def test_the_console_in_a_browser(gateway_url, api_key, gw_config, projection):  # noqa: F811
+async def test_the_console_in_a_browser(gateway_url, api_key, gw_config, projection):
     tag = uuid.uuid4().hex[:6]
     queue = f"console-{tag}"
     client = await Client.connect(config=gw_config)

@@ -83,7 +83,7 @@ async def test_activity_failure_fails_the_workflow_with_its_cause(client, proces
     assert failure["type"] == "ActivityError"
     assert failure["cause"]["type"] == "ValueError" and failure["cause"]["message"] == "card declined"
     assert isinstance(info.value.__cause__, ActivityError)
-    [(key, events)] = [(k, v) for k, v in histories(kafka_config).items() if k[0] == "fail-1"]
+    [(_key, events)] = [(k, v) for k, v in histories(kafka_config).items() if k[0] == "fail-1"]
     assert check_history(events) == []
     kinds = [e["attributes"][0] for e in events]
     assert kinds.count("ActivityTaskAttemptFailed") == 1 and kinds.count("ActivityTaskFailed") == 1

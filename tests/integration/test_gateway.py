@@ -18,7 +18,7 @@ import pytest
 from kadence import Client, Worker
 from kadence.gateway import GatewayConfig, create_app
 
-from .gateway_support import api_key, checked_client, engine, gateway_url, gw_config, http, redis_url, serve  # noqa: F401 - fixtures
+from .gateway_support import checked_client, serve
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 START = "/v1/workflows/ThreeSteps/start"
@@ -169,7 +169,7 @@ async def test_the_same_idempotency_key_on_two_workflows_is_one_start_and_one_42
     responses = await asyncio.gather(*(http.post(START, json=_start_body(w), headers={"Idempotency-Key": key})
                                        for w in ids))
     assert sorted(r.status_code for r in responses) == [201, 422], [r.text for r in responses]
-    for wid, resp in zip(ids, responses):
+    for wid, resp in zip(ids, responses, strict=False):
         hist = await http.get(f"/v1/workflows/{wid}/history")
         if resp.status_code == 201:
             assert hist.status_code == 200, hist.text

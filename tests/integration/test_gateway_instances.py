@@ -20,7 +20,7 @@ import pytest
 
 from kadence.topics import KafkaConfig
 
-from .gateway_support import auth, commands_for, devstack, engine, gw_config, make_key, redis_url  # noqa: F401 - fixtures
+from .gateway_support import auth, commands_for, devstack, make_key, redis_url
 
 
 class GatewayProc:

@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
 
 from kadence.gateway import GatewayConfig, create_app
 
-from .gateway_support import auth, engine, gw_config, make_key, redis_url, serve  # noqa: F401 - fixtures
+from .gateway_support import auth, make_key, redis_url, serve
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
           response_schema_conformance]
@@ -54,7 +54,7 @@ def test_every_operation_conforms_to_the_openapi_document(fuzz_target, mode):
         @settings(max_examples=EXAMPLES[mode], deadline=None, database=None, derandomize=True,
                   phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
         @given(case=operation.as_strategy(generation_mode=mode))
-        def check(case):
+        def check(case, operation=operation, is_v1=is_v1):
             tried[operation.label] = tried.get(operation.label, 0) + 1
             case.call_and_validate(base_url=url, headers=auth(key) if is_v1 else None, checks=checks,
                                    timeout=30)

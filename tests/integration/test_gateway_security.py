@@ -19,7 +19,7 @@ from kadence.gateway import ConsistencyToken, GatewayConfig, RateLimit, create_a
 from kadence.topics import Catalogue, KafkaConfig
 
 from .conftest import ProcessorProcs
-from .gateway_support import auth, checked_client, commands_for, devstack, engine, gw_config, make_key, redis_url, serve  # noqa: F401
+from .gateway_support import auth, checked_client, commands_for, devstack, make_key, redis_url, serve
 
 START = "/v1/workflows/Collector/start"
 

@@ -8,7 +8,6 @@ import uuid
 from kadence import Client, Worker
 
 from .conftest import wait_until
-from .gateway_support import api_key, checked_client, engine, gateway_url, gw_config, http  # noqa: F401 - fixtures
 from .workflows import Collector
 
 

@@ -14,7 +14,7 @@ from kadence import Client, ResetRejectedError, Worker, workflow
 from tests.support.cli import kadence
 
 from .conftest import wait_until
-from .gateway_support import api_key, auth, checked_client, engine, gateway_url, gw_config  # noqa: F401 (fixtures)
+from .gateway_support import auth, checked_client
 from .projection_support import ProjectionProcs
 from .workflows import ThreeSteps, add, double, three_steps_result
 
@@ -93,7 +93,7 @@ async def test_a_paused_run_holds_its_timer_and_activity_and_goes_on_at_unpause(
 
 
 @pytest.fixture(scope="module")
-def projection(gw_config, tmp_path_factory):  # noqa: F811
+def projection(gw_config, tmp_path_factory):
     procs = ProjectionProcs(gw_config, tmp_path_factory.mktemp("pause-projection"))
     procs.start()
     yield procs
@@ -103,7 +103,7 @@ def projection(gw_config, tmp_path_factory):  # noqa: F811
     assert alive, f"the projection died during the test:\n{logs}"
 
 
-async def test_the_gateway_pauses_lists_paused_runs_and_resets_a_closed_run(gateway_url, api_key, gw_config,  # noqa: F811
+async def test_the_gateway_pauses_lists_paused_runs_and_resets_a_closed_run(gateway_url, api_key, gw_config,
                                                                             projection):
     tag = uuid.uuid4().hex[:8]
     wf = f"gw-pause-{tag}"
@@ -161,7 +161,7 @@ async def test_the_gateway_pauses_lists_paused_runs_and_resets_a_closed_run(gate
             await client.close()
 
 
-async def test_the_gateway_starts_a_batch_and_reports_its_progress(gateway_url, api_key, gw_config,  # noqa: F811
+async def test_the_gateway_starts_a_batch_and_reports_its_progress(gateway_url, api_key, gw_config,
                                                                     projection):
     from kadence.operations import BATCH_TASK_QUEUE, Batch, batch_activities
 

@@ -106,7 +106,7 @@ async def test_visibility_matches_history_then_rebuilds_identically(client, proc
                     await h.result(timeout=90)
                 except WorkflowFailureError:
                     pass
-        await _bounded(finish(h, action) for h, (_, _, action) in zip(handles, plans))
+        await _bounded(finish(h, action) for h, (_, _, action) in zip(handles, plans, strict=False))
     wait_history_quiet(kafka_config)
     runs, events = ground_truth(kafka_config)
     statuses = {r["status"] for r in runs.values()}

@@ -69,7 +69,7 @@ async def test_saga_ships_when_the_signal_comes(client, engine, saga_systems):
 
 async def test_saga_refunds_then_fails_when_stock_is_missing(client, engine, saga_systems):
     saga_systems["stock_available"] = False
-    handle, err = await _run_saga(client, 300)
+    _handle, err = await _run_saga(client, 300)
     assert isinstance(err, WorkflowFailureError)
     assert err.failure["type"] == "ActivityError" and err.failure["cause"]["type"] == "OutOfStock"
     assert sorted(k for k, _ in saga_systems["effects"].values()) == ["capture", "refund"]
@@ -94,7 +94,7 @@ async def test_activity_fails_twice_then_succeeds_with_backoff(client, engine, k
     assert [e["attributes"]["retry_in_ms"] for e in failed] == [300, 600]
     assert [e["type"] for e in events].count("ActivityTaskCompleted") == 1
     # each retry started no earlier than its backoff, and at most 100 ms after it
-    for (_, _, t_prev), (_, _, t_next), ev in zip(ATTEMPTS, ATTEMPTS[1:], failed):
+    for (_, _, t_prev), (_, _, t_next), ev in zip(ATTEMPTS, ATTEMPTS[1:], failed, strict=False):
         gap_ms = (t_next - t_prev) * 1000
         assert ev["attributes"]["retry_in_ms"] <= gap_ms + 5, (gap_ms, ev)
         assert gap_ms <= ev["attributes"]["retry_in_ms"] + 100, (gap_ms, ev)

@@ -64,7 +64,7 @@ class Samples:
         kind = schema["type"]
         if kind == "record":
             name = schema["name"]
-            stack = stack + (name,)
+            stack = (*stack, name)
             fields = [(f["name"], [self.version] if f["name"] == "schema_version" and f["type"] == "int"
                        else self.variants(f["type"], f"{name}.{f['name']}", stack)) for f in schema["fields"]]
             base = {fname: vs[0] for fname, vs in fields}

@@ -56,12 +56,13 @@ class Strategies:
                     continue  # a recursive type (Failure.cause): one level
                 inner = self.of(branch, stack)
                 if len(records) > 1 and self._is_record(branch):
-                    inner = inner.map(lambda v, n=self._name(branch): (n, v))
+                    name = self._name(branch)
+                    inner = inner.map(lambda v, n=name: (n, v))
                 branches.append(inner)
             return st.one_of(*branches)
         kind = schema["type"]
         if kind == "record":
-            stack = stack + (schema["name"],)
+            stack = (*stack, schema["name"])
             fields = {}
             for f in schema["fields"]:
                 if f["name"] == "schema_version" and f["type"] == "int":

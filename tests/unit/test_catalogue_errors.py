@@ -5,6 +5,7 @@ created its queue's topics exited on a create-topics timeout, which it would hav
 from __future__ import annotations
 
 from concurrent.futures import Future
+from typing import ClassVar
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -13,7 +14,7 @@ from kadence.topics import BrokerUnavailableError, Catalogue, KafkaConfig, Topic
 
 
 class _Metadata:
-    topics: dict = {}
+    topics: ClassVar[dict] = {}
 
 
 class _Admin:

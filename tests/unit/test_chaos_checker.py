@@ -113,14 +113,14 @@ def test_duplicate_event_is_reported_first_with_the_workflow(good):
 
 
 def test_gap_in_sequence_numbers(good):
-    exp, obs, run = good
+    _exp, obs, run = good
     del _events(obs, run)[5]
     assert any(v.invariant == "history" and "seqs 6..6 are missing" in v.message
                for v in checker.check_history(obs))
 
 
 def test_two_results_for_one_activity(good):
-    exp, obs, run = good
+    _exp, obs, run = good
     events = _events(obs, run)
     done = next(e for e in events if _kind(e) == "ActivityTaskCompleted")
     _append_copy(events, done)
@@ -153,7 +153,7 @@ def test_accepted_start_without_history_and_unexplained_run(good):
 
 
 def test_history_that_does_not_replay(good):
-    exp, obs, run = good
+    _exp, obs, run = good
     scheduled = next(e for e in _events(obs, run) if _kind(e) == "ActivityTaskScheduled")
     _attrs(scheduled)["activity_type"] = "refund"
     [v] = checker.check_replay(obs, REPLAYER)
@@ -161,7 +161,7 @@ def test_history_that_does_not_replay(good):
 
 
 def test_effect_twice_or_never_and_unknown_effects(good):
-    exp, obs, run = good
+    _exp, obs, _run = good
     first = obs.ledger[0]
     obs.ledger.append(first)
     [v] = checker.check_activities(obs)
@@ -177,7 +177,7 @@ def test_effect_twice_or_never_and_unknown_effects(good):
 
 
 def test_attempts_must_match_history(good):
-    exp, obs, run = good
+    _exp, obs, run = good
     key = obs.attempts[0][0]
     obs.attempts = [a for a in obs.attempts if a[0] != key]
     [v] = checker.check_activities(obs)
@@ -213,7 +213,7 @@ def test_signal_lost_duplicated_or_unsent(good):
 
 
 def test_timer_early_twice_or_lost(good):
-    exp, obs, run = good
+    _exp, obs, run = good
     events = _events(obs, run)
     fired = next(e for e in events if _kind(e) == "TimerFired")
     fired["timestamp_ms"] -= 500
@@ -244,7 +244,7 @@ def test_undecodable_record_missing_from_the_dead_letters(good):
 
 
 def test_violations_come_in_invariant_order(good):
-    exp, obs, run = good
+    exp, obs, _run = good
     obs.dead_letters = []
     exp.results["wf"] = {"value": 0}
     found = checker.check(exp, obs, REPLAYER)

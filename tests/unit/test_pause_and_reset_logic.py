@@ -179,7 +179,7 @@ def test_a_closed_run_is_reset_from_the_events_sent_with_the_reset_and_stays_as_
     d = _finished_two_steps()
     old = d.state()["run_id"]
     first_task = _completed(d)[0]
-    r, out = _reset(d, first_task, dry_run=False, rid="reset-1", kept=_kept(d, first_task))
+    r, _out = _reset(d, first_task, dry_run=False, rid="reset-1", kept=_kept(d, first_task))
     assert r["status"] == "ok", r["message"]
     assert r["reset_plan"] == {"terminates_run_id": None, "from_status": "completed", "branch_event": first_task,
                                "kept_events": first_task - 1, "activities_rerun": [], "timers_kept": 0}

@@ -5,6 +5,8 @@ The calls into the consumer are what matters here (the real broker runs the whol
 the pause in every integration and chaos test): which partitions are paused, that the resume
 wakes the fetcher with a seek to where the consumer stands, and that a rewind's seeks win."""
 
+from typing import ClassVar
+
 from confluent_kafka import TopicPartition
 
 from kadence.processors import history_processor
@@ -126,7 +128,7 @@ def test_a_batch_that_needs_a_topic_while_the_broker_is_away_is_aborted_and_read
 class CapturingConsumer:
     """Takes the configuration a loop makes its consumer with, and connects to nothing."""
 
-    confs: list = []
+    confs: ClassVar[list] = []
 
     def __init__(self, conf):
         CapturingConsumer.confs.append(conf)

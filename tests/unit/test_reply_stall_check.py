@@ -97,7 +97,7 @@ def test_new_records_behind_records_that_were_read_restart_the_clock(monkeypatch
     """Behind, caught up, behind again: the stall time counts from the new records."""
     clock = Clock()
     highs = {0: 4}
-    c, fresh = _client(monkeypatch, clock, highs, {0: 1})
+    c, _fresh = _client(monkeypatch, clock, highs, {0: 1})
     _tick(c, clock, 5.0)  # first seen behind (high 4)
     c._reply_pos[0] = 3  # read, but the partition stayed quiet otherwise (seen not refreshed)
     highs[0] = 6

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import io
+import itertools
 import json
 from pathlib import Path
 
@@ -69,7 +70,7 @@ def survival_problems(written, read, path: str, ignore: frozenset | set = frozen
     if isinstance(written, list):
         if not isinstance(read, list) or len(read) != len(written):
             return [f"{path}: list of {len(written)} read back as {read!r:.80}"]
-        return [p for i, (w, r) in enumerate(zip(written, read))
+        return [p for i, (w, r) in enumerate(zip(written, read, strict=False))
                 for p in survival_problems(w, r, f"{path}[{i}]", ignore)]
     if not _same(written, read):
         return [f"{path}: wrote {written!r:.60}, read {read!r:.60}"]
@@ -259,7 +260,7 @@ def union_order_problems(older: list[dict], newer: list[dict]) -> list[str]:
 def test_union_branches_are_only_appended_between_versions():
     versions = available_versions()
     sets = [load_schema_set(v) for v in versions] + [load_schema_set()]
-    problems = [p for a, b in zip(sets, sets[1:]) for p in union_order_problems(a, b)]
+    problems = [p for a, b in itertools.pairwise(sets) for p in union_order_problems(a, b)]
     assert problems == [], "union branches reordered or removed (append new branches at the end): " + "; ".join(problems)
 
 

@@ -111,7 +111,7 @@ def test_signals_are_recorded_in_order_and_deduplicated():
     d = Driver(Signals)
     d.h.start("wf", "Signals", [3])
     d.run(fire_timers=False)
-    for i, rid in enumerate(["s1", "s2", "s2", "s3"]):
+    for _i, rid in enumerate(["s1", "s2", "s2", "s3"]):
         d.h.send("wf", "SignalWorkflow", {"signal_name": "add", "input": conv.to_bytes([rid])}, request_id=rid)
     d.run(fire_timers=False)
     assert conv.from_bytes(d.state()["result"]) == ["s1", "s2", "s3"]

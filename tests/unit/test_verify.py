@@ -38,16 +38,16 @@ def test_a_clean_history_has_no_gap_and_its_last_seq_is_known():
 
 
 @pytest.mark.parametrize("plant, check, words", [
-    (lambda h: h[:3] + [h[2]] + h[3:], "history", "recorded again"),  # a duplicate event (issue 15's bug)
+    (lambda h: [*h[:3], h[2], *h[3:]], "history", "recorded again"),  # a duplicate event (issue 15's bug)
     (lambda h: h[:2] + h[3:], "history", "missing before seq 4"),  # a gap
     (lambda h: h[1:], "history", "starts at seq 2"),
-    (lambda h: h + [_ev(8, "ActivityTaskScheduled", activity_id="late")], "history", "follows the close"),
+    (lambda h: [*h, _ev(8, "ActivityTaskScheduled", activity_id="late")], "history", "follows the close"),
     (lambda h: h[:4] + [_ev(5, "ActivityTaskFailed", activity_id="a1", scheduled_seq=2, attempt=2)]
      + [dict(e, seq=e["seq"] + 1) for e in h[4:]], "activity", "second result"),
     (lambda h: h[:3] + [_ev(4, "ActivityTaskAttemptFailed", activity_id="a1", scheduled_seq=2, attempt=1)]
      + [dict(e, seq=e["seq"] + 1) for e in h[3:]], "activity", "failed twice"),
-    (lambda h: h[:5] + [_ev(6, "TimerFired", ts=4000, timer_id="t1", started_seq=5)] + h[6:], "timer", "early"),
-    (lambda h: h[:6] + [_ev(7, "TimerFired", ts=5002, timer_id="t1", started_seq=5), dict(h[6], seq=8)],
+    (lambda h: [*h[:5], _ev(6, "TimerFired", ts=4000, timer_id="t1", started_seq=5), *h[6:]], "timer", "early"),
+    (lambda h: [*h[:6], _ev(7, "TimerFired", ts=5002, timer_id="t1", started_seq=5), dict(h[6], seq=8)],
      "timer", "ended twice"),
 ])
 def test_each_planted_gap_is_found(plant, check, words):

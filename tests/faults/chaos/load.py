@@ -354,9 +354,10 @@ class LoadDriver:
         key = (wf or f"garbage-{i}").encode()
         value = (b"\x00chaos garbage %d " % i if i % 2 == 0 else b"K\x01" + b"\xff" * 12 + b" chaos %d" % i) \
             + self.rng.randbytes(8)
-        delivered = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        delivered = loop.create_future()
 
-        def on_delivery(err, _msg, loop=asyncio.get_running_loop()):
+        def on_delivery(err, _msg):
             loop.call_soon_threadsafe(lambda: delivered.done() or delivered.set_result(err))
 
         self._producer.produce(Catalogue(self.config).commands, value, key, on_delivery=on_delivery)
