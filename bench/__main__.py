@@ -55,12 +55,18 @@ SCENARIOS = {
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--only", action="append", choices=list(SCENARIOS), help="run only these scenarios (repeatable)")
     ap.add_argument("--no-chart", action="store_true", help="skip the PNG chart")
-    ap.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), type=Path,
-                    help="print the figures of two result files and their ratios (B / A), then exit")
+    ap.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A.json", "B.json"),
+        type=Path,
+        help="print the figures of two result files and their ratios (B / A), then exit",
+    )
     return ap.parse_args(argv)
 
 
@@ -88,6 +94,7 @@ async def run_all(ctx: Context, names: list[str]) -> dict:
 
 async def _dumping_tasks(coro):
     """``coro``, with ``kill -USR2`` printing every asyncio task's stack to stderr."""
+
     def dump() -> None:
         for task in asyncio.all_tasks():
             task.print_stack(file=sys.stderr)
@@ -101,6 +108,7 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.compare:
         from . import report
+
         for path in args.compare:
             if not path.is_file():
                 console.print(f"[red]error:[/] {path}: no such result file")
@@ -115,8 +123,10 @@ def main(argv=None) -> int:
         return 2
     settings.logdir = Path(tempfile.mkdtemp(prefix="kadence-bench-"))
     names = [n for n in SCENARIOS if not args.only or n in args.only]
-    console.print(f"Kadence bench: {', '.join(names)}; {settings.seconds:g} s per measurement after "
-                  f"{settings.warmup:g} s warm-up; broker {settings.bootstrap}; process logs in {settings.logdir}")
+    console.print(
+        f"Kadence bench: {', '.join(names)}; {settings.seconds:g} s per measurement after "
+        f"{settings.warmup:g} s warm-up; broker {settings.bootstrap}; process logs in {settings.logdir}"
+    )
     from . import report
 
     ctx = Context(settings=settings, progress=make_progress())
@@ -129,8 +139,9 @@ def main(argv=None) -> int:
     doc = report.build(settings, raw, started)
     paths = report.write(doc, chart=not args.no_chart)
     report.print_table(doc)
-    console.print("wrote " + ", ".join(str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p)
-                                       for p in paths))
+    console.print(
+        "wrote " + ", ".join(str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p) for p in paths)
+    )
     return 1 if any(isinstance(v, dict) and "error" in v for v in raw.values()) else 0
 
 

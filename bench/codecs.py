@@ -35,8 +35,9 @@ def _records(n: int) -> dict[str, list[dict]]:
     instances: dict[str, WorkflowInstance] = {}
 
     def send(wf, body_type, body, request_id, run_id=None):
-        cmd = serde.decode("Command", serde.encode("Command", command(wf, body_type, body, request_id=request_id,
-                                                                           run_id=run_id)))
+        cmd = serde.decode(
+            "Command", serde.encode("Command", command(wf, body_type, body, request_id=request_id, run_id=run_id))
+        )
         recs["Command"].append(cmd)
         view, out = BatchView(store), Outbox()
         transition(cmd, view, out, now_ms())
@@ -49,22 +50,41 @@ def _records(n: int) -> dict[str, list[dict]]:
             tasks.append((kind, task))
 
     for i in range(n):
-        send(f"wf-{i}", "StartWorkflow", {"workflow_type": defn.name, "task_queue": "q",
-                                          "input": conv.to_bytes([i])}, f"start-{i}")
+        send(
+            f"wf-{i}",
+            "StartWorkflow",
+            {"workflow_type": defn.name, "task_queue": "q", "input": conv.to_bytes([i])},
+            f"start-{i}",
+        )
     while tasks:
         kind, task = tasks.pop(0)
         wf, run = task["workflow_id"], task["run_id"]
         if kind == "workflow":
             inst = instances.get(wf) or instances.setdefault(
-                wf, WorkflowInstance(defn, WorkflowInfo(wf, run, defn.name, "q"), conv))
+                wf, WorkflowInstance(defn, WorkflowInfo(wf, run, defn.name, "q"), conv)
+            )
             commands = inst.apply(task["events"], task["scheduled_seq"])
-            send(wf, "RespondWorkflowTaskCompleted", {"scheduled_seq": task["scheduled_seq"], "commands": commands},
-                 f"wt-{wf}-{task['scheduled_seq']}", run)
+            send(
+                wf,
+                "RespondWorkflowTaskCompleted",
+                {"scheduled_seq": task["scheduled_seq"], "commands": commands},
+                f"wt-{wf}-{task['scheduled_seq']}",
+                run,
+            )
         else:
             result = conv.to_bytes(conv.from_bytes(task["input"])[0] + 1)
-            send(wf, "RespondActivityTaskCompleted", {"activity_id": task["activity_id"], "attempt": task["attempt"],
-                                                      "scheduled_seq": task["scheduled_seq"], "result": result},
-                 f"at-{wf}-{task['scheduled_seq']}", run)
+            send(
+                wf,
+                "RespondActivityTaskCompleted",
+                {
+                    "activity_id": task["activity_id"],
+                    "attempt": task["attempt"],
+                    "scheduled_seq": task["scheduled_seq"],
+                    "result": result,
+                },
+                f"at-{wf}-{task['scheduled_seq']}",
+                run,
+            )
     return recs
 
 
@@ -105,8 +125,11 @@ def fastavro_decode(record: str, data: bytes) -> dict:
     """``serde.decode`` of a current-version record as it was before decision 0027."""
     buf = io.BytesIO(data)
     buf.seek(2)
-    return _short(fastavro.schemaless_reader(buf, serde.codec(record)._schema, None, return_record_name=True,
-                                             return_record_name_override=True))
+    return _short(
+        fastavro.schemaless_reader(
+            buf, serde.codec(record)._schema, None, return_record_name=True, return_record_name_override=True
+        )
+    )
 
 
 def _per_record(fn, items) -> float:
@@ -130,6 +153,7 @@ def _closure_codecs(record: str):
 
     def decode(raw):
         return get(raw, 2)[0]
+
     return encode, decode
 
 
@@ -137,10 +161,14 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     n = int(argv[0]) if argv else 300
     recs = _records(n)
-    print(f"{n} three-activity workflows; microseconds per record (best of 3); fastavro = the serde path "
-          f"before decision 0027, closures = decision 0027's codecs, generated = serde today (0030)")
-    print(f"{'record':14} {'per wf':>6} {'bytes':>6} {'enc fastavro':>13} {'closures':>9} {'generated':>10} "
-          f"{'dec fastavro':>13} {'closures':>9} {'generated':>10}")
+    print(
+        f"{n} three-activity workflows; microseconds per record (best of 3); fastavro = the serde path "
+        f"before decision 0027, closures = decision 0027's codecs, generated = serde today (0030)"
+    )
+    print(
+        f"{'record':14} {'per wf':>6} {'bytes':>6} {'enc fastavro':>13} {'closures':>9} {'generated':>10} "
+        f"{'dec fastavro':>13} {'closures':>9} {'generated':>10}"
+    )
     totals = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     for name, values in sorted(recs.items()):
         codec = serde.codec(name)
@@ -153,16 +181,28 @@ def main(argv=None) -> int:
         def fa_decode(raw, name=name):
             fastavro_decode(name, raw)
 
-        row = [min(_per_record(fn, items) for _ in range(3))
-               for fn, items in ((fa_encode, values), (cl_encode, values), (codec.encode, values),
-                                 (fa_decode, raws), (cl_decode, raws), (codec.decode, raws))]
+        row = [
+            min(_per_record(fn, items) for _ in range(3))
+            for fn, items in (
+                (fa_encode, values),
+                (cl_encode, values),
+                (codec.encode, values),
+                (fa_decode, raws),
+                (cl_decode, raws),
+                (codec.decode, raws),
+            )
+        ]
         per_wf = len(values) / n
         totals = [t + r * per_wf for t, r in zip(totals, row, strict=True)]
-        print(f"{name:14} {per_wf:6.2f} {sum(map(len, raws)) / len(raws):6.0f} {row[0]:13.1f} {row[1]:9.1f} "
-              f"{row[2]:10.1f} {row[3]:13.1f} {row[4]:9.1f} {row[5]:10.1f}")
-    print(f"per workflow, ms: encoding fastavro {totals[0] / 1000:.3f}, closures {totals[1] / 1000:.3f}, generated "
-          f"{totals[2] / 1000:.3f}; decoding fastavro {totals[3] / 1000:.3f}, closures {totals[4] / 1000:.3f}, "
-          f"generated {totals[5] / 1000:.3f}")
+        print(
+            f"{name:14} {per_wf:6.2f} {sum(map(len, raws)) / len(raws):6.0f} {row[0]:13.1f} {row[1]:9.1f} "
+            f"{row[2]:10.1f} {row[3]:13.1f} {row[4]:9.1f} {row[5]:10.1f}"
+        )
+    print(
+        f"per workflow, ms: encoding fastavro {totals[0] / 1000:.3f}, closures {totals[1] / 1000:.3f}, generated "
+        f"{totals[2] / 1000:.3f}; decoding fastavro {totals[3] / 1000:.3f}, closures {totals[4] / 1000:.3f}, "
+        f"generated {totals[5] / 1000:.3f}"
+    )
     return 0
 
 

@@ -35,11 +35,14 @@ class BenchError(Exception):
 
 # -- settings ----------------------------------------------------------------------------------
 
+
 def bootstrap() -> str:
     value = os.environ.get("KADENCE_KAFKA_BOOTSTRAP", "").strip()
     if not value:
-        raise BenchError("KADENCE_KAFKA_BOOTSTRAP is not set: run `make bench` (it starts a broker), or set it "
-                         "to a Kafka broker with transactions enabled")
+        raise BenchError(
+            "KADENCE_KAFKA_BOOTSTRAP is not set: run `make bench` (it starts a broker), or set it "
+            "to a Kafka broker with transactions enabled"
+        )
     return value
 
 
@@ -89,7 +92,8 @@ class Settings:
             raise BenchError("KADENCE_BENCH_SECONDS must be > 0")
         idle_default = int(min(20_000, max(5_000, 500 * seconds)))
         return cls(
-            bootstrap=bootstrap(), seconds=seconds,
+            bootstrap=bootstrap(),
+            seconds=seconds,
             warmup=env_float("KADENCE_BENCH_WARMUP", min(5.0, max(2.0, seconds / 5))),
             partitions=int(env_float("KADENCE_BENCH_PARTITIONS", 4)),
             concurrency_levels=_levels(os.environ.get("KADENCE_BENCH_CONCURRENCY") or "32,64,128,256,512"),
@@ -147,6 +151,7 @@ def _wait_until_led(config: KafkaConfig, topics: list[str], timeout: float = 60.
 
 # -- processes ---------------------------------------------------------------------------------
 
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -166,10 +171,14 @@ class Procs:
         self._n = 0
 
     def _env(self, **extra) -> dict:
-        env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
-               "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_PARTITIONS": str(self.config.partitions),
-               "KADENCE_SESSION_TIMEOUT_MS": session_timeout_ms(),
-               "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)]))}
+        env = {
+            **os.environ,
+            "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
+            "KADENCE_NAMESPACE": self.config.namespace,
+            "KADENCE_PARTITIONS": str(self.config.partitions),
+            "KADENCE_SESSION_TIMEOUT_MS": session_timeout_ms(),
+            "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])),
+        }
         env.update(extra)
         return env
 
@@ -177,8 +186,9 @@ class Procs:
         self._n += 1
         path = self.logdir / f"{self.tag}-{name}-{self._n}.log"
         with open(path, "w") as log:
-            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True
+            )
         self.procs[name] = proc
         self.logs[name] = path
         return proc
@@ -190,12 +200,16 @@ class Procs:
         return self._spawn(instance_id, argv, self._env(KADENCE_PROCESSOR_ID=instance_id, **env))
 
     def start_timers(self, instance_id: str = "t0") -> subprocess.Popen:
-        return self._spawn(instance_id, [sys.executable, "-m", "kadence.cli", "timers"],
-                           self._env(KADENCE_TIMERS_ID=instance_id))
+        return self._spawn(
+            instance_id, [sys.executable, "-m", "kadence.cli", "timers"], self._env(KADENCE_TIMERS_ID=instance_id)
+        )
 
     def start_worker(self, name: str = "w0", queue: str = QUEUE, **env) -> subprocess.Popen:
-        return self._spawn(name, [sys.executable, "-m", "kadence.cli", "worker", "--task-queue", queue,
-                                  "--module", "bench.workloads"], self._env(**env))
+        return self._spawn(
+            name,
+            [sys.executable, "-m", "kadence.cli", "worker", "--task-queue", queue, "--module", "bench.workloads"],
+            self._env(**env),
+        )
 
     def signal(self, name: str, sig: int) -> None:
         proc = self.procs.pop(name)
@@ -219,8 +233,9 @@ class Procs:
                 return found
             proc = self.procs.get(name)
             if proc is not None and proc.poll() is not None:
-                raise BenchError(f"{name} exited with code {proc.returncode}; log {self.logs[name]}:\n"
-                                 f"{self.log_text(name)[-2000:]}")
+                raise BenchError(
+                    f"{name} exited with code {proc.returncode}; log {self.logs[name]}:\n{self.log_text(name)[-2000:]}"
+                )
             if time.monotonic() > deadline:
                 raise BenchError(f"{name}: no {pattern!r} in its log within {timeout}s ({self.logs[name]})")
             await asyncio.sleep(0.05)
@@ -238,8 +253,9 @@ class Procs:
     def check_alive(self) -> None:
         for name, proc in self.procs.items():
             if proc.poll() is not None:
-                raise BenchError(f"{name} exited with code {proc.returncode}; log {self.logs[name]}:\n"
-                                 f"{self.log_text(name)[-2000:]}")
+                raise BenchError(
+                    f"{name} exited with code {proc.returncode}; log {self.logs[name]}:\n{self.log_text(name)[-2000:]}"
+                )
 
     def close(self) -> None:
         for name in list(self.procs):
@@ -290,6 +306,7 @@ def poll_ready(consumer, most: int, timeout: float) -> list:
 
 
 # -- CPU accounting ----------------------------------------------------------------------------
+
 
 def broker_process(bootstrap: str) -> psutil.Process | None:
     """The process listening on the first bootstrap port on this machine, if any (the broker)."""
@@ -346,13 +363,17 @@ def cpu_per_workflow(usage: dict, seconds: float, workflows: int) -> dict:
     all (``engine``: every one but the broker)."""
     if not workflows:
         return {}
-    per = {k: round(v / 100 * seconds * 1000 / workflows, 2) for k, v in usage.items()
-           if k not in ("machine_busy", "bench")}
+    per = {
+        k: round(v / 100 * seconds * 1000 / workflows, 2)
+        for k, v in usage.items()
+        if k not in ("machine_busy", "bench")
+    }
     per["engine"] = round(sum(v for k, v in per.items() if k != "broker"), 2)
     return per
 
 
 # -- statistics --------------------------------------------------------------------------------
+
 
 def percentile(values: list[float], q: float) -> float:
     """Linear-interpolated percentile (q in 0..100); NaN when empty."""
@@ -367,26 +388,41 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summary(values: list[float], digits: int = 2) -> dict:
-    return {"p50": round(percentile(values, 50), digits), "p95": round(percentile(values, 95), digits),
-            "p99": round(percentile(values, 99), digits), "max": round(max(values), digits) if values else None,
-            "mean": round(sum(values) / len(values), digits) if values else None, "samples": len(values)}
+    return {
+        "p50": round(percentile(values, 50), digits),
+        "p95": round(percentile(values, 95), digits),
+        "p99": round(percentile(values, 99), digits),
+        "max": round(max(values), digits) if values else None,
+        "mean": round(sum(values) / len(values), digits) if values else None,
+        "samples": len(values),
+    }
 
 
 # -- progress ----------------------------------------------------------------------------------
 
-def alternating_summary(runs: dict[str, list[dict]], keys: tuple[str, ...], base: str
-                        ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float | None]]]:
+
+def alternating_summary(
+    runs: dict[str, list[dict]], keys: tuple[str, ...], base: str
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float | None]]]:
     """Per mode, the mean of ``keys`` over its alternating runs; and, per other mode, each mean's
     ratio to ``base``'s (None where the base measured 0). What the A/B scenarios report."""
     mean = {m: {k: round(sum(r[k] for r in rs) / len(rs), 2) for k in keys} for m, rs in runs.items()}
-    ratio = {m: {k: round(mean[m][k] / mean[base][k], 3) if mean[base][k] else None for k in keys}
-             for m in runs if m != base}
+    ratio = {
+        m: {k: round(mean[m][k] / mean[base][k], 3) if mean[base][k] else None for k in keys} for m in runs if m != base
+    }
     return mean, ratio
 
 
 def make_progress() -> Progress:
-    return Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[scenario]:<26}"), TextColumn("{task.description}"),
-                    TimeElapsedColumn(), console=console, transient=False, refresh_per_second=4)
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.fields[scenario]:<26}"),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+        refresh_per_second=4,
+    )
 
 
 @dataclass

@@ -38,17 +38,31 @@ async def wait_ready(eng: Engine, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         eng.procs.check_alive()
-        await run_workflow(eng.client, workloads.OneActivity, 1, rec, wid=f"ready-{time.monotonic_ns()}",
-                           timeout=min(30.0, max(1.0, deadline - time.monotonic())))
+        await run_workflow(
+            eng.client,
+            workloads.OneActivity,
+            1,
+            rec,
+            wid=f"ready-{time.monotonic_ns()}",
+            timeout=min(30.0, max(1.0, deadline - time.monotonic())),
+        )
         if rec.done:
             return
     raise BenchError(f"engine not ready within {timeout}s: {rec.errors[-3:]}; logs in {eng.procs.logdir}")
 
 
 @contextlib.asynccontextmanager
-async def engine(ctx: Context, tag: str, *, timers: bool = True, workers: int | None = None,
-                 processor_env: dict | None = None, worker_env: dict | None = None, tracer_provider=None,
-                 codec=None):
+async def engine(
+    ctx: Context,
+    tag: str,
+    *,
+    timers: bool = True,
+    workers: int | None = None,
+    processor_env: dict | None = None,
+    worker_env: dict | None = None,
+    tracer_provider=None,
+    codec=None,
+):
     settings = ctx.settings
     loop = asyncio.get_running_loop()
     config = await loop.run_in_executor(None, new_namespace, settings, tag)
@@ -73,8 +87,9 @@ async def engine(ctx: Context, tag: str, *, timers: bool = True, workers: int | 
         await loop.run_in_executor(None, procs.close)
 
 
-def count_records(config: KafkaConfig, topics: list[str], t0_ms: float, t1_ms: float,
-                  timeout: float = 120.0) -> dict[str, int]:
+def count_records(
+    config: KafkaConfig, topics: list[str], t0_ms: float, t1_ms: float, timeout: float = 120.0
+) -> dict[str, int]:
     """Records per topic whose Kafka timestamp falls in [t0_ms, t1_ms) (committed records only;
     transaction markers are not records)."""
     consumer = Consumer(config.consumer(None, **{"fetch.wait.max.ms": 10, "enable.partition.eof": False}))
@@ -117,5 +132,12 @@ def count_records(config: KafkaConfig, topics: list[str], t0_ms: float, t1_ms: f
 def output_topics(config: KafkaConfig) -> dict[str, list[str]]:
     cat = Catalogue(config)
     from kadence.topics import TIMER_TIERS_MS
-    return {"history": [cat.history], "state": [cat.state], "tasks": [cat.workflow_tasks(QUEUE), cat.activity_tasks(QUEUE)],
-            "replies": [cat.replies], "timers": [cat.timers(t) for t in TIMER_TIERS_MS], "commands": [cat.commands]}
+
+    return {
+        "history": [cat.history],
+        "state": [cat.state],
+        "tasks": [cat.workflow_tasks(QUEUE), cat.activity_tasks(QUEUE)],
+        "replies": [cat.replies],
+        "timers": [cat.timers(t) for t in TIMER_TIERS_MS],
+        "commands": [cat.commands],
+    }

@@ -34,8 +34,10 @@ class Http1Pool:
     async def post_json(self, path: str, body, headers: dict[str, str] | None = None) -> Http1Response:
         data = json.dumps(body, separators=(",", ":")).encode()
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        head = (f"POST {path} HTTP/1.1\r\n{self._base}{extra}Content-Type: application/json\r\n"
-                f"Content-Length: {len(data)}\r\n\r\n").encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\n{self._base}{extra}Content-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n"
+        ).encode()
         return await self._exchange(head + data)
 
     async def get(self, path: str) -> Http1Response:

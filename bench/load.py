@@ -34,15 +34,17 @@ class Recorder:
         return [d for d in self.done if t0 <= d.finished < t1]
 
 
-async def run_workflow(client: Client, wf, arg, rec: Recorder, *, wid: str, signal: str | None = None,
-                       timeout: float = 120.0) -> None:
+async def run_workflow(
+    client: Client, wf, arg, rec: Recorder, *, wid: str, signal: str | None = None, timeout: float = 120.0
+) -> None:
     rec.started += 1
     rec.inflight += 1
     t0, w0 = time.monotonic(), time.time() * 1000
     try:
         if signal is None:  # what a caller that only wants the result does
-            result = await client.execute_workflow(wf, arg, id=wid, task_queue=QUEUE, timeout=timeout,
-                                                   result_timeout=timeout)
+            result = await client.execute_workflow(
+                wf, arg, id=wid, task_queue=QUEUE, timeout=timeout, result_timeout=timeout
+            )
         else:
             handle = await client.start_workflow(wf, arg, id=wid, task_queue=QUEUE, timeout=timeout)
             await handle.signal(signal, 1)
@@ -56,8 +58,17 @@ async def run_workflow(client: Client, wf, arg, rec: Recorder, *, wid: str, sign
         rec.inflight -= 1
 
 
-async def closed_loop(client: Client, wf, rec: Recorder, *, concurrency: int, until: float | None = None,
-                      stop: asyncio.Event | None = None, signal: str | None = None, prefix: str | None = None) -> None:
+async def closed_loop(
+    client: Client,
+    wf,
+    rec: Recorder,
+    *,
+    concurrency: int,
+    until: float | None = None,
+    stop: asyncio.Event | None = None,
+    signal: str | None = None,
+    prefix: str | None = None,
+) -> None:
     """``concurrency`` loops, each starting the next workflow when its previous one completed.
 
     With ``until`` (monotonic): workflows still running then are abandoned. With ``stop``: once it
@@ -84,8 +95,17 @@ async def closed_loop(client: Client, wf, rec: Recorder, *, concurrency: int, un
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def open_loop(client: Client, wf, rec: Recorder, *, rate: float, until: float, drain: float,
-                    max_inflight: int = 5000, prefix: str | None = None) -> None:
+async def open_loop(
+    client: Client,
+    wf,
+    rec: Recorder,
+    *,
+    rate: float,
+    until: float,
+    drain: float,
+    max_inflight: int = 5000,
+    prefix: str | None = None,
+) -> None:
     """Start ``rate`` workflows per second (evenly spaced) until ``until``; then wait up to
     ``drain`` seconds for those in flight to complete."""
     prefix = prefix or uuid.uuid4().hex[:8]

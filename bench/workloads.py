@@ -104,6 +104,7 @@ class IdleSleeper:
 
 # -- typed payloads (scenario ``payloads``): the same data as a dataclass and as a dict ---------
 
+
 @dataclass
 class Parcel:
     n: int
@@ -166,8 +167,6 @@ class BenchCipher:
         return self._aead.decrypt(data[:12], data[12:], None)
 
 
-
-
 @workflow.defn
 class LongHistory:
     """``n`` activities one after another: a history of about 4n + 5 events (scenario ``console``)."""
@@ -180,5 +179,15 @@ class LongHistory:
         return total
 
 
-WORKFLOWS = [OneActivity, ThreeActivities, ThreeLocal, TimedThree, TenSteps, IdleSleeper, ThreeTyped, ThreeDict, LongHistory]
+WORKFLOWS = [
+    OneActivity,
+    ThreeActivities,
+    ThreeLocal,
+    TimedThree,
+    TenSteps,
+    IdleSleeper,
+    ThreeTyped,
+    ThreeDict,
+    LongHistory,
+]
 ACTIVITIES = [noop, timed, step_typed, step_dict]

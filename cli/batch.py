@@ -26,19 +26,26 @@ def batch() -> None:
 
 
 def _filters(fn):
-    for opt in reversed([
-        click.option("--type", "workflow_type", default=None, help="workflow type"),
-        click.option("--status", type=click.Choice(RUN_STATUSES), default=None),
-        click.option("--search", multiple=True, metavar="KEY=VALUE", help="search attribute (repeatable)"),
-        click.option("--paused/--not-paused", default=None, help="only paused runs, or only runs not paused"),
-        click.option("--since", default=None, help="started at or after (ISO-8601, epoch ms, or 15m/2h/7d ago)"),
-        click.option("--until", default=None, help="started at or before"),
-        click.option("--reason", default="", help="recorded with each run's command"),
-        click.option("--id", "batch_id", default=None, help="the batch's ID (default: batch-<random>); starting "
-                                                            "the same ID again is answered with the first batch"),
-        click.option("--page-size", type=click.IntRange(1, 1000), default=200, show_default=True),
-        click.option("--wait/--no-wait", default=False, help="show the progress until the batch ends"),
-    ]):
+    for opt in reversed(
+        [
+            click.option("--type", "workflow_type", default=None, help="workflow type"),
+            click.option("--status", type=click.Choice(RUN_STATUSES), default=None),
+            click.option("--search", multiple=True, metavar="KEY=VALUE", help="search attribute (repeatable)"),
+            click.option("--paused/--not-paused", default=None, help="only paused runs, or only runs not paused"),
+            click.option("--since", default=None, help="started at or after (ISO-8601, epoch ms, or 15m/2h/7d ago)"),
+            click.option("--until", default=None, help="started at or before"),
+            click.option("--reason", default="", help="recorded with each run's command"),
+            click.option(
+                "--id",
+                "batch_id",
+                default=None,
+                help="the batch's ID (default: batch-<random>); starting "
+                "the same ID again is answered with the first batch",
+            ),
+            click.option("--page-size", type=click.IntRange(1, 1000), default=200, show_default=True),
+            click.option("--wait/--no-wait", default=False, help="show the progress until the batch ends"),
+        ]
+    ):
         fn = opt(fn)
     return fn
 
@@ -52,8 +59,14 @@ def _request(operation: str, o: dict, **extra):
             raise click.BadParameter(f"{item!r}: use KEY=VALUE", param_hint="--search")
         k, v = item.split("=", 1)
         search[k] = v
-    f = BatchFilter(workflow_type=o["workflow_type"], status=o["status"], search=search, paused=o["paused"],
-                    start_from_ms=parse_time_ms(o["since"]), start_to_ms=parse_time_ms(o["until"]))
+    f = BatchFilter(
+        workflow_type=o["workflow_type"],
+        status=o["status"],
+        search=search,
+        paused=o["paused"],
+        start_from_ms=parse_time_ms(o["since"]),
+        start_to_ms=parse_time_ms(o["until"]),
+    )
     req = BatchRequest(operation=operation, filter=f, reason=o["reason"], page_size=o["page_size"], **extra)
     try:
         req.check()
@@ -86,10 +99,14 @@ def _start(config: KafkaConfig, operation: str, o: dict, **extra) -> None:
     async def run() -> int:
         client = await Client.connect(config=config)
         try:
-            handle = await client.start_workflow(Batch, req, id=batch_id, task_queue=BATCH_TASK_QUEUE,
-                                                 request_id=f"start-{batch_id}")
-            click.echo(f"batch {batch_id} started: {operation} of the runs matching the filter "
-                       f"(progress: kadence batch status {batch_id})", err=True)
+            handle = await client.start_workflow(
+                Batch, req, id=batch_id, task_queue=BATCH_TASK_QUEUE, request_id=f"start-{batch_id}"
+            )
+            click.echo(
+                f"batch {batch_id} started: {operation} of the runs matching the filter "
+                f"(progress: kadence batch status {batch_id})",
+                err=True,
+            )
             if not o["wait"]:
                 click.echo(json.dumps({"batch_id": batch_id, "run_id": handle.run_id}))
                 return 0
@@ -121,14 +138,20 @@ def _op(name: str, help_text: str):
     def cmd(config: KafkaConfig, **o) -> None:
         logging_audit(name, o)
         _start(config, name, o)
+
     return cmd
 
 
 def logging_audit(operation: str, o: dict) -> None:
     import logging
 
-    logging.getLogger("kadence.audit").warning("batch %s requested from the CLI (type=%s status=%s search=%s)",
-                                               operation, o["workflow_type"], o["status"], list(o["search"]))
+    logging.getLogger("kadence.audit").warning(
+        "batch %s requested from the CLI (type=%s status=%s search=%s)",
+        operation,
+        o["workflow_type"],
+        o["status"],
+        list(o["search"]),
+    )
 
 
 _op("terminate", "End every matching run at once.")
@@ -189,8 +212,9 @@ def worker(config: KafkaConfig, redis_url: str) -> None:
 
     async def run() -> None:
         client = await Client.connect(config=config, wait_for_broker=math.inf)
-        w = Worker(client, task_queue=BATCH_TASK_QUEUE, workflows=[Batch],
-                   activities=batch_activities(client, redis_url))
+        w = Worker(
+            client, task_queue=BATCH_TASK_QUEUE, workflows=[Batch], activities=batch_activities(client, redis_url)
+        )
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, w.shutdown)

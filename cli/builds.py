@@ -1,8 +1,8 @@
 """``kadence builds``: worker builds of task queues (build-ID pinning).
 
-    kadence builds promote QUEUE BUILD       new workflows of QUEUE start on BUILD
-    kadence builds list [QUEUE]              builds, default, backlog, oldest waiting task
-    kadence builds move WORKFLOW_ID BUILD    move an open run to another build (--unpin: unversioned)
+kadence builds promote QUEUE BUILD       new workflows of QUEUE start on BUILD
+kadence builds list [QUEUE]              builds, default, backlog, oldest waiting task
+kadence builds move WORKFLOW_ID BUILD    move an open run to another build (--unpin: unversioned)
 """
 
 from __future__ import annotations
@@ -61,9 +61,12 @@ def _open_runs(config: KafkaConfig) -> dict[tuple[str, str | None], int]:
 
 @builds.command("list")
 @click.argument("task_queue", required=False)
-@click.option("--count-open", is_flag=True,
-              help="also count the open workflows pinned to each build (reads the whole state topic)")
-@click.option("--json", "as_json", is_flag=True, help="print the rows as a JSON array (-o json: {\"items\": [...]})")
+@click.option(
+    "--count-open",
+    is_flag=True,
+    help="also count the open workflows pinned to each build (reads the whole state topic)",
+)
+@click.option("--json", "as_json", is_flag=True, help='print the rows as a JSON array (-o json: {"items": [...]})')
 @output_option
 @click.pass_obj
 def list_builds(config: KafkaConfig, task_queue: str | None, count_open: bool, as_json: bool, output: str) -> None:
@@ -78,8 +81,13 @@ def list_builds(config: KafkaConfig, task_queue: str | None, count_open: bool, a
         sys.exit(1)
     out = []
     for b in rows:
-        row = {"task_queue": b.task_queue, "build_id": b.build_id, "default": b.is_default, "backlog": b.backlog,
-               "oldest_task_age_s": None if b.oldest_age_s is None else round(b.oldest_age_s, 1)}
+        row = {
+            "task_queue": b.task_queue,
+            "build_id": b.build_id,
+            "default": b.is_default,
+            "backlog": b.backlog,
+            "oldest_task_age_s": None if b.oldest_age_s is None else round(b.oldest_age_s, 1),
+        }
         if opened is not None:
             row["open_workflows"] = opened.get((b.task_queue, b.build_id), 0)
         out.append(row)
@@ -87,9 +95,18 @@ def list_builds(config: KafkaConfig, task_queue: str | None, count_open: bool, a
         click.echo(json.dumps(out, indent=2))
         return
     shown = [{**r, "build_id": r["build_id"] or "(unversioned)", "default": "*" if r["default"] else ""} for r in out]
-    emit_rows(out if output == "json" else shown,
-              ("task_queue", "build_id", "default", "backlog", "oldest_task_age_s",
-               *(("open_workflows",) if opened is not None else ())), output)
+    emit_rows(
+        out if output == "json" else shown,
+        (
+            "task_queue",
+            "build_id",
+            "default",
+            "backlog",
+            "oldest_task_age_s",
+            *(("open_workflows",) if opened is not None else ()),
+        ),
+        output,
+    )
 
 
 @builds.command("move")
@@ -115,9 +132,12 @@ def move(config: KafkaConfig, workflow_id: str, build_id: str | None, unpin: boo
     async def run() -> dict:
         engine = EngineClient(config)
         try:
-            return await engine.request(workflow_id, "UpdateWorkflowBuild",
-                                        {"build_id": build_id, "identity": config.client_id},
-                                        request_id=request_id or new_id())
+            return await engine.request(
+                workflow_id,
+                "UpdateWorkflowBuild",
+                {"build_id": build_id, "identity": config.client_id},
+                request_id=request_id or new_id(),
+            )
         finally:
             engine.close()
 

@@ -38,9 +38,13 @@ def _archiver_config(kafka: KafkaConfig, options: dict):
     from kadence.connectors.archiver import ArchiverConfig, parse_duration
     from kadence.topics.archive import ArchiveStoreConfig
 
-    store = ArchiveStoreConfig.from_env(directory=options["directory"], s3_bucket=options["s3_bucket"],
-                                        s3_prefix=options["s3_prefix"], s3_endpoint=options["s3_endpoint"],
-                                        s3_region=options["s3_region"])
+    store = ArchiveStoreConfig.from_env(
+        directory=options["directory"],
+        s3_bucket=options["s3_bucket"],
+        s3_prefix=options["s3_prefix"],
+        s3_endpoint=options["s3_endpoint"],
+        s3_region=options["s3_region"],
+    )
     overrides = {"store": store, "redis_url": options["redis_url"]}
     if options["retention"] is not None:
         overrides["retention_s"] = parse_duration(options["retention"])
@@ -50,18 +54,30 @@ def _archiver_config(kafka: KafkaConfig, options: dict):
 
 
 def _archive_options(f):
-    for opt in reversed([
-        click.option("--retention", default=None,
-                     help="how long closed runs stay in Kafka, e.g. 7d, 12h, 30s [env KADENCE_ARCHIVE_RETENTION; default 7d]"),
-        click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
-                     help="TOML file with [retention] default and per-namespace values [env KADENCE_ARCHIVE_CONFIG]"),
-        click.option("--dir", "directory", default=None, help="local archive directory [env KADENCE_ARCHIVE_DIR]"),
-        click.option("--s3-bucket", default=None, help="archive to this S3-compatible bucket [env KADENCE_ARCHIVE_S3_BUCKET]"),
-        click.option("--s3-prefix", default=None, help="key prefix in the bucket [env KADENCE_ARCHIVE_S3_PREFIX]"),
-        click.option("--s3-endpoint", default=None, help="S3 endpoint URL [env KADENCE_ARCHIVE_S3_ENDPOINT]"),
-        click.option("--s3-region", default=None, help="[env KADENCE_ARCHIVE_S3_REGION]"),
-        click.option("--redis-url", envvar="KADENCE_REDIS_URL", default=None, help="[env KADENCE_REDIS_URL]"),
-    ]):
+    for opt in reversed(
+        [
+            click.option(
+                "--retention",
+                default=None,
+                help="how long closed runs stay in Kafka, e.g. 7d, 12h, 30s [env KADENCE_ARCHIVE_RETENTION; default 7d]",
+            ),
+            click.option(
+                "--config",
+                "config_file",
+                type=click.Path(exists=True, dir_okay=False),
+                default=None,
+                help="TOML file with [retention] default and per-namespace values [env KADENCE_ARCHIVE_CONFIG]",
+            ),
+            click.option("--dir", "directory", default=None, help="local archive directory [env KADENCE_ARCHIVE_DIR]"),
+            click.option(
+                "--s3-bucket", default=None, help="archive to this S3-compatible bucket [env KADENCE_ARCHIVE_S3_BUCKET]"
+            ),
+            click.option("--s3-prefix", default=None, help="key prefix in the bucket [env KADENCE_ARCHIVE_S3_PREFIX]"),
+            click.option("--s3-endpoint", default=None, help="S3 endpoint URL [env KADENCE_ARCHIVE_S3_ENDPOINT]"),
+            click.option("--s3-region", default=None, help="[env KADENCE_ARCHIVE_S3_REGION]"),
+            click.option("--redis-url", envvar="KADENCE_REDIS_URL", default=None, help="[env KADENCE_REDIS_URL]"),
+        ]
+    ):
         f = opt(f)
     return f
 
@@ -73,9 +89,18 @@ def archive() -> None:
 
 @archive.command("run")
 @_archive_options
-@click.option("--sweep-interval", default=None, help="how often due runs are archived, e.g. 5s [env KADENCE_ARCHIVE_SWEEP_INTERVAL]")
-@click.option("--metrics-port", type=int, envvar="KADENCE_ARCHIVER_METRICS_PORT", default=None,
-              help="serve Prometheus metrics on this loopback port [env KADENCE_ARCHIVER_METRICS_PORT]")
+@click.option(
+    "--sweep-interval",
+    default=None,
+    help="how often due runs are archived, e.g. 5s [env KADENCE_ARCHIVE_SWEEP_INTERVAL]",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="KADENCE_ARCHIVER_METRICS_PORT",
+    default=None,
+    help="serve Prometheus metrics on this loopback port [env KADENCE_ARCHIVER_METRICS_PORT]",
+)
 @click.pass_obj
 def archive_run(kafka: KafkaConfig, metrics_port: int | None, **options) -> None:
     """Run the archiver of the namespace (until SIGTERM/SIGINT)."""
@@ -109,10 +134,20 @@ def bridges() -> None:
 
 
 @bridges.command("run")
-@click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="TOML file with [bridge] and [[mappings]] (see docs/bridges.md)")
-@click.option("--metrics-port", type=int, envvar="KADENCE_BRIDGE_METRICS_PORT", default=None,
-              help="serve Prometheus metrics on this loopback port [env KADENCE_BRIDGE_METRICS_PORT]")
+@click.option(
+    "--config",
+    "config_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="TOML file with [bridge] and [[mappings]] (see docs/bridges.md)",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="KADENCE_BRIDGE_METRICS_PORT",
+    default=None,
+    help="serve Prometheus metrics on this loopback port [env KADENCE_BRIDGE_METRICS_PORT]",
+)
 @click.pass_obj
 def bridges_run(kafka: KafkaConfig, config_file: str, metrics_port: int | None) -> None:
     """Run the bridges of a configuration file (until SIGTERM/SIGINT)."""
@@ -123,5 +158,9 @@ def bridges_run(kafka: KafkaConfig, config_file: str, metrics_port: int | None) 
 
     codec = current_codec()  # kadence --codec / KADENCE_CODEC: the applications' payload codec
     large = LargePayloadConfig.from_env()  # KADENCE_PAYLOAD_*: where inputs over the threshold go
-    _run_blocking(lambda registry: Bridge(load_bridge_config(config_file, kafka, codec=codec, large_payloads=large),
-                                          registry=registry), metrics_port)
+    _run_blocking(
+        lambda registry: Bridge(
+            load_bridge_config(config_file, kafka, codec=codec, large_payloads=large), registry=registry
+        ),
+        metrics_port,
+    )

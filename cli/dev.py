@@ -32,8 +32,12 @@ __all__ = ["dev"]
 
 
 def _child_env(config: KafkaConfig) -> dict[str, str]:
-    return {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace,
-            "KADENCE_LOG_FORMAT": config.log_format}
+    return {
+        **os.environ,
+        "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap,
+        "KADENCE_NAMESPACE": config.namespace,
+        "KADENCE_LOG_FORMAT": config.log_format,
+    }
 
 
 async def _wait_http(url: str, timeout: float = 60) -> None:
@@ -49,8 +53,9 @@ async def _wait_http(url: str, timeout: float = 60) -> None:
     raise click.ClickException(f"{url} did not answer within {timeout}s (see the gateway's log above)")
 
 
-async def _show_visibility(config: KafkaConfig, redis_url: str, workflow_id: str, run_id: str,
-                           timeout: float = 60) -> None:
+async def _show_visibility(
+    config: KafkaConfig, redis_url: str, workflow_id: str, run_id: str, timeout: float = 60
+) -> None:
     """Wait for the visibility projection to hold the sample's closed run, and print it (what
     ``kadence list`` shows)."""
     import redis.asyncio as aioredis
@@ -64,12 +69,15 @@ async def _show_visibility(config: KafkaConfig, redis_url: str, workflow_id: str
         while True:
             row = await reader.describe(workflow_id, run_id)
             if row is not None and row.get("status") != "running":
-                click.echo(f"==> visibility (`kadence list`): {row['workflow_id']}  {row['workflow_type']}  "
-                           f"{row['status']}")
+                click.echo(
+                    f"==> visibility (`kadence list`): {row['workflow_id']}  {row['workflow_type']}  {row['status']}"
+                )
                 return
             if time.monotonic() > deadline:
-                click.echo(f"==> visibility: the projection has not shown the run within {timeout:.0f} s "
-                           "(see the projections' log above)")
+                click.echo(
+                    f"==> visibility: the projection has not shown the run within {timeout:.0f} s "
+                    "(see the projections' log above)"
+                )
                 return
             await asyncio.sleep(0.2)
     finally:
@@ -90,20 +98,32 @@ async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None
     registry = CollectorRegistry()
     start_http_server(metrics["worker"], addr="127.0.0.1", registry=registry)
     client = await Client.connect(config=config)
-    worker = Worker(client, task_queue=sample.TASK_QUEUE, workflows=sample.WORKFLOWS, activities=sample.ACTIVITIES,
-                    metrics_registry=registry)
+    worker = Worker(
+        client,
+        task_queue=sample.TASK_QUEUE,
+        workflows=sample.WORKFLOWS,
+        activities=sample.ACTIVITIES,
+        metrics_registry=registry,
+    )
     async with AsyncExitStack() as workers:
         await workers.enter_async_context(worker)
         if redis_url:  # `kadence batch ...` runs here too (it walks the visibility projection)
-            await workers.enter_async_context(Worker(client, task_queue=BATCH_TASK_QUEUE, workflows=[Batch],
-                                                     activities=batch_activities(client, redis_url)))
+            await workers.enter_async_context(
+                Worker(
+                    client,
+                    task_queue=BATCH_TASK_QUEUE,
+                    workflows=[Batch],
+                    activities=batch_activities(client, redis_url),
+                )
+            )
         workflow_id = f"order-{sample.SAMPLE_ORDER['order_id']}-{uuid.uuid4().hex[:8]}"
         click.echo(f"==> starting the sample OrderFulfilment as {workflow_id} through {base}")
         async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-            resp = await http.post("/v1/workflows/OrderFulfilment/start",
-                                   json={"workflow_id": workflow_id, "task_queue": sample.TASK_QUEUE,
-                                         "input": [sample.SAMPLE_ORDER]},
-                                   headers={"Idempotency-Key": f"dev-{workflow_id}"})
+            resp = await http.post(
+                "/v1/workflows/OrderFulfilment/start",
+                json={"workflow_id": workflow_id, "task_queue": sample.TASK_QUEUE, "input": [sample.SAMPLE_ORDER]},
+                headers={"Idempotency-Key": f"dev-{workflow_id}"},
+            )
             if resp.status_code != 201:
                 raise click.ClickException(f"start failed: {resp.status_code} {resp.text}")
             run_id = resp.json()["run_id"]
@@ -119,14 +139,20 @@ async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None
         if redis_url:
             await _show_visibility(config, redis_url, workflow_id, run_id)
         click.echo(f"==> console {base}/ui (no sign-in: the dev gateway runs --no-auth)")
-        click.echo("==> metrics: " + ", ".join([f"gateway {base}/metrics"] + [
-            f"{name} http://127.0.0.1:{p}/metrics" for name, p in metrics.items()]))
+        click.echo(
+            "==> metrics: "
+            + ", ".join(
+                [f"gateway {base}/metrics"] + [f"{name} http://127.0.0.1:{p}/metrics" for name, p in metrics.items()]
+            )
+        )
         if once:
             click.echo("==> KADENCE_DEV_ONCE=1: done")
         else:
-            click.echo(f"==> serving: gateway {base} (OpenAPI at {base}/openapi.json), namespace "
-                       f"{config.namespace}, workers on task queues {sample.TASK_QUEUE}"
-                       f"{' and ' + BATCH_TASK_QUEUE + ' (kadence batch)' if redis_url else ''}. Ctrl-C to stop.")
+            click.echo(
+                f"==> serving: gateway {base} (OpenAPI at {base}/openapi.json), namespace "
+                f"{config.namespace}, workers on task queues {sample.TASK_QUEUE}"
+                f"{' and ' + BATCH_TASK_QUEUE + ' (kadence batch)' if redis_url else ''}. Ctrl-C to stop."
+            )
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -144,31 +170,38 @@ def dev(config: KafkaConfig, port: int, once: bool | None) -> None:
     if once is None:
         once = os.environ.get("KADENCE_DEV_ONCE", "") not in ("", "0", "false")
     report = Catalogue(config).apply()
-    click.echo(f"==> topics of namespace {config.namespace}: {len(report.created)} created, "
-               f"{len(report.existing)} already there")
+    click.echo(
+        f"==> topics of namespace {config.namespace}: {len(report.created)} created, "
+        f"{len(report.existing)} already there"
+    )
     if not (os.environ.get("KADENCE_PAYLOAD_DIR") or os.environ.get("KADENCE_PAYLOAD_S3_BUCKET")):
         # one machine: payloads over the threshold go to a local directory (the processes here,
         # and the sample's client, read this variable)
-        os.environ["KADENCE_PAYLOAD_DIR"] = os.path.join(os.path.expanduser("~"), ".local", "share", "kadence",
-                                                         "payloads")
+        os.environ["KADENCE_PAYLOAD_DIR"] = os.path.join(
+            os.path.expanduser("~"), ".local", "share", "kadence", "payloads"
+        )
     click.echo(f"==> large payloads (over the threshold) are stored in {os.environ.get('KADENCE_PAYLOAD_DIR') or 's3'}")
     supervisor = Supervisor(echo=click.echo)
     env = _child_env(config)
     me = [sys.executable, "-m", "kadence.cli"]
     metrics = {"processor": _free_port(), "timer service": _free_port(), "worker": _free_port()}
-    supervisor.start("processor", [*me, "processor", "--instance-id", "dev-0", "--metrics-port",
-                                   str(metrics["processor"])], env)
-    supervisor.start("timer service", [*me, "timers", "--instance-id", "dev-0", "--metrics-port",
-                                       str(metrics["timer service"])], env)
+    supervisor.start(
+        "processor", [*me, "processor", "--instance-id", "dev-0", "--metrics-port", str(metrics["processor"])], env
+    )
+    supervisor.start(
+        "timer service", [*me, "timers", "--instance-id", "dev-0", "--metrics-port", str(metrics["timer service"])], env
+    )
     supervisor.start("gateway", [*me, "gateway", "--port", str(port), "--no-auth"], env)
     redis_url = os.environ.get("KADENCE_REDIS_URL")
     if redis_url:
         metrics["projections"] = _free_port()
-        supervisor.start("projections", [*me, "projections", "run", "--instance-id", "dev-0", "--metrics-port",
-                                         str(metrics["projections"])], env)
+        supervisor.start(
+            "projections",
+            [*me, "projections", "run", "--instance-id", "dev-0", "--metrics-port", str(metrics["projections"])],
+            env,
+        )
     else:
-        click.echo("==> KADENCE_REDIS_URL is not set: the projections (`kadence list`, the console's list) are "
-                   "not run")
+        click.echo("==> KADENCE_REDIS_URL is not set: the projections (`kadence list`, the console's list) are not run")
     try:
         asyncio.run(_run(config, port, once, redis_url, metrics))
     finally:

@@ -58,8 +58,9 @@ def readiness(started: Callable[[], bool], broker: Callable[[], str | None]) -> 
 class HealthServer:
     """Serves the three paths on ``host:port`` from a daemon thread."""
 
-    def __init__(self, port: int, registry: CollectorRegistry, ready: Callable[[], tuple[bool, dict]], *,
-                 host: str = "127.0.0.1"):
+    def __init__(
+        self, port: int, registry: CollectorRegistry, ready: Callable[[], tuple[bool, dict]], *, host: str = "127.0.0.1"
+    ):
         outer = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -46,9 +46,16 @@ def _run(redis_url: str, prefix: str, action):
 
 
 @click.group()
-@click.option("--redis-url", envvar="KADENCE_REDIS_URL", required=True, help="Redis of the gateway [env KADENCE_REDIS_URL]")
-@click.option("--prefix", envvar="KADENCE_GATEWAY_REDIS_PREFIX", default="kadence:gw:", show_default=True,
-              help="prefix of the gateway's Redis keys [env KADENCE_GATEWAY_REDIS_PREFIX]")
+@click.option(
+    "--redis-url", envvar="KADENCE_REDIS_URL", required=True, help="Redis of the gateway [env KADENCE_REDIS_URL]"
+)
+@click.option(
+    "--prefix",
+    envvar="KADENCE_GATEWAY_REDIS_PREFIX",
+    default="kadence:gw:",
+    show_default=True,
+    help="prefix of the gateway's Redis keys [env KADENCE_GATEWAY_REDIS_PREFIX]",
+)
 @click.pass_context
 def keys(ctx: click.Context, redis_url: str, prefix: str) -> None:
     """API keys of the HTTP gateway, one namespace each."""
@@ -67,11 +74,14 @@ def create(obj: dict, namespace: str, name: str, rate: float | None, burst: int 
     record, key = _run(obj["redis_url"], obj["prefix"], lambda s: s.create(namespace, name, rate=rate, burst=burst))
     audit.warning("API key %s created for namespace %s", record.key_id, record.namespace)
     if as_json:
-        click.echo(json.dumps({"key_id": record.key_id, "namespace": record.namespace, "name": record.name,
-                               "key": key}))
+        click.echo(
+            json.dumps({"key_id": record.key_id, "namespace": record.namespace, "name": record.name, "key": key})
+        )
     else:
-        click.echo(f"key id     {record.key_id}\nnamespace  {record.namespace}\nkey        {key}\n"
-                   "(the key is shown only now: store it safely)")
+        click.echo(
+            f"key id     {record.key_id}\nnamespace  {record.namespace}\nkey        {key}\n"
+            "(the key is shown only now: store it safely)"
+        )
 
 
 @keys.command("list")
@@ -84,8 +94,9 @@ def list_keys(obj: dict, namespace: str | None, output: str) -> None:
     for k in _run(obj["redis_url"], obj["prefix"], lambda s: s.list(namespace)):
         created = datetime.fromtimestamp(k.created_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         quota = f"{k.rate:g}/s burst {k.burst}" if k.rate is not None else "default quota"
-        rows.append({"key_id": k.key_id, "namespace": k.namespace, "name": k.name or "-", "created": created,
-                     "quota": quota})
+        rows.append(
+            {"key_id": k.key_id, "namespace": k.namespace, "name": k.name or "-", "created": created, "quota": quota}
+        )
     emit_rows(rows, ("key_id", "namespace", "name", "created", "quota"), output)
 
 

@@ -30,28 +30,51 @@ def _setup_logging(level: str, fmt: str = "text") -> None:
     # one line per message: identifiers from commands are escaped (kadence.topics.identifiers);
     # json: one object per line with the workflow's fields (kadence.topics.log_context)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else
-                         EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        JsonFormatter() if fmt == "json" else EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[handler])
     for noisy in ("uvicorn.access",):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 @click.group()
-@click.option("--bootstrap", envvar="KADENCE_KAFKA_BOOTSTRAP", default="127.0.0.1:9092", show_default=True,
-              help="Kafka bootstrap servers [env KADENCE_KAFKA_BOOTSTRAP]")
-@click.option("--namespace", envvar="KADENCE_NAMESPACE", default="kadence", show_default=True,
-              help="topic namespace [env KADENCE_NAMESPACE]")
+@click.option(
+    "--bootstrap",
+    envvar="KADENCE_KAFKA_BOOTSTRAP",
+    default="127.0.0.1:9092",
+    show_default=True,
+    help="Kafka bootstrap servers [env KADENCE_KAFKA_BOOTSTRAP]",
+)
+@click.option(
+    "--namespace",
+    envvar="KADENCE_NAMESPACE",
+    default="kadence",
+    show_default=True,
+    help="topic namespace [env KADENCE_NAMESPACE]",
+)
 @click.option("--log-level", envvar="KADENCE_LOG_LEVEL", default="info", show_default=True)
-@click.option("--log-format", envvar="KADENCE_LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="text",
-              show_default=True, help="json: one JSON object per line, with workflow_id, run_id, partition and "
-              "trace_id where a line is about one workflow [env KADENCE_LOG_FORMAT]")
-@click.option("--codec", envvar="KADENCE_CODEC", default=None, metavar="MODULE:FACTORY",
-              help="payload codec (encryption, compression) for the worker, start, signal, query, result and "
-                   "history commands; the same one the applications use [env KADENCE_CODEC]")
+@click.option(
+    "--log-format",
+    envvar="KADENCE_LOG_FORMAT",
+    type=click.Choice(LOG_FORMATS),
+    default="text",
+    show_default=True,
+    help="json: one JSON object per line, with workflow_id, run_id, partition and "
+    "trace_id where a line is about one workflow [env KADENCE_LOG_FORMAT]",
+)
+@click.option(
+    "--codec",
+    envvar="KADENCE_CODEC",
+    default=None,
+    metavar="MODULE:FACTORY",
+    help="payload codec (encryption, compression) for the worker, start, signal, query, result and "
+    "history commands; the same one the applications use [env KADENCE_CODEC]",
+)
 @click.pass_context
-def main(ctx: click.Context, bootstrap: str, namespace: str, log_level: str, log_format: str,
-         codec: str | None) -> None:
+def main(
+    ctx: click.Context, bootstrap: str, namespace: str, log_level: str, log_format: str, codec: str | None
+) -> None:
     """Kadence: durable workflows on Kafka."""
     _setup_logging(log_level, log_format)
     try:
@@ -92,8 +115,13 @@ def topics() -> None:
 
 
 @topics.command("apply")
-@click.option("--partitions", type=int, envvar="KADENCE_PARTITIONS", default=None,
-              help="partitions of commands/history/state (fixed for ever) [env KADENCE_PARTITIONS]")
+@click.option(
+    "--partitions",
+    type=int,
+    envvar="KADENCE_PARTITIONS",
+    default=None,
+    help="partitions of commands/history/state (fixed for ever) [env KADENCE_PARTITIONS]",
+)
 @click.option("--queue", "queues", multiple=True, help="also create the task topics of this task queue")
 @click.pass_obj
 def topics_apply(config: KafkaConfig, partitions: int | None, queues: tuple[str, ...]) -> None:
@@ -132,18 +160,30 @@ def topics_describe(config: KafkaConfig, output: str) -> None:
 
 
 @main.command()
-@click.option("--instance-id", envvar="KADENCE_PROCESSOR_ID", default=None,
-              help="stable ID of this instance slot [env KADENCE_PROCESSOR_ID]; default: host name")
-@click.option("--metrics-port", type=int, envvar="KADENCE_PROCESSOR_METRICS_PORT", default=None,
-              help="serve /metrics, /healthz and /readyz on this port [env KADENCE_PROCESSOR_METRICS_PORT]")
+@click.option(
+    "--instance-id",
+    envvar="KADENCE_PROCESSOR_ID",
+    default=None,
+    help="stable ID of this instance slot [env KADENCE_PROCESSOR_ID]; default: host name",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="KADENCE_PROCESSOR_METRICS_PORT",
+    default=None,
+    help="serve /metrics, /healthz and /readyz on this port [env KADENCE_PROCESSOR_METRICS_PORT]",
+)
 @click.pass_obj
 def processor(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
     """Run a history processor instance (until SIGTERM/SIGINT)."""
     from kadence.processors import HistoryProcessor, ProcessorConfig
 
     overrides = {"instance_id": instance_id} if instance_id else {}
-    _serve(lambda registry: HistoryProcessor(ProcessorConfig.from_env(config, **overrides), registry=registry),
-           metrics_port, config)
+    _serve(
+        lambda registry: HistoryProcessor(ProcessorConfig.from_env(config, **overrides), registry=registry),
+        metrics_port,
+        config,
+    )
 
 
 def _serve(make, metrics_port: int | None, config: KafkaConfig) -> None:
@@ -176,13 +216,24 @@ def _serve(make, metrics_port: int | None, config: KafkaConfig) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, envvar="KADENCE_GATEWAY_HOST")
 @click.option("--port", default=8080, show_default=True, type=int, envvar="KADENCE_GATEWAY_PORT")
 @click.option("--no-auth", is_flag=True, help="accept requests without an API key (development only)")
-@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), envvar="KADENCE_GATEWAY_TLS_CERT",
-              default=None, help="serve HTTPS with this certificate (PEM) [env KADENCE_GATEWAY_TLS_CERT]")
-@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), envvar="KADENCE_GATEWAY_TLS_KEY",
-              default=None, help="the certificate's private key (PEM) [env KADENCE_GATEWAY_TLS_KEY]")
+@click.option(
+    "--tls-cert",
+    type=click.Path(exists=True, dir_okay=False),
+    envvar="KADENCE_GATEWAY_TLS_CERT",
+    default=None,
+    help="serve HTTPS with this certificate (PEM) [env KADENCE_GATEWAY_TLS_CERT]",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(exists=True, dir_okay=False),
+    envvar="KADENCE_GATEWAY_TLS_KEY",
+    default=None,
+    help="the certificate's private key (PEM) [env KADENCE_GATEWAY_TLS_KEY]",
+)
 @click.pass_obj
-def gateway(config: KafkaConfig, host: str, port: int, no_auth: bool, tls_cert: str | None,
-            tls_key: str | None) -> None:
+def gateway(
+    config: KafkaConfig, host: str, port: int, no_auth: bool, tls_cert: str | None, tls_key: str | None
+) -> None:
     """Serve the HTTP gateway (API keys from `kadence keys`; see docs/gateway.md)."""
     import uvicorn
 
@@ -214,28 +265,62 @@ def load_definitions(module_name: str) -> tuple[list, list]:
 
 @main.command()
 @click.option("--task-queue", required=True)
-@click.option("--module", "module_name", required=True,
-              help="module with WORKFLOWS and ACTIVITIES lists, e.g. kadence.samples.order_fulfilment")
-@click.option("--build-id", default=None, envvar="KADENCE_BUILD_ID",
-              help="the build of this code: run only workflows pinned to it [env KADENCE_BUILD_ID]")
+@click.option(
+    "--module",
+    "module_name",
+    required=True,
+    help="module with WORKFLOWS and ACTIVITIES lists, e.g. kadence.samples.order_fulfilment",
+)
+@click.option(
+    "--build-id",
+    default=None,
+    envvar="KADENCE_BUILD_ID",
+    help="the build of this code: run only workflows pinned to it [env KADENCE_BUILD_ID]",
+)
 @click.option("--promote", is_flag=True, help="with --build-id: new workflows of the queue start on this build")
-@click.option("--max-concurrent-activities", type=click.IntRange(min=1), default=100, show_default=True,
-              envvar="KADENCE_WORKER_MAX_ACTIVITIES",
-              help="activities run at once; more wait in the worker [env KADENCE_WORKER_MAX_ACTIVITIES]")
-@click.option("--eager-workflow-tasks/--no-eager-workflow-tasks", default=True, show_default=True,
-              envvar="KADENCE_WORKER_EAGER",
-              help="run a workflow's next task right after its activity completes and send both at once "
-                   "[env KADENCE_WORKER_EAGER]")
-@click.option("--transactional-activity-results/--no-transactional-activity-results", default=True,
-              show_default=True, envvar="KADENCE_WORKER_TXN_RESULTS",
-              help="commit each batch of activity results with its tasks' offsets in one transaction, so a "
-                   "crash runs again only activities that had not reported [env KADENCE_WORKER_TXN_RESULTS]")
-@click.option("--metrics-port", type=int, envvar="KADENCE_WORKER_METRICS_PORT", default=None,
-              help="serve /metrics, /healthz and /readyz on this port [env KADENCE_WORKER_METRICS_PORT]")
+@click.option(
+    "--max-concurrent-activities",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    envvar="KADENCE_WORKER_MAX_ACTIVITIES",
+    help="activities run at once; more wait in the worker [env KADENCE_WORKER_MAX_ACTIVITIES]",
+)
+@click.option(
+    "--eager-workflow-tasks/--no-eager-workflow-tasks",
+    default=True,
+    show_default=True,
+    envvar="KADENCE_WORKER_EAGER",
+    help="run a workflow's next task right after its activity completes and send both at once "
+    "[env KADENCE_WORKER_EAGER]",
+)
+@click.option(
+    "--transactional-activity-results/--no-transactional-activity-results",
+    default=True,
+    show_default=True,
+    envvar="KADENCE_WORKER_TXN_RESULTS",
+    help="commit each batch of activity results with its tasks' offsets in one transaction, so a "
+    "crash runs again only activities that had not reported [env KADENCE_WORKER_TXN_RESULTS]",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="KADENCE_WORKER_METRICS_PORT",
+    default=None,
+    help="serve /metrics, /healthz and /readyz on this port [env KADENCE_WORKER_METRICS_PORT]",
+)
 @click.pass_obj
-def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str | None, promote: bool,
-           max_concurrent_activities: int, eager_workflow_tasks: bool, transactional_activity_results: bool,
-           metrics_port: int | None) -> None:
+def worker(
+    config: KafkaConfig,
+    task_queue: str,
+    module_name: str,
+    build_id: str | None,
+    promote: bool,
+    max_concurrent_activities: int,
+    eager_workflow_tasks: bool,
+    transactional_activity_results: bool,
+    metrics_port: int | None,
+) -> None:
     """Run a worker for a task queue (until SIGTERM/SIGINT)."""
     from confluent_kafka.admin import AdminClient
     from prometheus_client import CollectorRegistry
@@ -254,16 +339,25 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
     if metrics_port is not None:
         admin = AdminClient(config.base())
         broker = BrokerCheck(lambda: admin.list_topics(timeout=2))
-        HealthServer(metrics_port, registry,
-                     lambda: readiness(lambda: bool(serving) and serving[0].started, broker)).start()
+        HealthServer(
+            metrics_port, registry, lambda: readiness(lambda: bool(serving) and serving[0].started, broker)
+        ).start()
 
     async def run() -> None:
         # a worker may start before the broker (a reboot, a deploy): it waits, it does not exit
         client = await Client.connect(config=config, wait_for_broker=math.inf, codec=codec)
-        w = Worker(client, task_queue=task_queue, workflows=workflows, activities=activities, build_id=build_id,
-                   promote=promote, max_concurrent_activities=max_concurrent_activities,
-                   eager_workflow_tasks=eager_workflow_tasks,
-                   transactional_activity_results=transactional_activity_results, metrics_registry=registry)
+        w = Worker(
+            client,
+            task_queue=task_queue,
+            workflows=workflows,
+            activities=activities,
+            build_id=build_id,
+            promote=promote,
+            max_concurrent_activities=max_concurrent_activities,
+            eager_workflow_tasks=eager_workflow_tasks,
+            transactional_activity_results=transactional_activity_results,
+            metrics_registry=registry,
+        )
         serving.append(w)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -288,8 +382,15 @@ def worker(config: KafkaConfig, task_queue: str, module_name: str, build_id: str
 @click.option("--request-id", default=None, help="idempotency key: a retry gets the first answer")
 @click.option("--wait/--no-wait", default=False, help="wait for the result")
 @click.pass_obj
-def start(config: KafkaConfig, workflow_type: str, workflow_id: str, task_queue: str, input_json: str,
-          request_id: str | None, wait: bool) -> None:
+def start(
+    config: KafkaConfig,
+    workflow_type: str,
+    workflow_id: str,
+    task_queue: str,
+    input_json: str,
+    request_id: str | None,
+    wait: bool,
+) -> None:
     """Start a workflow run."""
     from kadence import Client
     from kadence import KadenceError as Err
@@ -304,8 +405,9 @@ def start(config: KafkaConfig, workflow_type: str, workflow_id: str, task_queue:
     async def run() -> None:
         client = await Client.connect(config=config, codec=current_codec())
         try:
-            handle = await client.start_workflow(workflow_type, *args, id=workflow_id, task_queue=task_queue,
-                                                 request_id=request_id)
+            handle = await client.start_workflow(
+                workflow_type, *args, id=workflow_id, task_queue=task_queue, request_id=request_id
+            )
             out = {"workflow_id": handle.id, "run_id": handle.run_id}
             if wait:
                 out["result"] = await handle.result()
@@ -320,8 +422,19 @@ def start(config: KafkaConfig, workflow_type: str, workflow_id: str, task_queue:
         sys.exit(1)
 
 
-_EVENT_BRIEF = ("activity_type", "activity_id", "attempt", "timer_id", "signal_name", "update_name", "update_id",
-                "workflow_type", "workflow_id", "name", "reason")
+_EVENT_BRIEF = (
+    "activity_type",
+    "activity_id",
+    "attempt",
+    "timer_id",
+    "signal_name",
+    "update_name",
+    "update_id",
+    "workflow_type",
+    "workflow_id",
+    "name",
+    "reason",
+)
 
 
 def _event_row(e: dict) -> dict:
@@ -333,15 +446,28 @@ def _event_row(e: dict) -> dict:
 @main.command()
 @click.argument("workflow_id")
 @click.option("--run-id", default=None)
-@click.option("-o", "--output", "output", type=click.Choice(("json", "table", "tsv")), default="json",
-              show_default=True, help="json: the events (with --follow one per line); table or tsv: seq, time, type, "
-                                      "what it is about")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Choice(("json", "table", "tsv")),
+    default="json",
+    show_default=True,
+    help="json: the events (with --follow one per line); table or tsv: seq, time, type, what it is about",
+)
 @click.option("--follow", is_flag=True, help="keep printing new events until the run closes")
-@click.option("--poll", "poll_s", type=click.FloatRange(0.1, 60), default=1.0, show_default=True,
-              help="with --follow: seconds between reads")
+@click.option(
+    "--poll",
+    "poll_s",
+    type=click.FloatRange(0.1, 60),
+    default=1.0,
+    show_default=True,
+    help="with --follow: seconds between reads",
+)
 @click.pass_obj
-def history(config: KafkaConfig, workflow_id: str, run_id: str | None, output: str, follow: bool,
-            poll_s: float) -> None:
+def history(
+    config: KafkaConfig, workflow_id: str, run_id: str | None, output: str, follow: bool, poll_s: float
+) -> None:
     """Print a run's history; an archived run is read from the archive (configured by
     KADENCE_ARCHIVE_DIR / KADENCE_ARCHIVE_S3_*) and its events carry "archived": true.
     With --follow, new events are printed as the engine records them, until the run closes."""
@@ -364,8 +490,11 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None, output: s
             for e in events:
                 click.echo(json.dumps(e, sort_keys=True))
         elif events or first:
-            emit_rows([_event_row(e) for e in events], ("seq", "time", "type", "details"),
-                      output if first or output == "tsv" else "tsv")
+            emit_rows(
+                [_event_row(e) for e in events],
+                ("seq", "time", "type", "details"),
+                output if first or output == "tsv" else "tsv",
+            )
 
     async def run() -> None:
         store = open_store(ArchiveStoreConfig.from_env())
@@ -373,8 +502,10 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None, output: s
         converter = JsonConverter(codec, large=LargePayloadConfig.from_env().open())
         try:
             found = await read_history(engine, store, workflow_id, run_id)
-            events = [{**event_to_json(e, converter), "archived": True} if found.archived
-                      else event_to_json(e, converter) for e in found.events]
+            events = [
+                {**event_to_json(e, converter), "archived": True} if found.archived else event_to_json(e, converter)
+                for e in found.events
+            ]
             if found.archived:
                 click.echo(f"run {found.run_id} of {workflow_id} is archived; read from the archive", err=True)
             show(events, True)
@@ -399,18 +530,30 @@ def history(config: KafkaConfig, workflow_id: str, run_id: str | None, output: s
 
 
 @main.command()
-@click.option("--instance-id", envvar="KADENCE_TIMERS_ID", default=None,
-              help="stable ID of this instance slot [env KADENCE_TIMERS_ID]; default: host name")
-@click.option("--metrics-port", type=int, envvar="KADENCE_TIMERS_METRICS_PORT", default=None,
-              help="serve /metrics, /healthz and /readyz on this port [env KADENCE_TIMERS_METRICS_PORT]")
+@click.option(
+    "--instance-id",
+    envvar="KADENCE_TIMERS_ID",
+    default=None,
+    help="stable ID of this instance slot [env KADENCE_TIMERS_ID]; default: host name",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="KADENCE_TIMERS_METRICS_PORT",
+    default=None,
+    help="serve /metrics, /healthz and /readyz on this port [env KADENCE_TIMERS_METRICS_PORT]",
+)
 @click.pass_obj
 def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
     """Run a timer service instance (until SIGTERM/SIGINT)."""
     from kadence.processors import TimerConfig, TimerService
 
     overrides = {"instance_id": instance_id} if instance_id else {}
-    _serve(lambda registry: TimerService(TimerConfig.from_env(config, **overrides), registry=registry), metrics_port,
-           config)
+    _serve(
+        lambda registry: TimerService(TimerConfig.from_env(config, **overrides), registry=registry),
+        metrics_port,
+        config,
+    )
 
 
 def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, action):
@@ -450,7 +593,9 @@ def _json_args(text: str, hint: str) -> list:
 @click.option("--input", "input_json", default="[]", help="JSON array of the handler's arguments")
 @click.option("--request-id", default=None, help="idempotency key: a retry is delivered once")
 @click.pass_obj
-def signal_cmd(config: KafkaConfig, workflow_id: str, signal_name: str, input_json: str, request_id: str | None) -> None:
+def signal_cmd(
+    config: KafkaConfig, workflow_id: str, signal_name: str, input_json: str, request_id: str | None
+) -> None:
     """Send a signal to a running workflow."""
     args = _json_args(input_json, "--input")
     _handle_command(config, workflow_id, None, lambda h: h.signal(signal_name, *args, request_id=request_id))
@@ -567,13 +712,21 @@ def replay(config: KafkaConfig, module_name: str, from_topic: bool, limit: int, 
 @click.argument("workflow_id")
 @click.option("--to-event", type=int, default=None, help="a WorkflowTaskCompleted seq (default: the last one)")
 @click.option("--reason", default="")
-@click.option("--dry-run", is_flag=True, help="ask the engine what the reset would do (it runs it and rolls it "
-                                              "back); change nothing")
-@click.option("--module", "module_name", default=None,
-              help="with --dry-run: also replay the kept events against this module's WORKFLOWS")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="ask the engine what the reset would do (it runs it and rolls it back); change nothing",
+)
+@click.option(
+    "--module",
+    "module_name",
+    default=None,
+    help="with --dry-run: also replay the kept events against this module's WORKFLOWS",
+)
 @click.pass_obj
-def reset(config: KafkaConfig, workflow_id: str, to_event: int | None, reason: str, dry_run: bool,
-          module_name: str | None) -> None:
+def reset(
+    config: KafkaConfig, workflow_id: str, to_event: int | None, reason: str, dry_run: bool, module_name: str | None
+) -> None:
     """Branch a new run from a completed workflow task of the current run, open or closed; an
     open run is terminated and linked. Exit 1 when the engine refuses (or would refuse)."""
     from kadence import Client, Replayer
@@ -653,8 +806,12 @@ def dlq_show(config: KafkaConfig, ref: str) -> None:
 
 @dlq.command("redrive")
 @click.argument("ref")
-@click.option("--value-file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="replace the record's value with this file's bytes (a repaired record)")
+@click.option(
+    "--value-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="replace the record's value with this file's bytes (a repaired record)",
+)
 @click.pass_obj
 def dlq_redrive(config: KafkaConfig, ref: str, value_file: str | None) -> None:
     """Put a dead letter back on its origin topic, once."""

@@ -16,8 +16,15 @@ FORMATS = ("tsv", "json", "table")
 
 
 def output_option(fn: Callable) -> Callable:
-    return click.option("-o", "--output", "output", type=click.Choice(FORMATS), default="tsv", show_default=True,
-                        help="tsv: a tab-separated line per row; json: one document; table: aligned columns")(fn)
+    return click.option(
+        "-o",
+        "--output",
+        "output",
+        type=click.Choice(FORMATS),
+        default="tsv",
+        show_default=True,
+        help="tsv: a tab-separated line per row; json: one document; table: aligned columns",
+    )(fn)
 
 
 def _cell(value: Any) -> str:
@@ -29,8 +36,14 @@ def _cell(value: Any) -> str:
     return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 
 
-def emit_rows(rows: Sequence[dict], columns: Sequence[str], fmt: str, *, extra: dict | None = None,
-              echo: Callable[[str], None] = click.echo) -> None:
+def emit_rows(
+    rows: Sequence[dict],
+    columns: Sequence[str],
+    fmt: str,
+    *,
+    extra: dict | None = None,
+    echo: Callable[[str], None] = click.echo,
+) -> None:
     """Print ``rows`` (dicts) in ``fmt``. tsv and table show ``columns`` in that order; json
     prints ``{"items": rows, **extra}`` with every field of each row."""
     if fmt == "json":

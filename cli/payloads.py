@@ -27,16 +27,24 @@ def payloads() -> None:
 
 
 @payloads.command("gc")
-@click.option("--grace", default="24h", show_default=True,
-              help="keep unreferenced payloads younger than this (a command on its way has no history event yet)")
-@click.option("--all-namespaces", is_flag=True,
-              help="check every namespace on the broker (a store shared by namespaces needs this)")
+@click.option(
+    "--grace",
+    default="24h",
+    show_default=True,
+    help="keep unreferenced payloads younger than this (a command on its way has no history event yet)",
+)
+@click.option(
+    "--all-namespaces",
+    is_flag=True,
+    help="check every namespace on the broker (a store shared by namespaces needs this)",
+)
 @click.option("--also-namespace", "also", multiple=True, help="check this namespace too (repeatable)")
 @click.option("--dry-run", is_flag=True, help="report what would be deleted, delete nothing")
 @click.option("--quiet", is_flag=True, help="no progress line")
 @click.pass_obj
-def payloads_gc(config: KafkaConfig, grace: str, all_namespaces: bool, also: tuple[str, ...], dry_run: bool,
-                quiet: bool) -> None:
+def payloads_gc(
+    config: KafkaConfig, grace: str, all_namespaces: bool, also: tuple[str, ...], dry_run: bool, quiet: bool
+) -> None:
     """Delete the stored payloads that no history, state or archived run of the namespaces refers
     to, once older than the grace period. Prints a JSON report."""
     from rich.console import Console
@@ -49,7 +57,9 @@ def payloads_gc(config: KafkaConfig, grace: str, all_namespaces: bool, also: tup
     try:
         large = LargePayloadConfig.from_env()
         if large.store is None:
-            raise click.UsageError("no payload store is configured: set KADENCE_PAYLOAD_DIR or KADENCE_PAYLOAD_S3_BUCKET")
+            raise click.UsageError(
+                "no payload store is configured: set KADENCE_PAYLOAD_DIR or KADENCE_PAYLOAD_S3_BUCKET"
+            )
         namespaces = set(namespaces_on(config)) if all_namespaces else {config.namespace, *also}
         archive = open_store(ArchiveStoreConfig.from_env())
         console = Console(stderr=True)
@@ -60,8 +70,15 @@ def payloads_gc(config: KafkaConfig, grace: str, all_namespaces: bool, also: tup
             if not quiet and read[0] % 50_000 == 0:
                 console.print(f"payloads gc: {read[0]:,} records read", highlight=False)
 
-        report = collect_payloads(config, open_store(large.store), namespaces=namespaces, archive=archive,
-                                  grace_s=grace_s, dry_run=dry_run, progress=progress)
+        report = collect_payloads(
+            config,
+            open_store(large.store),
+            namespaces=namespaces,
+            archive=archive,
+            grace_s=grace_s,
+            dry_run=dry_run,
+            progress=progress,
+        )
     except KadenceError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps(report.as_dict(), indent=2))

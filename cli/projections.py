@@ -20,8 +20,13 @@ from .output import emit_rows, output_option
 
 __all__ = ["list_cmd", "projections"]
 
-_REDIS_URL = click.option("--redis-url", envvar="KADENCE_REDIS_URL", default="redis://127.0.0.1:6379/0",
-                          show_default=True, help="Redis of the projections [env KADENCE_REDIS_URL]")
+_REDIS_URL = click.option(
+    "--redis-url",
+    envvar="KADENCE_REDIS_URL",
+    default="redis://127.0.0.1:6379/0",
+    show_default=True,
+    help="Redis of the projections [env KADENCE_REDIS_URL]",
+)
 
 
 def _redis(url: str):
@@ -55,16 +60,30 @@ def projections() -> None:
 
 @projections.command("run")
 @_REDIS_URL
-@click.option("--instance-id", envvar="KADENCE_PROJECTION_ID", default=None,
-              help="stable ID of this instance slot [env KADENCE_PROJECTION_ID]; default: host name")
-@click.option("--metrics-port", type=int, envvar="KADENCE_PROJECTION_METRICS_PORT", default=None,
-              help="serve Prometheus metrics on this port (loopback) [env KADENCE_PROJECTION_METRICS_PORT]")
-@click.option("--supervise/--no-supervise", default=True, show_default=True, envvar="KADENCE_PROJECTION_SUPERVISE",
-              help="run the Faust app in a child process and start it again when it crashes "
-                   "[env KADENCE_PROJECTION_SUPERVISE]")
+@click.option(
+    "--instance-id",
+    envvar="KADENCE_PROJECTION_ID",
+    default=None,
+    help="stable ID of this instance slot [env KADENCE_PROJECTION_ID]; default: host name",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="KADENCE_PROJECTION_METRICS_PORT",
+    default=None,
+    help="serve Prometheus metrics on this port (loopback) [env KADENCE_PROJECTION_METRICS_PORT]",
+)
+@click.option(
+    "--supervise/--no-supervise",
+    default=True,
+    show_default=True,
+    envvar="KADENCE_PROJECTION_SUPERVISE",
+    help="run the Faust app in a child process and start it again when it crashes [env KADENCE_PROJECTION_SUPERVISE]",
+)
 @click.pass_obj
-def projections_run(config: KafkaConfig, redis_url: str, instance_id: str | None, metrics_port: int | None,
-                    supervise: bool) -> None:
+def projections_run(
+    config: KafkaConfig, redis_url: str, instance_id: str | None, metrics_port: int | None, supervise: bool
+) -> None:
     """Keep the projections up to date from the history topic (until SIGTERM/SIGINT)."""
     import logging
 
@@ -130,15 +149,21 @@ def projections_rebuild(config: KafkaConfig, name: str | None, redis_url: str, q
         try:
             if quiet:
                 return await rebuild_projections(config, redis, names)
-            with Progress(TextColumn("[bold]rebuild {task.fields[names]}"), BarColumn(),
-                          OffsetsColumn(),
-                          TextColumn("{task.fields[rate]:,.0f} events/s"), TextColumn("lag {task.fields[lag]:,}"),
-                          TimeElapsedColumn(), transient=False) as bar:
+            with Progress(
+                TextColumn("[bold]rebuild {task.fields[names]}"),
+                BarColumn(),
+                OffsetsColumn(),
+                TextColumn("{task.fields[rate]:,.0f} events/s"),
+                TextColumn("lag {task.fields[lag]:,}"),
+                TimeElapsedColumn(),
+                transient=False,
+            ) as bar:
                 task = bar.add_task("rebuild", total=None, names=",".join(names), rate=0.0, lag=0)
 
                 def show(p: dict) -> None:
-                    bar.update(task, total=max(p["target"], 1), completed=p["position"], rate=p["events_per_s"],
-                               lag=p["lag"])
+                    bar.update(
+                        task, total=max(p["target"], 1), completed=p["position"], rate=p["events_per_s"], lag=p["lag"]
+                    )
 
                 return await rebuild_projections(config, redis, names, on_progress=show)
         finally:
@@ -150,8 +175,10 @@ def projections_rebuild(config: KafkaConfig, name: str | None, redis_url: str, q
         _fail(exc)
     for n, (old, new) in report.generations.items():
         click.echo(f"{n}: generation {old} -> {new}")
-    click.echo(f"{report.events} events in {report.seconds:.1f}s ({report.events_per_s:,.0f} events/s); "
-               f"{report.deleted_keys} old keys deleted")
+    click.echo(
+        f"{report.events} events in {report.seconds:.1f}s ({report.events_per_s:,.0f} events/s); "
+        f"{report.deleted_keys} old keys deleted"
+    )
 
 
 @projections.command("lag")
@@ -223,7 +250,9 @@ def _iso(ms: int | None) -> str:
 @click.option("--until", default=None, help="started at or before")
 @click.option("--closed-since", default=None, help="closed at or after")
 @click.option("--closed-until", default=None, help="closed at or before")
-@click.option("--search", "search", multiple=True, metavar="KEY=VALUE", help="search attribute (repeatable, all must match)")
+@click.option(
+    "--search", "search", multiple=True, metavar="KEY=VALUE", help="search attribute (repeatable, all must match)"
+)
 @click.option("--page-size", type=click.IntRange(1, 1000), default=50, show_default=True)
 @click.option("--cursor", default=None, help="continue after a previous page (printed as next_cursor)")
 @click.option("--all", "all_pages", is_flag=True, help="follow the cursors to the end")
@@ -232,8 +261,24 @@ def _iso(ms: int | None) -> str:
 @output_option
 @_REDIS_URL
 @click.pass_obj
-def list_cmd(config: KafkaConfig, workflow_type, status, paused, since, until, closed_since, closed_until, search,
-             page_size, cursor, all_pages, count_only, as_json, output, redis_url) -> None:
+def list_cmd(
+    config: KafkaConfig,
+    workflow_type,
+    status,
+    paused,
+    since,
+    until,
+    closed_since,
+    closed_until,
+    search,
+    page_size,
+    cursor,
+    all_pages,
+    count_only,
+    as_json,
+    output,
+    redis_url,
+) -> None:
     """List workflow runs from the visibility projection, newest start first."""
     if as_json:
         output = "json"
@@ -245,9 +290,16 @@ def list_cmd(config: KafkaConfig, workflow_type, status, paused, since, until, c
             raise click.BadParameter(f"{item!r}: use KEY=VALUE", param_hint="--search")
         k, v = item.split("=", 1)
         pairs[k] = v
-    filters = dict(workflow_type=workflow_type, status=status, start_from_ms=parse_time_ms(since),
-                   start_to_ms=parse_time_ms(until), close_from_ms=parse_time_ms(closed_since),
-                   close_to_ms=parse_time_ms(closed_until), search=pairs or None, paused=paused)
+    filters = dict(
+        workflow_type=workflow_type,
+        status=status,
+        start_from_ms=parse_time_ms(since),
+        start_to_ms=parse_time_ms(until),
+        close_from_ms=parse_time_ms(closed_since),
+        close_to_ms=parse_time_ms(closed_until),
+        search=pairs or None,
+        paused=paused,
+    )
 
     async def go():
         redis = _redis(redis_url)
@@ -285,9 +337,19 @@ def list_cmd(config: KafkaConfig, workflow_type, status, paused, since, until, c
     if output == "json":
         emit_rows(result, (), "json", extra={"next_cursor": nxt})
         return
-    rows = [{**r, "start_time": _iso(r["start_time_ms"]), "close_time": _iso(r["close_time_ms"]),
-             "status": r["status"] + (" (paused)" if r["paused"] else "")} for r in result]
-    emit_rows(rows, ("workflow_id", "run_id", "workflow_type", "status", "start_time", "close_time",
-                     "search_attributes"), output)
+    rows = [
+        {
+            **r,
+            "start_time": _iso(r["start_time_ms"]),
+            "close_time": _iso(r["close_time_ms"]),
+            "status": r["status"] + (" (paused)" if r["paused"] else ""),
+        }
+        for r in result
+    ]
+    emit_rows(
+        rows,
+        ("workflow_id", "run_id", "workflow_type", "status", "start_time", "close_time", "search_attributes"),
+        output,
+    )
     if nxt:
         click.echo(f"next_cursor: {nxt}", err=True)

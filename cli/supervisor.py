@@ -55,8 +55,15 @@ class Child:
 class Supervisor:
     """Start children, restart them when they exit, stop them all on ``stop()``. Thread-safe."""
 
-    def __init__(self, *, first_delay_s: float = 1.0, max_delay_s: float = 30.0, stable_s: float = 60.0,
-                 check_every_s: float = 0.5, echo: Callable[[str], None] = print):
+    def __init__(
+        self,
+        *,
+        first_delay_s: float = 1.0,
+        max_delay_s: float = 30.0,
+        stable_s: float = 60.0,
+        check_every_s: float = 0.5,
+        echo: Callable[[str], None] = print,
+    ):
         self.first_delay_s, self.max_delay_s, self.stable_s = first_delay_s, max_delay_s, stable_s
         self.check_every_s = check_every_s
         self.echo = echo
@@ -95,8 +102,9 @@ class Supervisor:
                     if now - child.started_at >= self.stable_s:
                         child.delay_s = self.first_delay_s
                     child.restart_at = now + child.delay_s
-                    self.echo(f"==> {child.name} exited with status {status}; starting it again in "
-                              f"{child.delay_s:.1f} s")
+                    self.echo(
+                        f"==> {child.name} exited with status {status}; starting it again in {child.delay_s:.1f} s"
+                    )
                     child.delay_s = min(self.max_delay_s, child.delay_s * 2)
                 elif child.restart_at is not None and now >= child.restart_at:
                     child.restarts += 1

@@ -15,13 +15,22 @@ __all__ = ["verify"]
 
 
 @click.command()
-@click.option("--since", "since", default=None, metavar="WHEN",
-              help="check only records from then on (30s, 10m, 2h, 7d ago; ISO-8601; epoch ms); skips the state check")
+@click.option(
+    "--since",
+    "since",
+    default=None,
+    metavar="WHEN",
+    help="check only records from then on (30s, 10m, 2h, 7d ago; ISO-8601; epoch ms); skips the state check",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--quiet", is_flag=True, help="no progress bar")
-@click.option("--metrics-file", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="also write the result as Prometheus metrics to this file (node_exporter's textfile "
-                   "collector), replaced atomically; not written when the check could not run")
+@click.option(
+    "--metrics-file",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="also write the result as Prometheus metrics to this file (node_exporter's textfile "
+    "collector), replaced atomically; not written when the check could not run",
+)
 @click.pass_obj
 def verify(config: KafkaConfig, since: str | None, as_json: bool, quiet: bool, metrics_file: str | None) -> None:
     """Check a namespace's history, state and replies topics for invariant gaps: duplicate or
@@ -38,9 +47,13 @@ def verify(config: KafkaConfig, since: str | None, as_json: bool, quiet: bool, m
         if quiet or as_json:
             report = verify_namespace(config, since_ms=since_ms)
         else:
-            with Progress(TextColumn("[bold]{task.fields[topic]}"), BarColumn(),
-                          TextColumn("{task.completed:,.0f} records"), TimeElapsedColumn(),
-                          console=Console(stderr=True)) as bar:
+            with Progress(
+                TextColumn("[bold]{task.fields[topic]}"),
+                BarColumn(),
+                TextColumn("{task.completed:,.0f} records"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+            ) as bar:
                 tasks: dict[str, int] = {}
 
                 def show(topic: str, done: int, total: int | None) -> None:
@@ -55,17 +68,21 @@ def verify(config: KafkaConfig, since: str | None, as_json: bool, quiet: bool, m
     if as_json:
         click.echo(report.to_json())
     else:
-        click.echo(f"namespace {report.namespace}: {report.runs:,} runs, {report.events:,} events, "
-                   f"{report.states:,} states, {report.replies:,} replies")
+        click.echo(
+            f"namespace {report.namespace}: {report.runs:,} runs, {report.events:,} events, "
+            f"{report.states:,} states, {report.replies:,} replies"
+        )
         for gap in report.gaps:
             click.echo(str(gap))
         for what in report.skipped:
             click.echo(f"skipped: {what}")
         found = {check: n for check, n in report.counts.items() if n}
-        click.echo("no invariant gaps" if not found else
-                   "gaps: " + ", ".join(f"{check} {n}" for check, n in found.items()))
+        click.echo(
+            "no invariant gaps" if not found else "gaps: " + ", ".join(f"{check} {n}" for check, n in found.items())
+        )
     if metrics_file:
         from prometheus_client import write_to_textfile
+
         try:
             write_to_textfile(metrics_file, report.to_metrics(time.time()))
         except OSError as exc:

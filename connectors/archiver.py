@@ -94,10 +94,10 @@ def parse_duration(text: str | float | int) -> float:
 def retention_from_file(path: str, namespace: str) -> float | None:
     """The retention a TOML file gives ``namespace``, or None::
 
-        [retention]
-        default = "7d"
-        [retention.namespaces]
-        orders = "30d"
+    [retention]
+    default = "7d"
+    [retention.namespaces]
+    orders = "30d"
     """
     try:
         with open(path, "rb") as f:
@@ -129,8 +129,9 @@ class ArchiverConfig:
             raise ConfigError("retention must be >= 0, the sweep interval > 0 and the batch >= 1")
 
     @classmethod
-    def from_env(cls, kafka: KafkaConfig, env: dict | None = None, *, config_file: str | None = None,
-                 **overrides) -> ArchiverConfig:
+    def from_env(
+        cls, kafka: KafkaConfig, env: dict | None = None, *, config_file: str | None = None, **overrides
+    ) -> ArchiverConfig:
         """Precedence: explicit overrides (CLI options), then the environment, then the config
         file's entry for the namespace, then the default (7 days)."""
         env = os.environ if env is None else env
@@ -183,21 +184,33 @@ class _Metrics:
 
     def __init__(self, registry: CollectorRegistry, namespace: str):
         r = registry
-        self.events = Counter("kadence_archiver_events", "history records taken note of", ["namespace"],
-                              registry=r).labels(namespace)
+        self.events = Counter(
+            "kadence_archiver_events", "history records taken note of", ["namespace"], registry=r
+        ).labels(namespace)
         runs = Counter("kadence_archiver_runs", "runs leaving Kafka, by outcome", ["namespace", "outcome"], registry=r)
         self.runs = {outcome: runs.labels(namespace, outcome) for outcome in SWEEP_OUTCOMES}
-        self.sweep = Histogram("kadence_archiver_sweep_seconds", "time of one sweep", ["namespace"], registry=r,
-                               buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300)).labels(namespace)
+        self.sweep = Histogram(
+            "kadence_archiver_sweep_seconds",
+            "time of one sweep",
+            ["namespace"],
+            registry=r,
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300),
+        ).labels(namespace)
         self.lag = LagSampler(lag_gauge(r), namespace, "archiver")
 
 
 class Archiver:
     """One archiver instance for a namespace. ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, config: ArchiverConfig, *, store: ArchiveStore | None = None,
-                 redis_client: redis.Redis | None = None, registry: CollectorRegistry | None = None,
-                 producer_factory: Callable[[dict], Producer] = Producer):
+    def __init__(
+        self,
+        config: ArchiverConfig,
+        *,
+        store: ArchiveStore | None = None,
+        redis_client: redis.Redis | None = None,
+        registry: CollectorRegistry | None = None,
+        producer_factory: Callable[[dict], Producer] = Producer,
+    ):
         self.config = config
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
@@ -205,8 +218,9 @@ class Archiver:
         self.redis = redis_client or redis.Redis.from_url(config.redis_url)
         self.keys = _Keys(config.kafka.namespace)
         self._stop = threading.Event()
-        self._producer = BatchProducer(self.kafka.producer(**{"linger.ms": 5}),
-                                       who=f"archiver {config.kafka.namespace}", factory=producer_factory)
+        self._producer = BatchProducer(
+            self.kafka.producer(**{"linger.ms": 5}), who=f"archiver {config.kafka.namespace}", factory=producer_factory
+        )
         self._codec = serde.codec("HistoryEvent")
         self.metrics = _Metrics(registry or CollectorRegistry(), config.kafka.namespace)
 
@@ -216,11 +230,19 @@ class Archiver:
     # -- the loop ----------------------------------------------------------------------------------
 
     def run(self) -> None:
-        consumer = Consumer(self.kafka.consumer(f"{self.kafka.namespace}.archiver", **{
-            "session.timeout.ms": 6000, "partition.assignment.strategy": "cooperative-sticky"}))
+        consumer = Consumer(
+            self.kafka.consumer(
+                f"{self.kafka.namespace}.archiver",
+                **{"session.timeout.ms": 6000, "partition.assignment.strategy": "cooperative-sticky"},
+            )
+        )
         consumer.subscribe([self.topics.history], on_assign=self._on_assign)
-        log.info("archiver for namespace %s started (retention %.0fs, store %s)", self.kafka.namespace,
-                 self.config.retention_s, type(self.store).__name__)
+        log.info(
+            "archiver for namespace %s started (retention %.0fs, store %s)",
+            self.kafka.namespace,
+            self.config.retention_s,
+            type(self.store).__name__,
+        )
         next_sweep = time.monotonic()
         try:
             while not self._stop.is_set():
@@ -245,8 +267,9 @@ class Archiver:
         if not partitions:
             return
         try:
-            assign_at_committed(consumer, partitions, timeout=30, what=self.topics.history,
-                                who="archiver", stop=self._stop, log=log)
+            assign_at_committed(
+                consumer, partitions, timeout=30, what=self.topics.history, who="archiver", stop=self._stop, log=log
+            )
         except BrokerUnavailableError:  # stopping: the partitions are given up unread
             return
 
@@ -261,7 +284,9 @@ class Archiver:
                 wf, run_id, seq = key.decode().rsplit("/", 2)
                 int(seq)
             except (UnicodeDecodeError, ValueError):
-                log.warning("history record with a malformed key at partition %d offset %d", msg.partition(), msg.offset())
+                log.warning(
+                    "history record with a malformed key at partition %d offset %d", msg.partition(), msg.offset()
+                )
                 continue
             rkey = self.keys.run(f"{wf}/{run_id}")
             if msg.value() is None:
@@ -271,8 +296,13 @@ class Archiver:
             try:
                 ev = self._codec.decode(msg.value())
             except SchemaError:
-                log.error("undecodable history event of workflow %s run %s at partition %d offset %d",
-                          wf, run_id, msg.partition(), msg.offset())
+                log.error(
+                    "undecodable history event of workflow %s run %s at partition %d offset %d",
+                    wf,
+                    run_id,
+                    msg.partition(),
+                    msg.offset(),
+                )
                 continue
             if ev["attributes"][0] in CLOSE_EVENTS:
                 pipe.zadd(self.keys.closed, {f"{wf}/{run_id}": ev["timestamp_ms"]})
@@ -300,8 +330,13 @@ class Archiver:
             if report.failed == len(members):
                 break  # nothing moves (e.g. the store is down): try again at the next sweep
         if total.archived or total.reused or total.held or total.failed:
-            log.info("archive sweep: %d archived, %d reused, %d held, %d failed", total.archived, total.reused,
-                     total.held, total.failed)
+            log.info(
+                "archive sweep: %d archived, %d reused, %d held, %d failed",
+                total.archived,
+                total.reused,
+                total.held,
+                total.failed,
+            )
         self.redis.hset(self.keys.stats, "last_sweep_ms", now_ms())
         for k in SWEEP_OUTCOMES:
             self.metrics.runs[k].inc(getattr(total, k))
@@ -332,8 +367,13 @@ class Archiver:
             wf, run_id = _split(member)
             for k in keys:
                 self._producer.produce(self.topics.history, None, k.encode(), partition=partition)
-            purge = command(wf, "PurgeClosedRun", {"run_id": run_id, "archive_uri": uri, "identity": self.config.identity},
-                            request_id=f"purge:{run_id}", run_id=run_id)
+            purge = command(
+                wf,
+                "PurgeClosedRun",
+                {"run_id": run_id, "archive_uri": uri, "identity": self.config.identity},
+                request_id=f"purge:{run_id}",
+                run_id=run_id,
+            )
             self._producer.produce(self.topics.commands, serde.encode("Command", purge), wf.encode())
         failure = self._producer.flush(30)
         if failure is not None:
@@ -350,8 +390,14 @@ class Archiver:
         pipe.execute()
         for member, partition, keys, uri in ready:
             wf, run_id = _split(member)
-            log.debug("workflow %s run %s archived to %s, %d events tombstoned on partition %d", wf, run_id, uri,
-                      len(keys), partition)
+            log.debug(
+                "workflow %s run %s archived to %s, %d events tombstoned on partition %d",
+                wf,
+                run_id,
+                uri,
+                len(keys),
+                partition,
+            )
         return report
 
     def _write_verified(self, member: str):
@@ -375,8 +421,12 @@ class Archiver:
             if any(by_seq.get(s) != v for s, v in values.items()):
                 self._hold(member, "an archive of the run exists and differs from its history")
                 return None
-            return ("reused", archived.records[0]["partition"], [r["key"] for r in archived.records],
-                    self.store.uri(key))
+            return (
+                "reused",
+                archived.records[0]["partition"],
+                [r["key"] for r in archived.records],
+                self.store.uri(key),
+            )
         if n == 0:  # tombstoned and no archive: nothing of the run is left to archive
             log.warning("workflow %s run %s: no events and no archive; forgetting it", wf, run_id)
             self.redis.zrem(self.keys.closed, member)
@@ -388,8 +438,16 @@ class Archiver:
             self._hold(member, f"history incomplete: {n} events, seqs not 1..{n} ending with a close")
             return None
         keys = [history_key(wf, run_id, i) for i in range(1, n + 1)]
-        records = [{"seq": i, "key": keys[i - 1], "value": ordered[i - 1], "partition": partition,
-                    "offset": offsets.get(i, -1)} for i in range(1, n + 1)]
+        records = [
+            {
+                "seq": i,
+                "key": keys[i - 1],
+                "value": ordered[i - 1],
+                "partition": partition,
+                "offset": offsets.get(i, -1),
+            }
+            for i in range(1, n + 1)
+        ]
         uri = self.store.put(key, encode_archive(ns, wf, run_id, records))
         data = self.store.get(key)
         if data is None:
@@ -412,11 +470,13 @@ class Archiver:
         cutoff = now - int(self.config.retention_s * 1000)
         stats = {k.decode(): int(v) for k, v in self.redis.hgetall(self.keys.stats).items()}
         return {
-            "namespace": self.kafka.namespace, "retention_s": self.config.retention_s,
+            "namespace": self.kafka.namespace,
+            "retention_s": self.config.retention_s,
             "closed_waiting": self.redis.zcount(self.keys.closed, cutoff + 1, "+inf"),
             "due": self.redis.zcount(self.keys.closed, "-inf", cutoff),
             "held": self.redis.hlen(self.keys.held),
-            "archived": stats.get("archived", 0), "reused": stats.get("reused", 0),
+            "archived": stats.get("archived", 0),
+            "reused": stats.get("reused", 0),
             "last_sweep_ms": stats.get("last_sweep_ms"),
         }
 

@@ -103,8 +103,10 @@ class Mapping:
                 raise ConfigError(f"{where}: action start needs workflow_type and task_queue")
             if self.id_reuse_policy not in _POLICIES:
                 raise ConfigError(f"{where}: id_reuse_policy must be one of {', '.join(_POLICIES)}")
-            _checked(where, lambda: (check_name(self.workflow_type, field="workflow_type"),
-                                     check_task_queue(self.task_queue)))
+            _checked(
+                where,
+                lambda: (check_name(self.workflow_type, field="workflow_type"), check_task_queue(self.task_queue)),
+            )
         elif self.action == "signal":
             if not self.signal:
                 raise ConfigError(f"{where}: action signal needs signal (the signal name)")
@@ -142,8 +144,9 @@ class BridgeConfig:
         return next(m for m in self.mappings if m.topic == topic)
 
 
-def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig, *, codec: Any = None,
-                       large_payloads: LargePayloadConfig | None = None) -> BridgeConfig:
+def load_bridge_config(
+    path: str | os.PathLike, kafka: KafkaConfig, *, codec: Any = None, large_payloads: LargePayloadConfig | None = None
+) -> BridgeConfig:
     """Read a TOML bridge configuration (see the module's docstring); ``codec``: the payload
     codec its commands' inputs are encoded with; ``large_payloads``: where the large ones go."""
     try:
@@ -162,9 +165,15 @@ def load_bridge_config(path: str | os.PathLike, kafka: KafkaConfig, *, codec: An
             mappings.append(Mapping(**entry))
         except TypeError as exc:
             raise ConfigError(f"{path}: mappings[{i}]: {exc}") from exc
-    return BridgeConfig(kafka=kafka, name=section.get("name", "default"), mappings=tuple(mappings),
-                        max_batch=int(section.get("max_batch", 500)), identity=f"bridge:{section.get('name', 'default')}",
-                        codec=codec, large_payloads=large_payloads or LargePayloadConfig())
+    return BridgeConfig(
+        kafka=kafka,
+        name=section.get("name", "default"),
+        mappings=tuple(mappings),
+        max_batch=int(section.get("max_batch", 500)),
+        identity=f"bridge:{section.get('name', 'default')}",
+        codec=codec,
+        large_payloads=large_payloads or LargePayloadConfig(),
+    )
 
 
 def _checked(where: str, check) -> None:
@@ -194,8 +203,15 @@ def _scalar_id(value, path: str) -> str:
     return str(value)
 
 
-def map_record(mapping: Mapping, topic: str, partition: int, offset: int, value: bytes | None,
-               converter: JsonConverter, identity: str = "bridge") -> tuple[str, str, dict, str]:
+def map_record(
+    mapping: Mapping,
+    topic: str,
+    partition: int,
+    offset: int,
+    value: bytes | None,
+    converter: JsonConverter,
+    identity: str = "bridge",
+) -> tuple[str, str, dict, str]:
     """(workflow_id, body_type, body, request_id) for one source record; ``BadRecord`` if it
     cannot be mapped. Pure: the same record always maps to the same command."""
     if value is None:
@@ -207,7 +223,9 @@ def map_record(mapping: Mapping, topic: str, partition: int, offset: int, value:
     if not isinstance(record, dict):
         raise BadRecord(f"not a JSON object but a {type(record).__name__}")
     if mapping.workflow_id_field:
-        wf = mapping.workflow_id_prefix + _scalar_id(_field(record, mapping.workflow_id_field), mapping.workflow_id_field)
+        wf = mapping.workflow_id_prefix + _scalar_id(
+            _field(record, mapping.workflow_id_field), mapping.workflow_id_field
+        )
     else:
         wf = f"{mapping.workflow_id_prefix}{topic}-{partition}-{offset}"
     why = problem(wf, max_length=MAX_ID_LENGTH, slash=True)
@@ -223,29 +241,47 @@ def map_record(mapping: Mapping, topic: str, partition: int, offset: int, value:
     except SchemaError as exc:  # pragma: no cover - parsed JSON always serializes
         raise BadRecord(str(exc)) from exc
     if mapping.action == "start":
-        body = {"workflow_type": mapping.workflow_type, "task_queue": mapping.task_queue, "input": payload,
-                "id_reuse_policy": mapping.id_reuse_policy}
+        body = {
+            "workflow_type": mapping.workflow_type,
+            "task_queue": mapping.task_queue,
+            "input": payload,
+            "id_reuse_policy": mapping.id_reuse_policy,
+        }
         return wf, "StartWorkflow", body, rid
-    return wf, "SignalWorkflow", {"signal_name": mapping.signal, "input": payload, "start": None,
-                                  "identity": identity}, rid
+    return (
+        wf,
+        "SignalWorkflow",
+        {"signal_name": mapping.signal, "input": payload, "start": None, "identity": identity},
+        rid,
+    )
 
 
 class Bridge:
     """Runs one bridge configuration. ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, config: BridgeConfig, *, registry: CollectorRegistry | None = None,
-                 producer_factory: Callable[[dict], Producer] = Producer):
+    def __init__(
+        self,
+        config: BridgeConfig,
+        *,
+        registry: CollectorRegistry | None = None,
+        producer_factory: Callable[[dict], Producer] = Producer,
+    ):
         self.config = config
         r = registry or CollectorRegistry()
-        self._records = Counter("kadence_bridge_records", "source records handled, by outcome",
-                                ["namespace", "bridge", "topic", "outcome"], registry=r)
+        self._records = Counter(
+            "kadence_bridge_records",
+            "source records handled, by outcome",
+            ["namespace", "bridge", "topic", "outcome"],
+            registry=r,
+        )
         self._lag = LagSampler(lag_gauge(r), config.kafka.namespace, "bridge")
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
         self.converter = JsonConverter(config.codec, large=config.large_payloads.open())
         self._stop = threading.Event()
-        self._producer = BatchProducer(self.kafka.producer(**{"linger.ms": 5}), who=f"bridge {config.name}",
-                                       factory=producer_factory)
+        self._producer = BatchProducer(
+            self.kafka.producer(**{"linger.ms": 5}), who=f"bridge {config.name}", factory=producer_factory
+        )
         self._queues_known: set[str] = set()
         self.forwarded = 0
         self.dead_lettered = 0
@@ -275,12 +311,22 @@ class Bridge:
             if self._stop.is_set():  # stopped while it waited: nothing was consumed
                 return
             raise
-        consumer = Consumer(self.kafka.consumer(f"{self.kafka.namespace}.bridge.{self.config.name}", **{
-            "session.timeout.ms": 6000, "partition.assignment.strategy": "cooperative-sticky",
-            "topic.metadata.refresh.interval.ms": 5000}))
+        consumer = Consumer(
+            self.kafka.consumer(
+                f"{self.kafka.namespace}.bridge.{self.config.name}",
+                **{
+                    "session.timeout.ms": 6000,
+                    "partition.assignment.strategy": "cooperative-sticky",
+                    "topic.metadata.refresh.interval.ms": 5000,
+                },
+            )
+        )
         consumer.subscribe([m.topic for m in self.config.mappings], on_assign=self._on_assign)
-        log.info("bridge %s started: %s", self.config.name,
-                 ", ".join(f"{m.topic} -> {m.action}" for m in self.config.mappings))
+        log.info(
+            "bridge %s started: %s",
+            self.config.name,
+            ", ".join(f"{m.topic} -> {m.action}" for m in self.config.mappings),
+        )
         try:
             while not self._stop.is_set():
                 msgs = []
@@ -303,8 +349,12 @@ class Bridge:
         finally:
             consumer.close()
             self._producer.close(10)
-            log.info("bridge %s stopped (%d forwarded, %d dead-lettered)", self.config.name, self.forwarded,
-                     self.dead_lettered)
+            log.info(
+                "bridge %s stopped (%d forwarded, %d dead-lettered)",
+                self.config.name,
+                self.forwarded,
+                self.dead_lettered,
+            )
 
     def forward(self, msgs) -> bool:
         """Produce the command (or dead letter) of every record; True once Kafka acknowledged all."""
@@ -313,16 +363,43 @@ class Bridge:
         for msg in msgs:
             mapping = self.config.mapping_for(msg.topic())
             try:
-                wf, body_type, body, rid = map_record(mapping, msg.topic(), msg.partition(), msg.offset(), msg.value(),
-                                                      self.converter, self.config.identity)
+                wf, body_type, body, rid = map_record(
+                    mapping,
+                    msg.topic(),
+                    msg.partition(),
+                    msg.offset(),
+                    msg.value(),
+                    self.converter,
+                    self.config.identity,
+                )
             except BadRecord as exc:
-                self._producer.produce(self.topics.dlq, serde.encode("DeadLetter", {
-                    "origin_topic": msg.topic(), "origin_partition": msg.partition(), "origin_offset": msg.offset(),
-                    "key": msg.key(), "value": msg.value(), "reason": f"bridge {self.config.name}: {exc}"[:2000],
-                    "error_type": "BadRecord", "component": f"bridge:{self.config.name}", "timestamp_ms": now_ms(),
-                    "schema_version": 1}), msg.key())
-                log.warning("bridge %s: dead-lettered %s[%d]@%d: %s", self.config.name, msg.topic(), msg.partition(),
-                            msg.offset(), exc)
+                self._producer.produce(
+                    self.topics.dlq,
+                    serde.encode(
+                        "DeadLetter",
+                        {
+                            "origin_topic": msg.topic(),
+                            "origin_partition": msg.partition(),
+                            "origin_offset": msg.offset(),
+                            "key": msg.key(),
+                            "value": msg.value(),
+                            "reason": f"bridge {self.config.name}: {exc}"[:2000],
+                            "error_type": "BadRecord",
+                            "component": f"bridge:{self.config.name}",
+                            "timestamp_ms": now_ms(),
+                            "schema_version": 1,
+                        },
+                    ),
+                    msg.key(),
+                )
+                log.warning(
+                    "bridge %s: dead-lettered %s[%d]@%d: %s",
+                    self.config.name,
+                    msg.topic(),
+                    msg.partition(),
+                    msg.offset(),
+                    exc,
+                )
                 dead += 1
                 outcomes[(msg.topic(), "dead_lettered")] += 1
                 continue
@@ -346,8 +423,15 @@ class Bridge:
         if not partitions:
             return
         try:
-            assign_at_committed(consumer, partitions, timeout=30, what="the bridge's source",
-                                who=f"bridge {self.config.name}", stop=self._stop, log=log)
+            assign_at_committed(
+                consumer,
+                partitions,
+                timeout=30,
+                what="the bridge's source",
+                who=f"bridge {self.config.name}",
+                stop=self._stop,
+                log=log,
+            )
         except BrokerUnavailableError:  # stopping: the partitions are given up unread
             return
 
@@ -360,7 +444,8 @@ class Bridge:
 
         try:
             offsets = self._until_broker_answers(
-                "rewinding", lambda: committed_offsets(consumer, assignment, 30, "the bridge's source"))
+                "rewinding", lambda: committed_offsets(consumer, assignment, 30, "the bridge's source")
+            )
         except BrokerUnavailableError:  # stopped while it waited: the batch was not committed
             return
         for tp in offsets:

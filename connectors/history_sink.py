@@ -15,7 +15,9 @@ __all__ = ["HISTORY_LUA"]
 # ARGV[1] = projection base key, ARGV[2] = "live" or a generation number, then groups of six:
 # workflow_id, run_id, seq, partition, offset, value (Avro wire bytes; "" = tombstone).
 # Returns {applied, duplicates, gaps}.
-HISTORY_LUA = GENERATIONS_LUA + r"""
+HISTORY_LUA = (
+    GENERATIONS_LUA
+    + r"""
 local applied, dups, gaps = 0, 0, 0
 for _, g in ipairs(gens) do
   local G = base .. ':g' .. g .. ':'
@@ -45,3 +47,4 @@ for _, g in ipairs(gens) do
 end
 return {applied, dups, gaps}
 """
+)

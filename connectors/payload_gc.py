@@ -49,15 +49,23 @@ class GcReport:
     dry_run: bool = False
 
     def as_dict(self) -> dict:
-        return {"namespaces": self.namespaces, "records_read": self.records_read, "archives_read": self.archives_read,
-                "referenced": self.referenced, "objects": self.objects, "deleted": len(self.deleted),
-                "deleted_keys": self.deleted, "kept_young": self.young, "dry_run": self.dry_run}
+        return {
+            "namespaces": self.namespaces,
+            "records_read": self.records_read,
+            "archives_read": self.archives_read,
+            "referenced": self.referenced,
+            "objects": self.objects,
+            "deleted": len(self.deleted),
+            "deleted_keys": self.deleted,
+            "kept_young": self.young,
+            "dry_run": self.dry_run,
+        }
 
 
 def namespaces_on(config: KafkaConfig, timeout: float = 30.0) -> list[str]:
     """Every namespace with a history topic on the broker."""
     topics = Catalogue(config).existing(timeout=timeout)
-    return sorted(name[:-len(".history")] for name in topics if name.endswith(".history"))
+    return sorted(name[: -len(".history")] for name in topics if name.endswith(".history"))
 
 
 def _live_in_topic(config: KafkaConfig, topic: str, report: GcReport, progress: Callable[[int], None]) -> set[str]:
@@ -90,9 +98,17 @@ def _live_in_archive(store: ArchiveStore, namespace: str, report: GcReport) -> s
     return live
 
 
-def collect_payloads(kafka: KafkaConfig, store: ArchiveStore, *, namespaces: Iterable[str],
-                     archive: ArchiveStore | None = None, grace_s: float = 24 * 3600, dry_run: bool = False,
-                     progress: Callable[[int], None] = lambda n: None, now: float | None = None) -> GcReport:
+def collect_payloads(
+    kafka: KafkaConfig,
+    store: ArchiveStore,
+    *,
+    namespaces: Iterable[str],
+    archive: ArchiveStore | None = None,
+    grace_s: float = 24 * 3600,
+    dry_run: bool = False,
+    progress: Callable[[int], None] = lambda n: None,
+    now: float | None = None,
+) -> GcReport:
     """Delete the payload objects of ``store`` that no history, state or archive of
     ``namespaces`` refers to and that are older than ``grace_s`` (``dry_run``: report only)."""
     report = GcReport(namespaces=sorted(namespaces), dry_run=dry_run)
@@ -107,7 +123,7 @@ def collect_payloads(kafka: KafkaConfig, store: ArchiveStore, *, namespaces: Ite
     cutoff = (time.time() if now is None else now) - grace_s
     for key in store.list(PAYLOAD_PREFIX, suffix=".bin"):
         report.objects += 1
-        digest = key.rsplit("/", 1)[-1][:-len(".bin")]
+        digest = key.rsplit("/", 1)[-1][: -len(".bin")]
         if digest in live:
             continue
         modified = store.modified(key)
@@ -119,7 +135,13 @@ def collect_payloads(kafka: KafkaConfig, store: ArchiveStore, *, namespaces: Ite
         if not dry_run:
             store.delete(key)
         report.deleted.append(key)
-    log.info("payload gc over %s: %d objects, %d referenced, %d %s, %d younger than the grace period",
-             ",".join(report.namespaces), report.objects, report.referenced, len(report.deleted),
-             "to delete (dry run)" if dry_run else "deleted", report.young)
+    log.info(
+        "payload gc over %s: %d objects, %d referenced, %d %s, %d younger than the grace period",
+        ",".join(report.namespaces),
+        report.objects,
+        report.referenced,
+        len(report.deleted),
+        "to delete (dry run)" if dry_run else "deleted",
+        report.young,
+    )
     return report

@@ -122,27 +122,39 @@ class ProjectionMetrics:
 
     def __init__(self, registry: CollectorRegistry, namespace: str):
         r, ns = registry, ["namespace"]
-        lag_events = Gauge("kadence_projection_lag_events", "history offsets not yet applied",
-                           ["namespace", "projection"], registry=r)
-        lag_seconds = Gauge("kadence_projection_lag_seconds",
-                            "age of the newest applied history event while behind (0 when caught up)",
-                            ["namespace", "projection"], registry=r)
+        lag_events = Gauge(
+            "kadence_projection_lag_events", "history offsets not yet applied", ["namespace", "projection"], registry=r
+        )
+        lag_seconds = Gauge(
+            "kadence_projection_lag_seconds",
+            "age of the newest applied history event while behind (0 when caught up)",
+            ["namespace", "projection"],
+            registry=r,
+        )
         self.lag_events = {name: lag_events.labels(namespace, name) for name in PROJECTIONS}
         self.lag_seconds = {name: lag_seconds.labels(namespace, name) for name in PROJECTIONS}
-        self.applied = Counter("kadence_projection_events_applied_total",
-                               "history event writes applied (summed over the projections)", ns,
-                               registry=r).labels(namespace)
-        self.duplicates = Counter("kadence_projection_duplicates_total",
-                                  "redelivered history events ignored by the seq guard", ns,
-                                  registry=r).labels(namespace)
-        self.gaps = Counter("kadence_projection_gaps_total",
-                            "history events skipped because earlier events of their run are missing "
-                            "(the projection needs a rebuild)", ns, registry=r).labels(namespace)
-        self.batch_seconds = Histogram("kadence_projection_batch_seconds", "Redis write time per batch", ns,
-                                       registry=r).labels(namespace)
+        self.applied = Counter(
+            "kadence_projection_events_applied_total",
+            "history event writes applied (summed over the projections)",
+            ns,
+            registry=r,
+        ).labels(namespace)
+        self.duplicates = Counter(
+            "kadence_projection_duplicates_total", "redelivered history events ignored by the seq guard", ns, registry=r
+        ).labels(namespace)
+        self.gaps = Counter(
+            "kadence_projection_gaps_total",
+            "history events skipped because earlier events of their run are missing (the projection needs a rebuild)",
+            ns,
+            registry=r,
+        ).labels(namespace)
+        self.batch_seconds = Histogram(
+            "kadence_projection_batch_seconds", "Redis write time per batch", ns, registry=r
+        ).labels(namespace)
 
 
 # -- read_committed for Faust's aiokafka consumer ------------------------------------------------
+
 
 class _ReadCommittedThread(faust_aiokafka.AIOKafkaConsumerThread):
     def _create_worker_consumer(self, transport):
@@ -169,6 +181,7 @@ class _App(faust.App):
 
 # -- the app ---------------------------------------------------------------------------------------
 
+
 class _Progress:
     """What the agent applied, per partition, for the lag report."""
 
@@ -191,9 +204,15 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
     app = _App(
         config.app_id,
         broker=[f"kafka://{h.strip()}" for h in kafka.bootstrap.split(",")],
-        value_serializer="raw", key_serializer="raw", store="memory://", web_enabled=False,
-        autodiscover=False, topic_replication_factor=kafka.replication, topic_partitions=kafka.partitions,
-        consumer_auto_offset_reset="earliest", broker_commit_interval=config.commit_interval_s,
+        value_serializer="raw",
+        key_serializer="raw",
+        store="memory://",
+        web_enabled=False,
+        autodiscover=False,
+        topic_replication_factor=kafka.replication,
+        topic_partitions=kafka.partitions,
+        consumer_auto_offset_reset="earliest",
+        broker_commit_interval=config.commit_interval_s,
         broker_session_timeout=config.session_timeout_s,
         broker_heartbeat_interval=max(0.5, config.session_timeout_s / 10),
         broker_client_id=f"kadence-projections-{config.instance_id}",
@@ -225,8 +244,16 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
 
         stream.add_processor(seen)
         async for events in stream.noack_take(config.batch_max, within=config.batch_within_s):
-            records = [RawRecord(e.message.partition, e.message.offset, e.message.key, e.message.value,
-                                 int((e.message.timestamp or 0) * 1000)) for e in events]
+            records = [
+                RawRecord(
+                    e.message.partition,
+                    e.message.offset,
+                    e.message.key,
+                    e.message.value,
+                    int((e.message.timestamp or 0) * 1000),
+                )
+                for e in events
+            ]
             _, sink = await redis_client()
             delay = 0.1
             while True:
@@ -246,9 +273,12 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
             if result.gaps:
                 metrics.gaps.inc(result.gaps)
                 parts = sorted({r.partition for r in records})
-                log.warning("%d history events skipped on partitions %s: earlier events of their runs are "
-                            "missing from the projection (rebuild it: kadence projections rebuild)",
-                            result.gaps, parts)
+                log.warning(
+                    "%d history events skipped on partitions %s: earlier events of their runs are "
+                    "missing from the projection (rebuild it: kadence projections rebuild)",
+                    result.gaps,
+                    parts,
+                )
             for r in records:
                 progress.applied_next[r.partition] = max(progress.applied_next.get(r.partition, 0), r.offset + 1)
                 progress.applied_ts[r.partition] = max(progress.applied_ts.get(r.partition, 0.0), r.timestamp_ms / 1000)
@@ -315,11 +345,13 @@ def wait_for_broker(kafka: KafkaConfig, *, who: str, stop: threading.Event | Non
             admin.list_topics(timeout=5)
         except KafkaException as exc:
             raise BrokerUnavailableError(f"cannot reach the broker: {exc}") from exc
+
     until_broker_answers(ask, what="starting", who=who, stop=stop or threading.Event(), log=log)
 
 
-def run_projections(config: ProjectionConfig, registry: CollectorRegistry | None = None,
-                    loglevel: str = "info") -> None:
+def run_projections(
+    config: ProjectionConfig, registry: CollectorRegistry | None = None, loglevel: str = "info"
+) -> None:
     """Run the projection app until SIGTERM/SIGINT (blocking). Started while the broker is down
     (a supervisor restarting it during an outage), it waits for the broker first: Faust's
     consumer gives up at once when it cannot bootstrap (``KafkaConnectionError``), which a
@@ -327,6 +359,7 @@ def run_projections(config: ProjectionConfig, registry: CollectorRegistry | None
     wait_for_broker(config.kafka, who=f"projections {config.instance_id}")
     app = create_app(config, registry)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, override_logging=False)
-    log.info("projections of namespace %s: app %s, instance %s", config.kafka.namespace, config.app_id,
-             config.instance_id)
+    log.info(
+        "projections of namespace %s: app %s, instance %s", config.kafka.namespace, config.app_id, config.instance_id
+    )
     worker.execute_from_commandline()

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 class RawRecord:
     """One record of the history topic as consumed: partition, offset, key, value (None for a
     tombstone), broker timestamp in ms."""
+
     partition: int
     offset: int
     key: bytes | None
@@ -70,8 +71,9 @@ class ProjectionSink:
                 parts = _split_key(r.key)
                 if parts is None:
                     result.skipped += 1
-                    log.warning("history tombstone with an unreadable key at partition %s offset %s",
-                                r.partition, r.offset)
+                    log.warning(
+                        "history tombstone with an unreadable key at partition %s offset %s", r.partition, r.offset
+                    )
                     continue
                 wf, run, seq = parts
                 vis_ops.append(visibility_op(None, r.partition, r.offset, workflow_id=wf, run_id=run, seq=seq))

@@ -82,9 +82,15 @@ async def _live_positions(redis, keys: ProjectionKeys) -> dict[int, int]:
     return {int(_s(k)): int(_s(v)) for k, v in (await redis.hgetall(f"{keys.prefix(gen)}pos")).items()}
 
 
-async def rebuild_projections(kafka: KafkaConfig, redis, projections: tuple[str, ...] = PROJECTIONS, *,
-                              on_progress: Callable[[dict], None] | None = None, batch: int = 5000,
-                              grace_s: float = 1.0) -> RebuildReport:
+async def rebuild_projections(
+    kafka: KafkaConfig,
+    redis,
+    projections: tuple[str, ...] = PROJECTIONS,
+    *,
+    on_progress: Callable[[dict], None] | None = None,
+    batch: int = 5000,
+    grace_s: float = 1.0,
+) -> RebuildReport:
     """Rebuild ``projections`` of ``kafka.namespace`` (see the module docstring). Raises
     ``ProjectionError`` when another rebuild holds the lock."""
     keys = {name: ProjectionKeys(kafka.namespace, name) for name in projections}
@@ -143,8 +149,11 @@ async def _rebuild_locked(kafka, redis, keys, token, on_progress, batch, grace_s
         last_report = 0.0
         while True:
             msgs = await loop.run_in_executor(None, consumer.consume, batch, 0.2)
-            records = [RawRecord(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
-                       for m in msgs if m.error() is None]
+            records = [
+                RawRecord(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
+                for m in msgs
+                if m.error() is None
+            ]
             if records:
                 await sink.apply(records, new_gen)
                 report.events += len(records)
@@ -172,15 +181,28 @@ async def _rebuild_locked(kafka, redis, keys, token, on_progress, batch, grace_s
             if on_progress and now - last_report > 0.2:
                 last_report = now
                 elapsed = now - t0
-                on_progress({"events": report.events, "events_per_s": report.events / elapsed if elapsed else 0.0,
-                             "lag": sum(behind.values()), "target": sum(target.values()),
-                             "position": sum(position.values())})
+                on_progress(
+                    {
+                        "events": report.events,
+                        "events_per_s": report.events / elapsed if elapsed else 0.0,
+                        "lag": sum(behind.values()),
+                        "target": sum(target.values()),
+                        "position": sum(position.values()),
+                    }
+                )
     finally:
         consumer.close()
     report.seconds = time.monotonic() - t0
     if on_progress:
-        on_progress({"events": report.events, "events_per_s": report.events_per_s, "lag": 0,
-                     "target": sum(target.values()), "position": sum(position.values())})
+        on_progress(
+            {
+                "events": report.events,
+                "events_per_s": report.events_per_s,
+                "lag": 0,
+                "target": sum(target.values()),
+                "position": sum(position.values()),
+            }
+        )
 
     for name, k in keys.items():
         pipe = redis.pipeline(transaction=True)

@@ -136,14 +136,23 @@ class HistoryChecker:
                 run.closed_seq = seq
         elif kind in _ACTIVITY_RESULTS:
             if a["scheduled_seq"] in run.results:
-                self._gap("activity", wf, run_id, f"the activity scheduled at seq {a['scheduled_seq']} has a second "
-                                                  f"result: {kind} at seq {seq}")
+                self._gap(
+                    "activity",
+                    wf,
+                    run_id,
+                    f"the activity scheduled at seq {a['scheduled_seq']} has a second result: {kind} at seq {seq}",
+                )
             run.results.add(a["scheduled_seq"])
         elif kind == "ActivityTaskAttemptFailed":
             attempt = (a["scheduled_seq"], a["attempt"])
             if attempt in run.failed_attempts:
-                self._gap("activity", wf, run_id, f"attempt {a['attempt']} of the activity scheduled at seq "
-                                                  f"{a['scheduled_seq']} failed twice (again at seq {seq})")
+                self._gap(
+                    "activity",
+                    wf,
+                    run_id,
+                    f"attempt {a['attempt']} of the activity scheduled at seq "
+                    f"{a['scheduled_seq']} failed twice (again at seq {seq})",
+                )
             run.failed_attempts.add(attempt)
         elif kind == "TimerStarted":
             run.timers[a["timer_id"]] = a["fire_at_ms"]
@@ -156,24 +165,31 @@ class HistoryChecker:
             if fire_at is None and not self.tail:
                 self._gap("timer", wf, run_id, f"timer {tid!r} ended at seq {seq} ({kind}) but was never started")
             if kind == "TimerFired" and fire_at is not None and e["timestamp_ms"] < fire_at:
-                self._gap("timer", wf, run_id, f"timer {tid!r} fired {fire_at - e['timestamp_ms']} ms early (seq {seq})")
+                self._gap(
+                    "timer", wf, run_id, f"timer {tid!r} fired {fire_at - e['timestamp_ms']} ms early (seq {seq})"
+                )
 
     def last_seqs(self) -> dict[tuple[str, str], tuple[int, bool]]:
         """(workflow_id, run_id) -> (highest seq seen, whether a closing event was seen)."""
-        return {key: (run.last_seq, run.closed_seq is not None) for key, run in self._runs.items()
-                if key not in self._deleted}
+        return {
+            key: (run.last_seq, run.closed_seq is not None)
+            for key, run in self._runs.items()
+            if key not in self._deleted
+        }
 
     def sizes(self) -> dict[tuple[str, str], int]:
         """(workflow_id, run_id) -> bytes of its records (as given to ``add``); a run whose seqs
         are already a gap (one recorded twice, some missing) is left out, so one fault is not
         reported twice."""
-        return {key: run.bytes for key, run in self._runs.items()
-                if key not in self._deleted and not run.seqs_broken}
+        return {key: run.bytes for key, run in self._runs.items() if key not in self._deleted and not run.seqs_broken}
 
 
-def check_state(states: dict[str, dict], last_seqs: dict[tuple[str, str], tuple[int, bool]],
-                deleted: set[tuple[str, str]] | None = None,
-                sizes: dict[tuple[str, str], int] | None = None) -> list[Gap]:
+def check_state(
+    states: dict[str, dict],
+    last_seqs: dict[tuple[str, str], tuple[int, bool]],
+    deleted: set[tuple[str, str]] | None = None,
+    sizes: dict[tuple[str, str], int] | None = None,
+) -> list[Gap]:
     """The latest state record per workflow against its run's history (``HistoryChecker.last_seqs``);
     runs in ``deleted`` (archived, their history being deleted) are not checked. With ``sizes``
     (``HistoryChecker.sizes``), a state whose ``history_bytes`` differs from the bytes of its
@@ -186,17 +202,25 @@ def check_state(states: dict[str, dict], last_seqs: dict[tuple[str, str], tuple[
             continue
         have, closed = last_seqs.get((wf, st["run_id"]), (0, False))
         if have < counted:
-            gaps.append(Gap("state", f"the state counts {counted} events but the history ends at seq {have}",
-                            wf, st["run_id"]))
+            gaps.append(
+                Gap("state", f"the state counts {counted} events but the history ends at seq {have}", wf, st["run_id"])
+            )
         if st["status"] != "running" and counted > 0 and not closed and have >= counted:
-            gaps.append(Gap("state", f"the state says {st['status']} but the history has no closing event",
-                            wf, st["run_id"]))
+            gaps.append(
+                Gap("state", f"the state says {st['status']} but the history has no closing event", wf, st["run_id"])
+            )
         counted_bytes = st.get("history_bytes")
         if sizes is not None and counted_bytes is not None and have == counted and (wf, st["run_id"]) in sizes:
             held = sizes[(wf, st["run_id"])]
             if held != counted_bytes:
-                gaps.append(Gap("state", f"the state counts {counted_bytes} history bytes but the history holds "
-                                         f"{held}", wf, st["run_id"]))
+                gaps.append(
+                    Gap(
+                        "state",
+                        f"the state counts {counted_bytes} history bytes but the history holds {held}",
+                        wf,
+                        st["run_id"],
+                    )
+                )
     return gaps
 
 
@@ -221,9 +245,15 @@ class ReplyChecker:
             if r["status"] == "ok":
                 self._accepted[key] = answer
         elif answer != first:
-            self.gaps.append(Gap("reply", f"request {r['request_id']!r} was accepted ({first[0]}, run {first[1]}) "
-                                          f"and later answered {answer[0]} (run {answer[1]})", r["workflow_id"],
-                                 r["run_id"]))
+            self.gaps.append(
+                Gap(
+                    "reply",
+                    f"request {r['request_id']!r} was accepted ({first[0]}, run {first[1]}) "
+                    f"and later answered {answer[0]} (run {answer[1]})",
+                    r["workflow_id"],
+                    r["run_id"],
+                )
+            )
 
 
 @dataclass
@@ -258,17 +288,30 @@ class Report:
         """The report as Prometheus metrics (``kadence verify --metrics-file``, for node_exporter's
         textfile collector): gaps per check, records checked, and when the check finished."""
         r = CollectorRegistry()
-        gaps = Gauge("kadence_verify_gaps", "invariant gaps the last kadence verify found, by check",
-                     ["namespace", "check"], registry=r)
+        gaps = Gauge(
+            "kadence_verify_gaps",
+            "invariant gaps the last kadence verify found, by check",
+            ["namespace", "check"],
+            registry=r,
+        )
         for check, n in self.counts.items():
             gaps.labels(self.namespace, check).set(n)
-        records = Gauge("kadence_verify_records", "records the last kadence verify read, by kind",
-                        ["namespace", "kind"], registry=r)
-        for kind, n in (("events", self.events), ("states", self.states), ("replies", self.replies),
-                        ("runs", self.runs)):
+        records = Gauge(
+            "kadence_verify_records", "records the last kadence verify read, by kind", ["namespace", "kind"], registry=r
+        )
+        for kind, n in (
+            ("events", self.events),
+            ("states", self.states),
+            ("replies", self.replies),
+            ("runs", self.runs),
+        ):
             records.labels(self.namespace, kind).set(n)
-        Gauge("kadence_verify_last_run_timestamp_seconds", "when the last kadence verify finished (Unix time)",
-              ["namespace"], registry=r).labels(self.namespace).set(finished_s)
+        Gauge(
+            "kadence_verify_last_run_timestamp_seconds",
+            "when the last kadence verify finished (Unix time)",
+            ["namespace"],
+            registry=r,
+        ).labels(self.namespace).set(finished_s)
         return r
 
 
@@ -276,8 +319,15 @@ def _where(msg) -> str:
     return f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
 
 
-def _records(config: KafkaConfig, topic: str, since_ms: int | None, record: str, check: str,
-             undecodable: list[Gap], progress: Callable[[str, int, int | None], None] | None):
+def _records(
+    config: KafkaConfig,
+    topic: str,
+    since_ms: int | None,
+    record: str,
+    check: str,
+    undecodable: list[Gap],
+    progress: Callable[[str, int, int | None], None] | None,
+):
     """(message, decoded value or None for a tombstone) of ``topic``; an undecodable record is
     added to ``undecodable`` as a gap of ``check``; ``progress`` every 1,000 records."""
     codec, done, total = serde.codec(record), 0, None
@@ -302,8 +352,9 @@ def _records(config: KafkaConfig, topic: str, since_ms: int | None, record: str,
         yield msg, decoded
 
 
-def verify_namespace(config: KafkaConfig, *, since_ms: int | None = None,
-                     progress: Callable[[str, int, int | None], None] | None = None) -> Report:
+def verify_namespace(
+    config: KafkaConfig, *, since_ms: int | None = None, progress: Callable[[str, int, int | None], None] | None = None
+) -> Report:
     """Check a namespace's state, history and replies topics; ``progress(topic, done, total)``
     is called as records are read (``total`` is the sum of the partitions' end - start offsets,
     an upper bound: transaction markers take offsets too)."""
@@ -321,8 +372,12 @@ def verify_namespace(config: KafkaConfig, *, since_ms: int | None = None,
             if st is None:
                 states.pop(msg.key().decode(), None)
             else:
-                states[msg.key().decode()] = {"run_id": st["run_id"], "next_seq": st["next_seq"],
-                                              "status": st["status"], "history_bytes": st.get("history_bytes")}
+                states[msg.key().decode()] = {
+                    "run_id": st["run_id"],
+                    "next_seq": st["next_seq"],
+                    "status": st["status"],
+                    "history_bytes": st.get("history_bytes"),
+                }
         report.states = len(states)
     else:
         report.skipped.append("state (it needs whole histories: run without --since)")

@@ -39,18 +39,32 @@ __all__ = ["CLOSE_STATUS", "GENERATIONS_LUA", "VISIBILITY_LUA", "visibility_op"]
 CLOSE_STATUS = CLOSE_EVENTS
 
 
-def visibility_op(event: dict | None, partition: int, offset: int, *, workflow_id: str = "", run_id: str = "",
-                  seq: int = 0) -> str:
+def visibility_op(
+    event: dict | None, partition: int, offset: int, *, workflow_id: str = "", run_id: str = "", seq: int = 0
+) -> str:
     """The JSON op of one history record (``event`` None: a tombstone of ``workflow_id/run_id/seq``)."""
     if event is None:
         return json.dumps({"k": "tomb", "w": workflow_id, "r": run_id, "s": seq, "p": partition, "o": offset})
     kind = event_type(event)
     a = attrs(event)
-    op = {"k": "ev", "w": event["aggregate_key"], "r": event["run_id"], "s": event["seq"], "p": partition,
-          "o": offset, "t": event["timestamp_ms"]}
+    op = {
+        "k": "ev",
+        "w": event["aggregate_key"],
+        "r": event["run_id"],
+        "s": event["seq"],
+        "p": partition,
+        "o": offset,
+        "t": event["timestamp_ms"],
+    }
     if kind == "WorkflowExecutionStarted":
-        op.update(k="start", type=a["workflow_type"], tq=a["task_queue"], sa=dict(a.get("search_attributes") or {}),
-                  parent=a.get("parent_workflow_id") or "", cont=a.get("continued_from_run_id") or "")
+        op.update(
+            k="start",
+            type=a["workflow_type"],
+            tq=a["task_queue"],
+            sa=dict(a.get("search_attributes") or {}),
+            parent=a.get("parent_workflow_id") or "",
+            cont=a.get("continued_from_run_id") or "",
+        )
     elif kind == "SearchAttributesUpserted":
         op.update(k="sa", sa=dict(a.get("search_attributes") or {}))
     elif kind in CLOSE_STATUS:
@@ -64,7 +78,9 @@ def visibility_op(event: dict | None, partition: int, offset: int, *, workflow_i
 
 # ARGV[1] = projection base key, ARGV[2] = "live" or a generation number, ARGV[3..] = ops (JSON).
 # Returns {applied, duplicates, gaps} (summed over the generations written).
-VISIBILITY_LUA = GENERATIONS_LUA + r"""
+VISIBILITY_LUA = (
+    GENERATIONS_LUA
+    + r"""
 local SEP = '\31'
 local INV = 9999999999999
 local function member(ms, id) return string.format('%013d', INV - ms) .. '|' .. id end
@@ -184,3 +200,4 @@ for _, g in ipairs(gens) do
 end
 return {applied, dups, gaps}
 """
+)

@@ -102,8 +102,9 @@ class GatewayConfig:
 
     def __post_init__(self):
         if self.auth and not self.redis_url:
-            raise ConfigError("the gateway's API keys live in Redis: set KADENCE_REDIS_URL "
-                              "(or run with --no-auth for development)")
+            raise ConfigError(
+                "the gateway's API keys live in Redis: set KADENCE_REDIS_URL (or run with --no-auth for development)"
+            )
         for ns in self.namespaces:
             if not NAMESPACE_RE.match(ns):
                 raise ConfigError(f"namespace {ns!r} must match {NAMESPACE_RE.pattern}")

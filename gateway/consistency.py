@@ -28,8 +28,11 @@ class ConsistencyToken:
     history_seq: int
 
     def encode(self) -> str:
-        raw = json.dumps([_VERSION, self.namespace, self.workflow_id, self.run_id, self.history_seq],
-                         separators=(",", ":"), ensure_ascii=False).encode()
+        raw = json.dumps(
+            [_VERSION, self.namespace, self.workflow_id, self.run_id, self.history_seq],
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode()
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     @classmethod
@@ -41,8 +44,14 @@ class ConsistencyToken:
             parts = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
         except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
             raise ValueError("not a consistency token from this API") from exc
-        if (not isinstance(parts, list) or len(parts) != 5 or parts[0] != _VERSION
-                or not all(isinstance(p, str) and p for p in parts[1:4])
-                or not isinstance(parts[4], int) or isinstance(parts[4], bool) or parts[4] < 0):
+        if (
+            not isinstance(parts, list)
+            or len(parts) != 5
+            or parts[0] != _VERSION
+            or not all(isinstance(p, str) and p for p in parts[1:4])
+            or not isinstance(parts[4], int)
+            or isinstance(parts[4], bool)
+            or parts[4] < 0
+        ):
             raise ValueError("not a consistency token from this API")
         return cls(parts[1], parts[2], parts[3], parts[4])

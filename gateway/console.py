@@ -70,10 +70,17 @@ def _duration(ms: int | None) -> str:
     return f"{ms / 3_600_000:.1f} h"
 
 
-_ACTIVITY_END = {"ActivityTaskCompleted": "completed", "ActivityTaskFailed": "failed",
-                 "ActivityTaskTimedOut": "timed out", "ActivityTaskCanceled": "canceled"}
-_CHILD_END = {"ChildWorkflowExecutionCompleted": "completed", "ChildWorkflowExecutionFailed": "failed",
-              "StartChildWorkflowExecutionFailed": "start failed"}
+_ACTIVITY_END = {
+    "ActivityTaskCompleted": "completed",
+    "ActivityTaskFailed": "failed",
+    "ActivityTaskTimedOut": "timed out",
+    "ActivityTaskCanceled": "canceled",
+}
+_CHILD_END = {
+    "ChildWorkflowExecutionCompleted": "completed",
+    "ChildWorkflowExecutionFailed": "failed",
+    "StartChildWorkflowExecutionFailed": "start failed",
+}
 
 
 def timeline(events: list[dict]) -> list[dict]:
@@ -85,8 +92,15 @@ def timeline(events: list[dict]) -> list[dict]:
     open_groups: dict[tuple, dict] = {}
 
     def group(key: tuple | None, kind: str, title: str, e: dict) -> dict:
-        row = {"kind": kind, "title": title, "start_ms": _ms_of(e["time"]), "end_ms": None, "status": "open",
-               "events": [], "first_seq": e["seq"]}
+        row = {
+            "kind": kind,
+            "title": title,
+            "start_ms": _ms_of(e["time"]),
+            "end_ms": None,
+            "status": "open",
+            "events": [],
+            "first_seq": e["seq"],
+        }
         rows.append(row)
         if key is not None:
             open_groups[key] = row
@@ -149,8 +163,9 @@ class _Api:
     """The gateway's JSON API, called in this process with the signed-in user's key."""
 
     def __init__(self, app: FastAPI):
-        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://console.local",
-                                         timeout=60)
+        self._client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://console.local", timeout=60
+        )
 
     async def call(self, request: Request, method: str, path: str, **kw) -> httpx.Response:
         headers = dict(kw.pop("headers", {}))
@@ -190,12 +205,24 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
     router = APIRouter(prefix="/ui", include_in_schema=False)
 
     def page(request: Request, template: str, status: int = 200, **ctx) -> HTMLResponse:
-        ctx.update(signed_in=bool(request.cookies.get(COOKIE)), auth=auth, statuses=RUN_STATUSES,
-                   namespace=request.cookies.get(NS_COOKIE) or "", operations=BATCH_OPERATIONS,
-                   new_id=lambda: str(uuid.uuid4()), path=request.url.path)
-        return HTMLResponse(env.get_template(template).render(**ctx), status_code=status,
-                            headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
-                                     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'"})
+        ctx.update(
+            signed_in=bool(request.cookies.get(COOKIE)),
+            auth=auth,
+            statuses=RUN_STATUSES,
+            namespace=request.cookies.get(NS_COOKIE) or "",
+            operations=BATCH_OPERATIONS,
+            new_id=lambda: str(uuid.uuid4()),
+            path=request.url.path,
+        )
+        return HTMLResponse(
+            env.get_template(template).render(**ctx),
+            status_code=status,
+            headers={
+                "Cache-Control": "no-store",
+                "X-Frame-Options": "DENY",
+                "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+            },
+        )
 
     def need_sign_in(request: Request) -> Response | None:
         if auth and not request.cookies.get(COOKIE):
@@ -228,8 +255,12 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         return page(request, "login.html", next=next if next.startswith("/ui/") else "/ui/workflows", failed=failed)
 
     @router.post("/login")
-    async def login(request: Request, key: str = Form(..., max_length=500), namespace: str = Form("", max_length=200),
-                    next: str = Form("/ui/workflows")):
+    async def login(
+        request: Request,
+        key: str = Form(..., max_length=500),
+        namespace: str = Form("", max_length=200),
+        next: str = Form("/ui/workflows"),
+    ):
         same_origin(request)
         headers = {"authorization": f"Bearer {key.strip()}"}
         if namespace.strip():
@@ -254,8 +285,16 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         return resp
 
     @router.get("/workflows", response_class=HTMLResponse)
-    async def workflows(request: Request, type: str = "", status: str = "", paused: str = "", search: str = "",
-                        since: str = "", until: str = "", cursor: str = ""):
+    async def workflows(
+        request: Request,
+        type: str = "",
+        status: str = "",
+        paused: str = "",
+        search: str = "",
+        since: str = "",
+        until: str = "",
+        cursor: str = "",
+    ):
         if (r := need_sign_in(request)) is not None:
             return r
         params: list[tuple[str, str]] = [("page_size", "50"), ("include_counts", "true")]
@@ -272,8 +311,14 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
                 try:
                     params.append((name, str(_ms_of(value) if "-" in value else int(value))))
                 except ValueError:
-                    return page(request, "error.html", status=400, what="the list",
-                                message=f"{value!r} is not a time (2026-12-03T10:00 or epoch ms)", code=400)
+                    return page(
+                        request,
+                        "error.html",
+                        status=400,
+                        what="the list",
+                        message=f"{value!r} is not a time (2026-12-03T10:00 or epoch ms)",
+                        code=400,
+                    )
         if cursor:
             params.append(("cursor", cursor))
         r = await api.call(request, "GET", "/v1/workflows", params=params)
@@ -283,23 +328,46 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         query = {"type": type, "status": status, "paused": paused, "search": search, "since": since, "until": until}
         next_url = None
         if body["next_cursor"]:
-            next_url = "/ui/workflows?" + urllib.parse.urlencode({**{k: v for k, v in query.items() if v},
-                                                                  "cursor": body["next_cursor"]})
-        batch_filter = {"workflow_type": type or None, "status": status or None,
-                        "paused": {"true": True, "false": False}.get(paused),
-                        "search": dict(s.split("=", 1) for s in search.split(",") if "=" in s)}
-        return page(request, "workflows.html", rows=body["workflows"], counts=body["counts"], q=query,
-                    next_url=next_url, batch_filter=json.dumps(batch_filter))
+            next_url = "/ui/workflows?" + urllib.parse.urlencode(
+                {**{k: v for k, v in query.items() if v}, "cursor": body["next_cursor"]}
+            )
+        batch_filter = {
+            "workflow_type": type or None,
+            "status": status or None,
+            "paused": {"true": True, "false": False}.get(paused),
+            "search": dict(s.split("=", 1) for s in search.split(",") if "=" in s),
+        }
+        return page(
+            request,
+            "workflows.html",
+            rows=body["workflows"],
+            counts=body["counts"],
+            q=query,
+            next_url=next_url,
+            batch_filter=json.dumps(batch_filter),
+        )
 
-    async def _workflow_page(request: Request, workflow_id: str, *, notice: str = "", plan: dict | None = None,
-                             query_result: Any = None, all_events: bool = False, status: int = 200) -> Response:
+    async def _workflow_page(
+        request: Request,
+        workflow_id: str,
+        *,
+        notice: str = "",
+        plan: dict | None = None,
+        query_result: Any = None,
+        all_events: bool = False,
+        status: int = 200,
+    ) -> Response:
         path = _wf_path(workflow_id)
         d = await api.call(request, "GET", f"/v1/workflows/{path}")
         if d.status_code != 200:
             return api_error(request, d, f"workflow {workflow_id}")
         described = d.json()
-        h = await api.call(request, "GET", f"/v1/workflows/{path}/history",
-                           params=_history_params(described["run_id"], described.get("history_length"), all_events))
+        h = await api.call(
+            request,
+            "GET",
+            f"/v1/workflows/{path}/history",
+            params=_history_params(described["run_id"], described.get("history_length"), all_events),
+        )
         if h.status_code != 200:
             return api_error(request, h, f"the history of {workflow_id}")
         hist = h.json()
@@ -311,12 +379,24 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
             b = await api.call(request, "GET", f"/v1/batches/{path}")
             batch = b.json() if b.status_code == 200 else None
         done = [e["seq"] for e in hist["events"] if e["type"] == "WorkflowTaskCompleted"]
-        return page(request, "workflow.html", status=status, wf=described, rows=shown, hidden=hidden,
-                    events=described.get("history_length") or len(hist["events"]), last_seq=hist["events"][-1]["seq"] if hist["events"] else 0,
-                    # follow while describe says running, even when the history read a moment
-                    # later is closed already: the first poll then reloads the page
-                    closed=hist["closed"] and described["status"] != "running", notice=notice, plan=plan, query_result=query_result,
-                    reset_points=done, batch=batch)
+        return page(
+            request,
+            "workflow.html",
+            status=status,
+            wf=described,
+            rows=shown,
+            hidden=hidden,
+            events=described.get("history_length") or len(hist["events"]),
+            last_seq=hist["events"][-1]["seq"] if hist["events"] else 0,
+            # follow while describe says running, even when the history read a moment
+            # later is closed already: the first poll then reloads the page
+            closed=hist["closed"] and described["status"] != "running",
+            notice=notice,
+            plan=plan,
+            query_result=query_result,
+            reset_points=done,
+            batch=batch,
+        )
 
     @router.get("/workflows/{workflow_id:path}/timeline", response_class=HTMLResponse)
     async def timeline_fragment(request: Request, workflow_id: str, run_id: str = "", length: int = 0):
@@ -324,16 +404,25 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         history length it knows, so that only the tail is read)."""
         if (r := need_sign_in(request)) is not None:
             return r
-        h = await api.call(request, "GET", f"/v1/workflows/{_wf_path(workflow_id)}/history",
-                           params=_history_params(run_id or None, length or None, False))
+        h = await api.call(
+            request,
+            "GET",
+            f"/v1/workflows/{_wf_path(workflow_id)}/history",
+            params=_history_params(run_id or None, length or None, False),
+        )
         if h.status_code != 200:
             return api_error(request, h, f"the history of {workflow_id}")
         hist = h.json()
         rows = timeline(hist["events"])[-TIMELINE_PAGE:]
         last = hist["events"][-1]["seq"] if hist["events"] else 0
-        return HTMLResponse(env.get_template("timeline.html").render(rows=rows),
-                            headers={"Kadence-Last-Seq": str(last), "Kadence-Closed": str(hist["closed"]).lower(),
-                                     "Cache-Control": "no-store"})
+        return HTMLResponse(
+            env.get_template("timeline.html").render(rows=rows),
+            headers={
+                "Kadence-Last-Seq": str(last),
+                "Kadence-Closed": str(hist["closed"]).lower(),
+                "Cache-Control": "no-store",
+            },
+        )
 
     @router.get("/workflows/{workflow_id:path}", response_class=HTMLResponse)
     async def workflow_page(request: Request, workflow_id: str, all: str = ""):
@@ -342,9 +431,18 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         return await _workflow_page(request, workflow_id, all_events=bool(all))
 
     @router.post("/workflows/{workflow_id:path}/action")
-    async def action(request: Request, workflow_id: str, action: str = Form(...), reason: str = Form(""),
-                     signal_name: str = Form(""), args: str = Form("[]"), query_name: str = Form(""),
-                     to_event: str = Form(""), confirm: str = Form(""), request_id: str = Form("")):
+    async def action(
+        request: Request,
+        workflow_id: str,
+        action: str = Form(...),
+        reason: str = Form(""),
+        signal_name: str = Form(""),
+        args: str = Form("[]"),
+        query_name: str = Form(""),
+        to_event: str = Form(""),
+        confirm: str = Form(""),
+        request_id: str = Form(""),
+    ):
         """Every button of the workflow page: signal, cancel, terminate, pause, unpause, query,
         reset (a dry run first; the reset itself only from the plan's confirm button)."""
         if (r := need_sign_in(request)) is not None:
@@ -356,31 +454,48 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
             if not isinstance(parsed_args, list):
                 raise ValueError("not a list")
         except ValueError:
-            return await _workflow_page(request, workflow_id, status=400,
-                                        notice="arguments must be a JSON array, e.g. [\"yes\", 2]")
+            return await _workflow_page(
+                request, workflow_id, status=400, notice='arguments must be a JSON array, e.g. ["yes", 2]'
+            )
         # one request ID per form shown: a double submit (or a retried post) is the same command
         key = {"Idempotency-Key": request_id} if request_id else {}
         if action in ("cancel", "terminate", "pause", "unpause"):
             r = await api.call(request, "POST", f"/v1/workflows/{path}/{action}", json={"reason": reason}, headers=key)
             if r.status_code != 200:
-                return await _workflow_page(request, workflow_id, status=r.status_code,
-                                            notice=f"{action} refused: {r.json()['error']['message']}")
+                return await _workflow_page(
+                    request,
+                    workflow_id,
+                    status=r.status_code,
+                    notice=f"{action} refused: {r.json()['error']['message']}",
+                )
             return RedirectResponse(f"/ui/workflows/{path}?done={action}", 303)
         if action == "signal":
-            r = await api.call(request, "POST", f"/v1/workflows/{path}/signals",
-                               json={"signal": signal_name, "input": parsed_args}, headers=key)
+            r = await api.call(
+                request,
+                "POST",
+                f"/v1/workflows/{path}/signals",
+                json={"signal": signal_name, "input": parsed_args},
+                headers=key,
+            )
             if r.status_code != 200:
-                return await _workflow_page(request, workflow_id, status=r.status_code,
-                                            notice=f"signal refused: {r.json()['error']['message']}")
+                return await _workflow_page(
+                    request, workflow_id, status=r.status_code, notice=f"signal refused: {r.json()['error']['message']}"
+                )
             return RedirectResponse(f"/ui/workflows/{path}?done=signal", 303)
         if action == "query":
-            r = await api.call(request, "POST", f"/v1/workflows/{path}/queries/{urllib.parse.quote(query_name, safe='')}",
-                               json={"input": parsed_args})
+            r = await api.call(
+                request,
+                "POST",
+                f"/v1/workflows/{path}/queries/{urllib.parse.quote(query_name, safe='')}",
+                json={"input": parsed_args},
+            )
             if r.status_code != 200:
-                return await _workflow_page(request, workflow_id, status=r.status_code,
-                                            notice=f"query failed: {r.json()['error']['message']}")
-            return await _workflow_page(request, workflow_id, query_result={"name": query_name,
-                                                                           "result": r.json()["result"]})
+                return await _workflow_page(
+                    request, workflow_id, status=r.status_code, notice=f"query failed: {r.json()['error']['message']}"
+                )
+            return await _workflow_page(
+                request, workflow_id, query_result={"name": query_name, "result": r.json()["result"]}
+            )
         if action == "reset":
             body = {"reason": reason, "dry_run": confirm != "yes"}
             if to_event:
@@ -388,29 +503,42 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
             r = await api.call(request, "POST", f"/v1/workflows/{path}/reset", json=body, headers=key)
             if r.status_code != 200:
                 prefix = "the reset would be refused" if body["dry_run"] else "reset refused"
-                return await _workflow_page(request, workflow_id, status=r.status_code,
-                                            notice=f"{prefix}: {r.json()['error']['message']}")
+                return await _workflow_page(
+                    request, workflow_id, status=r.status_code, notice=f"{prefix}: {r.json()['error']['message']}"
+                )
             if body["dry_run"]:
-                return await _workflow_page(request, workflow_id, plan={**r.json()["plan"], "reason": reason,
-                                                                        "request_id": str(uuid.uuid4())})
+                return await _workflow_page(
+                    request, workflow_id, plan={**r.json()["plan"], "reason": reason, "request_id": str(uuid.uuid4())}
+                )
             return RedirectResponse(f"/ui/workflows/{path}?done=reset", 303)
         return await _workflow_page(request, workflow_id, status=400, notice=f"unknown action {action!r}")
 
     @router.post("/batches")
-    async def start_batch(request: Request, operation: str = Form(...), filter: str = Form(...),
-                          reason: str = Form(""), signal_name: str = Form(""), args: str = Form("[]"),
-                          request_id: str = Form("")):
+    async def start_batch(
+        request: Request,
+        operation: str = Form(...),
+        filter: str = Form(...),
+        reason: str = Form(""),
+        signal_name: str = Form(""),
+        args: str = Form("[]"),
+        request_id: str = Form(""),
+    ):
         if (r := need_sign_in(request)) is not None:
             return r
         same_origin(request)
         try:
-            body = {"operation": operation, "filter": json.loads(filter), "reason": reason,
-                    "signal_name": signal_name or None, "signal_args": json.loads(args or "[]")}
+            body = {
+                "operation": operation,
+                "filter": json.loads(filter),
+                "reason": reason,
+                "signal_name": signal_name or None,
+                "signal_args": json.loads(args or "[]"),
+            }
         except ValueError:
-            return page(request, "error.html", status=400, what="the batch", message="arguments must be JSON",
-                        code=400)
-        r = await api.call(request, "POST", "/v1/batches", json=body,
-                           headers={"Idempotency-Key": request_id} if request_id else {})
+            return page(request, "error.html", status=400, what="the batch", message="arguments must be JSON", code=400)
+        r = await api.call(
+            request, "POST", "/v1/batches", json=body, headers={"Idempotency-Key": request_id} if request_id else {}
+        )
         if r.status_code != 201:
             return api_error(request, r, "the batch")
         return RedirectResponse(f"/ui/workflows/{_wf_path(r.json()['batch_id'])}", 303)
@@ -439,8 +567,11 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
             return r
         same_origin(request)
         r = await api.call(request, "POST", f"/v1/dead-letters/{urllib.parse.quote(ref, safe=':')}/redrive")
-        notice = (f"redriven {ref} to {r.json()['origin_topic']}" if r.status_code == 200
-                  else f"redrive of {ref} refused: {r.json()['error']['message']}")
+        notice = (
+            f"redriven {ref} to {r.json()['origin_topic']}"
+            if r.status_code == 200
+            else f"redrive of {ref} refused: {r.json()['error']['message']}"
+        )
         return RedirectResponse("/ui/dead-letters?" + urllib.parse.urlencode({"notice": notice}), 303)
 
     @router.get("/builds", response_class=HTMLResponse)

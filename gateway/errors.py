@@ -29,8 +29,9 @@ __all__ = ["ApiError", "ErrorBody", "ErrorResponse", "error_response"]
 class ApiError(Exception):
     """Raised anywhere in a request: becomes the error response, nothing else happens."""
 
-    def __init__(self, status: int, code: str, message: str, *, field: str | None = None,
-                 headers: dict | None = None, **extra):
+    def __init__(
+        self, status: int, code: str, message: str, *, field: str | None = None, headers: dict | None = None, **extra
+    ):
         super().__init__(message)
         self.status, self.code, self.message, self.field = status, code, message, field
         self.headers, self.extra = headers, extra
@@ -51,8 +52,9 @@ class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None, headers=None,
-                   **extra) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, headers=None, **extra
+) -> JSONResponse:
     body = {"code": code, "message": message}
     if field:
         body["field"] = field

@@ -44,8 +44,12 @@ class Guard:
         self._verified: dict[str, tuple[ApiKey, str, float]] = {}  # key id -> (record, digest, when)
 
     def _unavailable(self, what: str) -> ApiError:
-        return ApiError(503, "unavailable", f"{what} did not answer; retry later",
-                        headers={"Retry-After": str(self.config.retry_after_seconds)})
+        return ApiError(
+            503,
+            "unavailable",
+            f"{what} did not answer; retry later",
+            headers={"Retry-After": str(self.config.retry_after_seconds)},
+        )
 
     async def admit(self, headers, *, mutation: bool) -> Principal:
         key = await self._authenticate(headers, mutation) if self.config.auth else None
@@ -66,8 +70,7 @@ class Guard:
         # a mutation always asks Redis (a revoked key never changes anything again); a read trusts
         # a key this instance verified within auth_cache_seconds, and nothing older: when Redis
         # does not answer, an older key gets the 503 like an unknown one (fail closed, issue 16)
-        fresh = (not mutation and cached is not None
-                 and time.monotonic() - cached[2] < self.config.auth_cache_seconds)
+        fresh = not mutation and cached is not None and time.monotonic() - cached[2] < self.config.auth_cache_seconds
         if fresh:
             record, digest = cached[0], cached[1]
         else:
@@ -95,8 +98,9 @@ class Guard:
             return key.namespace
         namespace = asked if asked is not None else self.config.kafka.namespace
         if not NAMESPACE_RE.match(namespace):
-            raise ApiError(400, "invalid_input", f"{NAMESPACE_HEADER} must match {NAMESPACE_RE.pattern}",
-                           field=NAMESPACE_HEADER)
+            raise ApiError(
+                400, "invalid_input", f"{NAMESPACE_HEADER} must match {NAMESPACE_RE.pattern}", field=NAMESPACE_HEADER
+            )
         if namespace != self.config.kafka.namespace and namespace not in self.config.namespaces:
             raise ApiError(403, "forbidden", f"this gateway does not serve namespace {namespace!r}")
         return namespace
@@ -116,5 +120,9 @@ class Guard:
                 raise self._unavailable("Redis (rate limits)") from exc
             return  # a read is not refused for want of its quota check
         if wait:
-            raise ApiError(429, "rate_limited", f"over the request quota of namespace {namespace!r} or of this key",
-                           headers={"Retry-After": RateLimiter.retry_after(wait)})
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"over the request quota of namespace {namespace!r} or of this key",
+                headers={"Retry-After": RateLimiter.retry_after(wait)},
+            )

@@ -57,8 +57,9 @@ class ApiKeyStore:
     def _record(self, key_id: str) -> str:
         return f"{self.prefix}key:{key_id}"
 
-    async def create(self, namespace: str, name: str = "", *, rate: float | None = None,
-                     burst: int | None = None) -> tuple[ApiKey, str]:
+    async def create(
+        self, namespace: str, name: str = "", *, rate: float | None = None, burst: int | None = None
+    ) -> tuple[ApiKey, str]:
         """A new key for ``namespace``: (its record, the key itself, shown once)."""
         if not NAMESPACE_RE.match(namespace):
             raise ConfigError(f"namespace {namespace!r} must match {NAMESPACE_RE.pattern}")
@@ -68,8 +69,7 @@ class ApiKeyStore:
             key_id = secrets.token_hex(6)
             key = f"kdn_{key_id}_{secrets.token_urlsafe(32)}"
             record = ApiKey(key_id, namespace, name, int(time.time() * 1000), rate, burst)
-            fields = {"namespace": namespace, "name": name, "sha256": _digest(key),
-                      "created_ms": record.created_ms}
+            fields = {"namespace": namespace, "name": name, "sha256": _digest(key), "created_ms": record.created_ms}
             if rate is not None:
                 fields.update(rate=rate, burst=burst)
             # HSETNX on the namespace field claims the ID; a collision (2^-48) draws again
@@ -111,8 +111,10 @@ class ApiKeyStore:
         raw = await self.redis.hgetall(self._record(key_id))
         if not raw:
             return None
-        h = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-             for k, v in raw.items()}
+        h = {
+            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in raw.items()
+        }
         if "sha256" not in h:  # being created
             return None
         rate = float(h["rate"]) if h.get("rate") else None

@@ -87,8 +87,11 @@ class TraceContext:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
-                   if k in (b"traceparent", b"tracestate")}
+        carrier = {
+            k.decode("latin-1"): v.decode("latin-1")
+            for k, v in scope["headers"]
+            if k in (b"traceparent", b"tracestate")
+        }
         if "traceparent" not in carrier:  # most requests: nothing to do
             return await self.app(scope, receive, send)
         token = otel_context.attach(propagate.extract(carrier))
@@ -105,8 +108,9 @@ class GuardRequests:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             return await self.app(scope, receive, send)
-        mutation = is_mutation(scope["method"], scope.get("raw_path", b"").decode("latin-1").split("?", 1)[0]
-                               or scope["path"])
+        mutation = is_mutation(
+            scope["method"], scope.get("raw_path", b"").decode("latin-1").split("?", 1)[0] or scope["path"]
+        )
         try:
             scope["kadence.principal"] = await self.guard.admit(Headers(scope=scope), mutation=mutation)
         except ApiError as exc:
@@ -146,9 +150,9 @@ class BodyLimits:
         # the API takes JSON; the console's pages (/ui) post HTML forms
         form = scope["path"].startswith("/ui/") and ctype == "application/x-www-form-urlencoded"
         if body and ctype != "application/json" and not ctype.endswith("+json") and not form:
-            return await error_response(415, "unsupported_media_type",
-                                        f"send JSON with Content-Type: application/json (got {ctype or 'none'})"
-                                        )(scope, receive, send)
+            return await error_response(
+                415, "unsupported_media_type", f"send JSON with Content-Type: application/json (got {ctype or 'none'})"
+            )(scope, receive, send)
         replayed = False
 
         async def replay():
@@ -170,8 +174,9 @@ class EncodedSlashes:
         if raw:
             path = raw.split(b"?", 1)[0]
             if b"%00" in path:  # a NUL would be taken for an encoded slash: no identifier holds one
-                return await error_response(400, "invalid_input", "the request path contains a NUL (%00)",
-                                            "path")(scope, receive, send)
+                return await error_response(400, "invalid_input", "the request path contains a NUL (%00)", "path")(
+                    scope, receive, send
+                )
             if b"%2F" in path or b"%2f" in path:
                 text = path.decode("latin-1").replace("%2F", "%00").replace("%2f", "%00")
                 scope = {**scope, "path": unquote(text)}  # %00, that is SLASH

@@ -10,8 +10,20 @@ from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, TASK_QUEU
 
 from .middleware import SLASH
 
-__all__ = ["DecodeRequest", "NameParam", "QueryRequest", "ReasonRequest", "RunResponse", "SignalRequest", "StartRequest",
-           "StartResponse", "WorkflowIdInPath", "WorkflowIdParam", "WorkflowList", "WorkflowSummary"]
+__all__ = [
+    "DecodeRequest",
+    "NameParam",
+    "QueryRequest",
+    "ReasonRequest",
+    "RunResponse",
+    "SignalRequest",
+    "StartRequest",
+    "StartResponse",
+    "WorkflowIdInPath",
+    "WorkflowIdParam",
+    "WorkflowList",
+    "WorkflowSummary",
+]
 
 #: a task queue names Kafka topics ({ns}.tasks.activity.{queue}), which Kafka caps at 249 characters
 _QUEUE = dict(min_length=1, max_length=100, pattern=TASK_QUEUE_PATTERN)
@@ -46,23 +58,34 @@ NameParam = Annotated[str, AfterValidator(_name)]
 
 class StartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    workflow_id: WorkflowIdParam | None = Field(None,
-                                    description="defaults to an ID derived from the Idempotency-Key (so that a "
-                                                "retry starts nothing new), or a random UUID without one")
+    workflow_id: WorkflowIdParam | None = Field(
+        None,
+        description="defaults to an ID derived from the Idempotency-Key (so that a "
+        "retry starts nothing new), or a random UUID without one",
+    )
     task_queue: str = Field(..., **_QUEUE)
     input: list[Any] = Field(default_factory=list, description="the workflow's positional arguments")
-    id_reuse_policy: Literal["allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate",
-                             "terminate_if_running"] = Field(
-        "allow_duplicate", description="whether a closed run's workflow ID may start again")
+    id_reuse_policy: Literal[
+        "allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running"
+    ] = Field("allow_duplicate", description="whether a closed run's workflow ID may start again")
     search_attributes: dict[str, str] = Field(
-        default_factory=dict, max_length=100,
-        description="indexed attributes for listing (GET /v1/workflows?search=key:value)")
-    run_timeout_seconds: float | None = Field(None, gt=0, le=10 * 365 * 86400,
-                                              description="bounds this run; the run times out after it")
-    execution_timeout_seconds: float | None = Field(None, gt=0, le=10 * 365 * 86400,
-                                                    description="bounds the whole execution, across continue-as-new")
-    wait_seconds: float = Field(0, ge=0, le=60, description="wait up to this long for the run to close and "
-                                                            "return its result (status stays 'running' otherwise)")
+        default_factory=dict,
+        max_length=100,
+        description="indexed attributes for listing (GET /v1/workflows?search=key:value)",
+    )
+    run_timeout_seconds: float | None = Field(
+        None, gt=0, le=10 * 365 * 86400, description="bounds this run; the run times out after it"
+    )
+    execution_timeout_seconds: float | None = Field(
+        None, gt=0, le=10 * 365 * 86400, description="bounds the whole execution, across continue-as-new"
+    )
+    wait_seconds: float = Field(
+        0,
+        ge=0,
+        le=60,
+        description="wait up to this long for the run to close and "
+        "return its result (status stays 'running' otherwise)",
+    )
 
 
 class StartResponse(BaseModel):
@@ -77,8 +100,9 @@ class SignalRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     signal: NameParam = Field(..., description="the signal's name")
     input: list[Any] = Field(default_factory=list, description="the signal handler's arguments")
-    workflow_type: NameParam | None = Field(None,
-                                      description="signal-with-start: start this type first if no run is open")
+    workflow_type: NameParam | None = Field(
+        None, description="signal-with-start: start this type first if no run is open"
+    )
     task_queue: str | None = Field(None, description="signal-with-start: the task queue of the run to start", **_QUEUE)
     start_input: list[Any] = Field(default_factory=list, description="signal-with-start: the workflow's arguments")
 
@@ -96,23 +120,32 @@ class QueryRequest(BaseModel):
 class UpdateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: list[Any] = Field(default_factory=list, description="the update handler's arguments")
-    workflow_type: NameParam | None = Field(None,
-                                      description="update-with-start: start this type first if no run is open")
+    workflow_type: NameParam | None = Field(
+        None, description="update-with-start: start this type first if no run is open"
+    )
     task_queue: str | None = Field(None, description="update-with-start: the task queue of the run to start", **_QUEUE)
     start_input: list[Any] = Field(default_factory=list, description="update-with-start: the workflow's arguments")
-    wait_seconds: float = Field(15, gt=0, le=3600,
-                                description="how long to wait for the update's result (capped by the gateway's "
-                                            "KADENCE_GATEWAY_MAX_WAIT_S); past it a 503: retry with the same "
-                                            "Idempotency-Key to get the result of the same update")
+    wait_seconds: float = Field(
+        15,
+        gt=0,
+        le=3600,
+        description="how long to wait for the update's result (capped by the gateway's "
+        "KADENCE_GATEWAY_MAX_WAIT_S); past it a 503: retry with the same "
+        "Idempotency-Key to get the result of the same update",
+    )
 
 
 class ResetRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    to_event: int | None = Field(None, ge=1, description="the WorkflowTaskCompleted event to branch from "
-                                                          "(default: the last one)")
+    to_event: int | None = Field(
+        None, ge=1, description="the WorkflowTaskCompleted event to branch from (default: the last one)"
+    )
     reason: str = Field("", max_length=2000)
-    dry_run: bool = Field(False, description="answer what the reset would do (the engine runs it and rolls it "
-                                             "back): the same plan or the same 409, and nothing changes")
+    dry_run: bool = Field(
+        False,
+        description="answer what the reset would do (the engine runs it and rolls it "
+        "back): the same plan or the same 409, and nothing changes",
+    )
 
 
 class ResetPlanModel(BaseModel):
@@ -128,8 +161,10 @@ class ResetResponse(BaseModel):
     workflow_id: str
     run_id: str | None = Field(description="the new run (null for a dry run)")
     dry_run: bool
-    plan: ResetPlanModel | None = Field(None, description="what the reset did or would do (null in the answer to "
-                                                          "a retried request: the run_id is the same)")
+    plan: ResetPlanModel | None = Field(
+        None,
+        description="what the reset did or would do (null in the answer to a retried request: the run_id is the same)",
+    )
 
 
 class BatchStarted(BaseModel):
@@ -145,8 +180,9 @@ class UpdateResponse(BaseModel):
 
 class DecodeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    payloads: list[str] = Field(min_length=1, max_length=100,
-                                description="payloads as they are in the log (base64 of their bytes), at most 100")
+    payloads: list[str] = Field(
+        min_length=1, max_length=100, description="payloads as they are in the log (base64 of their bytes), at most 100"
+    )
 
 
 class RunResponse(BaseModel):

@@ -62,7 +62,8 @@ class RedisBreaker:
         if now < self._open_until:
             self.refused += 1
             raise RedisConnectionError(
-                f"Redis did not answer ({self.last_failure}); not asked again for {self._open_until - now:.1f} s")
+                f"Redis did not answer ({self.last_failure}); not asked again for {self._open_until - now:.1f} s"
+            )
         self._open_until = now + self.open_seconds  # this call is the probe
 
     def failed(self, exc: BaseException) -> None:

@@ -4,23 +4,23 @@
 """
 
 from .batch import (
-                    BATCH_OPERATIONS,
-                    BATCH_TASK_QUEUE,
-                    BATCH_WORKFLOW_TYPE,
-                    Batch,
-                    BatchFilter,
-                    BatchProgress,
-                    BatchRequest,
-                    batch_activities,
+    BATCH_OPERATIONS,
+    BATCH_TASK_QUEUE,
+    BATCH_WORKFLOW_TYPE,
+    Batch,
+    BatchFilter,
+    BatchProgress,
+    BatchRequest,
+    batch_activities,
 )
 
 __all__ = [
-                    "BATCH_OPERATIONS",
-                    "BATCH_TASK_QUEUE",
-                    "BATCH_WORKFLOW_TYPE",
-                    "Batch",
-                    "BatchFilter",
-                    "BatchProgress",
-                    "BatchRequest",
-                    "batch_activities",
+    "BATCH_OPERATIONS",
+    "BATCH_TASK_QUEUE",
+    "BATCH_WORKFLOW_TYPE",
+    "Batch",
+    "BatchFilter",
+    "BatchProgress",
+    "BatchRequest",
+    "batch_activities",
 ]

@@ -47,6 +47,7 @@ __all__ = [
     "request_id",
 ]
 
+
 @dataclass
 class _Page:
     workflow_ids: list[str]
@@ -80,16 +81,30 @@ class Batch:
     async def run(self, request: BatchRequest, progress: BatchProgress | None = None) -> BatchProgress:
         p = self._progress = progress or BatchProgress(operation=request.operation)
         if p.total is None:
-            p.total = await workflow.execute_activity("kadence.batch.count", request.filter,
-                                                      start_to_close_timeout=_T, retry_policy=_RETRY, result_type=int)
+            p.total = await workflow.execute_activity(
+                "kadence.batch.count", request.filter, start_to_close_timeout=_T, retry_policy=_RETRY, result_type=int
+            )
         for _ in range(request.pages_per_run):
-            page = await workflow.execute_activity("kadence.batch.page", request.filter, p.cursor, request.page_size,
-                                                   start_to_close_timeout=_T, retry_policy=_RETRY, result_type=_Page)
+            page = await workflow.execute_activity(
+                "kadence.batch.page",
+                request.filter,
+                p.cursor,
+                request.page_size,
+                start_to_close_timeout=_T,
+                retry_policy=_RETRY,
+                result_type=_Page,
+            )
             if page.workflow_ids:
                 applied = await workflow.execute_activity(
-                    "kadence.batch.apply", request, workflow.info().workflow_id, page.workflow_ids,
-                    start_to_close_timeout=_T, heartbeat_timeout=_HEARTBEAT, retry_policy=_RETRY,
-                    result_type=_Applied)
+                    "kadence.batch.apply",
+                    request,
+                    workflow.info().workflow_id,
+                    page.workflow_ids,
+                    start_to_close_timeout=_T,
+                    heartbeat_timeout=_HEARTBEAT,
+                    retry_policy=_RETRY,
+                    result_type=_Applied,
+                )
                 p.done += len(page.workflow_ids)
                 p.succeeded += applied.succeeded
                 p.failed += len(applied.failures)
@@ -103,8 +118,14 @@ class Batch:
 
 
 def _query(f: BatchFilter) -> dict:
-    return {"workflow_type": f.workflow_type, "status": f.status, "search": dict(f.search) or None,
-            "paused": f.paused, "start_from_ms": f.start_from_ms, "start_to_ms": f.start_to_ms}
+    return {
+        "workflow_type": f.workflow_type,
+        "status": f.status,
+        "search": dict(f.search) or None,
+        "paused": f.paused,
+        "start_from_ms": f.start_from_ms,
+        "start_to_ms": f.start_to_ms,
+    }
 
 
 def request_id(batch_id: str, workflow_id: str) -> str:
@@ -141,8 +162,9 @@ def batch_activities(client: Client, redis_url: str) -> list[Callable]:
         finally:
             await redis.aclose()
         # never the batches themselves (a batch terminate of everything running would end itself)
-        return _Page(workflow_ids=[i["workflow_id"] for i in items if i["workflow_type"] != BATCH_WORKFLOW_TYPE],
-                     cursor=nxt)
+        return _Page(
+            workflow_ids=[i["workflow_id"] for i in items if i["workflow_type"] != BATCH_WORKFLOW_TYPE], cursor=nxt
+        )
 
     @activity.defn(name="kadence.batch.apply")
     async def apply(request: BatchRequest, batch_id: str, workflow_ids: list[str]) -> _Applied:
@@ -161,6 +183,7 @@ def batch_activities(client: Client, redis_url: str) -> list[Callable]:
                     failures.append({"workflow_id": wf, "error": str(exc)})
                 done += 1
                 activity.heartbeat(done)
+
         # a broker that does not answer raises out of gather: the activity is retried, same request IDs
         await asyncio.gather(*(one(wf) for wf in workflow_ids))
         failures.sort(key=lambda x: x["workflow_id"])

@@ -12,15 +12,15 @@ from .store import MemoryShardStore, restore_shard
 from .timer_service import TimerConfig, TimerService, choose_tier
 
 __all__ = [
-           "BatchView",
-           "DiskShardStore",
-           "HistoryProcessor",
-           "MemoryShardStore",
-           "Outbox",
-           "ProcessorConfig",
-           "TimerConfig",
-           "TimerService",
-           "choose_tier",
-           "restore_shard",
-           "transition",
+    "BatchView",
+    "DiskShardStore",
+    "HistoryProcessor",
+    "MemoryShardStore",
+    "Outbox",
+    "ProcessorConfig",
+    "TimerConfig",
+    "TimerService",
+    "choose_tier",
+    "restore_shard",
+    "transition",
 ]

@@ -28,8 +28,13 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: used when an activity has no retry policy: retry for ever, 1 s doubling up to 100 s
-DEFAULT_RETRY = {"initial_interval_ms": 1000, "backoff_coefficient": 2.0, "maximum_interval_ms": None,
-                 "maximum_attempts": 0, "non_retryable_error_types": []}
+DEFAULT_RETRY = {
+    "initial_interval_ms": 1000,
+    "backoff_coefficient": 2.0,
+    "maximum_interval_ms": None,
+    "maximum_attempts": 0,
+    "non_retryable_error_types": [],
+}
 
 
 def _find(st: dict, activity_id: str, scheduled_seq: int) -> dict | None:
@@ -56,29 +61,66 @@ def dispatch_attempt(out: Outbox, st: dict, a: dict, ts: int) -> None:
     a["held"] = st["paused"]
     if a["held"]:
         return
-    out.tasks.append(("activity", opts["task_queue"], {
-        "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
-        "activity_id": a["activity_id"], "activity_type": a["activity_type"], "task_queue": opts["task_queue"],
-        "input": a["input"], "attempt": a["attempt"], "scheduled_seq": a["scheduled_seq"],
-        "scheduled_time_ms": ts,
-        "idempotency_key": idempotency_key(st["workflow_id"], st["run_id"], a["activity_id"]),
-        "heartbeat_details": a["heartbeat_details"], "start_to_close_timeout_ms": opts.get("start_to_close_timeout_ms"),
-        "heartbeat_timeout_ms": opts.get("heartbeat_timeout_ms"), "schema_version": 0, "trace_id": None,
-        "span_id": None, "headers": st.get("headers") or {},
-    }))
+    out.tasks.append(
+        (
+            "activity",
+            opts["task_queue"],
+            {
+                "workflow_id": st["workflow_id"],
+                "run_id": st["run_id"],
+                "workflow_type": st["workflow_type"],
+                "activity_id": a["activity_id"],
+                "activity_type": a["activity_type"],
+                "task_queue": opts["task_queue"],
+                "input": a["input"],
+                "attempt": a["attempt"],
+                "scheduled_seq": a["scheduled_seq"],
+                "scheduled_time_ms": ts,
+                "idempotency_key": idempotency_key(st["workflow_id"], st["run_id"], a["activity_id"]),
+                "heartbeat_details": a["heartbeat_details"],
+                "start_to_close_timeout_ms": opts.get("start_to_close_timeout_ms"),
+                "heartbeat_timeout_ms": opts.get("heartbeat_timeout_ms"),
+                "schema_version": 0,
+                "trace_id": None,
+                "span_id": None,
+                "headers": st.get("headers") or {},
+            },
+        )
+    )
     # its timeouts (start-to-close, heartbeat) follow from this state: processors.deadlines
 
 
 def schedule_activity(view: BatchView, out: Outbox, st: dict, c: dict, completed_seq: int, ts: int) -> None:
-    ev = emit(view, out, st, "ActivityTaskScheduled", {
-        "activity_id": c["activity_id"], "activity_type": c["activity_type"], "input": c["input"],
-        "options": c["options"], "workflow_task_completed_seq": completed_seq,
-    }, ts=ts)
+    ev = emit(
+        view,
+        out,
+        st,
+        "ActivityTaskScheduled",
+        {
+            "activity_id": c["activity_id"],
+            "activity_type": c["activity_type"],
+            "input": c["input"],
+            "options": c["options"],
+            "workflow_task_completed_seq": completed_seq,
+        },
+        ts=ts,
+    )
     a = {
-        "activity_id": c["activity_id"], "activity_type": c["activity_type"], "scheduled_seq": ev["seq"],
-        "attempt": 1, "task_queue": c["options"]["task_queue"], "input": c["input"], "options": c["options"],
-        "first_scheduled_ms": ts, "attempt_started_ms": ts, "last_heartbeat_ms": 0, "heartbeat_details": None,
-        "cancel_requested": False, "retrying": False, "last_failure": None, "next_attempt_ms": None,
+        "activity_id": c["activity_id"],
+        "activity_type": c["activity_type"],
+        "scheduled_seq": ev["seq"],
+        "attempt": 1,
+        "task_queue": c["options"]["task_queue"],
+        "input": c["input"],
+        "options": c["options"],
+        "first_scheduled_ms": ts,
+        "attempt_started_ms": ts,
+        "last_heartbeat_ms": 0,
+        "heartbeat_details": None,
+        "cancel_requested": False,
+        "retrying": False,
+        "last_failure": None,
+        "next_attempt_ms": None,
         "held": False,
     }
     st["pending_activities"].append(a)
@@ -105,19 +147,41 @@ def _retry_delay(a: dict, failure: dict, ts: int) -> int | None:
     return delay
 
 
-def _attempt_failed(view: BatchView, out: Outbox, st: dict, a: dict, failure: dict, ts: int, *,
-                    identity: str = "", timeout_type: str | None = None) -> None:
+def _attempt_failed(
+    view: BatchView,
+    out: Outbox,
+    st: dict,
+    a: dict,
+    failure: dict,
+    ts: int,
+    *,
+    identity: str = "",
+    timeout_type: str | None = None,
+) -> None:
     common = {"activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"]}
     delay = _retry_delay(a, failure, ts)
     if delay is not None and not a["cancel_requested"]:
-        emit(view, out, st, "ActivityTaskAttemptFailed", {**common, "failure": failure, "timeout_type": timeout_type,
-                                                           "retry_in_ms": delay}, ts=ts)
+        emit(
+            view,
+            out,
+            st,
+            "ActivityTaskAttemptFailed",
+            {**common, "failure": failure, "timeout_type": timeout_type, "retry_in_ms": delay},
+            ts=ts,
+        )
         a["attempt"] += 1
         a["retrying"] = True
         a["last_failure"] = failure
         a["next_attempt_ms"] = ts + delay
-        start_timer(out, st, f"a{a['scheduled_seq']}.{a['attempt']}.retry", ts + delay, "retry_backoff",
-                    scheduled_seq=a["scheduled_seq"], attempt=a["attempt"])
+        start_timer(
+            out,
+            st,
+            f"a{a['scheduled_seq']}.{a['attempt']}.retry",
+            ts + delay,
+            "retry_backoff",
+            scheduled_seq=a["scheduled_seq"],
+            attempt=a["attempt"],
+        )
         return
     st["pending_activities"].remove(a)
     if timeout_type:
@@ -127,8 +191,9 @@ def _attempt_failed(view: BatchView, out: Outbox, st: dict, a: dict, failure: di
     workflow_task_needed(view, out, st, ts)
 
 
-def activity_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, failed: bool,
-                    task: str = "incremental") -> bool:
+def activity_result(
+    cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, failed: bool, task: str = "incremental"
+) -> bool:
     """Record an attempt's result; False when the completion is stale (nothing recorded).
 
     ``task``: what follows a completion: ``"incremental"`` a workflow task with the new events,
@@ -145,9 +210,20 @@ def activity_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int
         _attempt_failed(view, out, st, a, body["failure"], ts, identity=body["identity"])
     else:
         st["pending_activities"].remove(a)
-        emit(view, out, st, "ActivityTaskCompleted", {
-            "activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"],
-            "result": body["result"], "identity": body["identity"]}, ts=ts)
+        emit(
+            view,
+            out,
+            st,
+            "ActivityTaskCompleted",
+            {
+                "activity_id": a["activity_id"],
+                "scheduled_seq": a["scheduled_seq"],
+                "attempt": a["attempt"],
+                "result": body["result"],
+                "identity": body["identity"],
+            },
+            ts=ts,
+        )
         if task != "none":
             workflow_task_needed(view, out, st, ts, full=task == "full")
     view.put(st)
@@ -155,8 +231,14 @@ def activity_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int
 
 
 def _timeout_failure(kind: str, a: dict) -> dict:
-    return {"type": "TimeoutError", "message": f"activity {a['activity_type']} attempt {a['attempt']}: {kind} timeout",
-            "stack_trace": "", "non_retryable": False, "details": None, "cause": a.get("last_failure")}
+    return {
+        "type": "TimeoutError",
+        "message": f"activity {a['activity_type']} attempt {a['attempt']}: {kind} timeout",
+        "stack_trace": "",
+        "non_retryable": False,
+        "details": None,
+        "cause": a.get("last_failure"),
+    }
 
 
 def activity_timer_fired(st: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> bool:
@@ -167,9 +249,20 @@ def activity_timer_fired(st: dict, body: dict, view: BatchView, out: Outbox, ts:
         return False
     if kind == "schedule_to_close":
         st["pending_activities"].remove(a)
-        emit(view, out, st, "ActivityTaskTimedOut", {
-            "activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"],
-            "timeout_type": "schedule_to_close", "failure": _timeout_failure("schedule-to-close", a)}, ts=ts)
+        emit(
+            view,
+            out,
+            st,
+            "ActivityTaskTimedOut",
+            {
+                "activity_id": a["activity_id"],
+                "scheduled_seq": a["scheduled_seq"],
+                "attempt": a["attempt"],
+                "timeout_type": "schedule_to_close",
+                "failure": _timeout_failure("schedule-to-close", a),
+            },
+            ts=ts,
+        )
         workflow_task_needed(view, out, st, ts)
         return True
     if a["attempt"] != body["attempt"]:
@@ -216,10 +309,22 @@ def cancel_activity(view: BatchView, out: Outbox, st: dict, activity_id: str, ts
     The running attempt learns of it at its next heartbeat; its result, if any, is ignored."""
     a = next((x for x in st["pending_activities"] if x["activity_id"] == activity_id), None)
     # always recorded: it is the echo of the workflow's command, which replay matches
-    emit(view, out, st, "ActivityTaskCancelRequested",
-         {"activity_id": activity_id, "scheduled_seq": a["scheduled_seq"] if a else 0}, ts=ts)
+    emit(
+        view,
+        out,
+        st,
+        "ActivityTaskCancelRequested",
+        {"activity_id": activity_id, "scheduled_seq": a["scheduled_seq"] if a else 0},
+        ts=ts,
+    )
     if a is None:
         return  # it finished first; its result is already in history
     st["pending_activities"].remove(a)
-    emit(view, out, st, "ActivityTaskCanceled", {"activity_id": activity_id, "scheduled_seq": a["scheduled_seq"],
-                                                  "attempt": a["attempt"], "identity": ""}, ts=ts)
+    emit(
+        view,
+        out,
+        st,
+        "ActivityTaskCanceled",
+        {"activity_id": activity_id, "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"], "identity": ""},
+        ts=ts,
+    )

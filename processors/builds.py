@@ -42,8 +42,16 @@ class BuildDefaults:
         self.defaults: dict[str, str | None] = {}
         self._consumer = Consumer(kafka.waiting_consumer(None))
         self._namespace = kafka.namespace
-        self._gauge = Gauge("kadence_build_default", "1 for the build new workflows of a task queue start on",
-                            ["namespace", "task_queue", "build"], registry=registry) if registry is not None else None
+        self._gauge = (
+            Gauge(
+                "kadence_build_default",
+                "1 for the build new workflows of a task queue start on",
+                ["namespace", "task_queue", "build"],
+                registry=registry,
+            )
+            if registry is not None
+            else None
+        )
         self._tps: list[TopicPartition] = []
 
     def start(self, timeout: float = 30.0) -> None:
@@ -77,8 +85,9 @@ class BuildDefaults:
                 return self._consumer.get_watermark_offsets(tp, timeout=timeout)[1]
             except KafkaException as exc:
                 err = exc.args[0]
-                if (not err.retriable() and err.code() != KafkaError.NOT_LEADER_FOR_PARTITION) \
-                        or time.monotonic() > deadline:
+                if (
+                    not err.retriable() and err.code() != KafkaError.NOT_LEADER_FOR_PARTITION
+                ) or time.monotonic() > deadline:
                     raise BrokerUnavailableError(f"cannot read {self.topic}: {exc}") from exc
                 time.sleep(0.1)
 
@@ -96,8 +105,14 @@ class BuildDefaults:
             try:
                 build = validate_build_id(serde.decode("BuildDefault", msg.value())["build_id"], allow_none=True)
             except KadenceError as exc:
-                log.warning("ignoring build default for queue %s at %s[%d]@%d: %s", queue, msg.topic(),
-                            msg.partition(), msg.offset(), exc)
+                log.warning(
+                    "ignoring build default for queue %s at %s[%d]@%d: %s",
+                    queue,
+                    msg.topic(),
+                    msg.partition(),
+                    msg.offset(),
+                    exc,
+                )
                 return
         previous = self.defaults.get(queue)
         self.defaults[queue] = build
@@ -122,11 +137,18 @@ class BacklogReporter:
     def __init__(self, kafka: KafkaConfig, registry: CollectorRegistry, interval_s: float):
         self.kafka = kafka
         self.interval_s = interval_s
-        self._backlog = Gauge("kadence_build_backlog", "workflow tasks waiting for a worker of this build",
-                              ["namespace", "task_queue", "build"], registry=registry)
-        self._age = Gauge("kadence_build_oldest_task_age_seconds",
-                          "age of the oldest workflow task waiting for a worker of this build",
-                          ["namespace", "task_queue", "build"], registry=registry)
+        self._backlog = Gauge(
+            "kadence_build_backlog",
+            "workflow tasks waiting for a worker of this build",
+            ["namespace", "task_queue", "build"],
+            registry=registry,
+        )
+        self._age = Gauge(
+            "kadence_build_oldest_task_age_seconds",
+            "age of the oldest workflow task waiting for a worker of this build",
+            ["namespace", "task_queue", "build"],
+            registry=registry,
+        )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kadence-build-backlog", daemon=True)
         self.measurements = 0

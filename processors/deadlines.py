@@ -53,8 +53,15 @@ def activity_deadlines(st: dict | None) -> list[dict]:
         # a start-to-close limit also bounds the time waiting for a worker (no "started" round trip)
         stc, sts = opts.get("start_to_close_timeout_ms"), opts.get("schedule_to_start_timeout_ms")
         if stc or sts:
-            out.append(_body(f"a{seq}.{attempt}.stc", a["attempt_started_ms"] + (stc or 0) + (sts or 0),
-                             "activity_timeout", seq, attempt))
+            out.append(
+                _body(
+                    f"a{seq}.{attempt}.stc",
+                    a["attempt_started_ms"] + (stc or 0) + (sts or 0),
+                    "activity_timeout",
+                    seq,
+                    attempt,
+                )
+            )
         hb = opts.get("heartbeat_timeout_ms")
         if hb:
             last = max(a["last_heartbeat_ms"], a["attempt_started_ms"])
@@ -147,5 +154,10 @@ class DeadlineIndex:
             cur = self._current.get(wf, {}).get(body["timer_id"])
             if cur is not None and cur[0]["fire_at_ms"] == fire_at:
                 self._spent[key] = fire_at
-                log.warning("workflow %s run %s: deadline %s (%s) fired and was ignored; not firing it again",
-                            wf, cur[1], body["timer_id"], body["kind"])
+                log.warning(
+                    "workflow %s run %s: deadline %s (%s) fired and was ignored; not firing it again",
+                    wf,
+                    cur[1],
+                    body["timer_id"],
+                    body["kind"],
+                )

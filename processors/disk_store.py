@@ -114,8 +114,7 @@ class DiskShardStore:
         decode = self._event_codec.decode
         return [decode(v) for _k, v in self._range(prefix, prefix + _SEQ.pack(since + 1))]
 
-    def get_history_encoded(self, workflow_id: str, run_id: str, since: int = 0,
-                            upto: int | None = None) -> list:
+    def get_history_encoded(self, workflow_id: str, run_id: str, since: int = 0, upto: int | None = None) -> list:
         """The run's events with ``since`` < seq <= ``upto``, as Avro bodies (``Encoded``) that a
         workflow task takes without decoding them; an event written with an older schema
         version is returned decoded."""
@@ -141,8 +140,9 @@ class DiskShardStore:
             yield it.key(), it.value()
             it.next()
 
-    def append_history(self, workflow_id: str, run_id: str, events: list[dict],
-                       raws: list[bytes] | None = None) -> None:
+    def append_history(
+        self, workflow_id: str, run_id: str, events: list[dict], raws: list[bytes] | None = None
+    ) -> None:
         wid = workflow_id.encode()
         wb = WriteBatch(raw_mode=True)
         if self._run(workflow_id) != run_id:

@@ -68,28 +68,35 @@ class Outbox:
     runs_closed: list = field(default_factory=list)
 
     def mark(self) -> tuple[int, ...]:
-        return (len(self.events), len(self.tasks), len(self.replies), len(self.timers), len(self.commands),
-                len(self.runs_started), len(self.runs_closed))
+        return (
+            len(self.events),
+            len(self.tasks),
+            len(self.replies),
+            len(self.timers),
+            len(self.commands),
+            len(self.runs_started),
+            len(self.runs_closed),
+        )
 
     def stamp(self, mark: tuple[int, ...], ref: tuple[str, str]) -> None:
         """Give the events, tasks and commands appended since ``mark`` the trace context ``ref``
         (the processing span of the command that caused them: ``topics.tracing``)."""
         trace_id, span_id = ref
-        for _wf, ev in self.events[mark[0]:]:
+        for _wf, ev in self.events[mark[0] :]:
             ev["trace_id"], ev["span_id"] = trace_id, span_id
-        for _kind, _queue, task in self.tasks[mark[1]:]:
+        for _kind, _queue, task in self.tasks[mark[1] :]:
             task["trace_id"], task["span_id"] = trace_id, span_id
         for i in range(mark[4], len(self.commands)):
             self.commands[i] = (*self.commands[i][:5], ref)
 
     def truncate(self, mark: tuple[int, ...]) -> None:
-        del self.events[mark[0]:]
-        del self.tasks[mark[1]:]
-        del self.replies[mark[2]:]
-        del self.timers[mark[3]:]
-        del self.commands[mark[4]:]
-        del self.runs_started[mark[5]:]
-        del self.runs_closed[mark[6]:]
+        del self.events[mark[0] :]
+        del self.tasks[mark[1] :]
+        del self.replies[mark[2] :]
+        del self.timers[mark[3] :]
+        del self.commands[mark[4] :]
+        del self.runs_started[mark[5] :]
+        del self.runs_closed[mark[6] :]
 
 
 def _copy_state(st: dict) -> dict:
@@ -153,8 +160,7 @@ class BatchView:
     def checkpoint(self, workflow_id: str):
         """What ``rollback`` needs to undo a failed transition of this workflow."""
         st = self.states.get(workflow_id)
-        return (workflow_id in self.states, _copy_state(st) if st else None,
-                len(self.new_events.get(workflow_id, ())))
+        return (workflow_id in self.states, _copy_state(st) if st else None, len(self.new_events.get(workflow_id, ())))
 
     def rollback(self, workflow_id: str, checkpoint) -> None:
         had, st, n_events = checkpoint
@@ -189,8 +195,11 @@ class BatchView:
     def task_events(self, workflow_id: str, run_id: str, since: int, upto: int | None = None) -> list:
         """The run's events with ``since`` < seq <= ``upto`` for a workflow task: committed and
         staged; a store that keeps encoded records hands them over without decoding them."""
-        staged = [e for e in self.new_events.get(workflow_id, ())
-                  if e["run_id"] == run_id and e["seq"] > since and (upto is None or e["seq"] <= upto)]
+        staged = [
+            e
+            for e in self.new_events.get(workflow_id, ())
+            if e["run_id"] == run_id and e["seq"] > since and (upto is None or e["seq"] <= upto)
+        ]
         encoded = getattr(self._store, "get_history_encoded", None)
         if encoded is not None:
             return encoded(workflow_id, run_id, since, upto) + staged
@@ -219,14 +228,22 @@ class BatchView:
                 store.append_history(wf, st["run_id"], events)
 
 
-def emit(view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *, ts: int,
-         request_id: str | None = None) -> dict:
+def emit(
+    view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *, ts: int, request_id: str | None = None
+) -> dict:
     """Append a history event to the workflow's current run."""
     seq = st["next_seq"]
     st["next_seq"] = seq + 1
     ev = {
-        "event_id": new_id(), "aggregate_key": st["workflow_id"], "run_id": st["run_id"], "seq": seq,
-        "timestamp_ms": ts, "schema_version": 0, "trace_id": None, "span_id": None, "request_id": request_id,
+        "event_id": new_id(),
+        "aggregate_key": st["workflow_id"],
+        "run_id": st["run_id"],
+        "seq": seq,
+        "timestamp_ms": ts,
+        "schema_version": 0,
+        "trace_id": None,
+        "span_id": None,
+        "request_id": request_id,
         "attributes": (etype, attributes),
     }
     view.append(st["workflow_id"], ev)
@@ -236,18 +253,39 @@ def emit(view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *
     return ev
 
 
-def reply(out: Outbox, request_id: str | None, workflow_id: str, status: str, *, run_id=None,
-          message: str = "", result=None, failure=None, memo: dict | None = None,
-          description: dict | None = None, reset_plan: dict | None = None) -> None:
+def reply(
+    out: Outbox,
+    request_id: str | None,
+    workflow_id: str,
+    status: str,
+    *,
+    run_id=None,
+    message: str = "",
+    result=None,
+    failure=None,
+    memo: dict | None = None,
+    description: dict | None = None,
+    reset_plan: dict | None = None,
+) -> None:
     if not request_id:
         return
-    out.replies.append({
-        "request_id": request_id, "workflow_id": workflow_id, "run_id": run_id, "status": status,
-        "message": message, "history_offset": None, "result": result, "failure": failure,
-        "schema_version": 0, "history_seq": None, "memo": memo or {}, "description": description,
-        "reset_plan": reset_plan,
-    })
-
+    out.replies.append(
+        {
+            "request_id": request_id,
+            "workflow_id": workflow_id,
+            "run_id": run_id,
+            "status": status,
+            "message": message,
+            "history_offset": None,
+            "result": result,
+            "failure": failure,
+            "schema_version": 0,
+            "history_seq": None,
+            "memo": memo or {},
+            "description": description,
+            "reset_plan": reset_plan,
+        }
+    )
 
 
 def closed_message(st: dict, run_id: str | None) -> str:
@@ -255,6 +293,7 @@ def closed_message(st: dict, run_id: str | None) -> str:
     if run_id and run_id != st["run_id"]:
         return f"run {run_id} is not the current run of workflow {st['workflow_id']!r} (it is closed)"
     return f"workflow is {st['status']}"
+
 
 #: heartbeat details larger than this are left out of a description (a reply must stay small)
 DESCRIBED_DETAILS_MAX = 4096
@@ -270,29 +309,49 @@ def description(st: dict, out: Outbox) -> dict:
     acts = []
     for a in st["pending_activities"]:
         details = a["heartbeat_details"]
-        acts.append({
-            "activity_id": a["activity_id"], "activity_type": a["activity_type"], "task_queue": a["task_queue"],
-            "attempt": a["attempt"], "scheduled_seq": a["scheduled_seq"], "first_scheduled_ms": a["first_scheduled_ms"],
-            "attempt_started_ms": a["attempt_started_ms"], "last_heartbeat_ms": a["last_heartbeat_ms"],
-            "heartbeat_details": details if details is not None and len(details) <= DESCRIBED_DETAILS_MAX else None,
-            "last_failure": a["last_failure"], "retrying": a["retrying"],
-            "next_attempt_ms": a.get("next_attempt_ms") if a["retrying"] else None,
-            "cancel_requested": a["cancel_requested"], "held": a["held"],
-        })
+        acts.append(
+            {
+                "activity_id": a["activity_id"],
+                "activity_type": a["activity_type"],
+                "task_queue": a["task_queue"],
+                "attempt": a["attempt"],
+                "scheduled_seq": a["scheduled_seq"],
+                "first_scheduled_ms": a["first_scheduled_ms"],
+                "attempt_started_ms": a["attempt_started_ms"],
+                "last_heartbeat_ms": a["last_heartbeat_ms"],
+                "heartbeat_details": details if details is not None and len(details) <= DESCRIBED_DETAILS_MAX else None,
+                "last_failure": a["last_failure"],
+                "retrying": a["retrying"],
+                "next_attempt_ms": a.get("next_attempt_ms") if a["retrying"] else None,
+                "cancel_requested": a["cancel_requested"],
+                "held": a["held"],
+            }
+        )
     return {
-        "workflow_type": st["workflow_type"], "task_queue": st["task_queue"], "build_id": st["build_id"],
-        "start_time_ms": st["start_time_ms"], "close_time_ms": st["close_time_ms"],
-        "parent_workflow_id": st["parent_workflow_id"], "parent_run_id": st["parent_run_id"],
-        "children": [{"workflow_id": c["workflow_id"], "run_id": c["run_id"], "initiated_seq": c["initiated_seq"]}
-                     for c in st["pending_children"]],
+        "workflow_type": st["workflow_type"],
+        "task_queue": st["task_queue"],
+        "build_id": st["build_id"],
+        "start_time_ms": st["start_time_ms"],
+        "close_time_ms": st["close_time_ms"],
+        "parent_workflow_id": st["parent_workflow_id"],
+        "parent_run_id": st["parent_run_id"],
+        "children": [
+            {"workflow_id": c["workflow_id"], "run_id": c["run_id"], "initiated_seq": c["initiated_seq"]}
+            for c in st["pending_children"]
+        ],
         "pending_activities": acts,
-        "pending_timers": [{"timer_id": t["timer_id"], "fire_at_ms": t["fire_at_ms"], "kind": t["kind"]}
-                           for t in st["pending_timers"]],
+        "pending_timers": [
+            {"timer_id": t["timer_id"], "fire_at_ms": t["fire_at_ms"], "kind": t["kind"]} for t in st["pending_timers"]
+        ],
         "signals_received": st["signals_seen"],
         "open_updates": sum(1 for u in st.get("updates", ()) if u["status"] == "accepted"),
-        "search_attributes": dict(st["search_attributes"]), "history_length": st["next_seq"] - 1,
-        "history_size_bytes": None if st.get("history_bytes") is None else st["history_bytes"] + _unwritten_bytes(st, out),
-        "continued_run_id": st["continued_run_id"], "paused": st["paused"],
+        "search_attributes": dict(st["search_attributes"]),
+        "history_length": st["next_seq"] - 1,
+        "history_size_bytes": None
+        if st.get("history_bytes") is None
+        else st["history_bytes"] + _unwritten_bytes(st, out),
+        "continued_run_id": st["continued_run_id"],
+        "paused": st["paused"],
         "held_timers": len(st["held_timers"]),
     }
 
@@ -338,7 +397,13 @@ def deduplicated(st: dict | None, cmd: dict, out: Outbox, view: BatchView | None
     IDs of its history events (every signal and cancel of the run, however many)."""
     rid = cmd["request_id"]
     seen = recent(st, rid)
-    if seen is None and rid and st is not None and view is not None and view.request_seen(st["workflow_id"], st["run_id"], rid):
+    if (
+        seen is None
+        and rid
+        and st is not None
+        and view is not None
+        and view.request_seen(st["workflow_id"], st["run_id"], rid)
+    ):
         seen = {"status": "ok", "run_id": st["run_id"], "message": ""}
     if seen is None:
         return False
@@ -357,8 +422,14 @@ def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
         reply(out, cmd["request_id"], wf, "not_found", message=f"workflow {wf!r} not found")
         return None
     if cmd["run_id"] and cmd["run_id"] != st["run_id"]:  # an earlier run: closed (only the last can run)
-        reply(out, cmd["request_id"], wf, "rejected", run_id=st["run_id"],
-              message=f"run {cmd['run_id']} is not the current run of workflow {wf!r} (it is closed)")
+        reply(
+            out,
+            cmd["request_id"],
+            wf,
+            "rejected",
+            run_id=st["run_id"],
+            message=f"run {cmd['run_id']} is not the current run of workflow {wf!r} (it is closed)",
+        )
         return None
     if st["status"] != "running":
         reply(out, cmd["request_id"], wf, "rejected", run_id=st["run_id"], message=f"workflow is {st['status']}")
@@ -366,8 +437,9 @@ def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
     return st
 
 
-def schedule_workflow_task(view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False,
-                           attempt: int = 1) -> None:
+def schedule_workflow_task(
+    view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False, attempt: int = 1
+) -> None:
     if st["paused"]:  # remembered, and scheduled when the run is unpaused (processors.pause)
         st["wt_needed"] = True
         return
@@ -397,25 +469,55 @@ def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool
     # after it (a redispatch for RequestWorkflowHistory) belong to the next task
     upto = st["wt_scheduled_seq"] if query is None and st["wt_scheduled_seq"] else None
     events = view.task_events(st["workflow_id"], st["run_id"], since, upto)
-    out.tasks.append(("workflow", st["task_queue"], {
-        "workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
-        "task_queue": st["task_queue"], "scheduled_seq": st["wt_scheduled_seq"] or 0,
-        "attempt": st["wt_attempt"], "full_history": since == 0, "events": events,
-        "schema_version": 0, "trace_id": None, "span_id": None, "query": query, "build_id": st["build_id"],
-    }))
+    out.tasks.append(
+        (
+            "workflow",
+            st["task_queue"],
+            {
+                "workflow_id": st["workflow_id"],
+                "run_id": st["run_id"],
+                "workflow_type": st["workflow_type"],
+                "task_queue": st["task_queue"],
+                "scheduled_seq": st["wt_scheduled_seq"] or 0,
+                "attempt": st["wt_attempt"],
+                "full_history": since == 0,
+                "events": events,
+                "schema_version": 0,
+                "trace_id": None,
+                "span_id": None,
+                "query": query,
+                "build_id": st["build_id"],
+            },
+        )
+    )
 
 
-def start_timer(out: Outbox, st: dict, timer_id: str, fire_at_ms: int, kind: str, *,
-                scheduled_seq: int = 0, attempt: int = 0) -> None:
-    out.timers.append({
-        "workflow_id": st["workflow_id"], "run_id": st["run_id"], "timer_id": timer_id,
-        "fire_at_ms": fire_at_ms, "kind": kind, "schema_version": 0,
-        "scheduled_seq": scheduled_seq, "attempt": attempt,
-    })
+def start_timer(
+    out: Outbox, st: dict, timer_id: str, fire_at_ms: int, kind: str, *, scheduled_seq: int = 0, attempt: int = 0
+) -> None:
+    out.timers.append(
+        {
+            "workflow_id": st["workflow_id"],
+            "run_id": st["run_id"],
+            "timer_id": timer_id,
+            "fire_at_ms": fire_at_ms,
+            "kind": kind,
+            "schema_version": 0,
+            "scheduled_seq": scheduled_seq,
+            "attempt": attempt,
+        }
+    )
 
 
-def send_command(out: Outbox, workflow_id: str, body_type: str, body: dict, *, run_id: str | None = None,
-                 request_id: str | None = None) -> None:
+def send_command(
+    out: Outbox,
+    workflow_id: str,
+    body_type: str,
+    body: dict,
+    *,
+    run_id: str | None = None,
+    request_id: str | None = None,
+) -> None:
     """A command for another workflow (its shard may be another partition), in this transaction."""
     out.commands.append((workflow_id, body_type, body, run_id, request_id, None))
 
@@ -425,17 +527,37 @@ def _parent_close_policies(out: Outbox, st: dict) -> None:
         policy = child["parent_close_policy"]
         rid = f"parent-close:{st['run_id']}:{child['initiated_seq']}"
         if policy == "terminate":
-            send_command(out, child["workflow_id"], "TerminateWorkflow",
-                         {"reason": f"parent {st['workflow_id']} closed", "identity": "parent-close-policy"},
-                         run_id=child["run_id"], request_id=rid)
+            send_command(
+                out,
+                child["workflow_id"],
+                "TerminateWorkflow",
+                {"reason": f"parent {st['workflow_id']} closed", "identity": "parent-close-policy"},
+                run_id=child["run_id"],
+                request_id=rid,
+            )
         elif policy == "request_cancel":
-            send_command(out, child["workflow_id"], "RequestCancelWorkflow",
-                         {"reason": f"parent {st['workflow_id']} closed"}, run_id=child["run_id"], request_id=rid)
+            send_command(
+                out,
+                child["workflow_id"],
+                "RequestCancelWorkflow",
+                {"reason": f"parent {st['workflow_id']} closed"},
+                run_id=child["run_id"],
+                request_id=rid,
+            )
     st["pending_children"] = []
 
 
-def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failure=None,
-              notify: bool = True, notify_parent: bool = True) -> None:
+def close_run(
+    out: Outbox,
+    st: dict,
+    status: str,
+    ts: int,
+    *,
+    result=None,
+    failure=None,
+    notify: bool = True,
+    notify_parent: bool = True,
+) -> None:
     st["status"] = status
     st["close_time_ms"] = ts
     out.runs_closed.append((st["workflow_type"], status, ts - st["start_time_ms"]))
@@ -453,10 +575,21 @@ def close_run(out: Outbox, st: dict, status: str, ts: int, *, result=None, failu
         fail_open_updates(out, st, status)
     _parent_close_policies(out, st)
     if st["parent_workflow_id"] and status != "continued_as_new" and notify_parent:
-        send_command(out, st["parent_workflow_id"], "ChildWorkflowEvent", {
-            "initiated_seq": st["parent_initiated_seq"], "child_workflow_id": st["workflow_id"],
-            "child_run_id": st["run_id"], "kind": status, "result": result, "failure": failure, "message": ""},
-            run_id=st["parent_run_id"])
+        send_command(
+            out,
+            st["parent_workflow_id"],
+            "ChildWorkflowEvent",
+            {
+                "initiated_seq": st["parent_initiated_seq"],
+                "child_workflow_id": st["workflow_id"],
+                "child_run_id": st["run_id"],
+                "kind": status,
+                "result": result,
+                "failure": failure,
+                "message": "",
+            },
+            run_id=st["parent_run_id"],
+        )
     if notify:
         for rid in st["result_waiters"]:
             reply(out, rid, st["workflow_id"], status, run_id=st["run_id"], result=result, failure=failure)

@@ -110,12 +110,18 @@ class ProcessorConfig:
     def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> ProcessorConfig:
         env = os.environ if env is None else env
         kw: dict = {}
-        for var, key in (("KADENCE_PROCESSOR_ID", "instance_id"), ("KADENCE_PROCESSOR_STORE", "store"),
-                         ("KADENCE_STATE_DIR", "state_dir")):
+        for var, key in (
+            ("KADENCE_PROCESSOR_ID", "instance_id"),
+            ("KADENCE_PROCESSOR_STORE", "store"),
+            ("KADENCE_STATE_DIR", "state_dir"),
+        ):
             if env.get(var):
                 kw[key] = env[var]
-        for var, key in (("KADENCE_PROCESSOR_MAX_BATCH", "max_batch"), ("KADENCE_TXN_TIMEOUT_MS", "transaction_timeout_ms"),
-                         ("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms")):
+        for var, key in (
+            ("KADENCE_PROCESSOR_MAX_BATCH", "max_batch"),
+            ("KADENCE_TXN_TIMEOUT_MS", "transaction_timeout_ms"),
+            ("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms"),
+        ):
             if env.get(var):
                 kw[key] = int(env[var])
         if env.get("KADENCE_BUILD_BACKLOG_INTERVAL_S"):
@@ -170,40 +176,80 @@ class _Metrics:
     def __init__(self, registry: CollectorRegistry, namespace: str):
         r, ns = registry, ["namespace"]
         self.commands = Counter("kadence_processor_commands", "commands processed", ns, registry=r).labels(namespace)
-        self.batches = Histogram("kadence_processor_batch_size", "commands per transaction", ns, registry=r,
-                                 buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)).labels(namespace)
-        self.commit = Histogram("kadence_processor_commit_seconds", "transaction commit time", ns, registry=r,
-                                buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5)).labels(namespace)
-        self.duplicates = Counter("kadence_processor_duplicates_suppressed", "duplicate requests answered from memory", ns,
-                                  registry=r).labels(namespace)
-        self.stale = Counter("kadence_processor_stale_rejected", "stale task completions rejected", ns,
-                             registry=r).labels(namespace)
-        eager = Counter("kadence_processor_eager_workflow_tasks", "eager workflow tasks, by outcome",
-                        ["namespace", "outcome"], registry=r)
-        self.eager_accepted, self.eager_refused = eager.labels(namespace, "accepted"), eager.labels(namespace, "refused")
-        self.dlq = Counter("kadence_processor_dead_letters", "commands sent to the dead-letter topic", ns,
-                           registry=r).labels(namespace)
+        self.batches = Histogram(
+            "kadence_processor_batch_size",
+            "commands per transaction",
+            ns,
+            registry=r,
+            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
+        ).labels(namespace)
+        self.commit = Histogram(
+            "kadence_processor_commit_seconds",
+            "transaction commit time",
+            ns,
+            registry=r,
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5),
+        ).labels(namespace)
+        self.duplicates = Counter(
+            "kadence_processor_duplicates_suppressed", "duplicate requests answered from memory", ns, registry=r
+        ).labels(namespace)
+        self.stale = Counter(
+            "kadence_processor_stale_rejected", "stale task completions rejected", ns, registry=r
+        ).labels(namespace)
+        eager = Counter(
+            "kadence_processor_eager_workflow_tasks",
+            "eager workflow tasks, by outcome",
+            ["namespace", "outcome"],
+            registry=r,
+        )
+        self.eager_accepted, self.eager_refused = (
+            eager.labels(namespace, "accepted"),
+            eager.labels(namespace, "refused"),
+        )
+        self.dlq = Counter(
+            "kadence_processor_dead_letters", "commands sent to the dead-letter topic", ns, registry=r
+        ).labels(namespace)
         self.aborts = Counter("kadence_processor_aborts", "transactions aborted", ns, registry=r).labels(namespace)
-        self.hung = Counter("kadence_processor_txn_hangs",
-                            "send_offsets_to_transaction calls given up on (producer replaced)", ns,
-                            registry=r).labels(namespace)
-        self.deadlines = Counter("kadence_processor_deadlines_fired",
-                                 "activity timeouts fired from the processor's deadline index", ns,
-                                 registry=r).labels(namespace)
+        self.hung = Counter(
+            "kadence_processor_txn_hangs",
+            "send_offsets_to_transaction calls given up on (producer replaced)",
+            ns,
+            registry=r,
+        ).labels(namespace)
+        self.deadlines = Counter(
+            "kadence_processor_deadlines_fired",
+            "activity timeouts fired from the processor's deadline index",
+            ns,
+            registry=r,
+        ).labels(namespace)
         # workflow runs, by type (capped: a start request may name any type) and outcome
-        self.runs_started = Counter("kadence_processor_runs_started", "workflow runs started (committed)",
-                                    ["namespace", "workflow_type"], registry=r)
-        self.runs_closed = Counter("kadence_processor_runs_closed", "workflow runs closed (committed), by outcome",
-                                   ["namespace", "workflow_type", "outcome"], registry=r)
-        self.run_seconds = Histogram("kadence_processor_run_seconds",
-                                     "workflow run start to close (workflow time), by outcome",
-                                     ["namespace", "workflow_type", "outcome"], registry=r,
-                                     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900,
-                                              3600, 21600, 86400, 604800))
+        self.runs_started = Counter(
+            "kadence_processor_runs_started",
+            "workflow runs started (committed)",
+            ["namespace", "workflow_type"],
+            registry=r,
+        )
+        self.runs_closed = Counter(
+            "kadence_processor_runs_closed",
+            "workflow runs closed (committed), by outcome",
+            ["namespace", "workflow_type", "outcome"],
+            registry=r,
+        )
+        self.run_seconds = Histogram(
+            "kadence_processor_run_seconds",
+            "workflow run start to close (workflow time), by outcome",
+            ["namespace", "workflow_type", "outcome"],
+            registry=r,
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400, 604800),
+        )
         self.workflow_type = BoundedLabel()
-        self.restore = Histogram("kadence_processor_restore_seconds", "time to restore one shard on assignment",
-                                 ns, registry=r, buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300)
-                                 ).labels(namespace)
+        self.restore = Histogram(
+            "kadence_processor_restore_seconds",
+            "time to restore one shard on assignment",
+            ns,
+            registry=r,
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300),
+        ).labels(namespace)
         self.lag = LagSampler(lag_gauge(r), namespace, "processor")
 
     def count_runs(self, namespace: str, out) -> None:
@@ -219,8 +265,7 @@ class _Metrics:
 class HistoryProcessor:
     """One processor instance. ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, config: ProcessorConfig, *, registry: CollectorRegistry | None = None,
-                 tracer_provider=None):
+    def __init__(self, config: ProcessorConfig, *, registry: CollectorRegistry | None = None, tracer_provider=None):
         self.config = config
         #: spans of traced commands (``topics.tracing``; None: the global tracer provider)
         self._tracer = Tracer("processor", tracer_provider)
@@ -240,8 +285,11 @@ class HistoryProcessor:
         self._known_queues: set[str] = set()
         self._known_builds: set[tuple[str, str]] = set()
         self._builds = BuildDefaults(config.kafka, registry)
-        self._backlog = (BacklogReporter(config.kafka, registry, config.build_backlog_interval_s)
-                         if config.build_backlog_interval_s > 0 else None)
+        self._backlog = (
+            BacklogReporter(config.kafka, registry, config.build_backlog_interval_s)
+            if config.build_backlog_interval_s > 0
+            else None
+        )
         self._cmd_codec = serde.codec("Command")
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
@@ -270,39 +318,49 @@ class HistoryProcessor:
         self._stop.set()
 
     def _make_producer(self) -> Producer:
-        conf = self.kafka.transactional_producer(f"{self.kafka.namespace}.processor.{self.config.instance_id}", **{
-            "transaction.timeout.ms": self.config.transaction_timeout_ms,
-            "acks": "all",
-            # librdkafka retries AddPartitionsToTxn/AddOffsetsToTxn while the broker still
-            # completes the previous transaction (CONCURRENT_TRANSACTIONS); the default 100 ms
-            # backoff made every other step wait ~100 ms (measured: 108 ms/txn -> 18 ms at 10 ms)
-            "retry.backoff.ms": 10,
-        })
-        return start_transactional(lambda: Producer(conf), what=f"processor {self.config.instance_id}",
-                                   stop=self._stop)
+        conf = self.kafka.transactional_producer(
+            f"{self.kafka.namespace}.processor.{self.config.instance_id}",
+            **{
+                "transaction.timeout.ms": self.config.transaction_timeout_ms,
+                "acks": "all",
+                # librdkafka retries AddPartitionsToTxn/AddOffsetsToTxn while the broker still
+                # completes the previous transaction (CONCURRENT_TRANSACTIONS); the default 100 ms
+                # backoff made every other step wait ~100 ms (measured: 108 ms/txn -> 18 ms at 10 ms)
+                "retry.backoff.ms": 10,
+            },
+        )
+        return start_transactional(lambda: Producer(conf), what=f"processor {self.config.instance_id}", stop=self._stop)
 
     def _make_consumer(self) -> Consumer:
-        consumer = Consumer(self.kafka.consumer(self.topics.processor_group, **{
-            # dynamic membership, not static (decision 0036): a static member restarted between
-            # the two rounds of a cooperative rebalance left the shards it was revoking unowned;
-            # the client ID names the instance in the group's description
-            "client.id": f"{self.topics.processor_group}.{self.config.instance_id}",
-            "session.timeout.ms": self.config.session_timeout_ms,
-            "partition.assignment.strategy": "cooperative-sticky",
-            # the loop pauses its partitions for each batch
-            "fetch.wait.max.ms": min(PAUSING_FETCH_WAIT_MS, self.kafka.fetch_wait_ms),
-            "enable.auto.offset.store": False,
-        }))
-        consumer.subscribe([self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke,
-                           on_lost=self._on_revoke)
+        consumer = Consumer(
+            self.kafka.consumer(
+                self.topics.processor_group,
+                **{
+                    # dynamic membership, not static (decision 0036): a static member restarted between
+                    # the two rounds of a cooperative rebalance left the shards it was revoking unowned;
+                    # the client ID names the instance in the group's description
+                    "client.id": f"{self.topics.processor_group}.{self.config.instance_id}",
+                    "session.timeout.ms": self.config.session_timeout_ms,
+                    "partition.assignment.strategy": "cooperative-sticky",
+                    # the loop pauses its partitions for each batch
+                    "fetch.wait.max.ms": min(PAUSING_FETCH_WAIT_MS, self.kafka.fetch_wait_ms),
+                    "enable.auto.offset.store": False,
+                },
+            )
+        )
+        consumer.subscribe(
+            [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
+        )
         return consumer
 
     def _new_store(self, partition: int):
         if self.config.store == "memory":
             return MemoryShardStore(partition)
         if self._state_dir is None:
-            self._state_dir = _claim_state_dir(Path(self.config.state_dir or tempfile.gettempdir()),
-                                               f"kadence-store-{self.kafka.namespace}-{self.config.instance_id}")
+            self._state_dir = _claim_state_dir(
+                Path(self.config.state_dir or tempfile.gettempdir()),
+                f"kadence-store-{self.kafka.namespace}-{self.config.instance_id}",
+            )
         return DiskShardStore(partition, self._state_dir / f"p{partition}")
 
     def _release(self, partition: int) -> None:
@@ -316,8 +374,9 @@ class HistoryProcessor:
     def _until_broker_answers(self, what: str, step):
         """``step()``, retried with backoff while the broker is unreachable (a processor started
         before the broker, or one that meets a restart while it restores), instead of exiting."""
-        return until_broker_answers(step, what=what, who=f"processor {self.config.instance_id}", stop=self._stop,
-                                    log=log)
+        return until_broker_answers(
+            step, what=what, who=f"processor {self.config.instance_id}", stop=self._stop, log=log
+        )
 
     def run(self) -> None:
         self._until_broker_answers("checking topics", self._check_topics)
@@ -349,8 +408,12 @@ class HistoryProcessor:
         self._exit_stalled(f"a transaction has been blocked for {blocked_s:.0f} s")
 
     def _exit_stalled(self, why: str) -> None:
-        log.critical("processor %s: %s (librdkafka #5511); exiting with status %d so that a restart takes its "
-                     "shards back", self.config.instance_id, why, EXIT_TXN_STALLED)
+        log.critical(
+            "processor %s: %s (librdkafka #5511); exiting with status %d so that a restart takes its shards back",
+            self.config.instance_id,
+            why,
+            EXIT_TXN_STALLED,
+        )
         logging.shutdown()
         os._exit(EXIT_TXN_STALLED)
 
@@ -396,17 +459,36 @@ class HistoryProcessor:
         # polls again, so this is a guard, not a known path. Here, before the partitions are
         # assigned, a resume cannot drop fetched records: none are queued yet.
         consumer.resume(partitions)
-        committed = {tp.partition: tp.offset for tp in assign_at_committed(
-            consumer, partitions, timeout=wait_s, what=self.topics.commands,
-            who=f"processor {self.config.instance_id}", stop=self._stop, log=log)}
+        committed = {
+            tp.partition: tp.offset
+            for tp in assign_at_committed(
+                consumer,
+                partitions,
+                timeout=wait_s,
+                what=self.topics.commands,
+                who=f"processor {self.config.instance_id}",
+                stop=self._stop,
+                log=log,
+            )
+        }
         for tp in partitions:
             self._release(tp.partition)
             offset = committed.get(tp.partition, -1)
-            self._fence_offsets[tp.partition] = offset if offset >= 0 else self._until_broker_answers(
-                f"reading where partition {tp.partition} begins", lambda t=tp: self._log_start(t))
-            self._stores[tp.partition], self._deadlines[tp.partition], self._quarantine[tp.partition] = \
-                self._until_broker_answers(f"restoring partition {tp.partition}", lambda p=tp.partition: self._restore(p))
-        log.info("processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
+            self._fence_offsets[tp.partition] = (
+                offset
+                if offset >= 0
+                else self._until_broker_answers(
+                    f"reading where partition {tp.partition} begins", lambda t=tp: self._log_start(t)
+                )
+            )
+            self._stores[tp.partition], self._deadlines[tp.partition], self._quarantine[tp.partition] = (
+                self._until_broker_answers(
+                    f"restoring partition {tp.partition}", lambda p=tp.partition: self._restore(p)
+                )
+            )
+        log.info(
+            "processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions)
+        )
 
     def _restore(self, partition: int):
         """A shard's store, deadline index and quarantined workflows, rebuilt from Kafka (a failed
@@ -414,8 +496,19 @@ class HistoryProcessor:
         index, store, quarantine = DeadlineIndex(), self._new_store(partition), {}
         t0 = time.perf_counter()
         try:
-            restored = restore_shard(self.kafka, self.topics.state, self.topics.history, partition, store,
-                                     observe=index.update, quarantine=quarantine), index, quarantine
+            restored = (
+                restore_shard(
+                    self.kafka,
+                    self.topics.state,
+                    self.topics.history,
+                    partition,
+                    store,
+                    observe=index.update,
+                    quarantine=quarantine,
+                ),
+                index,
+                quarantine,
+            )
             self.metrics.restore.observe(time.perf_counter() - t0)
             return restored
         except BaseException:
@@ -427,7 +520,11 @@ class HistoryProcessor:
         for tp in partitions:
             self._release(tp.partition)
         if partitions:
-            log.info("processor %s released partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions))
+            log.info(
+                "processor %s released partitions %s",
+                self.config.instance_id,
+                sorted(tp.partition for tp in partitions),
+            )
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -467,8 +564,11 @@ class HistoryProcessor:
         assignment = self._consumer.assignment()
         if not assignment:
             return
-        self._paused = [TopicPartition(tp.topic, tp.partition, tp.offset)
-                        for tp in self._consumer.position(assignment) if tp.offset >= 0]
+        self._paused = [
+            TopicPartition(tp.topic, tp.partition, tp.offset)
+            for tp in self._consumer.position(assignment)
+            if tp.offset >= 0
+        ]
         if self._paused:
             self._consumer.pause(self._paused)
 
@@ -549,8 +649,14 @@ class HistoryProcessor:
             out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
             for wf, run_id, body in due:
                 fields = set_log_fields(wf, run_id, p)
-                log.info("workflow %s run %s partition %d: %s deadline passed (%s)", wf, run_id, p, body["kind"],
-                         body["timer_id"])
+                log.info(
+                    "workflow %s run %s partition %d: %s deadline passed (%s)",
+                    wf,
+                    run_id,
+                    p,
+                    body["kind"],
+                    body["timer_id"],
+                )
                 checkpoint, mark = view.checkpoint(wf), out.mark()
                 try:
                     self._transition(self._deadline_command(wf, run_id, body), view, out, ts, mark, None)
@@ -604,7 +710,9 @@ class HistoryProcessor:
             f"wrong partition: workflow {workflow_id!r} belongs on {self.topics.commands} partition {expected} "
             f"(murmur2 of the workflow ID), the command was produced to partition {partition}; produce with "
             "Kafka's default partitioner (librdkafka: partitioner=murmur2_random)",
-            expected_partition=expected, partition=partition)
+            expected_partition=expected,
+            partition=partition,
+        )
 
     def _deadline_command(self, wf: str, run_id: str, body: dict) -> dict:
         """The FireTimer command the timer service would have sent for this deadline (as decoded)."""
@@ -730,25 +838,52 @@ class HistoryProcessor:
                     topic = self.topics.workflow_tasks(queue) if build is None else self._ensure_build(queue, build)
                     self._produce(topic, wt_codec.encode(task), task["workflow_id"].encode())
                 else:
-                    self._produce(self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode())
+                    self._produce(
+                        self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode()
+                    )
             for answer in out.replies:
                 answer["history_seq"] = views[p].seq_reached(answer["workflow_id"], answer["run_id"])
-                self._produce(self.topics.replies, reply_codec.encode(answer), answer["request_id"].encode(),
-                              self._reply_partition)
+                self._produce(
+                    self.topics.replies,
+                    reply_codec.encode(answer),
+                    answer["request_id"].encode(),
+                    self._reply_partition,
+                )
             for wf, body_type, body, run_id, request_id, ref in out.commands:
-                self._produce(self.topics.commands, self._cmd_codec.encode(
-                    command(wf, body_type, body, run_id=run_id, request_id=request_id, trace_id=ref and ref[0],
-                            span_id=ref and ref[1])), wf.encode())
+                self._produce(
+                    self.topics.commands,
+                    self._cmd_codec.encode(
+                        command(
+                            wf,
+                            body_type,
+                            body,
+                            run_id=run_id,
+                            request_id=request_id,
+                            trace_id=ref and ref[0],
+                            span_id=ref and ref[1],
+                        )
+                    ),
+                    wf.encode(),
+                )
             now = now_ms()
             for timer in out.timers:
-                self._produce(self.topics.timers(choose_tier(timer["fire_at_ms"] - now)), timer_codec.encode(timer),
-                              timer["workflow_id"].encode())
+                self._produce(
+                    self.topics.timers(choose_tier(timer["fire_at_ms"] - now)),
+                    timer_codec.encode(timer),
+                    timer["workflow_id"].encode(),
+                )
         for msg, reason, exc in dead:
             record = {
-                "origin_topic": msg.topic(), "origin_partition": msg.partition(), "origin_offset": msg.offset(),
-                "key": msg.key(), "value": msg.value(), "reason": f"{reason}: {exc}"[:2000],
-                "error_type": type(exc).__name__, "component": "history-processor",
-                "timestamp_ms": now_ms(), "schema_version": 1,
+                "origin_topic": msg.topic(),
+                "origin_partition": msg.partition(),
+                "origin_offset": msg.offset(),
+                "key": msg.key(),
+                "value": msg.value(),
+                "reason": f"{reason}: {exc}"[:2000],
+                "error_type": type(exc).__name__,
+                "component": "history-processor",
+                "timestamp_ms": now_ms(),
+                "schema_version": 1,
             }
             self._produce(self.topics.dlq, serde.encode("DeadLetter", record), msg.key())
             log.warning("dead-lettered %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), reason)
@@ -768,8 +903,10 @@ class HistoryProcessor:
     def _on_txn_error(self, exc: KafkaException) -> None:
         err = exc.args[0] if exc.args else None
         self.metrics.aborts.inc()
-        log.warning("transaction failed (%s); dropping the batch and rewinding",
-                    err.str() if isinstance(err, KafkaError) else exc)
+        log.warning(
+            "transaction failed (%s); dropping the batch and rewinding",
+            err.str() if isinstance(err, KafkaError) else exc,
+        )
         fatal = not isinstance(err, KafkaError) or err.fatal() or not err.txn_requires_abort()
         if not fatal:
             try:
@@ -781,9 +918,11 @@ class HistoryProcessor:
             # our own replacements are made current before they fence: a fence seen here came
             # from a process that started with our instance ID (a restart of this slot while this
             # one was paused), or from the broker aborting a transaction that outlived its timeout
-            log.warning("processor %s: producer fenced; if this repeats, another running process has "
-                        "the same instance ID (KADENCE_PROCESSOR_ID) and the two keep fencing each other",
-                        self.config.instance_id)
+            log.warning(
+                "processor %s: producer fenced; if this repeats, another running process has "
+                "the same instance ID (KADENCE_PROCESSOR_ID) and the two keep fencing each other",
+                self.config.instance_id,
+            )
         if fatal:
             # librdkafka lacks the client side of KIP-890: a commit or abort that failed or timed
             # out leaves the producer unusable; a new one (same transactional.id) fences it.
@@ -803,8 +942,11 @@ class HistoryProcessor:
         self.metrics.hung.inc()
         if self._guarded.stuck > MAX_HUNG_PRODUCERS:
             self._exit_stalled(f"{self._guarded.stuck} transaction calls have not returned")
-        log.warning("processor %s: %s (librdkafka #5511); replacing the producer, dropping the batch and rewinding",
-                    self.config.instance_id, exc)
+        log.warning(
+            "processor %s: %s (librdkafka #5511); replacing the producer, dropping the batch and rewinding",
+            self.config.instance_id,
+            exc,
+        )
         self._producer = self._make_producer()
         self._rewind()
 
@@ -815,8 +957,10 @@ class HistoryProcessor:
         assignment = self._consumer.assignment()
         if not assignment:
             return
-        committed = self._until_broker_answers("rewinding to the committed offsets",
-                                               lambda: committed_offsets(self._consumer, assignment, 60, self.topics.commands))
+        committed = self._until_broker_answers(
+            "rewinding to the committed offsets",
+            lambda: committed_offsets(self._consumer, assignment, 60, self.topics.commands),
+        )
         for tp in committed:
             if tp.offset < 0:
                 tp.offset = OFFSET_BEGINNING  # nothing committed yet (auto.offset.reset=earliest)

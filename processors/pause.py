@@ -51,8 +51,15 @@ def pause_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
     if st["paused"]:
         message = "the run was paused already"
     else:
-        emit(view, out, st, "WorkflowExecutionPaused", {"reason": body["reason"], "identity": body["identity"]},
-             ts=ts, request_id=rid)
+        emit(
+            view,
+            out,
+            st,
+            "WorkflowExecutionPaused",
+            {"reason": body["reason"], "identity": body["identity"]},
+            ts=ts,
+            request_id=rid,
+        )
         st["paused"] = True
         message = ""
         log.warning("audit: workflow %s run %s paused by %s", wf, st["run_id"], body["identity"] or "unknown")
@@ -61,8 +68,15 @@ def pause_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
     reply(out, rid, wf, "ok", run_id=st["run_id"], message=message)
 
 
-def unpause_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *,
-                     fire: Callable[[dict, dict, BatchView, Outbox, int], bool]) -> None:
+def unpause_workflow(
+    cmd: dict,
+    body: dict,
+    view: BatchView,
+    out: Outbox,
+    ts: int,
+    *,
+    fire: Callable[[dict, dict, BatchView, Outbox, int], bool],
+) -> None:
     """``fire(st, timer_body, view, out, ts)``: the state machine's firing of a due timer."""
     st = open_run_or_reply(cmd, view, out)
     if st is None:
@@ -73,8 +87,15 @@ def unpause_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: in
         view.put(st)
         reply(out, rid, wf, "ok", run_id=st["run_id"], message="the run was not paused")
         return
-    emit(view, out, st, "WorkflowExecutionUnpaused", {"reason": body["reason"], "identity": body["identity"]},
-         ts=ts, request_id=rid)
+    emit(
+        view,
+        out,
+        st,
+        "WorkflowExecutionUnpaused",
+        {"reason": body["reason"], "identity": body["identity"]},
+        ts=ts,
+        request_id=rid,
+    )
     st["paused"] = False
     for a in st["pending_activities"]:
         if a["held"]:
@@ -89,8 +110,13 @@ def unpause_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: in
         # with the whole history: a worker's cached instance may have run an eager task the
         # engine refused while the run was paused
         schedule_workflow_task(view, out, st, ts, full=True)
-    log.warning("audit: workflow %s run %s unpaused by %s (%d timers held)", wf, st["run_id"],
-                body["identity"] or "unknown", len(held))
+    log.warning(
+        "audit: workflow %s run %s unpaused by %s (%d timers held)",
+        wf,
+        st["run_id"],
+        body["identity"] or "unknown",
+        len(held),
+    )
     remember(st, rid, "ok")
     view.put(st)
     reply(out, rid, wf, "ok", run_id=st["run_id"])

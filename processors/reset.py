@@ -64,7 +64,7 @@ def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
     wf = cmd["aggregate_key"]
     checkpoint, mark, counts = view.checkpoint(wf), out.mark(), (out.stale, out.duplicates)
     _reset(cmd, body, view, out, ts, dry_run=True)
-    answer = next((r for r in out.replies[mark[2]:] if r["request_id"] == cmd["request_id"]), None)
+    answer = next((r for r in out.replies[mark[2] :] if r["request_id"] == cmd["request_id"]), None)
     view.rollback(wf, checkpoint)
     out.truncate(mark)
     out.stale, out.duplicates = counts
@@ -77,9 +77,13 @@ def _closed_history(cmd: dict, body: dict, st: dict, out: Outbox) -> list[dict] 
     None after refusing."""
     wf, point = cmd["aggregate_key"], body["workflow_task_completed_seq"]
     if not body["kept_events"]:
-        _fail(out, cmd, f"run {st['run_id']} is {st['status']}: the engine keeps no history of a closed run, so "
-                        "the reset must carry its events up to the branch point (the SDK and CLI send them)",
-              st["run_id"])
+        _fail(
+            out,
+            cmd,
+            f"run {st['run_id']} is {st['status']}: the engine keeps no history of a closed run, so "
+            "the reset must carry its events up to the branch point (the SDK and CLI send them)",
+            st["run_id"],
+        )
         return None
     codec = serde.codec("HistoryEvent")
     try:
@@ -87,11 +91,22 @@ def _closed_history(cmd: dict, body: dict, st: dict, out: Outbox) -> list[dict] 
     except SchemaError as exc:
         _fail(out, cmd, f"the events sent with the reset do not decode: {exc}", st["run_id"])
         return None
-    wrong = next((e for i, e in enumerate(events, 1)
-                  if e["seq"] != i or e["run_id"] != st["run_id"] or e["aggregate_key"] != wf), None)
+    wrong = next(
+        (
+            e
+            for i, e in enumerate(events, 1)
+            if e["seq"] != i or e["run_id"] != st["run_id"] or e["aggregate_key"] != wf
+        ),
+        None,
+    )
     if wrong is not None or len(events) != point or point >= st["next_seq"]:
-        _fail(out, cmd, f"the events sent with the reset are not events 1..{point} of run {st['run_id']} "
-                        f"(which has {st['next_seq'] - 1})", st["run_id"])
+        _fail(
+            out,
+            cmd,
+            f"the events sent with the reset are not events 1..{point} of run {st['run_id']} "
+            f"(which has {st['next_seq'] - 1})",
+            st["run_id"],
+        )
         return None
     return events
 
@@ -105,13 +120,23 @@ def _reset(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, dry_
         reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found (or its closed run was archived)")
         return
     if cmd["run_id"] and cmd["run_id"] != st["run_id"]:
-        _fail(out, cmd, f"run {cmd['run_id']} is not the current run of workflow {wf!r} (only the current run "
-                        f"can be reset; it is {st['run_id']})", st["run_id"])
+        _fail(
+            out,
+            cmd,
+            f"run {cmd['run_id']} is not the current run of workflow {wf!r} (only the current run "
+            f"can be reset; it is {st['run_id']})",
+            st["run_id"],
+        )
         return
     was_open = st["status"] == "running"
     if not was_open and st["parent_workflow_id"]:
-        _fail(out, cmd, f"run {st['run_id']} is a closed child of workflow {st['parent_workflow_id']!r}, which has "
-                        "recorded its outcome: reset the parent instead", st["run_id"])
+        _fail(
+            out,
+            cmd,
+            f"run {st['run_id']} is a closed child of workflow {st['parent_workflow_id']!r}, which has "
+            "recorded its outcome: reset the parent instead",
+            st["run_id"],
+        )
         return
     if was_open:
         history = view.history(wf, st["run_id"])
@@ -121,36 +146,64 @@ def _reset(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, dry_
             return
     point = next((e for e in history if e["seq"] == body["workflow_task_completed_seq"]), None)
     if point is None or point["attributes"][0] != "WorkflowTaskCompleted":
-        _fail(out, cmd, f"event {body['workflow_task_completed_seq']} is not a WorkflowTaskCompleted of run "
-                        f"{st['run_id']}", st["run_id"])
+        _fail(
+            out,
+            cmd,
+            f"event {body['workflow_task_completed_seq']} is not a WorkflowTaskCompleted of run {st['run_id']}",
+            st["run_id"],
+        )
         return
     kept = [e for e in history if e["seq"] < point["seq"]]
     if any(e["attributes"][0] == "StartChildWorkflowExecutionInitiated" for e in kept):
-        _fail(out, cmd, "the branch point is after a child workflow was started; reset to an earlier point",
-              st["run_id"])
+        _fail(
+            out, cmd, "the branch point is after a child workflow was started; reset to an earlier point", st["run_id"]
+        )
         return
 
     new_run_id = str(uuid.uuid5(_RESET_NS, f"{st['run_id']}/{point['seq']}/{cmd['event_id']}"))
     reason = body["reason"] or "reset"
     waiters: list = []
     if was_open:
-        emit(view, out, st, "WorkflowExecutionTerminated",
-             {"reason": f"{reason}: reset to event {point['seq']} as run {new_run_id}", "identity": body["identity"]},
-             ts=ts)
+        emit(
+            view,
+            out,
+            st,
+            "WorkflowExecutionTerminated",
+            {"reason": f"{reason}: reset to event {point['seq']} as run {new_run_id}", "identity": body["identity"]},
+            ts=ts,
+        )
         waiters = st["result_waiters"]
         close_run(out, st, "terminated", ts, notify=False, notify_parent=False)
         st["result_waiters"] = []
 
     new = dict(st)
-    new.update(run_id=new_run_id, status="running", close_time_ms=None, next_seq=1, wt_scheduled_seq=None,
-               wt_attempt=0, wt_failure=None, wt_failure_cause=None, result=None, failure=None,
-               result_waiters=waiters, pending_activities=[], pending_timers=[], pending_children=[],
-               cancel_requested=False, history_warned=False, start_time_ms=ts,
-               recent_requests=list(st["recent_requests"]), search_attributes=dict(st["search_attributes"]),
-               # the updates are all finished (close_run failed the open ones)
-               updates=[dict(u) for u in st["updates"]], paused=False, held_timers=[],
-               # a reset runs the current code: the queue's default build (an operator may move it)
-               build_id=view.build_defaults.get(st["task_queue"]))
+    new.update(
+        run_id=new_run_id,
+        status="running",
+        close_time_ms=None,
+        next_seq=1,
+        wt_scheduled_seq=None,
+        wt_attempt=0,
+        wt_failure=None,
+        wt_failure_cause=None,
+        result=None,
+        failure=None,
+        result_waiters=waiters,
+        pending_activities=[],
+        pending_timers=[],
+        pending_children=[],
+        cancel_requested=False,
+        history_warned=False,
+        start_time_ms=ts,
+        recent_requests=list(st["recent_requests"]),
+        search_attributes=dict(st["search_attributes"]),
+        # the updates are all finished (close_run failed the open ones)
+        updates=[dict(u) for u in st["updates"]],
+        paused=False,
+        held_timers=[],
+        # a reset runs the current code: the queue's default build (an operator may move it)
+        build_id=view.build_defaults.get(st["task_queue"]),
+    )
     view.put(new)
     pending_acts: dict[str, dict] = {}
     timers: dict[str, dict] = {}
@@ -161,17 +214,32 @@ def _reset(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, dry_
         ev = emit(view, out, new, kind, attrs, ts=e["timestamp_ms"], request_id=e["request_id"])
         if kind == "ActivityTaskScheduled":
             pending_acts[attrs["activity_id"]] = {
-                "activity_id": attrs["activity_id"], "activity_type": attrs["activity_type"],
-                "scheduled_seq": ev["seq"], "attempt": 1, "task_queue": attrs["options"]["task_queue"],
-                "input": attrs["input"], "options": attrs["options"], "first_scheduled_ms": ts,
-                "attempt_started_ms": ts, "last_heartbeat_ms": 0, "heartbeat_details": None,
-                "cancel_requested": False, "retrying": False, "last_failure": None,
-                "next_attempt_ms": None, "held": False}
+                "activity_id": attrs["activity_id"],
+                "activity_type": attrs["activity_type"],
+                "scheduled_seq": ev["seq"],
+                "attempt": 1,
+                "task_queue": attrs["options"]["task_queue"],
+                "input": attrs["input"],
+                "options": attrs["options"],
+                "first_scheduled_ms": ts,
+                "attempt_started_ms": ts,
+                "last_heartbeat_ms": 0,
+                "heartbeat_details": None,
+                "cancel_requested": False,
+                "retrying": False,
+                "last_failure": None,
+                "next_attempt_ms": None,
+                "held": False,
+            }
         elif kind in ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled"):
             pending_acts.pop(attrs["activity_id"], None)
         elif kind == "TimerStarted":
-            timers[attrs["timer_id"]] = {"timer_id": attrs["timer_id"], "fire_at_ms": attrs["fire_at_ms"],
-                                         "started_seq": ev["seq"], "kind": "user"}
+            timers[attrs["timer_id"]] = {
+                "timer_id": attrs["timer_id"],
+                "fire_at_ms": attrs["fire_at_ms"],
+                "started_seq": ev["seq"],
+                "kind": "user",
+            }
         elif kind in ("TimerFired", "TimerCanceled"):
             timers.pop(attrs["timer_id"], None)
         elif kind == "WorkflowTaskCompleted":
@@ -184,11 +252,28 @@ def _reset(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, dry_
         start_timer(out, new, t["timer_id"], t["fire_at_ms"], "user")
     schedule_workflow_task(view, out, new, ts, full=True)
     remember(new, rid, "ok")
-    reply(out, rid, wf, "ok", run_id=new_run_id, reset_plan={
-        "terminates_run_id": st["run_id"] if was_open else None, "from_status": "running" if was_open else st["status"],
-        "branch_event": point["seq"], "kept_events": len(kept),
-        "activities_rerun": [a["activity_type"] for a in pending_acts.values()], "timers_kept": len(timers)})
+    reply(
+        out,
+        rid,
+        wf,
+        "ok",
+        run_id=new_run_id,
+        reset_plan={
+            "terminates_run_id": st["run_id"] if was_open else None,
+            "from_status": "running" if was_open else st["status"],
+            "branch_event": point["seq"],
+            "kept_events": len(kept),
+            "activities_rerun": [a["activity_type"] for a in pending_acts.values()],
+            "timers_kept": len(timers),
+        },
+    )
     if not dry_run:
-        log.warning("audit: workflow %s run %s (%s) reset to event %d as run %s by %s", wf, st["run_id"],
-                    "open" if was_open else st["status"], point["seq"], new_run_id, body["identity"] or "unknown")
-
+        log.warning(
+            "audit: workflow %s run %s (%s) reset to event %d as run %s by %s",
+            wf,
+            st["run_id"],
+            "open" if was_open else st["status"],
+            point["seq"],
+            new_run_id,
+            body["identity"] or "unknown",
+        )

@@ -71,21 +71,48 @@ EAGER_MAX_SKEW_MS = 60_000
 
 def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *, build_id: str | None = None) -> dict:
     return {
-        "workflow_id": wf, "run_id": run_id, "workflow_type": body["workflow_type"],
-        "task_queue": body["task_queue"], "status": "running", "start_time_ms": ts,
-        "close_time_ms": None, "next_seq": 1, "wt_scheduled_seq": None, "wt_attempt": 0,
-        "wt_last_completed_seq": 0, "wt_needed": False, "wt_failure": None, "wt_failure_cause": None,
-        "pending_activities": [], "recent_requests": list(st_prev["recent_requests"]) if st_prev else [],
-        "result": None, "failure": None, "result_waiters": [], "schema_version": 0,
-        "pending_timers": [], "cancel_requested": False, "signals_seen": 0, "continued_run_id": None,
-        "history_warned": False, "run_timeout_ms": body.get("run_timeout_ms"),
+        "workflow_id": wf,
+        "run_id": run_id,
+        "workflow_type": body["workflow_type"],
+        "task_queue": body["task_queue"],
+        "status": "running",
+        "start_time_ms": ts,
+        "close_time_ms": None,
+        "next_seq": 1,
+        "wt_scheduled_seq": None,
+        "wt_attempt": 0,
+        "wt_last_completed_seq": 0,
+        "wt_needed": False,
+        "wt_failure": None,
+        "wt_failure_cause": None,
+        "pending_activities": [],
+        "recent_requests": list(st_prev["recent_requests"]) if st_prev else [],
+        "result": None,
+        "failure": None,
+        "result_waiters": [],
+        "schema_version": 0,
+        "pending_timers": [],
+        "cancel_requested": False,
+        "signals_seen": 0,
+        "continued_run_id": None,
+        "history_warned": False,
+        "run_timeout_ms": body.get("run_timeout_ms"),
         "search_attributes": dict(body.get("search_attributes") or {}),
         "execution_deadline_ms": (ts + body["execution_timeout_ms"]) if body.get("execution_timeout_ms") else None,
-        "pending_children": [], "parent_workflow_id": body.get("parent_workflow_id"),
-        "parent_run_id": body.get("parent_run_id"), "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
-        "build_id": build_id, "wt_last_eager_request": None, "trace_id": None, "span_id": None, "updates": [],
-        "memo": dict(body.get("memo") or {}), "headers": dict(body.get("headers") or {}),
-        "paused": False, "held_timers": [], "history_bytes": 0,
+        "pending_children": [],
+        "parent_workflow_id": body.get("parent_workflow_id"),
+        "parent_run_id": body.get("parent_run_id"),
+        "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
+        "build_id": build_id,
+        "wt_last_eager_request": None,
+        "trace_id": None,
+        "span_id": None,
+        "updates": [],
+        "memo": dict(body.get("memo") or {}),
+        "headers": dict(body.get("headers") or {}),
+        "paused": False,
+        "held_timers": [],
+        "history_bytes": 0,
     }
 
 
@@ -100,18 +127,33 @@ def _initial_build(view: BatchView, body: dict) -> str | None:
     return view.build_defaults.get(body["task_queue"])
 
 
-def _begin_run(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, request_id=None,
-               continued_from: str | None = None) -> None:
+def _begin_run(
+    view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, request_id=None, continued_from: str | None = None
+) -> None:
     view.put(st)
-    emit(view, out, st, "WorkflowExecutionStarted", {
-        "workflow_type": body["workflow_type"], "task_queue": body["task_queue"], "input": body["input"],
-        "attempt": 1, "continued_from_run_id": continued_from,
-        "run_timeout_ms": body.get("run_timeout_ms"), "build_id": st["build_id"],
-        "search_attributes": body.get("search_attributes") or {},
-        "execution_deadline_ms": st["execution_deadline_ms"],
-        "parent_workflow_id": st["parent_workflow_id"], "parent_run_id": st["parent_run_id"],
-        "memo": st["memo"], "headers": st["headers"],
-    }, request_id=request_id, ts=ts)
+    emit(
+        view,
+        out,
+        st,
+        "WorkflowExecutionStarted",
+        {
+            "workflow_type": body["workflow_type"],
+            "task_queue": body["task_queue"],
+            "input": body["input"],
+            "attempt": 1,
+            "continued_from_run_id": continued_from,
+            "run_timeout_ms": body.get("run_timeout_ms"),
+            "build_id": st["build_id"],
+            "search_attributes": body.get("search_attributes") or {},
+            "execution_deadline_ms": st["execution_deadline_ms"],
+            "parent_workflow_id": st["parent_workflow_id"],
+            "parent_run_id": st["parent_run_id"],
+            "memo": st["memo"],
+            "headers": st["headers"],
+        },
+        request_id=request_id,
+        ts=ts,
+    )
     if st["run_timeout_ms"]:
         start_timer(out, st, f"run.{st['run_id']}", ts + st["run_timeout_ms"], "run_timeout")
     if st["execution_deadline_ms"]:
@@ -180,29 +222,71 @@ def _start(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, answ
 
 def _notify_parent_of_start(out: Outbox, wf: str, body: dict, kind: str, run_id: str, message: str = "") -> None:
     if body.get("parent_workflow_id"):
-        send_command(out, body["parent_workflow_id"], "ChildWorkflowEvent", {
-            "initiated_seq": body["parent_initiated_seq"], "child_workflow_id": wf, "child_run_id": run_id,
-            "kind": kind, "result": None, "failure": None, "message": message}, run_id=body["parent_run_id"])
+        send_command(
+            out,
+            body["parent_workflow_id"],
+            "ChildWorkflowEvent",
+            {
+                "initiated_seq": body["parent_initiated_seq"],
+                "child_workflow_id": wf,
+                "child_run_id": run_id,
+                "kind": kind,
+                "result": None,
+                "failure": None,
+                "message": message,
+            },
+            run_id=body["parent_run_id"],
+        )
 
 
 def _start_child(view: BatchView, out: Outbox, st: dict, c: dict, done_seq: int, ts: int) -> None:
-    ev = emit(view, out, st, "StartChildWorkflowExecutionInitiated", {
-        "workflow_id": c["workflow_id"], "workflow_type": c["workflow_type"], "task_queue": c["task_queue"],
-        "input": c["input"], "parent_close_policy": c["parent_close_policy"], "workflow_task_completed_seq": done_seq,
-    }, ts=ts)
-    st["pending_children"].append({"workflow_id": c["workflow_id"], "initiated_seq": ev["seq"], "run_id": None,
-                                   "parent_close_policy": c["parent_close_policy"]})
+    ev = emit(
+        view,
+        out,
+        st,
+        "StartChildWorkflowExecutionInitiated",
+        {
+            "workflow_id": c["workflow_id"],
+            "workflow_type": c["workflow_type"],
+            "task_queue": c["task_queue"],
+            "input": c["input"],
+            "parent_close_policy": c["parent_close_policy"],
+            "workflow_task_completed_seq": done_seq,
+        },
+        ts=ts,
+    )
+    st["pending_children"].append(
+        {
+            "workflow_id": c["workflow_id"],
+            "initiated_seq": ev["seq"],
+            "run_id": None,
+            "parent_close_policy": c["parent_close_policy"],
+        }
+    )
     # the child's start goes to its own shard, in this transaction: a retried parent task
     # cannot start it twice (and its request ID makes a duplicate harmless anyway)
-    send_command(out, c["workflow_id"], "StartWorkflow", {
-        "workflow_type": c["workflow_type"], "task_queue": c["task_queue"], "input": c["input"],
-        "id_reuse_policy": "allow_duplicate", "run_timeout_ms": c.get("run_timeout_ms"), "search_attributes": {},
-        "execution_timeout_ms": None, "parent_workflow_id": st["workflow_id"], "parent_run_id": st["run_id"],
-        "parent_initiated_seq": ev["seq"], "parent_close_policy": c["parent_close_policy"],
-        "headers": st["headers"],  # the caller's context (interceptors) reaches the child too
-        # a child on its parent's task queue runs on its parent's build; elsewhere on that queue's default
-        "build_id": st["build_id"] if c["task_queue"] == st["task_queue"] else None,
-    }, request_id=f"child:{st['workflow_id']}:{st['run_id']}:{ev['seq']}")
+    send_command(
+        out,
+        c["workflow_id"],
+        "StartWorkflow",
+        {
+            "workflow_type": c["workflow_type"],
+            "task_queue": c["task_queue"],
+            "input": c["input"],
+            "id_reuse_policy": "allow_duplicate",
+            "run_timeout_ms": c.get("run_timeout_ms"),
+            "search_attributes": {},
+            "execution_timeout_ms": None,
+            "parent_workflow_id": st["workflow_id"],
+            "parent_run_id": st["run_id"],
+            "parent_initiated_seq": ev["seq"],
+            "parent_close_policy": c["parent_close_policy"],
+            "headers": st["headers"],  # the caller's context (interceptors) reaches the child too
+            # a child on its parent's task queue runs on its parent's build; elsewhere on that queue's default
+            "build_id": st["build_id"] if c["task_queue"] == st["task_queue"] else None,
+        },
+        request_id=f"child:{st['workflow_id']}:{st['run_id']}:{ev['seq']}",
+    )
 
 
 _CHILD_CLOSED = {"completed", "failed", "canceled", "terminated", "timed_out"}
@@ -223,17 +307,35 @@ def _child_event(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
         emit(view, out, st, "ChildWorkflowExecutionStarted", {**common, "run_id": body["child_run_id"]}, ts=ts)
     elif kind == "start_failed":
         st["pending_children"].remove(child)
-        emit(view, out, st, "StartChildWorkflowExecutionFailed", {**common, "cause": body["message"] or "already started",
-                                                                   "run_id": body["child_run_id"]}, ts=ts)
+        emit(
+            view,
+            out,
+            st,
+            "StartChildWorkflowExecutionFailed",
+            {**common, "cause": body["message"] or "already started", "run_id": body["child_run_id"]},
+            ts=ts,
+        )
     elif kind in _CHILD_CLOSED:
         st["pending_children"].remove(child)
         if kind == "completed":
-            emit(view, out, st, "ChildWorkflowExecutionCompleted", {**common, "run_id": body["child_run_id"] or "",
-                                                                     "result": body["result"] or b""}, ts=ts)
+            emit(
+                view,
+                out,
+                st,
+                "ChildWorkflowExecutionCompleted",
+                {**common, "run_id": body["child_run_id"] or "", "result": body["result"] or b""},
+                ts=ts,
+            )
         else:
             failure = body["failure"] or _failure(kind, f"child workflow {kind}")
-            emit(view, out, st, "ChildWorkflowExecutionFailed", {**common, "run_id": body["child_run_id"] or "",
-                                                                  "status": kind, "failure": failure}, ts=ts)
+            emit(
+                view,
+                out,
+                st,
+                "ChildWorkflowExecutionFailed",
+                {**common, "run_id": body["child_run_id"] or "", "status": kind, "failure": failure},
+                ts=ts,
+            )
     else:
         out.stale += 1
         return
@@ -244,8 +346,13 @@ def _child_event(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
 def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> dict | None:
     """The state if the command's workflow-task token is the pending one, else None (stale)."""
     st = view.state(cmd["aggregate_key"])
-    if (st is None or st["run_id"] != cmd["run_id"] or st["status"] != "running"
-            or st["wt_scheduled_seq"] != body["scheduled_seq"] or body.get("build_id") != st["build_id"]):
+    if (
+        st is None
+        or st["run_id"] != cmd["run_id"]
+        or st["status"] != "running"
+        or st["wt_scheduled_seq"] != body["scheduled_seq"]
+        or body.get("build_id") != st["build_id"]
+    ):
         out.stale += 1  # (a task answered by a worker of another build: the run was moved)
         return None
     return st
@@ -254,22 +361,40 @@ def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> dict |
 def _apply_command(view: BatchView, out: Outbox, st: dict, ctype: str, c: dict, done_seq: int, ts: int) -> None:
     if ctype == "ScheduleActivityTask":
         if any(a["activity_id"] == c["activity_id"] for a in st["pending_activities"]):
-            log.warning("workflow %s run %s: duplicate activity id %s ignored", st["workflow_id"], st["run_id"],
-                        c["activity_id"])
+            log.warning(
+                "workflow %s run %s: duplicate activity id %s ignored",
+                st["workflow_id"],
+                st["run_id"],
+                c["activity_id"],
+            )
             return
         schedule_activity(view, out, st, c, done_seq, ts)
     elif ctype == "StartTimer":
         fire_at = ts + max(0, c["duration_ms"])
-        ev = emit(view, out, st, "TimerStarted", {"timer_id": c["timer_id"], "fire_at_ms": fire_at,
-                                                  "workflow_task_completed_seq": done_seq}, ts=ts)
-        st["pending_timers"].append({"timer_id": c["timer_id"], "fire_at_ms": fire_at, "started_seq": ev["seq"],
-                                     "kind": "user"})
+        ev = emit(
+            view,
+            out,
+            st,
+            "TimerStarted",
+            {"timer_id": c["timer_id"], "fire_at_ms": fire_at, "workflow_task_completed_seq": done_seq},
+            ts=ts,
+        )
+        st["pending_timers"].append(
+            {"timer_id": c["timer_id"], "fire_at_ms": fire_at, "started_seq": ev["seq"], "kind": "user"}
+        )
         start_timer(out, st, c["timer_id"], fire_at, "user")
     elif ctype == "CancelTimer":
         t = next((t for t in st["pending_timers"] if t["timer_id"] == c["timer_id"]), None)
         if t is not None:
             st["pending_timers"].remove(t)
-        emit(view, out, st, "TimerCanceled", {"timer_id": c["timer_id"], "started_seq": t["started_seq"] if t else 0}, ts=ts)
+        emit(
+            view,
+            out,
+            st,
+            "TimerCanceled",
+            {"timer_id": c["timer_id"], "started_seq": t["started_seq"] if t else 0},
+            ts=ts,
+        )
     elif ctype == "RequestCancelActivityTask":
         cancel_activity(view, out, st, c["activity_id"], ts)
     elif ctype == "RecordMarker":
@@ -294,8 +419,13 @@ def _apply_command(view: BatchView, out: Outbox, st: dict, ctype: str, c: dict, 
         complete_update(view, out, st, c, ts)
     elif ctype == "RequestCancelExternalWorkflowExecution":
         ev = emit(view, out, st, "RequestCancelExternalInitiated", {"workflow_id": c["workflow_id"]}, ts=ts)
-        send_command(out, c["workflow_id"], "RequestCancelWorkflow", {"reason": f"requested by {st['workflow_id']}"},
-                     request_id=f"cancel:{st['run_id']}:{ev['seq']}")
+        send_command(
+            out,
+            c["workflow_id"],
+            "RequestCancelWorkflow",
+            {"reason": f"requested by {st['workflow_id']}"},
+            request_id=f"cancel:{st['run_id']}:{ev['seq']}",
+        )
     else:  # pragma: no cover - the schema's union admits nothing else
         raise ValueError(f"unknown workflow command {ctype}")
 
@@ -310,9 +440,15 @@ def _continue_as_new(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -
     close_run(out, st, "continued_as_new", ts, notify=False)
     st["result_waiters"] = []
     st["continued_run_id"] = new_run_id
-    body = {"workflow_type": st["workflow_type"], "task_queue": st["task_queue"], "input": c["input"],
-            "run_timeout_ms": st["run_timeout_ms"], "search_attributes": st["search_attributes"],
-            "memo": st["memo"], "headers": st["headers"]}
+    body = {
+        "workflow_type": st["workflow_type"],
+        "task_queue": st["task_queue"],
+        "input": c["input"],
+        "run_timeout_ms": st["run_timeout_ms"],
+        "search_attributes": st["search_attributes"],
+        "memo": st["memo"],
+        "headers": st["headers"],
+    }
     new = _new_run(st, st["workflow_id"], body, new_run_id, ts, build_id=st["build_id"])  # stays on its build
     new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
     for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):  # the parent waits for the chain
@@ -328,13 +464,24 @@ def _workflow_task_completed(cmd: dict, body: dict, view: BatchView, out: Outbox
     _complete_task(view, out, st, body, ts)
 
 
-def _complete_task(view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *,
-                   request_id: str | None = None) -> None:
+def _complete_task(
+    view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, request_id: str | None = None
+) -> None:
     """Record the completion of the pending workflow task (``body``: scheduled_seq, commands,
     identity, build_id) and apply its commands."""
-    done = emit(view, out, st, "WorkflowTaskCompleted", {
-        "scheduled_seq": body["scheduled_seq"], "identity": body["identity"], "build_id": body["build_id"],
-    }, ts=ts, request_id=request_id)
+    done = emit(
+        view,
+        out,
+        st,
+        "WorkflowTaskCompleted",
+        {
+            "scheduled_seq": body["scheduled_seq"],
+            "identity": body["identity"],
+            "build_id": body["build_id"],
+        },
+        ts=ts,
+        request_id=request_id,
+    )
     st["wt_scheduled_seq"] = None
     st["wt_last_completed_seq"] = body["scheduled_seq"]
     st["wt_last_eager_request"] = request_id
@@ -356,10 +503,17 @@ def _eager_fits(st: dict | None, cmd: dict, eager: dict, ts: int) -> bool:
     completed? Every event its code would have to see (a signal, a timer, another activity's
     result, a cancel request, a child's news) schedules a workflow task at once when none is
     pending, so "no task pending or failed since that one completed" is exactly that."""
-    if not (st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]
-            and st["wt_scheduled_seq"] is None and not st["wt_needed"] and st["wt_failure"] is None
-            and not st["paused"]
-            and eager["build_id"] == st["build_id"] and abs(eager["workflow_time_ms"] - ts) <= EAGER_MAX_SKEW_MS):
+    if not (
+        st is not None
+        and st["status"] == "running"
+        and st["run_id"] == cmd["run_id"]
+        and st["wt_scheduled_seq"] is None
+        and not st["wt_needed"]
+        and st["wt_failure"] is None
+        and not st["paused"]
+        and eager["build_id"] == st["build_id"]
+        and abs(eager["workflow_time_ms"] - ts) <= EAGER_MAX_SKEW_MS
+    ):
         return False
     if eager.get("base_request_id") is not None:  # it follows an eager task the worker has no news of yet
         return st.get("wt_last_eager_request") == eager["base_request_id"]
@@ -385,28 +539,51 @@ def _activity_completed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts:
     if not activity_result(cmd, body, view, out, ts, failed=False, task="none"):
         return
     st["wt_attempt"] = 1
-    ev = emit(view, out, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": 1},
-              ts=eager["workflow_time_ms"])
+    ev = emit(
+        view,
+        out,
+        st,
+        "WorkflowTaskScheduled",
+        {"task_queue": st["task_queue"], "attempt": 1},
+        ts=eager["workflow_time_ms"],
+    )
     st["wt_scheduled_seq"] = ev["seq"]
     st["wt_needed"] = False
     out.eager_accepted += 1
-    _complete_task(view, out, st, {"scheduled_seq": ev["seq"], "commands": eager["commands"],
-                                   "identity": body["identity"], "build_id": eager["build_id"]},
-                   ts, request_id=cmd["request_id"])
+    _complete_task(
+        view,
+        out,
+        st,
+        {
+            "scheduled_seq": ev["seq"],
+            "commands": eager["commands"],
+            "identity": body["identity"],
+            "build_id": eager["build_id"],
+        },
+        ts,
+        request_id=cmd["request_id"],
+    )
 
 
 def _check_history_size(view: BatchView, out: Outbox, st: dict, ts: int) -> None:
     size = st["next_seq"] - 1
     if size >= HISTORY_LIMIT_EVENTS:
-        failure = _failure("HistoryLimitExceeded",
-                           f"history of run {st['run_id']} reached {size} events (limit {HISTORY_LIMIT_EVENTS}); "
-                           "use workflow.continue_as_new() to start a fresh run with the current state")
+        failure = _failure(
+            "HistoryLimitExceeded",
+            f"history of run {st['run_id']} reached {size} events (limit {HISTORY_LIMIT_EVENTS}); "
+            "use workflow.continue_as_new() to start a fresh run with the current state",
+        )
         emit(view, out, st, "WorkflowExecutionFailed", {"failure": failure}, ts=ts)
         close_run(out, st, "failed", ts, failure=failure)
     elif size >= HISTORY_WARN_EVENTS and not st["history_warned"]:
         st["history_warned"] = True
-        log.warning("workflow %s run %s: history has %d events (limit %d): consider workflow.continue_as_new()",
-                    st["workflow_id"], st["run_id"], size, HISTORY_LIMIT_EVENTS)
+        log.warning(
+            "workflow %s run %s: history has %d events (limit %d): consider workflow.continue_as_new()",
+            st["workflow_id"],
+            st["run_id"],
+            size,
+            HISTORY_LIMIT_EVENTS,
+        )
 
 
 def _workflow_task_failed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
@@ -423,12 +600,25 @@ def _workflow_task_failed(cmd: dict, body: dict, view: BatchView, out: Outbox, t
     st["wt_failure_cause"] = body["cause"]
     delay = workflow_task_retry_delay_ms(attempt)
     if delay is not None:
-        start_timer(out, st, f"workflow-task-retry/{failed_seq}/{attempt}", ts + delay, "workflow_task_retry",
-                    scheduled_seq=failed_seq, attempt=attempt)
+        start_timer(
+            out,
+            st,
+            f"workflow-task-retry/{failed_seq}/{attempt}",
+            ts + delay,
+            "workflow_task_retry",
+            scheduled_seq=failed_seq,
+            attempt=attempt,
+        )
     view.put(st)
-    log.warning("workflow %s run %s: workflow task attempt %d failed (%s): %s; %s", st["workflow_id"], st["run_id"],
-                attempt, body["cause"], body["failure"]["type"],
-                f"retry in {delay / 1000:.0f} s" if delay is not None else "no more automatic retries")
+    log.warning(
+        "workflow %s run %s: workflow task attempt %d failed (%s): %s; %s",
+        st["workflow_id"],
+        st["run_id"],
+        attempt,
+        body["cause"],
+        body["failure"]["type"],
+        f"retry in {delay / 1000:.0f} s" if delay is not None else "no more automatic retries",
+    )
 
 
 def workflow_task_retry_delay_ms(attempt: int) -> int | None:
@@ -452,12 +642,30 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
         return
     if st["status"] != "running":
-        reply(out, rid, wf, st["status"], run_id=st["run_id"], result=st["result"], failure=st["failure"],
-              memo=st["memo"], description=None if body["wait"] else description(st, out))
+        reply(
+            out,
+            rid,
+            wf,
+            st["status"],
+            run_id=st["run_id"],
+            result=st["result"],
+            failure=st["failure"],
+            memo=st["memo"],
+            description=None if body["wait"] else description(st, out),
+        )
     elif not body["wait"]:
         # a running workflow whose last workflow task failed (e.g. non-determinism) says so
-        reply(out, rid, wf, "running", run_id=st["run_id"], message=st["wt_failure_cause"] or "",
-              failure=st["wt_failure"], memo=st["memo"], description=description(st, out))
+        reply(
+            out,
+            rid,
+            wf,
+            "running",
+            run_id=st["run_id"],
+            message=st["wt_failure_cause"] or "",
+            failure=st["wt_failure"],
+            memo=st["memo"],
+            description=description(st, out),
+        )
     elif rid and rid not in st["result_waiters"]:
         st["result_waiters"].append(rid)
         if len(st["result_waiters"]) > MAX_RESULT_WAITERS:
@@ -482,8 +690,15 @@ def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> Non
             reply(out, rid, wf, "rejected", message="signal-with-start could not start the workflow")
             return
     st["signals_seen"] += 1
-    emit(view, out, st, "WorkflowSignaled", {"signal_name": body["signal_name"], "input": body["input"],
-                                             "identity": body["identity"]}, ts=ts, request_id=rid)
+    emit(
+        view,
+        out,
+        st,
+        "WorkflowSignaled",
+        {"signal_name": body["signal_name"], "input": body["input"], "identity": body["identity"]},
+        ts=ts,
+        request_id=rid,
+    )
     workflow_task_needed(view, out, st, ts)
     remember(st, rid, "ok")
     view.put(st)
@@ -567,8 +782,13 @@ def _query(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None
     # answered by a worker from the workflow's state; nothing is written to history. A closed run
     # (the workflow's last one) is answered from its final state, replayed from its history, as
     # Temporal does; an archived run has no state here and is not found
-    dispatch_workflow_task(view, out, st, full=True, query={
-        "request_id": rid or "", "query_name": body["query_name"], "input": body["input"]})
+    dispatch_workflow_task(
+        view,
+        out,
+        st,
+        full=True,
+        query={"request_id": rid or "", "query_name": body["query_name"], "input": body["input"]},
+    )
 
 
 def _update_build(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
@@ -590,8 +810,14 @@ def _update_build(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
             dispatch_workflow_task(view, out, st, full=True)
         elif st["wt_failure"] is not None:
             schedule_workflow_task(view, out, st, ts, full=True)
-        log.warning("audit: workflow %s run %s moved from build %s to %s by %s", st["workflow_id"], st["run_id"],
-                    previous or "(unversioned)", build or "(unversioned)", body["identity"] or "unknown")
+        log.warning(
+            "audit: workflow %s run %s moved from build %s to %s by %s",
+            st["workflow_id"],
+            st["run_id"],
+            previous or "(unversioned)",
+            build or "(unversioned)",
+            body["identity"] or "unknown",
+        )
     remember(st, cmd["request_id"], "ok")
     view.put(st)
     reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])

@@ -73,8 +73,9 @@ class MemoryShardStore:
         return len(self._history)
 
 
-def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, timeout: float = 120.0,
-                   label: str = "") -> int:
+def read_partition(
+    config: KafkaConfig, topic: str, partition: int, handle, *, timeout: float = 120.0, label: str = ""
+) -> int:
     """Read one partition from its start to its current end (read_committed); returns records read.
 
     ``handle(key, value, offset)`` is called per record (value None for tombstones).
@@ -95,8 +96,9 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
         def progress(n: int) -> None:
             log.info("restoring %s %s[%d]: %d records", label, topic, partition, n)
 
-        for msg in read_range(consumer, tp, low, high, stall_s=timeout, what=f"restore of {topic}[{partition}]",
-                              on_progress=progress):
+        for msg in read_range(
+            consumer, tp, low, high, stall_s=timeout, what=f"restore of {topic}[{partition}]", on_progress=progress
+        ):
             handle(msg.key(), msg.value(), msg.offset())
             count += 1
         return count
@@ -104,8 +106,16 @@ def read_partition(config: KafkaConfig, topic: str, partition: int, handle, *, t
         consumer.close()
 
 
-def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, partition: int,
-                  store=None, *, observe=None, quarantine: dict[str, str] | None = None):
+def restore_shard(
+    config: KafkaConfig,
+    state_topic: str,
+    history_topic: str,
+    partition: int,
+    store=None,
+    *,
+    observe=None,
+    quarantine: dict[str, str] | None = None,
+):
     """Rebuild a shard's store (``store``: an empty one to fill; a new ``MemoryShardStore`` by
     default): states from the compacted state topic, then the events of every open run from the
     history topic. ``observe(workflow_id, state_or_None)`` sees every state record read, in order
@@ -168,8 +178,10 @@ def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, par
             except SchemaError as exc:
                 if quarantine is None:
                     raise
-                quarantined[wf] = (f"an event of its open run {run_id}, {history_topic}[{partition}]@{offset}, "
-                                   f"cannot be decoded: {exc}")
+                quarantined[wf] = (
+                    f"an event of its open run {run_id}, {history_topic}[{partition}]@{offset}, "
+                    f"cannot be decoded: {exc}"
+                )
                 buffers.pop(wf, None)
                 forget(wf)
 
@@ -183,12 +195,23 @@ def restore_shard(config: KafkaConfig, state_topic: str, history_topic: str, par
         else:
             store.append_history(wf, open_runs[wf], events)
     for wf, why in sorted(quarantined.items()):
-        log.error("workflow %s partition %d quarantined: %s; its commands are dead-lettered until a processor "
-                  "that reads the record restores the shard", wf, partition, why)
+        log.error(
+            "workflow %s partition %d quarantined: %s; its commands are dead-lettered until a processor "
+            "that reads the record restores the shard",
+            wf,
+            partition,
+            why,
+        )
     if quarantine is not None:
         quarantine.update(quarantined)
-    log.info("restored partition %d: %d workflows (%d open, %d quarantined) in %.2fs", partition, len(store),
-             len(open_runs), len(quarantined), time.monotonic() - t0)
+    log.info(
+        "restored partition %d: %d workflows (%d open, %d quarantined) in %.2fs",
+        partition,
+        len(store),
+        len(open_runs),
+        len(quarantined),
+        time.monotonic() - t0,
+    )
     return store
 
 

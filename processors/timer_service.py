@@ -120,17 +120,21 @@ class TimerConfig:
         kw: dict = {}
         if env.get("KADENCE_TIMERS_ID"):
             kw["instance_id"] = env["KADENCE_TIMERS_ID"]
-        for var, key in (("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms"),
-                         ("KADENCE_TIMERS_MAX_BATCH", "max_batch"),
-                         ("KADENCE_TIMERS_NEAR_CAPACITY", "near_capacity"),
-                         ("KADENCE_TIMERS_COMMIT_INTERVAL_MS", "commit_interval_ms")):
+        for var, key in (
+            ("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms"),
+            ("KADENCE_TIMERS_MAX_BATCH", "max_batch"),
+            ("KADENCE_TIMERS_NEAR_CAPACITY", "near_capacity"),
+            ("KADENCE_TIMERS_COMMIT_INTERVAL_MS", "commit_interval_ms"),
+        ):
             if env.get(var):
                 try:
                     kw[key] = int(env[var])
                 except ValueError as exc:
                     raise ConfigError(f"{var} must be an integer") from exc
-        for var, key in (("KADENCE_TIMERS_LOG_INTERVAL_S", "log_interval_s"),
-                         ("KADENCE_TIMERS_PRODUCER_STALL_S", "producer_stall_s")):
+        for var, key in (
+            ("KADENCE_TIMERS_LOG_INTERVAL_S", "log_interval_s"),
+            ("KADENCE_TIMERS_PRODUCER_STALL_S", "producer_stall_s"),
+        ):
             if env.get(var):
                 try:
                     kw[key] = float(env[var])
@@ -145,23 +149,31 @@ class _Metrics:
 
     def __init__(self, registry: CollectorRegistry, namespace: str):
         r, ns = registry, ["namespace"]
-        self.fired = Counter("kadence_timers_fired", "timers fired (FireTimer commands produced)", ns,
-                             registry=r).labels(namespace)
-        self.reenqueued = Counter("kadence_timers_reenqueued", "timer records moved to a finer tier", ns,
-                                  registry=r).labels(namespace)
-        self.dead = Counter("kadence_timers_dead_letters", "timer records sent to the dead-letter topic", ns,
-                            registry=r).labels(namespace)
-        self.retries = Counter("kadence_timers_produce_retries", "outputs produced again after a delivery error", ns,
-                               registry=r).labels(namespace)
+        self.fired = Counter(
+            "kadence_timers_fired", "timers fired (FireTimer commands produced)", ns, registry=r
+        ).labels(namespace)
+        self.reenqueued = Counter(
+            "kadence_timers_reenqueued", "timer records moved to a finer tier", ns, registry=r
+        ).labels(namespace)
+        self.dead = Counter(
+            "kadence_timers_dead_letters", "timer records sent to the dead-letter topic", ns, registry=r
+        ).labels(namespace)
+        self.retries = Counter(
+            "kadence_timers_produce_retries", "outputs produced again after a delivery error", ns, registry=r
+        ).labels(namespace)
         self.lateness = Histogram(
-            "kadence_timers_lateness_seconds", "fire time minus due time", ns, registry=r,
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600)
+            "kadence_timers_lateness_seconds",
+            "fire time minus due time",
+            ns,
+            registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600),
         ).labels(namespace)
         held = Gauge("kadence_timers_held_records", "timer records held in memory", ["namespace", "where"], registry=r)
         self.held_near = held.labels(namespace, "near")
         self.held_heads = held.labels(namespace, "head")
-        self.in_flight = Gauge("kadence_timers_in_flight", "outputs produced and not yet acknowledged", ns,
-                               registry=r).labels(namespace)
+        self.in_flight = Gauge(
+            "kadence_timers_in_flight", "outputs produced and not yet acknowledged", ns, registry=r
+        ).labels(namespace)
         self.lag = LagSampler(lag_gauge(r), namespace, "timers")
 
 
@@ -231,8 +243,13 @@ class _Rec:
 class TimerService:
     """One timer service instance. ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, config: TimerConfig, *, registry: CollectorRegistry | None = None,
-                 producer_factory: Callable[[dict], Producer] = Producer):
+    def __init__(
+        self,
+        config: TimerConfig,
+        *,
+        registry: CollectorRegistry | None = None,
+        producer_factory: Callable[[dict], Producer] = Producer,
+    ):
         """``producer_factory`` makes the Kafka producers (tests give it one that wedges)."""
         self.config = config
         self._producer_factory = producer_factory
@@ -285,38 +302,55 @@ class TimerService:
         return len(self._near), self._n_heads
 
     def _make_consumer(self) -> Consumer:
-        consumer = Consumer(self.kafka.consumer(self.group, **{
-            # dynamic membership, as the history processor's (decision 0036); the client ID names
-            # the instance in the group's description
-            "client.id": f"{self.group}.{self.config.instance_id}",
-            "session.timeout.ms": self.config.session_timeout_ms,
-            "partition.assignment.strategy": "cooperative-sticky",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            # partitions are paused while their head waits to mature
-            "fetch.wait.max.ms": min(PAUSING_FETCH_WAIT_MS, self.kafka.fetch_wait_ms),
-            # bound what librdkafka prefetches: a held head makes the rest of a fetch useless
-            "max.partition.fetch.bytes": 256 * 1024,
-            "queued.max.messages.kbytes": 16 * 1024,
-            "on_commit": self._on_commit,
-        }))
-        consumer.subscribe(list(self._tier_of), on_assign=self._on_assign, on_revoke=self._on_revoke,
-                           on_lost=self._on_lost)
+        consumer = Consumer(
+            self.kafka.consumer(
+                self.group,
+                **{
+                    # dynamic membership, as the history processor's (decision 0036); the client ID names
+                    # the instance in the group's description
+                    "client.id": f"{self.group}.{self.config.instance_id}",
+                    "session.timeout.ms": self.config.session_timeout_ms,
+                    "partition.assignment.strategy": "cooperative-sticky",
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    # partitions are paused while their head waits to mature
+                    "fetch.wait.max.ms": min(PAUSING_FETCH_WAIT_MS, self.kafka.fetch_wait_ms),
+                    # bound what librdkafka prefetches: a held head makes the rest of a fetch useless
+                    "max.partition.fetch.bytes": 256 * 1024,
+                    "queued.max.messages.kbytes": 16 * 1024,
+                    "on_commit": self._on_commit,
+                },
+            )
+        )
+        consumer.subscribe(
+            list(self._tier_of), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
         return consumer
 
     def run(self) -> None:
         # a timer service started while the broker is down (restarted by its supervisor during an
         # outage) waits for it instead of exiting (a `make test` chaos seed: `cannot list topics`)
-        until_broker_answers(self._check_topics, what="checking topics", who=f"timer service {self.config.instance_id}",
-                             stop=self._stop, log=log)
+        until_broker_answers(
+            self._check_topics,
+            what="checking topics",
+            who=f"timer service {self.config.instance_id}",
+            stop=self._stop,
+            log=log,
+        )
         # replaced when it stops delivering while the broker answers (librdkafka #5430: after a
         # broker restart and a 30 s pause, `make soak`'s timer service held 100 FireTimer records
         # undelivered for five minutes, and every workflow waited on them)
-        self._producer = ReplacingProducer(self.kafka.producer(acks="all"), stall_s=self.config.producer_stall_s,
-                                           factory=self._producer_factory)
+        self._producer = ReplacingProducer(
+            self.kafka.producer(acks="all"), stall_s=self.config.producer_stall_s, factory=self._producer_factory
+        )
         self._consumer = self._make_consumer()
-        log.info("timer service %s started (namespace %s, group %s, tiers %s)", self.config.instance_id,
-                 self.kafka.namespace, self.group, ",".join(TIMER_TIERS_MS))
+        log.info(
+            "timer service %s started (namespace %s, group %s, tiers %s)",
+            self.config.instance_id,
+            self.kafka.namespace,
+            self.group,
+            ",".join(TIMER_TIERS_MS),
+        )
         try:
             while not self._stop.is_set():
                 self._step()
@@ -350,8 +384,13 @@ class TimerService:
             except (KafkaException, RuntimeError) as exc:
                 log.warning("consumer close: %s", exc)
         self._update_gauges()
-        log.info("timer service %s stopped (fired %d, re-enqueued %d, dead-lettered %d)",
-                 self.config.instance_id, self.fired, self.reenqueued, self.dead_lettered)
+        log.info(
+            "timer service %s stopped (fired %d, re-enqueued %d, dead-lettered %d)",
+            self.config.instance_id,
+            self.fired,
+            self.reenqueued,
+            self.dead_lettered,
+        )
 
     # -- rebalance -----------------------------------------------------------------------------
 
@@ -360,8 +399,15 @@ class TimerService:
             # assigned here at the committed offsets, so librdkafka sends no query of its own (one
             # refused with NOT_COORDINATOR is never retried: librdkafka #5586)
             try:
-                assign_at_committed(consumer, partitions, timeout=60, what="the timer tiers",
-                                    who=f"timer service {self.config.instance_id}", stop=self._stop, log=log)
+                assign_at_committed(
+                    consumer,
+                    partitions,
+                    timeout=60,
+                    what="the timer tiers",
+                    who=f"timer service {self.config.instance_id}",
+                    stop=self._stop,
+                    log=log,
+                )
             except BrokerUnavailableError:  # stopping: the partitions are given up unread
                 return
         for tp in partitions:
@@ -369,8 +415,12 @@ class TimerService:
             if tier is not None:
                 self._parts[(tp.topic, tp.partition)] = _Part(tp.topic, tp.partition, tier)
         if partitions:
-            log.info("timer service %s assigned %d partitions (%d in all)", self.config.instance_id,
-                     len(partitions), len(self._parts))
+            log.info(
+                "timer service %s assigned %d partitions (%d in all)",
+                self.config.instance_id,
+                len(partitions),
+                len(self._parts),
+            )
             self.ready.set()
 
     def _release(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool) -> None:
@@ -406,8 +456,9 @@ class TimerService:
         if near_gone:
             self._near = [e for e in self._near if e[2].part.alive]
             heapq.heapify(self._near)
-        log.info("timer service %s %s %d partitions", self.config.instance_id, "lost" if lost else "released",
-                 len(parts))
+        log.info(
+            "timer service %s %s %d partitions", self.config.instance_id, "lost" if lost else "released", len(parts)
+        )
 
     def _hand_off(self, parts: list[_Part]) -> None:
         """Before near-tier partitions are released: re-enqueue their timers that are still waiting
@@ -428,8 +479,9 @@ class TimerService:
         heapq.heapify(keep)
         self._near = keep
         if moved:
-            log.info("handed off %d waiting near-tier timers (re-enqueued) before releasing %d partitions",
-                     moved, len(parts))
+            log.info(
+                "handed off %d waiting near-tier timers (re-enqueued) before releasing %d partitions", moved, len(parts)
+            )
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._release(consumer, partitions, lost=False)
@@ -550,8 +602,9 @@ class TimerService:
             heapq.heappush(self._near, (fire_at, next(self._seq), rec))
             if len(self._near) >= self.config.near_capacity and not self._near_paused:
                 self._near_paused = True
-                log.warning("near window holds %d timers; pausing the %s tier until it drains",
-                            len(self._near), NEAR_TIER)
+                log.warning(
+                    "near window holds %d timers; pausing the %s tier until it drains", len(self._near), NEAR_TIER
+                )
                 self._check_near_capacity()
 
     def _accept_far(self, rec: _Rec, enqueued: int, now: int) -> None:
@@ -617,8 +670,13 @@ class TimerService:
 
     def _fire(self, rec: _Rec, now: int) -> None:
         t = rec.timer
-        body = {"timer_id": t["timer_id"], "fire_at_ms": t["fire_at_ms"], "kind": t["kind"],
-                "scheduled_seq": t["scheduled_seq"], "attempt": t["attempt"]}
+        body = {
+            "timer_id": t["timer_id"],
+            "fire_at_ms": t["fire_at_ms"],
+            "kind": t["kind"],
+            "scheduled_seq": t["scheduled_seq"],
+            "attempt": t["attempt"],
+        }
         cmd = command(t["workflow_id"], "FireTimer", body, run_id=t["run_id"])
         rec.value = None
         self._send(rec, self.topics.commands, self._cmd_codec.encode(cmd), t["workflow_id"].encode(), now)
@@ -635,10 +693,16 @@ class TimerService:
     def _dead_letter(self, rec: _Rec, reason: str, exc: Exception, now: int) -> None:
         part = rec.part
         record = {
-            "origin_topic": part.topic, "origin_partition": part.partition, "origin_offset": rec.offset,
-            "key": rec.key, "value": rec.value, "reason": f"{reason}: {exc}"[:2000],
-            "error_type": type(exc).__name__, "component": "timer-service",
-            "timestamp_ms": now, "schema_version": 1,
+            "origin_topic": part.topic,
+            "origin_partition": part.partition,
+            "origin_offset": rec.offset,
+            "key": rec.key,
+            "value": rec.value,
+            "reason": f"{reason}: {exc}"[:2000],
+            "error_type": type(exc).__name__,
+            "component": "timer-service",
+            "timestamp_ms": now,
+            "schema_version": 1,
         }
         rec.value = None
         self._send(rec, self.topics.dlq, serde.encode("DeadLetter", record), rec.key, now)
@@ -684,7 +748,7 @@ class TimerService:
 
     def _commit(self, sync: bool = False, parts=None) -> None:
         offsets = []
-        for part in (self._parts.values() if parts is None else parts):
+        for part in self._parts.values() if parts is None else parts:
             if not part.dirty:
                 continue
             part.dirty = False
@@ -717,6 +781,15 @@ class TimerService:
         if state == self._logged:
             return
         self._logged = state
-        log.info("timers: fired %d, re-enqueued %d, dead-lettered %d; holding %d near + %d heads "
-                 "(peak %d + %d); %d in flight", self.fired, self.reenqueued, self.dead_lettered,
-                 len(self._near), self._n_heads, self.peak_near, self.peak_heads, self._in_flight)
+        log.info(
+            "timers: fired %d, re-enqueued %d, dead-lettered %d; holding %d near + %d heads "
+            "(peak %d + %d); %d in flight",
+            self.fired,
+            self.reenqueued,
+            self.dead_lettered,
+            len(self._near),
+            self._n_heads,
+            self.peak_near,
+            self.peak_heads,
+            self._in_flight,
+        )

@@ -45,12 +45,20 @@ def _answer(out: Outbox, st: dict, u: dict) -> None:
         reply(out, u["update_id"], st["workflow_id"], "ok", run_id=st["run_id"], result=u["result"])
     else:
         failure = u["failure"]
-        reply(out, u["update_id"], st["workflow_id"], "failed", run_id=st["run_id"],
-              message=failure["message"] if failure else "", failure=failure)
+        reply(
+            out,
+            u["update_id"],
+            st["workflow_id"],
+            "failed",
+            run_id=st["run_id"],
+            message=failure["message"] if failure else "",
+            failure=failure,
+        )
 
 
-def update_requested(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *,
-                     start: Callable[..., dict | None]) -> None:
+def update_requested(
+    cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, start: Callable[..., dict | None]
+) -> None:
     """``UpdateWorkflow``: answer a known update from its record, else have a worker validate it
     (``start``: the start of update-with-start, when no run is open)."""
     wf, uid = cmd["aggregate_key"], cmd["request_id"]
@@ -76,8 +84,13 @@ def update_requested(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: in
             reply(out, uid, wf, "rejected", message="update-with-start could not start the workflow")
             return
         view.put(st)
-    dispatch_workflow_task(view, out, st, full=True, query={
-        "request_id": uid, "query_name": body["update_name"], "input": body["input"], "update": True})
+    dispatch_workflow_task(
+        view,
+        out,
+        st,
+        full=True,
+        query={"request_id": uid, "query_name": body["update_name"], "input": body["input"], "update": True},
+    )
 
 
 def update_accepted(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
@@ -93,11 +106,18 @@ def update_accepted(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int
     if st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
         reply(out, uid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, cmd["run_id"]))
         return
-    emit(view, out, st, "WorkflowUpdateAccepted", {"update_id": uid, "update_name": body["update_name"],
-                                                   "input": body["input"], "identity": body["identity"]},
-         ts=ts, request_id=uid)
-    st["updates"].append({"update_id": uid, "update_name": body["update_name"], "status": "accepted",
-                          "result": None, "failure": None})
+    emit(
+        view,
+        out,
+        st,
+        "WorkflowUpdateAccepted",
+        {"update_id": uid, "update_name": body["update_name"], "input": body["input"], "identity": body["identity"]},
+        ts=ts,
+        request_id=uid,
+    )
+    st["updates"].append(
+        {"update_id": uid, "update_name": body["update_name"], "status": "accepted", "result": None, "failure": None}
+    )
     workflow_task_needed(view, out, st, ts)
     view.put(st)
 
@@ -112,8 +132,14 @@ def _forget_finished(st: dict) -> None:
 def complete_update(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -> None:
     """Workflow code's ``CompleteWorkflowUpdate``: recorded (replay expects the event whatever
     happened to the update meanwhile); the first outcome of an accepted update answers it."""
-    emit(view, out, st, "WorkflowUpdateCompleted", {"update_id": c["update_id"], "result": c["result"],
-                                                    "failure": c["failure"]}, ts=ts)
+    emit(
+        view,
+        out,
+        st,
+        "WorkflowUpdateCompleted",
+        {"update_id": c["update_id"], "result": c["result"], "failure": c["failure"]},
+        ts=ts,
+    )
     u = _find(st, c["update_id"])
     if u is None or u["status"] != "accepted":
         return
@@ -128,8 +154,9 @@ def fail_open_updates(out: Outbox, st: dict, status: str) -> None:
     for u in st["updates"]:
         if u["status"] == "accepted":
             u["status"] = "failed"
-            u["failure"] = failure_record("UpdateNotCompleted",
-                                          f"the workflow run closed ({status}) before the update {u['update_name']!r} "
-                                          f"finished")
+            u["failure"] = failure_record(
+                "UpdateNotCompleted",
+                f"the workflow run closed ({status}) before the update {u['update_name']!r} finished",
+            )
             _answer(out, st, u)
     _forget_finished(st)

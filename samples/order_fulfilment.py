@@ -42,11 +42,19 @@ class OrderFulfilment:
         stock = await workflow.execute_activity(reserve_stock, order, start_to_close_timeout=timeout)
         amount = sum(int(line["qty"]) * int(line["price_cents"]) for line in order["lines"])
         charge = await workflow.execute_activity(charge_payment, order, amount, start_to_close_timeout=timeout)
-        shipment = await workflow.execute_activity(ship_order, order, stock["reservation"], start_to_close_timeout=timeout)
-        note = await workflow.execute_activity(send_confirmation, order, shipment["tracking"],
-                                               start_to_close_timeout=timeout)
-        return {"order_id": order["order_id"], "charged_cents": charge["amount_cents"],
-                "items": stock["items"], "tracking": shipment["tracking"], "confirmation": note}
+        shipment = await workflow.execute_activity(
+            ship_order, order, stock["reservation"], start_to_close_timeout=timeout
+        )
+        note = await workflow.execute_activity(
+            send_confirmation, order, shipment["tracking"], start_to_close_timeout=timeout
+        )
+        return {
+            "order_id": order["order_id"],
+            "charged_cents": charge["amount_cents"],
+            "items": stock["items"],
+            "tracking": shipment["tracking"],
+            "confirmation": note,
+        }
 
 
 WORKFLOWS = [OrderFulfilment]

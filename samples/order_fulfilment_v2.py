@@ -35,12 +35,22 @@ class OrderFulfilment:
         amount = sum(int(line["qty"]) * int(line["price_cents"]) for line in order["lines"])
         stock, charge = await asyncio.gather(
             workflow.execute_activity(reserve_stock, order, start_to_close_timeout=timeout),
-            workflow.execute_activity(charge_payment, order, amount, start_to_close_timeout=timeout))
-        shipment = await workflow.execute_activity(ship_order, order, stock["reservation"], start_to_close_timeout=timeout)
-        note = await workflow.execute_activity(send_confirmation, order, shipment["tracking"],
-                                               start_to_close_timeout=timeout)
-        return {"order_id": order["order_id"], "charged_cents": charge["amount_cents"], "items": stock["items"],
-                "tracking": shipment["tracking"], "confirmation": note, "build": "v2"}
+            workflow.execute_activity(charge_payment, order, amount, start_to_close_timeout=timeout),
+        )
+        shipment = await workflow.execute_activity(
+            ship_order, order, stock["reservation"], start_to_close_timeout=timeout
+        )
+        note = await workflow.execute_activity(
+            send_confirmation, order, shipment["tracking"], start_to_close_timeout=timeout
+        )
+        return {
+            "order_id": order["order_id"],
+            "charged_cents": charge["amount_cents"],
+            "items": stock["items"],
+            "tracking": shipment["tracking"],
+            "confirmation": note,
+            "build": "v2",
+        }
 
 
 WORKFLOWS = [OrderFulfilment]

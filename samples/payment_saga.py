@@ -72,8 +72,11 @@ class OrderSaga:
     async def run(self, order: dict, ship_wait_seconds: float = FOURTEEN_DAYS) -> dict:
         quick = timedelta(seconds=30)
         payment = await workflow.execute_activity(
-            capture_payment, order, start_to_close_timeout=quick,
-            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=5))
+            capture_payment,
+            order,
+            start_to_close_timeout=quick,
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=5),
+        )
         try:
             await workflow.execute_activity(reserve_stock, order, start_to_close_timeout=quick)
         except ActivityError:

@@ -90,15 +90,25 @@ def run_seed(seed: int, burners: int, workdir: Path) -> dict:
     result_path = workdir / f"seed-{seed}.json"
     logdir = workdir / f"logs-{seed}"
     logdir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "KADENCE_CHAOS_SEED": str(seed), "KADENCE_CHAOS_RESULT": str(result_path),
-           "KADENCE_CHAOS_LOGDIR": str(logdir)}
+    env = {
+        **os.environ,
+        "KADENCE_CHAOS_SEED": str(seed),
+        "KADENCE_CHAOS_RESULT": str(result_path),
+        "KADENCE_CHAOS_LOGDIR": str(logdir),
+    }
     t0 = time.monotonic()
     with Burners(burners), open(logdir / "pytest.log", "w") as out:
         loads = []
         # its own process group: when the campaign is stopped, the run's components and broker go
         # with it (a killed campaign left them running, starving the next one)
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", TEST],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", TEST],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             while proc.poll() is None:
                 time.sleep(5)
@@ -106,9 +116,14 @@ def run_seed(seed: int, burners: int, workdir: Path) -> dict:
         finally:
             _kill_group(proc)
     record = json.loads(result_path.read_text()) if result_path.exists() else {"seed": seed}
-    record.update(passed=proc.returncode == 0, pytest_status=proc.returncode, wall_s=round(time.monotonic() - t0, 1),
-                  burners=burners, load_avg_max=max(loads, default=-1.0),
-                  load_avg_mean=round(sum(loads) / len(loads), 1) if loads else -1.0)
+    record.update(
+        passed=proc.returncode == 0,
+        pytest_status=proc.returncode,
+        wall_s=round(time.monotonic() - t0, 1),
+        burners=burners,
+        load_avg_max=max(loads, default=-1.0),
+        load_avg_mean=round(sum(loads) / len(loads), 1) if loads else -1.0,
+    )
     if not record["passed"]:
         record["logdir"] = str(logdir)
         tail = (logdir / "pytest.log").read_text(errors="replace").splitlines()
@@ -120,13 +135,16 @@ def _totals(done: list[dict]) -> dict:
     """The campaign's totals. A seed that failed before its check ran has violations "unknown":
     it counts as failed and unchecked, not as one with violations."""
     violations = {r["seed"]: r.get("violations", "unknown") for r in done}
-    return {"seeds": len(done), "passed": sum(r["passed"] for r in done),
-            "workflows": sum(r.get("counts", {}).get("workflows_started", 0) for r in done),
-            "events": sum(r.get("events", 0) for r in done),
-            "faults": sum(len(r.get("faults", [])) for r in done),
-            "seeds_failed": [r["seed"] for r in done if not r["passed"]],
-            "seeds_with_violations": [seed for seed, v in violations.items() if v not in ("none", "unknown")],
-            "seeds_unchecked": [seed for seed, v in violations.items() if v == "unknown"]}
+    return {
+        "seeds": len(done),
+        "passed": sum(r["passed"] for r in done),
+        "workflows": sum(r.get("counts", {}).get("workflows_started", 0) for r in done),
+        "events": sum(r.get("events", 0) for r in done),
+        "faults": sum(len(r.get("faults", [])) for r in done),
+        "seeds_failed": [r["seed"] for r in done if not r["passed"]],
+        "seeds_with_violations": [seed for seed, v in violations.items() if v not in ("none", "unknown")],
+        "seeds_unchecked": [seed for seed, v in violations.items() if v == "unknown"],
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -136,8 +154,10 @@ def main(argv: list[str]) -> int:
     # stopped (SIGTERM): unwind, so the running seed's process group is killed on the way out
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not os.environ.get("KADENCE_REDIS_URL"):
-        print("chaos: KADENCE_REDIS_URL is not set: run it under scripts/devstack.py run (make chaos does)",
-              file=sys.stderr)
+        print(
+            "chaos: KADENCE_REDIS_URL is not set: run it under scripts/devstack.py run (make chaos does)",
+            file=sys.stderr,
+        )
         return 2
     count = int(os.environ.get("CHAOS_SEEDS", "20"))
     burners = int(os.environ.get("CHAOS_BURNERS", str(os.cpu_count() or 1)))
@@ -146,29 +166,42 @@ def main(argv: list[str]) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = RESULTS / f"chaos-{stamp}.json"
     workdir = Path(tempfile.mkdtemp(prefix="kadence-chaos-"))
-    print(f"chaos campaign: {len(seeds)} seeds, {burners} CPU burners, results in {out_path}, logs in {workdir}",
-          flush=True)
-    campaign = {"started": stamp, "cpus": os.cpu_count(), "burners": burners,
-                "chaos_seconds": float(os.environ.get("KADENCE_CHAOS_SECONDS", "80")), "seeds": []}
+    print(
+        f"chaos campaign: {len(seeds)} seeds, {burners} CPU burners, results in {out_path}, logs in {workdir}",
+        flush=True,
+    )
+    campaign = {
+        "started": stamp,
+        "cpus": os.cpu_count(),
+        "burners": burners,
+        "chaos_seconds": float(os.environ.get("KADENCE_CHAOS_SECONDS", "80")),
+        "seeds": [],
+    }
     for i, seed in enumerate(seeds, 1):
         record = run_seed(seed, burners, workdir)
         campaign["seeds"].append(record)
         out_path.write_text(json.dumps(campaign, indent=1))
         started = record.get("counts", {}).get("workflows_started", 0)
         status = "ok" if record["passed"] else "FAILED"
-        print(f"chaos: seed {i}/{len(seeds)} {seed}: {status}, {started} workflows, {record.get('events', 0)} events, "
-              f"{len(record.get('faults', []))} faults, violations: {record.get('violations', 'unknown')}, "
-              f"{record['wall_s']:.0f} s, load avg max {record['load_avg_max']:.1f}", flush=True)
+        print(
+            f"chaos: seed {i}/{len(seeds)} {seed}: {status}, {started} workflows, {record.get('events', 0)} events, "
+            f"{len(record.get('faults', []))} faults, violations: {record.get('violations', 'unknown')}, "
+            f"{record['wall_s']:.0f} s, load avg max {record['load_avg_max']:.1f}",
+            flush=True,
+        )
         if not record["passed"]:
             print("  " + "\n  ".join(record.get("failure", [])) + f"\n  logs: {record.get('logdir')}", flush=True)
     done = campaign["seeds"]
     totals = _totals(done)
     campaign["totals"] = totals
     out_path.write_text(json.dumps(campaign, indent=1))
-    print(f"chaos campaign: {totals['passed']}/{totals['seeds']} seeds passed, {totals['workflows']} workflows, "
-          f"{totals['events']} history events, {totals['faults']} faults; seeds with violations: "
-          f"{totals['seeds_with_violations'] or 'none'}; failed before the check: {totals['seeds_unchecked'] or 'none'}; "
-          f"results in {out_path}", flush=True)
+    print(
+        f"chaos campaign: {totals['passed']}/{totals['seeds']} seeds passed, {totals['workflows']} workflows, "
+        f"{totals['events']} history events, {totals['faults']} faults; seeds with violations: "
+        f"{totals['seeds_with_violations'] or 'none'}; failed before the check: {totals['seeds_unchecked'] or 'none'}; "
+        f"results in {out_path}",
+        flush=True,
+    )
     return 0 if totals["passed"] == totals["seeds"] else 1
 
 

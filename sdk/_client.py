@@ -67,10 +67,16 @@ class ResetPlan:
 
     @classmethod
     def from_record(cls, workflow_id: str, plan: dict, *, new_run_id: str | None) -> ResetPlan:
-        return cls(workflow_id=workflow_id, branch_event=plan["branch_event"], from_status=plan["from_status"],
-                   terminates_run_id=plan["terminates_run_id"], kept_events=plan["kept_events"],
-                   activities_rerun=tuple(plan["activities_rerun"]), timers_kept=plan["timers_kept"],
-                   new_run_id=new_run_id)
+        return cls(
+            workflow_id=workflow_id,
+            branch_event=plan["branch_event"],
+            from_status=plan["from_status"],
+            terminates_run_id=plan["terminates_run_id"],
+            kept_events=plan["kept_events"],
+            activities_rerun=tuple(plan["activities_rerun"]),
+            timers_kept=plan["timers_kept"],
+            new_run_id=new_run_id,
+        )
 
     def to_json(self) -> dict:
         return {**asdict(self), "activities_rerun": list(self.activities_rerun)}
@@ -82,8 +88,9 @@ class WorkflowHandle:
     Its result is typed by the workflow's run method when the handle came from starting a
     workflow class, or by ``result_type`` (``get_workflow_handle(..., result_type=Receipt)``)."""
 
-    def __init__(self, client: Client, workflow_id: str, run_id: str | None, *, result_type: Any = None,
-                 run_fn: Any = None):
+    def __init__(
+        self, client: Client, workflow_id: str, run_id: str | None, *, result_type: Any = None, run_fn: Any = None
+    ):
         self.client = client
         self.id = workflow_id
         self.run_id = run_id
@@ -97,17 +104,24 @@ class WorkflowHandle:
         """Wait for the workflow to close; its result, or ``WorkflowFailureError`` with the cause.
 
         ``follow_runs``: through continue-as-new, wait for the last run's result."""
+
         async def impl(_call: ClientCall) -> Any:
             try:
                 reply = await self.client._engine.request(
-                    self.id, "AwaitWorkflowResult", {"wait": True}, request_id=new_id(),
-                    run_id=None if follow_runs else self.run_id, timeout=timeout)
+                    self.id,
+                    "AwaitWorkflowResult",
+                    {"wait": True},
+                    request_id=new_id(),
+                    run_id=None if follow_runs else self.run_id,
+                    timeout=timeout,
+                )
             except BrokerUnavailableError as exc:
                 await self._raise_if_stuck(exc)
                 raise
             if reply["status"] == "not_found" and self.run_id and not follow_runs:
                 reply = await self._earlier_run() or reply
             return self._outcome(reply)
+
         return await self.client._intercepted("result", self.id, None, (), impl)
 
     async def _raise_if_stuck(self, no_reply: BrokerUnavailableError) -> None:
@@ -123,7 +137,9 @@ class WorkflowHandle:
             raise WorkflowTaskFailedError(
                 f"workflow {self.id!r} did not finish in time: its workflow task keeps failing "
                 f"({stuck['cause']}): {stuck['type']}: {stuck['message']}",
-                workflow_id=self.id, cause=stuck["cause"]) from no_reply
+                workflow_id=self.id,
+                cause=stuck["cause"],
+            ) from no_reply
 
     async def _earlier_run(self) -> dict | None:
         """The outcome of ``run_id`` when it is not the workflow's current run (a run before a
@@ -135,8 +151,9 @@ class WorkflowHandle:
         """The result in an ``AwaitWorkflowResult`` reply, or the error it stands for."""
         status = reply["status"]
         if status == "not_found":
-            raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found",
-                                        workflow_id=self.id, run_id=self.run_id)
+            raise WorkflowNotFoundError(
+                reply["message"] or f"workflow {self.id!r} not found", workflow_id=self.id, run_id=self.run_id
+            )
         if status == "completed":
             what = f"result of workflow {self.id!r}"
             if self._result_type is not None:
@@ -144,31 +161,49 @@ class WorkflowHandle:
             return self.client.converter.result_from_bytes(reply["result"], self._run_fn, method=True, what=what)
         if status == "timed_out":
             message = (reply["failure"] or {}).get("message") or "timeout"
-            raise WorkflowTimedOutError(f"workflow {self.id} timed out ({message})", failure=reply["failure"],
-                                        workflow_id=self.id, run_id=reply["run_id"])
+            raise WorkflowTimedOutError(
+                f"workflow {self.id} timed out ({message})",
+                failure=reply["failure"],
+                workflow_id=self.id,
+                run_id=reply["run_id"],
+            )
         if status == "terminated":
             reason = (reply["failure"] or {}).get("message") or ""
-            raise WorkflowTerminatedError(f"workflow {self.id} was terminated: {reason}", reason=reason,
-                                          failure=reply["failure"], workflow_id=self.id, run_id=reply["run_id"])
+            raise WorkflowTerminatedError(
+                f"workflow {self.id} was terminated: {reason}",
+                reason=reason,
+                failure=reply["failure"],
+                workflow_id=self.id,
+                run_id=reply["run_id"],
+            )
         if status == "canceled":
             raise WorkflowCanceledError(f"workflow {self.id} was canceled", workflow_id=self.id, run_id=reply["run_id"])
         if status == "continued_as_new":
-            raise WorkflowContinuedAsNewError(f"run {reply['run_id']} of workflow {self.id} continued as new run "
-                                              f"{reply['message']}", new_run_id=reply["message"] or None,
-                                              workflow_id=self.id, run_id=reply["run_id"])
+            raise WorkflowContinuedAsNewError(
+                f"run {reply['run_id']} of workflow {self.id} continued as new run {reply['message']}",
+                new_run_id=reply["message"] or None,
+                workflow_id=self.id,
+                run_id=reply["run_id"],
+            )
         failure = reply["failure"] or {"type": "Unknown", "message": status}
-        err = WorkflowFailureError(f"workflow {self.id} failed: {failure['type']}: {failure['message']}",
-                                   failure=failure, workflow_id=self.id, run_id=reply["run_id"])
+        err = WorkflowFailureError(
+            f"workflow {self.id} failed: {failure['type']}: {failure['message']}",
+            failure=failure,
+            workflow_id=self.id,
+            run_id=reply["run_id"],
+        )
         raise err from self.client.converter.exception(failure)
 
     async def _mutate(self, body_type: str, body: dict, request_id: str | None) -> dict:
-        reply = await self.client._engine.request(self.id, body_type, body, request_id=request_id or new_id(),
-                                                  run_id=self.run_id)
+        reply = await self.client._engine.request(
+            self.id, body_type, body, request_id=request_id or new_id(), run_id=self.run_id
+        )
         if reply["status"] == "not_found":
             raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found", workflow_id=self.id)
         if reply["status"] != "ok":
-            raise WorkflowError(f"{body_type} of {self.id!r} rejected: {reply['message']}", workflow_id=self.id,
-                                run_id=reply["run_id"])
+            raise WorkflowError(
+                f"{body_type} of {self.id!r} rejected: {reply['message']}", workflow_id=self.id, run_id=reply["run_id"]
+            )
         return reply
 
     async def signal(self, signal: str, *args: Any, request_id: str | None = None) -> None:
@@ -177,46 +212,66 @@ class WorkflowHandle:
         check_name(signal, field="signal")
 
         async def impl(call: ClientCall) -> None:
-            await self._mutate("SignalWorkflow", {"signal_name": call.name,
-                                                  "input": self.client.converter.to_bytes(list(call.args)),
-                                                  "start": None, "identity": self.client.identity}, request_id)
+            await self._mutate(
+                "SignalWorkflow",
+                {
+                    "signal_name": call.name,
+                    "input": self.client.converter.to_bytes(list(call.args)),
+                    "start": None,
+                    "identity": self.client.identity,
+                },
+                request_id,
+            )
+
         await self.client._intercepted("signal", self.id, signal, args, impl)
 
     async def cancel(self, *, reason: str = "", request_id: str | None = None) -> None:
         """Ask the workflow to cancel: its code sees ``asyncio.CancelledError`` at its awaits and
         may clean up (e.g. run compensations) before it ends as canceled. Idempotent."""
+
         async def impl(_call: ClientCall) -> None:
             await self._mutate("RequestCancelWorkflow", {"reason": reason}, request_id)
+
         await self.client._intercepted("cancel", self.id, None, (), impl)
 
     async def terminate(self, *, reason: str = "", request_id: str | None = None) -> None:
         """End the run at once, without running any more workflow code."""
+
         async def impl(_call: ClientCall) -> None:
             await self._mutate("TerminateWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+
         await self.client._intercepted("terminate", self.id, None, (), impl)
 
     async def pause(self, *, reason: str = "", request_id: str | None = None) -> None:
         """Hold the open run still: no workflow or activity task is dispatched and no timer fires
         until ``unpause`` (timers due meanwhile fire then); signals, results and updates are still
         recorded. Pausing a paused run changes nothing."""
+
         async def impl(_call: ClientCall) -> None:
             await self._mutate("PauseWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+
         await self.client._intercepted("pause", self.id, None, (), impl)
 
     async def unpause(self, *, reason: str = "", request_id: str | None = None) -> None:
         """Let a paused run go on: held tasks are dispatched, held timers fire in the order they
         fell due. Unpausing a run that is not paused changes nothing."""
+
         async def impl(_call: ClientCall) -> None:
             await self._mutate("UnpauseWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+
         await self.client._intercepted("unpause", self.id, None, (), impl)
 
-    async def reset(self, *, to_event: int | None = None, reason: str = "", request_id: str | None = None) -> WorkflowHandle:
+    async def reset(
+        self, *, to_event: int | None = None, reason: str = "", request_id: str | None = None
+    ) -> WorkflowHandle:
         """Branch a new run from a ``WorkflowTaskCompleted`` event of the current run (default:
         the last one); an open run is terminated, a closed one stays as it ended. Returns the new
         run's handle. Raises ``ResetRejectedError`` when the engine refuses. See docs/guide.md for
         what happens to pending activities, timers and children."""
+
         async def impl(_call: ClientCall) -> dict:
             return await self._reset(to_event, reason, request_id or new_id(), dry_run=False)
+
         reply = await self.client._intercepted("reset", self.id, None, (), impl)
         return WorkflowHandle(self.client, self.id, reply["run_id"], result_type=self._result_type, run_fn=self._run_fn)
 
@@ -230,15 +285,20 @@ class WorkflowHandle:
         raw = await self.history(raw=True)
         if not raw:
             raise WorkflowNotFoundError(f"workflow {self.id!r} has no history to reset", workflow_id=self.id)
-        body = reset_body(self.id, self.run_id, raw, to_event=to_event, reason=reason,
-                          identity=self.client.identity, dry_run=dry_run)
-        reply = await self.client._engine.request(self.id, "ResetWorkflow", body, request_id=request_id,
-                                                  run_id=self.run_id)
+        body = reset_body(
+            self.id, self.run_id, raw, to_event=to_event, reason=reason, identity=self.client.identity, dry_run=dry_run
+        )
+        reply = await self.client._engine.request(
+            self.id, "ResetWorkflow", body, request_id=request_id, run_id=self.run_id
+        )
         if reply["status"] == "not_found":
             raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found", workflow_id=self.id)
         if reply["status"] != "ok":
-            raise ResetRejectedError(f"reset of {self.id!r} {'would be ' if dry_run else ''}rejected: "
-                                     f"{reply['message']}", workflow_id=self.id, run_id=reply["run_id"])
+            raise ResetRejectedError(
+                f"reset of {self.id!r} {'would be ' if dry_run else ''}rejected: {reply['message']}",
+                workflow_id=self.id,
+                run_id=reply["run_id"],
+            )
         return reply
 
     async def query(self, query: Any, *args: Any, timeout: float = 30.0, result_type: Any = None) -> Any:
@@ -254,8 +314,13 @@ class WorkflowHandle:
 
         async def impl(call: ClientCall) -> dict:
             return await self.client._engine.request(
-                self.id, "QueryWorkflow", {"query_name": call.name, "input": self.client.converter.to_bytes(list(call.args))},
-                request_id=new_id(), timeout=timeout)
+                self.id,
+                "QueryWorkflow",
+                {"query_name": call.name, "input": self.client.converter.to_bytes(list(call.args))},
+                request_id=new_id(),
+                timeout=timeout,
+            )
+
         reply = await self.client._intercepted("query", self.id, query, args, impl)
         if reply["status"] == "ok":
             what = f"answer to query {query!r} of {self.id!r}"
@@ -264,11 +329,18 @@ class WorkflowHandle:
             return self.client.converter.result_from_bytes(reply["result"], handler, method=True, what=what)
         if reply["status"] == "not_found":
             raise WorkflowNotFoundError(reply["message"], workflow_id=self.id)
-        raise QueryFailedError(f"query {query!r} of {self.id!r} failed: {reply['message']}", workflow_id=self.id,
-                               run_id=reply["run_id"])
+        raise QueryFailedError(
+            f"query {query!r} of {self.id!r} failed: {reply['message']}", workflow_id=self.id, run_id=reply["run_id"]
+        )
 
-    async def execute_update(self, update: Any, *args: Any, request_id: str | None = None,
-                             timeout: float | None = None, result_type: Any = None) -> Any:
+    async def execute_update(
+        self,
+        update: Any,
+        *args: Any,
+        request_id: str | None = None,
+        timeout: float | None = None,
+        result_type: Any = None,
+    ) -> Any:
         """Run the workflow's ``@workflow.update`` handler and return its result.
 
         ``update``: its name, or the handler method itself (``Cart.add_item``), whose parameter
@@ -282,11 +354,21 @@ class WorkflowHandle:
             signature(handler, method=True).args(list(args), f"update {name!r}")
 
         async def impl(call: ClientCall) -> Any:
-            reply = await self.client._engine.request(self.id, "UpdateWorkflow", {
-                "update_name": name, "input": self.client.converter.to_bytes(list(call.args)), "start": None,
-                "identity": self.client.identity}, request_id=request_id or new_id(), run_id=self.run_id,
-                timeout=timeout)
+            reply = await self.client._engine.request(
+                self.id,
+                "UpdateWorkflow",
+                {
+                    "update_name": name,
+                    "input": self.client.converter.to_bytes(list(call.args)),
+                    "start": None,
+                    "identity": self.client.identity,
+                },
+                request_id=request_id or new_id(),
+                run_id=self.run_id,
+                timeout=timeout,
+            )
             return _update_outcome(self.client, self.id, name, handler, result_type, reply)
+
         return await self.client._intercepted("update", self.id, name, args, impl)
 
     async def describe(self, *, timeout: float = 30.0) -> dict:
@@ -296,10 +378,17 @@ class WorkflowHandle:
         attributes, memo, history length, and the last workflow-task failure of a stuck run
         (``last_task_failure``: ``{"cause", "type", "message"}``, e.g. a non-determinism error).
         The same shape as ``kadence describe`` and ``GET /v1/workflows/{id}`` (docs/guide.md)."""
+
         async def impl(_call: ClientCall) -> dict:
             return await self.client._engine.request(
-                self.id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id(), run_id=self.run_id,
-                timeout=timeout)
+                self.id,
+                "AwaitWorkflowResult",
+                {"wait": False},
+                request_id=new_id(),
+                run_id=self.run_id,
+                timeout=timeout,
+            )
+
         reply = await self.client._intercepted("describe", self.id, None, (), impl)
         if reply["status"] == "not_found" and self.run_id:
             reply = await self._earlier_run() or reply
@@ -335,9 +424,14 @@ def _update_outcome(client: Client, workflow_id: str, name: str, handler: Any, r
     failure = reply["failure"]
     rejected = status == "rejected"
     detail = f"{failure['type']}: {failure['message']}" if failure else reply["message"]
-    err = WorkflowUpdateFailedError(f"update {name!r} of {workflow_id!r} {'rejected' if rejected else 'failed'}: {detail}",
-                                    update_name=name, rejected=rejected, failure=failure, workflow_id=workflow_id,
-                                    run_id=reply["run_id"])
+    err = WorkflowUpdateFailedError(
+        f"update {name!r} of {workflow_id!r} {'rejected' if rejected else 'failed'}: {detail}",
+        update_name=name,
+        rejected=rejected,
+        failure=failure,
+        workflow_id=workflow_id,
+        run_id=reply["run_id"],
+    )
     raise err from client.converter.exception(failure)
 
 
@@ -356,13 +450,20 @@ class Client:
         self.identity = engine.config.client_id
 
     @classmethod
-    async def connect(cls, bootstrap: str | None = None, *, namespace: str | None = None,
-                      config: KafkaConfig | None = None, codec: PayloadCodec | None = None,
-                      wait_for_broker: float = 0.0, tracer_provider=None,
-                      converter: PayloadConverter | None = None,
-                      exceptions: Iterable[type[BaseException]] = (),
-                      large_payloads: LargePayloads | None = None,
-                      interceptors: Iterable[Interceptor] = ()) -> Client:
+    async def connect(
+        cls,
+        bootstrap: str | None = None,
+        *,
+        namespace: str | None = None,
+        config: KafkaConfig | None = None,
+        codec: PayloadCodec | None = None,
+        wait_for_broker: float = 0.0,
+        tracer_provider=None,
+        converter: PayloadConverter | None = None,
+        exceptions: Iterable[type[BaseException]] = (),
+        large_payloads: LargePayloads | None = None,
+        interceptors: Iterable[Interceptor] = (),
+    ) -> Client:
         """Connect to a namespace; ``BrokerUnavailableError`` if Kafka does not answer.
 
         ``converter``: how payloads become bytes and back (default: ``JsonConverter(codec)``,
@@ -402,7 +503,8 @@ class Client:
         while True:
             try:
                 engine = await loop.run_in_executor(
-                    None, functools.partial(EngineClient, config, tracer_provider=tracer_provider))
+                    None, functools.partial(EngineClient, config, tracer_provider=tracer_provider)
+                )
                 return cls(engine, converter, interceptors)
             except BrokerUnavailableError as exc:
                 if loop.time() + delay > deadline:
@@ -411,21 +513,52 @@ class Client:
                 await asyncio.sleep(delay)
                 delay = min(5.0, delay * 2)
 
-    async def _intercepted(self, operation: str, workflow_id: str, name: str | None, args: tuple,
-                           impl, headers: dict | None = None) -> Any:
+    async def _intercepted(
+        self, operation: str, workflow_id: str, name: str | None, args: tuple, impl, headers: dict | None = None
+    ) -> Any:
         """``impl(call)`` through this client's interceptors."""
         call = ClientCall(operation, workflow_id, name, tuple(args), dict(headers or {}))
         return await chain(self.interceptors, "intercept_client", impl)(call)
 
-    def _checked_start(self, workflow, args, id, task_queue, id_reuse_policy, run_timeout, search_attributes,
-                       execution_timeout, memo=None, headers=None) -> dict:
+    def _checked_start(
+        self,
+        workflow,
+        args,
+        id,
+        task_queue,
+        id_reuse_policy,
+        run_timeout,
+        search_attributes,
+        execution_timeout,
+        memo=None,
+        headers=None,
+    ) -> dict:
         """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments checked."""
         check_workflow_id(id, field="id")
-        return self._start_body(workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
-                                execution_timeout, memo, headers)
+        return self._start_body(
+            workflow,
+            args,
+            task_queue,
+            id_reuse_policy,
+            run_timeout,
+            search_attributes,
+            execution_timeout,
+            memo,
+            headers,
+        )
 
-    def _start_body(self, workflow, args, task_queue, id_reuse_policy, run_timeout, search_attributes,
-                    execution_timeout=None, memo=None, headers=None) -> dict:
+    def _start_body(
+        self,
+        workflow,
+        args,
+        task_queue,
+        id_reuse_policy,
+        run_timeout,
+        search_attributes,
+        execution_timeout=None,
+        memo=None,
+        headers=None,
+    ) -> dict:
         if id_reuse_policy not in _REUSE_POLICIES:
             raise KadenceError(f"id_reuse_policy must be one of {', '.join(_REUSE_POLICIES)}")
         check_task_queue(task_queue)
@@ -433,36 +566,68 @@ class Client:
         if run_fn is not None:  # arguments that cannot become the run's types fail here, before anything is sent
             signature(run_fn, method=True).args(list(args), f"workflow {workflow_type_name(workflow)}")
         return {
-            "workflow_type": check_name(workflow_type_name(workflow), field="workflow type"), "task_queue": task_queue,
-            "input": self.converter.to_bytes(list(args)), "id_reuse_policy": id_reuse_policy,
-            "run_timeout_ms": to_ms(run_timeout), "search_attributes": dict(search_attributes or {}),
+            "workflow_type": check_name(workflow_type_name(workflow), field="workflow type"),
+            "task_queue": task_queue,
+            "input": self.converter.to_bytes(list(args)),
+            "id_reuse_policy": id_reuse_policy,
+            "run_timeout_ms": to_ms(run_timeout),
+            "search_attributes": dict(search_attributes or {}),
             "execution_timeout_ms": to_ms(execution_timeout),
             "memo": {str(k): self.converter.to_bytes(v) for k, v in (memo or {}).items()},
             "headers": {str(k): str(v) for k, v in (headers or {}).items()},
         }
 
-    async def signal_with_start(self, workflow: Any, *args: Any, id: str, task_queue: str, signal: str,
-                                signal_args: tuple = (), request_id: str | None = None,
-                                run_timeout: timedelta | None = None, memo: dict | None = None) -> WorkflowHandle:
+    async def signal_with_start(
+        self,
+        workflow: Any,
+        *args: Any,
+        id: str,
+        task_queue: str,
+        signal: str,
+        signal_args: tuple = (),
+        request_id: str | None = None,
+        run_timeout: timedelta | None = None,
+        memo: dict | None = None,
+    ) -> WorkflowHandle:
         """Signal the workflow, starting it first if no run is open (one atomic command)."""
         check_workflow_id(id, field="id")
         check_name(signal, field="signal")
 
         async def impl(call: ClientCall) -> WorkflowHandle:
-            start = self._start_body(workflow, args, task_queue, "allow_duplicate", run_timeout, None,
-                                     memo=memo, headers=call.headers)
-            reply = await self._engine.request(id, "SignalWorkflow", {
-                "signal_name": signal, "input": self.converter.to_bytes(list(call.args)), "start": start,
-                "identity": self.identity}, request_id=request_id or new_id())
+            start = self._start_body(
+                workflow, args, task_queue, "allow_duplicate", run_timeout, None, memo=memo, headers=call.headers
+            )
+            reply = await self._engine.request(
+                id,
+                "SignalWorkflow",
+                {
+                    "signal_name": signal,
+                    "input": self.converter.to_bytes(list(call.args)),
+                    "start": start,
+                    "identity": self.identity,
+                },
+                request_id=request_id or new_id(),
+            )
             if reply["status"] != "ok":
                 raise KadenceError(f"signal-with-start of {id!r} rejected: {reply['status']} {reply['message']}")
             return WorkflowHandle(self, id, reply["run_id"], run_fn=run_function(workflow))
+
         return await self._intercepted("signal_with_start", id, signal, signal_args, impl)
 
-    async def execute_update_with_start(self, workflow: Any, *args: Any, id: str, task_queue: str, update: Any,
-                                        update_args: tuple = (), request_id: str | None = None,
-                                        run_timeout: timedelta | None = None, timeout: float | None = None,
-                                        result_type: Any = None, memo: dict | None = None) -> Any:
+    async def execute_update_with_start(
+        self,
+        workflow: Any,
+        *args: Any,
+        id: str,
+        task_queue: str,
+        update: Any,
+        update_args: tuple = (),
+        request_id: str | None = None,
+        run_timeout: timedelta | None = None,
+        timeout: float | None = None,
+        result_type: Any = None,
+        memo: dict | None = None,
+    ) -> Any:
         """Run an update, starting the workflow first if no run is open (one atomic command);
         the update's result, as ``WorkflowHandle.execute_update``."""
         check_workflow_id(id, field="id")
@@ -471,19 +636,39 @@ class Client:
             signature(handler, method=True).args(list(update_args), f"update {name!r}")
 
         async def impl(call: ClientCall) -> Any:
-            start = self._start_body(workflow, args, task_queue, "allow_duplicate", run_timeout, None,
-                                     memo=memo, headers=call.headers)
-            reply = await self._engine.request(id, "UpdateWorkflow", {
-                "update_name": name, "input": self.converter.to_bytes(list(call.args)), "start": start,
-                "identity": self.identity}, request_id=request_id or new_id(), timeout=timeout)
+            start = self._start_body(
+                workflow, args, task_queue, "allow_duplicate", run_timeout, None, memo=memo, headers=call.headers
+            )
+            reply = await self._engine.request(
+                id,
+                "UpdateWorkflow",
+                {
+                    "update_name": name,
+                    "input": self.converter.to_bytes(list(call.args)),
+                    "start": start,
+                    "identity": self.identity,
+                },
+                request_id=request_id or new_id(),
+                timeout=timeout,
+            )
             return _update_outcome(self, id, name, handler, result_type, reply)
+
         return await self._intercepted("update_with_start", id, name, update_args, impl)
 
-    async def start_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
-                             request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
-                             run_timeout: timedelta | None = None, execution_timeout: timedelta | None = None,
-                             search_attributes: dict | None = None, timeout: float = 30.0,
-                             memo: dict | None = None) -> WorkflowHandle:
+    async def start_workflow(
+        self,
+        workflow: Any,
+        *args: Any,
+        id: str,
+        task_queue: str,
+        request_id: str | None = None,
+        id_reuse_policy: str = "allow_duplicate",
+        run_timeout: timedelta | None = None,
+        execution_timeout: timedelta | None = None,
+        search_attributes: dict | None = None,
+        timeout: float = 30.0,
+        memo: dict | None = None,
+    ) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
 
         ``memo``: non-indexed metadata (name -> any value a payload can hold), shown by
@@ -491,12 +676,25 @@ class Client:
 
         Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open.
         """
+
         async def impl(call: ClientCall) -> WorkflowHandle:
-            body = self._checked_start(workflow, call.args, id, task_queue, id_reuse_policy, run_timeout,
-                                       search_attributes, execution_timeout, memo, call.headers)
-            reply = await self._engine.request(id, "StartWorkflow", body, request_id=request_id or new_id(),
-                                               timeout=timeout)
+            body = self._checked_start(
+                workflow,
+                call.args,
+                id,
+                task_queue,
+                id_reuse_policy,
+                run_timeout,
+                search_attributes,
+                execution_timeout,
+                memo,
+                call.headers,
+            )
+            reply = await self._engine.request(
+                id, "StartWorkflow", body, request_id=request_id or new_id(), timeout=timeout
+            )
             return self._started(id, reply, workflow)
+
         check_workflow_id(id, field="id")  # bad input fails before any interceptor sees it
         check_task_queue(task_queue)
         return await self._intercepted("start_workflow", id, workflow_type_name(workflow), args, impl)
@@ -506,16 +704,28 @@ class Client:
         if reply["status"] == "already_started":
             raise WorkflowAlreadyStartedError(
                 f"workflow {id!r} already started (run {reply['run_id']}): {reply['message']}",
-                workflow_id=id, run_id=reply["run_id"])
+                workflow_id=id,
+                run_id=reply["run_id"],
+            )
         if reply["status"] != "ok":
             raise KadenceError(f"start of {id!r} rejected: {reply['status']} {reply['message']}")
         return WorkflowHandle(self, id, reply["run_id"], run_fn=run_function(workflow))
 
-    async def execute_workflow(self, workflow: Any, *args: Any, id: str, task_queue: str,
-                               request_id: str | None = None, id_reuse_policy: str = "allow_duplicate",
-                               run_timeout: timedelta | None = None, execution_timeout: timedelta | None = None,
-                               search_attributes: dict | None = None, timeout: float = 30.0,
-                               result_timeout: float | None = None, memo: dict | None = None) -> Any:
+    async def execute_workflow(
+        self,
+        workflow: Any,
+        *args: Any,
+        id: str,
+        task_queue: str,
+        request_id: str | None = None,
+        id_reuse_policy: str = "allow_duplicate",
+        run_timeout: timedelta | None = None,
+        execution_timeout: timedelta | None = None,
+        search_attributes: dict | None = None,
+        timeout: float = 30.0,
+        result_timeout: float | None = None,
+        memo: dict | None = None,
+    ) -> Any:
         """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
         with the same errors, in one round trip fewer.
 
@@ -524,9 +734,20 @@ class Client:
         transaction), so the result awaited is the new run's (through continue-as-new).
         ``timeout`` bounds the wait for the start's answer, ``result_timeout`` (default: none)
         the wait for the result."""
+
         async def impl(call: ClientCall) -> Any:
-            body = self._checked_start(workflow, call.args, id, task_queue, id_reuse_policy, run_timeout,
-                                       search_attributes, execution_timeout, memo, call.headers)
+            body = self._checked_start(
+                workflow,
+                call.args,
+                id,
+                task_queue,
+                id_reuse_policy,
+                run_timeout,
+                search_attributes,
+                execution_timeout,
+                memo,
+                call.headers,
+            )
             engine, start_request, result_request = self._engine, request_id or new_id(), new_id()
             started = engine.send(id, "StartWorkflow", body, request_id=start_request)
             try:
@@ -535,7 +756,9 @@ class Client:
                 engine.abandon(id, start_request)
                 raise
             try:
-                handle = self._started(id, await engine.wait(id, "StartWorkflow", start_request, started, timeout), workflow)
+                handle = self._started(
+                    id, await engine.wait(id, "StartWorkflow", start_request, started, timeout), workflow
+                )
             except BaseException:
                 engine.abandon(id, result_request)  # its reply, if one comes, is not waited for
                 raise
@@ -545,12 +768,14 @@ class Client:
                 await handle._raise_if_stuck(exc)
                 raise
             return handle._outcome(reply)
+
         check_workflow_id(id, field="id")
         check_task_queue(task_queue)
         return await self._intercepted("execute_workflow", id, workflow_type_name(workflow), args, impl)
 
-    def get_workflow_handle(self, workflow_id: str, *, run_id: str | None = None,
-                            result_type: Any = None) -> WorkflowHandle:
+    def get_workflow_handle(
+        self, workflow_id: str, *, run_id: str | None = None, result_type: Any = None
+    ) -> WorkflowHandle:
         """A handle to an existing workflow; ``result_type`` types its result (default: as decoded)."""
         check_workflow_id(workflow_id)
         return WorkflowHandle(self, workflow_id, run_id, result_type=result_type)

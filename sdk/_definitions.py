@@ -137,8 +137,9 @@ def run_function(workflow: Any) -> Callable | None:
     return None
 
 
-def registrations(workflows: Iterable[Any], activities: Iterable[Any]
-                  ) -> tuple[dict[str, WorkflowDefinition], dict[str, ActivityDefinition]]:
+def registrations(
+    workflows: Iterable[Any], activities: Iterable[Any]
+) -> tuple[dict[str, WorkflowDefinition], dict[str, ActivityDefinition]]:
     """The definitions of ``@workflow.defn`` classes and ``@activity.defn`` functions, by name
     (a later one of the same name replaces an earlier one); ``DefinitionError`` for anything else,
     or when both are empty. What a ``Worker`` and ``kadence.testing`` register."""

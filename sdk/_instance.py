@@ -137,20 +137,43 @@ _MATCHING_EVENT = {
     "CompleteWorkflowUpdate": "WorkflowUpdateCompleted",
 }
 #: fields that must be equal between a command and its recorded event
-_IDENTITY = {"ActivityTaskScheduled": ("activity_type", "activity_id"), "TimerStarted": ("timer_id",),
-             "TimerCanceled": ("timer_id",), "ActivityTaskCancelRequested": ("activity_id",),
-             "MarkerRecorded": ("name",), "StartChildWorkflowExecutionInitiated": ("workflow_id", "workflow_type"),
-             "RequestCancelExternalInitiated": ("workflow_id",), "WorkflowUpdateCompleted": ("update_id",)}
-_RESOLUTIONS = frozenset({"WorkflowExecutionStarted", "ActivityTaskCompleted", "ActivityTaskFailed",
-                          "ActivityTaskTimedOut", "ActivityTaskCanceled", "TimerFired", "WorkflowSignaled",
-                          "WorkflowCancelRequested", "ChildWorkflowExecutionStarted",
-                          "StartChildWorkflowExecutionFailed", "ChildWorkflowExecutionCompleted",
-                          "ChildWorkflowExecutionFailed", "WorkflowUpdateAccepted"})
+_IDENTITY = {
+    "ActivityTaskScheduled": ("activity_type", "activity_id"),
+    "TimerStarted": ("timer_id",),
+    "TimerCanceled": ("timer_id",),
+    "ActivityTaskCancelRequested": ("activity_id",),
+    "MarkerRecorded": ("name",),
+    "StartChildWorkflowExecutionInitiated": ("workflow_id", "workflow_type"),
+    "RequestCancelExternalInitiated": ("workflow_id",),
+    "WorkflowUpdateCompleted": ("update_id",),
+}
+_RESOLUTIONS = frozenset(
+    {
+        "WorkflowExecutionStarted",
+        "ActivityTaskCompleted",
+        "ActivityTaskFailed",
+        "ActivityTaskTimedOut",
+        "ActivityTaskCanceled",
+        "TimerFired",
+        "WorkflowSignaled",
+        "WorkflowCancelRequested",
+        "ChildWorkflowExecutionStarted",
+        "StartChildWorkflowExecutionFailed",
+        "ChildWorkflowExecutionCompleted",
+        "ChildWorkflowExecutionFailed",
+        "WorkflowUpdateAccepted",
+    }
+)
 
 
 class WorkflowInstance:
-    def __init__(self, defn: WorkflowDefinition, info: WorkflowInfo, converter: JsonConverter,
-                 interceptors: Iterable[Interceptor] = ()):
+    def __init__(
+        self,
+        defn: WorkflowDefinition,
+        info: WorkflowInfo,
+        converter: JsonConverter,
+        interceptors: Iterable[Interceptor] = (),
+    ):
         self.defn = defn
         self.info = info
         self.converter = converter
@@ -204,8 +227,9 @@ class WorkflowInstance:
     def uuid4(self) -> uuid.UUID:
         return uuid.UUID(int=self.random().getrandbits(128), version=4)
 
-    def schedule_activity(self, activity_type: str, args: tuple, options: dict, *,
-                          result_fn: Callable | None = None) -> asyncio.Future:
+    def schedule_activity(
+        self, activity_type: str, args: tuple, options: dict, *, result_fn: Callable | None = None
+    ) -> asyncio.Future:
         """``result_fn``: the activity's function, whose return type types its result."""
         if self.closed:
             raise RuntimeError("workflow already completed")
@@ -215,22 +239,31 @@ class WorkflowInstance:
         self._activities[activity_id] = fut
         if result_fn is not None:
             self._result_fns[("activity", activity_id)] = (result_fn, f"activity {activity_type}")
-        self._unmatched.append(("ScheduleActivityTask", {
-            "activity_id": activity_id, "activity_type": activity_type,
-            "input": self.converter.to_bytes(list(args)), "options": options,
-        }))
+        self._unmatched.append(
+            (
+                "ScheduleActivityTask",
+                {
+                    "activity_id": activity_id,
+                    "activity_type": activity_type,
+                    "input": self.converter.to_bytes(list(args)),
+                    "options": options,
+                },
+            )
+        )
         fut.add_done_callback(lambda f: self._on_activity_done(activity_id, f))
         return fut
 
-    def schedule_local_activity(self, activity_type: str, args: tuple, options: dict, *,
-                                result_fn: Callable | None = None) -> asyncio.Future:
+    def schedule_local_activity(
+        self, activity_type: str, args: tuple, options: dict, *, result_fn: Callable | None = None
+    ) -> asyncio.Future:
         """A local activity (decision 0043): run by the worker inside this workflow task, its
         outcome recorded as a marker with the task's completion; replays take the marker's."""
         if self.closed:
             raise RuntimeError("workflow already completed")
         self._next_local += 1
-        call = LocalActivityCall(str(self._next_local), activity_type, args, options, self.loop.create_future(),
-                                 result_fn)
+        call = LocalActivityCall(
+            str(self._next_local), activity_type, args, options, self.loop.create_future(), result_fn
+        )
         self._locals.append(call)
         return call.future
 
@@ -251,17 +284,26 @@ class WorkflowInstance:
             if failure is None:
                 name, details = f"{LOCAL_RESULT}{call.activity_id}:{call.activity_type}", result
             else:
-                name, details = f"{LOCAL_FAILURE}{call.activity_id}:{call.activity_type}", serde.encode("Failure", failure)
+                name, details = (
+                    f"{LOCAL_FAILURE}{call.activity_id}:{call.activity_type}",
+                    serde.encode("Failure", failure),
+                )
             self._unmatched.append(("RecordMarker", {"name": name, "details": details}))
             if call.future.done():  # the workflow stopped waiting (its task was cancelled)
                 continue
             if failure is None:
-                self._settle(call.future, result, (call.result_fn, f"local activity {call.activity_type}")
-                             if call.result_fn is not None else None)
+                self._settle(
+                    call.future,
+                    result,
+                    (call.result_fn, f"local activity {call.activity_type}") if call.result_fn is not None else None,
+                )
             else:
-                err = ActivityError(f"local activity {call.activity_id} failed: {failure['type']}: {failure['message']}",
-                                    activity_type=call.activity_type, activity_id=call.activity_id,
-                                    failure=failure)
+                err = ActivityError(
+                    f"local activity {call.activity_id} failed: {failure['type']}: {failure['message']}",
+                    activity_type=call.activity_type,
+                    activity_id=call.activity_id,
+                    failure=failure,
+                )
                 err.__cause__ = self.converter.exception(failure)
                 call.future.set_exception(err)
         self._run_idle()
@@ -283,13 +325,13 @@ class WorkflowInstance:
                 if ok is not _MISSING:
                     outcomes.append((call, ok, None))
                     continue
-                failed = self._recorded_markers.get(f"{LOCAL_FAILURE}{call.activity_id}:{call.activity_type}",
-                                                    _MISSING)
+                failed = self._recorded_markers.get(f"{LOCAL_FAILURE}{call.activity_id}:{call.activity_type}", _MISSING)
                 if failed is _MISSING:
                     raise NonDeterminismError(
                         f"workflow {self.info.workflow_type} ({self.info.workflow_id}): the code ran local activity "
                         f"{call.activity_type!r} ({call.activity_id}) in a workflow task whose history recorded no "
-                        "outcome for it (the code changed in a way that is not replay-safe; use workflow.patched())")
+                        "outcome for it (the code changed in a way that is not replay-safe; use workflow.patched())"
+                    )
                 outcomes.append((call, None, serde.decode("Failure", failed)))
             self.resolve_local_activities(outcomes)
 
@@ -300,9 +342,17 @@ class WorkflowInstance:
         if fut.cancelled() and self._activities.pop(activity_id, None) is not None and not self.closed:
             self._unmatched.append(("RequestCancelActivityTask", {"activity_id": activity_id}))
 
-    def start_child(self, workflow_type: str, args: tuple, workflow_id: str | None, task_queue: str | None,
-                    parent_close_policy: str, run_timeout_ms: int | None, *,
-                    result_fn: Callable | None = None) -> tuple[str, asyncio.Future, asyncio.Future]:
+    def start_child(
+        self,
+        workflow_type: str,
+        args: tuple,
+        workflow_id: str | None,
+        task_queue: str | None,
+        parent_close_policy: str,
+        run_timeout_ms: int | None,
+        *,
+        result_fn: Callable | None = None,
+    ) -> tuple[str, asyncio.Future, asyncio.Future]:
         if self.closed:
             raise RuntimeError("workflow already completed")
         if workflow_id is not None:
@@ -317,10 +367,19 @@ class WorkflowInstance:
         self._children[child_id] = (started, result)
         if result_fn is not None:
             self._result_fns[("child", child_id)] = (result_fn, f"child workflow {workflow_type}")
-        self._unmatched.append(("StartChildWorkflowExecution", {
-            "workflow_id": child_id, "workflow_type": workflow_type, "task_queue": task_queue or self.info.task_queue,
-            "input": self.converter.to_bytes(list(args)), "parent_close_policy": parent_close_policy,
-            "run_timeout_ms": run_timeout_ms}))
+        self._unmatched.append(
+            (
+                "StartChildWorkflowExecution",
+                {
+                    "workflow_id": child_id,
+                    "workflow_type": workflow_type,
+                    "task_queue": task_queue or self.info.task_queue,
+                    "input": self.converter.to_bytes(list(args)),
+                    "parent_close_policy": parent_close_policy,
+                    "run_timeout_ms": run_timeout_ms,
+                },
+            )
+        )
         result.add_done_callback(lambda f: self._on_child_done(child_id, f))
         return child_id, started, result
 
@@ -334,7 +393,8 @@ class WorkflowInstance:
         if entry is None:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} ({kind}) is "
-                f"about child {attrs['workflow_id']!r} that the code never started")
+                f"about child {attrs['workflow_id']!r} that the code never started"
+            )
         started, result = entry
         if kind == "ChildWorkflowExecutionStarted":
             if not started.done():
@@ -349,13 +409,21 @@ class WorkflowInstance:
                 self._settle(result, attrs["result"], result_fn, method=True)
             return
         if kind == "StartChildWorkflowExecutionFailed":
-            err = ChildWorkflowError(f"child workflow {attrs['workflow_id']} could not start: {attrs['cause']}",
-                                     workflow_id=attrs["workflow_id"], run_id=attrs["run_id"], status="start_failed")
+            err = ChildWorkflowError(
+                f"child workflow {attrs['workflow_id']} could not start: {attrs['cause']}",
+                workflow_id=attrs["workflow_id"],
+                run_id=attrs["run_id"],
+                status="start_failed",
+            )
         else:
             failure = attrs["failure"]
-            err = ChildWorkflowError(f"child workflow {attrs['workflow_id']} {attrs['status']}: {failure['message']}",
-                                     workflow_id=attrs["workflow_id"], run_id=attrs["run_id"], status=attrs["status"],
-                                     failure=failure)
+            err = ChildWorkflowError(
+                f"child workflow {attrs['workflow_id']} {attrs['status']}: {failure['message']}",
+                workflow_id=attrs["workflow_id"],
+                run_id=attrs["run_id"],
+                status=attrs["status"],
+                failure=failure,
+            )
             err.__cause__ = self.converter.exception(failure)
         if not started.done():
             started.set_exception(err)
@@ -403,8 +471,14 @@ class WorkflowInstance:
             raise KeyError(f"workflow {self.info.workflow_type} has no query {name!r} (known: {known})")
         if self._obj is None:
             raise RuntimeError("the workflow has not started yet")
-        return self._handle("query", name, handler, self.converter.args_from_bytes(
-            data, handler, method=True, what=f"query {name!r} of workflow {self.info.workflow_type}"))
+        return self._handle(
+            "query",
+            name,
+            handler,
+            self.converter.args_from_bytes(
+                data, handler, method=True, what=f"query {name!r} of workflow {self.info.workflow_type}"
+            ),
+        )
 
     def validate_update(self, name: str, data: bytes | None) -> None:
         """Run an update's validator on the current state (raises to reject it): the handler
@@ -412,12 +486,16 @@ class WorkflowInstance:
         handler = self.defn.updates.get(name)
         if handler is None:
             known = ", ".join(sorted(self.defn.updates)) or "none"
-            raise ApplicationError(f"workflow {self.info.workflow_type} has no update {name!r} (known: {known})",
-                                   type="UnknownUpdate", non_retryable=True)
+            raise ApplicationError(
+                f"workflow {self.info.workflow_type} has no update {name!r} (known: {known})",
+                type="UnknownUpdate",
+                non_retryable=True,
+            )
         if self._obj is None:
             raise RuntimeError("the workflow has not started yet")
-        args = self.converter.args_from_bytes(data, handler, method=True,
-                                              what=f"update {name!r} of workflow {self.info.workflow_type}")
+        args = self.converter.args_from_bytes(
+            data, handler, method=True, what=f"update {name!r} of workflow {self.info.workflow_type}"
+        )
         validator = getattr(handler, "__kadence_update_validator__", None)
         if validator is not None:
             self._handle("validator", name, validator, args)
@@ -430,10 +508,14 @@ class WorkflowInstance:
 
         async def run():
             if handler is None:
-                raise ApplicationError(f"workflow {self.info.workflow_type} has no update {name!r}",
-                                       type="UnknownUpdate", non_retryable=True)
-            args = self.converter.args_from_bytes(attrs["input"], handler, method=True,
-                                                  what=f"update {name!r} of workflow {self.info.workflow_type}")
+                raise ApplicationError(
+                    f"workflow {self.info.workflow_type} has no update {name!r}",
+                    type="UnknownUpdate",
+                    non_retryable=True,
+                )
+            args = self.converter.args_from_bytes(
+                attrs["input"], handler, method=True, what=f"update {name!r} of workflow {self.info.workflow_type}"
+            )
             result = self._handle("update", name, handler, args)
             return (await result) if inspect.isawaitable(result) else result
 
@@ -449,8 +531,9 @@ class WorkflowInstance:
             exc: BaseException | None = ApplicationError("the update was cancelled", type="CancelledError")
         else:
             exc = task.exception()
-        if isinstance(exc, NotDeterministicError) or (isinstance(exc, SchemaError)
-                                                       and not isinstance(exc, PayloadTypeError)):
+        if isinstance(exc, NotDeterministicError) or (
+            isinstance(exc, SchemaError) and not isinstance(exc, PayloadTypeError)
+        ):
             self.loop.errors.append(exc)  # a bug, or a payload this worker cannot read: fail the task
             return
         result = failure = None
@@ -461,8 +544,9 @@ class WorkflowInstance:
                 failure = self.converter.failure(err)
         else:
             failure = self.converter.failure(exc)
-        self._unmatched.append(("CompleteWorkflowUpdate", {"update_id": update_id, "result": result,
-                                                           "failure": failure}))
+        self._unmatched.append(
+            ("CompleteWorkflowUpdate", {"update_id": update_id, "result": result, "failure": failure})
+        )
 
     # -- driving -------------------------------------------------------------------------------
 
@@ -507,11 +591,17 @@ class WorkflowInstance:
 
     def can_run_eager(self) -> bool:
         """Is this instance exactly where its last live workflow task left it?"""
-        return (not self.closed and not self.replaying and not self._matching
-                and self._activated_for == self.last_seq and self._main is not None)
+        return (
+            not self.closed
+            and not self.replaying
+            and not self._matching
+            and self._activated_for == self.last_seq
+            and self._main is not None
+        )
 
-    def run_eager(self, activity_id: str, scheduled_seq: int, attempt: int, result: bytes, now_ms: int,
-                  token: str) -> tuple[dict, int, list[tuple[str, dict]]]:
+    def run_eager(
+        self, activity_id: str, scheduled_seq: int, attempt: int, result: bytes, now_ms: int, token: str
+    ) -> tuple[dict, int, list[tuple[str, dict]]]:
         """Run the workflow task that an activity's result would cause, without waiting for the
         engine to send it: the last task's commands are taken as recorded (the engine refuses the
         eager task if anything else happened since), the result resolves the activity and the
@@ -519,12 +609,25 @@ class WorkflowInstance:
         ``base_request_id``, the workflow time used, the commands). Event numbers are provisional
         until ``confirm_eager``; eager tasks can follow each other before it."""
         base = self.last_seq
-        follows = ({"base_scheduled_seq": base, "base_request_id": None} if self.eager_token is None
-                   else {"base_scheduled_seq": -1, "base_request_id": self.eager_token})
+        follows = (
+            {"base_scheduled_seq": base, "base_request_id": None}
+            if self.eager_token is None
+            else {"base_scheduled_seq": -1, "base_request_id": self.eager_token}
+        )
         self._unmatched.clear()
-        self._resolutions.append((base + 1, "ActivityTaskCompleted", {
-            "activity_id": activity_id, "scheduled_seq": scheduled_seq, "attempt": attempt, "result": result,
-            "identity": ""}))
+        self._resolutions.append(
+            (
+                base + 1,
+                "ActivityTaskCompleted",
+                {
+                    "activity_id": activity_id,
+                    "scheduled_seq": scheduled_seq,
+                    "attempt": attempt,
+                    "result": result,
+                    "identity": "",
+                },
+            )
+        )
         at = max(now_ms, self._now_ms)  # workflow time never goes back
         self.last_seq = base + 2
         self._wt_times[base + 2] = at
@@ -540,7 +643,11 @@ class WorkflowInstance:
         """The next task's first event: is it the engine's record of the eager task (its
         WorkflowTaskCompleted carries the token)? If so, adopt the engine's event numbers."""
         kind, attrs = first_event["attributes"]
-        if self.eager_token is None or first_event.get("request_id") != self.eager_token or kind != "WorkflowTaskCompleted":
+        if (
+            self.eager_token is None
+            or first_event.get("request_id") != self.eager_token
+            or kind != "WorkflowTaskCompleted"
+        ):
             return False
         self.last_seq = first_event["seq"] - 1
         self._activated_for = attrs["scheduled_seq"]
@@ -551,7 +658,7 @@ class WorkflowInstance:
     def _markers_after(events: list[dict], index: int) -> dict[str, bytes | None]:
         """The markers (name -> details) in the block of command events after ``events[index]``."""
         names: dict[str, bytes | None] = {}
-        for ev in events[index + 1:]:
+        for ev in events[index + 1 :]:
             kind, attrs = ev["attributes"]
             if kind == "MarkerRecorded":
                 names[attrs["name"]] = attrs.get("details")
@@ -568,7 +675,7 @@ class WorkflowInstance:
         recorded = name in self._recorded_markers
         taken = recorded if self._replaying_activation else True
         # a deprecated patch records nothing new, but echoes a marker its history already has
-        if (recorded if deprecated else taken):
+        if recorded if deprecated else taken:
             self._unmatched.append(("RecordMarker", {"name": name, "details": None}))
         self._patches[patch_id] = taken
         return taken
@@ -586,21 +693,24 @@ class WorkflowInstance:
                 raise NonDeterminismError(
                     f"workflow {self.info.workflow_type} ({self.info.workflow_id}): the code produced "
                     f"{_describe(ckind, cattrs)} but history event {seq} is {kind}; "
-                    "the code changed in a way that is not replay-safe (use workflow.patched())")
+                    "the code changed in a way that is not replay-safe (use workflow.patched())"
+                )
 
     def _match(self, seq: int, kind: str, attrs: dict) -> None:
         if not self._unmatched:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} is "
                 f"{_describe(kind, attrs)} but the code produced no such command "
-                "(the code changed in a way that is not replay-safe; use workflow.patched())")
+                "(the code changed in a way that is not replay-safe; use workflow.patched())"
+            )
         ckind, cattrs = self._unmatched.popleft()
         same = _MATCHING_EVENT[ckind] == kind and all(cattrs[k] == attrs[k] for k in _IDENTITY.get(kind, ()))
         if not same:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} is "
                 f"{_describe(kind, attrs)} but the code produced {_describe(ckind, cattrs)} "
-                "(the code changed in a way that is not replay-safe; use workflow.patched())")
+                "(the code changed in a way that is not replay-safe; use workflow.patched())"
+            )
 
     def _activate(self, scheduled_seq: int) -> None:
         self._activated_for = scheduled_seq
@@ -655,7 +765,8 @@ class WorkflowInstance:
             if handle is None:
                 raise NonDeterminismError(
                     f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} fires "
-                    f"timer {attrs['timer_id']!r} that the code never started")
+                    f"timer {attrs['timer_id']!r} that the code never started"
+                )
             handle.fire()
             return
         if kind == "WorkflowSignaled":
@@ -671,8 +782,12 @@ class WorkflowInstance:
             return
         if kind == "ActivityTaskCanceled":
             return  # the workflow already stopped waiting for it
-        if kind in ("ChildWorkflowExecutionStarted", "StartChildWorkflowExecutionFailed",
-                    "ChildWorkflowExecutionCompleted", "ChildWorkflowExecutionFailed"):
+        if kind in (
+            "ChildWorkflowExecutionStarted",
+            "StartChildWorkflowExecutionFailed",
+            "ChildWorkflowExecutionCompleted",
+            "ChildWorkflowExecutionFailed",
+        ):
             self._resolve_child(seq, kind, attrs)
             return
         fut = self._activities.pop(attrs["activity_id"], None)
@@ -680,36 +795,58 @@ class WorkflowInstance:
         if fut is None:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} "
-                f"({kind}) resolves activity {attrs['activity_id']!r} that the code never scheduled")
+                f"({kind}) resolves activity {attrs['activity_id']!r} that the code never scheduled"
+            )
         if fut.done():
             return
         if kind == "ActivityTaskCompleted":
             self._settle(fut, attrs["result"], result_fn)
         elif kind == "ActivityTaskTimedOut":
             failure = attrs["failure"]
-            err = ActivityError(f"activity {attrs['activity_id']} timed out ({attrs['timeout_type']})",
-                                activity_id=attrs["activity_id"], attempt=attrs["attempt"], failure=failure)
+            err = ActivityError(
+                f"activity {attrs['activity_id']} timed out ({attrs['timeout_type']})",
+                activity_id=attrs["activity_id"],
+                attempt=attrs["attempt"],
+                failure=failure,
+            )
             err.__cause__ = self.converter.exception(failure)
             fut.set_exception(err)
         else:
             failure = attrs["failure"]
-            err = ActivityError(f"activity {attrs['activity_id']} failed: {failure['type']}: {failure['message']}",
-                                activity_id=attrs["activity_id"], attempt=attrs["attempt"], failure=failure)
+            err = ActivityError(
+                f"activity {attrs['activity_id']} failed: {failure['type']}: {failure['message']}",
+                activity_id=attrs["activity_id"],
+                attempt=attrs["attempt"],
+                failure=failure,
+            )
             err.__cause__ = self.converter.exception(failure)
             fut.set_exception(err)
 
     def _deliver_signal(self, attrs: dict) -> None:
         handler = self.defn.signals.get(attrs["signal_name"])
         if handler is None or self._obj is None:
-            log.warning("workflow %s (%s): no handler for signal %r; dropped", self.info.workflow_type,
-                        self.info.workflow_id, attrs["signal_name"])
+            log.warning(
+                "workflow %s (%s): no handler for signal %r; dropped",
+                self.info.workflow_type,
+                self.info.workflow_id,
+                attrs["signal_name"],
+            )
             return
         try:
-            args = self.converter.args_from_bytes(attrs["input"], handler, method=True,
-                                                  what=f"signal {attrs['signal_name']!r} of workflow {self.info.workflow_type}")
+            args = self.converter.args_from_bytes(
+                attrs["input"],
+                handler,
+                method=True,
+                what=f"signal {attrs['signal_name']!r} of workflow {self.info.workflow_type}",
+            )
         except PayloadTypeError as exc:  # as Temporal does: the signal is dropped, the run goes on
-            log.warning("workflow %s (%s): signal %r dropped: %s", self.info.workflow_type, self.info.workflow_id,
-                        attrs["signal_name"], exc)
+            log.warning(
+                "workflow %s (%s): signal %r dropped: %s",
+                self.info.workflow_type,
+                self.info.workflow_id,
+                attrs["signal_name"],
+                exc,
+            )
             return
         result = self._handle("signal", attrs["signal_name"], handler, args)
         if inspect.isawaitable(result):
@@ -718,12 +855,14 @@ class WorkflowInstance:
     async def _run(self, data: bytes | None):
         """The workflow's main coroutine: its arguments typed first, so that input that does not
         match fails the run (``PayloadTypeError``, not retried) instead of its workflow task."""
-        args = self.converter.args_from_bytes(data, self.defn.run_fn, method=True,
-                                              what=f"workflow {self.info.workflow_type}")
+        args = self.converter.args_from_bytes(
+            data, self.defn.run_fn, method=True, what=f"workflow {self.info.workflow_type}"
+        )
         return await self._handle("run", self.info.workflow_type, self.defn.run_fn, args)
 
-    def _settle(self, fut: asyncio.Future, data: bytes | None, result_fn: tuple[Callable, str] | None, *,
-                method: bool = False) -> None:
+    def _settle(
+        self, fut: asyncio.Future, data: bytes | None, result_fn: tuple[Callable, str] | None, *, method: bool = False
+    ) -> None:
         """Resolve ``fut`` with a result typed by the return type of ``result_fn`` (the function,
         what it is); a result that does not match reaches the awaiting workflow code as
         ``PayloadTypeError``."""
@@ -741,8 +880,9 @@ class WorkflowInstance:
             self._unmatched.append(("CancelWorkflowExecution", {"details": None}))
             return
         exc = task.exception()
-        if isinstance(exc, NotDeterministicError) or (isinstance(exc, SchemaError)
-                                                       and not isinstance(exc, PayloadTypeError)):
+        if isinstance(exc, NotDeterministicError) or (
+            isinstance(exc, SchemaError) and not isinstance(exc, PayloadTypeError)
+        ):
             # a bug to fix (or a payload this worker cannot decode: a codec missing or not the
             # one that wrote it), not the workflow's outcome: fail the workflow task; the
             # workflow waits for a worker that can run it
@@ -750,10 +890,13 @@ class WorkflowInstance:
             self.loop.errors.append(exc)
             return
         if isinstance(exc, ContinueAsNew):
-            self._unmatched.append(("ContinueAsNewWorkflowExecution", {"input": self.converter.to_bytes(list(exc.run_args))}))
+            self._unmatched.append(
+                ("ContinueAsNewWorkflowExecution", {"input": self.converter.to_bytes(list(exc.run_args))})
+            )
             return
-        if isinstance(exc, asyncio.CancelledError) or (exc is not None and self._cancel_requested
-                                                       and isinstance(exc.__cause__, asyncio.CancelledError)):
+        if isinstance(exc, asyncio.CancelledError) or (
+            exc is not None and self._cancel_requested and isinstance(exc.__cause__, asyncio.CancelledError)
+        ):
             self._unmatched.append(("CancelWorkflowExecution", {"details": None}))
             return
         if exc is None:

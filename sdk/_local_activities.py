@@ -20,8 +20,9 @@ from .interceptors import invoke_activity
 __all__ = ["run_local_activities", "run_local_activity"]
 
 
-async def run_local_activities(inst: WorkflowInstance,
-                               run_one: Callable[[LocalActivityCall], Awaitable[tuple]]) -> None:
+async def run_local_activities(
+    inst: WorkflowInstance, run_one: Callable[[LocalActivityCall], Awaitable[tuple]]
+) -> None:
     """Run the local activities ``inst`` waits for (those called together run together), give it
     their outcomes, and again, until it waits for something else."""
     while True:
@@ -32,48 +33,80 @@ async def run_local_activities(inst: WorkflowInstance,
         inst.resolve_local_activities(list(outcomes))
 
 
-async def run_local_activity(call: LocalActivityCall, wt: dict, *, activities: dict, converter, interceptors,
-                             executor, task_queue: str, where: str, metrics,
-                             stats: collections.Counter) -> tuple:
+async def run_local_activity(
+    call: LocalActivityCall,
+    wt: dict,
+    *,
+    activities: dict,
+    converter,
+    interceptors,
+    executor,
+    task_queue: str,
+    where: str,
+    metrics,
+    stats: collections.Counter,
+) -> tuple:
     """One local activity with its retries, for the workflow task ``wt``: (call, result payload,
     None) or (call, None, failure). ``executor`` runs sync activities (None: the loop's default);
     ``where`` names the runner in an error for an unregistered activity."""
     policy, options = call.options["retry_policy"], call.options
     defn = activities.get(call.activity_type)
-    deadline = (time.monotonic() + options["schedule_to_close_timeout_ms"] / 1000
-                if options.get("schedule_to_close_timeout_ms") else None)
+    deadline = (
+        time.monotonic() + options["schedule_to_close_timeout_ms"] / 1000
+        if options.get("schedule_to_close_timeout_ms")
+        else None
+    )
     loop = asyncio.get_running_loop()
     attempt = 0
     while True:
         attempt += 1
         info = _activity.ActivityInfo(
-            workflow_id=wt["workflow_id"], run_id=wt["run_id"], workflow_type=wt["workflow_type"],
-            activity_id=f"local:{call.activity_id}", activity_type=call.activity_type, task_queue=task_queue,
-            attempt=attempt, idempotency_key=f"{wt['run_id']}:local:{call.activity_id}",
-            scheduled_time_ms=now_ms(), headers=dict(wt.get("headers") or {}))
+            workflow_id=wt["workflow_id"],
+            run_id=wt["run_id"],
+            workflow_type=wt["workflow_type"],
+            activity_id=f"local:{call.activity_id}",
+            activity_type=call.activity_type,
+            task_queue=task_queue,
+            attempt=attempt,
+            idempotency_key=f"{wt['run_id']}:local:{call.activity_id}",
+            scheduled_time_ms=now_ms(),
+            headers=dict(wt.get("headers") or {}),
+        )
         ctx = _activity.ActivityContext(info, lambda _c, _d: None, lambda: None)
         token = _activity._current.set(ctx)
         metrics.activity_started(call.activity_type, attempt, None)
         began, outcome = time.perf_counter(), "failed"
         try:
             if defn is None:
-                raise ApplicationError(f"activity type {call.activity_type!r} is not registered on {where}",
-                                       type="ActivityNotRegistered", non_retryable=True)
+                raise ApplicationError(
+                    f"activity type {call.activity_type!r} is not registered on {where}",
+                    type="ActivityNotRegistered",
+                    non_retryable=True,
+                )
             # the arguments as the activity would receive them from a task: typed by its signature
-            args = converter.args_from_bytes(converter.to_bytes(list(call.args)), defn.fn,
-                                             what=f"local activity {defn.name}")
+            args = converter.args_from_bytes(
+                converter.to_bytes(list(call.args)), defn.fn, what=f"local activity {defn.name}"
+            )
             timeout = options["start_to_close_timeout_ms"] / 1000
             if deadline is not None:
                 timeout = max(0.0, min(timeout, deadline - time.monotonic()))
-            result = await asyncio.wait_for(invoke_activity(
-                interceptors, defn, info, args,
-                lambda fn, a: loop.run_in_executor(executor, contextvars.copy_context().run, fn, *a)), timeout)
+            result = await asyncio.wait_for(
+                invoke_activity(
+                    interceptors,
+                    defn,
+                    info,
+                    args,
+                    lambda fn, a: loop.run_in_executor(executor, contextvars.copy_context().run, fn, *a),
+                ),
+                timeout,
+            )
             outcome = "completed"
             stats["local_activities_completed"] += 1
             return call, converter.to_bytes(result), None
         except TimeoutError:
-            exc: Exception = ApplicationError(f"local activity {call.activity_type} attempt {attempt} timed out",
-                                              type="LocalActivityTimeout")
+            exc: Exception = ApplicationError(
+                f"local activity {call.activity_type} attempt {attempt} timed out", type="LocalActivityTimeout"
+            )
         except asyncio.CancelledError:
             outcome = "interrupted"
             raise
@@ -87,9 +120,12 @@ async def run_local_activity(call: LocalActivityCall, wt: dict, *, activities: d
         delay = policy.initial_interval.total_seconds() * policy.backoff_coefficient ** (attempt - 1)
         if policy.maximum_interval is not None:
             delay = min(delay, policy.maximum_interval.total_seconds())
-        last = (failure.get("non_retryable") or failure["type"] in policy.non_retryable_error_types
-                or (policy.maximum_attempts and attempt >= policy.maximum_attempts)
-                or (deadline is not None and time.monotonic() + delay >= deadline))
+        last = (
+            failure.get("non_retryable")
+            or failure["type"] in policy.non_retryable_error_types
+            or (policy.maximum_attempts and attempt >= policy.maximum_attempts)
+            or (deadline is not None and time.monotonic() + delay >= deadline)
+        )
         if last:
             stats["local_activities_failed"] += 1
             return call, None, failure

@@ -42,7 +42,8 @@ def _audit(event: str, _args) -> None:
     if event in _FORBIDDEN and getattr(_active, "on", False):
         _active.on = False  # the error's own machinery must not trip the guard again
         raise NotDeterministicError(
-            f"workflow code caused {event!r}, which is not replay-safe; use {_FORBIDDEN[event]} instead")
+            f"workflow code caused {event!r}, which is not replay-safe; use {_FORBIDDEN[event]} instead"
+        )
 
 
 def install_guard() -> None:
@@ -66,8 +67,8 @@ def install_guard() -> None:
 
 def _refuse(what: str, instead: str):
     def method(self, *args, **kwargs):
-        raise NotDeterministicError(
-            f"workflow code called {what}, which is not deterministic; use {instead} instead")
+        raise NotDeterministicError(f"workflow code called {what}, which is not deterministic; use {instead} instead")
+
     method.__name__ = what
     return method
 
@@ -163,6 +164,7 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
 
     def call_at(self, when, callback, *args, context=None):
         return self.call_later(max(0.0, when - self._time), callback, *args, context=context)
+
     call_soon_threadsafe = _refuse("loop.call_soon_threadsafe (threads)", "an activity")
     run_in_executor = _refuse("loop.run_in_executor (threads)", "an activity")
     getaddrinfo = _refuse("getaddrinfo (network I/O)", "an activity")

@@ -29,29 +29,52 @@ def with_pending_activation(events: list[dict]) -> tuple[list[dict], int]:
     last = events[-1]
     if last["attributes"][0] == "WorkflowTaskScheduled":
         return events, last["seq"]
-    pending = {**last, "seq": last["seq"] + 1,
-               "attributes": ("WorkflowTaskScheduled", {"task_queue": "", "attempt": 1})}
+    pending = {
+        **last,
+        "seq": last["seq"] + 1,
+        "attributes": ("WorkflowTaskScheduled", {"task_queue": "", "attempt": 1}),
+    }
     return [*events, pending], pending["seq"]
 
 
 def _usable(inst: WorkflowInstance | None, task: dict) -> bool:
     events = task["events"]
     recorded = events[-1]["seq"] if events else 0
-    return (inst is not None and inst.info.run_id == task["run_id"] and inst.eager_token is None
-            and inst.last_seq >= recorded)
+    return (
+        inst is not None
+        and inst.info.run_id == task["run_id"]
+        and inst.eager_token is None
+        and inst.last_seq >= recorded
+    )
 
 
-def answer(task: dict, defn: WorkflowDefinition | None, cached: WorkflowInstance | None, converter: JsonConverter,
-           *, unreadable: BaseException | None = None, interceptors: tuple = ()) -> tuple[dict | None, dict | None]:
+def answer(
+    task: dict,
+    defn: WorkflowDefinition | None,
+    cached: WorkflowInstance | None,
+    converter: JsonConverter,
+    *,
+    unreadable: BaseException | None = None,
+    interceptors: tuple = (),
+) -> tuple[dict | None, dict | None]:
     """(the reply to produce, the ``AcceptWorkflowUpdate`` body to send): a query's reply (its
     result, or ``failed``); an update's rejection (``rejected``, the validator's error) or its
     acceptance (no reply: the update's completion answers the caller). ``unreadable``: why a
     closed run's history could not be read (the reply is that failure)."""
     q = task["query"]
     is_update = bool(q.get("update"))
-    reply = {"request_id": q["request_id"], "workflow_id": task["workflow_id"], "run_id": task["run_id"],
-             "status": "ok", "message": "", "history_offset": None, "result": None, "failure": None,
-             "schema_version": 0, "history_seq": None}
+    reply = {
+        "request_id": q["request_id"],
+        "workflow_id": task["workflow_id"],
+        "run_id": task["run_id"],
+        "status": "ok",
+        "message": "",
+        "history_offset": None,
+        "result": None,
+        "failure": None,
+        "schema_version": 0,
+        "history_seq": None,
+    }
     temp = None
     try:
         if unreadable is not None:
@@ -60,9 +83,12 @@ def answer(task: dict, defn: WorkflowDefinition | None, cached: WorkflowInstance
             raise KadenceError(f"workflow type {task['workflow_type']!r} is not registered on this worker")
         inst = cached
         if not _usable(inst, task):
-            temp = inst = WorkflowInstance(defn, WorkflowInfo(task["workflow_id"], task["run_id"],
-                                                              task["workflow_type"], task["task_queue"]), converter,
-                                              interceptors)
+            temp = inst = WorkflowInstance(
+                defn,
+                WorkflowInfo(task["workflow_id"], task["run_id"], task["workflow_type"], task["task_queue"]),
+                converter,
+                interceptors,
+            )
             inst.apply(*with_pending_activation(task["events"]))
         if is_update:
             inst.validate_update(q["query_name"], q["input"])

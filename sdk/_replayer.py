@@ -37,8 +37,9 @@ class ReplayResult:
 
 
 class Replayer:
-    def __init__(self, *, workflows: Iterable[type], converter: JsonConverter | None = None,
-                 interceptors: Iterable = ()):
+    def __init__(
+        self, *, workflows: Iterable[type], converter: JsonConverter | None = None, interceptors: Iterable = ()
+    ):
         #: the workers' workflow interceptors, when they change what the code does
         self.interceptors = tuple(interceptors)
         self._defs = {}
@@ -59,8 +60,9 @@ class Replayer:
         if defn is None:
             raise DefinitionError(f"workflow type {wtype!r} is not among the replayer's workflows")
         wf, run_id = events[0]["aggregate_key"], events[0]["run_id"]
-        inst = WorkflowInstance(defn, WorkflowInfo(wf, run_id, wtype, started["task_queue"]), self.converter,
-                                self.interceptors)
+        inst = WorkflowInstance(
+            defn, WorkflowInfo(wf, run_id, wtype, started["task_queue"]), self.converter, self.interceptors
+        )
         try:
             inst.apply(sorted(events, key=lambda e: e["seq"]), -1)
             inst.finish_replay()
@@ -85,6 +87,13 @@ class Replayer:
             try:
                 results.append(self.replay(events))
             except NonDeterminismError as exc:
-                results.append(ReplayResult(head["aggregate_key"], head["run_id"],
-                                            head["attributes"][1].get("workflow_type", "?"), len(events), str(exc)))
+                results.append(
+                    ReplayResult(
+                        head["aggregate_key"],
+                        head["run_id"],
+                        head["attributes"][1].get("workflow_type", "?"),
+                        len(events),
+                        str(exc),
+                    )
+                )
         return results

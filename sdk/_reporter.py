@@ -70,7 +70,7 @@ def decode_reported(position: int, metadata: str | None) -> set[int]:
     if not metadata or not metadata.startswith(_PREFIX) or position < 0:
         return set()
     try:
-        return {position + int(d) for d in metadata[len(_PREFIX):].split(",") if d}
+        return {position + int(d) for d in metadata[len(_PREFIX) :].split(",") if d}
     except ValueError:
         return set()
 
@@ -82,8 +82,9 @@ class ActivityReporter:
     ``consumer.done(msg)`` for each task. With nothing to report it still commits, once a
     second, offsets that advanced without a result (tasks skipped or given up)."""
 
-    def __init__(self, *, config, topics, consumer, identity: str, on_unsendable, stall_s: float = 60.0,
-                 hang_s: float = 4.0):
+    def __init__(
+        self, *, config, topics, consumer, identity: str, on_unsendable, stall_s: float = 60.0, hang_s: float = 4.0
+    ):
         self._config = config
         self._topics = topics
         self._consumer = consumer
@@ -121,8 +122,9 @@ class ActivityReporter:
         generation = self._generation
         self._watchdog = TxnWatchdog(self.stall_s, self._take_over)
         self._watchdog.start()
-        self._thread = threading.Thread(target=self._run, args=(generation,), name="kadence-activity-reporter",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(generation,), name="kadence-activity-reporter", daemon=True
+        )
         self._thread.start()
 
     def _take_over(self, blocked_s: float) -> None:
@@ -132,8 +134,13 @@ class ActivityReporter:
         self._generation += 1  # the blocked thread is abandoned from here on
         batch = list(self._carry.pop(blocked, []))
         self._carry[self._generation] = batch
-        log.warning("activity reporter %s: a transaction call has been blocked for %.0f s (librdkafka #5511); "
-                    "replacing its producer and committing its %d results again", self._txn_id, blocked_s, len(batch))
+        log.warning(
+            "activity reporter %s: a transaction call has been blocked for %.0f s (librdkafka #5511); "
+            "replacing its producer and committing its %d results again",
+            self._txn_id,
+            blocked_s,
+            len(batch),
+        )
         self.takeovers += 1
         self._producer = self._make_producer()  # init_transactions fences the blocked producer
         self._start_thread()
@@ -142,12 +149,21 @@ class ActivityReporter:
         return generation == self._generation
 
     def _make_producer(self) -> Producer:
-        conf = self._config.transactional_producer(self._txn_id, **{
-            "transaction.timeout.ms": 10_000, "retry.backoff.ms": 10})
+        conf = self._config.transactional_producer(
+            self._txn_id, **{"transaction.timeout.ms": 10_000, "retry.backoff.ms": 10}
+        )
         return start_transactional(lambda: Producer(conf), what=f"activity reporter {self._txn_id}")
 
-    def report(self, workflow_id: str, run_id: str, body_type: str, body: dict, request_id: str, msg,
-               trace: tuple[str, str] | None = None) -> None:
+    def report(
+        self,
+        workflow_id: str,
+        run_id: str,
+        body_type: str,
+        body: dict,
+        request_id: str,
+        msg,
+        trace: tuple[str, str] | None = None,
+    ) -> None:
         """Queue one task's command (any thread); ``trace``: its context (``topics.tracing``)."""
         self._queue.put((workflow_id, run_id, body_type, body, request_id, trace, msg))
 
@@ -227,8 +243,13 @@ class ActivityReporter:
                 if not self._current(generation):
                     return False
                 self.hangs += 1
-                log.warning("activity reporter %s: %s (librdkafka #5511); replacing its producer and committing its "
-                            "%d results again", self._txn_id, exc, len(items))
+                log.warning(
+                    "activity reporter %s: %s (librdkafka #5511); replacing its producer and committing its "
+                    "%d results again",
+                    self._txn_id,
+                    exc,
+                    len(items),
+                )
                 self._producer = self._make_producer()  # init_transactions fences the stuck producer
                 continue
             except KafkaException as exc:
@@ -259,29 +280,43 @@ class ActivityReporter:
                 # the first result of each attempt and drops the repeat
                 return False
             self.transactions += 1
-            log.debug("committed %d results, offsets %s", len(items), [(tp.partition, tp.offset, tp.metadata)
-                                                                       for tp in offsets])
+            log.debug(
+                "committed %d results, offsets %s",
+                len(items),
+                [(tp.partition, tp.offset, tp.metadata) for tp in offsets],
+            )
             self._committed.update({tp.partition: (tp.offset, tp.metadata) for tp in offsets})
             for *_x, msg in items:
                 self._consumer.reported(msg)
             return True
         return True
 
-    def _produce(self, producer: Producer, wf: str, run_id: str, body_type: str, body: dict,
-                 request_id: str, trace: tuple[str, str] | None) -> None:
+    def _produce(
+        self,
+        producer: Producer,
+        wf: str,
+        run_id: str,
+        body_type: str,
+        body: dict,
+        request_id: str,
+        trace: tuple[str, str] | None,
+    ) -> None:
         trace_id, span_id = trace or (None, None)
         try:
-            value = self._codec.encode(command(wf, body_type, body, request_id=request_id, run_id=run_id,
-                                               trace_id=trace_id, span_id=span_id))
+            value = self._codec.encode(
+                command(wf, body_type, body, request_id=request_id, run_id=run_id, trace_id=trace_id, span_id=span_id)
+            )
         except SchemaError as exc:
             if body.get("eager_workflow_task") is None:
                 raise
             # the result without its eager task: the engine schedules an ordinary workflow task
-            log.error("workflow %s: an eager workflow task could not be encoded (%s); its result is sent without it",
-                      wf, exc)
+            log.error(
+                "workflow %s: an eager workflow task could not be encoded (%s); its result is sent without it", wf, exc
+            )
             body = {**body, "eager_workflow_task": None}
-            value = self._codec.encode(command(wf, body_type, body, request_id=request_id, run_id=run_id,
-                                               trace_id=trace_id, span_id=span_id))
+            value = self._codec.encode(
+                command(wf, body_type, body, request_id=request_id, run_id=run_id, trace_id=trace_id, span_id=span_id)
+            )
         try:
             self._send(producer, wf, value)
         except KafkaException as exc:  # e.g. a result over message.max.bytes: fail the activity instead
@@ -289,9 +324,21 @@ class ActivityReporter:
             fallback = self._on_unsendable(wf, body_type, body, exc)
             if fallback is not None:
                 fb_type, fb_body = fallback
-                self._send(producer, wf, self._codec.encode(command(wf, fb_type, fb_body, request_id=request_id,
-                                                                    run_id=run_id, trace_id=trace_id,
-                                                                    span_id=span_id)))
+                self._send(
+                    producer,
+                    wf,
+                    self._codec.encode(
+                        command(
+                            wf,
+                            fb_type,
+                            fb_body,
+                            request_id=request_id,
+                            run_id=run_id,
+                            trace_id=trace_id,
+                            span_id=span_id,
+                        )
+                    ),
+                )
 
     def _send(self, producer: Producer, wf: str, value: bytes) -> None:
         produce_waiting(producer, self._topics.commands, value, wf.encode())
@@ -303,8 +350,11 @@ class ActivityReporter:
         self.aborts += 1
         self._consumer.refresh_metadata.set()
         err = exc.args[0] if exc.args else None
-        log.warning("activity results transaction failed (try %d): %s", attempt,
-                    err.str() if isinstance(err, KafkaError) else exc)
+        log.warning(
+            "activity results transaction failed (try %d): %s",
+            attempt,
+            err.str() if isinstance(err, KafkaError) else exc,
+        )
         fatal = not isinstance(err, KafkaError) or err.fatal() or not err.txn_requires_abort()
         if not fatal:
             try:
@@ -323,5 +373,7 @@ class ActivityReporter:
 
 def offsets_for(topic: str, points: dict[int, tuple[int, list[int]]]) -> list[TopicPartition]:
     """TopicPartitions with the commit metadata of ``encode_reported``."""
-    return [TopicPartition(topic, p, pos, metadata=encode_reported(pos, above))
-            for p, (pos, above) in sorted(points.items())]
+    return [
+        TopicPartition(topic, p, pos, metadata=encode_reported(pos, above))
+        for p, (pos, above) in sorted(points.items())
+    ]

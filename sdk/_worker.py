@@ -124,8 +124,9 @@ class _OffsetTracker:
 class _TaskConsumer:
     """A consumer thread that hands records to the asyncio loop, with back-pressure."""
 
-    def __init__(self, worker: Worker, topic: str, group: str, handler, max_inflight: int, *,
-                 transactional: bool = False):
+    def __init__(
+        self, worker: Worker, topic: str, group: str, handler, max_inflight: int, *, transactional: bool = False
+    ):
         self.topic = topic
         self.tracker = _OffsetTracker()
         self._worker = worker
@@ -141,12 +142,16 @@ class _TaskConsumer:
         self.group_metadata = None
         self.refresh_metadata = threading.Event()
         self.refresh_metadata.set()
-        conf = worker.client.config.waiting_consumer(group, **{
-            "enable.auto.commit": not transactional, "auto.commit.interval.ms": 1000,
-            "enable.auto.offset.store": False,
-            "session.timeout.ms": worker.session_timeout_ms,
-            "partition.assignment.strategy": "cooperative-sticky",
-        })
+        conf = worker.client.config.waiting_consumer(
+            group,
+            **{
+                "enable.auto.commit": not transactional,
+                "auto.commit.interval.ms": 1000,
+                "enable.auto.offset.store": False,
+                "session.timeout.ms": worker.session_timeout_ms,
+                "partition.assignment.strategy": "cooperative-sticky",
+            },
+        )
         self.consumer = Consumer(conf)
         self._stop = threading.Event()
         self._paused = False
@@ -163,8 +168,9 @@ class _TaskConsumer:
         self._lag = worker.metrics.lag_sampler()
 
     def start(self) -> None:
-        self.consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
-                                on_lost=self._on_revoke)
+        self.consumer.subscribe(
+            [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
+        )
         self._thread.start()
 
     def _on_assign(self, consumer, partitions) -> None:
@@ -190,8 +196,15 @@ class _TaskConsumer:
         # fails (NOT_COORDINATOR): retried, since an error raised here comes out of poll() and
         # ended the consumer thread (chaos seed 3284925459)
         try:
-            offsets = assign_at_committed(consumer, partitions, timeout=60, what=self.topic,
-                                          who=f"worker {self._worker.identity}", stop=self._stop, log=log)
+            offsets = assign_at_committed(
+                consumer,
+                partitions,
+                timeout=60,
+                what=self.topic,
+                who=f"worker {self._worker.identity}",
+                stop=self._stop,
+                log=log,
+            )
         except BrokerUnavailableError:  # stopping: the partitions are given up unread
             return
         if not self.transactional:
@@ -199,8 +212,13 @@ class _TaskConsumer:
         for tp in offsets:
             self._reported[tp.partition] = decode_reported(tp.offset, tp.metadata)
             if self._reported[tp.partition]:
-                log.info("%s[%d]: %d tasks above committed offset %d have reported; they will not run again",
-                         self.topic, tp.partition, len(self._reported[tp.partition]), tp.offset)
+                log.info(
+                    "%s[%d]: %d tasks above committed offset %d have reported; they will not run again",
+                    self.topic,
+                    tp.partition,
+                    len(self._reported[tp.partition]),
+                    tp.offset,
+                )
 
     def commit_offsets(self, finishing: set[tuple[int, int]]) -> list[TopicPartition]:
         """The offsets (with reported tasks in their metadata) a transaction commits (any thread)."""
@@ -358,13 +376,26 @@ class Worker:
     thread, instead of leaving the worker's activity slots full for good.
     """
 
-    def __init__(self, client: Client, *, task_queue: str, workflows: Iterable[type] = (),
-                 activities: Iterable[Any] = (), max_concurrent_activities: int = 100,
-                 max_cached_workflows: int = 10_000, session_timeout_ms: int = 10_000,
-                 identity: str | None = None, build_id: str | None = None, promote: bool = False,
-                 eager_workflow_tasks: bool = True, transactional_activity_results: bool = True,
-                 txn_stall_s: float = 60.0, metrics_registry: CollectorRegistry | None = None,
-                 tracer_provider=None, interceptors: Iterable[Interceptor] = ()):
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str,
+        workflows: Iterable[type] = (),
+        activities: Iterable[Any] = (),
+        max_concurrent_activities: int = 100,
+        max_cached_workflows: int = 10_000,
+        session_timeout_ms: int = 10_000,
+        identity: str | None = None,
+        build_id: str | None = None,
+        promote: bool = False,
+        eager_workflow_tasks: bool = True,
+        transactional_activity_results: bool = True,
+        txn_stall_s: float = 60.0,
+        metrics_registry: CollectorRegistry | None = None,
+        tracer_provider=None,
+        interceptors: Iterable[Interceptor] = (),
+    ):
         check_task_queue(task_queue)
         #: the client's interceptors, then these (``kadence.interceptors``): around each activity
         #: attempt and each workflow handler this worker runs
@@ -394,8 +425,9 @@ class Worker:
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
         #: queries of closed runs waiting for their history (``_answer_closed_query``)
         self._closed_queries: set[asyncio.Task] = set()
-        self._pool = cf.ThreadPoolExecutor(max_workers=min(64, max_concurrent_activities),
-                                           thread_name_prefix="kadence-activity")
+        self._pool = cf.ThreadPoolExecutor(
+            max_workers=min(64, max_concurrent_activities), thread_name_prefix="kadence-activity"
+        )
         self._consumers: list[_TaskConsumer] = []
         self._stopped: asyncio.Event | None = None
         self._running: set[asyncio.Task] = set()
@@ -407,8 +439,11 @@ class Worker:
         #: counters, for tests
         self.stats = collections.Counter()
         #: Prometheus metrics, in ``metrics_registry``; none without one (``_worker_metrics``)
-        self.metrics = (NO_METRICS if metrics_registry is None else
-                        WorkerMetrics(metrics_registry).for_queue(client.config.namespace, task_queue))
+        self.metrics = (
+            NO_METRICS
+            if metrics_registry is None
+            else WorkerMetrics(metrics_registry).for_queue(client.config.namespace, task_queue)
+        )
         if metrics_registry is not None:  # per process, not per namespace: the codecs are shared
             register_codec_metrics(metrics_registry)
         #: set by shutdown(): a start still waiting for the broker gives up
@@ -431,8 +466,11 @@ class Worker:
         was shut down (or cancelled) before it succeeded."""
         try:
             await asyncio.get_running_loop().run_in_executor(
-                None, lambda: until_broker_answers(step, what=what, who=f"worker {self.identity}",
-                                                   stop=self._starting_stop, log=log))
+                None,
+                lambda: until_broker_answers(
+                    step, what=what, who=f"worker {self.identity}", stop=self._starting_stop, log=log
+                ),
+            )
             return True
         except BrokerUnavailableError:
             if self._starting_stop.is_set():
@@ -447,12 +485,18 @@ class Worker:
         topics = self.client._engine.topics
         loop = asyncio.get_running_loop()
         if self.build_id is None:
-            ready = await self._until_broker_answers(f"creating the topics of task queue {self.task_queue}",
-                                                     lambda: topics.ensure_queue(self.task_queue))
-            wt_topic, wt_group = topics.workflow_tasks(self.task_queue), topics.worker_group(self.task_queue, "workflow")
+            ready = await self._until_broker_answers(
+                f"creating the topics of task queue {self.task_queue}", lambda: topics.ensure_queue(self.task_queue)
+            )
+            wt_topic, wt_group = (
+                topics.workflow_tasks(self.task_queue),
+                topics.worker_group(self.task_queue, "workflow"),
+            )
         else:
-            ready = await self._until_broker_answers(f"creating the topics of build {self.build_id}",
-                                                     lambda: topics.ensure_build(self.task_queue, self.build_id))
+            ready = await self._until_broker_answers(
+                f"creating the topics of build {self.build_id}",
+                lambda: topics.ensure_build(self.task_queue, self.build_id),
+            )
             wt_topic = topics.build_tasks(self.task_queue, self.build_id)
             wt_group = topics.build_group(self.task_queue, self.build_id)
         if not ready:  # shut down while waiting for the broker: nothing was started
@@ -462,23 +506,34 @@ class Worker:
             self._wt_consumer = _TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000)
             self._consumers.append(self._wt_consumer)
         if self._activities:
-            self._at_consumer = _TaskConsumer(self, topics.activity_tasks(self.task_queue),
-                                              topics.worker_group(self.task_queue, "activity"),
-                                              self._on_activity_task, self._max_activities,
-                                              transactional=self._txn_results)
+            self._at_consumer = _TaskConsumer(
+                self,
+                topics.activity_tasks(self.task_queue),
+                topics.worker_group(self.task_queue, "activity"),
+                self._on_activity_task,
+                self._max_activities,
+                transactional=self._txn_results,
+            )
             self._consumers.append(self._at_consumer)
             if self._txn_results:
-                self._reporter = ActivityReporter(config=self.client.config, topics=topics, consumer=self._at_consumer,
-                                                  identity=self.identity, on_unsendable=self._failed_instead_from_thread,
-                                                  stall_s=self._txn_stall_s)
+                self._reporter = ActivityReporter(
+                    config=self.client.config,
+                    topics=topics,
+                    consumer=self._at_consumer,
+                    identity=self.identity,
+                    on_unsendable=self._failed_instead_from_thread,
+                    stall_s=self._txn_stall_s,
+                )
                 await loop.run_in_executor(None, self._reporter.start)
         for c in self._consumers:
             c.start()
         if self._promote:
-            await loop.run_in_executor(None, lambda: promote_build(self.client.config, self.task_queue, self.build_id,
-                                                                   identity=self.identity))
-        log.info("worker %s serving task queue %s (build %s)", self.identity, self.task_queue,
-                 self.build_id or "unversioned")
+            await loop.run_in_executor(
+                None, lambda: promote_build(self.client.config, self.task_queue, self.build_id, identity=self.identity)
+            )
+        log.info(
+            "worker %s serving task queue %s (build %s)", self.identity, self.task_queue, self.build_id or "unversioned"
+        )
         self._serving = True
         try:
             await self._stopped.wait()
@@ -529,8 +584,9 @@ class Worker:
 
     # -- sending commands ----------------------------------------------------------------------
 
-    def _send(self, task: dict, body_type: str, body: dict, msg, consumer: _TaskConsumer,
-              request_id: str | None = None) -> None:
+    def _send(
+        self, task: dict, body_type: str, body: dict, msg, consumer: _TaskConsumer, request_id: str | None = None
+    ) -> None:
         """Queue a task's command; the queue is produced at the next turn of the event loop.
 
         Under load many tasks finish in one turn of the loop (the consumer hands them over in
@@ -546,8 +602,15 @@ class Worker:
         engine = self.client._engine
         for task, body_type, body, msg, consumer, request_id in batch:
             try:
-                fut = engine.send(task["workflow_id"], body_type, body, request_id=request_id,
-                                  run_id=task["run_id"], expect_reply=False, trace=record_ref(task))
+                fut = engine.send(
+                    task["workflow_id"],
+                    body_type,
+                    body,
+                    request_id=request_id,
+                    run_id=task["run_id"],
+                    expect_reply=False,
+                    trace=record_ref(task),
+                )
             except Exception as exc:  # noqa: BLE001 - e.g. a result over the producer's size limit
                 # one bad command must not keep the others of its turn from Kafka
                 log.error("command %s for %s could not be produced: %s", body_type, task["workflow_id"], exc)
@@ -565,11 +628,16 @@ class Worker:
             return None
         if body.get("eager_workflow_task") is not None:  # the instance ran ahead on a result never sent
             self._forget(workflow_id)
-        failure = failure_from_exception(ApplicationError(
-            f"the activity's result could not be sent to the engine: {exc}", type="ResultNotSent",
-            non_retryable=True))
-        return "RespondActivityTaskFailed", ({k: v for k, v in body.items() if k not in ("result", "eager_workflow_task")}
-                                             | {"failure": failure})
+        failure = failure_from_exception(
+            ApplicationError(
+                f"the activity's result could not be sent to the engine: {exc}",
+                type="ResultNotSent",
+                non_retryable=True,
+            )
+        )
+        return "RespondActivityTaskFailed", (
+            {k: v for k, v in body.items() if k not in ("result", "eager_workflow_task")} | {"failure": failure}
+        )
 
     def _failed_instead_from_thread(self, workflow_id: str, body_type: str, body: dict, exc: Exception):
         """``_failed_instead`` for the reporter's thread: the instance cache is the loop's."""
@@ -585,12 +653,22 @@ class Worker:
             return None
         failed = instead[1]
         try:
-            return self.client._engine.send(task["workflow_id"], "RespondActivityTaskFailed", failed,
-                                            request_id=new_id(), run_id=task["run_id"], expect_reply=False,
-                                            trace=record_ref(task))
+            return self.client._engine.send(
+                task["workflow_id"],
+                "RespondActivityTaskFailed",
+                failed,
+                request_id=new_id(),
+                run_id=task["run_id"],
+                expect_reply=False,
+                trace=record_ref(task),
+            )
         except Exception as again:  # noqa: BLE001
-            log.error("failure of activity %s of %s could not be produced either: %s", task["activity_id"],
-                      task["workflow_id"], again)
+            log.error(
+                "failure of activity %s of %s could not be produced either: %s",
+                task["activity_id"],
+                task["workflow_id"],
+                again,
+            )
             return None
 
     @staticmethod
@@ -615,8 +693,9 @@ class Worker:
             if parent is None:
                 self._workflow_task(task, msg)
             else:  # traced: what the task sends continues from its span (``topics.tracing``)
-                with self._tracer.child(f"kadence.workflow_task {task['workflow_type']}", parent,
-                                        self._span_attributes(task)) as ref:
+                with self._tracer.child(
+                    f"kadence.workflow_task {task['workflow_type']}", parent, self._span_attributes(task)
+                ) as ref:
                     task["span_id"] = ref[1]
                     self._workflow_task(task, msg)
         except Exception:
@@ -639,9 +718,15 @@ class Worker:
         defn = self._workflows.get(task["workflow_type"])
         if defn is None:
             self.metrics.workflow_task(task["workflow_type"], "failed")
-            self._fail_task(task, msg, "unknown_workflow_type", KadenceError(
-                f"workflow type {task['workflow_type']!r} is not registered on worker {self.identity} "
-                f"(task queue {self.task_queue})"))
+            self._fail_task(
+                task,
+                msg,
+                "unknown_workflow_type",
+                KadenceError(
+                    f"workflow type {task['workflow_type']!r} is not registered on worker {self.identity} "
+                    f"(task queue {self.task_queue})"
+                ),
+            )
             return
         inst = self._cache.pop(wf, None)
         if inst is not None and inst.info.run_id != run_id:
@@ -663,13 +748,22 @@ class Worker:
                 return
             if inst is not None:
                 inst.discard()
-            inst = WorkflowInstance(defn, WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"],
-                                                       task["attempt"]), self.client.converter, self.interceptors)
+            inst = WorkflowInstance(
+                defn,
+                WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"], task["attempt"]),
+                self.client.converter,
+                self.interceptors,
+            )
         elif inst is None:
             self.stats["history_requests"] += 1
             self.metrics.workflow_task(defn.name, "history_requested")
-            self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity,
-                                                         "build_id": self.build_id}, msg, consumer)
+            self._send(
+                task,
+                "RequestWorkflowHistory",
+                {"scheduled_seq": seq, "identity": self.identity, "build_id": self.build_id},
+                msg,
+                consumer,
+            )
             return
         elif inst.last_seq >= seq:
             self._cache[wf] = inst
@@ -686,8 +780,13 @@ class Worker:
             inst.discard()
             self.stats["history_requests"] += 1
             self.metrics.workflow_task(defn.name, "history_requested")
-            self._send(task, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": self.identity,
-                                                         "build_id": self.build_id}, msg, consumer)
+            self._send(
+                task,
+                "RequestWorkflowHistory",
+                {"scheduled_seq": seq, "identity": self.identity, "build_id": self.build_id},
+                msg,
+                consumer,
+            )
             return
         except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
             self._code_failed(task, msg, inst, defn, began, exc)
@@ -715,15 +814,24 @@ class Worker:
             log.error("workflow %s run %s: %s", task["workflow_id"], task["run_id"], exc)
         self._fail_task(task, msg, cause, exc)
 
-    def _complete_workflow_task(self, task: dict, msg, inst: WorkflowInstance, defn, began: float,
-                                commands: list) -> None:
+    def _complete_workflow_task(
+        self, task: dict, msg, inst: WorkflowInstance, defn, began: float, commands: list
+    ) -> None:
         wf = task["workflow_id"]
         self.stats["workflow_tasks"] += 1
         self.metrics.workflow_task(defn.name, "completed", time.perf_counter() - began)
-        self._send(task, "RespondWorkflowTaskCompleted", {
-            "scheduled_seq": task["scheduled_seq"], "commands": commands, "identity": self.identity,
-            "build_id": self.build_id,
-        }, msg, self._wt_consumer)
+        self._send(
+            task,
+            "RespondWorkflowTaskCompleted",
+            {
+                "scheduled_seq": task["scheduled_seq"],
+                "commands": commands,
+                "identity": self.identity,
+                "build_id": self.build_id,
+            },
+            msg,
+            self._wt_consumer,
+        )
         if inst.closed:
             inst.discard()
         else:
@@ -756,9 +864,17 @@ class Worker:
 
     async def _local_activity(self, wt: dict, call) -> tuple:
         return await run_local_activity(
-            call, wt, activities=self._activities, converter=self.client.converter, interceptors=self.interceptors,
-            executor=self._pool, task_queue=self.task_queue, where=f"worker {self.identity} (task queue {self.task_queue})",
-            metrics=self.metrics, stats=self.stats)
+            call,
+            wt,
+            activities=self._activities,
+            converter=self.client.converter,
+            interceptors=self.interceptors,
+            executor=self._pool,
+            task_queue=self.task_queue,
+            where=f"worker {self.identity} (task queue {self.task_queue})",
+            metrics=self.metrics,
+            stats=self.stats,
+        )
 
     async def _answer_closed_query(self, task: dict, msg) -> None:
         """A query of a closed run (the engine sends no events for it): answered from a replay
@@ -775,24 +891,49 @@ class Worker:
         (``kadence._queries``). Nothing is written to history; an accepted update is sent to
         the engine to be recorded. ``unreadable``: why a closed run's history could not be read."""
         wf = task["workflow_id"]
-        reply, accept = answer(task, self._workflows.get(task["workflow_type"]), self._cache.get(wf),
-                               self.client.converter, unreadable=unreadable, interceptors=self.interceptors)
+        reply, accept = answer(
+            task,
+            self._workflows.get(task["workflow_type"]),
+            self._cache.get(wf),
+            self.client.converter,
+            unreadable=unreadable,
+            interceptors=self.interceptors,
+        )
         if accept is not None:
             self.stats["updates_accepted"] += 1
-            self._send(task, "AcceptWorkflowUpdate", {**accept, "identity": self.identity}, msg, self._wt_consumer,
-                       request_id=task["query"]["request_id"])
+            self._send(
+                task,
+                "AcceptWorkflowUpdate",
+                {**accept, "identity": self.identity},
+                msg,
+                self._wt_consumer,
+                request_id=task["query"]["request_id"],
+            )
             return
         self.stats["queries"] += 1
         self.metrics.queries.inc()
         engine = self.client._engine
-        engine.produce_raw(engine.topics.replies, reply["request_id"].encode(), serde.encode("Reply", reply),
-                           lambda err, _m: self._wt_consumer.done(msg))
+        engine.produce_raw(
+            engine.topics.replies,
+            reply["request_id"].encode(),
+            serde.encode("Reply", reply),
+            lambda err, _m: self._wt_consumer.done(msg),
+        )
 
     def _fail_task(self, task: dict, msg, cause: str, exc: BaseException) -> None:
-        self._send(task, "RespondWorkflowTaskFailed", {
-            "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": self.client.converter.failure(exc),
-            "identity": self.identity, "build_id": self.build_id,
-        }, msg, self._wt_consumer)
+        self._send(
+            task,
+            "RespondWorkflowTaskFailed",
+            {
+                "scheduled_seq": task["scheduled_seq"],
+                "cause": cause,
+                "failure": self.client.converter.failure(exc),
+                "identity": self.identity,
+                "build_id": self.build_id,
+            },
+            msg,
+            self._wt_consumer,
+        )
 
     # -- activity tasks ------------------------------------------------------------------------
 
@@ -822,35 +963,55 @@ class Worker:
             await self._activity(task, msg)
             return
         # current while the activity runs: its own spans (an HTTP call's) nest under it
-        with self._tracer.child(f"kadence.activity {task['activity_type']}", parent,
-                                self._span_attributes(task),
-                                kind="internal", current=True) as ref:
+        with self._tracer.child(
+            f"kadence.activity {task['activity_type']}",
+            parent,
+            self._span_attributes(task),
+            kind="internal",
+            current=True,
+        ) as ref:
             task["span_id"] = ref[1]
             await self._activity(task, msg)
 
     async def _activity(self, task: dict, msg) -> None:
-        common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"],
-                  "attempt": task["attempt"], "identity": self.identity}
+        common = {
+            "activity_id": task["activity_id"],
+            "scheduled_seq": task["scheduled_seq"],
+            "attempt": task["attempt"],
+            "identity": self.identity,
+        }
         defn = self._activities.get(task["activity_type"])
         info = _activity.info_from_task(task, self.client.converter)
         me = asyncio.current_task()
         loop = asyncio.get_running_loop()
         ctx = _activity.ActivityContext(
-            info, lambda c, details: self._heartbeat(task, c, details),
-            (lambda: loop.call_soon_threadsafe(me.cancel)) if defn is not None and defn.is_async else (lambda: None))
+            info,
+            lambda c, details: self._heartbeat(task, c, details),
+            (lambda: loop.call_soon_threadsafe(me.cancel)) if defn is not None and defn.is_async else (lambda: None),
+        )
         token = _activity._current.set(ctx)
-        self.metrics.activity_started(task["activity_type"], task["attempt"],
-                                      time.time() - task["scheduled_time_ms"] / 1000)
+        self.metrics.activity_started(
+            task["activity_type"], task["attempt"], time.time() - task["scheduled_time_ms"] / 1000
+        )
         began, outcome = time.perf_counter(), "interrupted"  # unless it ends one of the ways below
         try:
             if defn is None:
-                raise KadenceError(f"activity type {task['activity_type']!r} is not registered on worker "
-                                   f"{self.identity} (task queue {self.task_queue})")
+                raise KadenceError(
+                    f"activity type {task['activity_type']!r} is not registered on worker "
+                    f"{self.identity} (task queue {self.task_queue})"
+                )
             args = self.client.converter.args_from_bytes(task["input"], defn.fn, what=f"activity {defn.name}")
-            result = await invoke_activity(self.interceptors, defn, info, args, lambda fn, a: loop.run_in_executor(
-                self._pool, contextvars.copy_context().run, fn, *a))
-            body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.client.converter.to_bytes(result),
-                                                               "eager_workflow_task": None}
+            result = await invoke_activity(
+                self.interceptors,
+                defn,
+                info,
+                args,
+                lambda fn, a: loop.run_in_executor(self._pool, contextvars.copy_context().run, fn, *a),
+            )
+            body_type, body = (
+                "RespondActivityTaskCompleted",
+                {**common, "result": self.client.converter.to_bytes(result), "eager_workflow_task": None},
+            )
             self.stats["activities_completed"] += 1
             outcome = "completed"
         except asyncio.CancelledError:
@@ -872,8 +1033,9 @@ class Worker:
         if body_type == "RespondActivityTaskCompleted" and self._eager:
             body["eager_workflow_task"] = self._eager_task(task, body["result"], request_id)
         if self._reporter is not None:
-            self._reporter.report(task["workflow_id"], task["run_id"], body_type, body, request_id, msg,
-                                  record_ref(task))
+            self._reporter.report(
+                task["workflow_id"], task["run_id"], body_type, body, request_id, msg, record_ref(task)
+            )
         else:
             self._send(task, body_type, body, msg, self._at_consumer, request_id)
 
@@ -884,8 +1046,9 @@ class Worker:
         if inst is None or inst.info.run_id != task["run_id"] or not inst.can_run_eager():
             return None
         try:
-            follows, at, commands = inst.run_eager(task["activity_id"], task["scheduled_seq"], task["attempt"], result,
-                                                now_ms(), request_id)
+            follows, at, commands = inst.run_eager(
+                task["activity_id"], task["scheduled_seq"], task["attempt"], result, now_ms(), request_id
+            )
         except Exception as exc:  # noqa: BLE001 - the ordinary workflow task will meet (and report) it
             log.debug("workflow %s run %s: eager workflow task not run: %s", wf, task["run_id"], exc)
             self._forget(wf)
@@ -902,14 +1065,26 @@ class Worker:
 
     def _heartbeat(self, task: dict, ctx, details) -> None:
         """Send a heartbeat (any thread); a reply that says stop cancels the activity."""
-        body = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"],
-                "details": self.client.converter.to_bytes(details), "identity": self.identity}
-        fut = self.client._engine.send(task["workflow_id"], "RecordActivityHeartbeat", body, request_id=new_id(),
-                                       run_id=task["run_id"], trace=record_ref(task))
+        body = {
+            "activity_id": task["activity_id"],
+            "scheduled_seq": task["scheduled_seq"],
+            "attempt": task["attempt"],
+            "details": self.client.converter.to_bytes(details),
+            "identity": self.identity,
+        }
+        fut = self.client._engine.send(
+            task["workflow_id"],
+            "RecordActivityHeartbeat",
+            body,
+            request_id=new_id(),
+            run_id=task["run_id"],
+            trace=record_ref(task),
+        )
         self.stats["heartbeats"] += 1
         self.metrics.heartbeats.inc()
 
         def on_reply(f):
             if not f.cancelled() and f.exception() is None and f.result()["status"] == "cancel_requested":
                 ctx.cancel()
+
         fut.add_done_callback(on_reply)

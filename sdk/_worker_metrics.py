@@ -29,31 +29,51 @@ class WorkerMetrics:
         r = registry if registry is not None else CollectorRegistry()
         self.registry = r
         self.workflow_tasks = Counter(
-            "kadence_worker_workflow_tasks", "workflow tasks handled, by outcome (completed, failed, "
-            "non_determinism, history_requested, stale)", ["namespace", "task_queue", "workflow_type", "outcome"],
-            registry=r)
+            "kadence_worker_workflow_tasks",
+            "workflow tasks handled, by outcome (completed, failed, non_determinism, history_requested, stale)",
+            ["namespace", "task_queue", "workflow_type", "outcome"],
+            registry=r,
+        )
         self.workflow_task_seconds = Histogram(
-            "kadence_worker_workflow_task_seconds", "time to run a workflow task's code (replay included)",
-            ["namespace", "task_queue", "workflow_type"], buckets=_DURATION, registry=r)
+            "kadence_worker_workflow_task_seconds",
+            "time to run a workflow task's code (replay included)",
+            ["namespace", "task_queue", "workflow_type"],
+            buckets=_DURATION,
+            registry=r,
+        )
         self.activities = Counter(
-            "kadence_worker_activity_executions", "activity executions, by outcome (completed, failed, cancelled, "
-            "interrupted: the worker stopped meanwhile)",
-            ["namespace", "task_queue", "activity_type", "outcome"], registry=r)
+            "kadence_worker_activity_executions",
+            "activity executions, by outcome (completed, failed, cancelled, interrupted: the worker stopped meanwhile)",
+            ["namespace", "task_queue", "activity_type", "outcome"],
+            registry=r,
+        )
         self.activity_retries = Counter(
-            "kadence_worker_activity_retries", "activity executions of an attempt after the first",
-            ["namespace", "task_queue", "activity_type"], registry=r)
+            "kadence_worker_activity_retries",
+            "activity executions of an attempt after the first",
+            ["namespace", "task_queue", "activity_type"],
+            registry=r,
+        )
         self.activity_seconds = Histogram(
-            "kadence_worker_activity_seconds", "time an activity's function ran",
-            ["namespace", "task_queue", "activity_type"], buckets=_DURATION, registry=r)
+            "kadence_worker_activity_seconds",
+            "time an activity's function ran",
+            ["namespace", "task_queue", "activity_type"],
+            buckets=_DURATION,
+            registry=r,
+        )
         self.schedule_to_start = Histogram(
             "kadence_worker_activity_schedule_to_start_seconds",
-            "from an attempt's scheduling to a worker beginning it", ["namespace", "task_queue", "activity_type"],
-            buckets=_WAIT, registry=r)
-        self.running = Gauge("kadence_worker_activities_running", "activities running now",
-                             ["namespace", "task_queue"], registry=r)
+            "from an attempt's scheduling to a worker beginning it",
+            ["namespace", "task_queue", "activity_type"],
+            buckets=_WAIT,
+            registry=r,
+        )
+        self.running = Gauge(
+            "kadence_worker_activities_running", "activities running now", ["namespace", "task_queue"], registry=r
+        )
         self.queries = Counter("kadence_worker_queries", "queries answered", ["namespace", "task_queue"], registry=r)
-        self.heartbeats = Counter("kadence_worker_heartbeats", "activity heartbeats sent",
-                                  ["namespace", "task_queue"], registry=r)
+        self.heartbeats = Counter(
+            "kadence_worker_heartbeats", "activity heartbeats sent", ["namespace", "task_queue"], registry=r
+        )
         self.consumer_lag = lag_gauge(r)
 
     def for_queue(self, namespace: str, task_queue: str) -> QueueMetrics:

@@ -45,11 +45,19 @@ class ActivityInfo:
 def info_from_task(task: dict, converter) -> ActivityInfo:
     """The ``ActivityInfo`` of an ``ActivityTask`` record (a worker's and ``kadence.testing``'s)."""
     return ActivityInfo(
-        workflow_id=task["workflow_id"], run_id=task["run_id"], workflow_type=task["workflow_type"],
-        activity_id=task["activity_id"], activity_type=task["activity_type"], task_queue=task["task_queue"],
-        attempt=task["attempt"], idempotency_key=task["idempotency_key"], scheduled_time_ms=task["scheduled_time_ms"],
+        workflow_id=task["workflow_id"],
+        run_id=task["run_id"],
+        workflow_type=task["workflow_type"],
+        activity_id=task["activity_id"],
+        activity_type=task["activity_type"],
+        task_queue=task["task_queue"],
+        attempt=task["attempt"],
+        idempotency_key=task["idempotency_key"],
+        scheduled_time_ms=task["scheduled_time_ms"],
         heartbeat_details=converter.from_bytes(task["heartbeat_details"]),
-        heartbeat_timeout_ms=task["heartbeat_timeout_ms"], headers=dict(task.get("headers") or {}))
+        heartbeat_timeout_ms=task["heartbeat_timeout_ms"],
+        headers=dict(task.get("headers") or {}),
+    )
 
 
 class ActivityContext:

@@ -85,14 +85,21 @@ def _overrides(ic: Interceptor, name: str) -> bool:
     return getattr(type(ic), name, None) is not getattr(Interceptor, name)
 
 
-async def invoke_activity(interceptors: Iterable[Interceptor], defn: Any, info: Any, args: list,
-                          run_sync: Callable[[Callable, list], Awaitable[Any]]) -> Any:
+async def invoke_activity(
+    interceptors: Iterable[Interceptor],
+    defn: Any,
+    info: Any,
+    args: list,
+    run_sync: Callable[[Callable, list], Awaitable[Any]],
+) -> Any:
     """An activity attempt through the interceptors: ``defn.fn`` awaited, or a sync one given to
     ``run_sync(fn, args)`` (a thread)."""
+
     async def innermost(call: ActivityCall) -> Any:
         if defn.is_async:
             return await call.fn(*call.args)
         return await run_sync(call.fn, call.args)
+
     return await chain(interceptors, "intercept_activity", innermost)(ActivityCall(info, defn.fn, list(args)))
 
 
@@ -101,5 +108,5 @@ def chain(interceptors: Iterable[Interceptor], method: str, innermost: Callable[
     with none, ``innermost`` itself (nothing is added to a call no interceptor wants)."""
     call = innermost
     for ic in reversed([ic for ic in interceptors if _overrides(ic, method)]):
-        call = (lambda bound, nxt: (lambda c: bound(c, nxt)))(getattr(ic, method), call)
+        call = (lambda bound, nxt: lambda c: bound(c, nxt))(getattr(ic, method), call)
     return call

@@ -231,8 +231,10 @@ def _activity_type(activity: Callable | str, result_type: Any) -> tuple[str, Cal
 @functools.lru_cache(maxsize=256)
 def _returning(result_type: Any) -> Callable:
     """A function whose return type is ``result_type``: what types a result (``kadence.topics.typed``)."""
+
     def typed():  # pragma: no cover - never called, only its annotation is read
         raise NotImplementedError
+
     typed.__annotations__ = {"return": result_type}
     return typed
 
@@ -302,9 +304,14 @@ class ChildWorkflowHandle:
 _POLICIES = ("terminate", "request_cancel", "abandon")
 
 
-async def start_child_workflow(workflow: Any, *args: Any, id: str | None = None, task_queue: str | None = None,
-                               parent_close_policy: str = "terminate",
-                               run_timeout: timedelta | None = None) -> ChildWorkflowHandle:
+async def start_child_workflow(
+    workflow: Any,
+    *args: Any,
+    id: str | None = None,
+    task_queue: str | None = None,
+    parent_close_policy: str = "terminate",
+    run_timeout: timedelta | None = None,
+) -> ChildWorkflowHandle:
     """Start a child workflow (on its own shard) and wait until it has started.
 
     ``id`` defaults to ``{parent_id}/child-{n}``, stable across replays, so a retried parent task
@@ -316,9 +323,15 @@ async def start_child_workflow(workflow: Any, *args: Any, id: str | None = None,
     if parent_close_policy not in _POLICIES:
         raise KadenceError(f"parent_close_policy must be one of {', '.join(_POLICIES)}")
     inst = _instance()
-    child_id, started, result = inst.start_child(workflow_type_name(workflow), args, id, task_queue,
-                                                 parent_close_policy, to_ms(run_timeout),
-                                                 result_fn=run_function(workflow))
+    child_id, started, result = inst.start_child(
+        workflow_type_name(workflow),
+        args,
+        id,
+        task_queue,
+        parent_close_policy,
+        to_ms(run_timeout),
+        result_fn=run_function(workflow),
+    )
     run_id = await started
     return ChildWorkflowHandle(child_id, run_id, result)
 

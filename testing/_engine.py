@@ -81,20 +81,30 @@ class InMemoryEngine:
 
     # -- what Client calls -----------------------------------------------------------------------
 
-    def send(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
-             run_id: str | None = None, expect_reply: bool = True) -> asyncio.Future:
+    def send(
+        self,
+        workflow_id: str,
+        body_type: str,
+        body: dict,
+        *,
+        request_id: str,
+        run_id: str | None = None,
+        expect_reply: bool = True,
+    ) -> asyncio.Future:
         """Queue a command; the future resolves with its reply (``EngineClient.send``'s contract)."""
         fut = asyncio.get_running_loop().create_future()
         if not expect_reply:
             fut.set_result(None)
         if body_type == "AwaitWorkflowResult" and body.get("wait", True):
             self._awaits_close.add(request_id)
-        self.submit(workflow_id, body_type, body, request_id=request_id, run_id=run_id,
-                    on_reply=fut if expect_reply else None)
+        self.submit(
+            workflow_id, body_type, body, request_id=request_id, run_id=run_id, on_reply=fut if expect_reply else None
+        )
         return fut
 
-    async def wait(self, workflow_id: str, body_type: str, request_id: str, fut: asyncio.Future,
-                   timeout: float | None) -> dict:
+    async def wait(
+        self, workflow_id: str, body_type: str, request_id: str, fut: asyncio.Future, timeout: float | None
+    ) -> dict:
         """The reply ``fut`` resolves with, within ``timeout`` seconds of real time. While it waits
         for a workflow's result, the clock may skip ahead."""
         waits_for_close = request_id in self._awaits_close and not fut.done()
@@ -113,8 +123,16 @@ class InMemoryEngine:
         self._waiting.pop(request_id, None)
         self._awaits_close.discard(request_id)
 
-    async def request(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
-                      run_id: str | None = None, timeout: float | None = 30.0) -> dict:
+    async def request(
+        self,
+        workflow_id: str,
+        body_type: str,
+        body: dict,
+        *,
+        request_id: str,
+        run_id: str | None = None,
+        timeout: float | None = 30.0,
+    ) -> dict:
         """Apply a command and wait for its reply (``EngineClient.request``'s contract)."""
         fut = self.send(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
         return await self.wait(workflow_id, body_type, request_id, fut, timeout)
@@ -139,8 +157,16 @@ class InMemoryEngine:
 
     # -- the engine's inputs ---------------------------------------------------------------------
 
-    def submit(self, workflow_id: str, body_type: str, body: dict, *, request_id: str | None = None,
-               run_id: str | None = None, on_reply: asyncio.Future | Callable[[dict], None] | None = None) -> None:
+    def submit(
+        self,
+        workflow_id: str,
+        body_type: str,
+        body: dict,
+        *,
+        request_id: str | None = None,
+        run_id: str | None = None,
+        on_reply: asyncio.Future | Callable[[dict], None] | None = None,
+    ) -> None:
         """Queue a command (applied by ``step``); ``on_reply`` gets its reply."""
         request_id = request_id or new_id()
         if on_reply is not None:
@@ -177,8 +203,7 @@ class InMemoryEngine:
 
     def next_due_ms(self) -> int | None:
         """When the next timer or activity deadline fires (ms since the epoch), or None."""
-        due = [d for d in (self._timers[0][0] if self._timers else None, self.deadlines.next_due_ms())
-               if d is not None]
+        due = [d for d in (self._timers[0][0] if self._timers else None, self.deadlines.next_due_ms()) if d is not None]
         return min(due) if due else None
 
     def fire_due(self) -> int:

@@ -59,10 +59,17 @@ class WorkflowEnvironment:
     by default they stay inline); ``interceptors``: around the client's calls, the activities and
     the workflows (``kadence.interceptors``)."""
 
-    def __init__(self, *, workflows: Iterable[type] = (), activities: Iterable[Any] = (),
-                 namespace: str = "test", codec: PayloadCodec | None = None,
-                 exceptions: Iterable[type[BaseException]] = (), large_payloads: LargePayloads | None = None,
-                 interceptors: Iterable[Interceptor] = ()):
+    def __init__(
+        self,
+        *,
+        workflows: Iterable[type] = (),
+        activities: Iterable[Any] = (),
+        namespace: str = "test",
+        codec: PayloadCodec | None = None,
+        exceptions: Iterable[type[BaseException]] = (),
+        large_payloads: LargePayloads | None = None,
+        interceptors: Iterable[Interceptor] = (),
+    ):
         self._workflows, self._activities = registrations(workflows, activities)
         if self._workflows:
             install_guard()  # as a Worker: blocking sleeps, sockets, subprocesses fail workflow code
@@ -185,19 +192,30 @@ class WorkflowEnvironment:
             return  # its code failed: the run stays open, as on the real engine, and is not run again
         defn = self._workflows.get(task["workflow_type"])
         if defn is None:
-            self._fail(task, "unknown_workflow_type", KadenceError(
-                f"workflow type {task['workflow_type']!r} is not registered in this WorkflowEnvironment"))
+            self._fail(
+                task,
+                "unknown_workflow_type",
+                KadenceError(f"workflow type {task['workflow_type']!r} is not registered in this WorkflowEnvironment"),
+            )
             return
         inst = self._instances.pop(wf, None)
         if inst is not None and (inst.info.run_id != run_id or task["full_history"]):
             inst.discard()
             inst = None
         if task["full_history"]:
-            inst = WorkflowInstance(defn, WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"],
-                                                       task["attempt"]), self.converter, self.interceptors)
+            inst = WorkflowInstance(
+                defn,
+                WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"], task["attempt"]),
+                self.converter,
+                self.interceptors,
+            )
         elif inst is None:
-            self.engine.submit(wf, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": IDENTITY,
-                                                              "build_id": None}, run_id=run_id)
+            self.engine.submit(
+                wf,
+                "RequestWorkflowHistory",
+                {"scheduled_seq": seq, "identity": IDENTITY, "build_id": None},
+                run_id=run_id,
+            )
             return
         elif inst.last_seq >= seq:
             self._instances[wf] = inst  # a task answered already
@@ -208,8 +226,12 @@ class WorkflowEnvironment:
                 raise HistoryGapError(f"task ends at event {inst.last_seq}, expected {seq}")
         except HistoryGapError:
             inst.discard()
-            self.engine.submit(wf, "RequestWorkflowHistory", {"scheduled_seq": seq, "identity": IDENTITY,
-                                                              "build_id": None}, run_id=run_id)
+            self.engine.submit(
+                wf,
+                "RequestWorkflowHistory",
+                {"scheduled_seq": seq, "identity": IDENTITY, "build_id": None},
+                run_id=run_id,
+            )
             return
         except Exception as exc:  # noqa: BLE001 - as a worker: the task fails, the test hears of it
             inst.discard()
@@ -224,9 +246,12 @@ class WorkflowEnvironment:
 
     def _complete(self, task: dict, inst: WorkflowInstance, commands: list) -> None:
         wf = task["workflow_id"]
-        self.engine.submit(wf, "RespondWorkflowTaskCompleted", {
-            "scheduled_seq": task["scheduled_seq"], "commands": commands, "identity": IDENTITY, "build_id": None},
-            run_id=task["run_id"])
+        self.engine.submit(
+            wf,
+            "RespondWorkflowTaskCompleted",
+            {"scheduled_seq": task["scheduled_seq"], "commands": commands, "identity": IDENTITY, "build_id": None},
+            run_id=task["run_id"],
+        )
         if inst.closed:
             inst.discard()
         else:
@@ -234,10 +259,21 @@ class WorkflowEnvironment:
 
     async def _with_local_activities(self, task: dict, inst: WorkflowInstance) -> None:
         try:
-            await run_local_activities(inst, lambda call: run_local_activity(
-                call, task, activities=self._activities, converter=self.converter, interceptors=self.interceptors,
-                executor=None, task_queue=task["task_queue"], where="this WorkflowEnvironment",
-                metrics=NO_METRICS, stats=self.stats))
+            await run_local_activities(
+                inst,
+                lambda call: run_local_activity(
+                    call,
+                    task,
+                    activities=self._activities,
+                    converter=self.converter,
+                    interceptors=self.interceptors,
+                    executor=None,
+                    task_queue=task["task_queue"],
+                    where="this WorkflowEnvironment",
+                    metrics=NO_METRICS,
+                    stats=self.stats,
+                ),
+            )
         except asyncio.CancelledError:
             inst.discard()
             raise
@@ -250,30 +286,54 @@ class WorkflowEnvironment:
     def _fail(self, task: dict, cause: str, exc: BaseException) -> None:
         """Report the failed task as a worker does, and stop waiting for the workflow."""
         wf = task["workflow_id"]
-        self.engine.submit(wf, "RespondWorkflowTaskFailed", {
-            "scheduled_seq": task["scheduled_seq"], "cause": cause, "failure": self.converter.failure(exc),
-            "identity": IDENTITY, "build_id": None}, run_id=task["run_id"])
-        error = WorkflowTaskFailedError(f"workflow {wf!r}: workflow task failed ({cause}): {exc}",
-                                        workflow_id=wf, cause=cause)
+        self.engine.submit(
+            wf,
+            "RespondWorkflowTaskFailed",
+            {
+                "scheduled_seq": task["scheduled_seq"],
+                "cause": cause,
+                "failure": self.converter.failure(exc),
+                "identity": IDENTITY,
+                "build_id": None,
+            },
+            run_id=task["run_id"],
+        )
+        error = WorkflowTaskFailedError(
+            f"workflow {wf!r}: workflow task failed ({cause}): {exc}", workflow_id=wf, cause=cause
+        )
         error.__cause__ = exc
         self.engine.mark_broken(error)
 
     def _answer_query(self, task: dict) -> None:
         """A query's answer, or an update's validation, as a worker gives them (``_queries``)."""
         wf = task["workflow_id"]
-        reply, accept = answer(task, self._workflows.get(task["workflow_type"]), self._instances.get(wf), self.converter,
-                               interceptors=self.interceptors)
+        reply, accept = answer(
+            task,
+            self._workflows.get(task["workflow_type"]),
+            self._instances.get(wf),
+            self.converter,
+            interceptors=self.interceptors,
+        )
         if accept is not None:
-            self.engine.submit(wf, "AcceptWorkflowUpdate", {**accept, "identity": IDENTITY}, run_id=task["run_id"],
-                               request_id=task["query"]["request_id"])
+            self.engine.submit(
+                wf,
+                "AcceptWorkflowUpdate",
+                {**accept, "identity": IDENTITY},
+                run_id=task["run_id"],
+                request_id=task["query"]["request_id"],
+            )
         else:
             self.engine.reply(reply)
 
     # -- activities ------------------------------------------------------------------------------
 
     async def _run_activity(self, task: dict) -> None:
-        common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"],
-                  "attempt": task["attempt"], "identity": IDENTITY}
+        common = {
+            "activity_id": task["activity_id"],
+            "scheduled_seq": task["scheduled_seq"],
+            "attempt": task["attempt"],
+            "identity": IDENTITY,
+        }
         defn = self._activities.get(task["activity_type"])
         info = _activity.info_from_task(task, self.converter)
         loop = asyncio.get_running_loop()
@@ -287,19 +347,30 @@ class WorkflowEnvironment:
                 self._heartbeat(task, c, details)
             else:
                 loop.call_soon_threadsafe(self._heartbeat, task, c, details)
+
         ctx = _activity.ActivityContext(
-            info, send_heartbeat,
-            (lambda: loop.call_soon_threadsafe(me.cancel)) if defn is not None and defn.is_async else (lambda: None))
+            info,
+            send_heartbeat,
+            (lambda: loop.call_soon_threadsafe(me.cancel)) if defn is not None and defn.is_async else (lambda: None),
+        )
         token = _activity._current.set(ctx)
         try:
             if defn is None:
-                raise KadenceError(f"activity type {task['activity_type']!r} is not registered in this "
-                                   "WorkflowEnvironment")
+                raise KadenceError(
+                    f"activity type {task['activity_type']!r} is not registered in this WorkflowEnvironment"
+                )
             args = self.converter.args_from_bytes(task["input"], defn.fn, what=f"activity {defn.name}")
-            result = await invoke_activity(self.interceptors, defn, info, args, lambda fn, a: loop.run_in_executor(
-                None, contextvars.copy_context().run, fn, *a))
-            body_type, body = "RespondActivityTaskCompleted", {**common, "result": self.converter.to_bytes(result),
-                                                               "eager_workflow_task": None}
+            result = await invoke_activity(
+                self.interceptors,
+                defn,
+                info,
+                args,
+                lambda fn, a: loop.run_in_executor(None, contextvars.copy_context().run, fn, *a),
+            )
+            body_type, body = (
+                "RespondActivityTaskCompleted",
+                {**common, "result": self.converter.to_bytes(result), "eager_workflow_task": None},
+            )
         except asyncio.CancelledError:
             if not ctx.cancelled.is_set():
                 raise  # the environment is closing
@@ -312,11 +383,23 @@ class WorkflowEnvironment:
         self.engine.submit(task["workflow_id"], body_type, body, run_id=task["run_id"])
 
     def _heartbeat(self, task: dict, ctx: _activity.ActivityContext, details: Any) -> None:
-        body = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"],
-                "details": self.converter.to_bytes(details), "identity": IDENTITY}
+        body = {
+            "activity_id": task["activity_id"],
+            "scheduled_seq": task["scheduled_seq"],
+            "attempt": task["attempt"],
+            "details": self.converter.to_bytes(details),
+            "identity": IDENTITY,
+        }
 
         def on_reply(reply: dict) -> None:
             if reply["status"] == "cancel_requested":
                 ctx.cancel()
-        self.engine.submit(task["workflow_id"], "RecordActivityHeartbeat", body, request_id=new_id(),
-                           run_id=task["run_id"], on_reply=on_reply)
+
+        self.engine.submit(
+            task["workflow_id"],
+            "RecordActivityHeartbeat",
+            body,
+            request_id=new_id(),
+            run_id=task["run_id"],
+            on_reply=on_reply,
+        )

@@ -10,6 +10,7 @@ Standard library only, so it runs with the system python3 before any virtualenv 
 As a module: ``KafkaBroker`` and ``RedisServer`` (start/stop/kill/restart, context managers).
 See docs/dev-stack.md for the environment variables and troubleshooting.
 """
+
 import atexit
 import base64
 import fcntl
@@ -27,11 +28,21 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 DEFAULT_KAFKA_VERSION = "4.1.1"
-APT_PACKAGES = {"java": "openjdk-17-jre-headless", "mvn": "maven", "redis-server": "redis-server",
-                # the web console's browser tests (tests/integration/test_console_browser.py)
-                "chromium": "chromium"}
-JVM_OPTS = ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-            "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
+APT_PACKAGES = {
+    "java": "openjdk-17-jre-headless",
+    "mvn": "maven",
+    "redis-server": "redis-server",
+    # the web console's browser tests (tests/integration/test_console_browser.py)
+    "chromium": "chromium",
+}
+JVM_OPTS = [
+    "-Xms256m",
+    "-Xmx768m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+]
 LOOPBACK = "127.0.0.1"
 _LIVE = set()  # processes still running, reaped at interpreter exit
 
@@ -47,6 +58,7 @@ def log(msg):
 
 # ---------------------------------------------------------------- system packages
 
+
 def ensure_tools(tools):
     """Make sure the given executables exist; apt-get install them when running as root."""
     missing = [t for t in tools if shutil.which(t) is None]
@@ -54,8 +66,10 @@ def ensure_tools(tools):
         return
     packages = sorted({APT_PACKAGES[t] for t in missing})
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise StackError(f"missing {', '.join(missing)}; install the packages: {' '.join(packages)}"
-                         " (Debian/Ubuntu: sudo apt-get install -y ...)")
+        raise StackError(
+            f"missing {', '.join(missing)}; install the packages: {' '.join(packages)}"
+            " (Debian/Ubuntu: sudo apt-get install -y ...)"
+        )
     apt_install(packages)
 
 
@@ -90,8 +104,7 @@ def java_binary():
 POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
   <groupId>dev.kadence</groupId><artifactId>kafka-broker-classpath</artifactId><version>1</version>
   <dependencies>{deps}\n  </dependencies>\n</project>\n"""
-DEP = ("\n    <dependency><groupId>{}</groupId><artifactId>{}</artifactId>"
-       "<version>{}</version></dependency>")
+DEP = "\n    <dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version></dependency>"
 
 
 def kafka_version():
@@ -121,8 +134,7 @@ def resolve_jars(version=None):
         ensure_tools(["mvn"])
         java_binary()
         shutil.rmtree(lib, ignore_errors=True)
-        log(f"resolving Kafka {version} jars from Maven Central into {lib} "
-            "(first time only, can take a few minutes)")
+        log(f"resolving Kafka {version} jars from Maven Central into {lib} (first time only, can take a few minutes)")
         deps = [("org.apache.kafka", "kafka_2.13", version)]
         _copy_dependencies(home, lib, deps)
         binding = _log4j_binding(lib)
@@ -139,8 +151,16 @@ def _copy_dependencies(home, lib, deps):
     """Write the tiny pom and run mvn dependency:copy-dependencies, with a progress line."""
     pom = home / "pom.xml"
     pom.write_text(POM.format(deps="".join(DEP.format(*d) for d in deps)))
-    cmd = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-           "-DincludeScope=runtime", f"-DoutputDirectory={lib}"]
+    cmd = [
+        "mvn",
+        "-q",
+        "-B",
+        "-f",
+        str(pom),
+        "dependency:copy-dependencies",
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={lib}",
+    ]
     started = time.monotonic()
     with open(home / "mvn.log", "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -158,14 +178,15 @@ def _log4j_binding(lib):
     names = [p.name for p in lib.glob("*.jar")]
     if any(n.startswith(("log4j-slf4j-impl-", "log4j-slf4j2-impl-")) for n in names):
         return []
-    log4j = next((n[len("log4j-api-"):-4] for n in names if n.startswith("log4j-api-")), "2.24.3")
-    slf4j = next((n[len("slf4j-api-"):-4] for n in names if n.startswith("slf4j-api-")), "1.7")
+    log4j = next((n[len("log4j-api-") : -4] for n in names if n.startswith("log4j-api-")), "2.24.3")
+    slf4j = next((n[len("slf4j-api-") : -4] for n in names if n.startswith("slf4j-api-")), "1.7")
     artifact = "log4j-slf4j2-impl" if int(slf4j.split(".")[0]) >= 2 else "log4j-slf4j-impl"
     group = "org.apache.logging.log4j"
     return [(group, "log4j-core", log4j), (group, artifact, log4j)]
 
 
 # ---------------------------------------------------------------- processes and probes
+
 
 def free_port():
     with socket.socket() as s:
@@ -176,15 +197,22 @@ def free_port():
 def _die_with_parent():
     """preexec_fn: have the kernel SIGTERM the child when the spawning thread dies."""
     import ctypes
+
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _spawn(argv, logfile, cwd, die_with_parent=False):
     """Start a service in its own session (a terminal Ctrl-C must not reach it directly)."""
     with open(logfile, "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True,
-                                preexec_fn=_die_with_parent if die_with_parent else None)
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,
+        )
     _LIVE.add(proc)
     return proc
 
@@ -258,14 +286,14 @@ def redis_ready(url, timeout=3.0):
         sock.settimeout(timeout)
         if u.password:
             args = ["AUTH"] + [a for a in (u.username, u.password) if a]
-            sock.sendall(f"*{len(args)}\r\n".encode()
-                         + "".join(f"${len(a)}\r\n{a}\r\n" for a in args).encode())
+            sock.sendall(f"*{len(args)}\r\n".encode() + "".join(f"${len(a)}\r\n{a}\r\n" for a in args).encode())
             sock.recv(256)
         sock.sendall(b"*1\r\n$4\r\nPING\r\n")
         return sock.recv(64).startswith(b"+PONG")
 
 
 # ---------------------------------------------------------------- services
+
 
 class _Service:
     """Common lifecycle: a child process, a working directory, context-manager support."""
@@ -359,44 +387,67 @@ class KafkaBroker(_Service):
             self.port, self.controller_port = free_port(), free_port()
         (work / "logs").mkdir(exist_ok=True)
         self._write_config(work)
-        base = [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}",
-                "-cp", f"{lib}/*"]
+        base = [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}", "-cp", f"{lib}/*"]
         started = time.monotonic()
         if not (work / "data" / "meta.properties").exists():
             self._format(base, work)
-        self.proc = _spawn([*base, "kafka.Kafka", str(work / "server.properties")],
-                           work / "logs" / "broker.out", work, self.die_with_parent)
-        _wait_until(lambda: kafka_ready(LOOPBACK, self.port), self.proc, timeout,
-                    f"Kafka {self.version} broker", [self.log_path, work / "logs" / "broker.out"])
-        log(f"kafka {self.version} ready at {self.bootstrap} in {time.monotonic() - started:.1f}s"
-            f" (log: {self.log_path})")
+        self.proc = _spawn(
+            [*base, "kafka.Kafka", str(work / "server.properties")],
+            work / "logs" / "broker.out",
+            work,
+            self.die_with_parent,
+        )
+        _wait_until(
+            lambda: kafka_ready(LOOPBACK, self.port),
+            self.proc,
+            timeout,
+            f"Kafka {self.version} broker",
+            [self.log_path, work / "logs" / "broker.out"],
+        )
+        log(
+            f"kafka {self.version} ready at {self.bootstrap} in {time.monotonic() - started:.1f}s"
+            f" (log: {self.log_path})"
+        )
         return self
 
     def _write_config(self, work):
         """server.properties for one node that also supports transactions and compaction."""
         props = {
-            "process.roles": "broker,controller", "node.id": 1,
+            "process.roles": "broker,controller",
+            "node.id": 1,
             "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
-            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},"
-                         f"CONTROLLER://{LOOPBACK}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
-            "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            "log.dirs": work / "data", "num.partitions": 1, "default.replication.factor": 1,
-            "min.insync.replicas": 1, "auto.create.topics.enable": "false",
-            "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 4,
-            "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
-            "transaction.state.log.num.partitions": 4, "transaction.max.timeout.ms": 3600000,
+            "log.dirs": work / "data",
+            "num.partitions": 1,
+            "default.replication.factor": 1,
+            "min.insync.replicas": 1,
+            "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": 1,
+            "offsets.topic.num.partitions": 4,
+            "transaction.state.log.replication.factor": 1,
+            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.num.partitions": 4,
+            "transaction.max.timeout.ms": 3600000,
             "share.coordinator.state.topic.replication.factor": 1,
             "share.coordinator.state.topic.min.isr": 1,
             "share.coordinator.state.topic.num.partitions": 1,
             # A killed broker must wait out its old session before re-registering (default 9s).
-            "broker.session.timeout.ms": 4000, "broker.heartbeat.interval.ms": 1000,
-            "group.initial.rebalance.delay.ms": 0, "num.network.threads": 2, "num.io.threads": 2,
+            "broker.session.timeout.ms": 4000,
+            "broker.heartbeat.interval.ms": 1000,
+            "group.initial.rebalance.delay.ms": 0,
+            "num.network.threads": 2,
+            "num.io.threads": 2,
             # Small compacted topics must get cleaned within a test's lifetime, on a small heap.
-            "log.cleaner.enable": "true", "log.cleaner.threads": 1,
-            "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024, "log.cleaner.backoff.ms": 500,
-            "log.initial.task.delay.ms": 1000, "log.retention.check.interval.ms": 10000,
+            "log.cleaner.enable": "true",
+            "log.cleaner.threads": 1,
+            "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024,
+            "log.cleaner.backoff.ms": 500,
+            "log.initial.task.delay.ms": 1000,
+            "log.retention.check.interval.ms": 10000,
         }
         props.update(self.config)
         (work / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -409,21 +460,27 @@ class KafkaBroker(_Service):
             "rootLogger.level = WARN\nrootLogger.appenderRef.file.ref = FILE\n"
             "logger.server.name = kafka.server.KafkaRaftServer\nlogger.server.level = INFO\n"
             # KADENCE_KAFKA_REQUEST_LOG=1: one line per request (profiling: requests by API and client)
-            + ("logger.req.name = kafka.request.logger\nlogger.req.level = DEBUG\n"
-               if os.environ.get("KADENCE_KAFKA_REQUEST_LOG") == "1" else "")
+            + (
+                "logger.req.name = kafka.request.logger\nlogger.req.level = DEBUG\n"
+                if os.environ.get("KADENCE_KAFKA_REQUEST_LOG") == "1"
+                else ""
+            )
             # KADENCE_KAFKA_COORDINATOR_LOG=1: the transaction and group coordinators at INFO
             # (diagnosis: which transactions were aborted, when, and why)
-            + ("logger.txn.name = kafka.coordinator.transaction\nlogger.txn.level = INFO\n"
-               "logger.grp.name = org.apache.kafka.coordinator.group\nlogger.grp.level = INFO\n"
-               if os.environ.get("KADENCE_KAFKA_COORDINATOR_LOG") == "1" else ""))
+            + (
+                "logger.txn.name = kafka.coordinator.transaction\nlogger.txn.level = INFO\n"
+                "logger.grp.name = org.apache.kafka.coordinator.group\nlogger.grp.level = INFO\n"
+                if os.environ.get("KADENCE_KAFKA_COORDINATOR_LOG") == "1"
+                else ""
+            )
+        )
 
     def _format(self, base, work):
         """kafka.tools.StorageTool format with a fresh random cluster id."""
         cluster_id = "-"
         while cluster_id.startswith("-"):
             cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
-        cmd = [*base, "kafka.tools.StorageTool", "format", "-t", cluster_id,
-               "-c", str(work / "server.properties")]
+        cmd = [*base, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(work / "server.properties")]
         result = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if result.returncode != 0:
             raise StackError(f"kafka StorageTool format failed:\n{result.stdout}{result.stderr}")
@@ -448,16 +505,29 @@ class RedisServer(_Service):
         ensure_tools(["redis-server"])
         work = self._ensure_workdir()
         self.port = self.port or free_port()
-        argv = ["redis-server", "--port", str(self.port), "--bind", LOOPBACK, "--save", "",
-                "--appendonly", "no", "--dir", str(work), "--daemonize", "no"]
+        argv = [
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            LOOPBACK,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(work),
+            "--daemonize",
+            "no",
+        ]
         self.proc = _spawn(argv, work / "redis.log", work, self.die_with_parent)
-        _wait_until(lambda: redis_ready(self.url), self.proc, timeout, "redis-server",
-                    [work / "redis.log"])
+        _wait_until(lambda: redis_ready(self.url), self.proc, timeout, "redis-server", [work / "redis.log"])
         log(f"redis ready at {self.url}")
         return self
 
 
 # ---------------------------------------------------------------- command line
+
 
 def _check_external(what, probe, value):
     """A service given by the environment must answer within 20 seconds."""

@@ -102,15 +102,22 @@ class SpanCollector:
                     if not self.keep:
                         received.append(None)
                         continue
-                    received.append(ReceivedSpan(
-                        name=s.name, trace_id=int.from_bytes(s.trace_id, "big"),
-                        span_id=int.from_bytes(s.span_id, "big"),
-                        parent_span_id=int.from_bytes(s.parent_span_id, "big") if s.parent_span_id else None,
-                        kind=s.kind, start_ns=s.start_time_unix_nano, end_ns=s.end_time_unix_nano,
-                        attributes={kv.key: _value(kv.value) for kv in s.attributes},
-                        events=tuple((e.name, {kv.key: _value(kv.value) for kv in e.attributes}) for e in s.events),
-                        status_code=s.status.code, status_message=s.status.message,
-                        service_name=resource.get("service.name")))
+                    received.append(
+                        ReceivedSpan(
+                            name=s.name,
+                            trace_id=int.from_bytes(s.trace_id, "big"),
+                            span_id=int.from_bytes(s.span_id, "big"),
+                            parent_span_id=int.from_bytes(s.parent_span_id, "big") if s.parent_span_id else None,
+                            kind=s.kind,
+                            start_ns=s.start_time_unix_nano,
+                            end_ns=s.end_time_unix_nano,
+                            attributes={kv.key: _value(kv.value) for kv in s.attributes},
+                            events=tuple((e.name, {kv.key: _value(kv.value) for kv in e.attributes}) for e in s.events),
+                            status_code=s.status.code,
+                            status_message=s.status.message,
+                            service_name=resource.get("service.name"),
+                        )
+                    )
         with self._lock:
             self.count += len(received)
             if self.keep:

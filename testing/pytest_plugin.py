@@ -50,9 +50,13 @@ class KadenceStack:
 
 
 def pytest_addoption(parser) -> None:
-    parser.addoption("--kadence-stack", default=None, choices=STACKS,
-                     help="where kadence_stack gets Kafka and Redis: devstack (default), testcontainers, external "
-                          "[env KADENCE_TEST_STACK]")
+    parser.addoption(
+        "--kadence-stack",
+        default=None,
+        choices=STACKS,
+        help="where kadence_stack gets Kafka and Redis: devstack (default), testcontainers, external "
+        "[env KADENCE_TEST_STACK]",
+    )
 
 
 def _choice(config) -> str:
@@ -90,7 +94,9 @@ def _testcontainers():  # pragma: no cover - needs a Docker engine, which this p
         from testcontainers.kafka import KafkaContainer
         from testcontainers.redis import RedisContainer
     except ImportError as exc:
-        raise pytest.UsageError("KADENCE_TEST_STACK=testcontainers needs pip install 'kadence[testcontainers]'") from exc
+        raise pytest.UsageError(
+            "KADENCE_TEST_STACK=testcontainers needs pip install 'kadence[testcontainers]'"
+        ) from exc
     with KafkaContainer() as kafka, RedisContainer() as redis:
         host, port = redis.get_container_host_ip(), redis.get_exposed_port(6379)
         yield KadenceStack(kafka.get_bootstrap_server(), f"redis://{host}:{port}/0")
@@ -130,8 +136,18 @@ def kadence_engine(kadence_stack):
     procs = []
     for role in ("processor", "timers"):
         log = open(os.path.join(logs, f"{role}.log"), "wb")  # noqa: SIM115 - closed below
-        procs.append((role, subprocess.Popen([sys.executable, "-m", "kadence.cli", role, "--instance-id", "pytest-0"],
-                                             env=env, stdout=log, stderr=subprocess.STDOUT), log))
+        procs.append(
+            (
+                role,
+                subprocess.Popen(
+                    [sys.executable, "-m", "kadence.cli", role, "--instance-id", "pytest-0"],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                ),
+                log,
+            )
+        )
     try:
         yield config
     finally:
@@ -145,8 +161,9 @@ def kadence_engine(kadence_stack):
                 p.kill()
             log.close()
     if died:  # the tests that waited for it failed on timeouts; say why, once
-        raise RuntimeError(f"kadence_engine: the {' and '.join(died)} exited during the session; "
-                           f"their logs are in {logs}")
+        raise RuntimeError(
+            f"kadence_engine: the {' and '.join(died)} exited during the session; their logs are in {logs}"
+        )
 
 
 try:  # pytest-asyncio's strict mode needs its own decorator for an async fixture

@@ -24,8 +24,7 @@ def kafka_bootstrap():
     try:
         broker.start()
     except Exception as exc:  # noqa: BLE001
-        pytest.fail(f"no Kafka broker: KADENCE_KAFKA_BOOTSTRAP is unset and starting one failed: {exc}",
-                    pytrace=False)
+        pytest.fail(f"no Kafka broker: KADENCE_KAFKA_BOOTSTRAP is unset and starting one failed: {exc}", pytrace=False)
     os.environ["KADENCE_KAFKA_BOOTSTRAP"] = broker.bootstrap
     try:
         yield broker.bootstrap

@@ -63,17 +63,21 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: one record per history event in an archive container file
-ARCHIVED_EVENT_SCHEMA = fastavro.parse_schema({
-    "type": "record", "name": "ArchivedEvent", "namespace": "kadence.archive",
-    "doc": "A history event as it was on {ns}.history: key, Kafka value bytes, partition, offset.",
-    "fields": [
-        {"name": "seq", "type": "long"},
-        {"name": "key", "type": "string"},
-        {"name": "value", "type": "bytes", "doc": "the record's Kafka value: b'K' + version + HistoryEvent"},
-        {"name": "partition", "type": "int"},
-        {"name": "offset", "type": "long"},
-    ],
-})
+ARCHIVED_EVENT_SCHEMA = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "ArchivedEvent",
+        "namespace": "kadence.archive",
+        "doc": "A history event as it was on {ns}.history: key, Kafka value bytes, partition, offset.",
+        "fields": [
+            {"name": "seq", "type": "long"},
+            {"name": "key", "type": "string"},
+            {"name": "value", "type": "bytes", "doc": "the record's Kafka value: b'K' + version + HistoryEvent"},
+            {"name": "partition", "type": "int"},
+            {"name": "offset", "type": "long"},
+        ],
+    }
+)
 _CODEC = "deflate"
 
 
@@ -149,8 +153,11 @@ class LocalArchiveStore:
         base = self._path(prefix) if prefix else self.root
         if not base.is_dir():
             return []
-        return sorted(str(p.relative_to(self.root)) for p in base.rglob(f"*{suffix}")
-                      if p.is_file() and not p.name.startswith(".tmp-"))
+        return sorted(
+            str(p.relative_to(self.root))
+            for p in base.rglob(f"*{suffix}")
+            if p.is_file() and not p.name.startswith(".tmp-")
+        )
 
     def modified(self, key: str) -> float | None:
         try:
@@ -168,8 +175,9 @@ class LocalArchiveStore:
 class S3ArchiveStore:
     """An S3-compatible bucket (boto3; ``pip install 'kadence[s3]'``). A PUT is atomic in S3."""
 
-    def __init__(self, bucket: str, *, prefix: str = "", endpoint_url: str | None = None,
-                 region: str | None = None, client=None):
+    def __init__(
+        self, bucket: str, *, prefix: str = "", endpoint_url: str | None = None, region: str | None = None, client=None
+    ):
         if client is None:
             try:
                 import boto3
@@ -218,8 +226,9 @@ class S3ArchiveStore:
         keys: list[str] = []
         try:
             for page in self.client.get_paginator("list_objects_v2").paginate(
-                    Bucket=self.bucket, Prefix=self.prefix + prefix):
-                keys += [o["Key"][len(self.prefix):] for o in page.get("Contents", ())]
+                Bucket=self.bucket, Prefix=self.prefix + prefix
+            ):
+                keys += [o["Key"][len(self.prefix) :] for o in page.get("Contents", ())]
         except Exception as exc:
             raise ArchiveError(f"cannot list s3://{self.bucket}/{self.prefix}{prefix}: {exc}") from exc
         return sorted(k for k in keys if k.endswith(suffix))
@@ -244,9 +253,13 @@ class ArchiveStoreConfig:
     def from_env(cls, env: dict | None = None, **overrides) -> ArchiveStoreConfig:
         env = os.environ if env is None else env
         kw: dict = {}
-        for var, key in (("KADENCE_ARCHIVE_DIR", "directory"), ("KADENCE_ARCHIVE_S3_BUCKET", "s3_bucket"),
-                         ("KADENCE_ARCHIVE_S3_PREFIX", "s3_prefix"), ("KADENCE_ARCHIVE_S3_ENDPOINT", "s3_endpoint"),
-                         ("KADENCE_ARCHIVE_S3_REGION", "s3_region")):
+        for var, key in (
+            ("KADENCE_ARCHIVE_DIR", "directory"),
+            ("KADENCE_ARCHIVE_S3_BUCKET", "s3_bucket"),
+            ("KADENCE_ARCHIVE_S3_PREFIX", "s3_prefix"),
+            ("KADENCE_ARCHIVE_S3_ENDPOINT", "s3_endpoint"),
+            ("KADENCE_ARCHIVE_S3_REGION", "s3_region"),
+        ):
             if env.get(var):
                 kw[key] = env[var]
         kw.update({k: v for k, v in overrides.items() if v is not None})
@@ -255,8 +268,9 @@ class ArchiveStoreConfig:
 
 def open_store(config: ArchiveStoreConfig) -> ArchiveStore:
     if config.s3_bucket:
-        return S3ArchiveStore(config.s3_bucket, prefix=config.s3_prefix, endpoint_url=config.s3_endpoint,
-                              region=config.s3_region)
+        return S3ArchiveStore(
+            config.s3_bucket, prefix=config.s3_prefix, endpoint_url=config.s3_endpoint, region=config.s3_region
+        )
     return LocalArchiveStore(config.directory)
 
 
@@ -300,10 +314,19 @@ class ArchivedRun:
 def encode_archive(namespace: str, workflow_id: str, run_id: str, records: list[dict]) -> bytes:
     """A container file of ``records`` (ArchivedEvent dicts, seq order)."""
     buf = io.BytesIO()
-    fastavro.writer(buf, ARCHIVED_EVENT_SCHEMA, records, codec=_CODEC, metadata={
-        "kadence.namespace": namespace, "kadence.workflow_id": workflow_id, "kadence.run_id": run_id,
-        "kadence.events": str(len(records)), "kadence.archived_at_ms": str(int(time.time() * 1000)),
-    })
+    fastavro.writer(
+        buf,
+        ARCHIVED_EVENT_SCHEMA,
+        records,
+        codec=_CODEC,
+        metadata={
+            "kadence.namespace": namespace,
+            "kadence.workflow_id": workflow_id,
+            "kadence.run_id": run_id,
+            "kadence.events": str(len(records)),
+            "kadence.archived_at_ms": str(int(time.time() * 1000)),
+        },
+    )
     return buf.getvalue()
 
 
@@ -314,8 +337,10 @@ def decode_archive(data: bytes) -> ArchivedRun:
         records = list(reader)
         run = ArchivedRun(meta["kadence.namespace"], meta["kadence.workflow_id"], meta["kadence.run_id"], records)
         if int(meta["kadence.events"]) != len(records):
-            raise ArchiveError(f"archive of {run.workflow_id}/{run.run_id} holds {len(records)} events, "
-                               f"its header says {meta['kadence.events']}")
+            raise ArchiveError(
+                f"archive of {run.workflow_id}/{run.run_id} holds {len(records)} events, "
+                f"its header says {meta['kadence.events']}"
+            )
         return run
     except ArchiveError:
         raise
@@ -375,8 +400,9 @@ class HistoryResult:
     archived: bool
 
 
-async def read_history(engine, store: ArchiveStore | None, workflow_id: str,
-                       run_id: str | None = None) -> HistoryResult:
+async def read_history(
+    engine, store: ArchiveStore | None, workflow_id: str, run_id: str | None = None
+) -> HistoryResult:
     """A run's history from Kafka or, once archived, from the archive (async; store I/O runs in
     the default executor).
 
@@ -404,6 +430,7 @@ async def read_history(engine, store: ArchiveStore | None, workflow_id: str,
         if run is not None:
             return HistoryResult(rid, run.events(), True)
     if not events and run_id is not None:
-        raise WorkflowNotFoundError(f"run {run_id!r} of workflow {workflow_id!r} not found", workflow_id=workflow_id,
-                                    run_id=run_id)
+        raise WorkflowNotFoundError(
+            f"run {run_id!r} of workflow {workflow_id!r} not found", workflow_id=workflow_id, run_id=run_id
+        )
     return HistoryResult(rid, events, False)

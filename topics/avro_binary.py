@@ -89,8 +89,15 @@ def _put_string(buf: bytearray, v) -> None:
     buf += b
 
 
-_PUT = {"null": _put_null, "boolean": _put_boolean, "int": _put_int, "long": _put_long,
-        "double": _put_double, "bytes": _put_bytes, "string": _put_string}
+_PUT = {
+    "null": _put_null,
+    "boolean": _put_boolean,
+    "int": _put_int,
+    "long": _put_long,
+    "double": _put_double,
+    "bytes": _put_bytes,
+    "string": _put_string,
+}
 
 
 def _accepts(kind: str, v) -> bool:
@@ -175,8 +182,9 @@ class _Compiler:
         for f in schema["fields"]:
             put, default = self.writer(f["type"]), f.get("default")
             if f["name"] == "schema_version":  # stamped with the writing version when given
-                put = (lambda buf, v, _put=put, _default=default:  # noqa: E731
-                       _put(buf, _default if v is _ABSENT else version))
+                put = lambda buf, v, _put=put, _default=default: (  # noqa: E731
+                    _put(buf, _default if v is _ABSENT else version)
+                )
                 default = _ABSENT
             fields.append((f["name"], put, default))
         fields = tuple(fields)
@@ -195,6 +203,7 @@ class _Compiler:
                     if name not in rec:
                         raise AvroValueError(f"{name}: required field missing") from None
                     raise AvroValueError(f"{name}: {exc}") from None
+
         return put_record
 
     @staticmethod
@@ -205,6 +214,7 @@ class _Compiler:
                 for item in items:
                     put_item(buf, item)
             buf.append(0)
+
         return put_array
 
     @staticmethod
@@ -216,6 +226,7 @@ class _Compiler:
                     _put_string(buf, k)
                     put_value(buf, v)
             buf.append(0)
+
         return put_map
 
     def _union_writer(self, branches):
@@ -240,6 +251,7 @@ class _Compiler:
         if null is not None and len(typed) == 2:  # ["null", T]: the common case, no search
             (_, p0, w0, _), (_, p1, w1, _) = typed
             if p0 == null:
+
                 def put_optional(buf, v):
                     if v is None:
                         buf += p0
@@ -247,12 +259,14 @@ class _Compiler:
                         buf += p1
                         w1(buf, v)
             else:
+
                 def put_optional(buf, v):
                     if v is None:
                         buf += p1
                     else:
                         buf += p0
                         w0(buf, v)
+
             return put_optional
 
         def put_union(buf, v):
@@ -278,6 +292,7 @@ class _Compiler:
                 raise ValueError(f"no union branch takes a {type(v).__name__}")
             buf += best[0]
             best[1](buf, v)
+
         return put_union
 
     # -- readers -------------------------------------------------------------------------------
@@ -300,6 +315,7 @@ class _Compiler:
                 for name, get in fields:
                     rec[name], pos = get(data, pos)
                 return rec, pos
+
             return get_record
         if kind == "array":
             return self._block_reader(self.reader(schema["items"]), keyed=False)
@@ -325,6 +341,7 @@ class _Compiler:
                     else:
                         item, pos = get_item(data, pos)
                         out.append(item)
+
         return get_blocks
 
     def _union_reader(self, branches):
@@ -344,6 +361,7 @@ class _Compiler:
             if not 0 <= i < n:
                 raise ValueError(f"union branch {i} out of range")
             return gets[i](data, pos)
+
         return get_union
 
     @staticmethod
@@ -351,6 +369,7 @@ class _Compiler:
         def get_named(data, pos):
             v, pos = get(data, pos)
             return (name, v), pos
+
         return get_named
 
 
@@ -397,8 +416,15 @@ def _get_string(data: bytes, pos: int):
     return data[pos:end].decode(), end
 
 
-_GET = {"null": _get_null, "boolean": _get_boolean, "int": _get_long, "long": _get_long,
-        "double": _get_double, "bytes": _get_bytes, "string": _get_string}
+_GET = {
+    "null": _get_null,
+    "boolean": _get_boolean,
+    "int": _get_long,
+    "long": _get_long,
+    "double": _get_double,
+    "bytes": _get_bytes,
+    "string": _get_string,
+}
 
 
 def compile_writer(schema: dict, version: int):

@@ -61,9 +61,16 @@ class _Generator:
         self.named = named
         self.version = version
         self.slow = _Compiler(named, version)
-        self.ns: dict = {"_put_long": _put_long, "_put_int": _put_int, "_get_long": _get_long, "Encoded": Encoded,
-                         "_ABSENT": _ABSENT, "_pack_double": _DOUBLE.pack, "_unpack_double": _DOUBLE.unpack_from,
-                         "_BYTES": (bytes, bytearray, memoryview)}
+        self.ns: dict = {
+            "_put_long": _put_long,
+            "_put_int": _put_int,
+            "_get_long": _get_long,
+            "Encoded": Encoded,
+            "_ABSENT": _ABSENT,
+            "_pack_double": _DOUBLE.pack,
+            "_unpack_double": _DOUBLE.unpack_from,
+            "_BYTES": (bytes, bytearray, memoryview),
+        }
         self._writers: dict[str, str] = {}
         self._readers: dict[str, str] = {}
         self._tables: list[tuple[str, dict]] = []
@@ -332,6 +339,7 @@ def compile_writer(schema: dict, version: int):
             except BaseException:
                 del buf[start:]  # nothing of a value that cannot be written stays in buf
                 raise
+
     put.fast = fast
     return put
 
@@ -348,6 +356,6 @@ def compile_reader(schema: dict):
             return fast(data, pos)
         except Exception:  # noqa: BLE001 - the closure codec raises its own error
             return slow(data, pos)
+
     get.fast = fast
     return get
-

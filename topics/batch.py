@@ -61,10 +61,18 @@ class BatchRequest:
         if not 1 <= self.pages_per_run <= 1000:
             raise ConfigError("pages_per_run must be between 1 and 1000")
         f = self.filter
-        if f.workflow_type is None and f.status is None and not f.search and f.paused is None \
-                and f.start_from_ms is None and f.start_to_ms is None:
-            raise ConfigError("a batch needs at least one filter (type, status, search attribute, paused or a "
-                              "start time): it would act on every run of the namespace")
+        if (
+            f.workflow_type is None
+            and f.status is None
+            and not f.search
+            and f.paused is None
+            and f.start_from_ms is None
+            and f.start_to_ms is None
+        ):
+            raise ConfigError(
+                "a batch needs at least one filter (type, status, search attribute, paused or a "
+                "start time): it would act on every run of the namespace"
+            )
 
 
 @dataclass
@@ -80,5 +88,3 @@ class BatchProgress:
     finished: bool = False
     #: where the walk over the visibility projection stands (None: at the start, or at the end)
     cursor: str | None = None
-
-

@@ -73,8 +73,12 @@ class BatchProducer:
     def _retire(self, remaining: int) -> None:
         old, self._producer = self._producer, self._factory(self._conf)
         self.replacements += 1
-        log.warning("%s: %d records undelivered after the flush; their producer is replaced and the batch will be "
-                    "produced again through the new one (librdkafka #5430)", self._who, remaining)
+        log.warning(
+            "%s: %d records undelivered after the flush; their producer is replaced and the batch will be "
+            "produced again through the new one (librdkafka #5430)",
+            self._who,
+            remaining,
+        )
         try:
             old.purge(in_queue=True, in_flight=True, blocking=False)
             old.flush(0)

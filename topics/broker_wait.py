@@ -26,8 +26,9 @@ FIRST_DELAY_S = 0.2
 MAX_DELAY_S = 5.0
 
 
-def until_broker_answers(step: Callable[[], T], *, what: str, who: str, stop: threading.Event,
-                         log: logging.Logger) -> T:
+def until_broker_answers(
+    step: Callable[[], T], *, what: str, who: str, stop: threading.Event, log: logging.Logger
+) -> T:
     """``step()``, retried while it raises ``BrokerUnavailableError``; a warning per retry names
     ``who`` and ``what``. Re-raises at once once ``stop`` is set (a stopping component does not
     wait); any other error propagates unchanged."""
@@ -43,8 +44,9 @@ def until_broker_answers(step: Callable[[], T], *, what: str, who: str, stop: th
             delay = min(MAX_DELAY_S, delay * 2)
 
 
-def committed_offsets(consumer: Consumer, partitions: list[TopicPartition], timeout: float,
-                      what: str) -> list[TopicPartition]:
+def committed_offsets(
+    consumer: Consumer, partitions: list[TopicPartition], timeout: float, what: str
+) -> list[TopicPartition]:
     """``consumer.committed(partitions)``, as one step for ``until_broker_answers``: an answer
     the broker could not give (NOT_COORDINATOR while it restarts, a timeout) is a
     ``BrokerUnavailableError``; a fatal error propagates unchanged. ``what`` names the topic or
@@ -58,8 +60,16 @@ def committed_offsets(consumer: Consumer, partitions: list[TopicPartition], time
         raise BrokerUnavailableError(f"cannot read committed offsets of {what}: {exc}") from exc
 
 
-def assign_at_committed(consumer: Consumer, partitions: list[TopicPartition], *, timeout: float, what: str,
-                        who: str, stop: threading.Event, log: logging.Logger) -> list[TopicPartition]:
+def assign_at_committed(
+    consumer: Consumer,
+    partitions: list[TopicPartition],
+    *,
+    timeout: float,
+    what: str,
+    who: str,
+    stop: threading.Event,
+    log: logging.Logger,
+) -> list[TopicPartition]:
     """For an ``on_assign`` callback of a cooperative consumer: read the committed offsets of
     ``partitions`` here (retried while the broker does not answer), then assign the partitions at
     them (``OFFSET_BEGINNING`` where nothing is committed: every engine consumer resets to the
@@ -74,9 +84,14 @@ def assign_at_committed(consumer: Consumer, partitions: list[TopicPartition], *,
     Returns the offsets as read, with their commit metadata (the worker reads it). Raises
     ``BrokerUnavailableError`` only once ``stop`` is set; the callback then returns without
     assigning and the client assigns the partitions its usual way."""
-    committed = until_broker_answers(lambda: committed_offsets(consumer, partitions, timeout, what),
-                                     what=f"reading committed offsets of {what}", who=who, stop=stop, log=log)
-    consumer.incremental_assign([
-        TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
-        for tp in committed])
+    committed = until_broker_answers(
+        lambda: committed_offsets(consumer, partitions, timeout, what),
+        what=f"reading committed offsets of {what}",
+        who=who,
+        stop=stop,
+        log=log,
+    )
+    consumer.incremental_assign(
+        [TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING) for tp in committed]
+    )
     return committed

@@ -48,13 +48,16 @@ def validate_build_id(build_id: str | None, *, allow_none: bool = False) -> str 
     if build_id is None and allow_none:
         return None
     if not isinstance(build_id, str) or not BUILD_ID_RE.match(build_id):
-        raise ConfigError(f"build ID {build_id!r} is invalid: use 1-64 characters from A-Z a-z 0-9 _ -, "
-                          "starting with a letter or digit (no dots: e.g. v1_4_2 or a commit hash)")
+        raise ConfigError(
+            f"build ID {build_id!r} is invalid: use 1-64 characters from A-Z a-z 0-9 _ -, "
+            "starting with a letter or digit (no dots: e.g. v1_4_2 or a commit hash)"
+        )
     return build_id
 
 
-def promote_build(config: KafkaConfig, task_queue: str, build_id: str | None, *, identity: str = "",
-                  timeout: float = 30.0) -> dict:
+def promote_build(
+    config: KafkaConfig, task_queue: str, build_id: str | None, *, identity: str = "", timeout: float = 30.0
+) -> dict:
     """Make ``build_id`` the build that new workflows of ``task_queue`` start on (None: unversioned).
 
     Open workflows stay on the build they are pinned to. Creates the build's task topic first, so
@@ -66,16 +69,27 @@ def promote_build(config: KafkaConfig, task_queue: str, build_id: str | None, *,
     cat.apply([s for s in cat.core_specs() if s.name == cat.builds])
     if build_id is not None:
         cat.ensure_build(task_queue, build_id)
-    record = {"task_queue": task_queue, "build_id": build_id, "timestamp_ms": now_ms(), "identity": identity,
-              "schema_version": 1}
+    record = {
+        "task_queue": task_queue,
+        "build_id": build_id,
+        "timestamp_ms": now_ms(),
+        "identity": identity,
+        "schema_version": 1,
+    }
     producer = Producer(config.producer(**{"linger.ms": 0}))
     errors: list = []
-    producer.produce(cat.builds, serde.encode("BuildDefault", record), task_queue.encode(),
-                     on_delivery=lambda err, _m: errors.append(err))
+    producer.produce(
+        cat.builds,
+        serde.encode("BuildDefault", record),
+        task_queue.encode(),
+        on_delivery=lambda err, _m: errors.append(err),
+    )
     left = producer.flush(timeout)
     if left or not errors or errors[0] is not None:
-        raise BrokerUnavailableError(f"promoting build {build_id!r} of {task_queue!r} failed: "
-                                     f"{errors[0].str() if errors and errors[0] else 'not acknowledged'}")
+        raise BrokerUnavailableError(
+            f"promoting build {build_id!r} of {task_queue!r} failed: "
+            f"{errors[0].str() if errors and errors[0] else 'not acknowledged'}"
+        )
     log.info("task queue %s: new workflows start on build %s", task_queue, build_id or "(unversioned)")
     return record
 
@@ -100,9 +114,9 @@ def build_topics(cat: Catalogue, have: dict[str, int]) -> list[tuple[str, str | 
     out = []
     for name in sorted(have):
         if name.startswith(unversioned):
-            out.append((name[len(unversioned):], None, name))
-        elif name.startswith(versioned) and "." in name[len(versioned):]:
-            queue, build = name[len(versioned):].rsplit(".", 1)
+            out.append((name[len(unversioned) :], None, name))
+        elif name.startswith(versioned) and "." in name[len(versioned) :]:
+            queue, build = name[len(versioned) :].rsplit(".", 1)
             out.append((queue, build, name))
     return out
 
@@ -193,13 +207,18 @@ class BacklogProbe:
     def measure(self, task_queue: str | None = None) -> list[BuildBacklog]:
         try:
             have = self.cat.existing(self._admin, self.timeout)
-            defaults = {q: r["build_id"] for q, r in read_build_defaults(self.config).items()} \
-                if self.cat.builds in have else {}
+            defaults = (
+                {q: r["build_id"] for q, r in read_build_defaults(self.config).items()}
+                if self.cat.builds in have
+                else {}
+            )
             out = []
             for queue, build, topic in build_topics(self.cat, have):
                 if task_queue is not None and queue != task_queue:
                     continue
-                group = self.cat.worker_group(queue, "workflow") if build is None else self.cat.build_group(queue, build)
+                group = (
+                    self.cat.worker_group(queue, "workflow") if build is None else self.cat.build_group(queue, build)
+                )
                 tps = [TopicPartition(topic, p) for p in range(have[topic])]
                 committed = self._committed(group, tps)
                 ranges = {}

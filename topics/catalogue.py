@@ -95,7 +95,9 @@ class Catalogue:
             TopicSpec(self.builds, p, dict(compact)),
         ]
         for tier in TIMER_TIERS_MS:
-            specs.append(TopicSpec(self.timers(tier), p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}))
+            specs.append(
+                TopicSpec(self.timers(tier), p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)})
+            )
         return specs
 
     def queue_specs(self, queue: str) -> list[TopicSpec]:
@@ -137,12 +139,12 @@ class Catalogue:
             if have[spec.name] != spec.partitions:
                 if spec.sharded:
                     raise PartitionMismatchError(spec.name, spec.partitions, have[spec.name])
-                report.warnings.append(
-                    f"{spec.name} has {have[spec.name]} partitions (catalogue: {spec.partitions})")
+                report.warnings.append(f"{spec.name} has {have[spec.name]} partitions (catalogue: {spec.partitions})")
         if missing:
             futures = admin.create_topics(
                 [NewTopic(s.name, s.partitions, self.config.replication, config=s.config) for s in missing],
-                operation_timeout=timeout, request_timeout=timeout,
+                operation_timeout=timeout,
+                request_timeout=timeout,
             )
             for name, fut in futures.items():
                 try:
@@ -184,8 +186,12 @@ class Catalogue:
                 raise BrokerUnavailableError(f"cannot list topics at {self.config.bootstrap}: {exc}") from exc
             for name in list(pending):
                 t = md.topics.get(name)
-                if t is not None and t.error is None and t.partitions and all(
-                        pm.leader >= 0 and pm.error is None for pm in t.partitions.values()):
+                if (
+                    t is not None
+                    and t.error is None
+                    and t.partitions
+                    and all(pm.leader >= 0 and pm.error is None for pm in t.partitions.values())
+                ):
                     pending.discard(name)
             if pending:
                 if time.monotonic() > deadline:  # created, but the broker elects no leader in time
@@ -208,8 +214,13 @@ class Catalogue:
 
 #: what a create-topics result says when the broker (or its controller) did not answer, as
 #: opposed to a refusal (a policy, a bad config, too many partitions)
-_NOT_ANSWERING = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT,
-                  KafkaError.NOT_CONTROLLER, KafkaError._ALL_BROKERS_DOWN}
+_NOT_ANSWERING = {
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NOT_CONTROLLER,
+    KafkaError._ALL_BROKERS_DOWN,
+}
 
 
 def _broker_not_answering(err: KafkaError) -> bool:

@@ -16,9 +16,11 @@ __all__ = ["register_codec_metrics"]
 
 class _OldVersionDecodes:
     def collect(self):
-        family = CounterMetricFamily("kadence_codec_old_version_decodes",
-                                     "records of an older schema version decoded (through fastavro)",
-                                     labels=["record", "version"])
+        family = CounterMetricFamily(
+            "kadence_codec_old_version_decodes",
+            "records of an older schema version decoded (through fastavro)",
+            labels=["record", "version"],
+        )
         for (record, version), n in sorted(serde.old_version_decodes().items()):
             family.add_metric([record, str(version)], n)
         yield family

@@ -102,8 +102,9 @@ class KafkaConfig:
         if self.log_format not in LOG_FORMATS:
             raise ConfigError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {self.log_format!r}")
         if self.txn_idle_reconnect_ms != 0 and not 1000 <= self.txn_idle_reconnect_ms <= 3_600_000:
-            raise ConfigError("txn_idle_reconnect_ms must be 0 (never) or between 1000 and 3600000, "
-                              f"not {self.txn_idle_reconnect_ms}")
+            raise ConfigError(
+                f"txn_idle_reconnect_ms must be 0 (never) or between 1000 and 3600000, not {self.txn_idle_reconnect_ms}"
+            )
 
     @classmethod
     def from_env(cls, env: dict | None = None, **overrides) -> KafkaConfig:
@@ -120,10 +121,12 @@ class KafkaConfig:
                 raise ConfigError("KADENCE_PARTITIONS must be an integer") from exc
         if "KADENCE_REPLICATION" in env:
             kw["replication"] = int(env["KADENCE_REPLICATION"])
-        for name, var, kind in (("client_linger_ms", "KADENCE_CLIENT_LINGER_MS", float),
-                                ("txn_linger_ms", "KADENCE_TXN_LINGER_MS", float),
-                                ("fetch_wait_ms", "KADENCE_FETCH_WAIT_MS", int),
-                                ("txn_idle_reconnect_ms", "KADENCE_TXN_IDLE_RECONNECT_MS", int)):
+        for name, var, kind in (
+            ("client_linger_ms", "KADENCE_CLIENT_LINGER_MS", float),
+            ("txn_linger_ms", "KADENCE_TXN_LINGER_MS", float),
+            ("fetch_wait_ms", "KADENCE_FETCH_WAIT_MS", int),
+            ("txn_idle_reconnect_ms", "KADENCE_TXN_IDLE_RECONNECT_MS", int),
+        ):
             if env.get(var):
                 kw[name] = _milliseconds(env[var], var, kind)
         if env.get("KADENCE_LOG_FORMAT"):
@@ -148,11 +151,15 @@ class KafkaConfig:
     # -- librdkafka configurations -------------------------------------------------------------
 
     def base(self) -> dict:
-        conf = {"bootstrap.servers": self.bootstrap, "client.id": self.client_id,
-                # librdkafka doubles the wait between connection attempts up to 10 s: after a
-                # 12 s broker restart its clients came back up to 10 s after the broker did
-                # (decision 0035). 1 s is the Java client's default.
-                "reconnect.backoff.max.ms": 1000, **self.security}
+        conf = {
+            "bootstrap.servers": self.bootstrap,
+            "client.id": self.client_id,
+            # librdkafka doubles the wait between connection attempts up to 10 s: after a
+            # 12 s broker restart its clients came back up to 10 s after the broker did
+            # (decision 0035). 1 s is the Java client's default.
+            "reconnect.backoff.max.ms": 1000,
+            **self.security,
+        }
         if self.kafka_debug:
             conf["debug"] = self.kafka_debug
         if self.log_format == "json":

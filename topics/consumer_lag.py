@@ -30,9 +30,13 @@ SAMPLE_INTERVAL_S = 1.0
 
 def lag_gauge(registry: CollectorRegistry) -> Gauge:
     """The family, registered in ``registry`` (once per registry: one per process and component)."""
-    return Gauge("kadence_consumer_lag_records",
-                 "records not yet read by a component's consumer: high watermark minus position, summed over "
-                 "its assigned partitions of the topic", ["namespace", "component", "topic"], registry=registry)
+    return Gauge(
+        "kadence_consumer_lag_records",
+        "records not yet read by a component's consumer: high watermark minus position, summed over "
+        "its assigned partitions of the topic",
+        ["namespace", "component", "topic"],
+        registry=registry,
+    )
 
 
 class LagSampler:
@@ -40,8 +44,15 @@ class LagSampler:
     assignment, at most every ``interval_s``; topics no longer assigned lose their series. A
     sampler with no gauge does nothing."""
 
-    def __init__(self, gauge: Gauge | None, namespace: str, component: str, *,
-                 interval_s: float = SAMPLE_INTERVAL_S, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        gauge: Gauge | None,
+        namespace: str,
+        component: str,
+        *,
+        interval_s: float = SAMPLE_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._gauge, self._labels = gauge, (namespace, component)
         self._interval, self._clock = interval_s, clock
         self._next = 0.0

@@ -32,30 +32,43 @@ class DeadLetterEntry:
     def summary(self) -> dict:
         """What a list shows: the reference, state, component, origin, reason and time (no value)."""
         r = self.record
-        return {"ref": self.ref, "state": "redriven" if self.redriven else "pending", "component": r["component"],
-                "origin": f"{r['origin_topic']}[{r['origin_partition']}]@{r['origin_offset']}",
-                "origin_topic": r["origin_topic"], "origin_partition": r["origin_partition"],
-                "origin_offset": r["origin_offset"], "timestamp_ms": r["timestamp_ms"], "reason": r["reason"],
-                "key": r["key"].decode(errors="replace") if r["key"] else None}
+        return {
+            "ref": self.ref,
+            "state": "redriven" if self.redriven else "pending",
+            "component": r["component"],
+            "origin": f"{r['origin_topic']}[{r['origin_partition']}]@{r['origin_offset']}",
+            "origin_topic": r["origin_topic"],
+            "origin_partition": r["origin_partition"],
+            "origin_offset": r["origin_offset"],
+            "timestamp_ms": r["timestamp_ms"],
+            "reason": r["reason"],
+            "key": r["key"].decode(errors="replace") if r["key"] else None,
+        }
 
 
 def _read(config: KafkaConfig) -> list[tuple[str, dict]]:
-    return [(f"{m.partition()}:{m.offset()}", serde.decode("DeadLetter", m.value()))
-            for m in scan(config, Catalogue(config).dlq) if m.value()]
+    return [
+        (f"{m.partition()}:{m.offset()}", serde.decode("DeadLetter", m.value()))
+        for m in scan(config, Catalogue(config).dlq)
+        if m.value()
+    ]
 
 
 def list_dead_letters(config: KafkaConfig) -> list[DeadLetterEntry]:
     """Every dead letter, oldest first per partition, with whether it was redriven."""
     records = _read(config)
-    done = {r["reason"][len(_MARK):] for _, r in records if r["component"] == "redrive" and r["reason"].startswith(_MARK)}
+    done = {
+        r["reason"][len(_MARK) :] for _, r in records if r["component"] == "redrive" and r["reason"].startswith(_MARK)
+    }
     return [DeadLetterEntry(ref, r, ref in done) for ref, r in records if r["component"] != "redrive"]
 
 
 def redrive(config: KafkaConfig, ref: str, *, value: bytes | None = None, identity: str = "cli") -> DeadLetterEntry:
     """Put dead letter ``ref`` back on its origin topic, once (``value`` replaces a broken value)."""
     topics = Catalogue(config)
-    producer = Producer(config.producer(**{"transactional.id": f"{config.namespace}.dlq-redrive",
-                                           "transaction.timeout.ms": 10_000}))
+    producer = Producer(
+        config.producer(**{"transactional.id": f"{config.namespace}.dlq-redrive", "transaction.timeout.ms": 10_000})
+    )
     producer.init_transactions(30)  # fences any other redrive in progress
     entries = {e.ref: e for e in list_dead_letters(config)}
     entry = entries.get(ref)
@@ -64,8 +77,14 @@ def redrive(config: KafkaConfig, ref: str, *, value: bytes | None = None, identi
     if entry.redriven:
         raise KadenceError(f"dead letter {ref} was already redriven")
     rec = entry.record
-    marker = {**rec, "reason": _MARK + ref, "component": "redrive", "timestamp_ms": now_ms(), "value": None,
-              "error_type": identity}
+    marker = {
+        **rec,
+        "reason": _MARK + ref,
+        "component": "redrive",
+        "timestamp_ms": now_ms(),
+        "value": None,
+        "error_type": identity,
+    }
     try:
         producer.begin_transaction()
         producer.produce(rec["origin_topic"], value if value is not None else rec["value"], rec["key"])

@@ -36,29 +36,49 @@ def describe_to_json(workflow_id: str, reply: dict, converter: JsonConverter) ->
     d = reply.get("description") or {}
     status = reply["status"]
     out: dict[str, Any] = {
-        "workflow_id": workflow_id, "run_id": reply["run_id"], "status": status, "paused": d.get("paused", False),
+        "workflow_id": workflow_id,
+        "run_id": reply["run_id"],
+        "status": status,
+        "paused": d.get("paused", False),
         "held_timers": d.get("held_timers", 0),
-        "workflow_type": d.get("workflow_type"), "task_queue": d.get("task_queue"), "build_id": d.get("build_id"),
-        "start_time": _iso(d.get("start_time_ms")), "close_time": _iso(d.get("close_time_ms")),
-        "parent": ({"workflow_id": d["parent_workflow_id"], "run_id": d["parent_run_id"]}
-                   if d.get("parent_workflow_id") else None),
+        "workflow_type": d.get("workflow_type"),
+        "task_queue": d.get("task_queue"),
+        "build_id": d.get("build_id"),
+        "start_time": _iso(d.get("start_time_ms")),
+        "close_time": _iso(d.get("close_time_ms")),
+        "parent": (
+            {"workflow_id": d["parent_workflow_id"], "run_id": d["parent_run_id"]}
+            if d.get("parent_workflow_id")
+            else None
+        ),
         "children": [{"workflow_id": c["workflow_id"], "run_id": c["run_id"]} for c in d.get("children", ())],
-        "pending_activities": [{
-            "activity_id": a["activity_id"], "activity_type": a["activity_type"], "task_queue": a["task_queue"],
-            "attempt": a["attempt"],
-            "state": "held" if a.get("held") else "retry_wait" if a["retrying"] else "scheduled_or_running",
-            "scheduled_time": _iso(a["first_scheduled_ms"]), "attempt_started_time": _iso(a["attempt_started_ms"]),
-            "last_failure": _failure(a["last_failure"]), "next_attempt_time": _iso(a["next_attempt_ms"]),
-            "last_heartbeat_time": _iso(a["last_heartbeat_ms"]),
-            "heartbeat_details": _payload(converter, a["heartbeat_details"], "heartbeat details"),
-            "cancel_requested": a["cancel_requested"],
-        } for a in d.get("pending_activities", ())],
-        "pending_timers": [{"timer_id": t["timer_id"], "fire_time": _iso(t["fire_at_ms"]), "kind": t["kind"]}
-                           for t in d.get("pending_timers", ())],
-        "signals_received": d.get("signals_received", 0), "open_updates": d.get("open_updates", 0),
+        "pending_activities": [
+            {
+                "activity_id": a["activity_id"],
+                "activity_type": a["activity_type"],
+                "task_queue": a["task_queue"],
+                "attempt": a["attempt"],
+                "state": "held" if a.get("held") else "retry_wait" if a["retrying"] else "scheduled_or_running",
+                "scheduled_time": _iso(a["first_scheduled_ms"]),
+                "attempt_started_time": _iso(a["attempt_started_ms"]),
+                "last_failure": _failure(a["last_failure"]),
+                "next_attempt_time": _iso(a["next_attempt_ms"]),
+                "last_heartbeat_time": _iso(a["last_heartbeat_ms"]),
+                "heartbeat_details": _payload(converter, a["heartbeat_details"], "heartbeat details"),
+                "cancel_requested": a["cancel_requested"],
+            }
+            for a in d.get("pending_activities", ())
+        ],
+        "pending_timers": [
+            {"timer_id": t["timer_id"], "fire_time": _iso(t["fire_at_ms"]), "kind": t["kind"]}
+            for t in d.get("pending_timers", ())
+        ],
+        "signals_received": d.get("signals_received", 0),
+        "open_updates": d.get("open_updates", 0),
         "search_attributes": dict(d.get("search_attributes") or {}),
         "memo": {k: _payload(converter, v, f"memo {k!r}") for k, v in (reply.get("memo") or {}).items()},
-        "history_length": d.get("history_length"), "history_size_bytes": d.get("history_size_bytes"),
+        "history_length": d.get("history_length"),
+        "history_size_bytes": d.get("history_size_bytes"),
         "continued_run_id": d.get("continued_run_id"),
         "last_task_failure": None,
     }

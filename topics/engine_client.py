@@ -69,9 +69,18 @@ HISTORY_EVENTS_KEPT = 100_000
 class EngineClient:
     """Send commands, await replies, read history. Thread-safe; one per process is plenty."""
 
-    def __init__(self, config: KafkaConfig, *, connect_timeout: float = 15.0, producer_stall_s: float = 30.0,
-                 producer_factory=Producer, tracer_provider=None, resend_after_s: float = 10.0,
-                 replies_stall_s: float = 15.0, consumer_factory=Consumer):
+    def __init__(
+        self,
+        config: KafkaConfig,
+        *,
+        connect_timeout: float = 15.0,
+        producer_stall_s: float = 30.0,
+        producer_factory=Producer,
+        tracer_provider=None,
+        resend_after_s: float = 10.0,
+        replies_stall_s: float = 15.0,
+        consumer_factory=Consumer,
+    ):
         self.config = config
         #: the reply consumer is replaced when it has delivered nothing for this many seconds
         #: while a reply is awaited and records lie past its position (0: never). Above the
@@ -141,7 +150,8 @@ class EngineClient:
         if tmd is None or tmd.error is not None or not tmd.partitions:
             raise KadenceError(
                 f"topic {self.topics.replies} is missing: run `kadence topics apply` for namespace "
-                f"{self.config.namespace!r}")
+                f"{self.config.namespace!r}"
+            )
         self._reply_partitions = sorted(tmd.partitions)
         cmd_md = md.topics.get(self.topics.commands)
         if cmd_md is None or cmd_md.error is not None:
@@ -273,9 +283,14 @@ class EngineClient:
                 stuck[p] = highs[p] - pos
         if not stuck or highs == self._replaced_at_highs:
             return
-        log.warning("the reply consumer delivered nothing for %.0f s while %s holds %d records past it "
-                    "(partitions %s); replacing it at the same positions", self.replies_stall_s, topic,
-                    sum(stuck.values()), sorted(stuck))
+        log.warning(
+            "the reply consumer delivered nothing for %.0f s while %s holds %d records past it "
+            "(partitions %s); replacing it at the same positions",
+            self.replies_stall_s,
+            topic,
+            sum(stuck.values()),
+            sorted(stuck),
+        )
         fresh = self._consumer_factory(self._reply_consumer_conf())
         try:
             fresh.assign([TopicPartition(topic, p, self._reply_pos[p]) for p in self._reply_partitions])
@@ -317,8 +332,17 @@ class EngineClient:
 
     # -- operations ----------------------------------------------------------------------------
 
-    def send(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
-             run_id: str | None = None, expect_reply: bool = True, trace=FROM_CALLER) -> cf.Future:
+    def send(
+        self,
+        workflow_id: str,
+        body_type: str,
+        body: dict,
+        *,
+        request_id: str,
+        run_id: str | None = None,
+        expect_reply: bool = True,
+        trace=FROM_CALLER,
+    ) -> cf.Future:
         """Produce one command; the future resolves with its ``Reply`` dict.
 
         ``trace``: the command's trace context; by default a ``kadence.send`` span, child of
@@ -326,8 +350,15 @@ class EngineClient:
         fut: cf.Future = cf.Future()
         if trace is FROM_CALLER:
             trace = self.tracer.send_span(f"kadence.send {body_type}", {"kadence.workflow_id": workflow_id})
-        record = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id,
-                         trace_id=trace[0] if trace else None, span_id=trace[1] if trace else None)
+        record = command(
+            workflow_id,
+            body_type,
+            body,
+            request_id=request_id,
+            run_id=run_id,
+            trace_id=trace[0] if trace else None,
+            span_id=trace[1] if trace else None,
+        )
         value = serde.encode("Command", record)
         if expect_reply:
             self._ensure_replies()
@@ -376,17 +407,28 @@ class EngineClient:
                 limit = self.message_max_bytes
                 raise PayloadTooLargeError(
                     f"the command is {len(value) + len(key)} bytes, over Kafka's message size limit of "
-                    f"{limit} bytes (message.max.bytes); nothing was written", size=len(value) + len(key),
-                    limit=limit) from exc
+                    f"{limit} bytes (message.max.bytes); nothing was written",
+                    size=len(value) + len(key),
+                    limit=limit,
+                ) from exc
             raise
 
-    async def request(self, workflow_id: str, body_type: str, body: dict, *, request_id: str,
-                      run_id: str | None = None, timeout: float | None = 30.0) -> dict:
+    async def request(
+        self,
+        workflow_id: str,
+        body_type: str,
+        body: dict,
+        *,
+        request_id: str,
+        run_id: str | None = None,
+        timeout: float | None = 30.0,
+    ) -> dict:
         fut = self.send(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
         return await self.wait(workflow_id, body_type, request_id, fut, timeout)
 
-    async def wait(self, workflow_id: str, body_type: str, request_id: str, fut: cf.Future,
-                   timeout: float | None) -> dict:
+    async def wait(
+        self, workflow_id: str, body_type: str, request_id: str, fut: cf.Future, timeout: float | None
+    ) -> dict:
         """The reply ``fut`` (from ``send``) resolves with. After ``timeout`` s the request is
         abandoned: ``NoReplyError`` if Kafka acknowledged the command (the engine did not answer),
         ``BrokerUnavailableError`` if it never did (the broker did not take it)."""
@@ -400,11 +442,17 @@ class EngineClient:
             if not delivered:  # Kafka never acknowledged it: the broker is the problem
                 return BrokerUnavailableError(
                     f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s: Kafka did not "
-                    f"acknowledge the command ({waited})")
-            why = ("the run is still open, or no history processor is running" if body_type == "AwaitWorkflowResult"
-                   else "is the history processor running?")
-            return NoReplyError(f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s: Kafka "
-                                f"has the command, the engine did not answer ({waited}; {why})")
+                    f"acknowledge the command ({waited})"
+                )
+            why = (
+                "the run is still open, or no history processor is running"
+                if body_type == "AwaitWorkflowResult"
+                else "is the history processor running?"
+            )
+            return NoReplyError(
+                f"no reply to {body_type} for workflow {workflow_id!r} within {timeout}s: Kafka "
+                f"has the command, the engine did not answer ({waited}; {why})"
+            )
 
         deadline = None if timeout is None else started + timeout
         reply_fut = asyncio.wrap_future(fut)
@@ -450,8 +498,14 @@ class EngineClient:
             return
         # a result request waits for the run to close: no reply for minutes is normal there
         level = logging.DEBUG if body_type == "AwaitWorkflowResult" else logging.WARNING
-        log.log(level, "no reply to %s for workflow %s after %.0f s; producing it again (request ID %s: applied once)",
-                body_type, workflow_id, waited_s, request_id)
+        log.log(
+            level,
+            "no reply to %s for workflow %s after %.0f s; producing it again (request ID %s: applied once)",
+            body_type,
+            workflow_id,
+            waited_s,
+            request_id,
+        )
         try:
             self.produce_raw(self.topics.commands, workflow_id.encode(), value)
         except KafkaException as exc:  # the next slice tries again
@@ -502,8 +556,9 @@ class EngineClient:
                 events, pos, ordered = {}, low, []
             if pos < high:
                 events = dict(events)
-                pos = self._scan_history(consumer, tp, pos, max(high, stable), stable, prefix, events, workflow_id,
-                                         timeout)
+                pos = self._scan_history(
+                    consumer, tp, pos, max(high, stable), stable, prefix, events, workflow_id, timeout
+                )
                 ordered = sorted(events.values(), key=lambda e: e["seq"])
             self._histories[(workflow_id, run_id)] = (events, pos, ordered)
             total = sum(len(kept[0]) for kept in self._histories.values())
@@ -513,13 +568,23 @@ class EngineClient:
             return [dict(e) for e in ordered]
 
     @staticmethod
-    def _scan_history(consumer: Consumer, tp: TopicPartition, start: int, high: int, stable: int, prefix: bytes,
-                      events: dict[bytes, dict], workflow_id: str, timeout: float) -> int:
+    def _scan_history(
+        consumer: Consumer,
+        tp: TopicPartition,
+        start: int,
+        high: int,
+        stable: int,
+        prefix: bytes,
+        events: dict[bytes, dict],
+        workflow_id: str,
+        timeout: float,
+    ) -> int:
         """Read ``tp`` from ``start`` towards ``high`` into ``events`` (the keys starting with
         ``prefix``); returns the offset reached (``stable`` or more)."""
         codec = serde.codec("HistoryEvent")
-        reader = RangeReader(consumer, tp, start, high, stall_s=timeout, settle_from=stable,
-                             what=f"the history of {workflow_id!r}")
+        reader = RangeReader(
+            consumer, tp, start, high, stall_s=timeout, settle_from=stable, what=f"the history of {workflow_id!r}"
+        )
         try:
             for msg in reader:
                 key = msg.key()
@@ -538,6 +603,7 @@ class EngineClient:
         """(run_id, events) of a run; the current run when ``run_id`` is None."""
         if run_id is None:
             from .records import new_id
+
             reply = await self.request(workflow_id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id())
             if reply["status"] == "not_found":
                 raise WorkflowNotFoundError(f"workflow {workflow_id!r} not found", workflow_id=workflow_id)

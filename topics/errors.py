@@ -134,6 +134,8 @@ class InvalidQueryError(KadenceError):
 
 class ProjectionError(KadenceError):
     """A projection operation (rebuild) cannot run; nothing was switched."""
+
+
 class ArchiveError(KadenceError):
     """An archived history could not be written, read or verified (``kadence.topics.archive``)."""
 
@@ -188,7 +190,6 @@ class WorkflowQuarantinedError(WorkflowError):
     not applied; the processor dead-lettered it (``kadence dead-letters list``), so it can be
     redriven once a processor that reads the record owns the shard. The message names the
     record's topic, partition and offset. Other workflows are not affected."""
-
 
 
 class WorkflowNotFoundError(WorkflowError):
@@ -246,8 +247,9 @@ class WorkflowUpdateFailedError(WorkflowError):
     or the run closed before it finished). ``failure`` holds the Failure dict and ``__cause__``
     the rebuilt exception (a registered class is raised as itself)."""
 
-    def __init__(self, message: str, *, update_name: str = "", rejected: bool = False, failure: dict | None = None,
-                 **kw):
+    def __init__(
+        self, message: str, *, update_name: str = "", rejected: bool = False, failure: dict | None = None, **kw
+    ):
         super().__init__(message, **kw)
         self.update_name = update_name
         self.rejected = rejected
@@ -272,8 +274,15 @@ class ApplicationError(KadenceError):
 class ActivityError(ApplicationError):
     """An activity failed (after its retries); the activity's own error is ``__cause__``."""
 
-    def __init__(self, message: str, *, activity_type: str = "", activity_id: str = "",
-                 attempt: int = 0, failure: dict | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        activity_type: str = "",
+        activity_id: str = "",
+        attempt: int = 0,
+        failure: dict | None = None,
+    ):
         super().__init__(message, type="ActivityError")
         self.activity_type, self.activity_id, self.attempt = activity_type, activity_id, attempt
         self.failure = failure
@@ -283,8 +292,15 @@ class ChildWorkflowError(ApplicationError):
     """A child workflow did not complete (failed, canceled, terminated, timed out, or could not
     start); the child's own failure is ``__cause__``."""
 
-    def __init__(self, message: str, *, workflow_id: str = "", run_id: str | None = None, status: str = "",
-                 failure: dict | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        workflow_id: str = "",
+        run_id: str | None = None,
+        status: str = "",
+        failure: dict | None = None,
+    ):
         super().__init__(message, type="ChildWorkflowError")
         self.workflow_id, self.run_id, self.status, self.failure = workflow_id, run_id, status, failure
 

@@ -72,8 +72,13 @@ def event_from_json(data: dict, converter: JsonConverter | None = None) -> dict:
     try:
         ts = int(datetime.fromisoformat(data["time"]).timestamp() * 1000)
         return {
-            "event_id": data.get("event_id", ""), "aggregate_key": data["workflow_id"], "run_id": data["run_id"],
-            "seq": int(data["seq"]), "timestamp_ms": ts, "schema_version": 0, "trace_id": None,
+            "event_id": data.get("event_id", ""),
+            "aggregate_key": data["workflow_id"],
+            "run_id": data["run_id"],
+            "seq": int(data["seq"]),
+            "timestamp_ms": ts,
+            "schema_version": 0,
+            "trace_id": None,
             "request_id": data.get("request_id"),
             "attributes": (data["type"], _unplain(data["attributes"], converter)),
         }

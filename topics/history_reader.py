@@ -13,7 +13,6 @@ from .scan import scan
 __all__ = ["read_runs"]
 
 
-
 def read_runs(config: KafkaConfig, *, closed_only: bool = True, timeout: float = 60.0) -> list[list[dict]]:
     """Every run in ``{ns}.history`` (oldest first per run), committed events only.
 

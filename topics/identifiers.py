@@ -64,8 +64,10 @@ def task_queue_problem(value: object) -> str | None:
     if not isinstance(value, str):
         return f"must be a string, not {type(value).__name__}"
     if not _TASK_QUEUE.match(value):
-        return ("must be 1 to 100 of the characters A-Z a-z 0-9 . _ - (not starting with '.'): it names "
-                f"Kafka topics; got {escape(value)[:120]!r}")
+        return (
+            "must be 1 to 100 of the characters A-Z a-z 0-9 . _ - (not starting with '.'): it names "
+            f"Kafka topics; got {escape(value)[:120]!r}"
+        )
     return None
 
 

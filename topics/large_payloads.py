@@ -57,7 +57,7 @@ def payload_key(sha256_hex: str) -> str:
 
 
 def is_reference(data: bytes | None) -> bool:
-    return data is not None and data[:len(MARKER)] == MARKER
+    return data is not None and data[: len(MARKER)] == MARKER
 
 
 def references_in(blob: bytes) -> Iterator[str]:
@@ -78,8 +78,14 @@ class LargePayloads:
     """Offload and resolve payloads. ``store`` None: payloads stay inline (and a reference read
     here is a ``SchemaError`` naming the setting)."""
 
-    def __init__(self, store: ArchiveStore | None = None, *, threshold: int = 256 * KIB, limit: int = 32 * MIB,
-                 cache_bytes: int = 64 * MIB):
+    def __init__(
+        self,
+        store: ArchiveStore | None = None,
+        *,
+        threshold: int = 256 * KIB,
+        limit: int = 32 * MIB,
+        cache_bytes: int = 64 * MIB,
+    ):
         if threshold < 1 or limit < 1:
             raise ConfigError(f"payload threshold and limit must be positive, got {threshold} and {limit}")
         self.store = store
@@ -97,7 +103,10 @@ class LargePayloads:
         if size > self.limit:
             raise PayloadTooLargeError(
                 f"a payload of {size} bytes is over the payload limit of {self.limit} bytes "
-                f"(KADENCE_PAYLOAD_LIMIT); nothing was written", size=size, limit=self.limit)
+                f"(KADENCE_PAYLOAD_LIMIT); nothing was written",
+                size=size,
+                limit=self.limit,
+            )
         if self.store is None or size <= self.threshold:
             return data
         digest = hashlib.sha256(data).hexdigest()
@@ -105,8 +114,9 @@ class LargePayloads:
         try:
             self.store.put(key, data)
         except ArchiveError as exc:
-            raise ArchiveError(f"a payload of {size} bytes could not be stored at {self.store.uri(key)}; "
-                               f"nothing was written: {exc}") from exc
+            raise ArchiveError(
+                f"a payload of {size} bytes could not be stored at {self.store.uri(key)}; nothing was written: {exc}"
+            ) from exc
         self._remember(digest, data)
         return MARKER + digest.encode() + b" " + str(size).encode()
 
@@ -124,13 +134,17 @@ class LargePayloads:
                 self._cache.move_to_end(digest)
                 return hit
         if self.store is None:
-            raise SchemaError(f"a payload of {size} bytes is kept in the payload store (sha256 {digest}), and no "
-                              f"payload store is configured here (KADENCE_PAYLOAD_DIR or KADENCE_PAYLOAD_S3_BUCKET)")
+            raise SchemaError(
+                f"a payload of {size} bytes is kept in the payload store (sha256 {digest}), and no "
+                f"payload store is configured here (KADENCE_PAYLOAD_DIR or KADENCE_PAYLOAD_S3_BUCKET)"
+            )
         key = payload_key(digest)
         body = self.store.get(key)
         if body is None:
-            raise SchemaError(f"the payload {self.store.uri(key)} is missing from the payload store "
-                              f"(collected, or another store configured here than where it was written)")
+            raise SchemaError(
+                f"the payload {self.store.uri(key)} is missing from the payload store "
+                f"(collected, or another store configured here than where it was written)"
+            )
         if len(body) != size or hashlib.sha256(body).hexdigest() != digest:
             raise SchemaError(f"the payload {self.store.uri(key)} does not match its reference's hash or size")
         self._remember(digest, body)
@@ -175,10 +189,13 @@ class LargePayloadConfig:
         kw: dict = {}
         if env.get("KADENCE_PAYLOAD_DIR") or env.get("KADENCE_PAYLOAD_S3_BUCKET"):
             store: dict = {}
-            for var, key in (("KADENCE_PAYLOAD_DIR", "directory"), ("KADENCE_PAYLOAD_S3_BUCKET", "s3_bucket"),
-                             ("KADENCE_PAYLOAD_S3_PREFIX", "s3_prefix"),
-                             ("KADENCE_PAYLOAD_S3_ENDPOINT", "s3_endpoint"),
-                             ("KADENCE_PAYLOAD_S3_REGION", "s3_region")):
+            for var, key in (
+                ("KADENCE_PAYLOAD_DIR", "directory"),
+                ("KADENCE_PAYLOAD_S3_BUCKET", "s3_bucket"),
+                ("KADENCE_PAYLOAD_S3_PREFIX", "s3_prefix"),
+                ("KADENCE_PAYLOAD_S3_ENDPOINT", "s3_endpoint"),
+                ("KADENCE_PAYLOAD_S3_REGION", "s3_region"),
+            ):
                 if env.get(var):
                     store[key] = env[var]
             kw["store"] = ArchiveStoreConfig(**store)
@@ -188,5 +205,6 @@ class LargePayloadConfig:
         return cls(**kw)
 
     def open(self) -> LargePayloads:
-        return LargePayloads(open_store(self.store) if self.store is not None else None,
-                             threshold=self.threshold, limit=self.limit)
+        return LargePayloads(
+            open_store(self.store) if self.store is not None else None, threshold=self.threshold, limit=self.limit
+        )

@@ -28,11 +28,11 @@ FIELDS = ("workflow_id", "run_id", "partition", "trace_id")
 LOG_FIELDS: ContextVar[dict | None] = ContextVar("kadence_log_fields", default=None)
 
 
-def set_log_fields(workflow_id: str | None = None, run_id: str | None = None, partition: int | None = None,
-                   trace_id: str | None = None) -> Token:
+def set_log_fields(
+    workflow_id: str | None = None, run_id: str | None = None, partition: int | None = None, trace_id: str | None = None
+) -> Token:
     """Set the fields for what follows in this context; pass the token to ``reset_log_fields``."""
-    return LOG_FIELDS.set({"workflow_id": workflow_id, "run_id": run_id, "partition": partition,
-                           "trace_id": trace_id})
+    return LOG_FIELDS.set({"workflow_id": workflow_id, "run_id": run_id, "partition": partition, "trace_id": trace_id})
 
 
 def reset_log_fields(token: Token) -> None:
@@ -45,8 +45,12 @@ class JsonFormatter(logging.Formatter):
     ``json.dumps`` escapes every control character, so no value can end the line early."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-               "level": record.levelname.lower(), "logger": record.name, "message": escape(record.getMessage())}
+        out = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": escape(record.getMessage()),
+        }
         fields = LOG_FIELDS.get()
         if fields:
             out.update((k, fields[k]) for k in FIELDS if fields.get(k) is not None)

@@ -18,13 +18,13 @@ def murmur2(data: bytes) -> int:
     h = (0x9747B28C ^ length) & _MASK
     nblocks = length // 4
     for i in range(nblocks):
-        k = int.from_bytes(data[4 * i: 4 * i + 4], "little")
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
         k = (k * _M) & _MASK
         k ^= k >> 24
         k = (k * _M) & _MASK
         h = (h * _M) & _MASK
         h ^= k
-    tail = data[4 * nblocks:]
+    tail = data[4 * nblocks :]
     rem = len(tail)
     if rem == 3:
         h ^= tail[2] << 16

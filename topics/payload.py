@@ -56,8 +56,7 @@ class PayloadConverter(Protocol):
     def to_bytes(self, value: Any) -> bytes: ...
     def from_bytes(self, data: bytes | None, hint: Any = None, *, what: str = "payload") -> Any: ...
     def args_from_bytes(self, data: bytes | None, fn: Callable, *, what: str, method: bool = False) -> list: ...
-    def result_from_bytes(self, data: bytes | None, fn: Callable | None, *, what: str,
-                          method: bool = False) -> Any: ...
+    def result_from_bytes(self, data: bytes | None, fn: Callable | None, *, what: str, method: bool = False) -> Any: ...
     def failure(self, exc: BaseException) -> dict: ...
     def exception(self, failure: dict | None) -> BaseException | None: ...
 
@@ -68,8 +67,13 @@ class JsonConverter:
     over a size threshold are stored (``kadence.topics.large_payloads``); by default they stay
     inline, up to the 32 MiB payload limit."""
 
-    def __init__(self, codec: PayloadCodec | None = None, *, exceptions: Iterable[type[BaseException]] = (),
-                 large: LargePayloads | None = None):
+    def __init__(
+        self,
+        codec: PayloadCodec | None = None,
+        *,
+        exceptions: Iterable[type[BaseException]] = (),
+        large: LargePayloads | None = None,
+    ):
         self.codec = codec
         self.large = large if large is not None else LargePayloads()
         #: failure type name -> the exception class a failure of that type is raised as
@@ -91,15 +95,21 @@ class JsonConverter:
             try:
                 data = self.codec.decode(data)
             except Exception as exc:
-                raise SchemaError(f"the payload codec {type(self.codec).__name__} could not decode a payload "
-                                  f"({type(exc).__name__}): was it written with another codec or key?") from exc
+                raise SchemaError(
+                    f"the payload codec {type(self.codec).__name__} could not decode a payload "
+                    f"({type(exc).__name__}): was it written with another codec or key?"
+                ) from exc
         if not data:
             return None
         try:
             return json.loads(data)
         except ValueError as exc:
-            hint = ("" if self.codec else "; a payload written through a codec needs the same codec here "
-                    "(Client.connect(codec=...), kadence --codec or KADENCE_CODEC)")
+            hint = (
+                ""
+                if self.codec
+                else "; a payload written through a codec needs the same codec here "
+                "(Client.connect(codec=...), kadence --codec or KADENCE_CODEC)"
+            )
             raise SchemaError(f"payload is not valid JSON: {exc}{hint}") from exc
 
     def from_bytes(self, data: bytes | None, hint: Any = None, *, what: str = "payload") -> Any:
@@ -114,8 +124,7 @@ class JsonConverter:
         its parameter's type."""
         return signature(fn, method=method).args(self._decoded(data) or [], what)
 
-    def result_from_bytes(self, data: bytes | None, fn: Callable | None, *, what: str,
-                          method: bool = False) -> Any:
+    def result_from_bytes(self, data: bytes | None, fn: Callable | None, *, what: str, method: bool = False) -> Any:
         """A result of ``fn`` (an activity, a workflow's run method), validated into its return
         type; as decoded when ``fn`` is None or returns ``Any``."""
         value = self._decoded(data)
@@ -134,8 +143,7 @@ def _plain_json(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), default=to_jsonable).encode()
 
 
-def failure_from_exception(exc: BaseException, *, depth: int = 0,
-                           encode: Callable[[Any], bytes] = _plain_json) -> dict:
+def failure_from_exception(exc: BaseException, *, depth: int = 0, encode: Callable[[Any], bytes] = _plain_json) -> dict:
     """The ``Failure`` record of an exception and its cause chain (at most 8 deep). An
     ``ApplicationError``'s ``details`` travel as a payload (``encode``: the converter's, so a
     codec applies to them too)."""
@@ -161,12 +169,14 @@ def failure_from_exception(exc: BaseException, *, depth: int = 0,
         "non_retryable": non_retryable,
         "details": details,
         "cause": failure_from_exception(cause, depth=depth + 1, encode=encode)
-        if cause is not None and depth < 8 else None,
+        if cause is not None and depth < 8
+        else None,
     }
 
 
-def exception_from_failure(failure: dict | None, *, classes: dict[str, type] | None = None,
-                           decode: Callable[[bytes | None], Any] | None = None) -> BaseException | None:
+def exception_from_failure(
+    failure: dict | None, *, classes: dict[str, type] | None = None, decode: Callable[[bytes | None], Any] | None = None
+) -> BaseException | None:
     """The exception a ``Failure`` stands for, with its cause chain: an instance of the class
     registered under its type name (``classes``, e.g. ``JsonConverter(exceptions=[...])``),
     built as ``cls(message, *details)``; otherwise an ``ApplicationError`` (``ActivityError``,
@@ -191,8 +201,9 @@ def exception_from_failure(failure: dict | None, *, classes: dict[str, type] | N
         except Exception:  # noqa: BLE001 - a constructor that does not take (message, *details)
             err = None
     if err is None:
-        err = ApplicationError(failure["message"], *details, type=failure["type"],
-                               non_retryable=failure.get("non_retryable", False))
+        err = ApplicationError(
+            failure["message"], *details, type=failure["type"], non_retryable=failure.get("non_retryable", False)
+        )
     cause = exception_from_failure(failure.get("cause"), classes=classes, decode=decode)
     if cause is not None:
         err.__cause__ = cause

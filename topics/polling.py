@@ -58,4 +58,5 @@ def raise_if_refused(err: KafkaError, *, session_timeout_ms: int) -> None:
         raise ConfigError(
             f"the broker refuses the group session timeout {session_timeout_ms} ms (KADENCE_SESSION_TIMEOUT_MS): "
             "it must lie within the broker's group.min.session.timeout.ms and group.max.session.timeout.ms "
-            "(6000 and 1800000 by default)")
+            "(6000 and 1800000 by default)"
+        )

@@ -14,9 +14,17 @@ from confluent_kafka import Producer
 __all__ = ["produce_waiting"]
 
 
-def produce_waiting(producer: Producer, topic: str, value: bytes | None, key: bytes | None, *,
-                    partition: int | None = None, on_delivery=None, timestamp: int | None = None,
-                    wait_s: float = 0.05) -> None:
+def produce_waiting(
+    producer: Producer,
+    topic: str,
+    value: bytes | None,
+    key: bytes | None,
+    *,
+    partition: int | None = None,
+    on_delivery=None,
+    timestamp: int | None = None,
+    wait_s: float = 0.05,
+) -> None:
     """``producer.produce(...)``, waiting ``wait_s`` at a time (serving delivery reports) while
     librdkafka's queue is full. ``partition`` None: the producer's partitioner picks it;
     ``timestamp`` None: now."""

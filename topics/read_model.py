@@ -28,8 +28,6 @@ from .projection_keys import text as _s
 __all__ = ["HistoryPage", "HistoryReadModel"]
 
 
-
-
 @dataclass(frozen=True)
 class HistoryPage:
     workflow_id: str
@@ -53,8 +51,9 @@ class HistoryReadModel:
     async def latest_run(self, workflow_id: str) -> str | None:
         return _s(await self.redis.get(f"{await self._prefix()}latest:{workflow_id}"))
 
-    async def read(self, workflow_id: str, run_id: str | None = None, after_seq: int = 0,
-                   limit: int = 100) -> HistoryPage:
+    async def read(
+        self, workflow_id: str, run_id: str | None = None, after_seq: int = 0, limit: int = 100
+    ) -> HistoryPage:
         """Events of the run (default: the latest run) with ``seq > after_seq``, at most ``limit``."""
         if not isinstance(after_seq, int) or after_seq < 0:
             raise InvalidQueryError("after_seq must be an integer >= 0")
@@ -82,7 +81,9 @@ class HistoryReadModel:
 
     async def wait_for_seq(self, workflow_id: str, run_id: str, seq: int, timeout: float) -> bool:
         """Wait until the run's events up to ``seq`` are readable; False on timeout."""
+
         async def readable() -> bool:
             g = await self._prefix()
             return await self.redis.llen(f"{g}ev:{workflow_id}/{run_id}") >= seq
+
         return await poll_until(readable, timeout)

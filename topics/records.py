@@ -26,24 +26,44 @@ __all__ = [
 ]
 
 #: history events that record a decision of workflow code (replay compares commands with these)
-COMMAND_EVENT_TYPES = frozenset({
-    "ActivityTaskScheduled", "WorkflowExecutionCompleted", "WorkflowExecutionFailed", "TimerStarted",
-    "TimerCanceled", "ActivityTaskCancelRequested", "WorkflowExecutionCanceled", "WorkflowExecutionContinuedAsNew",
-    "MarkerRecorded", "SearchAttributesUpserted", "StartChildWorkflowExecutionInitiated",
-    "RequestCancelExternalInitiated", "WorkflowUpdateCompleted",
-})
+COMMAND_EVENT_TYPES = frozenset(
+    {
+        "ActivityTaskScheduled",
+        "WorkflowExecutionCompleted",
+        "WorkflowExecutionFailed",
+        "TimerStarted",
+        "TimerCanceled",
+        "ActivityTaskCancelRequested",
+        "WorkflowExecutionCanceled",
+        "WorkflowExecutionContinuedAsNew",
+        "MarkerRecorded",
+        "SearchAttributesUpserted",
+        "StartChildWorkflowExecutionInitiated",
+        "RequestCancelExternalInitiated",
+        "WorkflowUpdateCompleted",
+    }
+)
 #: the events that close a run, and the run status each one leaves (the one definition)
 CLOSE_EVENTS = {
-    "WorkflowExecutionCompleted": "completed", "WorkflowExecutionFailed": "failed",
-    "WorkflowExecutionCanceled": "canceled", "WorkflowExecutionTerminated": "terminated",
-    "WorkflowExecutionTimedOut": "timed_out", "WorkflowExecutionContinuedAsNew": "continued_as_new",
+    "WorkflowExecutionCompleted": "completed",
+    "WorkflowExecutionFailed": "failed",
+    "WorkflowExecutionCanceled": "canceled",
+    "WorkflowExecutionTerminated": "terminated",
+    "WorkflowExecutionTimedOut": "timed_out",
+    "WorkflowExecutionContinuedAsNew": "continued_as_new",
 }
 
 
 def failure_record(error_type: str, message: str) -> dict:
     """A non-retryable ``Failure`` record the engine itself writes (termination, timeouts)."""
-    return {"type": error_type, "message": message, "stack_trace": "", "non_retryable": True, "details": None,
-            "cause": None}
+    return {
+        "type": error_type,
+        "message": message,
+        "stack_trace": "",
+        "non_retryable": True,
+        "details": None,
+        "cause": None,
+    }
 
 
 def run_outcome(events: list[dict]) -> dict | None:
@@ -68,8 +88,7 @@ def run_outcome(events: list[dict]) -> dict | None:
         failure = failure_record("CancelledError", "workflow canceled")
     elif kind == "WorkflowExecutionContinuedAsNew":
         message = a["new_run_id"]
-    return {"status": status, "run_id": events[-1]["run_id"], "result": result, "failure": failure,
-            "message": message}
+    return {"status": status, "run_id": events[-1]["run_id"], "result": result, "failure": failure, "message": message}
 
 
 #: recorded by the engine inside a workflow task's block of command events (not a command echo)
@@ -104,9 +123,17 @@ class _IdSource:
 new_id = _IdSource()
 
 
-def command(workflow_id: str, body_type: str, body: dict, *, request_id: str | None = None,
-            run_id: str | None = None, trace_id: str | None = None, span_id: str | None = None,
-            expected_version: int | None = None) -> dict:
+def command(
+    workflow_id: str,
+    body_type: str,
+    body: dict,
+    *,
+    request_id: str | None = None,
+    run_id: str | None = None,
+    trace_id: str | None = None,
+    span_id: str | None = None,
+    expected_version: int | None = None,
+) -> dict:
     """A ``Command`` envelope. ``request_id`` deduplicates retries of the same request;
     ``trace_id``/``span_id``: the OpenTelemetry context it continues (``topics.tracing``)."""
     return {

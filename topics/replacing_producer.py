@@ -40,8 +40,14 @@ class ReplacingProducer:
 
     Thread-safe. ``watch()`` is called by the thread that polls (``EngineClient``'s poller)."""
 
-    def __init__(self, conf: dict, *, stall_s: float = 30.0, factory: Callable[[dict], Producer] = Producer,
-                 probe_factory: Callable[[dict], object] = AdminClient):
+    def __init__(
+        self,
+        conf: dict,
+        *,
+        stall_s: float = 30.0,
+        factory: Callable[[dict], Producer] = Producer,
+        probe_factory: Callable[[dict], object] = AdminClient,
+    ):
         self._conf = conf
         self._factory = factory
         #: makes the client that asks for metadata when the producer gets none (``_ask_apart``)
@@ -69,8 +75,9 @@ class ReplacingProducer:
         generation, producer = self._generation, self._producer
         self._outstanding[seq] = [generation, topic, key, value, on_delivery, time.monotonic(), timestamp]
         try:
-            producer.produce(topic, value, key, timestamp=timestamp,
-                             on_delivery=functools.partial(self._delivered, seq, generation))
+            producer.produce(
+                topic, value, key, timestamp=timestamp, on_delivery=functools.partial(self._delivered, seq, generation)
+            )
         except BaseException:
             self._outstanding.pop(seq, None)
             raise
@@ -157,11 +164,21 @@ class ReplacingProducer:
                 entry[0] = generation
                 entry[5] = now
         self.replacements += 1
-        log.warning("producer delivered nothing for %.0f s while the broker answers; replaced it and producing "
-                    "%d undelivered records again (librdkafka #5430)", stalled_s, len(entries))
+        log.warning(
+            "producer delivered nothing for %.0f s while the broker answers; replaced it and producing "
+            "%d undelivered records again (librdkafka #5430)",
+            stalled_s,
+            len(entries),
+        )
         for seq, entry in entries:
-            produce_waiting(new, entry[1], entry[3], entry[2], timestamp=entry[6],
-                            on_delivery=functools.partial(self._delivered, seq, generation))
+            produce_waiting(
+                new,
+                entry[1],
+                entry[3],
+                entry[2],
+                timestamp=entry[6],
+                on_delivery=functools.partial(self._delivered, seq, generation),
+            )
         try:  # the old producer's callbacks name an old generation: they are ignored
             old.purge(in_queue=True, in_flight=True, blocking=False)
             old.flush(0)

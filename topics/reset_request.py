@@ -18,15 +18,26 @@ __all__ = ["RESET_EVENTS_MAX_BYTES", "reset_body"]
 RESET_EVENTS_MAX_BYTES = 900_000
 
 
-def reset_body(workflow_id: str, run_id: str | None, events: list[dict], *, to_event: int | None, reason: str,
-               identity: str, dry_run: bool) -> dict:
+def reset_body(
+    workflow_id: str,
+    run_id: str | None,
+    events: list[dict],
+    *,
+    to_event: int | None,
+    reason: str,
+    identity: str,
+    dry_run: bool,
+) -> dict:
     """``events``: the run's decoded history, oldest first. ``to_event`` None: the last completed
     workflow task. Raises ``ResetRejectedError`` for what the caller can tell before sending."""
     if to_event is None:
         done = [e["seq"] for e in events if e["attributes"][0] == "WorkflowTaskCompleted"]
         if not done:
-            raise ResetRejectedError(f"workflow {workflow_id!r} has no completed workflow task to reset to",
-                                     workflow_id=workflow_id, run_id=run_id)
+            raise ResetRejectedError(
+                f"workflow {workflow_id!r} has no completed workflow task to reset to",
+                workflow_id=workflow_id,
+                run_id=run_id,
+            )
         to_event = done[-1]
     kept: list[bytes] = []
     if events and events[-1]["attributes"][0] in CLOSE_EVENTS:
@@ -36,6 +47,13 @@ def reset_body(workflow_id: str, run_id: str | None, events: list[dict], *, to_e
             raise ResetRejectedError(
                 f"the history of closed run {run_id} up to event {to_event} is {size} bytes, more than a reset "
                 f"can carry ({RESET_EVENTS_MAX_BYTES}); reset to an earlier event",
-                workflow_id=workflow_id, run_id=run_id)
-    return {"workflow_task_completed_seq": to_event, "reason": reason, "identity": identity, "dry_run": dry_run,
-            "kept_events": kept}
+                workflow_id=workflow_id,
+                run_id=run_id,
+            )
+    return {
+        "workflow_task_completed_seq": to_event,
+        "reason": reason,
+        "identity": identity,
+        "dry_run": dry_run,
+        "kept_events": kept,
+    }

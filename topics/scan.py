@@ -36,9 +36,19 @@ class RangeReader:
     read began has been read, and what an open transaction holds is not waited for longer.
     ``on_progress(records so far)`` is called about every 5 s of a long read."""
 
-    def __init__(self, consumer: Consumer, tp: TopicPartition, start: int, end: int, *, stall_s: float = 30.0,
-                 settle_from: int | None = None, settle_s: float = SETTLE_S, what: str = "",
-                 on_progress: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        consumer: Consumer,
+        tp: TopicPartition,
+        start: int,
+        end: int,
+        *,
+        stall_s: float = 30.0,
+        settle_from: int | None = None,
+        settle_s: float = SETTLE_S,
+        what: str = "",
+        on_progress: Callable[[int], None] | None = None,
+    ) -> None:
         self.consumer, self.tp, self.start, self.end = consumer, tp, start, end
         self.stall_s, self.settle_from, self.settle_s = stall_s, settle_from, settle_s
         self.label = what or f"{tp.topic}[{tp.partition}]"
@@ -71,21 +81,31 @@ class RangeReader:
             elif now - moved > self.stall_s:
                 raise BrokerUnavailableError(
                     f"read of {self.label} stalled at offset {self.position} of {self.end} for {self.stall_s:.0f}s "
-                    "(an open transaction of a dead producer holds the partition until the broker aborts it)")
+                    "(an open transaction of a dead producer holds the partition until the broker aborts it)"
+                )
             if self.on_progress is not None and now >= next_report:
                 self.on_progress(count)
                 next_report = now + 5
 
 
-def read_range(consumer: Consumer, tp: TopicPartition, start: int, end: int, *, stall_s: float = 30.0,
-               what: str = "", on_progress: Callable[[int], None] | None = None) -> Iterator:
+def read_range(
+    consumer: Consumer,
+    tp: TopicPartition,
+    start: int,
+    end: int,
+    *,
+    stall_s: float = 30.0,
+    what: str = "",
+    on_progress: Callable[[int], None] | None = None,
+) -> Iterator:
     """Yield the records of ``tp`` from offset ``start`` until the position reaches ``end`` (an
     end offset read before): a ``RangeReader`` whose stopping position is not needed."""
     return iter(RangeReader(consumer, tp, start, end, stall_s=stall_s, what=what, on_progress=on_progress))
 
 
-def scan(config: KafkaConfig, topic: str, *, timeout: float = 30.0, since_ms: int | None = None,
-         on_total=None) -> Iterator:
+def scan(
+    config: KafkaConfig, topic: str, *, timeout: float = 30.0, since_ms: int | None = None, on_total=None
+) -> Iterator:
     """Yield every committed record of ``topic``, partition by partition, in offset order.
 
     ``since_ms``: only records with a timestamp from then on (epoch ms). ``on_total(n)`` is told,

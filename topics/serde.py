@@ -39,7 +39,7 @@ def _strip_names(value):
     """fastavro returns fully qualified record names in union tuples; we use short names."""
     if isinstance(value, tuple):
         name, inner = value
-        return (name[len(_NS):] if name.startswith(_NS) else name, _strip_names(inner))
+        return (name[len(_NS) :] if name.startswith(_NS) else name, _strip_names(inner))
     if isinstance(value, dict):
         return {k: _strip_names(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -124,14 +124,28 @@ class Codec:
         seen = self.old_version_decodes.get(version, 0)
         self.old_version_decodes[version] = seen + 1
         if not seen:
-            log.info("decoding %s records of schema version %d (current: %d) through fastavro's schema resolution; "
-                     "counted in kadence_codec_old_version_decodes_total", self.record, version, CURRENT_VERSION)
+            log.info(
+                "decoding %s records of schema version %d (current: %d) through fastavro's schema resolution; "
+                "counted in kadence_codec_old_version_decodes_total",
+                self.record,
+                version,
+                CURRENT_VERSION,
+            )
         buf = io.BytesIO(data)
         buf.seek(2)
         try:
-            value = fastavro.schemaless_reader(buf, writer, self._schema, return_record_name=True,
-                                               return_record_name_override=True)
-        except (SchemaResolutionError, EOFError, ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError) as exc:
+            value = fastavro.schemaless_reader(
+                buf, writer, self._schema, return_record_name=True, return_record_name_override=True
+            )
+        except (
+            SchemaResolutionError,
+            EOFError,
+            ValueError,
+            TypeError,
+            IndexError,
+            KeyError,
+            UnicodeDecodeError,
+        ) as exc:
             raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
         if buf.tell() != len(data):
             raise SchemaError(f"trailing bytes after {self.record} record")
@@ -144,8 +158,9 @@ class Codec:
         records written before the field was stamped carry its default."""
         claimed = value.get("schema_version")
         if isinstance(claimed, int) and not 0 <= claimed <= version:
-            raise SchemaError(f"{self.record} record says schema_version {claimed} but was written with schema "
-                              f"version {version}")
+            raise SchemaError(
+                f"{self.record} record says schema_version {claimed} but was written with schema version {version}"
+            )
         return value
 
 
@@ -162,7 +177,9 @@ def codec(record: str) -> Codec:
 
 def old_version_decodes() -> dict[tuple[str, int], int]:
     """(record type, schema version) -> records of that older version decoded in this process."""
-    return {(name, version): n for name, c in list(_CODECS.items()) for version, n in list(c.old_version_decodes.items())}
+    return {
+        (name, version): n for name, c in list(_CODECS.items()) for version, n in list(c.old_version_decodes.items())
+    }
 
 
 def encode(record: str, value: dict) -> bytes:

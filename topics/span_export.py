@@ -108,14 +108,20 @@ class OtlpHttpTarget:
             timeout_s = float(timeout) if timeout else 10.0
         except ValueError:
             raise ConfigError(f"OTEL_EXPORTER_OTLP_TIMEOUT={timeout!r} is not a number of seconds") from None
-        return cls(endpoint=endpoint, headers=_parse_headers(_env(env, "HEADERS") or ""), timeout_s=timeout_s,
-                   gzip=compression == "gzip", certificate=_env(env, "CERTIFICATE"))
+        return cls(
+            endpoint=endpoint,
+            headers=_parse_headers(_env(env, "HEADERS") or ""),
+            timeout_s=timeout_s,
+            gzip=compression == "gzip",
+            certificate=_env(env, "CERTIFICATE"),
+        )
 
     def post(self, session, body: bytes) -> None:
         """Send one request on a ``requests.Session``; retries what the spec calls retryable
         until the timeout is spent. Raises ``OSError`` (with the reason) when the collector did
         not take it."""
         import requests  # with the tracing extra (the OTLP exporter's own dependency)
+
         headers = {"Content-Type": "application/x-protobuf", **self.headers}
         if self.gzip:
             body = gzip.compress(body, compresslevel=6)
@@ -125,8 +131,9 @@ class OtlpHttpTarget:
         while True:
             left = deadline - time.monotonic()
             try:
-                reply = session.post(self.endpoint, data=body, headers=headers, timeout=max(left, 0.1),
-                                     verify=self.certificate or True)
+                reply = session.post(
+                    self.endpoint, data=body, headers=headers, timeout=max(left, 0.1), verify=self.certificate or True
+                )
             except requests.RequestException as exc:
                 status, reason = None, f"{type(exc).__name__}: {exc}"
             else:
@@ -156,14 +163,25 @@ class SpanPipeline:
     is full. ``resource``: the attributes of the process (``service.name`` ...), as the SDK's
     ``Resource.create`` resolved them."""
 
-    def __init__(self, target: OtlpHttpTarget, resource: Mapping[str, object], *, max_queue: int = 2048,
-                 batch: int = 512, delay_s: float = 5.0, scope: str = "kadence"):
+    def __init__(
+        self,
+        target: OtlpHttpTarget,
+        resource: Mapping[str, object],
+        *,
+        max_queue: int = 2048,
+        batch: int = 512,
+        delay_s: float = 5.0,
+        scope: str = "kadence",
+    ):
         # the protobuf classes come with the tracing extra, as the SDK does
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
         from opentelemetry.proto.common.v1 import common_pb2
         from opentelemetry.proto.resource.v1 import resource_pb2
+
         self._pb_request = trace_service_pb2.ExportTraceServiceRequest
-        self._pb_resource = resource_pb2.Resource(attributes=[_key_value(common_pb2, k, v) for k, v in resource.items()])
+        self._pb_resource = resource_pb2.Resource(
+            attributes=[_key_value(common_pb2, k, v) for k, v in resource.items()]
+        )
         self._pb_scope = common_pb2.InstrumentationScope(name=scope)
         self._common = common_pb2
         self.target = target
@@ -176,6 +194,7 @@ class SpanPipeline:
         self.recorded = self.exported = self.dropped = self.failed_exports = 0
         self._last_failure_log = self._last_full_log = -math.inf
         import requests
+
         self._session = requests.Session()
         self._thread = threading.Thread(target=self._run, name="kadence-span-export", daemon=True)
         self._thread.start()
@@ -183,10 +202,13 @@ class SpanPipeline:
     @classmethod
     def from_env(cls, resource: Mapping[str, object], env: Mapping[str, str] | None = None) -> SpanPipeline:
         env = os.environ if env is None else env
-        return cls(OtlpHttpTarget.from_env(env), resource,
-                   max_queue=_int_env(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048),
-                   batch=_int_env(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512),
-                   delay_s=_int_env(env, "OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000)
+        return cls(
+            OtlpHttpTarget.from_env(env),
+            resource,
+            max_queue=_int_env(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048),
+            batch=_int_env(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512),
+            delay_s=_int_env(env, "OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000,
+        )
 
     def record(self, span: SpanTuple) -> None:
         queue = self._queue
@@ -195,8 +217,12 @@ class SpanPipeline:
             now = time.monotonic()
             if now - self._last_full_log > 60:
                 self._last_full_log = now
-                log.warning("tracing: the span queue is full (%d, OTEL_BSP_MAX_QUEUE_SIZE): spans are dropped "
-                            "(%d so far); the collector is slow or away", self.max_queue, self.dropped)
+                log.warning(
+                    "tracing: the span queue is full (%d, OTEL_BSP_MAX_QUEUE_SIZE): spans are dropped "
+                    "(%d so far); the collector is slow or away",
+                    self.max_queue,
+                    self.dropped,
+                )
             return
         queue.append(span)
         self.recorded += 1
@@ -215,12 +241,22 @@ class SpanPipeline:
         scope_spans.scope.CopyFrom(self._pb_scope)
         out = scope_spans.spans
         for trace_id, span_id, parent, name, kind, start, end, attributes, events, status in spans:
-            s = out.add(trace_id=trace_id, span_id=span_id, parent_span_id=parent, name=name, kind=kind,
-                        start_time_unix_nano=start, end_time_unix_nano=end,
-                        attributes=[_key_value(common, k, v) for k, v in attributes])
+            s = out.add(
+                trace_id=trace_id,
+                span_id=span_id,
+                parent_span_id=parent,
+                name=name,
+                kind=kind,
+                start_time_unix_nano=start,
+                end_time_unix_nano=end,
+                attributes=[_key_value(common, k, v) for k, v in attributes],
+            )
             for event_name, at, event_attributes in events:
-                s.events.add(name=event_name, time_unix_nano=at,
-                             attributes=[_key_value(common, k, v) for k, v in event_attributes])
+                s.events.add(
+                    name=event_name,
+                    time_unix_nano=at,
+                    attributes=[_key_value(common, k, v) for k, v in event_attributes],
+                )
             if status is not None:
                 s.status.code, s.status.message = status
         return request.SerializeToString()
@@ -321,7 +357,15 @@ def engine_tracer_provider(service_name: str, env: Mapping[str, str] | None = No
     provider = EngineTracerProvider(resource=resource, sampler=sampler)
     provider.engine_spans = SpanPipeline.from_env(dict(resource.attributes), env)
     target = provider.engine_spans.target
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
-        endpoint=target.endpoint, certificate_file=target.certificate, headers=dict(target.headers),
-        timeout=target.timeout_s, compression=None)))
+    provider.add_span_processor(
+        BatchSpanProcessor(
+            OTLPSpanExporter(
+                endpoint=target.endpoint,
+                certificate_file=target.certificate,
+                headers=dict(target.headers),
+                timeout=target.timeout_s,
+                compression=None,
+            )
+        )
+    )
     return provider

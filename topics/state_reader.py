@@ -31,6 +31,14 @@ def stuck_workflows(config: KafkaConfig) -> list[dict]:
 
 def stuck_rows(config: KafkaConfig) -> list[dict]:
     """``stuck_workflows`` as rows: IDs, type, the failure's cause, type and message."""
-    return [{"workflow_id": st["workflow_id"], "run_id": st["run_id"], "workflow_type": st["workflow_type"],
-             "cause": st["wt_failure_cause"], "error_type": st["wt_failure"]["type"],
-             "error_message": st["wt_failure"]["message"]} for st in stuck_workflows(config)]
+    return [
+        {
+            "workflow_id": st["workflow_id"],
+            "run_id": st["run_id"],
+            "workflow_type": st["workflow_type"],
+            "cause": st["wt_failure_cause"],
+            "error_type": st["wt_failure"]["type"],
+            "error_message": st["wt_failure"]["message"],
+        }
+        for st in stuck_workflows(config)
+    ]

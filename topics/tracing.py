@@ -50,8 +50,7 @@ TraceRef = tuple[str, str]
 #: ``EngineClient.send(trace=...)``'s default: a new span, child of the caller's current span
 FROM_CALLER = object()
 
-_KIND = {"producer": trace.SpanKind.PRODUCER, "consumer": trace.SpanKind.CONSUMER,
-         "internal": trace.SpanKind.INTERNAL}
+_KIND = {"producer": trace.SpanKind.PRODUCER, "consumer": trace.SpanKind.CONSUMER, "internal": trace.SpanKind.INTERNAL}
 
 
 def _ref(span: trace.Span) -> TraceRef | None:
@@ -68,8 +67,9 @@ def _parent_context(parent: TraceRef) -> otel_context.Context | None:
         trace_id, span_id = int(parent[0], 16), int(parent[1], 16)
     except (TypeError, ValueError):
         return None
-    sc = trace.SpanContext(trace_id=trace_id, span_id=span_id, is_remote=True,
-                           trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))
+    sc = trace.SpanContext(
+        trace_id=trace_id, span_id=span_id, is_remote=True, trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)
+    )
     if not sc.is_valid:
         return None
     return trace.set_span_in_context(trace.NonRecordingSpan(sc))
@@ -122,18 +122,32 @@ class Tracer:
             trace_id, parent_id = parent.trace_id, parent.span_id.to_bytes(8, "big")
         else:
             trace_id, parent_id = _random_trace_id(), b""
-        decision = self._sampler.should_sample(otel_context.get_current(), trace_id, name,
-                                               trace.SpanKind.PRODUCER, attributes)
+        decision = self._sampler.should_sample(
+            otel_context.get_current(), trace_id, name, trace.SpanKind.PRODUCER, attributes
+        )
         if not decision.decision.is_sampled():
             return None
         span_id = _random_span_id()
         now = time.time_ns()
-        self._spans.record((trace_id.to_bytes(16, "big"), span_id.to_bytes(8, "big"), parent_id, name,
-                            span_export.KIND_PRODUCER, now, now, tuple(attributes.items()), (), None))
+        self._spans.record(
+            (
+                trace_id.to_bytes(16, "big"),
+                span_id.to_bytes(8, "big"),
+                parent_id,
+                name,
+                span_export.KIND_PRODUCER,
+                now,
+                now,
+                tuple(attributes.items()),
+                (),
+                None,
+            )
+        )
         return format(trace_id, "032x"), format(span_id, "016x")
 
-    def child(self, name: str, parent: TraceRef, attributes: dict, *, kind: str = "consumer",
-              current: bool = False) -> contextlib.AbstractContextManager[TraceRef]:
+    def child(
+        self, name: str, parent: TraceRef, attributes: dict, *, kind: str = "consumer", current: bool = False
+    ) -> contextlib.AbstractContextManager[TraceRef]:
         """A span for work caused by a record carrying ``parent``; as a context manager, gives
         the context to stamp on what the work writes. ``current``: the span is the current one
         inside the block (for user code: an activity's own spans nest under it). With no tracer
@@ -143,8 +157,7 @@ class Tracer:
         return self._child_sdk(name, parent, attributes, kind, current)
 
     @contextlib.contextmanager
-    def _child_sdk(self, name: str, parent: TraceRef, attributes: dict, kind: str,
-                   current: bool) -> Iterator[TraceRef]:
+    def _child_sdk(self, name: str, parent: TraceRef, attributes: dict, kind: str, current: bool) -> Iterator[TraceRef]:
         ctx = _parent_context(parent)
         if ctx is None:
             yield parent
@@ -163,8 +176,9 @@ class Tracer:
             span.end()
 
     @contextlib.contextmanager
-    def _child_fast(self, name: str, parent: TraceRef, attributes: dict, kind: str,
-                    current: bool) -> Iterator[TraceRef]:
+    def _child_fast(
+        self, name: str, parent: TraceRef, attributes: dict, kind: str, current: bool
+    ) -> Iterator[TraceRef]:
         try:
             trace_id, parent_id = bytes.fromhex(parent[0]), bytes.fromhex(parent[1])
         except (TypeError, ValueError):
@@ -193,8 +207,20 @@ class Tracer:
             status = (span_export.STATUS_ERROR, type(exc).__name__)
             raise
         finally:
-            self._spans.record((trace_id, span_id.to_bytes(8, "big"), parent_id, name, _SPAN_KIND[kind], start,
-                                time.time_ns(), tuple(attributes.items()), (), status))
+            self._spans.record(
+                (
+                    trace_id,
+                    span_id.to_bytes(8, "big"),
+                    parent_id,
+                    name,
+                    _SPAN_KIND[kind],
+                    start,
+                    time.time_ns(),
+                    tuple(attributes.items()),
+                    (),
+                    status,
+                )
+            )
 
 
 def _end_with(span: trace.Span, exc: BaseException) -> None:
@@ -203,8 +229,11 @@ def _end_with(span: trace.Span, exc: BaseException) -> None:
     span.set_status(trace.Status(trace.StatusCode.ERROR, type(exc).__name__))
 
 
-_SPAN_KIND = {"producer": span_export.KIND_PRODUCER, "consumer": span_export.KIND_CONSUMER,
-              "internal": span_export.KIND_INTERNAL}
+_SPAN_KIND = {
+    "producer": span_export.KIND_PRODUCER,
+    "consumer": span_export.KIND_CONSUMER,
+    "internal": span_export.KIND_INTERNAL,
+}
 
 
 def _random_span_id() -> int:
@@ -230,12 +259,15 @@ class EngineSpan(trace.Span):
     """A span of the engine's pipeline that user code can see as the current span (an
     activity's): attributes, events, status and exceptions are recorded; links are not."""
 
-    def __init__(self, spans, name: str, kind: int, trace_id: bytes, span_id: int, parent_id: bytes,
-                 attributes: dict):
+    def __init__(self, spans, name: str, kind: int, trace_id: bytes, span_id: int, parent_id: bytes, attributes: dict):
         self._spans, self._name, self._kind = spans, name, kind
         self._trace_id, self._span_id, self._parent_id = trace_id, span_id, parent_id
-        self._context = trace.SpanContext(int.from_bytes(trace_id, "big"), span_id, is_remote=False,
-                                          trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))
+        self._context = trace.SpanContext(
+            int.from_bytes(trace_id, "big"),
+            span_id,
+            is_remote=False,
+            trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+        )
         self._attributes = dict(attributes)
         self._events: list = []
         self._status = None
@@ -246,9 +278,20 @@ class EngineSpan(trace.Span):
         if self._ended:
             return
         self._ended = True
-        self._spans.record((self._trace_id, self._span_id.to_bytes(8, "big"), self._parent_id, self._name,
-                            self._kind, self._start, end_time or time.time_ns(), tuple(self._attributes.items()),
-                            tuple(self._events), self._status))
+        self._spans.record(
+            (
+                self._trace_id,
+                self._span_id.to_bytes(8, "big"),
+                self._parent_id,
+                self._name,
+                self._kind,
+                self._start,
+                end_time or time.time_ns(),
+                tuple(self._attributes.items()),
+                tuple(self._events),
+                self._status,
+            )
+        )
 
     def get_span_context(self) -> trace.SpanContext:
         return self._context
@@ -263,8 +306,9 @@ class EngineSpan(trace.Span):
 
     def add_event(self, name: str, attributes=None, timestamp: int | None = None) -> None:
         if not self._ended:
-            self._events.append((name, timestamp or time.time_ns(),
-                                 tuple((k, _plain(v)) for k, v in (attributes or {}).items())))
+            self._events.append(
+                (name, timestamp or time.time_ns(), tuple((k, _plain(v)) for k, v in (attributes or {}).items()))
+            )
 
     def add_link(self, context, attributes=None) -> None:
         pass  # the engine's spans carry no links; documented in docs/tracing.md
@@ -288,10 +332,14 @@ class EngineSpan(trace.Span):
         elif code is trace.StatusCode.OK:
             self._status = (span_export.STATUS_OK, "")
 
-    def record_exception(self, exception: BaseException, attributes=None, timestamp: int | None = None,
-                         escaped: bool = False) -> None:
-        self.add_event("exception", {"exception.type": type(exception).__name__,
-                                     "exception.message": str(exception), **(attributes or {})}, timestamp)
+    def record_exception(
+        self, exception: BaseException, attributes=None, timestamp: int | None = None, escaped: bool = False
+    ) -> None:
+        self.add_event(
+            "exception",
+            {"exception.type": type(exception).__name__, "exception.message": str(exception), **(attributes or {})},
+            timestamp,
+        )
 
 
 def configure_from_env(service_name: str, env: dict | None = None) -> trace.TracerProvider | None:
@@ -301,8 +349,11 @@ def configure_from_env(service_name: str, env: dict | None = None) -> trace.Trac
     provider = provider_from_env(service_name, env)
     if provider is not None:
         trace.set_tracer_provider(provider)
-        log.info("tracing: exporting spans (%s) as service %s", env.get("OTEL_TRACES_EXPORTER"),
-                 env.get("OTEL_SERVICE_NAME") or service_name)
+        log.info(
+            "tracing: exporting spans (%s) as service %s",
+            env.get("OTEL_TRACES_EXPORTER"),
+            env.get("OTEL_SERVICE_NAME") or service_name,
+        )
     return provider
 
 
@@ -328,23 +379,29 @@ def provider_from_env(service_name: str, env: dict | None = None) -> trace.Trace
             raise ConfigError(f"KADENCE_ENGINE_SPANS={engine_spans}: kadence (the engine's own pipeline) or sdk")
         if wanted == ["otlp"] and engine_spans == "kadence":  # the engine's own pipeline (decision 0042)
             from .span_export import engine_tracer_provider
+
             provider = engine_tracer_provider(service_name, env)
         else:
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
             exporters = []
             for name in wanted:
                 if name == "otlp":
                     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
                     exporters.append(OTLPSpanExporter())
                 else:
                     exporters.append(ConsoleSpanExporter())
-            provider = TracerProvider(resource=Resource.create(
-                {"service.name": env.get("OTEL_SERVICE_NAME") or service_name}))
+            provider = TracerProvider(
+                resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or service_name})
+            )
             for exporter in exporters:
                 provider.add_span_processor(BatchSpanProcessor(exporter))
     except ImportError as exc:
-        raise ConfigError(f"OTEL_TRACES_EXPORTER={env['OTEL_TRACES_EXPORTER']} needs the tracing extra: "
-                          f"pip install 'kadence[tracing]' ({exc})") from exc
+        raise ConfigError(
+            f"OTEL_TRACES_EXPORTER={env['OTEL_TRACES_EXPORTER']} needs the tracing extra: "
+            f"pip install 'kadence[tracing]' ({exc})"
+        ) from exc
     return provider

@@ -28,9 +28,15 @@ log = logging.getLogger(__name__)
 
 #: errors that mean "the broker is busy or did not answer in time", not "this producer is
 #: broken", whether or not librdkafka flags them retriable (the chaos seed's was raised as is)
-_RETRY_CODES = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
-                KafkaError.CONCURRENT_TRANSACTIONS, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR}
+_RETRY_CODES = {
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError.CONCURRENT_TRANSACTIONS,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+}
 
 
 def _retriable(exc: KafkaException) -> bool:
@@ -40,8 +46,14 @@ def _retriable(exc: KafkaException) -> bool:
     return err.retriable() or err.code() in _RETRY_CODES
 
 
-def start_transactional(factory: Callable[[], Producer], *, what: str, attempt_timeout: float = 60.0,
-                        stop: threading.Event | None = None, max_delay: float = 5.0) -> Producer:
+def start_transactional(
+    factory: Callable[[], Producer],
+    *,
+    what: str,
+    attempt_timeout: float = 60.0,
+    stop: threading.Event | None = None,
+    max_delay: float = 5.0,
+) -> Producer:
     """A producer from ``factory()`` whose ``init_transactions`` succeeded.
 
     A failed attempt is repeated with backoff while its error is transient; each repeat uses a
@@ -59,8 +71,12 @@ def start_transactional(factory: Callable[[], Producer], *, what: str, attempt_t
         except KafkaException as exc:
             if not _retriable(exc) or stop.is_set():
                 raise
-            log.warning("%s: starting transactions failed (%s); retrying in %.1f s with a new producer", what,
-                        exc.args[0].str(), delay)
+            log.warning(
+                "%s: starting transactions failed (%s); retrying in %.1f s with a new producer",
+                what,
+                exc.args[0].str(),
+                delay,
+            )
             stop.wait(delay)
             delay = min(max_delay, delay * 2)
 
@@ -148,8 +164,9 @@ class GuardedCall:
     def _helper(self) -> queue.SimpleQueue:
         if self._jobs is None:
             jobs: queue.SimpleQueue = queue.SimpleQueue()
-            threading.Thread(target=self._serve, args=(jobs,), name=f"{self.name}-{self.abandoned}",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._serve, args=(jobs,), name=f"{self.name}-{self.abandoned}", daemon=True
+            ).start()
             self._jobs = jobs
         return self._jobs
 

@@ -48,8 +48,11 @@ def _build(hint: Any) -> TypeAdapter | None:
     try:
         return TypeAdapter(hint)
     except Exception as exc:  # noqa: BLE001 - pydantic's schema errors (a class it cannot validate into)
-        log.warning("payloads of type %s stay as decoded: pydantic cannot convert into it (%s)",
-                    getattr(hint, "__qualname__", hint), type(exc).__name__)
+        log.warning(
+            "payloads of type %s stay as decoded: pydantic cannot convert into it (%s)",
+            getattr(hint, "__qualname__", hint),
+            type(exc).__name__,
+        )
         return None
 
 
@@ -108,8 +111,9 @@ def signature(fn: Callable, *, method: bool = False) -> Signature:
         hints = typing.get_type_hints(fn)
         params = list(inspect.signature(fn).parameters.values())
     except (NameError, TypeError, ValueError) as exc:
-        log.debug("type hints of %s not resolved (%s); its payloads stay as decoded",
-                  getattr(fn, "__qualname__", fn), exc)
+        log.debug(
+            "type hints of %s not resolved (%s); its payloads stay as decoded", getattr(fn, "__qualname__", fn), exc
+        )
         return _PLAIN
     if method and params:
         params = params[1:]
@@ -129,8 +133,12 @@ def convert(value: Any, ad: TypeAdapter, what: str, *, field: str | None = None)
     try:
         return ad.validate_python(value)
     except ValidationError as exc:
-        problems = [f"{'.'.join(str(part) for part in err['loc']) or '(the value)'}: {err['msg']}"
-                    for err in exc.errors(include_url=False, include_input=False)[:5]]
+        problems = [
+            f"{'.'.join(str(part) for part in err['loc']) or '(the value)'}: {err['msg']}"
+            for err in exc.errors(include_url=False, include_input=False)[:5]
+        ]
         more = exc.error_count() - len(problems)
-        raise PayloadTypeError(f"{what} does not match its type: {'; '.join(problems)}"
-                               + (f" (and {more} more)" if more > 0 else ""), field=field) from None
+        raise PayloadTypeError(
+            f"{what} does not match its type: {'; '.join(problems)}" + (f" (and {more} more)" if more > 0 else ""),
+            field=field,
+        ) from None

@@ -40,8 +40,6 @@ __all__ = ["InvalidQueryError", "VisibilityReader", "projection_lag"]
 _CHUNK = 500
 
 
-
-
 def _record(raw: dict) -> dict | None:
     if not raw:
         return None
@@ -54,13 +52,21 @@ def _record(raw: dict) -> dict | None:
         return int(v) if v not in (None, "") else None
 
     return {
-        "workflow_id": r["workflow_id"], "run_id": r["run_id"], "workflow_type": r.get("type", ""),
-        "status": r.get("status", ""), "paused": r.get("paused") == "1", "task_queue": r.get("task_queue", ""),
-        "start_time_ms": num("start_ms"), "close_time_ms": num("close_ms"),
+        "workflow_id": r["workflow_id"],
+        "run_id": r["run_id"],
+        "workflow_type": r.get("type", ""),
+        "status": r.get("status", ""),
+        "paused": r.get("paused") == "1",
+        "task_queue": r.get("task_queue", ""),
+        "start_time_ms": num("start_ms"),
+        "close_time_ms": num("close_ms"),
         "search_attributes": json.loads(r.get("sa") or "{}") or {},
-        "parent_workflow_id": r.get("parent") or None, "continued_from_run_id": r.get("cont") or None,
-        "new_run_id": r.get("new_run") or None, "last_seq": num("last_seq") or 0,
-        "history_offset": num("offset"), "partition": num("partition"),
+        "parent_workflow_id": r.get("parent") or None,
+        "continued_from_run_id": r.get("cont") or None,
+        "new_run_id": r.get("new_run") or None,
+        "last_seq": num("last_seq") or 0,
+        "history_offset": num("offset"),
+        "partition": num("partition"),
     }
 
 
@@ -117,10 +123,12 @@ class VisibilityReader:
     async def wait_for_seq(self, workflow_id: str, run_id: str, seq: int, timeout: float) -> bool:
         """Wait until the run's record reflects history event ``seq`` (a reply's ``history_seq``);
         False on timeout. Polls (every 10 ms, backing off to 100 ms)."""
+
         async def reflected() -> bool:
             g = await self._prefix()
             last = await self.redis.hget(f"{g}run:{workflow_id}/{run_id}", "last_seq")
             return last is not None and int(last) >= seq
+
         return await poll_until(reflected, timeout)
 
     # -- list / count -------------------------------------------------------------------------
@@ -129,8 +137,10 @@ class VisibilityReader:
         """The index to walk, and the filters left to check on each record."""
         if status is not None and status not in RUN_STATUSES:
             raise InvalidQueryError(f"status must be one of {', '.join(RUN_STATUSES)} (got {status!r})")
-        if search is not None and (not isinstance(search, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in search.items())):
+        if search is not None and (
+            not isinstance(search, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in search.items())
+        ):
             raise InvalidQueryError("search is a dict of str to str")
         if paused is not None and not isinstance(paused, bool):
             raise InvalidQueryError("paused is true, false or None")
@@ -148,8 +158,20 @@ class VisibilityReader:
             return f"{g}i:status:{status}", rest
         return f"{g}i:all", rest
 
-    async def _walk(self, *, workflow_type, status, start_from_ms, start_to_ms, close_from_ms, close_to_ms,
-                    search, cursor, limit, paused=None):
+    async def _walk(
+        self,
+        *,
+        workflow_type,
+        status,
+        start_from_ms,
+        start_to_ms,
+        close_from_ms,
+        close_to_ms,
+        search,
+        cursor,
+        limit,
+        paused=None,
+    ):
         """Yield (member, record) in list order, after ``cursor``, at most ``limit``."""
         start_from_ms, start_to_ms = _ms_bound(start_from_ms), _ms_bound(start_to_ms)
         close_from_ms, close_to_ms = _ms_bound(close_from_ms), _ms_bound(close_to_ms)
@@ -199,34 +221,62 @@ class VisibilityReader:
             return False
         if close_from_ms is not None or close_to_ms is not None:
             c = rec["close_time_ms"]
-            if c is None or (close_from_ms is not None and c < close_from_ms) or (
-                    close_to_ms is not None and c > close_to_ms):
+            if (
+                c is None
+                or (close_from_ms is not None and c < close_from_ms)
+                or (close_to_ms is not None and c > close_to_ms)
+            ):
                 return False
         return True
 
-    async def list(self, *, workflow_type: str | None = None, status: str | None = None,
-                   start_from_ms: int | None = None, start_to_ms: int | None = None,
-                   close_from_ms: int | None = None, close_to_ms: int | None = None,
-                   search: dict | None = None, page_size: int = 100,
-                   cursor: str | None = None, paused: bool | None = None) -> tuple[list[dict], str | None]:
+    async def list(
+        self,
+        *,
+        workflow_type: str | None = None,
+        status: str | None = None,
+        start_from_ms: int | None = None,
+        start_to_ms: int | None = None,
+        close_from_ms: int | None = None,
+        close_to_ms: int | None = None,
+        search: dict | None = None,
+        page_size: int = 100,
+        cursor: str | None = None,
+        paused: bool | None = None,
+    ) -> tuple[list[dict], str | None]:
         """One page of runs, newest start first, and the cursor of the next page (None at the end)."""
         if not isinstance(page_size, int) or not 1 <= page_size <= 1000:
             raise InvalidQueryError("page_size must be between 1 and 1000")
         items, last = [], None
         async for member, rec in self._walk(
-                workflow_type=workflow_type, status=status, start_from_ms=start_from_ms, start_to_ms=start_to_ms,
-                close_from_ms=close_from_ms, close_to_ms=close_to_ms, search=search, cursor=cursor,
-                limit=page_size + 1, paused=paused):
+            workflow_type=workflow_type,
+            status=status,
+            start_from_ms=start_from_ms,
+            start_to_ms=start_to_ms,
+            close_from_ms=close_from_ms,
+            close_to_ms=close_to_ms,
+            search=search,
+            cursor=cursor,
+            limit=page_size + 1,
+            paused=paused,
+        ):
             if len(items) == page_size:
                 return items, _encode_cursor(last)
             items.append(rec)
             last = member
         return items, None
 
-    async def count(self, *, workflow_type: str | None = None, status: str | None = None,
-                    start_from_ms: int | None = None, start_to_ms: int | None = None,
-                    close_from_ms: int | None = None, close_to_ms: int | None = None,
-                    search: dict | None = None, paused: bool | None = None) -> dict:
+    async def count(
+        self,
+        *,
+        workflow_type: str | None = None,
+        status: str | None = None,
+        start_from_ms: int | None = None,
+        start_to_ms: int | None = None,
+        close_from_ms: int | None = None,
+        close_to_ms: int | None = None,
+        search: dict | None = None,
+        paused: bool | None = None,
+    ) -> dict:
         """``{"total": n, "by_type": {type: n}, "by_status": {status: n}}`` of the matching runs.
 
         Without time or search filters this reads the counters (one hash); otherwise it walks
@@ -242,17 +292,28 @@ class VisibilityReader:
             for k, v in (await self.redis.hgetall(f"{g}counts")).items():
                 st, typ = _s(k).split(SEP, 1)
                 n = int(v)
-                if n <= 0 or (workflow_type is not None and typ != workflow_type) or (
-                        status is not None and st != status):
+                if (
+                    n <= 0
+                    or (workflow_type is not None and typ != workflow_type)
+                    or (status is not None and st != status)
+                ):
                     continue
                 by_type[typ] = by_type.get(typ, 0) + n
                 by_status[st] = by_status.get(st, 0) + n
                 total += n
         else:
             async for _m, rec in self._walk(
-                    workflow_type=workflow_type, status=status, start_from_ms=start_from_ms,
-                    start_to_ms=start_to_ms, close_from_ms=close_from_ms, close_to_ms=close_to_ms,
-                    search=search, cursor=None, limit=10**12, paused=paused):
+                workflow_type=workflow_type,
+                status=status,
+                start_from_ms=start_from_ms,
+                start_to_ms=start_to_ms,
+                close_from_ms=close_from_ms,
+                close_to_ms=close_to_ms,
+                search=search,
+                cursor=None,
+                limit=10**12,
+                paused=paused,
+            ):
                 by_type[rec["workflow_type"]] = by_type.get(rec["workflow_type"], 0) + 1
                 by_status[rec["status"]] = by_status.get(rec["status"], 0) + 1
                 total += 1
@@ -275,5 +336,10 @@ async def projection_lag(redis, namespace: str, *, stale_after_s: float = 15.0) 
     age = max(0.0, time.time() - report["updated_ms"] / 1000)
     running = age <= stale_after_s
     seconds = report["seconds"] if running else report["seconds"] + age
-    return {"running": running, "events": report["events"], "seconds": round(seconds, 3),
-            "updated_ms": report["updated_ms"], "partitions": report.get("partitions", {})}
+    return {
+        "running": running,
+        "events": report["events"],
+        "seconds": round(seconds, 3),
+        "updated_ms": report["updated_ms"],
+        "partitions": report.get("partitions", {}),
+    }

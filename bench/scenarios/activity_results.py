@@ -28,12 +28,23 @@ async def run(ctx: Context) -> dict:
             async with engine(ctx, f"txr-{mode}-{round_}", worker_env={"KADENCE_WORKER_TXN_RESULTS": value}) as eng:
                 light = await window(ctx, task, eng, "three_activity", 1, seconds, f"{mode} light")
                 heavy = await window(ctx, task, eng, "three_activity", busy, seconds, f"{mode} x{busy}")
-            runs[mode].append({"light_wf_per_s": light["wf_per_s"], "busy_wf_per_s": heavy["wf_per_s"],
-                               "light_ms_per_wf": round(1000 / light["wf_per_s"], 2) if light["wf_per_s"] else None,
-                               "busy_cpu_percent": heavy["cpu_percent_of_core"]})
+            runs[mode].append(
+                {
+                    "light_wf_per_s": light["wf_per_s"],
+                    "busy_wf_per_s": heavy["wf_per_s"],
+                    "light_ms_per_wf": round(1000 / light["wf_per_s"], 2) if light["wf_per_s"] else None,
+                    "busy_cpu_percent": heavy["cpu_percent_of_core"],
+                }
+            )
     mean, ratios = alternating_summary(runs, ("light_wf_per_s", "busy_wf_per_s"), "auto_commit")
     ratio = ratios["transactional"]
-    ctx.update(task, f"[green]transactional/auto-commit: light {ratio['light_wf_per_s']}, x{busy} "
-                     f"{ratio['busy_wf_per_s']}[/]")
-    return {"runs": runs, "mean": mean, "transactional_over_auto_commit": ratio, "concurrency": busy,
-            "window_s": seconds}
+    ctx.update(
+        task, f"[green]transactional/auto-commit: light {ratio['light_wf_per_s']}, x{busy} {ratio['busy_wf_per_s']}[/]"
+    )
+    return {
+        "runs": runs,
+        "mean": mean,
+        "transactional_over_auto_commit": ratio,
+        "concurrency": busy,
+        "window_s": seconds,
+    }

@@ -54,8 +54,9 @@ async def _probe_start(client, workflow_id: str, since: float) -> float | None:
     """Seconds from ``since`` until a new workflow's start is answered (committed), or None if
     it failed; the workflow is left to run with the others."""
     try:
-        await client.start_workflow(workloads.ThreeActivities, 0, id=workflow_id, task_queue=QUEUE,
-                                    timeout=ROUND_TIMEOUT_S)
+        await client.start_workflow(
+            workloads.ThreeActivities, 0, id=workflow_id, task_queue=QUEUE, timeout=ROUND_TIMEOUT_S
+        )
     except Exception:  # noqa: BLE001 - a failed probe is reported as None, the round goes on
         return None
     return round(time.monotonic() - since, 2)
@@ -76,8 +77,11 @@ async def run(ctx: Context) -> dict:
             tail = threading.Thread(target=_tail, args=(eng.config, stop, seen), daemon=True)
             tail.start()
             rec = Recorder()
-            runner = asyncio.create_task(closed_loop(eng.client, workloads.ThreeActivities, rec,
-                                                     concurrency=CONCURRENCY, until=time.monotonic() + 3600))
+            runner = asyncio.create_task(
+                closed_loop(
+                    eng.client, workloads.ThreeActivities, rec, concurrency=CONCURRENCY, until=time.monotonic() + 3600
+                )
+            )
             try:
                 await asyncio.sleep(max(3.0, own.settings.warmup))
                 if not rec.done:
@@ -102,13 +106,27 @@ async def run(ctx: Context) -> dict:
                     if not probe.done():
                         probe.cancel()
                     if first_commit is None or first_done is None:  # the engine is stuck: no more rounds
-                        rounds.append({"first_commit_s": None, "first_completion_s": None, "timed_out": True,
-                                       "probe_start_s": probe_s})
-                        ctx.update(task, f"[red]round {i}: nothing completed within {ROUND_TIMEOUT_S:.0f} s of the "
-                                         f"broker's return; logs in {eng.procs.logdir}[/]")
+                        rounds.append(
+                            {
+                                "first_commit_s": None,
+                                "first_completion_s": None,
+                                "timed_out": True,
+                                "probe_start_s": probe_s,
+                            }
+                        )
+                        ctx.update(
+                            task,
+                            f"[red]round {i}: nothing completed within {ROUND_TIMEOUT_S:.0f} s of the "
+                            f"broker's return; logs in {eng.procs.logdir}[/]",
+                        )
                         break
-                    rounds.append({"first_commit_s": round(first_commit, 2), "first_completion_s": round(first_done, 2),
-                                   "probe_start_s": probe_s})
+                    rounds.append(
+                        {
+                            "first_commit_s": round(first_commit, 2),
+                            "first_completion_s": round(first_done, 2),
+                            "probe_start_s": probe_s,
+                        }
+                    )
                     await asyncio.sleep(3)  # steady again before the next kill
                 eng.procs.check_alive()
             finally:
@@ -121,12 +139,23 @@ async def run(ctx: Context) -> dict:
     timed_out = sum(1 for r in rounds if r.get("timed_out"))
     # a round that timed out counts as its timeout: a lower bound, and the target is not met
     worst = max(ROUND_TIMEOUT_S if r.get("timed_out") else r["first_commit_s"] for r in rounds)
-    out = {"rounds": rounds, "first_commit_s_max": worst, "timed_out_rounds": timed_out,
-           "first_completion_s_max": max(ROUND_TIMEOUT_S if r.get("timed_out") else r["first_completion_s"]
-                                         for r in rounds), "target_s": TARGET_S,
-           "down_s": DOWN_S, "concurrency": CONCURRENCY, "session_timeout_ms": int(session_timeout_ms()),
-           "errors": len(rec.errors),
-           "what": "broker SIGKILL, down 3 s, started again -> first history event committed after its return"}
-    ctx.update(task, f"first commit after the broker's return: worst {worst} s of {len(rounds)} rounds, "
-                     f"{timed_out} timed out (target < {TARGET_S:.0f} s)")
+    out = {
+        "rounds": rounds,
+        "first_commit_s_max": worst,
+        "timed_out_rounds": timed_out,
+        "first_completion_s_max": max(
+            ROUND_TIMEOUT_S if r.get("timed_out") else r["first_completion_s"] for r in rounds
+        ),
+        "target_s": TARGET_S,
+        "down_s": DOWN_S,
+        "concurrency": CONCURRENCY,
+        "session_timeout_ms": int(session_timeout_ms()),
+        "errors": len(rec.errors),
+        "what": "broker SIGKILL, down 3 s, started again -> first history event committed after its return",
+    }
+    ctx.update(
+        task,
+        f"first commit after the broker's return: worst {worst} s of {len(rounds)} rounds, "
+        f"{timed_out} timed out (target < {TARGET_S:.0f} s)",
+    )
     return out

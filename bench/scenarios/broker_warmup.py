@@ -62,8 +62,9 @@ async def run(ctx: Context) -> dict:
     stop = asyncio.Event()
     t0 = time.monotonic()
     async with engine(ctx, "warmup") as eng:
-        runner = asyncio.create_task(closed_loop(eng.client, workloads.ThreeActivities, rec, concurrency=128,
-                                                 stop=stop))
+        runner = asyncio.create_task(
+            closed_loop(eng.client, workloads.ThreeActivities, rec, concurrency=128, stop=stop)
+        )
         try:
             last = compiler_cpu_seconds(broker) if broker is not None else None
             while True:
@@ -87,7 +88,8 @@ async def run(ctx: Context) -> dict:
             await asyncio.gather(runner, return_exceptions=True)
     seconds = round(time.monotonic() - t0, 1)
     settled = bool(samples) and samples[-1] < SETTLED_PERCENT
-    ctx.update(task, f"[green]{seconds}s[/], JIT compiler samples {samples} % of a core"
-                     + ("" if settled else " (not settled)"))
-    return {"seconds": seconds, "compiler_percent_samples": samples, "settled": settled,
-            "workflows": len(rec.done)}
+    ctx.update(
+        task,
+        f"[green]{seconds}s[/], JIT compiler samples {samples} % of a core" + ("" if settled else " (not settled)"),
+    )
+    return {"seconds": seconds, "compiler_percent_samples": samples, "settled": settled, "workflows": len(rec.done)}

@@ -45,12 +45,40 @@ async def _fill_visibility(redis_url: str, namespace: str, runs: int, progress) 
         for i in range(runs):
             wf, run = f"bench-run-{i}", f"r{i}"
             start = t0 + i * 1000
-            batch.append(json.dumps({"k": "start", "w": wf, "r": run, "s": 1, "p": i % 4, "o": i, "t": start,
-                                     "type": f"Bench{i % 5}", "tq": "bench", "sa": {"tier": rng.choice("abc")},
-                                     "parent": "", "cont": ""}))
+            batch.append(
+                json.dumps(
+                    {
+                        "k": "start",
+                        "w": wf,
+                        "r": run,
+                        "s": 1,
+                        "p": i % 4,
+                        "o": i,
+                        "t": start,
+                        "type": f"Bench{i % 5}",
+                        "tq": "bench",
+                        "sa": {"tier": rng.choice("abc")},
+                        "parent": "",
+                        "cont": "",
+                    }
+                )
+            )
             if i % 3:
-                batch.append(json.dumps({"k": "close", "w": wf, "r": run, "s": 2, "p": i % 4, "o": i, "t": start + 500,
-                                         "status": "completed", "new_run": ""}))
+                batch.append(
+                    json.dumps(
+                        {
+                            "k": "close",
+                            "w": wf,
+                            "r": run,
+                            "s": 2,
+                            "p": i % 4,
+                            "o": i,
+                            "t": start + 500,
+                            "status": "completed",
+                            "new_run": "",
+                        }
+                    )
+                )
             if len(batch) >= 2000:
                 await script(keys=[], args=[base, "live", *batch])
                 batch = []
@@ -83,17 +111,22 @@ async def run(ctx: Context) -> dict:
     task = ctx.task("console")
     async with engine(ctx, "console", timers=False) as eng:
         ctx.update(task, f"writing {runs} runs into visibility")
-        await _fill_visibility(redis_url, eng.config.namespace, runs,
-                               lambda n: ctx.update(task, f"visibility: {n}/{runs} runs"))
+        await _fill_visibility(
+            redis_url, eng.config.namespace, runs, lambda n: ctx.update(task, f"visibility: {n}/{runs} runs")
+        )
         ctx.update(task, f"running a workflow to a {events}-event history")
         long_id = "console-long-history"
-        handle = await eng.client.start_workflow("LongHistory", max(1, (events - 5) // 4), id=long_id,
-                                                 task_queue="bench")
+        handle = await eng.client.start_workflow(
+            "LongHistory", max(1, (events - 5) // 4), id=long_id, task_queue="bench"
+        )
         await handle.result(timeout=600)
         history_len = len(await handle.history(raw=True))
         port = free_port()
-        eng.procs._spawn("gw", [sys.executable, "-m", "kadence.cli", "gateway", "--port", str(port), "--no-auth"],
-                         eng.procs._env(KADENCE_REDIS_URL=redis_url))
+        eng.procs._spawn(
+            "gw",
+            [sys.executable, "-m", "kadence.cli", "gateway", "--port", str(port), "--no-auth"],
+            eng.procs._env(KADENCE_REDIS_URL=redis_url),
+        )
         url = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(base_url=url, timeout=60) as http:
             deadline = time.monotonic() + 60
@@ -121,8 +154,11 @@ async def run(ctx: Context) -> dict:
                 meter.start()
                 times = await _measure(http, path, seconds)
                 cpu = meter.stop()
-                out[name] = {"ms": summary(times), "requests": len(times),
-                             "gateway_cpu_ms_per_request": round(cpu["gateway"] * seconds * 10 / len(times), 2)}
+                out[name] = {
+                    "ms": summary(times),
+                    "requests": len(times),
+                    "gateway_cpu_ms_per_request": round(cpu["gateway"] * seconds * 10 / len(times), 2),
+                }
         verdict = ", ".join(f"{n} p99 {out[n]['ms']['p99']} ms" for n in pages)
         ok = all(out[n]["ms"]["p99"] < 100 for n in ("list", "list_filtered", "workflow"))
         out["target_p99_under_100_ms"] = ok

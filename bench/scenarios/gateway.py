@@ -57,13 +57,16 @@ def _engine_stats(before: dict, after: dict, elapsed: float) -> dict:
     commands = metric_delta(before, after, "kadence_processor_commands_total")
     batches = metric_delta(before, after, "kadence_processor_batch_size_count")
     commit_s = metric_delta(before, after, "kadence_processor_commit_seconds_sum")
-    return {"commands_per_s": round(commands / elapsed, 1),
-            "mean_batch": round(commands / batches, 1) if batches else None,
-            "mean_commit_ms": round(1000 * commit_s / batches, 2) if batches else None}
+    return {
+        "commands_per_s": round(commands / elapsed, 1),
+        "mean_batch": round(commands / batches, 1) if batches else None,
+        "mean_commit_ms": round(1000 * commit_s / batches, 2) if batches else None,
+    }
 
 
-async def _closed_loop(send, seconds: float, warmup: float, concurrency: int,
-                       metrics=None) -> tuple[list[float], int, float, dict | None]:
+async def _closed_loop(
+    send, seconds: float, warmup: float, concurrency: int, metrics=None
+) -> tuple[list[float], int, float, dict | None]:
     """Run ``send(i)`` from ``concurrency`` loops; latencies (ms) and errors of the calls that
     started inside the measured window, its length, and the processor's stats in the window
     (``metrics()``: a scrape of the processor's counters)."""
@@ -128,8 +131,9 @@ async def run(ctx: Context) -> dict:
         url = f"http://127.0.0.1:{port}"
         ctx.update(task, "waiting for the gateway")
         deadline = time.monotonic() + 60
-        async with httpx.AsyncClient(base_url=url, timeout=30, headers=headers,
-                                     limits=httpx.Limits(max_connections=CONCURRENCY)) as http:
+        async with httpx.AsyncClient(
+            base_url=url, timeout=30, headers=headers, limits=httpx.Limits(max_connections=CONCURRENCY)
+        ) as http:
             while True:
                 eng.procs.check_alive()
                 try:
@@ -147,11 +151,13 @@ async def run(ctx: Context) -> dict:
                 wid = f"gw-{tag}-{i}"
                 try:
                     if client_kind == "httpx":
-                        r = await http.post("/v1/workflows/OneActivity/start", json=_start_body(wid),
-                                            headers={"Idempotency-Key": wid})
+                        r = await http.post(
+                            "/v1/workflows/OneActivity/start", json=_start_body(wid), headers={"Idempotency-Key": wid}
+                        )
                     else:
-                        r = await lean.post_json("/v1/workflows/OneActivity/start", _start_body(wid),
-                                                 {"Idempotency-Key": wid})
+                        r = await lean.post_json(
+                            "/v1/workflows/OneActivity/start", _start_body(wid), {"Idempotency-Key": wid}
+                        )
                     return r.status_code == 201
                 except (httpx.HTTPError, OSError, asyncio.IncompleteReadError, ValueError):
                     return False
@@ -161,10 +167,19 @@ async def run(ctx: Context) -> dict:
 
             async def via_kafka(i: int) -> bool:
                 wid = f"direct-{tag}-{i}"
-                fut = direct.send(wid, "StartWorkflow", {
-                    "workflow_type": "OneActivity", "task_queue": QUEUE, "input": body,
-                    "id_reuse_policy": "allow_duplicate", "run_timeout_ms": None, "search_attributes": {}},
-                    request_id=wid)
+                fut = direct.send(
+                    wid,
+                    "StartWorkflow",
+                    {
+                        "workflow_type": "OneActivity",
+                        "task_queue": QUEUE,
+                        "input": body,
+                        "id_reuse_policy": "allow_duplicate",
+                        "run_timeout_ms": None,
+                        "search_attributes": {},
+                    },
+                    request_id=wid,
+                )
                 try:
                     reply = await asyncio.wait_for(asyncio.wrap_future(fut), 30)
                     return reply["status"] == "ok"
@@ -186,23 +201,32 @@ async def run(ctx: Context) -> dict:
                     ctx.update(task, f"{path} starts x{CONCURRENCY} ({n + 1}/{len(ORDER)}), {half:g}s")
                     cpu = CpuMeter({**eng.pids(), "gateway": eng.procs.procs["gw"].pid})
                     cpu.start()
-                    lat, err, window, stats = await _closed_loop(paths[path], half, s.warmup, CONCURRENCY,
-                                                                 eng.procs.metrics)
+                    lat, err, window, stats = await _closed_loop(
+                        paths[path], half, s.warmup, CONCURRENCY, eng.procs.metrics
+                    )
                     usage = cpu.stop()
                     o = out[path]
                     o["lat"] += lat
                     o["errors"] += err
                     o["window"] += window
-                    o["rounds"].append({"starts_per_s": round(len(lat) / window, 1), "engine": stats,
-                                        "cpu_percent": usage})
+                    o["rounds"].append(
+                        {"starts_per_s": round(len(lat) / window, 1), "engine": stats, "cpu_percent": usage}
+                    )
                 # the latency sweep: HTTP starts/s at rising concurrency, with p99 at each level
                 sweep = []
                 for level in SWEEP:
                     ctx.update(task, f"http sweep x{level}")
                     lat, err, window, _stats = await _closed_loop(paths["http"], max(2.0, half / 2), 1.0, level)
                     if lat:
-                        sweep.append({"concurrency": level, "starts_per_s": round(len(lat) / window, 1),
-                                      "p50_ms": summary(lat)["p50"], "p99_ms": summary(lat)["p99"], "errors": err})
+                        sweep.append(
+                            {
+                                "concurrency": level,
+                                "starts_per_s": round(len(lat) / window, 1),
+                                "p50_ms": summary(lat)["p50"],
+                                "p99_ms": summary(lat)["p99"],
+                                "errors": err,
+                            }
+                        )
             finally:
                 await lean.aclose()
                 await asyncio.get_running_loop().run_in_executor(None, direct.close)
@@ -220,10 +244,16 @@ async def run(ctx: Context) -> dict:
         "gateway_starts_per_s": round(http_rate, 1),
         "gateway_start_p99_ms": summary(http_lat)["p99"],
         "gateway_to_direct_ratio": round(http_rate / direct_rate, 3) if direct_rate else None,
-        "gateway_start_ms": summary(http_lat), "gateway_errors": out["http"]["errors"],
-        "direct_starts_per_s": round(direct_rate, 1), "direct_start_ms": summary(direct_lat),
-        "direct_errors": out["direct"]["errors"], "concurrency": CONCURRENCY, "auth": bool(redis_url),
-        "http_client": client_kind, "order": list(ORDER),
+        "gateway_start_ms": summary(http_lat),
+        "gateway_errors": out["http"]["errors"],
+        "direct_starts_per_s": round(direct_rate, 1),
+        "direct_start_ms": summary(direct_lat),
+        "direct_errors": out["direct"]["errors"],
+        "concurrency": CONCURRENCY,
+        "auth": bool(redis_url),
+        "http_client": client_kind,
+        "order": list(ORDER),
         "gateway_cpu_ms_per_start": round(10 * (sum(gw_cpu) / len(gw_cpu)) / http_rate, 2) if http_rate else None,
-        "http_rounds": out["http"]["rounds"], "direct_rounds": out["direct"]["rounds"],
+        "http_rounds": out["http"]["rounds"],
+        "direct_rounds": out["direct"]["rounds"],
     }

@@ -67,8 +67,9 @@ def table(chains: list[list[tuple[str, float]]]) -> list[dict]:
     rows = []
     for i, step in enumerate(shape):
         values = [c[i][1] for c in same]
-        rows.append({"step": step, "p50_ms": round(percentile(values, 50), 2),
-                     "p99_ms": round(percentile(values, 99), 2)})
+        rows.append(
+            {"step": step, "p50_ms": round(percentile(values, 50), 2), "p99_ms": round(percentile(values, 99), 2)}
+        )
     return rows
 
 
@@ -91,11 +92,16 @@ def _variants() -> dict[str, dict]:
     return out
 
 
-async def _probe(ctx: Context, task, label: str, extra: dict, count: int, busy: int, seconds: float,
-                 idle_s: float = 10.0) -> dict:
+async def _probe(
+    ctx: Context, task, label: str, extra: dict, count: int, busy: int, seconds: float, idle_s: float = 10.0
+) -> dict:
     collector = SpanCollector()
-    env = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
-           "OTEL_BSP_SCHEDULE_DELAY": "200", **extra}
+    env = {
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "200",
+        **extra,
+    }
     provider = engine_tracer_provider("bench-client", env)
     tracer = provider.get_tracer("bench")
     timings: dict[int, tuple[int, int]] = {}
@@ -111,8 +117,14 @@ async def _probe(ctx: Context, task, label: str, extra: dict, count: int, busy: 
                     cpu.start()
                 with tracer.start_as_current_span("bench.workflow") as span:
                     t0 = time.time_ns()
-                    await eng.client.execute_workflow(workloads.ThreeActivities, i, id=f"hops-{i}-{t0}",
-                                                      task_queue=QUEUE, timeout=60, result_timeout=60)
+                    await eng.client.execute_workflow(
+                        workloads.ThreeActivities,
+                        i,
+                        id=f"hops-{i}-{t0}",
+                        task_queue=QUEUE,
+                        timeout=60,
+                        result_timeout=60,
+                    )
                     t1 = time.time_ns()
                 if i >= 5:
                     timings[span.get_span_context().trace_id] = (t0, t1)
@@ -145,19 +157,25 @@ async def _probe(ctx: Context, task, label: str, extra: dict, count: int, busy: 
     batches = metric_delta(m0, m1, "kadence_processor_batch_size_count")
     commit_s = metric_delta(m0, m1, "kadence_processor_commit_seconds_sum")
     elapsed_s = sum(e2e) / 1000
-    return {"env": extra, "workflows": len(e2e), "traced": len(chains),
-            "start_to_result_ms": {"p50": round(percentile(e2e, 50), 2), "p99": round(percentile(e2e, 99), 2)},
-            "processor_transactions_per_workflow": round(batches / len(e2e), 2) if e2e else None,
-            "processor_commit_mean_ms": round(commit_s / batches * 1000, 2) if batches else None,
-            # CPU while one workflow at a time ran, per workflow
-            "cpu_ms_per_workflow": cpu_per_workflow(usage, elapsed_s, len(e2e)),
-            # nothing running: % of one core per process, and in all (the bench process excepted)
-            "idle_cpu_percent": {**idle, "stack": round(sum(v for k, v in idle.items()
-                                                           if k not in ("machine_busy", "bench")), 1)},
-            "saturated": {"concurrency": busy, "wf_per_s": saturated["wf_per_s"]} if saturated else None,
-            "steps": table(chains),
-            # the two slowest workflows' chains, in full: where a p99 comes from
-            "slowest": [[(step, round(ms, 2)) for step, ms in chain(by_trace[t], *timings[t])] for t in slowest]}
+    return {
+        "env": extra,
+        "workflows": len(e2e),
+        "traced": len(chains),
+        "start_to_result_ms": {"p50": round(percentile(e2e, 50), 2), "p99": round(percentile(e2e, 99), 2)},
+        "processor_transactions_per_workflow": round(batches / len(e2e), 2) if e2e else None,
+        "processor_commit_mean_ms": round(commit_s / batches * 1000, 2) if batches else None,
+        # CPU while one workflow at a time ran, per workflow
+        "cpu_ms_per_workflow": cpu_per_workflow(usage, elapsed_s, len(e2e)),
+        # nothing running: % of one core per process, and in all (the bench process excepted)
+        "idle_cpu_percent": {
+            **idle,
+            "stack": round(sum(v for k, v in idle.items() if k not in ("machine_busy", "bench")), 1),
+        },
+        "saturated": {"concurrency": busy, "wf_per_s": saturated["wf_per_s"]} if saturated else None,
+        "steps": table(chains),
+        # the two slowest workflows' chains, in full: where a p99 comes from
+        "slowest": [[(step, round(ms, 2)) for step, ms in chain(by_trace[t], *timings[t])] for t in slowest],
+    }
 
 
 async def run(ctx: Context) -> dict:
@@ -170,19 +188,31 @@ async def run(ctx: Context) -> dict:
     ctx.update(task, "hops: the broker's floors (a produce -> consume round trip, a transactional hop)")
     loop = asyncio.get_running_loop()
     floor_config = await loop.run_in_executor(None, lambda: new_namespace(ctx.settings, "hops-floor", queues=()))
-    floors = {"roundtrip_ms": await loop.run_in_executor(None, raw_kafka.round_trip, floor_config, 3.0),
-              "txn_hop": await loop.run_in_executor(None, raw_kafka.txn_hops, floor_config)}
+    floors = {
+        "roundtrip_ms": await loop.run_in_executor(None, raw_kafka.round_trip, floor_config, 3.0),
+        "txn_hop": await loop.run_in_executor(None, raw_kafka.txn_hops, floor_config),
+    }
     runs: dict[str, list[dict]] = {name: [] for name in variants}
     for round_ in range(rounds):
         for name, extra in variants.items():
             runs[name].append(await _probe(ctx, task, f"{name} {round_ + 1}/{rounds}", extra, count, busy, seconds))
-    summary_ = {name: {"start_to_result_p50_ms": round(sum(r["start_to_result_ms"]["p50"] for r in rs) / len(rs), 2),
-                       "start_to_result_p99_ms": round(sum(r["start_to_result_ms"]["p99"] for r in rs) / len(rs), 2),
-                       "saturated_wf_per_s": round(sum(r["saturated"]["wf_per_s"] for r in rs) / len(rs), 1)
-                       if busy else None}
-                for name, rs in runs.items()}
+    summary_ = {
+        name: {
+            "start_to_result_p50_ms": round(sum(r["start_to_result_ms"]["p50"] for r in rs) / len(rs), 2),
+            "start_to_result_p99_ms": round(sum(r["start_to_result_ms"]["p99"] for r in rs) / len(rs), 2),
+            "saturated_wf_per_s": round(sum(r["saturated"]["wf_per_s"] for r in rs) / len(rs), 1) if busy else None,
+        }
+        for name, rs in runs.items()
+    }
     first = next(iter(runs.values()))[0]
-    ctx.update(task, "[green]hops: " + "; ".join(
-        f"{n} p50 {v['start_to_result_p50_ms']} ms" + (f", {v['saturated_wf_per_s']} wf/s at {busy}" if busy else "")
-        for n, v in summary_.items()) + "[/]")
+    ctx.update(
+        task,
+        "[green]hops: "
+        + "; ".join(
+            f"{n} p50 {v['start_to_result_p50_ms']} ms"
+            + (f", {v['saturated_wf_per_s']} wf/s at {busy}" if busy else "")
+            for n, v in summary_.items()
+        )
+        + "[/]",
+    )
     return {"summary": summary_, "floors": floors, "runs": runs, "steps": first["steps"], "rounds": rounds}

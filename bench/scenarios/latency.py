@@ -42,13 +42,20 @@ def analyse(done, t0: float, t1: float) -> dict:
         for prev, nxt in itertools.pairwise(acts):
             step.append(nxt[1] - prev[3])
     out = summary(step)
-    out.update({"what": "activity completed -> next activity scheduled (ms)", "dispatch": summary(dispatch),
-                "start_to_first_scheduled": summary(first), "start_to_close": summary(e2e)})
+    out.update(
+        {
+            "what": "activity completed -> next activity scheduled (ms)",
+            "dispatch": summary(dispatch),
+            "start_to_first_scheduled": summary(first),
+            "start_to_close": summary(e2e),
+        }
+    )
     return out
 
 
-async def _watch(ctx, task, rec: Recorder, runner, w0: float, w1: float, label: str, eng,
-                 cpu: CpuMeter | None = None) -> dict | None:
+async def _watch(
+    ctx, task, rec: Recorder, runner, w0: float, w1: float, label: str, eng, cpu: CpuMeter | None = None
+) -> dict | None:
     """Until ``runner`` is done; with ``cpu``: its usage over [w0, w1) (to the next 0.25 s)."""
     usage, started = None, False
     while not runner.done():
@@ -59,7 +66,9 @@ async def _watch(ctx, task, rec: Recorder, runner, w0: float, w1: float, label: 
         if cpu is not None and started and usage is None and now >= w1:
             usage = cpu.stop()
         phase = "warm-up" if now < w0 else ("drain" if now >= w1 else f"{now - w0:.0f}/{w1 - w0:.0f}s")
-        ctx.update(task, f"{label} {phase}  completed {len(rec.done)}  in flight {rec.inflight}  errors {len(rec.errors)}")
+        ctx.update(
+            task, f"{label} {phase}  completed {len(rec.done)}  in flight {rec.inflight}  errors {len(rec.errors)}"
+        )
         eng.procs.check_alive()
         await asyncio.wait({runner}, timeout=0.25)
     await runner
@@ -76,8 +85,10 @@ async def _one_at_a_time(ctx: Context, task, eng, wf, label: str) -> dict:
     w1 = w0 + s.seconds / 2
     runner = asyncio.create_task(closed_loop(eng.client, wf, rec, concurrency=1, until=w1))
     await _watch(ctx, task, rec, runner, w0, w1, label, eng)
-    return {"start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done if w0 <= d.started < w1]),
-            "errors": len(rec.errors)}
+    return {
+        "start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done if w0 <= d.started < w1]),
+        "errors": len(rec.errors),
+    }
 
 
 async def run(ctx: Context) -> dict:
@@ -97,28 +108,40 @@ async def run(ctx: Context) -> dict:
         usage = await _watch(ctx, task, rec, runner, w0, w1, "light", eng, cpu)
         out["light"] = analyse(rec.done, w0, w1)
         out["light"]["errors"] = len(rec.errors)
-        out["light"]["cpu_ms_per_workflow"] = cpu_per_workflow(usage or {}, s.seconds,
-                                                             out["light"]["start_to_close"]["samples"])
+        out["light"]["cpu_ms_per_workflow"] = cpu_per_workflow(
+            usage or {}, s.seconds, out["light"]["start_to_close"]["samples"]
+        )
         # the same, one activity (issue 19: p50 < 5 ms); three local activities (decision 0043)
         out["light_one_activity"] = await _one_at_a_time(ctx, task, eng, workloads.OneActivity, "light 1-activity")
-        out["light_three_local"] = await _one_at_a_time(ctx, task, eng, workloads.ThreeLocal,
-                                                        "light 3 local activities")
+        out["light_three_local"] = await _one_at_a_time(
+            ctx, task, eng, workloads.ThreeLocal, "light 3 local activities"
+        )
         # half load: open loop at half the measured maximum
         rec = Recorder()
         w0 = time.monotonic() + s.warmup
         w1 = w0 + s.seconds
         cpu = CpuMeter(eng.pids())
         cpu.start()
-        runner = asyncio.create_task(open_loop(eng.client, workloads.TimedThree, rec, rate=half_rate, until=w1,
-                                               drain=30))
+        runner = asyncio.create_task(
+            open_loop(eng.client, workloads.TimedThree, rec, rate=half_rate, until=w1, drain=30)
+        )
         await _watch(ctx, task, rec, runner, w0, w1, f"half ({half_rate}/s)", eng)
         usage = cpu.stop()
         out["half_load"] = analyse(rec.done, w0, w1)
-        out["half_load"].update({"rate_wf_per_s": half_rate, "max_rate_source": "throughput.three_activity"
-                                 if max_rate else "default (throughput not run)", "errors": len(rec.errors),
-                                 "error_sample": rec.errors[:3], "cpu_percent_of_core": usage,
-                                 "started_in_window": sum(1 for d in rec.done if w0 <= d.started < w1)})
+        out["half_load"].update(
+            {
+                "rate_wf_per_s": half_rate,
+                "max_rate_source": "throughput.three_activity" if max_rate else "default (throughput not run)",
+                "errors": len(rec.errors),
+                "error_sample": rec.errors[:3],
+                "cpu_percent_of_core": usage,
+                "started_in_window": sum(1 for d in rec.done if w0 <= d.started < w1),
+            }
+        )
     light, half = out["light"], out["half_load"]
-    ctx.update(task, f"[green]light step p50 {light['p50']} p99 {light['p99']} ms; dispatch p50 "
-                     f"{light['dispatch']['p50']} ms; half-load step p50 {half['p50']} p99 {half['p99']} ms[/]")
+    ctx.update(
+        task,
+        f"[green]light step p50 {light['p50']} p99 {light['p99']} ms; dispatch p50 "
+        f"{light['dispatch']['p50']} ms; half-load step p50 {half['p50']} p99 {half['p99']} ms[/]",
+    )
     return out

@@ -30,15 +30,27 @@ async def run(ctx: Context) -> dict:
     for round_ in range(2):
         for mode, shape in MODES.items():
             coded = mode == "codec"
-            async with engine(ctx, f"payloads-{mode}-{round_}", worker_env={"KADENCE_CODEC": CODEC} if coded else None,
-                              codec=BenchCipher() if coded else None) as eng:
+            async with engine(
+                ctx,
+                f"payloads-{mode}-{round_}",
+                worker_env={"KADENCE_CODEC": CODEC} if coded else None,
+                codec=BenchCipher() if coded else None,
+            ) as eng:
                 light = await window(ctx, task, eng, shape, 1, seconds, f"payloads {mode} light")
                 heavy = await window(ctx, task, eng, shape, busy, seconds, f"payloads {mode} x{busy}")
-            runs[mode].append({"light_wf_per_s": light["wf_per_s"], "busy_wf_per_s": heavy["wf_per_s"],
-                               "busy_cpu_percent": heavy["cpu_percent_of_core"],
-                               "errors": light.get("errors", 0) + heavy.get("errors", 0)})
+            runs[mode].append(
+                {
+                    "light_wf_per_s": light["wf_per_s"],
+                    "busy_wf_per_s": heavy["wf_per_s"],
+                    "busy_cpu_percent": heavy["cpu_percent_of_core"],
+                    "errors": light.get("errors", 0) + heavy.get("errors", 0),
+                }
+            )
     mean, ratios = alternating_summary(runs, ("light_wf_per_s", "busy_wf_per_s"), "dict")
     typed, coded = ratios["typed"], ratios["codec"]
-    ctx.update(task, f"[green]over plain dict payloads: typed light {typed['light_wf_per_s']}, x{busy} "
-                     f"{typed['busy_wf_per_s']}; codec light {coded['light_wf_per_s']}, x{busy} {coded['busy_wf_per_s']}[/]")
+    ctx.update(
+        task,
+        f"[green]over plain dict payloads: typed light {typed['light_wf_per_s']}, x{busy} "
+        f"{typed['busy_wf_per_s']}; codec light {coded['light_wf_per_s']}, x{busy} {coded['busy_wf_per_s']}[/]",
+    )
     return {"runs": runs, "mean": mean, "over_dict": ratios, "concurrency": busy, "window_s": seconds}

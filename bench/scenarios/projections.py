@@ -33,8 +33,11 @@ async def run(ctx: Context) -> dict:
     task = ctx.task("projections")
     async with engine(ctx, "projections") as eng:
         port = free_port()
-        eng.procs._spawn("proj", [sys.executable, "-m", "kadence.cli", "projections", "run", "--metrics-port",
-                                  str(port)], eng.procs._env(KADENCE_REDIS_URL=url, KADENCE_PROJECTION_ID="b0"))
+        eng.procs._spawn(
+            "proj",
+            [sys.executable, "-m", "kadence.cli", "projections", "run", "--metrics-port", str(port)],
+            eng.procs._env(KADENCE_REDIS_URL=url, KADENCE_PROJECTION_ID="b0"),
+        )
         redis = aioredis.from_url(url)
         try:
             ctx.update(task, "waiting for the projection process")
@@ -52,8 +55,9 @@ async def run(ctx: Context) -> dict:
             ctx.update(task, f"load for {s.seconds:g}s, sampling lag")
             rec = Recorder()
             until = time.monotonic() + s.warmup + s.seconds
-            load = asyncio.create_task(closed_loop(eng.client, workloads.OneActivity, rec, concurrency=CONCURRENCY,
-                                                   until=until))
+            load = asyncio.create_task(
+                closed_loop(eng.client, workloads.OneActivity, rec, concurrency=CONCURRENCY, until=until)
+            )
             await asyncio.sleep(s.warmup)
             events, seconds = [], []
             while not load.done():
@@ -73,8 +77,8 @@ async def run(ctx: Context) -> dict:
         raise BenchError("no lag samples")
     return {
         "workflows_completed": len(rec.done),
-        "projection_lag_steady": {"events": summary(events), "seconds": summary(seconds, 3),
-                                  "samples": len(events)},
+        "projection_lag_steady": {"events": summary(events), "seconds": summary(seconds, 3), "samples": len(events)},
         "projection_rebuild_events_per_s": round(report.events_per_s, 1),
-        "rebuild_events": report.events, "rebuild_seconds": round(report.seconds, 2),
+        "rebuild_events": report.events,
+        "rebuild_seconds": round(report.seconds, 2),
     }

@@ -71,9 +71,24 @@ def round_trip(config, seconds: float) -> dict:
 def _fill(config, topic: str, n: int) -> None:
     producer = Producer(config.producer(**{"linger.ms": 5}))
     codec = serde.codec("Command")
-    values = [codec.encode(command(f"wf-{i}", "StartWorkflow", {
-        "workflow_type": "ThreeActivities", "task_queue": "bench", "input": b"[1]", "id_reuse_policy": "allow_duplicate",
-        "run_timeout_ms": None, "search_attributes": {}}, request_id=str(uuid.uuid4()))) for i in range(256)]
+    values = [
+        codec.encode(
+            command(
+                f"wf-{i}",
+                "StartWorkflow",
+                {
+                    "workflow_type": "ThreeActivities",
+                    "task_queue": "bench",
+                    "input": b"[1]",
+                    "id_reuse_policy": "allow_duplicate",
+                    "run_timeout_ms": None,
+                    "search_attributes": {},
+                },
+                request_id=str(uuid.uuid4()),
+            )
+        )
+        for i in range(256)
+    ]
     for i in range(n):
         while True:
             try:
@@ -104,8 +119,12 @@ def txn_hops(config, hops: int = 300) -> dict:
 
     def side(me: int) -> None:
         src, dst = topics[me], topics[1 - me]
-        producer = Producer(config.transactional_producer(f"{config.namespace}.raw.hop-{tag}-{me}", **{
-            "transaction.timeout.ms": 10_000, "acks": "all", "retry.backoff.ms": 10}))
+        producer = Producer(
+            config.transactional_producer(
+                f"{config.namespace}.raw.hop-{tag}-{me}",
+                **{"transaction.timeout.ms": 10_000, "acks": "all", "retry.backoff.ms": 10},
+            )
+        )
         consumer = Consumer(config.consumer(f"{config.namespace}.raw.hop-{tag}-{me}"))
         try:
             producer.init_transactions(60)
@@ -120,7 +139,8 @@ def txn_hops(config, hops: int = 300) -> dict:
                 producer.produce(dst, value)
                 if msg is not None:
                     producer.send_offsets_to_transaction(
-                        [TopicPartition(src, msg.partition(), msg.offset() + 1)], consumer.consumer_group_metadata(), 30)
+                        [TopicPartition(src, msg.partition(), msg.offset() + 1)], consumer.consumer_group_metadata(), 30
+                    )
                 producer.commit_transaction(30)
                 txn_ms.append((time.perf_counter() - t0) * 1000)
 
@@ -167,12 +187,28 @@ def txn_loop(config, batch: int, seconds: float, partitions: int, fill: int) -> 
     # the processor's transactional producer settings (its retry backoff too: without it a step
     # that meets the previous commit still completing waits 100 ms, which made this loop's small
     # batches slower per transaction than its large ones)
-    producer = Producer(config.producer(**{"transactional.id": f"{config.namespace}.raw.{tag}",
-                                           "transaction.timeout.ms": 10_000, "linger.ms": 1, "acks": "all",
-                                           "retry.backoff.ms": 10}))
+    producer = Producer(
+        config.producer(
+            **{
+                "transactional.id": f"{config.namespace}.raw.{tag}",
+                "transaction.timeout.ms": 10_000,
+                "linger.ms": 1,
+                "acks": "all",
+                "retry.backoff.ms": 10,
+            }
+        )
+    )
     producer.init_transactions(60)
-    consumer = Consumer(config.consumer(f"{config.namespace}.raw.{tag}", **{
-        "fetch.wait.max.ms": 20, "enable.auto.offset.store": False, "partition.assignment.strategy": "cooperative-sticky"}))
+    consumer = Consumer(
+        config.consumer(
+            f"{config.namespace}.raw.{tag}",
+            **{
+                "fetch.wait.max.ms": 20,
+                "enable.auto.offset.store": False,
+                "partition.assignment.strategy": "cooperative-sticky",
+            },
+        )
+    )
     consumer.subscribe([src])
     processed = txns = 0
     commit_s = 0.0
@@ -203,8 +239,9 @@ def txn_loop(config, batch: int, seconds: float, partitions: int, fill: int) -> 
                     except BufferError:
                         producer.poll(0.01)
                 offsets[(m.topic(), m.partition())] = m.offset() + 1
-            producer.send_offsets_to_transaction([TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                                                 consumer.consumer_group_metadata(), 30)
+            producer.send_offsets_to_transaction(
+                [TopicPartition(t, p, o) for (t, p), o in offsets.items()], consumer.consumer_group_metadata(), 30
+            )
             producer.commit_transaction(30)
             commit_s += time.perf_counter() - t0
             processed += len(msgs)
@@ -216,15 +253,20 @@ def txn_loop(config, batch: int, seconds: float, partitions: int, fill: int) -> 
         return {"error": str(exc)}
     finally:
         consumer.close()
-    return {"batch": batch, "msgs_per_s": round(processed / elapsed, 1) if elapsed else None,
-            "transactions_per_s": round(txns / elapsed, 1) if elapsed else None,
-            "mean_batch": round(processed / txns, 1) if txns else None,
-            "mean_txn_ms": round(1000 * commit_s / txns, 2) if txns else None,
-            "seconds": round(elapsed, 1), "input_exhausted": processed >= fill}
+    return {
+        "batch": batch,
+        "msgs_per_s": round(processed / elapsed, 1) if elapsed else None,
+        "transactions_per_s": round(txns / elapsed, 1) if elapsed else None,
+        "mean_batch": round(processed / txns, 1) if txns else None,
+        "mean_txn_ms": round(1000 * commit_s / txns, 2) if txns else None,
+        "seconds": round(elapsed, 1),
+        "input_exhausted": processed >= fill,
+    }
 
 
 async def run(ctx: Context) -> dict:
     from ..common import new_namespace
+
     s = ctx.settings
     task = ctx.task("raw_kafka")
     loop = asyncio.get_running_loop()
@@ -233,6 +275,7 @@ async def run(ctx: Context) -> dict:
     proc_batch = tp.get("mean_batch") if isinstance(tp, dict) else None
     batch = max(1, round(proc_batch)) if proc_batch else DEFAULT_BATCH
     import os
+
     cpu = CpuMeter({"broker": broker_process(config.bootstrap), "bench": os.getpid()})
     ctx.update(task, "produce -> consume round trips")
     rtt = await loop.run_in_executor(None, round_trip, config, max(3.0, s.seconds / 4))
@@ -242,16 +285,28 @@ async def run(ctx: Context) -> dict:
     seconds = max(3.0, s.seconds / 3)
     cpu.start()
     # enough input for the loop never to starve: generous for this machine's rates
-    at_proc = await loop.run_in_executor(None, txn_loop, config, batch, seconds, s.partitions,
-                                         int(min(400_000, max(20_000, batch * 400 * seconds))))
+    at_proc = await loop.run_in_executor(
+        None, txn_loop, config, batch, seconds, s.partitions, int(min(400_000, max(20_000, batch * 400 * seconds)))
+    )
     usage = cpu.stop()
-    ctx.update(task, f"round trip p50 {rtt['p50']} ms; loop at batch {batch}: {at_proc.get('msgs_per_s')} msg/s; "
-                     "loop at batch 500")
+    ctx.update(
+        task,
+        f"round trip p50 {rtt['p50']} ms; loop at batch {batch}: {at_proc.get('msgs_per_s')} msg/s; loop at batch 500",
+    )
     at_max = await loop.run_in_executor(None, txn_loop, config, 500, seconds, s.partitions, 400_000)
-    out = {"roundtrip_ms": rtt, "roundtrip_ms_p50": rtt["p50"], "txn_hop": hops, "txn_loop": at_proc, "txn_loop_batch500": at_max,
-           "txn_loop_msgs_per_s": at_proc.get("msgs_per_s"), "batch_source":
-           "throughput.three_activity.mean_batch" if proc_batch else f"default {DEFAULT_BATCH}",
-           "cpu_percent_of_core_txn_loop": usage}
-    ctx.update(task, f"[green]round trip p50 {rtt['p50']} ms; txn loop {at_proc.get('msgs_per_s')} msg/s at batch "
-                     f"{batch}, {at_max.get('msgs_per_s')} msg/s at 500[/]")
+    out = {
+        "roundtrip_ms": rtt,
+        "roundtrip_ms_p50": rtt["p50"],
+        "txn_hop": hops,
+        "txn_loop": at_proc,
+        "txn_loop_batch500": at_max,
+        "txn_loop_msgs_per_s": at_proc.get("msgs_per_s"),
+        "batch_source": "throughput.three_activity.mean_batch" if proc_batch else f"default {DEFAULT_BATCH}",
+        "cpu_percent_of_core_txn_loop": usage,
+    }
+    ctx.update(
+        task,
+        f"[green]round trip p50 {rtt['p50']} ms; txn loop {at_proc.get('msgs_per_s')} msg/s at batch "
+        f"{batch}, {at_max.get('msgs_per_s')} msg/s at 500[/]",
+    )
     return out

@@ -77,8 +77,9 @@ async def run(ctx: Context) -> dict:
         tail.start()
         rec = Recorder()
         horizon = time.monotonic() + 3600
-        runner = asyncio.create_task(closed_loop(eng.client, workloads.ThreeActivities, rec,
-                                                 concurrency=CONCURRENCY, until=horizon))
+        runner = asyncio.create_task(
+            closed_loop(eng.client, workloads.ThreeActivities, rec, concurrency=CONCURRENCY, until=horizon)
+        )
         try:
             await asyncio.sleep(max(3.0, s.warmup))
             before = len(rec.done)
@@ -99,15 +100,22 @@ async def run(ctx: Context) -> dict:
             first_event, first_done = progress.event_s, progress.done_s
             log = eng.procs.log_text("p0")
             restored = [float(x) for x in re.findall(r"restored partition \d+: .* in ([\d.]+)s", log)]
-            out = {"recovery_s": round(first_event, 2) if first_event is not None else None,
-                   "first_completion_after_kill_s": round(first_done, 2) if first_done is not None else None,
-                   "restore_seconds_sum": round(sum(restored), 3), "concurrency": CONCURRENCY,
-                   "errors": len(rec.errors), "what": "SIGKILL -> first history event committed by the replacement"}
+            out = {
+                "recovery_s": round(first_event, 2) if first_event is not None else None,
+                "first_completion_after_kill_s": round(first_done, 2) if first_done is not None else None,
+                "restore_seconds_sum": round(sum(restored), 3),
+                "concurrency": CONCURRENCY,
+                "errors": len(rec.errors),
+                "what": "SIGKILL -> first history event committed by the replacement",
+            }
         finally:
             runner.cancel()
             await asyncio.gather(runner, return_exceptions=True)
             stop.set()
             await loop.run_in_executor(None, tail.join, 5)
-    ctx.update(task, f"[green]recovered in {out.get('recovery_s')} s (first workflow completed "
-                     f"{out.get('first_completion_after_kill_s')} s after the kill)[/]")
+    ctx.update(
+        task,
+        f"[green]recovered in {out.get('recovery_s')} s (first workflow completed "
+        f"{out.get('first_completion_after_kill_s')} s after the kill)[/]",
+    )
     return out

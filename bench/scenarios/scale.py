@@ -31,8 +31,9 @@ async def _open_idle(eng, n: int, prefix: str, progress) -> int:
         nonlocal ok
         async with sem:
             try:
-                await eng.client.start_workflow(workloads.IdleSleeper, 1.0, id=f"{prefix}-{i}", task_queue="bench",
-                                                timeout=120)
+                await eng.client.start_workflow(
+                    workloads.IdleSleeper, 1.0, id=f"{prefix}-{i}", task_queue="bench", timeout=120
+                )
                 ok += 1
             except Exception:  # noqa: BLE001 - counted by the caller
                 pass
@@ -79,12 +80,17 @@ async def run(ctx: Context) -> dict:
         open_s = time.monotonic() - t0
         m1 = eng.procs.metrics()
         rss1 = _rss(pid)
-        out.update({
-            "started": ok, "rss_before_bytes": rss0, "rss_after_bytes": rss1,
-            "bytes_per_idle_workflow": round((rss1 - rss0) / max(1, ok)),
-            "commands": metric_delta(m0, m1, "kadence_processor_commands_total"),
-            "open_seconds": round(open_s, 1), "opened_wf_per_s": round(ok / open_s, 1),
-        })
+        out.update(
+            {
+                "started": ok,
+                "rss_before_bytes": rss0,
+                "rss_after_bytes": rss1,
+                "bytes_per_idle_workflow": round((rss1 - rss0) / max(1, ok)),
+                "commands": metric_delta(m0, m1, "kadence_processor_commands_total"),
+                "open_seconds": round(open_s, 1),
+                "opened_wf_per_s": round(ok / open_s, 1),
+            }
+        )
         ctx.update(task, f"{out['bytes_per_idle_workflow']} B per idle workflow; restarting the processor")
         # restore: a new instance with the same ID rebuilds every shard from state + history
         await asyncio.get_running_loop().run_in_executor(None, eng.procs.signal, "p0", signal.SIGTERM)
@@ -97,14 +103,25 @@ async def run(ctx: Context) -> dict:
         open_runs = sum(int(m.group(3)) for m in matches)
         seconds = sum(float(m.group(4)) for m in matches)
         rss_restored = _rss(eng.procs.procs["p0"].pid)
-        out.update({
-            "restore": {"workflows": workflows, "open": open_runs, "seconds_in_restore": round(seconds, 2),
-                        "per_partition": [{"partition": int(m.group(1)), "workflows": int(m.group(2)),
-                                           "seconds": float(m.group(4))} for m in matches],
-                        "spawn_to_assigned_s": round(t_ready - t_spawn, 2),
-                        "rss_after_restore_bytes": rss_restored},
-            "restore_wf_per_s": round(workflows / seconds, 1) if seconds > 0 else None,
-        })
-    ctx.update(task, f"[green]{out['bytes_per_idle_workflow']} B per idle workflow; restore "
-                     f"{out['restore_wf_per_s']} wf/s ({workflows} in {seconds:.2f} s)[/]")
+        out.update(
+            {
+                "restore": {
+                    "workflows": workflows,
+                    "open": open_runs,
+                    "seconds_in_restore": round(seconds, 2),
+                    "per_partition": [
+                        {"partition": int(m.group(1)), "workflows": int(m.group(2)), "seconds": float(m.group(4))}
+                        for m in matches
+                    ],
+                    "spawn_to_assigned_s": round(t_ready - t_spawn, 2),
+                    "rss_after_restore_bytes": rss_restored,
+                },
+                "restore_wf_per_s": round(workflows / seconds, 1) if seconds > 0 else None,
+            }
+        )
+    ctx.update(
+        task,
+        f"[green]{out['bytes_per_idle_workflow']} B per idle workflow; restore "
+        f"{out['restore_wf_per_s']} wf/s ({workflows} in {seconds:.2f} s)[/]",
+    )
     return out

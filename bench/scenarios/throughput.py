@@ -53,8 +53,11 @@ async def window(ctx: Context, task, eng, name: str, concurrency: int, seconds: 
                 break
             phase = "warm-up" if now < w0 else f"{now - w0:.0f}/{seconds:.0f}s"
             recent = len(rec.completed_between(now - 1, now))
-            ctx.update(task, f"{label} x{concurrency} {phase}  completed {len(rec.done)}  in flight {rec.inflight}"
-                             f"  ~{recent} wf/s  errors {len(rec.errors)}")
+            ctx.update(
+                task,
+                f"{label} x{concurrency} {phase}  completed {len(rec.done)}  in flight {rec.inflight}"
+                f"  ~{recent} wf/s  errors {len(rec.errors)}",
+            )
             eng.procs.check_alive()
             await asyncio.sleep(max(0.0, min(0.25, w1 - now)))
         m1, wall1 = eng.procs.metrics(), time.time() * 1000
@@ -71,13 +74,19 @@ async def window(ctx: Context, task, eng, name: str, concurrency: int, seconds: 
     commit_s = metric_delta(m0, m1, "kadence_processor_commit_seconds_sum")
     elapsed = (wall1 - wall0) / 1000
     return {
-        "wf_per_s": round(len(done) / seconds, 1), "completed": len(done), "errors": len(rec.errors),
-        "error_sample": rec.errors[:3], "concurrency": concurrency, "warmup_s": round(w0 - t_start, 1),
-        "commands_per_s": round(commands / elapsed, 1), "commands_per_wf": round(commands / len(done), 2) if done else None,
+        "wf_per_s": round(len(done) / seconds, 1),
+        "completed": len(done),
+        "errors": len(rec.errors),
+        "error_sample": rec.errors[:3],
+        "concurrency": concurrency,
+        "warmup_s": round(w0 - t_start, 1),
+        "commands_per_s": round(commands / elapsed, 1),
+        "commands_per_wf": round(commands / len(done), 2) if done else None,
         "mean_batch": round(commands / batches, 1) if batches else None,
         "transactions_per_s": round(batches / elapsed, 1),
         "mean_commit_ms": round(1000 * commit_s / batches, 2) if batches else None,
-        "cpu_percent_of_core": usage, "_wall": (wall0, wall1),
+        "cpu_percent_of_core": usage,
+        "_wall": (wall0, wall1),
     }
 
 
@@ -100,22 +109,29 @@ async def measure(ctx: Context, name: str) -> dict:
         ctx.update(task, f"{result['wf_per_s']} wf/s at x{best}; counting records")
         topics = output_topics(eng.config)
         counts = await asyncio.get_running_loop().run_in_executor(
-            None, count_records, eng.config, [t for ts in topics.values() for t in ts], wall0, wall1)
+            None, count_records, eng.config, [t for ts in topics.values() for t in ts], wall0, wall1
+        )
     per_kind = {k: sum(counts[t] for t in ts) for k, ts in topics.items()}
     elapsed = (wall1 - wall0) / 1000
     outputs = sum(v for k, v in per_kind.items() if k != "commands")
     done = result["completed"]
-    result.update({
-        "sweep_wf_per_s": sweep,
-        "history_events_per_s": round(per_kind["history"] / elapsed, 1),
-        "records_out_per_s": round(outputs / elapsed, 1),
-        "events_per_wf": round(per_kind["history"] / done, 2) if done else None,
-        "records_out_per_command": round(outputs / (result["commands_per_s"] * elapsed), 2)
-        if result["commands_per_s"] else None,
-        "records_in_window": per_kind,
-    })
-    ctx.update(task, f"[green]{result['wf_per_s']} wf/s[/] at x{best} (sweep {sweep})  {result['commands_per_s']} "
-                     f"cmd/s  {result['history_events_per_s']} events/s  batch {result['mean_batch']}")
+    result.update(
+        {
+            "sweep_wf_per_s": sweep,
+            "history_events_per_s": round(per_kind["history"] / elapsed, 1),
+            "records_out_per_s": round(outputs / elapsed, 1),
+            "events_per_wf": round(per_kind["history"] / done, 2) if done else None,
+            "records_out_per_command": round(outputs / (result["commands_per_s"] * elapsed), 2)
+            if result["commands_per_s"]
+            else None,
+            "records_in_window": per_kind,
+        }
+    )
+    ctx.update(
+        task,
+        f"[green]{result['wf_per_s']} wf/s[/] at x{best} (sweep {sweep})  {result['commands_per_s']} "
+        f"cmd/s  {result['history_events_per_s']} events/s  batch {result['mean_batch']}",
+    )
     return result
 
 

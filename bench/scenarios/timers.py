@@ -69,8 +69,16 @@ def _produce(config, rate: float, stop_at_wall: float, due: dict) -> None:
             fire = int(now + random.uniform(MIN_DELAY_S, MAX_DELAY_S) * 1000)
             tid = str(i)
             wid = f"tl-{i % 10_000}"
-            rec = {"workflow_id": wid, "run_id": "bench", "timer_id": tid, "fire_at_ms": fire, "kind": "user",
-                   "schema_version": 0, "scheduled_seq": 0, "attempt": 0}
+            rec = {
+                "workflow_id": wid,
+                "run_id": "bench",
+                "timer_id": tid,
+                "fire_at_ms": fire,
+                "kind": "user",
+                "schema_version": 0,
+                "scheduled_seq": 0,
+                "attempt": 0,
+            }
             while True:
                 try:
                     producer.produce(cat.timers(choose_tier(fire - int(now))), codec.encode(rec), wid.encode())
@@ -115,8 +123,11 @@ async def run(ctx: Context) -> dict:
             if now > last_due + 3000:
                 break
             procs.check_alive()
-            ctx.update(task, f"{'warm-up' if now < w0 else 'measuring' if now < w1 else 'last fires'}  "
-                             f"scheduled {len(due)}  fired {len(seen)}  duplicates {len(dupes)}")
+            ctx.update(
+                task,
+                f"{'warm-up' if now < w0 else 'measuring' if now < w1 else 'last fires'}  "
+                f"scheduled {len(due)}  fired {len(seen)}  duplicates {len(dupes)}",
+            )
             await asyncio.sleep(0.25)
         await producer
         usage = cpu.stop()
@@ -136,13 +147,22 @@ async def run(ctx: Context) -> dict:
         late_recv.append(recv - fire)
         late_ts.append(ts - fire)
     out = summary(late_recv)
-    out.update({
-        "what": "FireTimer command readable on the commands topic minus due time (ms)",
-        "fire_ts": summary(late_ts),
-        "rate_per_s": s.timer_rate, "timers_due_in_window": len(in_window), "missing": missing,
-        "duplicates": len(dupes), "early": sum(1 for x in late_ts if x < 0),
-        "delays_s": [MIN_DELAY_S, MAX_DELAY_S], "cpu_percent_of_core": usage,
-    })
-    ctx.update(task, f"[green]lateness p50 {out['p50']} ms p99 {out['p99']} ms[/] ({len(in_window)} timers, "
-                     f"{missing} missing, {len(dupes)} duplicates)")
+    out.update(
+        {
+            "what": "FireTimer command readable on the commands topic minus due time (ms)",
+            "fire_ts": summary(late_ts),
+            "rate_per_s": s.timer_rate,
+            "timers_due_in_window": len(in_window),
+            "missing": missing,
+            "duplicates": len(dupes),
+            "early": sum(1 for x in late_ts if x < 0),
+            "delays_s": [MIN_DELAY_S, MAX_DELAY_S],
+            "cpu_percent_of_core": usage,
+        }
+    )
+    ctx.update(
+        task,
+        f"[green]lateness p50 {out['p50']} ms p99 {out['p99']} ms[/] ({len(in_window)} timers, "
+        f"{missing} missing, {len(dupes)} duplicates)",
+    )
     return out

@@ -45,8 +45,9 @@ def _client_provider(mode: str, env: dict):
     sampler = ParentBased(TraceIdRatioBased(0.1 if mode == "sampled" else 1.0))
     if mode == "sdk":
         provider = TracerProvider(resource=Resource.create({"service.name": "bench-client"}), sampler=sampler)
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
-            endpoint=f"{env['OTEL_EXPORTER_OTLP_ENDPOINT']}/v1/traces")))
+        provider.add_span_processor(
+            BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{env['OTEL_EXPORTER_OTLP_ENDPOINT']}/v1/traces"))
+        )
         return provider
     return engine_tracer_provider("bench-client", env, sampler=sampler)
 
@@ -59,15 +60,19 @@ async def _measure(ctx: Context, task, mode: str, round_: int, collector: SpanCo
             env["KADENCE_ENGINE_SPANS"] = "sdk"
         provider = _client_provider(mode, env)
     try:
-        async with engine(ctx, f"trace-{mode}-{round_}", processor_env=env, worker_env=env,
-                          tracer_provider=provider) as eng:
+        async with engine(
+            ctx, f"trace-{mode}-{round_}", processor_env=env, worker_env=env, tracer_provider=provider
+        ) as eng:
             light = await window(ctx, task, eng, "three_activity", 1, seconds, f"tracing {mode} light")
             heavy = await window(ctx, task, eng, "three_activity", busy, seconds, f"tracing {mode} x{busy}")
     finally:
         if provider is not None:
             provider.shutdown()
-    return {"light_wf_per_s": light["wf_per_s"], "busy_wf_per_s": heavy["wf_per_s"],
-            "busy_cpu_percent": heavy["cpu_percent_of_core"]}
+    return {
+        "light_wf_per_s": light["wf_per_s"],
+        "busy_wf_per_s": heavy["wf_per_s"],
+        "busy_cpu_percent": heavy["cpu_percent_of_core"],
+    }
 
 
 async def run(ctx: Context) -> dict:
@@ -92,8 +97,15 @@ async def run(ctx: Context) -> dict:
     finally:
         collector.close()
     mean, ratio = alternating_summary(runs, ("light_wf_per_s", "busy_wf_per_s"), "off")
-    ctx.update(task, "[green]tracing over off: " + "; ".join(
-        f"{mode} light {ratio[mode]['light_wf_per_s']}, x{busy} {ratio[mode]['busy_wf_per_s']}" for mode in modes[1:])
-        + "[/] (spans collected: " + ", ".join(
-        f"{mode} {sum(r['spans_collected'] for r in runs[mode])}" for mode in modes[1:]) + ")")
+    ctx.update(
+        task,
+        "[green]tracing over off: "
+        + "; ".join(
+            f"{mode} light {ratio[mode]['light_wf_per_s']}, x{busy} {ratio[mode]['busy_wf_per_s']}"
+            for mode in modes[1:]
+        )
+        + "[/] (spans collected: "
+        + ", ".join(f"{mode} {sum(r['spans_collected'] for r in runs[mode])}" for mode in modes[1:])
+        + ")",
+    )
     return {"runs": runs, "mean": mean, "over_off": ratio, "concurrency": busy, "window_s": seconds, "rounds": rounds}

@@ -42,7 +42,8 @@ async def main() -> None:
     Catalogue(config).apply()  # the same as `kadence topics apply`
     processor = subprocess.Popen(
         [sys.executable, "-m", "kadence.cli", "--log-level", "warning", "processor", "--instance-id", "hello"],
-        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace})
+        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace},
+    )
     try:
         client = await Client.connect(config=config)
         worker = Worker(client, task_queue="hello", workflows=[HelloWorkflow], activities=[greet, shout])
@@ -55,8 +56,12 @@ async def main() -> None:
             # only the first workflow task went through Kafka
             print("eager workflow tasks:", worker.stats["eager_workflow_tasks"])
             # start and wait in one call (the result is asked for with the start)
-            print("execute:", await client.execute_workflow(HelloWorkflow, "again", id="hello-2",
-                                                            task_queue="hello", result_timeout=60))
+            print(
+                "execute:",
+                await client.execute_workflow(
+                    HelloWorkflow, "again", id="hello-2", task_queue="hello", result_timeout=60
+                ),
+            )
         await client.close()
     finally:
         processor.terminate()

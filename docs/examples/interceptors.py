@@ -55,8 +55,9 @@ class Identity(Interceptor):
 async def main() -> None:
     identity = Identity("ann")
     async with WorkflowEnvironment(workflows=[Checkout], activities=[charge], interceptors=[identity]) as env:
-        handle = await env.client.start_workflow(Checkout, 6500, id="checkout-1", task_queue="shop",
-                                                 memo={"channel": "web"})
+        handle = await env.client.start_workflow(
+            Checkout, 6500, id="checkout-1", task_queue="shop", memo={"channel": "web"}
+        )
         print("result:", await handle.result())
         print("memo:", (await handle.describe())["memo"])
         try:

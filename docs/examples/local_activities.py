@@ -34,8 +34,11 @@ class Quote:
         total = 0
         for sku in skus:
             total += await workflow.execute_local_activity(
-                lookup_price, sku, start_to_close_timeout=timedelta(seconds=2),
-                retry_policy=RetryPolicy(maximum_attempts=5))
+                lookup_price,
+                sku,
+                start_to_close_timeout=timedelta(seconds=2),
+                retry_policy=RetryPolicy(maximum_attempts=5),
+            )
         return total
 
 
@@ -44,7 +47,8 @@ async def main() -> None:
     Catalogue(config).apply()
     processor = subprocess.Popen(
         [sys.executable, "-m", "kadence.cli", "--log-level", "warning", "processor", "--instance-id", "local"],
-        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace})
+        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace},
+    )
     try:
         client = await Client.connect(config=config)
         worker = Worker(client, task_queue="quotes", workflows=[Quote], activities=[lookup_price])
@@ -53,8 +57,12 @@ async def main() -> None:
             print("total:", await handle.result(timeout=60))
             for event in await handle.history():
                 print(f"{event['seq']:>3} {event['type']}")
-            print("workflow tasks:", worker.stats["workflow_tasks"],
-                  "local activities:", worker.stats["local_activities_completed"])
+            print(
+                "workflow tasks:",
+                worker.stats["workflow_tasks"],
+                "local activities:",
+                worker.stats["local_activities_completed"],
+            )
         await client.close()
     finally:
         processor.terminate()

@@ -57,8 +57,10 @@ async def main() -> None:
         # a closed run can be reset; the dry run is the engine's own answer, and changes nothing
         first = next(e["seq"] for e in await handle.history() if e["type"] == "WorkflowTaskCompleted")
         plan = await handle.plan_reset(to_event=first)
-        print(f"plan: branch at event {plan.branch_event} of a {plan.from_status} run, "
-              f"{plan.kept_events} events kept, terminates an open run: {plan.terminates_run_id is not None}")
+        print(
+            f"plan: branch at event {plan.branch_event} of a {plan.from_status} run, "
+            f"{plan.kept_events} events kept, terminates an open run: {plan.terminates_run_id is not None}"
+        )
         try:
             await handle.plan_reset(to_event=2)
         except ResetRejectedError as exc:

@@ -34,8 +34,7 @@ async def test_an_order_that_ships_within_two_weeks():
 async def test_no_signal_in_fourteen_days_opens_a_support_case(systems):
     async with WorkflowEnvironment(workflows=saga.WORKFLOWS, activities=saga.ACTIVITIES) as env:
         # the 14-day wait is skipped: this test takes milliseconds
-        result = await env.client.execute_workflow(saga.OrderSaga, ORDER, id="order-A-2",
-                                                   task_queue=saga.TASK_QUEUE)
+        result = await env.client.execute_workflow(saga.OrderSaga, ORDER, id="order-A-2", task_queue=saga.TASK_QUEUE)
     assert result == {"order_id": "A-1", "status": "support_case", "case": "case-A-1"}
     assert sorted(kind for kind, _value in systems["effects"].values()) == ["capture", "case", "reserve"]
 
@@ -43,8 +42,7 @@ async def test_no_signal_in_fourteen_days_opens_a_support_case(systems):
 async def test_payment_timeouts_are_retried_and_charge_once(systems):
     systems["payment_failures"] = 3
     async with WorkflowEnvironment(workflows=saga.WORKFLOWS, activities=saga.ACTIVITIES) as env:
-        handle = await env.client.start_workflow(saga.OrderSaga, ORDER, 0.0, id="order-A-3",
-                                                 task_queue=saga.TASK_QUEUE)
+        handle = await env.client.start_workflow(saga.OrderSaga, ORDER, 0.0, id="order-A-3", task_queue=saga.TASK_QUEUE)
         assert (await handle.result())["status"] == "support_case"
         failed = [e for e in await handle.history() if e["type"] == "ActivityTaskAttemptFailed"]
     assert len(failed) == 3

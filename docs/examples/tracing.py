@@ -27,8 +27,9 @@ async def main() -> None:
     client = await Client.connect()  # KADENCE_KAFKA_BOOTSTRAP / KADENCE_NAMESPACE, else the defaults
     async with Worker(client, task_queue=TASK_QUEUE, workflows=WORKFLOWS, activities=ACTIVITIES):
         with trace.get_tracer("shop").start_as_current_span("checkout"):
-            handle = await client.start_workflow(OrderFulfilment, SAMPLE_ORDER, id=f"order-{uuid.uuid4().hex[:8]}",
-                                                 task_queue=TASK_QUEUE)
+            handle = await client.start_workflow(
+                OrderFulfilment, SAMPLE_ORDER, id=f"order-{uuid.uuid4().hex[:8]}", task_queue=TASK_QUEUE
+            )
             print(await handle.result())
     await client.close()
 

@@ -75,11 +75,12 @@ async def main() -> None:
         handle = await env.client.start_workflow(Checkout, order, id="checkout-A-1", task_queue="shop")
         await handle.signal("add", Line("cup", 1))
         print("pending:", await handle.query(Checkout.pending))  # typed by the query's return type
-        receipt = await handle.result(timeout=10)                 # typed by the run method's
+        receipt = await handle.result(timeout=10)  # typed by the run method's
         print("receipt:", repr(receipt))
         try:  # input that cannot become an Order is refused before anything is sent
-            await env.client.start_workflow(Checkout, {"id": "B", "lines": [], "placed": "soon"},
-                                            id="checkout-B", task_queue="shop")
+            await env.client.start_workflow(
+                Checkout, {"id": "B", "lines": [], "placed": "soon"}, id="checkout-B", task_queue="shop"
+            )
         except PayloadTypeError as exc:
             print("refused:", exc)
 

@@ -34,15 +34,18 @@ async def main() -> None:
     Catalogue(config).apply()
     env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace}
     quiet = [sys.executable, "-m", "kadence.cli", "--log-level", "warning"]
-    procs = [subprocess.Popen([*quiet, "processor", "--instance-id", "vis"], env=env),
-             subprocess.Popen([*quiet, "projections", "run"], env=env)]
+    procs = [
+        subprocess.Popen([*quiet, "processor", "--instance-id", "vis"], env=env),
+        subprocess.Popen([*quiet, "projections", "run"], env=env),
+    ]
     redis = aioredis.from_url(os.environ.get("KADENCE_REDIS_URL", "redis://127.0.0.1:6379/0"))
     try:
         client = await Client.connect(config=config)
         async with Worker(client, task_queue="vis", workflows=[Tagged]):
             for n in range(6):
-                handle = await client.start_workflow(Tagged, n, id=f"tagged-{n}", task_queue="vis",
-                                                     search_attributes={"team": "demo"})
+                handle = await client.start_workflow(
+                    Tagged, n, id=f"tagged-{n}", task_queue="vis", search_attributes={"team": "demo"}
+                )
                 await handle.result(timeout=60)
         await client.close()
         visibility = VisibilityReader(redis, config.namespace)

@@ -22,10 +22,12 @@ def _stall(original):
     def on_revoke(self, consumer, partitions, *args):
         if partitions:
             pathlib.Path(os.environ["KADENCE_TEST_REVOKE_MARKER"]).write_text(
-                " ".join(str(tp.partition) for tp in partitions))
+                " ".join(str(tp.partition) for tp in partitions)
+            )
             while True:
                 time.sleep(3600)
         return original(self, consumer, partitions, *args)
+
     return on_revoke
 
 

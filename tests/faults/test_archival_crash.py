@@ -18,7 +18,8 @@ N = 500
 
 
 async def test_archiver_killed_at_random_points_loses_nothing_and_keeps_nothing_twice(
-        client, processors, kafka_config, tmp_path):
+    client, processors, kafka_config, tmp_path
+):
     processors.start()
     ns = kafka_config.namespace
     runs = await closed_runs(client, N, "drill")
@@ -56,8 +57,11 @@ async def test_archiver_killed_at_random_points_loses_nothing_and_keeps_nothing_
             archiver.kill()
             kills.append((threshold, len(store.list(f"{ns}/"))))
         archiver.start()
-        await wait_until(lambda: status.status()["due"] == 0 and len(store.list(f"{ns}/")) == N
-                         and not live_history(kafka_config), 120, "the archiver to finish after the kills")
+        await wait_until(
+            lambda: status.status()["due"] == 0 and len(store.list(f"{ns}/")) == N and not live_history(kafka_config),
+            120,
+            "the archiver to finish after the kills",
+        )
         assert archiver.stop() == 0, archiver.logs()
     finally:
         archiver.close()

@@ -27,16 +27,22 @@ class LeaderMoving(Consumer):
     def get_watermark_offsets(self, partition, *args, **kwargs):
         if type(self).failed < 2 and partition.topic.endswith(".commands"):
             type(self).failed += 1
-            raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION,
-                                            "Failed to get watermark offsets: Broker: Not leader for partition"))
+            raise KafkaException(
+                KafkaError(
+                    KafkaError.NOT_LEADER_FOR_PARTITION,
+                    "Failed to get watermark offsets: Broker: Not leader for partition",
+                )
+            )
         return super().get_watermark_offsets(partition, *args, **kwargs)
 
 
 async def test_a_first_assignment_that_meets_a_restarting_broker_waits_for_it(kafka_config, client, monkeypatch):
     LeaderMoving.failed = 0
     monkeypatch.setattr(history_processor, "Consumer", LeaderMoving)
-    proc = HistoryProcessor(ProcessorConfig(kafka=kafka_config, instance_id="moving-p0", session_timeout_ms=6000),
-                            registry=CollectorRegistry())
+    proc = HistoryProcessor(
+        ProcessorConfig(kafka=kafka_config, instance_id="moving-p0", session_timeout_ms=6000),
+        registry=CollectorRegistry(),
+    )
     crashed: list[BaseException] = []
 
     def run() -> None:

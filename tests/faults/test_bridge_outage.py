@@ -42,8 +42,9 @@ def _produce(config: KafkaConfig, topic: str, ids: range) -> None:
 def _started(config: KafkaConfig) -> set[str]:
     """The workflow IDs of the start commands on the commands topic (a redelivered record's
     command is there twice: the processor deduplicates it by request ID)."""
-    return {serde.decode("Command", v)["aggregate_key"]
-            for _k, v, _p, _o in read_topic(config, Catalogue(config).commands)}
+    return {
+        serde.decode("Command", v)["aggregate_key"] for _k, v, _p, _o in read_topic(config, Catalogue(config).commands)
+    }
 
 
 async def test_a_bridge_waits_for_the_broker_and_rides_out_its_restart(own_broker, tmp_path):
@@ -57,8 +58,12 @@ async def test_a_bridge_waits_for_the_broker_and_rides_out_its_restart(own_broke
     log = tmp_path / "bridge.log"
     own_broker.stop()
     env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace}
-    proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "bridges", "run", "--config", str(path)],
-                            env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kadence.cli", "bridges", "run", "--config", str(path)],
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         await wait_until(lambda: "waiting for the broker" in log.read_text(), 60, "the bridge waiting for the broker")
         assert proc.poll() is None, log.read_text()[-3000:]

@@ -48,9 +48,14 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
         logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("processor-p0-*.log"))  # noqa: E731
         timer_logs = lambda: "\n".join(p.read_text() for p in tmp_path.glob("timers-t0-*.log"))  # noqa: E731
         await wait_until(lambda: "waiting for the broker" in logs(), 60, "the processor waiting for the broker")
-        await wait_until(lambda: "waiting for the broker" in timer_logs(), 60, "the timer service waiting for the broker")
-        await wait_until(lambda: "projections v0: starting: waiting for the broker" in projection_logs(), 60,
-                         "the projections waiting for the broker")
+        await wait_until(
+            lambda: "waiting for the broker" in timer_logs(), 60, "the timer service waiting for the broker"
+        )
+        await wait_until(
+            lambda: "projections v0: starting: waiting for the broker" in projection_logs(),
+            60,
+            "the projections waiting for the broker",
+        )
         assert proc.poll() is None, f"the processor exited while the broker was down:\n{logs()[-2000:]}"
         assert timers.poll() is None, f"the timer service exited while the broker was down:\n{timer_logs()[-2000:]}"
         for port in (proc_port, timers_port):
@@ -74,11 +79,12 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
         assert timers.poll() is None
         assert projection.poll() is None, f"the projections exited:\n{projection_logs()[-3000:]}"
         for port in (proc_port, timers_port):
-            await wait_until(lambda port=port: _ready(port) == (200, {"status": "ready"}), 30, "the service reporting ready")
+            await wait_until(
+                lambda port=port: _ready(port) == (200, {"status": "ready"}), 30, "the service reporting ready"
+            )
     finally:
         projections.close()
         procs.close()
-
 
 
 async def test_a_worker_started_while_the_broker_is_down_waits_for_it_then_serves(own_broker, tmp_path, caplog):
@@ -96,8 +102,9 @@ async def test_a_worker_started_while_the_broker_is_down_waits_for_it_then_serve
         waiting = asyncio.create_task(given_up.run())
         worker = Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double])
         async with worker:
-            await wait_until(lambda: caplog.text.count("waiting for the broker") >= 2, 90,
-                             "both workers waiting for the broker")
+            await wait_until(
+                lambda: caplog.text.count("waiting for the broker") >= 2, 90, "both workers waiting for the broker"
+            )
             given_up.shutdown()  # shut down before the broker came back: it ends, having started nothing
             await asyncio.wait_for(waiting, 30)
             assert not worker._runner.done()

@@ -99,11 +99,19 @@ def _where_starts_are(config: KafkaConfig) -> str:
 def _start_worker(config: KafkaConfig, logdir: Path) -> subprocess.Popen:
     # with librdkafka's consumer-group debug log: the failure this test has shown is a worker
     # whose task consumers got no records after the pause
-    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace,
-           "KADENCE_KAFKA_DEBUG": "cgrp"}
-    return subprocess.Popen([sys.executable, "-m", "kadence.cli", "worker", "--task-queue", "q", "--module",
-                             "tests.faults.outage_app"], env=env, cwd=ROOT, stdout=open(logdir / "worker.log", "w"),
-                            stderr=subprocess.STDOUT)
+    env = {
+        **os.environ,
+        "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap,
+        "KADENCE_NAMESPACE": config.namespace,
+        "KADENCE_KAFKA_DEBUG": "cgrp",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "kadence.cli", "worker", "--task-queue", "q", "--module", "tests.faults.outage_app"],
+        env=env,
+        cwd=ROOT,
+        stdout=open(logdir / "worker.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 async def test_broker_kill_restart_and_a_30s_pause_under_100_workflows_no_component_exits(own_broker, tmp_path):
@@ -116,8 +124,13 @@ async def test_broker_kill_restart_and_a_30s_pause_under_100_workflows_no_compon
     procs.start_timers()
     worker = _start_worker(config, tmp_path)
     projections = ProjectionProcs(config, tmp_path)
-    components = {"p0": procs.procs["p0"], "p1": procs.procs["p1"], "timers": procs.procs["timers:t0"],
-                  "worker": worker, "projections": projections.start("v0")}
+    components = {
+        "p0": procs.procs["p0"],
+        "p1": procs.procs["p1"],
+        "timers": procs.procs["timers:t0"],
+        "worker": worker,
+        "projections": projections.start("v0"),
+    }
 
     def exited() -> dict[str, int]:
         return {name: p.returncode for name, p in components.items() if p.poll() is not None}
@@ -126,9 +139,14 @@ async def test_broker_kill_restart_and_a_30s_pause_under_100_workflows_no_compon
     try:
         # each sleeps through both outages, then runs an activity
         try:
-            handles = await asyncio.gather(*(client.start_workflow(SleepThenAct, 8, id=f"outage-{i}", task_queue="q",
-                                                                   request_id=f"start-{i}", timeout=120)
-                                             for i in range(N)))
+            handles = await asyncio.gather(
+                *(
+                    client.start_workflow(
+                        SleepThenAct, 8, id=f"outage-{i}", task_queue="q", request_id=f"start-{i}", timeout=120
+                    )
+                    for i in range(N)
+                )
+            )
         except BrokerUnavailableError:
             # session 15 saw a start unanswered here, before any outage (9 of 10 runs pass): say
             # where its command and reply are, for the next time
@@ -158,8 +176,10 @@ async def test_broker_kill_restart_and_a_30s_pause_under_100_workflows_no_compon
             reader = VisibilityReader(redis, config.namespace)
 
             async def caught_up() -> bool:
-                return not mismatches(runs, {(r["workflow_id"], r["run_id"]): r
-                                             for r in await list_all(reader, page_size=500)})
+                return not mismatches(
+                    runs, {(r["workflow_id"], r["run_id"]): r for r in await list_all(reader, page_size=500)}
+                )
+
             await wait_until(caught_up, 120, "the visibility projection to catch up")
         finally:
             await redis.aclose()

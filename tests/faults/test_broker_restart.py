@@ -47,8 +47,11 @@ async def test_timers_survive_processor_timer_service_and_broker_restarts(own_br
         fire_at = started["attributes"]["fire_at_ms"]
         assert fire_at - started["attributes"]["workflow_task_completed_seq"] > 0
         # the 14-day timer is still a durable record in the day tier, not a promise in memory
-        day_tier = [v for _k, v, _p, _o in read_topic(config, Catalogue(config).timers("1d"), "TimerRecord")
-                    if v["workflow_id"] == "long"]
+        day_tier = [
+            v
+            for _k, v, _p, _o in read_topic(config, Catalogue(config).timers("1d"), "TimerRecord")
+            if v["workflow_id"] == "long"
+        ]
         assert [t["fire_at_ms"] for t in day_tier] == [fire_at]
         short_kinds = [e["type"] for e in await short.history()]
         assert short_kinds.count("TimerFired") == 1

@@ -53,7 +53,9 @@ MIN_WORKFLOWS = 500
 
 def _redis_url() -> str:
     url = os.environ.get("KADENCE_REDIS_URL")
-    assert url, "the chaos suite needs Redis: run it under scripts/devstack.py (make test), which sets KADENCE_REDIS_URL"
+    assert url, (
+        "the chaos suite needs Redis: run it under scripts/devstack.py (make test), which sets KADENCE_REDIS_URL"
+    )
     return url
 
 
@@ -63,7 +65,8 @@ async def _projection_mismatches(config: KafkaConfig, timeout: float) -> list[st
     import redis.asyncio as aioredis
 
     runs, _events = await asyncio.get_running_loop().run_in_executor(
-        None, until_read, "the history topic", lambda: ground_truth(config))
+        None, until_read, "the history topic", lambda: ground_truth(config)
+    )
     redis = aioredis.from_url(_redis_url())
     try:
         deadline = time.monotonic() + timeout
@@ -99,8 +102,10 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
     workflows = max(MIN_WORKFLOWS, int(seconds * 6.5))
     logdir = Path(os.environ.get("KADENCE_CHAOS_LOGDIR") or tmp_path)
     logdir.mkdir(parents=True, exist_ok=True)
-    print(f"\nchaos: seed {seed} (KADENCE_CHAOS_SEED={seed} reproduces the fault plan), {seconds:.0f} s, "
-          f"{workflows} workflows, logs in {logdir}")
+    print(
+        f"\nchaos: seed {seed} (KADENCE_CHAOS_SEED={seed} reproduces the fault plan), {seconds:.0f} s, "
+        f"{workflows} workflows, logs in {logdir}"
+    )
     config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"c{uuid.uuid4().hex[:8]}", partitions=4)
     Catalogue(config).apply()
     Catalogue(config).ensure_queue(TASK_QUEUE)
@@ -135,25 +140,39 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         # the operator's reconciliation (`kadence verify`) over the same namespace: its history checks
         # are the checker's own; its state and reply checks are added here
         report = until_read("the namespace (kadence verify)", lambda: verify_namespace(config))
-        violations += [checker.Violation("verify", str(g), (g.workflow_id,)) for g in report.gaps
-                       if g.check in ("state", "reply")]
+        violations += [
+            checker.Violation("verify", str(g), (g.workflow_id,)) for g in report.gaps if g.check in ("state", "reply")
+        ]
         violations.sort(key=lambda v: checker.INVARIANTS.index(v.invariant))
         counts = {**driver.counts, **cluster.counts}
         print(f"chaos: exercised {counts}")
-        print(f"chaos: {len(obs.histories)} runs, {sum(map(len, obs.histories.values()))} history events, "
-              f"{len(obs.ledger)} effects, {len(obs.attempts)} activity executions, {len(obs.dead_letters)} dead letters")
+        print(
+            f"chaos: {len(obs.histories)} runs, {sum(map(len, obs.histories.values()))} history events, "
+            f"{len(obs.ledger)} effects, {len(obs.attempts)} activity executions, {len(obs.dead_letters)} dead letters"
+        )
         print("chaos: faults\n  " + "\n  ".join(cluster.fault_log))
-        print(f"chaos: chaos phase {t_chaos - t_begin:.0f} s, drain {t_drain - t_chaos:.0f} s, "
-              f"check {time.monotonic() - t_drain:.0f} s; not completed in time: {late[:20]}; partitions not "
-              f"answering: {stuck_partitions}")
+        print(
+            f"chaos: chaos phase {t_chaos - t_begin:.0f} s, drain {t_drain - t_chaos:.0f} s, "
+            f"check {time.monotonic() - t_drain:.0f} s; not completed in time: {late[:20]}; partitions not "
+            f"answering: {stuck_partitions}"
+        )
         print(f"chaos: violations by invariant: {checker.summarize(violations)}")
-        _write_result(seed=seed, seconds=seconds, plan=plan, faults=cluster.faults, counts=dict(counts),
-                      runs=len(obs.histories), events=sum(map(len, obs.histories.values())),
-                      violations=checker.summarize(violations),
-                      first_violations=[f"{v.invariant}: {v.message}" for v in violations[:10]],
-                      late=late[:20], stuck_partitions=stuck_partitions, projection_diff=projection_diff[:10],
-                      unexpected_exits=cluster.unexpected_exits,
-                      elapsed_s=round(time.monotonic() - t_begin, 1))
+        _write_result(
+            seed=seed,
+            seconds=seconds,
+            plan=plan,
+            faults=cluster.faults,
+            counts=dict(counts),
+            runs=len(obs.histories),
+            events=sum(map(len, obs.histories.values())),
+            violations=checker.summarize(violations),
+            first_violations=[f"{v.invariant}: {v.message}" for v in violations[:10]],
+            late=late[:20],
+            stuck_partitions=stuck_partitions,
+            projection_diff=projection_diff[:10],
+            unexpected_exits=cluster.unexpected_exits,
+            elapsed_s=round(time.monotonic() - t_begin, 1),
+        )
         if violations or late:
             cluster.dump_stacks()
             await asyncio.sleep(1.0)  # for the dumps to reach the logs printed below
@@ -168,17 +187,32 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
             print(cluster.logs())
         checker.assert_clean(violations)
         assert not stuck_partitions, f"commands partitions {stuck_partitions} were not processed (a stuck processor)"
-        assert not projection_diff, (f"the visibility projection (killed {counts.get('projection_kills', 0)} times) "
-                                     f"differs from the history topic in {len(projection_diff)} runs: "
-                                     f"{projection_diff[:10]}")
+        assert not projection_diff, (
+            f"the visibility projection (killed {counts.get('projection_kills', 0)} times) "
+            f"differs from the history topic in {len(projection_diff)} runs: "
+            f"{projection_diff[:10]}"
+        )
         assert not cluster.unexpected_exits, f"components died without being killed: {cluster.unexpected_exits}"
         assert counts["workflows_started"] >= MIN_WORKFLOWS
-        floors = {"processor_kills": MINIMUM_FAULTS["kill_processor"], "worker_kills": MINIMUM_FAULTS["kill_worker"],
-                  "broker_restarts": 1, "timer_service_kills": 1, "processor_pauses": 1,
-                  "projection_kills": MINIMUM_FAULTS["kill_projection"]}
+        floors = {
+            "processor_kills": MINIMUM_FAULTS["kill_processor"],
+            "worker_kills": MINIMUM_FAULTS["kill_worker"],
+            "broker_restarts": 1,
+            "timer_service_kills": 1,
+            "processor_pauses": 1,
+            "projection_kills": MINIMUM_FAULTS["kill_projection"],
+        }
         assert all(counts.get(k, 0) >= n for k, n in floors.items()), f"fault floor not reached: {counts}"
-        for what in ("duplicate_starts", "duplicate_signals", "duplicate_updates", "rejected_updates",
-                     "stale_task_completions", "late_activity_completions", "undecodable_records", "pauses"):
+        for what in (
+            "duplicate_starts",
+            "duplicate_signals",
+            "duplicate_updates",
+            "rejected_updates",
+            "stale_task_completions",
+            "late_activity_completions",
+            "undecodable_records",
+            "pauses",
+        ):
             assert counts.get(what, 0) >= 1, f"no {what} injected: {counts}"
     except BaseException:  # pytest-timeout's too (SIGALRM): where every component sat, in its log
         cluster.dump_stacks()
@@ -195,8 +229,9 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         cluster.close()
 
 
-async def test_checker_reports_a_duplicated_history_event_with_its_workflow(client, processors, kafka_config,
-                                                                             monkeypatch):
+async def test_checker_reports_a_duplicated_history_event_with_its_workflow(
+    client, processors, kafka_config, monkeypatch
+):
     """A real (small) run is clean; a copy of one of its history records, produced again into
     the history topic, is reported as a duplicate with the workflow's ID."""
     prefix = f"chaos:{kafka_config.namespace}"
@@ -208,8 +243,9 @@ async def test_checker_reports_a_duplicated_history_event_with_its_workflow(clie
     exp = checker.Expectations()
     async with Worker(client, task_queue=TASK_QUEUE, workflows=WORKFLOWS, activities=ACTIVITIES):
         for n in ns:
-            handle = await client.start_workflow(ChaosOrder, n, id=f"dup-{n}", task_queue=TASK_QUEUE,
-                                                 request_id=f"start-dup-{n}")
+            handle = await client.start_workflow(
+                ChaosOrder, n, id=f"dup-{n}", task_queue=TASK_QUEUE, request_id=f"start-dup-{n}"
+            )
             exp.results[handle.id], exp.run_ids[handle.id] = expected_result(n), handle.run_id
         await send_signal(client, "dup-3", "signal-dup-3", approval_for(3))
         exp.signals["signal-dup-3"] = "dup-3"

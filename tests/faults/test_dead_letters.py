@@ -16,8 +16,15 @@ from tests.support.cli import kadence
 
 async def test_poison_start_is_redriven_once_after_repair(client, processors, kafka_config, tmp_path):
     topics = Catalogue(kafka_config)
-    good = serde.encode("Command", command("repaired-1", "StartWorkflow", {
-        "workflow_type": "ThreeSteps", "task_queue": "q", "input": b"[5]"}, request_id="start-repaired-1"))
+    good = serde.encode(
+        "Command",
+        command(
+            "repaired-1",
+            "StartWorkflow",
+            {"workflow_type": "ThreeSteps", "task_queue": "q", "input": b"[5]"},
+            request_id="start-repaired-1",
+        ),
+    )
     broken = good[2:]  # a producer that forgot the two-byte version prefix
     producer = Producer(kafka_config.producer())
     producer.produce(topics.commands, broken, b"repaired-1")
@@ -29,6 +36,7 @@ async def test_poison_start_is_redriven_once_after_repair(client, processors, ka
         nonlocal out
         _rc, out, _ = await kadence(kafka_config, "dlq", "list")
         return "pending" in out
+
     await wait_until(listed, 60, "the poison record in the dead-letter topic")
     ref = out.split()[0]
     assert "undecodable command" in out
@@ -65,6 +73,7 @@ async def test_stuck_workflows_are_listed_with_their_error(client, processors, k
 
             async def is_stuck():
                 return (await handle.describe())["last_task_failure"]
+
             await wait_until(is_stuck, 60, "the workflow task to fail")
     rc, out, err = await kadence(kafka_config, "stuck")
     assert rc == 0, err
@@ -72,11 +81,14 @@ async def test_stuck_workflows_are_listed_with_their_error(client, processors, k
     assert line.startswith("stuck-1\t") and "non_determinism" in line and "NonDeterminismError" in line
     rc, out, err = await kadence(kafka_config, "stuck", "-o", "json")
     (item,) = json.loads(out)["items"]
-    assert (item["workflow_id"], item["cause"], item["error_type"]) == ("stuck-1", "non_determinism", "NonDeterminismError")
+    assert (item["workflow_id"], item["cause"], item["error_type"]) == (
+        "stuck-1",
+        "non_determinism",
+        "NonDeterminismError",
+    )
 
 
-async def test_command_on_the_wrong_partition_is_dead_lettered_with_the_expected_one(client, processors,
-                                                                                      kafka_config):
+async def test_command_on_the_wrong_partition_is_dead_lettered_with_the_expected_one(client, processors, kafka_config):
     """A start produced to a partition its workflow ID does not hash to (murmur2) creates nothing:
     it is dead-lettered as "wrong partition" and its request is answered naming the partition."""
     from kadence.topics.partitioner import partition_for
@@ -86,8 +98,15 @@ async def test_command_on_the_wrong_partition_is_dead_lettered_with_the_expected
     wf = "misrouted-1"
     expected = partition_for(wf, kafka_config.partitions)
     wrong = (expected + 1) % kafka_config.partitions
-    start = serde.encode("Command", command(wf, "StartWorkflow", {
-        "workflow_type": "ThreeSteps", "task_queue": "q", "input": b"[5]"}, request_id="start-misrouted-1"))
+    start = serde.encode(
+        "Command",
+        command(
+            wf,
+            "StartWorkflow",
+            {"workflow_type": "ThreeSteps", "task_queue": "q", "input": b"[5]"},
+            request_id="start-misrouted-1",
+        ),
+    )
     producer = Producer(kafka_config.producer())
     producer.produce(topics.commands, start, wf.encode(), partition=wrong)
     producer.flush(10)
@@ -95,6 +114,7 @@ async def test_command_on_the_wrong_partition_is_dead_lettered_with_the_expected
 
     def replied():
         return [v for k, v, _p, _o in read_topic(kafka_config, topics.replies, "Reply") if k == b"start-misrouted-1"]
+
     (answer,) = await wait_until(replied, 60, "the reply to the misrouted start")
     assert answer["status"] == "wrong_partition"
     assert f"partition {expected}" in answer["message"] and f"partition {wrong}" in answer["message"]

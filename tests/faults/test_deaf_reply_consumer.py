@@ -35,6 +35,7 @@ def _factory(first):
     def make(conf):
         made.append((first if not made else Consumer)(conf))
         return made[-1]
+
     return make, made
 
 
@@ -43,7 +44,8 @@ async def _engine(kafka_config, **kw):
 
 
 async def test_a_reply_consumer_that_stopped_fetching_is_replaced_and_the_start_is_answered(
-        kafka_config, processors, client):
+    kafka_config, processors, client
+):
     processors.start()
     factory, made = _factory(DeafConsumer)
     engine = await _engine(kafka_config, replies_stall_s=2.0, consumer_factory=factory)

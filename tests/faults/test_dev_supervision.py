@@ -35,10 +35,20 @@ def _wait_line(lines: list[str], needle: str, timeout: float, proc: subprocess.P
 
 def test_a_killed_processor_is_started_again_by_kadence_dev_and_serves(kafka_bootstrap):
     port = _free_port()
-    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap, "KADENCE_DEV_ONCE": "0",
-           "KADENCE_NAMESPACE": f"devsup{uuid.uuid4().hex[:6]}", "KADENCE_GATEWAY_PORT": str(port)}
-    dev = subprocess.Popen([sys.executable, "-m", "kadence.cli", "--log-level", "warning", "dev"], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap,
+        "KADENCE_DEV_ONCE": "0",
+        "KADENCE_NAMESPACE": f"devsup{uuid.uuid4().hex[:6]}",
+        "KADENCE_GATEWAY_PORT": str(port),
+    }
+    dev = subprocess.Popen(
+        [sys.executable, "-m", "kadence.cli", "--log-level", "warning", "dev"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(dev.stdout.readline, "")), daemon=True)
     reader.start()
@@ -50,18 +60,24 @@ def test_a_killed_processor_is_started_again_by_kadence_dev_and_serves(kafka_boo
             name, url = part.rsplit(" ", 1)
             scraped = httpx.get(url, timeout=10)
             assert scraped.status_code == 200 and "# TYPE" in scraped.text, (name, url, scraped.status_code)
-        found = subprocess.run(["pgrep", "-P", str(dev.pid), "-f", "kadence.cli processor"], capture_output=True,
-                               text=True).stdout.split()
+        found = subprocess.run(
+            ["pgrep", "-P", str(dev.pid), "-f", "kadence.cli processor"], capture_output=True, text=True
+        ).stdout.split()
         assert len(found) == 1, found
         os.kill(int(found[0]), signal.SIGKILL)
         _wait_line(lines, "==> processor exited with status -9; starting it again in", 30, dev)
         _wait_line(lines, "==> processor started again (restart 1)", 30, dev)
         # the new processor answers: a start through the gateway gets its 201 (the engine's reply)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
-            resp = http.post("/v1/workflows/OrderFulfilment/start",
-                             json={"workflow_id": f"after-restart-{uuid.uuid4().hex[:6]}", "task_queue": TASK_QUEUE,
-                                   "input": [SAMPLE_ORDER]},
-                             headers={"Idempotency-Key": "after-restart"})
+            resp = http.post(
+                "/v1/workflows/OrderFulfilment/start",
+                json={
+                    "workflow_id": f"after-restart-{uuid.uuid4().hex[:6]}",
+                    "task_queue": TASK_QUEUE,
+                    "input": [SAMPLE_ORDER],
+                },
+                headers={"Idempotency-Key": "after-restart"},
+            )
         assert resp.status_code == 201, resp.text
     finally:
         stop_process(dev, signal.SIGINT, 60)

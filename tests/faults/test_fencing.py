@@ -44,8 +44,11 @@ class Outliver:
     @workflow.run
     async def run(self, tag: str) -> str:
         return await workflow.execute_activity(
-            outlives, tag, start_to_close_timeout=STC,
-            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=2))
+            outlives,
+            tag,
+            start_to_close_timeout=STC,
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=2),
+        )
 
 
 def _one_shard(bootstrap, tmp_path):
@@ -80,8 +83,10 @@ def _owner(config: KafkaConfig) -> dict[str, list[int]]:
         desc = admin.describe_consumer_groups([group])[group].result(10)
     except (KafkaException, TimeoutError):  # coordinator loading, or slow on a loaded machine: ask again
         return {}
-    return {m.client_id.rsplit(".", 1)[-1]:
-            sorted(tp.partition for tp in m.assignment.topic_partitions) for m in desc.members}
+    return {
+        m.client_id.rsplit(".", 1)[-1]: sorted(tp.partition for tp in m.assignment.topic_partitions)
+        for m in desc.members
+    }
 
 
 def _log(procs: ProcessorProcs, instance: str) -> str:
@@ -92,8 +97,11 @@ async def _two_processors(config, procs) -> None:
     procs.start("p0")
     await wait_until(lambda: _owner(config).get("p0") == [0], 60, "p0 owning the shard")
     procs.start("p1")
-    await wait_until(lambda: _owner(config).get("p1") == [] and _owner(config).get("p0") == [0], 60,
-                     "p1 standing by while p0 keeps the shard")
+    await wait_until(
+        lambda: _owner(config).get("p1") == [] and _owner(config).get("p0") == [0],
+        60,
+        "p1 standing by while p0 keeps the shard",
+    )
 
 
 async def _standby_takes_over_then_owner_wakes(config, procs, owner, handle, result: str) -> None:
@@ -110,8 +118,9 @@ async def _standby_takes_over_then_owner_wakes(config, procs, owner, handle, res
 
 def _deadline_ms(config: KafkaConfig, workflow_id: str) -> int:
     """When the processor's start-to-close deadline of the workflow's running attempt falls due."""
-    states = [v for k, v, _p, _o in read_topic(config, Catalogue(config).state, "WorkflowState")
-              if k == workflow_id.encode()]
+    states = [
+        v for k, v, _p, _o in read_topic(config, Catalogue(config).state, "WorkflowState") if k == workflow_id.encode()
+    ]
     (act,) = states[-1]["pending_activities"]
     return act["attempt_started_ms"] + int(STC.total_seconds() * 1000)
 
@@ -128,10 +137,12 @@ def _assert_clean(config: KafkaConfig, workflow_id: str) -> None:
     failed = [e["attributes"][1].get("attempt") for e in events if e["attributes"][0] == "ActivityTaskAttemptFailed"]
     assert not problems, problems
     assert failed == [1], f"attempt 1 failed {len(failed)} times in the history: {failed}"
-    states = [v for k, v, _p, _o in read_topic(config, Catalogue(config).state, "WorkflowState")
-              if k == workflow_id.encode()]
-    assert states and states[-1]["status"] == "completed", \
+    states = [
+        v for k, v, _p, _o in read_topic(config, Catalogue(config).state, "WorkflowState") if k == workflow_id.encode()
+    ]
+    assert states and states[-1]["status"] == "completed", (
         f"the last state record is {states[-1]['status'] if states else None}: a stale owner wrote after the new one"
+    )
 
 
 async def test_paused_owner_with_a_due_deadline_writes_nothing(one_shard):
@@ -180,7 +191,9 @@ async def test_owner_paused_with_its_deadline_commit_in_flight_is_fenced(one_sha
             finally:
                 broker.proc.send_signal(signal.SIGCONT)
             await _standby_takes_over_then_owner_wakes(config, procs, owner, handle, "y:2")
-            assert "deadline passed" in _log(procs, "p0"), "the owner never fired the deadline: the drill proved nothing"
+            assert "deadline passed" in _log(procs, "p0"), (
+                "the owner never fired the deadline: the drill proved nothing"
+            )
             assert "transaction failed" in _log(procs, "p0"), "the owner's open transaction was not refused"
     finally:
         await client.close()

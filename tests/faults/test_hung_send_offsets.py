@@ -43,13 +43,16 @@ def assert_recorded_once(kafka_config, workflow_id: str, run_id: str) -> None:
 
 
 async def test_the_processor_gives_up_a_hung_send_offsets_replaces_its_producer_and_records_each_event_once(
-        kafka_config, client, monkeypatch):
+    kafka_config, client, monkeypatch
+):
     release = threading.Event()
     hanging = first_send_offsets_hangs(release)
     monkeypatch.setattr(history_processor, "Producer", hanging)
     registry = CollectorRegistry()
-    proc = HistoryProcessor(ProcessorConfig(kafka=kafka_config, instance_id="hung-p0", session_timeout_ms=6000,
-                                            txn_hang_s=2.0), registry=registry)
+    proc = HistoryProcessor(
+        ProcessorConfig(kafka=kafka_config, instance_id="hung-p0", session_timeout_ms=6000, txn_hang_s=2.0),
+        registry=registry,
+    )
     runner = threading.Thread(target=proc.run, name="processor-under-test", daemon=True)
     runner.start()
     try:
@@ -58,8 +61,9 @@ async def test_the_processor_gives_up_a_hung_send_offsets_replaces_its_producer_
             handle = await client.start_workflow(ThreeSteps, 5, id="hung-offsets-p", task_queue="q")
             assert await handle.result(timeout=90) == three_steps_result(5)
         assert hanging.hung == 1
-        assert registry.get_sample_value("kadence_processor_txn_hangs_total",
-                                          {"namespace": kafka_config.namespace}) == 1
+        assert (
+            registry.get_sample_value("kadence_processor_txn_hangs_total", {"namespace": kafka_config.namespace}) == 1
+        )
         assert runner.is_alive()  # no exit: the process rode it out
         assert_recorded_once(kafka_config, "hung-offsets-p", handle.run_id)
     finally:
@@ -70,7 +74,8 @@ async def test_the_processor_gives_up_a_hung_send_offsets_replaces_its_producer_
 
 
 async def test_the_reporter_gives_up_a_hung_send_offsets_and_commits_its_results_again_once(
-        kafka_config, processors, client, monkeypatch):
+    kafka_config, processors, client, monkeypatch
+):
     release = threading.Event()
     hanging = first_send_offsets_hangs(release)
     monkeypatch.setattr(_reporter, "Producer", hanging)

@@ -15,8 +15,11 @@ async def test_poison_command_is_dead_lettered_and_the_partition_keeps_moving(cl
     producer.produce(topics.commands, b"K\x01\xff\xff", b"poison-1")  # right magic, garbage body
     producer.flush(10)
     # a healthy workflow on the same shard, started after the poison records
-    healthy = next(f"ok-{i}" for i in range(1000)
-                   if partition_for(f"ok-{i}", kafka_config.partitions) == partition_for("poison-1", kafka_config.partitions))
+    healthy = next(
+        f"ok-{i}"
+        for i in range(1000)
+        if partition_for(f"ok-{i}", kafka_config.partitions) == partition_for("poison-1", kafka_config.partitions)
+    )
     processors.start()
     async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
         handle = await client.start_workflow(ThreeSteps, 4, id=healthy, task_queue="q")

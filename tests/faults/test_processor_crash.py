@@ -24,8 +24,9 @@ async def test_sigkill_mid_batch_loses_and_duplicates_nothing(client, processors
     n = 200
     processors.start("p0")
     async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
-        handles = await asyncio.gather(*(client.start_workflow(ThreeSteps, i, id=f"k-{i}", task_queue="q")
-                                         for i in range(n)))
+        handles = await asyncio.gather(
+            *(client.start_workflow(ThreeSteps, i, id=f"k-{i}", task_queue="q") for i in range(n))
+        )
         results = [asyncio.ensure_future(h.result(timeout=240)) for h in handles]
         await wait_until(lambda: sum(EFFECTS.values()) >= 3 * n // 3, 120, "a third of the activities")
         processors.kill("p0")
@@ -44,8 +45,10 @@ def _members(config) -> dict[str, list[int]]:
     admin = AdminClient(config.base())
     group = f"{config.namespace}.processor"
     desc = admin.describe_consumer_groups([group])[group].result(10)
-    return {m.client_id.rsplit(".", 1)[-1]: sorted(tp.partition for tp in m.assignment.topic_partitions)
-            for m in desc.members}
+    return {
+        m.client_id.rsplit(".", 1)[-1]: sorted(tp.partition for tp in m.assignment.topic_partitions)
+        for m in desc.members
+    }
 
 
 async def _failover(client, processors, kafka_config, how: str) -> None:
@@ -54,11 +57,15 @@ async def _failover(client, processors, kafka_config, how: str) -> None:
     processors.start("p0")
     processors.start("p1")
     # both instances own shards before the load starts
-    await wait_until(lambda: len([p for p in _members(kafka_config).values() if p]) == 2, 60,
-                     "two processor instances sharing the partitions")
+    await wait_until(
+        lambda: len([p for p in _members(kafka_config).values() if p]) == 2,
+        60,
+        "two processor instances sharing the partitions",
+    )
     async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
-        handles = await asyncio.gather(*(client.start_workflow(ThreeSteps, i, id=f"f-{i}", task_queue="q")
-                                         for i in range(n)))
+        handles = await asyncio.gather(
+            *(client.start_workflow(ThreeSteps, i, id=f"f-{i}", task_queue="q") for i in range(n))
+        )
         results = [asyncio.ensure_future(h.result(timeout=240)) for h in handles]
         await wait_until(lambda: sum(EFFECTS.values()) >= n, 120, "a third of the activities")
         getattr(processors, how)("p1")
@@ -67,8 +74,9 @@ async def _failover(client, processors, kafka_config, how: str) -> None:
     assert values == [three_steps_result(i) for i in range(n)]
     # a killed member is removed from the group only when its session times out (6 s; a stopped
     # one leaves at once): if every workflow left was on the survivor's shards, they completed before that
-    await wait_until(lambda: list(_members(kafka_config).values()) == [[0, 1, 2, 3]], 30,
-                     "the survivor owning every shard")
+    await wait_until(
+        lambda: list(_members(kafka_config).values()) == [[0, 1, 2, 3]], 30, "the survivor owning every shard"
+    )
     _assert_all_histories_clean(kafka_config, n)
     assert collections.Counter(EFFECTS.values()) == {1: 3 * n}
 
@@ -89,8 +97,9 @@ async def test_two_processes_given_one_instance_id_write_nothing_twice(client, p
     EFFECTS.clear()
     n = 40
     procs = {name: processors.start(name, env={"KADENCE_PROCESSOR_ID": "same"}) for name in ("first", "second")}
-    await wait_until(lambda: sum(1 for shards in _member_shards(kafka_config) if shards) == 2, 60,
-                     "both processes owning shards")
+    await wait_until(
+        lambda: sum(1 for shards in _member_shards(kafka_config) if shards) == 2, 60, "both processes owning shards"
+    )
     async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
         handles = [await client.start_workflow(ThreeSteps, i, id=f"same-{i}", task_queue="q") for i in range(n)]
         values = await asyncio.gather(*(h.result(timeout=180) for h in handles))

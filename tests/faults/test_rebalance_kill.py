@@ -43,8 +43,10 @@ def _members(config: KafkaConfig, group: str) -> dict[str, set]:
         desc = admin.describe_consumer_groups([group])[group].result(10)
     except (KafkaException, TimeoutError):  # coordinator loading, or slow on a loaded machine
         return {}
-    return {m.client_id.rsplit(".", 1)[-1]:
-            {(tp.topic, tp.partition) for tp in m.assignment.topic_partitions} for m in desc.members}
+    return {
+        m.client_id.rsplit(".", 1)[-1]: {(tp.topic, tp.partition) for tp in m.assignment.topic_partitions}
+        for m in desc.members
+    }
 
 
 def _owned(config: KafkaConfig, group: str) -> set:
@@ -63,18 +65,21 @@ async def _kill_between_rounds(config, processors, tmp_path, start, group: str, 
     processors.kill(next(name for name in processors.procs if name.endswith("a")))
     start("a")
     try:
-        await wait_until(lambda: _owned(config, group) == everything, 90,
-                         f"every partition owned again (the killed instance was revoking {revoking})")
+        await wait_until(
+            lambda: _owned(config, group) == everything,
+            90,
+            f"every partition owned again (the killed instance was revoking {revoking})",
+        )
     except AssertionError:
         raise AssertionError(f"owners: {_members(config, group)}; expected {sorted(everything)}") from None
 
 
 async def test_processor_killed_between_rebalance_rounds_leaves_no_shard_unowned(
-        client, processors, kafka_config, tmp_path):
+    client, processors, kafka_config, tmp_path
+):
     topics = Catalogue(kafka_config)
     everything = {(topics.commands, p) for p in range(PARTITIONS)}
-    await _kill_between_rounds(kafka_config, processors, tmp_path, processors.start, topics.processor_group,
-                               everything)
+    await _kill_between_rounds(kafka_config, processors, tmp_path, processors.start, topics.processor_group, everything)
     # every shard serves: one workflow per partition runs to its result
     ids = {}
     for n in range(1000):
@@ -86,11 +91,11 @@ async def test_processor_killed_between_rebalance_rounds_leaves_no_shard_unowned
         assert await asyncio.gather(*(h.result(timeout=60) for h in handles)) == list(ids.values())
 
 
-async def test_timer_service_killed_between_rebalance_rounds_leaves_no_tier_unowned(
-        processors, kafka_config, tmp_path):
+async def test_timer_service_killed_between_rebalance_rounds_leaves_no_tier_unowned(processors, kafka_config, tmp_path):
     topics = Catalogue(kafka_config)
     tiers = [spec for spec in topics.core_specs() if spec.name.startswith(f"{kafka_config.namespace}.timers.")]
     assert tiers, "no timer tiers in the catalogue"
     everything = {(spec.name, p) for spec in tiers for p in range(spec.partitions)}
-    await _kill_between_rounds(kafka_config, processors, tmp_path, processors.start_timers,
-                               f"{kafka_config.namespace}.timers", everything)
+    await _kill_between_rounds(
+        kafka_config, processors, tmp_path, processors.start_timers, f"{kafka_config.namespace}.timers", everything
+    )

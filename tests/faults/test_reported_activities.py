@@ -27,11 +27,21 @@ N = 10
 
 
 def _worker(config, logdir: Path, executions: Path, n: int) -> subprocess.Popen:
-    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace,
-           "KADENCE_TEST_EXECUTIONS": str(executions), "KADENCE_TEST_SLOW_S": "30" if n == 1 else "0.1"}
+    env = {
+        **os.environ,
+        "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap,
+        "KADENCE_NAMESPACE": config.namespace,
+        "KADENCE_TEST_EXECUTIONS": str(executions),
+        "KADENCE_TEST_SLOW_S": "30" if n == 1 else "0.1",
+    }
     log = open(logdir / f"activity-worker-{n}.log", "w")
-    return subprocess.Popen([sys.executable, "-m", "tests.faults.reporting.activities"], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.faults.reporting.activities"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def _completed(config, workflow_id: str) -> int:
@@ -60,8 +70,9 @@ async def test_a_killed_worker_runs_no_reported_activity_again(client, processor
         if first.poll() is None:
             first.kill()
     runs = collections.Counter(line.split("|")[0] for line in executions.read_text().splitlines())
-    assert {k: v for k, v in runs.items() if k != "slow"} == {f"quick-{i}": 1 for i in range(N)}, \
+    assert {k: v for k, v in runs.items() if k != "slow"} == {f"quick-{i}": 1 for i in range(N)}, (
         f"activities that had reported ran again after the kill: {runs}"
+    )
     assert runs["slow"] == 2, f"the slow activity had not reported: it must run again ({runs})"
     [(_, events)] = [(k, v) for k, v in histories(kafka_config).items() if k[0] == "fan-1"]
     assert check_history(events) == []

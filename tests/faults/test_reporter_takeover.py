@@ -28,7 +28,8 @@ class FirstCommitHangs(Producer):
 
 
 async def test_a_blocked_results_transaction_is_taken_over_and_each_activity_recorded_once(
-        kafka_config, processors, client, monkeypatch):
+    kafka_config, processors, client, monkeypatch
+):
     monkeypatch.setattr(_reporter, "Producer", FirstCommitHangs)
     processors.start()
     try:

@@ -20,17 +20,20 @@ async def test_reset_of_a_stuck_workflow_completes_it_and_history_shows_the_bran
 
             async def stuck():
                 return (await handle.describe())["last_task_failure"]
+
             await wait_until(stuck, 60, "the workflow to be stuck on a non-deterministic task")
         old_run = handle.run_id
         # the fixed code is deployed; the dry run replays the part of the history a reset keeps
-        rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--module",
-                                     "tests.integration.gated_fixed")
+        rc, out, err = await kadence(
+            kafka_config, "reset", "reset-1", "--dry-run", "--module", "tests.integration.gated_fixed"
+        )
         assert rc == 0, err
         plan = json.loads(out)
         assert plan["dry_run"] is True and plan["replayed_with"] == "tests.integration.gated_fixed"
         assert plan["from_status"] == "running" and plan["terminates_run_id"] == handle.run_id
-        rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--module",
-                                     "tests.replay.workflows_unsafe")
+        rc, out, err = await kadence(
+            kafka_config, "reset", "reset-1", "--dry-run", "--module", "tests.replay.workflows_unsafe"
+        )
         assert rc == 1
         async with Worker(client, task_queue="q", workflows=[Gated], activities=[add, double]):
             rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--reason", "deployed fix")
@@ -43,8 +46,15 @@ async def test_reset_of_a_stuck_workflow_completes_it_and_history_shows_the_bran
     rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--to-event", "3")
     assert rc == 0, err
     assert {k: v for k, v in json.loads(out).items() if k != "workflow_id"} == {
-        "dry_run": True, "branch_event": 3, "from_status": "completed", "terminates_run_id": None, "kept_events": 2,
-        "activities_rerun": [], "timers_kept": 0, "new_run_id": None}
+        "dry_run": True,
+        "branch_event": 3,
+        "from_status": "completed",
+        "terminates_run_id": None,
+        "kept_events": 2,
+        "activities_rerun": [],
+        "timers_kept": 0,
+        "new_run_id": None,
+    }
     rc, out, err = await kadence(kafka_config, "reset", "reset-1", "--dry-run", "--to-event", "2")
     assert rc == 1 and out == "" and "would be rejected: event 2 is not a WorkflowTaskCompleted" in err, (rc, out, err)
     old = await client.get_workflow_handle("reset-1", run_id=old_run).history()
@@ -66,4 +76,6 @@ async def test_reset_of_a_stuck_workflow_completes_it_and_history_shows_the_bran
     closed = await client.get_workflow_handle("reset-1", run_id=new_run).history()
     assert closed[-1]["type"] == "WorkflowExecutionCompleted"  # the closed run stays as it ended
     third = await client.get_workflow_handle("reset-1", run_id=again).history()
-    assert third[0]["attributes"]["continued_from_run_id"] == new_run and third[-1]["type"] == "WorkflowExecutionCompleted"
+    assert (
+        third[0]["attributes"]["continued_from_run_id"] == new_run and third[-1]["type"] == "WorkflowExecutionCompleted"
+    )

@@ -41,18 +41,21 @@ def _factory(first):
     def make(conf):
         made.append((first if not made else Producer)(conf))
         return made[-1]
+
     return make, made
 
 
 async def _client(kafka_config, factory, **engine_kw):
     engine_kw.setdefault("producer_stall_s", 2.0)
     engine = await asyncio.get_running_loop().run_in_executor(
-        None, lambda: EngineClient(kafka_config, producer_factory=factory, **engine_kw))
+        None, lambda: EngineClient(kafka_config, producer_factory=factory, **engine_kw)
+    )
     return Client(engine, JsonConverter())
 
 
 async def test_a_producer_that_delivers_nothing_is_replaced_and_the_start_goes_through(
-        kafka_config, processors, client):
+    kafka_config, processors, client
+):
     processors.start()
     factory, made = _factory(SwallowingProducer)
     wedged = await _client(kafka_config, factory)
@@ -68,8 +71,7 @@ async def test_a_producer_that_delivers_nothing_is_replaced_and_the_start_goes_t
         await wedged.close()
 
 
-async def test_a_command_produced_again_after_a_lost_delivery_report_is_applied_once(
-        kafka_config, processors, client):
+async def test_a_command_produced_again_after_a_lost_delivery_report_is_applied_once(kafka_config, processors, client):
     processors.start()
     factory, _made = _factory(SilentProducer)
     silent = await _client(kafka_config, factory)
@@ -149,8 +151,11 @@ async def test_a_slow_answer_gets_copies_of_the_command_and_they_are_applied_onc
         handle = await start
     finally:
         await impatient.close()
-    commands = [m for m in read_topic(kafka_config, Catalogue(kafka_config).commands, "Command")
-                if m[1]["aggregate_key"] == "slow-1"]
+    commands = [
+        m
+        for m in read_topic(kafka_config, Catalogue(kafka_config).commands, "Command")
+        if m[1]["aggregate_key"] == "slow-1"
+    ]
     assert len(commands) >= 3 and len({c[1]["event_id"] for c in commands}) == 1  # copies, byte for byte
     runs = {k: v for k, v in histories(kafka_config).items() if k[0] == "slow-1"}
     assert list(runs) == [("slow-1", handle.run_id)]

@@ -1,6 +1,5 @@
 """Worker restarts and non-deterministic code changes, on the real broker."""
 
-
 from kadence import Worker
 from tests.integration.conftest import wait_until
 from tests.integration.invariants import check_history, histories
@@ -45,17 +44,20 @@ async def test_non_deterministic_change_fails_the_task_and_leaves_history_intact
             assert desc["status"] == "running"
             assert desc["last_task_failure"]["cause"] == "non_determinism"
             assert desc["last_task_failure"]["type"] == "NonDeterminismError"
-            assert "history event 4 is ActivityTaskScheduled(activity_type='add'" in desc["last_task_failure"]["message"]
+            assert (
+                "history event 4 is ActivityTaskScheduled(activity_type='add'" in desc["last_task_failure"]["message"]
+            )
             assert changed.stats["non_determinism"] >= 1
         after = await handle.history()
     # the failed task recorded nothing: history = what it was + the gate's completion and the
     # workflow task it scheduled
     assert after[: len(before)] == before
-    assert [e["type"] for e in after[len(before):]] == ["ActivityTaskCompleted", "WorkflowTaskScheduled"]
+    assert [e["type"] for e in after[len(before) :]] == ["ActivityTaskCompleted", "WorkflowTaskScheduled"]
 
 
 def _stuck(handle):
     async def check():
         desc = await handle.describe()
         return desc if desc["last_task_failure"] else None
+
     return check

@@ -24,6 +24,7 @@ async def test_a_stuck_workflow_completes_after_the_fix_is_deployed_without_a_re
                 events = await handle.history()
                 attempts = [e["attributes"]["attempt"] for e in events if e["type"] == "WorkflowTaskScheduled"]
                 return d["status"] == "running" and d.get("last_task_failure") and max(attempts) >= 2
+
             await wait_until(retried_and_still_stuck, 60, "a failed workflow task to be retried (and fail again)")
         # the fix is deployed: the next automatic retry (backoff <= 8 s here) completes the workflow
         async with Worker(client, task_queue="q", workflows=[Gated], activities=[add, double]):

@@ -22,8 +22,12 @@ async def closed_runs(client, n: int, prefix: str, *, queue: str = "q", chunk: i
     """Start ``n`` workflows and terminate them: (workflow_id, run_id) of ``n`` closed runs."""
     runs = []
     for lo in range(0, n, chunk):
-        handles = await asyncio.gather(*(client.start_workflow("Trivial", i, id=f"{prefix}-{i}", task_queue=queue)
-                                         for i in range(lo, min(n, lo + chunk))))
+        handles = await asyncio.gather(
+            *(
+                client.start_workflow("Trivial", i, id=f"{prefix}-{i}", task_queue=queue)
+                for i in range(lo, min(n, lo + chunk))
+            )
+        )
         await asyncio.gather(*(h.terminate(reason="closed for the archival test") for h in handles))
         runs += [(h.id, h.run_id) for h in handles]
     return runs
@@ -43,8 +47,12 @@ def live_history(config: KafkaConfig) -> dict[tuple[str, str], list[bytes]]:
 
 
 def archiver_config(config: KafkaConfig, directory: Path, **kw) -> ArchiverConfig:
-    return ArchiverConfig(kafka=config, store=kw.pop("store_config", ArchiveStoreConfig(directory=str(directory))),
-                          redis_url=os.environ["KADENCE_REDIS_URL"], **kw)
+    return ArchiverConfig(
+        kafka=config,
+        store=kw.pop("store_config", ArchiveStoreConfig(directory=str(directory))),
+        redis_url=os.environ["KADENCE_REDIS_URL"],
+        **kw,
+    )
 
 
 class ArchiverThread:
@@ -84,9 +92,17 @@ class ArchiverProc:
     def start(self) -> None:
         self.starts += 1
         log = open(self.logdir / f"archiver-{self.starts}.log", "w")
-        env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap, "KADENCE_NAMESPACE": self.config.namespace}
-        self.proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "archive", "run", "--dir", str(self.directory),
-                                      *self.extra], env=env, stdout=log, stderr=subprocess.STDOUT)
+        env = {
+            **os.environ,
+            "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
+            "KADENCE_NAMESPACE": self.config.namespace,
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kadence.cli", "archive", "run", "--dir", str(self.directory), *self.extra],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)

@@ -14,7 +14,7 @@ class Sealed:
     def decode(self, data: bytes) -> bytes:
         if not data.startswith(MARK):
             raise ValueError("not a sealed payload")
-        return zlib.decompress(bytes(b ^ 0x5A for b in data[len(MARK):]))
+        return zlib.decompress(bytes(b ^ 0x5A for b in data[len(MARK) :]))
 
 
 def broken():

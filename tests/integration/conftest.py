@@ -56,11 +56,17 @@ class ProcessorProcs:
         ``module``: what ``python -m`` runs (a test's wrapper of the CLI)."""
         self.starts += 1
         log = open(self.logdir / f"processor-{instance_id}-{self.starts}.log", "w")
-        env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
-               "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_PROCESSOR_ID": instance_id,
-               "KADENCE_SESSION_TIMEOUT_MS": "6000", **(env or {})}
-        proc = subprocess.Popen([sys.executable, "-m", module, "processor"], env=env,
-                                stdout=log, stderr=subprocess.STDOUT)
+        env = {
+            **os.environ,
+            "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
+            "KADENCE_NAMESPACE": self.config.namespace,
+            "KADENCE_PROCESSOR_ID": instance_id,
+            "KADENCE_SESSION_TIMEOUT_MS": "6000",
+            **(env or {}),
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, "processor"], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
         self.procs[instance_id] = proc
         return proc
 
@@ -74,17 +80,23 @@ class ProcessorProcs:
         if not stop_process(proc):
             raise AssertionError(f"processor {instance_id} did not stop on SIGTERM")
 
-    def start_timers(self, instance_id: str = "t0", env: dict | None = None,
-                     module: str = "kadence.cli") -> subprocess.Popen:
+    def start_timers(
+        self, instance_id: str = "t0", env: dict | None = None, module: str = "kadence.cli"
+    ) -> subprocess.Popen:
         """A `kadence timers` instance; its log is timers-{instance_id}-{n}.log in the logdir;
         ``env``: extra environment (e.g. KADENCE_TIMERS_METRICS_PORT)."""
         self.starts += 1
         log = open(self.logdir / f"timers-{instance_id}-{self.starts}.log", "w")
-        env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
-               "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_TIMERS_ID": instance_id,
-               "KADENCE_SESSION_TIMEOUT_MS": "6000", "KADENCE_TIMERS_LOG_INTERVAL_S": "1", **(env or {})}
-        proc = subprocess.Popen([sys.executable, "-m", module, "timers"], env=env,
-                                stdout=log, stderr=subprocess.STDOUT)
+        env = {
+            **os.environ,
+            "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
+            "KADENCE_NAMESPACE": self.config.namespace,
+            "KADENCE_TIMERS_ID": instance_id,
+            "KADENCE_SESSION_TIMEOUT_MS": "6000",
+            "KADENCE_TIMERS_LOG_INTERVAL_S": "1",
+            **(env or {}),
+        }
+        proc = subprocess.Popen([sys.executable, "-m", module, "timers"], env=env, stdout=log, stderr=subprocess.STDOUT)
         self.procs[f"timers:{instance_id}"] = proc
         return proc
 
@@ -104,8 +116,11 @@ class ProcessorProcs:
             time.sleep(1.0)  # faulthandler writes from the signal handler; give it the moment
 
     def logs(self) -> str:
-        out = [f"--- {name}: exited with status {proc.returncode}" for name, proc in self.procs.items()
-               if proc.poll() is not None]
+        out = [
+            f"--- {name}: exited with status {proc.returncode}"
+            for name, proc in self.procs.items()
+            if proc.poll() is not None
+        ]
         for path in sorted(self.logdir.glob("processor-*.log")):
             out.append(f"--- {path.name}\n{path.read_text()[-4000:]}")
         return "\n".join(out)
@@ -160,6 +175,7 @@ async def wait_until(predicate, timeout: float, what: str, interval: float = 0.2
 
 
 # -- the gateway tests' fixtures (helpers: gateway_support.py) ------------------------------------
+
 
 @pytest.fixture(scope="module")
 def gw_config(kafka_bootstrap) -> KafkaConfig:

@@ -89,8 +89,9 @@ async def checked_client(base_url: str, allowed_5xx: tuple[int, ...] = (), heade
         await response.aread()
         seen.append(response)
 
-    async with httpx.AsyncClient(base_url=base_url, timeout=60, event_hooks={"response": [record]},
-                                 headers=headers, **kw) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url, timeout=60, event_hooks={"response": [record]}, headers=headers, **kw
+    ) as client:
         yield client
     assert seen, "the test made no request"
     for r in seen:
@@ -106,8 +107,11 @@ async def checked_client(base_url: str, allowed_5xx: tuple[int, ...] = (), heade
 def commands_for(config: KafkaConfig, workflow_id: str) -> list[str]:
     """Body types of every command produced for ``workflow_id`` in the namespace."""
     codec = serde.codec("Command")
-    return [codec.decode(m.value())["body"][0] for m in scan(config, Catalogue(config).commands)
-            if m.key() == workflow_id.encode()]
+    return [
+        codec.decode(m.value())["body"][0]
+        for m in scan(config, Catalogue(config).commands)
+        if m.key() == workflow_id.encode()
+    ]
 
 
 def devstack():

@@ -36,11 +36,17 @@ class ProjectionProcs:
     def start(self, instance_id: str = "v0") -> subprocess.Popen:
         self.starts += 1
         log = open(self.logdir / f"projection-{instance_id}-{self.starts}.log", "w")
-        env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
-               "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_PROJECTION_ID": instance_id,
-               "KADENCE_SESSION_TIMEOUT_MS": "10000", "KADENCE_REDIS_URL": redis_url()}
-        proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "projections", "run"], env=env,
-                                stdout=log, stderr=subprocess.STDOUT)
+        env = {
+            **os.environ,
+            "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
+            "KADENCE_NAMESPACE": self.config.namespace,
+            "KADENCE_PROJECTION_ID": instance_id,
+            "KADENCE_SESSION_TIMEOUT_MS": "10000",
+            "KADENCE_REDIS_URL": redis_url(),
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kadence.cli", "projections", "run"], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
         self.procs[instance_id] = proc
         return proc
 
@@ -97,8 +103,14 @@ def ground_truth(config: KafkaConfig) -> tuple[dict, dict]:
     for key, evs in events.items():
         evs.sort(key=lambda e: e["seq"])
         start = evs[0]["attributes"][1]
-        rec = {"workflow_type": start["workflow_type"], "status": "running", "start_time_ms": evs[0]["timestamp_ms"],
-               "close_time_ms": None, "search_attributes": dict(start["search_attributes"]), "last_seq": evs[-1]["seq"]}
+        rec = {
+            "workflow_type": start["workflow_type"],
+            "status": "running",
+            "start_time_ms": evs[0]["timestamp_ms"],
+            "close_time_ms": None,
+            "search_attributes": dict(start["search_attributes"]),
+            "last_seq": evs[-1]["seq"],
+        }
         for e in evs:
             kind, a = e["attributes"]
             if kind == "SearchAttributesUpserted":

@@ -15,15 +15,33 @@ from .workflows import HEARTBEATS, ChargeRemote, ManyTimers, Resumable, resumabl
 
 
 def _activity_worker(config, effects_dir, hang: bool, log):
-    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace,
-           "KADENCE_TEST_EFFECTS": str(effects_dir), "KADENCE_TEST_HANG": "1" if hang else "0"}
-    return subprocess.Popen([sys.executable, "-m", "kadence.cli", "worker", "--task-queue", "kq",
-                             "--module", "tests.integration.kill_activities"], env=env,
-                            stdout=log, stderr=subprocess.STDOUT)
+    env = {
+        **os.environ,
+        "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap,
+        "KADENCE_NAMESPACE": config.namespace,
+        "KADENCE_TEST_EFFECTS": str(effects_dir),
+        "KADENCE_TEST_HANG": "1" if hang else "0",
+    }
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kadence.cli",
+            "worker",
+            "--task-queue",
+            "kq",
+            "--module",
+            "tests.integration.kill_activities",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
 
 
 async def test_activity_worker_killed_mid_activity_is_retried_and_the_effect_happens_once(
-        client, processors, kafka_config, tmp_path):
+    client, processors, kafka_config, tmp_path
+):
     processors.start()
     processors.start_timers()
     log = open(tmp_path / "workers.log", "w")
@@ -75,16 +93,20 @@ async def test_ten_thousand_timers_fire_once_and_never_early(client, processors,
     n_workflows, per_workflow = 100, 100
     plans = [[rng.randrange(1, 8000) for _ in range(per_workflow)] for _ in range(n_workflows)]
     async with Worker(client, task_queue="q", workflows=[ManyTimers]):
-        handles = await asyncio.gather(*(client.start_workflow(ManyTimers, plan, id=f"timers-{i}", task_queue="q")
-                                         for i, plan in enumerate(plans)))
+        handles = await asyncio.gather(
+            *(client.start_workflow(ManyTimers, plan, id=f"timers-{i}", task_queue="q") for i, plan in enumerate(plans))
+        )
         results = await asyncio.gather(*(h.result(timeout=300) for h in handles))
     assert results == [per_workflow] * n_workflows
     runs = histories(kafka_config)
     fired_total = 0
     for (wf, _run), events in runs.items():
         assert check_history(events) == [], wf
-        started = {e["attributes"][1]["timer_id"]: e["attributes"][1]["fire_at_ms"]
-                   for e in events if e["attributes"][0] == "TimerStarted"}
+        started = {
+            e["attributes"][1]["timer_id"]: e["attributes"][1]["fire_at_ms"]
+            for e in events
+            if e["attributes"][0] == "TimerStarted"
+        }
         fired = [e for e in events if e["attributes"][0] == "TimerFired"]
         assert len(started) == per_workflow and len(fired) == per_workflow, wf
         assert len({e["attributes"][1]["timer_id"] for e in fired}) == per_workflow, f"{wf}: a timer fired twice"
@@ -98,16 +120,20 @@ async def test_a_slow_activity_never_blocks_the_ones_behind_it_on_its_partition(
     from kadence.topics import partition_for
 
     from .workflows import GATES, GateOnQ, ThreeSteps, add, double, gate, three_steps_result
+
     processors.start()
     parts = kafka_config.partitions
     # activity tasks are keyed by workflow ID: pick fast workflows on the slow one's partition
-    fast_ids = [f"fast-{i}" for i in range(200) if partition_for(f"fast-{i}", parts) == partition_for("slow-1", parts)][:5]
+    fast_ids = [f"fast-{i}" for i in range(200) if partition_for(f"fast-{i}", parts) == partition_for("slow-1", parts)][
+        :5
+    ]
     GATES.pop("slow-1", None)
     async with Worker(client, task_queue="q", workflows=[GateOnQ, ThreeSteps], activities=[gate, add, double]):
         slow = await client.start_workflow(GateOnQ, id="slow-1", task_queue="q")
         await wait_until(lambda: "slow-1" in GATES, 30, "the slow activity to start")
-        fast = await asyncio.gather(*(client.start_workflow(ThreeSteps, i, id=wid, task_queue="q")
-                                      for i, wid in enumerate(fast_ids)))
+        fast = await asyncio.gather(
+            *(client.start_workflow(ThreeSteps, i, id=wid, task_queue="q") for i, wid in enumerate(fast_ids))
+        )
         assert await asyncio.gather(*(h.result(timeout=60) for h in fast)) == [three_steps_result(i) for i in range(5)]
         assert (await slow.describe())["status"] == "running", "the slow activity is still running"
         GATES["slow-1"].set()
@@ -115,7 +141,8 @@ async def test_a_slow_activity_never_blocks_the_ones_behind_it_on_its_partition(
 
 
 async def test_an_activity_timeout_is_fired_by_the_processor_across_a_kill_without_timer_service(
-        client, processors, kafka_config):
+    client, processors, kafka_config
+):
     """Activity timeouts are deadlines the processor derives from the committed state (decision
     0026): no timer service runs here, the processor that armed the timeout is SIGKILLed while the
     attempt runs, and its replacement rebuilds the deadline while restoring and fires it, once,
@@ -125,6 +152,7 @@ async def test_an_activity_timeout_is_fired_by_the_processor_across_a_kill_witho
 
     from .invariants import read_topic
     from .workflows import ATTEMPTS, GivesUpAfterTimeout, never_returns
+
     processors.start()
     ATTEMPTS.clear()
     async with Worker(client, task_queue="q", workflows=[GivesUpAfterTimeout], activities=[never_returns]):
@@ -140,9 +168,12 @@ async def test_an_activity_timeout_is_fired_by_the_processor_across_a_kill_witho
     assert len(timed_out) == 1 and timed_out[0]["attributes"][1]["timeout_type"] == "start_to_close"
     assert timed_out[0]["timestamp_ms"] >= scheduled["timestamp_ms"] + 4000, "the timeout fired early"
     assert len(ATTEMPTS) == 1
-    records = [v for tier in TIMER_TIERS_MS
-               for _k, v, _p, _o in read_topic(kafka_config, Catalogue(kafka_config).timers(tier), "TimerRecord")
-               if v["workflow_id"] == "deadline-1"]
+    records = [
+        v
+        for tier in TIMER_TIERS_MS
+        for _k, v, _p, _o in read_topic(kafka_config, Catalogue(kafka_config).timers(tier), "TimerRecord")
+        if v["workflow_id"] == "deadline-1"
+    ]
     assert [r["kind"] for r in records if r["kind"] != "run_timeout"] == [], "an activity timeout became a timer record"
 
 
@@ -151,13 +182,16 @@ async def test_a_full_backlog_pauses_fetching_and_after_it_nothing_is_lost_or_ru
     fetching pauses. Opened, every activity runs once and fetching resumes where it stopped (the
     resume seeks to the position, which wakes the fetcher without skipping or repeating a record)."""
     from .workflows import HOLD, HeldOnce, held
+
     processors.start()
     HOLD.update(gate=asyncio.Event(), done=[])
     n = 180
-    async with Worker(client, task_queue="q", workflows=[HeldOnce], activities=[held],
-                      max_concurrent_activities=1) as worker:
-        handles = await asyncio.gather(*(client.start_workflow(HeldOnce, i, id=f"held-{i}", task_queue="q")
-                                         for i in range(n)))
+    async with Worker(
+        client, task_queue="q", workflows=[HeldOnce], activities=[held], max_concurrent_activities=1
+    ) as worker:
+        handles = await asyncio.gather(
+            *(client.start_workflow(HeldOnce, i, id=f"held-{i}", task_queue="q") for i in range(n))
+        )
         await wait_until(lambda: worker.stats["backlog_pauses"] >= 1, 60, "the backlog to fill and pause fetching")
         HOLD["gate"].set()
         results = await asyncio.gather(*(h.result(timeout=120) for h in handles))
@@ -169,12 +203,15 @@ async def test_a_worker_runs_at_most_its_activity_slots_and_finishes_the_backlog
     """60 activities ready at once on a worker with 4 slots: never more than 4 run together, and
     every one completes (the records beyond the limit wait in the worker's backlog)."""
     from .workflows import RUNNING, CountedOnce, counted
+
     processors.start()
     RUNNING.update(now=0, max=0)
-    async with Worker(client, task_queue="q", workflows=[CountedOnce], activities=[counted],
-                      max_concurrent_activities=4):
-        handles = await asyncio.gather(*(client.start_workflow(CountedOnce, i, id=f"slots-{i}", task_queue="q")
-                                         for i in range(60)))
+    async with Worker(
+        client, task_queue="q", workflows=[CountedOnce], activities=[counted], max_concurrent_activities=4
+    ):
+        handles = await asyncio.gather(
+            *(client.start_workflow(CountedOnce, i, id=f"slots-{i}", task_queue="q") for i in range(60))
+        )
         results = await asyncio.gather(*(h.result(timeout=120) for h in handles))
     assert results == list(range(60))
     assert RUNNING["max"] == 4, RUNNING

@@ -55,11 +55,15 @@ async def test_closed_runs_are_archived_tombstoned_and_read_back(client, process
     assert first._write_verified(f"{wf0}/{run0}")[0] == "archived"
     assert len(live_history(kafka_config)) == N + 1  # nothing left Kafka yet
 
-    archiver = Archiver(archiver_config(kafka_config, tmp_path / "archive", retention_s=0.0, sweep_interval_s=0.2),
-                        store=store)
+    archiver = Archiver(
+        archiver_config(kafka_config, tmp_path / "archive", retention_s=0.0, sweep_interval_s=0.2), store=store
+    )
     with ArchiverThread(archiver):
-        await wait_until(lambda: archiver.status()["archived"] + archiver.status()["reused"] == N, 60,
-                         "every closed run to be archived")
+        await wait_until(
+            lambda: archiver.status()["archived"] + archiver.status()["reused"] == N,
+            60,
+            "every closed run to be archived",
+        )
         status = archiver.status()
     assert (status["archived"], status["reused"], status["due"], status["held"]) == (N - 1, 1, 0, 0)
 
@@ -77,7 +81,8 @@ async def test_closed_runs_are_archived_tombstoned_and_read_back(client, process
         found = await read_history(engine, store, wf0)  # the current run: purged, so the archive
         assert found.archived and found.run_id == run0
         assert [{k: v for k, v in e.items() if not k.startswith("_")} for e in found.events] == [
-            serde.decode("HistoryEvent", v) for v in before[(wf0, run0)]]
+            serde.decode("HistoryEvent", v) for v in before[(wf0, run0)]
+        ]
         wf1, run1 = runs[1]
         found = await read_history(engine, store, wf1, run1)
         assert found.archived and [e["seq"] for e in found.events] == [1, 2, 3]
@@ -97,25 +102,51 @@ async def test_closed_runs_are_archived_tombstoned_and_read_back(client, process
             assert resp.status_code == 200, resp.text
             body = resp.json()
             assert body["archived"] is True and body["closed"] is True and body["run_id"] == run0
-            assert [e["seq"] for e in body["events"]] == [serde.decode("HistoryEvent", v)["seq"]
-                                                          for v in before[(wf0, run0)]]
+            assert [e["seq"] for e in body["events"]] == [
+                serde.decode("HistoryEvent", v)["seq"] for v in before[(wf0, run0)]
+            ]
             live = await http.get("/v1/workflows/arch-open/history")
             assert live.status_code == 200 and live.json()["archived"] is False
 
     # the CLI falls back to the archive and says so
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kadence.cli", "--bootstrap", kafka_config.bootstrap, "--namespace", ns,
-        "history", "arch-2", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "KADENCE_ARCHIVE_DIR": str(tmp_path / "archive")})
+        sys.executable,
+        "-m",
+        "kadence.cli",
+        "--bootstrap",
+        kafka_config.bootstrap,
+        "--namespace",
+        ns,
+        "history",
+        "arch-2",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "KADENCE_ARCHIVE_DIR": str(tmp_path / "archive")},
+    )
     out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
     events = json.loads(out)
-    assert [e["type"] for e in events] == ["WorkflowExecutionStarted", "WorkflowTaskScheduled",
-                                            "WorkflowExecutionTerminated"]
+    assert [e["type"] for e in events] == [
+        "WorkflowExecutionStarted",
+        "WorkflowTaskScheduled",
+        "WorkflowExecutionTerminated",
+    ]
     assert all(e["archived"] is True for e in events) and "archived" in err.decode()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kadence.cli", "--bootstrap", kafka_config.bootstrap, "--namespace", ns,
-        "archive", "status", "--retention", "0s", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "kadence.cli",
+        "--bootstrap",
+        kafka_config.bootstrap,
+        "--namespace",
+        ns,
+        "archive",
+        "status",
+        "--retention",
+        "0s",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
     reported = json.loads(out)
@@ -145,8 +176,13 @@ def s3_client():
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        yield boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
-                           aws_access_key_id="testing", aws_secret_access_key="testing")
+        yield boto3.client(
+            "s3",
+            endpoint_url=f"http://127.0.0.1:{port}",
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
     finally:
         server.stop()
 

@@ -70,9 +70,15 @@ def test_a_subscriber_assigned_by_the_helper_starts_at_the_committed_offsets_wit
         for i in range(PER_PARTITION):
             producer.produce(topic, f"{p}-{i}".encode(), partition=p)
     assert producer.flush(30) == 0
-    base = {"bootstrap.servers": kafka_bootstrap, "group.id": group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "partition.assignment.strategy": "cooperative-sticky",
-            "session.timeout.ms": 6000, "debug": "cgrp"}
+    base = {
+        "bootstrap.servers": kafka_bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": 6000,
+        "debug": "cgrp",
+    }
     committer = Consumer({k: v for k, v in base.items() if k != "debug"})
     committer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
     committer.close()
@@ -93,8 +99,12 @@ def test_a_subscriber_assigned_by_the_helper_starts_at_the_committed_offsets_wit
     read: list = []
 
     def on_assign(consumer, partitions):
-        read.extend(assign_at_committed(consumer, partitions, timeout=30, what=topic, who="test", stop=stop,
-                                        log=logging.getLogger(__name__)))
+        read.extend(
+            assign_at_committed(
+                consumer, partitions, timeout=30, what=topic, who="test", stop=stop, log=logging.getLogger(__name__)
+            )
+        )
+
     ours.subscribe([topic], on_assign=on_assign)
     try:
         assert _consume_firsts(ours, 2) == {0: 5, 1: 0}

@@ -42,30 +42,53 @@ def projection(kafka_config, tmp_path):
 
 
 def _batch_worker(kafka_config, log_path) -> subprocess.Popen:
-    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_config.bootstrap, "KADENCE_NAMESPACE": kafka_config.namespace,
-           "KADENCE_REDIS_URL": redis_url()}
-    return subprocess.Popen([sys.executable, "-m", "kadence.cli", "batch", "worker"], env=env,
-                            stdout=open(log_path, "a"), stderr=subprocess.STDOUT)
+    env = {
+        **os.environ,
+        "KADENCE_KAFKA_BOOTSTRAP": kafka_config.bootstrap,
+        "KADENCE_NAMESPACE": kafka_config.namespace,
+        "KADENCE_REDIS_URL": redis_url(),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "kadence.cli", "batch", "worker"],
+        env=env,
+        stdout=open(log_path, "a"),
+        stderr=subprocess.STDOUT,
+    )
 
 
-async def test_a_batch_terminates_a_thousand_runs_once_each_across_a_worker_kill(client, processors, kafka_config,
-                                                                                projection, tmp_path):
+async def test_a_batch_terminates_a_thousand_runs_once_each_across_a_worker_kill(
+    client, processors, kafka_config, projection, tmp_path
+):
     processors.start()
     # no worker for their queue: each run stays open, its first workflow task waiting
-    await asyncio.gather(*(client.start_workflow(Parked, id=f"parked-{i}", task_queue="parked")
-                           for i in range(RUNS)))
+    await asyncio.gather(*(client.start_workflow(Parked, id=f"parked-{i}", task_queue="parked") for i in range(RUNS)))
 
     async def all_listed():
-        rc, out, _err = await kadence(kafka_config, "list", "--type", "Parked", "--status", "running", "--count",
-                                      "-o", "json")
+        rc, out, _err = await kadence(
+            kafka_config, "list", "--type", "Parked", "--status", "running", "--count", "-o", "json"
+        )
         return rc == 0 and json.loads(out)["total"] == RUNS
+
     await wait_until(all_listed, 120, "the visibility projection to list the 1,000 runs")
 
     log = tmp_path / "batch-worker.log"
     worker = _batch_worker(kafka_config, log)
     try:
-        rc, out, err = await kadence(kafka_config, "batch", "terminate", "--type", "Parked", "--status", "running",
-                                     "--reason", "retired", "--id", "batch-1", "--page-size", "50")
+        rc, out, err = await kadence(
+            kafka_config,
+            "batch",
+            "terminate",
+            "--type",
+            "Parked",
+            "--status",
+            "running",
+            "--reason",
+            "retired",
+            "--id",
+            "batch-1",
+            "--page-size",
+            "50",
+        )
         assert rc == 0, err
         handle = client.get_workflow_handle("batch-1")
 
@@ -75,6 +98,7 @@ async def test_a_batch_terminates_a_thousand_runs_once_each_across_a_worker_kill
         async def halfway():
             p = await progress()
             return p.done >= 300 and p
+
         first = await wait_until(halfway, 120, "the batch to get through 300 runs")
         assert not first.finished and first.total == RUNS
         worker.send_signal(signal.SIGKILL)
@@ -84,6 +108,7 @@ async def test_a_batch_terminates_a_thousand_runs_once_each_across_a_worker_kill
         async def finished():
             p = await progress()
             return p.finished and p
+
         final = await wait_until(finished, 300, "the batch to finish after its worker was restarted")
         assert (final.total, final.done, final.succeeded, final.failed, final.failures) == (RUNS, RUNS, RUNS, 0, [])
         rc, out, err = await kadence(kafka_config, "batch", "status", "batch-1")

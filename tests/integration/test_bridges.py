@@ -95,11 +95,28 @@ class BridgeProc:
         self.proc = None
 
     def __enter__(self):
-        env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap, "KADENCE_NAMESPACE": self.config.namespace}
+        env = {
+            **os.environ,
+            "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
+            "KADENCE_NAMESPACE": self.config.namespace,
+        }
         self.log = self.logdir / f"bridge-{self.path.stem}.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "bridges", "run", "--config", str(self.path),
-                                      "--metrics-port", str(self.metrics_port)],
-                                     env=env, stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kadence.cli",
+                "bridges",
+                "run",
+                "--config",
+                str(self.path),
+                "--metrics-port",
+                str(self.metrics_port),
+            ],
+            env=env,
+            stdout=open(self.log, "w"),
+            stderr=subprocess.STDOUT,
+        )
         return self
 
     def __exit__(self, *exc):
@@ -126,15 +143,29 @@ async def test_bridge_fed_the_same_records_twice_starts_each_workflow_once(proce
         path.write_text(CONFIG.format(name=name, created=created, shipped=shipped))
         port = _free_port()
         with BridgeProc(kafka_config, path, tmp_path, port):
-            await wait_until(lambda name=name: _lag(kafka_config, f"{ns}.bridge.{name}", [created, shipped]) == 0, 120,
-                             f"bridge {name} to forward every record")
-            counts = {(topic, outcome): _metric(port, "kadence_bridge_records_total", topic=topic, outcome=outcome)
-                      for topic, outcome in ((created, "StartWorkflow"), (created, "dead_lettered"),
-                                             (shipped, "SignalWorkflow"))}
-            assert counts == {(created, "StartWorkflow"): 2 * N, (created, "dead_lettered"): len(bad),
-                              (shipped, "SignalWorkflow"): 20}
-        await wait_until(lambda: _lag(kafka_config, topics.processor_group, [topics.commands]) == 0, 120,
-                         "the processor to take every command")
+            await wait_until(
+                lambda name=name: _lag(kafka_config, f"{ns}.bridge.{name}", [created, shipped]) == 0,
+                120,
+                f"bridge {name} to forward every record",
+            )
+            counts = {
+                (topic, outcome): _metric(port, "kadence_bridge_records_total", topic=topic, outcome=outcome)
+                for topic, outcome in (
+                    (created, "StartWorkflow"),
+                    (created, "dead_lettered"),
+                    (shipped, "SignalWorkflow"),
+                )
+            }
+            assert counts == {
+                (created, "StartWorkflow"): 2 * N,
+                (created, "dead_lettered"): len(bad),
+                (shipped, "SignalWorkflow"): 20,
+            }
+        await wait_until(
+            lambda: _lag(kafka_config, topics.processor_group, [topics.commands]) == 0,
+            120,
+            "the processor to take every command",
+        )
 
     runs = read_runs(kafka_config, closed_only=False)
     starts = collections.Counter(events[0]["aggregate_key"] for events in runs)
@@ -162,7 +193,8 @@ async def test_bridge_fed_the_same_records_twice_starts_each_workflow_once(proce
 
 
 async def test_a_bridge_whose_producer_wedges_replaces_it_and_forwards_every_record_once(
-        processors, kafka_config, tmp_path):
+    processors, kafka_config, tmp_path
+):
     """librdkafka #5430: a producer that takes the batch and sends none of it. The bridge used to
     queue its retry behind the stuck records for good; now the flush that fails retires the
     producer and the retry goes through a new one."""
@@ -179,8 +211,9 @@ async def test_a_bridge_whose_producer_wedges_replaces_it_and_forwards_every_rec
     thread = threading.Thread(target=bridge.run, name="bridge", daemon=True)
     thread.start()
     try:
-        await wait_until(lambda: _lag(kafka_config, f"{ns}.bridge.wedge", [created]) == 0, 60,
-                         "the bridge to forward every record")
+        await wait_until(
+            lambda: _lag(kafka_config, f"{ns}.bridge.wedge", [created]) == 0, 60, "the bridge to forward every record"
+        )
     finally:
         bridge.stop()
         thread.join(30)
@@ -188,7 +221,10 @@ async def test_a_bridge_whose_producer_wedges_replaces_it_and_forwards_every_rec
     assert len(made) == 2 and made[0].taken >= 1 and made[0].purged  # the wedged one took a batch, was retired
     assert bridge.forwarded == n
     topics = Catalogue(kafka_config)
-    await wait_until(lambda: _lag(kafka_config, topics.processor_group, [topics.commands]) == 0, 60,
-                     "the processor to take every command")
+    await wait_until(
+        lambda: _lag(kafka_config, topics.processor_group, [topics.commands]) == 0,
+        60,
+        "the processor to take every command",
+    )
     starts = collections.Counter(events[0]["aggregate_key"] for events in read_runs(kafka_config, closed_only=False))
     assert starts == {f"order-{i}": 1 for i in range(n)}

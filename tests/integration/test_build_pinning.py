@@ -135,8 +135,12 @@ async def test_two_builds_at_once_and_a_missing_build_shows_as_backlog(client, p
         await old[3].signal("release", "late")
         waiting = await wait_until(lambda: _waiting_on(kafka_config, "A"), 30, "a backlog on build A")
         assert waiting.backlog == 1 and not waiting.is_default and waiting.oldest_age_s is not None
-        assert await wait_until(lambda: _metric_async(port, "kadence_build_backlog", "A"), 30,
-                                "the backlog gauge of build A") == 1
+        assert (
+            await wait_until(
+                lambda: _metric_async(port, "kadence_build_backlog", "A"), 30, "the backlog gauge of build A"
+            )
+            == 1
+        )
         rc, out, err = await kadence(kafka_config, "builds", "list", Q, "--json", "--count-open")
         assert rc == 0, err
         rows = {r["build_id"]: r for r in json.loads(out)}

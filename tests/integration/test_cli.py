@@ -12,8 +12,9 @@ from .workflows import Collector
 async def test_cli_drives_a_workflow(client, processors, kafka_config):
     processors.start()
     async with Worker(client, task_queue="q", workflows=[Collector]):
-        rc, out, err = await kadence(kafka_config, "start", "Collector", "--id", "cli-1", "--task-queue", "q",
-                                     "--input", "[2]")
+        rc, out, err = await kadence(
+            kafka_config, "start", "Collector", "--id", "cli-1", "--task-queue", "q", "--input", "[2]"
+        )
         assert rc == 0, err
         run_id = json.loads(out)["run_id"]
         rc, out, err = await kadence(kafka_config, "signal", "cli-1", "add", "--input", '["a"]', "--request-id", "r1")
@@ -22,6 +23,7 @@ async def test_cli_drives_a_workflow(client, processors, kafka_config):
         async def one_item():
             rc, out, _ = await kadence(kafka_config, "query", "cli-1", "count")
             return rc == 0 and json.loads(out) == 1
+
         await wait_until(one_item, 60, "the signal to be seen by the query")
         rc, out, err = await kadence(kafka_config, "describe", "cli-1")
         assert rc == 0 and json.loads(out)["status"] == "running" and json.loads(out)["run_id"] == run_id

@@ -19,9 +19,26 @@ async def test_history_follow_prints_events_until_the_run_closes(client, process
         handle = await client.start_workflow(Collector, 1, id="follow-1", task_queue="follow")
         await handle.query("count")  # its first workflow task ran
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "kadence.cli", "--log-level", "warning", "--bootstrap", kafka_config.bootstrap,
-            "--namespace", kafka_config.namespace, "history", "follow-1", "--follow", "--poll", "0.2", "-o", "tsv",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ})
+            sys.executable,
+            "-m",
+            "kadence.cli",
+            "--log-level",
+            "warning",
+            "--bootstrap",
+            kafka_config.bootstrap,
+            "--namespace",
+            kafka_config.namespace,
+            "history",
+            "follow-1",
+            "--follow",
+            "--poll",
+            "0.2",
+            "-o",
+            "tsv",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ},
+        )
         first = await asyncio.wait_for(proc.stdout.readline(), 60)
         assert first.decode().startswith("1\t") and "\tWorkflowExecutionStarted\t" in first.decode()
         await handle.signal("add", "x")

@@ -23,10 +23,25 @@ CODEC = "tests.integration.codec_support:Sealed"
 
 def _worker(config, *codec):
     return asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kadence.cli", "--log-level", "warning", "--bootstrap", config.bootstrap,
-        "--namespace", config.namespace, *codec, "worker", "--task-queue", "sealed",
-        "--module", "tests.integration.codec_support", stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, env={**os.environ})
+        sys.executable,
+        "-m",
+        "kadence.cli",
+        "--log-level",
+        "warning",
+        "--bootstrap",
+        config.bootstrap,
+        "--namespace",
+        config.namespace,
+        *codec,
+        "worker",
+        "--task-queue",
+        "sealed",
+        "--module",
+        "tests.integration.codec_support",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ},
+    )
 
 
 async def _stop(proc) -> None:
@@ -41,9 +56,11 @@ async def test_a_worker_without_the_codec_names_the_cause_and_one_with_it_finish
         handle = await sealed.start_workflow(Collector, 1, id="sealed-1", task_queue="sealed")
         plain = await _worker(kafka_config)  # no codec: cannot read the sealed input
         try:
+
             async def stuck():
                 d = await handle.describe()
                 return d["last_task_failure"] is not None and d
+
             described = await wait_until(stuck, 60, "the workflow task to fail on the sealed input")
             # a result that does not come names the cause instead of "no reply"
             with pytest.raises(WorkflowTaskFailedError, match="keeps failing.*needs the same codec"):
@@ -79,9 +96,13 @@ async def test_a_bad_codec_name_stops_the_command_with_the_reason(kafka_config):
 
 def test_load_codec_checks_what_it_is_given():
     assert isinstance(load_codec(CODEC), Sealed)
-    for spec, message in (("no-colon", "module:factory"), ("nosuch.module:x", "not found"),
-                          ("tests.integration.codec_support:broken", "no key configured"),
-                          ("json:dumps", "failed"), ("tests.integration.codec_support:MARK", "failed")):
+    for spec, message in (
+        ("no-colon", "module:factory"),
+        ("nosuch.module:x", "not found"),
+        ("tests.integration.codec_support:broken", "no key configured"),
+        ("json:dumps", "failed"),
+        ("tests.integration.codec_support:MARK", "failed"),
+    ):
         with pytest.raises(ConfigError, match=message):
             load_codec(spec)
 
@@ -139,6 +160,5 @@ def test_the_gateways_decode_endpoint_shows_values_through_its_codec_and_says_wh
 async def test_a_command_that_shows_no_payload_does_not_load_the_codec(kafka_config):
     """KADENCE_CODEC may sit in a shared environment: a processor, a timer service or
     `topics describe` never import the application's codec module."""
-    rc, _out, err = await kadence(kafka_config, "--codec", "tests.integration.codec_support:nope", "topics",
-                                 "describe")
+    rc, _out, err = await kadence(kafka_config, "--codec", "tests.integration.codec_support:nope", "topics", "describe")
     assert rc == 0 and "codec" not in err, err

@@ -94,12 +94,22 @@ async def test_the_console_in_a_browser(gateway_url, api_key, gw_config, project
     queue = f"console-{tag}"
     client = await Client.connect(config=gw_config)
     try:
-        async with Worker(client, task_queue=queue, workflows=[ConsoleOrder, ThreeSteps], activities=[pack, add, double]):
-            orders = [await client.start_workflow(ConsoleOrder, f"o-{i}", id=f"order-{i}-{tag}", task_queue=queue,
-                                                  search_attributes={"tag": tag, "region": "eu" if i else "us"})
-                      for i in range(3)]
-            done = await client.start_workflow(ThreeSteps, 1, id=f"steps-{tag}", task_queue=queue,
-                                               search_attributes={"tag": tag})
+        async with Worker(
+            client, task_queue=queue, workflows=[ConsoleOrder, ThreeSteps], activities=[pack, add, double]
+        ):
+            orders = [
+                await client.start_workflow(
+                    ConsoleOrder,
+                    f"o-{i}",
+                    id=f"order-{i}-{tag}",
+                    task_queue=queue,
+                    search_attributes={"tag": tag, "region": "eu" if i else "us"},
+                )
+                for i in range(3)
+            ]
+            done = await client.start_workflow(
+                ThreeSteps, 1, id=f"steps-{tag}", task_queue=queue, search_attributes={"tag": tag}
+            )
             await done.result(timeout=60)
 
             async with async_playwright() as pw:
@@ -127,6 +137,7 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
     async def listed():
         await page.goto(f"{base}/ui/workflows?search=tag={tag}")
         return await page.locator("#runs tr.run").count() == 4
+
     await wait_until(listed, 60, "the four runs in the console's list")
     await expect(page.locator("#counts")).to_contain_text("4 runs")
     await _shot(page, "workflows")
@@ -206,6 +217,7 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
     async def dead_lettered():
         await page.goto(f"{base}/ui/dead-letters")
         return await page.locator(f"tr.dead-letter.pending:has-text('garbage-{tag}')").count() >= 1
+
     await wait_until(dead_lettered, 60, "the garbage record in the dead letters")
     await _shot(page, "dead-letters")
     await page.locator(f"tr.dead-letter.pending:has-text('garbage-{tag}') button.redrive").first.click()

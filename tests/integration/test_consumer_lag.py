@@ -31,8 +31,9 @@ def test_the_lag_falls_as_the_consumer_reads(kafka_bootstrap):
         producer.produce(topic, str(i).encode())
     assert producer.flush(30) == 0
     # the position is what was handed over, not what was fetched (all 200 are, at once)
-    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     registry, clock = CollectorRegistry(), [0.0]
     sampler = LagSampler(lag_gauge(registry), "ns", "processor", clock=lambda: clock[0])
@@ -40,7 +41,10 @@ def test_the_lag_falls_as_the_consumer_reads(kafka_bootstrap):
     def lag():
         clock[0] += 10
         sampler.sample(consumer)
-        return registry.get_sample_value("kadence_consumer_lag_records", {"namespace": "ns", "component": "processor", "topic": topic})
+        return registry.get_sample_value(
+            "kadence_consumer_lag_records", {"namespace": "ns", "component": "processor", "topic": topic}
+        )
+
     try:
         _read(consumer, 50)
         assert lag() == 150

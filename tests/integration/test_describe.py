@@ -37,13 +37,16 @@ async def long_running() -> str:
 class Stuck:
     @workflow.run
     async def run(self) -> None:
-        policy = RetryPolicy(initial_interval=timedelta(milliseconds=200), backoff_coefficient=1.0,
-                             maximum_attempts=1000)
+        policy = RetryPolicy(
+            initial_interval=timedelta(milliseconds=200), backoff_coefficient=1.0, maximum_attempts=1000
+        )
         t = timedelta(seconds=30)
         await asyncio.gather(
             workflow.execute_activity(always_fails, start_to_close_timeout=t, retry_policy=policy),
-            workflow.execute_activity(long_running, start_to_close_timeout=timedelta(hours=1),
-                                      heartbeat_timeout=timedelta(minutes=5)))
+            workflow.execute_activity(
+                long_running, start_to_close_timeout=timedelta(hours=1), heartbeat_timeout=timedelta(minutes=5)
+            ),
+        )
 
 
 async def test_a_failing_activity_shows_in_describe_everywhere(client, processors, kafka_config):
@@ -55,8 +58,11 @@ async def test_a_failing_activity_shows_in_describe_everywhere(client, processor
         async def failing_and_beating():
             d = await handle.describe()
             acts = {a["activity_type"]: a for a in d["pending_activities"]}
-            return (acts.get("always_fails", {}).get("attempt", 0) >= 4 and acts.get("long_running", {})
-                    .get("heartbeat_details") == {"rows": 1200}) and d
+            return (
+                acts.get("always_fails", {}).get("attempt", 0) >= 4
+                and acts.get("long_running", {}).get("heartbeat_details") == {"rows": 1200}
+            ) and d
+
         d = await wait_until(failing_and_beating, 60, "four failed attempts and a heartbeat")
         acts = {a["activity_type"]: a for a in d["pending_activities"]}
         failing = acts["always_fails"]
@@ -66,8 +72,11 @@ async def test_a_failing_activity_shows_in_describe_everywhere(client, processor
         assert d["status"] == "running" and d["workflow_type"] == "Stuck" and d["history_length"] >= 5
         # the size: the bytes of the run's history records as the topic holds them, up to the describe
         events = histories(kafka_config)[("stuck-1", handle.run_id)]
-        assert d["history_size_bytes"] == sum(len(serde.encode("HistoryEvent", e)) for e in events
-                                              if e["seq"] <= d["history_length"]) > 0
+        assert (
+            d["history_size_bytes"]
+            == sum(len(serde.encode("HistoryEvent", e)) for e in events if e["seq"] <= d["history_length"])
+            > 0
+        )
 
         rc, out, err = await kadence(kafka_config, "describe", "stuck-1")
         assert rc == 0, err

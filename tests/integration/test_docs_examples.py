@@ -11,8 +11,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_hello_example_prints_its_result(kafka_bootstrap):
-    out = subprocess.run([sys.executable, str(ROOT / "docs/examples/hello.py")], capture_output=True, text=True,
-                         timeout=180, env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap})
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/hello.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "result: HELLO, KAFKA!" in out.stdout
     assert "execute: HELLO, AGAIN!" in out.stdout
@@ -25,16 +30,27 @@ def test_make_dev_once_runs_the_sample_and_exits_zero(kafka_bootstrap):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap, "KADENCE_DEV_ONCE": "1",
-           "KADENCE_NAMESPACE": f"devonce{uuid.uuid4().hex[:6]}", "KADENCE_GATEWAY_PORT": str(port)}
-    out = subprocess.run([sys.executable, "-m", "kadence.cli", "--log-level", "warning", "dev"],
-                         capture_output=True, text=True, timeout=240, env=env)
+    env = {
+        **os.environ,
+        "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap,
+        "KADENCE_DEV_ONCE": "1",
+        "KADENCE_NAMESPACE": f"devonce{uuid.uuid4().hex[:6]}",
+        "KADENCE_GATEWAY_PORT": str(port),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "kadence.cli", "--log-level", "warning", "dev"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert '"charged_cents": 6500' in out.stdout
     assert "WorkflowExecutionCompleted" in out.stdout and "==> history (20 events)" in out.stdout
     # the projections run too, so `kadence list` shows the sample (issue 17)
-    assert "==> visibility (`kadence list`): order-" in out.stdout and "OrderFulfilment  completed" in out.stdout, \
+    assert "==> visibility (`kadence list`): order-" in out.stdout and "OrderFulfilment  completed" in out.stdout, (
         out.stdout[-2000:]
+    )
     # the console's URL, and every process's metrics (issue 17)
     assert f"==> console http://127.0.0.1:{port}/ui" in out.stdout
     metrics = next(line for line in out.stdout.splitlines() if line.startswith("==> metrics: "))
@@ -43,16 +59,26 @@ def test_make_dev_once_runs_the_sample_and_exits_zero(kafka_bootstrap):
 
 
 def test_visibility_example_lists_its_runs(kafka_bootstrap):
-    out = subprocess.run([sys.executable, str(ROOT / "docs/examples/visibility.py")], capture_output=True, text=True,
-                         timeout=240, env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap})
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/visibility.py")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "even: ['tagged-0', 'tagged-2', 'tagged-4']" in out.stdout
     assert "counts: {'total': 6, 'by_type': {'Tagged': 6}, 'by_status': {'completed': 6}}" in out.stdout
 
 
 def test_local_activities_example_runs_them_in_one_workflow_task(kafka_bootstrap):
-    out = subprocess.run([sys.executable, str(ROOT / "docs/examples/local_activities.py")], capture_output=True,
-                         text=True, timeout=180, env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap})
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/local_activities.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "total: 13" in out.stdout
     assert out.stdout.count("MarkerRecorded") == 3 and "ActivityTaskScheduled" not in out.stdout

@@ -15,8 +15,9 @@ def _kinds(events):
 
 
 async def _run_three_steps(client, ids, *, eager: bool) -> Worker:
-    async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double],
-                      eager_workflow_tasks=eager) as worker:
+    async with Worker(
+        client, task_queue="q", workflows=[ThreeSteps], activities=[add, double], eager_workflow_tasks=eager
+    ) as worker:
         handles = [await client.start_workflow(ThreeSteps, i, id=wid, task_queue="q") for i, wid in enumerate(ids)]
         results = await asyncio.gather(*(h.result(timeout=60) for h in handles))
     assert results == [three_steps_result(i) for i in range(len(ids))]
@@ -83,6 +84,7 @@ async def test_signals_racing_eager_tasks_change_no_result(client, processors, k
         async def open_first_gate():
             await asyncio.sleep(0)
             gates["first"].set()
+
         await asyncio.gather(open_first_gate(), *(h.signal("ping") for h in handles))
         gates["second"].set()  # every signal is recorded before the workflows can close
         results = await asyncio.gather(*(h.result(timeout=60) for h in handles))
@@ -95,5 +97,7 @@ async def test_signals_racing_eager_tasks_change_no_result(client, processors, k
         assert check_history(events) == []
         result = replayer.replay(events)
         assert result.ok, result
-    print(f"eager tasks {worker.stats['eager_workflow_tasks']}; instances discarded (eager task refused or "
-          f"unconfirmed) {worker.stats['eager_discarded']}; history requests {worker.stats['history_requests']}")
+    print(
+        f"eager tasks {worker.stats['eager_workflow_tasks']}; instances discarded (eager task refused or "
+        f"unconfirmed) {worker.stats['eager_discarded']}; history requests {worker.stats['history_requests']}"
+    )

@@ -15,10 +15,10 @@ from .workflows import EFFECTS, Failing, HugeResult, ThreeSteps, add, boom, doub
 
 async def test_sample_order_fulfilment_completes_with_its_history(client, processors):
     processors.start()
-    async with Worker(client, task_queue=sample.TASK_QUEUE, workflows=sample.WORKFLOWS,
-                      activities=sample.ACTIVITIES):
-        handle = await client.start_workflow(sample.OrderFulfilment, sample.SAMPLE_ORDER, id="order-1",
-                                             task_queue=sample.TASK_QUEUE)
+    async with Worker(client, task_queue=sample.TASK_QUEUE, workflows=sample.WORKFLOWS, activities=sample.ACTIVITIES):
+        handle = await client.start_workflow(
+            sample.OrderFulfilment, sample.SAMPLE_ORDER, id="order-1", task_queue=sample.TASK_QUEUE
+        )
         result = await handle.result(timeout=60)
     assert result["charged_cents"] == 6500 and result["items"] == 3
     assert result["tracking"] == "trk-A-1001"
@@ -26,7 +26,11 @@ async def test_sample_order_fulfilment_completes_with_its_history(client, proces
     kinds = [e["type"] for e in events]
     assert kinds[0] == "WorkflowExecutionStarted" and kinds[-1] == "WorkflowExecutionCompleted"
     assert [e["attributes"]["activity_type"] for e in events if e["type"] == "ActivityTaskScheduled"] == [
-        "reserve_stock", "charge_payment", "ship_order", "send_confirmation"]
+        "reserve_stock",
+        "charge_payment",
+        "ship_order",
+        "send_confirmation",
+    ]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[-1]["attributes"]["result"] == result
 
@@ -52,8 +56,10 @@ async def test_an_instance_writes_every_reply_to_its_own_replies_partition(clien
     # partition and match the request ID), so one partition per instance saves each transaction
     # a request per other partition
     processors.start("p0")
-    handles = [await client.start_workflow(ThreeSteps, i, id=f"rp-{i}", task_queue="q", request_id=f"req-{i}")
-               for i in range(8)]
+    handles = [
+        await client.start_workflow(ThreeSteps, i, id=f"rp-{i}", task_queue="q", request_id=f"req-{i}")
+        for i in range(8)
+    ]
     assert len({h.run_id for h in handles}) == 8  # every start was answered
     topic = Catalogue(kafka_config).replies
     replies = read_topic(kafka_config, topic, "Reply")
@@ -95,8 +101,9 @@ async def test_many_workflows_complete_and_each_activity_runs_once(client, proce
     EFFECTS.clear()
     n = 50
     async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
-        handles = await asyncio.gather(*(client.start_workflow(ThreeSteps, i, id=f"many-{i}", task_queue="q")
-                                         for i in range(n)))
+        handles = await asyncio.gather(
+            *(client.start_workflow(ThreeSteps, i, id=f"many-{i}", task_queue="q") for i in range(n))
+        )
         results = await asyncio.gather(*(h.result(timeout=120) for h in handles))
     assert results == [three_steps_result(i) for i in range(n)]
     runs = histories(kafka_config)
@@ -110,11 +117,13 @@ async def test_execute_workflow_returns_the_result_and_raises_what_start_and_res
     processors.start()
     processors.start_timers()  # Failing's retry backoff is a durable timer
     async with Worker(client, task_queue="q", workflows=[ThreeSteps, Failing], activities=[add, double, boom]):
-        assert await client.execute_workflow(ThreeSteps, 2, id="ex-1", task_queue="q", request_id="ex-key",
-                                             result_timeout=60) == three_steps_result(2)
+        assert await client.execute_workflow(
+            ThreeSteps, 2, id="ex-1", task_queue="q", request_id="ex-key", result_timeout=60
+        ) == three_steps_result(2)
         # a retry of the same request after the run closed: the same run's result, no second run
-        assert await client.execute_workflow(ThreeSteps, 2, id="ex-1", task_queue="q", request_id="ex-key",
-                                             result_timeout=60) == three_steps_result(2)
+        assert await client.execute_workflow(
+            ThreeSteps, 2, id="ex-1", task_queue="q", request_id="ex-key", result_timeout=60
+        ) == three_steps_result(2)
         with pytest.raises(WorkflowFailureError):
             await client.execute_workflow(Failing, "card declined", id="ex-2", task_queue="q", result_timeout=60)
     # not started while one is open: the start's error, at once (the result request is abandoned)
@@ -130,5 +139,7 @@ async def test_execute_workflow_returns_the_result_and_raises_what_start_and_res
 async def test_an_activity_result_too_large_to_send_fails_the_activity_once(client, processors):
     processors.start()
     async with Worker(client, task_queue="q", workflows=[HugeResult], activities=[huge_result]):
-        assert await client.execute_workflow(HugeResult, id="huge-1", task_queue="q",
-                                             result_timeout=60) == "1 ResultNotSent"
+        assert (
+            await client.execute_workflow(HugeResult, id="huge-1", task_queue="q", result_timeout=60)
+            == "1 ResultNotSent"
+        )

@@ -30,6 +30,7 @@ def _start_body(workflow_id: str, **overrides) -> dict:
 
 # ---------------------------------------------------------------- a run through the gateway
 
+
 async def test_start_is_idempotent_conflicts_with_409_and_history_shows_the_run(http, gw_config):
     wid = f"gw-{uuid.uuid4().hex[:8]}"
     # no worker yet: the run stays open, so the conflict below is not a race with its completion
@@ -68,7 +69,10 @@ async def test_start_is_idempotent_conflicts_with_409_and_history_shows_the_run(
     assert events[0]["type"] == "WorkflowExecutionStarted" and events[0]["attributes"]["input"] == [3]
     assert events[-1]["type"] == "WorkflowExecutionCompleted" and events[-1]["attributes"]["result"] == 108
     assert [e["attributes"]["activity_type"] for e in events if e["type"] == "ActivityTaskScheduled"] == [
-        "add", "double", "add"]
+        "add",
+        "double",
+        "add",
+    ]
 
     by_run = await http.get(f"/v1/workflows/{wid}/history", params={"run_id": run_id})
     assert by_run.status_code == 200 and by_run.json()["events"] == events
@@ -88,8 +92,11 @@ async def test_signal_cancel_and_terminate_of_a_closed_run_are_409_not_running(h
     finally:
         await client.close()
     json_type = {"Content-Type": "application/json"}
-    for path, body in (("signals", {"signal": "late", "input": []}), ("cancel", {"reason": "too late"}),
-                       ("terminate", {"reason": "too late"})):
+    for path, body in (
+        ("signals", {"signal": "late", "input": []}),
+        ("cancel", {"reason": "too late"}),
+        ("terminate", {"reason": "too late"}),
+    ):
         resp = await http.post(f"/v1/workflows/{wid}/{path}", json=body, headers=json_type)
         assert resp.status_code == 409, (path, resp.text)
         assert resp.json()["error"]["code"] == "not_running" and "completed" in resp.json()["error"]["message"]
@@ -105,7 +112,10 @@ async def test_workflow_ids_with_spaces_and_non_ascii_work_end_to_end(http):
     hist = await http.get(f"/v1/workflows/{quote(wid, safe='')}/history")
     assert hist.status_code == 200, hist.text
     assert hist.json()["run_id"] == started.json()["run_id"]
-    assert hist.json()["events"][0]["workflow_id"] == wid and hist.json()["events"][0]["type"] == "WorkflowExecutionStarted"
+    assert (
+        hist.json()["events"][0]["workflow_id"] == wid
+        and hist.json()["events"][0]["type"] == "WorkflowExecutionStarted"
+    )
 
 
 async def test_a_workflow_id_with_a_slash_is_addressable_encoded_on_every_route(http):
@@ -124,8 +134,9 @@ async def test_a_workflow_id_with_a_slash_is_addressable_encoded_on_every_route(
     assert ended.status_code == 200, ended.text
 
 
-@pytest.mark.parametrize("bad, why", [("a\nb", "U+000A"), ("a\u0000b", "U+0000"), ("x" * 1001, "over the limit"),
-                                      ("a\u202eb", "U+202E")])
+@pytest.mark.parametrize(
+    "bad, why", [("a\nb", "U+000A"), ("a\u0000b", "U+0000"), ("x" * 1001, "over the limit"), ("a\u202eb", "U+202E")]
+)
 async def test_a_workflow_id_with_a_control_character_is_400_and_starts_nothing(http, bad, why):
     resp = await http.post(START, json=_start_body(bad))
     assert resp.status_code == 400, resp.text
@@ -166,8 +177,9 @@ async def test_the_same_idempotency_key_on_two_workflows_is_one_start_and_one_42
     different workflows starts one of them; the other gets a 422 and starts nothing."""
     ids = [f"gw-key-{i}-{uuid.uuid4().hex[:6]}" for i in range(2)]
     key = f"shared-{uuid.uuid4().hex[:6]}"
-    responses = await asyncio.gather(*(http.post(START, json=_start_body(w), headers={"Idempotency-Key": key})
-                                       for w in ids))
+    responses = await asyncio.gather(
+        *(http.post(START, json=_start_body(w), headers={"Idempotency-Key": key}) for w in ids)
+    )
     assert sorted(r.status_code for r in responses) == [201, 422], [r.text for r in responses]
     for wid, resp in zip(ids, responses, strict=False):
         hist = await http.get(f"/v1/workflows/{wid}/history")
@@ -180,6 +192,7 @@ async def test_the_same_idempotency_key_on_two_workflows_is_one_start_and_one_42
 
 
 # ---------------------------------------------------------------- invalid input is a 400 with the field
+
 
 async def test_invalid_json_is_400_invalid_json(http):
     resp = await http.post(START, content=b'{"task_queue": "q", ', headers={"Content-Type": "application/json"})
@@ -208,25 +221,31 @@ async def test_unknown_field_is_400_naming_it(http):
     assert err["code"] == "invalid_input" and err["field"] == "priority"
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"task_queue": "q with spaces"}, "task_queue"),
-    ({"task_queue": ""}, "task_queue"),
-    ({"task_queue": "q", "workflow_id": ""}, "workflow_id"),
-    ({"task_queue": "q", "workflow_id": 17}, "workflow_id"),
-    ({"task_queue": 5}, "task_queue"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"task_queue": "q with spaces"}, "task_queue"),
+        ({"task_queue": ""}, "task_queue"),
+        ({"task_queue": "q", "workflow_id": ""}, "workflow_id"),
+        ({"task_queue": "q", "workflow_id": 17}, "workflow_id"),
+        ({"task_queue": 5}, "task_queue"),
+    ],
+)
 async def test_other_invalid_fields_are_400_naming_them(http, body, field):
     resp = await http.post(START, json=body)
     assert resp.status_code == 400, resp.text
     assert resp.json()["error"]["field"] == field
 
 
-@pytest.mark.parametrize("content, content_type", [
-    (b"", "application/json"),
-    (b"[1, 2]", "application/json"),
-    (b'"start"', "application/json"),
-    (b"\xff\xfe\x00", "application/json"),
-])
+@pytest.mark.parametrize(
+    "content, content_type",
+    [
+        (b"", "application/json"),
+        (b"[1, 2]", "application/json"),
+        (b'"start"', "application/json"),
+        (b"\xff\xfe\x00", "application/json"),
+    ],
+)
 async def test_bodies_that_are_not_a_start_request_are_400(http, content, content_type):
     resp = await http.post(START, content=content, headers={"Content-Type": content_type})
     assert resp.status_code == 400, resp.text
@@ -247,9 +266,13 @@ async def test_a_body_under_the_gateway_limit_but_over_kafkas_is_413_naming_both
     """1.5 MiB passes the gateway's 2 MiB body limit but not Kafka's 1 MB message limit: a typed
     413 before anything is written, and the connection stays usable."""
     wid = f"gw-huge-{uuid.uuid4().hex[:8]}"
-    for path, body in ((START, {"workflow_id": wid, "task_queue": "q", "input": ["x" * (1536 * 1024)]}),
-                       (f"/v1/workflows/{wid}/signals", {"signal": "s", "input": ["x" * (1536 * 1024)],
-                                                          "workflow_type": "ThreeSteps", "task_queue": "q"})):
+    for path, body in (
+        (START, {"workflow_id": wid, "task_queue": "q", "input": ["x" * (1536 * 1024)]}),
+        (
+            f"/v1/workflows/{wid}/signals",
+            {"signal": "s", "input": ["x" * (1536 * 1024)], "workflow_type": "ThreeSteps", "task_queue": "q"},
+        ),
+    ):
         resp = await http.post(path, json=body, headers={"Idempotency-Key": f"huge-{path[-7:]}"})
         assert resp.status_code == 413, resp.text
         message = resp.json()["error"]["message"]
@@ -266,6 +289,7 @@ async def test_overlong_idempotency_key_is_400(http):
 
 
 # ---------------------------------------------------------------- unknown things are 404
+
 
 async def test_history_of_an_unknown_workflow_is_404(http):
     resp = await http.get(f"/v1/workflows/nobody-{uuid.uuid4().hex[:8]}/history")
@@ -288,6 +312,7 @@ async def test_unknown_route_and_wrong_method_use_the_error_shape(http):
 
 # ---------------------------------------------------------------- the API is described
 
+
 async def test_openapi_lists_the_operations(http):
     resp = await http.get("/openapi.json")
     assert resp.status_code == 200
@@ -303,6 +328,7 @@ async def test_openapi_lists_the_operations(http):
 
 
 # ---------------------------------------------------------------- no engine: 503, not a hang
+
 
 async def test_no_reply_from_the_engine_is_503_with_retry_after(kafka_config):
     """No history processor runs for this namespace: the start times out into a typed 503."""
@@ -325,7 +351,10 @@ async def test_readyz_checks_the_broker_and_redis_and_metrics_count_requests(gw_
             assert ready.status_code == 200 and ready.json()["checks"] == {"kafka": "ok", "redis": "ok"}
             await http.get("/v1/workflows/nope/history")
             text = (await http.get("/metrics")).text
-            assert 'kadence_gateway_requests_total{method="GET",route="/v1/workflows/{workflow_id}/history",status="404"} 1.0' in text
+            assert (
+                'kadence_gateway_requests_total{method="GET",route="/v1/workflows/{workflow_id}/history",status="404"} 1.0'
+                in text
+            )
     with serve(create_app(GatewayConfig(kafka=gw_config, redis_url="redis://127.0.0.1:1/0", auth=False))) as url:
         async with checked_client(url, allowed_5xx=(503,)) as http:
             down = await http.get("/readyz")

@@ -30,11 +30,19 @@ class GatewayProc:
         self.port = devstack().free_port()
         self.log = logdir / f"gateway-{name}.log"
         self.scheme = "https" if "--tls-cert" in args else "http"
-        environ = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace,
-                   **(env or {})}
+        environ = {
+            **os.environ,
+            "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap,
+            "KADENCE_NAMESPACE": config.namespace,
+            **(env or {}),
+        }
         with open(self.log, "w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "gateway", "--port", str(self.port),
-                                          *args], env=environ, stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kadence.cli", "gateway", "--port", str(self.port), *args],
+                env=environ,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
 
     @property
     def url(self) -> str:
@@ -83,9 +91,13 @@ async def test_twenty_concurrent_retries_on_two_instances_are_one_workflow_and_o
     idem = f"order-{uuid.uuid4().hex[:8]}"
     body = {"task_queue": "q", "input": [7]}  # no workflow_id: derived from the key, so a retry is the same
     headers = {**auth(key), "Idempotency-Key": idem}
-    async with httpx.AsyncClient(base_url=one.url, timeout=60) as a, httpx.AsyncClient(base_url=two.url, timeout=60) as b:
-        responses = await asyncio.gather(*((a if i % 2 else b).post("/v1/workflows/Collector/start", json=body,
-                                                                      headers=headers) for i in range(20)))
+    async with (
+        httpx.AsyncClient(base_url=one.url, timeout=60) as a,
+        httpx.AsyncClient(base_url=two.url, timeout=60) as b,
+    ):
+        responses = await asyncio.gather(
+            *((a if i % 2 else b).post("/v1/workflows/Collector/start", json=body, headers=headers) for i in range(20))
+        )
         assert [r.status_code for r in responses] == [201] * 20, [r.text for r in responses]
         assert len({r.content for r in responses}) == 1, "the 20 answers differ"
         wid, run_id = responses[0].json()["workflow_id"], responses[0].json()["run_id"]
@@ -107,9 +119,28 @@ async def test_twenty_concurrent_retries_on_two_instances_are_one_workflow_and_o
 
 def _self_signed(tmp: Path) -> tuple[Path, Path]:
     cert, key = tmp / "cert.pem", tmp / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return cert, key
 
 
@@ -132,9 +163,19 @@ async def test_tls_termination_and_the_no_auth_switch(gateways, gw_config, tmp_p
 def test_auth_is_on_by_default_and_needs_redis(gw_config, tmp_path):
     env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": gw_config.bootstrap, "KADENCE_NAMESPACE": gw_config.namespace}
     env.pop("KADENCE_REDIS_URL", None)
-    out = subprocess.run([sys.executable, "-m", "kadence.cli", "gateway", "--port", "1"], env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "kadence.cli", "gateway", "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and "KADENCE_REDIS_URL" in out.stderr and "--no-auth" in out.stderr
-    half = subprocess.run([sys.executable, "-m", "kadence.cli", "gateway", "--no-auth", "--tls-cert", __file__],
-                          env=env, capture_output=True, text=True, timeout=120)
+    half = subprocess.run(
+        [sys.executable, "-m", "kadence.cli", "gateway", "--no-auth", "--tls-cert", __file__],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert half.returncode == 2 and "--tls-key" in half.stderr

@@ -33,16 +33,24 @@ async def test_list_filters_pages_and_reads_its_own_writes(gateway_url, api_key,
     tag = uuid.uuid4().hex[:8]
     async with checked_client(gateway_url, headers=auth(api_key)) as http:
         # a start with search attributes; the token in its response makes the next list wait for it
-        r = await http.post(START, json={"workflow_id": f"ls-a-{tag}", "task_queue": "lq", "input": [1],
-                                         "search_attributes": {"tag": tag, "tier": "gold"}},
-                            headers={"Idempotency-Key": f"ls-a-{tag}"})
+        r = await http.post(
+            START,
+            json={
+                "workflow_id": f"ls-a-{tag}",
+                "task_queue": "lq",
+                "input": [1],
+                "search_attributes": {"tag": tag, "tier": "gold"},
+            },
+            headers={"Idempotency-Key": f"ls-a-{tag}"},
+        )
         assert r.status_code == 201, r.text
         token = r.headers["Kadence-Consistency-Token"]
         listed = await http.get("/v1/workflows", params={"search": f"tag:{tag}", "consistency_token": token})
         assert listed.status_code == 200, listed.text
         rows = listed.json()["workflows"]
         assert [(w["workflow_id"], w["status"], w["search_attributes"]) for w in rows] == [
-            (f"ls-a-{tag}", "running", {"tag": tag, "tier": "gold"})]
+            (f"ls-a-{tag}", "running", {"tag": tag, "tier": "gold"})
+        ]
         assert rows[0]["run_id"] == r.json()["run_id"] and rows[0]["workflow_type"] == "ThreeSteps"
 
         # four more, two of them completed by a worker through start's wait_seconds
@@ -50,9 +58,16 @@ async def test_list_filters_pages_and_reads_its_own_writes(gateway_url, api_key,
         try:
             async with Worker(client, task_queue="lq", workflows=[ThreeSteps], activities=[add, double]):
                 for i in range(2):
-                    done = await http.post(START, json={"workflow_id": f"ls-done{i}-{tag}", "task_queue": "lq",
-                                                        "input": [i + 2], "wait_seconds": 30,
-                                                        "search_attributes": {"tag": tag}})
+                    done = await http.post(
+                        START,
+                        json={
+                            "workflow_id": f"ls-done{i}-{tag}",
+                            "task_queue": "lq",
+                            "input": [i + 2],
+                            "wait_seconds": 30,
+                            "search_attributes": {"tag": tag},
+                        },
+                    )
                     assert done.status_code == 201, done.text
                     assert (done.json()["status"], done.json()["result"]) == ("completed", three_steps_result(i + 2))
                     last_token = done.headers["Kadence-Consistency-Token"]
@@ -61,18 +76,33 @@ async def test_list_filters_pages_and_reads_its_own_writes(gateway_url, api_key,
         finally:
             await client.close()
         for i in range(2):
-            r = await http.post(START, json={"workflow_id": f"ls-open{i}-{tag}", "task_queue": "nobody",
-                                             "input": [0], "search_attributes": {"tag": tag},
-                                             "run_timeout_seconds": 3600, "wait_seconds": 0.2})
+            r = await http.post(
+                START,
+                json={
+                    "workflow_id": f"ls-open{i}-{tag}",
+                    "task_queue": "nobody",
+                    "input": [0],
+                    "search_attributes": {"tag": tag},
+                    "run_timeout_seconds": 3600,
+                    "wait_seconds": 0.2,
+                },
+            )
             assert r.status_code == 201 and r.json()["status"] == "running", r.text
             last_token = r.headers["Kadence-Consistency-Token"]
 
         async def ids(**params) -> list[str]:
             out, cursor = [], None
             while True:
-                page = await http.get("/v1/workflows", params={"search": f"tag:{tag}", "page_size": 2,
-                                                               "consistency_token": last_token, **params,
-                                                               **({"cursor": cursor} if cursor else {})})
+                page = await http.get(
+                    "/v1/workflows",
+                    params={
+                        "search": f"tag:{tag}",
+                        "page_size": 2,
+                        "consistency_token": last_token,
+                        **params,
+                        **({"cursor": cursor} if cursor else {}),
+                    },
+                )
                 assert page.status_code == 200, page.text
                 body = page.json()
                 assert len(body["workflows"]) <= 2

@@ -23,8 +23,13 @@ from kadence.gateway import GatewayConfig, create_app
 
 from .gateway_support import auth, make_key, redis_url, serve
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
-          response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
 #: examples per operation and mode: enough to reach every field and error path once, bounded for CPU
 EXAMPLES = {schemathesis.GenerationMode.POSITIVE: 10, schemathesis.GenerationMode.NEGATIVE: 6}
 
@@ -51,13 +56,18 @@ def test_every_operation_conforms_to_the_openapi_document(fuzz_target, mode):
         if mode is schemathesis.GenerationMode.NEGATIVE and not is_v1:
             continue  # health, readiness, metrics and the document take no input
 
-        @settings(max_examples=EXAMPLES[mode], deadline=None, database=None, derandomize=True,
-                  phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=EXAMPLES[mode],
+            deadline=None,
+            database=None,
+            derandomize=True,
+            phases=[Phase.explicit, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(case=operation.as_strategy(generation_mode=mode))
         def check(case, operation=operation, is_v1=is_v1):
             tried[operation.label] = tried.get(operation.label, 0) + 1
-            case.call_and_validate(base_url=url, headers=auth(key) if is_v1 else None, checks=checks,
-                                   timeout=30)
+            case.call_and_validate(base_url=url, headers=auth(key) if is_v1 else None, checks=checks, timeout=30)
 
         check()
     assert all(tried.values()) and len(tried) >= (10 if mode is schemathesis.GenerationMode.POSITIVE else 7), tried

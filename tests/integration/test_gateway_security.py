@@ -50,11 +50,18 @@ async def test_without_a_valid_key_every_operation_is_401_and_produces_nothing(t
     wid = f"noauth-{uuid.uuid4().hex[:8]}"
     forged = "kdn_0123456789ab_" + "A" * 43
     async with checked_client(two_ns_url) as http:
-        for headers in ({}, {"Authorization": "Basic dXNlcjpwdw=="}, {"Authorization": "Bearer nope"},
-                        {"Authorization": f"Bearer {forged}"}):
-            for method, path, body in (("POST", START, _body(wid)), ("GET", f"/v1/workflows/{wid}", None),
-                                       ("POST", f"/v1/workflows/{wid}/terminate", {}),
-                                       ("POST", f"/v1/workflows/{wid}/signals", {"signal": "add"})):
+        for headers in (
+            {},
+            {"Authorization": "Basic dXNlcjpwdw=="},
+            {"Authorization": "Bearer nope"},
+            {"Authorization": f"Bearer {forged}"},
+        ):
+            for method, path, body in (
+                ("POST", START, _body(wid)),
+                ("GET", f"/v1/workflows/{wid}", None),
+                ("POST", f"/v1/workflows/{wid}/terminate", {}),
+                ("POST", f"/v1/workflows/{wid}/signals", {"signal": "add"}),
+            ):
                 resp = await http.request(method, path, json=body, headers=headers)
                 assert resp.status_code == 401, (headers, path, resp.text)
                 assert resp.json()["error"]["code"] == "unauthenticated"
@@ -75,12 +82,14 @@ async def test_a_key_of_one_namespace_gets_403_in_another_and_cannot_tell_what_e
         answers = {}
         for target in (wid, f"never-{uuid.uuid4().hex[:8]}"):
             for method, path, body in (
-                    ("GET", f"/v1/workflows/{target}", None), ("GET", f"/v1/workflows/{target}/history", None),
-                    ("POST", f"/v1/workflows/{target}/signals", {"signal": "add", "input": ["x"]}),
-                    ("POST", f"/v1/workflows/{target}/cancel", {}),
-                    ("POST", f"/v1/workflows/{target}/terminate", {}),
-                    ("POST", f"/v1/workflows/{target}/queries/count", {}),
-                    ("POST", START, _body(target))):
+                ("GET", f"/v1/workflows/{target}", None),
+                ("GET", f"/v1/workflows/{target}/history", None),
+                ("POST", f"/v1/workflows/{target}/signals", {"signal": "add", "input": ["x"]}),
+                ("POST", f"/v1/workflows/{target}/cancel", {}),
+                ("POST", f"/v1/workflows/{target}/terminate", {}),
+                ("POST", f"/v1/workflows/{target}/queries/count", {}),
+                ("POST", START, _body(target)),
+            ):
                 resp = await http.request(method, path, json=body, headers=as_a_in_b)
                 assert resp.status_code == 403, (path, resp.text)
                 answers.setdefault((method, path.replace(target, "*")), set()).add(resp.text)
@@ -113,14 +122,17 @@ async def test_over_quota_is_429_with_retry_after_and_starts_nothing(two_ns_url,
 
 async def test_the_namespace_quota_is_shared_by_its_keys_and_by_gateway_instances(gw_config, engine):
     prefix = f"kadence:gw-q{uuid.uuid4().hex[:6]}:"  # buckets of their own, not the module's
-    config = GatewayConfig(kafka=gw_config, redis_url=redis_url(), redis_prefix=prefix,
-                           namespace_limit=RateLimit(0.01, 3))
+    config = GatewayConfig(
+        kafka=gw_config, redis_url=redis_url(), redis_prefix=prefix, namespace_limit=RateLimit(0.01, 3)
+    )
     keys = [make_key(gw_config.namespace, prefix=prefix) for _ in range(2)]
     with serve(create_app(config)) as one, serve(create_app(config)) as two:
         async with checked_client(one) as a, checked_client(two) as b:
-            statuses = [(await a.get("/v1/workflows/nobody", headers=auth(keys[0]))).status_code,
-                        (await b.get("/v1/workflows/nobody", headers=auth(keys[1]))).status_code,
-                        (await a.get("/v1/workflows/nobody", headers=auth(keys[1]))).status_code]
+            statuses = [
+                (await a.get("/v1/workflows/nobody", headers=auth(keys[0]))).status_code,
+                (await b.get("/v1/workflows/nobody", headers=auth(keys[1]))).status_code,
+                (await a.get("/v1/workflows/nobody", headers=auth(keys[1]))).status_code,
+            ]
             assert statuses == [404, 404, 404]
             wid = f"nsq-{uuid.uuid4().hex[:8]}"
             refused = await b.post(START, json=_body(wid), headers=auth(keys[0]))
@@ -160,8 +172,9 @@ async def test_with_redis_down_every_mutation_is_503_and_applies_nothing(gw_conf
     server.start()
     try:
         key, revoked, never_used = (make_key(gw_config.namespace, url=server.url) for _ in range(3))
-        app = create_app(GatewayConfig(kafka=gw_config, redis_url=server.url, auth_cache_seconds=300,
-                                       retry_after_seconds=3))
+        app = create_app(
+            GatewayConfig(kafka=gw_config, redis_url=server.url, auth_cache_seconds=300, retry_after_seconds=3)
+        )
         with serve(app) as url:
             async with checked_client(url, allowed_5xx=(503,)) as http:
                 before = f"redis-up-{uuid.uuid4().hex[:8]}"
@@ -176,12 +189,17 @@ async def test_with_redis_down_every_mutation_is_503_and_applies_nothing(gw_conf
                     server.proc.send_signal(signals.SIGSTOP)
                 down = f"redis-down-{uuid.uuid4().hex[:8]}"
                 t0 = time.monotonic()
-                mutations = (("POST", START, _body(down)),
-                             ("POST", f"/v1/workflows/{before}/signals", {"signal": "add", "input": [1]}),
-                             ("POST", f"/v1/workflows/{before}/signals",
-                              {"signal": "add", "workflow_type": "Collector", "task_queue": "q"}),
-                             ("POST", f"/v1/workflows/{before}/cancel", {}),
-                             ("POST", f"/v1/workflows/{before}/terminate", {}))
+                mutations = (
+                    ("POST", START, _body(down)),
+                    ("POST", f"/v1/workflows/{before}/signals", {"signal": "add", "input": [1]}),
+                    (
+                        "POST",
+                        f"/v1/workflows/{before}/signals",
+                        {"signal": "add", "workflow_type": "Collector", "task_queue": "q"},
+                    ),
+                    ("POST", f"/v1/workflows/{before}/cancel", {}),
+                    ("POST", f"/v1/workflows/{before}/terminate", {}),
+                )
                 for who in (key, revoked):
                     for idem in ({"Idempotency-Key": f"k-down-{uuid.uuid4().hex[:6]}"}, {}):
                         for method, path, body in mutations:
@@ -211,8 +229,9 @@ async def test_with_redis_down_every_mutation_is_503_and_applies_nothing(gw_conf
                     await asyncio.sleep(0.25)
                 again = await http.post(START, json=_body(down), headers={**auth(key), "Idempotency-Key": "k-back"})
                 assert again.status_code == 201, again.text
-                gone = await http.post(f"/v1/workflows/{before}/signals", json={"signal": "add", "input": [2]},
-                                       headers=auth(revoked))
+                gone = await http.post(
+                    f"/v1/workflows/{before}/signals", json={"signal": "add", "input": [2]}, headers=auth(revoked)
+                )
                 assert gone.status_code == 401, "a key revoked before the outage works again"
                 assert (await http.get("/readyz")).status_code == 200
     finally:
@@ -221,8 +240,9 @@ async def test_with_redis_down_every_mutation_is_503_and_applies_nothing(gw_conf
         server.cleanup()
     assert commands_for(gw_config, down) == ["StartWorkflow"], "a refused start produced a command"
     # describes (AwaitWorkflowResult without waiting) are the reads; no signal, cancel or terminate went
-    assert [c for c in commands_for(gw_config, before) if c != "AwaitWorkflowResult"] == ["StartWorkflow"], \
+    assert [c for c in commands_for(gw_config, before) if c != "AwaitWorkflowResult"] == ["StartWorkflow"], (
         "a refused mutation ran"
+    )
 
 
 async def test_with_redis_down_a_read_by_a_key_verified_long_ago_is_503(gw_config, engine, tmp_path):
@@ -231,8 +251,9 @@ async def test_with_redis_down_a_read_by_a_key_verified_long_ago_is_503(gw_confi
     server.start()
     try:
         key = make_key(gw_config.namespace, url=server.url)
-        app = create_app(GatewayConfig(kafka=gw_config, redis_url=server.url, auth_cache_seconds=1,
-                                       retry_after_seconds=3))
+        app = create_app(
+            GatewayConfig(kafka=gw_config, redis_url=server.url, auth_cache_seconds=1, retry_after_seconds=3)
+        )
         with serve(app) as url:
             async with checked_client(url, allowed_5xx=(503,), headers=auth(key)) as http:
                 wid = f"redis-old-{uuid.uuid4().hex[:8]}"
@@ -297,20 +318,29 @@ async def test_mutations_return_a_consistency_token_that_reads_accept_and_check(
             started = await http.post(START, json=_body(wid), headers={"Idempotency-Key": f"t-{wid}"})
             assert started.status_code == 201, started.text
             token = ConsistencyToken.decode(started.headers["Kadence-Consistency-Token"])
-            assert (token.namespace, token.workflow_id, token.run_id) == (gw_config.namespace, wid,
-                                                                        started.json()["run_id"])
+            assert (token.namespace, token.workflow_id, token.run_id) == (
+                gw_config.namespace,
+                wid,
+                started.json()["run_id"],
+            )
             assert token.history_seq >= 1
             text = started.headers["Kadence-Consistency-Token"]
             signaled = await http.post(f"/v1/workflows/{wid}/signals", json={"signal": "add", "input": ["x"]})
-            assert ConsistencyToken.decode(signaled.headers["Kadence-Consistency-Token"]).history_seq > token.history_seq
+            assert (
+                ConsistencyToken.decode(signaled.headers["Kadence-Consistency-Token"]).history_seq > token.history_seq
+            )
 
             by_query = await http.get(f"/v1/workflows/{wid}", params={"consistency_token": text})
             by_header = await http.get(f"/v1/workflows/{wid}/history", headers={"Kadence-Consistency-Token": text})
             assert by_query.status_code == 200 and by_header.status_code == 200
             assert seen == [(gw_config.namespace, token)] * 2
 
-            for bad in ("garbage", "", ConsistencyToken(gw_config.namespace, "another", "r", 1).encode(),
-                        ConsistencyToken("elsewhere", wid, "r", 1).encode()):
+            for bad in (
+                "garbage",
+                "",
+                ConsistencyToken(gw_config.namespace, "another", "r", 1).encode(),
+                ConsistencyToken("elsewhere", wid, "r", 1).encode(),
+            ):
                 resp = await http.get(f"/v1/workflows/{wid}", params={"consistency_token": bad})
                 assert resp.status_code == 400, (bad, resp.text)
                 assert resp.json()["error"]["field"] == "consistency_token"
@@ -318,4 +348,3 @@ async def test_mutations_return_a_consistency_token_that_reads_accept_and_check(
             # a retry gets the same body; the token may move on, which is why it is a header
             retry = await http.post(START, json=_body(wid), headers={"Idempotency-Key": f"t-{wid}"})
             assert (retry.status_code, retry.content) == (201, started.content)
-

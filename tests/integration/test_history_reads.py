@@ -28,20 +28,27 @@ def _started(workflow_id: str) -> list[dict]:
     """The first events of a run, as the state machine makes them."""
     out = Outbox()
     body = {"workflow_type": "Order", "task_queue": "q", "input": JsonConverter().to_bytes([])}
-    transition(serde.decode("Command", serde.encode("Command", command(workflow_id, "StartWorkflow", body,
-                                                                       request_id="r1"))),
-               BatchView(MemoryShardStore(0)), out, now_ms())
+    transition(
+        serde.decode("Command", serde.encode("Command", command(workflow_id, "StartWorkflow", body, request_id="r1"))),
+        BatchView(MemoryShardStore(0)),
+        out,
+        now_ms(),
+    )
     return [ev for _wf, ev in out.events]
 
 
 def _produce(producer: Producer, config, workflow_id: str, event: dict) -> None:
-    producer.produce(Catalogue(config).history, serde.encode("HistoryEvent", event),
-                     history_key(workflow_id, event["run_id"], event["seq"]).encode(),
-                     partition=partition_for(workflow_id, config.partitions))
+    producer.produce(
+        Catalogue(config).history,
+        serde.encode("HistoryEvent", event),
+        history_key(workflow_id, event["run_id"], event["seq"]).encode(),
+        partition=partition_for(workflow_id, config.partitions),
+    )
 
 
-async def test_a_read_waits_for_a_transaction_open_when_it_began_and_committed_during_it(client, kafka_config,
-                                                                                          monkeypatch):
+async def test_a_read_waits_for_a_transaction_open_when_it_began_and_committed_during_it(
+    client, kafka_config, monkeypatch
+):
     first, second = _started("ryw-history")[:2]
     producer = Producer(kafka_config.transactional_producer("test-ryw-history"))
     producer.init_transactions()

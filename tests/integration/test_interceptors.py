@@ -16,8 +16,9 @@ async def test_headers_and_memo_travel_through_the_engine(processors, kafka_conf
     client = await Client.connect(config=kafka_config, interceptors=[audit])
     try:
         async with Worker(client, task_queue="icpt", workflows=[Greeter, Child], activities=[whoami]):
-            handle = await client.start_workflow(Greeter, "ann", id="icpt-1", task_queue="icpt",
-                                                 memo={"customer": {"id": 7}})
+            handle = await client.start_workflow(
+                Greeter, "ann", id="icpt-1", task_queue="icpt", memo={"customer": {"id": 7}}
+            )
             assert (await handle.describe())["memo"] == {"customer": {"id": 7}}
             with pytest.raises(PermissionError):
                 await handle.terminate()

@@ -13,13 +13,13 @@ from .conftest import wait_until
 
 
 async def test_a_processor_logging_json_names_the_workflow_on_its_lines_and_never_its_payload(
-        processors, kafka_config, client, tmp_path):
+    processors, kafka_config, client, tmp_path
+):
     processors.start("p0", env={"KADENCE_LOG_FORMAT": "json"})
     marker = f"payload-marker-{uuid.uuid4().hex}"
     # by type name: the marker is not an int, and a start by the class is checked against its
     # run method's types before anything is sent (nobody runs this workflow anyway)
-    handle = await client.start_workflow("ThreeSteps", marker, id="json-logs-1", task_queue="nobody-polls",
-                                         timeout=60)
+    handle = await client.start_workflow("ThreeSteps", marker, id="json-logs-1", task_queue="nobody-polls", timeout=60)
     await handle.terminate(reason="no worker for it")
     logs = lambda: "".join(p.read_text() for p in tmp_path.glob("processor-p0-*.log"))  # noqa: E731
     await wait_until(lambda: "terminated by" in logs(), 60, "the processor logging the terminate")

@@ -27,14 +27,19 @@ async def test_5_mb_through_gateway_start_activity_signal_and_result(processors,
     processors.start()
     large = LargePayloadConfig(store=ArchiveStoreConfig(directory=str(tmp_path / "payloads")))
     client = await Client.connect(config=kafka_config, large_payloads=large.open())
-    app = create_app(GatewayConfig(kafka=kafka_config, auth=False, max_body_bytes=16 * 1024 * 1024,
-                                   reply_timeout=30.0, large_payloads=large))
+    app = create_app(
+        GatewayConfig(
+            kafka=kafka_config, auth=False, max_body_bytes=16 * 1024 * 1024, reply_timeout=30.0, large_payloads=large
+        )
+    )
     try:
         async with Worker(client, task_queue="big", workflows=[BigMover], activities=[reverse]):
             with serve(app) as url:
                 async with httpx.AsyncClient(base_url=url, timeout=60) as http:
-                    resp = await http.post("/v1/workflows/BigMover/start",
-                                           json={"workflow_id": "big-1", "task_queue": "big", "input": [FIVE_MB]})
+                    resp = await http.post(
+                        "/v1/workflows/BigMover/start",
+                        json={"workflow_id": "big-1", "task_queue": "big", "input": [FIVE_MB]},
+                    )
                     assert resp.status_code == 201, resp.text[:500]
                     handle = client.get_workflow_handle("big-1")
                     await handle.signal("more", OTHER_FIVE_MB)
@@ -44,10 +49,19 @@ async def test_5_mb_through_gateway_start_activity_signal_and_result(processors,
     finally:
         await client.close()
     # every payload on Kafka is a reference of a hundred bytes or so
-    payloads = {e["attributes"][0]: v for e in events for k, v in e["attributes"][1].items()
-                if isinstance(v, bytes) and k in ("input", "result")}
-    assert set(payloads) >= {"WorkflowExecutionStarted", "ActivityTaskScheduled", "ActivityTaskCompleted",
-                             "WorkflowSignaled", "WorkflowExecutionCompleted"}, sorted(payloads)
+    payloads = {
+        e["attributes"][0]: v
+        for e in events
+        for k, v in e["attributes"][1].items()
+        if isinstance(v, bytes) and k in ("input", "result")
+    }
+    assert set(payloads) >= {
+        "WorkflowExecutionStarted",
+        "ActivityTaskScheduled",
+        "ActivityTaskCompleted",
+        "WorkflowSignaled",
+        "WorkflowExecutionCompleted",
+    }, sorted(payloads)
     assert all(is_reference(v) and len(v) < 120 for v in payloads.values())
     # the gateway's history shows them resolved
     started = next(e for e in shown["events"] if e["type"] == "WorkflowExecutionStarted")
@@ -100,14 +114,19 @@ async def test_gc_keeps_what_a_history_or_archive_refers_to_and_deletes_the_rest
     assert len(keys) == 5  # each run's input (an array) and result, and the orphan
 
     def gc(**kw):
-        return collect_payloads(kafka_config, store, namespaces=[kafka_config.namespace],
-                                archive=LocalArchiveStore(tmp_path / "archive"), **kw)
+        return collect_payloads(
+            kafka_config,
+            store,
+            namespaces=[kafka_config.namespace],
+            archive=LocalArchiveStore(tmp_path / "archive"),
+            **kw,
+        )
 
     young = gc(grace_s=3600)
     assert young.deleted == [] and young.young == 1 and young.referenced == 4
     dry = gc(grace_s=0, dry_run=True)
     assert len(dry.deleted) == 1 and set(store.list("payloads/", suffix=".bin")) == keys
-    orphan_key = payload_key(orphan[len(MARKER):len(MARKER) + 64].decode())
+    orphan_key = payload_key(orphan[len(MARKER) : len(MARKER) + 64].decode())
     assert gc(grace_s=0).deleted == [orphan_key]
     assert set(store.list("payloads/", suffix=".bin")) == keys - {orphan_key}
 

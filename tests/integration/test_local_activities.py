@@ -88,7 +88,8 @@ class LocalFailures:
     @workflow.run
     async def run(self, n: int) -> list:
         retried = await workflow.execute_local_activity(
-            flaky, n, retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=10), maximum_attempts=3))
+            flaky, n, retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=10), maximum_attempts=3)
+        )
         try:
             await workflow.execute_local_activity(refuse, n)
         except ActivityError as exc:
@@ -117,8 +118,9 @@ def _kinds(events):
 async def test_three_local_activities_complete_in_one_workflow_task(client, processors, kafka_config):
     processors.start()
     async with Worker(client, task_queue="q", workflows=[ThreeLocal], activities=[charge, reserve]) as worker:
-        result = await client.execute_workflow(ThreeLocal, 5, id="local-three", task_queue="q", timeout=60,
-                                               result_timeout=60)
+        result = await client.execute_workflow(
+            ThreeLocal, 5, id="local-three", task_queue="q", timeout=60, result_timeout=60
+        )
     assert result == [10, "reserved:sku-10", 20]
     assert worker.stats["workflow_tasks"] == 1 and worker.stats["local_activities_completed"] == 3
     assert CALLS[("local-three", "charge")] == 2 and CALLS[("local-three", "reserve")] == 1
@@ -148,13 +150,13 @@ async def test_a_new_worker_replays_local_activities_from_their_markers(client, 
     assert check_history(_run_of(kafka_config, "local-replay")) == []
 
 
-async def test_local_activities_retry_within_the_task_and_failures_reach_the_workflow(client, processors,
-                                                                                   kafka_config):
+async def test_local_activities_retry_within_the_task_and_failures_reach_the_workflow(client, processors, kafka_config):
     FAILURES["local-fail"] = 2
     processors.start()
     async with Worker(client, task_queue="q", workflows=[LocalFailures], activities=[flaky, refuse]) as worker:
-        result = await client.execute_workflow(LocalFailures, 7, id="local-fail", task_queue="q", timeout=60,
-                                               result_timeout=60)
+        result = await client.execute_workflow(
+            LocalFailures, 7, id="local-fail", task_queue="q", timeout=60, result_timeout=60
+        )
     assert result == [7, "ApplicationError", "card declined"]
     assert CALLS[("local-fail", "flaky")] == 3  # two failed attempts, then the result
     assert worker.stats["local_activities_failed"] == 1
@@ -167,8 +169,7 @@ async def test_local_activities_retry_within_the_task_and_failures_reach_the_wor
 async def test_a_replay_that_calls_another_local_activity_is_non_deterministic(client, processors, kafka_config):
     processors.start()
     async with Worker(client, task_queue="q", workflows=[ThreeLocal], activities=[charge, reserve]):
-        await client.execute_workflow(ThreeLocal, 1, id="local-changed", task_queue="q", timeout=60,
-                                      result_timeout=60)
+        await client.execute_workflow(ThreeLocal, 1, id="local-changed", task_queue="q", timeout=60, result_timeout=60)
 
     @workflow.defn(name="ThreeLocal")
     class Changed:
@@ -181,14 +182,16 @@ async def test_a_replay_that_calls_another_local_activity_is_non_deterministic(c
         Replayer(workflows=[Changed]).replay(_run_of(kafka_config, "local-changed"))
 
 
-async def test_an_eager_task_that_calls_a_local_activity_leaves_it_to_the_engines_task(client, processors,
-                                                                                   kafka_config):
+async def test_an_eager_task_that_calls_a_local_activity_leaves_it_to_the_engines_task(
+    client, processors, kafka_config
+):
     # the eager task would be sent with the activity's result, before the local activity could
     # run: it is not sent, and the workflow task the engine schedules runs the local activity
     processors.start()
     async with Worker(client, task_queue="q", workflows=[ActivityThenLocal], activities=[charge, reserve]) as worker:
-        result = await client.execute_workflow(ActivityThenLocal, 4, id="local-after", task_queue="q", timeout=60,
-                                               result_timeout=60)
+        result = await client.execute_workflow(
+            ActivityThenLocal, 4, id="local-after", task_queue="q", timeout=60, result_timeout=60
+        )
     assert result == [8, "reserved:8"]
     assert worker.stats["eager_workflow_tasks"] == 0 and CALLS[("local-after", "reserve")] == 1
     events = _run_of(kafka_config, "local-after")

@@ -24,8 +24,11 @@ def _free_port() -> int:
 
 def _samples(port: int) -> dict:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(text) for s in fam.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
 
 
 async def test_runs_started_closed_and_their_duration_by_type_and_outcome(processors, kafka_config, client):
@@ -46,8 +49,11 @@ async def test_runs_started_closed_and_their_duration_by_type_and_outcome(proces
         waiting = await client.start_workflow(VisWaiter, id="pm-term", task_queue="pm")
         await waiting.terminate(reason="metrics test")
 
-    await wait_until(lambda: value("kadence_processor_runs_closed_total", workflow_type="VisWaiter",
-                                   outcome="terminated") == 1, 30, "the terminated run to be counted")
+    await wait_until(
+        lambda: value("kadence_processor_runs_closed_total", workflow_type="VisWaiter", outcome="terminated") == 1,
+        30,
+        "the terminated run to be counted",
+    )
     assert value("kadence_processor_runs_started_total", workflow_type="ThreeSteps") == 2
     assert value("kadence_processor_runs_started_total", workflow_type="VisQuick") == 1
     assert value("kadence_processor_runs_closed_total", workflow_type="ThreeSteps", outcome="completed") == 2
@@ -58,6 +64,7 @@ async def test_runs_started_closed_and_their_duration_by_type_and_outcome(proces
     # every shard was restored once, on its assignment
     assert _samples(port)[("kadence_processor_restore_seconds_count", (("namespace", ns),))] == PARTITIONS
     # caught up: at most a transaction marker per partition left (docs/metrics.md, Consumer lag)
-    lag = _samples(port)[("kadence_consumer_lag_records",
-                          (("component", "processor"), ("namespace", ns), ("topic", f"{ns}.commands")))]
+    lag = _samples(port)[
+        ("kadence_consumer_lag_records", (("component", "processor"), ("namespace", ns), ("topic", f"{ns}.commands")))
+    ]
     assert 0 <= lag <= PARTITIONS

@@ -59,40 +59,54 @@ async def _bounded(coros, limit: int = 100):
     async def one(c):
         async with sem:
             return await c
+
     return await asyncio.gather(*(one(c) for c in coros))
 
 
 def _plan(i: int) -> tuple:
     """Workflow i of the mixed load: (type, args, what the test does to it)."""
     if i < N * 2 // 5:
-        return VisQuick, (i % 4 == 0,), "result"          # a quarter fail, the rest complete
+        return VisQuick, (i % 4 == 0,), "result"  # a quarter fail, the rest complete
     if i < N * 3 // 4:
         return VisWaiter, (), ("terminate", "cancel", "leave")[i % 3]
-    return VisTagger, (i % 5 == 0,), "result"             # a fifth continue as new once
+    return VisTagger, (i % 5 == 0,), "result"  # a fifth continue as new once
 
 
 async def _caught_up(reader: VisibilityReader, runs: dict) -> bool:
-    return (await reader.count())["total"] == len(runs) and not mismatches(runs, {
-        (r["workflow_id"], r["run_id"]): r for r in await list_all(reader, page_size=1000)})
+    return (await reader.count())["total"] == len(runs) and not mismatches(
+        runs, {(r["workflow_id"], r["run_id"]): r for r in await list_all(reader, page_size=1000)}
+    )
 
 
 def _cli(config, *args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap, "KADENCE_NAMESPACE": config.namespace,
-           "KADENCE_REDIS_URL": redis_url()}
-    return subprocess.run([sys.executable, "-m", "kadence.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+    env = {
+        **os.environ,
+        "KADENCE_KAFKA_BOOTSTRAP": config.bootstrap,
+        "KADENCE_NAMESPACE": config.namespace,
+        "KADENCE_REDIS_URL": redis_url(),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "kadence.cli", *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
-async def test_visibility_matches_history_then_rebuilds_identically(client, processors, projection, kafka_config,
-                                                                   redis):
+async def test_visibility_matches_history_then_rebuilds_identically(
+    client, processors, projection, kafka_config, redis
+):
     processors.start()
     projection.start()
     async with Worker(client, task_queue=QUEUE, workflows=[VisQuick, VisWaiter, VisTagger]):
         plans = [_plan(i) for i in range(N)]
         handles = await _bounded(
-            client.start_workflow(wf, *args, id=f"vis-{i}", task_queue=QUEUE,
-                                  search_attributes={"tier": "gold" if i % 3 == 0 else "silver"})
-            for i, (wf, args, _) in enumerate(plans))
+            client.start_workflow(
+                wf,
+                *args,
+                id=f"vis-{i}",
+                task_queue=QUEUE,
+                search_attributes={"tier": "gold" if i % 3 == 0 else "silver"},
+            )
+            for i, (wf, args, _) in enumerate(plans)
+        )
 
         async def finish(h, action):
             if action == "terminate":
@@ -106,6 +120,7 @@ async def test_visibility_matches_history_then_rebuilds_identically(client, proc
                     await h.result(timeout=90)
                 except WorkflowFailureError:
                     pass
+
         await _bounded(finish(h, action) for h, (_, _, action) in zip(handles, plans, strict=False))
     wait_history_quiet(kafka_config)
     runs, events = ground_truth(kafka_config)
@@ -125,10 +140,17 @@ async def test_visibility_matches_history_then_rebuilds_identically(client, proc
     cases += [{"workflow_type": t} for t in ("VisQuick", "VisWaiter", "VisTagger", "Nope")]
     cases += [{"status": s} for s in statuses]
     cases += [{"workflow_type": "VisWaiter", "status": "canceled"}, {"workflow_type": "VisQuick", "status": "failed"}]
-    cases += [{"search": {"tier": "gold"}}, {"search": {"stage": "done"}},
-              {"search": {"tier": "gold", "stage": "tagged"}, "status": "continued_as_new"}]
-    cases += [{"start_from_ms": lo, "start_to_ms": hi}, {"start_from_ms": lo, "workflow_type": "VisTagger"},
-              {"close_from_ms": clo, "close_to_ms": chi}, {"close_to_ms": chi, "status": "failed"}]
+    cases += [
+        {"search": {"tier": "gold"}},
+        {"search": {"stage": "done"}},
+        {"search": {"tier": "gold", "stage": "tagged"}, "status": "continued_as_new"},
+    ]
+    cases += [
+        {"start_from_ms": lo, "start_to_ms": hi},
+        {"start_from_ms": lo, "workflow_type": "VisTagger"},
+        {"close_from_ms": clo, "close_to_ms": chi},
+        {"close_to_ms": chi, "status": "failed"},
+    ]
 
     def want(f: dict) -> set:
         out = set()
@@ -139,10 +161,12 @@ async def test_visibility_matches_history_then_rebuilds_identically(client, proc
                 continue
             s, c = r["start_time_ms"], r["close_time_ms"]
             if (f.get("start_from_ms") is not None and s < f["start_from_ms"]) or (
-                    f.get("start_to_ms") is not None and s > f["start_to_ms"]):
+                f.get("start_to_ms") is not None and s > f["start_to_ms"]
+            ):
                 continue
             if ("close_from_ms" in f or "close_to_ms" in f) and (
-                    c is None or c < f.get("close_from_ms", 0) or c > f.get("close_to_ms", 10**15)):
+                c is None or c < f.get("close_from_ms", 0) or c > f.get("close_to_ms", 10**15)
+            ):
                 continue
             out.add(key)
         return out
@@ -166,8 +190,10 @@ async def test_visibility_matches_history_then_rebuilds_identically(client, proc
     tagger = next(k for k, r in runs.items() if r["status"] == "continued_as_new")
     latest = await reader.describe(tagger[0])
     assert latest["run_id"] != tagger[1] and latest["continued_from_run_id"] == tagger[1]
-    assert latest["status"] == "completed" and latest["search_attributes"] == {"tier": "gold" if int(
-        tagger[0].split("-")[1]) % 3 == 0 else "silver", "stage": "done"}
+    assert latest["status"] == "completed" and latest["search_attributes"] == {
+        "tier": "gold" if int(tagger[0].split("-")[1]) % 3 == 0 else "silver",
+        "stage": "done",
+    }
     old = await reader.describe(tagger[0], tagger[1])
     assert old["new_run_id"] == latest["run_id"]
 
@@ -180,13 +206,17 @@ async def test_visibility_matches_history_then_rebuilds_identically(client, proc
     assert out.returncode == 0, out.stderr
     listed = json.loads(out.stdout)
     assert {(r["workflow_id"], r["run_id"]) for r in listed["items"]} == want(
-        {"workflow_type": "VisQuick", "status": "failed"}) and listed["next_cursor"] is None
+        {"workflow_type": "VisQuick", "status": "failed"}
+    ) and listed["next_cursor"] is None
     out = _cli(kafka_config, "list", "--search", "tier=gold", "--page-size", "10", "--json")
     page1 = json.loads(out.stdout)
-    out = _cli(kafka_config, "list", "--search", "tier=gold", "--page-size", "10", "--json",
-               "--cursor", page1["next_cursor"])
+    out = _cli(
+        kafka_config, "list", "--search", "tier=gold", "--page-size", "10", "--json", "--cursor", page1["next_cursor"]
+    )
     page2 = json.loads(out.stdout)
-    first20 = [(r["workflow_id"], r["run_id"]) for r in await list_all(reader, page_size=20, search={"tier": "gold"})][:20]
+    first20 = [(r["workflow_id"], r["run_id"]) for r in await list_all(reader, page_size=20, search={"tier": "gold"})][
+        :20
+    ]
     assert [(r["workflow_id"], r["run_id"]) for r in page1["items"] + page2["items"]] == first20
     out = _cli(kafka_config, "list", "--status", "running", "--count", "--json")
     assert json.loads(out.stdout)["total"] == len(want({"status": "running"}))
@@ -204,6 +234,7 @@ async def test_visibility_matches_history_then_rebuilds_identically(client, proc
         while not done.is_set():
             seen.append((await reader.count())["total"])
             await asyncio.sleep(0.01)
+
     readers = asyncio.create_task(keep_reading())
     report = await rebuild_projections(kafka_config, redis, grace_s=0.5)
     done.set()
@@ -227,20 +258,25 @@ async def _lag_zero(redis, namespace: str) -> bool:
     return lag["running"] and lag["events"] == 0
 
 
-async def test_projection_killed_during_a_load_misses_and_duplicates_nothing(client, processors, projection,
-                                                                           kafka_config, redis):
+async def test_projection_killed_during_a_load_misses_and_duplicates_nothing(
+    client, processors, projection, kafka_config, redis
+):
     processors.start()
     projection.start()
     reader = VisibilityReader(redis, kafka_config.namespace)
     n = 600
     async with Worker(client, task_queue=QUEUE, workflows=[VisQuick, VisTagger]):
+
         async def wave(lo, hi):
-            hs = await _bounded(client.start_workflow(VisTagger if i % 2 else VisQuick, i % 10 == 0, id=f"kill-{i}",
-                                                      task_queue=QUEUE) for i in range(lo, hi))
+            hs = await _bounded(
+                client.start_workflow(VisTagger if i % 2 else VisQuick, i % 10 == 0, id=f"kill-{i}", task_queue=QUEUE)
+                for i in range(lo, hi)
+            )
             return hs
+
         handles = await wave(0, 200)
         await wait_until(lambda: _count_positive(reader), 60, "the projection to apply something")
-        projection.kill()                     # mid-load: some batches written, offsets not committed
+        projection.kill()  # mid-load: some batches written, offsets not committed
         handles += await wave(200, 400)
         projection.start()
         handles += await wave(400, n)
@@ -254,6 +290,7 @@ async def test_projection_killed_during_a_load_misses_and_duplicates_nothing(cli
                 await h.result(timeout=90)
             except WorkflowFailureError:
                 pass
+
         await _bounded(settle(h) for h in handles)
     wait_history_quiet(kafka_config)
     runs, events = ground_truth(kafka_config)
@@ -274,7 +311,8 @@ async def _count_positive(reader) -> bool:
 
 
 async def test_a_projection_whose_group_formed_without_the_history_topic_takes_it_when_it_appears(
-        kafka_bootstrap, tmp_path, redis):
+    kafka_bootstrap, tmp_path, redis
+):
     # ``make soak``: after a broker restart the group leader's metadata lacked {ns}.history, the
     # group formed with nothing assigned, and the projection stayed behind until aiokafka's
     # 5-minute metadata refresh. A namespace whose topics do not exist yet forms the group the
@@ -285,15 +323,20 @@ async def test_a_projection_whose_group_formed_without_the_history_topic_takes_i
     try:
         projection.start()
         log = next(tmp_path.glob("projection-*.log"))
-        await wait_until(lambda: f"Ignoring missing topic: '{config.namespace}.history'" in log.read_text(), 90,
-                         "the projection's group to form without the history topic", 0.5)
+        await wait_until(
+            lambda: f"Ignoring missing topic: '{config.namespace}.history'" in log.read_text(),
+            90,
+            "the projection's group to form without the history topic",
+            0.5,
+        )
         Catalogue(config).apply()
         processors.start()
         client = await Client.connect(config=config)
         try:
             async with Worker(client, task_queue=QUEUE, workflows=[VisQuick]):
-                handles = [await client.start_workflow(VisQuick, False, id=f"late-{i}", task_queue=QUEUE)
-                           for i in range(8)]
+                handles = [
+                    await client.start_workflow(VisQuick, False, id=f"late-{i}", task_queue=QUEUE) for i in range(8)
+                ]
                 for h in handles:
                     await h.result(timeout=60)
         finally:
@@ -314,7 +357,8 @@ async def test_a_projection_whose_group_formed_without_the_history_topic_takes_i
 
 
 async def test_a_projection_restarted_after_its_group_formed_without_the_history_topic_takes_it(
-        kafka_bootstrap, tmp_path, redis):
+    kafka_bootstrap, tmp_path, redis
+):
     # chaos seed 136010807: the group formed without the history topic during a broker restart,
     # the projection was killed before its metadata refresh, and each restarted instance took
     # over the (empty) assignment as the same static member, without a rebalance: the visibility
@@ -325,8 +369,12 @@ async def test_a_projection_restarted_after_its_group_formed_without_the_history
     try:
         projection.start()
         first = next(tmp_path.glob("projection-v0-1.log"))
-        await wait_until(lambda: f"Ignoring missing topic: '{config.namespace}.history'" in first.read_text(), 90,
-                         "the projection's group to form without the history topic", 0.5)
+        await wait_until(
+            lambda: f"Ignoring missing topic: '{config.namespace}.history'" in first.read_text(),
+            90,
+            "the projection's group to form without the history topic",
+            0.5,
+        )
         projection.kill()  # before its next metadata refresh
         projection.start()
         second = next(tmp_path.glob("projection-v0-2.log"))
@@ -345,8 +393,9 @@ async def test_a_projection_restarted_after_its_group_formed_without_the_history
         runs, _events = ground_truth(config)
         reader = VisibilityReader(redis, config.namespace)
         # the old member's session (10 s here), a rebalance, a metadata refresh (10 s) and a rejoin
-        await wait_until(lambda: _caught_up(reader, runs), 60, "the restarted projection to take the history topic",
-                         0.5)
+        await wait_until(
+            lambda: _caught_up(reader, runs), 60, "the restarted projection to take the history topic", 0.5
+        )
     except BaseException:
         print(projection.logs())
         raise

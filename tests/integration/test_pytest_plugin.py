@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-USER_TEST = textwrap.dedent('''
+USER_TEST = textwrap.dedent("""
     import pytest
     from kadence import Worker, activity, workflow
 
@@ -29,13 +29,30 @@ USER_TEST = textwrap.dedent('''
         assert kadence_stack.redis_url
         async with Worker(kadence_client, task_queue="plugin", workflows=[Shout], activities=[shout]):
             assert await kadence_client.execute_workflow(Shout, "hi", id="s-1", task_queue="plugin") == "HI"
-''')
+""")
 
 
 def _pytest(tmp_path, env: dict, *args: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_user.py").write_text(USER_TEST)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=strict",
-                           *args, "test_user.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "asyncio_mode=strict",
+            *args,
+            "test_user.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 def test_a_users_test_runs_on_the_stack_it_is_given(tmp_path, kafka_bootstrap):

@@ -45,7 +45,9 @@ async def test_an_undecodable_state_record_quarantines_its_workflow_and_no_other
         handle = await client.start_workflow(ThreeSteps, 2, id=neighbour, task_queue="q")
         assert await handle.result(timeout=60) == three_steps_result(2)  # the shard is served
 
-        with pytest.raises(WorkflowQuarantinedError, match=r"state record .*\.state\[\d+\]@\d+ cannot be decoded") as raised:
+        with pytest.raises(
+            WorkflowQuarantinedError, match=r"state record .*\.state\[\d+\]@\d+ cannot be decoded"
+        ) as raised:
             await client.start_workflow(Collector, 1, id="damaged-1", task_queue="q")
         assert raised.value.workflow_id == "damaged-1"
         with pytest.raises(WorkflowQuarantinedError):
@@ -82,13 +84,18 @@ async def test_an_undecodable_event_of_an_open_run_quarantines_the_run(client, p
         await handle.signal("add", "a")
         await wait_until(lambda: _has_signal(handle), 30, "the signal to be recorded")
         processors.stop()
-        _plant(kafka_config, Catalogue(kafka_config).history, history_key("torn-1", handle.run_id, 99),
-               b"K\x0b" + b"\xff" * 12)
+        _plant(
+            kafka_config,
+            Catalogue(kafka_config).history,
+            history_key("torn-1", handle.run_id, 99),
+            b"K\x0b" + b"\xff" * 12,
+        )
         processors.start()
         with pytest.raises(WorkflowQuarantinedError, match=r"an event of its open run .* cannot be decoded"):
             await handle.signal("add", "b")
-        other = await client.start_workflow(Collector, 1, id=_neighbour("torn-1", kafka_config.partitions),
-                                            task_queue="q")
+        other = await client.start_workflow(
+            Collector, 1, id=_neighbour("torn-1", kafka_config.partitions), task_queue="q"
+        )
         await other.signal("add", "fine")
         assert await other.result(timeout=60) == ["fine"]
 

@@ -8,7 +8,8 @@ from tests.support.cli import kadence
 
 
 async def test_replay_from_topic_passes_for_the_same_code_and_names_the_divergence_otherwise(
-        client, processors, kafka_config, tmp_path):
+    client, processors, kafka_config, tmp_path
+):
     processors.start()
     async with Worker(client, task_queue="q", workflows=[Fees], activities=[charge]):
         handles = [await client.start_workflow(Fees, 100 * i, id=f"fees-{i}", task_queue="q") for i in range(3)]

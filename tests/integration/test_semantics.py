@@ -154,8 +154,9 @@ async def test_a_terminated_run_and_a_timed_out_run_raise_their_own_errors(clien
         with pytest.raises(WorkflowTerminatedError, match="duplicate order") as info:
             await handle.result(timeout=60)
         assert info.value.reason == "duplicate order" and info.value.run_id == handle.run_id
-        late = await client.start_workflow(Collector, 3, id="ends-timed-out", task_queue="q",
-                                           run_timeout=timedelta(seconds=1))
+        late = await client.start_workflow(
+            Collector, 3, id="ends-timed-out", task_queue="q", run_timeout=timedelta(seconds=1)
+        )
         with pytest.raises(WorkflowTimedOutError, match="run timeout") as info:
             await late.result(timeout=60)
     # both are failures of the run: code that catches WorkflowFailureError still catches them
@@ -171,8 +172,9 @@ async def test_a_query_after_a_signal_returned_sees_it(client, engine):
         sent = 0
         for round_ in range(6):
             await handle.signal("add", f"a{round_}")
-            await client.signal_with_start(Collector, 1000, id="ryw-1", task_queue="q", signal="add",
-                                           signal_args=(f"b{round_}",))
+            await client.signal_with_start(
+                Collector, 1000, id="ryw-1", task_queue="q", signal="add", signal_args=(f"b{round_}",)
+            )
             sent += 2
             assert await handle.query("count") == sent, f"round {round_}: the query missed an acknowledged signal"
             assert (await handle.describe())["status"] == "running"
@@ -183,8 +185,10 @@ async def test_cancellation_during_an_activity_runs_compensation(client, engine,
     from .workflows import GATES, CancelMe, gate
 
     GATES.pop("cancel-1", None)
-    async with Worker(client, task_queue="gates", activities=[gate]), \
-            Worker(client, task_queue="q", workflows=[CancelMe], activities=[saga.refund_payment]):
+    async with (
+        Worker(client, task_queue="gates", activities=[gate]),
+        Worker(client, task_queue="q", workflows=[CancelMe], activities=[saga.refund_payment]),
+    ):
         handle = await client.start_workflow("CancelMe", id="cancel-1", task_queue="q")
         await wait_until(lambda: "cancel-1" in GATES, 30, "the activity to start")
         await handle.cancel(reason="customer changed their mind")

@@ -51,8 +51,16 @@ def wait_for_log(procs, text: str, count: int = 1, timeout: float = 30.0) -> Non
 
 
 def timer(workflow_id: str, timer_id: str, fire_at_ms: int) -> dict:
-    return {"workflow_id": workflow_id, "run_id": "run-1", "timer_id": timer_id, "fire_at_ms": fire_at_ms,
-            "kind": "user", "schema_version": 1, "scheduled_seq": 7, "attempt": 1}
+    return {
+        "workflow_id": workflow_id,
+        "run_id": "run-1",
+        "timer_id": timer_id,
+        "fire_at_ms": fire_at_ms,
+        "kind": "user",
+        "schema_version": 1,
+        "scheduled_seq": 7,
+        "attempt": 1,
+    }
 
 
 def warm_producer(config: KafkaConfig) -> Producer:
@@ -82,8 +90,13 @@ def produce_timers(config: KafkaConfig, records: list[dict], acked: dict | None 
         now = now_ms()
         while True:
             try:
-                producer.produce(topics.timers(choose_tier(rec["fire_at_ms"] - now)), value, key, timestamp=now,
-                                 on_delivery=lambda err, msg, t=rec["timer_id"]: delivered(err, msg, t))
+                producer.produce(
+                    topics.timers(choose_tier(rec["fire_at_ms"] - now)),
+                    value,
+                    key,
+                    timestamp=now,
+                    on_delivery=lambda err, msg, t=rec["timer_id"]: delivered(err, msg, t),
+                )
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -141,8 +154,13 @@ def check_fires(fires: Fires, records: list[dict]) -> int:
                 early.append((r["timer_id"], r["fire_at_ms"] - ts))
             assert key == r["workflow_id"].encode() and cmd["aggregate_key"] == r["workflow_id"]
             assert cmd["run_id"] == r["run_id"]
-            assert cmd["body"][1] == {"timer_id": r["timer_id"], "fire_at_ms": r["fire_at_ms"], "kind": "user",
-                                      "scheduled_seq": 7, "attempt": 1}
+            assert cmd["body"][1] == {
+                "timer_id": r["timer_id"],
+                "fire_at_ms": r["fire_at_ms"],
+                "kind": "user",
+                "scheduled_seq": 7,
+                "attempt": 1,
+            }
     assert not early, f"{len(early)} timers fired early (timer, ms early): {early[:5]}"
     return sum(len(v) - 1 for v in fires.fired.values())
 
@@ -161,9 +179,9 @@ def test_ten_thousand_mixed_timers_fire_on_time_and_never_early(timers, kafka_co
     records = []
     for i in range(10_000):
         if i % 20 == 0:
-            delay = -rng.randint(0, 3_000)           # already past due
+            delay = -rng.randint(0, 3_000)  # already past due
         else:
-            delay = rng.randint(0, 15_000)           # 1s tier, or 10s tier (re-enqueued to 1s)
+            delay = rng.randint(0, 15_000)  # 1s tier, or 10s tier (re-enqueued to 1s)
         records.append(timer(f"wf-{i % 1_000}", f"t-{i}", base + delay))
     acked: dict[str, int] = {}
     t0 = time.monotonic()
@@ -176,30 +194,47 @@ def test_ten_thousand_mixed_timers_fire_on_time_and_never_early(timers, kafka_co
         fires.close()
     first = {r["timer_id"]: fires.fired[r["timer_id"]][0][0] for r in records}
     # lateness: fire time minus due time, for the timers not yet due when enqueued
-    late = [(first[r["timer_id"]] - r["fire_at_ms"]) / 1000
-            for r in records if r["fire_at_ms"] > enqueued[r["timer_id"]]]
+    late = [
+        (first[r["timer_id"]] - r["fire_at_ms"]) / 1000 for r in records if r["fire_at_ms"] > enqueued[r["timer_id"]]
+    ]
     # the service's own part: from when it could first have fired the timer, i.e. when it was due
     # and Kafka had acknowledged it to the producer (a timer cannot fire before it is in Kafka)
-    own = [(first[r["timer_id"]] - max(r["fire_at_ms"], acked[r["timer_id"]])) / 1000
-           for r in records if r["fire_at_ms"] > enqueued[r["timer_id"]]]
+    own = [
+        (first[r["timer_id"]] - max(r["fire_at_ms"], acked[r["timer_id"]])) / 1000
+        for r in records
+        if r["fire_at_ms"] > enqueued[r["timer_id"]]
+    ]
     # timers due once the burst of 10,000 is in Kafka and ingested: the precision of the near heap
     settled = max(acked.values()) + 1_000
     steady = [(first[r["timer_id"]] - r["fire_at_ms"]) / 1000 for r in records if r["fire_at_ms"] >= settled]
     # timers already due when enqueued: how long after Kafka had them they fired
-    overdue = [(first[r["timer_id"]] - acked[r["timer_id"]]) / 1000
-               for r in records if r["fire_at_ms"] <= enqueued[r["timer_id"]]]
+    overdue = [
+        (first[r["timer_id"]] - acked[r["timer_id"]]) / 1000
+        for r in records
+        if r["fire_at_ms"] <= enqueued[r["timer_id"]]
+    ]
     tier10 = sum(1 for r in records if choose_tier(r["fire_at_ms"] - enqueued[r["timer_id"]]) == "10s")
     ack_lag = sorted(acked[t] - enqueued[t] for t in enqueued)
-    print(f"\n10k timers: produced in {produced_s:.2f}s (ack p50 {ack_lag[len(ack_lag) // 2]} ms, "
-          f"max {ack_lag[-1]} ms); {tier10} via the 10s tier, {len(overdue)} overdue when enqueued")
-    print(f"  lateness (fire - due):           p50 {statistics.median(late) * 1000:.1f} ms, "
-          f"p99 {pct(late, 0.99) * 1000:.1f} ms, max {max(late) * 1000:.1f} ms")
-    print(f"  lateness of the {len(steady)} due 1 s after the burst: p50 {statistics.median(steady) * 1000:.1f} ms, "
-          f"p99 {pct(steady, 0.99) * 1000:.1f} ms, max {max(steady) * 1000:.1f} ms")
-    print(f"  service lateness (fire - max(due, acked)): p50 {statistics.median(own) * 1000:.1f} ms, "
-          f"p99 {pct(own, 0.99) * 1000:.1f} ms, max {max(own) * 1000:.1f} ms")
-    print(f"  overdue when enqueued, fired after the ack: p50 {statistics.median(overdue) * 1000:.1f} ms, "
-          f"p99 {pct(overdue, 0.99) * 1000:.1f} ms; duplicates {duplicates}")
+    print(
+        f"\n10k timers: produced in {produced_s:.2f}s (ack p50 {ack_lag[len(ack_lag) // 2]} ms, "
+        f"max {ack_lag[-1]} ms); {tier10} via the 10s tier, {len(overdue)} overdue when enqueued"
+    )
+    print(
+        f"  lateness (fire - due):           p50 {statistics.median(late) * 1000:.1f} ms, "
+        f"p99 {pct(late, 0.99) * 1000:.1f} ms, max {max(late) * 1000:.1f} ms"
+    )
+    print(
+        f"  lateness of the {len(steady)} due 1 s after the burst: p50 {statistics.median(steady) * 1000:.1f} ms, "
+        f"p99 {pct(steady, 0.99) * 1000:.1f} ms, max {max(steady) * 1000:.1f} ms"
+    )
+    print(
+        f"  service lateness (fire - max(due, acked)): p50 {statistics.median(own) * 1000:.1f} ms, "
+        f"p99 {pct(own, 0.99) * 1000:.1f} ms, max {max(own) * 1000:.1f} ms"
+    )
+    print(
+        f"  overdue when enqueued, fired after the ack: p50 {statistics.median(overdue) * 1000:.1f} ms, "
+        f"p99 {pct(overdue, 0.99) * 1000:.1f} ms; duplicates {duplicates}"
+    )
     assert duplicates == 0
     # Lateness is measured by `make bench` (target p99 < 100 ms), not asserted here: a timed
     # assertion on a shared 2-core machine would test the machine's load. This test guards
@@ -213,8 +248,9 @@ def test_far_future_timers_hold_one_record_per_partition(kafka_config):
     """20,000 timers two days out: the service holds one of them per partition, not 20,000."""
     ns = kafka_config.namespace
     registry = CollectorRegistry()
-    service = TimerService(TimerConfig(kafka=kafka_config, instance_id="mem", session_timeout_ms=6000),
-                           registry=registry)
+    service = TimerService(
+        TimerConfig(kafka=kafka_config, instance_id="mem", session_timeout_ms=6000), registry=registry
+    )
     thread = threading.Thread(target=service.run, name="timer-service", daemon=True)
     thread.start()
     fires = Fires(kafka_config)
@@ -231,16 +267,22 @@ def test_far_future_timers_hold_one_record_per_partition(kafka_config):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             fires._drain(0.05)
-            max_near = max(max_near, registry.get_sample_value("kadence_timers_held_records", {"namespace": ns, "where": "near"}))
-            max_heads = max(max_heads, registry.get_sample_value("kadence_timers_held_records", {"namespace": ns, "where": "head"}))
+            max_near = max(
+                max_near, registry.get_sample_value("kadence_timers_held_records", {"namespace": ns, "where": "near"})
+            )
+            max_heads = max(
+                max_heads, registry.get_sample_value("kadence_timers_held_records", {"namespace": ns, "where": "head"})
+            )
             if {r["timer_id"] for r in near} <= fires.fired.keys() and max_heads >= len(far_partitions):
                 break
         time.sleep(0.6)  # one more gauge interval, then read it again
         fires._drain(0.2)
         heads_now = registry.get_sample_value("kadence_timers_held_records", {"namespace": ns, "where": "head"})
-        print(f"\nfar-future: gauge max near {max_near:.0f}, max heads {max_heads:.0f}; "
-              f"peak near {service.peak_near}, peak heads {service.peak_heads}; "
-              f"held now {service.held()}")
+        print(
+            f"\nfar-future: gauge max near {max_near:.0f}, max heads {max_heads:.0f}; "
+            f"peak near {service.peak_near}, peak heads {service.peak_heads}; "
+            f"held now {service.held()}"
+        )
         assert check_fires(fires, near) == 0
         assert not [t for t in fires.fired if t.startswith("far-")], "a far-future timer fired"
         # the memory bound: at most one far record per partition (one head per 1d partition with
@@ -289,8 +331,10 @@ def test_restarts_graceful_and_sigkill_every_timer_still_fires(timers, kafka_con
     finally:
         fires.close()
     twice_after_stop = [t for t in before_stop if len(fires.fired[t]) > 1]
-    print(f"\nrestarts: {len(before_stop)} fired before SIGTERM, {len(twice_after_stop)} of them again; "
-          f"{len(before_kill)} fired before SIGKILL; {duplicates} fired twice in all (at-least-once)")
+    print(
+        f"\nrestarts: {len(before_stop)} fired before SIGTERM, {len(twice_after_stop)} of them again; "
+        f"{len(before_kill)} fired before SIGKILL; {duplicates} fired twice in all (at-least-once)"
+    )
     assert 0 < len(before_stop) < len(before_kill) < len(records)
     assert not twice_after_stop, "a graceful stop must hand over without firing anything twice"
     timers.stop_timers()
@@ -351,11 +395,12 @@ def test_every_far_tier_matures_its_head_and_moves_it_down(timers, kafka_config)
         if tier == "1s":
             continue
         for k in range(5):
-            due = timer(f"wf-{tier}-{k}", f"{tier}-due-{k}", now - 500)             # matured and overdue
+            due = timer(f"wf-{tier}-{k}", f"{tier}-due-{k}", now - 500)  # matured and overdue
             soon = timer(f"wf-{tier}-{k}", f"{tier}-soon-{k}", now + 1_500 + 100 * n)  # matured, not yet due
             for rec in (due, soon):
-                producer.produce(topics.timers(tier), codec.encode(rec), rec["workflow_id"].encode(),
-                                 timestamp=now - delay)
+                producer.produce(
+                    topics.timers(tier), codec.encode(rec), rec["workflow_id"].encode(), timestamp=now - delay
+                )
             records += [due, soon]
     misrouted = timer("wf-misrouted", "misrouted", now + 1_000)  # a day's tier for a timer due in 1 s
     producer.produce(topics.timers("1d"), codec.encode(misrouted), b"wf-misrouted", timestamp=now)
@@ -374,8 +419,10 @@ def test_every_far_tier_matures_its_head_and_moves_it_down(timers, kafka_config)
 
 def test_a_wedged_producer_is_replaced_and_its_timers_fire(kafka_config):
     factory, made = first_wedged()
-    service = TimerService(TimerConfig(kafka=kafka_config, instance_id="wedge", session_timeout_ms=6000,
-                                       producer_stall_s=2.0), producer_factory=factory)
+    service = TimerService(
+        TimerConfig(kafka=kafka_config, instance_id="wedge", session_timeout_ms=6000, producer_stall_s=2.0),
+        producer_factory=factory,
+    )
     thread = threading.Thread(target=service.run, name="timer-service", daemon=True)
     thread.start()
     fires = Fires(kafka_config)

@@ -30,9 +30,14 @@ def fresh_config(kafka_bootstrap) -> KafkaConfig:
 
 def _expected(ns: str) -> dict[str, str]:
     """topic -> cleanup.policy, from docs/architecture.md, "Topics"."""
-    topics = {f"{ns}.commands": "delete", f"{ns}.history": "compact", f"{ns}.state": "compact",
-              f"{ns}.replies": "delete", f"{ns}.dlq": "delete",
-              f"{ns}.builds": "compact"}  # the default worker build of each task queue (decision 0018)
+    topics = {
+        f"{ns}.commands": "delete",
+        f"{ns}.history": "compact",
+        f"{ns}.state": "compact",
+        f"{ns}.replies": "delete",
+        f"{ns}.dlq": "delete",
+        f"{ns}.builds": "compact",
+    }  # the default worker build of each task queue (decision 0018)
     topics.update({f"{ns}.timers.{tier}": "delete" for tier in TIMER_TIERS_MS})
     return topics
 
@@ -114,8 +119,13 @@ def test_mismatch_on_one_sharded_topic_creates_nothing(fresh_config):
 
 def _cli(config: KafkaConfig, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KADENCE_")}
-    return subprocess.run([str(KADENCE), "--bootstrap", config.bootstrap, "--namespace", config.namespace, *args],
-                          env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(KADENCE), "--bootstrap", config.bootstrap, "--namespace", config.namespace, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_topics_apply_is_idempotent_and_refuses_a_mismatch(fresh_config):

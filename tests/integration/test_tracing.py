@@ -57,8 +57,10 @@ class _Stack:
     """A processor and a timer service in threads of this process, traced to ``provider``."""
 
     def __init__(self, kafka_config, provider):
-        self.proc = HistoryProcessor(ProcessorConfig(kafka=kafka_config, instance_id="traced-p0",
-                                                     session_timeout_ms=6000), tracer_provider=provider)
+        self.proc = HistoryProcessor(
+            ProcessorConfig(kafka=kafka_config, instance_id="traced-p0", session_timeout_ms=6000),
+            tracer_provider=provider,
+        )
         self.timers = TimerService(TimerConfig(kafka=kafka_config, instance_id="traced-t0", session_timeout_ms=6000))
         self.threads = [threading.Thread(target=s.run, daemon=True) for s in (self.proc, self.timers)]
 
@@ -84,18 +86,30 @@ def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
 
 async def _client(kafka_config, provider) -> Client:
     engine = await asyncio.get_running_loop().run_in_executor(
-        None, lambda: EngineClient(kafka_config, tracer_provider=provider))
+        None, lambda: EngineClient(kafka_config, tracer_provider=provider)
+    )
     return Client(engine, JsonConverter())
 
 
 def _sdk_spans(exporter) -> list[ReceivedSpan]:
     """The in-memory exporter's spans in the collector's shape, so one set of checks reads both."""
-    return [ReceivedSpan(name=s.name, trace_id=s.context.trace_id, span_id=s.context.span_id,
-                         parent_span_id=s.parent.span_id if s.parent else None, kind=s.kind.value,
-                         start_ns=s.start_time, end_ns=s.end_time, attributes=dict(s.attributes),
-                         events=tuple((e.name, dict(e.attributes)) for e in s.events),
-                         status_code=s.status.status_code.value, status_message=s.status.description or "",
-                         service_name=None) for s in exporter.get_finished_spans()]
+    return [
+        ReceivedSpan(
+            name=s.name,
+            trace_id=s.context.trace_id,
+            span_id=s.context.span_id,
+            parent_span_id=s.parent.span_id if s.parent else None,
+            kind=s.kind.value,
+            start_ns=s.start_time,
+            end_ns=s.end_time,
+            attributes=dict(s.attributes),
+            events=tuple((e.name, dict(e.attributes)) for e in s.events),
+            status_code=s.status.status_code.value,
+            status_message=s.status.description or "",
+            service_name=None,
+        )
+        for s in exporter.get_finished_spans()
+    ]
 
 
 @pytest.mark.parametrize("pipeline", ["sdk", "engine"])
@@ -112,11 +126,15 @@ async def test_one_trace_follows_a_workflow_from_the_callers_span_to_its_result(
     client = await _client(kafka_config, provider)
     try:
         async with _Stack(kafka_config, provider):
-            async with Worker(client, task_queue="traced", workflows=[TracedOrder], activities=[charge, receipt],
-                              tracer_provider=provider):
+            async with Worker(
+                client,
+                task_queue="traced",
+                workflows=[TracedOrder],
+                activities=[charge, receipt],
+                tracer_provider=provider,
+            ):
                 with provider.get_tracer("shop").start_as_current_span("checkout") as checkout:
-                    handle = await client.start_workflow(TracedOrder, 250, id=f"traced-{pipeline}",
-                                                         task_queue="traced")
+                    handle = await client.start_workflow(TracedOrder, 250, id=f"traced-{pipeline}", task_queue="traced")
                     # every span has ended by now: the processor's ends before its transaction,
                     # so before the reply that result() waits for
                     assert await handle.result(timeout=60) == "CHARGED 250"
@@ -132,9 +150,16 @@ async def test_one_trace_follows_a_workflow_from_the_callers_span_to_its_result(
     trace_id = checkout.get_span_context().trace_id
     assert {s.trace_id for s in spans} == {trace_id}  # one trace, the caller's
     names = [s.name for s in spans]
-    for name in ("kadence.send StartWorkflow", "kadence.process StartWorkflow", "kadence.workflow_task TracedOrder",
-                 "kadence.process FireTimer", "kadence.activity charge", "kadence.activity receipt",
-                 "kadence.process RespondActivityTaskCompleted", "kadence.process RespondWorkflowTaskCompleted"):
+    for name in (
+        "kadence.send StartWorkflow",
+        "kadence.process StartWorkflow",
+        "kadence.workflow_task TracedOrder",
+        "kadence.process FireTimer",
+        "kadence.activity charge",
+        "kadence.activity receipt",
+        "kadence.process RespondActivityTaskCompleted",
+        "kadence.process RespondWorkflowTaskCompleted",
+    ):
         assert name in names, f"no {name} span in {sorted(set(names))}"
     # a tree: each span's parent is another span of the trace, up to the caller's
     by_id = {s.span_id: s for s in spans}
@@ -147,8 +172,7 @@ async def test_one_trace_follows_a_workflow_from_the_callers_span_to_its_result(
     charge_span = next(s for s in spans if s.name == "kadence.activity charge")
     assert by_id[charge_span.parent_span_id].name.startswith("kadence.process ")
     assert charge_span.events == (("card charged", {"cents": 250}),)
-    assert [e[0] for e in next(s for s in spans if s.name == "kadence.activity receipt").events] == [
-        "receipt printed"]
+    assert [e[0] for e in next(s for s in spans if s.name == "kadence.activity receipt").events] == ["receipt printed"]
     fired = next(s for s in spans if s.name == "kadence.process FireTimer")
     assert by_id[fired.parent_span_id].name == "kadence.process StartWorkflow"  # joined through the run's state
     assert charge_span.attributes["kadence.workflow_id"] == f"traced-{pipeline}"
@@ -169,8 +193,13 @@ async def test_an_untraced_start_leaves_its_run_untraced_even_when_a_traced_call
     observer = await _client(kafka_config, provider)
     try:
         async with _Stack(kafka_config, provider):
-            async with Worker(client, task_queue="traced", workflows=[TracedOrder], activities=[charge, receipt],
-                              tracer_provider=provider):
+            async with Worker(
+                client,
+                task_queue="traced",
+                workflows=[TracedOrder],
+                activities=[charge, receipt],
+                tracer_provider=provider,
+            ):
                 handle = await client.start_workflow(TracedOrder, 7, id="untraced-1", task_queue="traced")
                 with provider.get_tracer("ops").start_as_current_span("watch"):  # during the run's sleep
                     watched = await observer.get_workflow_handle("untraced-1", run_id=handle.run_id).result(timeout=60)
@@ -179,7 +208,10 @@ async def test_an_untraced_start_leaves_its_run_untraced_even_when_a_traced_call
         await client.close()
         await observer.close()
     assert sorted(s.name for s in exporter.get_finished_spans()) == [
-        "kadence.process AwaitWorkflowResult", "kadence.send AwaitWorkflowResult", "watch"]
+        "kadence.process AwaitWorkflowResult",
+        "kadence.send AwaitWorkflowResult",
+        "watch",
+    ]
     events = histories(kafka_config)[("untraced-1", handle.run_id)]
     assert {(e["trace_id"], e["span_id"]) for e in events} == {(None, None)}
 
@@ -188,13 +220,24 @@ def test_the_docs_example_prints_one_trace(kafka_config, processors):
     """docs/tracing.md's program, run as the page says, against this test's namespace."""
     processors.start()
     env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_config.bootstrap, "KADENCE_NAMESPACE": kafka_config.namespace}
-    run = subprocess.run([sys.executable, str(ROOT / "docs" / "examples" / "tracing.py")], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "examples" / "tracing.py")],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "'tracking': 'trk-A-1001'" in run.stdout
     names = re.findall(r'^    "name": "([^"]+)"', run.stdout, re.M)
     traces = set(re.findall(r'"trace_id": "(0x[0-9a-f]{32})"', run.stdout))
     assert len(traces) == 1, traces
-    for name in ("checkout", "kadence.send StartWorkflow", "kadence.workflow_task OrderFulfilment",
-                 "kadence.activity charge_payment", "kadence.activity ship_order"):
+    for name in (
+        "checkout",
+        "kadence.send StartWorkflow",
+        "kadence.workflow_task OrderFulfilment",
+        "kadence.activity charge_payment",
+        "kadence.activity ship_order",
+    ):
         assert name in names, f"no {name} span in {sorted(set(names))}"

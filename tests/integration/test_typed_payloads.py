@@ -25,9 +25,17 @@ async def test_typed_values_cross_the_engine_and_the_history_holds_json(client, 
         assert receipt == Receipt(order_id="T-1", total=Decimal("7.50"), tier=Tier.GOLD, lines=3)
     events = histories(kafka_config)[("typed-1", handle.run_id)]
     started = next(e["attributes"][1] for e in events if e["attributes"][0] == "WorkflowExecutionStarted")
-    assert json.loads(started["input"]) == [{
-        "id": "T-1", "lines": [{"sku": "x", "qty": 2}, {"sku": "y", "qty": 1}], "placed": "2026-12-02T12:00:00Z",
-        "ref": "12345678-1234-5678-1234-567812345678", "tier": "gold", "note": None, "tags": {}}]
+    assert json.loads(started["input"]) == [
+        {
+            "id": "T-1",
+            "lines": [{"sku": "x", "qty": 2}, {"sku": "y", "qty": 1}],
+            "placed": "2026-12-02T12:00:00Z",
+            "ref": "12345678-1234-5678-1234-567812345678",
+            "tier": "gold",
+            "note": None,
+            "tags": {},
+        }
+    ]
     done = next(e["attributes"][1] for e in events if e["attributes"][0] == "WorkflowExecutionCompleted")
     assert json.loads(done["result"]) == {"order_id": "T-1", "total": "7.50", "tier": "gold", "lines": 3}
 

@@ -73,8 +73,9 @@ async def test_updates_through_the_sdk(client, processors):
         assert types.count("WorkflowUpdateAccepted") == 1 and types.count("WorkflowUpdateCompleted") == 1
 
         # update-with-start
-        total = await client.execute_update_with_start(Cart, "bob", id="cart-upd-2", task_queue="upd",
-                                                       update=Cart.add, update_args=(Item("pen", 1),), timeout=60)
+        total = await client.execute_update_with_start(
+            Cart, "bob", id="cart-upd-2", task_queue="upd", update=Cart.add, update_args=(Item("pen", 1),), timeout=60
+        )
         assert total == 300
 
 
@@ -86,17 +87,24 @@ async def test_updates_through_the_gateway(client, processors, kafka_config):
             async with httpx.AsyncClient(base_url=url, timeout=60) as http:
                 key = str(uuid.uuid4())
                 # update-with-start: no run yet
-                body = {"input": [{"sku": "cup", "qty": 1}], "workflow_type": "Cart", "task_queue": "upd-gw",
-                        "start_input": ["cy"]}
-                first = await http.post("/v1/workflows/cart-gw-1/updates/add", json=body,
-                                        headers={"Idempotency-Key": key})
+                body = {
+                    "input": [{"sku": "cup", "qty": 1}],
+                    "workflow_type": "Cart",
+                    "task_queue": "upd-gw",
+                    "start_input": ["cy"],
+                }
+                first = await http.post(
+                    "/v1/workflows/cart-gw-1/updates/add", json=body, headers={"Idempotency-Key": key}
+                )
                 assert first.status_code == 200, first.text
                 assert first.json()["result"] == 300
-                again = await http.post("/v1/workflows/cart-gw-1/updates/add", json=body,
-                                        headers={"Idempotency-Key": key})
+                again = await http.post(
+                    "/v1/workflows/cart-gw-1/updates/add", json=body, headers={"Idempotency-Key": key}
+                )
                 assert again.status_code == 200 and again.json() == first.json()
-                rejected = await http.post("/v1/workflows/cart-gw-1/updates/add",
-                                           json={"input": [{"sku": "cup", "qty": -1}]})
+                rejected = await http.post(
+                    "/v1/workflows/cart-gw-1/updates/add", json={"input": [{"sku": "cup", "qty": -1}]}
+                )
                 assert rejected.status_code == 409, rejected.text
                 error = rejected.json()["error"]
                 assert error["code"] == "update_rejected" and error["failure"]["type"] == "ValueError"

@@ -20,12 +20,16 @@ from .workflows import ThreeSteps, add, double, three_steps_result
 
 
 def _metrics(path) -> dict:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(path.read_text()) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(path.read_text())
+        for s in family.samples
+    }
 
 
-async def test_verify_finds_nothing_in_what_the_engine_wrote_and_each_planted_gap(client, processors, kafka_config,
-                                                                                   tmp_path):
+async def test_verify_finds_nothing_in_what_the_engine_wrote_and_each_planted_gap(
+    client, processors, kafka_config, tmp_path
+):
     processors.start()
     async with Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double]):
         handles = [await client.start_workflow(ThreeSteps, i, id=f"v-{i}", task_queue="q") for i in range(6)]
@@ -40,7 +44,12 @@ async def test_verify_finds_nothing_in_what_the_engine_wrote_and_each_planted_ga
     ns = kafka_config.namespace
     clean_metrics = _metrics(prom)
     assert {k[1][0][1]: v for k, v in clean_metrics.items() if k[0] == "kadence_verify_gaps"} == {
-        "history": 0, "activity": 0, "timer": 0, "state": 0, "reply": 0}
+        "history": 0,
+        "activity": 0,
+        "timer": 0,
+        "state": 0,
+        "reply": 0,
+    }
     assert clean_metrics[("kadence_verify_records", (("kind", "runs"), ("namespace", ns)))] == 6
     finished = clean_metrics[("kadence_verify_last_run_timestamp_seconds", (("namespace", ns),))]
     assert abs(finished - time.time()) < 120
@@ -48,19 +57,30 @@ async def test_verify_finds_nothing_in_what_the_engine_wrote_and_each_planted_ga
     topics = Catalogue(kafka_config)
     producer = Producer(kafka_config.producer())
     # 1. an event of v-1 recorded again (what issue 15's zombie processor did)
-    (key, value, partition) = next((k, v, p) for k, v, p, _o in read_topic(kafka_config, topics.history)
-                                   if k.startswith(b"v-1/") and k.endswith(b"/3"))
+    (key, value, partition) = next(
+        (k, v, p)
+        for k, v, p, _o in read_topic(kafka_config, topics.history)
+        if k.startswith(b"v-1/") and k.endswith(b"/3")
+    )
     producer.produce(topics.history, value, key, partition=partition)
     # 2. v-2's state counting three events more than its history holds
-    (_k, state, partition, _o) = [r for r in read_topic(kafka_config, topics.state, "WorkflowState")
-                                  if r[0] == b"v-2"][-1]
+    (_k, state, partition, _o) = [r for r in read_topic(kafka_config, topics.state, "WorkflowState") if r[0] == b"v-2"][
+        -1
+    ]
     state["next_seq"] += 3
     producer.produce(topics.state, serde.encode("WorkflowState", state), b"v-2", partition=partition)
     # 3. v-3's accepted start answered again, with another run
-    (_k, reply, partition, _o) = next(r for r in read_topic(kafka_config, topics.replies, "Reply")
-                                      if r[1]["workflow_id"] == "v-3" and r[1]["status"] == "ok")
-    producer.produce(topics.replies, serde.encode("Reply", {**reply, "run_id": "another-run"}), reply["request_id"].encode(),
-                     partition=partition)
+    (_k, reply, partition, _o) = next(
+        r
+        for r in read_topic(kafka_config, topics.replies, "Reply")
+        if r[1]["workflow_id"] == "v-3" and r[1]["status"] == "ok"
+    )
+    producer.produce(
+        topics.replies,
+        serde.encode("Reply", {**reply, "run_id": "another-run"}),
+        reply["request_id"].encode(),
+        partition=partition,
+    )
     assert producer.flush(10) == 0
 
     report = verify_namespace(kafka_config)

@@ -31,8 +31,13 @@ async def test_worker_metrics_count_tasks_activities_retries_and_waits(processor
     registry = CollectorRegistry()
     ns = kafka_config.namespace
     value = lambda name, **labels: registry.get_sample_value(name, {"namespace": ns, "task_queue": "m", **labels})  # noqa: E731
-    async with Worker(client, task_queue="m", workflows=[ThreeSteps, RetryOnce], activities=[add, double, fails_twice],
-                      metrics_registry=registry):
+    async with Worker(
+        client,
+        task_queue="m",
+        workflows=[ThreeSteps, RetryOnce],
+        activities=[add, double, fails_twice],
+        metrics_registry=registry,
+    ):
         handle = await client.start_workflow(ThreeSteps, 4, id="metrics-1", task_queue="m")
         assert await handle.result(timeout=60) == three_steps_result(4)
         retried = await client.start_workflow(RetryOnce, id="metrics-2", task_queue="m")
@@ -57,10 +62,25 @@ async def test_kadence_worker_serves_its_metrics_and_readiness(processors, kafka
     port = _free_port()
     env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_config.bootstrap, "KADENCE_NAMESPACE": kafka_config.namespace}
     log = tmp_path / "worker.log"
-    proc = subprocess.Popen([sys.executable, "-m", "kadence.cli", "worker", "--task-queue", "served", "--module",
-                             "tests.faults.outage_app", "--metrics-port", str(port)],
-                            env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kadence.cli",
+            "worker",
+            "--task-queue",
+            "served",
+            "--module",
+            "tests.faults.outage_app",
+            "--metrics-port",
+            str(port),
+        ],
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
+
         def ready():
             try:
                 return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
@@ -71,19 +91,37 @@ async def test_kadence_worker_serves_its_metrics_and_readiness(processors, kafka
         handle = await client.start_workflow(ThreeSteps, 1, id="metrics-cli", task_queue="served")
         assert await handle.result(timeout=60) == three_steps_result(1)
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-                   for family in text_string_to_metric_families(text) for s in family.samples}
-        key = ("kadence_worker_activity_executions_total",
-               tuple(sorted({"namespace": kafka_config.namespace, "task_queue": "served", "activity_type": "double",
-                             "outcome": "completed"}.items())))
+        samples = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+        key = (
+            "kadence_worker_activity_executions_total",
+            tuple(
+                sorted(
+                    {
+                        "namespace": kafka_config.namespace,
+                        "task_queue": "served",
+                        "activity_type": "double",
+                        "outcome": "completed",
+                    }.items()
+                )
+            ),
+        )
         assert samples.get(key) == 1.0, [k for k in samples if k[0] == key[0]]
+
         # both task consumers report their lag (sampled once a second); caught up: at most a
         # transaction marker per partition
         def lags() -> dict:
             text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-            return {s.labels["topic"]: s.value for family in text_string_to_metric_families(text)
-                    for s in family.samples if s.name == "kadence_consumer_lag_records"
-                    and s.labels["component"] == "worker"}
+            return {
+                s.labels["topic"]: s.value
+                for family in text_string_to_metric_families(text)
+                for s in family.samples
+                if s.name == "kadence_consumer_lag_records" and s.labels["component"] == "worker"
+            }
+
         topics = {f"{kafka_config.namespace}.tasks.{kind}.served" for kind in ("workflow", "activity")}
         await wait_until(lambda: topics <= lags().keys(), 10, "both task consumers' lag")
         assert all(0 <= lag <= PARTITIONS for lag in lags().values()), lags()

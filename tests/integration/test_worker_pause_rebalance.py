@@ -39,9 +39,13 @@ async def test_partitions_paused_revoked_and_given_back_fetch_again(kafka_bootst
     assert producer.flush(30) == 0
 
     config = KafkaConfig(bootstrap=kafka_bootstrap, namespace="pause")
-    worker = Worker(SimpleNamespace(_engine=None, config=config, interceptors=()), task_queue="q", activities=[noop],
-                    session_timeout_ms=6000)
-    held: list = []   # handed over and not finished: the slots stay busy until the test says
+    worker = Worker(
+        SimpleNamespace(_engine=None, config=config, interceptors=()),
+        task_queue="q",
+        activities=[noop],
+        session_timeout_ms=6000,
+    )
+    held: list = []  # handed over and not finished: the slots stay busy until the test says
     seen: set = set()
 
     def handler(msg):
@@ -54,13 +58,17 @@ async def test_partitions_paused_revoked_and_given_back_fetch_again(kafka_bootst
     try:
         await wait_until(lambda: tc._paused, 60, "the task consumer to pause on its full backlog")
         # a second member joins: the first gives up half of its (paused) partitions
-        other = Consumer(config.consumer(group, **{"partition.assignment.strategy": "cooperative-sticky",
-                                                   "session.timeout.ms": 6000}))
+        other = Consumer(
+            config.consumer(
+                group, **{"partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": 6000}
+            )
+        )
         other.subscribe([topic])
 
         def other_holds_some() -> bool:
             other.poll(0.1)  # serves its rebalance callbacks; it reads nothing (committed: nothing)
             return bool(other.assignment())
+
         await wait_until(other_holds_some, 60, "the second member to take partitions")
         other.pause(other.assignment())
         # the first drains its backlog (and so resumes what it holds now) while those are elsewhere
@@ -79,6 +87,7 @@ async def test_partitions_paused_revoked_and_given_back_fetch_again(kafka_bootst
                 tc.done(msg)
             held.clear()
             return len(seen) == PER_PARTITION * PARTITIONS
+
         await wait_until(all_seen, 60, "every record of every partition, the ones given back included")
     finally:
         if other is not None:

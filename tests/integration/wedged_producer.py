@@ -42,4 +42,5 @@ def first_wedged() -> tuple:
     def factory(conf: dict):
         made.append(BlackHoleProducer(conf) if not made else Producer(conf))
         return made[-1]
+
     return factory, made

@@ -84,8 +84,13 @@ class Failing:
     @workflow.run
     async def run(self, message: str) -> None:
         from kadence import RetryPolicy
-        await workflow.execute_activity(boom, message, start_to_close_timeout=T, retry_policy=RetryPolicy(
-            initial_interval=timedelta(milliseconds=50), maximum_attempts=2))
+
+        await workflow.execute_activity(
+            boom,
+            message,
+            start_to_close_timeout=T,
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50), maximum_attempts=2),
+        )
 
 
 # ---- durable-execution semantics (timers, retries, timeouts, signals, cancellation)
@@ -98,6 +103,7 @@ ATTEMPTS: list = []
 async def fails_twice(tag: str) -> str:
     info = activity.info()
     import time as _time
+
     ATTEMPTS.append((info.idempotency_key, info.attempt, _time.time()))
     if info.attempt < 3:
         raise ConnectionError(f"transient failure {info.attempt}")
@@ -129,9 +135,14 @@ class GivesUpAfterTimeout:
     @workflow.run
     async def run(self, seconds: float) -> str:
         from kadence import ActivityError, RetryPolicy
+
         try:
-            return await workflow.execute_activity(never_returns, "x", start_to_close_timeout=timedelta(seconds=seconds),
-                                                   retry_policy=RetryPolicy(maximum_attempts=1))
+            return await workflow.execute_activity(
+                never_returns,
+                "x",
+                start_to_close_timeout=timedelta(seconds=seconds),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
         except ActivityError as err:
             return f"gave up: {err}"
 
@@ -141,9 +152,13 @@ class RetryOnce:
     @workflow.run
     async def run(self) -> str:
         from kadence import RetryPolicy
+
         return await workflow.execute_activity(
-            fails_twice, "paid", start_to_close_timeout=T,
-            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=300), backoff_coefficient=2.0))
+            fails_twice,
+            "paid",
+            start_to_close_timeout=T,
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=300), backoff_coefficient=2.0),
+        )
 
 
 @workflow.defn
@@ -151,9 +166,13 @@ class LateCompletion:
     @workflow.run
     async def run(self) -> str:
         from kadence import RetryPolicy
+
         return await workflow.execute_activity(
-            slow_then_fast, "x", start_to_close_timeout=timedelta(seconds=1),
-            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3))
+            slow_then_fast,
+            "x",
+            start_to_close_timeout=timedelta(seconds=1),
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3),
+        )
 
 
 @workflow.defn
@@ -182,6 +201,7 @@ class ManyTimers:
         async def one(ms):
             await workflow.sleep(ms / 1000)
             return workflow.now().timestamp()
+
         await asyncio.gather(*(one(ms) for ms in delays_ms))
         return len(delays_ms)
 
@@ -203,9 +223,14 @@ class ChargeRemote:
     @workflow.run
     async def run(self, amount: int) -> str:
         from kadence import RetryPolicy
+
         return await workflow.execute_activity(
-            "charge_card", amount, task_queue="kq", start_to_close_timeout=timedelta(seconds=3),
-            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200)))
+            "charge_card",
+            amount,
+            task_queue="kq",
+            start_to_close_timeout=timedelta(seconds=3),
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200)),
+        )
 
 
 HEARTBEATS: list = []
@@ -230,9 +255,14 @@ class Resumable:
     @workflow.run
     async def run(self, total: int) -> dict:
         from kadence import RetryPolicy
+
         return await workflow.execute_activity(
-            resumable, total, heartbeat_timeout=timedelta(milliseconds=800), start_to_close_timeout=T,
-            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3))
+            resumable,
+            total,
+            heartbeat_timeout=timedelta(milliseconds=800),
+            start_to_close_timeout=T,
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3),
+        )
 
 
 @workflow.defn
@@ -274,8 +304,11 @@ class CancelMe:
     @workflow.run
     async def run(self) -> str:
         from kadence.samples.payment_saga import refund_payment
+
         try:
-            await workflow.execute_activity(gate, "wait", task_queue="gates", start_to_close_timeout=timedelta(seconds=60))
+            await workflow.execute_activity(
+                gate, "wait", task_queue="gates", start_to_close_timeout=timedelta(seconds=60)
+            )
         except asyncio.CancelledError:
             await workflow.execute_activity(refund_payment, "pay-1", start_to_close_timeout=timedelta(seconds=10))
             raise
@@ -283,6 +316,7 @@ class CancelMe:
 
 
 # ---- projections (visibility): trivial workflows with every kind of outcome
+
 
 @workflow.defn
 class VisQuick:
@@ -292,6 +326,7 @@ class VisQuick:
     async def run(self, fail: bool) -> str:
         if fail:
             from kadence import ApplicationError
+
             raise ApplicationError("asked to fail", non_retryable=True)
         return "ok"
 
@@ -377,6 +412,7 @@ class HugeResult:
     @workflow.run
     async def run(self) -> str:
         from kadence import ActivityError
+
         try:
             await workflow.execute_activity(huge_result)  # no timeout: nothing would end a lost attempt
         except ActivityError as err:

@@ -26,6 +26,7 @@ def test_new_runs_of_the_patched_code_take_the_new_path_and_record_a_marker():
     d.h.start("wf", "Fees", [1000])
     d.run()
     from kadence.topics.payload import JsonConverter
+
     assert JsonConverter().from_bytes(d.state()["result"]) == 1010
     kinds = [e["attributes"][0] for e in d.h.events]
     assert "MarkerRecorded" in kinds

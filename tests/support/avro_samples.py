@@ -40,7 +40,7 @@ class Samples:
         }[kind]
 
     def _short(self, name: str) -> str:
-        return name[len(NS):] if name.startswith(NS) else name
+        return name[len(NS) :] if name.startswith(NS) else name
 
     def variants(self, schema, path: str, stack: tuple = ()) -> list:
         """Values of ``schema``; together they cover every union branch below it."""
@@ -65,8 +65,15 @@ class Samples:
         if kind == "record":
             name = schema["name"]
             stack = (*stack, name)
-            fields = [(f["name"], [self.version] if f["name"] == "schema_version" and f["type"] == "int"
-                       else self.variants(f["type"], f"{name}.{f['name']}", stack)) for f in schema["fields"]]
+            fields = [
+                (
+                    f["name"],
+                    [self.version]
+                    if f["name"] == "schema_version" and f["type"] == "int"
+                    else self.variants(f["type"], f"{name}.{f['name']}", stack),
+                )
+                for f in schema["fields"]
+            ]
             base = {fname: vs[0] for fname, vs in fields}
             out = [base]
             for fname, vs in fields:

@@ -10,8 +10,8 @@ from kadence.schemas import CURRENT_VERSION, load_schema_set
 
 from .fastavro_reference import NS
 
-INT = (-(2 ** 31), 2 ** 31 - 1)
-LONG = (-(2 ** 63), 2 ** 63 - 1)
+INT = (-(2**31), 2**31 - 1)
+LONG = (-(2**63), 2**63 - 1)
 
 
 class Strategies:
@@ -21,7 +21,7 @@ class Strategies:
         self.version = version
 
     def _short(self, name: str) -> str:
-        return name[len(NS):] if name.startswith(NS) else name
+        return name[len(NS) :] if name.startswith(NS) else name
 
     def _is_record(self, schema) -> bool:
         if isinstance(schema, str):
@@ -37,10 +37,14 @@ class Strategies:
         nest a record inside itself (``Failure.cause``) is left out, so values stay finite."""
         if isinstance(schema, str):
             primitive = {
-                "null": st.none(), "boolean": st.booleans(),
-                "int": st.integers(*INT), "long": st.integers(*LONG),
-                "float": st.floats(width=32, allow_nan=False), "double": st.floats(allow_nan=False),
-                "bytes": st.binary(max_size=40), "string": st.text(max_size=20),
+                "null": st.none(),
+                "boolean": st.booleans(),
+                "int": st.integers(*INT),
+                "long": st.integers(*LONG),
+                "float": st.floats(width=32, allow_nan=False),
+                "double": st.floats(allow_nan=False),
+                "bytes": st.binary(max_size=40),
+                "string": st.text(max_size=20),
             }.get(schema)
             if primitive is not None:
                 return primitive

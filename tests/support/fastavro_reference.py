@@ -31,7 +31,7 @@ def short_names(value):
     """fastavro's union tuples carry full names; the samples use short ones."""
     if isinstance(value, tuple):
         name, inner = value
-        return (name[len(NS):] if name.startswith(NS) else name, short_names(inner))
+        return (name[len(NS) :] if name.startswith(NS) else name, short_names(inner))
     if isinstance(value, dict):
         return {k: short_names(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -79,5 +79,8 @@ def fastavro_decode(record: str, data: bytes) -> dict:
     """``serde.decode`` of a current-version record done by fastavro."""
     buf = io.BytesIO(data)
     buf.seek(2)
-    return short_names(fastavro.schemaless_reader(buf, serde.codec(record)._schema, None, return_record_name=True,
-                                                  return_record_name_override=True))
+    return short_names(
+        fastavro.schemaless_reader(
+            buf, serde.codec(record)._schema, None, return_record_name=True, return_record_name_override=True
+        )
+    )

@@ -46,9 +46,16 @@ class Receipt(pydantic.BaseModel):
 
 
 def sample_order(**kw) -> Order:
-    return Order(**{"id": "A-1", "lines": [Line("x", 2), Line("y", 1)],
-                    "placed": datetime(2026, 12, 2, 12, 0, tzinfo=UTC),
-                    "ref": uuid.UUID("12345678-1234-5678-1234-567812345678"), "tier": Tier.GOLD, **kw})
+    return Order(
+        **{
+            "id": "A-1",
+            "lines": [Line("x", 2), Line("y", 1)],
+            "placed": datetime(2026, 12, 2, 12, 0, tzinfo=UTC),
+            "ref": uuid.UUID("12345678-1234-5678-1234-567812345678"),
+            "tier": Tier.GOLD,
+            **kw,
+        }
+    )
 
 
 SEEN: list = []

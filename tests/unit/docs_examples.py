@@ -11,7 +11,12 @@ NO_BROKER = {"PATH": "/usr/bin:/bin", "KADENCE_KAFKA_BOOTSTRAP": "127.0.0.1:1"}
 
 def run_example(name: str, *, timeout: float = 60) -> str:
     """Run ``docs/examples/<name>`` and return its stdout; fail with its stderr if it exits non-zero."""
-    out = subprocess.run([sys.executable, str(ROOT / "docs" / "examples" / name)], capture_output=True, text=True,
-                         timeout=timeout, env=NO_BROKER)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "examples" / name)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=NO_BROKER,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout

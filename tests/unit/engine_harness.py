@@ -58,15 +58,28 @@ class Harness:
         self._fired_deadlines.update((t["workflow_id"], t["timer_id"], t["fire_at_ms"]) for t in local)
         due += local
         for t in sorted(due, key=lambda t: t["fire_at_ms"]):
-            self.send(t["workflow_id"], "FireTimer", {"timer_id": t["timer_id"], "fire_at_ms": t["fire_at_ms"],
-                                                      "kind": t["kind"], "scheduled_seq": t["scheduled_seq"],
-                                                      "attempt": t["attempt"]}, run_id=t["run_id"])
+            self.send(
+                t["workflow_id"],
+                "FireTimer",
+                {
+                    "timer_id": t["timer_id"],
+                    "fire_at_ms": t["fire_at_ms"],
+                    "kind": t["kind"],
+                    "scheduled_seq": t["scheduled_seq"],
+                    "attempt": t["attempt"],
+                },
+                run_id=t["run_id"],
+            )
         return len(due)
 
     def start(self, workflow_id, wtype, args, queue="q", request_id="r1"):
         conv = JsonConverter()
-        return self.send(workflow_id, "StartWorkflow", {"workflow_type": wtype, "task_queue": queue,
-                                                        "input": conv.to_bytes(list(args))}, request_id=request_id)
+        return self.send(
+            workflow_id,
+            "StartWorkflow",
+            {"workflow_type": wtype, "task_queue": queue, "input": conv.to_bytes(list(args))},
+            request_id=request_id,
+        )
 
     def take_tasks(self, kind):
         mine = [t for t in self.tasks if t[0] == kind]
@@ -96,18 +109,34 @@ class Driver:
                 d = self.cls.__kadence_workflow__
                 self.inst = WorkflowInstance(d, WorkflowInfo(task["workflow_id"], task["run_id"], d.name, "q"), _conv)
             cmds = self.inst.apply(task["events"], task["scheduled_seq"])
-            self.h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
-                        {"scheduled_seq": task["scheduled_seq"], "commands": cmds}, run_id=task["run_id"])
+            self.h.send(
+                task["workflow_id"],
+                "RespondWorkflowTaskCompleted",
+                {"scheduled_seq": task["scheduled_seq"], "commands": cmds},
+                run_id=task["run_id"],
+            )
         for task in self.h.take_tasks("activity"):
             progressed = True
             outcome, value = self.activity_fn(task, _conv.from_bytes(task["input"]))
-            common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"]}
+            common = {
+                "activity_id": task["activity_id"],
+                "scheduled_seq": task["scheduled_seq"],
+                "attempt": task["attempt"],
+            }
             if outcome == "ok":
-                self.h.send(task["workflow_id"], "RespondActivityTaskCompleted", {**common, "result": _conv.to_bytes(value)},
-                            run_id=task["run_id"])
+                self.h.send(
+                    task["workflow_id"],
+                    "RespondActivityTaskCompleted",
+                    {**common, "result": _conv.to_bytes(value)},
+                    run_id=task["run_id"],
+                )
             elif outcome == "fail":
-                self.h.send(task["workflow_id"], "RespondActivityTaskFailed", {**common, "failure": {
-                    "type": "ValueError", "message": value}}, run_id=task["run_id"])
+                self.h.send(
+                    task["workflow_id"],
+                    "RespondActivityTaskFailed",
+                    {**common, "failure": {"type": "ValueError", "message": value}},
+                    run_id=task["run_id"],
+                )
         return progressed
 
     def run(self, fire_timers=True):

@@ -35,9 +35,12 @@ def answer(h: Harness, task: dict, build: str | None, cls=WaitGo):
     assert task["full_history"]
     cmds = inst.apply(task["events"], task["scheduled_seq"])
     inst.discard()
-    return h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
-                  {"scheduled_seq": task["scheduled_seq"], "commands": cmds, "build_id": build},
-                  run_id=task["run_id"])
+    return h.send(
+        task["workflow_id"],
+        "RespondWorkflowTaskCompleted",
+        {"scheduled_seq": task["scheduled_seq"], "commands": cmds, "build_id": build},
+        run_id=task["run_id"],
+    )
 
 
 def one_workflow_task(h: Harness) -> dict:

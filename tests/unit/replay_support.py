@@ -23,7 +23,8 @@ class Three:
     async def run(self, n):
         a = await workflow.execute_activity(step, n)
         b, c = await __import__("asyncio").gather(
-            workflow.execute_activity(step, a + 1), workflow.execute_activity(step, a + 2))
+            workflow.execute_activity(step, a + 1), workflow.execute_activity(step, a + 2)
+        )
         return [a, b, c]
 
 
@@ -39,17 +40,32 @@ def drive(h: Harness, wf_cls, *, cache=True):
         for task in h.take_tasks("workflow"):
             if inst is None or not cache or task["full_history"]:
                 if not task["full_history"]:
-                    h.send(task["workflow_id"], "RequestWorkflowHistory", {"scheduled_seq": task["scheduled_seq"]},
-                           run_id=task["run_id"])
+                    h.send(
+                        task["workflow_id"],
+                        "RequestWorkflowHistory",
+                        {"scheduled_seq": task["scheduled_seq"]},
+                        run_id=task["run_id"],
+                    )
                     continue
                 inst = instance_of(wf_cls, task)
             cmds = inst.apply(task["events"], task["scheduled_seq"])
-            h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
-                   {"scheduled_seq": task["scheduled_seq"], "commands": cmds}, run_id=task["run_id"])
+            h.send(
+                task["workflow_id"],
+                "RespondWorkflowTaskCompleted",
+                {"scheduled_seq": task["scheduled_seq"], "commands": cmds},
+                run_id=task["run_id"],
+            )
             if not cache:
                 inst = None
         for task in h.take_tasks("activity"):
-            h.send(task["workflow_id"], "RespondActivityTaskCompleted", {
-                "activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"],
-                "attempt": task["attempt"], "result": conv.to_bytes(conv.from_bytes(task["input"])[0])},
-                run_id=task["run_id"])
+            h.send(
+                task["workflow_id"],
+                "RespondActivityTaskCompleted",
+                {
+                    "activity_id": task["activity_id"],
+                    "scheduled_seq": task["scheduled_seq"],
+                    "attempt": task["attempt"],
+                    "result": conv.to_bytes(conv.from_bytes(task["input"])[0]),
+                },
+                run_id=task["run_id"],
+            )

@@ -28,8 +28,7 @@ from .engine_harness import Harness
 
 
 def _purge(h: Harness, wf: str, run_id: str, rid: str = "p1"):
-    return h.send(wf, "PurgeClosedRun", {"run_id": run_id, "archive_uri": "file:///a", "identity": "t"},
-                  request_id=rid)
+    return h.send(wf, "PurgeClosedRun", {"run_id": run_id, "archive_uri": "file:///a", "identity": "t"}, request_id=rid)
 
 
 def _closed(h: Harness, wf: str = "w1") -> str:
@@ -44,8 +43,13 @@ def test_purge_drops_the_state_of_the_current_closed_run():
     h = Harness()
     run_id = _closed(h)
     view, out = BatchView(h.store), Outbox()
-    cmd = serde.decode("Command", serde.encode("Command", command(
-        "w1", "PurgeClosedRun", {"run_id": run_id, "archive_uri": None, "identity": "t"}, request_id="p1")))
+    cmd = serde.decode(
+        "Command",
+        serde.encode(
+            "Command",
+            command("w1", "PurgeClosedRun", {"run_id": run_id, "archive_uri": None, "identity": "t"}, request_id="p1"),
+        ),
+    )
     transition(cmd, view, out, now_ms())
     assert view.tombstones() == ["w1"] and view.state("w1") is None
     assert [(r["status"], r["run_id"]) for r in out.replies] == [("ok", run_id)]
@@ -76,8 +80,9 @@ def test_a_start_after_a_purge_in_the_same_batch_wins():
     run_id = _closed(h, "w4")
     view, out = BatchView(h.store), Outbox()
     for body_type, body, rid in (
-            ("PurgeClosedRun", {"run_id": run_id, "archive_uri": None, "identity": "t"}, "p1"),
-            ("StartWorkflow", {"workflow_type": "T", "task_queue": "q", "input": b"[]"}, "s-new")):
+        ("PurgeClosedRun", {"run_id": run_id, "archive_uri": None, "identity": "t"}, "p1"),
+        ("StartWorkflow", {"workflow_type": "T", "task_queue": "q", "input": b"[]"}, "s-new"),
+    ):
         cmd = serde.decode("Command", serde.encode("Command", command("w4", body_type, body, request_id=rid)))
         transition(cmd, view, out, now_ms())
     assert view.tombstones() == []  # the new state replaces the old one
@@ -89,11 +94,26 @@ def test_a_start_after_a_purge_in_the_same_batch_wins():
 def _records(wf="w/1", run_id="r1", n=3):
     out = []
     for i in range(1, n + 1):
-        ev = {"event_id": f"e{i}", "aggregate_key": wf, "run_id": run_id, "seq": i, "timestamp_ms": 1000 + i,
-              "schema_version": 0, "trace_id": None, "request_id": None,
-              "attributes": ("WorkflowTaskScheduled", {"task_queue": "q", "attempt": 1})}
-        out.append({"seq": i, "key": history_key(wf, run_id, i), "value": serde.encode("HistoryEvent", ev),
-                    "partition": 2, "offset": 10 + i})
+        ev = {
+            "event_id": f"e{i}",
+            "aggregate_key": wf,
+            "run_id": run_id,
+            "seq": i,
+            "timestamp_ms": 1000 + i,
+            "schema_version": 0,
+            "trace_id": None,
+            "request_id": None,
+            "attributes": ("WorkflowTaskScheduled", {"task_queue": "q", "attempt": 1}),
+        }
+        out.append(
+            {
+                "seq": i,
+                "key": history_key(wf, run_id, i),
+                "value": serde.encode("HistoryEvent", ev),
+                "partition": 2,
+                "offset": 10 + i,
+            }
+        )
     return out
 
 
@@ -144,5 +164,7 @@ def test_retention_configuration(tmp_path):
     assert cfg.retention_s == 1 and cfg.store.directory == str(tmp_path)
     assert ArchiverConfig.from_env(kafka, env, retention_s=0.0).retention_s == 0.0
     assert isinstance(open_store(ArchiveStoreConfig(directory=str(tmp_path))), LocalArchiveStore)
-    assert isinstance(open_store(ArchiveStoreConfig(s3_bucket="b", s3_endpoint="http://127.0.0.1:1",
-                                                    s3_region="us-east-1")), S3ArchiveStore)
+    assert isinstance(
+        open_store(ArchiveStoreConfig(s3_bucket="b", s3_endpoint="http://127.0.0.1:1", s3_region="us-east-1")),
+        S3ArchiveStore,
+    )

@@ -58,7 +58,7 @@ def test_the_records_of_a_whole_workflow_are_encoded_like_fastavro():
     assert checked > 15
 
 
-@pytest.mark.parametrize("n", [0, 1, -1, 63, -64, 64, 127, 128, 2**31 - 1, -2**31, 2**53, 2**63 - 1, -2**63])
+@pytest.mark.parametrize("n", [0, 1, -1, 63, -64, 64, 127, 128, 2**31 - 1, -(2**31), 2**53, 2**63 - 1, -(2**63)])
 def test_longs_at_the_varint_boundaries(n):
     timer = {"workflow_id": "w", "run_id": "r", "timer_id": "t", "fire_at_ms": n}
     _same_as_fastavro("TimerRecord", timer)
@@ -69,8 +69,9 @@ def test_a_long_and_an_int_out_of_range_are_schema_errors():
     with pytest.raises(SchemaError, match="fire_at_ms"):
         serde.encode("TimerRecord", {"workflow_id": "w", "run_id": "r", "timer_id": "t", "fire_at_ms": 2**63})
     with pytest.raises(SchemaError, match="attempt"):
-        serde.encode("TimerRecord", {"workflow_id": "w", "run_id": "r", "timer_id": "t", "fire_at_ms": 1,
-                                     "attempt": 2**31})
+        serde.encode(
+            "TimerRecord", {"workflow_id": "w", "run_id": "r", "timer_id": "t", "fire_at_ms": 1, "attempt": 2**31}
+        )
 
 
 def test_the_path_of_a_bad_nested_field_is_named():

@@ -14,8 +14,12 @@ from tests.support.avro_samples import RECORDS, samples
 
 def _codecs(record: str):
     schema = serde.codec(record)._schema
-    return (avro_codegen.compile_writer(schema, CURRENT_VERSION), avro_binary.compile_writer(schema, CURRENT_VERSION),
-            avro_codegen.compile_reader(schema), avro_binary.compile_reader(schema))
+    return (
+        avro_codegen.compile_writer(schema, CURRENT_VERSION),
+        avro_binary.compile_writer(schema, CURRENT_VERSION),
+        avro_codegen.compile_reader(schema),
+        avro_binary.compile_reader(schema),
+    )
 
 
 @pytest.mark.parametrize("record", RECORDS)
@@ -39,7 +43,7 @@ def test_an_encoded_event_inside_a_task_is_written_as_it_is():
     assert get.fast(bytes(buf), 0)[0]["events"] == [event, event]
 
 
-@pytest.mark.parametrize("n", [0, 1, -1, 63, 64, -64, -65, 127, 128, 2**31 - 1, -2**31, 2**62, 2**63 - 1, -2**63])
+@pytest.mark.parametrize("n", [0, 1, -1, 63, 64, -64, -65, 127, 128, 2**31 - 1, -(2**31), 2**62, 2**63 - 1, -(2**63)])
 def test_the_inlined_varints_match_at_their_boundaries(n):
     put, slow_put, get, _ = _codecs("TimerRecord")
     timer = {"workflow_id": "w" * n if 0 <= n < 200 else "w", "run_id": "r", "timer_id": "t", "fire_at_ms": n}

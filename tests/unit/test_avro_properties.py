@@ -46,9 +46,14 @@ def _codecs(record: str):
 @pytest.mark.parametrize("record", RECORDS)
 # derandomized: the same examples in every run (a CI run is reproducible); no "explain" phase
 # (it traces every line the test runs, minutes for the large records)
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          phases=(Phase.explicit, Phase.generate, Phase.shrink),
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=(Phase.explicit, Phase.generate, Phase.shrink),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=st.data())
 def test_generated_codecs_match_fastavro_byte_for_byte(record, data):
     value = data.draw(record_values(record))
@@ -60,6 +65,9 @@ def test_generated_codecs_match_fastavro_byte_for_byte(record, data):
     assert bytes(ours) == ref.getvalue()
     read_back, end = get.fast(bytes(ours), 0)
     assert end == len(ours)
-    expected = short_names(fastavro.schemaless_reader(io.BytesIO(bytes(ours)), schema, None, return_record_name=True,
-                                                      return_record_name_override=True))
+    expected = short_names(
+        fastavro.schemaless_reader(
+            io.BytesIO(bytes(ours)), schema, None, return_record_name=True, return_record_name_override=True
+        )
+    )
     assert _same(read_back, expected)

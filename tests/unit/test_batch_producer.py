@@ -57,6 +57,7 @@ def _factory(*modes):
     def make(_conf):
         made.append(_FakeProducer(modes[len(made)]))
         return made[-1]
+
     return make, made
 
 

@@ -13,8 +13,14 @@ from kadence.topics.payload import JsonConverter
 from kadence.topics.records import command
 
 conv = JsonConverter()
-START = Mapping(topic="orders.created", action="start", workflow_type="FulfilOrder", task_queue="orders",
-                workflow_id_field="order.id", workflow_id_prefix="order-")
+START = Mapping(
+    topic="orders.created",
+    action="start",
+    workflow_type="FulfilOrder",
+    task_queue="orders",
+    workflow_id_field="order.id",
+    workflow_id_prefix="order-",
+)
 
 
 def test_start_takes_the_id_from_the_record_and_the_request_id_from_the_origin():
@@ -32,19 +38,32 @@ def test_derived_id_signal_and_request_id_field():
     derived = Mapping(topic="pings", action="start", workflow_type="Ping", task_queue="q", input_field="n")
     wf, _, body, rid = map_record(derived, "pings", 0, 5, b'{"n": 1}', conv)
     assert wf == "pings-0-5" and rid == "bridge:pings:0:5" and conv.from_bytes(body["input"]) == [1]
-    sig = Mapping(topic="orders.shipped", action="signal", signal="shipped", workflow_id_field="order_id",
-                  input_field="tracking", request_id_field="event_id")
-    wf, body_type, body, rid = map_record(sig, "orders.shipped", 1, 9,
-                                          b'{"order_id": "A1", "tracking": "T9", "event_id": "ev-1"}', conv)
+    sig = Mapping(
+        topic="orders.shipped",
+        action="signal",
+        signal="shipped",
+        workflow_id_field="order_id",
+        input_field="tracking",
+        request_id_field="event_id",
+    )
+    wf, body_type, body, rid = map_record(
+        sig, "orders.shipped", 1, 9, b'{"order_id": "A1", "tracking": "T9", "event_id": "ev-1"}', conv
+    )
     assert (wf, body_type, rid, body["signal_name"]) == ("A1", "SignalWorkflow", "bridge:ev-1", "shipped")
     assert conv.from_bytes(body["input"]) == ["T9"]
 
 
-@pytest.mark.parametrize("value, reason", [
-    (b"not json", "not JSON"), (b"[1, 2]", "not a JSON object"), (b'{"x": 1}', "'order.id' is missing"),
-    (b'{"order": {"id": null}}', "non-empty string or an integer"), (None, "no value"),
-    (b"\xff\xfe", "not JSON"),
-])
+@pytest.mark.parametrize(
+    "value, reason",
+    [
+        (b"not json", "not JSON"),
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"x": 1}', "'order.id' is missing"),
+        (b'{"order": {"id": null}}', "non-empty string or an integer"),
+        (None, "no value"),
+        (b"\xff\xfe", "not JSON"),
+    ],
+)
 def test_bad_records_say_why(value, reason):
     with pytest.raises(BadRecord, match=reason):
         map_record(START, "orders.created", 0, 0, value, conv)
@@ -91,8 +110,14 @@ def test_the_documented_configurations_load():
     examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
     cfg = load_bridge_config(examples / "orders-bridge.toml", KafkaConfig())
     assert [(m.topic, m.action) for m in cfg.mappings] == [("orders.created", "start"), ("orders.shipped", "signal")]
-    wf, _, _, rid = map_record(cfg.mappings[1], "orders.shipped", 0, 7,
-                               b'{"order_id": "A-1001", "tracking": "trk-1", "shipment_id": "s-1"}', conv)
+    wf, _, _, rid = map_record(
+        cfg.mappings[1],
+        "orders.shipped",
+        0,
+        7,
+        b'{"order_id": "A-1001", "tracking": "trk-1", "shipment_id": "s-1"}',
+        conv,
+    )
     assert (wf, rid) == ("order-A-1001", "bridge:s-1")
     assert retention_from_file(str(examples / "archive.toml"), "orders") == 30 * 86400
     assert retention_from_file(str(examples / "archive.toml"), "kadence") == 7 * 86400
@@ -116,8 +141,9 @@ def test_a_bridge_encodes_its_inputs_with_the_applications_codec():
     cfg = load_bridge_config(examples / "orders-bridge.toml", KafkaConfig(bootstrap="127.0.0.1:1"), codec=Sealed())
     bridge = Bridge(cfg)  # nothing connects until it runs
     try:
-        _wf, _type, body, _rid = map_record(cfg.mappings[0], "orders.created", 0, 1,
-                                            b'{"order_id": 7}', bridge.converter)
+        _wf, _type, body, _rid = map_record(
+            cfg.mappings[0], "orders.created", 0, 1, b'{"order_id": 7}', bridge.converter
+        )
     finally:
         bridge.stop()
     assert body["input"].startswith(MARK)  # sealed, as the workers expect it

@@ -28,8 +28,12 @@ def test_retries_until_the_broker_answers_and_warns_each_time(monkeypatch, caplo
     monkeypatch.setattr(stop, "wait", lambda s: waits.append(s))
     step = Flaky(5)
     with caplog.at_level(logging.WARNING):
-        assert until_broker_answers(step, what="checking topics", who="processor p0", stop=stop,
-                                    log=logging.getLogger("t")) == "answered"
+        assert (
+            until_broker_answers(
+                step, what="checking topics", who="processor p0", stop=stop, log=logging.getLogger("t")
+            )
+            == "answered"
+        )
     assert step.calls == 6
     assert waits == [0.2, 0.4, 0.8, 1.6, 3.2]  # doubling, capped at 5 s after that
     assert len(caplog.records) == 5
@@ -59,6 +63,7 @@ def test_other_errors_are_not_retried():
     def step():
         calls.append(1)
         raise ConfigError("topics missing")
+
     with pytest.raises(ConfigError):
         until_broker_answers(step, what="w", who="x", stop=threading.Event(), log=logging.getLogger("t"))
     assert calls == [1]
@@ -93,8 +98,12 @@ def test_committed_offsets_lets_a_fatal_error_through_and_is_retried_by_until_br
     consumer = _Consumer(KafkaError(KafkaError._TIMED_OUT), KafkaError(KafkaError.NOT_COORDINATOR))
     stop.wait = lambda s: None
     tps = [TopicPartition("t", 1)]
-    assert until_broker_answers(lambda: committed_offsets(consumer, tps, 1, "t"), what="w", who="x", stop=stop,
-                                log=logging.getLogger("t")) == tps
+    assert (
+        until_broker_answers(
+            lambda: committed_offsets(consumer, tps, 1, "t"), what="w", who="x", stop=stop, log=logging.getLogger("t")
+        )
+        == tps
+    )
 
 
 class _Assigning(_Consumer):
@@ -106,8 +115,10 @@ class _Assigning(_Consumer):
 
     def committed(self, partitions, timeout):
         super().committed(partitions, timeout)
-        return [TopicPartition(tp.topic, tp.partition, self.offsets.get(tp.partition, -1001), metadata="m")
-                for tp in partitions]
+        return [
+            TopicPartition(tp.topic, tp.partition, self.offsets.get(tp.partition, -1001), metadata="m")
+            for tp in partitions
+        ]
 
     def incremental_assign(self, partitions):
         self.assigned.append([(tp.topic, tp.partition, tp.offset) for tp in partitions])
@@ -117,8 +128,15 @@ def test_assign_at_committed_assigns_every_partition_at_an_explicit_offset():
     stop = threading.Event()
     stop.wait = lambda s: None
     consumer = _Assigning({0: 17}, KafkaError(KafkaError.NOT_COORDINATOR, "Failed to get committed offsets"))
-    read = assign_at_committed(consumer, [TopicPartition("t", 0), TopicPartition("t", 1)], timeout=1, what="t",
-                               who="worker w", stop=stop, log=logging.getLogger("t"))
+    read = assign_at_committed(
+        consumer,
+        [TopicPartition("t", 0), TopicPartition("t", 1)],
+        timeout=1,
+        what="t",
+        who="worker w",
+        stop=stop,
+        log=logging.getLogger("t"),
+    )
     # one assignment, after the refused read was retried; nothing left for librdkafka to query
     # (a negative offset other than BEGINNING would be: INVALID becomes STORED, a query)
     assert consumer.assigned == [[("t", 0, 17), ("t", 1, OFFSET_BEGINNING)]]
@@ -130,6 +148,7 @@ def test_assign_at_committed_assigns_nothing_once_stopping():
     stop.set()
     consumer = _Assigning({}, KafkaError(KafkaError.NOT_COORDINATOR))
     with pytest.raises(BrokerUnavailableError):
-        assign_at_committed(consumer, [TopicPartition("t", 0)], timeout=1, what="t", who="x", stop=stop,
-                            log=logging.getLogger("t"))
+        assign_at_committed(
+            consumer, [TopicPartition("t", 0)], timeout=1, what="t", who="x", stop=stop, log=logging.getLogger("t")
+        )
     assert consumer.assigned == []

@@ -26,14 +26,19 @@ class Chain:
 class Parent:
     @workflow.run
     async def run(self, queue):
-        await asyncio.gather(workflow.start_child_workflow(WaitGo, id="child-same"),
-                             workflow.start_child_workflow(WaitGo, id="child-other", task_queue=queue))
+        await asyncio.gather(
+            workflow.start_child_workflow(WaitGo, id="child-same"),
+            workflow.start_child_workflow(WaitGo, id="child-other", task_queue=queue),
+        )
         await workflow.wait_condition(lambda: False)
 
 
 def _completed_builds(h: Harness, wf: str) -> list:
-    return [e["attributes"][1]["build_id"] for e in h.events
-            if e["aggregate_key"] == wf and e["attributes"][0] == "WorkflowTaskCompleted"]
+    return [
+        e["attributes"][1]["build_id"]
+        for e in h.events
+        if e["aggregate_key"] == wf and e["attributes"][0] == "WorkflowTaskCompleted"
+    ]
 
 
 def test_a_run_without_a_default_build_is_unversioned_and_stays_so():
@@ -46,7 +51,9 @@ def test_a_run_without_a_default_build_is_unversioned_and_stays_so():
     h.send("u", "SignalWorkflow", {"signal_name": "go", "input": conv.to_bytes(["x"]), "start": None}, request_id="s")
     task = one_workflow_task(h)
     assert task["build_id"] is None
-    h.send("u", "RequestWorkflowHistory", {"scheduled_seq": task["scheduled_seq"], "build_id": None}, run_id=task["run_id"])
+    h.send(
+        "u", "RequestWorkflowHistory", {"scheduled_seq": task["scheduled_seq"], "build_id": None}, run_id=task["run_id"]
+    )
     answer(h, one_workflow_task(h), None)
     assert h.store.get_state("u")["status"] == "completed"
     assert _completed_builds(h, "u") == [None, None]
@@ -70,13 +77,21 @@ def test_runs_stay_on_the_build_they_started_on_and_new_runs_take_the_new_defaul
     answer(h, task_new, "B")
 
     for wf in ("old", "new"):
-        h.send(wf, "SignalWorkflow", {"signal_name": "go", "input": conv.to_bytes([wf]), "start": None},
-               request_id=f"s-{wf}")
+        h.send(
+            wf,
+            "SignalWorkflow",
+            {"signal_name": "go", "input": conv.to_bytes([wf]), "start": None},
+            request_id=f"s-{wf}",
+        )
     tasks = {t["workflow_id"]: t for t in h.take_tasks("workflow")}
     assert tasks["old"]["build_id"] == "A" and tasks["new"]["build_id"] == "B"
     for wf, build in (("old", "A"), ("new", "B")):
-        h.send(wf, "RequestWorkflowHistory", {"scheduled_seq": tasks[wf]["scheduled_seq"], "build_id": build},
-               run_id=tasks[wf]["run_id"])
+        h.send(
+            wf,
+            "RequestWorkflowHistory",
+            {"scheduled_seq": tasks[wf]["scheduled_seq"], "build_id": build},
+            run_id=tasks[wf]["run_id"],
+        )
         answer(h, one_workflow_task(h), build)
         assert h.store.get_state(wf)["status"] == "completed"
     assert _completed_builds(h, "old") == ["A", "A"]
@@ -92,13 +107,31 @@ def test_a_task_answered_by_another_build_is_stale_and_changes_nothing():
     for wrong in ("B", None):
         out = answer(h, task, wrong)
         assert out.stale == 1 and not out.events
-        out = h.send("wf", "RespondWorkflowTaskFailed", {
-            "scheduled_seq": task["scheduled_seq"], "cause": "worker_error", "build_id": wrong,
-            "failure": {"type": "X", "message": "m", "stack_trace": "", "non_retryable": False, "details": None,
-                        "cause": None}}, run_id=task["run_id"])
+        out = h.send(
+            "wf",
+            "RespondWorkflowTaskFailed",
+            {
+                "scheduled_seq": task["scheduled_seq"],
+                "cause": "worker_error",
+                "build_id": wrong,
+                "failure": {
+                    "type": "X",
+                    "message": "m",
+                    "stack_trace": "",
+                    "non_retryable": False,
+                    "details": None,
+                    "cause": None,
+                },
+            },
+            run_id=task["run_id"],
+        )
         assert out.stale == 1
-        out = h.send("wf", "RequestWorkflowHistory", {"scheduled_seq": task["scheduled_seq"], "build_id": wrong},
-                     run_id=task["run_id"])
+        out = h.send(
+            "wf",
+            "RequestWorkflowHistory",
+            {"scheduled_seq": task["scheduled_seq"], "build_id": wrong},
+            run_id=task["run_id"],
+        )
         assert out.stale == 1 and not out.tasks
     assert len(h.events) == n_events and h.store.get_state("wf")["wt_scheduled_seq"] == task["scheduled_seq"]
     answer(h, task, "A")
@@ -138,10 +171,24 @@ def test_move_retries_a_failed_task_on_the_new_build_and_unpin_goes_unversioned(
     h.build_defaults["q"] = "A"
     h.start("wf", "WaitGo", [])
     task = one_workflow_task(h)
-    h.send("wf", "RespondWorkflowTaskFailed", {
-        "scheduled_seq": task["scheduled_seq"], "cause": "non_determinism", "build_id": "A",
-        "failure": {"type": "NonDeterminismError", "message": "m", "stack_trace": "", "non_retryable": True,
-                    "details": None, "cause": None}}, run_id=task["run_id"])
+    h.send(
+        "wf",
+        "RespondWorkflowTaskFailed",
+        {
+            "scheduled_seq": task["scheduled_seq"],
+            "cause": "non_determinism",
+            "build_id": "A",
+            "failure": {
+                "type": "NonDeterminismError",
+                "message": "m",
+                "stack_trace": "",
+                "non_retryable": True,
+                "details": None,
+                "cause": None,
+            },
+        },
+        run_id=task["run_id"],
+    )
     assert h.store.get_state("wf")["wt_failure"] is not None and not h.tasks
 
     h.send("wf", "UpdateWorkflowBuild", {"build_id": "B", "identity": "ops"}, request_id="mv")
@@ -206,8 +253,14 @@ def test_build_ids_are_checked_and_name_their_topics():
     assert validate_build_id(None, allow_none=True) is None
     cat = Catalogue(KafkaConfig(namespace="ns"))
     assert cat.build_tasks("orders.eu", "v2") == "ns.tasks.build.orders.eu.v2"
-    have = {"ns.tasks.workflow.orders.eu": 4, "ns.tasks.build.orders.eu.v2": 4, "ns.tasks.activity.orders.eu": 4,
-            "ns.builds": 1}
-    assert build_topics(cat, have) == [("orders.eu", "v2", "ns.tasks.build.orders.eu.v2"),
-                                       ("orders.eu", None, "ns.tasks.workflow.orders.eu")]
+    have = {
+        "ns.tasks.workflow.orders.eu": 4,
+        "ns.tasks.build.orders.eu.v2": 4,
+        "ns.tasks.activity.orders.eu": 4,
+        "ns.builds": 1,
+    }
+    assert build_topics(cat, have) == [
+        ("orders.eu", "v2", "ns.tasks.build.orders.eu.v2"),
+        ("orders.eu", None, "ns.tasks.workflow.orders.eu"),
+    ]
     assert any(s.name == "ns.builds" and s.config["cleanup.policy"] == "compact" for s in cat.core_specs())

@@ -44,15 +44,17 @@ def _catalogue(monkeypatch, error: KafkaError) -> Catalogue:
     return catalogue
 
 
-@pytest.mark.parametrize("code", [KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_CONTROLLER,
-                                  KafkaError._TRANSPORT])
+@pytest.mark.parametrize(
+    "code", [KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_CONTROLLER, KafkaError._TRANSPORT]
+)
 def test_a_create_the_broker_did_not_answer_is_broker_unavailable(monkeypatch, code):
     with pytest.raises(BrokerUnavailableError, match="cannot create topic n.x"):
         _catalogue(monkeypatch, KafkaError(code)).apply([TopicSpec("n.x", 1)])
 
 
-@pytest.mark.parametrize("code", [KafkaError.POLICY_VIOLATION, KafkaError.INVALID_CONFIG,
-                                  KafkaError.INVALID_REPLICATION_FACTOR])
+@pytest.mark.parametrize(
+    "code", [KafkaError.POLICY_VIOLATION, KafkaError.INVALID_CONFIG, KafkaError.INVALID_REPLICATION_FACTOR]
+)
 def test_a_create_the_broker_refused_is_a_topic_error(monkeypatch, code):
     with pytest.raises(TopicError, match="cannot create topic n.x") as info:
         _catalogue(monkeypatch, KafkaError(code)).apply([TopicSpec("n.x", 1)])

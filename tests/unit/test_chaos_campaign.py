@@ -31,8 +31,10 @@ def _alive(pid: int) -> bool:
 def test_killing_a_seed_kills_the_components_its_pytest_started(tmp_path):
     pidfile = tmp_path / "grandchild"
     # a stand-in for pytest: starts a long-lived child (a component, the broker) and waits
-    script = (f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
-              f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(600)")
+    script = (
+        f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(600)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     deadline = time.monotonic() + 30
     while not (pidfile.exists() and pidfile.read_text()):
@@ -50,13 +52,29 @@ def test_killing_a_seed_kills_the_components_its_pytest_started(tmp_path):
 
 def test_totals_tell_a_failed_seed_from_one_with_violations():
     chaos = _chaos()
-    done = [{"seed": 1, "passed": True, "violations": "none", "counts": {"workflows_started": 520}, "events": 9,
-             "faults": [{}, {}]},
-            {"seed": 2, "passed": False, "violations": "history: 2"},
-            {"seed": 3, "passed": False}]  # failed before its check wrote a result
+    done = [
+        {
+            "seed": 1,
+            "passed": True,
+            "violations": "none",
+            "counts": {"workflows_started": 520},
+            "events": 9,
+            "faults": [{}, {}],
+        },
+        {"seed": 2, "passed": False, "violations": "history: 2"},
+        {"seed": 3, "passed": False},
+    ]  # failed before its check wrote a result
     totals = chaos._totals(done)
-    assert totals == {"seeds": 3, "passed": 1, "workflows": 520, "events": 9, "faults": 2, "seeds_failed": [2, 3],
-                      "seeds_with_violations": [2], "seeds_unchecked": [3]}
+    assert totals == {
+        "seeds": 3,
+        "passed": 1,
+        "workflows": 520,
+        "events": 9,
+        "faults": 2,
+        "seeds_failed": [2, 3],
+        "seeds_with_violations": [2],
+        "seeds_unchecked": [3],
+    }
 
 
 def test_listed_seeds_come_first():

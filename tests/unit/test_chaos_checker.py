@@ -61,8 +61,12 @@ def good():
     d = Driver(Order, activity_fn=lambda task, args: ("ok", args[0] + 1))
     d.h.start("wf", "Order", [5], request_id="start-wf")
     d.run(fire_timers=False)
-    d.h.send("wf", "SignalWorkflow", {"signal_name": "approve", "input": conv.to_bytes(["yes"]), "start": None,
-                                      "identity": "t"}, request_id="sig-1")
+    d.h.send(
+        "wf",
+        "SignalWorkflow",
+        {"signal_name": "approve", "input": conv.to_bytes(["yes"]), "start": None, "identity": "t"},
+        request_id="sig-1",
+    )
     d.run()
     events = copy.deepcopy(d.h.events)
     assert _kind(events[-1]) == "WorkflowExecutionCompleted"
@@ -72,10 +76,15 @@ def good():
             e["timestamp_ms"] = fire_at[_attrs(e)["timer_id"]] + 3
     run = events[0]["run_id"]
     keys = [f"wf/{run}/{_attrs(e)['activity_id']}" for e in events if _kind(e) == "ActivityTaskScheduled"]
-    exp = Expectations(results={"wf": {"value": 7, "note": "yes"}}, run_ids={"wf": run}, signals={"sig-1": "wf"},
-                       garbage=[GARBAGE])
-    obs = Observations(histories={("wf", run): events}, ledger=list(keys), attempts=[(k, 1) for k in keys],
-                       dead_letters=[{"key": GARBAGE[0], "value": GARBAGE[1], "reason": "undecodable command: bad magic"}])
+    exp = Expectations(
+        results={"wf": {"value": 7, "note": "yes"}}, run_ids={"wf": run}, signals={"sig-1": "wf"}, garbage=[GARBAGE]
+    )
+    obs = Observations(
+        histories={("wf", run): events},
+        ledger=list(keys),
+        attempts=[(k, 1) for k in keys],
+        dead_letters=[{"key": GARBAGE[0], "value": GARBAGE[1], "reason": "undecodable command: bad magic"}],
+    )
     return exp, obs, run
 
 
@@ -115,8 +124,7 @@ def test_duplicate_event_is_reported_first_with_the_workflow(good):
 def test_gap_in_sequence_numbers(good):
     _exp, obs, run = good
     del _events(obs, run)[5]
-    assert any(v.invariant == "history" and "seqs 6..6 are missing" in v.message
-               for v in checker.check_history(obs))
+    assert any(v.invariant == "history" and "seqs 6..6 are missing" in v.message for v in checker.check_history(obs))
 
 
 def test_two_results_for_one_activity(good):
@@ -293,8 +301,12 @@ def _paused_run():
     d.run(fire_timers=False)
     d.h.send("wf", "PauseWorkflow", {"reason": "", "identity": "t"}, request_id="pause-1")
     d.h.fire_timers()
-    d.h.send("wf", "SignalWorkflow", {"signal_name": "approve", "input": conv.to_bytes(["yes"]), "start": None,
-                                      "identity": "t"}, request_id="sig-1")
+    d.h.send(
+        "wf",
+        "SignalWorkflow",
+        {"signal_name": "approve", "input": conv.to_bytes(["yes"]), "start": None, "identity": "t"},
+        request_id="sig-1",
+    )
     d.h.send("wf", "UnpauseWorkflow", {"reason": "", "identity": "t"}, request_id="unpause-1")
     d.run()
     events = copy.deepcopy(d.h.events)
@@ -308,7 +320,7 @@ def test_pause_recorded_twice_out_of_order_unsent_or_leaking_work():
     assert checker.check_pauses(exp, obs) == []
     kinds = [_kind(e) for e in events]
     paused_at, unpaused_at = kinds.index("WorkflowExecutionPaused"), kinds.index("WorkflowExecutionUnpaused")
-    assert kinds[paused_at + 1:unpaused_at] == ["WorkflowSignaled"]  # the timer and the task waited
+    assert kinds[paused_at + 1 : unpaused_at] == ["WorkflowSignaled"]  # the timer and the task waited
     # a timer fired while paused
     fired = next(e for e in events if _kind(e) == "TimerFired")
     leaked = copy.deepcopy(events)

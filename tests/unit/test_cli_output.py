@@ -4,8 +4,10 @@ import json
 
 from kadence.cli.output import emit_rows
 
-ROWS = [{"workflow_id": "order-1", "status": "completed", "search_attributes": {"b": 2, "a": "x"}, "extra": 7},
-        {"workflow_id": "has\ttab\nand newline", "status": None, "search_attributes": {}, "extra": 8}]
+ROWS = [
+    {"workflow_id": "order-1", "status": "completed", "search_attributes": {"b": 2, "a": "x"}, "extra": 7},
+    {"workflow_id": "has\ttab\nand newline", "status": None, "search_attributes": {}, "extra": 8},
+]
 COLUMNS = ("workflow_id", "status", "search_attributes")
 
 

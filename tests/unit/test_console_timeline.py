@@ -6,14 +6,19 @@ from kadence.gateway.console import _ms_of, timeline
 
 
 def _e(seq, kind, ms, **attrs):
-    return {"seq": seq, "type": kind, "time": f"2026-12-03T10:00:{ms // 1000:02d}.{ms % 1000:03d}+00:00",
-            "attributes": attrs}
+    return {
+        "seq": seq,
+        "type": kind,
+        "time": f"2026-12-03T10:00:{ms // 1000:02d}.{ms % 1000:03d}+00:00",
+        "attributes": attrs,
+    }
 
 
 def test_events_are_grouped_as_an_operator_reads_them():
     events = [
         _e(1, "WorkflowExecutionStarted", 0, workflow_type="Order"),
-        _e(2, "WorkflowTaskScheduled", 0), _e(3, "WorkflowTaskCompleted", 20),
+        _e(2, "WorkflowTaskScheduled", 0),
+        _e(3, "WorkflowTaskCompleted", 20),
         _e(4, "ActivityTaskScheduled", 20, activity_id="1", activity_type="charge"),
         _e(5, "TimerStarted", 20, timer_id="t1", fire_at_ms=0),
         _e(6, "ActivityTaskAttemptFailed", 520, activity_id="1", attempt=1),

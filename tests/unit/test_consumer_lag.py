@@ -36,7 +36,9 @@ class _Clock:
 
 
 def _value(registry, component, topic):
-    return registry.get_sample_value("kadence_consumer_lag_records", {"namespace": "ns", "component": component, "topic": topic})
+    return registry.get_sample_value(
+        "kadence_consumer_lag_records", {"namespace": "ns", "component": component, "topic": topic}
+    )
 
 
 def test_lag_is_summed_per_topic_and_unknown_partitions_count_zero():

@@ -4,24 +4,44 @@ from kadence.processors.deadlines import DeadlineIndex, activity_deadlines
 
 
 def _state(*activities, status="running", run_id="r1", paused=False):
-    return {"workflow_id": "wf", "run_id": run_id, "status": status, "pending_activities": list(activities),
-            "paused": paused}
+    return {
+        "workflow_id": "wf",
+        "run_id": run_id,
+        "status": status,
+        "pending_activities": list(activities),
+        "paused": paused,
+    }
 
 
 def _activity(seq=5, attempt=1, started=1_000, stc=3_000, hb=None, s2c=None, retrying=False, last_hb=0):
-    return {"scheduled_seq": seq, "attempt": attempt, "attempt_started_ms": started, "first_scheduled_ms": 500,
-            "last_heartbeat_ms": last_hb, "retrying": retrying,
-            "options": {"start_to_close_timeout_ms": stc, "schedule_to_start_timeout_ms": None,
-                        "heartbeat_timeout_ms": hb, "schedule_to_close_timeout_ms": s2c}}
+    return {
+        "scheduled_seq": seq,
+        "attempt": attempt,
+        "attempt_started_ms": started,
+        "first_scheduled_ms": 500,
+        "last_heartbeat_ms": last_hb,
+        "retrying": retrying,
+        "options": {
+            "start_to_close_timeout_ms": stc,
+            "schedule_to_start_timeout_ms": None,
+            "heartbeat_timeout_ms": hb,
+            "schedule_to_close_timeout_ms": s2c,
+        },
+    }
 
 
 def test_deadlines_follow_from_the_state():
     st = _state(_activity(hb=1_000, s2c=60_000, last_hb=2_500))
     got = {d["kind"]: (d["timer_id"], d["fire_at_ms"], d["attempt"]) for d in activity_deadlines(st)}
-    assert got == {"activity_timeout": ("a5.1.stc", 4_000, 1), "heartbeat_timeout": ("a5.1.hb", 3_500, 1),
-                   "schedule_to_close": ("a5.s2c", 60_500, 0)}
+    assert got == {
+        "activity_timeout": ("a5.1.stc", 4_000, 1),
+        "heartbeat_timeout": ("a5.1.hb", 3_500, 1),
+        "schedule_to_close": ("a5.s2c", 60_500, 0),
+    }
     # between attempts only schedule-to-close is armed; a closed run has none
-    assert [d["kind"] for d in activity_deadlines(_state(_activity(s2c=60_000, retrying=True)))] == ["schedule_to_close"]
+    assert [d["kind"] for d in activity_deadlines(_state(_activity(s2c=60_000, retrying=True)))] == [
+        "schedule_to_close"
+    ]
     assert activity_deadlines(_state(_activity(), status="completed")) == []
     assert activity_deadlines(None) == []
 

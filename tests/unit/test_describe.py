@@ -46,8 +46,9 @@ class Busy:
         workflow.upsert_search_attributes({"customer": "ann"})
         await workflow.start_child_workflow(Sleeper, id="busy-1/child")
         policy = RetryPolicy(initial_interval=timedelta(hours=1), maximum_attempts=5)
-        act = asyncio.ensure_future(workflow.execute_activity(flaky, 1, start_to_close_timeout=timedelta(seconds=5),
-                                                              retry_policy=policy))
+        act = asyncio.ensure_future(
+            workflow.execute_activity(flaky, 1, start_to_close_timeout=timedelta(seconds=5), retry_policy=policy)
+        )
         await workflow.sleep(timedelta(days=2))
         return str(await act)
 
@@ -59,6 +60,7 @@ async def _until(handle, predicate, what: str) -> dict:
             if predicate(d):
                 return d
             await asyncio.sleep(0.01)
+
     return await asyncio.wait_for(poll(), 10)
 
 
@@ -66,12 +68,15 @@ async def test_describe_shows_what_the_run_waits_for():
     async with WorkflowEnvironment(workflows=[Busy, Sleeper], activities=[flaky]) as env:
         handle = await env.client.start_workflow(Busy, id="busy-1", task_queue="q", memo={"team": "payments"})
         await handle.signal("poke")
-        d = await _until(handle, lambda d: d["pending_activities"] and d["pending_activities"][0]["last_failure"],
-                         "the first attempt to fail")
+        d = await _until(
+            handle,
+            lambda d: d["pending_activities"] and d["pending_activities"][0]["last_failure"],
+            "the first attempt to fail",
+        )
         child = await env.client.get_workflow_handle("busy-1/child").describe()
         # the bytes of the run's history records as written, at the time of the describe
         _run, events = env.engine.history_of("busy-1", handle.run_id)
-        written = sum(len(serde.encode("HistoryEvent", e)) for e in events[:d["history_length"]])
+        written = sum(len(serde.encode("HistoryEvent", e)) for e in events[: d["history_length"]])
     assert d["history_size_bytes"] == written and written > 0
     assert child["parent"] == {"workflow_id": "busy-1", "run_id": handle.run_id}
     assert d["status"] == "running" and d["workflow_type"] == "Busy" and d["task_queue"] == "q"
@@ -79,8 +84,9 @@ async def test_describe_shows_what_the_run_waits_for():
     (act,) = d["pending_activities"]
     assert act["activity_type"] == "flaky" and act["attempt"] == 2 and act["state"] == "retry_wait"
     assert act["last_failure"] == {"type": "Declined", "message": "card declined (try 1)", "non_retryable": False}
-    assert datetime.fromisoformat(act["next_attempt_time"]) - datetime.fromisoformat(act["attempt_started_time"]) \
-        >= timedelta(minutes=59)
+    assert datetime.fromisoformat(act["next_attempt_time"]) - datetime.fromisoformat(
+        act["attempt_started_time"]
+    ) >= timedelta(minutes=59)
     kinds = sorted(t["kind"] for t in d["pending_timers"])
     assert kinds == ["user"], d["pending_timers"]  # the sleep; the retry's timer is the activity's next_attempt
     assert d["children"] == [{"workflow_id": "busy-1/child", "run_id": d["children"][0]["run_id"]}]
@@ -120,15 +126,30 @@ def test_a_describe_in_the_batch_of_earlier_events_counts_their_bytes():
         return out
 
     conv = JsonConverter()
-    batch(command("d-1", "StartWorkflow", {"workflow_type": "Busy", "task_queue": "q", "input": conv.to_bytes([])},
-                  request_id="start"))
+    batch(
+        command(
+            "d-1",
+            "StartWorkflow",
+            {"workflow_type": "Busy", "task_queue": "q", "input": conv.to_bytes([])},
+            request_id="start",
+        )
+    )
     before = len(written)
-    out = batch(*(command("d-1", "SignalWorkflow", {"signal_name": "poke", "input": conv.to_bytes([n]),
-                                                    "identity": "t", "start": None}, request_id=f"s{n}")
-                  for n in range(3)),
-                command("d-1", "AwaitWorkflowResult", {"wait": False}, request_id="describe"))
+    out = batch(
+        *(
+            command(
+                "d-1",
+                "SignalWorkflow",
+                {"signal_name": "poke", "input": conv.to_bytes([n]), "identity": "t", "start": None},
+                request_id=f"s{n}",
+            )
+            for n in range(3)
+        ),
+        command("d-1", "AwaitWorkflowResult", {"wait": False}, request_id="describe"),
+    )
     (answer,) = [r for r in out.replies if r["request_id"] == "describe"]
     d = answer["description"]
     assert d["history_length"] > before  # the signals' events are described
-    assert d["history_size_bytes"] == sum(len(serde.encode("HistoryEvent", e)) for e in written
-                                          if e["seq"] <= d["history_length"])
+    assert d["history_size_bytes"] == sum(
+        len(serde.encode("HistoryEvent", e)) for e in written if e["seq"] <= d["history_length"]
+    )

@@ -9,8 +9,10 @@ from kadence.testing import devstack
 
 def test_overrides_are_read_as_key_value_pairs():
     env = {"KADENCE_KAFKA_SERVER_PROPS": "transaction.partition.verification.enable=false, num.io.threads=4"}
-    assert devstack.server_overrides(env) == {"transaction.partition.verification.enable": "false",
-                                              "num.io.threads": "4"}
+    assert devstack.server_overrides(env) == {
+        "transaction.partition.verification.enable": "false",
+        "num.io.threads": "4",
+    }
     assert devstack.server_overrides({}) == {}
 
 

@@ -15,20 +15,55 @@ from tests.support.fastavro_reference import parse_set, write
 
 
 def _event(wf: str, run: str, seq: int, request_id: str | None = None) -> dict:
-    return {"event_id": f"e{seq}", "aggregate_key": wf, "run_id": run, "seq": seq, "timestamp_ms": 1_700_000_000_000 + seq,
-            "schema_version": 0, "trace_id": None, "request_id": request_id,
-            "attributes": ("WorkflowSignaled", {"signal_name": "s", "input": b"{}", "identity": "t"})}
+    return {
+        "event_id": f"e{seq}",
+        "aggregate_key": wf,
+        "run_id": run,
+        "seq": seq,
+        "timestamp_ms": 1_700_000_000_000 + seq,
+        "schema_version": 0,
+        "trace_id": None,
+        "request_id": request_id,
+        "attributes": ("WorkflowSignaled", {"signal_name": "s", "input": b"{}", "identity": "t"}),
+    }
 
 
 def _state(wf: str, run: str, status: str = "running") -> dict:
-    st = {"workflow_id": wf, "run_id": run, "workflow_type": "T", "task_queue": "q", "status": status,
-          "start_time_ms": 1, "close_time_ms": None, "next_seq": 1, "wt_scheduled_seq": None, "wt_attempt": 0,
-          "wt_last_completed_seq": 0, "wt_needed": False, "wt_failure": None, "wt_failure_cause": None,
-          "pending_activities": [], "recent_requests": [], "result": None, "failure": None, "result_waiters": [],
-          "schema_version": 0, "pending_timers": [], "cancel_requested": False, "signals_seen": 0,
-          "continued_run_id": None, "history_warned": False, "run_timeout_ms": None, "search_attributes": {},
-          "execution_deadline_ms": None, "pending_children": [], "parent_workflow_id": None, "parent_run_id": None,
-          "parent_initiated_seq": 0, "build_id": None}
+    st = {
+        "workflow_id": wf,
+        "run_id": run,
+        "workflow_type": "T",
+        "task_queue": "q",
+        "status": status,
+        "start_time_ms": 1,
+        "close_time_ms": None,
+        "next_seq": 1,
+        "wt_scheduled_seq": None,
+        "wt_attempt": 0,
+        "wt_last_completed_seq": 0,
+        "wt_needed": False,
+        "wt_failure": None,
+        "wt_failure_cause": None,
+        "pending_activities": [],
+        "recent_requests": [],
+        "result": None,
+        "failure": None,
+        "result_waiters": [],
+        "schema_version": 0,
+        "pending_timers": [],
+        "cancel_requested": False,
+        "signals_seen": 0,
+        "continued_run_id": None,
+        "history_warned": False,
+        "run_timeout_ms": None,
+        "search_attributes": {},
+        "execution_deadline_ms": None,
+        "pending_children": [],
+        "parent_workflow_id": None,
+        "parent_run_id": None,
+        "parent_initiated_seq": 0,
+        "build_id": None,
+    }
     return serde.decode("WorkflowState", serde.encode("WorkflowState", st))
 
 
@@ -44,10 +79,23 @@ def _task_bytes(store, wf: str, run: str, since: int, upto: int | None) -> bytes
     staged = _event(wf, run, 10_000, "staged")
     view.append(wf, staged)
     events = view.task_events(wf, run, since, upto)
-    return serde.encode("WorkflowTask", {
-        "workflow_id": wf, "run_id": run, "workflow_type": "T", "task_queue": "q", "scheduled_seq": 1,
-        "attempt": 1, "full_history": since == 0, "events": events, "schema_version": 0, "trace_id": None,
-        "query": None, "build_id": None})
+    return serde.encode(
+        "WorkflowTask",
+        {
+            "workflow_id": wf,
+            "run_id": run,
+            "workflow_type": "T",
+            "task_queue": "q",
+            "scheduled_seq": 1,
+            "attempt": 1,
+            "full_history": since == 0,
+            "events": events,
+            "schema_version": 0,
+            "trace_id": None,
+            "query": None,
+            "build_id": None,
+        },
+    )
 
 
 def test_an_event_stored_by_an_older_schema_version_is_handed_over_decoded(stores):
@@ -80,8 +128,10 @@ def test_random_operations_agree(stores):
             if wf not in runs or rng.random() < 0.1:
                 runs[wf], seqs[wf] = f"run-{step}", 0
             n = rng.randint(1, 4)
-            events = [_event(wf, runs[wf], seqs[wf] + i + 1, f"req-{step}-{i}" if rng.random() < 0.3 else None)
-                      for i in range(n)]
+            events = [
+                _event(wf, runs[wf], seqs[wf] + i + 1, f"req-{step}-{i}" if rng.random() < 0.3 else None)
+                for i in range(n)
+            ]
             seqs[wf] += n
             for s in (memory, disk):
                 s.append_history(wf, runs[wf], [dict(e) for e in events])

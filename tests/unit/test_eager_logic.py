@@ -99,32 +99,47 @@ class EagerDriver:
         if task["full_history"]:
             inst = self._new_instance(task)
         elif inst is None:
-            self.h.send(task["workflow_id"], "RequestWorkflowHistory", {"scheduled_seq": task["scheduled_seq"]},
-                        run_id=task["run_id"])
+            self.h.send(
+                task["workflow_id"],
+                "RequestWorkflowHistory",
+                {"scheduled_seq": task["scheduled_seq"]},
+                run_id=task["run_id"],
+            )
             self.inst = None
             return
         cmds = inst.apply(task["events"], task["scheduled_seq"])
         self.inst = inst
-        self.h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
-                    {"scheduled_seq": task["scheduled_seq"], "commands": cmds}, run_id=task["run_id"])
+        self.h.send(
+            task["workflow_id"],
+            "RespondWorkflowTaskCompleted",
+            {"scheduled_seq": task["scheduled_seq"], "commands": cmds},
+            run_id=task["run_id"],
+        )
 
     def complete_activity(self, task, value=None):
         value = conv.from_bytes(task["input"])[0] if value is None else value
         result = conv.to_bytes(value)
         self._ids += 1
         rid = f"req-{self._ids}"
-        body = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"],
-                "attempt": task["attempt"], "result": result, "eager_workflow_task": None}
+        body = {
+            "activity_id": task["activity_id"],
+            "scheduled_seq": task["scheduled_seq"],
+            "attempt": task["attempt"],
+            "result": result,
+            "eager_workflow_task": None,
+        }
         inst = self.inst
         if self.eager and inst is not None and inst.info.run_id == task["run_id"] and inst.can_run_eager():
-            follows, at, cmds = inst.run_eager(task["activity_id"], task["scheduled_seq"], task["attempt"], result,
-                                               self.clock(), rid)
+            follows, at, cmds = inst.run_eager(
+                task["activity_id"], task["scheduled_seq"], task["attempt"], result, self.clock(), rid
+            )
             body["eager_workflow_task"] = {**follows, "workflow_time_ms": at, "commands": cmds, "build_id": None}
             self.eager_sent += 1
             if inst.closed:
                 self.inst = None
-        out = self.h.send(task["workflow_id"], "RespondActivityTaskCompleted", body, run_id=task["run_id"],
-                          request_id=rid)
+        out = self.h.send(
+            task["workflow_id"], "RespondActivityTaskCompleted", body, run_id=task["run_id"], request_id=rid
+        )
         self.accepted += out.eager_accepted
         self.refused_by_engine += out.eager_refused
         return out
@@ -165,8 +180,12 @@ def _started(cls, *args):
 
 
 def _signal(driver, name):
-    driver.h.send("wf", "SignalWorkflow", {"signal_name": name, "input": conv.to_bytes([]), "identity": "t",
-                                           "start": None}, request_id=f"sig-{name}")
+    driver.h.send(
+        "wf",
+        "SignalWorkflow",
+        {"signal_name": name, "input": conv.to_bytes([]), "identity": "t", "start": None},
+        request_id=f"sig-{name}",
+    )
 
 
 def _result(driver):
@@ -271,11 +290,17 @@ def test_an_eager_task_that_follows_a_refused_one_is_refused_too():
 
 def test_a_duplicate_completion_with_an_eager_task_changes_nothing():
     driver, [task] = _started(Chain, 0)
-    body = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": task["attempt"],
-            "result": conv.to_bytes(1), "eager_workflow_task": None}
+    body = {
+        "activity_id": task["activity_id"],
+        "scheduled_seq": task["scheduled_seq"],
+        "attempt": task["attempt"],
+        "result": conv.to_bytes(1),
+        "eager_workflow_task": None,
+    }
     inst = driver.inst
-    follows, at, cmds = inst.run_eager(task["activity_id"], task["scheduled_seq"], task["attempt"], body["result"],
-                                       now_ms(), "rid-1")
+    follows, at, cmds = inst.run_eager(
+        task["activity_id"], task["scheduled_seq"], task["attempt"], body["result"], now_ms(), "rid-1"
+    )
     body["eager_workflow_task"] = {**follows, "workflow_time_ms": at, "commands": cmds, "build_id": None}
     first = driver.h.send("wf", "RespondActivityTaskCompleted", body, run_id=task["run_id"], request_id="rid-1")
     events = len(driver.h.events)

@@ -18,15 +18,21 @@ def test_a_consistency_token_round_trips_and_is_url_safe():
     assert set(text) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
-@pytest.mark.parametrize("text", [
-    "", "garbage", "!!!", "x" * 5000,
-    base64.urlsafe_b64encode(b"[1, 2]").decode(),
-    base64.urlsafe_b64encode(json.dumps([1, "ns", "wf", "run", -1]).encode()).decode(),
-    base64.urlsafe_b64encode(json.dumps([1, "ns", "wf", "run", True]).encode()).decode(),
-    base64.urlsafe_b64encode(json.dumps([2, "ns", "wf", "run", 3]).encode()).decode(),
-    base64.urlsafe_b64encode(json.dumps([1, "", "wf", "run", 3]).encode()).decode(),
-    base64.urlsafe_b64encode(b"\xff\xfe").decode(),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "garbage",
+        "!!!",
+        "x" * 5000,
+        base64.urlsafe_b64encode(b"[1, 2]").decode(),
+        base64.urlsafe_b64encode(json.dumps([1, "ns", "wf", "run", -1]).encode()).decode(),
+        base64.urlsafe_b64encode(json.dumps([1, "ns", "wf", "run", True]).encode()).decode(),
+        base64.urlsafe_b64encode(json.dumps([2, "ns", "wf", "run", 3]).encode()).decode(),
+        base64.urlsafe_b64encode(json.dumps([1, "", "wf", "run", 3]).encode()).decode(),
+        base64.urlsafe_b64encode(b"\xff\xfe").decode(),
+    ],
+)
 def test_anything_else_is_not_a_token(text):
     with pytest.raises(ValueError):
         ConsistencyToken.decode(text)
@@ -99,17 +105,20 @@ def test_the_body_limit_filter_counts_chunked_bodies_and_replays_them_whole_to_t
     engine = Recorder()
     app = create_app(GatewayConfig(kafka=KafkaConfig(), auth=False, max_body_bytes=1000), engine=engine)
     body = json.dumps({"workflow_id": "w1", "task_queue": "q", "input": ["x" * 300]}).encode()
-    chunks = [body[i:i + 100] for i in range(0, len(body), 100)]  # several http.request messages
+    chunks = [body[i : i + 100] for i in range(0, len(body), 100)]  # several http.request messages
     with TestClient(app) as http:
-        resp = http.post("/v1/workflows/Flow/start", content=iter(chunks),
-                         headers={"Content-Type": "application/json"})
+        resp = http.post("/v1/workflows/Flow/start", content=iter(chunks), headers={"Content-Type": "application/json"})
         assert resp.status_code == 201, resp.text
         assert [(w, t) for w, t, _ in engine.commands] == [("w1", "StartWorkflow")]
         # over the limit without a Content-Length: 413, and nothing reaches the engine
-        resp = http.post("/v1/workflows/Flow/start", content=iter([body] * 4),
-                         headers={"Content-Type": "application/json"})
+        resp = http.post(
+            "/v1/workflows/Flow/start", content=iter([body] * 4), headers={"Content-Type": "application/json"}
+        )
         assert resp.status_code == 413 and resp.json()["error"]["code"] == "payload_too_large"
         assert len(engine.commands) == 1
         metrics = http.get("/metrics").text
-    assert 'kadence_gateway_requests_total{method="POST",route="/v1/workflows/{workflow_type}/start",status="201"} 1.0' in metrics
+    assert (
+        'kadence_gateway_requests_total{method="POST",route="/v1/workflows/{workflow_type}/start",status="201"} 1.0'
+        in metrics
+    )
     assert 'kadence_gateway_requests_total{method="POST",route="unmatched",status="413"} 1.0' in metrics

@@ -31,8 +31,12 @@ class WaitsForTwo:
 
 
 def _signal(h, item, rid):
-    h.send("wf", "SignalWorkflow", {"signal_name": "add", "input": conv.to_bytes([item]), "start": None,
-                                    "identity": "t"}, request_id=rid)
+    h.send(
+        "wf",
+        "SignalWorkflow",
+        {"signal_name": "add", "input": conv.to_bytes([item]), "start": None, "identity": "t"},
+        request_id=rid,
+    )
 
 
 def test_full_history_for_a_pending_task_ends_at_its_scheduled_event():

@@ -13,15 +13,18 @@ def test_valid_workflow_ids(value):
     assert check_workflow_id(value) == value
 
 
-@pytest.mark.parametrize("value, why", [
-    ("", "must not be empty"),
-    ("x" * (MAX_ID_LENGTH + 1), "over the limit"),
-    ("a\nb", "U+000A"),
-    ("a\x00b", "U+0000"),
-    ("a\u202eb", "U+202E"),  # right-to-left override: hides what a console shows
-    ("a\x85b", "U+0085"),  # C1 next line
-    (42, "must be a string"),
-])
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        ("", "must not be empty"),
+        ("x" * (MAX_ID_LENGTH + 1), "over the limit"),
+        ("a\nb", "U+000A"),
+        ("a\x00b", "U+0000"),
+        ("a\u202eb", "U+202E"),  # right-to-left override: hides what a console shows
+        ("a\x85b", "U+0085"),  # C1 next line
+        (42, "must be a string"),
+    ],
+)
 def test_invalid_workflow_ids_are_a_typed_error_naming_the_field(value, why):
     with pytest.raises(InvalidIdentifierError) as info:
         check_workflow_id(value, field="id")
@@ -69,13 +72,20 @@ def test_the_processor_rejects_a_start_with_a_bad_identifier_and_records_nothing
     assert h.events == []
 
 
-
 def test_the_cli_log_format_keeps_a_forged_identifier_on_one_line():
     import logging
 
     from kadence.topics.identifiers import EscapingFormatter
-    record = logging.LogRecord("kadence.x", logging.INFO, __file__, 1, "terminated workflow %s: %s", (
-        "a\n2026-12-01 00:00:00 INFO kadence: fake", "reason\r\x00"), None)
+
+    record = logging.LogRecord(
+        "kadence.x",
+        logging.INFO,
+        __file__,
+        1,
+        "terminated workflow %s: %s",
+        ("a\n2026-12-01 00:00:00 INFO kadence: fake", "reason\r\x00"),
+        None,
+    )
     line = EscapingFormatter("%(levelname)s %(message)s").format(record)
     assert "\n" not in line and "\r" not in line and "\x00" not in line
     assert line == "INFO terminated workflow a\\u000a2026-12-01 00:00:00 INFO kadence: fake: reason\\u000d\\u0000"

@@ -85,8 +85,12 @@ def imported_modules(tree: ast.AST, current: str, is_package: bool):
                 # imports from the SDK package: classify base.name, which covers both
                 target = base if alias.name == "*" else f"{base}.{alias.name}"
                 yield node.lineno, text, target
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
             if name in ("import_module", "__import__"):
@@ -104,8 +108,10 @@ def violations(folder: str, source: str, filename: str, module: str, is_package:
     for line, text, target in imported_modules(tree, module, is_package):
         other = component_of(target)
         if other is not None and other not in allowed:
-            out.append(f"{filename}:{line}: `{text}` imports {other} ({target}); "
-                       f"{folder}/ may import only {', '.join(sorted(allowed))}")
+            out.append(
+                f"{filename}:{line}: `{text}` imports {other} ({target}); "
+                f"{folder}/ may import only {', '.join(sorted(allowed))}"
+            )
     return out
 
 
@@ -118,8 +124,9 @@ def test_imports_follow_the_design_direction(folder):
     assert files, f"no Python files under {folder}/: is ROOT ({ROOT}) right?"
     found = []
     for path in files:
-        found += violations(folder, path.read_text(), str(path.relative_to(ROOT)), module_name(folder, path),
-                            path.name == "__init__.py")
+        found += violations(
+            folder, path.read_text(), str(path.relative_to(ROOT)), module_name(folder, path), path.name == "__init__.py"
+        )
     assert found == [], "imports against the layout's direction (README):\n  " + "\n  ".join(found)
 
 
@@ -143,8 +150,12 @@ BAD = [
     ("processors", "from kadence import workflow as wf\n", "kadence.processors.x", "sdk"),
     ("processors", "def f():\n    from kadence.gateway import create_app\n", "kadence.processors.x", "gateway"),
     ("sdk", "from kadence.processors import transition\n", "kadence._worker", "processors"),
-    ("sdk", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import kadence.processors.store\n",
-     "kadence._worker", "processors"),
+    (
+        "sdk",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import kadence.processors.store\n",
+        "kadence._worker",
+        "processors",
+    ),
     ("sdk", "import importlib\nimportlib.import_module('kadence.processors')\n", "kadence._worker", "processors"),
     ("gateway", "from kadence.connectors import redis_sink\n", "kadence.gateway.app", "connectors"),
     ("connectors", "from kadence import Worker\n", "kadence.connectors.visibility", "sdk"),
@@ -166,19 +177,40 @@ def test_checker_flags_a_violation(folder, source, module, forbidden):
 
 
 GOOD = [
-    ("processors", "from kadence.topics import serde\nimport kadence.topics.records\nfrom . import store\n",
-     "kadence.processors.history_processor", False),
+    (
+        "processors",
+        "from kadence.topics import serde\nimport kadence.topics.records\nfrom . import store\n",
+        "kadence.processors.history_processor",
+        False,
+    ),
     ("processors", "from kadence import topics, schemas\n", "kadence.processors.x", False),
     ("sdk", "from . import activity, workflow\nfrom ._client import Client\nimport kadence\n", "kadence", True),
     ("sdk", "from .. import workflow\n", "kadence.sub.mod", False),
-    ("gateway", "from kadence.topics.engine_client import EngineClient\nimport fastapi\n", "kadence.gateway.app", False),
-    ("topics", "from kadence.schemas import load_schema_set\nfrom .errors import SchemaError\n",
-     "kadence.topics.serde", False),
+    (
+        "gateway",
+        "from kadence.topics.engine_client import EngineClient\nimport fastapi\n",
+        "kadence.gateway.app",
+        False,
+    ),
+    (
+        "topics",
+        "from kadence.schemas import load_schema_set\nfrom .errors import SchemaError\n",
+        "kadence.topics.serde",
+        False,
+    ),
     ("schemas", "import json\nfrom importlib import resources\n", "kadence.schemas", True),
-    ("samples", "from kadence import activity, workflow\nfrom kadence.topics import KafkaConfig\n",
-     "kadence.samples.x", False),
-    ("cli", "from kadence.processors import HistoryProcessor\nfrom kadence.gateway import create_app\n",
-     "kadence.cli.main", False),
+    (
+        "samples",
+        "from kadence import activity, workflow\nfrom kadence.topics import KafkaConfig\n",
+        "kadence.samples.x",
+        False,
+    ),
+    (
+        "cli",
+        "from kadence.processors import HistoryProcessor\nfrom kadence.gateway import create_app\n",
+        "kadence.cli.main",
+        False,
+    ),
 ]
 
 
@@ -197,7 +229,6 @@ def test_relative_import_is_resolved_against_the_package():
     # two dots from kadence.processors.store reach the SDK package `kadence`
     [(_, _, target)] = list(imported_modules(ast.parse("from .. import Worker\n"), "kadence.processors.store", False))
     assert component_of(target) == "sdk"
-
 
 
 def forbidden_imports_in_tests(source: str, module: str, is_package: bool = False) -> list[str]:
@@ -224,14 +255,17 @@ def test_no_test_module_imports_another_or_the_benchmarks():
     assert found == [], "tests importing test modules or bench:\n  " + "\n  ".join(found)
 
 
-@pytest.mark.parametrize("source, bad", [
-    ("from tests.unit.test_updates import Cart\n", True),
-    ("from .test_cli import kadence\n", True),
-    ("import tests.integration.test_cli\n", True),
-    ("from bench.codecs import fastavro_encode\n", True),
-    ("from tests.support.cart import Cart\n", False),
-    ("from .conftest import wait_until\n", False),
-    ("from tests.unit.docs_examples import run_example\n", False),
-])
+@pytest.mark.parametrize(
+    "source, bad",
+    [
+        ("from tests.unit.test_updates import Cart\n", True),
+        ("from .test_cli import kadence\n", True),
+        ("import tests.integration.test_cli\n", True),
+        ("from bench.codecs import fastavro_encode\n", True),
+        ("from tests.support.cart import Cart\n", False),
+        ("from .conftest import wait_until\n", False),
+        ("from tests.unit.docs_examples import run_example\n", False),
+    ],
+)
 def test_the_tests_import_check_tells_a_test_module_from_a_support_module(source, bad):
     assert bool(forbidden_imports_in_tests(source, "tests.integration.test_x")) == bad

@@ -27,9 +27,13 @@ class FakeProducers:
 
 
 def test_concurrent_transactions_and_coordinator_load_are_retried_until_it_succeeds():
-    producer = FakeProducers([KafkaError(KafkaError.CONCURRENT_TRANSACTIONS),
-                             KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS),
-                             KafkaError(KafkaError._TIMED_OUT)])
+    producer = FakeProducers(
+        [
+            KafkaError(KafkaError.CONCURRENT_TRANSACTIONS),
+            KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS),
+            KafkaError(KafkaError._TIMED_OUT),
+        ]
+    )
     assert start_transactional(producer, what="test", max_delay=0.01) is producer
     assert producer.calls == 4 and len(producer.made) == 4  # a new producer for each attempt
 

@@ -16,8 +16,9 @@ from tests.unit.docs_examples import run_example
 async def test_interceptors_see_every_call_and_carry_headers_and_memo():
     audit = Audit()
     async with WorkflowEnvironment(workflows=[Greeter, Child], activities=[whoami], interceptors=[audit]) as env:
-        handle = await env.client.start_workflow(Greeter, "ann", id="g-1", task_queue="q",
-                                                 memo={"customer": {"id": 7}, "channel": "web"})
+        handle = await env.client.start_workflow(
+            Greeter, "ann", id="g-1", task_queue="q", memo={"customer": {"id": 7}, "channel": "web"}
+        )
         assert await handle.query(Greeter.user) == "ann"
         assert await handle.execute_update(Greeter.ping) == "pong"
         with pytest.raises(PermissionError, match="not allowed"):
@@ -27,10 +28,20 @@ async def test_interceptors_see_every_call_and_carry_headers_and_memo():
         await handle.signal("finish")
         result = await handle.result()
         raw = await handle.history(raw=True)
-    assert result == {"activity": "ANN IN WHOAMI", "child": "child sees ann",
-                      "memo": {"customer": {"id": 7}, "channel": "web"}}
-    assert [op for op, _ in audit.client_calls] == ["start_workflow", "query", "update", "terminate", "describe",
-                                                    "signal", "result"]
+    assert result == {
+        "activity": "ANN IN WHOAMI",
+        "child": "child sees ann",
+        "memo": {"customer": {"id": 7}, "channel": "web"},
+    }
+    assert [op for op, _ in audit.client_calls] == [
+        "start_workflow",
+        "query",
+        "update",
+        "terminate",
+        "describe",
+        "signal",
+        "result",
+    ]
     assert audit.activities == [{"user": "ann"}]
     kinds = {k for k, _ in audit.workflow_calls}
     assert {"run", "query", "update", "signal"} <= kinds
@@ -54,5 +65,9 @@ async def test_no_interceptor_no_headers():
 
 def test_the_guides_example_runs_without_a_broker():
     stdout = run_example("interceptors.py")
-    assert stdout.splitlines() == ["result: charged 6500 for ann via web", "memo: {'channel': 'web'}",
-                                       "refused: ann may not terminate checkout-1", "workflow handlers run: {'run': 1}"]
+    assert stdout.splitlines() == [
+        "result: charged 6500 for ann via web",
+        "memo: {'channel': 'web'}",
+        "refused: ann may not terminate checkout-1",
+        "workflow handlers run: {'run': 1}",
+    ]

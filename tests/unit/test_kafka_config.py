@@ -41,10 +41,15 @@ def test_transactional_producers_close_idle_connections_by_default():
 
 
 def test_the_idle_reconnect_is_read_from_the_environment_and_can_be_turned_off():
-    assert KafkaConfig.from_env({"KADENCE_TXN_IDLE_RECONNECT_MS": "5000"}).transactional_producer("t")[
-        "connections.max.idle.ms"] == 5000
+    assert (
+        KafkaConfig.from_env({"KADENCE_TXN_IDLE_RECONNECT_MS": "5000"}).transactional_producer("t")[
+            "connections.max.idle.ms"
+        ]
+        == 5000
+    )
     assert "connections.max.idle.ms" not in KafkaConfig.from_env(
-        {"KADENCE_TXN_IDLE_RECONNECT_MS": "0"}).transactional_producer("t")
+        {"KADENCE_TXN_IDLE_RECONNECT_MS": "0"}
+    ).transactional_producer("t")
 
 
 @pytest.mark.parametrize("raw", ["soon", "-1", "500", "3600001"])

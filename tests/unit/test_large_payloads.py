@@ -119,18 +119,22 @@ def test_references_are_found_inside_a_whole_record(tmp_path):
     a = JsonConverter(large=LargePayloads(LocalArchiveStore(tmp_path))).to_bytes(BIG)
     b = JsonConverter(large=LargePayloads(LocalArchiveStore(tmp_path))).to_bytes(BIG + "y")
     blob = b"K\x07\x02" + a + b"\x10other fields" + b + MARKER + b"not-a-hash"
-    assert list(references_in(blob)) == [a[len(MARKER):len(MARKER) + 64].decode(),
-                                         b[len(MARKER):len(MARKER) + 64].decode()]
+    assert list(references_in(blob)) == [
+        a[len(MARKER) : len(MARKER) + 64].decode(),
+        b[len(MARKER) : len(MARKER) + 64].decode(),
+    ]
     assert list(references_in(b'{"plain": "json"}')) == []
 
 
 def test_config_from_the_environment(tmp_path):
     assert LargePayloadConfig.from_env({}) == LargePayloadConfig()
     assert LargePayloadConfig.from_env({}).open().store is None
-    cfg = LargePayloadConfig.from_env({"KADENCE_PAYLOAD_DIR": str(tmp_path), "KADENCE_PAYLOAD_THRESHOLD": "64KiB",
-                                       "KADENCE_PAYLOAD_LIMIT": "5m"})
-    assert cfg == LargePayloadConfig(store=ArchiveStoreConfig(directory=str(tmp_path)), threshold=64 * 1024,
-                                     limit=5 * 1024 * 1024)
+    cfg = LargePayloadConfig.from_env(
+        {"KADENCE_PAYLOAD_DIR": str(tmp_path), "KADENCE_PAYLOAD_THRESHOLD": "64KiB", "KADENCE_PAYLOAD_LIMIT": "5m"}
+    )
+    assert cfg == LargePayloadConfig(
+        store=ArchiveStoreConfig(directory=str(tmp_path)), threshold=64 * 1024, limit=5 * 1024 * 1024
+    )
     opened = cfg.open()
     assert isinstance(opened.store, LocalArchiveStore) and opened.threshold == 65536
     s3 = LargePayloadConfig.from_env({"KADENCE_PAYLOAD_S3_BUCKET": "b", "KADENCE_PAYLOAD_S3_PREFIX": "p"})
@@ -141,8 +145,9 @@ def test_config_from_the_environment(tmp_path):
 
 async def test_a_5_mb_payload_through_start_activity_signal_and_result_without_a_broker(tmp_path):
     store = CountingStore(tmp_path)
-    async with WorkflowEnvironment(workflows=[BigMover], activities=[reverse],
-                                   large_payloads=LargePayloads(store)) as env:
+    async with WorkflowEnvironment(
+        workflows=[BigMover], activities=[reverse], large_payloads=LargePayloads(store)
+    ) as env:
         handle = await env.client.start_workflow(BigMover, FIVE_MB, id="big-1", task_queue="q")
         await handle.signal("more", OTHER_FIVE_MB)
         assert await asyncio.wait_for(handle.result(), 30) == [True, len(FIVE_MB), OTHER_FIVE_MB]
@@ -181,8 +186,9 @@ class TooBig:
 
 async def test_an_activity_result_over_the_limit_fails_without_a_retry(tmp_path):
     store = CountingStore(tmp_path)
-    async with WorkflowEnvironment(workflows=[TooBig], activities=[too_big],
-                                   large_payloads=LargePayloads(store, limit=1_000_000)) as env:
+    async with WorkflowEnvironment(
+        workflows=[TooBig], activities=[too_big], large_payloads=LargePayloads(store, limit=1_000_000)
+    ) as env:
         out = await asyncio.wait_for(env.client.execute_workflow(TooBig, id="tb", task_queue="q"), 30)
         history = await env.client.get_workflow_handle("tb").history()
     assert out == "ActivityError: ApplicationError PayloadTooLargeError"
@@ -209,12 +215,20 @@ def test_an_s3_payload_store_round_trips_and_is_swept(tmp_path):
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=f"http://127.0.0.1:{port}",
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         s3.create_bucket(Bucket="payloads")
         store = S3ArchiveStore("payloads", prefix="prod", client=s3)
         ref = JsonConverter(large=LargePayloads(store)).to_bytes(BIG)
-        assert JsonConverter(large=LargePayloads(S3ArchiveStore("payloads", prefix="prod", client=s3))).from_bytes(ref) == BIG
+        assert (
+            JsonConverter(large=LargePayloads(S3ArchiveStore("payloads", prefix="prod", client=s3))).from_bytes(ref)
+            == BIG
+        )
         (key,) = store.list("payloads/", suffix=".bin")
         assert store.modified(key) is not None and store.modified("payloads/no/such.bin") is None
         young = collect_payloads(KafkaConfig(), store, namespaces=[], grace_s=3600)

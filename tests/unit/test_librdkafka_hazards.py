@@ -37,5 +37,6 @@ def test_no_code_calls_an_api_that_crashes_librdkafka(folder):
 
 def test_the_scanner_finds_a_banned_call():
     assert banned_calls("futs = admin.list_consumer_group_offsets([g], request_timeout=5)\n") == [
-        (1, "list_consumer_group_offsets")]
+        (1, "list_consumer_group_offsets")
+    ]
     assert banned_calls("consumer.committed(tps, timeout=5)\n") == []

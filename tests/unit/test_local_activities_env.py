@@ -43,7 +43,8 @@ class Basket:
             total += await workflow.execute_local_activity(price, sku)
         label = await workflow.execute_local_activity(stamp, str(total))
         retried = await workflow.execute_local_activity(
-            wobbly, "k", retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=1), maximum_attempts=5))
+            wobbly, "k", retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=1), maximum_attempts=5)
+        )
         try:
             await workflow.execute_local_activity(declined, total)
             refused = "no"
@@ -58,8 +59,10 @@ class GivesUp:
     async def run(self) -> str:
         try:
             await workflow.execute_local_activity(
-                wobbly, "never", retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=1),
-                                                          maximum_attempts=2))
+                wobbly,
+                "never",
+                retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=1), maximum_attempts=2),
+            )
         except ActivityError as exc:
             return str(exc.__cause__)
         return "ran"
@@ -74,16 +77,20 @@ async def test_local_activities_run_in_the_workflow_task_and_are_recorded_as_mar
     kinds = [e["type"] for e in events]
     assert kinds.count("WorkflowTaskCompleted") == 1 and "ActivityTaskScheduled" not in kinds
     names = [e["attributes"]["name"] for e in events if e["type"] == "MarkerRecorded"]
-    assert names == ["local_activity:1:price", "local_activity:2:price", "local_activity:3:stamp",
-                     "local_activity:4:wobbly", "local_activity_failed:5:declined"]
+    assert names == [
+        "local_activity:1:price",
+        "local_activity:2:price",
+        "local_activity:3:stamp",
+        "local_activity:4:wobbly",
+        "local_activity_failed:5:declined",
+    ]
     assert env.stats["local_activities_completed"] == 4 and env.stats["local_activities_failed"] == 1
 
 
 async def test_the_last_attempts_failure_reaches_the_workflow():
     attempts.clear()
     async with WorkflowEnvironment(workflows=[GivesUp], activities=[wobbly]) as env:
-        assert await env.client.execute_workflow(GivesUp, id="gives-up", task_queue="q", result_timeout=30) == \
-            "not yet"
+        assert await env.client.execute_workflow(GivesUp, id="gives-up", task_queue="q", result_timeout=30) == "not yet"
     assert attempts["never"] == 2
 
 

@@ -17,6 +17,7 @@ def test_every_dependency_in_pyproject_is_locked():
     import tomllib
 
     from packaging.requirements import Requirement
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pins = lock.locked()
     for raw in project["dependencies"] + project["optional-dependencies"]["dev"]:

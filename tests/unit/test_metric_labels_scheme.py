@@ -22,8 +22,10 @@ from kadence.topics.consumer_lag import lag_gauge
 def _label_names(registry: CollectorRegistry) -> dict[str, tuple[str, ...]]:
     # prometheus-client keeps a family's label names on the collector (``_labelnames``); the
     # registry's collectors are what ``register`` was given
-    return {collector._name: tuple(collector._labelnames)  # noqa: SLF001
-            for collector in list(registry._collector_to_names)}  # noqa: SLF001
+    return {
+        collector._name: tuple(collector._labelnames)  # noqa: SLF001
+        for collector in list(registry._collector_to_names)
+    }  # noqa: SLF001
 
 
 def test_every_engine_family_is_labelled_by_namespace_first():
@@ -31,9 +33,16 @@ def test_every_engine_family_is_labelled_by_namespace_first():
     kafka = SimpleNamespace(namespace="ns", builds="ns.builds", consumer=conf, waiting_consumer=conf)
     families: dict[str, tuple[str, ...]] = {}
     # a registry each: several components define the consumer lag family
-    for make in (lambda r: ProcessorMetrics(r, "ns"), lambda r: TimerMetrics(r, "ns"), WorkerMetrics,
-                 lambda r: ProjectionMetrics(r, "ns"), lambda r: ArchiverMetrics(r, "ns"), lag_gauge,
-                 lambda r: BacklogReporter(kafka, r, 1.0), lambda r: BuildDefaults(kafka, r).close()):
+    for make in (
+        lambda r: ProcessorMetrics(r, "ns"),
+        lambda r: TimerMetrics(r, "ns"),
+        WorkerMetrics,
+        lambda r: ProjectionMetrics(r, "ns"),
+        lambda r: ArchiverMetrics(r, "ns"),
+        lag_gauge,
+        lambda r: BacklogReporter(kafka, r, 1.0),
+        lambda r: BuildDefaults(kafka, r).close(),
+    ):
         r = CollectorRegistry()
         make(r)
         families.update(_label_names(r))

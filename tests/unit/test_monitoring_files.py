@@ -61,8 +61,11 @@ def test_the_code_defines_the_families_this_test_knows_of():
 
 def test_every_family_is_documented_in_metrics_md():
     doc = (ROOT / "docs" / "metrics.md").read_text()
-    missing = [name + SUFFIXES[kind][0] for name, kind in _families().items()
-               if f"`{name}{'_total' if kind == 'Counter' else ''}`" not in doc]
+    missing = [
+        name + SUFFIXES[kind][0]
+        for name, kind in _families().items()
+        if f"`{name}{'_total' if kind == 'Counter' else ''}`" not in doc
+    ]
     assert missing == []
 
 
@@ -80,8 +83,13 @@ def test_alert_rules_are_complete_and_name_only_defined_metrics():
         assert used <= samples, f"{rule['alert']}: unknown {sorted(used - samples)}"
     # what issue 21 asks the rules to cover
     every = " ".join(r["expr"] for r in rules)
-    for signal in ("kadence_build_oldest_task_age_seconds", 'outcome="non_determinism"', "dead_letters_total",
-                   "kadence_projection_lag_seconds", "kadence_projection_gaps_total"):
+    for signal in (
+        "kadence_build_oldest_task_age_seconds",
+        'outcome="non_determinism"',
+        "dead_letters_total",
+        "kadence_projection_lag_seconds",
+        "kadence_projection_gaps_total",
+    ):
         assert signal in every, signal
 
 

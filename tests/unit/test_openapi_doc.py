@@ -17,7 +17,8 @@ def test_the_committed_openapi_document_matches_the_gateway():
         "docs/openapi.json is stale: regenerate it with\n"
         "  .venv/bin/python -c 'import json; from kadence.gateway import create_app, GatewayConfig; "
         "from kadence.topics import KafkaConfig; print(json.dumps(create_app(GatewayConfig(kafka=KafkaConfig(), auth=False))"
-        ".openapi(), indent=1, sort_keys=True))' > docs/openapi.json")
+        ".openapi(), indent=1, sort_keys=True))' > docs/openapi.json"
+    )
 
 
 def test_the_document_is_the_same_with_auth_on():

@@ -41,8 +41,12 @@ class Holdable:
 class Retried:
     @workflow.run
     async def run(self):
-        return await workflow.execute_activity(echo, "b", start_to_close_timeout=timedelta(seconds=10),
-                                               retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1)))
+        return await workflow.execute_activity(
+            echo,
+            "b",
+            start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1)),
+        )
 
 
 @workflow.defn
@@ -61,8 +65,12 @@ def _pause(d, rid="p1", kind="PauseWorkflow"):
 
 
 def _signal(d, item, rid):
-    d.h.send("wf", "SignalWorkflow", {"signal_name": "add", "input": conv.to_bytes([item]), "identity": "t",
-                                      "start": None}, request_id=rid)
+    d.h.send(
+        "wf",
+        "SignalWorkflow",
+        {"signal_name": "add", "input": conv.to_bytes([item]), "identity": "t", "start": None},
+        request_id=rid,
+    )
 
 
 def test_a_paused_run_records_signals_holds_its_timer_and_fires_it_at_unpause():
@@ -110,6 +118,7 @@ def test_a_retry_backoff_that_falls_due_while_paused_is_held_and_retried_at_unpa
     def flaky(task, args):
         attempts.append(task["attempt"])
         return ("fail", "down") if task["attempt"] == 1 else ("ok", args[0])
+
     d = Driver(Retried, flaky)
     d.h.start("wf", "Retried", [])
     d.run(fire_timers=False)  # attempt 1 failed: a retry-backoff timer is pending
@@ -150,13 +159,21 @@ def test_a_run_closed_while_paused_is_not_paused_any_more():
 
 
 def _completed(d) -> list[int]:
-    return [e["seq"] for e in d.h.events if e["attributes"][0] == "WorkflowTaskCompleted"
-            and e["run_id"] == d.state()["run_id"]]
+    return [
+        e["seq"]
+        for e in d.h.events
+        if e["attributes"][0] == "WorkflowTaskCompleted" and e["run_id"] == d.state()["run_id"]
+    ]
 
 
 def _reset(d, point, *, dry_run, rid, kept=None, run_id=None):
-    body = {"workflow_task_completed_seq": point, "reason": "fix", "identity": "ann", "dry_run": dry_run,
-            "kept_events": kept or []}
+    body = {
+        "workflow_task_completed_seq": point,
+        "reason": "fix",
+        "identity": "ann",
+        "dry_run": dry_run,
+        "kept_events": kept or [],
+    }
     out = d.h.send("wf", "ResetWorkflow", body, request_id=rid, run_id=run_id)
     [r] = out.replies
     return r, out
@@ -181,8 +198,14 @@ def test_a_closed_run_is_reset_from_the_events_sent_with_the_reset_and_stays_as_
     first_task = _completed(d)[0]
     r, _out = _reset(d, first_task, dry_run=False, rid="reset-1", kept=_kept(d, first_task))
     assert r["status"] == "ok", r["message"]
-    assert r["reset_plan"] == {"terminates_run_id": None, "from_status": "completed", "branch_event": first_task,
-                               "kept_events": first_task - 1, "activities_rerun": [], "timers_kept": 0}
+    assert r["reset_plan"] == {
+        "terminates_run_id": None,
+        "from_status": "completed",
+        "branch_event": first_task,
+        "kept_events": first_task - 1,
+        "activities_rerun": [],
+        "timers_kept": 0,
+    }
     assert d.kinds(old).count("WorkflowExecutionTerminated") == 0  # the closed run stays completed
     new = d.state()
     assert new["run_id"] == r["run_id"] != old and new["status"] == "running"
@@ -213,15 +236,20 @@ def test_a_dry_run_answers_what_the_reset_then_does_and_writes_nothing(case):
     if kept == "kept":
         kept = _kept(d, point)
     elif kept == "forged":
-        kept = [serde.encode("HistoryEvent", {**serde.decode("HistoryEvent", b), "run_id": "other"})
-                for b in _kept(d, point)]
+        kept = [
+            serde.encode("HistoryEvent", {**serde.decode("HistoryEvent", b), "run_id": "other"})
+            for b in _kept(d, point)
+        ]
     before = (list(d.h.events), dict(d.state()), len(d.h.tasks), len(d.h.timers))
     plan, out = _reset(d, point, dry_run=True, rid="dry", kept=kept)
     assert not (out.events or out.tasks or out.timers or out.commands)
     assert (list(d.h.events), dict(d.state()), len(d.h.tasks), len(d.h.timers)) == before
     real, _ = _reset(d, point, dry_run=False, rid="real", kept=kept)
-    assert (plan["status"], plan["message"], plan["reset_plan"]) == (real["status"], real["message"],
-                                                                       real["reset_plan"])
+    assert (plan["status"], plan["message"], plan["reset_plan"]) == (
+        real["status"],
+        real["message"],
+        real["reset_plan"],
+    )
     assert plan["run_id"] is None if real["status"] == "ok" else plan["run_id"] == real["run_id"]
     if case in ("open run", "closed run"):
         assert real["status"] == "ok" and real["reset_plan"]["branch_event"] == point
@@ -236,8 +264,14 @@ def test_a_dry_run_of_an_open_run_names_the_run_it_would_terminate():
     d.h.take_tasks("activity")
     plan, _ = _reset(d, _completed(d)[-1], dry_run=True, rid="dry")
     # reset to the first completed task (seq 3): the start and its task are kept, the code decides again
-    assert plan["reset_plan"] == {"terminates_run_id": d.state()["run_id"], "from_status": "running",
-                                  "branch_event": 3, "kept_events": 2, "activities_rerun": [], "timers_kept": 0}
+    assert plan["reset_plan"] == {
+        "terminates_run_id": d.state()["run_id"],
+        "from_status": "running",
+        "branch_event": 3,
+        "kept_events": 2,
+        "activities_rerun": [],
+        "timers_kept": 0,
+    }
     assert d.state()["status"] == "running"
 
 
@@ -259,15 +293,26 @@ async def test_the_client_pauses_unpauses_and_resets_a_closed_run_after_a_truthf
         await handle.unpause()
         assert await handle.result() == ["a", ["s1"]]
         types = [e["type"] for e in await handle.history()]
-        assert types.index("WorkflowExecutionPaused") < types.index("WorkflowSignaled") < \
-            types.index("WorkflowExecutionUnpaused") < types.index("TimerFired")
+        assert (
+            types.index("WorkflowExecutionPaused")
+            < types.index("WorkflowSignaled")
+            < types.index("WorkflowExecutionUnpaused")
+            < types.index("TimerFired")
+        )
 
         done = env.client.get_workflow_handle("t-1")
         assert await env.client.execute_workflow(TwoSteps, id="t-1", task_queue="q") == 3
         first = next(e["seq"] for e in await done.history() if e["type"] == "WorkflowTaskCompleted")
         plan = await done.plan_reset(to_event=first)
-        assert plan == ResetPlan(workflow_id="t-1", branch_event=first, from_status="completed",
-                                 terminates_run_id=None, kept_events=first - 1, activities_rerun=(), timers_kept=0)
+        assert plan == ResetPlan(
+            workflow_id="t-1",
+            branch_event=first,
+            from_status="completed",
+            terminates_run_id=None,
+            kept_events=first - 1,
+            activities_rerun=(),
+            timers_kept=0,
+        )
         assert (await done.describe())["status"] == "completed"  # the dry run changed nothing
         with pytest.raises(ResetRejectedError, match="would be rejected: event 2 is not a WorkflowTaskCompleted"):
             await done.plan_reset(to_event=2)
@@ -284,6 +329,7 @@ def test_the_guides_example_runs_without_a_broker():
     assert lines[0] == "paused: True, timers held: 1, reminders sent: 0"
     assert lines[1] == "result: {'sent': 'reminded ann', 'notes': ['check the address']}"
     assert lines[2] == "plan: branch at event 3 of a completed run, 2 events kept, terminates an open run: False"
-    assert lines[3].startswith("refused: reset of 'reminder-ann' would be rejected: event 2 is not a "
-                               "WorkflowTaskCompleted of run ")
+    assert lines[3].startswith(
+        "refused: reset of 'reminder-ann' would be rejected: event 2 is not a WorkflowTaskCompleted of run "
+    )
     assert lines[4] == "new run's result: {'sent': 'reminded ann', 'notes': []} | reminders sent: 2"

@@ -30,8 +30,10 @@ class RecordingConsumer:
 
     def position(self, tps):
         # partition 2 has consumed nothing yet: no position to seek to
-        return [TopicPartition(tp.topic, tp.partition, -1001 if tp.partition == 2 else 100 + tp.partition,
-                               leader_epoch=7) for tp in tps]
+        return [
+            TopicPartition(tp.topic, tp.partition, -1001 if tp.partition == 2 else 100 + tp.partition, leader_epoch=7)
+            for tp in tps
+        ]
 
     def seek(self, tp):
         self.calls.append(("seek", tp.partition, tp.offset, tp.leader_epoch))
@@ -47,8 +49,11 @@ class NoBuilds:  # the build defaults' consumer is not part of this (and would t
 
 def processor(monkeypatch, max_batch=500):
     monkeypatch.setattr(history_processor, "BuildDefaults", NoBuilds)
-    proc = HistoryProcessor(ProcessorConfig(kafka=KafkaConfig(bootstrap="127.0.0.1:9"), instance_id="t",
-                                            max_batch=max_batch, build_backlog_interval_s=0))
+    proc = HistoryProcessor(
+        ProcessorConfig(
+            kafka=KafkaConfig(bootstrap="127.0.0.1:9"), instance_id="t", max_batch=max_batch, build_backlog_interval_s=0
+        )
+    )
     proc._consumer = RecordingConsumer([TopicPartition("ns.commands", p) for p in (0, 1, 2)])
     return proc
 
@@ -59,9 +64,11 @@ def test_a_batch_pauses_the_partitions_it_read_and_the_resume_seeks_where_they_s
     proc._resume_fetching()
     assert proc._consumer.calls == [
         # partition 2 has returned nothing since its assignment: no position, it is not paused
-        ("pause", [0, 1]), ("resume", [0, 1]),
+        ("pause", [0, 1]),
+        ("resume", [0, 1]),
         # without the leader epoch: no validation request
-        ("seek", 0, 100, None), ("seek", 1, 101, None),
+        ("seek", 0, 100, None),
+        ("seek", 1, 101, None),
     ]
     proc._resume_fetching()  # the second call (the loop's, after the commit's) does nothing
     assert len(proc._consumer.calls) == 4
@@ -81,8 +88,11 @@ def test_a_rewind_resumes_without_the_waking_seek_and_its_own_seeks_stand(monkey
     proc._rewind()
     proc._resume_fetching()
     assert proc._consumer.calls == [
-        ("pause", [0, 1]), ("resume", [0, 1]),
-        ("seek", 0, 50, None), ("seek", 1, 51, None), ("seek", 2, 52, None),
+        ("pause", [0, 1]),
+        ("resume", [0, 1]),
+        ("seek", 0, 50, None),
+        ("seek", 1, 51, None),
+        ("seek", 2, 52, None),
     ]
 
 
@@ -109,6 +119,7 @@ def test_a_batch_that_needs_a_topic_while_the_broker_is_away_is_aborted_and_read
     from kadence.processors.effects import BatchView, Outbox
     from kadence.processors.store import MemoryShardStore
     from kadence.topics.errors import BrokerUnavailableError
+
     proc = processor(monkeypatch)
     proc._producer = RecordingProducer()
     proc._stores[0] = MemoryShardStore(0)
@@ -117,6 +128,7 @@ def test_a_batch_that_needs_a_topic_while_the_broker_is_away_is_aborted_and_read
 
     def unreachable(queue):
         raise BrokerUnavailableError("cannot list topics at 127.0.0.1:9: transport failure")
+
     monkeypatch.setattr(proc.topics, "ensure_queue", unreachable)
     rewound = []
     monkeypatch.setattr(proc, "_rewind", lambda: rewound.append(True))

@@ -15,11 +15,23 @@ def test_defaults_refresh_topic_metadata_every_ten_seconds():
 
 
 def test_reads_every_setting_in_milliseconds():
-    config = ProjectionConfig.from_env(KAFKA, env={
-        "KADENCE_PROJECTION_METADATA_MAX_AGE_MS": "2500", "KADENCE_SESSION_TIMEOUT_MS": "12000",
-        "KADENCE_PROJECTION_COMMIT_MS": "500", "KADENCE_PROJECTION_BATCH": "10", "KADENCE_PROJECTION_ID": "v3"})
-    assert (config.metadata_max_age_s, config.session_timeout_s, config.commit_interval_s, config.batch_max,
-            config.instance_id) == (2.5, 12.0, 0.5, 10, "v3")
+    config = ProjectionConfig.from_env(
+        KAFKA,
+        env={
+            "KADENCE_PROJECTION_METADATA_MAX_AGE_MS": "2500",
+            "KADENCE_SESSION_TIMEOUT_MS": "12000",
+            "KADENCE_PROJECTION_COMMIT_MS": "500",
+            "KADENCE_PROJECTION_BATCH": "10",
+            "KADENCE_PROJECTION_ID": "v3",
+        },
+    )
+    assert (
+        config.metadata_max_age_s,
+        config.session_timeout_s,
+        config.commit_interval_s,
+        config.batch_max,
+        config.instance_id,
+    ) == (2.5, 12.0, 0.5, 10, "v3")
 
 
 def test_a_setting_that_is_not_a_number_is_a_config_error():
@@ -31,8 +43,9 @@ def test_fausts_working_directory_is_not_the_current_one(tmp_path, monkeypatch):
     from kadence.connectors.projection_app import create_app
 
     monkeypatch.chdir(tmp_path)
-    config = ProjectionConfig.from_env(KAFKA, env={"KADENCE_PROJECTION_DATA_DIR": str(tmp_path / "faust"),
-                                                   "KADENCE_PROJECTION_ID": "v0"})
+    config = ProjectionConfig.from_env(
+        KAFKA, env={"KADENCE_PROJECTION_DATA_DIR": str(tmp_path / "faust"), "KADENCE_PROJECTION_ID": "v0"}
+    )
     app = create_app(config)
     assert (tmp_path / "faust").is_dir()  # Faust creates only the last level itself
     assert str(app.conf.datadir).startswith(str(tmp_path / "faust" / "kadence-projections-ns-v0"))

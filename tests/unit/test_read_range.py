@@ -103,6 +103,7 @@ def test_a_slow_read_that_progresses_goes_on_and_reports_progress(monkeypatch):
             return super().position(tps)
 
     consumer = Slow([[Msg(0)], [Msg(1)], [Msg(2)]], positions=[1, 2, 3])
-    got = [m.offset() for m in read_range(consumer, TopicPartition("t", 0), 0, 3, stall_s=5,
-                                          on_progress=reports.append)]
+    got = [
+        m.offset() for m in read_range(consumer, TopicPartition("t", 0), 0, 3, stall_s=5, on_progress=reports.append)
+    ]
     assert got == [0, 1, 2] and reports and reports[-1] <= 3

@@ -93,7 +93,9 @@ async def test_the_connection_reports_outcomes_and_sends_nothing_while_open():
 
 def test_the_fail_fast_time_is_configured_and_checked():
     kafka = KafkaConfig(bootstrap="127.0.0.1:1", namespace="t")
-    config = GatewayConfig.from_env(kafka, {"KADENCE_REDIS_URL": "redis://x", "KADENCE_GATEWAY_REDIS_FAIL_FAST_S": "0.5"})
+    config = GatewayConfig.from_env(
+        kafka, {"KADENCE_REDIS_URL": "redis://x", "KADENCE_GATEWAY_REDIS_FAIL_FAST_S": "0.5"}
+    )
     assert config.redis_fail_fast_seconds == 0.5
     with pytest.raises(ConfigError, match="redis_fail_fast_seconds"):
         GatewayConfig(kafka=kafka, redis_url="redis://x", redis_fail_fast_seconds=-1)

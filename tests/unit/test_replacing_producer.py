@@ -46,6 +46,7 @@ def _producer(monkeypatch, clock):
     def factory(conf):
         made.append(FakeProducer(conf))
         return made[-1]
+
     return ReplacingProducer({}, stall_s=10.0, factory=factory), made
 
 
@@ -123,8 +124,9 @@ def test_no_replacement_when_no_client_gets_metadata(monkeypatch):
             raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker down"))
 
     made = []
-    producer = ReplacingProducer({}, stall_s=10.0, factory=lambda conf: made.append(Deaf(conf)) or made[-1],
-                                 probe_factory=Deaf)
+    producer = ReplacingProducer(
+        {}, stall_s=10.0, factory=lambda conf: made.append(Deaf(conf)) or made[-1], probe_factory=Deaf
+    )
     producer.produce("cmds", b"v", b"k")
     clock[0] += 60
     assert producer.watch() is False and len(made) == 1

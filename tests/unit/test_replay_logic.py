@@ -61,8 +61,9 @@ def test_duplicate_start_gets_first_answer_and_stale_completion_is_ignored():
     assert other.replies[0]["status"] == "already_started"
     assert other.replies[0]["run_id"] == first.replies[0]["run_id"]
     n = len(h.events)
-    out = h.send("wf-4", "RespondWorkflowTaskCompleted", {"scheduled_seq": 99, "commands": []},
-                 run_id=first.replies[0]["run_id"])
+    out = h.send(
+        "wf-4", "RespondWorkflowTaskCompleted", {"scheduled_seq": 99, "commands": []}, run_id=first.replies[0]["run_id"]
+    )
     assert out.stale == 1 and len(h.events) == n
 
 

@@ -51,17 +51,29 @@ class FakeConsumer:
 
 def _reporter(producer: FakeProducer) -> ActivityReporter:
     config = KafkaConfig(bootstrap="127.0.0.1:1", namespace="unit")
-    rep = ActivityReporter(config=config, topics=Catalogue(config), consumer=FakeConsumer(), identity="w1",
-                           on_unsendable=lambda *a: None)
+    rep = ActivityReporter(
+        config=config, topics=Catalogue(config), consumer=FakeConsumer(), identity="w1", on_unsendable=lambda *a: None
+    )
     rep._producer = producer
     rep._watchdog = TxnWatchdog(60.0, lambda blocked: None)
     return rep
 
 
 def _completed(eager_commands: list) -> dict:
-    return {"activity_id": "1", "scheduled_seq": 5, "attempt": 1, "identity": "w1", "result": b"1",
-            "eager_workflow_task": {"base_scheduled_seq": 7, "workflow_time_ms": 0, "build_id": None,
-                                    "base_request_id": None, "commands": eager_commands}}
+    return {
+        "activity_id": "1",
+        "scheduled_seq": 5,
+        "attempt": 1,
+        "identity": "w1",
+        "result": b"1",
+        "eager_workflow_task": {
+            "base_scheduled_seq": 7,
+            "workflow_time_ms": 0,
+            "build_id": None,
+            "base_request_id": None,
+            "commands": eager_commands,
+        },
+    }
 
 
 def test_an_eager_task_that_does_not_encode_is_left_out_and_the_result_goes():

@@ -6,8 +6,16 @@ from kadence.topics.metric_labels import OTHER, BoundedLabel
 
 
 def _state(**kw) -> dict:
-    return {"workflow_id": "w", "run_id": "r", "workflow_type": "Order", "start_time_ms": 1_000,
-            "parent_workflow_id": None, "result_waiters": [], "pending_children": [], **kw}
+    return {
+        "workflow_id": "w",
+        "run_id": "r",
+        "workflow_type": "Order",
+        "start_time_ms": 1_000,
+        "parent_workflow_id": None,
+        "result_waiters": [],
+        "pending_children": [],
+        **kw,
+    }
 
 
 def test_a_closed_run_is_noted_with_its_type_outcome_and_duration():

@@ -48,6 +48,7 @@ FROZEN_DIGESTS = {
     11: "5a71efc6588de83a2cf17a73cad43af692b887d7bc90ab64c5288a14eff72380",
 }
 
+
 def survival_problems(written, read, path: str, ignore: frozenset | set = frozenset()) -> list[str]:
     """What the reader lost or changed of a written value (reader-only fields are defaults);
     fields named in ``ignore`` are not compared."""
@@ -70,8 +71,11 @@ def survival_problems(written, read, path: str, ignore: frozenset | set = frozen
     if isinstance(written, list):
         if not isinstance(read, list) or len(read) != len(written):
             return [f"{path}: list of {len(written)} read back as {read!r:.80}"]
-        return [p for i, (w, r) in enumerate(zip(written, read, strict=False))
-                for p in survival_problems(w, r, f"{path}[{i}]", ignore)]
+        return [
+            p
+            for i, (w, r) in enumerate(zip(written, read, strict=False))
+            for p in survival_problems(w, r, f"{path}[{i}]", ignore)
+        ]
     if not _same(written, read):
         return [f"{path}: wrote {written!r:.60}, read {read!r:.60}"]
     return []
@@ -103,8 +107,13 @@ def compatibility_problems(writer_set: list[dict], reader_set: list[dict]) -> li
         for i, value in enumerate(samples.variants(schema, name)):
             data = write(writers, name, value)
             try:
-                read = fastavro.schemaless_reader(io.BytesIO(data), writers[name], readers[name],
-                                                  return_record_name=True, return_record_name_override=True)
+                read = fastavro.schemaless_reader(
+                    io.BytesIO(data),
+                    writers[name],
+                    readers[name],
+                    return_record_name=True,
+                    return_record_name_override=True,
+                )
             except Exception as exc:  # noqa: BLE001 - any failure to resolve is the finding
                 problems.append(f"{name} sample {i}: {type(exc).__name__}: {exc}")
                 continue
@@ -125,6 +134,7 @@ def record_names(schema_set: list[dict]) -> list[str]:
 
 # ---------------------------------------------------------------- the sample builder covers the unions
 
+
 def test_samples_cover_every_command_body_and_every_event_attribute_type():
     current = load_schema_set()
     samples = Samples(current)
@@ -135,15 +145,23 @@ def test_samples_cover_every_command_body_and_every_event_attribute_type():
     assert attributes == set(next(f["type"] for f in by_name["HistoryEvent"]["fields"] if f["name"] == "attributes"))
     [task] = samples.variants(by_name["WorkflowTask"], "WorkflowTask")[:1]
     assert {e["attributes"][0] for e in task["events"]} == attributes
-    [completed] = [v["body"][1] for v in samples.variants(by_name["Command"], "Command")
-                   if v["body"][0] == "RespondWorkflowTaskCompleted"][:1]
-    commands = next(f["type"]["items"] for f in by_name["RespondWorkflowTaskCompleted"]["fields"]
-                    if f["name"] == "commands")
-    assert {c[0] for c in completed["commands"]} == set(commands) >= {
-        "ScheduleActivityTask", "CompleteWorkflowExecution", "FailWorkflowExecution"}
+    [completed] = [
+        v["body"][1]
+        for v in samples.variants(by_name["Command"], "Command")
+        if v["body"][0] == "RespondWorkflowTaskCompleted"
+    ][:1]
+    commands = next(
+        f["type"]["items"] for f in by_name["RespondWorkflowTaskCompleted"]["fields"] if f["name"] == "commands"
+    )
+    assert (
+        {c[0] for c in completed["commands"]}
+        == set(commands)
+        >= {"ScheduleActivityTask", "CompleteWorkflowExecution", "FailWorkflowExecution"}
+    )
 
 
 # ---------------------------------------------------------------- old versions decode today
+
 
 @pytest.mark.parametrize("version", available_versions())
 def test_frozen_version_resolves_against_current_schemas(version):
@@ -151,7 +169,8 @@ def test_frozen_version_resolves_against_current_schemas(version):
     assert problems == [], (
         f"records written with schemas/versions/{version} no longer resolve with the current schemas "
         "(add fields only with a default, never change a field's type, add union branches only at the "
-        "end):\n  " + "\n  ".join(problems[:20]))
+        "end):\n  " + "\n  ".join(problems[:20])
+    )
 
 
 @pytest.mark.parametrize("version", available_versions())
@@ -190,6 +209,7 @@ def test_current_serde_writes_the_current_version_and_reads_it_back():
 
 # ---------------------------------------------------------------- frozen sets and the current files
 
+
 def _avsc_files(directory: Path) -> dict[str, dict]:
     return {p.stem: json.loads(p.read_text()) for p in sorted(directory.glob("*.avsc"))}
 
@@ -201,7 +221,8 @@ def test_current_schemas_equal_the_highest_frozen_version():
     latest = versions[-1]
     assert CURRENT_VERSION == latest, (
         f"kadence.schemas.CURRENT_VERSION is {CURRENT_VERSION} but the highest frozen set is "
-        f"schemas/versions/{latest}: they must be equal")
+        f"schemas/versions/{latest}: they must be equal"
+    )
     current = _avsc_files(SCHEMA_DIR)
     frozen = _avsc_files(SCHEMA_DIR / "versions" / str(latest))
     changed = sorted(n for n in current.keys() & frozen.keys() if current[n] != frozen[n])
@@ -215,7 +236,8 @@ def test_current_schemas_equal_the_highest_frozen_version():
         f"version: set CURRENT_VERSION = {latest + 1} in schemas/__init__.py, copy the whole set with "
         f"`mkdir schemas/versions/{latest + 1} && cp schemas/*.avsc schemas/ORDER schemas/versions/{latest + 1}/`, "
         f"and add the new digest to FROZEN_DIGESTS in {Path(__file__).name}. "
-        "Never edit a frozen version.")
+        "Never edit a frozen version."
+    )
 
 
 @pytest.mark.parametrize("directory", ["."] + [f"versions/{v}" for v in available_versions()])
@@ -226,7 +248,8 @@ def test_order_lists_every_schema_file_exactly_once(directory):
     assert len(order) == len(set(order)), f"{base}/ORDER lists a schema twice"
     assert sorted(order) == files, (
         f"{base}/ORDER and the .avsc files disagree: only in ORDER {sorted(set(order) - set(files))}, "
-        f"not in ORDER (never loaded!) {sorted(set(files) - set(order))}")
+        f"not in ORDER (never loaded!) {sorted(set(files) - set(order))}"
+    )
     for name, schema in _avsc_files(base).items():
         assert schema["name"] == name and schema.get("namespace") == "kadence", f"{base}/{name}.avsc"
 
@@ -235,14 +258,17 @@ def test_order_lists_every_schema_file_exactly_once(directory):
 def test_frozen_versions_never_change(version):
     digest = set_digest(version)
     assert version in FROZEN_DIGESTS, (
-        f"schemas/versions/{version} is new: add {version}: \"{digest}\" to FROZEN_DIGESTS in {Path(__file__).name}")
+        f'schemas/versions/{version} is new: add {version}: "{digest}" to FROZEN_DIGESTS in {Path(__file__).name}'
+    )
     assert digest == FROZEN_DIGESTS[version], (
         f"schemas/versions/{version} changed after it was frozen (digest {digest}); records on Kafka were "
-        "written with it. Restore it and put the change in a new version instead.")
+        "written with it. Restore it and put the change in a new version instead."
+    )
 
 
 def union_order_problems(older: list[dict], newer: list[dict]) -> list[str]:
     """Union branches may only be appended: the older branches must be a prefix of the newer."""
+
     def unions(schema_set):
         out = {}
         for schema in schema_set:
@@ -253,21 +279,25 @@ def union_order_problems(older: list[dict], newer: list[dict]) -> list[str]:
                 if isinstance(t, list):
                     out[f"{schema['name']}.{f['name']}"] = [b if isinstance(b, str) else json.dumps(b) for b in t]
         return out
+
     old, new = unions(older), unions(newer)
-    return [f"{k}: {old[k]} -> {new[k]}" for k in sorted(old.keys() & new.keys()) if new[k][:len(old[k])] != old[k]]
+    return [f"{k}: {old[k]} -> {new[k]}" for k in sorted(old.keys() & new.keys()) if new[k][: len(old[k])] != old[k]]
 
 
 def test_union_branches_are_only_appended_between_versions():
     versions = available_versions()
     sets = [load_schema_set(v) for v in versions] + [load_schema_set()]
     problems = [p for a, b in itertools.pairwise(sets) for p in union_order_problems(a, b)]
-    assert problems == [], "union branches reordered or removed (append new branches at the end): " + "; ".join(problems)
+    assert problems == [], "union branches reordered or removed (append new branches at the end): " + "; ".join(
+        problems
+    )
 
 
 def test_union_order_check_flags_a_reordered_union():
     def swap(s):
         body = _field(s["Command"], "body")["type"]
         body[0], body[1] = body[1], body[0]
+
     problems = union_order_problems(load_schema_set(), _mutated(swap))
     assert len(problems) == 1 and problems[0].startswith("Command.body: "), problems
     removed = _mutated(lambda s: _field(s["HistoryEvent"], "attributes")["type"].pop())
@@ -277,6 +307,7 @@ def test_union_order_check_flags_a_reordered_union():
 
 
 # ---------------------------------------------------------------- the check can fail
+
 
 def _mutated(mutate) -> list[dict]:
     schemas = copy.deepcopy(load_schema_set())
@@ -291,15 +322,19 @@ def _field(schema: dict, name: str) -> dict:
 
 INCOMPATIBLE = {
     "field added without a default": (
-        lambda s: s["StartWorkflow"]["fields"].append({"name": "zz_evolution_probe", "type": "int"}), "StartWorkflow"),
-    "field type changed": (
-        lambda s: _field(s["Failure"], "message").__setitem__("type", "long"), "Failure"),
+        lambda s: s["StartWorkflow"]["fields"].append({"name": "zz_evolution_probe", "type": "int"}),
+        "StartWorkflow",
+    ),
+    "field type changed": (lambda s: _field(s["Failure"], "message").__setitem__("type", "long"), "Failure"),
     "union branch removed": (
-        lambda s: _field(s["Command"], "body")["type"].remove("AwaitWorkflowResult"), "AwaitWorkflowResult"),
+        lambda s: _field(s["Command"], "body")["type"].remove("AwaitWorkflowResult"),
+        "AwaitWorkflowResult",
+    ),
     "field renamed without alias": (
-        lambda s: _field(s["HistoryEvent"], "seq").__setitem__("name", "sequence"), "HistoryEvent"),
-    "record type removed": (
-        lambda s: s["TimerRecord"].__setitem__("name", "DelayRecord"), "TimerRecord"),
+        lambda s: _field(s["HistoryEvent"], "seq").__setitem__("name", "sequence"),
+        "HistoryEvent",
+    ),
+    "record type removed": (lambda s: s["TimerRecord"].__setitem__("name", "DelayRecord"), "TimerRecord"),
 }
 
 
@@ -312,13 +347,15 @@ def test_incompatible_reader_is_rejected(change):
 
 
 def test_field_added_with_a_default_is_compatible_and_reads_the_default():
-    reader = _mutated(lambda s: s["StartWorkflow"]["fields"].append(
-        {"name": "zz_evolution_probe", "type": "int", "default": 7}))
+    reader = _mutated(
+        lambda s: s["StartWorkflow"]["fields"].append({"name": "zz_evolution_probe", "type": "int", "default": 7})
+    )
     assert compatibility_problems(load_schema_set(CURRENT_VERSION), reader) == []
     writers, readers = parse_set(load_schema_set(CURRENT_VERSION)), parse_set(reader)
     value = {"workflow_type": "W", "task_queue": "q", "input": b"[]"}
-    out = fastavro.schemaless_reader(io.BytesIO(write(writers, "StartWorkflow", value)),
-                                     writers["StartWorkflow"], readers["StartWorkflow"])
+    out = fastavro.schemaless_reader(
+        io.BytesIO(write(writers, "StartWorkflow", value)), writers["StartWorkflow"], readers["StartWorkflow"]
+    )
     assert out["zz_evolution_probe"] == 7 and out["workflow_type"] == "W"
 
 
@@ -331,15 +368,31 @@ def test_survival_check_reports_lost_and_changed_values():
 
 # ---------------------------------------------------------------- bad bytes are SchemaErrors
 
+
 def _command_bytes() -> bytes:
     """A valid Command written by the latest frozen version (built in the test, not at import)."""
     latest = available_versions()[-1]
     value = {
-        "event_id": "e1", "aggregate_key": "wf-1", "schema_version": 1, "timestamp_ms": 1, "trace_id": None,
-        "request_id": "r1", "idempotency_key": "r1", "expected_version": None, "run_id": None,
-        "body": ("StartWorkflow", {"workflow_type": "W", "task_queue": "q", "input": b"[1,2]",
-                                   "id_reuse_policy": "allow_duplicate", "run_timeout_ms": None,
-                                   "search_attributes": {}}),
+        "event_id": "e1",
+        "aggregate_key": "wf-1",
+        "schema_version": 1,
+        "timestamp_ms": 1,
+        "trace_id": None,
+        "request_id": "r1",
+        "idempotency_key": "r1",
+        "expected_version": None,
+        "run_id": None,
+        "body": (
+            "StartWorkflow",
+            {
+                "workflow_type": "W",
+                "task_queue": "q",
+                "input": b"[1,2]",
+                "id_reuse_policy": "allow_duplicate",
+                "run_timeout_ms": None,
+                "search_attributes": {},
+            },
+        ),
     }
     return write(parse_set(load_schema_set(latest)), "Command", value, latest)
 

@@ -56,8 +56,9 @@ class Retrying:
     @workflow.run
     async def run(self):
         try:
-            return await workflow.execute_activity(flaky, 1, retry_policy=RetryPolicy(
-                initial_interval=timedelta(milliseconds=100), maximum_attempts=3))
+            return await workflow.execute_activity(
+                flaky, 1, retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3)
+            )
         except ActivityError as err:
             return f"gave up: {err.__cause__}"
 
@@ -132,8 +133,9 @@ def test_wait_condition_times_out_with_a_durable_timer():
 def test_signal_with_start_starts_then_signals():
     d = Driver(Signals)
     start = {"workflow_type": "Signals", "task_queue": "q", "input": conv.to_bytes([1])}
-    d.h.send("wf", "SignalWorkflow", {"signal_name": "add", "input": conv.to_bytes(["x"]), "start": start},
-             request_id="sws")
+    d.h.send(
+        "wf", "SignalWorkflow", {"signal_name": "add", "input": conv.to_bytes(["x"]), "start": start}, request_id="sws"
+    )
     d.run(fire_timers=False)
     assert conv.from_bytes(d.state()["result"]) == ["x"]
     assert d.kinds()[:3] == ["WorkflowExecutionStarted", "WorkflowTaskScheduled", "WorkflowSignaled"]
@@ -152,7 +154,9 @@ def test_activity_retries_then_succeeds_with_one_result():
     assert attempts == [1, 2, 3]
     assert conv.from_bytes(d.state()["result"]) == "paid"
     assert d.kinds().count("ActivityTaskAttemptFailed") == 2 and d.kinds().count("ActivityTaskCompleted") == 1
-    delays = [e["attributes"][1]["retry_in_ms"] for e in d.h.events if e["attributes"][0] == "ActivityTaskAttemptFailed"]
+    delays = [
+        e["attributes"][1]["retry_in_ms"] for e in d.h.events if e["attributes"][0] == "ActivityTaskAttemptFailed"
+    ]
     assert delays == [100, 200]
     _replay_all(d)
 
@@ -173,7 +177,9 @@ def test_late_completion_of_a_timed_out_attempt_is_rejected():
     [task] = seen
     # attempt 1 fails (as a timeout would), then its completion arrives late
     common = {"activity_id": task["activity_id"], "scheduled_seq": task["scheduled_seq"], "attempt": 1}
-    d.h.send("wf", "RespondActivityTaskFailed", {**common, "failure": {"type": "X", "message": "m"}}, run_id=task["run_id"])
+    d.h.send(
+        "wf", "RespondActivityTaskFailed", {**common, "failure": {"type": "X", "message": "m"}}, run_id=task["run_id"]
+    )
     out = d.h.send("wf", "RespondActivityTaskCompleted", {**common, "result": b"1"}, run_id=task["run_id"])
     assert out.stale == 1 and d.kinds().count("ActivityTaskCompleted") == 0
     assert d.kinds().count("ActivityTaskAttemptFailed") == 1
@@ -191,7 +197,11 @@ def test_cancellation_runs_compensation_and_ends_canceled():
     kinds = d.kinds()
     assert kinds.count("WorkflowCancelRequested") == 1 and "TimerCanceled" in kinds
     assert kinds[-1] == "WorkflowExecutionCanceled"
-    inputs = [conv.from_bytes(e["attributes"][1]["input"]) for e in d.h.events if e["attributes"][0] == "ActivityTaskScheduled"]
+    inputs = [
+        conv.from_bytes(e["attributes"][1]["input"])
+        for e in d.h.events
+        if e["attributes"][0] == "ActivityTaskScheduled"
+    ]
     assert inputs == [["charge"], ["refund"]]
     _replay_all(d)
 
@@ -231,6 +241,7 @@ class Chatty:
 
 def test_history_cap_warns_then_fails_pointing_at_continue_as_new(monkeypatch):
     from kadence.processors import state_machine
+
     monkeypatch.setattr(state_machine, "HISTORY_WARN_EVENTS", 20)
     monkeypatch.setattr(state_machine, "HISTORY_LIMIT_EVENTS", 40)
     d = Driver(Chatty)
@@ -253,8 +264,12 @@ def test_run_and_execution_timeouts_close_the_workflow():
     assert d.state()["status"] == "timed_out" and d.kinds()[-1] == "WorkflowExecutionTimedOut"
     # the execution timeout spans continue-as-new: it is re-armed for every run of the chain
     d2 = Driver(Looping)
-    d2.h.send("wf", "StartWorkflow", {"workflow_type": "Looping", "task_queue": "q", "input": conv.to_bytes([0, 0]),
-                                      "execution_timeout_ms": 60_000}, request_id="r")
+    d2.h.send(
+        "wf",
+        "StartWorkflow",
+        {"workflow_type": "Looping", "task_queue": "q", "input": conv.to_bytes([0, 0]), "execution_timeout_ms": 60_000},
+        request_id="r",
+    )
     d2.run(fire_timers=False)
     exec_timers = [t for t in d2.h.timers if t["kind"] == "execution_timeout"]
     assert len(exec_timers) == 4 and len({t["fire_at_ms"] for t in exec_timers}) == 1
@@ -266,6 +281,7 @@ class Naughty:
     @workflow.run
     async def run(self):
         import time
+
         time.sleep(0.01)
         return "slept"
 
@@ -273,6 +289,7 @@ class Naughty:
 def test_blocking_calls_in_workflow_code_fail_the_task_with_an_explanation():
     from kadence import NotDeterministicError
     from kadence._loop import install_guard
+
     install_guard()
     d = Driver(Naughty)
     d.h.start("wf", "Naughty", [])
@@ -280,6 +297,7 @@ def test_blocking_calls_in_workflow_code_fail_the_task_with_an_explanation():
         d.step()
     assert d.state()["status"] == "running"
     import time
+
     time.sleep(0.001)  # outside workflow code the guard does nothing
 
 
@@ -296,8 +314,7 @@ class Child:
 class Parent:
     @workflow.run
     async def run(self, xs):
-        results = await asyncio.gather(*(workflow.execute_child_workflow(Child, x) for x in xs),
-                                       return_exceptions=True)
+        results = await asyncio.gather(*(workflow.execute_child_workflow(Child, x) for x in xs), return_exceptions=True)
         return [r if not isinstance(r, Exception) else f"error: {r.__cause__}" for r in results]
 
 
@@ -319,8 +336,12 @@ class Family(Driver):
                 inst = WorkflowInstance(d, WorkflowInfo(task["workflow_id"], task["run_id"], d.name, "q"), conv)
                 self.instances[task["workflow_id"]] = inst
             cmds = inst.apply(task["events"], task["scheduled_seq"])
-            out = self.h.send(task["workflow_id"], "RespondWorkflowTaskCompleted",
-                              {"scheduled_seq": task["scheduled_seq"], "commands": cmds}, run_id=task["run_id"])
+            out = self.h.send(
+                task["workflow_id"],
+                "RespondWorkflowTaskCompleted",
+                {"scheduled_seq": task["scheduled_seq"], "commands": cmds},
+                run_id=task["run_id"],
+            )
             self._route(out)
         return progressed
 
@@ -336,7 +357,9 @@ def test_children_start_on_their_own_and_report_back_to_the_parent():
     st = f.h.store.get_state("parent")
     assert conv.from_bytes(st["result"]) == [10, 20, "error: negative"]
     kinds = [e["attributes"][0] for e in f.h.events if e["aggregate_key"] == "parent"]
-    assert kinds.count("StartChildWorkflowExecutionInitiated") == 3 and kinds.count("ChildWorkflowExecutionStarted") == 3
+    assert (
+        kinds.count("StartChildWorkflowExecutionInitiated") == 3 and kinds.count("ChildWorkflowExecutionStarted") == 3
+    )
     assert kinds.count("ChildWorkflowExecutionCompleted") == 2 and kinds.count("ChildWorkflowExecutionFailed") == 1
     child = f.h.store.get_state("parent/child-1")
     assert child["parent_workflow_id"] == "parent" and child["status"] == "completed"
@@ -346,6 +369,7 @@ def test_children_start_on_their_own_and_report_back_to_the_parent():
 
 def Replayer_ok(events):
     from kadence import Replayer
+
     return Replayer(workflows=[Parent]).replay(events).ok
 
 
@@ -356,8 +380,12 @@ def test_parent_close_policy_terminates_open_children():
     [task] = f.h.take_tasks("workflow")
     inst = WorkflowInstance(Parent.__kadence_workflow__, WorkflowInfo("parent", task["run_id"], "Parent", "q"), conv)
     cmds = inst.apply(task["events"], task["scheduled_seq"])
-    out = f.h.send("parent", "RespondWorkflowTaskCompleted", {"scheduled_seq": task["scheduled_seq"], "commands": cmds},
-                   run_id=task["run_id"])
+    out = f.h.send(
+        "parent",
+        "RespondWorkflowTaskCompleted",
+        {"scheduled_seq": task["scheduled_seq"], "commands": cmds},
+        run_id=task["run_id"],
+    )
     f._route(out)  # the child starts (its task stays undelivered)
     f.h.take_tasks("workflow")
     f._route(f.h.send("parent", "TerminateWorkflow", {"reason": "ops"}, request_id="t"))
@@ -369,8 +397,12 @@ class Bounded:
     @workflow.run
     async def run(self):
         try:
-            return await workflow.execute_activity(flaky, 1, schedule_to_close_timeout=timedelta(seconds=5),
-                                                   retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1)))
+            return await workflow.execute_activity(
+                flaky,
+                1,
+                schedule_to_close_timeout=timedelta(seconds=5),
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1)),
+            )
         except ActivityError as err:
             return f"{err}"
 
@@ -395,10 +427,16 @@ def test_a_retried_reset_gets_its_first_answer_and_resets_once():
     d.h.start("wf", "Sleeper", [60])
     d.run(fire_timers=False)
     done = [e["seq"] for e in d.h.events if e["attributes"][0] == "WorkflowTaskCompleted"][-1]
-    first = d.h.send("wf", "ResetWorkflow", {"workflow_task_completed_seq": done}, request_id="reset-1",
-                     run_id=d.state()["run_id"])
-    again = d.h.send("wf", "ResetWorkflow", {"workflow_task_completed_seq": done}, request_id="reset-1",
-                     run_id=first.replies[0]["run_id"])
+    first = d.h.send(
+        "wf", "ResetWorkflow", {"workflow_task_completed_seq": done}, request_id="reset-1", run_id=d.state()["run_id"]
+    )
+    again = d.h.send(
+        "wf",
+        "ResetWorkflow",
+        {"workflow_task_completed_seq": done},
+        request_id="reset-1",
+        run_id=first.replies[0]["run_id"],
+    )
     # the same answer (the new run); the plan of what it did comes with the first answer only
     assert first.replies[0]["status"] == "ok" and first.replies[0]["reset_plan"]["branch_event"] == done
     assert again.replies[0] == {**first.replies[0], "reset_plan": None}

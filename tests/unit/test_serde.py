@@ -14,57 +14,121 @@ from tests.support.avro_samples import PRIMITIVES, Samples
 WF, RUN = "order-Ω-17", "9b2f0c8e-run"
 
 FAILURE = {
-    "type": "ActivityError", "message": "activity charge failed", "stack_trace": "Traceback ...",
-    "non_retryable": False, "details": b'{"attempt":3}',
-    "cause": {"type": "ValueError", "message": "card declined ✗", "stack_trace": "", "non_retryable": True,
-              "details": None, "cause": None},
+    "type": "ActivityError",
+    "message": "activity charge failed",
+    "stack_trace": "Traceback ...",
+    "non_retryable": False,
+    "details": b'{"attempt":3}',
+    "cause": {
+        "type": "ValueError",
+        "message": "card declined ✗",
+        "stack_trace": "",
+        "non_retryable": True,
+        "details": None,
+        "cause": None,
+    },
 }
-RETRY = {"initial_interval_ms": 500, "backoff_coefficient": 1.5, "maximum_interval_ms": 60_000,
-         "maximum_attempts": 5, "non_retryable_error_types": ["ValueError", "KeyError"]}
-OPTIONS = {"task_queue": "payments", "schedule_to_close_timeout_ms": 600_000, "schedule_to_start_timeout_ms": None,
-           "start_to_close_timeout_ms": 30_000, "heartbeat_timeout_ms": 5_000, "retry_policy": RETRY}
+RETRY = {
+    "initial_interval_ms": 500,
+    "backoff_coefficient": 1.5,
+    "maximum_interval_ms": 60_000,
+    "maximum_attempts": 5,
+    "non_retryable_error_types": ["ValueError", "KeyError"],
+}
+OPTIONS = {
+    "task_queue": "payments",
+    "schedule_to_close_timeout_ms": 600_000,
+    "schedule_to_start_timeout_ms": None,
+    "start_to_close_timeout_ms": 30_000,
+    "heartbeat_timeout_ms": 5_000,
+    "retry_policy": RETRY,
+}
 SCHEDULE = {"activity_id": "2", "activity_type": "charge", "input": b'[6500,"EUR"]', "options": OPTIONS}
 
 COMMAND_BODIES = {
-    "StartWorkflow": {"workflow_type": "OrderFulfilment", "task_queue": "orders", "input": b'[{"id":"A-1"}]',
-                      "id_reuse_policy": "reject_duplicate", "run_timeout_ms": 86_400_000,
-                      "search_attributes": {"customer": "Zoë", "region": "eu"}},
+    "StartWorkflow": {
+        "workflow_type": "OrderFulfilment",
+        "task_queue": "orders",
+        "input": b'[{"id":"A-1"}]',
+        "id_reuse_policy": "reject_duplicate",
+        "run_timeout_ms": 86_400_000,
+        "search_attributes": {"customer": "Zoë", "region": "eu"},
+    },
     "RespondWorkflowTaskCompleted": {
-        "scheduled_seq": 2, "identity": "worker-1", "build_id": "b-42",
-        "commands": [("ScheduleActivityTask", SCHEDULE),
-                     ("CompleteWorkflowExecution", {"result": b"108"}),
-                     ("FailWorkflowExecution", {"failure": FAILURE})]},
-    "RespondWorkflowTaskFailed": {"scheduled_seq": 7, "cause": "non_determinism", "failure": FAILURE,
-                                  "identity": "worker-2"},
+        "scheduled_seq": 2,
+        "identity": "worker-1",
+        "build_id": "b-42",
+        "commands": [
+            ("ScheduleActivityTask", SCHEDULE),
+            ("CompleteWorkflowExecution", {"result": b"108"}),
+            ("FailWorkflowExecution", {"failure": FAILURE}),
+        ],
+    },
+    "RespondWorkflowTaskFailed": {
+        "scheduled_seq": 7,
+        "cause": "non_determinism",
+        "failure": FAILURE,
+        "identity": "worker-2",
+    },
     "RequestWorkflowHistory": {"scheduled_seq": 9, "identity": "worker-3"},
-    "RespondActivityTaskCompleted": {"activity_id": "2", "scheduled_seq": 5, "attempt": 3, "result": b"true",
-                                     "identity": "aw-1"},
-    "RespondActivityTaskFailed": {"activity_id": "2", "scheduled_seq": 5, "attempt": 1, "failure": FAILURE,
-                                  "identity": "aw-1"},
+    "RespondActivityTaskCompleted": {
+        "activity_id": "2",
+        "scheduled_seq": 5,
+        "attempt": 3,
+        "result": b"true",
+        "identity": "aw-1",
+    },
+    "RespondActivityTaskFailed": {
+        "activity_id": "2",
+        "scheduled_seq": 5,
+        "attempt": 1,
+        "failure": FAILURE,
+        "identity": "aw-1",
+    },
     "AwaitWorkflowResult": {"wait": False},
 }
 
 EVENT_ATTRIBUTES = {
-    "WorkflowExecutionStarted": {"workflow_type": "OrderFulfilment", "task_queue": "orders", "input": b"[3]",
-                                 "attempt": 1, "continued_from_run_id": "prev-run", "parent_workflow_id": None,
-                                 "parent_run_id": None, "run_timeout_ms": None, "build_id": "b-42",
-                                 "search_attributes": {"k": "v"}},
+    "WorkflowExecutionStarted": {
+        "workflow_type": "OrderFulfilment",
+        "task_queue": "orders",
+        "input": b"[3]",
+        "attempt": 1,
+        "continued_from_run_id": "prev-run",
+        "parent_workflow_id": None,
+        "parent_run_id": None,
+        "run_timeout_ms": None,
+        "build_id": "b-42",
+        "search_attributes": {"k": "v"},
+    },
     "WorkflowTaskScheduled": {"task_queue": "orders", "attempt": 2},
     "WorkflowTaskCompleted": {"scheduled_seq": 2, "identity": "worker-1", "build_id": None},
     "ActivityTaskScheduled": {**SCHEDULE, "workflow_task_completed_seq": 4},
-    "ActivityTaskCompleted": {"activity_id": "2", "scheduled_seq": 5, "attempt": 1, "result": b"4",
-                              "identity": "aw-1"},
-    "ActivityTaskFailed": {"activity_id": "2", "scheduled_seq": 5, "attempt": 4, "failure": FAILURE,
-                           "identity": "aw-1"},
+    "ActivityTaskCompleted": {"activity_id": "2", "scheduled_seq": 5, "attempt": 1, "result": b"4", "identity": "aw-1"},
+    "ActivityTaskFailed": {
+        "activity_id": "2",
+        "scheduled_seq": 5,
+        "attempt": 4,
+        "failure": FAILURE,
+        "identity": "aw-1",
+    },
     "WorkflowExecutionCompleted": {"result": b"108"},
     "WorkflowExecutionFailed": {"failure": FAILURE},
 }
 
 
 def _event(seq: int, kind: str) -> dict:
-    return {"event_id": f"ev-{seq}", "aggregate_key": WF, "run_id": RUN, "seq": seq,
-            "timestamp_ms": 1_700_000_000_000 + seq, "schema_version": 1, "trace_id": "trace-1",
-            "request_id": None if seq % 2 else f"req-{seq}", "attributes": (kind, _sample(kind))}
+    return {
+        "event_id": f"ev-{seq}",
+        "aggregate_key": WF,
+        "run_id": RUN,
+        "seq": seq,
+        "timestamp_ms": 1_700_000_000_000 + seq,
+        "schema_version": 1,
+        "trace_id": "trace-1",
+        "request_id": None if seq % 2 else f"req-{seq}",
+        "attributes": (kind, _sample(kind)),
+    }
 
 
 SCHEMAS = {s["name"]: s for s in load_schema_set()}
@@ -127,8 +191,9 @@ def _roundtrip(record: str, value: dict) -> dict:
 
 @pytest.mark.parametrize("body_type", _union("Command", "body"))
 def test_command_round_trips_with_each_body(body_type):
-    cmd = command(WF, body_type, _sample(body_type), request_id="req-1", run_id=RUN, trace_id="t-1",
-                  expected_version=12)
+    cmd = command(
+        WF, body_type, _sample(body_type), request_id="req-1", run_id=RUN, trace_id="t-1", expected_version=12
+    )
     out = _roundtrip("Command", cmd)
     assert out["body"][0] == body_type and out["request_id"] == "req-1" and out["aggregate_key"] == WF
 
@@ -137,7 +202,12 @@ def test_command_optional_envelope_fields_default_to_none():
     cmd = {"event_id": "e", "aggregate_key": WF, "timestamp_ms": 5, "body": ("AwaitWorkflowResult", {})}
     out = _roundtrip("Command", cmd)
     assert {k: out[k] for k in ("trace_id", "request_id", "idempotency_key", "expected_version", "run_id")} == {
-        "trace_id": None, "request_id": None, "idempotency_key": None, "expected_version": None, "run_id": None}
+        "trace_id": None,
+        "request_id": None,
+        "idempotency_key": None,
+        "expected_version": None,
+        "run_id": None,
+    }
     assert out["body"] == ("AwaitWorkflowResult", {"wait": True})
 
 
@@ -156,60 +226,122 @@ def test_history_event_round_trips_with_each_attribute_type(kind):
 def test_workflow_task_round_trips_with_its_events():
     kinds = _union("HistoryEvent", "attributes")
     events = [_event(i + 1, kind) for i, kind in enumerate(kinds)]
-    task = {"workflow_id": WF, "run_id": RUN, "workflow_type": "OrderFulfilment", "task_queue": "orders",
-            "scheduled_seq": 9, "attempt": 2, "full_history": True, "events": events, "schema_version": 1,
-            "trace_id": None}
+    task = {
+        "workflow_id": WF,
+        "run_id": RUN,
+        "workflow_type": "OrderFulfilment",
+        "task_queue": "orders",
+        "scheduled_seq": 9,
+        "attempt": 2,
+        "full_history": True,
+        "events": events,
+        "schema_version": 1,
+        "trace_id": None,
+    }
     out = _roundtrip("WorkflowTask", task)
     assert [e["attributes"][0] for e in out["events"]] == kinds
     assert [e["seq"] for e in out["events"]] == list(range(1, len(kinds) + 1))
 
 
 def test_activity_task_round_trips():
-    task = {"workflow_id": WF, "run_id": RUN, "workflow_type": "OrderFulfilment", "activity_id": "2",
-            "activity_type": "charge", "task_queue": "payments", "input": b"[1]", "attempt": 3,
-            "scheduled_seq": 5, "scheduled_time_ms": 1_700_000_000_123,
-            "idempotency_key": idempotency_key(WF, RUN, "2"), "heartbeat_details": b'{"page":4}',
-            "start_to_close_timeout_ms": 30_000, "heartbeat_timeout_ms": None, "schema_version": 1,
-            "trace_id": "t"}
+    task = {
+        "workflow_id": WF,
+        "run_id": RUN,
+        "workflow_type": "OrderFulfilment",
+        "activity_id": "2",
+        "activity_type": "charge",
+        "task_queue": "payments",
+        "input": b"[1]",
+        "attempt": 3,
+        "scheduled_seq": 5,
+        "scheduled_time_ms": 1_700_000_000_123,
+        "idempotency_key": idempotency_key(WF, RUN, "2"),
+        "heartbeat_details": b'{"page":4}',
+        "start_to_close_timeout_ms": 30_000,
+        "heartbeat_timeout_ms": None,
+        "schema_version": 1,
+        "trace_id": "t",
+    }
     assert _roundtrip("ActivityTask", task)["idempotency_key"] == f"{WF}/{RUN}/2"
 
 
-@pytest.mark.parametrize("status, result, failure", [
-    ("ok", None, None), ("completed", b"108", None), ("failed", None, FAILURE), ("already_started", None, None)])
+@pytest.mark.parametrize(
+    "status, result, failure",
+    [("ok", None, None), ("completed", b"108", None), ("failed", None, FAILURE), ("already_started", None, None)],
+)
 def test_reply_round_trips(status, result, failure):
-    reply = {"request_id": "req-1", "workflow_id": WF, "run_id": RUN, "status": status, "message": "m",
-             "history_offset": 41, "result": result, "failure": failure, "schema_version": 1}
+    reply = {
+        "request_id": "req-1",
+        "workflow_id": WF,
+        "run_id": RUN,
+        "status": status,
+        "message": "m",
+        "history_offset": 41,
+        "result": result,
+        "failure": failure,
+        "schema_version": 1,
+    }
     out = _roundtrip("Reply", reply)
     assert (out["status"], out["result"], out["failure"]) == (status, result, failure)
 
 
 def test_workflow_state_round_trips():
-    state = {"workflow_id": WF, "run_id": RUN, "workflow_type": "OrderFulfilment", "task_queue": "orders",
-             "status": "running", "start_time_ms": 1, "close_time_ms": None, "next_seq": 12,
-             "wt_scheduled_seq": 11, "wt_attempt": 2, "wt_last_completed_seq": 8, "wt_needed": True,
-             "wt_failure": FAILURE, "wt_failure_cause": "non_determinism",
-             "pending_activities": [{"activity_id": "2", "activity_type": "charge", "scheduled_seq": 5,
-                                     "attempt": 1, "task_queue": "payments"},
-                                    {"activity_id": "3", "activity_type": "ship", "scheduled_seq": 6,
-                                     "attempt": 4, "task_queue": "shipping"}],
-             "recent_requests": [{"request_id": "req-1", "run_id": RUN, "status": "ok", "message": ""}],
-             "result": None, "failure": None, "result_waiters": ["req-9", "req-10"], "schema_version": 1}
+    state = {
+        "workflow_id": WF,
+        "run_id": RUN,
+        "workflow_type": "OrderFulfilment",
+        "task_queue": "orders",
+        "status": "running",
+        "start_time_ms": 1,
+        "close_time_ms": None,
+        "next_seq": 12,
+        "wt_scheduled_seq": 11,
+        "wt_attempt": 2,
+        "wt_last_completed_seq": 8,
+        "wt_needed": True,
+        "wt_failure": FAILURE,
+        "wt_failure_cause": "non_determinism",
+        "pending_activities": [
+            {"activity_id": "2", "activity_type": "charge", "scheduled_seq": 5, "attempt": 1, "task_queue": "payments"},
+            {"activity_id": "3", "activity_type": "ship", "scheduled_seq": 6, "attempt": 4, "task_queue": "shipping"},
+        ],
+        "recent_requests": [{"request_id": "req-1", "run_id": RUN, "status": "ok", "message": ""}],
+        "result": None,
+        "failure": None,
+        "result_waiters": ["req-9", "req-10"],
+        "schema_version": 1,
+    }
     out = _roundtrip("WorkflowState", state)
     assert [a["activity_id"] for a in out["pending_activities"]] == ["2", "3"]
 
 
 def test_dead_letter_round_trips_arbitrary_bytes():
-    dead = {"origin_topic": "kadence.commands", "origin_partition": 3, "origin_offset": 2**40,
-            "key": WF.encode(), "value": bytes(range(256)), "reason": "bad magic byte",
-            "error_type": "SchemaError", "component": "history-processor", "timestamp_ms": 7, "schema_version": 1}
+    dead = {
+        "origin_topic": "kadence.commands",
+        "origin_partition": 3,
+        "origin_offset": 2**40,
+        "key": WF.encode(),
+        "value": bytes(range(256)),
+        "reason": "bad magic byte",
+        "error_type": "SchemaError",
+        "component": "history-processor",
+        "timestamp_ms": 7,
+        "schema_version": 1,
+    }
     assert _roundtrip("DeadLetter", dead)["value"] == bytes(range(256))
     tombstone = {**dead, "key": None, "value": None}
     assert _roundtrip("DeadLetter", tombstone)["value"] is None
 
 
 def test_timer_record_round_trips():
-    timer = {"workflow_id": WF, "run_id": RUN, "timer_id": "activity-2-start_to_close",
-             "fire_at_ms": 1_700_000_030_000, "kind": "activity_timeout", "schema_version": 1}
+    timer = {
+        "workflow_id": WF,
+        "run_id": RUN,
+        "timer_id": "activity-2-start_to_close",
+        "fire_at_ms": 1_700_000_030_000,
+        "kind": "activity_timeout",
+        "schema_version": 1,
+    }
     assert _roundtrip("TimerRecord", timer)["fire_at_ms"] == 1_700_000_030_000
 
 
@@ -227,7 +359,8 @@ def test_every_record_encodes_with_only_its_required_fields(record):
     again = serde.decode(record, serde.encode(record, out))
     # (schema_version aside: serde stamps it only when the field is given; see test above)
     assert {k: v for k, v in again.items() if k != "schema_version"} == {
-        k: v for k, v in out.items() if k != "schema_version"}
+        k: v for k, v in out.items() if k != "schema_version"
+    }
 
 
 def test_history_key_is_unique_per_event():
@@ -235,6 +368,7 @@ def test_history_key_is_unique_per_event():
 
 
 # ---------------------------------------------------------------- bad values are SchemaErrors
+
 
 def _required_fields():
     for schema in load_schema_set():
@@ -268,13 +402,16 @@ def test_missing_required_field_inside_a_command_body_raises_schema_error(body_t
             serde.encode("Command", command(WF, body_type, body, request_id="r"))
 
 
-@pytest.mark.parametrize("label, value", [
-    ("string for long", {"workflow_id": WF, "run_id": RUN, "timer_id": "t", "fire_at_ms": "soon"}),
-    ("str for bytes", {"workflow_id": WF, "run_id": RUN, "timer_id": "t", "fire_at_ms": 1, "kind": b"user"}),
-    ("None for string", {"workflow_id": None, "run_id": RUN, "timer_id": "t", "fire_at_ms": 1}),
-    ("long out of range", {"workflow_id": WF, "run_id": RUN, "timer_id": "t", "fire_at_ms": 2**70}),
-    ("not a dict", None),
-])
+@pytest.mark.parametrize(
+    "label, value",
+    [
+        ("string for long", {"workflow_id": WF, "run_id": RUN, "timer_id": "t", "fire_at_ms": "soon"}),
+        ("str for bytes", {"workflow_id": WF, "run_id": RUN, "timer_id": "t", "fire_at_ms": 1, "kind": b"user"}),
+        ("None for string", {"workflow_id": None, "run_id": RUN, "timer_id": "t", "fire_at_ms": 1}),
+        ("long out of range", {"workflow_id": WF, "run_id": RUN, "timer_id": "t", "fire_at_ms": 2**70}),
+        ("not a dict", None),
+    ],
+)
 def test_wrongly_typed_value_raises_schema_error(label, value):
     with pytest.raises(SchemaError):
         serde.encode("TimerRecord", value)
@@ -291,8 +428,9 @@ def test_schema_error_is_a_kadence_error():
 
 
 def test_an_envelope_claiming_a_newer_schema_than_it_was_written_with_is_refused():
-    cmd = command("wf-1", "FireTimer", {"timer_id": "t", "fire_at_ms": 1, "kind": "timer", "scheduled_seq": 1,
-                                        "attempt": 1})
+    cmd = command(
+        "wf-1", "FireTimer", {"timer_id": "t", "fire_at_ms": 1, "kind": "timer", "scheduled_seq": 1, "attempt": 1}
+    )
     data = bytearray(serde.encode("Command", cmd))
     good = serde.decode("Command", bytes(data))
     assert good["schema_version"] == CURRENT_VERSION
@@ -304,6 +442,7 @@ def test_an_envelope_claiming_a_newer_schema_than_it_was_written_with_is_refused
 
 def _with_schema_version(data: bytes, old: int, new: int) -> bytes:
     """``data`` with the first varint that encodes ``old`` after the workflow ID replaced by ``new``."""
+
     def varint(n: int) -> bytes:
         z, out = (n << 1) ^ (n >> 63), bytearray()
         while z >= 0x80:
@@ -311,6 +450,7 @@ def _with_schema_version(data: bytes, old: int, new: int) -> bytes:
             z >>= 7
         out.append(z)
         return bytes(out)
+
     marker = b"wf-1" + varint(old)
     assert marker in data
     return data.replace(marker, b"wf-1" + varint(new), 1)

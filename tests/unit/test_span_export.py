@@ -38,8 +38,9 @@ def test_spans_reach_the_collector_as_a_tree_under_the_callers_span(collector):
         assert sent is not None and sent[0] == format(checkout.get_span_context().trace_id, "032x")
         with tracer.child("kadence.process StartWorkflow", sent, {"kadence.workflow_id": "wf-1"}) as processed:
             pass
-        with tracer.child("kadence.activity charge", processed, {"kadence.workflow_id": "wf-1", "kadence.attempt": 2},
-                          current=True) as ran:
+        with tracer.child(
+            "kadence.activity charge", processed, {"kadence.workflow_id": "wf-1", "kadence.attempt": 2}, current=True
+        ) as ran:
             current = trace.get_current_span()
             current.add_event("card charged", {"cents": 250})
             current.set_attribute("shop.card", "visa")
@@ -51,14 +52,25 @@ def test_spans_reach_the_collector_as_a_tree_under_the_callers_span(collector):
         provider.shutdown()
 
     by_name = {s.name: s for s in collector.spans}
-    assert set(by_name) == {"checkout", "kadence.send StartWorkflow", "kadence.process StartWorkflow",
-                            "kadence.activity charge", "http POST"}
+    assert set(by_name) == {
+        "checkout",
+        "kadence.send StartWorkflow",
+        "kadence.process StartWorkflow",
+        "kadence.activity charge",
+        "http POST",
+    }
     assert {s.trace_id for s in collector.spans} == {checkout.get_span_context().trace_id}
-    send, process, act = by_name["kadence.send StartWorkflow"], by_name["kadence.process StartWorkflow"], \
-        by_name["kadence.activity charge"]
+    send, process, act = (
+        by_name["kadence.send StartWorkflow"],
+        by_name["kadence.process StartWorkflow"],
+        by_name["kadence.activity charge"],
+    )
     assert send.parent_span_id == checkout.get_span_context().span_id
-    assert (send.span_id, process.parent_span_id, act.parent_span_id) == (int(sent[1], 16), send.span_id,
-                                                                          process.span_id)
+    assert (send.span_id, process.parent_span_id, act.parent_span_id) == (
+        int(sent[1], 16),
+        send.span_id,
+        process.span_id,
+    )
     assert format(process.span_id, "016x") == processed[1] and format(act.span_id, "016x") == ran[1]
     assert by_name["http POST"].parent_span_id == act.span_id  # user spans nest under the activity
     assert (send.kind, process.kind) == (4, 5)  # producer, consumer
@@ -82,16 +94,19 @@ def test_an_error_ends_the_span_with_its_status_and_is_raised(collector):
     finally:
         provider.shutdown()
     by_name = {s.name: s for s in collector.spans}
-    assert (by_name["kadence.workflow_task Order"].status_code,
-            by_name["kadence.workflow_task Order"].status_message) == (2, "KeyError")
+    assert (
+        by_name["kadence.workflow_task Order"].status_code,
+        by_name["kadence.workflow_task Order"].status_message,
+    ) == (2, "KeyError")
     activity = by_name["kadence.activity charge"]
     assert activity.status_code == 2
     # the type only: an exception's message may carry a payload's data, and spans leave the engine
     assert activity.events == (("exception", {"exception.type": "ValueError"}),)
 
 
-@pytest.mark.parametrize("parent", [("zz", "b7ad6b7169203331"), ("0" * 32, "b7ad6b7169203331"),
-                                    ("0af7651916cd43dd8448eb211c80319c", "1234")])
+@pytest.mark.parametrize(
+    "parent", [("zz", "b7ad6b7169203331"), ("0" * 32, "b7ad6b7169203331"), ("0af7651916cd43dd8448eb211c80319c", "1234")]
+)
 def test_bad_ids_in_a_record_pass_through_without_a_span(collector, parent):
     provider = _provider(collector)
     try:
@@ -118,8 +133,9 @@ def _span(i: int) -> tuple:
 
 
 def test_a_full_queue_drops_and_counts_instead_of_blocking(collector, caplog):
-    pipeline = SpanPipeline(OtlpHttpTarget(endpoint=f"{collector.endpoint}/v1/traces"), {}, max_queue=3, batch=100,
-                            delay_s=3600)
+    pipeline = SpanPipeline(
+        OtlpHttpTarget(endpoint=f"{collector.endpoint}/v1/traces"), {}, max_queue=3, batch=100, delay_s=3600
+    )
     try:
         for i in range(1, 6):
             pipeline.record(_span(i))
@@ -169,8 +185,11 @@ def test_shutdown_sends_what_is_left(collector):
 
 
 def test_headers_and_gzip_reach_the_collector(collector):
-    provider = _provider(collector, OTEL_EXPORTER_OTLP_HEADERS="api-key=s%3Dcret,x-team=ops",
-                         OTEL_EXPORTER_OTLP_TRACES_COMPRESSION="gzip")
+    provider = _provider(
+        collector,
+        OTEL_EXPORTER_OTLP_HEADERS="api-key=s%3Dcret,x-team=ops",
+        OTEL_EXPORTER_OTLP_TRACES_COMPRESSION="gzip",
+    )
     try:
         with Tracer("processor", provider).child("kadence.process X", PARENT, {}):
             pass
@@ -184,17 +203,33 @@ def test_headers_and_gzip_reach_the_collector(collector):
 
 def test_the_exporter_settings_come_from_the_standard_variables():
     assert OtlpHttpTarget.from_env({}).endpoint == "http://localhost:4318/v1/traces"
-    target = OtlpHttpTarget.from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/",
-                                      "OTEL_EXPORTER_OTLP_TIMEOUT": "3", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "2.5",
-                                      "OTEL_EXPORTER_OTLP_CERTIFICATE": "/etc/ca.pem"})
+    target = OtlpHttpTarget.from_env(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "3",
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "2.5",
+            "OTEL_EXPORTER_OTLP_CERTIFICATE": "/etc/ca.pem",
+        }
+    )
     assert (target.endpoint, target.timeout_s, target.gzip, target.certificate) == (
-        "http://collector:4318/v1/traces", 2.5, False, "/etc/ca.pem")
+        "http://collector:4318/v1/traces",
+        2.5,
+        False,
+        "/etc/ca.pem",
+    )
     # the signal's own endpoint is used as given
-    assert OtlpHttpTarget.from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1",
-                                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://b:2/traces"}).endpoint == \
-        "https://b:2/traces"
-    for bad in ({"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, {"OTEL_EXPORTER_OTLP_HEADERS": "novalue"},
-                {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}, {"OTEL_EXPORTER_OTLP_ENDPOINT": "grpc://x:4317"}):
+    assert (
+        OtlpHttpTarget.from_env(
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://b:2/traces"}
+        ).endpoint
+        == "https://b:2/traces"
+    )
+    for bad in (
+        {"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"},
+        {"OTEL_EXPORTER_OTLP_HEADERS": "novalue"},
+        {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"},
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "grpc://x:4317"},
+    ):
         with pytest.raises(ConfigError):
             OtlpHttpTarget.from_env(bad)
     with pytest.raises(ConfigError):

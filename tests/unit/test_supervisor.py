@@ -100,12 +100,14 @@ def test_children_die_with_a_killed_supervisor():
     import signal
     import subprocess
 
-    script = ("import sys, time\n"
-              "from kadence.cli.supervisor import Supervisor\n"
-              "sup = Supervisor(echo=lambda line: None)\n"
-              "child = sup.start('sleeper', [sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-              "print(child.proc.pid, flush=True)\n"
-              "time.sleep(60)\n")
+    script = (
+        "import sys, time\n"
+        "from kadence.cli.supervisor import Supervisor\n"
+        "sup = Supervisor(echo=lambda line: None)\n"
+        "child = sup.start('sleeper', [sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(child.proc.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     child_pid = int(parent.stdout.readline())
     os.kill(parent.pid, signal.SIGKILL)
@@ -119,6 +121,7 @@ def test_children_die_with_a_killed_supervisor():
         # a zombie until its (dead) parent is reaped by init: check its state
         with open(f"/proc/{child_pid}/stat") as f:
             return f.read().split(")")[-1].split()[0] == "Z"
+
     _wait(gone)
 
 

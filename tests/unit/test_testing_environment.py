@@ -56,8 +56,9 @@ class Reminder:
 class MailTwice:
     @workflow.run
     async def run(self, to: str) -> str:
-        return await workflow.execute_activity(send_email, to, start_to_close_timeout=T,
-                                               retry_policy=RetryPolicy(maximum_attempts=2))
+        return await workflow.execute_activity(
+            send_email, to, start_to_close_timeout=T, retry_policy=RetryPolicy(maximum_attempts=2)
+        )
 
 
 @workflow.defn
@@ -74,8 +75,9 @@ class Sum:
 class Retrying:
     @workflow.run
     async def run(self) -> str:
-        return await workflow.execute_activity(flaky, "x", start_to_close_timeout=T,
-                                               retry_policy=RetryPolicy(initial_interval=timedelta(minutes=5)))
+        return await workflow.execute_activity(
+            flaky, "x", start_to_close_timeout=T, retry_policy=RetryPolicy(initial_interval=timedelta(minutes=5))
+        )
 
 
 @workflow.defn
@@ -170,8 +172,10 @@ async def test_an_activity_failing_for_ever_keeps_retrying_at_the_capped_backoff
         return "delivered at last"
 
     async with WorkflowEnvironment(workflows=[Reminder], activities=[bounce]) as env:
-        assert await env.client.execute_workflow(Reminder, "z", id="r-5", task_queue="q",
-                                                 result_timeout=60) == "delivered at last"
+        assert (
+            await env.client.execute_workflow(Reminder, "z", id="r-5", task_queue="q", result_timeout=60)
+            == "delivered at last"
+        )
 
 
 async def test_signals_and_queries_reach_a_waiting_workflow():
@@ -240,8 +244,9 @@ async def resumable(total: int) -> dict:
 class Resume:
     @workflow.run
     async def run(self, total: int) -> dict:
-        return await workflow.execute_activity(resumable, total, start_to_close_timeout=T,
-                                               heartbeat_timeout=timedelta(seconds=5))
+        return await workflow.execute_activity(
+            resumable, total, start_to_close_timeout=T, heartbeat_timeout=timedelta(seconds=5)
+        )
 
 
 async def test_heartbeat_details_reach_the_next_attempt():
@@ -264,7 +269,9 @@ async def test_terminate_and_a_second_start_of_a_running_workflow():
 
 async def test_a_run_past_its_timeout_raises_workflow_timed_out_error():
     async with WorkflowEnvironment(workflows=[Approval]) as env:
-        handle = await env.client.start_workflow(Approval, 3, id="t-late", task_queue="q", run_timeout=timedelta(hours=2))
+        handle = await env.client.start_workflow(
+            Approval, 3, id="t-late", task_queue="q", run_timeout=timedelta(hours=2)
+        )
         with pytest.raises(WorkflowTimedOutError, match="run timeout") as info:  # two virtual hours, no approval
             await handle.result(timeout=10)
         assert isinstance(info.value, WorkflowFailureError) and info.value.failure["type"] == "TimeoutError"

@@ -8,26 +8,29 @@ from kadence.topics import TIMER_TIERS_MS
 SECOND, MINUTE, HOUR, DAY = 1_000, 60_000, 3_600_000, 86_400_000
 
 
-@pytest.mark.parametrize("remaining, tier", [
-    (-365 * DAY, "1s"),          # long overdue
-    (-1, "1s"),
-    (0, "1s"),                   # due now
-    (1, "1s"),                   # sooner than the smallest tier: the smallest
-    (999, "1s"),
-    (SECOND, "1s"),
-    (10 * SECOND - 1, "1s"),
-    (10 * SECOND, "10s"),        # exactly a tier's delay: that tier
-    (MINUTE - 1, "10s"),
-    (MINUTE, "1m"),
-    (10 * MINUTE - 1, "1m"),
-    (10 * MINUTE, "10m"),
-    (HOUR - 1, "10m"),
-    (HOUR, "1h"),
-    (DAY - 1, "1h"),
-    (DAY, "1d"),
-    (2 * DAY, "1d"),
-    (5 * 365 * DAY, "1d"),       # years: the coarsest tier, re-enqueued there day after day
-])
+@pytest.mark.parametrize(
+    "remaining, tier",
+    [
+        (-365 * DAY, "1s"),  # long overdue
+        (-1, "1s"),
+        (0, "1s"),  # due now
+        (1, "1s"),  # sooner than the smallest tier: the smallest
+        (999, "1s"),
+        (SECOND, "1s"),
+        (10 * SECOND - 1, "1s"),
+        (10 * SECOND, "10s"),  # exactly a tier's delay: that tier
+        (MINUTE - 1, "10s"),
+        (MINUTE, "1m"),
+        (10 * MINUTE - 1, "1m"),
+        (10 * MINUTE, "10m"),
+        (HOUR - 1, "10m"),
+        (HOUR, "1h"),
+        (DAY - 1, "1h"),
+        (DAY, "1d"),
+        (2 * DAY, "1d"),
+        (5 * 365 * DAY, "1d"),  # years: the coarsest tier, re-enqueued there day after day
+    ],
+)
 def test_choose_tier(remaining, tier):
     assert choose_tier(remaining) == tier
 

@@ -64,8 +64,14 @@ def test_a_records_ids_are_the_parent_of_the_span_and_the_span_stamps_what_follo
     assert ref == (TRACE, format(span.context.span_id, "016x"))
 
 
-@pytest.mark.parametrize("record", [{"trace_id": "not hex", "span_id": SPAN}, {"trace_id": "0" * 32, "span_id": SPAN},
-                                    {"trace_id": TRACE, "span_id": "0" * 16}])
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"trace_id": "not hex", "span_id": SPAN},
+        {"trace_id": "0" * 32, "span_id": SPAN},
+        {"trace_id": TRACE, "span_id": "0" * 16},
+    ],
+)
 def test_bad_ids_in_a_record_pass_through_without_a_span(record):
     provider, exporter = _provider()
     parent = record_ref(record)

@@ -22,19 +22,30 @@ from tests.unit.docs_examples import run_example
 
 # -- the converter on its own ------------------------------------------------------------------
 
+
 def _roundtrip(fn, *args, method=False):
     conv = JsonConverter()
     return conv.args_from_bytes(conv.to_bytes(list(args)), fn, what="test", method=method)
 
 
 def test_dataclasses_models_enums_datetimes_and_uuids_come_back_as_their_types():
-    def take(order: Order, receipt: Receipt, when: datetime, ids: list[uuid.UUID], tier: Tier,
-             maybe: Line | None, either: int | str, anything, untyped: Any) -> None: ...
+    def take(
+        order: Order,
+        receipt: Receipt,
+        when: datetime,
+        ids: list[uuid.UUID],
+        tier: Tier,
+        maybe: Line | None,
+        either: int | str,
+        anything,
+        untyped: Any,
+    ) -> None: ...
 
     order = sample_order()
     receipt = Receipt(order_id="A-1", total=Decimal("12.50"), tier=Tier.GOLD, lines=2)
-    got = _roundtrip(take, order, receipt, order.placed, [order.ref], Tier.SILVER, None, "7",
-                     {"raw": [1]}, {"raw": True})
+    got = _roundtrip(
+        take, order, receipt, order.placed, [order.ref], Tier.SILVER, None, "7", {"raw": [1]}, {"raw": True}
+    )
     assert got[0] == order and isinstance(got[0].lines[0], Line)
     assert got[1] == receipt and isinstance(got[1].total, Decimal)
     assert got[2] == order.placed and got[3] == [order.ref] and got[4] is Tier.SILVER
@@ -46,8 +57,16 @@ def test_bad_input_names_the_argument_and_field_and_never_the_value():
     def take(order: Order) -> None: ...
 
     conv = JsonConverter()
-    data = conv.to_bytes([{"id": "A", "lines": [{"sku": "x", "qty": "secret-two"}], "placed": "2026-12-02T00:00:00Z",
-                           "ref": "not-a-uuid"}])
+    data = conv.to_bytes(
+        [
+            {
+                "id": "A",
+                "lines": [{"sku": "x", "qty": "secret-two"}],
+                "placed": "2026-12-02T00:00:00Z",
+                "ref": "not-a-uuid",
+            }
+        ]
+    )
     with pytest.raises(PayloadTypeError) as info:
         conv.args_from_bytes(data, take, what="workflow Shop")
     message = str(info.value)
@@ -67,6 +86,7 @@ def test_hints_that_do_not_resolve_leave_the_function_untyped():
             pass
 
         def take(x: Hidden) -> None: ...
+
         return take
 
     fn = local()
@@ -80,6 +100,7 @@ def test_values_json_cannot_hold_are_a_schema_error_naming_the_type():
 
 
 # -- through the engine's state machine (kadence.testing, no broker) ---------------------------
+
 
 @workflow.defn
 class Pricing:
@@ -124,8 +145,12 @@ async def test_a_child_workflows_result_is_typed_by_its_run_method():
 async def test_bad_arguments_are_refused_by_the_client_before_anything_is_sent():
     async with WorkflowEnvironment(workflows=[Shop], activities=[price, stamp]) as env:
         with pytest.raises(PayloadTypeError, match=r"workflow Shop, argument 'order'.*placed"):
-            await env.client.start_workflow(Shop, {"id": "A", "lines": [], "placed": "yesterday",
-                                                   "ref": str(uuid.uuid4())}, id="bad-1", task_queue="q")
+            await env.client.start_workflow(
+                Shop,
+                {"id": "A", "lines": [], "placed": "yesterday", "ref": str(uuid.uuid4())},
+                id="bad-1",
+                task_queue="q",
+            )
         with pytest.raises(WorkflowNotFoundError, match="not found"):  # nothing was sent
             await env.client.get_workflow_handle("bad-1").describe()
 
@@ -178,6 +203,7 @@ async def test_a_closed_run_answers_queries_from_its_final_state():
 
 # -- errors users can catch: details kept, registered classes raised as themselves -------------
 
+
 class InsufficientFunds(Exception):
     def __init__(self, message: str, balance: int = 0):
         super().__init__(message)
@@ -192,8 +218,10 @@ async def charge(amount: int) -> int:
 @activity.defn
 async def refuse(amount: int) -> int:
     from kadence import ApplicationError
-    raise ApplicationError("card declined", {"code": "DECLINED", "amount": amount}, type="CardDeclined",
-                           non_retryable=True)
+
+    raise ApplicationError(
+        "card declined", {"code": "DECLINED", "amount": amount}, type="CardDeclined", non_retryable=True
+    )
 
 
 @workflow.defn
@@ -201,6 +229,7 @@ class Pay:
     @workflow.run
     async def run(self, amount: int) -> str:
         from kadence import ActivityError, ApplicationError
+
         try:
             await workflow.execute_activity(refuse, amount, start_to_close_timeout=T)
         except ActivityError as err:
@@ -208,8 +237,9 @@ class Pay:
             assert isinstance(declined, ApplicationError) and declined.type == "CardDeclined"
             code = declined.details[0]["code"]
         try:
-            await workflow.execute_activity(charge, amount, start_to_close_timeout=T,
-                                            retry_policy=RetryPolicy(maximum_attempts=1))
+            await workflow.execute_activity(
+                charge, amount, start_to_close_timeout=T, retry_policy=RetryPolicy(maximum_attempts=1)
+            )
         except ActivityError as err:
             if isinstance(err.__cause__, InsufficientFunds):
                 return f"{code}; short: {err.__cause__}"
@@ -218,13 +248,16 @@ class Pay:
 
 
 async def test_failure_details_travel_and_a_registered_class_is_raised_as_itself():
-    async with WorkflowEnvironment(workflows=[Pay], activities=[charge, refuse],
-                                   exceptions=[InsufficientFunds]) as env:
-        assert await env.client.execute_workflow(Pay, 100, id="pay-1", task_queue="q") == \
-            "DECLINED; short: cannot charge 100"
+    async with WorkflowEnvironment(workflows=[Pay], activities=[charge, refuse], exceptions=[InsufficientFunds]) as env:
+        assert (
+            await env.client.execute_workflow(Pay, 100, id="pay-1", task_queue="q")
+            == "DECLINED; short: cannot charge 100"
+        )
     async with WorkflowEnvironment(workflows=[Pay], activities=[charge, refuse]) as env:  # not registered
-        assert await env.client.execute_workflow(Pay, 100, id="pay-2", task_queue="q") == \
-            "DECLINED; generic ApplicationError InsufficientFunds"
+        assert (
+            await env.client.execute_workflow(Pay, 100, id="pay-2", task_queue="q")
+            == "DECLINED; generic ApplicationError InsufficientFunds"
+        )
 
 
 @workflow.defn
@@ -238,8 +271,10 @@ async def test_a_client_raises_a_registered_class_as_the_cause_of_a_workflow_fai
     async with WorkflowEnvironment(workflows=[Broke], exceptions=[InsufficientFunds]) as env:
         with pytest.raises(WorkflowFailureError) as info:
             await env.client.execute_workflow(Broke, id="broke-1", task_queue="q")
-    assert isinstance(info.value.__cause__, InsufficientFunds) and str(info.value.__cause__) == \
-        "the workflow itself is short"
+    assert (
+        isinstance(info.value.__cause__, InsufficientFunds)
+        and str(info.value.__cause__) == "the workflow itself is short"
+    )
 
 
 def test_registering_something_that_is_not_an_exception_class_is_refused():

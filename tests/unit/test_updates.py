@@ -75,7 +75,7 @@ async def test_a_rejected_update_writes_nothing_and_says_why():
             await handle.execute_update(Cart.remove, "cup")
         assert info.value.rejected and info.value.failure is None
         after = _types(await handle.history())
-    assert "WorkflowUpdateAccepted" not in after and after[:len(before)] == before
+    assert "WorkflowUpdateAccepted" not in after and after[: len(before)] == before
 
 
 async def test_a_handlers_exception_fails_the_update_not_the_run():
@@ -98,6 +98,7 @@ async def test_an_update_running_when_the_run_closes_fails():
         async def accepted():
             while "WorkflowUpdateAccepted" not in _types(await handle.history()):
                 await asyncio.sleep(0.01)
+
         await asyncio.wait_for(accepted(), 10)  # and its handler waits on its timer
         await handle.signal("checkout")
         await handle.result()
@@ -140,12 +141,14 @@ async def test_an_update_that_finishes_after_the_run_returned_fails_and_the_hist
 
 async def test_update_with_start_and_an_update_of_no_workflow():
     async with WorkflowEnvironment(workflows=[Cart], activities=[price]) as env:
-        total = await env.client.execute_update_with_start(Cart, "eve", id="cart-5", task_queue="q", update=Cart.add,
-                                                           update_args=(Item("pen", 3),))
+        total = await env.client.execute_update_with_start(
+            Cart, "eve", id="cart-5", task_queue="q", update=Cart.add, update_args=(Item("pen", 3),)
+        )
         assert total == 900
         # the run is open now: a second update-with-start updates it
-        total = await env.client.execute_update_with_start(Cart, "eve", id="cart-5", task_queue="q", update=Cart.add,
-                                                           update_args=(Item("pad", 1),))
+        total = await env.client.execute_update_with_start(
+            Cart, "eve", id="cart-5", task_queue="q", update=Cart.add, update_args=(Item("pad", 1),)
+        )
         assert total == 1200
         handle = env.client.get_workflow_handle("cart-5")
         assert _types(await handle.history()).count("WorkflowExecutionStarted") == 1

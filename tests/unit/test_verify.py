@@ -37,19 +37,39 @@ def test_a_clean_history_has_no_gap_and_its_last_seq_is_known():
     assert checker.last_seqs() == {("wf", "r1"): (7, True), ("wf", "r2"): (7, True)}
 
 
-@pytest.mark.parametrize("plant, check, words", [
-    (lambda h: [*h[:3], h[2], *h[3:]], "history", "recorded again"),  # a duplicate event (issue 15's bug)
-    (lambda h: h[:2] + h[3:], "history", "missing before seq 4"),  # a gap
-    (lambda h: h[1:], "history", "starts at seq 2"),
-    (lambda h: [*h, _ev(8, "ActivityTaskScheduled", activity_id="late")], "history", "follows the close"),
-    (lambda h: h[:4] + [_ev(5, "ActivityTaskFailed", activity_id="a1", scheduled_seq=2, attempt=2)]
-     + [dict(e, seq=e["seq"] + 1) for e in h[4:]], "activity", "second result"),
-    (lambda h: h[:3] + [_ev(4, "ActivityTaskAttemptFailed", activity_id="a1", scheduled_seq=2, attempt=1)]
-     + [dict(e, seq=e["seq"] + 1) for e in h[3:]], "activity", "failed twice"),
-    (lambda h: [*h[:5], _ev(6, "TimerFired", ts=4000, timer_id="t1", started_seq=5), *h[6:]], "timer", "early"),
-    (lambda h: [*h[:6], _ev(7, "TimerFired", ts=5002, timer_id="t1", started_seq=5), dict(h[6], seq=8)],
-     "timer", "ended twice"),
-])
+@pytest.mark.parametrize(
+    "plant, check, words",
+    [
+        (lambda h: [*h[:3], h[2], *h[3:]], "history", "recorded again"),  # a duplicate event (issue 15's bug)
+        (lambda h: h[:2] + h[3:], "history", "missing before seq 4"),  # a gap
+        (lambda h: h[1:], "history", "starts at seq 2"),
+        (lambda h: [*h, _ev(8, "ActivityTaskScheduled", activity_id="late")], "history", "follows the close"),
+        (
+            lambda h: (
+                h[:4]
+                + [_ev(5, "ActivityTaskFailed", activity_id="a1", scheduled_seq=2, attempt=2)]
+                + [dict(e, seq=e["seq"] + 1) for e in h[4:]]
+            ),
+            "activity",
+            "second result",
+        ),
+        (
+            lambda h: (
+                h[:3]
+                + [_ev(4, "ActivityTaskAttemptFailed", activity_id="a1", scheduled_seq=2, attempt=1)]
+                + [dict(e, seq=e["seq"] + 1) for e in h[3:]]
+            ),
+            "activity",
+            "failed twice",
+        ),
+        (lambda h: [*h[:5], _ev(6, "TimerFired", ts=4000, timer_id="t1", started_seq=5), *h[6:]], "timer", "early"),
+        (
+            lambda h: [*h[:6], _ev(7, "TimerFired", ts=5002, timer_id="t1", started_seq=5), dict(h[6], seq=8)],
+            "timer",
+            "ended twice",
+        ),
+    ],
+)
 def test_each_planted_gap_is_found(plant, check, words):
     gaps = _gaps(plant(_clean())).gaps
     assert gaps, "the planted gap was not found"
@@ -75,14 +95,19 @@ def test_a_state_that_counts_events_the_history_lacks_is_a_gap():
 
 
 def _reply(status: str, run: str | None = "r1", rid: str = "req", result=None) -> dict:
-    return {"workflow_id": "wf", "request_id": rid, "run_id": run, "status": status, "result": result,
-            "failure": None}
+    return {"workflow_id": "wf", "request_id": rid, "run_id": run, "status": status, "result": result, "failure": None}
 
 
 def test_an_accepted_request_answered_differently_later_is_a_gap():
     checker = ReplyChecker()
-    for r in (_reply("ok"), _reply("ok"), _reply("not_found", None, rid="sig"), _reply("ok", rid="sig"),
-              _reply("running", rid="res"), _reply("completed", rid="res", result={"data": b"1"})):
+    for r in (
+        _reply("ok"),
+        _reply("ok"),
+        _reply("not_found", None, rid="sig"),
+        _reply("ok", rid="sig"),
+        _reply("running", rid="res"),
+        _reply("completed", rid="res", result={"data": b"1"}),
+    ):
         checker.add(r)
     assert checker.gaps == []  # the same answer again; a first refusal; reads
     checker.add(_reply("ok", run="r2"))
@@ -104,15 +129,27 @@ def test_a_run_being_deleted_after_archival_is_not_checked():
     checker = _gaps(_clean()[3:])  # its first three events compacted away
     checker.add_tombstone(b"wf/r1/1")
     assert checker.gaps == [] and checker.last_seqs() == {}
-    assert check_state({"wf": {"run_id": "r1", "next_seq": 8, "status": "completed"}}, checker.last_seqs(),
-                       checker.deleted) == []
+    assert (
+        check_state(
+            {"wf": {"run_id": "r1", "next_seq": 8, "status": "completed"}}, checker.last_seqs(), checker.deleted
+        )
+        == []
+    )
 
 
 def test_a_state_counting_other_bytes_than_its_history_holds_is_a_gap():
     checker = HistoryChecker()
     for seq, size in ((1, 100), (2, 50), (3, 70)):
-        checker.add({"aggregate_key": "wf", "run_id": "r1", "seq": seq, "timestamp_ms": 0,
-                     "attributes": ("WorkflowTaskScheduled", {})}, size)
+        checker.add(
+            {
+                "aggregate_key": "wf",
+                "run_id": "r1",
+                "seq": seq,
+                "timestamp_ms": 0,
+                "attributes": ("WorkflowTaskScheduled", {}),
+            },
+            size,
+        )
     last, sizes = checker.last_seqs(), checker.sizes()
     assert sizes == {("wf", "r1"): 220}
     state = {"run_id": "r1", "next_seq": 4, "status": "running", "history_bytes": 220}
@@ -123,6 +160,14 @@ def test_a_state_counting_other_bytes_than_its_history_holds_is_a_gap():
     assert check_state({"wf": {**state, "history_bytes": None}}, last, sizes=sizes) == []
     assert check_state({"wf": {**state, "next_seq": 3, "history_bytes": 150}}, last, sizes=sizes) == []
     # a history whose seqs are a gap already (seq 2 again) is not compared: one fault, one gap
-    checker.add({"aggregate_key": "wf", "run_id": "r1", "seq": 2, "timestamp_ms": 0,
-                 "attributes": ("WorkflowTaskScheduled", {})}, 50)
+    checker.add(
+        {
+            "aggregate_key": "wf",
+            "run_id": "r1",
+            "seq": 2,
+            "timestamp_ms": 0,
+            "attributes": ("WorkflowTaskScheduled", {}),
+        },
+        50,
+    )
     assert len(checker.gaps) == 1 and check_state({"wf": state}, checker.last_seqs(), sizes=checker.sizes()) == []

@@ -6,8 +6,9 @@ from kadence.cli.main import main
 
 
 def test_max_concurrent_activities_must_be_positive():
-    result = CliRunner().invoke(main, ["worker", "--task-queue", "q", "--module", "bench.workloads",
-                                       "--max-concurrent-activities", "0"])
+    result = CliRunner().invoke(
+        main, ["worker", "--task-queue", "q", "--module", "bench.workloads", "--max-concurrent-activities", "0"]
+    )
     assert result.exit_code == 2
     assert "--max-concurrent-activities" in result.output and "0" in result.output
 

@@ -41,8 +41,9 @@ class _Restarting:
     def committed(self, partitions, timeout):
         self.calls += 1
         if self.calls <= self.failures:
-            raise KafkaException(KafkaError(KafkaError.NOT_COORDINATOR,
-                                            "Failed to get committed offsets: Broker: Not coordinator"))
+            raise KafkaException(
+                KafkaError(KafkaError.NOT_COORDINATOR, "Failed to get committed offsets: Broker: Not coordinator")
+            )
         return [TopicPartition(TOPIC, tp.partition, 5) for tp in partitions]
 
     def incremental_assign(self, partitions):

@@ -19,7 +19,10 @@ async def noop() -> None:
 def test_each_family_moves_with_its_event():
     registry = CollectorRegistry()
     q = WorkerMetrics(registry).for_queue("ns", "orders")
-    value = lambda name, **labels: registry.get_sample_value(name, {"namespace": "ns", "task_queue": "orders", **labels})  # noqa: E731
+
+    def value(name, **labels):
+        return registry.get_sample_value(name, {"namespace": "ns", "task_queue": "orders", **labels})
+
     q.activity_started("charge", 1, 0.25)
     assert value("kadence_worker_activities_running") == 1
     q.activity_ended("charge", "completed", 0.5)

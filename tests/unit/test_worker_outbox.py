@@ -40,18 +40,28 @@ class Done:
 
 def test_commands_of_one_loop_turn_go_out_together_and_offsets_wait_for_delivery():
     engine = FakeEngine()
-    worker = Worker(SimpleNamespace(_engine=engine, config=SimpleNamespace(namespace="n"), interceptors=()), task_queue="q", activities=[noop])
+    worker = Worker(
+        SimpleNamespace(_engine=engine, config=SimpleNamespace(namespace="n"), interceptors=()),
+        task_queue="q",
+        activities=[noop],
+    )
     consumer = Done()
 
     async def scenario():
         for n in range(3):
-            worker._send({"workflow_id": f"wf-{n}", "run_id": "r"}, "RespondActivityTaskCompleted", {"n": n},
-                         f"msg-{n}", consumer)
+            worker._send(
+                {"workflow_id": f"wf-{n}", "run_id": "r"},
+                "RespondActivityTaskCompleted",
+                {"n": n},
+                f"msg-{n}",
+                consumer,
+            )
         assert engine.sent == []  # queued until the next turn
         await asyncio.sleep(0)
         assert [s[0] for s in engine.sent] == ["wf-0", "wf-1", "wf-2"]
-        worker._send({"workflow_id": "wf-3", "run_id": "r"}, "RespondActivityTaskCompleted", {"n": 3}, "msg-3",
-                     consumer)
+        worker._send(
+            {"workflow_id": "wf-3", "run_id": "r"}, "RespondActivityTaskCompleted", {"n": 3}, "msg-3", consumer
+        )
         await asyncio.sleep(0)
         assert len(engine.sent) == 4  # a later turn: its own flush
 
@@ -64,13 +74,22 @@ def test_commands_of_one_loop_turn_go_out_together_and_offsets_wait_for_delivery
 
 def test_a_command_that_cannot_be_produced_does_not_hold_back_the_others_of_its_turn():
     engine = FakeEngine()
-    worker = Worker(SimpleNamespace(_engine=engine, config=SimpleNamespace(namespace="n"), interceptors=()), task_queue="q", activities=[noop])
+    worker = Worker(
+        SimpleNamespace(_engine=engine, config=SimpleNamespace(namespace="n"), interceptors=()),
+        task_queue="q",
+        activities=[noop],
+    )
     consumer = Done()
 
     async def scenario():
         for n, big in ((0, False), (1, True), (2, False)):
-            worker._send({"workflow_id": f"wf-{n}", "run_id": "r"}, "RespondWorkflowTaskCompleted",
-                         {"n": n, "too_large": big}, f"msg-{n}", consumer)
+            worker._send(
+                {"workflow_id": f"wf-{n}", "run_id": "r"},
+                "RespondWorkflowTaskCompleted",
+                {"n": n, "too_large": big},
+                f"msg-{n}",
+                consumer,
+            )
         await asyncio.sleep(0)
 
     asyncio.run(scenario())
@@ -80,13 +99,22 @@ def test_a_command_that_cannot_be_produced_does_not_hold_back_the_others_of_its_
 
 def test_an_activity_result_that_cannot_be_sent_fails_the_activity_without_retries():
     engine = FakeEngine()
-    worker = Worker(SimpleNamespace(_engine=engine, config=SimpleNamespace(namespace="n"), interceptors=()), task_queue="q", activities=[noop])
+    worker = Worker(
+        SimpleNamespace(_engine=engine, config=SimpleNamespace(namespace="n"), interceptors=()),
+        task_queue="q",
+        activities=[noop],
+    )
     consumer = Done()
     common = {"activity_id": "a1", "scheduled_seq": 5, "attempt": 1, "identity": "w"}
 
     async def scenario():
-        worker._send({"workflow_id": "wf-0", "run_id": "r"}, "RespondActivityTaskCompleted",
-                     {**common, "n": 0, "too_large": True, "result": b"x" * 10}, "msg-0", consumer)
+        worker._send(
+            {"workflow_id": "wf-0", "run_id": "r"},
+            "RespondActivityTaskCompleted",
+            {**common, "n": 0, "too_large": True, "result": b"x" * 10},
+            "msg-0",
+            consumer,
+        )
         await asyncio.sleep(0)
 
     asyncio.run(scenario())

@@ -8,14 +8,23 @@ from kadence.processors.state_machine import WT_RETRY_MAX_ATTEMPTS, WT_RETRY_MAX
 from .engine_harness import Harness
 from .pinning_support import answer, conv, one_workflow_task
 
-FAILURE = {"type": "NonDeterminismError", "message": "m", "stack_trace": "", "non_retryable": True,
-           "details": None, "cause": None}
+FAILURE = {
+    "type": "NonDeterminismError",
+    "message": "m",
+    "stack_trace": "",
+    "non_retryable": True,
+    "details": None,
+    "cause": None,
+}
 
 
 def _fail(h: Harness, task: dict):
-    return h.send(task["workflow_id"], "RespondWorkflowTaskFailed", {
-        "scheduled_seq": task["scheduled_seq"], "cause": "non_determinism", "failure": FAILURE},
-        run_id=task["run_id"])
+    return h.send(
+        task["workflow_id"],
+        "RespondWorkflowTaskFailed",
+        {"scheduled_seq": task["scheduled_seq"], "cause": "non_determinism", "failure": FAILURE},
+        run_id=task["run_id"],
+    )
 
 
 def test_backoff_doubles_from_one_second_caps_at_ten_minutes_and_stops():
@@ -67,6 +76,16 @@ def test_a_retry_timer_changes_nothing_once_another_task_was_scheduled():
     answer(h, task, None)
     assert h.store.get_state("wf")["status"] == "completed"
     # a timer that fires after the run closed is stale as well
-    h.timers.append({"workflow_id": "wf", "run_id": task["run_id"], "timer_id": "x", "fire_at_ms": 0,
-                     "kind": "workflow_task_retry", "scheduled_seq": 1, "attempt": 1, "schema_version": 0})
+    h.timers.append(
+        {
+            "workflow_id": "wf",
+            "run_id": task["run_id"],
+            "timer_id": "x",
+            "fire_at_ms": 0,
+            "kind": "workflow_task_retry",
+            "scheduled_seq": 1,
+            "attempt": 1,
+            "schema_version": 0,
+        }
+    )
     assert h.fire_timers() == 1 and not h.tasks

@@ -49,8 +49,18 @@ from kadence.topics.records import CLOSE_EVENTS
 
 __all__ = ["INVARIANTS", "Expectations", "Observations", "Violation", "assert_clean", "check", "summarize"]
 
-INVARIANTS = ("history", "completion", "replay", "activity", "signal", "update", "timer", "dead_letter", "verify",
-              "pause")
+INVARIANTS = (
+    "history",
+    "completion",
+    "replay",
+    "activity",
+    "signal",
+    "update",
+    "timer",
+    "dead_letter",
+    "verify",
+    "pause",
+)
 _CLOSES = tuple(CLOSE_EVENTS)
 _ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
 
@@ -124,8 +134,11 @@ def _engine_gaps(obs: Observations) -> list:
 
 def check_history(obs: Observations, gaps: list | None = None) -> list[Violation]:
     """``gaps``: ``_engine_gaps(obs)`` when the caller has it (``check`` computes it once)."""
-    return [Violation("history", f"run {g.run_id}: {g.message}", (g.workflow_id,))
-            for g in (_engine_gaps(obs) if gaps is None else gaps) if g.check in ("history", "activity")]
+    return [
+        Violation("history", f"run {g.run_id}: {g.message}", (g.workflow_id,))
+        for g in (_engine_gaps(obs) if gaps is None else gaps)
+        if g.check in ("history", "activity")
+    ]
 
 
 # ---------------------------------------------------------------- 2. completion
@@ -175,13 +188,18 @@ def check_completion(exp: Expectations, obs: Observations) -> list[Violation]:
             continue
         got = _conv.from_bytes(_attrs(done[0])["result"])
         if got != exp.results[wf]:
-            out.append(Violation("completion", f"run {run} completed with {got!r}, expected {exp.results[wf]!r}", (wf,)))
+            out.append(
+                Violation("completion", f"run {run} completed with {got!r}, expected {exp.results[wf]!r}", (wf,))
+            )
     for child in sorted(children):
         have = runs.get(child, [])
         closed = [r for r in have if len(_completions(obs.histories[(child, r)])) == 1]
         if len(have) != 1 or len(closed) != 1:
-            out.append(Violation("completion", f"child has {len(have)} runs, {len(closed)} completed",
-                                 (children[child], child)))
+            out.append(
+                Violation(
+                    "completion", f"child has {len(have)} runs, {len(closed)} completed", (children[child], child)
+                )
+            )
     for wf in sorted(set(runs) - set(exp.results) - set(children)):
         out.append(Violation("completion", f"runs {sorted(runs[wf])} that no accepted start or parent explains", (wf,)))
     return out
@@ -227,8 +245,12 @@ def check_activities(obs: Observations) -> list[Violation]:
         for aid, seq in sorted(scheduled.items()):
             key = _idempotency_key(wf, run, aid)
             known[key] = wf
-            mine = [e for e in events if _attrs(e).get("scheduled_seq") == seq
-                    and _kind(e) in (*_ACTIVITY_RESULTS, "ActivityTaskAttemptFailed")]
+            mine = [
+                e
+                for e in events
+                if _attrs(e).get("scheduled_seq") == seq
+                and _kind(e) in (*_ACTIVITY_RESULTS, "ActivityTaskAttemptFailed")
+            ]
             results = [e for e in mine if _kind(e) in _ACTIVITY_RESULTS]
             if not results:
                 if closed:
@@ -238,24 +260,49 @@ def check_activities(obs: Observations) -> list[Violation]:
             if _kind(result) != "ActivityTaskCompleted":
                 continue  # the chaos activities never fail; the completion invariant reports the run
             if ledger[key] != 1:
-                out.append(Violation("activity", f"activity {aid} (key {key}) completed but its effect happened "
-                                                 f"{ledger[key]} times", (wf,)))
+                out.append(
+                    Violation(
+                        "activity",
+                        f"activity {aid} (key {key}) completed but its effect happened {ledger[key]} times",
+                        (wf,),
+                    )
+                )
             final = _attrs(result)["attempt"]
             failed = sorted(_attrs(e)["attempt"] for e in mine if _kind(e) == "ActivityTaskAttemptFailed")
             if failed != list(range(1, final)):
-                out.append(Violation("activity", f"activity {aid} completed by attempt {final} but history failed "
-                                                 f"attempts {failed}", (wf,)))
+                out.append(
+                    Violation(
+                        "activity",
+                        f"activity {aid} completed by attempt {final} but history failed attempts {failed}",
+                        (wf,),
+                    )
+                )
             ran = executed.get(key, set())
             if final not in ran:
-                out.append(Violation("activity", f"activity {aid} completed by attempt {final}, which no worker ran "
-                                                 f"(ran: {sorted(ran)})", (wf,)))
+                out.append(
+                    Violation(
+                        "activity",
+                        f"activity {aid} completed by attempt {final}, which no worker ran (ran: {sorted(ran)})",
+                        (wf,),
+                    )
+                )
             if ran - set(range(1, final + 1)):
-                out.append(Violation("activity", f"workers ran attempts {sorted(ran)} of activity {aid}, history "
-                                                 f"dispatched 1..{final}", (wf,)))
+                out.append(
+                    Violation(
+                        "activity",
+                        f"workers ran attempts {sorted(ran)} of activity {aid}, history dispatched 1..{final}",
+                        (wf,),
+                    )
+                )
     for key, n in sorted(ledger.items()):
         if key not in known:
-            out.append(Violation("activity", f"effect of {key} happened {n} time(s) for an activity history never "
-                                             "scheduled", (key.split("/")[0],)))
+            out.append(
+                Violation(
+                    "activity",
+                    f"effect of {key} happened {n} time(s) for an activity history never scheduled",
+                    (key.split("/")[0],),
+                )
+            )
     return out
 
 
@@ -274,8 +321,9 @@ def check_signals(exp: Expectations, obs: Observations) -> list[Violation]:
         if len(where) != 1:
             out.append(Violation("signal", f"accepted signal {rid} appears {len(where)} times in history", (wf,)))
         elif where[0] != wf:
-            out.append(Violation("signal", f"accepted signal {rid} for {wf} is in the history of {where[0]}",
-                                 (wf, where[0])))
+            out.append(
+                Violation("signal", f"accepted signal {rid} for {wf} is in the history of {where[0]}", (wf, where[0]))
+            )
     for rid in sorted(set(seen) - set(exp.signals)):
         out.append(Violation("signal", f"signal {rid!r} in history that no accepted request sent", tuple(seen[rid])))
     return out
@@ -293,13 +341,21 @@ def check_updates(exp: Expectations, obs: Observations) -> list[Violation]:
                 completed[_attrs(e)["update_id"]].append(wf)
     for rid, wf in sorted(exp.updates.items()):
         if accepted.get(rid) != [wf] or completed.get(rid) != [wf]:
-            out.append(Violation("update", f"answered update {rid} is accepted in {accepted.get(rid, [])} and "
-                                           f"completed in {completed.get(rid, [])}, once each in {wf} expected", (wf,)))
+            out.append(
+                Violation(
+                    "update",
+                    f"answered update {rid} is accepted in {accepted.get(rid, [])} and "
+                    f"completed in {completed.get(rid, [])}, once each in {wf} expected",
+                    (wf,),
+                )
+            )
     for rid, wf in sorted(exp.rejected_updates.items()):
         if rid in accepted or rid in completed:
             out.append(Violation("update", f"rejected update {rid} is in history", (wf,)))
     for rid in sorted(set(accepted) - set(exp.updates)):
-        out.append(Violation("update", f"update {rid!r} in history that no answered request sent", tuple(accepted[rid])))
+        out.append(
+            Violation("update", f"update {rid!r} in history that no answered request sent", tuple(accepted[rid]))
+        )
     return out
 
 
@@ -310,8 +366,11 @@ def check_timers(obs: Observations, gaps: list | None = None) -> list[Violation]
     """``kadence verify``'s timer checks (none ends twice, none fires early, none fires unstarted),
     and one of the suite's own: every timer of a completed run fired or was canceled (the chaos
     workflows cancel none and complete only after their timers)."""
-    out = [Violation("timer", f"run {g.run_id}: {g.message}", (g.workflow_id,))
-           for g in (_engine_gaps(obs) if gaps is None else gaps) if g.check == "timer"]
+    out = [
+        Violation("timer", f"run {g.run_id}: {g.message}", (g.workflow_id,))
+        for g in (_engine_gaps(obs) if gaps is None else gaps)
+        if g.check == "timer"
+    ]
     for (wf, run), events in sorted(obs.histories.items()):
         if not _completions(events):
             continue
@@ -334,11 +393,17 @@ def check_dead_letters(exp: Expectations, obs: Observations) -> list[Violation]:
         found = dead.get((key, value), [])
         wf = (key or b"").decode(errors="replace")
         if not found:
-            out.append(Violation("dead_letter", f"undecodable record {value[:24]!r} is not in the dead-letter topic",
-                                 (wf,)))
+            out.append(
+                Violation("dead_letter", f"undecodable record {value[:24]!r} is not in the dead-letter topic", (wf,))
+            )
         elif not any("undecodable" in d["reason"] for d in found):
-            out.append(Violation("dead_letter", f"undecodable record {value[:24]!r} dead-lettered with reason "
-                                                 f"{found[0]['reason']!r}", (wf,)))
+            out.append(
+                Violation(
+                    "dead_letter",
+                    f"undecodable record {value[:24]!r} dead-lettered with reason {found[0]['reason']!r}",
+                    (wf,),
+                )
+            )
     return out
 
 
@@ -359,11 +424,22 @@ def check_pauses(exp: Expectations, obs: Observations) -> list[Violation]:
                 rid = e["request_id"] or ""
                 seen[rid] += 1
                 if exp.pauses.get(rid) != wf:
-                    out.append(Violation("pause", f"run {run}: {kind} (seq {e['seq']}) from request {rid!r} that "
-                                                  "the driver did not send for it", (wf,)))
+                    out.append(
+                        Violation(
+                            "pause",
+                            f"run {run}: {kind} (seq {e['seq']}) from request {rid!r} that "
+                            "the driver did not send for it",
+                            (wf,),
+                        )
+                    )
                 if (kind == "WorkflowExecutionPaused") == paused:
-                    out.append(Violation("pause", f"run {run}: {kind} (seq {e['seq']}) while "
-                                                  f"{'paused' if paused else 'not paused'}", (wf,)))
+                    out.append(
+                        Violation(
+                            "pause",
+                            f"run {run}: {kind} (seq {e['seq']}) while {'paused' if paused else 'not paused'}",
+                            (wf,),
+                        )
+                    )
                 paused = kind == "WorkflowExecutionPaused"
             elif paused and kind in _HELD_WHILE_PAUSED:
                 out.append(Violation("pause", f"run {run}: {kind} (seq {e['seq']}) recorded while paused", (wf,)))
@@ -379,9 +455,17 @@ def check_pauses(exp: Expectations, obs: Observations) -> list[Violation]:
 def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Violation]:
     """Every violation, in the order of ``INVARIANTS``."""
     gaps = _engine_gaps(obs)  # the history and timer checks share one pass over the histories
-    return [*check_history(obs, gaps), *check_completion(exp, obs), *check_replay(obs, replayer),
-            *check_activities(obs), *check_signals(exp, obs), *check_updates(exp, obs), *check_timers(obs, gaps),
-            *check_dead_letters(exp, obs), *check_pauses(exp, obs)]
+    return [
+        *check_history(obs, gaps),
+        *check_completion(exp, obs),
+        *check_replay(obs, replayer),
+        *check_activities(obs),
+        *check_signals(exp, obs),
+        *check_updates(exp, obs),
+        *check_timers(obs, gaps),
+        *check_dead_letters(exp, obs),
+        *check_pauses(exp, obs),
+    ]
 
 
 def summarize(violations: Iterable[Violation]) -> str:
@@ -394,9 +478,11 @@ def assert_clean(violations: list[Violation]) -> None:
     if violations:
         first = violations[0]
         others = "\n".join(f"  {v}" for v in violations[1:20])
-        raise AssertionError(f"invariant {first.invariant!r} violated: {first.message}; workflows: "
-                             f"{', '.join(first.workflow_ids)}\nviolations by invariant: {summarize(violations)}"
-                             + (f"\nmore:\n{others}" if others else ""))
+        raise AssertionError(
+            f"invariant {first.invariant!r} violated: {first.message}; workflows: "
+            f"{', '.join(first.workflow_ids)}\nviolations by invariant: {summarize(violations)}"
+            + (f"\nmore:\n{others}" if others else "")
+        )
 
 
 _BRIEF = ("activity_id", "scheduled_seq", "attempt", "timer_id", "fire_at_ms", "signal_name", "identity", "workflow_id")

@@ -36,11 +36,24 @@ PAUSE_RANGE_S = (1.0, 15.0)
 FIRST_PAUSE_S = (SESSION_TIMEOUT_S + 1.0, 15.0)
 
 #: faults every run does at least this often (the acceptance floor of issue #7)
-MINIMUM_FAULTS = {"kill_processor": 5, "kill_worker": 5, "restart_broker": 1, "kill_timers": 1,
-                  "pause_processor": 1, "kill_projection": 2}
+MINIMUM_FAULTS = {
+    "kill_processor": 5,
+    "kill_worker": 5,
+    "restart_broker": 1,
+    "kill_timers": 1,
+    "pause_processor": 1,
+    "kill_projection": 2,
+}
 #: extra faults a longer run draws from, with weights
-EXTRA_FAULTS = {"kill_processor": 4, "kill_worker": 4, "kill_timers": 2, "pause_processor": 3, "restart_broker": 1,
-                "kill_projection": 2, "pause_worker": 2}
+EXTRA_FAULTS = {
+    "kill_processor": 4,
+    "kill_worker": 4,
+    "kill_timers": 2,
+    "pause_processor": 3,
+    "restart_broker": 1,
+    "kill_projection": 2,
+    "pause_worker": 2,
+}
 
 
 def plan_faults(rng: random.Random, seconds: float) -> list[str]:
@@ -54,8 +67,7 @@ def plan_faults(rng: random.Random, seconds: float) -> list[str]:
 
 
 class Cluster:
-    def __init__(self, broker, config: KafkaConfig, logdir: Path, *, redis_url: str, prefix: str,
-                 rng: random.Random):
+    def __init__(self, broker, config: KafkaConfig, logdir: Path, *, redis_url: str, prefix: str, rng: random.Random):
         self.broker = broker
         self.config = config
         self.logdir = logdir
@@ -86,12 +98,22 @@ class Cluster:
     def start_worker(self, name: str) -> None:
         self._worker_starts += 1
         logfile = open(self.logdir / f"worker-{name}-{self._worker_starts}.log", "w")
-        env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
-               "KADENCE_NAMESPACE": self.config.namespace, "KADENCE_REDIS_URL": self.redis_url,
-               "KADENCE_CHAOS_PREFIX": self.prefix, "KADENCE_WORKER_ID": f"{name}-{self._worker_starts}",
-               "KADENCE_WORKER_SESSION_TIMEOUT_MS": str(int(SESSION_TIMEOUT_S * 1000))}
-        self.workers[name] = subprocess.Popen([sys.executable, "-m", "tests.faults.chaos.worker_main"], env=env,
-                                              cwd=ROOT, stdout=logfile, stderr=subprocess.STDOUT)
+        env = {
+            **os.environ,
+            "KADENCE_KAFKA_BOOTSTRAP": self.config.bootstrap,
+            "KADENCE_NAMESPACE": self.config.namespace,
+            "KADENCE_REDIS_URL": self.redis_url,
+            "KADENCE_CHAOS_PREFIX": self.prefix,
+            "KADENCE_WORKER_ID": f"{name}-{self._worker_starts}",
+            "KADENCE_WORKER_SESSION_TIMEOUT_MS": str(int(SESSION_TIMEOUT_S * 1000)),
+        }
+        self.workers[name] = subprocess.Popen(
+            [sys.executable, "-m", "tests.faults.chaos.worker_main"],
+            env=env,
+            cwd=ROOT,
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+        )
 
     def _exited_on_fatal_kafka_error(self, name: str) -> bool:
         """Did the component end itself on a fatal Kafka client error (its designed way out:
@@ -236,9 +258,16 @@ class Cluster:
             self.check_alive()
             started = loop.time()
             target = await getattr(self, fault)()  # the pauses name whom they paused
-            self.faults.append({"at_s": round(started - t0, 1), "fault": fault, "target": target,
-                                "seconds": round(loop.time() - started, 1)})
-            self.fault_log.append(f"{started - t0:6.1f}s {fault}{f' {target}' if target else ''} "
-                                  f"({loop.time() - started:.1f}s)")
+            self.faults.append(
+                {
+                    "at_s": round(started - t0, 1),
+                    "fault": fault,
+                    "target": target,
+                    "seconds": round(loop.time() - started, 1),
+                }
+            )
+            self.fault_log.append(
+                f"{started - t0:6.1f}s {fault}{f' {target}' if target else ''} ({loop.time() - started:.1f}s)"
+            )
             log.warning("chaos: %s", self.fault_log[-1])
         self.check_alive()

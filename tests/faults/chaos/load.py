@@ -101,8 +101,9 @@ async def send_signal(client: Client, workflow_id: str, request_id: str, note: s
 
 async def send_update(client: Client, workflow_id: str, request_id: str, k: int) -> int:
     """The one way the suite sends an update (through the SDK client)."""
-    return await client.get_workflow_handle(workflow_id).execute_update(ChaosOrder.bump, k, request_id=request_id,
-                                                                         timeout=REQUEST_TIMEOUT_S)
+    return await client.get_workflow_handle(workflow_id).execute_update(
+        ChaosOrder.bump, k, request_id=request_id, timeout=REQUEST_TIMEOUT_S
+    )
 
 
 class LoadDriver:
@@ -148,8 +149,12 @@ class LoadDriver:
 
     async def _start(self, i: int) -> None:
         wf = self.workflow_id(i)
-        handle = await self._retry("start", lambda: self.client.start_workflow(
-            ChaosOrder, i, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S))
+        handle = await self._retry(
+            "start",
+            lambda: self.client.start_workflow(
+                ChaosOrder, i, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S
+            ),
+        )
         self.exp.results[wf] = expected_result(i)
         self.exp.run_ids[wf] = handle.run_id
         self.counts["workflows_started"] += 1
@@ -187,8 +192,16 @@ class LoadDriver:
     # -- injections ----------------------------------------------------------------------------
 
     async def run_injections(self, until: asyncio.Event) -> None:
-        kinds = ["duplicate_start", "duplicate_signal", "duplicate_update", "rejected_update", "stale_task",
-                 "late_activity", "undecodable", "pause"]
+        kinds = [
+            "duplicate_start",
+            "duplicate_signal",
+            "duplicate_update",
+            "rejected_update",
+            "stale_task",
+            "late_activity",
+            "undecodable",
+            "pause",
+        ]
         # every kind once per round, in the seed's order: a loaded run makes only ~17 injections
         # (each reads a history partition), and independent draws once left one kind out
         # entirely (seed 2717153517, session 17: no late activity completion)
@@ -205,8 +218,11 @@ class LoadDriver:
                 self.counts["injections_skipped_broker_down"] += 1
             except TimeoutError:
                 self.counts[f"{kind}_timed_out"] += 1
-                print(f"chaos: injection {kind} got no answer within {INJECTION_TIMEOUT_S:.0f} s "
-                      f"(last: {self.last_injection})", flush=True)
+                print(
+                    f"chaos: injection {kind} got no answer within {INJECTION_TIMEOUT_S:.0f} s "
+                    f"(last: {self.last_injection})",
+                    flush=True,
+                )
 
     def _accepted(self) -> str | None:
         return self.rng.choice(sorted(self.exp.run_ids)) if self.exp.run_ids else None
@@ -218,15 +234,25 @@ class LoadDriver:
         n = int(wf.split("-")[1])
         self.last_injection = ("duplicate_start", wf)
         try:
-            handle = await self._retry("duplicate_start", lambda: self.client.start_workflow(
-                ChaosOrder, n, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S))
+            handle = await self._retry(
+                "duplicate_start",
+                lambda: self.client.start_workflow(
+                    ChaosOrder, n, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S
+                ),
+            )
         except WorkflowAlreadyStartedError as exc:
-            self.violations.append(Violation("completion", f"a retried start was rejected instead of answered: {exc}",
-                                             (wf,)))
+            self.violations.append(
+                Violation("completion", f"a retried start was rejected instead of answered: {exc}", (wf,))
+            )
             return
         if handle.run_id != self.exp.run_ids[wf]:
-            self.violations.append(Violation("completion", f"a retried start got run {handle.run_id}, the first got "
-                                                           f"{self.exp.run_ids[wf]}", (wf,)))
+            self.violations.append(
+                Violation(
+                    "completion",
+                    f"a retried start got run {handle.run_id}, the first got {self.exp.run_ids[wf]}",
+                    (wf,),
+                )
+            )
         self.counts["duplicate_starts"] += 1
 
     async def _inject_duplicate_signal(self) -> None:
@@ -235,8 +261,9 @@ class LoadDriver:
         rid = self.rng.choice(sorted(self.exp.signals))
         wf = self.exp.signals[rid]
         self.last_injection = ("duplicate_signal", wf)
-        await self._retry("duplicate_signal", lambda: send_signal(
-            self.client, wf, rid, approval_for(int(wf.split("-")[1]))))
+        await self._retry(
+            "duplicate_signal", lambda: send_signal(self.client, wf, rid, approval_for(int(wf.split("-")[1])))
+        )
         self.counts["duplicate_signals"] += 1
 
     async def _inject_duplicate_update(self) -> None:
@@ -260,8 +287,9 @@ class LoadDriver:
             got = await self._retry("rejected_update", lambda: send_update(self.client, wf, rid, -1))
         except WorkflowUpdateFailedError as exc:
             if not exc.rejected:
-                self.violations.append(Violation("update", f"update {rid} failed instead of being rejected: {exc}",
-                                                 (wf,)))
+                self.violations.append(
+                    Violation("update", f"update {rid} failed instead of being rejected: {exc}", (wf,))
+                )
         else:
             self.violations.append(Violation("update", f"update {rid} with k=-1 was accepted: {got!r}", (wf,)))
         self.exp.rejected_updates[rid] = wf
@@ -306,8 +334,9 @@ class LoadDriver:
         return events
 
     def _send_raw(self, wf: str, body_type: str, body: dict) -> None:
-        self.client._engine.send(wf, body_type, body, request_id=new_id(), run_id=self.exp.run_ids[wf],
-                                 expect_reply=False)
+        self.client._engine.send(
+            wf, body_type, body, request_id=new_id(), run_id=self.exp.run_ids[wf], expect_reply=False
+        )
 
     async def _inject_stale_task(self) -> None:
         wf = self._accepted()
@@ -319,16 +348,24 @@ class LoadDriver:
         if not done:
             return
         seq = self.rng.choice(done)
-        self._send_raw(wf, "RespondWorkflowTaskCompleted", {
-            "scheduled_seq": seq, "identity": "chaos-stale", "build_id": None,
-            "commands": [("CompleteWorkflowExecution", {"result": self.client.converter.to_bytes("STALE")})]})
+        self._send_raw(
+            wf,
+            "RespondWorkflowTaskCompleted",
+            {
+                "scheduled_seq": seq,
+                "identity": "chaos-stale",
+                "build_id": None,
+                "commands": [("CompleteWorkflowExecution", {"result": self.client.converter.to_bytes("STALE")})],
+            },
+        )
         self.counts["stale_task_completions"] += 1
 
     async def _inject_late_activity(self) -> None:
         # a few workflows: the current run of the one drawn first may have no finished activity
         # yet (just started, or continued as new); a seed once drew only such runs (issue 15)
-        finished = sorted(wf for wf, t in self._results.items() if t.done() and not t.cancelled()
-                          and t.exception() is None)
+        finished = sorted(
+            wf for wf, t in self._results.items() if t.done() and not t.cancelled() and t.exception() is None
+        )
         for _ in range(5):
             # a workflow whose result came has finished activities; before any has, any workflow
             wf = self.rng.choice(finished) if finished else self._accepted()
@@ -336,24 +373,36 @@ class LoadDriver:
                 return
             self.last_injection = ("late_activity", wf)
             events = await self._history(wf)
-            over = [e["attributes"][1] for e in events
-                    if e["attributes"][0] in ("ActivityTaskCompleted", "ActivityTaskAttemptFailed")]
+            over = [
+                e["attributes"][1]
+                for e in events
+                if e["attributes"][0] in ("ActivityTaskCompleted", "ActivityTaskAttemptFailed")
+            ]
             if over:
                 break
         else:
             return
         a = self.rng.choice(over)
-        self._send_raw(wf, "RespondActivityTaskCompleted", {
-            "activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"],
-            "result": self.client.converter.to_bytes(-1), "identity": "chaos-late"})
+        self._send_raw(
+            wf,
+            "RespondActivityTaskCompleted",
+            {
+                "activity_id": a["activity_id"],
+                "scheduled_seq": a["scheduled_seq"],
+                "attempt": a["attempt"],
+                "result": self.client.converter.to_bytes(-1),
+                "identity": "chaos-late",
+            },
+        )
         self.counts["late_activity_completions"] += 1
 
     async def _inject_undecodable(self) -> None:
         i = self.counts["undecodable_records"]
         wf = self._accepted()
         key = (wf or f"garbage-{i}").encode()
-        value = (b"\x00chaos garbage %d " % i if i % 2 == 0 else b"K\x01" + b"\xff" * 12 + b" chaos %d" % i) \
-            + self.rng.randbytes(8)
+        value = (
+            b"\x00chaos garbage %d " % i if i % 2 == 0 else b"K\x01" + b"\xff" * 12 + b" chaos %d" % i
+        ) + self.rng.randbytes(8)
         loop = asyncio.get_running_loop()
         delivered = loop.create_future()
 
@@ -377,21 +426,23 @@ class LoadDriver:
         pending = [t for t in self._tasks if t not in self._results.values()]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
-        unsent = sorted(self.exp.signals.keys() ^ {f"signal-{self.workflow_id(i)}" for i in range(self.n)
-                                                   if wants_signal(i)})
+        unsent = sorted(
+            self.exp.signals.keys() ^ {f"signal-{self.workflow_id(i)}" for i in range(self.n) if wants_signal(i)}
+        )
         if unsent:
             print(f"chaos: signals not accepted by the end of the drain: {unsent[:10]}")
-        unsent = sorted(self.exp.updates.keys() ^ {f"update-{self.workflow_id(i)}" for i in range(self.n)
-                                                   if wants_update(i)})
+        unsent = sorted(
+            self.exp.updates.keys() ^ {f"update-{self.workflow_id(i)}" for i in range(self.n) if wants_update(i)}
+        )
         if unsent:
             print(f"chaos: updates not answered by the end of the drain: {unsent[:10]}")
-        done, not_done = await asyncio.wait(list(self._results.values()),
-                                            timeout=max(1.0, deadline - time.monotonic()))
+        done, not_done = await asyncio.wait(list(self._results.values()), timeout=max(1.0, deadline - time.monotonic()))
         late = sorted(wf for wf, t in self._results.items() if t in not_done)
         for wf, t in sorted(self._results.items()):
             if t in done and t.exception() is None and t.result() != self.exp.results[wf]:
-                self.violations.append(Violation("completion", f"result reply {t.result()!r} differs from "
-                                                               f"{self.exp.results[wf]!r}", (wf,)))
+                self.violations.append(
+                    Violation("completion", f"result reply {t.result()!r} differs from {self.exp.results[wf]!r}", (wf,))
+                )
             elif t in done and t.exception() is not None:
                 self.violations.append(Violation("completion", f"result request failed: {t.exception()!r}", (wf,)))
         for t in not_done:

@@ -48,5 +48,9 @@ def observe(config: KafkaConfig, redis_url: str, prefix: str) -> Observations:
         r.close()
     topics = Catalogue(config)
     dead = [v for _k, v, _p, _o in until_read("dead letters", lambda: read_topic(config, topics.dlq, "DeadLetter"))]
-    return Observations(histories=dict(until_read("histories", lambda: histories(config))), dead_letters=dead,
-                        ledger=ledger, attempts=attempts)
+    return Observations(
+        histories=dict(until_read("histories", lambda: histories(config))),
+        dead_letters=dead,
+        ledger=ledger,
+        attempts=attempts,
+    )

@@ -22,9 +22,14 @@ from .workflows import ACTIVITIES, TASK_QUEUE, WORKFLOWS
 async def main() -> None:
     # as `kadence worker` does: a worker restarted while the broker is down waits for it
     client = await Client.connect(config=KafkaConfig.from_env(), wait_for_broker=math.inf)
-    worker = Worker(client, task_queue=TASK_QUEUE, workflows=WORKFLOWS, activities=ACTIVITIES,
-                    session_timeout_ms=int(os.environ.get("KADENCE_WORKER_SESSION_TIMEOUT_MS", "6000")),
-                    identity=os.environ.get("KADENCE_WORKER_ID"))
+    worker = Worker(
+        client,
+        task_queue=TASK_QUEUE,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        session_timeout_ms=int(os.environ.get("KADENCE_WORKER_SESSION_TIMEOUT_MS", "6000")),
+        identity=os.environ.get("KADENCE_WORKER_ID"),
+    )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, worker.shutdown)

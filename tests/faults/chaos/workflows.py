@@ -22,8 +22,9 @@ from kadence import RetryPolicy, activity, workflow
 
 #: a worker killed mid-activity leaves an attempt that times out after this and is retried
 ACTIVITY_TIMEOUT = timedelta(seconds=5)
-RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), backoff_coefficient=2.0,
-                    maximum_interval=timedelta(seconds=2))
+RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200), backoff_coefficient=2.0, maximum_interval=timedelta(seconds=2)
+)
 
 _EFFECT_ONCE = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
@@ -40,6 +41,7 @@ def _client():
     global _redis
     if _redis is None:
         import redis
+
         _redis = redis.Redis.from_url(os.environ["KADENCE_REDIS_URL"])
     return _redis
 
@@ -155,14 +157,25 @@ class ChaosOrder:
             await workflow.wait_condition(lambda: self.bump_result is not None)
         child = await workflow.execute_child_workflow(ChaosChild, n) if has_child(n) else None
         shipped = await _act(ship, b)
-        return {"n": n, "shipped": shipped, "approval": approval, "child": child, "bump": self.bump_result,
-                "label": tag}
+        return {
+            "n": n,
+            "shipped": shipped,
+            "approval": approval,
+            "child": child,
+            "bump": self.bump_result,
+            "label": tag,
+        }
 
 
 def expected_result(n: int) -> dict:
-    return {"n": n, "shipped": 2 * (n + 1) + 100, "approval": approval_for(n) if wants_signal(n) else None,
-            "child": 10 * n + 1 if has_child(n) else None, "bump": update_result(n) if wants_update(n) else None,
-            "label": f"L{2 * (n + 1)}"}
+    return {
+        "n": n,
+        "shipped": 2 * (n + 1) + 100,
+        "approval": approval_for(n) if wants_signal(n) else None,
+        "child": 10 * n + 1 if has_child(n) else None,
+        "bump": update_result(n) if wants_update(n) else None,
+        "label": f"L{2 * (n + 1)}",
+    }
 
 
 WORKFLOWS = [ChaosOrder, ChaosChild]

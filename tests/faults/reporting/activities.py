@@ -45,8 +45,13 @@ class FanOut:
 
 async def main() -> None:
     client = await Client.connect(config=KafkaConfig.from_env())
-    worker = Worker(client, task_queue=QUEUE, activities=[quick, slow], session_timeout_ms=6000,
-                    transactional_activity_results=os.environ.get("KADENCE_WORKER_TXN_RESULTS", "1") != "0")
+    worker = Worker(
+        client,
+        task_queue=QUEUE,
+        activities=[quick, slow],
+        session_timeout_ms=6000,
+        transactional_activity_results=os.environ.get("KADENCE_WORKER_TXN_RESULTS", "1") != "0",
+    )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, worker.shutdown)
