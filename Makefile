@@ -2,6 +2,7 @@
 # scripts/devstack.py around the command and stopped afterwards; see docs/dev-stack.md.
 #   make test PYTEST_ARGS='-k timers -x'     extra pytest arguments
 #   make unit                                unit tests only, no broker
+#   make lint / make format                  ruff check and format --check (part of make test) / apply both
 #   make chaos CHAOS_SEEDS=5                 the soak campaign (scripts/chaos.py): chaos suite per seed, CPU-starved
 #   make soak SOAK_RUNS=10                   the soak-marked tests (broker outage), ten times in a row
 #   make upgrade-deps                        re-resolve requirements.lock to the newest allowed versions, reinstall, test
@@ -12,7 +13,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS  ?=
 SOAK_RUNS   ?= 1
 
-.PHONY: venv jars test dev bench unit chaos soak upgrade-deps lock clean
+.PHONY: venv jars test lint format dev bench unit chaos soak upgrade-deps lock clean
 
 venv:
 	scripts/bootstrap.sh
@@ -35,8 +36,17 @@ upgrade-deps: venv
 jars:
 	@$(DEVSTACK) jars >/dev/null
 
-test: venv jars
+test: venv jars lint
 	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=40 -m "not soak" tests $(PYTEST_ARGS)
+
+# the rules and the format in pyproject.toml ([tool.ruff]); `make format` applies both
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 # the tests marked soak (the broker-outage acceptance test), SOAK_RUNS times in a row, each with a
 # fresh dev stack, printing their recovery times; stops at the first failure
