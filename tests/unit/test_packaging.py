@@ -30,7 +30,8 @@ def test_the_wheel_holds_every_package_and_every_schema_version(tmp_path):
     ):
         assert f"{package}/__init__.py" in names, package
     assert "kadence/workflow.py" in names and "kadence/topics/serde.py" in names
-    for version_dir in (ROOT / "schemas" / "versions").iterdir():
-        assert f"kadence/schemas/versions/{version_dir.name}/ORDER" in names
-        assert f"kadence/schemas/versions/{version_dir.name}/Command.avsc" in names
+    for manifest in (ROOT / "schemas" / "versions").glob("*.json"):
+        assert f"kadence/schemas/versions/{manifest.name}" in names
+    for stored in (ROOT / "schemas" / "store").glob("*.avsc"):
+        assert f"kadence/schemas/store/{stored.name}" in names
     assert not any(n.startswith(("tests/", "bench/", "sdk/", "topics/")) for n in names)

@@ -1,6 +1,7 @@
 """Schema evolution: every record ever written still decodes with today's schemas.
 
-Each frozen schema set under ``schemas/versions/<N>/`` is a released wire format. For every record
+Each frozen schema set (``schemas/versions/<N>.json``, its schemas in ``schemas/store/``) is a
+released wire format. For every record
 type of every frozen version we build representative records that take every union branch (each
 Command body, each HistoryEvent attribute type, each workflow command, optional fields set and
 unset), write them with version N's schemas and the ``b"K" + bytes([N])`` prefix, and read them
@@ -207,6 +208,55 @@ def test_current_serde_writes_the_current_version_and_reads_it_back():
             assert survival_problems(value, serde.decode(schema["name"], data), schema["name"]) == []
 
 
+@pytest.mark.parametrize(
+    ("older", "newer"), [(a, b) for a in available_versions() for b in available_versions() if a < b]
+)
+def test_every_version_resolves_against_every_newer_one(older, newer):
+    """Backward, across all versions: a reader of any later version reads what any earlier one
+    wrote (a processor restoring years of records after several upgrades)."""
+    problems = compatibility_problems(load_schema_set(older), load_schema_set(newer))
+    assert problems == [], f"v{older} records no longer resolve with v{newer}'s schemas: {problems[:5]}"
+
+
+def _branch_names(value) -> set[str]:
+    """The record names a sample's unions take (``(name, record)`` tuples, nested)."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+        return {value[0]} | _branch_names(value[1])
+    if isinstance(value, dict):
+        return set().union(*(_branch_names(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_branch_names(v) for v in value))
+    return set()
+
+
+@pytest.mark.parametrize("newer", available_versions()[1:])
+def test_the_previous_version_reads_every_newer_record_that_carries_nothing_new(newer):
+    """Forward, between neighbours (a rolling upgrade has both releases running): the older
+    release reads every record the newer one writes, except a record of a type, or taking a union
+    branch, that the older schemas do not have (a new command or event): new fields are ignored,
+    never fatal. Those exceptions are what a rolling upgrade must not write until every instance
+    is upgraded."""
+    older = newer - 1
+    writer_set, reader_set = load_schema_set(newer), load_schema_set(older)
+    writers, readers = parse_set(writer_set), parse_set(reader_set)
+    known = set(readers)
+    failures, read = [], 0
+    for schema in writer_set:
+        name = schema["name"]
+        if name not in known:
+            continue  # a new record type: an older release never reads it
+        for i, value in enumerate(Samples(writer_set, version=0).variants(schema, name)):
+            if _branch_names(value) - known:
+                continue
+            try:
+                fastavro.schemaless_reader(io.BytesIO(write(writers, name, value)), writers[name], readers[name])
+                read += 1
+            except Exception as exc:  # noqa: BLE001 - any failure to resolve is the finding
+                failures.append(f"{name}[{i}]: {type(exc).__name__}: {exc}")
+    assert failures == [], f"v{older} cannot read v{newer} records that carry nothing new: {failures[:5]}"
+    assert read > len(known) / 2
+
+
 # ---------------------------------------------------------------- frozen sets and the current files
 
 
@@ -221,37 +271,78 @@ def test_current_schemas_equal_the_highest_frozen_version():
     latest = versions[-1]
     assert CURRENT_VERSION == latest, (
         f"kadence.schemas.CURRENT_VERSION is {CURRENT_VERSION} but the highest frozen set is "
-        f"schemas/versions/{latest}: they must be equal"
+        f"schemas/versions/{latest}.json: they must be equal"
     )
     current = _avsc_files(SCHEMA_DIR)
-    frozen = _avsc_files(SCHEMA_DIR / "versions" / str(latest))
+    frozen = {s["name"]: s for s in load_schema_set(latest)}
     changed = sorted(n for n in current.keys() & frozen.keys() if current[n] != frozen[n])
     added, removed = sorted(current.keys() - frozen.keys()), sorted(frozen.keys() - current.keys())
     order_now = (SCHEMA_DIR / "ORDER").read_text().split()
-    order_frozen = (SCHEMA_DIR / "versions" / str(latest) / "ORDER").read_text().split()
+    order_frozen = kadence.schemas.manifest(latest)["order"]
     assert not (changed or added or removed or order_now != order_frozen), (
-        f"the current schemas differ from the frozen set schemas/versions/{latest} "
+        f"the current schemas differ from the frozen set schemas/versions/{latest}.json "
         f"(changed: {changed}, added: {added}, removed: {removed}, ORDER changed: {order_now != order_frozen}). "
         f"Records already on Kafka were written with version {latest}, so a schema change is a new "
-        f"version: set CURRENT_VERSION = {latest + 1} in schemas/__init__.py, copy the whole set with "
-        f"`mkdir schemas/versions/{latest + 1} && cp schemas/*.avsc schemas/ORDER schemas/versions/{latest + 1}/`, "
-        f"and add the new digest to FROZEN_DIGESTS in {Path(__file__).name}. "
+        f"version: set CURRENT_VERSION = {latest + 1} in schemas/__init__.py, run "
+        f"`python -m kadence.schemas freeze`, and add the new digest to FROZEN_DIGESTS in {Path(__file__).name}. "
         "Never edit a frozen version."
     )
 
 
-@pytest.mark.parametrize("directory", ["."] + [f"versions/{v}" for v in available_versions()])
-def test_order_lists_every_schema_file_exactly_once(directory):
-    base = SCHEMA_DIR / directory
-    order = (base / "ORDER").read_text().split()
-    files = sorted(p.stem for p in base.glob("*.avsc"))
-    assert len(order) == len(set(order)), f"{base}/ORDER lists a schema twice"
+def test_order_lists_every_current_schema_file_exactly_once():
+    order = (SCHEMA_DIR / "ORDER").read_text().split()
+    files = sorted(p.stem for p in SCHEMA_DIR.glob("*.avsc"))
+    assert len(order) == len(set(order)), "schemas/ORDER lists a schema twice"
     assert sorted(order) == files, (
-        f"{base}/ORDER and the .avsc files disagree: only in ORDER {sorted(set(order) - set(files))}, "
+        f"schemas/ORDER and the .avsc files disagree: only in ORDER {sorted(set(order) - set(files))}, "
         f"not in ORDER (never loaded!) {sorted(set(files) - set(order))}"
     )
-    for name, schema in _avsc_files(base).items():
-        assert schema["name"] == name and schema.get("namespace") == "kadence", f"{base}/{name}.avsc"
+    for name, schema in _avsc_files(SCHEMA_DIR).items():
+        assert schema["name"] == name and schema.get("namespace") == "kadence", f"schemas/{name}.avsc"
+
+
+@pytest.mark.parametrize("version", available_versions())
+def test_a_manifest_names_each_record_once_with_its_own_schema(version):
+    frozen = kadence.schemas.manifest(version)
+    assert frozen["version"] == version
+    assert len(frozen["order"]) == len(set(frozen["order"])) and sorted(frozen["order"]) == sorted(frozen["schemas"])
+    for schema in load_schema_set(version):  # each checked against its digest as it loads
+        assert schema.get("namespace") == "kadence" and frozen["schemas"][
+            schema["name"]
+        ] == kadence.schemas.schema_digest(schema)
+
+
+def test_the_store_holds_each_distinct_schema_once_and_only_what_a_version_names():
+    stored = {p.stem: json.loads(p.read_text()) for p in (SCHEMA_DIR / "store").glob("*.avsc")}
+    named = {d for v in available_versions() for d in kadence.schemas.manifest(v)["schemas"].values()}
+    assert set(stored) == named, f"unreferenced: {sorted(set(stored) - named)}, missing: {sorted(named - set(stored))}"
+    for digest, schema in stored.items():
+        assert kadence.schemas.schema_digest(schema) == digest, f"schemas/store/{digest}.avsc was edited"
+    canonical = [json.dumps(s, sort_keys=True) for s in stored.values()]
+    assert len(canonical) == len(set(canonical))
+    # the store is what the versions share: far fewer files than records over all versions
+    assert len(stored) < sum(len(kadence.schemas.manifest(v)["order"]) for v in available_versions()) / 3
+
+
+def test_freeze_writes_a_manifest_and_only_the_new_schemas(tmp_path):
+    base = tmp_path / "schemas"
+    (base / "store").mkdir(parents=True)
+    (base / "versions").mkdir()
+    for name in (SCHEMA_DIR / "ORDER").read_text().split():
+        (base / f"{name}.avsc").write_text((SCHEMA_DIR / f"{name}.avsc").read_text())
+    (base / "ORDER").write_text((SCHEMA_DIR / "ORDER").read_text())
+    kadence.schemas.freeze(1, base)
+    first = sorted(p.name for p in (base / "store").iterdir())
+    with pytest.raises(FileExistsError):
+        kadence.schemas.freeze(1, base)
+    task = json.loads((base / "ActivityTask.avsc").read_text())
+    task["doc"] = "changed"
+    (base / "ActivityTask.avsc").write_text(json.dumps(task))
+    kadence.schemas.freeze(2, base)
+    second = sorted(p.name for p in (base / "store").iterdir())
+    assert len(second) == len(first) + 1  # only the changed schema is stored again
+    one, two = (json.loads((base / "versions" / f"{v}.json").read_text()) for v in (1, 2))
+    assert {n for n in one["schemas"] if one["schemas"][n] != two["schemas"][n]} == {"ActivityTask"}
 
 
 @pytest.mark.parametrize("version", available_versions())
