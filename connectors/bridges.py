@@ -66,6 +66,7 @@ from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_que
 from kadence.topics.large_payloads import LargePayloadConfig
 from kadence.topics.payload import JsonConverter
 from kadence.topics.polling import poll_ready
+from kadence.topics.protocol import ID_REUSE_POLICIES, signal_body, start_body
 from kadence.topics.records import command, now_ms
 
 from .offsets import commit_positions
@@ -75,7 +76,7 @@ __all__ = ["BadRecord", "Bridge", "BridgeConfig", "Mapping", "load_bridge_config
 log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
-_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
+_POLICIES = ID_REUSE_POLICIES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,17 +242,12 @@ def map_record(
     except SchemaError as exc:  # pragma: no cover - parsed JSON always serializes
         raise BadRecord(str(exc)) from exc
     if mapping.action == "start":
-        body = {
-            "workflow_type": mapping.workflow_type,
-            "task_queue": mapping.task_queue,
-            "input": payload,
-            "id_reuse_policy": mapping.id_reuse_policy,
-        }
+        body = start_body(mapping.workflow_type, mapping.task_queue, payload, id_reuse_policy=mapping.id_reuse_policy)
         return wf, "StartWorkflow", body, rid
     return (
         wf,
         "SignalWorkflow",
-        {"signal_name": mapping.signal, "input": payload, "start": None, "identity": identity},
+        signal_body(mapping.signal, payload, identity=identity),
         rid,
     )
 

@@ -50,6 +50,7 @@ from kadence.topics.errors import (
 )
 from kadence.topics.history_json import event_to_json
 from kadence.topics.payload import JsonConverter
+from kadence.topics.protocol import signal_body, start_body
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.reset_request import reset_body
 from kadence.topics.state_reader import stuck_rows
@@ -394,15 +395,15 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             workflow_id = str(uuid.uuid5(_KEYED_IDS, f"{who.namespace}\n{idempotency_key}"))
         else:
             workflow_id = str(uuid.uuid4())
-        payload = {
-            "workflow_type": workflow_type,
-            "task_queue": body.task_queue,
-            "input": await _encoded(request, body.input),
-            "id_reuse_policy": body.id_reuse_policy,
-            "run_timeout_ms": _ms(body.run_timeout_seconds),
-            "search_attributes": dict(body.search_attributes),
-            "execution_timeout_ms": _ms(body.execution_timeout_seconds),
-        }
+        payload = start_body(
+            workflow_type,
+            body.task_queue,
+            await _encoded(request, body.input),
+            id_reuse_policy=body.id_reuse_policy,
+            run_timeout_ms=_ms(body.run_timeout_seconds),
+            search_attributes=body.search_attributes,
+            execution_timeout_ms=_ms(body.execution_timeout_seconds),
+        )
         reply, headers = await command(request, who, workflow_id, "StartWorkflow", payload, idempotency_key)
         if reply["status"] == "already_started":
             return error_response(409, "already_started", reply["message"], headers=headers, run_id=reply["run_id"])
@@ -512,14 +513,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
                 f"{what} needs both workflow_type and task_queue",
                 field="workflow_type" if not body.workflow_type else "task_queue",
             )
-        return {
-            "workflow_type": body.workflow_type,
-            "task_queue": body.task_queue,
-            "input": await _encoded(request, body.start_input),
-            "id_reuse_policy": "allow_duplicate",
-            "run_timeout_ms": None,
-            "search_attributes": {},
-        }
+        return start_body(body.workflow_type, body.task_queue, await _encoded(request, body.start_input))
 
     @v1.post(
         "/workflows/{workflow_id}/signals",
@@ -534,18 +528,13 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         body: SignalRequest,
         idempotency_key: str | None = _IDEMPOTENCY_KEY,
     ):
-        start_body = await with_start(request, body, "signal-with-start")
+        start = await with_start(request, body, "signal-with-start")
         reply, headers = await command(
             request,
             principal(request),
             workflow_id,
             "SignalWorkflow",
-            {
-                "signal_name": body.signal,
-                "input": await _encoded(request, body.input),
-                "start": start_body,
-                "identity": "gateway",
-            },
+            signal_body(body.signal, await _encoded(request, body.input), identity="gateway", start=start),
             idempotency_key,
         )
         return mutation_result(reply, workflow_id, headers)
@@ -722,7 +711,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         is the same update, recorded once, and gets the same result or error."""
         body = body or UpdateRequest()
         who = principal(request)
-        start_body = await with_start(request, body, "update-with-start")
+        start = await with_start(request, body, "update-with-start")
         await claim_key(request, who, idempotency_key)
         engine = await pool.get(who.namespace)
         reply = await engine.request(
@@ -731,7 +720,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             {
                 "update_name": update_name,
                 "input": await _encoded(request, body.input),
-                "start": start_body,
+                "start": start,
                 "identity": "gateway",
             },
             request_id=idempotency_key or str(uuid.uuid4()),

@@ -33,6 +33,7 @@ from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
 from kadence.topics.large_payloads import LargePayloadConfig, LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
+from kadence.topics.protocol import ID_REUSE_POLICIES, signal_body, start_body
 from kadence.topics.records import new_id, run_outcome
 from kadence.topics.reset_request import reset_body
 from kadence.topics.typed import signature
@@ -41,8 +42,6 @@ from ._definitions import run_function, to_ms, workflow_type_name
 from .interceptors import ClientCall, Interceptor, chain
 
 log = logging.getLogger(__name__)
-
-_REUSE_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
 
 __all__ = ["Client", "ResetPlan", "WorkflowHandle"]
 
@@ -214,12 +213,7 @@ class WorkflowHandle:
         async def impl(call: ClientCall) -> None:
             await self._mutate(
                 "SignalWorkflow",
-                {
-                    "signal_name": call.name,
-                    "input": self.client.converter.to_bytes(list(call.args)),
-                    "start": None,
-                    "identity": self.client.identity,
-                },
+                signal_body(call.name, self.client.converter.to_bytes(list(call.args)), identity=self.client.identity),
                 request_id,
             )
 
@@ -559,23 +553,23 @@ class Client:
         memo=None,
         headers=None,
     ) -> dict:
-        if id_reuse_policy not in _REUSE_POLICIES:
-            raise KadenceError(f"id_reuse_policy must be one of {', '.join(_REUSE_POLICIES)}")
+        if id_reuse_policy not in ID_REUSE_POLICIES:
+            raise KadenceError(f"id_reuse_policy must be one of {', '.join(ID_REUSE_POLICIES)}")
         check_task_queue(task_queue)
         run_fn = run_function(workflow)
         if run_fn is not None:  # arguments that cannot become the run's types fail here, before anything is sent
             signature(run_fn, method=True).args(list(args), f"workflow {workflow_type_name(workflow)}")
-        return {
-            "workflow_type": check_name(workflow_type_name(workflow), field="workflow type"),
-            "task_queue": task_queue,
-            "input": self.converter.to_bytes(list(args)),
-            "id_reuse_policy": id_reuse_policy,
-            "run_timeout_ms": to_ms(run_timeout),
-            "search_attributes": dict(search_attributes or {}),
-            "execution_timeout_ms": to_ms(execution_timeout),
-            "memo": {str(k): self.converter.to_bytes(v) for k, v in (memo or {}).items()},
-            "headers": {str(k): str(v) for k, v in (headers or {}).items()},
-        }
+        return start_body(
+            workflow_type_name(workflow),
+            task_queue,
+            self.converter.to_bytes(list(args)),
+            id_reuse_policy=id_reuse_policy,
+            run_timeout_ms=to_ms(run_timeout),
+            search_attributes=search_attributes,
+            execution_timeout_ms=to_ms(execution_timeout),
+            memo={str(k): self.converter.to_bytes(v) for k, v in (memo or {}).items()},
+            headers={str(k): str(v) for k, v in (headers or {}).items()},
+        )
 
     async def signal_with_start(
         self,
@@ -600,12 +594,7 @@ class Client:
             reply = await self._engine.request(
                 id,
                 "SignalWorkflow",
-                {
-                    "signal_name": signal,
-                    "input": self.converter.to_bytes(list(call.args)),
-                    "start": start,
-                    "identity": self.identity,
-                },
+                signal_body(signal, self.converter.to_bytes(list(call.args)), identity=self.identity, start=start),
                 request_id=request_id or new_id(),
             )
             if reply["status"] != "ok":
