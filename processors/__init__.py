@@ -7,6 +7,7 @@ Never imported by the SDK, the gateway or the connectors.
 from .disk_store import DiskShardStore
 from .effects import BatchView, Outbox
 from .history_processor import HistoryProcessor, ProcessorConfig
+from .shard_store import ShardStore
 from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
 from .timer_service import TimerConfig, TimerService, choose_tier
@@ -18,6 +19,7 @@ __all__ = [
     "MemoryShardStore",
     "Outbox",
     "ProcessorConfig",
+    "ShardStore",
     "TimerConfig",
     "TimerService",
     "choose_tier",

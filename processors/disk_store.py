@@ -43,9 +43,8 @@ def _options() -> Options:
 
 
 class DiskShardStore:
-    """One partition's store in a RocksDB directory (wiped at open: it is rebuilt from Kafka)."""
-
-    KEEPS_ENCODED = True
+    """A ``ShardStore`` (``shard_store.py``) in a RocksDB directory, one per partition (wiped at
+    open: it is rebuilt from Kafka). It keeps records encoded, as Kafka has them."""
 
     def __init__(self, partition: int, path: Path, *, cache_size: int = 1024):
         self.partition = partition

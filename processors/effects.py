@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from kadence.topics import serde
 from kadence.topics.records import new_id
 
+from .shard_store import ShardStore
+
 __all__ = [
     "MAX_RESULT_WAITERS",
     "RECENT_REQUESTS",
@@ -200,32 +202,22 @@ class BatchView:
             for e in self.new_events.get(workflow_id, ())
             if e["run_id"] == run_id and e["seq"] > since and (upto is None or e["seq"] <= upto)
         ]
-        encoded = getattr(self._store, "get_history_encoded", None)
-        if encoded is not None:
-            return encoded(workflow_id, run_id, since, upto) + staged
-        committed = self._store.get_history(workflow_id, run_id, since)
-        return [e for e in committed if upto is None or e["seq"] <= upto] + staged
+        return self._store.get_history_encoded(workflow_id, run_id, since, upto) + staged
 
-    def commit_into(self, store) -> None:
-        encoded = getattr(store, "KEEPS_ENCODED", False)
+    def commit_into(self, store: ShardStore) -> None:
+        raw_events = self.raw_events
         for wf in self.tombstones():
             store.delete_state(wf)
         for wf, st in self.states.items():
-            if encoded:
-                store.put_state(wf, st, self.raw_states.get(wf))
-            else:
-                store.put_state(wf, st)
+            store.put_state(wf, st, self.raw_states.get(wf))
             if st["status"] != "running":
                 store.drop_history(wf)
                 continue
             events = [e for e in self.new_events.get(wf, ()) if e["run_id"] == st["run_id"]]
             if not events:
                 continue
-            if encoded:
-                raws = [self.raw_events.get(e["event_id"]) for e in events]
-                store.append_history(wf, st["run_id"], events, None if None in raws else raws)
-            else:
-                store.append_history(wf, st["run_id"], events)
+            raws = [raw_events.get(e["event_id"]) for e in events] if raw_events else None
+            store.append_history(wf, st["run_id"], events, None if raws is None or None in raws else raws)
 
 
 def emit(

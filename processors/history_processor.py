@@ -50,6 +50,7 @@ from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
 from .disk_store import DiskShardStore
 from .effects import BatchView, Outbox, count_history_bytes, reply
+from .shard_store import ShardStore
 from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
 from .timer_service import choose_tier
@@ -275,7 +276,7 @@ class HistoryProcessor:
         self.metrics = _Metrics(registry, config.kafka.namespace)
         register_codec_metrics(registry)
         self._stop = threading.Event()
-        self._stores: dict[int, MemoryShardStore | DiskShardStore] = {}
+        self._stores: dict[int, ShardStore] = {}
         #: per shard, the workflows whose records the restore could not decode: workflow ID -> why
         #: (``restore_shard``; their commands are dead-lettered and answered ``quarantined``)
         self._quarantine: dict[int, dict[str, str]] = {}
@@ -353,7 +354,7 @@ class HistoryProcessor:
         )
         return consumer
 
-    def _new_store(self, partition: int):
+    def _new_store(self, partition: int) -> ShardStore:
         if self.config.store == "memory":
             return MemoryShardStore(partition)
         if self._state_dir is None:
@@ -368,7 +369,7 @@ class HistoryProcessor:
         self._deadlines.pop(partition, None)
         self._quarantine.pop(partition, None)
         store = self._stores.pop(partition, None)
-        if store is not None and hasattr(store, "close"):
+        if store is not None:
             store.close()
 
     def _until_broker_answers(self, what: str, step):
@@ -512,8 +513,7 @@ class HistoryProcessor:
             self.metrics.restore.observe(time.perf_counter() - t0)
             return restored
         except BaseException:
-            if hasattr(store, "close"):
-                store.close()
+            store.close()
             raise
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

@@ -17,12 +17,17 @@ from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, SchemaError
 from kadence.topics.scan import read_range
 
+from .shard_store import ShardStore
+
 __all__ = ["MemoryShardStore", "read_partition", "restore_shard"]
 
 log = logging.getLogger(__name__)
 
 
 class MemoryShardStore:
+    """A ``ShardStore`` (``shard_store.py``) in dicts: states and open runs' events as dicts;
+    the encoded records it is offered are not kept."""
+
     def __init__(self, partition: int):
         self.partition = partition
         self._states: dict[str, dict] = {}
@@ -33,7 +38,7 @@ class MemoryShardStore:
     def get_state(self, workflow_id: str) -> dict | None:
         return self._states.get(workflow_id)
 
-    def put_state(self, workflow_id: str, state: dict) -> None:
+    def put_state(self, workflow_id: str, state: dict, raw: bytes | None = None) -> None:
         self._states[workflow_id] = state
 
     def delete_state(self, workflow_id: str) -> None:
@@ -48,7 +53,14 @@ class MemoryShardStore:
             return []
         return entry[1][since:]
 
-    def append_history(self, workflow_id: str, run_id: str, events: list[dict]) -> None:
+    def get_history_encoded(self, workflow_id: str, run_id: str, since: int = 0, upto: int | None = None) -> list:
+        """As ``get_history``, up to ``upto``: a workflow task encodes these dicts."""
+        events = self.get_history(workflow_id, run_id, since)
+        return events if upto is None else [e for e in events if e["seq"] <= upto]
+
+    def append_history(
+        self, workflow_id: str, run_id: str, events: list[dict], raws: list[bytes] | None = None
+    ) -> None:
         entry = self._history.get(workflow_id)
         if entry is None or entry[0] != run_id:
             entry = (run_id, [])
@@ -71,6 +83,9 @@ class MemoryShardStore:
 
     def open_runs(self) -> int:
         return len(self._history)
+
+    def close(self) -> None:
+        """Nothing to release: the dicts go with the store."""
 
 
 def read_partition(
@@ -111,7 +126,7 @@ def restore_shard(
     state_topic: str,
     history_topic: str,
     partition: int,
-    store=None,
+    store: ShardStore | None = None,
     *,
     observe=None,
     quarantine: dict[str, str] | None = None,
@@ -156,10 +171,7 @@ def restore_shard(
         quarantined.pop(wf, None)  # a later state record replaces the one that could not be read
         if observe is not None:
             observe(wf, st)
-        if _takes_raw(store):
-            store.put_state(wf, st, value)
-        else:
-            store.put_state(wf, st)
+        store.put_state(wf, st, value)
         if st["status"] == "running":
             open_runs[wf] = st["run_id"]
         else:
@@ -190,10 +202,7 @@ def restore_shard(
     for wf, pairs in buffers.items():
         pairs.sort(key=lambda pair: pair[0]["seq"])
         events = [e for e, _raw in pairs]
-        if _takes_raw(store):
-            store.append_history(wf, open_runs[wf], events, [raw for _e, raw in pairs])
-        else:
-            store.append_history(wf, open_runs[wf], events)
+        store.append_history(wf, open_runs[wf], events, [raw for _e, raw in pairs])
     for wf, why in sorted(quarantined.items()):
         log.error(
             "workflow %s partition %d quarantined: %s; its commands are dead-lettered until a processor "
@@ -213,8 +222,3 @@ def restore_shard(
         time.monotonic() - t0,
     )
     return store
-
-
-def _takes_raw(store) -> bool:
-    """Stores that keep encoded records (the disk store) take the bytes read from Kafka as they are."""
-    return getattr(store, "KEEPS_ENCODED", False)

@@ -182,3 +182,24 @@ def test_dropping_a_history_deletes_its_keys_and_only_those(stores):
     assert not [k for k in left if k[1:].startswith(b"w1\x00")], left
     assert len([k for k in left if k[:1] == b"h"]) == 6
     assert disk.open_runs() == 2
+
+
+@pytest.mark.parametrize("store_class", [MemoryShardStore, DiskShardStore])
+def test_both_stores_implement_the_declared_interface(store_class):
+    """One declared interface (``ShardStore``) instead of telling the stores apart by attribute:
+    each method of the protocol exists on both stores with the protocol's parameters."""
+    import inspect
+
+    from kadence.processors.shard_store import ShardStore
+
+    declared = {
+        name: inspect.signature(member)
+        for name, member in vars(ShardStore).items()
+        if callable(member) and (not name.startswith("_") or name == "__len__")
+    }
+    assert {"put_state", "append_history", "get_history_encoded", "close"} <= set(declared)
+    for name, signature in declared.items():
+        implemented = inspect.signature(getattr(store_class, name))
+        assert list(implemented.parameters) == list(signature.parameters), (store_class.__name__, name)
+        for pname, param in signature.parameters.items():
+            assert implemented.parameters[pname].default == param.default, (store_class.__name__, name, pname)

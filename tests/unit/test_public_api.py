@@ -125,6 +125,7 @@ PUBLIC = {
         "MemoryShardStore",
         "Outbox",
         "ProcessorConfig",
+        "ShardStore",
         "TimerConfig",
         "TimerService",
         "choose_tier",
