@@ -42,6 +42,7 @@ from kadence.topics.errors import (
     ConfigError,
     InvalidQueryError,
     KadenceError,
+    NoReplyError,
     PayloadTooLargeError,
     ResetRejectedError,
     SchemaError,
@@ -253,6 +254,12 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
 
     def _unavailable(message: str) -> JSONResponse:
         return error_response(503, "unavailable", message, headers={"Retry-After": str(config.retry_after_seconds)})
+
+    @app.exception_handler(NoReplyError)
+    async def on_no_reply(_request: Request, exc: NoReplyError):
+        # Kafka took the command and no history processor answered in time: the command stands
+        # and is applied when a processor runs; sent again with the same Idempotency-Key, once
+        return error_response(503, "no_reply", str(exc), headers={"Retry-After": str(config.retry_after_seconds)})
 
     @app.exception_handler(BrokerUnavailableError)
     async def on_unavailable(_request: Request, exc: BrokerUnavailableError):
