@@ -135,11 +135,11 @@ async def test_two_builds_at_once_and_a_missing_build_shows_as_backlog(client, p
         await old[3].signal("release", "late")
         waiting = await wait_until(lambda: _waiting_on(kafka_config, "A"), 30, "a backlog on build A")
         assert waiting.backlog == 1 and not waiting.is_default and waiting.oldest_age_s is not None
-        assert (
-            await wait_until(
-                lambda: _metric_async(port, "kadence_build_backlog", "A"), 30, "the backlog gauge of build A"
-            )
-            == 1
+        # the gauge is sampled every second: a sample taken while build A's last offsets were
+        # still being committed counted its finished tasks too (2 or 3 under load, CI of this
+        # session); it must come to the backlog itself
+        await wait_until(
+            lambda: _gauge_is(port, "kadence_build_backlog", "A", 1), 30, "the backlog gauge of build A at 1"
         )
         rc, out, err = await kadence(kafka_config, "builds", "list", Q, "--json", "--count-open")
         assert rc == 0, err
