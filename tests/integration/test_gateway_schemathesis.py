@@ -65,9 +65,11 @@ def test_every_operation_conforms_to_the_openapi_document(fuzz_target, mode):
             suppress_health_check=list(HealthCheck),
         )
         @given(case=operation.as_strategy(generation_mode=mode))
-        def check(case, operation=operation, is_v1=is_v1):
-            tried[operation.label] = tried.get(operation.label, 0) + 1
-            case.call_and_validate(base_url=url, headers=auth(key) if is_v1 else None, checks=checks, timeout=30)
+        def check(case):
+            # called within this iteration (check() below): the loop's current operation
+            tried[operation.label] = tried.get(operation.label, 0) + 1  # noqa: B023
+            headers = auth(key) if is_v1 else None  # noqa: B023
+            case.call_and_validate(base_url=url, headers=headers, checks=checks, timeout=30)
 
         check()
     assert all(tried.values()) and len(tried) >= (10 if mode is schemathesis.GenerationMode.POSITIVE else 7), tried
