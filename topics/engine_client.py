@@ -64,6 +64,10 @@ def _close_quietly(consumer) -> None:
 #: most how many events in all (a run over it is read whole each time)
 HISTORY_RUNS_KEPT = 64
 HISTORY_EVENTS_KEPT = 100_000
+#: runs whose latest history seq this client has seen in a reply (read your writes: ``read_history``)
+SEQS_KEPT = 10_000
+#: how long a history read waits for the events a reply it received said were recorded
+SEQ_WAIT_S = 5.0
 
 
 class EngineClient:
@@ -90,6 +94,9 @@ class EngineClient:
         self._consumer_factory = consumer_factory
         #: read_history: (workflow ID, run ID) -> (events by key, offset read up to), oldest first
         self._histories: collections.OrderedDict = collections.OrderedDict()
+        #: (workflow_id, run_id) -> the highest history seq a reply to this client said the run
+        #: had reached (``Reply.history_seq``); a history read returns at least that far
+        self._seen_seqs: collections.OrderedDict = collections.OrderedDict()
         self._history_lock = threading.Lock()
         self._history_consumer: Consumer | None = None
         self._end_consumer: Consumer | None = None
@@ -234,10 +241,23 @@ class EngineClient:
                     continue
                 with self._lock:
                     fut = self._forget(reply["workflow_id"], reply["request_id"])
+                    self._saw_seq(reply)
                 if fut is not None and not fut.done():
                     fut.set_result(reply)
             if self.replies_stall_s > 0 and waiting:
                 self._check_replies()
+
+    def _saw_seq(self, reply: dict) -> None:
+        """Remember how far the run's history had come when the engine answered (under _lock)."""
+        seq, run_id = reply.get("history_seq"), reply.get("run_id")
+        if not seq or not run_id:
+            return
+        key = (reply["workflow_id"], run_id)
+        if self._seen_seqs.get(key, 0) < seq:
+            self._seen_seqs[key] = seq
+            self._seen_seqs.move_to_end(key)
+            if len(self._seen_seqs) > SEQS_KEPT:
+                self._seen_seqs.popitem(last=False)
 
     def _check_replies(self) -> None:
         """Replace the reply consumer when it stopped fetching (run by the reply thread while a
@@ -531,7 +551,29 @@ class EngineClient:
         including those of a transaction whose reply the caller has read while the history
         partition's commit marker was not yet written (Kafka writes them partition by partition).
         Events of transactions still open at the call are waited for up to ``scan.SETTLE_S``.
+        And a run for which a reply to this client said its history had reached seq N is read
+        at least to N (for up to ``SEQ_WAIT_S``): whatever the broker shows a reader, the caller
+        sees the events of the commands it was answered for.
         """
+        deadline = time.monotonic() + SEQ_WAIT_S
+        while True:
+            events = self._read_history(workflow_id, run_id, timeout)
+            with self._lock:
+                need = self._seen_seqs.get((workflow_id, run_id), 0)
+            # none at all: an archived run (its events are tombstones), read from the archive
+            if not events or events[-1]["seq"] >= need or time.monotonic() >= deadline:
+                if events and events[-1]["seq"] < need:
+                    log.warning(
+                        "the history of workflow %s run %s reads to seq %d, short of the %d a reply reported",
+                        workflow_id,
+                        run_id,
+                        events[-1]["seq"],
+                        need,
+                    )
+                return events
+            time.sleep(0.02)  # the broker has not shown them yet: read again from where this read stopped
+
+    def _read_history(self, workflow_id: str, run_id: str, timeout: float) -> list[dict]:
         topic = self.topics.history
         part = partition_for(workflow_id, self.partitions)
         prefix = f"{workflow_id}/{run_id}/".encode()
