@@ -331,7 +331,8 @@ async def test_openapi_lists_the_operations(http):
 
 
 async def test_no_reply_from_the_engine_is_503_with_retry_after(kafka_config):
-    """No history processor runs for this namespace: the start times out into a typed 503."""
+    """No history processor runs for this namespace: the start times out into a typed 503,
+    ``no_reply`` (Kafka took the command; a broker that did not take it is ``unavailable``)."""
     app = create_app(GatewayConfig(kafka=kafka_config, reply_timeout=1.0, auth=False))
     with serve(app) as url:
         async with checked_client(url, allowed_5xx=(503,)) as client:
@@ -339,7 +340,9 @@ async def test_no_reply_from_the_engine_is_503_with_retry_after(kafka_config):
             resp = await client.post(START, json=_start_body("nobody-home"))
             assert time.monotonic() - started < 10
     assert resp.status_code == 503, resp.text
-    assert resp.json()["error"]["code"] == "unavailable" and resp.headers["Retry-After"].isdigit()
+    error = resp.json()["error"]
+    assert error["code"] == "no_reply" and "the engine did not answer" in error["message"]
+    assert resp.headers["Retry-After"].isdigit()
 
 
 async def test_readyz_checks_the_broker_and_redis_and_metrics_count_requests(gw_config, engine):
