@@ -76,7 +76,6 @@ __all__ = ["BadRecord", "Bridge", "BridgeConfig", "Mapping", "load_bridge_config
 log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
-_POLICIES = ID_REUSE_POLICIES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,8 +101,8 @@ class Mapping:
         if self.action == "start":
             if not self.workflow_type or not self.task_queue:
                 raise ConfigError(f"{where}: action start needs workflow_type and task_queue")
-            if self.id_reuse_policy not in _POLICIES:
-                raise ConfigError(f"{where}: id_reuse_policy must be one of {', '.join(_POLICIES)}")
+            if self.id_reuse_policy not in ID_REUSE_POLICIES:
+                raise ConfigError(f"{where}: id_reuse_policy must be one of {', '.join(ID_REUSE_POLICIES)}")
             _checked(
                 where,
                 lambda: (check_name(self.workflow_type, field="workflow_type"), check_task_queue(self.task_queue)),

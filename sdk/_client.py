@@ -33,7 +33,7 @@ from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
 from kadence.topics.large_payloads import LargePayloadConfig, LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
-from kadence.topics.protocol import ID_REUSE_POLICIES, signal_body, start_body
+from kadence.topics.protocol import signal_body, start_body
 from kadence.topics.records import new_id, run_outcome
 from kadence.topics.reset_request import reset_body
 from kadence.topics.typed import signature
@@ -553,9 +553,6 @@ class Client:
         memo=None,
         headers=None,
     ) -> dict:
-        if id_reuse_policy not in ID_REUSE_POLICIES:
-            raise KadenceError(f"id_reuse_policy must be one of {', '.join(ID_REUSE_POLICIES)}")
-        check_task_queue(task_queue)
         run_fn = run_function(workflow)
         if run_fn is not None:  # arguments that cannot become the run's types fail here, before anything is sent
             signature(run_fn, method=True).args(list(args), f"workflow {workflow_type_name(workflow)}")
