@@ -156,3 +156,26 @@ async def test_two_builds_at_once_and_a_missing_build_shows_as_backlog(client, p
         # the worker commits past the task (auto-commit, about a second), and the gauge follows
         await wait_until(lambda: _drained(kafka_config, "A"), 30, "build A's backlog to drain")
         await wait_until(lambda: _gauge_is(port, "kadence_build_backlog", "A", 0), 30, "the gauge of build A back to 0")
+
+
+@workflow.defn(name="Stamp")
+class Stamp:
+    @workflow.run
+    async def run(self, value: str) -> str:
+        return await workflow.execute_activity(stamp, value, start_to_close_timeout=T)
+
+
+async def test_an_idle_worker_commits_at_once_so_its_finished_tasks_are_not_backlog(
+    client, processors, kafka_config, monkeypatch
+):
+    # Auto-commit far away: only the idle commit can bring the committed offset to the tasks the
+    # worker finished (before, ``builds list`` right after a run counted up to a second of them)
+    from kadence._worker import _TaskConsumer
+
+    monkeypatch.setattr(_TaskConsumer, "AUTO_COMMIT_MS", 600_000)
+    processors.start()
+    async with Worker(client, task_queue=Q, workflows=[Stamp], activities=[stamp]):
+        for i in range(3):
+            h = await client.start_workflow("Stamp", f"v{i}", id=f"idle-{i}", task_queue=Q)
+            assert await h.result(timeout=60) == f"stamped:v{i}"
+        await wait_until(lambda: _drained(kafka_config, None), 20, "the unversioned backlog to read 0")
