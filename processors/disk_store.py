@@ -24,7 +24,6 @@ from pathlib import Path
 
 from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
-from kadence.schemas import CURRENT_VERSION
 from kadence.topics import serde
 from kadence.topics.avro_binary import Encoded
 
@@ -121,10 +120,13 @@ class DiskShardStore:
             return []
         prefix = b"h" + workflow_id.encode() + b"\x00"
         out = []
+        write_version = self._event_codec.write_version
         for key, raw in self._range(prefix, prefix + _SEQ.pack(since + 1)):
             if upto is not None and _SEQ.unpack(key[-8:])[0] > upto:
                 break
-            out.append(Encoded(raw[2:]) if raw[1] == CURRENT_VERSION else self._event_codec.decode(raw))
+            # kept encoded only when in the version this process writes (a pinned writer's
+            # tasks must not carry bodies of a newer schema: serde.write_version)
+            out.append(Encoded(raw[2:]) if raw[1] == write_version else self._event_codec.decode(raw))
         return out
 
     def _range(self, prefix: bytes, start: bytes):

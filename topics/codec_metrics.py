@@ -2,12 +2,16 @@
 version this process decoded (issue 20). The current version is read by generated code; an older
 one goes through fastavro's schema resolution, several times slower. During a rolling upgrade the
 count grows while old records are read and then stops; one that keeps growing names a writer
-still on an old version. Read from the codecs at scrape time (``serde.old_version_decodes``)."""
+still on an old version. Read from the codecs at scrape time (``serde.old_version_decodes``).
+
+``kadence_codec_write_version``: the schema version the process writes (``serde.write_version``:
+the current one, or ``KADENCE_SCHEMA_WRITE_VERSION`` during a rolling upgrade), so an operator
+sees which instances are still pinned."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from . import serde
 
@@ -24,6 +28,9 @@ class _OldVersionDecodes:
         for (record, version), n in sorted(serde.old_version_decodes().items()):
             family.add_metric([record, str(version)], n)
         yield family
+        yield GaugeMetricFamily(
+            "kadence_codec_write_version", "the schema version this process writes records in", serde.write_version()
+        )
 
     def describe(self):
         return []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import struct
 from functools import cache
 
@@ -25,9 +26,18 @@ from fastavro.read import SchemaResolutionError
 from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
 
 from .avro_codegen import compile_reader, compile_writer
-from .errors import SchemaError
+from .errors import ConfigError, SchemaError
 
-__all__ = ["MAGIC", "Codec", "codec", "decode", "encode", "old_version_decodes"]
+__all__ = [
+    "MAGIC",
+    "WRITE_VERSION_ENV",
+    "Codec",
+    "codec",
+    "decode",
+    "encode",
+    "old_version_decodes",
+    "write_version",
+]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +78,43 @@ def _bytes_defaults(schema) -> None:
             _bytes_defaults(schema["values"])
 
 
+#: the environment variable that pins the schema version this process writes (a rolling upgrade)
+WRITE_VERSION_ENV = "KADENCE_SCHEMA_WRITE_VERSION"
+
+
+@cache
+def write_version() -> int:
+    """The schema version this process writes: ``KADENCE_SCHEMA_WRITE_VERSION`` when set (a
+    frozen version no newer than the current one), else the current version.
+
+    A rolling upgrade runs the new release with the variable set to the version the old release
+    writes, so instances not yet upgraded can read everything; once none is left, the variable is
+    removed and instances restarted (docs/upgrading.md). Records are read in every version either
+    way. A record type or union branch the pinned version does not have cannot be written: what
+    needs it fails with ``SchemaError`` until the pin is lifted. Read once per process (the wire
+    format of a process does not change while it runs); ``ConfigError`` for a bad value."""
+    raw = os.environ.get(WRITE_VERSION_ENV, "").strip()
+    if not raw:
+        return CURRENT_VERSION
+    try:
+        version = int(raw)
+    except ValueError:
+        raise ConfigError(f"{WRITE_VERSION_ENV}={raw!r} is not a schema version number") from None
+    if version not in available_versions() or version > CURRENT_VERSION:
+        raise ConfigError(
+            f"{WRITE_VERSION_ENV}={version}: this release writes schema versions "
+            f"{available_versions()[0]} to {CURRENT_VERSION}"
+        )
+    if version != CURRENT_VERSION:
+        log.warning(
+            "writing records in schema version %d (%s), not the current %d: lift the pin once every instance is upgraded (decision 0046)",
+            version,
+            WRITE_VERSION_ENV,
+            CURRENT_VERSION,
+        )
+    return version
+
+
 @cache
 def _parsed(version: int | None) -> dict:
     named: dict = {}
@@ -90,12 +137,26 @@ class Codec:
             raise SchemaError(f"unknown record type {record!r}")
         self._schema = current[full]
         self._writers = {v: _parsed(v).get(full) for v in available_versions()}
-        self._prefix = bytes((MAGIC, CURRENT_VERSION))
-        self._put = compile_writer(self._schema, CURRENT_VERSION)
+        self.write_version = write_version()
+        self._prefix = bytes((MAGIC, self.write_version))
+        if self.write_version == CURRENT_VERSION:
+            self._put = compile_writer(self._schema, CURRENT_VERSION)
+        elif self._writers.get(self.write_version) is not None:
+            # pinned: the generated writer of that version's schema (fields added since are left
+            # out; a union branch it does not know fails to encode)
+            self._put = compile_writer(self._writers[self.write_version], self.write_version)
+        else:
+            self._put = self._absent_in_pinned_version
         self._get = compile_reader(self._schema)
         #: records of an older schema version decoded (through fastavro, not the generated
         #: reader), by version: a rolling upgrade's old records, or a writer pinned to an old version
         self.old_version_decodes: dict[int, int] = {}
+
+    def _absent_in_pinned_version(self, _buf: bytearray, _value: dict) -> None:
+        raise ValueError(
+            f"schema version {self.write_version} ({WRITE_VERSION_ENV}) has no {self.record} record; "
+            "lift the pin once every instance is upgraded"
+        )
 
     def encode(self, value: dict) -> bytes:
         buf = bytearray(self._prefix)

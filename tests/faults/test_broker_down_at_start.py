@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import uuid
 
 import httpx
@@ -17,12 +16,7 @@ from kadence.topics import Catalogue, KafkaConfig
 from tests.integration.conftest import ProcessorProcs, wait_until
 from tests.integration.projection_support import ProjectionProcs
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.net import free_port
 
 
 def _ready(port: int) -> tuple[int, dict] | None:
@@ -40,7 +34,7 @@ async def test_a_processor_and_a_client_started_before_the_broker_serve_once_it_
     procs = ProcessorProcs(config, tmp_path)
     projections = ProjectionProcs(config, tmp_path)
     try:
-        proc_port, timers_port = _free_port(), _free_port()
+        proc_port, timers_port = free_port(), free_port()
         proc = procs.start("p0", env={"KADENCE_PROCESSOR_METRICS_PORT": str(proc_port)})
         timers = procs.start_timers("t0", env={"KADENCE_TIMERS_METRICS_PORT": str(timers_port)})
         projection = projections.start("v0")

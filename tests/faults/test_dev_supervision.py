@@ -2,7 +2,6 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -13,12 +12,7 @@ import httpx
 
 from kadence.samples.order_fulfilment import SAMPLE_ORDER, TASK_QUEUE
 from tests.integration.conftest import stop_process
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.net import free_port
 
 
 def _wait_line(lines: list[str], needle: str, timeout: float, proc: subprocess.Popen) -> str:
@@ -34,7 +28,7 @@ def _wait_line(lines: list[str], needle: str, timeout: float, proc: subprocess.P
 
 
 def test_a_killed_processor_is_started_again_by_kadence_dev_and_serves(kafka_bootstrap):
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sys
 
 import httpx
@@ -24,6 +23,7 @@ from kadence.topics.archive import (
     verify_archive,
 )
 from kadence.topics.state_reader import read_states
+from tests.support.net import free_port
 
 from .archival_support import ArchiverThread, archiver_config, closed_runs, live_history
 from .conftest import wait_until
@@ -160,19 +160,13 @@ async def test_closed_runs_are_archived_tombstoned_and_read_back(client, process
     assert (await still_open.describe())["status"] == "running"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def s3_client():
     """An S3 API on loopback (moto's server), and a boto3 client for it."""
     import boto3  # dev dependencies
     from moto.server import ThreadedMotoServer
 
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:

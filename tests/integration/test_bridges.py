@@ -7,7 +7,6 @@ import collections
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from kadence.connectors.bridges import Bridge, load_bridge_config
 from kadence.topics import Catalogue, TopicSpec
 from kadence.topics.dead_letters import list_dead_letters
 from kadence.topics.history_reader import read_runs
+from tests.support.net import free_port
 
 from .conftest import wait_until
 from .wedged_producer import first_wedged
@@ -83,12 +83,6 @@ def _metric(port: int, name: str, **labels) -> float:
     raise AssertionError(f"no {name}{{{want}}} in the metrics")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class BridgeProc:
     def __init__(self, config, path, logdir, metrics_port):
         self.config, self.path, self.logdir, self.metrics_port = config, path, logdir, metrics_port
@@ -141,7 +135,7 @@ async def test_bridge_fed_the_same_records_twice_starts_each_workflow_once(proce
     for name in ("orders", "orders-replay"):  # the second bridge replays both topics from the start
         path = tmp_path / f"{name}.toml"
         path.write_text(CONFIG.format(name=name, created=created, shipped=shipped))
-        port = _free_port()
+        port = free_port()
         with BridgeProc(kafka_config, path, tmp_path, port):
             await wait_until(
                 lambda name=name: _lag(kafka_config, f"{ns}.bridge.{name}", [created, shipped]) == 0,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import urllib.error
 import urllib.request
 from datetime import timedelta
@@ -20,6 +19,7 @@ from datetime import timedelta
 from kadence import Worker, activity, workflow
 from kadence.topics.builds import build_backlogs
 from tests.support.cli import kadence
+from tests.support.net import free_port
 
 from .conftest import wait_until
 
@@ -67,12 +67,6 @@ class ShipmentB:
         return "B:" + first + "+" + await workflow.execute_activity(stamp, self.go, start_to_close_timeout=T)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _metric(port: int, name: str, build: str) -> float | None:
     try:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
@@ -110,7 +104,7 @@ async def _completed_by(handle) -> list:
 
 
 async def test_two_builds_at_once_and_a_missing_build_shows_as_backlog(client, processors, kafka_config):
-    port = _free_port()
+    port = free_port()
     processors.start(env={"KADENCE_PROCESSOR_METRICS_PORT": str(port), "KADENCE_BUILD_BACKLOG_INTERVAL_S": "1"})
     worker_a = Worker(client, task_queue=Q, workflows=[ShipmentA], activities=[stamp], build_id="A", promote=True)
     await worker_a.__aenter__()

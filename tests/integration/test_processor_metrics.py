@@ -4,7 +4,6 @@ shard restore time. Counted once a batch has committed. And its consumer lag."""
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 import pytest
@@ -12,14 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kadence import Worker, WorkflowFailureError
 from tests.integration.workflows import ThreeSteps, VisQuick, VisWaiter, add, double, three_steps_result
+from tests.support.net import free_port
 
 from .conftest import PARTITIONS, wait_until
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _samples(port: int) -> dict:
@@ -32,7 +26,7 @@ def _samples(port: int) -> dict:
 
 
 async def test_runs_started_closed_and_their_duration_by_type_and_outcome(processors, kafka_config, client):
-    port = _free_port()
+    port = free_port()
     processors.start(env={"KADENCE_PROCESSOR_METRICS_PORT": str(port)})
     ns = kafka_config.namespace
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -15,14 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kadence import Worker
 from tests.integration.workflows import RetryOnce, ThreeSteps, add, double, fails_twice, three_steps_result
+from tests.support.net import free_port
 
 from .conftest import PARTITIONS, wait_until
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def test_worker_metrics_count_tasks_activities_retries_and_waits(processors, kafka_config, client):
@@ -59,7 +53,7 @@ async def test_worker_metrics_count_tasks_activities_retries_and_waits(processor
 
 async def test_kadence_worker_serves_its_metrics_and_readiness(processors, kafka_config, client, tmp_path):
     processors.start()
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_config.bootstrap, "KADENCE_NAMESPACE": kafka_config.namespace}
     log = tmp_path / "worker.log"
     proc = subprocess.Popen(

@@ -47,3 +47,17 @@ def test_old_version_decodes_are_counted_logged_once_and_scraped(caplog):
     assert text.count("# TYPE kadence_codec_old_version_decodes_total counter") == 1
     logged = [r for r in caplog.records if "schema version" in r.getMessage() and "Command" in r.getMessage()]
     assert len(logged) == (1 if before == 0 else 0)
+
+
+def test_the_write_version_is_scraped_and_follows_the_pin(monkeypatch):
+    registry = CollectorRegistry()
+    register_codec_metrics(registry)
+    assert registry.get_sample_value("kadence_codec_write_version") == CURRENT_VERSION
+    monkeypatch.setenv(serde.WRITE_VERSION_ENV, str(CURRENT_VERSION - 1))
+    serde.write_version.cache_clear()
+    try:
+        assert registry.get_sample_value("kadence_codec_write_version") == CURRENT_VERSION - 1
+    finally:
+        monkeypatch.delenv(serde.WRITE_VERSION_ENV)
+        serde.write_version.cache_clear()
+        serde._CODECS.clear()
