@@ -89,14 +89,11 @@ def _records(n: int) -> dict[str, list[dict]]:
 
 
 def _qualified(value):
-    """fastavro's form of a value: fully qualified union names, envelopes stamped."""
+    """fastavro's form of a value: fully qualified union names."""
     if isinstance(value, tuple):
         return (value[0] if "." in value[0] else "kadence." + value[0], _qualified(value[1]))
     if isinstance(value, dict):
-        out = {k: _qualified(v) for k, v in value.items()}
-        if "schema_version" in out:
-            out["schema_version"] = CURRENT_VERSION
-        return out
+        return {k: _qualified(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_qualified(v) for v in value]
     return value
@@ -143,7 +140,7 @@ def _closure_codecs(record: str):
     """The closure codecs of decision 0027 (``avro_binary``), which decision 0030 replaced by
     generated functions on the hot path: encode(value) and decode(raw) like serde's."""
     schema = serde.codec(record)._schema
-    put, get = avro_binary.compile_writer(schema, CURRENT_VERSION), avro_binary.compile_reader(schema)
+    put, get = avro_binary.compile_writer(schema), avro_binary.compile_reader(schema)
     prefix = bytes((serde.MAGIC, CURRENT_VERSION))
 
     def encode(value):

@@ -382,7 +382,6 @@ class Bridge:
                             "error_type": "BadRecord",
                             "component": f"bridge:{self.config.name}",
                             "timestamp_ms": now_ms(),
-                            "schema_version": 1,
                         },
                     ),
                     msg.key(),

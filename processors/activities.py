@@ -80,7 +80,6 @@ def dispatch_attempt(out: Outbox, st: dict, a: dict, ts: int) -> None:
                 "heartbeat_details": a["heartbeat_details"],
                 "start_to_close_timeout_ms": opts.get("start_to_close_timeout_ms"),
                 "heartbeat_timeout_ms": opts.get("heartbeat_timeout_ms"),
-                "schema_version": 0,
                 "trace_id": None,
                 "span_id": None,
                 "headers": st.get("headers") or {},

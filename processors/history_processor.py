@@ -883,7 +883,6 @@ class HistoryProcessor:
                 "error_type": type(exc).__name__,
                 "component": "history-processor",
                 "timestamp_ms": now_ms(),
-                "schema_version": 1,
             }
             self._produce(self.topics.dlq, serde.encode("DeadLetter", record), msg.key())
             log.warning("dead-lettered %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), reason)

@@ -702,7 +702,6 @@ class TimerService:
             "error_type": type(exc).__name__,
             "component": "timer-service",
             "timestamp_ms": now,
-            "schema_version": 1,
         }
         rec.value = None
         self._send(rec, self.topics.dlq, serde.encode("DeadLetter", record), rec.key, now)

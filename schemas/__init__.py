@@ -32,7 +32,7 @@ from pathlib import Path
 
 __all__ = ["CURRENT_VERSION", "available_versions", "freeze", "load_schema_set", "manifest", "schema_digest"]
 
-CURRENT_VERSION = 11
+CURRENT_VERSION = 12
 
 
 def _root():

@@ -72,7 +72,6 @@ def answer(
         "history_offset": None,
         "result": None,
         "failure": None,
-        "schema_version": 0,
         "history_seq": None,
     }
     temp = None

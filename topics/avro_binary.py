@@ -16,8 +16,7 @@ fastavro in tests/unit/test_avro_binary.py.
 
 Conventions (those of ``kadence.topics.serde``): records are dicts; a union with more than one
 record branch takes and returns a ``(short_name, dict)`` tuple (a fully qualified name is
-accepted too); a union of null and one other type takes and returns the value itself. A field
-named ``schema_version`` is written as the version of the schema set in use.
+accepted too); a union of null and one other type takes and returns the value itself.
 """
 
 from __future__ import annotations
@@ -128,9 +127,8 @@ def _short(name: str) -> str:
 class _Compiler:
     """Builds the writer or reader of a type once per named type (named types may nest)."""
 
-    def __init__(self, named: dict, version: int):
+    def __init__(self, named: dict):
         self.named = named
-        self.version = version
         self.writers: dict[str, object] = {}
         self.readers: dict[str, object] = {}
 
@@ -177,15 +175,9 @@ class _Compiler:
         raise ValueError(f"unsupported Avro type {kind!r}")
 
     def _record_writer(self, schema):
-        version = self.version
         fields = []
         for f in schema["fields"]:
             put, default = self.writer(f["type"]), f.get("default")
-            if f["name"] == "schema_version":  # stamped with the writing version when given
-                put = lambda buf, v, _put=put, _default=default: (  # noqa: E731
-                    _put(buf, _default if v is _ABSENT else version)
-                )
-                default = _ABSENT
             fields.append((f["name"], put, default))
         fields = tuple(fields)
 
@@ -427,11 +419,11 @@ _GET = {
 }
 
 
-def compile_writer(schema: dict, version: int):
+def compile_writer(schema: dict):
     """``put(buf: bytearray, value)`` for a schema parsed by fastavro (``__named_schemas`` set)."""
-    return _Compiler(schema.get("__named_schemas", {}), version).writer(schema)
+    return _Compiler(schema.get("__named_schemas", {})).writer(schema)
 
 
 def compile_reader(schema: dict):
     """``get(data: bytes, pos) -> (value, pos)`` for a schema parsed by fastavro."""
-    return _Compiler(schema.get("__named_schemas", {}), 0).reader(schema)
+    return _Compiler(schema.get("__named_schemas", {})).reader(schema)

@@ -57,10 +57,9 @@ class _Source:
 
 
 class _Generator:
-    def __init__(self, named: dict, version: int):
+    def __init__(self, named: dict):
         self.named = named
-        self.version = version
-        self.slow = _Compiler(named, version)
+        self.slow = _Compiler(named)
         self.ns: dict = {
             "_put_long": _put_long,
             "_put_int": _put_int,
@@ -112,11 +111,7 @@ class _Generator:
         for f in schema["fields"]:
             v = src.fresh("v")
             default = f.get("default")
-            if f["name"] == "schema_version":  # stamped with the writing version when given
-                src.add(f"{v} = get({f['name']!r}, _ABSENT)")
-                src.add(f"{v} = {self._const(default)} if {v} is _ABSENT else {self.version}")
-            else:
-                src.add(f"{v} = get({f['name']!r}, {self._const(default)})")
+            src.add(f"{v} = get({f['name']!r}, {self._const(default)})")
             self._write(src, v, f["type"])
         self._define(fn, "buf, rec", src)
         return fn
@@ -314,16 +309,16 @@ class _Generator:
         self._tables.clear()
 
 
-def _generator(schema: dict, version: int) -> _Generator:
+def _generator(schema: dict) -> _Generator:
     named = dict(schema.get("__named_schemas", {}))
     named.setdefault(schema["name"], schema)
-    return _Generator(named, version)
+    return _Generator(named)
 
 
-def compile_writer(schema: dict, version: int):
+def compile_writer(schema: dict):
     """``put(buf: bytearray, value)`` like ``avro_binary.compile_writer``: the generated writer,
     and on any error the closure writer (which raises with the field's path)."""
-    gen = _generator(schema, version)
+    gen = _generator(schema)
     fast = gen.ns[gen.writer(schema["name"])]
     gen.fill_tables()
     slow = gen.slow.writer(schema)
@@ -347,7 +342,7 @@ def compile_writer(schema: dict, version: int):
 def compile_reader(schema: dict):
     """``get(data, pos) -> (value, pos)`` like ``avro_binary.compile_reader``: the generated
     reader, and on any error the closure reader (which raises the same error, worded its way)."""
-    gen = _generator(schema, 0)
+    gen = _generator(schema)
     fast = gen.ns[gen.reader(schema["name"])]
     slow = gen.slow.reader(schema)
 

@@ -74,7 +74,6 @@ def promote_build(
         "build_id": build_id,
         "timestamp_ms": now_ms(),
         "identity": identity,
-        "schema_version": 1,
     }
     producer = Producer(config.producer(**{"linger.ms": 0}))
     errors: list = []

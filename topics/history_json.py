@@ -77,7 +77,6 @@ def event_from_json(data: dict, converter: JsonConverter | None = None) -> dict:
             "run_id": data["run_id"],
             "seq": int(data["seq"]),
             "timestamp_ms": ts,
-            "schema_version": 0,
             "trace_id": None,
             "request_id": data.get("request_id"),
             "attributes": (data["type"], _unplain(data["attributes"], converter)),

@@ -139,7 +139,6 @@ def command(
     return {
         "event_id": new_id(),
         "aggregate_key": workflow_id,
-        "schema_version": 1,
         "timestamp_ms": now_ms(),
         "trace_id": trace_id,
         "request_id": request_id,

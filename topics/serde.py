@@ -140,11 +140,11 @@ class Codec:
         self.write_version = write_version()
         self._prefix = bytes((MAGIC, self.write_version))
         if self.write_version == CURRENT_VERSION:
-            self._put = compile_writer(self._schema, CURRENT_VERSION)
+            self._put = compile_writer(self._schema)
         elif self._writers.get(self.write_version) is not None:
             # pinned: the generated writer of that version's schema (fields added since are left
             # out; a union branch it does not know fails to encode)
-            self._put = compile_writer(self._writers[self.write_version], self.write_version)
+            self._put = compile_writer(self._writers[self.write_version])
         else:
             self._put = self._absent_in_pinned_version
         self._get = compile_reader(self._schema)
@@ -180,7 +180,7 @@ class Codec:
                 raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
             if end != len(data):
                 raise SchemaError(f"trailing bytes after {self.record} record")
-            return self._versions_agree(value, version)
+            return value
         # an older schema version: fastavro resolves it to the current schema (slower; counted)
         seen = self.old_version_decodes.get(version, 0)
         self.old_version_decodes[version] = seen + 1
@@ -210,19 +210,7 @@ class Codec:
             raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
         if buf.tell() != len(data):
             raise SchemaError(f"trailing bytes after {self.record} record")
-        return self._versions_agree(_strip_names(value), version)
-
-    def _versions_agree(self, value: dict, version: int) -> dict:
-        """The envelope's ``schema_version`` may not claim a newer schema than the one the
-        record was written with (its prefix byte): such a record was forged or mangled, and
-        reading it as the older version would misread it (issue 16). Older values are fine:
-        records written before the field was stamped carry its default."""
-        claimed = value.get("schema_version")
-        if isinstance(claimed, int) and not 0 <= claimed <= version:
-            raise SchemaError(
-                f"{self.record} record says schema_version {claimed} but was written with schema version {version}"
-            )
-        return value
+        return _strip_names(value)
 
 
 #: one codec per record type, made on first use (a cache: a codec is the same for every caller)

@@ -75,7 +75,6 @@ def _produce(config, rate: float, stop_at_wall: float, due: dict) -> None:
                 "timer_id": tid,
                 "fire_at_ms": fire,
                 "kind": "user",
-                "schema_version": 0,
                 "scheduled_seq": 0,
                 "attempt": 0,
             }

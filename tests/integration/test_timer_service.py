@@ -57,7 +57,6 @@ def timer(workflow_id: str, timer_id: str, fire_at_ms: int) -> dict:
         "timer_id": timer_id,
         "fire_at_ms": fire_at_ms,
         "kind": "user",
-        "schema_version": 1,
         "scheduled_seq": 7,
         "attempt": 1,
     }

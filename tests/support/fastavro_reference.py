@@ -53,15 +53,11 @@ def write(parsed: dict, record: str, value: dict, version: int | None = None) ->
 
 
 def _fastavro_form(value):
-    """A record as ``serde.encode`` hands it to the writer: full union names, envelopes stamped
-    with the current schema version."""
+    """A record as ``serde.encode`` hands it to the writer: full union names."""
     if isinstance(value, tuple):
         return (value[0] if "." in value[0] else NS + value[0], _fastavro_form(value[1]))
     if isinstance(value, dict):
-        out = {k: _fastavro_form(v) for k, v in value.items()}
-        if "schema_version" in out:
-            out["schema_version"] = CURRENT_VERSION
-        return out
+        return {k: _fastavro_form(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_fastavro_form(v) for v in value]
     return value

@@ -100,7 +100,6 @@ def _records(wf="w/1", run_id="r1", n=3):
             "run_id": run_id,
             "seq": i,
             "timestamp_ms": 1000 + i,
-            "schema_version": 0,
             "trace_id": None,
             "request_id": None,
             "attributes": ("WorkflowTaskScheduled", {"task_queue": "q", "attempt": 1}),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from kadence.schemas import CURRENT_VERSION
 from kadence.topics import avro_binary, avro_codegen, serde
 from kadence.topics.avro_binary import Encoded
 from kadence.topics.errors import SchemaError
@@ -15,8 +14,8 @@ from tests.support.avro_samples import RECORDS, samples
 def _codecs(record: str):
     schema = serde.codec(record)._schema
     return (
-        avro_codegen.compile_writer(schema, CURRENT_VERSION),
-        avro_binary.compile_writer(schema, CURRENT_VERSION),
+        avro_codegen.compile_writer(schema),
+        avro_binary.compile_writer(schema),
         avro_codegen.compile_reader(schema),
         avro_binary.compile_reader(schema),
     )

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from kadence.schemas import CURRENT_VERSION
 from kadence.topics import avro_codegen, serde
 from tests.support.avro_samples import RECORDS
 from tests.support.avro_strategies import record_values
@@ -40,7 +39,7 @@ EXAMPLES = int(os.environ.get("KADENCE_PROPERTY_EXAMPLES", "50"))
 @functools.cache
 def _codecs(record: str):
     schema = serde.codec(record)._schema
-    return schema, avro_codegen.compile_writer(schema, CURRENT_VERSION), avro_codegen.compile_reader(schema)
+    return schema, avro_codegen.compile_writer(schema), avro_codegen.compile_reader(schema)
 
 
 @pytest.mark.parametrize("record", RECORDS)

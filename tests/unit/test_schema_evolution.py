@@ -47,7 +47,13 @@ FROZEN_DIGESTS = {
     9: "2da0a1ccfc79306e0b0a710c7a0bc7a3762adc5ceb287eaea523d49c6967090f",
     10: "b33e5db7aa1d97c94adc841f519463ef0283836255ef29e83dc7ac301aff1e10",
     11: "5a71efc6588de83a2cf17a73cad43af692b887d7bc90ab64c5288a14eff72380",
+    12: "db854a1a525791725d4a5cbdd14513e1f1adef06376be580ab86cd17bb239008",
 }
+
+
+#: fields removed on purpose, which old records carry and today's reader drops: the envelopes'
+#: ``schema_version`` (removed in version 12; it repeated the two-byte prefix, issue 20)
+RETIRED_FIELDS = frozenset({"schema_version"})
 
 
 def survival_problems(written, read, path: str, ignore: frozenset | set = frozenset()) -> list[str]:
@@ -118,7 +124,7 @@ def compatibility_problems(writer_set: list[dict], reader_set: list[dict]) -> li
             except Exception as exc:  # noqa: BLE001 - any failure to resolve is the finding
                 problems.append(f"{name} sample {i}: {type(exc).__name__}: {exc}")
                 continue
-            problems += survival_problems(value, short_names(read), f"{name}[{i}]")
+            problems += survival_problems(value, short_names(read), f"{name}[{i}]", RETIRED_FIELDS)
     return problems
 
 
@@ -186,7 +192,7 @@ def test_frozen_version_records_decode_through_serde(version):
             data = write(writers, name, value, version)
             assert data[:2] == b"K" + bytes([version])
             read = serde.decode(name, data)
-            problems = survival_problems(value, read, f"{name}[{i}]")
+            problems = survival_problems(value, read, f"{name}[{i}]", RETIRED_FIELDS)
             assert problems == [], f"v{version} {name} sample {i} lost data: {problems}"
             # what was read can be written again (the processor rewrites state it restored):
             # fields only today's reader has must come back as values of their own type
@@ -194,7 +200,7 @@ def test_frozen_version_records_decode_through_serde(version):
                 again = serde.decode(name, serde.encode(name, read))
             except SchemaError as exc:
                 pytest.fail(f"v{version} {name} sample {i} decodes but cannot be written back: {exc}")
-            assert survival_problems(read, again, f"{name}[{i}]", ignore={"schema_version"}) == []
+            assert survival_problems(read, again, f"{name}[{i}]") == []
             decoded += 1
     assert decoded > len(frozen)  # unions produced more than one sample per record
 
@@ -466,7 +472,6 @@ def _command_bytes() -> bytes:
     value = {
         "event_id": "e1",
         "aggregate_key": "wf-1",
-        "schema_version": 1,
         "timestamp_ms": 1,
         "trace_id": None,
         "request_id": "r1",

@@ -10,6 +10,7 @@ from kadence.topics import serde
 from kadence.topics.errors import KadenceError, SchemaError
 from kadence.topics.records import command, history_key, idempotency_key
 from tests.support.avro_samples import PRIMITIVES, Samples
+from tests.support.fastavro_reference import parse_set, write
 
 WF, RUN = "order-Ω-17", "9b2f0c8e-run"
 
@@ -124,7 +125,6 @@ def _event(seq: int, kind: str) -> dict:
         "run_id": RUN,
         "seq": seq,
         "timestamp_ms": 1_700_000_000_000 + seq,
-        "schema_version": 1,
         "trace_id": "trace-1",
         "request_id": None if seq % 2 else f"req-{seq}",
         "attributes": (kind, _sample(kind)),
@@ -145,8 +145,7 @@ def _sample(record: str) -> dict:
 
 
 def expected(schema, value):
-    """What a reader returns for ``value``: absent fields filled with their defaults, and every
-    envelope's ``schema_version`` stamped with the version it was written with (the current one)."""
+    """What a reader returns for ``value``: absent fields filled with their defaults."""
     if isinstance(schema, str):
         return value if schema in PRIMITIVES else expected(SCHEMAS[schema], value)
     if isinstance(schema, list):  # union
@@ -160,9 +159,7 @@ def expected(schema, value):
     if kind == "record":
         out = {}
         for f in schema["fields"]:
-            if f["name"] == "schema_version" and f["name"] in value:
-                out[f["name"]] = CURRENT_VERSION
-            elif f["name"] in value:
+            if f["name"] in value:
                 out[f["name"]] = expected(f["type"], value[f["name"]])
             else:
                 out[f["name"]] = expected(f["type"], _default(f))
@@ -211,12 +208,6 @@ def test_command_optional_envelope_fields_default_to_none():
     assert out["body"] == ("AwaitWorkflowResult", {"wait": True})
 
 
-def test_a_record_is_stamped_with_the_version_that_wrote_it():
-    cmd = command(WF, "AwaitWorkflowResult", {"wait": False}, request_id="r")
-    stale = {**cmd, "schema_version": 1 if CURRENT_VERSION != 1 else 99}
-    assert serde.decode("Command", serde.encode("Command", stale))["schema_version"] == CURRENT_VERSION
-
-
 @pytest.mark.parametrize("kind", _union("HistoryEvent", "attributes"))
 def test_history_event_round_trips_with_each_attribute_type(kind):
     event = _event(3, kind)
@@ -235,7 +226,6 @@ def test_workflow_task_round_trips_with_its_events():
         "attempt": 2,
         "full_history": True,
         "events": events,
-        "schema_version": 1,
         "trace_id": None,
     }
     out = _roundtrip("WorkflowTask", task)
@@ -259,7 +249,6 @@ def test_activity_task_round_trips():
         "heartbeat_details": b'{"page":4}',
         "start_to_close_timeout_ms": 30_000,
         "heartbeat_timeout_ms": None,
-        "schema_version": 1,
         "trace_id": "t",
     }
     assert _roundtrip("ActivityTask", task)["idempotency_key"] == f"{WF}/{RUN}/2"
@@ -279,7 +268,6 @@ def test_reply_round_trips(status, result, failure):
         "history_offset": 41,
         "result": result,
         "failure": failure,
-        "schema_version": 1,
     }
     out = _roundtrip("Reply", reply)
     assert (out["status"], out["result"], out["failure"]) == (status, result, failure)
@@ -309,7 +297,6 @@ def test_workflow_state_round_trips():
         "result": None,
         "failure": None,
         "result_waiters": ["req-9", "req-10"],
-        "schema_version": 1,
     }
     out = _roundtrip("WorkflowState", state)
     assert [a["activity_id"] for a in out["pending_activities"]] == ["2", "3"]
@@ -326,7 +313,6 @@ def test_dead_letter_round_trips_arbitrary_bytes():
         "error_type": "SchemaError",
         "component": "history-processor",
         "timestamp_ms": 7,
-        "schema_version": 1,
     }
     assert _roundtrip("DeadLetter", dead)["value"] == bytes(range(256))
     tombstone = {**dead, "key": None, "value": None}
@@ -340,7 +326,6 @@ def test_timer_record_round_trips():
         "timer_id": "activity-2-start_to_close",
         "fire_at_ms": 1_700_000_030_000,
         "kind": "activity_timeout",
-        "schema_version": 1,
     }
     assert _roundtrip("TimerRecord", timer)["fire_at_ms"] == 1_700_000_030_000
 
@@ -353,14 +338,10 @@ def test_every_record_encodes_with_only_its_required_fields(record):
     minimal = {f["name"]: full[f["name"]] for f in SCHEMAS[record]["fields"] if "default" not in f}
     out = _roundtrip(record, minimal)
     for f in SCHEMAS[record]["fields"]:
-        if "default" in f and f["name"] != "schema_version":
+        if "default" in f:
             assert out[f["name"]] == _default(f), f["name"]
             assert type(out[f["name"]]) is type(_default(f)), f"{record}.{f['name']}: {out[f['name']]!r}"
-    again = serde.decode(record, serde.encode(record, out))
-    # (schema_version aside: serde stamps it only when the field is given; see test above)
-    assert {k: v for k, v in again.items() if k != "schema_version"} == {
-        k: v for k, v in out.items() if k != "schema_version"
-    }
+    assert serde.decode(record, serde.encode(record, out)) == out
 
 
 def test_history_key_is_unique_per_event():
@@ -427,30 +408,13 @@ def test_schema_error_is_a_kadence_error():
     assert issubclass(SchemaError, KadenceError)
 
 
-def test_an_envelope_claiming_a_newer_schema_than_it_was_written_with_is_refused():
-    cmd = command(
-        "wf-1", "FireTimer", {"timer_id": "t", "fire_at_ms": 1, "kind": "timer", "scheduled_seq": 1, "attempt": 1}
-    )
-    data = bytearray(serde.encode("Command", cmd))
-    good = serde.decode("Command", bytes(data))
-    assert good["schema_version"] == CURRENT_VERSION
-    # the same record with the envelope's schema_version field rewritten to 99 (zigzag varint 198)
-    forged = _with_schema_version(bytes(data), CURRENT_VERSION, 99)
-    with pytest.raises(SchemaError, match="says schema_version 99 but was written with schema version"):
-        serde.decode("Command", forged)
-
-
-def _with_schema_version(data: bytes, old: int, new: int) -> bytes:
-    """``data`` with the first varint that encodes ``old`` after the workflow ID replaced by ``new``."""
-
-    def varint(n: int) -> bytes:
-        z, out = (n << 1) ^ (n >> 63), bytearray()
-        while z >= 0x80:
-            out.append((z & 0x7F) | 0x80)
-            z >>= 7
-        out.append(z)
-        return bytes(out)
-
-    marker = b"wf-1" + varint(old)
-    assert marker in data
-    return data.replace(marker, b"wf-1" + varint(new), 1)
+def test_the_version_is_the_prefix_alone():
+    """Version 12 dropped the envelopes' ``schema_version`` field (it repeated the prefix): a
+    record of version 11 that carries it decodes without it, and is written again as 12."""
+    assert not [s["name"] for s in load_schema_set() for f in s["fields"] if f["name"] == "schema_version"]
+    old = load_schema_set(11)
+    cmd = command(WF, "AwaitWorkflowResult", {"wait": False}, request_id="r")
+    data = write(parse_set(old), "Command", {**cmd, "schema_version": 11}, 11)
+    back = serde.decode("Command", data)
+    assert "schema_version" not in back and back["request_id"] == "r"
+    assert serde.encode("Command", back)[:2] == bytes((serde.MAGIC, CURRENT_VERSION))

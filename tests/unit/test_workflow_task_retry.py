@@ -85,7 +85,6 @@ def test_a_retry_timer_changes_nothing_once_another_task_was_scheduled():
             "kind": "workflow_task_retry",
             "scheduled_seq": 1,
             "attempt": 1,
-            "schema_version": 0,
         }
     )
     assert h.fire_timers() == 1 and not h.tasks

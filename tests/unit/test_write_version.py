@@ -33,24 +33,9 @@ def pin(monkeypatch):
     serde._CODECS.clear()
 
 
-def _stamped(value, version: int):
-    """``value`` with every envelope's ``schema_version`` (nested ones too) saying ``version``,
-    as the writer stamps them."""
-    if isinstance(value, dict):
-        out = {k: _stamped(v, version) for k, v in value.items()}
-        if "schema_version" in out:
-            out["schema_version"] = version
-        return out
-    if isinstance(value, tuple):
-        return (value[0], _stamped(value[1], version))
-    if isinstance(value, list):
-        return [_stamped(v, version) for v in value]
-    return value
-
-
 def _as_read_by(old, new):
-    """``new`` with only the fields that ``old`` (a value read with an older schema) has, at
-    every depth: what the older schema can see of it."""
+    """``new`` with only the fields that ``old`` also has, at every depth (compared both ways:
+    the fields two schema versions share)."""
     if isinstance(old, dict) and isinstance(new, dict):
         return {k: _as_read_by(old[k], new[k]) for k in old if k in new}
     if isinstance(old, tuple) and isinstance(new, tuple):
@@ -80,25 +65,24 @@ def test_pinned_writes_the_bytes_the_previous_release_writes(pin, record):
     for value in samples(record):
         data = serde.encode(record, value)
         assert data[:2] == bytes((serde.MAGIC, PREVIOUS))
-        stamped = _stamped(value, PREVIOUS)
-        assert data == write(old, record, stamped, PREVIOUS)
+        assert data == write(old, record, value, PREVIOUS)
         # the previous release's reader: no field of the newer schema, nothing misread
         back = short_names(
             fastavro.schemaless_reader(
                 io.BytesIO(data[2:]), old[record], return_record_name=True, return_record_name_override=True
             )
         )
-        assert back == _as_read_by(back, stamped)
+        assert _as_read_by(value, back) == _as_read_by(back, value)
         # and the new release reads it too (a field the old version lacks takes its default)
         assert serde.decode(record, data).keys() == value.keys()
 
 
-def test_the_field_new_in_this_version_is_left_out_and_read_back_as_its_default(pin):
-    pin(str(PREVIOUS))
+def test_a_field_newer_than_the_pin_is_left_out_and_read_back_as_its_default(pin):
+    pin("10")  # WorkflowState.history_bytes is new in version 11
     value = next(v for v in samples("WorkflowState") if v.get("history_bytes") is not None)
     decoded = serde.decode("WorkflowState", serde.encode("WorkflowState", value))
     assert value["history_bytes"] is not None and decoded["history_bytes"] is None
-    assert serde.codec("WorkflowState").old_version_decodes == {PREVIOUS: 1}
+    assert serde.codec("WorkflowState").old_version_decodes == {10: 1}
 
 
 def test_what_the_pinned_version_cannot_hold_fails_to_encode(pin):
