@@ -14,11 +14,14 @@ import sys
 
 import click
 
+from kadence.processors.history_processor import ProcessorConfig
+from kadence.processors.timer_service import TimerConfig
 from kadence.topics import Catalogue, KadenceError, KafkaConfig, PartitionMismatchError
 from kadence.topics.config import LOG_FORMATS
 from kadence.topics.identifiers import EscapingFormatter
 from kadence.topics.log_context import JsonFormatter
 from kadence.topics.payload import load_codec
+from kadence.topics.settings import click_options, given_options
 from kadence.topics.tracing import configure_from_env
 
 from .output import emit_rows, output_option
@@ -160,12 +163,7 @@ def topics_describe(config: KafkaConfig, output: str) -> None:
 
 
 @main.command()
-@click.option(
-    "--instance-id",
-    envvar="KADENCE_PROCESSOR_ID",
-    default=None,
-    help="stable ID of this instance slot [env KADENCE_PROCESSOR_ID]; default: host name",
-)
+@click_options(ProcessorConfig)
 @click.option(
     "--metrics-port",
     type=int,
@@ -174,16 +172,16 @@ def topics_describe(config: KafkaConfig, output: str) -> None:
     help="serve /metrics, /healthz and /readyz on this port [env KADENCE_PROCESSOR_METRICS_PORT]",
 )
 @click.pass_obj
-def processor(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
-    """Run a history processor instance (until SIGTERM/SIGINT)."""
-    from kadence.processors import HistoryProcessor, ProcessorConfig
+def processor(config: KafkaConfig, metrics_port: int | None, **options) -> None:
+    """Run a history processor instance (until SIGTERM/SIGINT). Every option can also be set by
+    the environment variable its help names; an option given here wins."""
+    from kadence.processors import HistoryProcessor
 
-    overrides = {"instance_id": instance_id} if instance_id else {}
-    _serve(
-        lambda registry: HistoryProcessor(ProcessorConfig.from_env(config, **overrides), registry=registry),
-        metrics_port,
-        config,
-    )
+    try:
+        settings = ProcessorConfig.from_env(config, **given_options(ProcessorConfig, options))
+    except KadenceError as exc:  # a setting that does not parse or is out of range
+        raise click.UsageError(str(exc)) from exc
+    _serve(lambda registry: HistoryProcessor(settings, registry=registry), metrics_port, config)
 
 
 def _serve(make, metrics_port: int | None, config: KafkaConfig) -> None:
@@ -530,12 +528,7 @@ def history(
 
 
 @main.command()
-@click.option(
-    "--instance-id",
-    envvar="KADENCE_TIMERS_ID",
-    default=None,
-    help="stable ID of this instance slot [env KADENCE_TIMERS_ID]; default: host name",
-)
+@click_options(TimerConfig)
 @click.option(
     "--metrics-port",
     type=int,
@@ -544,16 +537,16 @@ def history(
     help="serve /metrics, /healthz and /readyz on this port [env KADENCE_TIMERS_METRICS_PORT]",
 )
 @click.pass_obj
-def timers(config: KafkaConfig, instance_id: str | None, metrics_port: int | None) -> None:
-    """Run a timer service instance (until SIGTERM/SIGINT)."""
-    from kadence.processors import TimerConfig, TimerService
+def timers(config: KafkaConfig, metrics_port: int | None, **options) -> None:
+    """Run a timer service instance (until SIGTERM/SIGINT). Every option can also be set by the
+    environment variable its help names; an option given here wins."""
+    from kadence.processors import TimerService
 
-    overrides = {"instance_id": instance_id} if instance_id else {}
-    _serve(
-        lambda registry: TimerService(TimerConfig.from_env(config, **overrides), registry=registry),
-        metrics_port,
-        config,
-    )
+    try:
+        settings = TimerConfig.from_env(config, **given_options(TimerConfig, options))
+    except KadenceError as exc:  # a setting that does not parse or is out of range
+        raise click.UsageError(str(exc)) from exc
+    _serve(lambda registry: TimerService(settings, registry=registry), metrics_port, config)
 
 
 def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, action):

@@ -7,11 +7,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kadence.topics import settings
 from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.config import NAMESPACE_RE, KafkaConfig
 from kadence.topics.errors import ConfigError
 from kadence.topics.large_payloads import LargePayloadConfig
 from kadence.topics.payload import load_codec
+from kadence.topics.settings import setting
 
 from .consistency import ConsistencyToken
 
@@ -52,49 +54,90 @@ class RateLimit:
         return self.rate > 0
 
 
+def _namespace_list(text: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
 @dataclass(frozen=True, kw_only=True)
 class GatewayConfig:
+    """The gateway's settings: those made with ``setting`` are read from their environment
+    variables by ``from_env`` (``topics.settings``)."""
+
     kafka: KafkaConfig
-    #: KADENCE_GATEWAY_REPLY_TIMEOUT: seconds to wait for the engine's reply before a 503
-    reply_timeout: float = 15.0
-    #: KADENCE_GATEWAY_MAX_BODY: largest accepted request body in bytes
-    max_body_bytes: int = 2 * 1024 * 1024
-    #: KADENCE_REDIS_URL: API keys, rate limits and idempotency fingerprints live there (and
-    #: /readyz checks it); required unless ``auth`` is off
-    redis_url: str | None = None
-    #: KADENCE_GATEWAY_REDIS_FAIL_FAST_S: after Redis failed to answer, seconds during which every
-    #: request that needs it gets its 503 at once, without asking Redis (then one request probes)
-    redis_fail_fast_seconds: float = 2.0
-    #: KADENCE_GATEWAY_REDIS_PREFIX: prefix of every Redis key the gateway writes
-    redis_prefix: str = "kadence:gw:"
-    #: KADENCE_GATEWAY_AUTH=0 (``kadence gateway --no-auth``): no API keys, development only
-    auth: bool = True
-    #: KADENCE_GATEWAY_AUTH_CACHE_S: seconds a verified API key is trusted without asking Redis
-    #: again (a revoked key stops working within this time; reads keep working this long when
-    #: Redis is down)
-    auth_cache_seconds: float = 5.0
-    #: KADENCE_GATEWAY_NAMESPACES: with auth off, namespaces served besides ``kafka.namespace``
-    #: (comma-separated); with auth on, a key's namespace is the one it may use
-    namespaces: tuple[str, ...] = ()
-    #: KADENCE_GATEWAY_NS_LIMIT: per-namespace token bucket, RATE:BURST (0 disables)
-    namespace_limit: RateLimit = RateLimit(1000, 2000)
-    #: KADENCE_GATEWAY_KEY_LIMIT: per-API-key token bucket unless the key has its own (0 disables)
-    key_limit: RateLimit = RateLimit(200, 400)
-    #: KADENCE_GATEWAY_IDEMPOTENCY_TTL_S: how long an Idempotency-Key's request fingerprint is kept
-    idempotency_ttl_seconds: int = 24 * 3600
+    reply_timeout: float = setting(
+        15.0, env="KADENCE_GATEWAY_REPLY_TIMEOUT", help="seconds to wait for the engine's reply before a 503"
+    )
+    max_body_bytes: int = setting(
+        2 * 1024 * 1024, env="KADENCE_GATEWAY_MAX_BODY", help="largest accepted request body in bytes"
+    )
+    redis_url: str | None = setting(
+        None,
+        env="KADENCE_REDIS_URL",
+        help="API keys, rate limits and idempotency fingerprints live there (and /readyz checks it); "
+        "required unless auth is off",
+    )
+    redis_fail_fast_seconds: float = setting(
+        2.0,
+        env="KADENCE_GATEWAY_REDIS_FAIL_FAST_S",
+        help="after Redis failed to answer, seconds during which every request that needs it gets its "
+        "503 at once, without asking Redis (then one request probes)",
+    )
+    redis_prefix: str = setting(
+        "kadence:gw:", env="KADENCE_GATEWAY_REDIS_PREFIX", help="prefix of every Redis key the gateway writes"
+    )
+    auth: bool = setting(
+        True, env="KADENCE_GATEWAY_AUTH", help="API keys required (0: kadence gateway --no-auth, development only)"
+    )
+    auth_cache_seconds: float = setting(
+        5.0,
+        env="KADENCE_GATEWAY_AUTH_CACHE_S",
+        help="seconds a verified API key is trusted without asking Redis again (a revoked key stops "
+        "working within this time; reads keep working this long when Redis is down)",
+    )
+    namespaces: tuple[str, ...] = setting(
+        (),
+        env="KADENCE_GATEWAY_NAMESPACES",
+        parse=_namespace_list,
+        help="with auth off, namespaces served besides the default one (comma-separated); with auth "
+        "on, a key's namespace is the one it may use",
+    )
+    namespace_limit: RateLimit = setting(
+        RateLimit(1000, 2000),
+        env="KADENCE_GATEWAY_NS_LIMIT",
+        parse=RateLimit.parse,
+        help="per-namespace token bucket, RATE:BURST (0 disables); default 1000:2000",
+    )
+    key_limit: RateLimit = setting(
+        RateLimit(200, 400),
+        env="KADENCE_GATEWAY_KEY_LIMIT",
+        parse=RateLimit.parse,
+        help="per-API-key token bucket unless the key has its own, RATE:BURST (0 disables); default 200:400",
+    )
+    idempotency_ttl_seconds: int = setting(
+        24 * 3600,
+        env="KADENCE_GATEWAY_IDEMPOTENCY_TTL_S",
+        help="how long an Idempotency-Key's request fingerprint is kept",
+    )
     #: Retry-After (seconds) sent with a 503
     retry_after_seconds: int = 5
-    #: KADENCE_GATEWAY_MAX_WAIT_S: the longest a request waits for a result or new history events
-    #: (a start's ``wait_seconds``, history's long-poll) whatever it asks for
-    max_wait_seconds: float = 60.0
+    max_wait_seconds: float = setting(
+        60.0,
+        env="KADENCE_GATEWAY_MAX_WAIT_S",
+        help="the longest a request waits for a result or new history events (a start's wait_seconds, "
+        "history's long-poll) whatever it asks for",
+    )
     #: read-your-writes hook, see :data:`ReadYourWrites`
     read_your_writes: ReadYourWrites = reads_are_consistent
     #: KADENCE_ARCHIVE_DIR / KADENCE_ARCHIVE_S3_*: where archived histories are read from (the
     #: history operation serves a run from there once archival removed it from Kafka); None: no archive
     archive: ArchiveStoreConfig | None = None
-    #: KADENCE_CODEC (module:factory): the payload codec the applications use; the gateway encodes
-    #: what it is sent with it and shows results and history decoded (None: payloads as they are)
-    codec: Any = None
+    codec: Any = setting(
+        None,
+        env="KADENCE_CODEC",
+        parse=load_codec,
+        help="module:factory of the payload codec the applications use; the gateway encodes what it is "
+        "sent with it and shows results and history decoded (none: payloads as they are)",
+    )
     #: KADENCE_PAYLOAD_*: where payloads over the size threshold are stored (a start's input the
     #: gateway is sent, and the results and history it shows); no store by default
     large_payloads: LargePayloadConfig = field(default_factory=LargePayloadConfig)
@@ -115,39 +158,10 @@ class GatewayConfig:
 
     @classmethod
     def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> GatewayConfig:
+        """The settings from the environment, with the payload store's and the archive's (their
+        own declarations); ``overrides`` win."""
         env = os.environ if env is None else env
-        kw: dict = {}
-        try:
-            if env.get("KADENCE_GATEWAY_REPLY_TIMEOUT"):
-                kw["reply_timeout"] = float(env["KADENCE_GATEWAY_REPLY_TIMEOUT"])
-            if env.get("KADENCE_GATEWAY_MAX_BODY"):
-                kw["max_body_bytes"] = int(env["KADENCE_GATEWAY_MAX_BODY"])
-            if env.get("KADENCE_GATEWAY_AUTH_CACHE_S"):
-                kw["auth_cache_seconds"] = float(env["KADENCE_GATEWAY_AUTH_CACHE_S"])
-            if env.get("KADENCE_GATEWAY_MAX_WAIT_S"):
-                kw["max_wait_seconds"] = float(env["KADENCE_GATEWAY_MAX_WAIT_S"])
-            if env.get("KADENCE_GATEWAY_REDIS_FAIL_FAST_S"):
-                kw["redis_fail_fast_seconds"] = float(env["KADENCE_GATEWAY_REDIS_FAIL_FAST_S"])
-            if env.get("KADENCE_GATEWAY_IDEMPOTENCY_TTL_S"):
-                kw["idempotency_ttl_seconds"] = int(env["KADENCE_GATEWAY_IDEMPOTENCY_TTL_S"])
-        except ValueError as exc:
-            raise ConfigError(f"a KADENCE_GATEWAY_* number is not a number: {exc}") from exc
-        if env.get("KADENCE_REDIS_URL"):
-            kw["redis_url"] = env["KADENCE_REDIS_URL"]
-        if env.get("KADENCE_GATEWAY_REDIS_PREFIX"):
-            kw["redis_prefix"] = env["KADENCE_GATEWAY_REDIS_PREFIX"]
-        if env.get("KADENCE_GATEWAY_AUTH", "").lower() in ("0", "false", "no", "off"):
-            kw["auth"] = False
-        if env.get("KADENCE_GATEWAY_NAMESPACES"):
-            kw["namespaces"] = tuple(n.strip() for n in env["KADENCE_GATEWAY_NAMESPACES"].split(",") if n.strip())
-        if env.get("KADENCE_GATEWAY_NS_LIMIT"):
-            kw["namespace_limit"] = RateLimit.parse(env["KADENCE_GATEWAY_NS_LIMIT"])
-        if env.get("KADENCE_GATEWAY_KEY_LIMIT"):
-            kw["key_limit"] = RateLimit.parse(env["KADENCE_GATEWAY_KEY_LIMIT"])
-        if env.get("KADENCE_CODEC"):
-            kw["codec"] = load_codec(env["KADENCE_CODEC"])
-        kw["large_payloads"] = LargePayloadConfig.from_env(env)
+        composed: dict = {"large_payloads": LargePayloadConfig.from_env(env)}
         if env.get("KADENCE_ARCHIVE_DIR") or env.get("KADENCE_ARCHIVE_S3_BUCKET"):
-            kw["archive"] = ArchiveStoreConfig.from_env(env)
-        kw.update(overrides)
-        return cls(kafka=kafka, **kw)
+            composed["archive"] = ArchiveStoreConfig.from_env(env)
+        return settings.from_env(cls, env, kafka=kafka, **{**composed, **overrides})

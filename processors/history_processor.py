@@ -17,13 +17,13 @@ import tempfile
 import threading
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from kadence.topics import serde
+from kadence.topics import serde, settings
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.codec_metrics import register_codec_metrics
@@ -43,6 +43,7 @@ from kadence.topics.partitioner import partition_for
 from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command, history_key, now_ms
+from kadence.topics.settings import setting
 from kadence.topics.tracing import Tracer, record_ref
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
@@ -69,31 +70,49 @@ MAX_HUNG_PRODUCERS = 8
 
 @dataclass(frozen=True, kw_only=True)
 class ProcessorConfig:
+    """A history processor's settings: each read from its environment variable by ``from_env``
+    and offered as a ``kadence processor`` option (``topics.settings``)."""
+
     kafka: KafkaConfig
-    #: KADENCE_PROCESSOR_ID: stable per instance slot; names the transactional ID, so a restarted
-    #: instance fences its predecessor (and aborts its open transaction) at once, and the group
-    #: member (its client ID)
-    instance_id: str = field(default_factory=socket.gethostname)
-    #: KADENCE_PROCESSOR_MAX_BATCH: most commands in one transaction
-    max_batch: int = 500
-    #: KADENCE_TXN_TIMEOUT_MS: how long a dead instance's open transaction can block its shards
-    transaction_timeout_ms: int = 10_000
-    #: KADENCE_SESSION_TIMEOUT_MS: how soon the group notices a dead instance
-    session_timeout_ms: int = 10_000
-    #: KADENCE_PROCESSOR_STORE: "disk" (RocksDB, bounded memory) or "memory" (dicts, decision 0002)
-    store: str = "disk"
-    #: KADENCE_STATE_DIR: where the disk store keeps its per-partition databases (rebuilt from
-    #: Kafka on every assignment, so nothing there needs a backup); default: a fresh temp dir
-    state_dir: str | None = None
-    #: KADENCE_BUILD_BACKLOG_INTERVAL_S: how often the build backlog gauges are measured (0: never)
-    build_backlog_interval_s: float = 15.0
-    #: KADENCE_TXN_STALL_EXIT_S: a batch's transaction (with its abort and retry) blocked longer
-    #: than this ends the process with EXIT_TXN_STALLED (librdkafka can block for ever)
-    txn_stall_exit_s: float = 180.0
-    #: KADENCE_TXN_HANG_S: a ``send_offsets_to_transaction`` that has not returned after this
-    #: long is given up: the producer is replaced (which fences it) and the batch read again
-    #: (``GuardedCall``; the allowance doubles after each hang, up to 60 s). Decision 0035.
-    txn_hang_s: float = 4.0
+    instance_id: str = setting(
+        default_factory=socket.gethostname,
+        env="KADENCE_PROCESSOR_ID",
+        help="stable per instance slot; names the transactional ID, so a restarted instance fences "
+        "its predecessor (and aborts its open transaction) at once, and the group member; default: host name",
+    )
+    max_batch: int = setting(500, env="KADENCE_PROCESSOR_MAX_BATCH", help="most commands in one transaction")
+    transaction_timeout_ms: int = setting(
+        10_000, env="KADENCE_TXN_TIMEOUT_MS", help="how long a dead instance's open transaction can block its shards"
+    )
+    session_timeout_ms: int = setting(
+        10_000, env="KADENCE_SESSION_TIMEOUT_MS", help="how soon the group notices a dead instance"
+    )
+    store: str = setting(
+        "disk",
+        env="KADENCE_PROCESSOR_STORE",
+        help='"disk" (RocksDB, bounded memory) or "memory" (dicts, decision 0002)',
+    )
+    state_dir: str | None = setting(
+        None,
+        env="KADENCE_STATE_DIR",
+        help="where the disk store keeps its per-partition databases (rebuilt from Kafka on every "
+        "assignment, so nothing there needs a backup); default: a fresh temp dir",
+    )
+    build_backlog_interval_s: float = setting(
+        15.0, env="KADENCE_BUILD_BACKLOG_INTERVAL_S", help="how often the build backlog gauges are measured (0: never)"
+    )
+    txn_stall_exit_s: float = setting(
+        180.0,
+        env="KADENCE_TXN_STALL_EXIT_S",
+        help="a batch's transaction (with its abort and retry) blocked longer than this ends the "
+        "process with status 75 (librdkafka can block for ever)",
+    )
+    txn_hang_s: float = setting(
+        4.0,
+        env="KADENCE_TXN_HANG_S",
+        help="a send_offsets_to_transaction that has not returned after this long is given up: the "
+        "producer is replaced and the batch read again (the allowance doubles after each hang, up to 60 s; decision 0035)",
+    )
 
     def __post_init__(self):
         if self.txn_stall_exit_s <= 0:
@@ -109,32 +128,8 @@ class ProcessorConfig:
 
     @classmethod
     def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> ProcessorConfig:
-        env = os.environ if env is None else env
-        kw: dict = {}
-        for var, key in (
-            ("KADENCE_PROCESSOR_ID", "instance_id"),
-            ("KADENCE_PROCESSOR_STORE", "store"),
-            ("KADENCE_STATE_DIR", "state_dir"),
-        ):
-            if env.get(var):
-                kw[key] = env[var]
-        for var, key in (
-            ("KADENCE_PROCESSOR_MAX_BATCH", "max_batch"),
-            ("KADENCE_TXN_TIMEOUT_MS", "transaction_timeout_ms"),
-            ("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms"),
-        ):
-            if env.get(var):
-                kw[key] = int(env[var])
-        if env.get("KADENCE_BUILD_BACKLOG_INTERVAL_S"):
-            kw["build_backlog_interval_s"] = float(env["KADENCE_BUILD_BACKLOG_INTERVAL_S"])
-        for var, key in (("KADENCE_TXN_STALL_EXIT_S", "txn_stall_exit_s"), ("KADENCE_TXN_HANG_S", "txn_hang_s")):
-            if env.get(var):
-                try:
-                    kw[key] = float(env[var])
-                except ValueError as exc:
-                    raise ConfigError(f"{var} must be a number of seconds") from exc
-        kw.update(overrides)
-        return cls(kafka=kafka, **kw)
+        """The settings from the environment (``overrides`` win: command-line options, tests)."""
+        return settings.from_env(cls, env, kafka=kafka, **overrides)
 
 
 def _claim_state_dir(base: Path, stem: str) -> Path:

@@ -30,18 +30,17 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import os
 import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from kadence.topics import serde
+from kadence.topics import serde, settings
 from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
 from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
 from kadence.topics.codec_metrics import register_codec_metrics
@@ -52,6 +51,7 @@ from kadence.topics.polling import raise_if_refused
 from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command
 from kadence.topics.replacing_producer import ReplacingProducer
+from kadence.topics.settings import setting
 
 __all__ = ["NEAR_TIER", "TimerConfig", "TimerService", "choose_tier"]
 
@@ -83,24 +83,37 @@ def _now_ms() -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class TimerConfig:
+    """A timer service's settings: each read from its environment variable by ``from_env`` and
+    offered as a ``kadence timers`` option (``topics.settings``)."""
+
     kafka: KafkaConfig
-    #: KADENCE_TIMERS_ID: stable per instance slot; names the instance's group member (its
-    #: client ID) and its logs
-    instance_id: str = field(default_factory=socket.gethostname)
-    #: KADENCE_SESSION_TIMEOUT_MS: how soon the group notices a dead instance
-    session_timeout_ms: int = 10_000
-    #: KADENCE_TIMERS_MAX_BATCH: most records taken from the consumer in one step
-    max_batch: int = 500
-    #: KADENCE_TIMERS_NEAR_CAPACITY: near-tier timers held in memory before the near partitions
-    #: are paused (a safety valve for a backlog; normally the near window holds ~10 s of timers)
-    near_capacity: int = 200_000
-    #: KADENCE_TIMERS_COMMIT_INTERVAL_MS: how often acknowledged progress is committed
-    commit_interval_ms: int = 500
-    #: KADENCE_TIMERS_LOG_INTERVAL_S: progress line period while busy
-    log_interval_s: float = 5.0
-    #: KADENCE_TIMERS_PRODUCER_STALL_S: seconds an output may wait for its acknowledgement while
-    #: the broker answers before the producer is replaced (``ReplacingProducer``)
-    producer_stall_s: float = 30.0
+    instance_id: str = setting(
+        default_factory=socket.gethostname,
+        env="KADENCE_TIMERS_ID",
+        help="stable per instance slot; names the instance's group member and its logs; default: host name",
+    )
+    session_timeout_ms: int = setting(
+        10_000, env="KADENCE_SESSION_TIMEOUT_MS", help="how soon the group notices a dead instance"
+    )
+    max_batch: int = setting(
+        500, env="KADENCE_TIMERS_MAX_BATCH", help="most records taken from the consumer in one step"
+    )
+    near_capacity: int = setting(
+        200_000,
+        env="KADENCE_TIMERS_NEAR_CAPACITY",
+        help="near-tier timers held in memory before the near partitions are paused (a safety valve "
+        "for a backlog; normally the near window holds ~10 s of timers)",
+    )
+    commit_interval_ms: int = setting(
+        500, env="KADENCE_TIMERS_COMMIT_INTERVAL_MS", help="how often acknowledged progress is committed"
+    )
+    log_interval_s: float = setting(5.0, env="KADENCE_TIMERS_LOG_INTERVAL_S", help="progress line period while busy")
+    producer_stall_s: float = setting(
+        30.0,
+        env="KADENCE_TIMERS_PRODUCER_STALL_S",
+        help="seconds an output may wait for its acknowledgement while the broker answers before the "
+        "producer is replaced",
+    )
 
     def __post_init__(self):
         if not self.instance_id or any(c.isspace() for c in self.instance_id):
@@ -116,32 +129,8 @@ class TimerConfig:
 
     @classmethod
     def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> TimerConfig:
-        env = os.environ if env is None else env
-        kw: dict = {}
-        if env.get("KADENCE_TIMERS_ID"):
-            kw["instance_id"] = env["KADENCE_TIMERS_ID"]
-        for var, key in (
-            ("KADENCE_SESSION_TIMEOUT_MS", "session_timeout_ms"),
-            ("KADENCE_TIMERS_MAX_BATCH", "max_batch"),
-            ("KADENCE_TIMERS_NEAR_CAPACITY", "near_capacity"),
-            ("KADENCE_TIMERS_COMMIT_INTERVAL_MS", "commit_interval_ms"),
-        ):
-            if env.get(var):
-                try:
-                    kw[key] = int(env[var])
-                except ValueError as exc:
-                    raise ConfigError(f"{var} must be an integer") from exc
-        for var, key in (
-            ("KADENCE_TIMERS_LOG_INTERVAL_S", "log_interval_s"),
-            ("KADENCE_TIMERS_PRODUCER_STALL_S", "producer_stall_s"),
-        ):
-            if env.get(var):
-                try:
-                    kw[key] = float(env[var])
-                except ValueError as exc:
-                    raise ConfigError(f"{var} must be a number of seconds") from exc
-        kw.update(overrides)
-        return cls(kafka=kafka, **kw)
+        """The settings from the environment (``overrides`` win: command-line options, tests)."""
+        return settings.from_env(cls, env, kafka=kafka, **overrides)
 
 
 class _Metrics:

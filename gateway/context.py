@@ -1,0 +1,156 @@
+"""What every route of the gateway uses, made once by ``create_app``: the configuration, the
+payload converter, the engine clients per namespace, Redis, the archive, the idempotency store,
+and the steps operations share (claim an Idempotency-Key, send a command and wait for its reply,
+honour a consistency token). Routes reach it through the ``Gateway`` dependency."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
+from redis.exceptions import RedisError
+from starlette.concurrency import run_in_threadpool
+
+from kadence.topics.config import KafkaConfig
+from kadence.topics.errors import BrokerUnavailableError, WorkflowNotFoundError
+from kadence.topics.payload import JsonConverter
+
+from .config import GatewayConfig
+from .consistency import TOKEN_HEADER, ConsistencyToken
+from .engines import EnginePool
+from .errors import ApiError, error_response
+from .guard import Guard, Principal
+from .idempotency import IdempotencyStore, fingerprint
+from .models import RunResponse, StartResponse
+
+__all__ = ["Gateway", "GatewayContext", "gateway", "mutation_result", "principal"]
+
+
+@dataclass(eq=False)
+class GatewayContext:
+    config: GatewayConfig
+    converter: JsonConverter
+    pool: EnginePool
+    guard: Guard
+    #: None: no Redis configured (no API keys, quotas, idempotency keys or listing)
+    redis: Any = None
+    #: the archive's store (reads of archived runs), when configured
+    archive: Any = None
+    idempotency: IdempotencyStore | None = None
+    #: the gateway's Prometheus registry (``/metrics``)
+    registry: Any = None
+
+    def retry_after(self) -> dict:
+        return {"Retry-After": str(self.config.retry_after_seconds)}
+
+    def namespace_config(self, who: Principal) -> KafkaConfig:
+        return dataclasses.replace(self.config.kafka, namespace=who.namespace)
+
+    async def claim_key(self, request: Request, who: Principal, key: str | None) -> None:
+        """422 when ``key`` was first used for another request (checked on every instance)."""
+        if key is None or self.idempotency is None:
+            return
+        body = await request.body()
+        try:
+            same = await self.idempotency.claim(who.namespace, key, fingerprint(request.method, request.url.path, body))
+        except (RedisError, OSError) as exc:
+            raise ApiError(
+                503, "unavailable", "Redis (idempotency keys) did not answer; retry later", headers=self.retry_after()
+            ) from exc
+        if not same:
+            raise ApiError(
+                422,
+                "idempotency_key_reused",
+                "this Idempotency-Key was first used for a different request (method, path or body)",
+                field="Idempotency-Key",
+            )
+
+    async def command(
+        self, request: Request, who: Principal, workflow_id: str, body_type: str, payload: dict, key: str | None
+    ) -> tuple[dict, dict]:
+        """Produce one command (after the idempotency check) and wait for its reply; returns the
+        reply and the response headers (the consistency token)."""
+        await self.claim_key(request, who, key)
+        engine = await self.pool.get(who.namespace)
+        reply = await engine.request(
+            workflow_id, body_type, payload, request_id=key or str(uuid.uuid4()), timeout=self.config.reply_timeout
+        )
+        headers = {}
+        if reply.get("history_seq") is not None and reply.get("run_id"):
+            headers[TOKEN_HEADER] = ConsistencyToken(
+                who.namespace, workflow_id, reply["run_id"], reply["history_seq"]
+            ).encode()
+        return reply, headers
+
+    async def consistent_read(
+        self, who: Principal, workflow_id: str, query_token: str | None, header_token: str | None
+    ) -> None:
+        """Validate a consistency token and wait (via the hook) until reads reflect it."""
+        text = query_token if query_token is not None else header_token
+        if text is None:
+            return
+        try:
+            token = ConsistencyToken.decode(text)
+        except ValueError as exc:
+            raise ApiError(400, "invalid_input", f"consistency_token: {exc}", field="consistency_token") from exc
+        if token.namespace != who.namespace or token.workflow_id != workflow_id:
+            raise ApiError(
+                400, "invalid_input", "consistency_token belongs to another workflow", field="consistency_token"
+            )
+        await self.config.read_your_writes(who.namespace, token)
+
+    async def encoded(self, request: Request, value) -> bytes:
+        """``value`` as payload bytes; a body over the large-payload threshold is encoded (and
+        stored) on a worker thread, so the event loop does not wait for the store."""
+        if int(request.headers.get("content-length") or 0) > self.converter.large.threshold:
+            return await run_in_threadpool(self.converter.to_bytes, value)
+        return self.converter.to_bytes(value)
+
+    async def wait_for_result(
+        self, who: Principal, workflow_id: str, run_id: str, seconds: float, out: StartResponse
+    ) -> None:
+        """Fill ``out`` with the run's outcome if it closes within ``seconds`` (else status running)."""
+        engine = await self.pool.get(who.namespace)
+        try:
+            reply = await engine.request(
+                workflow_id,
+                "AwaitWorkflowResult",
+                {"wait": True},
+                run_id=run_id,
+                request_id=str(uuid.uuid4()),
+                timeout=seconds,
+            )
+        except BrokerUnavailableError:  # the deadline passed (or the engine is slow): still running
+            out.status = "running"
+            return
+        out.status = reply["status"]
+        if reply["status"] == "completed":
+            out.result = self.converter.from_bytes(reply["result"])
+        elif reply["failure"]:
+            out.failure = {"type": reply["failure"]["type"], "message": reply["failure"]["message"]}
+
+
+async def gateway(request: Request) -> GatewayContext:
+    """The app's context (``async``: a plain ``def`` dependency would run in a worker thread)."""
+    return request.app.state.gateway
+
+
+#: a route's parameter ``gw: Gateway`` receives the app's ``GatewayContext``
+Gateway = Annotated[GatewayContext, Depends(gateway)]
+
+
+def principal(request: Request) -> Principal:
+    """Who sent the request (the guard middleware put it in the scope before routing)."""
+    return request.scope["kadence.principal"]
+
+
+def mutation_result(reply: dict, workflow_id: str, headers: dict):
+    if reply["status"] == "not_found":
+        raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found")
+    if reply["status"] != "ok":
+        return error_response(409, "not_running", reply["message"] or reply["status"], headers=headers)
+    return JSONResponse(RunResponse(workflow_id=workflow_id, run_id=reply["run_id"]).model_dump(), headers=headers)

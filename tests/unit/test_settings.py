@@ -1,0 +1,104 @@
+"""Settings declared once (issue 20): ``topics.settings`` reads a config's declared variables,
+typed by its annotations, and makes its command-line options from the same declaration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from kadence.gateway.config import GatewayConfig
+from kadence.processors import ProcessorConfig, TimerConfig
+from kadence.topics.config import KafkaConfig
+from kadence.topics.errors import ConfigError
+from kadence.topics.settings import click_options, from_env, given_options, setting, settings_of
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    name: str  # not a setting: given by the caller
+    count: int = setting(3, env="T_COUNT", help="how many")
+    ratio: float = setting(0.5, env="T_RATIO", help="how much")
+    label: str | None = setting(None, env="T_LABEL", help="what to call it")
+    loud: bool = setting(False, env="T_LOUD", help="shout")
+
+    def __post_init__(self):
+        if self.count < 0:
+            raise ConfigError("count must be >= 0")
+
+
+def test_each_declared_variable_is_read_with_its_type():
+    got = from_env(Sample, {"T_COUNT": "7", "T_RATIO": "1.25", "T_LABEL": "x", "T_LOUD": "yes"}, name="n")
+    assert got == Sample(name="n", count=7, ratio=1.25, label="x", loud=True)
+    assert from_env(Sample, {"T_COUNT": "", "T_LOUD": "off"}, name="n") == Sample(name="n")  # empty: the default
+
+
+@pytest.mark.parametrize(
+    ("var", "raw", "message"),
+    [
+        ("T_COUNT", "many", r"T_COUNT='many': count must be an integer"),
+        ("T_RATIO", "1,5", r"T_RATIO='1,5': ratio must be a number"),
+        ("T_LOUD", "maybe", r"T_LOUD='maybe': loud must be true or false"),
+        ("T_COUNT", "-1", r"count must be >= 0"),  # the class's own check runs on a parsed value
+    ],
+)
+def test_a_value_that_does_not_parse_is_a_config_error_naming_the_variable(var, raw, message):
+    with pytest.raises(ConfigError, match=message):
+        from_env(Sample, {var: raw}, name="n")
+
+
+def test_what_the_caller_gives_wins_over_the_variable():
+    assert from_env(Sample, {"T_COUNT": "7"}, name="n", count=9).count == 9
+
+
+def test_the_options_come_from_the_declaration_and_win_over_the_variables():
+    @click.command()
+    @click_options(Sample)
+    def cmd(**options):
+        click.echo(repr(from_env(Sample, {"T_COUNT": "7", "T_RATIO": "2"}, name="n", **given_options(Sample, options))))
+
+    runner = CliRunner()
+    out = runner.invoke(cmd, ["--count", "4", "--loud", "true"])
+    assert out.exit_code == 0, out.output
+    assert "count=4" in out.output and "ratio=2.0" in out.output and "loud=True" in out.output
+    assert runner.invoke(cmd, ["--count", "x"]).exit_code == 2  # click's own usage error
+    help_text = runner.invoke(cmd, ["--help"]).output
+    assert "--count INTEGER" in help_text and "[env T_COUNT; default 3]" in help_text
+    assert "--label TEXT" in help_text and "--name" not in help_text
+
+
+@pytest.mark.parametrize(
+    ("cls", "doc", "not_from_env"),
+    [
+        (ProcessorConfig, "guide.md", set()),
+        (TimerConfig, "guide.md", set()),
+        # composed of other configs' settings (the archive's, the payload store's), or set in code
+        (
+            GatewayConfig,
+            "gateway.md",
+            {"retry_after_seconds", "read_your_writes", "archive", "large_payloads", "extra"},
+        ),
+    ],
+)
+def test_every_setting_is_declared_once_and_documented(cls, doc, not_from_env):
+    declared = {s.name for s in settings_of(cls)}
+    fields = set(cls.__dataclass_fields__) - {"kafka"} - not_from_env
+    assert declared == fields  # nothing read from the environment by hand beside the declaration
+    rows = [line for line in (ROOT / "docs" / doc).read_text().splitlines() if line.startswith("|")]
+    undocumented = [s.env for s in settings_of(cls) if not any(f"`{s.env}" in row for row in rows)]
+    assert undocumented == [], f"docs/{doc}'s tables do not name {undocumented}"
+
+
+def test_the_processor_command_refuses_a_setting_that_does_not_parse():
+    from kadence.cli.main import main
+
+    out = CliRunner().invoke(
+        main, ["processor"], env={"KADENCE_TXN_HANG_S": "soon"}, obj=KafkaConfig.from_env({}), catch_exceptions=False
+    )
+    assert out.exit_code == 2
+    assert "KADENCE_TXN_HANG_S='soon'" in out.output

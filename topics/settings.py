@@ -1,0 +1,173 @@
+"""Settings declared once (issue 20): a field of a frozen config dataclass made with
+``setting(...)`` carries its environment variable and its help text. From that one declaration:
+
+- ``from_env(cls, env, **given)`` reads every declared variable, typed by the field's annotation
+  (``int``, ``float``, ``str``, ``bool``, or one of them ``| None``); a value that does not parse is
+  a ``ConfigError`` naming the variable;
+- ``click_options(cls)`` makes a command-line option per setting (``--max-batch`` for
+  ``max_batch``), whose help names the variable; a given option wins over the variable;
+- ``settings_of(cls)`` lists them (the docs' tables are checked against it).
+
+A field without ``setting`` (the ``KafkaConfig`` a config holds, say) is not read from the
+environment. Validation stays in the class's ``__post_init__``, so a value is checked the same
+whichever way it came.
+
+Why not pydantic-settings (it is in the lock, through a test tool): its ``BaseSettings`` reads the
+environment whenever a config is constructed, where Kadence's configs are frozen dataclasses
+that a test or a caller builds explicitly and the environment reaches only through
+``from_env``; it makes pydantic models of them (validation on every construction); and its
+command line is argparse's, where the ``kadence`` commands are click's. What is needed here,
+reading typed variables named in field metadata and making click options, is this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+__all__ = ["Setting", "click_options", "from_env", "given_options", "setting", "settings_of"]
+
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def setting(
+    default=dataclasses.MISSING,
+    *,
+    env: str,
+    help: str,
+    default_factory=dataclasses.MISSING,
+    parse: Callable[[str], object] | None = None,
+):
+    """A dataclass field read from ``env`` (and given on the command line), described by ``help``.
+    ``parse``: text to value for a field of another type than int, float, str or bool (it raises
+    ``ConfigError`` or ``ValueError`` for bad text)."""
+    metadata = {"kadence_env": env, "kadence_help": help, "kadence_parse": parse}
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    env: str
+    #: the value's type: int, float, str or bool (str for a setting with its own parser)
+    type: type
+    optional: bool
+    #: the default's text for help and docs ("" for a computed default)
+    default: str
+    help: str
+    #: the setting's own text-to-value function, if it has one
+    parser: Callable[[str], object] | None = None
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def parse(self, raw: str, source: str | None = None):
+        """``raw`` as this setting's type; ``ConfigError`` naming ``source`` (default: the variable)."""
+        source = source or self.env
+        text = raw.strip()
+        if self.optional and text == "":
+            return None
+        try:
+            if self.parser is not None:
+                return self.parser(text)
+            if self.type is bool:
+                if text.lower() in _TRUE:
+                    return True
+                if text.lower() in _FALSE:
+                    return False
+                raise ValueError(text)
+            return self.type(text)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}={raw!r}: {exc}") from None
+        except ValueError as exc:
+            if self.parser is not None:
+                raise ConfigError(f"{source}={raw!r}: {exc}") from None
+            kind = {int: "an integer", float: "a number", bool: "true or false"}.get(self.type, "a string")
+            raise ConfigError(f"{source}={raw!r}: {self.name} must be {kind}") from None
+
+
+def _value_type(hint) -> tuple[type, bool]:
+    args = typing.get_args(hint)
+    if args and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1 and rest[0] in (int, float, str, bool):
+            return rest[0], True
+    if hint in (int, float, str, bool):
+        return hint, False
+    raise TypeError(f"a setting must be int, float, str or bool (or one of them | None), not {hint!r}")
+
+
+def settings_of(cls) -> list[Setting]:
+    """The declared settings of a config dataclass, in field order."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        env = f.metadata.get("kadence_env")
+        if env is None:
+            continue
+        parser = f.metadata.get("kadence_parse")
+        kind, optional = (str, False) if parser is not None else _value_type(hints[f.name])
+        default = "" if f.default is dataclasses.MISSING or parser is not None else _shown(f.default)
+        out.append(Setting(f.name, env, kind, optional, default, f.metadata["kadence_help"], parser))
+    return out
+
+
+def _shown(default) -> str:
+    return "" if default is None else str(default)
+
+
+def from_env(cls, env: Mapping[str, str] | None = None, **given):
+    """An instance of ``cls``: each declared setting from its variable when set (and not empty),
+    else its default; ``given`` (the fields without a setting, options from the command line)
+    wins over both."""
+    env = os.environ if env is None else env
+    kw = {}
+    for s in settings_of(cls):
+        if s.name in given:
+            continue
+        raw = env.get(s.env)
+        if raw is not None and raw.strip() != "":
+            kw[s.name] = s.parse(raw)
+    kw.update(given)
+    return cls(**kw)
+
+
+def click_options(cls, *, skip: tuple[str, ...] = ()) -> Callable:
+    """A decorator adding one option per declared setting of ``cls`` (none for ``skip``); an
+    option not given arrives as None (the variable or the default applies: ``given_options``)."""
+    import click
+
+    def decorate(command):
+        for s in reversed(settings_of(cls)):
+            if s.name in skip:
+                continue
+            shown = f"; default {s.default}" if s.default else ""
+            command = click.option(
+                s.option,
+                s.name,
+                type=click.BOOL if s.type is bool else s.type,
+                default=None,
+                help=f"{s.help} [env {s.env}{shown}]",
+            )(command)
+        return command
+
+    return decorate
+
+
+def given_options(cls, options: Mapping[str, object]) -> dict:
+    """The options of ``click_options(cls)`` that were given on the command line (a setting with
+    its own parser parses the option's text: ``ConfigError`` naming the option)."""
+    out = {}
+    for s in settings_of(cls):
+        value = options.get(s.name)
+        if value is not None:
+            out[s.name] = s.parse(value, s.option) if s.parser is not None else value
+    return out
