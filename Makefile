@@ -39,10 +39,12 @@ jars:
 test: venv jars lint
 	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=40 -m "not soak" tests $(PYTEST_ARGS)
 
-# the rules and the format in pyproject.toml ([tool.ruff]); `make format` applies both
+# the rules and the format in pyproject.toml ([tool.ruff]); `make format` applies both; then mypy
+# ([tool.mypy]) over the package as it is installed (scripts/typecheck.py)
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/python scripts/typecheck.py
 
 format: venv
 	$(VENV)/bin/ruff check --fix .

@@ -23,7 +23,7 @@ __all__ = ["BrokerCheck", "HealthServer", "readiness"]
 class BrokerCheck:
     """Whether the broker answers a metadata request, asked at most every ``cache_s`` seconds."""
 
-    def __init__(self, ask: Callable[[], None], *, cache_s: float = 2.0):
+    def __init__(self, ask: Callable[[], object], *, cache_s: float = 2.0):
         self._ask = ask
         self.cache_s = cache_s
         self._lock = threading.Lock()

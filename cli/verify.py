@@ -38,7 +38,7 @@ def verify(config: KafkaConfig, since: str | None, as_json: bool, quiet: bool, m
     early, a state that disagrees with its history, an accepted request answered differently.
     Exits 1 when it finds any."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     from kadence.connectors.verify import verify_namespace
 
@@ -54,7 +54,7 @@ def verify(config: KafkaConfig, since: str | None, as_json: bool, quiet: bool, m
                 TimeElapsedColumn(),
                 console=Console(stderr=True),
             ) as bar:
-                tasks: dict[str, int] = {}
+                tasks: dict[str, TaskID] = {}
 
                 def show(topic: str, done: int, total: int | None) -> None:
                     if topic not in tasks:

@@ -43,6 +43,8 @@ class BatchResult:
 
 
 def _split_key(key: bytes | None) -> tuple[str, str, int] | None:
+    if key is None:
+        return None
     try:
         wf, run, seq = key.decode().rsplit("/", 2)
         return wf, run, int(seq)

@@ -63,7 +63,10 @@ class ApiKeyStore:
         """A new key for ``namespace``: (its record, the key itself, shown once)."""
         if not NAMESPACE_RE.match(namespace):
             raise ConfigError(f"namespace {namespace!r} must match {NAMESPACE_RE.pattern}")
-        if (rate is None) != (burst is None) or (rate is not None and (rate < 0 or burst < 1)):
+        if rate is None or burst is None:
+            if (rate is None) != (burst is None):
+                raise ConfigError("give both --rate (>= 0) and --burst (>= 1), or neither")
+        elif rate < 0 or burst < 1:
             raise ConfigError("give both --rate (>= 0) and --burst (>= 1), or neither")
         while True:
             key_id = secrets.token_hex(6)

@@ -67,7 +67,7 @@ def update_requested(
         return
     st = view.state(wf)
     known = _find(st, uid)
-    if known is not None:
+    if known is not None and st is not None:
         out.duplicates += 1
         if known["status"] != "accepted":
             _answer(out, st, known)

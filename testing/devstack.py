@@ -44,7 +44,7 @@ JVM_OPTS = [
     "-Djava.awt.headless=true",
 ]
 LOOPBACK = "127.0.0.1"
-_LIVE = set()  # processes still running, reaped at interpreter exit
+_LIVE: set[subprocess.Popen] = set()  # processes still running, reaped at interpreter exit
 
 
 class StackError(RuntimeError):

@@ -21,7 +21,7 @@ def _plain(value, converter: JsonConverter):
         for k, v in value.items():
             if k in _PAYLOAD_FIELDS and isinstance(v, (bytes, bytearray)):
                 try:
-                    out[k] = converter.from_bytes(v)
+                    out[k] = converter.from_bytes(bytes(v))
                 except SchemaError:
                     out[k] = {"base64": base64.b64encode(v).decode()}
             else:

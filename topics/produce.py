@@ -9,6 +9,8 @@ caller, which knows what to say about it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from confluent_kafka import Producer
 
 __all__ = ["produce_waiting"]
@@ -28,7 +30,7 @@ def produce_waiting(
     """``producer.produce(...)``, waiting ``wait_s`` at a time (serving delivery reports) while
     librdkafka's queue is full. ``partition`` None: the producer's partitioner picks it;
     ``timestamp`` None: now."""
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if partition is not None:
         kwargs["partition"] = partition
     if on_delivery is not None:

@@ -139,12 +139,13 @@ class Codec:
         self._writers = {v: _parsed(v).get(full) for v in available_versions()}
         self.write_version = write_version()
         self._prefix = bytes((MAGIC, self.write_version))
+        pinned = self._writers.get(self.write_version)
         if self.write_version == CURRENT_VERSION:
             self._put = compile_writer(self._schema)
-        elif self._writers.get(self.write_version) is not None:
+        elif pinned is not None:
             # pinned: the generated writer of that version's schema (fields added since are left
             # out; a union branch it does not know fails to encode)
-            self._put = compile_writer(self._writers[self.write_version])
+            self._put = compile_writer(pinned)
         else:
             self._put = self._absent_in_pinned_version
         self._get = compile_reader(self._schema)

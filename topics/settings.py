@@ -169,5 +169,5 @@ def given_options(cls, options: Mapping[str, object]) -> dict:
     for s in settings_of(cls):
         value = options.get(s.name)
         if value is not None:
-            out[s.name] = s.parse(value, s.option) if s.parser is not None else value
+            out[s.name] = s.parse(str(value), s.option) if s.parser is not None else value
     return out
