@@ -302,7 +302,7 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
         except Exception as exc:  # noqa: BLE001
             log.debug("lag report not stored: %s", exc)
 
-    app.kadence_metrics = metrics  # for tests and the CLI
+    app.kadence_metrics = metrics  # type: ignore[attr-defined]  # for tests and the CLI
     return app
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -129,7 +130,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
     mount_console(app, guard, auth=config.auth)
     app.include_router(health.router)
 
-    def openapi() -> dict:
+    def openapi() -> dict[str, Any]:
         # FastAPI documents its own 422 (HTTPValidationError) for every operation with parameters;
         # this gateway answers invalid input with a 400 ErrorResponse, and its only 422 is
         # idempotency_key_reused (an ErrorResponse), so FastAPI's must go
@@ -143,7 +144,8 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
             schemas = spec.get("components", {}).get("schemas", {})
             for name in ("HTTPValidationError", "ValidationError"):
                 schemas.pop(name, None)
+            app.openapi_schema = spec
         return app.openapi_schema
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to change the document
     return app

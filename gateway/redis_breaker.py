@@ -92,7 +92,7 @@ class _Guarded:
 
     async def read_response(self, *args, **kw):
         try:
-            response = await super().read_response(*args, **kw)  # type: ignore[misc]
+            response = await super().read_response(*args, **kw)
         except _DOWN as exc:
             self._breaker.failed(exc)
             raise
@@ -106,4 +106,5 @@ def guarded_redis(url: str, breaker: RedisBreaker, **kw) -> Redis:
     options = parse_url(url)
     base = options.pop("connection_class", Connection)
     guarded = type(f"Guarded{base.__name__}", (_Guarded, base), {})
-    return Redis(connection_pool=ConnectionPool(connection_class=guarded, breaker=breaker, **options, **kw))
+    # (parse_url's options hold no connection_class: popped above; mypy cannot see that)
+    return Redis(connection_pool=ConnectionPool(connection_class=guarded, breaker=breaker, **options, **kw))  # type: ignore[misc]

@@ -54,7 +54,7 @@ class DiskShardStore:
         # no write-ahead log: the database is wiped at open and rebuilt from Kafka, so nothing in
         # it has to survive a crash (measured: a put costs a third of what it costs with the WAL)
         no_wal = WriteOptions()
-        no_wal.disable_wal = True
+        no_wal.disable_wal = True  # type: ignore[method-assign,assignment]  # a property; the stub says method
         self._db.set_write_options(no_wal)
         self._state_codec = serde.codec("WorkflowState")
         self._event_codec = serde.codec("HistoryEvent")

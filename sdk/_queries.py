@@ -80,8 +80,8 @@ def answer(
             raise KadenceError(f"the history of closed run {task['run_id']} could not be read: {unreadable}")
         if defn is None:
             raise KadenceError(f"workflow type {task['workflow_type']!r} is not registered on this worker")
-        inst = cached
-        if not _usable(inst, task):
+        inst = cached if _usable(cached, task) else None
+        if inst is None:
             temp = inst = WorkflowInstance(
                 defn,
                 WorkflowInfo(task["workflow_id"], task["run_id"], task["workflow_type"], task["task_queue"]),

@@ -94,7 +94,7 @@ class SpanCollector:
         threading.Thread(target=self._server.serve_forever, name="otlp-collector", daemon=True).start()
 
     def _take(self, request) -> None:
-        received = []
+        received: list[ReceivedSpan | None] = []  # None: a span counted, not kept
         for resource_spans in request.resource_spans:
             resource = {kv.key: _value(kv.value) for kv in resource_spans.resource.attributes}
             for scope_spans in resource_spans.scope_spans:
@@ -121,7 +121,7 @@ class SpanCollector:
         with self._lock:
             self.count += len(received)
             if self.keep:
-                self.spans.extend(received)
+                self.spans.extend(s for s in received if s is not None)
 
     def close(self) -> None:
         self._server.shutdown()

@@ -9,6 +9,7 @@ import binascii
 import dataclasses
 import logging
 import uuid
+from typing import Any
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
@@ -59,7 +60,7 @@ async def start_batch(request: Request, gw: Gateway, body: BatchRequest, idempot
         who.namespace,
         who.key_id or "(no auth)",
     )
-    payload = {
+    payload: dict[str, Any] = {
         "workflow_type": BATCH_WORKFLOW_TYPE,
         "task_queue": BATCH_TASK_QUEUE,
         "input": gw.converter.to_bytes([dataclasses.asdict(body)]),
