@@ -41,7 +41,7 @@ def activity_deadlines(st: dict | None) -> list[dict]:
     of an attempt that is over is recognised as stale wherever it comes from."""
     if st is None or st["status"] != "running" or st["paused"]:
         return []  # a paused run's deadlines are armed again when it is unpaused (processors.pause)
-    out = []
+    out: list[dict] = []
     for a in st["pending_activities"]:
         seq, opts = a["scheduled_seq"], a["options"]
         s2c = opts.get("schedule_to_close_timeout_ms")
@@ -99,7 +99,7 @@ class DeadlineIndex:
         for timer_id in old:
             if timer_id not in ids:
                 self._spent.pop((workflow_id, timer_id), None)
-        if not new:
+        if not new or state is None:  # (no deadlines without a state)
             return
         mine = self._current[workflow_id] = {}
         for body in new:
@@ -128,7 +128,7 @@ class DeadlineIndex:
 
     def due(self, now_ms: int, limit: int) -> list[tuple[str, str, dict]]:
         """Up to ``limit`` deadlines at or before ``now_ms`` as (workflow_id, run_id, FireTimer body)."""
-        out = []
+        out: list[tuple[str, str, dict]] = []
         heap = self._heap
         while heap and heap[0][0] <= now_ms and len(out) < limit:
             entry = heapq.heappop(heap)

@@ -141,9 +141,10 @@ def _reset(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, dry_
     if was_open:
         history = view.history(wf, st["run_id"])
     else:
-        history = _closed_history(cmd, body, st, out)
-        if history is None:
+        closed = _closed_history(cmd, body, st, out)
+        if closed is None:
             return
+        history = closed
     point = next((e for e in history if e["seq"] == body["workflow_task_completed_seq"]), None)
     if point is None or point["attributes"][0] != "WorkflowTaskCompleted":
         _fail(

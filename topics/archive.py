@@ -31,6 +31,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -250,7 +251,7 @@ class ArchiveStoreConfig:
     s3_region: str | None = None
 
     @classmethod
-    def from_env(cls, env: dict | None = None, **overrides) -> ArchiveStoreConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> ArchiveStoreConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         for var, key in (

@@ -110,7 +110,7 @@ def build_topics(cat: Catalogue, have: dict[str, int]) -> list[tuple[str, str | 
     """(task queue, build ID or None for the unversioned queue, topic) of every workflow-task topic."""
     ns = cat.config.namespace
     unversioned, versioned = f"{ns}.tasks.workflow.", cat.build_tasks_prefix()
-    out = []
+    out: list[tuple[str, str | None, str]] = []
     for name in sorted(have):
         if name.startswith(unversioned):
             out.append((name[len(unversioned) :], None, name))
@@ -184,8 +184,8 @@ class BacklogProbe:
         try:
             while pending and time.monotonic() < deadline:
                 for msg in self._consumer.consume(500, timeout=0.1):
-                    p = msg.partition()
-                    if msg.error() is not None or p not in pending or msg.offset() >= ranges[p][1]:
+                    p, offset = msg.partition(), msg.offset()
+                    if msg.error() is not None or p not in pending or offset is None or offset >= ranges[p][1]:
                         continue
                     counts[p] += 1
                     ts = msg.timestamp()[1]

@@ -46,7 +46,7 @@ class ReplacingProducer:
         *,
         stall_s: float = 30.0,
         factory: Callable[[dict], Producer] = Producer,
-        probe_factory: Callable[[dict], object] = AdminClient,
+        probe_factory: Callable[[dict], AdminClient] = AdminClient,
     ):
         self._conf = conf
         self._factory = factory

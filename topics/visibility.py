@@ -246,7 +246,8 @@ class VisibilityReader:
         """One page of runs, newest start first, and the cursor of the next page (None at the end)."""
         if not isinstance(page_size, int) or not 1 <= page_size <= 1000:
             raise InvalidQueryError("page_size must be between 1 and 1000")
-        items, last = [], None
+        items: list[dict] = []
+        last: str | None = None
         async for member, rec in self._walk(
             workflow_type=workflow_type,
             status=status,
@@ -259,7 +260,7 @@ class VisibilityReader:
             limit=page_size + 1,
             paused=paused,
         ):
-            if len(items) == page_size:
+            if len(items) == page_size and last is not None:  # (page_size >= 1: last is set)
                 return items, _encode_cursor(last)
             items.append(rec)
             last = member
