@@ -434,7 +434,7 @@ class Client:
 
     interceptors: tuple = ()
 
-    def __init__(self, engine: EngineClient, converter: JsonConverter, interceptors: Iterable[Interceptor] = ()):
+    def __init__(self, engine: EngineClient, converter: PayloadConverter, interceptors: Iterable[Interceptor] = ()):
         self._engine = engine
         self.converter = converter
         #: around every operation of this client and its handles, and the activities and
@@ -487,7 +487,7 @@ class Client:
                 overrides["bootstrap"] = bootstrap
             if namespace:
                 overrides["namespace"] = namespace
-            config = KafkaConfig.from_env(**overrides)
+            config = KafkaConfig.from_env(None, **overrides)
         if converter is None:
             large = large_payloads if large_payloads is not None else LargePayloadConfig.from_env().open()
             converter = JsonConverter(codec, exceptions=exceptions, large=large)

@@ -126,7 +126,7 @@ def defn(fn: Callable | None = None, *, name: str | None = None):
     """Function decorator: an activity (``name`` defaults to the function name)."""
 
     def wrap(f: Callable) -> Callable:
-        setattr(f, "__kadence_activity__", activity_definition(f, name))  # noqa: B010 - a function has no such attribute to type
+        setattr(f, "__kadence_activity__", activity_definition(f, name))
         return f
 
     return wrap(fn) if fn is not None else wrap

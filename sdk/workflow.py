@@ -63,10 +63,10 @@ def defn(cls: type | None = None, *, name: str | None = None):
     """Class decorator: a workflow definition (``name`` defaults to the class name)."""
 
     def wrap(c: type) -> type:
-        c.__kadence_workflow__ = workflow_definition(c, name)
+        setattr(c, "__kadence_workflow__", workflow_definition(c, name))
         for member in vars(c).values():
             if getattr(member, "__kadence_run__", False):
-                member.__kadence_owner__ = c
+                setattr(member, "__kadence_owner__", c)
         return c
 
     return wrap(cls) if cls is not None else wrap
@@ -74,7 +74,7 @@ def defn(cls: type | None = None, *, name: str | None = None):
 
 def run(fn: Callable) -> Callable:
     """Method decorator: the workflow's entry point (an ``async def``)."""
-    fn.__kadence_run__ = True
+    setattr(fn, "__kadence_run__", True)
     return fn
 
 
@@ -83,7 +83,7 @@ def signal(fn: Callable | None = None, *, name: str | None = None):
     arrival order and delivered to the handler in that order."""
 
     def wrap(f: Callable) -> Callable:
-        f.__kadence_signal__ = name or f.__name__
+        setattr(f, "__kadence_signal__", name or f.__name__)
         return f
 
     return wrap(fn) if fn is not None else wrap
@@ -95,7 +95,7 @@ def query(fn: Callable | None = None, *, name: str | None = None):
     def wrap(f: Callable) -> Callable:
         if asyncio.iscoroutinefunction(f):
             raise KadenceError(f"query handler {f.__name__} must not be async")
-        f.__kadence_query__ = name or f.__name__
+        setattr(f, "__kadence_query__", name or f.__name__)
         return f
 
     return wrap(fn) if fn is not None else wrap
@@ -121,15 +121,15 @@ def update(fn: Callable | None = None, *, name: str | None = None):
     """
 
     def wrap(f: Callable) -> Callable:
-        f.__kadence_update__ = name or f.__name__
+        setattr(f, "__kadence_update__", name or f.__name__)
 
         def validator(v: Callable) -> Callable:
             if asyncio.iscoroutinefunction(v):
                 raise KadenceError(f"update validator {v.__name__} must not be async")
-            f.__kadence_update_validator__ = v
+            setattr(f, "__kadence_update_validator__", v)
             return v
 
-        f.validator = validator
+        setattr(f, "validator", validator)
         return f
 
     return wrap(fn) if fn is not None else wrap
