@@ -89,7 +89,7 @@ def write_version() -> int:
 
     A rolling upgrade runs the new release with the variable set to the version the old release
     writes, so instances not yet upgraded can read everything; once none is left, the variable is
-    removed and instances restarted (docs/upgrading.md). Records are read in every version either
+    removed and instances restarted (docs/guide.md, "Upgrading Kadence itself"). Records are read in every version either
     way. A record type or union branch the pinned version does not have cannot be written: what
     needs it fails with ``SchemaError`` until the pin is lifted. Read once per process (the wire
     format of a process does not change while it runs); ``ConfigError`` for a bad value."""
