@@ -140,15 +140,13 @@ def from_env(cls, env: Mapping[str, str] | None = None, **given):
     return cls(**kw)
 
 
-def click_options(cls, *, skip: tuple[str, ...] = ()) -> Callable:
-    """A decorator adding one option per declared setting of ``cls`` (none for ``skip``); an
-    option not given arrives as None (the variable or the default applies: ``given_options``)."""
+def click_options(cls) -> Callable:
+    """A decorator adding one option per declared setting of ``cls``; an option not given
+    arrives as None (the variable or the default applies: ``given_options``)."""
     import click
 
     def decorate(command):
         for s in reversed(settings_of(cls)):
-            if s.name in skip:
-                continue
             shown = f"; default {s.default}" if s.default else ""
             command = click.option(
                 s.option,

@@ -489,7 +489,7 @@ async def list_workflows(
             503,
             "unavailable",
             "listing needs Redis (the visibility projection); start the gateway with KADENCE_REDIS_URL",
-            headers={"Retry-After": str(gw.config.retry_after_seconds)},
+            headers=gw.retry_after(),
         )
     filters: dict = {}
     for item in search:
@@ -514,7 +514,7 @@ async def list_workflows(
                 "unavailable",
                 "the visibility projection has not caught up with the "
                 "consistency token yet (is `kadence projections run` up?)",
-                headers={"Retry-After": str(gw.config.retry_after_seconds)},
+                headers=gw.retry_after(),
             )
     query = dict(
         workflow_type=workflow_type,

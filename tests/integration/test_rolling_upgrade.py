@@ -22,6 +22,7 @@ import pytest
 from kadence import Client, Worker, workflow
 from kadence.schemas import CURRENT_VERSION
 from kadence.topics import serde
+from tests.support.codecs import pin_write_version
 from tests.support.net import free_port
 
 from .conftest import wait_until
@@ -57,16 +58,8 @@ def pin(monkeypatch):
     one); codecs made before are dropped, so connect clients and workers after calling it. The
     codecs are made again unpinned after the test, whatever happened."""
 
-    def set_pin(version: int | None) -> None:
-        if version is None:
-            monkeypatch.delenv(serde.WRITE_VERSION_ENV, raising=False)
-        else:
-            monkeypatch.setenv(serde.WRITE_VERSION_ENV, str(version))
-        serde.write_version.cache_clear()
-        serde._CODECS.clear()
-
-    yield set_pin
-    set_pin(None)
+    yield lambda version: pin_write_version(monkeypatch, version)
+    pin_write_version(monkeypatch, None)
 
 
 def _metric(port: int, name: str) -> float:

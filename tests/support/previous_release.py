@@ -13,6 +13,7 @@ import sys
 
 import kadence.schemas as schemas
 from kadence.topics import serde
+from tests.support.codecs import remake_codecs
 
 _LAST = int(os.environ.get("KADENCE_TEST_LAST_VERSION", schemas.CURRENT_VERSION - 1))
 _all_versions = schemas.available_versions
@@ -34,8 +35,7 @@ for module in (schemas, serde):
 # importing ``kadence`` made no codec yet; clear the caches anyway, so nothing of the current
 # schemas survives the patch
 serde._parsed.cache_clear()
-serde.write_version.cache_clear()
-serde._CODECS.clear()
+remake_codecs()
 
 if __name__ == "__main__":
     from kadence.cli.main import main

@@ -13,6 +13,7 @@ from kadence.topics import serde
 from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.records import command
 from tests.support.avro_samples import Samples
+from tests.support.codecs import pin_write_version
 from tests.support.fastavro_reference import parse_set, write
 
 
@@ -53,11 +54,8 @@ def test_the_write_version_is_scraped_and_follows_the_pin(monkeypatch):
     registry = CollectorRegistry()
     register_codec_metrics(registry)
     assert registry.get_sample_value("kadence_codec_write_version") == CURRENT_VERSION
-    monkeypatch.setenv(serde.WRITE_VERSION_ENV, str(CURRENT_VERSION - 1))
-    serde.write_version.cache_clear()
+    pin_write_version(monkeypatch, CURRENT_VERSION - 1)
     try:
         assert registry.get_sample_value("kadence_codec_write_version") == CURRENT_VERSION - 1
     finally:
-        monkeypatch.delenv(serde.WRITE_VERSION_ENV)
-        serde.write_version.cache_clear()
-        serde._CODECS.clear()
+        pin_write_version(monkeypatch, None)

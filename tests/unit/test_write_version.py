@@ -13,6 +13,7 @@ from kadence.schemas import CURRENT_VERSION, load_schema_set
 from kadence.topics import serde
 from kadence.topics.errors import ConfigError, SchemaError
 from tests.support.avro_samples import RECORDS, samples
+from tests.support.codecs import pin_write_version
 from tests.support.fastavro_reference import parse_set, short_names, write
 
 PREVIOUS = CURRENT_VERSION - 1
@@ -22,15 +23,8 @@ PREVIOUS = CURRENT_VERSION - 1
 def pin(monkeypatch):
     """Pin the write version for one test (the codecs are made again, before and after)."""
 
-    def set_pin(value: str) -> None:
-        monkeypatch.setenv(serde.WRITE_VERSION_ENV, value)
-        serde.write_version.cache_clear()
-        serde._CODECS.clear()
-
-    yield set_pin
-    monkeypatch.delenv(serde.WRITE_VERSION_ENV, raising=False)
-    serde.write_version.cache_clear()
-    serde._CODECS.clear()
+    yield lambda value: pin_write_version(monkeypatch, value)
+    pin_write_version(monkeypatch, None)
 
 
 def _as_read_by(old, new):
