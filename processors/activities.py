@@ -10,6 +10,7 @@ pending, so a late completion of a timed-out attempt adds nothing to the history
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from kadence.topics.records import idempotency_key
 
@@ -28,7 +29,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: used when an activity has no retry policy: retry for ever, 1 s doubling up to 100 s
-DEFAULT_RETRY = {
+DEFAULT_RETRY: dict[str, Any] = {
     "initial_interval_ms": 1000,
     "backoff_coefficient": 2.0,
     "maximum_interval_ms": None,
@@ -202,7 +203,7 @@ def activity_result(
     a = None
     if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
         a = _find(st, body["activity_id"], body["scheduled_seq"])
-    if a is None or a["attempt"] != body["attempt"] or a["retrying"]:
+    if st is None or a is None or a["attempt"] != body["attempt"] or a["retrying"]:
         out.stale += 1  # duplicate, late (timed out) or from an attempt that is no longer current
         return False
     if failed:
@@ -292,7 +293,7 @@ def activity_heartbeat(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: 
     a = None
     if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
         a = _find(st, body["activity_id"], body["scheduled_seq"])
-    if a is None or a["attempt"] != body["attempt"] or a["retrying"]:
+    if st is None or a is None or a["attempt"] != body["attempt"] or a["retrying"]:
         # the attempt is over (completed, timed out, cancelled, or the workflow closed): stop
         reply(out, rid, wf, "cancel_requested", message="activity attempt is no longer current")
         return

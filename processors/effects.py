@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import cast
 
 from kadence.topics import serde
 from kadence.topics.records import new_id
@@ -217,7 +218,8 @@ class BatchView:
             if not events:
                 continue
             raws = [raw_events.get(e["event_id"]) for e in events] if raw_events else None
-            store.append_history(wf, st["run_id"], events, None if raws is None or None in raws else raws)
+            encoded = None if raws is None or None in raws else cast("list[bytes]", raws)
+            store.append_history(wf, st["run_id"], events, encoded)
 
 
 def emit(

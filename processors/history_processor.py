@@ -310,6 +310,18 @@ class HistoryProcessor:
         """Whether ``run()`` got past waiting for the broker and serves (what readiness reports)."""
         return self._consumer is not None
 
+    @property
+    def _live_consumer(self) -> Consumer:
+        """The consumer of a processor that serves (``run()`` made it before any batch)."""
+        assert self._consumer is not None, "the processor is not serving"
+        return self._consumer
+
+    @property
+    def _live_producer(self) -> Producer:
+        """The current transactional producer of a processor that serves."""
+        assert self._producer is not None, "the processor is not serving"
+        return self._producer
+
     def stop(self) -> None:
         self._stop.set()
 
@@ -489,7 +501,8 @@ class HistoryProcessor:
     def _restore(self, partition: int):
         """A shard's store, deadline index and quarantined workflows, rebuilt from Kafka (a failed
         try leaves nothing open)."""
-        index, store, quarantine = DeadlineIndex(), self._new_store(partition), {}
+        index, store = DeadlineIndex(), self._new_store(partition)
+        quarantine: dict[str, str] = {}
         t0 = time.perf_counter()
         try:
             restored = (
@@ -556,16 +569,16 @@ class HistoryProcessor:
         (``_resume_fetching``) and go on fetching."""
         if taken == 0 or taken >= self.config.max_batch:
             return
-        assignment = self._consumer.assignment()
+        assignment = self._live_consumer.assignment()
         if not assignment:
             return
         self._paused = [
             TopicPartition(tp.topic, tp.partition, tp.offset)
-            for tp in self._consumer.position(assignment)
+            for tp in self._live_consumer.position(assignment)
             if tp.offset >= 0
         ]
         if self._paused:
-            self._consumer.pause(self._paused)
+            self._live_consumer.pause(self._paused)
 
     def _resume_fetching(self) -> None:
         paused, self._paused = self._paused, []
@@ -573,11 +586,11 @@ class HistoryProcessor:
             return
         # no poll ran since the pause, so no rebalance either: the assignment is the same, and
         # each partition still stands at the position recorded when it was paused
-        resume_awake(self._consumer, paused)
+        resume_awake(self._live_consumer, paused)
 
     def _poll_batch(self, timeout: float = 0.1) -> list:
         """Adaptive batch: wait for the first command, then take whatever else is ready."""
-        msgs = poll_ready(self._consumer, self.config.max_batch, timeout)
+        msgs = poll_ready(self._live_consumer, self.config.max_batch, timeout)
         out = []
         for m in msgs:
             err = m.error()
@@ -719,7 +732,7 @@ class HistoryProcessor:
         seed 3284639093 killed a processor that way, its first assignment meeting a broker
         restart) is a ``BrokerUnavailableError``, which the assignment waits out."""
         try:
-            low, _high = self._consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)
+            low, _high = self._live_consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)
         except KafkaException as exc:
             if exc.args[0].fatal():
                 raise
@@ -749,14 +762,14 @@ class HistoryProcessor:
         if not offsets and not outboxes:
             return False  # every record belonged to partitions this instance no longer owns
         offsets = self._fencing_offsets(outboxes, offsets)
-        producer = self._producer
+        producer = self._live_producer
         t0 = time.perf_counter()
         self._watchdog.begin()
         try:
             producer.begin_transaction()
             self._produce_outputs(views, outboxes, dead)
             tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-            group = self._consumer.consumer_group_metadata()
+            group = self._live_consumer.consumer_group_metadata()
             self._guarded(lambda: producer.send_offsets_to_transaction(tps, group, 30))
             self._resume_fetching()  # the next batch is fetched while this one commits
             producer.commit_transaction(30)
@@ -805,7 +818,7 @@ class HistoryProcessor:
         return True
 
     def _produce(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None = None) -> None:
-        produce_waiting(self._producer, topic, value, key, partition=partition, wait_s=0.01)
+        produce_waiting(self._live_producer, topic, value, key, partition=partition, wait_s=0.01)
 
     def _produce_outputs(self, views, outboxes, dead) -> None:
         event_codec = serde.codec("HistoryEvent")
@@ -904,7 +917,7 @@ class HistoryProcessor:
         fatal = not isinstance(err, KafkaError) or err.fatal() or not err.txn_requires_abort()
         if not fatal:
             try:
-                self._producer.abort_transaction(30)
+                self._live_producer.abort_transaction(30)
             except KafkaException as abort_exc:
                 log.warning("abort failed (%s); recreating the producer", abort_exc)
                 fatal = True
@@ -921,7 +934,7 @@ class HistoryProcessor:
             # librdkafka lacks the client side of KIP-890: a commit or abort that failed or timed
             # out leaves the producer unusable; a new one (same transactional.id) fences it.
             try:
-                self._producer.flush(1)
+                self._live_producer.flush(1)
             except KafkaException:
                 pass
             self._producer = self._make_producer()
@@ -946,19 +959,19 @@ class HistoryProcessor:
 
     def _rewind(self) -> None:
         if self._paused:  # resumed here without the waking seek: the seeks below restart fetching
-            self._consumer.resume(self._paused)
+            self._live_consumer.resume(self._paused)
             self._paused = []
-        assignment = self._consumer.assignment()
+        assignment = self._live_consumer.assignment()
         if not assignment:
             return
         committed = self._until_broker_answers(
             "rewinding to the committed offsets",
-            lambda: committed_offsets(self._consumer, assignment, 60, self.topics.commands),
+            lambda: committed_offsets(self._live_consumer, assignment, 60, self.topics.commands),
         )
         for tp in committed:
             if tp.offset < 0:
                 tp.offset = OFFSET_BEGINNING  # nothing committed yet (auto.offset.reset=earliest)
             try:
-                self._consumer.seek(tp)
+                self._live_consumer.seek(tp)
             except KafkaException as exc:
                 log.warning("seek %s[%d] failed: %s", tp.topic, tp.partition, exc)

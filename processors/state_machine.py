@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import TypeGuard
 
 from kadence.topics.builds import validate_build_id
 from kadence.topics.errors import ConfigError
@@ -297,7 +298,7 @@ def _child_event(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
     if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
         child = next((c for c in st["pending_children"] if c["initiated_seq"] == body["initiated_seq"]), None)
     kind = body["kind"]
-    if child is None or (kind == "started" and child["run_id"] is not None):
+    if st is None or child is None or (kind == "started" and child["run_id"] is not None):
         out.stale += 1  # the parent moved on (closed, continued) or this is a duplicate
         return
     common = {"initiated_seq": child["initiated_seq"], "workflow_id": child["workflow_id"]}
@@ -497,7 +498,7 @@ def _complete_task(
         view.put(st)
 
 
-def _eager_fits(st: dict | None, cmd: dict, eager: dict, ts: int) -> bool:
+def _eager_fits(st: dict | None, cmd: dict, eager: dict, ts: int) -> TypeGuard[dict]:
     """Did nothing happen to the workflow since the workflow task the worker's instance last
     completed? Every event its code would have to see (a signal, a timer, another activity's
     result, a cancel request, a child's news) schedules a workflow task at once when none is
