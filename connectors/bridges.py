@@ -64,7 +64,7 @@ from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.identifiers import MAX_ID_LENGTH, check_name, check_task_queue, problem
 from kadence.topics.large_payloads import LargePayloadConfig
-from kadence.topics.payload import JsonConverter
+from kadence.topics.payload import JsonConverter, PayloadConverter
 from kadence.topics.polling import poll_ready
 from kadence.topics.protocol import ID_REUSE_POLICIES, signal_body, start_body
 from kadence.topics.records import command, now_ms
@@ -209,7 +209,7 @@ def map_record(
     partition: int,
     offset: int,
     value: bytes | None,
-    converter: JsonConverter,
+    converter: PayloadConverter,
     identity: str = "bridge",
 ) -> tuple[str, str, dict, str]:
     """(workflow_id, body_type, body, request_id) for one source record; ``BadRecord`` if it

@@ -213,6 +213,10 @@ class _Part:
         return self.pending[0].offset if self.pending else self.next_offset
 
 
+#: a record's timer before it is decoded (never read: a record that does not decode is dead-lettered)
+_UNDECODED: dict = {}
+
+
 class _Rec:
     """One accepted timer record, from consumption until its output is acknowledged."""
 
@@ -223,10 +227,11 @@ class _Rec:
         self.offset = offset
         self.key = key
         self.value = value
-        self.timer: dict | None = None
+        #: the decoded timer (set when the record is accepted; every later step reads it)
+        self.timer: dict = _UNDECODED
         self.done = False
         #: (topic, value, key) of the output in flight, kept for a retry
-        self.out: tuple | None = None
+        self.out: tuple[str, bytes | None, bytes | None] | None = None
 
 
 class TimerService:
@@ -412,6 +417,17 @@ class TimerService:
             )
             self.ready.set()
 
+    @property
+    def _live_consumer(self) -> Consumer:
+        """The consumer of a service that runs (``run()`` made it before any record)."""
+        assert self._consumer is not None, "the timer service is not running"
+        return self._consumer
+
+    @property
+    def _live_producer(self) -> ReplacingProducer:
+        assert self._producer is not None, "the timer service is not running"
+        return self._producer
+
     def _release(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool) -> None:
         parts = [p for p in (self._parts.pop((tp.topic, tp.partition), None) for tp in partitions) if p]
         if not parts:
@@ -419,7 +435,7 @@ class TimerService:
         if not lost:
             # let what is in flight be acknowledged, so the next owner repeats as little as possible
             self._hand_off([p for p in parts if p.near])
-            self._producer.flush(5)
+            self._live_producer.flush(5)
             try:
                 self._commit(sync=True, parts=parts)
             except KafkaException as exc:
@@ -490,8 +506,8 @@ class TimerService:
             self._check_near_capacity()
         if self._retry:
             self._redo()
-        self._producer.poll(0)
-        self._producer.watch()
+        self._live_producer.poll(0)
+        self._live_producer.watch()
         if self._fatal is not None:
             raise self._fatal
         mono = time.monotonic()
@@ -499,16 +515,16 @@ class TimerService:
             self._next_commit = mono + self.config.commit_interval_ms / 1000
             self._commit()
             self._update_gauges()
-            self.metrics.lag.sample(self._consumer)
+            self.metrics.lag.sample(self._live_consumer)
             if mono >= self._next_log:
                 self._next_log = mono + self.config.log_interval_s
                 self._log_progress()
-        msg = self._consumer.poll(self._wait_seconds(_now_ms()))
+        msg = self._live_consumer.poll(self._wait_seconds(_now_ms()))
         if msg is None:
             return
         msgs = [msg]
         if self.config.max_batch > 1:
-            msgs.extend(self._consumer.consume(num_messages=self.config.max_batch - 1, timeout=0))
+            msgs.extend(self._live_consumer.consume(num_messages=self.config.max_batch - 1, timeout=0))
         self._handle(msgs)
 
     def _wait_seconds(self, now: int) -> float:
@@ -570,7 +586,7 @@ class TimerService:
         for part in rewound:
             if part.alive and part.rewind_to is not None:
                 try:
-                    self._consumer.seek(part.tp(part.rewind_to))
+                    self._live_consumer.seek(part.tp(part.rewind_to))
                 except KafkaException as exc:
                     log.warning("seek %s[%d] to %d failed: %s", part.topic, part.partition, part.rewind_to, exc)
             part.rewind_to = None
@@ -648,11 +664,11 @@ class TimerService:
             log.info("near window down to %d timers; %s tier resumed", len(self._near), NEAR_TIER)
 
     def _pause(self, part: _Part) -> None:
-        self._consumer.pause([part.tp()])
+        self._live_consumer.pause([part.tp()])
         part.paused = True
 
     def _resume(self, part: _Part) -> None:
-        self._consumer.resume([part.tp()])
+        self._live_consumer.resume([part.tp()])
         part.paused = False
 
     # -- outputs -------------------------------------------------------------------------------
@@ -698,10 +714,12 @@ class TimerService:
         self.metrics.dead.inc()
         log.warning("dead-lettered %s[%d]@%d: %s", part.topic, part.partition, rec.offset, reason)
 
-    def _send(self, rec: _Rec, topic: str, value: bytes, key: bytes | None, timestamp: int) -> None:
+    def _send(self, rec: _Rec, topic: str, value: bytes | None, key: bytes | None, timestamp: int) -> None:
         rec.out = (topic, value, key)
         on_delivery = lambda err, _msg, rec=rec: self._delivered(rec, err)  # noqa: E731
-        produce_waiting(self._producer, topic, value, key, timestamp=timestamp, on_delivery=on_delivery, wait_s=0.01)
+        produce_waiting(
+            self._live_producer, topic, value, key, timestamp=timestamp, on_delivery=on_delivery, wait_s=0.01
+        )
         self._in_flight += 1
 
     def _delivered(self, rec: _Rec, err: KafkaError | None) -> None:
@@ -745,8 +763,10 @@ class TimerService:
                 continue
             part.committed = point
             offsets.append(part.tp(point))
-        if offsets:
-            self._consumer.commit(offsets=offsets, asynchronous=not sync)
+        if offsets and sync:
+            self._live_consumer.commit(offsets=offsets, asynchronous=False)
+        elif offsets:
+            self._live_consumer.commit(offsets=offsets, asynchronous=True)
 
     def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
         failed = [tp for tp in partitions if tp.error is not None] if err is None else partitions

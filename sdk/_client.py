@@ -213,7 +213,12 @@ class WorkflowHandle:
         async def impl(call: ClientCall) -> None:
             await self._mutate(
                 "SignalWorkflow",
-                signal_body(call.name, self.client.converter.to_bytes(list(call.args)), identity=self.client.identity),
+                # an interceptor may have renamed it: checked again, a typed error if it is no name
+                signal_body(
+                    check_name(call.name, field="signal"),
+                    self.client.converter.to_bytes(list(call.args)),
+                    identity=self.client.identity,
+                ),
                 request_id,
             )
 

@@ -38,7 +38,7 @@ from kadence.topics.errors import (
     SchemaError,
 )
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
-from kadence.topics.payload import JsonConverter
+from kadence.topics.payload import PayloadConverter
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
 
 from ._definitions import WorkflowDefinition
@@ -63,7 +63,6 @@ class ContinueAsNew(BaseException):
 #: marker name prefixes of a local activity's outcome: ``{prefix}{activity ID}:{activity type}``
 LOCAL_RESULT = "local_activity:"
 LOCAL_FAILURE = "local_activity_failed:"
-_MISSING = object()
 
 
 @dataclass
@@ -171,14 +170,16 @@ class WorkflowInstance:
         self,
         defn: WorkflowDefinition,
         info: WorkflowInfo,
-        converter: JsonConverter,
+        converter: PayloadConverter,
         interceptors: Iterable[Interceptor] = (),
     ):
         self.defn = defn
         self.info = info
         self.converter = converter
         self.interceptors = tuple(interceptors)
-        self.loop = DeterministicLoop(self)
+        # a loop of its own making: the methods of AbstractEventLoop it leaves out are those a
+        # workflow must not reach (I/O, threads, signals, subprocesses); they raise if called
+        self.loop = DeterministicLoop(self)  # type: ignore[abstract]
         self.last_seq = 0
         self.replaying = True
         self.closed = False
@@ -319,20 +320,21 @@ class WorkflowInstance:
             pending = self.pending_local_activities()
             if not pending:
                 return
-            outcomes = []
+            outcomes: list[tuple[LocalActivityCall, bytes | None, dict | None]] = []
+            markers = self._recorded_markers
             for call in pending:
-                ok = self._recorded_markers.get(f"{LOCAL_RESULT}{call.activity_id}:{call.activity_type}", _MISSING)
-                if ok is not _MISSING:
-                    outcomes.append((call, ok, None))
+                ok_key = f"{LOCAL_RESULT}{call.activity_id}:{call.activity_type}"
+                if ok_key in markers:
+                    outcomes.append((call, markers[ok_key], None))
                     continue
-                failed = self._recorded_markers.get(f"{LOCAL_FAILURE}{call.activity_id}:{call.activity_type}", _MISSING)
-                if failed is _MISSING:
+                failed_key = f"{LOCAL_FAILURE}{call.activity_id}:{call.activity_type}"
+                if failed_key not in markers:
                     raise NonDeterminismError(
                         f"workflow {self.info.workflow_type} ({self.info.workflow_id}): the code ran local activity "
                         f"{call.activity_type!r} ({call.activity_id}) in a workflow task whose history recorded no "
                         "outcome for it (the code changed in a way that is not replay-safe; use workflow.patched())"
                     )
-                outcomes.append((call, None, serde.decode("Failure", failed)))
+                outcomes.append((call, None, serde.decode("Failure", markers[failed_key])))
             self.resolve_local_activities(outcomes)
 
     def _on_activity_done(self, activity_id: str, fut: asyncio.Future) -> None:
@@ -907,7 +909,8 @@ class WorkflowInstance:
     def discard(self) -> None:
         """Forget this instance (cache eviction) without running any more workflow code."""
         for task in self.loop.tasks():
-            task._log_destroy_pending = False  # evicted on purpose, not leaked
+            # evicted on purpose, not leaked (asyncio's own flag: typeshed leaves it out)
+            task._log_destroy_pending = False  # type: ignore[attr-defined]
         self.loop.close()
 
 

@@ -10,7 +10,7 @@ last workflow task, so a query sent after a signal was acknowledged sees it (rea
 from __future__ import annotations
 
 from kadence.topics.errors import KadenceError
-from kadence.topics.payload import JsonConverter
+from kadence.topics.payload import PayloadConverter
 
 from ._definitions import WorkflowDefinition
 from ._instance import WorkflowInfo, WorkflowInstance
@@ -52,7 +52,7 @@ def answer(
     task: dict,
     defn: WorkflowDefinition | None,
     cached: WorkflowInstance | None,
-    converter: JsonConverter,
+    converter: PayloadConverter,
     *,
     unreadable: BaseException | None = None,
     interceptors: tuple = (),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kadence.topics.errors import DefinitionError, NonDeterminismError, SchemaError
 from kadence.topics.history_json import event_from_json
-from kadence.topics.payload import JsonConverter
+from kadence.topics.payload import JsonConverter, PayloadConverter
 
 from ._instance import WorkflowInfo, WorkflowInstance
 
@@ -38,7 +38,7 @@ class ReplayResult:
 
 class Replayer:
     def __init__(
-        self, *, workflows: Iterable[type], converter: JsonConverter | None = None, interceptors: Iterable = ()
+        self, *, workflows: Iterable[type], converter: PayloadConverter | None = None, interceptors: Iterable = ()
     ):
         #: the workers' workflow interceptors, when they change what the code does
         self.interceptors = tuple(interceptors)

@@ -26,6 +26,7 @@ ever returns, sees that it was replaced and ends without touching anything.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -180,7 +181,7 @@ class ActivityReporter:
             self._producer.flush(5)
 
     def _take(self) -> list:
-        items = []
+        items: list = []
         try:
             first = self._queue.get(timeout=1.0)
         except queue.Empty:
@@ -219,8 +220,10 @@ class ActivityReporter:
         """Commit ``items``; False if this thread was replaced meanwhile (nothing more to do)."""
         backoff = 0.05
         watchdog = self._watchdog
+        assert watchdog is not None, "the reporter is started"
         for attempt in range(1, 1_000_000):
             producer = self._producer
+            assert producer is not None, "the reporter is started"
             try:
                 watchdog.begin()
                 producer.begin_transaction()
@@ -236,7 +239,7 @@ class ActivityReporter:
                     offsets = []
                 if offsets:
                     # bound now: a call given up on must name this try's producer, not the next one's
-                    self._guarded(lambda p=producer, o=offsets, g=group: p.send_offsets_to_transaction(o, g, 30))
+                    self._guarded(functools.partial(producer.send_offsets_to_transaction, offsets, group, 30))
                 producer.commit_transaction(30)
             except TxnCallHung as exc:
                 watchdog.end()

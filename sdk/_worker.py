@@ -454,7 +454,7 @@ class Worker:
         self._wt_consumer: _TaskConsumer | None = None
         self._at_consumer: _TaskConsumer | None = None
         #: counters, for tests
-        self.stats = collections.Counter()
+        self.stats: collections.Counter[str] = collections.Counter()
         #: Prometheus metrics, in ``metrics_registry``; none without one (``_worker_metrics``)
         self.metrics = (
             NO_METRICS
@@ -659,7 +659,7 @@ class Worker:
     def _failed_instead_from_thread(self, workflow_id: str, body_type: str, body: dict, exc: Exception):
         """``_failed_instead`` for the reporter's thread: the instance cache is the loop's."""
         if body.get("eager_workflow_task") is not None:
-            loop = self._at_consumer._loop
+            loop = self._live_at_consumer._loop
             loop.call_soon_threadsafe(self._forget, workflow_id)
             body = {**body, "eager_workflow_task": None}
         return self._failed_instead(workflow_id, body_type, body, exc)
@@ -697,12 +697,24 @@ class Worker:
 
     # -- workflow tasks ------------------------------------------------------------------------
 
+    @property
+    def _live_wt_consumer(self) -> _TaskConsumer:
+        """The workflow-task consumer of a running worker (made before any task arrives)."""
+        assert self._wt_consumer is not None, "the worker has no workflow-task consumer"
+        return self._wt_consumer
+
+    @property
+    def _live_at_consumer(self) -> _TaskConsumer:
+        """The activity-task consumer of a running worker (made before any task arrives)."""
+        assert self._at_consumer is not None, "the worker has no activity-task consumer"
+        return self._at_consumer
+
     def _on_workflow_task(self, msg) -> None:
         try:
             task = serde.decode("WorkflowTask", msg.value())
         except SchemaError as exc:
             log.error("undecodable workflow task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
-            self._wt_consumer.done(msg)
+            self._live_wt_consumer.done(msg)
             return
         fields = set_log_fields(task["workflow_id"], task["run_id"], msg.partition(), task.get("trace_id"))
         try:
@@ -717,7 +729,7 @@ class Worker:
                     self._workflow_task(task, msg)
         except Exception:
             log.exception("workflow task of %s failed in the worker", task["workflow_id"])
-            self._wt_consumer.done(msg)
+            self._live_wt_consumer.done(msg)
         finally:
             reset_log_fields(fields)
 
@@ -731,7 +743,7 @@ class Worker:
                 t.add_done_callback(self._closed_queries.discard)
             return
         wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
-        consumer = self._wt_consumer
+        consumer = self._live_wt_consumer
         defn = self._workflows.get(task["workflow_type"])
         if defn is None:
             self.metrics.workflow_task(task["workflow_type"], "failed")
@@ -847,7 +859,7 @@ class Worker:
                 "build_id": self.build_id,
             },
             msg,
-            self._wt_consumer,
+            self._live_wt_consumer,
         )
         if inst.closed:
             inst.discard()
@@ -923,10 +935,11 @@ class Worker:
                 "AcceptWorkflowUpdate",
                 {**accept, "identity": self.identity},
                 msg,
-                self._wt_consumer,
+                self._live_wt_consumer,
                 request_id=task["query"]["request_id"],
             )
             return
+        assert reply is not None, "answer() gives a reply when it gives no acceptance"
         self.stats["queries"] += 1
         self.metrics.queries.inc()
         engine = self.client._engine
@@ -934,7 +947,7 @@ class Worker:
             engine.topics.replies,
             reply["request_id"].encode(),
             serde.encode("Reply", reply),
-            lambda err, _m: self._wt_consumer.done(msg),
+            lambda err, _m: self._live_wt_consumer.done(msg),
         )
 
     def _fail_task(self, task: dict, msg, cause: str, exc: BaseException) -> None:
@@ -949,7 +962,7 @@ class Worker:
                 "build_id": self.build_id,
             },
             msg,
-            self._wt_consumer,
+            self._live_wt_consumer,
         )
 
     # -- activity tasks ------------------------------------------------------------------------
@@ -959,7 +972,7 @@ class Worker:
             task = serde.decode("ActivityTask", msg.value())
         except SchemaError as exc:
             log.error("undecodable activity task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
-            self._at_consumer.done(msg)
+            self._live_at_consumer.done(msg)
             return
         # the activity's task copies the context as it is created: its lines carry the fields
         fields = set_log_fields(task["workflow_id"], task["run_id"], msg.partition(), task.get("trace_id"))
@@ -1000,6 +1013,7 @@ class Worker:
         defn = self._activities.get(task["activity_type"])
         info = _activity.info_from_task(task, self.client.converter)
         me = asyncio.current_task()
+        assert me is not None, "activities run in a task of the worker's loop"
         loop = asyncio.get_running_loop()
         ctx = _activity.ActivityContext(
             info,
@@ -1036,7 +1050,7 @@ class Worker:
                 raise  # worker shutting down: the task is redelivered to another worker
             self.stats["activities_cancelled"] += 1
             outcome = "cancelled"
-            self._at_consumer.done(msg)  # the engine no longer waits for this attempt
+            self._live_at_consumer.done(msg)  # the engine no longer waits for this attempt
             return
         except Exception as exc:  # noqa: BLE001 - any activity error is reported to the engine
             body_type, body = "RespondActivityTaskFailed", {**common, "failure": self.client.converter.failure(exc)}
@@ -1054,7 +1068,7 @@ class Worker:
                 task["workflow_id"], task["run_id"], body_type, body, request_id, msg, record_ref(task)
             )
         else:
-            self._send(task, body_type, body, msg, self._at_consumer, request_id)
+            self._send(task, body_type, body, msg, self._live_at_consumer, request_id)
 
     def _eager_task(self, task: dict, result: bytes, request_id: str) -> dict | None:
         """Run the workflow's next task now, on the cached instance (decision 0031), or None."""

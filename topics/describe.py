@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import SchemaError
-from .payload import JsonConverter
+from .payload import PayloadConverter
 
 __all__ = ["describe_to_json"]
 
@@ -24,14 +24,14 @@ def _failure(f: dict | None) -> dict | None:
     return None if f is None else {"type": f["type"], "message": f["message"], "non_retryable": f["non_retryable"]}
 
 
-def _payload(converter: JsonConverter, data: bytes | None, what: str) -> Any:
+def _payload(converter: PayloadConverter, data: bytes | None, what: str) -> Any:
     try:
         return converter.from_bytes(data, what=what)
     except SchemaError as exc:  # shown, not raised: describe is for operators, who may lack the codec
         return {"undecodable": str(exc)}
 
 
-def describe_to_json(workflow_id: str, reply: dict, converter: JsonConverter) -> dict:
+def describe_to_json(workflow_id: str, reply: dict, converter: PayloadConverter) -> dict:
     """The describe shape of an ``AwaitWorkflowResult`` reply (``wait`` false)."""
     d = reply.get("description") or {}
     status = reply["status"]

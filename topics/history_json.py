@@ -6,14 +6,14 @@ import base64
 from datetime import UTC, datetime
 
 from .errors import SchemaError
-from .payload import JsonConverter
+from .payload import JsonConverter, PayloadConverter
 
 __all__ = ["event_from_json", "event_to_json"]
 
 _PAYLOAD_FIELDS = ("input", "result", "details")
 
 
-def _plain(value, converter: JsonConverter):
+def _plain(value, converter: PayloadConverter):
     if isinstance(value, tuple):  # a union branch: (record name, value)
         return {"type": value[0], **_plain(value[1], converter)}
     if isinstance(value, dict):
@@ -34,7 +34,7 @@ def _plain(value, converter: JsonConverter):
     return value
 
 
-def event_to_json(event: dict, converter: JsonConverter | None = None) -> dict:
+def event_to_json(event: dict, converter: PayloadConverter | None = None) -> dict:
     converter = converter or JsonConverter()
     kind, attrs = event["attributes"]
     out = {
@@ -52,7 +52,7 @@ def event_to_json(event: dict, converter: JsonConverter | None = None) -> dict:
     return out
 
 
-def _unplain(value, converter: JsonConverter, key: str | None = None):
+def _unplain(value, converter: PayloadConverter, key: str | None = None):
     if key in _PAYLOAD_FIELDS:
         if isinstance(value, dict) and set(value) == {"base64"}:
             return base64.b64decode(value["base64"])
@@ -66,7 +66,7 @@ def _unplain(value, converter: JsonConverter, key: str | None = None):
     return value
 
 
-def event_from_json(data: dict, converter: JsonConverter | None = None) -> dict:
+def event_from_json(data: dict, converter: PayloadConverter | None = None) -> dict:
     """The inverse of ``event_to_json``: an exported event back to the record form replay uses."""
     converter = converter or JsonConverter()
     try:

@@ -9,15 +9,18 @@ caller, which knows what to say about it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Producer
+
+if TYPE_CHECKING:  # replacing_producer uses this module
+    from .replacing_producer import ReplacingProducer
 
 __all__ = ["produce_waiting"]
 
 
 def produce_waiting(
-    producer: Producer,
+    producer: Producer | ReplacingProducer,
     topic: str,
     value: bytes | None,
     key: bytes | None,

@@ -66,7 +66,7 @@ class ReplacingProducer:
 
     # -- the Producer subset -------------------------------------------------------------------
 
-    def produce(self, topic: str, value: bytes, key: bytes, on_delivery=None, timestamp: int = 0) -> None:
+    def produce(self, topic: str, value: bytes | None, key: bytes | None, on_delivery=None, timestamp: int = 0) -> None:
         """Like ``Producer.produce``; raises ``BufferError`` / ``KafkaException`` the same way.
         ``timestamp`` (ms) is kept: a record produced again carries the same one."""
         # no lock here (it cost ~2 us a record): the dict store is atomic, and a record recorded
