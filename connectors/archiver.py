@@ -31,8 +31,9 @@ import socket
 import threading
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 import redis
 from confluent_kafka import Consumer, KafkaException, Producer
@@ -72,7 +73,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_RETENTION_S = 7 * 86_400.0
-CLOSE_EVENTS = frozenset(CLOSE_EVENTS)
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 
@@ -130,7 +130,7 @@ class ArchiverConfig:
 
     @classmethod
     def from_env(
-        cls, kafka: KafkaConfig, env: dict | None = None, *, config_file: str | None = None, **overrides
+        cls, kafka: KafkaConfig, env: Mapping[str, str] | None = None, *, config_file: str | None = None, **overrides
     ) -> ArchiverConfig:
         """Precedence: explicit overrides (CLI options), then the environment, then the config
         file's entry for the namespace, then the default (7 days)."""
@@ -313,7 +313,10 @@ class Archiver:
 
     def due(self, now: int | None = None, limit: int | None = None) -> list[str]:
         cutoff = (now if now is not None else now_ms()) - int(self.config.retention_s * 1000)
-        members = self.redis.zrangebyscore(self.keys.closed, "-inf", cutoff, start=0, num=limit or self.config.batch)
+        members = cast(
+            "list[bytes]",
+            self.redis.zrangebyscore(self.keys.closed, "-inf", cutoff, start=0, num=limit or self.config.batch),
+        )
         return [m.decode() for m in members]
 
     def sweep(self, now: int | None = None) -> SweepReport:
@@ -405,7 +408,7 @@ class Archiver:
         exists; None when the run is held back (not archivable as it is)."""
         wf, run_id = _split(member)
         ns = self.kafka.namespace
-        raw = self.redis.hgetall(self.keys.run(member))
+        raw = cast("dict[bytes, bytes]", self.redis.hgetall(self.keys.run(member)))
         partition = int(raw.pop(b"p", b"-1"))
         values = {int(k): v for k, v in raw.items() if not k.startswith(b"o")}
         offsets = {int(k[1:]): int(v) for k, v in raw.items() if k.startswith(b"o")}
@@ -432,9 +435,10 @@ class Archiver:
             self.redis.zrem(self.keys.closed, member)
             self.redis.delete(self.keys.run(member))
             return None
-        ordered = [values.get(i) for i in range(1, n + 1)]
-        last = self._codec.decode(ordered[-1]) if ordered[-1] is not None else None
-        if any(v is None for v in ordered) or last is None or last["attributes"][0] not in CLOSE_EVENTS:
+        found = [values.get(i) for i in range(1, n + 1)]
+        last = self._codec.decode(found[-1]) if found[-1] is not None else None
+        ordered = [v for v in found if v is not None]
+        if len(ordered) != n or last is None or last["attributes"][0] not in CLOSE_EVENTS:
             self._hold(member, f"history incomplete: {n} events, seqs not 1..{n} ending with a close")
             return None
         keys = [history_key(wf, run_id, i) for i in range(1, n + 1)]
@@ -468,7 +472,8 @@ class Archiver:
     def status(self, now: int | None = None) -> dict:
         now = now if now is not None else now_ms()
         cutoff = now - int(self.config.retention_s * 1000)
-        stats = {k.decode(): int(v) for k, v in self.redis.hgetall(self.keys.stats).items()}
+        raw = cast("dict[bytes, bytes]", self.redis.hgetall(self.keys.stats))
+        stats = {k.decode(): int(v) for k, v in raw.items()}
         return {
             "namespace": self.kafka.namespace,
             "retention_s": self.config.retention_s,

@@ -241,8 +241,11 @@ def map_record(
     except SchemaError as exc:  # pragma: no cover - parsed JSON always serializes
         raise BadRecord(str(exc)) from exc
     if mapping.action == "start":
+        # a start mapping has both (Mapping refuses one without them)
+        assert mapping.workflow_type is not None and mapping.task_queue is not None
         body = start_body(mapping.workflow_type, mapping.task_queue, payload, id_reuse_policy=mapping.id_reuse_policy)
         return wf, "StartWorkflow", body, rid
+    assert mapping.signal is not None  # a signal mapping has it (Mapping refuses one without)
     return (
         wf,
         "SignalWorkflow",
@@ -292,7 +295,7 @@ class Bridge:
     def _check_topics(self) -> None:
         have = self.topics.existing()
         for m in self.config.mappings:  # task topics must exist before a worker polls them
-            if m.action == "start" and m.task_queue not in self._queues_known:
+            if m.action == "start" and m.task_queue is not None and m.task_queue not in self._queues_known:
                 self.topics.ensure_queue(m.task_queue)
                 self._queues_known.add(m.task_queue)
         for name in (self.topics.commands, self.topics.dlq):

@@ -23,9 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-import fastavro
-
-from kadence.topics.archive import ArchiveStore
+from kadence.topics.archive import ArchiveStore, decode_archive
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.large_payloads import PAYLOAD_PREFIX, references_in
@@ -85,15 +83,13 @@ def _live_in_topic(config: KafkaConfig, topic: str, report: GcReport, progress: 
 
 
 def _live_in_archive(store: ArchiveStore, namespace: str, report: GcReport) -> set[str]:
-    import io
-
     live: set[str] = set()
     for key in store.list(f"{namespace}/"):
         data = store.get(key)
         if data is None:
             continue
         report.archives_read += 1
-        for rec in fastavro.reader(io.BytesIO(data)):
+        for rec in decode_archive(data).records:  # a file that is no archive stops the sweep
             live.update(references_in(rec["value"]))
     return live
 

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
@@ -149,11 +149,7 @@ async def _rebuild_locked(kafka, redis, keys, token, on_progress, batch, grace_s
         last_report = 0.0
         while True:
             msgs = await loop.run_in_executor(None, consumer.consume, batch, 0.2)
-            records = [
-                RawRecord(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
-                for m in msgs
-                if m.error() is None
-            ]
+            records = [_raw(m) for m in msgs if m.error() is None]
             if records:
                 await sink.apply(records, new_gen)
                 report.events += len(records)
@@ -215,3 +211,10 @@ async def _rebuild_locked(kafka, redis, keys, token, on_progress, batch, grace_s
     for name, k in keys.items():
         report.deleted_keys += await delete_generation(redis, k, old_gen[name])
     return report
+
+
+def _raw(m: Message) -> RawRecord:
+    """A consumed record as the sink takes it (one without an error has a partition and offset)."""
+    partition, offset = m.partition(), m.offset()
+    assert partition is not None and offset is not None
+    return RawRecord(partition, offset, m.key(), m.value(), m.timestamp()[1])

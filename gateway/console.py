@@ -295,8 +295,8 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         until: str = "",
         cursor: str = "",
     ):
-        if (r := need_sign_in(request)) is not None:
-            return r
+        if (redirect := need_sign_in(request)) is not None:
+            return redirect
         params: list[tuple[str, str]] = [("page_size", "50"), ("include_counts", "true")]
         if type:
             params.append(("type", type))
@@ -402,8 +402,8 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
     async def timeline_fragment(request: Request, workflow_id: str, run_id: str = "", length: int = 0):
         """The timeline rows alone, for the page's live follow (console.js; ``length``: the
         history length it knows, so that only the tail is read)."""
-        if (r := need_sign_in(request)) is not None:
-            return r
+        if (redirect := need_sign_in(request)) is not None:
+            return redirect
         h = await api.call(
             request,
             "GET",
@@ -426,8 +426,8 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
 
     @router.get("/workflows/{workflow_id:path}", response_class=HTMLResponse)
     async def workflow_page(request: Request, workflow_id: str, all: str = ""):
-        if (r := need_sign_in(request)) is not None:
-            return r
+        if (redirect := need_sign_in(request)) is not None:
+            return redirect
         return await _workflow_page(request, workflow_id, all_events=bool(all))
 
     @router.post("/workflows/{workflow_id:path}/action")
@@ -445,8 +445,8 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
     ):
         """Every button of the workflow page: signal, cancel, terminate, pause, unpause, query,
         reset (a dry run first; the reset itself only from the plan's confirm button)."""
-        if (r := need_sign_in(request)) is not None:
-            return r
+        if (redirect := need_sign_in(request)) is not None:
+            return redirect
         same_origin(request)
         path = _wf_path(workflow_id)
         try:
@@ -523,8 +523,8 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         args: str = Form("[]"),
         request_id: str = Form(""),
     ):
-        if (r := need_sign_in(request)) is not None:
-            return r
+        if (redirect := need_sign_in(request)) is not None:
+            return redirect
         same_origin(request)
         try:
             body = {
@@ -545,8 +545,8 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
 
     @router.get("/stuck", response_class=HTMLResponse)
     async def stuck(request: Request):
-        if (r := need_sign_in(request)) is not None:
-            return r
+        if (redirect := need_sign_in(request)) is not None:
+            return redirect
         r = await api.call(request, "GET", "/v1/stuck")
         if r.status_code != 200:
             return api_error(request, r, "the stuck list")
@@ -554,8 +554,8 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
 
     @router.get("/dead-letters", response_class=HTMLResponse)
     async def dead_letters(request: Request, notice: str = ""):
-        if (r := need_sign_in(request)) is not None:
-            return r
+        if (redirect := need_sign_in(request)) is not None:
+            return redirect
         r = await api.call(request, "GET", "/v1/dead-letters")
         if r.status_code != 200:
             return api_error(request, r, "the dead letters")
@@ -563,8 +563,8 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
 
     @router.post("/dead-letters/{ref}/redrive")
     async def redrive(request: Request, ref: str):
-        if (r := need_sign_in(request)) is not None:
-            return r
+        if (redirect := need_sign_in(request)) is not None:
+            return redirect
         same_origin(request)
         r = await api.call(request, "POST", f"/v1/dead-letters/{urllib.parse.quote(ref, safe=':')}/redrive")
         notice = (
@@ -576,8 +576,8 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
 
     @router.get("/builds", response_class=HTMLResponse)
     async def builds(request: Request):
-        if (r := need_sign_in(request)) is not None:
-            return r
+        if (redirect := need_sign_in(request)) is not None:
+            return redirect
         r = await api.call(request, "GET", "/v1/builds")
         if r.status_code != 200:
             return api_error(request, r, "the builds")

@@ -71,9 +71,11 @@ class Guard:
         # a key this instance verified within auth_cache_seconds, and nothing older: when Redis
         # does not answer, an older key gets the 503 like an unknown one (fail closed, issue 16)
         fresh = not mutation and cached is not None and time.monotonic() - cached[2] < self.config.auth_cache_seconds
-        if fresh:
+        if fresh and cached is not None:
             record, digest = cached[0], cached[1]
         else:
+            if self.keys is None:  # authentication on and no key store: nothing can be verified
+                raise self._unavailable("the API key store")
             try:
                 found = await self.keys.lookup(key_id)
             except (RedisError, OSError) as exc:
@@ -110,7 +112,10 @@ class Guard:
             return
         buckets = [(self.limiter.bucket("ns", namespace), self.config.namespace_limit)]
         if key is not None:
-            own = RateLimit(key.rate, key.burst) if key.rate is not None else self.config.key_limit
+            # a key has both or neither (ApiKeyStore.create refuses one without the other)
+            own = self.config.key_limit
+            if key.rate is not None and key.burst is not None:
+                own = RateLimit(key.rate, key.burst)
             buckets.append((self.limiter.bucket("key", key.key_id), own))
         try:
             wait = await self.limiter.take(buckets)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, TASK_QUEUE_PATTERN, problem
 
@@ -26,7 +26,8 @@ __all__ = [
 ]
 
 #: a task queue names Kafka topics ({ns}.tasks.activity.{queue}), which Kafka caps at 249 characters
-_QUEUE = dict(min_length=1, max_length=100, pattern=TASK_QUEUE_PATTERN)
+#: a task queue name in a body
+TaskQueueParam = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=TASK_QUEUE_PATTERN)]
 
 
 def _workflow_id(value: str) -> str:
@@ -63,7 +64,7 @@ class StartRequest(BaseModel):
         description="defaults to an ID derived from the Idempotency-Key (so that a "
         "retry starts nothing new), or a random UUID without one",
     )
-    task_queue: str = Field(..., **_QUEUE)
+    task_queue: TaskQueueParam = Field(...)
     input: list[Any] = Field(default_factory=list, description="the workflow's positional arguments")
     id_reuse_policy: Literal[
         "allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running"
@@ -103,7 +104,7 @@ class SignalRequest(BaseModel):
     workflow_type: NameParam | None = Field(
         None, description="signal-with-start: start this type first if no run is open"
     )
-    task_queue: str | None = Field(None, description="signal-with-start: the task queue of the run to start", **_QUEUE)
+    task_queue: TaskQueueParam | None = Field(None, description="signal-with-start: the task queue of the run to start")
     start_input: list[Any] = Field(default_factory=list, description="signal-with-start: the workflow's arguments")
 
 
@@ -123,7 +124,7 @@ class UpdateRequest(BaseModel):
     workflow_type: NameParam | None = Field(
         None, description="update-with-start: start this type first if no run is open"
     )
-    task_queue: str | None = Field(None, description="update-with-start: the task queue of the run to start", **_QUEUE)
+    task_queue: TaskQueueParam | None = Field(None, description="update-with-start: the task queue of the run to start")
     start_input: list[Any] = Field(default_factory=list, description="update-with-start: the workflow's arguments")
     wait_seconds: float = Field(
         15,

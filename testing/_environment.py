@@ -323,6 +323,7 @@ class WorkflowEnvironment:
                 request_id=task["query"]["request_id"],
             )
         else:
+            assert reply is not None, "answer() gives a reply when it gives no acceptance"
             self.engine.reply(reply)
 
     # -- activities ------------------------------------------------------------------------------
@@ -338,6 +339,7 @@ class WorkflowEnvironment:
         info = _activity.info_from_task(task, self.converter)
         loop = asyncio.get_running_loop()
         me = asyncio.current_task()
+        assert me is not None, "activities run in a task of the environment's loop"
         loop_thread = threading.get_ident()
 
         def send_heartbeat(c: _activity.ActivityContext, details: Any) -> None:

@@ -169,7 +169,7 @@ def kadence_engine(kadence_stack):
 try:  # pytest-asyncio's strict mode needs its own decorator for an async fixture
     from pytest_asyncio import fixture as _async_fixture
 except ImportError:  # pragma: no cover - anyio's plugin takes pytest.fixture
-    _async_fixture = pytest.fixture
+    _async_fixture = pytest.fixture  # type: ignore[assignment]  # the same decorator, typed apart
 
 
 @_async_fixture

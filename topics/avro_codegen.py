@@ -192,8 +192,8 @@ class _Generator:
         for i, branch in enumerate(branches):
             resolved = _resolve(self.named, branch)
             if isinstance(resolved, dict) and resolved.get("type") == "record":
-                entry = (i << 1, self.writer(resolved["name"]))
-                by_name[resolved["name"]] = by_name[resolved["name"].rpartition(".")[2]] = entry
+                index_and_writer = (i << 1, self.writer(resolved["name"]))
+                by_name[resolved["name"]] = by_name[resolved["name"].rpartition(".")[2]] = index_and_writer
         lookup = self._const({})  # filled by fill_tables, once every branch's function exists
         self._tables.append((lookup, by_name))
         slow = self._const(self.slow.writer(branches))
@@ -335,7 +335,7 @@ def compile_writer(schema: dict):
                 del buf[start:]  # nothing of a value that cannot be written stays in buf
                 raise
 
-    put.fast = fast
+    put.fast = fast  # type: ignore[attr-defined]  # the generated writer alone, for the tests
     return put
 
 
@@ -352,5 +352,5 @@ def compile_reader(schema: dict):
         except Exception:  # noqa: BLE001 - the closure codec raises its own error
             return slow(data, pos)
 
-    get.fast = fast
+    get.fast = fast  # type: ignore[attr-defined]  # the generated reader alone, for the tests
     return get

@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
@@ -107,7 +108,7 @@ class KafkaConfig:
             )
 
     @classmethod
-    def from_env(cls, env: dict | None = None, **overrides) -> KafkaConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> KafkaConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         if "KADENCE_KAFKA_BOOTSTRAP" in env:

@@ -215,13 +215,19 @@ class EngineClient:
 
     # -- background threads --------------------------------------------------------------------
 
+    @property
+    def _live_replies(self) -> Consumer:
+        """The reply consumer (made before the threads that read it start)."""
+        assert self._replies is not None, "the client is not connected"
+        return self._replies
+
     def _reply_loop(self) -> None:
         codec = serde.codec("Reply")
         waiting = self._waiting
         pos = self._reply_pos
         while not self._closed.is_set():
             try:
-                msgs = poll_ready(self._replies, 500, 0.2)
+                msgs = poll_ready(self._live_replies, 500, 0.2)
             except KafkaException as exc:  # pragma: no cover - logged, loop continues
                 log.warning("reply consumer error: %s", exc)
                 continue
@@ -280,7 +286,7 @@ class EngineClient:
                 del behind[p]
         if not quiet:
             return
-        consumer, topic = self._replies, self.topics.replies
+        consumer, topic = self._live_replies, self.topics.replies
         highs = {}
         try:
             for p in quiet:
@@ -479,7 +485,7 @@ class EngineClient:
         # resending off: one slice, the whole timeout
         interval = self.resend_after_s if self.resend_after_s > 0 else math.inf
         while True:
-            step = interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic()))
+            step: float | None = interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic()))
             if step == math.inf:
                 step = None
             try:
@@ -498,10 +504,10 @@ class EngineClient:
         return self._checked(reply)
 
     @staticmethod
-    def _checked(reply: dict | None) -> dict | None:
-        if reply is not None and reply["status"] == "wrong_partition":  # the engine created nothing
+    def _checked(reply: dict) -> dict:
+        if reply["status"] == "wrong_partition":  # the engine created nothing
             raise WrongPartitionError(reply["message"])
-        if reply is not None and reply["status"] == "quarantined":  # applied nothing, dead-lettered
+        if reply["status"] == "quarantined":  # applied nothing, dead-lettered
             raise WorkflowQuarantinedError(reply["message"], workflow_id=reply["workflow_id"])
         return reply
 
@@ -590,7 +596,9 @@ class EngineClient:
             # the high watermark (every record written before it began) and waits up to
             # scan.SETTLE_S past the last stable offset for the transactions still open.
             low, stable = consumer.get_watermark_offsets(tp, timeout=timeout)
-            _low, high = self._end_consumer.get_watermark_offsets(tp, timeout=timeout)
+            end_consumer = self._end_consumer
+            assert end_consumer is not None, "made with the history consumer"
+            _low, high = end_consumer.get_watermark_offsets(tp, timeout=timeout)
             kept = self._histories.pop((workflow_id, run_id), None)
             if kept is not None and kept[1] >= low:
                 events, pos, ordered = kept

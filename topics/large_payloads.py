@@ -26,7 +26,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from .archive import ArchiveStore, ArchiveStoreConfig, open_store
@@ -184,7 +184,7 @@ class LargePayloadConfig:
     limit: int = 32 * MIB
 
     @classmethod
-    def from_env(cls, env: dict | None = None) -> LargePayloadConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> LargePayloadConfig:
         env = os.environ if env is None else env
         kw: dict = {}
         if env.get("KADENCE_PAYLOAD_DIR") or env.get("KADENCE_PAYLOAD_S3_BUCKET"):

@@ -262,7 +262,8 @@ class SpanPipeline:
         return request.SerializeToString()
 
     def _take(self) -> list[SpanTuple]:
-        queue, spans = self._queue, []
+        queue = self._queue
+        spans: list[SpanTuple] = []
         while queue and len(spans) < self.batch:
             spans.append(queue.popleft())
         return spans
@@ -346,6 +347,9 @@ def engine_tracer_provider(service_name: str, env: Mapping[str, str] | None = No
     env = os.environ if env is None else env
 
     class EngineTracerProvider(TracerProvider):
+        #: the pipeline Kadence's own spans take (set once, right after the provider is made)
+        engine_spans: SpanPipeline
+
         def shutdown(self) -> None:
             self.engine_spans.shutdown()
             super().shutdown()

@@ -32,7 +32,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -122,14 +122,16 @@ class Tracer:
             trace_id, parent_id = parent.trace_id, parent.span_id.to_bytes(8, "big")
         else:
             trace_id, parent_id = _random_trace_id(), b""
-        decision = self._sampler.should_sample(
+        sampler, spans = self._sampler, self._spans
+        assert sampler is not None and spans is not None, "the engine's provider has both"
+        decision = sampler.should_sample(
             otel_context.get_current(), trace_id, name, trace.SpanKind.PRODUCER, attributes
         )
         if not decision.decision.is_sampled():
             return None
         span_id = _random_span_id()
         now = time.time_ns()
-        self._spans.record(
+        spans.record(
             (
                 trace_id.to_bytes(16, "big"),
                 span_id.to_bytes(8, "big"),
@@ -179,6 +181,8 @@ class Tracer:
     def _child_fast(
         self, name: str, parent: TraceRef, attributes: dict, kind: str, current: bool
     ) -> Iterator[TraceRef]:
+        spans = self._spans
+        assert spans is not None, "only with the engine's provider"
         try:
             trace_id, parent_id = bytes.fromhex(parent[0]), bytes.fromhex(parent[1])
         except (TypeError, ValueError):
@@ -189,7 +193,7 @@ class Tracer:
         span_id = _random_span_id()
         ref = (parent[0], format(span_id, "016x"))
         if current:  # user code runs inside: a span it can annotate, and nest its own spans under
-            span = EngineSpan(self._spans, name, _SPAN_KIND[kind], trace_id, span_id, parent_id, attributes)
+            span = EngineSpan(spans, name, _SPAN_KIND[kind], trace_id, span_id, parent_id, attributes)
             token = otel_context.attach(trace.set_span_in_context(span))
             try:
                 yield ref
@@ -207,7 +211,7 @@ class Tracer:
             status = (span_export.STATUS_ERROR, type(exc).__name__)
             raise
         finally:
-            self._spans.record(
+            spans.record(
                 (
                     trace_id,
                     span_id.to_bytes(8, "big"),
@@ -270,7 +274,7 @@ class EngineSpan(trace.Span):
         )
         self._attributes = dict(attributes)
         self._events: list = []
-        self._status = None
+        self._status: tuple[int, str] | None = None
         self._start = time.time_ns()
         self._ended = False
 
@@ -342,7 +346,7 @@ class EngineSpan(trace.Span):
         )
 
 
-def configure_from_env(service_name: str, env: dict | None = None) -> trace.TracerProvider | None:
+def configure_from_env(service_name: str, env: Mapping[str, str] | None = None) -> trace.TracerProvider | None:
     """Set the global tracer provider from the standard ``OTEL_*`` variables, for a ``kadence``
     command's process (``provider_from_env``); returns it, or None when tracing is off."""
     env = os.environ if env is None else env
@@ -357,7 +361,7 @@ def configure_from_env(service_name: str, env: dict | None = None) -> trace.Trac
     return provider
 
 
-def provider_from_env(service_name: str, env: dict | None = None) -> trace.TracerProvider | None:
+def provider_from_env(service_name: str, env: Mapping[str, str] | None = None) -> trace.TracerProvider | None:
     """A tracer provider from the standard ``OTEL_*`` variables; None (tracing off) unless
     ``OTEL_TRACES_EXPORTER`` names ``otlp`` or ``console``. ``OTEL_SERVICE_NAME`` overrides
     ``service_name``; the OTLP exporter reads ``OTEL_EXPORTER_OTLP_ENDPOINT`` /
@@ -384,9 +388,9 @@ def provider_from_env(service_name: str, env: dict | None = None) -> trace.Trace
         else:
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 
-            exporters = []
+            exporters: list[SpanExporter] = []
             for name in wanted:
                 if name == "otlp":
                     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

@@ -128,6 +128,12 @@ class TxnCallHung(Exception):
     ``transactional.id`` fences it, and the batch is read again."""
 
 
+class _Call(Future):
+    """A call handed to the helper; ``given_up``: its caller stopped waiting while it ran."""
+
+    given_up = False
+
+
 class GuardedCall:
     """Runs a producer call on a helper thread, so that its caller gets control back when
     librdkafka does not return from it.
@@ -187,13 +193,14 @@ class GuardedCall:
                     fut.set_result(result)
                 else:
                     fut.set_exception(error)
-                if getattr(fut, "given_up", False):
+                if fut.given_up:
                     self.stuck -= 1
 
     def __call__(self, fn: Callable[[], T]) -> T:
         """``fn()``'s result or exception, or ``TxnCallHung`` after the allowance."""
-        fut: Future = Future()
-        self._helper().put((fn, fut))
+        fut = _Call()
+        jobs = self._helper()
+        jobs.put((fn, fut))
         try:
             result = fut.result(timeout=self.allowance)
         except TimeoutError:
@@ -209,7 +216,7 @@ class GuardedCall:
             else:
                 allowed = self.allowance
                 # that helper is stuck in fn: it ends if its call ever returns; the next call gets a new one
-                self._jobs.put(None)
+                jobs.put(None)
                 self._jobs = None
                 self.abandoned += 1
                 self.allowance = min(self.max_s, self.allowance * 2)

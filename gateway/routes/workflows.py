@@ -7,6 +7,7 @@ import asyncio
 import logging
 import time
 import uuid
+from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
@@ -516,7 +517,7 @@ async def list_workflows(
                 "consistency token yet (is `kadence projections run` up?)",
                 headers=gw.retry_after(),
             )
-    query = dict(
+    query: dict[str, Any] = dict(
         workflow_type=workflow_type,
         status=status,
         start_from_ms=start_from_ms,
