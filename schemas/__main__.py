@@ -1,5 +1,8 @@
 """``python -m kadence.schemas freeze [N]``: freeze the current schemas as version N (default:
-``CURRENT_VERSION``), writing ``versions/N.json`` and the store files it needs."""
+``CURRENT_VERSION``), writing ``versions/N.json`` and the store files it needs.
+
+``python -m kadence.schemas types``: write ``records.py``, the records' ``TypedDict``
+definitions, from the current schemas (``kadence.schemas.typegen``)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,11 @@ from . import CURRENT_VERSION, freeze
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["types"]:
+        from .typegen import write
+
+        print(f"wrote {write()}")
+        return 0
     if not argv or argv[0] != "freeze" or len(argv) > 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2

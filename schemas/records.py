@@ -1,0 +1,1064 @@
+"""The records that cross Kafka, as ``TypedDict`` definitions: GENERATED from the schemas by
+``python -m kadence.schemas types`` (``kadence.schemas.typegen``). Do not edit by hand.
+
+The annotations are evaluated (no ``from __future__ import annotations``), so each type's
+``__required_keys__`` and ``__optional_keys__`` are right at run time; a record is defined
+before the records that use it."""
+
+from typing import Literal, NotRequired, TypedDict
+
+__all__ = [
+    "AcceptWorkflowUpdate",
+    "ActivityDescription",
+    "ActivityOptions",
+    "ActivityTask",
+    "ActivityTaskAttemptFailed",
+    "ActivityTaskCancelRequested",
+    "ActivityTaskCanceled",
+    "ActivityTaskCompleted",
+    "ActivityTaskFailed",
+    "ActivityTaskScheduled",
+    "ActivityTaskTimedOut",
+    "AwaitWorkflowResult",
+    "BuildDefault",
+    "CancelTimer",
+    "CancelWorkflowExecution",
+    "ChildDescription",
+    "ChildWorkflowEvent",
+    "ChildWorkflowExecutionCompleted",
+    "ChildWorkflowExecutionFailed",
+    "ChildWorkflowExecutionStarted",
+    "Command",
+    "CompleteWorkflowExecution",
+    "CompleteWorkflowUpdate",
+    "ContinueAsNewWorkflowExecution",
+    "DeadLetter",
+    "EagerWorkflowTask",
+    "FailWorkflowExecution",
+    "Failure",
+    "FireTimer",
+    "HistoryEvent",
+    "MarkerRecorded",
+    "PauseWorkflow",
+    "PendingActivity",
+    "PendingChild",
+    "PendingTimer",
+    "PurgeClosedRun",
+    "QueryWorkflow",
+    "RecentRequest",
+    "RecordActivityHeartbeat",
+    "RecordMarker",
+    "Reply",
+    "RequestCancelActivityTask",
+    "RequestCancelExternalInitiated",
+    "RequestCancelExternalWorkflowExecution",
+    "RequestCancelWorkflow",
+    "RequestWorkflowHistory",
+    "ResetPlan",
+    "ResetWorkflow",
+    "RespondActivityTaskCompleted",
+    "RespondActivityTaskFailed",
+    "RespondWorkflowTaskCompleted",
+    "RespondWorkflowTaskFailed",
+    "RetryPolicy",
+    "ScheduleActivityTask",
+    "SearchAttributesUpserted",
+    "SignalWorkflow",
+    "StartChildWorkflowExecution",
+    "StartChildWorkflowExecutionFailed",
+    "StartChildWorkflowExecutionInitiated",
+    "StartTimer",
+    "StartWorkflow",
+    "TerminateWorkflow",
+    "TimerCanceled",
+    "TimerDescription",
+    "TimerFired",
+    "TimerRecord",
+    "TimerStarted",
+    "UnpauseWorkflow",
+    "UpdateRecord",
+    "UpdateWorkflow",
+    "UpdateWorkflowBuild",
+    "UpsertSearchAttributes",
+    "WorkflowCancelRequested",
+    "WorkflowDescription",
+    "WorkflowExecutionCanceled",
+    "WorkflowExecutionCompleted",
+    "WorkflowExecutionContinuedAsNew",
+    "WorkflowExecutionFailed",
+    "WorkflowExecutionPaused",
+    "WorkflowExecutionStarted",
+    "WorkflowExecutionTerminated",
+    "WorkflowExecutionTimedOut",
+    "WorkflowExecutionUnpaused",
+    "WorkflowQuery",
+    "WorkflowSignaled",
+    "WorkflowState",
+    "WorkflowTask",
+    "WorkflowTaskCompleted",
+    "WorkflowTaskScheduled",
+    "WorkflowUpdateAccepted",
+    "WorkflowUpdateCompleted",
+]
+
+
+class Failure(TypedDict):
+    """A failure with its cause chain, as recorded in history and replies."""
+
+    #: error class name, e.g. ValueError or ApplicationError
+    type: str
+    message: str
+    stack_trace: NotRequired[str]
+    non_retryable: NotRequired[bool]
+    details: NotRequired[bytes | None]
+    cause: NotRequired["Failure | None"]
+
+
+class RetryPolicy(TypedDict):
+    """The RetryPolicy record."""
+
+    initial_interval_ms: NotRequired[int]
+    backoff_coefficient: NotRequired[float]
+    maximum_interval_ms: NotRequired[int | None]
+    #: 0 means unlimited
+    maximum_attempts: NotRequired[int]
+    non_retryable_error_types: NotRequired[list[str]]
+
+
+class ActivityOptions(TypedDict):
+    """The ActivityOptions record."""
+
+    task_queue: str
+    schedule_to_close_timeout_ms: NotRequired[int | None]
+    schedule_to_start_timeout_ms: NotRequired[int | None]
+    start_to_close_timeout_ms: NotRequired[int | None]
+    heartbeat_timeout_ms: NotRequired[int | None]
+    retry_policy: NotRequired[RetryPolicy | None]
+
+
+class WorkflowExecutionStarted(TypedDict):
+    """The WorkflowExecutionStarted record."""
+
+    workflow_type: str
+    task_queue: str
+    input: bytes
+    attempt: NotRequired[int]
+    continued_from_run_id: NotRequired[str | None]
+    parent_workflow_id: NotRequired[str | None]
+    parent_run_id: NotRequired[str | None]
+    run_timeout_ms: NotRequired[int | None]
+    build_id: NotRequired[str | None]
+    search_attributes: NotRequired[dict[str, str]]
+    execution_deadline_ms: NotRequired[int | None]
+    #: non-indexed metadata: name -> payload
+    memo: NotRequired[dict[str, bytes]]
+    #: context set by client interceptors (auth, tenancy), visible to the workflow and its activities
+    headers: NotRequired[dict[str, str]]
+
+
+class WorkflowTaskScheduled(TypedDict):
+    """The WorkflowTaskScheduled record."""
+
+    task_queue: str
+    attempt: NotRequired[int]
+
+
+class WorkflowTaskCompleted(TypedDict):
+    """The WorkflowTaskCompleted record."""
+
+    scheduled_seq: int
+    identity: NotRequired[str]
+    build_id: NotRequired[str | None]
+
+
+class ActivityTaskScheduled(TypedDict):
+    """The ActivityTaskScheduled record."""
+
+    activity_id: str
+    activity_type: str
+    input: bytes
+    options: ActivityOptions
+    workflow_task_completed_seq: int
+
+
+class ActivityTaskCompleted(TypedDict):
+    """The ActivityTaskCompleted record."""
+
+    activity_id: str
+    scheduled_seq: int
+    attempt: int
+    result: bytes
+    identity: NotRequired[str]
+
+
+class ActivityTaskFailed(TypedDict):
+    """The ActivityTaskFailed record."""
+
+    activity_id: str
+    scheduled_seq: int
+    attempt: int
+    failure: Failure
+    identity: NotRequired[str]
+
+
+class WorkflowExecutionCompleted(TypedDict):
+    """The WorkflowExecutionCompleted record."""
+
+    result: bytes
+
+
+class WorkflowExecutionFailed(TypedDict):
+    """The WorkflowExecutionFailed record."""
+
+    failure: Failure
+
+
+class TimerStarted(TypedDict):
+    """The TimerStarted record."""
+
+    timer_id: str
+    fire_at_ms: int
+    workflow_task_completed_seq: int
+
+
+class TimerFired(TypedDict):
+    """The TimerFired record."""
+
+    timer_id: str
+    started_seq: int
+
+
+class TimerCanceled(TypedDict):
+    """The TimerCanceled record."""
+
+    timer_id: str
+    started_seq: int
+
+
+class WorkflowSignaled(TypedDict):
+    """The WorkflowSignaled record."""
+
+    signal_name: str
+    input: bytes
+    identity: NotRequired[str]
+
+
+class ActivityTaskAttemptFailed(TypedDict):
+    """One failed attempt of an activity that will be retried; not a result."""
+
+    activity_id: str
+    scheduled_seq: int
+    attempt: int
+    failure: Failure
+    #: start_to_close | heartbeat | schedule_to_start when the attempt timed out
+    timeout_type: NotRequired[str | None]
+    #: backoff before the next attempt
+    retry_in_ms: int
+
+
+class ActivityTaskTimedOut(TypedDict):
+    """The ActivityTaskTimedOut record."""
+
+    activity_id: str
+    scheduled_seq: int
+    attempt: int
+    timeout_type: str
+    failure: Failure
+
+
+class ActivityTaskCancelRequested(TypedDict):
+    """The ActivityTaskCancelRequested record."""
+
+    activity_id: str
+    scheduled_seq: int
+
+
+class ActivityTaskCanceled(TypedDict):
+    """The ActivityTaskCanceled record."""
+
+    activity_id: str
+    scheduled_seq: int
+    attempt: int
+    identity: NotRequired[str]
+
+
+class WorkflowCancelRequested(TypedDict):
+    """The WorkflowCancelRequested record."""
+
+    reason: NotRequired[str]
+
+
+class WorkflowExecutionCanceled(TypedDict):
+    """The WorkflowExecutionCanceled record."""
+
+    details: NotRequired[bytes | None]
+
+
+class WorkflowExecutionTerminated(TypedDict):
+    """The WorkflowExecutionTerminated record."""
+
+    reason: NotRequired[str]
+    identity: NotRequired[str]
+
+
+class WorkflowExecutionContinuedAsNew(TypedDict):
+    """The WorkflowExecutionContinuedAsNew record."""
+
+    new_run_id: str
+    input: bytes
+
+
+class WorkflowExecutionTimedOut(TypedDict):
+    """The WorkflowExecutionTimedOut record."""
+
+    timeout_type: str
+
+
+class MarkerRecorded(TypedDict):
+    """The MarkerRecorded record."""
+
+    name: str
+    details: NotRequired[bytes | None]
+
+
+class SearchAttributesUpserted(TypedDict):
+    """The SearchAttributesUpserted record."""
+
+    search_attributes: dict[str, str]
+
+
+class StartChildWorkflowExecutionInitiated(TypedDict):
+    """The StartChildWorkflowExecutionInitiated record."""
+
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    input: bytes
+    parent_close_policy: NotRequired[str]
+    workflow_task_completed_seq: int
+
+
+class ChildWorkflowExecutionStarted(TypedDict):
+    """The ChildWorkflowExecutionStarted record."""
+
+    initiated_seq: int
+    workflow_id: str
+    run_id: str
+
+
+class StartChildWorkflowExecutionFailed(TypedDict):
+    """The StartChildWorkflowExecutionFailed record."""
+
+    initiated_seq: int
+    workflow_id: str
+    cause: str
+    run_id: NotRequired[str | None]
+
+
+class ChildWorkflowExecutionCompleted(TypedDict):
+    """The ChildWorkflowExecutionCompleted record."""
+
+    initiated_seq: int
+    workflow_id: str
+    run_id: str
+    result: bytes
+
+
+class ChildWorkflowExecutionFailed(TypedDict):
+    """The ChildWorkflowExecutionFailed record."""
+
+    initiated_seq: int
+    workflow_id: str
+    run_id: str
+    #: failed | canceled | terminated | timed_out
+    status: str
+    failure: Failure
+
+
+class RequestCancelExternalInitiated(TypedDict):
+    """The RequestCancelExternalInitiated record."""
+
+    workflow_id: str
+
+
+class WorkflowUpdateAccepted(TypedDict):
+    """The WorkflowUpdateAccepted record."""
+
+    update_id: str
+    update_name: str
+    input: bytes
+    identity: NotRequired[str]
+
+
+class WorkflowUpdateCompleted(TypedDict):
+    """The WorkflowUpdateCompleted record."""
+
+    update_id: str
+    result: NotRequired[bytes | None]
+    failure: NotRequired[Failure | None]
+
+
+class WorkflowExecutionPaused(TypedDict):
+    """An operator paused the run: no workflow or activity task is dispatched and no timer fires until it is unpaused."""
+
+    reason: NotRequired[str]
+    identity: NotRequired[str]
+
+
+class WorkflowExecutionUnpaused(TypedDict):
+    """An operator unpaused the run: held tasks are dispatched and timers that fell due meanwhile fire."""
+
+    reason: NotRequired[str]
+    identity: NotRequired[str]
+
+
+class HistoryEvent(TypedDict):
+    """One event of a workflow run's history; topic {ns}.history, key {workflow_id}/{run_id}/{seq}."""
+
+    event_id: str
+    #: the workflow ID
+    aggregate_key: str
+    run_id: str
+    #: 1-based position of the event in its run
+    seq: int
+    timestamp_ms: int
+    trace_id: NotRequired[str | None]
+    request_id: NotRequired[str | None]
+    attributes: tuple[Literal["WorkflowExecutionStarted"], WorkflowExecutionStarted] | tuple[Literal["WorkflowTaskScheduled"], WorkflowTaskScheduled] | tuple[Literal["WorkflowTaskCompleted"], WorkflowTaskCompleted] | tuple[Literal["ActivityTaskScheduled"], ActivityTaskScheduled] | tuple[Literal["ActivityTaskCompleted"], ActivityTaskCompleted] | tuple[Literal["ActivityTaskFailed"], ActivityTaskFailed] | tuple[Literal["WorkflowExecutionCompleted"], WorkflowExecutionCompleted] | tuple[Literal["WorkflowExecutionFailed"], WorkflowExecutionFailed] | tuple[Literal["TimerStarted"], TimerStarted] | tuple[Literal["TimerFired"], TimerFired] | tuple[Literal["TimerCanceled"], TimerCanceled] | tuple[Literal["WorkflowSignaled"], WorkflowSignaled] | tuple[Literal["ActivityTaskAttemptFailed"], ActivityTaskAttemptFailed] | tuple[Literal["ActivityTaskTimedOut"], ActivityTaskTimedOut] | tuple[Literal["ActivityTaskCancelRequested"], ActivityTaskCancelRequested] | tuple[Literal["ActivityTaskCanceled"], ActivityTaskCanceled] | tuple[Literal["WorkflowCancelRequested"], WorkflowCancelRequested] | tuple[Literal["WorkflowExecutionCanceled"], WorkflowExecutionCanceled] | tuple[Literal["WorkflowExecutionTerminated"], WorkflowExecutionTerminated] | tuple[Literal["WorkflowExecutionContinuedAsNew"], WorkflowExecutionContinuedAsNew] | tuple[Literal["WorkflowExecutionTimedOut"], WorkflowExecutionTimedOut] | tuple[Literal["MarkerRecorded"], MarkerRecorded] | tuple[Literal["SearchAttributesUpserted"], SearchAttributesUpserted] | tuple[Literal["StartChildWorkflowExecutionInitiated"], StartChildWorkflowExecutionInitiated] | tuple[Literal["ChildWorkflowExecutionStarted"], ChildWorkflowExecutionStarted] | tuple[Literal["StartChildWorkflowExecutionFailed"], StartChildWorkflowExecutionFailed] | tuple[Literal["ChildWorkflowExecutionCompleted"], ChildWorkflowExecutionCompleted] | tuple[Literal["ChildWorkflowExecutionFailed"], ChildWorkflowExecutionFailed] | tuple[Literal["RequestCancelExternalInitiated"], RequestCancelExternalInitiated] | tuple[Literal["WorkflowUpdateAccepted"], WorkflowUpdateAccepted] | tuple[Literal["WorkflowUpdateCompleted"], WorkflowUpdateCompleted] | tuple[Literal["WorkflowExecutionPaused"], WorkflowExecutionPaused] | tuple[Literal["WorkflowExecutionUnpaused"], WorkflowExecutionUnpaused]
+    #: OpenTelemetry span ID (16 hex digits) of the span that wrote this record, the parent of the reader's span; null: not traced
+    span_id: NotRequired[str | None]
+
+
+class ScheduleActivityTask(TypedDict):
+    """The ScheduleActivityTask record."""
+
+    activity_id: str
+    activity_type: str
+    input: bytes
+    options: ActivityOptions
+
+
+class CompleteWorkflowExecution(TypedDict):
+    """The CompleteWorkflowExecution record."""
+
+    result: bytes
+
+
+class FailWorkflowExecution(TypedDict):
+    """The FailWorkflowExecution record."""
+
+    failure: Failure
+
+
+class StartTimer(TypedDict):
+    """The StartTimer record."""
+
+    timer_id: str
+    duration_ms: int
+
+
+class CancelTimer(TypedDict):
+    """The CancelTimer record."""
+
+    timer_id: str
+
+
+class RequestCancelActivityTask(TypedDict):
+    """The RequestCancelActivityTask record."""
+
+    activity_id: str
+
+
+class CancelWorkflowExecution(TypedDict):
+    """The CancelWorkflowExecution record."""
+
+    details: NotRequired[bytes | None]
+
+
+class ContinueAsNewWorkflowExecution(TypedDict):
+    """The ContinueAsNewWorkflowExecution record."""
+
+    input: bytes
+
+
+class RecordMarker(TypedDict):
+    """The RecordMarker record."""
+
+    name: str
+    details: NotRequired[bytes | None]
+
+
+class UpsertSearchAttributes(TypedDict):
+    """The UpsertSearchAttributes record."""
+
+    search_attributes: dict[str, str]
+
+
+class StartChildWorkflowExecution(TypedDict):
+    """The StartChildWorkflowExecution record."""
+
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    input: bytes
+    #: terminate | request_cancel | abandon
+    parent_close_policy: NotRequired[str]
+    run_timeout_ms: NotRequired[int | None]
+
+
+class RequestCancelExternalWorkflowExecution(TypedDict):
+    """The RequestCancelExternalWorkflowExecution record."""
+
+    workflow_id: str
+
+
+class CompleteWorkflowUpdate(TypedDict):
+    """Workflow code: an update's handler returned (result) or raised (failure)."""
+
+    update_id: str
+    result: NotRequired[bytes | None]
+    failure: NotRequired[Failure | None]
+
+
+class StartWorkflow(TypedDict):
+    """The StartWorkflow record."""
+
+    workflow_type: str
+    task_queue: str
+    input: bytes
+    #: allow_duplicate | allow_duplicate_failed_only | reject_duplicate | terminate_if_running
+    id_reuse_policy: NotRequired[str]
+    run_timeout_ms: NotRequired[int | None]
+    search_attributes: NotRequired[dict[str, str]]
+    #: bounds the whole execution, across continue-as-new runs
+    execution_timeout_ms: NotRequired[int | None]
+    parent_workflow_id: NotRequired[str | None]
+    parent_run_id: NotRequired[str | None]
+    parent_initiated_seq: NotRequired[int]
+    parent_close_policy: NotRequired[str]
+    #: pin the new run to this worker build (set by the engine for a child of a pinned parent on the same task queue); null: the task queue's default build
+    build_id: NotRequired[str | None]
+    #: non-indexed metadata: name -> payload
+    memo: NotRequired[dict[str, bytes]]
+    #: context set by client interceptors (auth, tenancy), visible to the workflow and its activities
+    headers: NotRequired[dict[str, str]]
+
+
+class RespondWorkflowTaskCompleted(TypedDict):
+    """The RespondWorkflowTaskCompleted record."""
+
+    scheduled_seq: int
+    commands: list[tuple[Literal["ScheduleActivityTask"], ScheduleActivityTask] | tuple[Literal["CompleteWorkflowExecution"], CompleteWorkflowExecution] | tuple[Literal["FailWorkflowExecution"], FailWorkflowExecution] | tuple[Literal["StartTimer"], StartTimer] | tuple[Literal["CancelTimer"], CancelTimer] | tuple[Literal["RequestCancelActivityTask"], RequestCancelActivityTask] | tuple[Literal["CancelWorkflowExecution"], CancelWorkflowExecution] | tuple[Literal["ContinueAsNewWorkflowExecution"], ContinueAsNewWorkflowExecution] | tuple[Literal["RecordMarker"], RecordMarker] | tuple[Literal["UpsertSearchAttributes"], UpsertSearchAttributes] | tuple[Literal["StartChildWorkflowExecution"], StartChildWorkflowExecution] | tuple[Literal["RequestCancelExternalWorkflowExecution"], RequestCancelExternalWorkflowExecution] | tuple[Literal["CompleteWorkflowUpdate"], CompleteWorkflowUpdate]]
+    identity: NotRequired[str]
+    build_id: NotRequired[str | None]
+
+
+class RespondWorkflowTaskFailed(TypedDict):
+    """The RespondWorkflowTaskFailed record."""
+
+    scheduled_seq: int
+    #: non_determinism | workflow_error | worker_error
+    cause: str
+    failure: Failure
+    identity: NotRequired[str]
+    #: the build of the worker that failed the task; a task of another build is stale
+    build_id: NotRequired[str | None]
+
+
+class RequestWorkflowHistory(TypedDict):
+    """A worker that does not hold the workflow's state asks for the task again with the full history."""
+
+    scheduled_seq: int
+    identity: NotRequired[str]
+    #: the build of the worker that asks; a request from another build is stale
+    build_id: NotRequired[str | None]
+
+
+class EagerWorkflowTask(TypedDict):
+    """A workflow task the worker ran right after the activity completed, on its cached instance: accepted only if nothing else happened to the workflow since its last completed workflow task"""
+
+    #: the workflow task the instance last completed (its WorkflowTaskScheduled seq; -1 with base_request_id)
+    base_scheduled_seq: int
+    #: the workflow time the code ran with; recorded as the WorkflowTaskScheduled event's time
+    workflow_time_ms: int
+    commands: list[tuple[Literal["ScheduleActivityTask"], ScheduleActivityTask] | tuple[Literal["CompleteWorkflowExecution"], CompleteWorkflowExecution] | tuple[Literal["FailWorkflowExecution"], FailWorkflowExecution] | tuple[Literal["StartTimer"], StartTimer] | tuple[Literal["CancelTimer"], CancelTimer] | tuple[Literal["RequestCancelActivityTask"], RequestCancelActivityTask] | tuple[Literal["CancelWorkflowExecution"], CancelWorkflowExecution] | tuple[Literal["ContinueAsNewWorkflowExecution"], ContinueAsNewWorkflowExecution] | tuple[Literal["RecordMarker"], RecordMarker] | tuple[Literal["UpsertSearchAttributes"], UpsertSearchAttributes] | tuple[Literal["StartChildWorkflowExecution"], StartChildWorkflowExecution] | tuple[Literal["RequestCancelExternalWorkflowExecution"], RequestCancelExternalWorkflowExecution] | tuple[Literal["CompleteWorkflowUpdate"], CompleteWorkflowUpdate]]
+    build_id: NotRequired[str | None]
+    #: set: the instance last completed an eager task that the engine has not confirmed to it yet, the one carried by the command with this request ID
+    base_request_id: NotRequired[str | None]
+
+
+class RespondActivityTaskCompleted(TypedDict):
+    """The RespondActivityTaskCompleted record."""
+
+    activity_id: str
+    scheduled_seq: int
+    attempt: int
+    result: bytes
+    identity: NotRequired[str]
+    #: set: the workflow's next task, already run by this worker (decision 0031)
+    eager_workflow_task: NotRequired[EagerWorkflowTask | None]
+
+
+class RespondActivityTaskFailed(TypedDict):
+    """The RespondActivityTaskFailed record."""
+
+    activity_id: str
+    scheduled_seq: int
+    attempt: int
+    failure: Failure
+    identity: NotRequired[str]
+
+
+class AwaitWorkflowResult(TypedDict):
+    """Asks for the run's outcome; the reply comes when the run closes (or at once if wait is false)."""
+
+    #: false: answer at once with the current status
+    wait: NotRequired[bool]
+
+
+class SignalWorkflow(TypedDict):
+    """The SignalWorkflow record."""
+
+    signal_name: str
+    input: bytes
+    #: signal-with-start: start the workflow first if no run is open
+    start: NotRequired[StartWorkflow | None]
+    identity: NotRequired[str]
+
+
+class RequestCancelWorkflow(TypedDict):
+    """The RequestCancelWorkflow record."""
+
+    reason: NotRequired[str]
+
+
+class TerminateWorkflow(TypedDict):
+    """The TerminateWorkflow record."""
+
+    reason: NotRequired[str]
+    identity: NotRequired[str]
+
+
+class FireTimer(TypedDict):
+    """Sent by the timer service when a timer is due."""
+
+    timer_id: str
+    fire_at_ms: int
+    kind: NotRequired[str]
+    scheduled_seq: NotRequired[int]
+    attempt: NotRequired[int]
+
+
+class RecordActivityHeartbeat(TypedDict):
+    """The RecordActivityHeartbeat record."""
+
+    activity_id: str
+    scheduled_seq: int
+    attempt: int
+    details: NotRequired[bytes | None]
+    identity: NotRequired[str]
+
+
+class QueryWorkflow(TypedDict):
+    """The QueryWorkflow record."""
+
+    query_name: str
+    input: bytes
+
+
+class ChildWorkflowEvent(TypedDict):
+    """A child workflow's start or close, sent to its parent (keyed by the parent's workflow ID)."""
+
+    initiated_seq: int
+    child_workflow_id: str
+    child_run_id: NotRequired[str | None]
+    #: started | start_failed | completed | failed | canceled | terminated | timed_out
+    kind: str
+    result: NotRequired[bytes | None]
+    failure: NotRequired[Failure | None]
+    message: NotRequired[str]
+
+
+class ResetWorkflow(TypedDict):
+    """Start a new run that branches from a WorkflowTaskCompleted event of the workflow's current run; an open run is terminated. A closed run's history is not kept by the engine: the caller sends the events up to the branch point."""
+
+    workflow_task_completed_seq: int
+    reason: NotRequired[str]
+    identity: NotRequired[str]
+    #: answer what the reset would do (ResetPlan) and change nothing
+    dry_run: NotRequired[bool]
+    #: a closed run's encoded HistoryEvents 1..workflow_task_completed_seq, read from its history (ignored for an open run)
+    kept_events: NotRequired[list[bytes]]
+
+
+class UpdateWorkflowBuild(TypedDict):
+    """Operator command: move a workflow's current run to another worker build (null build_id: unpin)."""
+
+    build_id: NotRequired[str | None]
+    identity: NotRequired[str]
+
+
+class PurgeClosedRun(TypedDict):
+    """Archival command: forget a closed run's state (its history is archived at archive_uri)."""
+
+    run_id: str
+    archive_uri: NotRequired[str | None]
+    identity: NotRequired[str]
+
+
+class UpdateWorkflow(TypedDict):
+    """A client's update request; the command's request_id is the update's ID. Validated by a worker before anything is recorded."""
+
+    update_name: str
+    input: bytes
+    #: update-with-start: the start, when no run is open
+    start: NotRequired[StartWorkflow | None]
+    identity: NotRequired[str]
+
+
+class AcceptWorkflowUpdate(TypedDict):
+    """A worker's validation passed: record the update (the command's request_id is the update's ID)."""
+
+    update_name: str
+    input: bytes
+    identity: NotRequired[str]
+
+
+class PauseWorkflow(TypedDict):
+    """Operator: pause the open run (idempotent by request ID; pausing a paused run changes nothing)."""
+
+    reason: NotRequired[str]
+    identity: NotRequired[str]
+
+
+class UnpauseWorkflow(TypedDict):
+    """Operator: unpause the run (idempotent by request ID; unpausing a running run changes nothing)."""
+
+    reason: NotRequired[str]
+    identity: NotRequired[str]
+
+
+class Command(TypedDict):
+    """Every input to a workflow state machine; topic {ns}.commands, key = workflow ID."""
+
+    event_id: str
+    #: the workflow ID; also the record key
+    aggregate_key: str
+    timestamp_ms: int
+    trace_id: NotRequired[str | None]
+    request_id: NotRequired[str | None]
+    idempotency_key: NotRequired[str | None]
+    expected_version: NotRequired[int | None]
+    run_id: NotRequired[str | None]
+    body: tuple[Literal["StartWorkflow"], StartWorkflow] | tuple[Literal["RespondWorkflowTaskCompleted"], RespondWorkflowTaskCompleted] | tuple[Literal["RespondWorkflowTaskFailed"], RespondWorkflowTaskFailed] | tuple[Literal["RequestWorkflowHistory"], RequestWorkflowHistory] | tuple[Literal["RespondActivityTaskCompleted"], RespondActivityTaskCompleted] | tuple[Literal["RespondActivityTaskFailed"], RespondActivityTaskFailed] | tuple[Literal["AwaitWorkflowResult"], AwaitWorkflowResult] | tuple[Literal["SignalWorkflow"], SignalWorkflow] | tuple[Literal["RequestCancelWorkflow"], RequestCancelWorkflow] | tuple[Literal["TerminateWorkflow"], TerminateWorkflow] | tuple[Literal["FireTimer"], FireTimer] | tuple[Literal["RecordActivityHeartbeat"], RecordActivityHeartbeat] | tuple[Literal["QueryWorkflow"], QueryWorkflow] | tuple[Literal["ChildWorkflowEvent"], ChildWorkflowEvent] | tuple[Literal["ResetWorkflow"], ResetWorkflow] | tuple[Literal["UpdateWorkflowBuild"], UpdateWorkflowBuild] | tuple[Literal["PurgeClosedRun"], PurgeClosedRun] | tuple[Literal["UpdateWorkflow"], UpdateWorkflow] | tuple[Literal["AcceptWorkflowUpdate"], AcceptWorkflowUpdate] | tuple[Literal["PauseWorkflow"], PauseWorkflow] | tuple[Literal["UnpauseWorkflow"], UnpauseWorkflow]
+    #: OpenTelemetry span ID (16 hex digits) of the span that wrote this record, the parent of the reader's span; null: not traced
+    span_id: NotRequired[str | None]
+
+
+class WorkflowQuery(TypedDict):
+    """The WorkflowQuery record."""
+
+    request_id: str
+    query_name: str
+    input: bytes
+    #: an update's validation, not a query
+    update: NotRequired[bool]
+
+
+class WorkflowTask(TypedDict):
+    """Work for a workflow worker; topic {ns}.tasks.workflow.{queue}, key = workflow ID."""
+
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    task_queue: str
+    scheduled_seq: int
+    attempt: NotRequired[int]
+    full_history: bool
+    events: list[HistoryEvent]
+    trace_id: NotRequired[str | None]
+    #: set: answer this query from the workflow's state, change nothing
+    query: NotRequired[WorkflowQuery | None]
+    #: the build whose workers must run this task (null: unversioned workers)
+    build_id: NotRequired[str | None]
+    #: OpenTelemetry span ID (16 hex digits) of the span that wrote this record, the parent of the reader's span; null: not traced
+    span_id: NotRequired[str | None]
+
+
+class ActivityTask(TypedDict):
+    """Work for an activity worker; topic {ns}.tasks.activity.{queue}, key = workflow ID."""
+
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    activity_id: str
+    activity_type: str
+    task_queue: str
+    input: bytes
+    attempt: int
+    scheduled_seq: int
+    scheduled_time_ms: int
+    #: {workflow_id}/{run_id}/{activity_id}, stable across attempts
+    idempotency_key: str
+    heartbeat_details: NotRequired[bytes | None]
+    start_to_close_timeout_ms: NotRequired[int | None]
+    heartbeat_timeout_ms: NotRequired[int | None]
+    trace_id: NotRequired[str | None]
+    #: OpenTelemetry span ID (16 hex digits) of the span that wrote this record, the parent of the reader's span; null: not traced
+    span_id: NotRequired[str | None]
+    #: context set by client interceptors (auth, tenancy), visible to the workflow and its activities
+    headers: NotRequired[dict[str, str]]
+
+
+class TimerRecord(TypedDict):
+    """A durable timer on a delay topic {ns}.timers.{tier}, key = workflow ID."""
+
+    workflow_id: str
+    run_id: str
+    timer_id: str
+    fire_at_ms: int
+    #: user | activity_timeout | retry_backoff | run_timeout | workflow_task_timeout
+    kind: NotRequired[str]
+    #: for activity timeouts and retries: the activity's scheduled event
+    scheduled_seq: NotRequired[int]
+    attempt: NotRequired[int]
+
+
+class ActivityDescription(TypedDict):
+    """A pending activity as describe shows it (its input left out)."""
+
+    activity_id: str
+    activity_type: str
+    task_queue: str
+    attempt: int
+    scheduled_seq: int
+    first_scheduled_ms: int
+    attempt_started_ms: int
+    last_heartbeat_ms: int
+    #: left out when over 4 KiB
+    heartbeat_details: NotRequired[bytes | None]
+    last_failure: NotRequired[Failure | None]
+    retrying: NotRequired[bool]
+    next_attempt_ms: NotRequired[int | None]
+    cancel_requested: NotRequired[bool]
+    #: not dispatched: the run is paused
+    held: NotRequired[bool]
+
+
+class TimerDescription(TypedDict):
+    """The TimerDescription record."""
+
+    timer_id: str
+    fire_at_ms: int
+    kind: str
+
+
+class ChildDescription(TypedDict):
+    """The ChildDescription record."""
+
+    workflow_id: str
+    run_id: NotRequired[str | None]
+    initiated_seq: int
+
+
+class WorkflowDescription(TypedDict):
+    """A run as describe shows it, built by the processor from the run's state."""
+
+    workflow_type: str
+    task_queue: str
+    build_id: NotRequired[str | None]
+    start_time_ms: int
+    close_time_ms: NotRequired[int | None]
+    parent_workflow_id: NotRequired[str | None]
+    parent_run_id: NotRequired[str | None]
+    children: NotRequired[list[ChildDescription]]
+    pending_activities: NotRequired[list[ActivityDescription]]
+    pending_timers: NotRequired[list[TimerDescription]]
+    signals_received: NotRequired[int]
+    open_updates: NotRequired[int]
+    search_attributes: NotRequired[dict[str, str]]
+    history_length: NotRequired[int]
+    continued_run_id: NotRequired[str | None]
+    paused: NotRequired[bool]
+    #: timers that fell due while paused (they fire at unpause)
+    held_timers: NotRequired[int]
+    #: bytes of the run's history records (null: the run started before the engine counted them)
+    history_size_bytes: NotRequired[int | None]
+
+
+class ResetPlan(TypedDict):
+    """What a reset did, or (dry run) would do."""
+
+    #: the open run the reset terminates (null: the run was closed)
+    terminates_run_id: NotRequired[str | None]
+    #: status of the run reset
+    from_status: NotRequired[str]
+    branch_event: NotRequired[int]
+    #: events copied into the new run
+    kept_events: NotRequired[int]
+    #: types of the activities the new run schedules again
+    activities_rerun: NotRequired[list[str]]
+    timers_kept: NotRequired[int]
+
+
+class Reply(TypedDict):
+    """The outcome of a command, for whoever waits on it; topic {ns}.replies, key = request ID."""
+
+    request_id: str
+    workflow_id: str
+    run_id: NotRequired[str | None]
+    #: ok | already_started | not_found | rejected | completed | failed | running
+    status: str
+    message: NotRequired[str]
+    #: consistency token: history partition offset reached by the change
+    history_offset: NotRequired[int | None]
+    result: NotRequired[bytes | None]
+    failure: NotRequired[Failure | None]
+    #: consistency token: sequence number of the last history event the command produced in run_id (null when it produced none)
+    history_seq: NotRequired[int | None]
+    #: describe: the run's memo
+    memo: NotRequired[dict[str, bytes]]
+    #: describe (AwaitWorkflowResult with wait false): the run's state, for operators
+    description: NotRequired[WorkflowDescription | None]
+    #: reset: what it did or, for a dry run, would do
+    reset_plan: NotRequired[ResetPlan | None]
+
+
+class PendingActivity(TypedDict):
+    """The PendingActivity record."""
+
+    activity_id: str
+    activity_type: str
+    scheduled_seq: int
+    attempt: NotRequired[int]
+    task_queue: str
+    input: NotRequired[bytes]
+    options: NotRequired[ActivityOptions | None]
+    first_scheduled_ms: NotRequired[int]
+    attempt_started_ms: NotRequired[int]
+    last_heartbeat_ms: NotRequired[int]
+    heartbeat_details: NotRequired[bytes | None]
+    cancel_requested: NotRequired[bool]
+    retrying: NotRequired[bool]
+    last_failure: NotRequired[Failure | None]
+    #: while retrying: when the next attempt is dispatched
+    next_attempt_ms: NotRequired[int | None]
+    #: an attempt not dispatched because the run is paused
+    held: NotRequired[bool]
+
+
+class RecentRequest(TypedDict):
+    """The RecentRequest record."""
+
+    request_id: str
+    run_id: str
+    status: str
+    message: NotRequired[str]
+
+
+class PendingTimer(TypedDict):
+    """The PendingTimer record."""
+
+    timer_id: str
+    fire_at_ms: int
+    started_seq: NotRequired[int]
+    kind: NotRequired[str]
+
+
+class PendingChild(TypedDict):
+    """The PendingChild record."""
+
+    workflow_id: str
+    initiated_seq: int
+    run_id: NotRequired[str | None]
+    parent_close_policy: NotRequired[str]
+
+
+class UpdateRecord(TypedDict):
+    """An accepted update of the run, its outcome once it has one (a retried request is answered from it)."""
+
+    update_id: str
+    update_name: str
+    #: accepted, completed or failed
+    status: str
+    result: NotRequired[bytes | None]
+    failure: NotRequired[Failure | None]
+
+
+class WorkflowState(TypedDict):
+    """Mutable per-workflow state; topic {ns}.state (compacted), key = workflow ID."""
+
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    task_queue: str
+    #: running | completed | failed
+    status: str
+    start_time_ms: int
+    close_time_ms: NotRequired[int | None]
+    next_seq: int
+    wt_scheduled_seq: NotRequired[int | None]
+    wt_attempt: NotRequired[int]
+    wt_last_completed_seq: NotRequired[int]
+    wt_needed: NotRequired[bool]
+    wt_failure: NotRequired[Failure | None]
+    wt_failure_cause: NotRequired[str | None]
+    pending_activities: NotRequired[list[PendingActivity]]
+    recent_requests: NotRequired[list[RecentRequest]]
+    result: NotRequired[bytes | None]
+    failure: NotRequired[Failure | None]
+    result_waiters: NotRequired[list[str]]
+    pending_timers: NotRequired[list[PendingTimer]]
+    cancel_requested: NotRequired[bool]
+    signals_seen: NotRequired[int]
+    continued_run_id: NotRequired[str | None]
+    history_warned: NotRequired[bool]
+    run_timeout_ms: NotRequired[int | None]
+    search_attributes: NotRequired[dict[str, str]]
+    execution_deadline_ms: NotRequired[int | None]
+    pending_children: NotRequired[list[PendingChild]]
+    parent_workflow_id: NotRequired[str | None]
+    parent_run_id: NotRequired[str | None]
+    parent_initiated_seq: NotRequired[int]
+    #: the worker build the current run is pinned to (null: unversioned)
+    build_id: NotRequired[str | None]
+    #: request ID of the command whose eager workflow task is the last completed one (null: an ordinary one)
+    wt_last_eager_request: NotRequired[str | None]
+    #: OpenTelemetry trace ID (32 hex digits) of the run's start: records caused by no traced command (a timer firing) continue this trace
+    trace_id: NotRequired[str | None]
+    #: span ID of the start's processing span (the parent of spans with no other)
+    span_id: NotRequired[str | None]
+    updates: NotRequired[list[UpdateRecord]]
+    #: non-indexed metadata: name -> payload
+    memo: NotRequired[dict[str, bytes]]
+    #: context set by client interceptors (auth, tenancy), visible to the workflow and its activities
+    headers: NotRequired[dict[str, str]]
+    paused: NotRequired[bool]
+    #: timers that fell due while the run was paused: they fire at unpause
+    held_timers: NotRequired[list[FireTimer]]
+    #: bytes of this run's history records as written (Avro, with their header); null for a run started before schema version 11
+    history_bytes: NotRequired[int | None]
+
+
+class DeadLetter(TypedDict):
+    """A record that could not be processed; topic {ns}.dlq, key = original key."""
+
+    origin_topic: str
+    origin_partition: int
+    origin_offset: int
+    key: NotRequired[bytes | None]
+    value: NotRequired[bytes | None]
+    reason: str
+    error_type: str
+    component: str
+    timestamp_ms: int
+
+
+class BuildDefault(TypedDict):
+    """The worker build that new workflows of a task queue start on; topic {ns}.builds (compacted), key = task queue."""
+
+    task_queue: str
+    #: null: new workflows are unversioned
+    build_id: NotRequired[str | None]
+    timestamp_ms: int
+    identity: NotRequired[str]
