@@ -10,8 +10,10 @@ pending, so a late completion of a timed-out attempt adds nothing to the history
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
+from kadence.schemas.records import ActivityOptions, Failure, PendingActivity, WorkflowState
 from kadence.topics.records import idempotency_key
 
 from .effects import BatchView, Outbox, emit, reply, start_timer, workflow_task_needed
@@ -38,24 +40,32 @@ DEFAULT_RETRY: dict[str, Any] = {
 }
 
 
-def _find(st: dict, activity_id: str, scheduled_seq: int) -> dict | None:
+def options_of(a: PendingActivity) -> ActivityOptions:
+    """A pending activity's options: set when it is scheduled (the schema lets them be null only
+    so that states written before they were kept still decode)."""
+    opts = a["options"]
+    assert opts is not None, f"activity {a['activity_id']} has no options"
+    return opts
+
+
+def _find(st: WorkflowState, activity_id: str, scheduled_seq: int) -> PendingActivity | None:
     for a in st["pending_activities"]:
         if a["activity_id"] == activity_id and a["scheduled_seq"] == scheduled_seq:
             return a
     return None
 
 
-def _find_by_seq(st: dict, scheduled_seq: int) -> dict | None:
+def _find_by_seq(st: WorkflowState, scheduled_seq: int) -> PendingActivity | None:
     for a in st["pending_activities"]:
         if a["scheduled_seq"] == scheduled_seq:
             return a
     return None
 
 
-def dispatch_attempt(out: Outbox, st: dict, a: dict, ts: int) -> None:
+def dispatch_attempt(out: Outbox, st: WorkflowState, a: PendingActivity, ts: int) -> None:
     """Send the pending attempt to the activity workers and arm its timeouts (a paused run's
     attempt is held instead, and sent when the run is unpaused: ``processors.pause``)."""
-    opts = a["options"]
+    opts = options_of(a)
     a["attempt_started_ms"] = ts
     a["last_heartbeat_ms"] = 0
     a["retrying"] = False
@@ -90,7 +100,7 @@ def dispatch_attempt(out: Outbox, st: dict, a: dict, ts: int) -> None:
     # its timeouts (start-to-close, heartbeat) follow from this state: processors.deadlines
 
 
-def schedule_activity(view: BatchView, out: Outbox, st: dict, c: dict, completed_seq: int, ts: int) -> None:
+def schedule_activity(view: BatchView, out: Outbox, st: WorkflowState, c: dict, completed_seq: int, ts: int) -> None:
     ev = emit(
         view,
         out,
@@ -105,7 +115,7 @@ def schedule_activity(view: BatchView, out: Outbox, st: dict, c: dict, completed
         },
         ts=ts,
     )
-    a = {
+    a: PendingActivity = {
         "activity_id": c["activity_id"],
         "activity_type": c["activity_type"],
         "scheduled_seq": ev["seq"],
@@ -127,9 +137,9 @@ def schedule_activity(view: BatchView, out: Outbox, st: dict, c: dict, completed
     dispatch_attempt(out, st, a, ts)  # the schedule-to-close deadline follows from the state too
 
 
-def _retry_delay(a: dict, failure: dict, ts: int) -> int | None:
+def _retry_delay(a: PendingActivity, failure: Failure, ts: int) -> int | None:
     """Milliseconds before the next attempt, or None when the activity must not be retried."""
-    policy = a["options"].get("retry_policy") or DEFAULT_RETRY
+    policy = options_of(a).get("retry_policy") or DEFAULT_RETRY
     if failure.get("non_retryable") or failure["type"] in policy["non_retryable_error_types"]:
         return None
     if policy["maximum_attempts"] and a["attempt"] >= policy["maximum_attempts"]:
@@ -141,7 +151,7 @@ def _retry_delay(a: dict, failure: dict, ts: int) -> int | None:
         # past about attempt 1,025 at a coefficient of 2.0 the float power overflows; it raised out
         # of the transition, and the activity was never retried again (kadence.testing found it)
         delay = int(cap)
-    s2c = a["options"].get("schedule_to_close_timeout_ms")
+    s2c = options_of(a).get("schedule_to_close_timeout_ms")
     if s2c and ts + delay >= a["first_scheduled_ms"] + s2c:
         return None  # the next attempt could not start before the schedule-to-close deadline
     return delay
@@ -150,9 +160,9 @@ def _retry_delay(a: dict, failure: dict, ts: int) -> int | None:
 def _attempt_failed(
     view: BatchView,
     out: Outbox,
-    st: dict,
-    a: dict,
-    failure: dict,
+    st: WorkflowState,
+    a: PendingActivity,
+    failure: Failure,
     ts: int,
     *,
     identity: str = "",
@@ -230,7 +240,7 @@ def activity_result(
     return True
 
 
-def _timeout_failure(kind: str, a: dict) -> dict:
+def _timeout_failure(kind: str, a: PendingActivity) -> Failure:
     return {
         "type": "TimeoutError",
         "message": f"activity {a['activity_type']} attempt {a['attempt']}: {kind} timeout",
@@ -241,7 +251,7 @@ def _timeout_failure(kind: str, a: dict) -> dict:
     }
 
 
-def activity_timer_fired(st: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> bool:
+def activity_timer_fired(st: WorkflowState, body: Mapping[str, Any], view: BatchView, out: Outbox, ts: int) -> bool:
     """Returns False when the timer is stale (the activity or attempt it guarded is gone)."""
     kind = body["kind"]
     a = _find_by_seq(st, body["scheduled_seq"])
@@ -275,9 +285,11 @@ def activity_timer_fired(st: dict, body: dict, view: BatchView, out: Outbox, ts:
     if a["retrying"]:
         return False
     if kind == "heartbeat_timeout":
-        hb = a["options"]["heartbeat_timeout_ms"]
+        hb = options_of(a)["heartbeat_timeout_ms"]
         last = max(a["last_heartbeat_ms"], a["attempt_started_ms"])
-        if last + hb > ts:  # heartbeats came in meanwhile: the deadline index waits from the latest one
+        if (
+            hb is None or last + hb > ts
+        ):  # (no heartbeat timeout: a deadline from nowhere, stale)  # heartbeats came in meanwhile: the deadline index waits from the latest one
             return False
         _attempt_failed(view, out, st, a, _timeout_failure("heartbeat", a), ts, timeout_type="heartbeat")
         return True
@@ -303,7 +315,7 @@ def activity_heartbeat(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: 
     reply(out, rid, wf, "cancel_requested" if a["cancel_requested"] else "ok", run_id=st["run_id"])
 
 
-def cancel_activity(view: BatchView, out: Outbox, st: dict, activity_id: str, ts: int) -> None:
+def cancel_activity(view: BatchView, out: Outbox, st: WorkflowState, activity_id: str, ts: int) -> None:
     """The workflow gave up on an activity: record the request and its (immediate) cancellation.
 
     The running attempt learns of it at its next heartbeat; its result, if any, is ignored."""

@@ -22,6 +22,10 @@ from __future__ import annotations
 import heapq
 import logging
 
+from kadence.schemas.records import WorkflowState
+
+from .activities import options_of
+
 __all__ = ["LOCAL_KINDS", "DeadlineIndex", "activity_deadlines"]
 
 log = logging.getLogger(__name__)
@@ -34,7 +38,7 @@ def _body(timer_id: str, fire_at_ms: int, kind: str, seq: int, attempt: int) -> 
     return {"timer_id": timer_id, "fire_at_ms": fire_at_ms, "kind": kind, "scheduled_seq": seq, "attempt": attempt}
 
 
-def activity_deadlines(st: dict | None) -> list[dict]:
+def activity_deadlines(st: WorkflowState | None) -> list[dict]:
     """The pending activity timeouts of a workflow state, as ``FireTimer`` bodies.
 
     The timer IDs and attempts are what ``activities.activity_timer_fired`` checks, so a deadline
@@ -43,7 +47,7 @@ def activity_deadlines(st: dict | None) -> list[dict]:
         return []  # a paused run's deadlines are armed again when it is unpaused (processors.pause)
     out: list[dict] = []
     for a in st["pending_activities"]:
-        seq, opts = a["scheduled_seq"], a["options"]
+        seq, opts = a["scheduled_seq"], options_of(a)
         s2c = opts.get("schedule_to_close_timeout_ms")
         if s2c:
             out.append(_body(f"a{seq}.s2c", a["first_scheduled_ms"] + s2c, "schedule_to_close", seq, 0))
@@ -92,7 +96,7 @@ class DeadlineIndex:
     def __len__(self) -> int:
         return sum(len(d) for d in self._current.values())
 
-    def update(self, workflow_id: str, state: dict | None) -> None:
+    def update(self, workflow_id: str, state: WorkflowState | None) -> None:
         new = activity_deadlines(state)
         old = self._current.pop(workflow_id, None) or {}
         ids = {b["timer_id"] for b in new}

@@ -21,9 +21,11 @@ import shutil
 import struct
 from collections import OrderedDict
 from pathlib import Path
+from typing import cast
 
 from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
+from kadence.schemas.records import WorkflowState
 from kadence.topics import serde
 from kadence.topics.avro_binary import Encoded
 
@@ -58,14 +60,14 @@ class DiskShardStore:
         self._db.set_write_options(no_wal)
         self._state_codec = serde.codec("WorkflowState")
         self._event_codec = serde.codec("HistoryEvent")
-        self._cache: OrderedDict[str, dict] = OrderedDict()
+        self._cache: OrderedDict[str, WorkflowState] = OrderedDict()
         self._cache_size = cache_size
         self._count = 0
         self._open = 0
 
     # -- states ---------------------------------------------------------------------------------
 
-    def get_state(self, workflow_id: str) -> dict | None:
+    def get_state(self, workflow_id: str) -> WorkflowState | None:
         st = self._cache.get(workflow_id)
         if st is not None:
             self._cache.move_to_end(workflow_id)
@@ -73,11 +75,11 @@ class DiskShardStore:
         raw = self._db.get(b"s" + workflow_id.encode())
         if raw is None:
             return None
-        st = self._state_codec.decode(raw)
+        st = cast(WorkflowState, self._state_codec.decode(raw))
         self._remember(workflow_id, st)
         return st
 
-    def put_state(self, workflow_id: str, state: dict, raw: bytes | None = None) -> None:
+    def put_state(self, workflow_id: str, state: WorkflowState, raw: bytes | None = None) -> None:
         key = b"s" + workflow_id.encode()
         if workflow_id not in self._cache and self._db.get(key) is None:
             self._count += 1
@@ -92,7 +94,7 @@ class DiskShardStore:
         del self._db[key]
         self.drop_history(workflow_id)
 
-    def _remember(self, workflow_id: str, st: dict) -> None:
+    def _remember(self, workflow_id: str, st: WorkflowState) -> None:
         self._cache[workflow_id] = st
         self._cache.move_to_end(workflow_id)
         if len(self._cache) > self._cache_size:

@@ -7,9 +7,11 @@ Shared by the workflow transitions (``state_machine``) and the activity transiti
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
+from kadence.schemas.records import RecentRequest, WorkflowState
 from kadence.topics import serde
 from kadence.topics.records import new_id
 
@@ -102,16 +104,16 @@ class Outbox:
         del self.runs_closed[mark[6] :]
 
 
-def _copy_state(st: dict) -> dict:
-    out = dict(st)
-    out["pending_activities"] = [dict(a) for a in st["pending_activities"]]
-    out["pending_timers"] = [dict(t) for t in st["pending_timers"]]
+def _copy_state(st: WorkflowState) -> WorkflowState:
+    out = st.copy()
+    out["pending_activities"] = [a.copy() for a in st["pending_activities"]]
+    out["pending_timers"] = [t.copy() for t in st["pending_timers"]]
     out["recent_requests"] = list(st["recent_requests"])
     out["result_waiters"] = list(st["result_waiters"])
     out["search_attributes"] = dict(st["search_attributes"])
-    out["pending_children"] = [dict(c) for c in st["pending_children"]]
-    out["updates"] = [dict(u) for u in st.get("updates", ())]
-    out["held_timers"] = [dict(t) for t in st["held_timers"]]
+    out["pending_children"] = [c.copy() for c in st["pending_children"]]
+    out["updates"] = [u.copy() for u in st.get("updates", ())]
+    out["held_timers"] = [t.copy() for t in st["held_timers"]]
     return out
 
 
@@ -124,7 +126,7 @@ class BatchView:
 
     def __init__(self, store, build_defaults: dict | None = None):
         self._store = store
-        self.states: dict[str, dict] = {}
+        self.states: dict[str, WorkflowState] = {}
         self.new_events: dict[str, list] = {}
         #: wire bytes produced to Kafka, by workflow ID / event ID: a store that keeps encoded
         #: records (the disk store) takes them instead of encoding every record a second time
@@ -136,7 +138,7 @@ class BatchView:
         #: unless a later command of the batch staged a new state for the workflow
         self.purged: set[str] = set()
 
-    def state(self, workflow_id: str) -> dict | None:
+    def state(self, workflow_id: str) -> WorkflowState | None:
         if workflow_id in self.states:
             return self.states[workflow_id]
         if workflow_id in self.purged:
@@ -148,7 +150,7 @@ class BatchView:
         self.states[workflow_id] = st
         return st
 
-    def put(self, state: dict) -> None:
+    def put(self, state: WorkflowState) -> None:
         self.states[state["workflow_id"]] = state
 
     def purge(self, workflow_id: str) -> None:
@@ -223,7 +225,14 @@ class BatchView:
 
 
 def emit(
-    view: BatchView, out: Outbox, st: dict, etype: str, attributes: dict, *, ts: int, request_id: str | None = None
+    view: BatchView,
+    out: Outbox,
+    st: WorkflowState,
+    etype: str,
+    attributes: dict,
+    *,
+    ts: int,
+    request_id: str | None = None,
 ) -> dict:
     """Append a history event to the workflow's current run."""
     seq = st["next_seq"]
@@ -280,7 +289,7 @@ def reply(
     )
 
 
-def closed_message(st: dict, run_id: str | None) -> str:
+def closed_message(st: WorkflowState, run_id: str | None) -> str:
     """Why a command for a run cannot act: the named run is not the current one, or the current one is closed."""
     if run_id and run_id != st["run_id"]:
         return f"run {run_id} is not the current run of workflow {st['workflow_id']!r} (it is closed)"
@@ -291,13 +300,14 @@ def closed_message(st: dict, run_id: str | None) -> str:
 DESCRIBED_DETAILS_MAX = 4096
 
 
-def description(st: dict, out: Outbox) -> dict:
+def description(st: WorkflowState, out: Outbox) -> dict:
     """A ``WorkflowDescription`` of the run's state (describe; no payload but small heartbeat
     details: the reply stays far below Kafka's message size).
 
     ``out``: the batch's outbox. Its events of this run are already in ``history_length`` but
     not yet in the state's byte count (``count_history_bytes`` adds them when they are encoded
     for the topic, after the batch): their size is added here."""
+    written = st.get("history_bytes")
     acts = []
     for a in st["pending_activities"]:
         details = a["heartbeat_details"]
@@ -339,16 +349,14 @@ def description(st: dict, out: Outbox) -> dict:
         "open_updates": sum(1 for u in st.get("updates", ()) if u["status"] == "accepted"),
         "search_attributes": dict(st["search_attributes"]),
         "history_length": st["next_seq"] - 1,
-        "history_size_bytes": None
-        if st.get("history_bytes") is None
-        else st["history_bytes"] + _unwritten_bytes(st, out),
+        "history_size_bytes": None if written is None else written + _unwritten_bytes(st, out),
         "continued_run_id": st["continued_run_id"],
         "paused": st["paused"],
         "held_timers": len(st["held_timers"]),
     }
 
 
-def _unwritten_bytes(st: dict, out: Outbox) -> int:
+def _unwritten_bytes(st: WorkflowState, out: Outbox) -> int:
     """The encoded size of the run's events in ``out`` (each already given its trace context:
     ``Outbox.stamp`` runs after every command)."""
     wf, run_id = st["workflow_id"], st["run_id"]
@@ -356,15 +364,17 @@ def _unwritten_bytes(st: dict, out: Outbox) -> int:
     return sum(len(codec.encode(ev)) for w, ev in out.events if w == wf and ev["run_id"] == run_id)
 
 
-def count_history_bytes(st: dict | None, event: dict, size: int) -> None:
+def count_history_bytes(st: WorkflowState | None, event: dict, size: int) -> None:
     """Add an event's encoded size to its run's count (describe's ``history_size_bytes``), when
     the state is of that run and counts (a run started before schema version 11 does not). Called
     where the event is encoded for the history topic, before its state is encoded."""
-    if st is not None and st["run_id"] == event["run_id"] and st.get("history_bytes") is not None:
-        st["history_bytes"] += size
+    if st is not None and st["run_id"] == event["run_id"]:
+        written = st.get("history_bytes")
+        if written is not None:
+            st["history_bytes"] = written + size
 
 
-def remember(st: dict, request_id: str | None, status: str, message: str = "") -> None:
+def remember(st: WorkflowState, request_id: str | None, status: str, message: str = "") -> None:
     if not request_id:
         return
     entries = st["recent_requests"]
@@ -373,7 +383,7 @@ def remember(st: dict, request_id: str | None, status: str, message: str = "") -
         del entries[: len(entries) - RECENT_REQUESTS]
 
 
-def recent(st: dict | None, request_id: str | None) -> dict | None:
+def recent(st: WorkflowState | None, request_id: str | None) -> RecentRequest | None:
     if st is None or not request_id:
         return None
     for r in reversed(st["recent_requests"]):
@@ -382,13 +392,13 @@ def recent(st: dict | None, request_id: str | None) -> dict | None:
     return None
 
 
-def deduplicated(st: dict | None, cmd: dict, out: Outbox, view: BatchView | None = None) -> bool:
+def deduplicated(st: WorkflowState | None, cmd: dict, out: Outbox, view: BatchView | None = None) -> bool:
     """A retried request: answer it as the first time and change nothing.
 
     Looks in the workflow's recent requests (across runs) and, for the open run, in the request
     IDs of its history events (every signal and cancel of the run, however many)."""
     rid = cmd["request_id"]
-    seen = recent(st, rid)
+    seen: Mapping[str, Any] | None = recent(st, rid)
     if (
         seen is None
         and rid
@@ -404,7 +414,7 @@ def deduplicated(st: dict | None, cmd: dict, out: Outbox, view: BatchView | None
     return True
 
 
-def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
+def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> WorkflowState | None:
     """The open run a request is for, or None after replying (duplicate, not found, closed)."""
     wf = cmd["aggregate_key"]
     st = view.state(wf)
@@ -430,7 +440,7 @@ def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> dict | None:
 
 
 def schedule_workflow_task(
-    view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False, attempt: int = 1
+    view: BatchView, out: Outbox, st: WorkflowState, ts: int, *, full: bool = False, attempt: int = 1
 ) -> None:
     if st["paused"]:  # remembered, and scheduled when the run is unpaused (processors.pause)
         st["wt_needed"] = True
@@ -442,7 +452,7 @@ def schedule_workflow_task(
     dispatch_workflow_task(view, out, st, full=full)
 
 
-def workflow_task_needed(view: BatchView, out: Outbox, st: dict, ts: int, *, full: bool = False) -> None:
+def workflow_task_needed(view: BatchView, out: Outbox, st: WorkflowState, ts: int, *, full: bool = False) -> None:
     """New events for the workflow's code: a workflow task now, or after the running one.
 
     ``full``: a task sent now carries the whole history (the worker's cached instance is known
@@ -455,7 +465,9 @@ def workflow_task_needed(view: BatchView, out: Outbox, st: dict, ts: int, *, ful
         st["wt_needed"] = True
 
 
-def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool, query: dict | None = None) -> None:
+def dispatch_workflow_task(
+    view: BatchView, out: Outbox, st: WorkflowState, *, full: bool, query: dict | None = None
+) -> None:
     since = 0 if full else st["wt_last_completed_seq"]
     # a workflow task is the history up to its WorkflowTaskScheduled event; events recorded
     # after it (a redispatch for RequestWorkflowHistory) belong to the next task
@@ -484,7 +496,14 @@ def dispatch_workflow_task(view: BatchView, out: Outbox, st: dict, *, full: bool
 
 
 def start_timer(
-    out: Outbox, st: dict, timer_id: str, fire_at_ms: int, kind: str, *, scheduled_seq: int = 0, attempt: int = 0
+    out: Outbox,
+    st: WorkflowState,
+    timer_id: str,
+    fire_at_ms: int,
+    kind: str,
+    *,
+    scheduled_seq: int = 0,
+    attempt: int = 0,
 ) -> None:
     out.timers.append(
         {
@@ -512,7 +531,7 @@ def send_command(
     out.commands.append((workflow_id, body_type, body, run_id, request_id, None))
 
 
-def _parent_close_policies(out: Outbox, st: dict) -> None:
+def _parent_close_policies(out: Outbox, st: WorkflowState) -> None:
     for child in st["pending_children"]:
         policy = child["parent_close_policy"]
         rid = f"parent-close:{st['run_id']}:{child['initiated_seq']}"
@@ -539,7 +558,7 @@ def _parent_close_policies(out: Outbox, st: dict) -> None:
 
 def close_run(
     out: Outbox,
-    st: dict,
+    st: WorkflowState,
     status: str,
     ts: int,
     *,

@@ -20,7 +20,10 @@ commands are deduplicated by request ID like every other operation, and pausing 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+from kadence.schemas.records import FireTimer, WorkflowState
 
 from .activities import dispatch_attempt
 from .deadlines import LOCAL_KINDS
@@ -31,7 +34,7 @@ __all__ = ["hold_timer", "pause_workflow", "unpause_workflow"]
 log = logging.getLogger(__name__)
 
 
-def hold_timer(st: dict, body: dict) -> bool:
+def hold_timer(st: WorkflowState, body: Mapping[str, Any]) -> bool:
     """Keep a firing of the paused run ``st`` for its unpause; False when nothing is kept (a
     deadline the processor derives from the state again at unpause, or one already held)."""
     if body["kind"] in LOCAL_KINDS:
@@ -39,7 +42,7 @@ def hold_timer(st: dict, body: dict) -> bool:
     key = (body["timer_id"], body["kind"], body["attempt"])
     if any((t["timer_id"], t["kind"], t["attempt"]) == key for t in st["held_timers"]):
         return False
-    st["held_timers"].append(dict(body))
+    st["held_timers"].append(cast(FireTimer, dict(body)))
     return True
 
 
@@ -75,7 +78,7 @@ def unpause_workflow(
     out: Outbox,
     ts: int,
     *,
-    fire: Callable[[dict, dict, BatchView, Outbox, int], bool],
+    fire: Callable[[WorkflowState, Mapping[str, Any], BatchView, Outbox, int], bool],
 ) -> None:
     """``fire(st, timer_body, view, out, ts)``: the state machine's firing of a due timer."""
     st = open_run_or_reply(cmd, view, out)

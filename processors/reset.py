@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from kadence.schemas.records import PendingActivity, PendingTimer, WorkflowState
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
 
@@ -72,7 +73,7 @@ def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
         out.replies.append({**answer, "run_id": None if answer["status"] == "ok" else answer["run_id"]})
 
 
-def _closed_history(cmd: dict, body: dict, st: dict, out: Outbox) -> list[dict] | None:
+def _closed_history(cmd: dict, body: dict, st: WorkflowState, out: Outbox) -> list[dict] | None:
     """The closed run's events 1..branch point sent with the reset, checked against its state;
     None after refusing."""
     wf, point = cmd["aggregate_key"], body["workflow_task_completed_seq"]
@@ -177,37 +178,37 @@ def _reset(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, dry_
         close_run(out, st, "terminated", ts, notify=False, notify_parent=False)
         st["result_waiters"] = []
 
-    new = dict(st)
-    new.update(
-        run_id=new_run_id,
-        status="running",
-        close_time_ms=None,
-        next_seq=1,
-        wt_scheduled_seq=None,
-        wt_attempt=0,
-        wt_failure=None,
-        wt_failure_cause=None,
-        result=None,
-        failure=None,
-        result_waiters=waiters,
-        pending_activities=[],
-        pending_timers=[],
-        pending_children=[],
-        cancel_requested=False,
-        history_warned=False,
-        start_time_ms=ts,
-        recent_requests=list(st["recent_requests"]),
-        search_attributes=dict(st["search_attributes"]),
+    new: WorkflowState = {
+        **st,
+        "run_id": new_run_id,
+        "status": "running",
+        "close_time_ms": None,
+        "next_seq": 1,
+        "wt_scheduled_seq": None,
+        "wt_attempt": 0,
+        "wt_failure": None,
+        "wt_failure_cause": None,
+        "result": None,
+        "failure": None,
+        "result_waiters": waiters,
+        "pending_activities": [],
+        "pending_timers": [],
+        "pending_children": [],
+        "cancel_requested": False,
+        "history_warned": False,
+        "start_time_ms": ts,
+        "recent_requests": list(st["recent_requests"]),
+        "search_attributes": dict(st["search_attributes"]),
         # the updates are all finished (close_run failed the open ones)
-        updates=[dict(u) for u in st["updates"]],
-        paused=False,
-        held_timers=[],
+        "updates": [u.copy() for u in st["updates"]],
+        "paused": False,
+        "held_timers": [],
         # a reset runs the current code: the queue's default build (an operator may move it)
-        build_id=view.build_defaults.get(st["task_queue"]),
-    )
+        "build_id": view.build_defaults.get(st["task_queue"]),
+    }
     view.put(new)
-    pending_acts: dict[str, dict] = {}
-    timers: dict[str, dict] = {}
+    pending_acts: dict[str, PendingActivity] = {}
+    timers: dict[str, PendingTimer] = {}
     for e in kept:
         kind, attrs = e["attributes"]
         if kind == "WorkflowExecutionStarted":

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from kadence.schemas.records import WorkflowState
+
 __all__ = ["ShardStore"]
 
 
 class ShardStore(Protocol):
     partition: int
 
-    def get_state(self, workflow_id: str) -> dict | None: ...
+    def get_state(self, workflow_id: str) -> WorkflowState | None: ...
 
-    def put_state(self, workflow_id: str, state: dict, raw: bytes | None = None) -> None:
+    def put_state(self, workflow_id: str, state: WorkflowState, raw: bytes | None = None) -> None:
         """Keep the workflow's state; ``raw``: the same state as encoded for the state topic."""
 
     def delete_state(self, workflow_id: str) -> None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TypeGuard
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 
+from kadence.schemas.records import WorkflowState
 from kadence.topics.builds import validate_build_id
 from kadence.topics.errors import ConfigError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
@@ -70,7 +72,9 @@ HISTORY_LIMIT_EVENTS = 50_000
 EAGER_MAX_SKEW_MS = 60_000
 
 
-def _new_run(st_prev: dict | None, wf: str, body: dict, run_id: str, ts: int, *, build_id: str | None = None) -> dict:
+def _new_run(
+    st_prev: WorkflowState | None, wf: str, body: dict, run_id: str, ts: int, *, build_id: str | None = None
+) -> WorkflowState:
     return {
         "workflow_id": wf,
         "run_id": run_id,
@@ -128,7 +132,14 @@ def _initial_build(view: BatchView, body: dict) -> str | None:
 
 
 def _begin_run(
-    view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, request_id=None, continued_from: str | None = None
+    view: BatchView,
+    out: Outbox,
+    st: WorkflowState,
+    body: dict,
+    ts: int,
+    *,
+    request_id=None,
+    continued_from: str | None = None,
 ) -> None:
     view.put(st)
     emit(
@@ -176,7 +187,7 @@ def _invalid_start(wf: str, body: dict) -> str | None:
     return None
 
 
-def _start_rejection(st: dict, policy: str) -> str | None:
+def _start_rejection(st: WorkflowState, policy: str) -> str | None:
     if st["status"] == "running":
         return "workflow is already running"
     if policy == "reject_duplicate":
@@ -186,7 +197,9 @@ def _start_rejection(st: dict, policy: str) -> str | None:
     return None
 
 
-def _start(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, answer: bool = True) -> dict | None:
+def _start(
+    cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, answer: bool = True
+) -> WorkflowState | None:
     """Start a run; returns its state, or None when rejected (the reply says why)."""
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     invalid = _invalid_start(wf, body)
@@ -239,7 +252,7 @@ def _notify_parent_of_start(out: Outbox, wf: str, body: dict, kind: str, run_id:
         )
 
 
-def _start_child(view: BatchView, out: Outbox, st: dict, c: dict, done_seq: int, ts: int) -> None:
+def _start_child(view: BatchView, out: Outbox, st: WorkflowState, c: dict, done_seq: int, ts: int) -> None:
     ev = emit(
         view,
         out,
@@ -343,7 +356,7 @@ def _child_event(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
     view.put(st)
 
 
-def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> dict | None:
+def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> WorkflowState | None:
     """The state if the command's workflow-task token is the pending one, else None (stale)."""
     st = view.state(cmd["aggregate_key"])
     if (
@@ -358,7 +371,9 @@ def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> dict |
     return st
 
 
-def _apply_command(view: BatchView, out: Outbox, st: dict, ctype: str, c: dict, done_seq: int, ts: int) -> None:
+def _apply_command(
+    view: BatchView, out: Outbox, st: WorkflowState, ctype: str, c: dict, done_seq: int, ts: int
+) -> None:
     if ctype == "ScheduleActivityTask":
         if any(a["activity_id"] == c["activity_id"] for a in st["pending_activities"]):
             log.warning(
@@ -433,7 +448,7 @@ def _apply_command(view: BatchView, out: Outbox, st: dict, ctype: str, c: dict, 
 _failure = failure_record
 
 
-def _continue_as_new(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -> None:
+def _continue_as_new(view: BatchView, out: Outbox, st: WorkflowState, c: dict, ts: int) -> None:
     new_run_id = str(uuid.uuid5(_RUN_NS, f"{st['run_id']}/continue"))
     emit(view, out, st, "WorkflowExecutionContinuedAsNew", {"new_run_id": new_run_id, "input": c["input"]}, ts=ts)
     waiters = st["result_waiters"]
@@ -465,7 +480,7 @@ def _workflow_task_completed(cmd: dict, body: dict, view: BatchView, out: Outbox
 
 
 def _complete_task(
-    view: BatchView, out: Outbox, st: dict, body: dict, ts: int, *, request_id: str | None = None
+    view: BatchView, out: Outbox, st: WorkflowState, body: dict, ts: int, *, request_id: str | None = None
 ) -> None:
     """Record the completion of the pending workflow task (``body``: scheduled_seq, commands,
     identity, build_id) and apply its commands."""
@@ -498,7 +513,7 @@ def _complete_task(
         view.put(st)
 
 
-def _eager_fits(st: dict | None, cmd: dict, eager: dict, ts: int) -> TypeGuard[dict]:
+def _eager_fits(st: WorkflowState | None, cmd: dict, eager: dict, ts: int) -> TypeGuard[WorkflowState]:
     """Did nothing happen to the workflow since the workflow task the worker's instance last
     completed? Every event its code would have to see (a signal, a timer, another activity's
     result, a cancel request, a child's news) schedules a workflow task at once when none is
@@ -565,7 +580,7 @@ def _activity_completed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts:
     )
 
 
-def _check_history_size(view: BatchView, out: Outbox, st: dict, ts: int) -> None:
+def _check_history_size(view: BatchView, out: Outbox, st: WorkflowState, ts: int) -> None:
     size = st["next_seq"] - 1
     if size >= HISTORY_LIMIT_EVENTS:
         failure = _failure(
@@ -595,6 +610,7 @@ def _workflow_task_failed(cmd: dict, body: dict, view: BatchView, out: Outbox, t
     # does a retry timer with exponential backoff (decision 0003): a fixed deployment picks the
     # workflow up without an operator, within WT_RETRY_MAX_MS of its start.
     failed_seq, attempt = st["wt_scheduled_seq"], st["wt_attempt"]
+    assert failed_seq is not None, "the failed task is the pending one (_current_task)"
     st["wt_scheduled_seq"] = None
     st["wt_failure"] = body["failure"]
     st["wt_failure_cause"] = body["cause"]
@@ -718,7 +734,7 @@ def _request_cancel(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int
     reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
 
 
-def _terminate_run(view: BatchView, out: Outbox, st: dict, reason: str, ts: int, identity: str = "") -> None:
+def _terminate_run(view: BatchView, out: Outbox, st: WorkflowState, reason: str, ts: int, identity: str = "") -> None:
     emit(view, out, st, "WorkflowExecutionTerminated", {"reason": reason, "identity": identity}, ts=ts)
     close_run(out, st, "terminated", ts, failure=_failure("Terminated", reason or "terminated"))
     view.put(st)
@@ -749,7 +765,7 @@ def _timer_fired(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
         out.stale += 1
 
 
-def fire_timer(st: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> bool:
+def fire_timer(st: WorkflowState, body: Mapping[str, Any], view: BatchView, out: Outbox, ts: int) -> bool:
     """Apply a due timer of the open run ``st``; False if it no longer applies (stale)."""
     kind = body["kind"]
     if kind == "user":

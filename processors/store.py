@@ -12,6 +12,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from kadence.schemas.records import WorkflowState
 from kadence.topics import serde
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, SchemaError
@@ -30,15 +31,15 @@ class MemoryShardStore:
 
     def __init__(self, partition: int):
         self.partition = partition
-        self._states: dict[str, dict] = {}
+        self._states: dict[str, WorkflowState] = {}
         self._history: dict[str, tuple[str, list]] = {}
         #: request IDs of the open run's events (signals, cancels): retries are answered once
         self._requests: dict[str, set] = {}
 
-    def get_state(self, workflow_id: str) -> dict | None:
+    def get_state(self, workflow_id: str) -> WorkflowState | None:
         return self._states.get(workflow_id)
 
-    def put_state(self, workflow_id: str, state: dict, raw: bytes | None = None) -> None:
+    def put_state(self, workflow_id: str, state: WorkflowState, raw: bytes | None = None) -> None:
         self._states[workflow_id] = state
 
     def delete_state(self, workflow_id: str) -> None:

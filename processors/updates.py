@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from kadence.schemas.records import UpdateRecord, WorkflowState
 from kadence.topics.records import failure_record
 
 from .effects import BatchView, Outbox, closed_message, dispatch_workflow_task, emit, reply, workflow_task_needed
@@ -34,13 +35,13 @@ log = logging.getLogger(__name__)
 UPDATES_KEPT = 100
 
 
-def _find(st: dict | None, update_id: str | None) -> dict | None:
+def _find(st: WorkflowState | None, update_id: str | None) -> UpdateRecord | None:
     if st is None or not update_id:
         return None
     return next((u for u in st["updates"] if u["update_id"] == update_id), None)
 
 
-def _answer(out: Outbox, st: dict, u: dict) -> None:
+def _answer(out: Outbox, st: WorkflowState, u: UpdateRecord) -> None:
     if u["status"] == "completed":
         reply(out, u["update_id"], st["workflow_id"], "ok", run_id=st["run_id"], result=u["result"])
     else:
@@ -57,7 +58,7 @@ def _answer(out: Outbox, st: dict, u: dict) -> None:
 
 
 def update_requested(
-    cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, start: Callable[..., dict | None]
+    cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, start: Callable[..., WorkflowState | None]
 ) -> None:
     """``UpdateWorkflow``: answer a known update from its record, else have a worker validate it
     (``start``: the start of update-with-start, when no run is open)."""
@@ -122,14 +123,14 @@ def update_accepted(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int
     view.put(st)
 
 
-def _forget_finished(st: dict) -> None:
+def _forget_finished(st: WorkflowState) -> None:
     finished = [u for u in st["updates"] if u["status"] != "accepted"]
     if len(finished) > UPDATES_KEPT:
         drop = {id(u) for u in finished[: len(finished) - UPDATES_KEPT]}
         st["updates"] = [u for u in st["updates"] if id(u) not in drop]
 
 
-def complete_update(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) -> None:
+def complete_update(view: BatchView, out: Outbox, st: WorkflowState, c: dict, ts: int) -> None:
     """Workflow code's ``CompleteWorkflowUpdate``: recorded (replay expects the event whatever
     happened to the update meanwhile); the first outcome of an accepted update answers it."""
     emit(
@@ -149,7 +150,7 @@ def complete_update(view: BatchView, out: Outbox, st: dict, c: dict, ts: int) ->
     _forget_finished(st)
 
 
-def fail_open_updates(out: Outbox, st: dict, status: str) -> None:
+def fail_open_updates(out: Outbox, st: WorkflowState, status: str) -> None:
     """The run closed (``status``) while updates were running: each fails, and is answered."""
     for u in st["updates"]:
         if u["status"] == "accepted":

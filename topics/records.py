@@ -10,6 +10,8 @@ import itertools
 import os
 import time
 
+from kadence.schemas.records import Failure
+
 __all__ = [
     "CLOSE_EVENTS",
     "COMMAND_EVENT_TYPES",
@@ -54,7 +56,7 @@ CLOSE_EVENTS = {
 }
 
 
-def failure_record(error_type: str, message: str) -> dict:
+def failure_record(error_type: str, message: str) -> Failure:
     """A non-retryable ``Failure`` record the engine itself writes (termination, timeouts)."""
     return {
         "type": error_type,

@@ -18,7 +18,9 @@ import io
 import logging
 import os
 import struct
+from collections.abc import Mapping
 from functools import cache
+from typing import Any
 
 import fastavro
 from fastavro.read import SchemaResolutionError
@@ -159,7 +161,7 @@ class Codec:
             "lift the pin once every instance is upgraded"
         )
 
-    def encode(self, value: dict) -> bytes:
+    def encode(self, value: Mapping[str, Any]) -> bytes:
         buf = bytearray(self._prefix)
         try:
             self._put(buf, value)
@@ -232,7 +234,7 @@ def old_version_decodes() -> dict[tuple[str, int], int]:
     }
 
 
-def encode(record: str, value: dict) -> bytes:
+def encode(record: str, value: Mapping[str, Any]) -> bytes:
     return codec(record).encode(value)
 
 
