@@ -12,8 +12,8 @@ import uuid
 
 import click
 
+from kadence.readmodels.keys import RUN_STATUSES
 from kadence.topics import KadenceError, KafkaConfig
-from kadence.topics.projection_keys import RUN_STATUSES
 
 from .projections import _REDIS_URL, parse_time_ms
 

@@ -60,7 +60,7 @@ async def _show_visibility(
     ``kadence list`` shows)."""
     import redis.asyncio as aioredis
 
-    from kadence.topics.visibility import VisibilityReader
+    from kadence.readmodels.visibility import VisibilityReader
 
     redis = aioredis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
     try:

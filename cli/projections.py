@@ -13,8 +13,8 @@ import click
 from rich.progress import ProgressColumn
 from rich.text import Text
 
+from kadence.readmodels.keys import PROJECTIONS, RUN_STATUSES
 from kadence.topics import KadenceError, KafkaConfig
-from kadence.topics.projection_keys import PROJECTIONS, RUN_STATUSES
 
 from .output import emit_rows, output_option
 
@@ -187,7 +187,7 @@ def projections_rebuild(config: KafkaConfig, name: str | None, redis_url: str, q
 @click.pass_obj
 def projections_lag(config: KafkaConfig, redis_url: str, as_json: bool) -> None:
     """The live projection's lag (events, seconds), as last reported by `kadence projections run`."""
-    from kadence.topics.visibility import projection_lag
+    from kadence.readmodels.visibility import projection_lag
 
     async def go():
         redis = _redis(redis_url)
@@ -282,7 +282,7 @@ def list_cmd(
     """List workflow runs from the visibility projection, newest start first."""
     if as_json:
         output = "json"
-    from kadence.topics.visibility import VisibilityReader
+    from kadence.readmodels.visibility import VisibilityReader
 
     pairs = {}
     for item in search:

@@ -23,7 +23,7 @@ came back took over the old member's assignment without a rebalance, including a
 Every ``status_interval_s`` the process computes its lag (per partition: history offsets not
 yet applied, and how old the newest applied event is when behind), exports it as Prometheus
 gauges and writes it to Redis (``kadence:{ns}:projections:status``) for
-``kadence.topics.visibility.projection_lag``.
+``kadence.readmodels.visibility.projection_lag``.
 """
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ from confluent_kafka.admin import AdminClient
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from kadence.readmodels.keys import PROJECTIONS, ProjectionKeys, status_key
 from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, ConfigError
-from kadence.topics.projection_keys import PROJECTIONS, ProjectionKeys, status_key
 
 from .projection_sink import ProjectionSink, RawRecord
 

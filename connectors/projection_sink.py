@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from kadence.readmodels.keys import PROJECTIONS, ProjectionKeys
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
-from kadence.topics.projection_keys import PROJECTIONS, ProjectionKeys
 
 from .history_sink import HISTORY_LUA
 from .visibility_sink import VISIBILITY_LUA, visibility_op

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
+from kadence.readmodels.keys import PROJECTIONS, ProjectionKeys
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, ProjectionError
-from kadence.topics.projection_keys import PROJECTIONS, ProjectionKeys
 
 from .projection_sink import ProjectionSink, RawRecord
 

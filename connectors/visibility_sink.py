@@ -7,7 +7,7 @@ a higher one a gap (ignored and counted: the projection misses earlier events of
 which only happens after its keys were lost, and a rebuild repairs it). So redelivery and
 replay change nothing, and a live writer and a rebuild can feed the same generation.
 
-Key layout: ``kadence.topics.projection_keys``. The script resolves the generation itself
+Key layout: ``kadence.readmodels.keys``. The script resolves the generation itself
 (``mode = "live"``: the current generation plus the one a rebuild is filling, if any), so a
 generation switch is atomic with respect to every batch.
 """

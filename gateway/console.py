@@ -24,8 +24,8 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.datastructures import Headers
 
+from kadence.readmodels.keys import RUN_STATUSES
 from kadence.topics.batch import BATCH_OPERATIONS, BATCH_WORKFLOW_TYPE
-from kadence.topics.projection_keys import RUN_STATUSES
 
 from .errors import ApiError
 from .guard import Guard

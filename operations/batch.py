@@ -137,7 +137,7 @@ def batch_activities(client: Client, redis_url: str) -> list[Callable]:
     """The batch's activities, bound to ``client`` (commands) and the visibility projection's Redis."""
     import redis.asyncio as aioredis
 
-    from kadence.topics.visibility import VisibilityReader
+    from kadence.readmodels.visibility import VisibilityReader
 
     namespace = client.config.namespace
 

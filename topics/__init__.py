@@ -11,9 +11,7 @@ from .errors import __all__ as _errors_all
 from .large_payloads import LargePayloadConfig, LargePayloads
 from .partitioner import murmur2, partition_for
 from .payload import JsonConverter, PayloadCodec, PayloadConverter, exception_from_failure, failure_from_exception
-from .read_model import HistoryPage, HistoryReadModel
 from .serde import Codec, codec, decode, encode
-from .visibility import VisibilityReader, projection_lag
 
 __all__ = [
     "Catalogue",
@@ -33,10 +31,6 @@ __all__ = [
     "codec",
     "encode",
     "decode",
-    "VisibilityReader",
-    "HistoryReadModel",
-    "HistoryPage",
-    "projection_lag",
     "LargePayloads",
     "LargePayloadConfig",
     *_errors_all,

@@ -23,7 +23,7 @@ import time
 import httpx
 
 from kadence.connectors.visibility_sink import VISIBILITY_LUA
-from kadence.topics.projection_keys import ProjectionKeys
+from kadence.readmodels.keys import ProjectionKeys
 
 from ..common import BenchError, Context, CpuMeter, free_port, summary
 from ..engine import engine

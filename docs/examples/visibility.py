@@ -18,7 +18,8 @@ import uuid
 import redis.asyncio as aioredis
 
 from kadence import Client, Worker, workflow
-from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
+from kadence.readmodels import VisibilityReader
+from kadence.topics import Catalogue, KafkaConfig
 
 
 @workflow.defn

@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
+from kadence.readmodels.visibility import projection_lag
 from kadence.topics.errors import KadenceError
-from kadence.topics.visibility import projection_lag
 
 from ..context import Gateway
 

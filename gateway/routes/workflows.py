@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
+from kadence.readmodels.visibility import VisibilityReader
 from kadence.topics.archive import read_history
 from kadence.topics.describe import describe_to_json
 from kadence.topics.errors import InvalidQueryError, ResetRejectedError, WorkflowNotFoundError
@@ -19,7 +20,6 @@ from kadence.topics.history_json import event_to_json
 from kadence.topics.protocol import signal_body, start_body
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.reset_request import reset_body
-from kadence.topics.visibility import VisibilityReader
 
 from ..consistency import ConsistencyToken
 from ..context import Gateway, GatewayContext, mutation_result, principal

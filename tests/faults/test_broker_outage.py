@@ -49,7 +49,8 @@ import redis.asyncio as aioredis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from kadence import BrokerUnavailableError, Client
-from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
+from kadence.readmodels import VisibilityReader
+from kadence.topics import Catalogue, KafkaConfig
 from tests.integration.conftest import ProcessorProcs, stop_process, wait_until
 from tests.integration.invariants import check_history, histories
 from tests.integration.projection_support import ProjectionProcs, ground_truth, list_all, mismatches, redis_url

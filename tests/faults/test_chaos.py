@@ -27,7 +27,8 @@ from confluent_kafka import Producer
 
 from kadence import Client, KadenceError, Replayer, Worker
 from kadence.connectors.verify import verify_namespace
-from kadence.topics import Catalogue, KafkaConfig, VisibilityReader
+from kadence.readmodels import VisibilityReader
+from kadence.topics import Catalogue, KafkaConfig
 from tests.faults.chaos import checker
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
 from tests.faults.chaos.load import BrokerClock, LoadDriver, send_signal

@@ -13,10 +13,10 @@ from pathlib import Path
 from confluent_kafka import Consumer, TopicPartition
 
 from kadence.connectors.visibility_sink import CLOSE_STATUS
+from kadence.readmodels.history import HistoryReadModel
+from kadence.readmodels.visibility import VisibilityReader
 from kadence.topics import Catalogue, KafkaConfig, decode
-from kadence.topics.read_model import HistoryReadModel
 from kadence.topics.scan import scan
-from kadence.topics.visibility import VisibilityReader
 
 
 def redis_url() -> str:

@@ -16,8 +16,8 @@ import redis.asyncio as aioredis
 
 from kadence import Client, Worker, WorkflowCanceledError, WorkflowFailureError
 from kadence.connectors.rebuild import rebuild_projections
+from kadence.readmodels.visibility import VisibilityReader, projection_lag
 from kadence.topics import Catalogue, KafkaConfig
-from kadence.topics.visibility import VisibilityReader, projection_lag
 
 from .conftest import ProcessorProcs, wait_until
 from .projection_support import (

@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]  # tests/support/tree.py -> the repos
 FOLDERS = {
     "schemas": ("schemas", "kadence.schemas"),
     "topics": ("topics", "kadence.topics"),
+    "readmodels": ("readmodels", "kadence.readmodels"),
     "processors": ("processors", "kadence.processors"),
     "sdk": ("sdk", "kadence"),
     "gateway": ("gateway", "kadence.gateway"),

@@ -1,5 +1,6 @@
 """Import direction (the README's layout table; decision 0001): ``schemas`` <- ``topics`` <- {processors, sdk, gateway,
-connectors}; those four never import each other.
+connectors}; those four never import each other. ``readmodels`` (the Redis projections' readers) sits beside
+``topics`` as an adapter: it imports the kernel, and the gateway, the connectors and the operations import it.
 
 The repository folders map to the namespace ``kadence.*``; the SDK is the top-level package
 ``kadence`` itself, so ``from kadence import Client`` or ``import kadence.workflow`` inside
@@ -26,16 +27,18 @@ from tests.support.tree import FOLDERS, ROOT, source_files
 ALLOWED = {
     "schemas": {"schemas"},
     "topics": {"schemas", "topics"},
+    # the Redis read models: an adapter beside the kernel (errors, serde), read by the services
+    "readmodels": {"schemas", "topics", "readmodels"},
     "processors": {"schemas", "topics", "processors"},
     "sdk": {"schemas", "topics", "sdk"},
-    "gateway": {"schemas", "topics", "gateway"},
-    "connectors": {"schemas", "topics", "connectors"},
+    "gateway": {"schemas", "topics", "readmodels", "gateway"},
+    "connectors": {"schemas", "topics", "readmodels", "connectors"},
     "samples": {"sdk", "topics", "samples"},
     "cli": None,
     # the test kit runs the engine's state machine under the SDK's replay loop, in one process
     "testing": {"schemas", "topics", "processors", "sdk", "testing"},
     # operator workflows (batch operations) built on the SDK, like the samples
-    "operations": {"sdk", "topics", "operations"},
+    "operations": {"sdk", "topics", "readmodels", "operations"},
 }
 
 #: the sub-packages of ``kadence`` that are not the SDK
@@ -115,7 +118,7 @@ def violations(folder: str, source: str, filename: str, module: str, is_package:
     return out
 
 
-CHECKED = ["schemas", "topics", "processors", "sdk", "gateway", "connectors", "samples"]
+CHECKED = ["schemas", "topics", "readmodels", "processors", "sdk", "gateway", "connectors", "samples", "operations"]
 
 
 @pytest.mark.parametrize("folder", CHECKED)
@@ -163,6 +166,10 @@ BAD = [
     ("topics", "from kadence import workflow\n", "kadence.topics.x", "sdk"),
     ("topics", "from .. import Client\n", "kadence.topics.x", "sdk"),  # relative: kadence.Client
     ("schemas", "from kadence.topics import serde\n", "kadence.schemas", "topics"),
+    # the kernel never reaches for an adapter, nor an adapter for an engine component
+    ("topics", "from kadence.readmodels import VisibilityReader\n", "kadence.topics.x", "readmodels"),
+    ("readmodels", "from kadence.processors.store import MemoryShardStore\n", "kadence.readmodels.x", "processors"),
+    ("processors", "from kadence.readmodels.keys import ProjectionKeys\n", "kadence.processors.x", "readmodels"),
     ("samples", "from kadence.processors import HistoryProcessor\n", "kadence.samples.demo", "processors"),
 ]
 

@@ -3,9 +3,9 @@
 import pytest
 
 from kadence.cli.projections import parse_time_ms
+from kadence.readmodels.keys import ProjectionKeys, index_member
+from kadence.readmodels.visibility import _decode_cursor, _encode_cursor
 from kadence.topics.errors import InvalidQueryError
-from kadence.topics.projection_keys import ProjectionKeys, index_member
-from kadence.topics.visibility import _decode_cursor, _encode_cursor
 
 
 def test_time_arguments():

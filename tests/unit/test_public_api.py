@@ -62,8 +62,6 @@ PUBLIC = {
         "ConfigError",
         "DefinitionError",
         "EngineClient",
-        "HistoryPage",
-        "HistoryReadModel",
         "InvalidIdentifierError",
         "InvalidQueryError",
         "JsonConverter",
@@ -86,7 +84,6 @@ PUBLIC = {
         "TIMER_TIERS_MS",
         "TopicError",
         "TopicSpec",
-        "VisibilityReader",
         "WorkerCrashedError",
         "WorkflowAlreadyStartedError",
         "WorkflowCanceledError",
@@ -107,8 +104,9 @@ PUBLIC = {
         "failure_from_exception",
         "murmur2",
         "partition_for",
-        "projection_lag",
     ],
+    # the Redis projections' readers (docs/projections.md)
+    "kadence.readmodels": ["HistoryPage", "HistoryReadModel", "ProjectionKeys", "VisibilityReader", "projection_lag"],
     "kadence.gateway": [
         "ApiKey",
         "ApiKeyStore",

@@ -1,5 +1,5 @@
 """Redis key layout of the projections (visibility, history read model), shared by the writer
-(``kadence.connectors``) and the readers (``kadence.topics.visibility``, ``.read_model``).
+(``kadence.connectors``) and the readers (``kadence.readmodels.visibility``, ``.history``).
 
 Every key of a namespace starts with ``kadence:{ns}:``. Each projection keeps its data under a
 *generation* prefix and one pointer key names the generation readers use::

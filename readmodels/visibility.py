@@ -3,7 +3,7 @@
 The projection holds one record per workflow *run* (a continue-as-new or a reset adds a run; the
 old run stays listable with its closing status). ``describe(workflow_id)`` gives the latest run.
 The writer is ``kadence.connectors`` (see docs/projections.md); the key layout is in
-``kadence.topics.projection_keys``. Each call resolves the current generation once, so reads
+``kadence.readmodels.keys``. Each call resolves the current generation once, so reads
 keep working while a rebuild switches generations.
 
 API::
@@ -31,9 +31,10 @@ import base64
 import json
 import time
 
-from .errors import InvalidQueryError
-from .projection_keys import INVERT_MS, RUN_STATUSES, SEP, ProjectionKeys, poll_until, status_key
-from .projection_keys import text as _s
+from kadence.topics.errors import InvalidQueryError
+
+from .keys import INVERT_MS, RUN_STATUSES, SEP, ProjectionKeys, poll_until, status_key
+from .keys import text as _s
 
 __all__ = ["InvalidQueryError", "VisibilityReader", "projection_lag"]
 

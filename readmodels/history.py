@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import serde
-from .errors import InvalidQueryError
-from .projection_keys import ProjectionKeys, poll_until
-from .projection_keys import text as _s
+from kadence.topics import serde
+from kadence.topics.errors import InvalidQueryError
+
+from .keys import ProjectionKeys, poll_until
+from .keys import text as _s
 
 __all__ = ["HistoryPage", "HistoryReadModel"]
 
