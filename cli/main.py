@@ -470,8 +470,9 @@ def history(
     KADENCE_ARCHIVE_DIR / KADENCE_ARCHIVE_S3_*) and its events carry "archived": true.
     With --follow, new events are printed as the engine records them, until the run closes."""
     from kadence import KadenceError as Err
+    from kadence.storage import open_large_payloads, open_store
     from kadence.topics import EngineClient
-    from kadence.topics.archive import ArchiveStoreConfig, open_store, read_history
+    from kadence.topics.archive import ArchiveStoreConfig, read_history
     from kadence.topics.history_json import event_to_json
     from kadence.topics.large_payloads import LargePayloadConfig
     from kadence.topics.payload import JsonConverter
@@ -497,7 +498,7 @@ def history(
     async def run() -> None:
         store = open_store(ArchiveStoreConfig.from_env())
         engine = await asyncio.get_running_loop().run_in_executor(None, EngineClient, config)
-        converter = JsonConverter(codec, large=LargePayloadConfig.from_env().open())
+        converter = JsonConverter(codec, large=open_large_payloads(LargePayloadConfig.from_env()))
         try:
             found = await read_history(engine, store, workflow_id, run_id)
             events = [

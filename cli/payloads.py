@@ -50,7 +50,8 @@ def payloads_gc(
     from rich.console import Console
 
     from kadence.connectors.payload_gc import collect_payloads, namespaces_on
-    from kadence.topics.archive import ArchiveStoreConfig, open_store
+    from kadence.storage import open_store
+    from kadence.topics.archive import ArchiveStoreConfig
     from kadence.topics.large_payloads import LargePayloadConfig
 
     grace_s = _seconds(grace)

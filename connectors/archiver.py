@@ -39,6 +39,7 @@ import redis
 from confluent_kafka import Consumer, KafkaException, Producer
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from kadence.storage import open_store
 from kadence.topics import serde
 from kadence.topics.archive import (
     ArchiveStore,
@@ -46,7 +47,6 @@ from kadence.topics.archive import (
     archive_key,
     decode_archive,
     encode_archive,
-    open_store,
     verify_archive,
 )
 from kadence.topics.batch_producer import BatchProducer

@@ -55,6 +55,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from prometheus_client import CollectorRegistry, Counter
 
+from kadence.storage import open_large_payloads
 from kadence.topics import serde
 from kadence.topics.batch_producer import BatchProducer
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
@@ -275,7 +276,7 @@ class Bridge:
         self._lag = LagSampler(lag_gauge(r), config.kafka.namespace, "bridge")
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
-        self.converter = JsonConverter(config.codec, large=config.large_payloads.open())
+        self.converter = JsonConverter(config.codec, large=open_large_payloads(config.large_payloads))
         self._stop = threading.Event()
         self._producer = BatchProducer(
             self.kafka.producer(**{"linger.ms": 5}), who=f"bridge {config.name}", factory=producer_factory

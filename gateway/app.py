@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from kadence.topics.archive import open_store
+from kadence.storage import open_large_payloads, open_store
 from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import KadenceError
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> FastAPI:
     """The gateway app. ``engine``: an already connected client for ``config.kafka.namespace``
     (tests); otherwise one is created per namespace on first use."""
-    converter = JsonConverter(config.codec, large=config.large_payloads.open())
+    converter = JsonConverter(config.codec, large=open_large_payloads(config.large_payloads))
     pool = EnginePool(config.kafka, preset={config.kafka.namespace: engine} if engine else None)
     redis = None
     if config.redis_url:

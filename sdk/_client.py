@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
 
+from kadence.storage import open_large_payloads
 from kadence.topics.config import KafkaConfig
 from kadence.topics.describe import describe_to_json
 from kadence.topics.engine_client import EngineClient
@@ -494,7 +495,7 @@ class Client:
                 overrides["namespace"] = namespace
             config = KafkaConfig.from_env(None, **overrides)
         if converter is None:
-            large = large_payloads if large_payloads is not None else LargePayloadConfig.from_env().open()
+            large = large_payloads if large_payloads is not None else open_large_payloads(LargePayloadConfig.from_env())
             converter = JsonConverter(codec, exceptions=exceptions, large=large)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_for_broker

@@ -13,6 +13,7 @@ payload itself; the engine never reads payloads and carries the reference as it 
 
 A payload over ``limit`` (default 32 MiB) is refused with ``PayloadTooLargeError`` before anything
 is written. Without a store, payloads stay inline (up to Kafka's message size, as before).
+``kadence.storage.open_large_payloads(config)`` opens the store a ``LargePayloadConfig`` names.
 
 The object key is ``payloads/{sha[:2]}/{sha}.bin``: a retry that writes the same bytes writes the
 same object once. Objects no history refers to any more are removed by ``kadence payloads gc``
@@ -29,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from .archive import ArchiveStore, ArchiveStoreConfig, open_store
+from .archive import ArchiveStore, ArchiveStoreConfig
 from .errors import ArchiveError, ConfigError, PayloadTooLargeError, SchemaError
 
 __all__ = [
@@ -203,8 +204,3 @@ class LargePayloadConfig:
             if env.get(var):
                 kw[key] = _size(env[var], var)
         return cls(**kw)
-
-    def open(self) -> LargePayloads:
-        return LargePayloads(
-            open_store(self.store) if self.store is not None else None, threshold=self.threshold, limit=self.limit
-        )

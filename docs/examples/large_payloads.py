@@ -14,6 +14,7 @@ import tempfile
 from datetime import timedelta
 
 from kadence import activity, workflow
+from kadence.storage import open_large_payloads
 from kadence.testing import WorkflowEnvironment
 from kadence.topics import LargePayloadConfig
 from kadence.topics.archive import ArchiveStoreConfig
@@ -35,7 +36,9 @@ class Index:
 async def main() -> None:
     document = "lorem ipsum " * 440_000  # 5.3 MB
     with tempfile.TemporaryDirectory() as directory:
-        large = LargePayloadConfig(store=ArchiveStoreConfig(directory=directory)).open()  # threshold 256 KiB
+        large = open_large_payloads(
+            LargePayloadConfig(store=ArchiveStoreConfig(directory=directory))
+        )  # threshold 256 KiB
         async with WorkflowEnvironment(workflows=[Index], activities=[word_count], large_payloads=large) as env:
             handle = await env.client.start_workflow(Index, document, id="index-1", task_queue="docs")
             result = await handle.result()

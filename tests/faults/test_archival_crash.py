@@ -9,7 +9,8 @@ import random
 import time
 
 from kadence.connectors.archiver import Archiver
-from kadence.topics.archive import LocalArchiveStore, archive_key, verify_archive
+from kadence.storage import LocalArchiveStore
+from kadence.topics.archive import archive_key, verify_archive
 from kadence.topics.state_reader import read_states
 from tests.integration.archival_support import ArchiverProc, archiver_config, closed_runs, live_history
 from tests.integration.conftest import wait_until

@@ -13,15 +13,9 @@ import pytest
 
 from kadence.connectors.archiver import Archiver
 from kadence.gateway import GatewayConfig, create_app
+from kadence.storage import LocalArchiveStore, S3ArchiveStore
 from kadence.topics import EngineClient, WorkflowNotFoundError, serde
-from kadence.topics.archive import (
-    ArchiveStoreConfig,
-    LocalArchiveStore,
-    S3ArchiveStore,
-    archive_key,
-    read_history,
-    verify_archive,
-)
+from kadence.topics.archive import ArchiveStoreConfig, archive_key, read_history, verify_archive
 from kadence.topics.state_reader import read_states
 from tests.support.net import free_port
 

@@ -16,7 +16,7 @@ import pytest
 
 from kadence import workflow
 from kadence.operations import BatchProgress
-from kadence.topics import Catalogue
+from kadence.topics import Catalogue, NoReplyError
 from tests.support.cli import kadence
 
 from .conftest import wait_until
@@ -95,12 +95,18 @@ async def test_a_batch_terminates_a_thousand_runs_once_each_across_a_worker_kill
         assert rc == 0, err
         handle = client.get_workflow_handle("batch-1")
 
-        async def progress() -> BatchProgress:
-            return await handle.query("progress", result_type=BatchProgress)
+        async def progress() -> BatchProgress | None:
+            try:
+                return await handle.query("progress", result_type=BatchProgress)
+            except NoReplyError:
+                # a query is answered by the batch's worker: one sent while the killed worker's
+                # partitions move to its replacement (session timeout, start-up, replay; beside
+                # CPU burners that took over 30 s once) gets no answer in time; the test asks again
+                return None
 
         async def halfway():
             p = await progress()
-            return p.done >= 300 and p
+            return p is not None and p.done >= 300 and p
 
         first = await wait_until(halfway, 120, "the batch to get through 300 runs")
         assert not first.finished and first.total == RUNS
@@ -110,7 +116,7 @@ async def test_a_batch_terminates_a_thousand_runs_once_each_across_a_worker_kill
 
         async def finished():
             p = await progress()
-            return p.finished and p
+            return p is not None and p.finished and p
 
         final = await wait_until(finished, 300, "the batch to finish after its worker was restarted")
         assert (final.total, final.done, final.succeeded, final.failed, final.failures) == (RUNS, RUNS, RUNS, 0, [])

@@ -13,7 +13,8 @@ from kadence import Client, PayloadTooLargeError, Worker, WorkflowNotFoundError,
 from kadence.connectors.archiver import Archiver
 from kadence.connectors.payload_gc import collect_payloads
 from kadence.gateway import GatewayConfig, create_app
-from kadence.topics.archive import ArchiveStoreConfig, LocalArchiveStore
+from kadence.storage import LocalArchiveStore, open_large_payloads
+from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.large_payloads import MARKER, LargePayloadConfig, LargePayloads, is_reference, payload_key
 from tests.support.big_payloads import FIVE_MB, OTHER_FIVE_MB, BigMover, reverse
 from tests.support.cli import kadence
@@ -26,7 +27,7 @@ from .gateway_support import serve
 async def test_5_mb_through_gateway_start_activity_signal_and_result(processors, kafka_config, tmp_path, monkeypatch):
     processors.start()
     large = LargePayloadConfig(store=ArchiveStoreConfig(directory=str(tmp_path / "payloads")))
-    client = await Client.connect(config=kafka_config, large_payloads=large.open())
+    client = await Client.connect(config=kafka_config, large_payloads=open_large_payloads(large))
     app = create_app(
         GatewayConfig(
             kafka=kafka_config, auth=False, max_body_bytes=16 * 1024 * 1024, reply_timeout=30.0, large_payloads=large
@@ -76,7 +77,9 @@ async def test_5_mb_through_gateway_start_activity_signal_and_result(processors,
 
 async def test_over_the_limit_nothing_is_written(processors, kafka_config, tmp_path):
     processors.start()
-    store = LargePayloadConfig(store=ArchiveStoreConfig(directory=str(tmp_path)), limit=1024 * 1024).open()
+    store = open_large_payloads(
+        LargePayloadConfig(store=ArchiveStoreConfig(directory=str(tmp_path)), limit=1024 * 1024)
+    )
     client = await Client.connect(config=kafka_config, large_payloads=store)
     try:
         with pytest.raises(PayloadTooLargeError, match="over the payload limit of 1048576 bytes"):

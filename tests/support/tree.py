@@ -11,6 +11,7 @@ FOLDERS = {
     "schemas": ("schemas", "kadence.schemas"),
     "topics": ("topics", "kadence.topics"),
     "readmodels": ("readmodels", "kadence.readmodels"),
+    "storage": ("storage", "kadence.storage"),
     "processors": ("processors", "kadence.processors"),
     "sdk": ("sdk", "kadence"),
     "gateway": ("gateway", "kadence.gateway"),

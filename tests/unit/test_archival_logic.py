@@ -8,16 +8,14 @@ import pytest
 from kadence.connectors.archiver import ArchiverConfig, parse_duration, retention_from_file
 from kadence.processors.effects import BatchView, Outbox
 from kadence.processors.state_machine import transition
+from kadence.storage import LocalArchiveStore, S3ArchiveStore, open_store
 from kadence.topics import KafkaConfig, serde
 from kadence.topics.archive import (
     ArchiveStoreConfig,
-    LocalArchiveStore,
-    S3ArchiveStore,
     archive_key,
     decode_archive,
     encode_archive,
     latest_archived_run,
-    open_store,
     read_archived_run,
     verify_archive,
 )

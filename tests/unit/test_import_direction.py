@@ -1,6 +1,7 @@
 """Import direction (the README's layout table; decision 0001): ``schemas`` <- ``topics`` <- {processors, sdk, gateway,
 connectors}; those four never import each other. ``readmodels`` (the Redis projections' readers) sits beside
-``topics`` as an adapter: it imports the kernel, and the gateway, the connectors and the operations import it.
+``topics`` as an adapter: it imports the kernel, and the gateway, the connectors and the operations import it; so
+does ``storage`` (the archive and payload stores), which the SDK, the gateway, the connectors and the test kit import.
 
 The repository folders map to the namespace ``kadence.*``; the SDK is the top-level package
 ``kadence`` itself, so ``from kadence import Client`` or ``import kadence.workflow`` inside
@@ -29,14 +30,16 @@ ALLOWED = {
     "topics": {"schemas", "topics"},
     # the Redis read models: an adapter beside the kernel (errors, serde), read by the services
     "readmodels": {"schemas", "topics", "readmodels"},
+    # the archive and payload stores (a directory, S3): an adapter beside the kernel, behind its ArchiveStore
+    "storage": {"schemas", "topics", "storage"},
     "processors": {"schemas", "topics", "processors"},
-    "sdk": {"schemas", "topics", "sdk"},
-    "gateway": {"schemas", "topics", "readmodels", "gateway"},
-    "connectors": {"schemas", "topics", "readmodels", "connectors"},
+    "sdk": {"schemas", "topics", "storage", "sdk"},
+    "gateway": {"schemas", "topics", "readmodels", "storage", "gateway"},
+    "connectors": {"schemas", "topics", "readmodels", "storage", "connectors"},
     "samples": {"sdk", "topics", "samples"},
     "cli": None,
     # the test kit runs the engine's state machine under the SDK's replay loop, in one process
-    "testing": {"schemas", "topics", "processors", "sdk", "testing"},
+    "testing": {"schemas", "topics", "storage", "processors", "sdk", "testing"},
     # operator workflows (batch operations) built on the SDK, like the samples
     "operations": {"sdk", "topics", "readmodels", "operations"},
 }
@@ -118,7 +121,18 @@ def violations(folder: str, source: str, filename: str, module: str, is_package:
     return out
 
 
-CHECKED = ["schemas", "topics", "readmodels", "processors", "sdk", "gateway", "connectors", "samples", "operations"]
+CHECKED = [
+    "schemas",
+    "topics",
+    "readmodels",
+    "storage",
+    "processors",
+    "sdk",
+    "gateway",
+    "connectors",
+    "samples",
+    "operations",
+]
 
 
 @pytest.mark.parametrize("folder", CHECKED)
@@ -169,6 +183,8 @@ BAD = [
     # the kernel never reaches for an adapter, nor an adapter for an engine component
     ("topics", "from kadence.readmodels import VisibilityReader\n", "kadence.topics.x", "readmodels"),
     ("readmodels", "from kadence.processors.store import MemoryShardStore\n", "kadence.readmodels.x", "processors"),
+    ("topics", "from kadence.storage import open_store\n", "kadence.topics.archive", "storage"),
+    ("storage", "from kadence.readmodels import VisibilityReader\n", "kadence.storage.x", "readmodels"),
     ("processors", "from kadence.readmodels.keys import ProjectionKeys\n", "kadence.processors.x", "readmodels"),
     ("samples", "from kadence.processors import HistoryProcessor\n", "kadence.samples.demo", "processors"),
 ]

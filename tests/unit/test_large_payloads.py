@@ -13,8 +13,9 @@ import hashlib
 import pytest
 
 from kadence import PayloadTooLargeError, SchemaError, activity, workflow
+from kadence.storage import LocalArchiveStore, open_large_payloads
 from kadence.testing import WorkflowEnvironment
-from kadence.topics.archive import ArchiveStoreConfig, LocalArchiveStore
+from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.errors import ConfigError
 from kadence.topics.large_payloads import (
     MARKER,
@@ -128,14 +129,14 @@ def test_references_are_found_inside_a_whole_record(tmp_path):
 
 def test_config_from_the_environment(tmp_path):
     assert LargePayloadConfig.from_env({}) == LargePayloadConfig()
-    assert LargePayloadConfig.from_env({}).open().store is None
+    assert open_large_payloads(LargePayloadConfig.from_env({})).store is None
     cfg = LargePayloadConfig.from_env(
         {"KADENCE_PAYLOAD_DIR": str(tmp_path), "KADENCE_PAYLOAD_THRESHOLD": "64KiB", "KADENCE_PAYLOAD_LIMIT": "5m"}
     )
     assert cfg == LargePayloadConfig(
         store=ArchiveStoreConfig(directory=str(tmp_path)), threshold=64 * 1024, limit=5 * 1024 * 1024
     )
-    opened = cfg.open()
+    opened = open_large_payloads(cfg)
     assert isinstance(opened.store, LocalArchiveStore) and opened.threshold == 65536
     s3 = LargePayloadConfig.from_env({"KADENCE_PAYLOAD_S3_BUCKET": "b", "KADENCE_PAYLOAD_S3_PREFIX": "p"})
     assert s3.store.s3_bucket == "b" and s3.store.s3_prefix == "p"
@@ -206,7 +207,7 @@ def test_an_s3_payload_store_round_trips_and_is_swept(tmp_path):
     from moto.server import ThreadedMotoServer
 
     from kadence.connectors.payload_gc import collect_payloads
-    from kadence.topics.archive import S3ArchiveStore
+    from kadence.storage import S3ArchiveStore
     from kadence.topics.config import KafkaConfig
 
     with socket.socket() as s:

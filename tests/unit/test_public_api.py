@@ -107,6 +107,8 @@ PUBLIC = {
     ],
     # the Redis projections' readers (docs/projections.md)
     "kadence.readmodels": ["HistoryPage", "HistoryReadModel", "ProjectionKeys", "VisibilityReader", "projection_lag"],
+    # the archive and payload stores (docs/archival.md, docs/guide.md "Large payloads")
+    "kadence.storage": ["LocalArchiveStore", "S3ArchiveStore", "open_large_payloads", "open_store"],
     "kadence.gateway": [
         "ApiKey",
         "ApiKeyStore",
