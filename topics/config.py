@@ -13,7 +13,9 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from . import settings
 from .errors import ConfigError
+from .settings import setting
 
 __all__ = ["LOG_FORMATS", "NAMESPACE_RE", "PAUSING_FETCH_WAIT_MS", "KafkaConfig"]
 
@@ -30,62 +32,79 @@ LOG_FORMATS = ("text", "json")
 PAUSING_FETCH_WAIT_MS = 20
 
 
-def _milliseconds(raw: str, var: str, kind: type) -> float | int:
-    """``raw`` as a number of milliseconds (``kind``: int or float), or ``ConfigError`` naming ``var``."""
-    try:
-        return kind(raw)
-    except ValueError as exc:
-        what = "an integer number" if kind is int else "a number"
-        raise ConfigError(f"{var} must be {what} of milliseconds") from exc
-
-
 @dataclass(frozen=True, kw_only=True)
 class KafkaConfig:
-    #: KADENCE_KAFKA_BOOTSTRAP: host:port[,host:port]
-    bootstrap: str = "127.0.0.1:9092"
-    #: KADENCE_NAMESPACE: topic name prefix; tenants are isolated by namespace
-    namespace: str = "kadence"
-    #: KADENCE_PARTITIONS: partitions of commands/history/state, fixed when the namespace is created
-    partitions: int = 4
-    #: KADENCE_REPLICATION: replication factor of created topics
-    replication: int = 1
+    bootstrap: str = setting(
+        "127.0.0.1:9092",
+        env="KADENCE_KAFKA_BOOTSTRAP",
+        help="Kafka bootstrap servers, host:port[,host:port]",
+        keep_empty=True,
+    )
+    namespace: str = setting(
+        "kadence", env="KADENCE_NAMESPACE", help="topic name prefix; tenants are isolated by namespace", keep_empty=True
+    )
+    partitions: int = setting(
+        4,
+        env="KADENCE_PARTITIONS",
+        help="partitions of commands/history/state, fixed when the namespace is created",
+        keep_empty=True,
+    )
+    replication: int = setting(
+        1, env="KADENCE_REPLICATION", help="replication factor of created topics", keep_empty=True
+    )
     #: KADENCE_KAFKA_SECURITY_PROTOCOL / _SASL_MECHANISM / _SASL_USERNAME / _SASL_PASSWORD / _SSL_CA
+    #: (``from_env`` gathers them into librdkafka's names)
     security: dict = field(default_factory=dict)
-    #: KADENCE_CLIENT_ID: identity of this process in broker logs and history
-    client_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
-    #: KADENCE_CLIENT_LINGER_MS: how long clients, workers and the gateway hold a command to
-    #: batch it with the next ones (librdkafka ``linger.ms``). 0 (default): sent at once, lowest
-    #: step latency. 2: a third more workflows per second on a saturated machine, ~5 ms more per
-    #: step at light load (docs/performance.md, "Client linger")
-    client_linger_ms: float = 0.0
-    #: KADENCE_TXN_LINGER_MS: ``linger.ms`` of the engine's transactional producers (history
-    #: processor, activity reporter). Their transactions are flushed at commit anyway, so a
-    #: linger only delays the first records of each one (docs/performance.md, "Session 22")
-    txn_linger_ms: float = 0.0
-    #: KADENCE_FETCH_WAIT_MS: how long the broker holds the fetch of a consumer that waits for new
-    #: records (``waiting_consumer``: workers' task consumers, clients' reply consumers, the
-    #: processor's build defaults) when it has nothing new (librdkafka ``fetch.wait.max.ms``). A
-    #: fetch returns as soon as a record is there, so this bounds nothing a waiting caller sees;
-    #: it sets how often an idle consumer asks again, which is the broker's CPU at idle
+    client_id: str = setting(
+        env="KADENCE_CLIENT_ID",
+        help="identity of this process in broker logs and history (default: host name and process ID)",
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
+    )
+    #: how long clients, workers and the gateway hold a command to batch it with the next ones
+    #: (librdkafka ``linger.ms``). 0 (default): sent at once, lowest step latency. 2: a third more
+    #: workflows per second on a saturated machine, ~5 ms more per step at light load
+    #: (docs/performance.md, "Client linger")
+    client_linger_ms: float = setting(
+        0.0,
+        env="KADENCE_CLIENT_LINGER_MS",
+        help="ms clients, workers and the gateway hold a command to batch it (librdkafka linger.ms)",
+    )
+    #: ``linger.ms`` of the engine's transactional producers (history processor, activity
+    #: reporter). Their transactions are flushed at commit anyway, so a linger only delays the
+    #: first records of each one (docs/performance.md, "Session 22")
+    txn_linger_ms: float = setting(
+        0.0, env="KADENCE_TXN_LINGER_MS", help="linger.ms of the engine's transactional producers"
+    )
+    #: how long the broker holds the fetch of a consumer that waits for new records
+    #: (``waiting_consumer``: workers' task consumers, clients' reply consumers, the processor's
+    #: build defaults) when it has nothing new (librdkafka ``fetch.wait.max.ms``). A fetch
+    #: returns as soon as a record is there, so this bounds nothing a waiting caller sees; it sets
+    #: how often an idle consumer asks again, which is the broker's CPU at idle
     #: (docs/performance.md, "Session 22")
-    fetch_wait_ms: int = 500
-    #: KADENCE_KAFKA_DEBUG: librdkafka debug contexts for every client of this process (for
-    #: example ``metadata,topic,eos``); empty (default): none. For diagnosis only: it is verbose
-    kafka_debug: str = ""
-    #: KADENCE_TXN_IDLE_RECONNECT_MS: a transactional producer (processor, activity reporter)
-    #: closes a connection idle this long (librdkafka ``connections.max.idle.ms``; 0: never).
-    #: Not for the sockets' sake: the close is a broker state change, the only thing that makes
-    #: librdkafka 2.16 look for the group coordinator again when ``send_offsets_to_transaction``
-    #: waits on one it dropped after a broker restart (librdkafka #5511; it waited for minutes,
-    #: whatever its timeout, #5456). A help, not the fix (decision 0035): the call returned 3-4 s
-    #: after it began in a debug run, but not when another request kept the client busy; the
-    #: processor and reporter also give the call up (``GuardedCall``). Default 3000 ms.
-    txn_idle_reconnect_ms: int = 3000
-    #: KADENCE_LOG_FORMAT: ``text`` (default) or ``json`` (one JSON object per line with the
-    #: workflow's fields, ``kadence.topics.log_context``). With ``json`` librdkafka's own lines go
-    #: through Python logging too (logger ``kadence.librdkafka``), so that every line is JSON; they
-    #: are then delivered when the client is polled, not at once as on stderr
-    log_format: str = "text"
+    fetch_wait_ms: int = setting(
+        500, env="KADENCE_FETCH_WAIT_MS", help="ms the broker holds an idle waiting consumer's fetch"
+    )
+    #: librdkafka debug contexts for every client of this process (for example
+    #: ``metadata,topic,eos``); empty (default): none. For diagnosis only: it is verbose
+    kafka_debug: str = setting("", env="KADENCE_KAFKA_DEBUG", help="librdkafka debug contexts, for diagnosis")
+    #: a transactional producer (processor, activity reporter) closes a connection idle this long
+    #: (librdkafka ``connections.max.idle.ms``; 0: never). Not for the sockets' sake: the close is
+    #: a broker state change, the only thing that makes librdkafka 2.16 look for the group
+    #: coordinator again when ``send_offsets_to_transaction`` waits on one it dropped after a
+    #: broker restart (librdkafka #5511; it waited for minutes, whatever its timeout, #5456). A
+    #: help, not the fix (decision 0035): the call returned 3-4 s after it began in a debug run, but
+    #: not when another request kept the client busy; the processor and reporter also give the
+    #: call up (``GuardedCall``). Default 3000 ms.
+    txn_idle_reconnect_ms: int = setting(
+        3000,
+        env="KADENCE_TXN_IDLE_RECONNECT_MS",
+        help="ms after which a transactional producer closes an idle connection (0: never)",
+    )
+    #: ``text`` (default) or ``json`` (one JSON object per line with the workflow's fields,
+    #: ``kadence.topics.log_context``). With ``json`` librdkafka's own lines go through Python
+    #: logging too (logger ``kadence.librdkafka``), so that every line is JSON; they are then
+    #: delivered when the client is polled, not at once as on stderr
+    log_format: str = setting("text", env="KADENCE_LOG_FORMAT", help="log line format: text or json")
 
     def __post_init__(self):
         if not NAMESPACE_RE.match(self.namespace):
@@ -109,31 +128,10 @@ class KafkaConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> KafkaConfig:
+        """The declared settings from the environment (``kadence.topics.settings``), the TLS/SASL
+        variables gathered into ``security``; ``overrides`` win."""
         env = os.environ if env is None else env
         kw: dict = {}
-        if "KADENCE_KAFKA_BOOTSTRAP" in env:
-            kw["bootstrap"] = env["KADENCE_KAFKA_BOOTSTRAP"]
-        if "KADENCE_NAMESPACE" in env:
-            kw["namespace"] = env["KADENCE_NAMESPACE"]
-        if "KADENCE_PARTITIONS" in env:
-            try:
-                kw["partitions"] = int(env["KADENCE_PARTITIONS"])
-            except ValueError as exc:
-                raise ConfigError("KADENCE_PARTITIONS must be an integer") from exc
-        if "KADENCE_REPLICATION" in env:
-            kw["replication"] = int(env["KADENCE_REPLICATION"])
-        for name, var, kind in (
-            ("client_linger_ms", "KADENCE_CLIENT_LINGER_MS", float),
-            ("txn_linger_ms", "KADENCE_TXN_LINGER_MS", float),
-            ("fetch_wait_ms", "KADENCE_FETCH_WAIT_MS", int),
-            ("txn_idle_reconnect_ms", "KADENCE_TXN_IDLE_RECONNECT_MS", int),
-        ):
-            if env.get(var):
-                kw[name] = _milliseconds(env[var], var, kind)
-        if env.get("KADENCE_LOG_FORMAT"):
-            kw["log_format"] = env["KADENCE_LOG_FORMAT"]
-        if env.get("KADENCE_KAFKA_DEBUG"):
-            kw["kafka_debug"] = env["KADENCE_KAFKA_DEBUG"]
         sec = {}
         for var, key in (
             ("KADENCE_KAFKA_SECURITY_PROTOCOL", "security.protocol"),
@@ -147,7 +145,7 @@ class KafkaConfig:
         if sec:
             kw["security"] = sec
         kw.update(overrides)
-        return cls(**kw)
+        return settings.from_env(cls, env, **kw)
 
     # -- librdkafka configurations -------------------------------------------------------------
 

@@ -42,11 +42,14 @@ def setting(
     help: str,
     default_factory=dataclasses.MISSING,
     parse: Callable[[str], object] | None = None,
+    keep_empty: bool = False,
 ):
     """A dataclass field read from ``env`` (and given on the command line), described by ``help``.
     ``parse``: text to value for a field of another type than int, float, str or bool (it raises
-    ``ConfigError`` or ``ValueError`` for bad text)."""
-    metadata = {"kadence_env": env, "kadence_help": help, "kadence_parse": parse}
+    ``ConfigError`` or ``ValueError`` for bad text). ``keep_empty``: a variable set to nothing is
+    that value (which the config's checks then refuse: an empty Kafka bootstrap is a mistake to
+    report, not a reason to fall back to localhost) instead of the default."""
+    metadata = {"kadence_env": env, "kadence_help": help, "kadence_parse": parse, "kadence_keep_empty": keep_empty}
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -64,6 +67,8 @@ class Setting:
     help: str
     #: the setting's own text-to-value function, if it has one
     parser: Callable[[str], object] | None = None
+    #: a variable set to nothing is read (and checked) rather than ignored
+    keep_empty: bool = False
 
     @property
     def option(self) -> str:
@@ -75,6 +80,8 @@ class Setting:
         text = raw.strip()
         if self.optional and text == "":
             return None
+        if self.keep_empty and text == "" and self.type is str:
+            return text
         try:
             if self.parser is not None:
                 return self.parser(text)
@@ -116,7 +123,8 @@ def settings_of(cls) -> list[Setting]:
         parser = f.metadata.get("kadence_parse")
         kind, optional = (str, False) if parser is not None else _value_type(hints[f.name])
         default = "" if f.default is dataclasses.MISSING or parser is not None else _shown(f.default)
-        out.append(Setting(f.name, env, kind, optional, default, f.metadata["kadence_help"], parser))
+        keep_empty = bool(f.metadata.get("kadence_keep_empty"))
+        out.append(Setting(f.name, env, kind, optional, default, f.metadata["kadence_help"], parser, keep_empty))
     return out
 
 
@@ -134,7 +142,7 @@ def from_env(cls, env: Mapping[str, str] | None = None, **given):
         if s.name in given:
             continue
         raw = env.get(s.env)
-        if raw is not None and raw.strip() != "":
+        if raw is not None and (raw.strip() != "" or s.keep_empty):
             kw[s.name] = s.parse(raw)
     kw.update(given)
     return cls(**kw)

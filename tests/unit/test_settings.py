@@ -76,6 +76,8 @@ def test_the_options_come_from_the_declaration_and_win_over_the_variables():
     ("cls", "doc", "not_from_env"),
     [
         (ProcessorConfig, "guide.md", set()),
+        # the TLS/SASL variables are gathered into one dict of librdkafka's names
+        (KafkaConfig, "guide.md", {"security"}),
         (TimerConfig, "guide.md", set()),
         # composed of other configs' settings (the archive's, the payload store's), or set in code
         (
@@ -102,3 +104,28 @@ def test_the_processor_command_refuses_a_setting_that_does_not_parse():
     )
     assert out.exit_code == 2
     assert "KADENCE_TXN_HANG_S='soon'" in out.output
+
+
+def test_kafka_settings_come_from_their_declaration_and_an_empty_bootstrap_is_refused():
+    env = {
+        "KADENCE_KAFKA_BOOTSTRAP": "kafka:9092",
+        "KADENCE_NAMESPACE": "orders",
+        "KADENCE_REPLICATION": "3",
+        "KADENCE_CLIENT_ID": "billing-7",
+        "KADENCE_CLIENT_LINGER_MS": "2.5",
+        "KADENCE_KAFKA_SASL_USERNAME": "svc",
+        "KADENCE_LOG_FORMAT": "",  # empty: the default
+    }
+    got = KafkaConfig.from_env(env, partitions=8)
+    assert (got.bootstrap, got.namespace, got.partitions, got.replication) == ("kafka:9092", "orders", 8, 3)
+    assert (got.client_id, got.client_linger_ms, got.log_format) == ("billing-7", 2.5, "text")
+    assert got.security == {"sasl.username": "svc"}
+    # set to nothing is a mistake to report, not a reason to use localhost or the default namespace
+    with pytest.raises(ConfigError, match="bootstrap servers are empty"):
+        KafkaConfig.from_env({"KADENCE_KAFKA_BOOTSTRAP": ""})
+    with pytest.raises(ConfigError, match="namespace ''"):
+        KafkaConfig.from_env({"KADENCE_NAMESPACE": " "})
+    with pytest.raises(ConfigError, match=r"KADENCE_REPLICATION='': replication must be an integer"):
+        KafkaConfig.from_env({"KADENCE_REPLICATION": ""})
+    with pytest.raises(ConfigError, match=r"KADENCE_FETCH_WAIT_MS='soon': fetch_wait_ms must be an integer"):
+        KafkaConfig.from_env({"KADENCE_FETCH_WAIT_MS": "soon"})
