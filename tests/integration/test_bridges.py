@@ -11,13 +11,13 @@ import subprocess
 import sys
 import threading
 
-import httpx
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kadence.connectors.bridges import Bridge, load_bridge_config
 from kadence.topics import Catalogue, TopicSpec
 from kadence.topics.dead_letters import list_dead_letters
 from kadence.topics.history_reader import read_runs
+from tests.support.metrics import sample_value
 from tests.support.net import free_port
 
 from .conftest import wait_until
@@ -75,12 +75,9 @@ def _lag(config, group: str, topics: list[str]) -> int:
 
 
 def _metric(port: int, name: str, **labels) -> float:
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
-    for line in text.splitlines():
-        if line.startswith(f"{name}{{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"no {name}{{{want}}} in the metrics")
+    value = sample_value(port, name, **labels)
+    assert value is not None, f"no {name}{labels} in the metrics"
+    return value
 
 
 class BridgeProc:

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-import urllib.error
-import urllib.request
 from datetime import timedelta
 
 from kadence import Worker, activity, workflow
 from kadence.topics.builds import build_backlogs
 from tests.support.cli import kadence
+from tests.support.metrics import sample_value_async
 from tests.support.net import free_port
 
 from .conftest import wait_until
@@ -67,17 +65,8 @@ class ShipmentB:
         return "B:" + first + "+" + await workflow.execute_activity(stamp, self.go, start_to_close_timeout=T)
 
 
-def _metric(port: int, name: str, build: str) -> float | None:
-    try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    except urllib.error.URLError:  # the processor is still starting
-        return None
-    m = re.search(rf'^{name}{{build="{build}",namespace="[^"]+",task_queue="{Q}"}} ([0-9.e+-]+)$', text, re.M)
-    return float(m.group(1)) if m else None
-
-
 async def _metric_async(port, name, build):
-    return await asyncio.get_running_loop().run_in_executor(None, _metric, port, name, build)
+    return await sample_value_async(port, name, build=build, task_queue=Q)
 
 
 async def _gauge_is(port, name, build, value) -> bool:

@@ -10,19 +10,18 @@ by the other when partitions move."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from kadence import Client, Worker, workflow
 from kadence.schemas import CURRENT_VERSION
 from kadence.topics import serde
 from tests.support.codecs import pin_write_version
+from tests.support.metrics import sample_sum_async
 from tests.support.net import free_port
 
 from .conftest import wait_until
@@ -60,20 +59,6 @@ def pin(monkeypatch):
 
     yield lambda version: pin_write_version(monkeypatch, version)
     pin_write_version(monkeypatch, None)
-
-
-def _metric(port: int, name: str) -> float:
-    """A processor's counter (summed over its label sets), 0 when it has no sample yet or is
-    still starting."""
-    try:
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    except httpx.ConnectError:
-        return 0.0
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
-
-
-async def _metric_async(port: int, name: str) -> float:
-    return await asyncio.get_running_loop().run_in_executor(None, _metric, port, name)
 
 
 async def _signal_and_see(handles, value: str, count: int) -> None:
@@ -121,21 +106,21 @@ async def test_old_and_new_processors_side_by_side_then_rollback_then_the_pin_li
                 env={"KADENCE_PROCESSOR_METRICS_PORT": str(new_port), serde.WRITE_VERSION_ENV: str(PREVIOUS)},
             )
             await wait_until(
-                lambda: _metric_async(new_port, "kadence_processor_restore_seconds_count"),
+                lambda: sample_sum_async(new_port, "kadence_processor_restore_seconds_count"),
                 60,
                 "the new release's instance to restore its share of the partitions",
             )
-            before = await _metric_async(old_port, "kadence_processor_commands_total")
+            before = await sample_sum_async(old_port, "kadence_processor_commands_total")
             await _signal_and_see(handles, "b", 2)
-            assert await _metric_async(new_port, "kadence_processor_commands_total") > 0
-            assert await _metric_async(old_port, "kadence_processor_commands_total") > before
+            assert await sample_sum_async(new_port, "kadence_processor_commands_total") > 0
+            assert await sample_sum_async(old_port, "kadence_processor_commands_total") > before
 
             # rollback: the new instance goes; the previous release restores what it wrote
-            restored = await _metric_async(old_port, "kadence_processor_restore_seconds_count")
+            restored = await sample_sum_async(old_port, "kadence_processor_restore_seconds_count")
             processors.stop("new")
 
             async def restored_more() -> bool:
-                return await _metric_async(old_port, "kadence_processor_restore_seconds_count") > restored
+                return await sample_sum_async(old_port, "kadence_processor_restore_seconds_count") > restored
 
             await wait_until(
                 restored_more,
@@ -143,7 +128,7 @@ async def test_old_and_new_processors_side_by_side_then_rollback_then_the_pin_li
                 "the previous release to take the partitions back",
             )
             await _signal_and_see(handles, "c", 3)
-            assert await _metric_async(old_port, "kadence_processor_dead_letters_total") == 0
+            assert await sample_sum_async(old_port, "kadence_processor_dead_letters_total") == 0
     finally:
         await client.close()
 
@@ -158,7 +143,7 @@ async def test_old_and_new_processors_side_by_side_then_rollback_then_the_pin_li
             for h in handles:
                 await h.signal("add", "d")
             assert [await h.result(timeout=60) for h in handles] == ["a+b+c+d"] * len(handles)
-        assert await _metric_async(last_port, "kadence_processor_dead_letters_total") == 0
+        assert await sample_sum_async(last_port, "kadence_processor_dead_letters_total") == 0
     finally:
         await client.close()
     for name in ("old", "new", "last"):
