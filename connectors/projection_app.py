@@ -36,7 +36,7 @@ import socket
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import faust
 from confluent_kafka import KafkaException
@@ -45,10 +45,12 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kadence.readmodels.keys import PROJECTIONS, ProjectionKeys, status_key
+from kadence.topics import settings
 from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, ConfigError
+from kadence.topics.settings import milliseconds_as_seconds, setting
 
 from .projection_sink import ProjectionSink, RawRecord
 
@@ -60,31 +62,53 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, kw_only=True)
 class ProjectionConfig:
     kafka: KafkaConfig
-    #: KADENCE_REDIS_URL
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    #: KADENCE_PROJECTION_ID: this instance's name (client ID, status key, Faust's directory)
-    instance_id: str = field(default_factory=socket.gethostname)
-    #: KADENCE_PROJECTION_BATCH: most events per Redis round trip
-    batch_max: int = 2000
-    #: KADENCE_PROJECTION_BATCH_WAIT_MS: how long a batch waits to fill
-    batch_within_s: float = 0.02
-    #: KADENCE_PROJECTION_COMMIT_MS: offset commit interval
-    commit_interval_s: float = 1.0
-    #: KADENCE_SESSION_TIMEOUT_MS: consumer group session timeout
-    session_timeout_s: float = 10.0
+    redis_url: str = setting(
+        "redis://127.0.0.1:6379/0", env="KADENCE_REDIS_URL", help="the Redis the projections are written to"
+    )
+    instance_id: str = setting(
+        env="KADENCE_PROJECTION_ID",
+        help="this instance's name (client ID, lag report, Faust's directory); default: the host name",
+        default_factory=socket.gethostname,
+    )
+    batch_max: int = setting(2000, env="KADENCE_PROJECTION_BATCH", help="most events per Redis round trip")
+    batch_within_s: float = setting(
+        0.02,
+        env="KADENCE_PROJECTION_BATCH_WAIT_MS",
+        help="how long a batch waits to fill, in ms (default 20)",
+        parse=milliseconds_as_seconds,
+    )
+    commit_interval_s: float = setting(
+        1.0,
+        env="KADENCE_PROJECTION_COMMIT_MS",
+        help="offset commit interval, in ms (default 1000)",
+        parse=milliseconds_as_seconds,
+    )
+    session_timeout_s: float = setting(
+        10.0,
+        env="KADENCE_SESSION_TIMEOUT_MS",
+        help="how soon the group notices a dead instance, in ms (default 10000)",
+        parse=milliseconds_as_seconds,
+    )
     #: how often the lag is computed and reported
     status_interval_s: float = 1.0
-    #: KADENCE_PROJECTION_METADATA_MAX_AGE_MS: how stale the consumer's topic metadata may grow.
     #: The group leader assigns only the partitions its metadata names; metadata taken while the
     #: broker restarts can lack the history topic, and then the group holds nothing until the next
     #: refresh makes it rejoin. aiokafka's default, 5 minutes, left the projection that long
     #: behind after a broker restart (``make soak``); a refresh costs one metadata request.
-    metadata_max_age_s: float = 10.0
-    #: KADENCE_PROJECTION_DATA_DIR: Faust's working directory (it keeps nothing there that
-    #: matters: the state is in Redis). By default under the system's temporary directory; Faust's
-    #: own default, ``{app id}-data`` in the current directory, left one per namespace wherever
-    #: the process was started.
-    data_dir: str = field(default_factory=lambda: os.path.join(tempfile.gettempdir(), "kadence-projections"))
+    metadata_max_age_s: float = setting(
+        10.0,
+        env="KADENCE_PROJECTION_METADATA_MAX_AGE_MS",
+        help="how stale the consumer's topic metadata may grow, in ms (default 10000)",
+        parse=milliseconds_as_seconds,
+    )
+    #: Faust keeps nothing there that matters (the state is in Redis). By default under the
+    #: system's temporary directory; Faust's own default, ``{app id}-data`` in the current
+    #: directory, left one per namespace wherever the process was started.
+    data_dir: str = setting(
+        env="KADENCE_PROJECTION_DATA_DIR",
+        help="Faust's working directory; default: kadence-projections under the system's temporary directory",
+        default_factory=lambda: os.path.join(tempfile.gettempdir(), "kadence-projections"),
+    )
 
     @property
     def app_id(self) -> str:
@@ -92,29 +116,8 @@ class ProjectionConfig:
 
     @classmethod
     def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> ProjectionConfig:
-        env = os.environ if env is None else env
-        kw: dict = {}
-        try:
-            if env.get("KADENCE_REDIS_URL"):
-                kw["redis_url"] = env["KADENCE_REDIS_URL"]
-            if env.get("KADENCE_PROJECTION_ID"):
-                kw["instance_id"] = env["KADENCE_PROJECTION_ID"]
-            if env.get("KADENCE_PROJECTION_BATCH"):
-                kw["batch_max"] = int(env["KADENCE_PROJECTION_BATCH"])
-            if env.get("KADENCE_PROJECTION_BATCH_WAIT_MS"):
-                kw["batch_within_s"] = int(env["KADENCE_PROJECTION_BATCH_WAIT_MS"]) / 1000
-            if env.get("KADENCE_PROJECTION_COMMIT_MS"):
-                kw["commit_interval_s"] = int(env["KADENCE_PROJECTION_COMMIT_MS"]) / 1000
-            if env.get("KADENCE_SESSION_TIMEOUT_MS"):
-                kw["session_timeout_s"] = int(env["KADENCE_SESSION_TIMEOUT_MS"]) / 1000
-            if env.get("KADENCE_PROJECTION_DATA_DIR"):
-                kw["data_dir"] = env["KADENCE_PROJECTION_DATA_DIR"]
-            if env.get("KADENCE_PROJECTION_METADATA_MAX_AGE_MS"):
-                kw["metadata_max_age_s"] = int(env["KADENCE_PROJECTION_METADATA_MAX_AGE_MS"]) / 1000
-        except ValueError as exc:
-            raise ConfigError(f"bad projection setting: {exc}") from exc
-        kw.update(overrides)
-        return cls(kafka=kafka, **kw)
+        """The declared settings from the environment (``kadence.topics.settings``); ``overrides`` win."""
+        return settings.from_env(cls, env, kafka=kafka, **overrides)
 
 
 class ProjectionMetrics:

@@ -43,7 +43,7 @@ from kadence.topics.partitioner import partition_for
 from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command, history_key, now_ms
-from kadence.topics.settings import setting
+from kadence.topics.settings import session_timeout_setting, setting
 from kadence.topics.tracing import Tracer, record_ref
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
@@ -84,9 +84,7 @@ class ProcessorConfig:
     transaction_timeout_ms: int = setting(
         10_000, env="KADENCE_TXN_TIMEOUT_MS", help="how long a dead instance's open transaction can block its shards"
     )
-    session_timeout_ms: int = setting(
-        10_000, env="KADENCE_SESSION_TIMEOUT_MS", help="how soon the group notices a dead instance"
-    )
+    session_timeout_ms: int = session_timeout_setting()
     store: str = setting(
         "disk",
         env="KADENCE_PROCESSOR_STORE",

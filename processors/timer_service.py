@@ -51,7 +51,7 @@ from kadence.topics.polling import raise_if_refused
 from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command
 from kadence.topics.replacing_producer import ReplacingProducer
-from kadence.topics.settings import setting
+from kadence.topics.settings import session_timeout_setting, setting
 
 __all__ = ["NEAR_TIER", "TimerConfig", "TimerService", "choose_tier"]
 
@@ -92,9 +92,7 @@ class TimerConfig:
         env="KADENCE_TIMERS_ID",
         help="stable per instance slot; names the instance's group member and its logs; default: host name",
     )
-    session_timeout_ms: int = setting(
-        10_000, env="KADENCE_SESSION_TIMEOUT_MS", help="how soon the group notices a dead instance"
-    )
+    session_timeout_ms: int = session_timeout_setting()
     max_batch: int = setting(
         500, env="KADENCE_TIMERS_MAX_BATCH", help="most records taken from the consumer in one step"
     )

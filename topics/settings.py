@@ -30,7 +30,16 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 
-__all__ = ["Setting", "click_options", "from_env", "given_options", "setting", "settings_of"]
+__all__ = [
+    "Setting",
+    "click_options",
+    "from_env",
+    "given_options",
+    "milliseconds_as_seconds",
+    "session_timeout_setting",
+    "setting",
+    "settings_of",
+]
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
@@ -53,6 +62,22 @@ def setting(
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def milliseconds_as_seconds(text: str) -> float:
+    """A variable in milliseconds (``KADENCE_..._MS``) for a field in seconds."""
+    try:
+        ms = int(text)
+    except ValueError:
+        raise ValueError("must be a whole number of milliseconds") from None
+    if ms < 0:
+        raise ValueError("must not be negative")
+    return ms / 1000
+
+
+def session_timeout_setting():
+    """``KADENCE_SESSION_TIMEOUT_MS``, declared once for every component in a consumer group."""
+    return setting(10_000, env="KADENCE_SESSION_TIMEOUT_MS", help="how soon the group notices a dead instance")
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,9 @@ def test_reads_every_setting_in_milliseconds():
 
 
 def test_a_setting_that_is_not_a_number_is_a_config_error():
-    with pytest.raises(ConfigError, match="bad projection setting"):
+    with pytest.raises(
+        ConfigError, match="KADENCE_PROJECTION_METADATA_MAX_AGE_MS='ten': must be a whole number of milliseconds"
+    ):
         ProjectionConfig.from_env(KAFKA, env={"KADENCE_PROJECTION_METADATA_MAX_AGE_MS": "ten"})
 
 

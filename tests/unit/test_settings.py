@@ -10,6 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from kadence.connectors.projection_app import ProjectionConfig
 from kadence.gateway.config import GatewayConfig
 from kadence.processors import ProcessorConfig, TimerConfig
 from kadence.topics.config import KafkaConfig
@@ -78,6 +79,8 @@ def test_the_options_come_from_the_declaration_and_win_over_the_variables():
         (ProcessorConfig, "guide.md", set()),
         # the TLS/SASL variables are gathered into one dict of librdkafka's names
         (KafkaConfig, "guide.md", {"security"}),
+        # how often the lag is reported is set in code
+        (ProjectionConfig, "projections.md", {"status_interval_s"}),
         (TimerConfig, "guide.md", set()),
         # composed of other configs' settings (the archive's, the payload store's), or set in code
         (
@@ -129,3 +132,15 @@ def test_kafka_settings_come_from_their_declaration_and_an_empty_bootstrap_is_re
         KafkaConfig.from_env({"KADENCE_REPLICATION": ""})
     with pytest.raises(ConfigError, match=r"KADENCE_FETCH_WAIT_MS='soon': fetch_wait_ms must be an integer"):
         KafkaConfig.from_env({"KADENCE_FETCH_WAIT_MS": "soon"})
+
+
+def test_projection_settings_in_milliseconds_become_seconds_and_bad_ones_are_refused():
+    kafka = KafkaConfig.from_env({})
+    got = ProjectionConfig.from_env(
+        kafka, {"KADENCE_PROJECTION_BATCH_WAIT_MS": "50", "KADENCE_SESSION_TIMEOUT_MS": "6000"}
+    )
+    assert (got.batch_within_s, got.session_timeout_s, got.batch_max) == (0.05, 6.0, 2000)
+    with pytest.raises(ConfigError, match="KADENCE_PROJECTION_COMMIT_MS='-1'"):
+        ProjectionConfig.from_env(kafka, {"KADENCE_PROJECTION_COMMIT_MS": "-1"})
+    with pytest.raises(ConfigError, match="KADENCE_PROJECTION_BATCH='many'"):
+        ProjectionConfig.from_env(kafka, {"KADENCE_PROJECTION_BATCH": "many"})
