@@ -50,7 +50,7 @@ from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, ConfigError
-from kadence.topics.settings import milliseconds_as_seconds, setting
+from kadence.topics.settings import milliseconds_setting, session_timeout_setting, setting
 
 from .projection_sink import ProjectionSink, RawRecord
 
@@ -71,35 +71,21 @@ class ProjectionConfig:
         default_factory=socket.gethostname,
     )
     batch_max: int = setting(2000, env="KADENCE_PROJECTION_BATCH", help="most events per Redis round trip")
-    batch_within_s: float = setting(
-        0.02,
-        env="KADENCE_PROJECTION_BATCH_WAIT_MS",
-        help="how long a batch waits to fill, in ms (default 20)",
-        parse=milliseconds_as_seconds,
+    batch_within_s: float = milliseconds_setting(
+        0.02, env="KADENCE_PROJECTION_BATCH_WAIT_MS", help="how long a batch waits to fill"
     )
-    commit_interval_s: float = setting(
-        1.0,
-        env="KADENCE_PROJECTION_COMMIT_MS",
-        help="offset commit interval, in ms (default 1000)",
-        parse=milliseconds_as_seconds,
+    commit_interval_s: float = milliseconds_setting(
+        1.0, env="KADENCE_PROJECTION_COMMIT_MS", help="offset commit interval"
     )
-    session_timeout_s: float = setting(
-        10.0,
-        env="KADENCE_SESSION_TIMEOUT_MS",
-        help="how soon the group notices a dead instance, in ms (default 10000)",
-        parse=milliseconds_as_seconds,
-    )
+    session_timeout_s: float = session_timeout_setting(seconds=True)
     #: how often the lag is computed and reported
     status_interval_s: float = 1.0
     #: The group leader assigns only the partitions its metadata names; metadata taken while the
     #: broker restarts can lack the history topic, and then the group holds nothing until the next
     #: refresh makes it rejoin. aiokafka's default, 5 minutes, left the projection that long
     #: behind after a broker restart (``make soak``); a refresh costs one metadata request.
-    metadata_max_age_s: float = setting(
-        10.0,
-        env="KADENCE_PROJECTION_METADATA_MAX_AGE_MS",
-        help="how stale the consumer's topic metadata may grow, in ms (default 10000)",
-        parse=milliseconds_as_seconds,
+    metadata_max_age_s: float = milliseconds_setting(
+        10.0, env="KADENCE_PROJECTION_METADATA_MAX_AGE_MS", help="how stale the consumer's topic metadata may grow"
     )
     #: Faust keeps nothing there that matters (the state is in Redis). By default under the
     #: system's temporary directory; Faust's own default, ``{app id}-data`` in the current

@@ -36,6 +36,7 @@ __all__ = [
     "from_env",
     "given_options",
     "milliseconds_as_seconds",
+    "milliseconds_setting",
     "session_timeout_setting",
     "setting",
     "settings_of",
@@ -65,7 +66,7 @@ def setting(
 
 
 def milliseconds_as_seconds(text: str) -> float:
-    """A variable in milliseconds (``KADENCE_..._MS``) for a field in seconds."""
+    """A variable in milliseconds (``KADENCE_..._MS``) for a field in seconds (``milliseconds_setting``)."""
     try:
         ms = int(text)
     except ValueError:
@@ -75,9 +76,24 @@ def milliseconds_as_seconds(text: str) -> float:
     return ms / 1000
 
 
-def session_timeout_setting():
-    """``KADENCE_SESSION_TIMEOUT_MS``, declared once for every component in a consumer group."""
-    return setting(10_000, env="KADENCE_SESSION_TIMEOUT_MS", help="how soon the group notices a dead instance")
+def milliseconds_setting(default_s: float, *, env: str, help: str):
+    """A field in seconds read from a variable in milliseconds; its help names the unit and the
+    default as the variable gives them."""
+    return setting(
+        default_s, env=env, help=f"{help}, in ms (default {round(default_s * 1000)})", parse=milliseconds_as_seconds
+    )
+
+
+_SESSION_TIMEOUT_ENV = "KADENCE_SESSION_TIMEOUT_MS"
+_SESSION_TIMEOUT_HELP = "how soon the group notices a dead instance"
+
+
+def session_timeout_setting(*, seconds: bool = False):
+    """``KADENCE_SESSION_TIMEOUT_MS``, declared once for every component in a consumer group: a
+    field in milliseconds (the processor, the timer service), or in seconds (``seconds``)."""
+    if seconds:
+        return milliseconds_setting(10.0, env=_SESSION_TIMEOUT_ENV, help=_SESSION_TIMEOUT_HELP)
+    return setting(10_000, env=_SESSION_TIMEOUT_ENV, help=_SESSION_TIMEOUT_HELP)
 
 
 @dataclass(frozen=True)
