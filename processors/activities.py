@@ -100,7 +100,9 @@ def dispatch_attempt(out: Outbox, st: WorkflowState, a: PendingActivity, ts: int
     # its timeouts (start-to-close, heartbeat) follow from this state: processors.deadlines
 
 
-def schedule_activity(view: BatchView, out: Outbox, st: WorkflowState, c: dict, completed_seq: int, ts: int) -> None:
+def schedule_activity(
+    view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, Any], completed_seq: int, ts: int
+) -> None:
     ev = emit(
         view,
         out,
@@ -202,7 +204,14 @@ def _attempt_failed(
 
 
 def activity_result(
-    cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, failed: bool, task: str = "incremental"
+    cmd: dict[str, Any],
+    body: dict[str, Any],
+    view: BatchView,
+    out: Outbox,
+    ts: int,
+    *,
+    failed: bool,
+    task: str = "incremental",
 ) -> bool:
     """Record an attempt's result; False when the completion is stale (nothing recorded).
 
@@ -299,7 +308,7 @@ def activity_timer_fired(st: WorkflowState, body: Mapping[str, Any], view: Batch
     return False
 
 
-def activity_heartbeat(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def activity_heartbeat(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
     a = None

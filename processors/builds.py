@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 from prometheus_client import CollectorRegistry, Gauge
 
 from kadence.topics import serde
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 class BuildDefaults:
     """Task queue -> the build new workflows start on (absent or None: unversioned)."""
 
-    def __init__(self, kafka: KafkaConfig, registry: CollectorRegistry | None = None):
+    def __init__(self, kafka: KafkaConfig, registry: CollectorRegistry | None = None) -> None:
         self.topic = Catalogue(kafka).builds
         #: read by the state machine (one lookup when a run starts); only this thread writes it
         self.defaults: dict[str, str | None] = {}
@@ -96,10 +96,11 @@ class BuildDefaults:
         for msg in self._consumer.consume(100, timeout=0):
             self._apply(msg)
 
-    def _apply(self, msg) -> None:
-        if msg.error() is not None or msg.key() is None:
+    def _apply(self, msg: Message) -> None:
+        key = msg.key()
+        if msg.error() is not None or key is None:
             return
-        queue = msg.key().decode(errors="replace")
+        queue = key.decode(errors="replace")
         build = None
         if msg.value() is not None:
             try:
@@ -134,7 +135,7 @@ class BuildDefaults:
 class BacklogReporter:
     """A thread that refreshes the build backlog gauges every ``interval_s`` seconds."""
 
-    def __init__(self, kafka: KafkaConfig, registry: CollectorRegistry, interval_s: float):
+    def __init__(self, kafka: KafkaConfig, registry: CollectorRegistry, interval_s: float) -> None:
         self.kafka = kafka
         self.interval_s = interval_s
         self._backlog = Gauge(

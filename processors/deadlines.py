@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import heapq
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from kadence.schemas.records import WorkflowState
 
@@ -34,18 +36,18 @@ log = logging.getLogger(__name__)
 LOCAL_KINDS = frozenset({"activity_timeout", "heartbeat_timeout", "schedule_to_close"})
 
 
-def _body(timer_id: str, fire_at_ms: int, kind: str, seq: int, attempt: int) -> dict:
+def _body(timer_id: str, fire_at_ms: int, kind: str, seq: int, attempt: int) -> dict[str, Any]:
     return {"timer_id": timer_id, "fire_at_ms": fire_at_ms, "kind": kind, "scheduled_seq": seq, "attempt": attempt}
 
 
-def activity_deadlines(st: WorkflowState | None) -> list[dict]:
+def activity_deadlines(st: WorkflowState | None) -> list[dict[str, Any]]:
     """The pending activity timeouts of a workflow state, as ``FireTimer`` bodies.
 
     The timer IDs and attempts are what ``activities.activity_timer_fired`` checks, so a deadline
     of an attempt that is over is recognised as stale wherever it comes from."""
     if st is None or st["status"] != "running" or st["paused"]:
         return []  # a paused run's deadlines are armed again when it is unpaused (processors.pause)
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for a in st["pending_activities"]:
         seq, opts = a["scheduled_seq"], options_of(a)
         s2c = opts.get("schedule_to_close_timeout_ms")
@@ -87,7 +89,7 @@ class DeadlineIndex:
         #: (fire_at_ms, workflow_id, timer_id); entries that no longer match ``_current`` are skipped
         self._heap: list[tuple[int, str, str]] = []
         #: workflow_id -> {timer_id: (body, run_id)}
-        self._current: dict[str, dict[str, tuple[dict, str]]] = {}
+        self._current: dict[str, dict[str, tuple[dict[str, Any], str]]] = {}
         #: (workflow_id, timer_id) -> fire_at_ms handed out by ``due`` and not settled yet
         self._firing: dict[tuple[str, str], int] = {}
         #: (workflow_id, timer_id) -> fire_at_ms fired and committed, still derived: never again
@@ -113,7 +115,7 @@ class DeadlineIndex:
             if prev is None or prev[0]["fire_at_ms"] != body["fire_at_ms"] or prev[1] != state["run_id"]:
                 heapq.heappush(self._heap, (body["fire_at_ms"], workflow_id, tid))
 
-    def _live(self, entry: tuple[int, str, str]) -> tuple[dict, str] | None:
+    def _live(self, entry: tuple[int, str, str]) -> tuple[dict[str, Any], str] | None:
         fire_at, wf, tid = entry
         cur = self._current.get(wf, {}).get(tid)
         if cur is None or cur[0]["fire_at_ms"] != fire_at:
@@ -130,9 +132,9 @@ class DeadlineIndex:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
-    def due(self, now_ms: int, limit: int) -> list[tuple[str, str, dict]]:
+    def due(self, now_ms: int, limit: int) -> list[tuple[str, str, dict[str, Any]]]:
         """Up to ``limit`` deadlines at or before ``now_ms`` as (workflow_id, run_id, FireTimer body)."""
-        out: list[tuple[str, str, dict]] = []
+        out: list[tuple[str, str, dict[str, Any]]] = []
         heap = self._heap
         while heap and heap[0][0] <= now_ms and len(out) < limit:
             entry = heapq.heappop(heap)
@@ -144,7 +146,12 @@ class DeadlineIndex:
             out.append((entry[1], run_id, body))
         return out
 
-    def settle(self, fired: list[tuple[str, str, dict]], committed: bool, state_of) -> None:
+    def settle(
+        self,
+        fired: list[tuple[str, str, dict[str, Any]]],
+        committed: bool,
+        state_of: Callable[[str], WorkflowState | None],
+    ) -> None:
         """After the batch that carried ``fired``: ``state_of(workflow_id)`` reads the committed state."""
         for wf, _run_id, body in fired:
             key = (wf, body["timer_id"])

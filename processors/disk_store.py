@@ -20,8 +20,9 @@ from __future__ import annotations
 import shutil
 import struct
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
@@ -47,7 +48,7 @@ class DiskShardStore:
     """A ``ShardStore`` (``shard_store.py``) in a RocksDB directory, one per partition (wiped at
     open: it is rebuilt from Kafka). It keeps records encoded, as Kafka has them."""
 
-    def __init__(self, partition: int, path: Path, *, cache_size: int = 1024):
+    def __init__(self, partition: int, path: Path, *, cache_size: int = 1024) -> None:
         self.partition = partition
         self.path = Path(path)
         shutil.rmtree(self.path, ignore_errors=True)
@@ -106,7 +107,7 @@ class DiskShardStore:
         raw = self._db.get(b"r" + workflow_id.encode())
         return raw.decode() if raw is not None else None
 
-    def get_history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict]:
+    def get_history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict[str, Any]]:
         """The run's events with seq > ``since``, in seq order."""
         if self._run(workflow_id) != run_id:
             return []
@@ -114,7 +115,7 @@ class DiskShardStore:
         decode = self._event_codec.decode
         return [decode(v) for _k, v in self._range(prefix, prefix + _SEQ.pack(since + 1))]
 
-    def get_history_encoded(self, workflow_id: str, run_id: str, since: int = 0, upto: int | None = None) -> list:
+    def get_history_encoded(self, workflow_id: str, run_id: str, since: int = 0, upto: int | None = None) -> list[Any]:
         """The run's events with ``since`` < seq <= ``upto``, as Avro bodies (``Encoded``) that a
         workflow task takes without decoding them; an event written with an older schema
         version is returned decoded."""
@@ -131,7 +132,7 @@ class DiskShardStore:
             out.append(Encoded(raw[2:]) if raw[1] == write_version else self._event_codec.decode(raw))
         return out
 
-    def _range(self, prefix: bytes, start: bytes):
+    def _range(self, prefix: bytes, start: bytes) -> Iterator[tuple[bytes, bytes]]:
         # the upper bound stops the iterator at the end of the prefix; without it, stepping past
         # the last key walks over every deleted key that follows (closed runs' histories, until
         # compaction): 117 us per step measured, most of the store's time
@@ -144,7 +145,7 @@ class DiskShardStore:
             it.next()
 
     def append_history(
-        self, workflow_id: str, run_id: str, events: list[dict], raws: list[bytes] | None = None
+        self, workflow_id: str, run_id: str, events: list[dict[str, Any]], raws: list[bytes] | None = None
     ) -> None:
         wid = workflow_id.encode()
         wb = WriteBatch(raw_mode=True)

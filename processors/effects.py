@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from kadence.schemas.records import RecentRequest, WorkflowState
+from kadence.schemas.records import Failure, RecentRequest, WorkflowState
 from kadence.topics import serde
 from kadence.topics.records import new_id
 
@@ -52,15 +52,15 @@ class Outbox:
     """Everything one batch emits, in order."""
 
     #: (workflow_id, event) history events, produced to {ns}.history at the shard's partition
-    events: list = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
     #: ("workflow" | "activity", task_queue, record dict)
-    tasks: list = field(default_factory=list)
-    replies: list = field(default_factory=list)
+    tasks: list[Any] = field(default_factory=list)
+    replies: list[Any] = field(default_factory=list)
     #: TimerRecord dicts, produced to the delay tier that fits their fire time
-    timers: list = field(default_factory=list)
+    timers: list[Any] = field(default_factory=list)
     #: Command records for other workflows (child starts, parent notifications, cancels),
     #: produced to {ns}.commands keyed by their workflow ID inside the same transaction
-    commands: list = field(default_factory=list)
+    commands: list[Any] = field(default_factory=list)
     #: counters for metrics: duplicates suppressed, stale completions rejected
     duplicates: int = 0
     stale: int = 0
@@ -69,8 +69,8 @@ class Outbox:
     eager_refused: int = 0
     #: for metrics, counted once the batch commits: the workflow type of each run started, and
     #: (workflow type, outcome, ms from the run's start to its close) of each run closed
-    runs_started: list = field(default_factory=list)
-    runs_closed: list = field(default_factory=list)
+    runs_started: list[Any] = field(default_factory=list)
+    runs_closed: list[Any] = field(default_factory=list)
 
     def mark(self) -> tuple[int, ...]:
         return (
@@ -117,6 +117,11 @@ def _copy_state(st: WorkflowState) -> WorkflowState:
     return out
 
 
+#: what ``BatchView.rollback`` needs: whether the batch had staged the workflow's state, a copy
+#: of it, and how many new events it had
+Checkpoint = tuple[bool, WorkflowState | None, int]
+
+
 class BatchView:
     """Copy-on-write view of a shard's store for one batch.
 
@@ -124,10 +129,10 @@ class BatchView:
     Nothing reaches the store until ``commit_into()`` runs after the Kafka commit.
     """
 
-    def __init__(self, store, build_defaults: dict | None = None):
+    def __init__(self, store: ShardStore, build_defaults: dict[str, Any] | None = None) -> None:
         self._store = store
         self.states: dict[str, WorkflowState] = {}
-        self.new_events: dict[str, list] = {}
+        self.new_events: dict[str, list[Any]] = {}
         #: wire bytes produced to Kafka, by workflow ID / event ID: a store that keeps encoded
         #: records (the disk store) takes them instead of encoding every record a second time
         self.raw_states: dict[str, bytes] = {}
@@ -162,21 +167,22 @@ class BatchView:
         """Workflows whose state record this batch replaces with a tombstone."""
         return [wf for wf in self.purged if wf not in self.states]
 
-    def checkpoint(self, workflow_id: str):
+    def checkpoint(self, workflow_id: str) -> Checkpoint:
         """What ``rollback`` needs to undo a failed transition of this workflow."""
         st = self.states.get(workflow_id)
         return (workflow_id in self.states, _copy_state(st) if st else None, len(self.new_events.get(workflow_id, ())))
 
-    def rollback(self, workflow_id: str, checkpoint) -> None:
+    def rollback(self, workflow_id: str, checkpoint: Checkpoint) -> None:
         had, st, n_events = checkpoint
         if had:
+            assert st is not None  # a staged state is a dict, never None
             self.states[workflow_id] = st
         else:
             self.states.pop(workflow_id, None)
         if workflow_id in self.new_events:
             del self.new_events[workflow_id][n_events:]
 
-    def append(self, workflow_id: str, event: dict) -> None:
+    def append(self, workflow_id: str, event: dict[str, Any]) -> None:
         self.new_events.setdefault(workflow_id, []).append(event)
 
     def request_seen(self, workflow_id: str, run_id: str, request_id: str) -> bool:
@@ -192,12 +198,12 @@ class BatchView:
             return None
         return st["next_seq"] - 1
 
-    def history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict]:
+    def history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict[str, Any]]:
         """The run's events with seq > ``since``, committed and staged."""
         staged = [e for e in self.new_events.get(workflow_id, ()) if e["run_id"] == run_id and e["seq"] > since]
         return self._store.get_history(workflow_id, run_id, since) + staged
 
-    def task_events(self, workflow_id: str, run_id: str, since: int, upto: int | None = None) -> list:
+    def task_events(self, workflow_id: str, run_id: str, since: int, upto: int | None = None) -> list[Any]:
         """The run's events with ``since`` < seq <= ``upto`` for a workflow task: committed and
         staged; a store that keeps encoded records hands them over without decoding them."""
         staged = [
@@ -229,11 +235,11 @@ def emit(
     out: Outbox,
     st: WorkflowState,
     etype: str,
-    attributes: dict,
+    attributes: dict[str, Any],
     *,
     ts: int,
     request_id: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Append a history event to the workflow's current run."""
     seq = st["next_seq"]
     st["next_seq"] = seq + 1
@@ -261,13 +267,13 @@ def reply(
     workflow_id: str,
     status: str,
     *,
-    run_id=None,
+    run_id: str | None = None,
     message: str = "",
-    result=None,
-    failure=None,
-    memo: dict | None = None,
-    description: dict | None = None,
-    reset_plan: dict | None = None,
+    result: bytes | None = None,
+    failure: Failure | None = None,
+    memo: dict[str, Any] | None = None,
+    description: dict[str, Any] | None = None,
+    reset_plan: dict[str, Any] | None = None,
 ) -> None:
     if not request_id:
         return
@@ -300,7 +306,7 @@ def closed_message(st: WorkflowState, run_id: str | None) -> str:
 DESCRIBED_DETAILS_MAX = 4096
 
 
-def description(st: WorkflowState, out: Outbox) -> dict:
+def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
     """A ``WorkflowDescription`` of the run's state (describe; no payload but small heartbeat
     details: the reply stays far below Kafka's message size).
 
@@ -364,7 +370,7 @@ def _unwritten_bytes(st: WorkflowState, out: Outbox) -> int:
     return sum(len(codec.encode(ev)) for w, ev in out.events if w == wf and ev["run_id"] == run_id)
 
 
-def count_history_bytes(st: WorkflowState | None, event: dict, size: int) -> None:
+def count_history_bytes(st: WorkflowState | None, event: dict[str, Any], size: int) -> None:
     """Add an event's encoded size to its run's count (describe's ``history_size_bytes``), when
     the state is of that run and counts (a run started before schema version 11 does not). Called
     where the event is encoded for the history topic, before its state is encoded."""
@@ -392,7 +398,7 @@ def recent(st: WorkflowState | None, request_id: str | None) -> RecentRequest | 
     return None
 
 
-def deduplicated(st: WorkflowState | None, cmd: dict, out: Outbox, view: BatchView | None = None) -> bool:
+def deduplicated(st: WorkflowState | None, cmd: dict[str, Any], out: Outbox, view: BatchView | None = None) -> bool:
     """A retried request: answer it as the first time and change nothing.
 
     Looks in the workflow's recent requests (across runs) and, for the open run, in the request
@@ -414,7 +420,7 @@ def deduplicated(st: WorkflowState | None, cmd: dict, out: Outbox, view: BatchVi
     return True
 
 
-def open_run_or_reply(cmd: dict, view: BatchView, out: Outbox) -> WorkflowState | None:
+def open_run_or_reply(cmd: dict[str, Any], view: BatchView, out: Outbox) -> WorkflowState | None:
     """The open run a request is for, or None after replying (duplicate, not found, closed)."""
     wf = cmd["aggregate_key"]
     st = view.state(wf)
@@ -466,7 +472,7 @@ def workflow_task_needed(view: BatchView, out: Outbox, st: WorkflowState, ts: in
 
 
 def dispatch_workflow_task(
-    view: BatchView, out: Outbox, st: WorkflowState, *, full: bool, query: dict | None = None
+    view: BatchView, out: Outbox, st: WorkflowState, *, full: bool, query: dict[str, Any] | None = None
 ) -> None:
     since = 0 if full else st["wt_last_completed_seq"]
     # a workflow task is the history up to its WorkflowTaskScheduled event; events recorded
@@ -522,7 +528,7 @@ def send_command(
     out: Outbox,
     workflow_id: str,
     body_type: str,
-    body: dict,
+    body: dict[str, Any],
     *,
     run_id: str | None = None,
     request_id: str | None = None,
@@ -562,8 +568,8 @@ def close_run(
     status: str,
     ts: int,
     *,
-    result=None,
-    failure=None,
+    result: bytes | None = None,
+    failure: Failure | None = None,
     notify: bool = True,
     notify_parent: bool = True,
 ) -> None:

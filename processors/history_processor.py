@@ -9,6 +9,7 @@ consumer rewinds to the committed offsets.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -17,12 +18,16 @@ import tempfile
 import threading
 import time
 import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from kadence.schemas.records import WorkflowState
 from kadence.topics import serde, settings
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
@@ -44,7 +49,7 @@ from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command, history_key, now_ms
 from kadence.topics.settings import session_timeout_setting, setting
-from kadence.topics.tracing import Tracer, record_ref
+from kadence.topics.tracing import Tracer, TraceRef, record_ref
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
 from .builds import BacklogReporter, BuildDefaults
@@ -59,6 +64,8 @@ from .timer_service import choose_tier
 __all__ = ["EXIT_TXN_STALLED", "HistoryProcessor", "ProcessorConfig"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: exit status of a processor whose transaction call hung (see ``TxnWatchdog``); whoever runs it
 #: restarts it, and it takes its shards back once the group drops its old member (a session timeout)
@@ -112,7 +119,7 @@ class ProcessorConfig:
         "producer is replaced and the batch read again (the allowance doubles after each hang, up to 60 s; decision 0035)",
     )
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.txn_stall_exit_s <= 0:
             raise ConfigError("txn_stall_exit_s must be > 0")
         if not 0 < self.txn_hang_s <= 60:
@@ -125,7 +132,7 @@ class ProcessorConfig:
             raise ConfigError(f"processor store must be 'disk' or 'memory', not {self.store!r}")
 
     @classmethod
-    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> ProcessorConfig:
+    def from_env(cls, kafka: KafkaConfig, env: Mapping[str, str] | None = None, **overrides: Any) -> ProcessorConfig:
         """The settings from the environment (``overrides`` win: command-line options, tests)."""
         return settings.from_env(cls, env, kafka=kafka, **overrides)
 
@@ -167,7 +174,7 @@ class _Metrics:
     """The processor's families; every one carries ``namespace`` (bound here where it is the only
     label, so that a call site reads ``metrics.commands.inc()``)."""
 
-    def __init__(self, registry: CollectorRegistry, namespace: str):
+    def __init__(self, registry: CollectorRegistry, namespace: str) -> None:
         r, ns = registry, ["namespace"]
         self.commands = Counter("kadence_processor_commands", "commands processed", ns, registry=r).labels(namespace)
         self.batches = Histogram(
@@ -246,7 +253,7 @@ class _Metrics:
         ).labels(namespace)
         self.lag = LagSampler(lag_gauge(r), namespace, "processor")
 
-    def count_runs(self, namespace: str, out) -> None:
+    def count_runs(self, namespace: str, out: Outbox) -> None:
         """The runs an outbox started and closed, once its batch has committed."""
         for wtype in out.runs_started:
             self.runs_started.labels(namespace, self.workflow_type.value(wtype)).inc()
@@ -256,10 +263,26 @@ class _Metrics:
             self.run_seconds.labels(namespace, label, outcome).observe(max(0, ms) / 1000)
 
 
+def _run_trace(st: WorkflowState | None) -> TraceRef | None:
+    """The trace context of a running run that is traced, else None."""
+    if st is None or st["status"] != "running":
+        return None
+    trace_id, span_id = st.get("trace_id"), st.get("span_id")
+    if trace_id is None or span_id is None:
+        return None
+    return trace_id, span_id
+
+
 class HistoryProcessor:
     """One processor instance. ``run()`` blocks until ``stop()``."""
 
-    def __init__(self, config: ProcessorConfig, *, registry: CollectorRegistry | None = None, tracer_provider=None):
+    def __init__(
+        self,
+        config: ProcessorConfig,
+        *,
+        registry: CollectorRegistry | None = None,
+        tracer_provider: TracerProvider | None = None,
+    ) -> None:
         self.config = config
         #: spans of traced commands (``topics.tracing``; None: the global tracer provider)
         self._tracer = Tracer("processor", tracer_provider)
@@ -377,7 +400,7 @@ class HistoryProcessor:
         if store is not None:
             store.close()
 
-    def _until_broker_answers(self, what: str, step):
+    def _until_broker_answers(self, what: str, step: Callable[[], T]) -> T:
         """``step()``, retried with backoff while the broker is unreachable (a processor started
         before the broker, or one that meets a restart while it restores), instead of exiting."""
         return until_broker_answers(
@@ -484,19 +507,19 @@ class HistoryProcessor:
                 offset
                 if offset >= 0
                 else self._until_broker_answers(
-                    f"reading where partition {tp.partition} begins", lambda t=tp: self._log_start(t)
+                    f"reading where partition {tp.partition} begins", functools.partial(self._log_start, tp)
                 )
             )
             self._stores[tp.partition], self._deadlines[tp.partition], self._quarantine[tp.partition] = (
                 self._until_broker_answers(
-                    f"restoring partition {tp.partition}", lambda p=tp.partition: self._restore(p)
+                    f"restoring partition {tp.partition}", functools.partial(self._restore, tp.partition)
                 )
             )
         log.info(
             "processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions)
         )
 
-    def _restore(self, partition: int):
+    def _restore(self, partition: int) -> tuple[ShardStore, DeadlineIndex, dict[str, str]]:
         """A shard's store, deadline index and quarantined workflows, rebuilt from Kafka (a failed
         try leaves nothing open)."""
         index, store = DeadlineIndex(), self._new_store(partition)
@@ -541,9 +564,9 @@ class HistoryProcessor:
             return 0.1
         return min(0.1, max(0.0, (min(due) - now_ms()) / 1000))
 
-    def _due_deadlines(self) -> dict[int, list]:
+    def _due_deadlines(self) -> dict[int, list[Any]]:
         """Per shard, the activity deadlines that have passed (as many as a batch takes)."""
-        fired: dict[int, list] = {}
+        fired: dict[int, list[Any]] = {}
         now, room = now_ms(), self.config.max_batch
         for p, index in self._deadlines.items():
             if room <= 0:
@@ -586,7 +609,7 @@ class HistoryProcessor:
         # each partition still stands at the position recorded when it was paused
         resume_awake(self._live_consumer, paused)
 
-    def _poll_batch(self, timeout: float = 0.1) -> list:
+    def _poll_batch(self, timeout: float = 0.1) -> list[Any]:
         """Adaptive batch: wait for the first command, then take whatever else is ready."""
         msgs = poll_ready(self._live_consumer, self.config.max_batch, timeout)
         out = []
@@ -601,10 +624,10 @@ class HistoryProcessor:
                 log.warning("consumer error: %s", err.str())
         return out
 
-    def _process_batch(self, msgs: list, fired: dict[int, list] | None = None) -> None:
+    def _process_batch(self, msgs: list[Any], fired: dict[int, list[Any]] | None = None) -> None:
         views: dict[int, BatchView] = {}
         outboxes: dict[int, Outbox] = {}
-        dead: list = []
+        dead: list[Any] = []
         offsets: dict[tuple[str, int], int] = {}
         ts = now_ms()
         fired = fired or {}
@@ -680,7 +703,9 @@ class HistoryProcessor:
         if committed:
             self.metrics.deadlines.inc(sum(len(due) for due in fired.values()))
 
-    def _transition(self, cmd: dict, view: BatchView, out: Outbox, ts: int, mark, parent) -> None:
+    def _transition(
+        self, cmd: dict[str, Any], view: BatchView, out: Outbox, ts: int, mark: tuple[int, ...], parent: TraceRef | None
+    ) -> None:
         """``transition``, in a ``kadence.process`` span when the command or its running run is
         traced (``topics.tracing``): a child of the command's context, else of the run's (what a
         timer or timeout causes joins the run's trace). What it writes carries the span's
@@ -690,10 +715,10 @@ class HistoryProcessor:
         wf = cmd["aggregate_key"]
         st = view.state(wf)
         if parent is None:
-            if st is None or st["status"] != "running" or st.get("trace_id") is None or st.get("span_id") is None:
+            parent = _run_trace(st)
+            if parent is None:
                 transition(cmd, view, out, ts)  # untraced: the common case costs the look-up above
                 return
-            parent = st["trace_id"], st["span_id"]
         run_before = st["run_id"] if st is not None else None
         btype = cmd["body"][0]
         # one attribute: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)
@@ -720,7 +745,7 @@ class HistoryProcessor:
             partition=partition,
         )
 
-    def _deadline_command(self, wf: str, run_id: str, body: dict) -> dict:
+    def _deadline_command(self, wf: str, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """The FireTimer command the timer service would have sent for this deadline (as decoded)."""
         return self._cmd_codec.decode(self._cmd_codec.encode(command(wf, "FireTimer", body, run_id=run_id)))
 
@@ -737,7 +762,9 @@ class HistoryProcessor:
             raise BrokerUnavailableError(f"cannot read where {tp.topic}[{tp.partition}] begins: {exc}") from exc
         return max(low, 0)
 
-    def _fencing_offsets(self, outboxes, offsets) -> dict[tuple[str, int], int]:
+    def _fencing_offsets(
+        self, outboxes: dict[int, Outbox], offsets: dict[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int]:
         """The consumed offsets to send with a batch: one for EVERY shard the batch writes.
 
         ``send_offsets_to_transaction`` is the only thing that stops a stale owner's transaction:
@@ -755,7 +782,15 @@ class HistoryProcessor:
                 fenced[key] = self._fence_offsets[p]
         return fenced
 
-    def _commit(self, msgs, views, outboxes, dead, offsets, fired=None) -> bool:
+    def _commit(
+        self,
+        msgs: list[Any],
+        views: dict[int, BatchView],
+        outboxes: dict[int, Outbox],
+        dead: list[Any],
+        offsets: dict[tuple[str, int], int],
+        fired: dict[int, list[Any]] | None = None,
+    ) -> bool:
         outboxes = {p: out for p, out in outboxes.items() if p in self._stores}
         if not offsets and not outboxes:
             return False  # every record belonged to partitions this instance no longer owns
@@ -818,7 +853,7 @@ class HistoryProcessor:
     def _produce(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None = None) -> None:
         produce_waiting(self._live_producer, topic, value, key, partition=partition, wait_s=0.01)
 
-    def _produce_outputs(self, views, outboxes, dead) -> None:
+    def _produce_outputs(self, views: dict[int, BatchView], outboxes: dict[int, Outbox], dead: list[Any]) -> None:
         event_codec = serde.codec("HistoryEvent")
         state_codec = serde.codec("WorkflowState")
         wt_codec, at_codec = serde.codec("WorkflowTask"), serde.codec("ActivityTask")

@@ -46,7 +46,7 @@ def hold_timer(st: WorkflowState, body: Mapping[str, Any]) -> bool:
     return True
 
 
-def pause_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def pause_workflow(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     st = open_run_or_reply(cmd, view, out)
     if st is None:
         return
@@ -72,8 +72,8 @@ def pause_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
 
 
 def unpause_workflow(
-    cmd: dict,
-    body: dict,
+    cmd: dict[str, Any],
+    body: dict[str, Any],
     view: BatchView,
     out: Outbox,
     ts: int,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import Any
 
 from kadence.schemas.records import PendingActivity, PendingTimer, WorkflowState
 from kadence.topics import serde
@@ -54,11 +55,11 @@ log = logging.getLogger(__name__)
 _RESET_NS = uuid.UUID("0f5a2c1e-7d43-4f7a-9b8e-2d1c3e4f5a6b")
 
 
-def _fail(out: Outbox, cmd: dict, message: str, run_id: str | None = None) -> None:
+def _fail(out: Outbox, cmd: dict[str, Any], message: str, run_id: str | None = None) -> None:
     reply(out, cmd["request_id"], cmd["aggregate_key"], "rejected", run_id=run_id, message=message)
 
 
-def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def reset_workflow(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     if not body["dry_run"]:
         _reset(cmd, body, view, out, ts)
         return
@@ -73,7 +74,9 @@ def reset_workflow(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int)
         out.replies.append({**answer, "run_id": None if answer["status"] == "ok" else answer["run_id"]})
 
 
-def _closed_history(cmd: dict, body: dict, st: WorkflowState, out: Outbox) -> list[dict] | None:
+def _closed_history(
+    cmd: dict[str, Any], body: dict[str, Any], st: WorkflowState, out: Outbox
+) -> list[dict[str, Any]] | None:
     """The closed run's events 1..branch point sent with the reset, checked against its state;
     None after refusing."""
     wf, point = cmd["aggregate_key"], body["workflow_task_completed_seq"]
@@ -112,7 +115,9 @@ def _closed_history(cmd: dict, body: dict, st: WorkflowState, out: Outbox) -> li
     return events
 
 
-def _reset(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, dry_run: bool = False) -> None:
+def _reset(
+    cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int, *, dry_run: bool = False
+) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
     if deduplicated(st, cmd, out, view):  # a retried reset gets its first answer, and resets nothing
@@ -164,7 +169,7 @@ def _reset(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, dry_
 
     new_run_id = str(uuid.uuid5(_RESET_NS, f"{st['run_id']}/{point['seq']}/{cmd['event_id']}"))
     reason = body["reason"] or "reset"
-    waiters: list = []
+    waiters: list[Any] = []
     if was_open:
         emit(
             view,

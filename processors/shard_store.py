@@ -11,7 +11,7 @@ instead of encoding again (``raw``/``raws``), and hands a workflow task its even
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from kadence.schemas.records import WorkflowState
 
@@ -29,15 +29,15 @@ class ShardStore(Protocol):
     def delete_state(self, workflow_id: str) -> None:
         """Forget the workflow (its state and its open run's history)."""
 
-    def get_history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict]:
+    def get_history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict[str, Any]]:
         """The open run's events with seq > ``since``, in seq order (none for another run)."""
 
-    def get_history_encoded(self, workflow_id: str, run_id: str, since: int = 0, upto: int | None = None) -> list:
+    def get_history_encoded(self, workflow_id: str, run_id: str, since: int = 0, upto: int | None = None) -> list[Any]:
         """The open run's events with ``since`` < seq <= ``upto`` as a workflow task carries them:
         decoded dicts, or encoded bodies the task's codec writes as they are."""
 
     def append_history(
-        self, workflow_id: str, run_id: str, events: list[dict], raws: list[bytes] | None = None
+        self, workflow_id: str, run_id: str, events: list[dict[str, Any]], raws: list[bytes] | None = None
     ) -> None:
         """Add events of the open run ``run_id`` (a new run replaces the previous one's);
         ``raws``: the same events as encoded for the history topic."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
 from kadence.schemas.records import WorkflowState
@@ -73,7 +73,7 @@ EAGER_MAX_SKEW_MS = 60_000
 
 
 def _new_run(
-    st_prev: WorkflowState | None, wf: str, body: dict, run_id: str, ts: int, *, build_id: str | None = None
+    st_prev: WorkflowState | None, wf: str, body: dict[str, Any], run_id: str, ts: int, *, build_id: str | None = None
 ) -> WorkflowState:
     return {
         "workflow_id": wf,
@@ -120,7 +120,7 @@ def _new_run(
     }
 
 
-def _initial_build(view: BatchView, body: dict) -> str | None:
+def _initial_build(view: BatchView, body: dict[str, Any]) -> str | None:
     """The build a new run is pinned to: the one its start names (a child of a pinned parent),
     else the task queue's default build at this moment (None: unversioned)."""
     if body.get("build_id"):
@@ -135,10 +135,10 @@ def _begin_run(
     view: BatchView,
     out: Outbox,
     st: WorkflowState,
-    body: dict,
+    body: dict[str, Any],
     ts: int,
     *,
-    request_id=None,
+    request_id: str | None = None,
     continued_from: str | None = None,
 ) -> None:
     view.put(st)
@@ -173,7 +173,7 @@ def _begin_run(
     log.debug("workflow %s run %s started", st["workflow_id"], st["run_id"])
 
 
-def _invalid_start(wf: str, body: dict) -> str | None:
+def _invalid_start(wf: str, body: dict[str, Any]) -> str | None:
     """Why a start's workflow ID, type or task queue is not valid (``topics.identifiers``)."""
     why = problem(wf, max_length=MAX_ID_LENGTH, slash=True)
     if why:
@@ -198,7 +198,7 @@ def _start_rejection(st: WorkflowState, policy: str) -> str | None:
 
 
 def _start(
-    cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, answer: bool = True
+    cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int, *, answer: bool = True
 ) -> WorkflowState | None:
     """Start a run; returns its state, or None when rejected (the reply says why)."""
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
@@ -233,7 +233,9 @@ def _start(
     return new
 
 
-def _notify_parent_of_start(out: Outbox, wf: str, body: dict, kind: str, run_id: str, message: str = "") -> None:
+def _notify_parent_of_start(
+    out: Outbox, wf: str, body: dict[str, Any], kind: str, run_id: str, message: str = ""
+) -> None:
     if body.get("parent_workflow_id"):
         send_command(
             out,
@@ -252,7 +254,7 @@ def _notify_parent_of_start(out: Outbox, wf: str, body: dict, kind: str, run_id:
         )
 
 
-def _start_child(view: BatchView, out: Outbox, st: WorkflowState, c: dict, done_seq: int, ts: int) -> None:
+def _start_child(view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, Any], done_seq: int, ts: int) -> None:
     ev = emit(
         view,
         out,
@@ -305,7 +307,7 @@ def _start_child(view: BatchView, out: Outbox, st: WorkflowState, c: dict, done_
 _CHILD_CLOSED = {"completed", "failed", "canceled", "terminated", "timed_out"}
 
 
-def _child_event(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _child_event(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     st = view.state(cmd["aggregate_key"])
     child = None
     if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
@@ -356,7 +358,7 @@ def _child_event(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -
     view.put(st)
 
 
-def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> WorkflowState | None:
+def _current_task(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox) -> WorkflowState | None:
     """The state if the command's workflow-task token is the pending one, else None (stale)."""
     st = view.state(cmd["aggregate_key"])
     if (
@@ -372,7 +374,7 @@ def _current_task(cmd: dict, body: dict, view: BatchView, out: Outbox) -> Workfl
 
 
 def _apply_command(
-    view: BatchView, out: Outbox, st: WorkflowState, ctype: str, c: dict, done_seq: int, ts: int
+    view: BatchView, out: Outbox, st: WorkflowState, ctype: str, c: dict[str, Any], done_seq: int, ts: int
 ) -> None:
     if ctype == "ScheduleActivityTask":
         if any(a["activity_id"] == c["activity_id"] for a in st["pending_activities"]):
@@ -448,7 +450,7 @@ def _apply_command(
 _failure = failure_record
 
 
-def _continue_as_new(view: BatchView, out: Outbox, st: WorkflowState, c: dict, ts: int) -> None:
+def _continue_as_new(view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, Any], ts: int) -> None:
     new_run_id = str(uuid.uuid5(_RUN_NS, f"{st['run_id']}/continue"))
     emit(view, out, st, "WorkflowExecutionContinuedAsNew", {"new_run_id": new_run_id, "input": c["input"]}, ts=ts)
     waiters = st["result_waiters"]
@@ -472,7 +474,7 @@ def _continue_as_new(view: BatchView, out: Outbox, st: WorkflowState, c: dict, t
     _begin_run(view, out, new, body, ts, continued_from=st["run_id"])
 
 
-def _workflow_task_completed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _workflow_task_completed(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     st = _current_task(cmd, body, view, out)
     if st is None:
         return
@@ -480,7 +482,7 @@ def _workflow_task_completed(cmd: dict, body: dict, view: BatchView, out: Outbox
 
 
 def _complete_task(
-    view: BatchView, out: Outbox, st: WorkflowState, body: dict, ts: int, *, request_id: str | None = None
+    view: BatchView, out: Outbox, st: WorkflowState, body: dict[str, Any], ts: int, *, request_id: str | None = None
 ) -> None:
     """Record the completion of the pending workflow task (``body``: scheduled_seq, commands,
     identity, build_id) and apply its commands."""
@@ -513,7 +515,9 @@ def _complete_task(
         view.put(st)
 
 
-def _eager_fits(st: WorkflowState | None, cmd: dict, eager: dict, ts: int) -> TypeGuard[WorkflowState]:
+def _eager_fits(
+    st: WorkflowState | None, cmd: dict[str, Any], eager: dict[str, Any], ts: int
+) -> TypeGuard[WorkflowState]:
     """Did nothing happen to the workflow since the workflow task the worker's instance last
     completed? Every event its code would have to see (a signal, a timer, another activity's
     result, a cancel request, a child's news) schedules a workflow task at once when none is
@@ -531,11 +535,11 @@ def _eager_fits(st: WorkflowState | None, cmd: dict, eager: dict, ts: int) -> Ty
     ):
         return False
     if eager.get("base_request_id") is not None:  # it follows an eager task the worker has no news of yet
-        return st.get("wt_last_eager_request") == eager["base_request_id"]
-    return st["wt_last_completed_seq"] == eager["base_scheduled_seq"]
+        return bool(st.get("wt_last_eager_request") == eager["base_request_id"])
+    return bool(st["wt_last_completed_seq"] == eager["base_scheduled_seq"])
 
 
-def _activity_completed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _activity_completed(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     """An activity's result, maybe with the eager workflow task its worker ran next (decision 0031):
     recorded as ActivityTaskCompleted, WorkflowTaskScheduled (at the workflow time the code ran
     with), WorkflowTaskCompleted and the task's commands, the history a workflow task sent
@@ -601,7 +605,7 @@ def _check_history_size(view: BatchView, out: Outbox, st: WorkflowState, ts: int
         )
 
 
-def _workflow_task_failed(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _workflow_task_failed(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     st = _current_task(cmd, body, view, out)
     if st is None:
         return
@@ -642,16 +646,16 @@ def workflow_task_retry_delay_ms(attempt: int) -> int | None:
     after WT_RETRY_MAX_ATTEMPTS attempts (each retry records one WorkflowTaskScheduled event)."""
     if attempt >= WT_RETRY_MAX_ATTEMPTS:
         return None
-    return min(WT_RETRY_INITIAL_MS * 2 ** (max(attempt, 1) - 1), WT_RETRY_MAX_MS)
+    return min(WT_RETRY_INITIAL_MS << (max(attempt, 1) - 1), WT_RETRY_MAX_MS)
 
 
-def _history_requested(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _history_requested(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     st = _current_task(cmd, body, view, out)
     if st is not None:
         dispatch_workflow_task(view, out, st, full=True)
 
 
-def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _await_result(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
     if st is None or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
@@ -689,7 +693,7 @@ def _await_result(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
         view.put(st)
 
 
-def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _signal(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
     if deduplicated(st, cmd, out, view):
@@ -721,7 +725,7 @@ def _signal(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> Non
     reply(out, rid, wf, "ok", run_id=st["run_id"])
 
 
-def _request_cancel(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _request_cancel(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     st = open_run_or_reply(cmd, view, out)
     if st is None:
         return
@@ -740,7 +744,7 @@ def _terminate_run(view: BatchView, out: Outbox, st: WorkflowState, reason: str,
     view.put(st)
 
 
-def _terminate(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _terminate(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     st = open_run_or_reply(cmd, view, out)
     if st is None:
         return
@@ -750,7 +754,7 @@ def _terminate(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> 
     reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
 
 
-def _timer_fired(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _timer_fired(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     st = view.state(cmd["aggregate_key"])
     if st is None or st["status"] != "running" or st["run_id"] != cmd["run_id"]:
         out.stale += 1
@@ -789,7 +793,7 @@ def fire_timer(st: WorkflowState, body: Mapping[str, Any], view: BatchView, out:
     return True
 
 
-def _query(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _query(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     wf, rid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
     if st is None:
@@ -807,7 +811,7 @@ def _query(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None
     )
 
 
-def _update_build(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _update_build(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     """Operator: move the open run to another build (None: unpin). A workflow task waiting on the
     old build's topic is sent again, with the full history, to the new build's; one that failed
     (e.g. non-determinism on the old build) is tried again on the new build at once."""
@@ -839,7 +843,7 @@ def _update_build(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) 
     reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
 
 
-def _purge_closed_run(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def _purge_closed_run(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     """Archival: forget a closed run's state once its history is archived (a tombstone on
     ``{ns}.state``). Only the workflow's current run, and only once it is closed: a newer run's
     state is kept (answered ok, nothing to forget), an open run is refused, an unknown one is
@@ -858,7 +862,10 @@ def _purge_closed_run(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: i
         log.info("workflow %s run %s: state purged (archived at %s)", wf, st["run_id"], body["archive_uri"])
 
 
-_HANDLERS = {
+#: a command's handler: (command, its body, the batch's view, the outbox, the batch's time)
+_Handler = Callable[[dict[str, Any], Any, BatchView, Outbox, int], None]
+
+_HANDLERS: dict[str, _Handler] = {
     "RespondWorkflowTaskCompleted": _workflow_task_completed,
     "RespondWorkflowTaskFailed": _workflow_task_failed,
     "RequestWorkflowHistory": _history_requested,
@@ -879,7 +886,7 @@ _HANDLERS = {
 }
 
 
-def transition(cmd: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def transition(cmd: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     """Apply one decoded ``Command`` to the shard."""
     btype, body = cmd["body"]
     if btype == "StartWorkflow":

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -29,12 +31,12 @@ class MemoryShardStore:
     """A ``ShardStore`` (``shard_store.py``) in dicts: states and open runs' events as dicts;
     the encoded records it is offered are not kept."""
 
-    def __init__(self, partition: int):
+    def __init__(self, partition: int) -> None:
         self.partition = partition
         self._states: dict[str, WorkflowState] = {}
-        self._history: dict[str, tuple[str, list]] = {}
+        self._history: dict[str, tuple[str, list[Any]]] = {}
         #: request IDs of the open run's events (signals, cancels): retries are answered once
-        self._requests: dict[str, set] = {}
+        self._requests: dict[str, set[Any]] = {}
 
     def get_state(self, workflow_id: str) -> WorkflowState | None:
         return self._states.get(workflow_id)
@@ -46,7 +48,7 @@ class MemoryShardStore:
         self._states.pop(workflow_id, None)
         self.drop_history(workflow_id)
 
-    def get_history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict]:
+    def get_history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict[str, Any]]:
         """The run's events with seq > ``since``. Events are kept in seq order from 1, so this is
         a slice: a workflow task costs what it carries, not the whole history."""
         entry = self._history.get(workflow_id)
@@ -54,13 +56,13 @@ class MemoryShardStore:
             return []
         return entry[1][since:]
 
-    def get_history_encoded(self, workflow_id: str, run_id: str, since: int = 0, upto: int | None = None) -> list:
+    def get_history_encoded(self, workflow_id: str, run_id: str, since: int = 0, upto: int | None = None) -> list[Any]:
         """As ``get_history``, up to ``upto``: a workflow task encodes these dicts."""
         events = self.get_history(workflow_id, run_id, since)
         return events if upto is None else [e for e in events if e["seq"] <= upto]
 
     def append_history(
-        self, workflow_id: str, run_id: str, events: list[dict], raws: list[bytes] | None = None
+        self, workflow_id: str, run_id: str, events: list[dict[str, Any]], raws: list[bytes] | None = None
     ) -> None:
         entry = self._history.get(workflow_id)
         if entry is None or entry[0] != run_id:
@@ -90,7 +92,13 @@ class MemoryShardStore:
 
 
 def read_partition(
-    config: KafkaConfig, topic: str, partition: int, handle, *, timeout: float = 120.0, label: str = ""
+    config: KafkaConfig,
+    topic: str,
+    partition: int,
+    handle: Callable[[bytes | None, bytes | None, int], None],
+    *,
+    timeout: float = 120.0,
+    label: str = "",
 ) -> int:
     """Read one partition from its start to its current end (read_committed); returns records read.
 
@@ -129,9 +137,9 @@ def restore_shard(
     partition: int,
     store: ShardStore | None = None,
     *,
-    observe=None,
+    observe: Callable[[str, WorkflowState | None], None] | None = None,
     quarantine: dict[str, str] | None = None,
-):
+) -> ShardStore:
     """Rebuild a shard's store (``store``: an empty one to fill; a new ``MemoryShardStore`` by
     default): states from the compacted state topic, then the events of every open run from the
     history topic. ``observe(workflow_id, state_or_None)`` sees every state record read, in order
@@ -155,14 +163,15 @@ def restore_shard(
         if observe is not None:
             observe(wf, None)
 
-    def on_state(key, value, offset):
+    def on_state(key: bytes | None, value: bytes | None, offset: int) -> None:
+        assert key is not None  # a state record is keyed by its workflow ID
         wf = key.decode()
         if value is None:
             forget(wf)
             quarantined.pop(wf, None)  # deleted: nothing left to protect
             return
         try:
-            st = state_codec.decode(value)
+            st = cast(WorkflowState, state_codec.decode(value))
         except SchemaError as exc:
             if quarantine is None:
                 raise
@@ -179,9 +188,9 @@ def restore_shard(
             open_runs.pop(wf, None)
 
     read_partition(config, state_topic, partition, on_state, label="state")
-    buffers: dict[str, list] = {}
+    buffers: dict[str, list[Any]] = {}
 
-    def on_event(key, value, offset):
+    def on_event(key: bytes | None, value: bytes | None, offset: int) -> None:
         if value is None or key is None:
             return
         wf, run_id, _seq = key.decode().rsplit("/", 2)

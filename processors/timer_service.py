@@ -34,8 +34,9 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -113,7 +114,7 @@ class TimerConfig:
         "producer is replaced",
     )
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.instance_id or any(c.isspace() for c in self.instance_id):
             raise ConfigError("timer service instance_id must be a non-empty word")
         if self.max_batch < 1:
@@ -126,7 +127,7 @@ class TimerConfig:
             raise ConfigError("producer_stall_s must be > 0")
 
     @classmethod
-    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> TimerConfig:
+    def from_env(cls, kafka: KafkaConfig, env: Mapping[str, str] | None = None, **overrides: Any) -> TimerConfig:
         """The settings from the environment (``overrides`` win: command-line options, tests)."""
         return settings.from_env(cls, env, kafka=kafka, **overrides)
 
@@ -134,7 +135,7 @@ class TimerConfig:
 class _Metrics:
     """The timer service's families; every one carries ``namespace``, bound here."""
 
-    def __init__(self, registry: CollectorRegistry, namespace: str):
+    def __init__(self, registry: CollectorRegistry, namespace: str) -> None:
         r, ns = registry, ["namespace"]
         self.fired = Counter(
             "kadence_timers_fired", "timers fired (FireTimer commands produced)", ns, registry=r
@@ -183,7 +184,7 @@ class _Part:
         "topic",
     )
 
-    def __init__(self, topic: str, partition: int, tier: str):
+    def __init__(self, topic: str, partition: int, tier: str) -> None:
         self.topic = topic
         self.partition = partition
         self.tier = tier
@@ -212,7 +213,7 @@ class _Part:
 
 
 #: a record's timer before it is decoded (never read: a record that does not decode is dead-lettered)
-_UNDECODED: dict = {}
+_UNDECODED: dict[str, Any] = {}
 
 
 class _Rec:
@@ -220,13 +221,13 @@ class _Rec:
 
     __slots__ = ("done", "key", "offset", "out", "part", "timer", "value")
 
-    def __init__(self, part: _Part, offset: int, key: bytes | None, value: bytes | None):
+    def __init__(self, part: _Part, offset: int, key: bytes | None, value: bytes | None) -> None:
         self.part = part
         self.offset = offset
         self.key = key
         self.value = value
         #: the decoded timer (set when the record is accepted; every later step reads it)
-        self.timer: dict = _UNDECODED
+        self.timer: dict[str, Any] = _UNDECODED
         self.done = False
         #: (topic, value, key) of the output in flight, kept for a retry
         self.out: tuple[str, bytes | None, bytes | None] | None = None
@@ -240,8 +241,8 @@ class TimerService:
         config: TimerConfig,
         *,
         registry: CollectorRegistry | None = None,
-        producer_factory: Callable[[dict], Producer] = Producer,
-    ):
+        producer_factory: Callable[[dict[str, Any]], Producer] = Producer,
+    ) -> None:
         """``producer_factory`` makes the Kafka producers (tests give it one that wedges)."""
         self.config = config
         self._producer_factory = producer_factory
@@ -260,8 +261,8 @@ class TimerService:
         self._timer_codec = serde.codec("TimerRecord")
         self._cmd_codec = serde.codec("Command")
         self._parts: dict[tuple[str, int], _Part] = {}
-        self._near: list = []  # heap of (fire_at_ms, seq, _Rec)
-        self._heads: list = []  # heap of (wake_at_ms, seq, _Rec)
+        self._near: list[Any] = []  # heap of (fire_at_ms, seq, _Rec)
+        self._heads: list[Any] = []  # heap of (wake_at_ms, seq, _Rec)
         self._n_heads = 0
         self._seq = itertools.count()
         self._near_paused = False
@@ -270,7 +271,7 @@ class TimerService:
         self._in_flight = 0
         self._next_commit = 0.0
         self._next_log = 0.0
-        self._logged: tuple = (0, 0, 0, 0, 0, 0)
+        self._logged: tuple[Any, ...] = (0, 0, 0, 0, 0, 0)
         #: plain counters (also in the metrics), for the progress line and for tests
         self.fired = 0
         self.reenqueued = 0
@@ -535,7 +536,7 @@ class TimerService:
             wake = now
         return max(0.0, (wake - now) / 1000)
 
-    def _handle(self, msgs: list) -> None:
+    def _handle(self, msgs: list[Any]) -> None:
         now = _now_ms()
         rewound: list[_Part] = []
         for i, msg in enumerate(msgs):
@@ -750,7 +751,7 @@ class TimerService:
 
     # -- commits and reporting -----------------------------------------------------------------
 
-    def _commit(self, sync: bool = False, parts=None) -> None:
+    def _commit(self, sync: bool = False, parts: list[_Part] | None = None) -> None:
         offsets = []
         for part in self._parts.values() if parts is None else parts:
             if not part.dirty:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from kadence.schemas.records import UpdateRecord, WorkflowState
 from kadence.topics.records import failure_record
@@ -58,7 +59,13 @@ def _answer(out: Outbox, st: WorkflowState, u: UpdateRecord) -> None:
 
 
 def update_requested(
-    cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int, *, start: Callable[..., WorkflowState | None]
+    cmd: dict[str, Any],
+    body: dict[str, Any],
+    view: BatchView,
+    out: Outbox,
+    ts: int,
+    *,
+    start: Callable[..., WorkflowState | None],
 ) -> None:
     """``UpdateWorkflow``: answer a known update from its record, else have a worker validate it
     (``start``: the start of update-with-start, when no run is open)."""
@@ -94,7 +101,7 @@ def update_requested(
     )
 
 
-def update_accepted(cmd: dict, body: dict, view: BatchView, out: Outbox, ts: int) -> None:
+def update_accepted(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     """``AcceptWorkflowUpdate``: record the update once, and run its handler."""
     wf, uid = cmd["aggregate_key"], cmd["request_id"]
     st = view.state(wf)
@@ -130,7 +137,7 @@ def _forget_finished(st: WorkflowState) -> None:
         st["updates"] = [u for u in st["updates"] if id(u) not in drop]
 
 
-def complete_update(view: BatchView, out: Outbox, st: WorkflowState, c: dict, ts: int) -> None:
+def complete_update(view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, Any], ts: int) -> None:
     """Workflow code's ``CompleteWorkflowUpdate``: recorded (replay expects the event whatever
     happened to the update meanwhile); the first outcome of an accepted update answers it."""
     emit(

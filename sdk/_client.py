@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+from opentelemetry.trace import TracerProvider
 
 from kadence.storage import open_large_payloads
 from kadence.topics.config import KafkaConfig
@@ -42,6 +44,8 @@ from kadence.topics.typed import signature
 from ._definitions import run_function, to_ms, workflow_type_name
 from .interceptors import ClientCall, Interceptor, chain
 
+_R = TypeVar("_R")
+
 log = logging.getLogger(__name__)
 
 __all__ = ["Client", "ResetPlan", "WorkflowHandle"]
@@ -66,7 +70,7 @@ class ResetPlan:
     new_run_id: str | None = None
 
     @classmethod
-    def from_record(cls, workflow_id: str, plan: dict, *, new_run_id: str | None) -> ResetPlan:
+    def from_record(cls, workflow_id: str, plan: dict[str, Any], *, new_run_id: str | None) -> ResetPlan:
         return cls(
             workflow_id=workflow_id,
             branch_event=plan["branch_event"],
@@ -78,7 +82,7 @@ class ResetPlan:
             new_run_id=new_run_id,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "activities_rerun": list(self.activities_rerun)}
 
 
@@ -90,7 +94,7 @@ class WorkflowHandle:
 
     def __init__(
         self, client: Client, workflow_id: str, run_id: str | None, *, result_type: Any = None, run_fn: Any = None
-    ):
+    ) -> None:
         self.client = client
         self.id = workflow_id
         self.run_id = run_id
@@ -141,13 +145,13 @@ class WorkflowHandle:
                 cause=stuck["cause"],
             ) from no_reply
 
-    async def _earlier_run(self) -> dict | None:
+    async def _earlier_run(self) -> dict[str, Any] | None:
         """The outcome of ``run_id`` when it is not the workflow's current run (a run before a
         continue-as-new or a reset), read from its history; None if the run has no history."""
         _run_id, events = await self.client._engine.history(self.id, self.run_id)
         return run_outcome(events)
 
-    def _outcome(self, reply: dict) -> Any:
+    def _outcome(self, reply: dict[str, Any]) -> Any:
         """The result in an ``AwaitWorkflowResult`` reply, or the error it stands for."""
         status = reply["status"]
         if status == "not_found":
@@ -194,7 +198,7 @@ class WorkflowHandle:
         )
         raise err from self.client.converter.exception(failure)
 
-    async def _mutate(self, body_type: str, body: dict, request_id: str | None) -> dict:
+    async def _mutate(self, body_type: str, body: dict[str, Any], request_id: str | None) -> dict[str, Any]:
         reply = await self.client._engine.request(
             self.id, body_type, body, request_id=request_id or new_id(), run_id=self.run_id
         )
@@ -269,7 +273,7 @@ class WorkflowHandle:
         run's handle. Raises ``ResetRejectedError`` when the engine refuses. See docs/guide.md for
         what happens to pending activities, timers and children."""
 
-        async def impl(_call: ClientCall) -> dict:
+        async def impl(_call: ClientCall) -> dict[str, Any]:
             return await self._reset(to_event, reason, request_id or new_id(), dry_run=False)
 
         reply = await self.client._intercepted("reset", self.id, None, (), impl)
@@ -281,7 +285,7 @@ class WorkflowHandle:
         reply = await self._reset(to_event, reason, new_id(), dry_run=True)
         return ResetPlan.from_record(self.id, reply["reset_plan"], new_run_id=None)
 
-    async def _reset(self, to_event: int | None, reason: str, request_id: str, *, dry_run: bool) -> dict:
+    async def _reset(self, to_event: int | None, reason: str, request_id: str, *, dry_run: bool) -> dict[str, Any]:
         raw = await self.history(raw=True)
         if not raw:
             raise WorkflowNotFoundError(f"workflow {self.id!r} has no history to reset", workflow_id=self.id)
@@ -312,7 +316,7 @@ class WorkflowHandle:
             query = handler.__kadence_query__
         check_name(query, field="query")
 
-        async def impl(call: ClientCall) -> dict:
+        async def impl(call: ClientCall) -> dict[str, Any]:
             return await self.client._engine.request(
                 self.id,
                 "QueryWorkflow",
@@ -371,7 +375,7 @@ class WorkflowHandle:
 
         return await self.client._intercepted("update", self.id, name, args, impl)
 
-    async def describe(self, *, timeout: float = 30.0) -> dict:
+    async def describe(self, *, timeout: float = 30.0) -> dict[str, Any]:
         """The run as the engine holds it: status, type, task queue, build, start and close
         times, parent and children, pending activities (attempt, last failure, last heartbeat
         and its details, next retry), pending timers, signals received, open updates, search
@@ -379,7 +383,7 @@ class WorkflowHandle:
         (``last_task_failure``: ``{"cause", "type", "message"}``, e.g. a non-determinism error).
         The same shape as ``kadence describe`` and ``GET /v1/workflows/{id}`` (docs/guide.md)."""
 
-        async def impl(_call: ClientCall) -> dict:
+        async def impl(_call: ClientCall) -> dict[str, Any]:
             return await self.client._engine.request(
                 self.id,
                 "AwaitWorkflowResult",
@@ -396,7 +400,7 @@ class WorkflowHandle:
             raise WorkflowNotFoundError(f"workflow {self.id!r} not found", workflow_id=self.id)
         return describe_to_json(self.id, reply, self.client.converter)
 
-    async def history(self, *, raw: bool = False) -> list[dict]:
+    async def history(self, *, raw: bool = False) -> list[dict[str, Any]]:
         """The run's history events, oldest first (JSON-friendly dicts unless ``raw``)."""
         run_id, events = await self.client._engine.history(self.id, self.run_id)
         self.run_id = self.run_id or run_id
@@ -411,7 +415,9 @@ def _update_target(update: Any) -> tuple[str, Any]:
     return name, handler
 
 
-def _update_outcome(client: Client, workflow_id: str, name: str, handler: Any, result_type: Any, reply: dict) -> Any:
+def _update_outcome(
+    client: Client, workflow_id: str, name: str, handler: Any, result_type: Any, reply: dict[str, Any]
+) -> Any:
     """The result in an update's reply, or the error it stands for."""
     status = reply["status"]
     if status == "ok":
@@ -438,9 +444,11 @@ def _update_outcome(client: Client, workflow_id: str, name: str, handler: Any, r
 class Client:
     """Connects to a namespace. ``await Client.connect(...)``, then ``start_workflow(...)``."""
 
-    interceptors: tuple = ()
+    interceptors: tuple[Any, ...] = ()
 
-    def __init__(self, engine: EngineClient, converter: PayloadConverter, interceptors: Iterable[Interceptor] = ()):
+    def __init__(
+        self, engine: EngineClient, converter: PayloadConverter, interceptors: Iterable[Interceptor] = ()
+    ) -> None:
         self._engine = engine
         self.converter = converter
         #: around every operation of this client and its handles, and the activities and
@@ -458,7 +466,7 @@ class Client:
         config: KafkaConfig | None = None,
         codec: PayloadCodec | None = None,
         wait_for_broker: float = 0.0,
-        tracer_provider=None,
+        tracer_provider: TracerProvider | None = None,
         converter: PayloadConverter | None = None,
         exceptions: Iterable[type[BaseException]] = (),
         large_payloads: LargePayloads | None = None,
@@ -514,25 +522,32 @@ class Client:
                 delay = min(5.0, delay * 2)
 
     async def _intercepted(
-        self, operation: str, workflow_id: str, name: str | None, args: tuple, impl, headers: dict | None = None
-    ) -> Any:
+        self,
+        operation: str,
+        workflow_id: str,
+        name: str | None,
+        args: tuple[Any, ...],
+        impl: Callable[[ClientCall], Awaitable[_R]],
+        headers: dict[str, Any] | None = None,
+    ) -> _R:
         """``impl(call)`` through this client's interceptors."""
         call = ClientCall(operation, workflow_id, name, tuple(args), dict(headers or {}))
-        return await chain(self.interceptors, "intercept_client", impl)(call)
+        result: _R = await chain(self.interceptors, "intercept_client", impl)(call)
+        return result
 
     def _checked_start(
         self,
-        workflow,
-        args,
-        id,
-        task_queue,
-        id_reuse_policy,
-        run_timeout,
-        search_attributes,
-        execution_timeout,
-        memo=None,
-        headers=None,
-    ) -> dict:
+        workflow: Any,
+        args: tuple[Any, ...],
+        id: str,
+        task_queue: str,
+        id_reuse_policy: str,
+        run_timeout: timedelta | None,
+        search_attributes: dict[str, Any] | None,
+        execution_timeout: timedelta | None,
+        memo: dict[str, Any] | None = None,
+        headers: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments checked."""
         check_workflow_id(id, field="id")
         return self._start_body(
@@ -549,16 +564,16 @@ class Client:
 
     def _start_body(
         self,
-        workflow,
-        args,
-        task_queue,
-        id_reuse_policy,
-        run_timeout,
-        search_attributes,
-        execution_timeout=None,
-        memo=None,
-        headers=None,
-    ) -> dict:
+        workflow: Any,
+        args: tuple[Any, ...],
+        task_queue: str,
+        id_reuse_policy: str,
+        run_timeout: timedelta | None,
+        search_attributes: dict[str, Any] | None,
+        execution_timeout: timedelta | None = None,
+        memo: dict[str, Any] | None = None,
+        headers: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         run_fn = run_function(workflow)
         if run_fn is not None:  # arguments that cannot become the run's types fail here, before anything is sent
             signature(run_fn, method=True).args(list(args), f"workflow {workflow_type_name(workflow)}")
@@ -581,10 +596,10 @@ class Client:
         id: str,
         task_queue: str,
         signal: str,
-        signal_args: tuple = (),
+        signal_args: tuple[Any, ...] = (),
         request_id: str | None = None,
         run_timeout: timedelta | None = None,
-        memo: dict | None = None,
+        memo: dict[str, Any] | None = None,
     ) -> WorkflowHandle:
         """Signal the workflow, starting it first if no run is open (one atomic command)."""
         check_workflow_id(id, field="id")
@@ -613,12 +628,12 @@ class Client:
         id: str,
         task_queue: str,
         update: Any,
-        update_args: tuple = (),
+        update_args: tuple[Any, ...] = (),
         request_id: str | None = None,
         run_timeout: timedelta | None = None,
         timeout: float | None = None,
         result_type: Any = None,
-        memo: dict | None = None,
+        memo: dict[str, Any] | None = None,
     ) -> Any:
         """Run an update, starting the workflow first if no run is open (one atomic command);
         the update's result, as ``WorkflowHandle.execute_update``."""
@@ -657,9 +672,9 @@ class Client:
         id_reuse_policy: str = "allow_duplicate",
         run_timeout: timedelta | None = None,
         execution_timeout: timedelta | None = None,
-        search_attributes: dict | None = None,
+        search_attributes: dict[str, Any] | None = None,
         timeout: float = 30.0,
-        memo: dict | None = None,
+        memo: dict[str, Any] | None = None,
     ) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
 
@@ -691,7 +706,7 @@ class Client:
         check_task_queue(task_queue)
         return await self._intercepted("start_workflow", id, workflow_type_name(workflow), args, impl)
 
-    def _started(self, id: str, reply: dict, workflow: Any) -> WorkflowHandle:
+    def _started(self, id: str, reply: dict[str, Any], workflow: Any) -> WorkflowHandle:
         """The handle a ``StartWorkflow`` reply gives, or the error it stands for."""
         if reply["status"] == "already_started":
             raise WorkflowAlreadyStartedError(
@@ -713,10 +728,10 @@ class Client:
         id_reuse_policy: str = "allow_duplicate",
         run_timeout: timedelta | None = None,
         execution_timeout: timedelta | None = None,
-        search_attributes: dict | None = None,
+        search_attributes: dict[str, Any] | None = None,
         timeout: float = 30.0,
         result_timeout: float | None = None,
-        memo: dict | None = None,
+        memo: dict[str, Any] | None = None,
     ) -> Any:
         """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
         with the same errors, in one round trip fewer.
@@ -778,5 +793,5 @@ class Client:
     async def __aenter__(self) -> Client:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: Any) -> None:
         await self.close()

@@ -34,7 +34,7 @@ class RetryPolicy:
     maximum_attempts: int = 0
     non_retryable_error_types: tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.initial_interval <= timedelta(0):
             raise ConfigError("RetryPolicy.initial_interval must be positive")
         if self.backoff_coefficient < 1:
@@ -44,7 +44,7 @@ class RetryPolicy:
         if self.maximum_interval is not None and self.maximum_interval < self.initial_interval:
             raise ConfigError("RetryPolicy.maximum_interval must be >= initial_interval")
 
-    def to_record(self) -> dict:
+    def to_record(self) -> dict[str, Any]:
         return {
             "initial_interval_ms": to_ms(self.initial_interval),
             "backoff_coefficient": float(self.backoff_coefficient),
@@ -69,10 +69,10 @@ class WorkflowDefinition:
     name: str
     cls: type
     run_fn: Callable[..., Any]
-    signals: dict = field(default_factory=dict)
-    queries: dict = field(default_factory=dict)
+    signals: dict[str, Any] = field(default_factory=dict)
+    queries: dict[str, Any] = field(default_factory=dict)
     #: update name -> handler (its validator, if any, is the handler's ``__kadence_update_validator__``)
-    updates: dict = field(default_factory=dict)
+    updates: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def workflow_definition(cls: type, name: str | None) -> WorkflowDefinition:
     return WorkflowDefinition(name or cls.__name__, cls, run_fn, signals, queries, updates)
 
 
-def activity_definition(fn: Callable, name: str | None) -> ActivityDefinition:
+def activity_definition(fn: Callable[..., Any], name: str | None) -> ActivityDefinition:
     if not callable(fn):
         raise DefinitionError("@activity.defn decorates a function")
     return ActivityDefinition(name or fn.__name__, fn, inspect.iscoroutinefunction(fn))
@@ -120,20 +120,24 @@ def workflow_type_name(workflow: Any) -> str:
         if defn is None:
             qual = workflow.__qualname__.split(".")
             if len(qual) >= 2:
-                return qual[-2]
+                name: str = qual[-2]
+                return name
     if defn is None:
         raise DefinitionError(f"{workflow!r} is not a @workflow.defn class, its run method, or a type name")
-    return defn.name
+    defined: str = defn.name
+    return defined
 
 
-def run_function(workflow: Any) -> Callable | None:
+def run_function(workflow: Any) -> Callable[..., Any] | None:
     """The run method of a workflow given as its class or its run method (its parameter and
     return types type the payloads); None for a type name."""
     defn = getattr(workflow, "__kadence_workflow__", None)
     if defn is not None:
-        return defn.run_fn
+        run_fn: Callable[..., Any] = defn.run_fn
+        return run_fn
     if getattr(workflow, "__kadence_run__", False):
-        return workflow
+        method: Callable[..., Any] = workflow
+        return method
     return None
 
 

@@ -21,10 +21,10 @@ import inspect
 import logging
 import random
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from kadence.topics import serde
 from kadence.topics.errors import (
@@ -45,6 +45,8 @@ from ._definitions import WorkflowDefinition
 from ._loop import DeterministicLoop
 from .interceptors import Interceptor, WorkflowCall, chain
 
+_T = TypeVar("_T")
+
 __all__ = ["ContinueAsNew", "HistoryGapError", "WorkflowInfo", "WorkflowInstance"]
 
 log = logging.getLogger(__name__)
@@ -55,7 +57,7 @@ class ContinueAsNew(BaseException):
 
     A ``BaseException`` so that workflow code's ``except Exception`` does not swallow it."""
 
-    def __init__(self, args: tuple):
+    def __init__(self, args: tuple[Any, ...]) -> None:
         super().__init__("continue as new")
         self.run_args = args
 
@@ -71,11 +73,11 @@ class LocalActivityCall:
 
     activity_id: str
     activity_type: str
-    args: tuple
+    args: tuple[Any, ...]
     #: start_to_close_timeout_ms, schedule_to_close_timeout_ms, retry_policy (a RetryPolicy or None)
-    options: dict
-    future: asyncio.Future
-    result_fn: Callable | None = None
+    options: dict[str, Any]
+    future: asyncio.Future[Any]
+    result_fn: Callable[..., Any] | None = None
 
 
 class LocalActivitiesPending(Exception):
@@ -103,12 +105,12 @@ class WorkflowInfo:
     task_queue: str
     attempt: int = 1
     #: what the client's interceptors set with the start (``kadence.interceptors``)
-    headers: dict = field(default_factory=dict)
+    headers: dict[str, Any] = field(default_factory=dict)
     #: the start's memo, decoded
-    memo: dict = field(default_factory=dict)
+    memo: dict[str, Any] = field(default_factory=dict)
 
 
-def _describe(kind: str, attrs: dict) -> str:
+def _describe(kind: str, attrs: dict[str, Any]) -> str:
     if kind in ("ScheduleActivityTask", "ActivityTaskScheduled"):
         return f"{kind}(activity_type={attrs['activity_type']!r}, activity_id={attrs['activity_id']!r})"
     if kind in ("StartTimer", "TimerStarted", "CancelTimer", "TimerCanceled"):
@@ -172,7 +174,7 @@ class WorkflowInstance:
         info: WorkflowInfo,
         converter: PayloadConverter,
         interceptors: Iterable[Interceptor] = (),
-    ):
+    ) -> None:
         self.defn = defn
         self.info = info
         self.converter = converter
@@ -183,22 +185,22 @@ class WorkflowInstance:
         self.last_seq = 0
         self.replaying = True
         self.closed = False
-        self._resolutions: list[tuple[int, str, dict]] = []
-        self._unmatched: collections.deque = collections.deque()
+        self._resolutions: list[tuple[int, str, dict[str, Any]]] = []
+        self._unmatched: collections.deque[Any] = collections.deque()
         self._matching = False
         self._activated_for: int | None = None
         self._wt_times: dict[int, int] = {}
-        self._activities: dict[str, asyncio.Future] = {}
+        self._activities: dict[str, asyncio.Future[Any]] = {}
         self._next_activity = 0
         self._timers: dict[str, _TimerHandle] = {}
         #: child workflow ID -> (started future, result future)
-        self._children: dict[str, tuple[asyncio.Future, asyncio.Future]] = {}
+        self._children: dict[str, tuple[asyncio.Future[Any], asyncio.Future[Any]]] = {}
         #: ("activity", activity ID) / ("child", workflow ID) -> (the function whose return type
         #: types the result, what it is for messages)
-        self._result_fns: dict[tuple[str, str], tuple[Callable, str]] = {}
+        self._result_fns: dict[tuple[str, str], tuple[Callable[..., Any], str]] = {}
         self._next_child = 0
         self._next_timer = 0
-        self._conditions: list[tuple] = []
+        self._conditions: list[tuple[Any, ...]] = []
         self._cancel_requested = False
         self._patches: dict[str, bool] = {}
         #: the markers (name -> details) the past workflow task being replayed recorded
@@ -207,7 +209,7 @@ class WorkflowInstance:
         self._locals: list[LocalActivityCall] = []
         self._next_local = 0
         self._replaying_activation = False
-        self._main: asyncio.Task | None = None
+        self._main: asyncio.Task[Any] | None = None
         self._obj = None
         self._now_ms = 0
         self._random: random.Random | None = None
@@ -229,8 +231,13 @@ class WorkflowInstance:
         return uuid.UUID(int=self.random().getrandbits(128), version=4)
 
     def schedule_activity(
-        self, activity_type: str, args: tuple, options: dict, *, result_fn: Callable | None = None
-    ) -> asyncio.Future:
+        self,
+        activity_type: str,
+        args: tuple[Any, ...],
+        options: dict[str, Any],
+        *,
+        result_fn: Callable[..., Any] | None = None,
+    ) -> asyncio.Future[Any]:
         """``result_fn``: the activity's function, whose return type types its result."""
         if self.closed:
             raise RuntimeError("workflow already completed")
@@ -255,8 +262,13 @@ class WorkflowInstance:
         return fut
 
     def schedule_local_activity(
-        self, activity_type: str, args: tuple, options: dict, *, result_fn: Callable | None = None
-    ) -> asyncio.Future:
+        self,
+        activity_type: str,
+        args: tuple[Any, ...],
+        options: dict[str, Any],
+        *,
+        result_fn: Callable[..., Any] | None = None,
+    ) -> asyncio.Future[Any]:
         """A local activity (decision 0043): run by the worker inside this workflow task, its
         outcome recorded as a marker with the task's completion; replays take the marker's."""
         if self.closed:
@@ -276,7 +288,9 @@ class WorkflowInstance:
         self._locals = [c for c in self._locals if not c.future.done()]
         return [] if self.closed else list(self._locals)
 
-    def resolve_local_activities(self, outcomes: list[tuple[LocalActivityCall, bytes | None, dict | None]]) -> None:
+    def resolve_local_activities(
+        self, outcomes: list[tuple[LocalActivityCall, bytes | None, dict[str, Any] | None]]
+    ) -> None:
         """Record each local activity's outcome (result payload, or failure) as a marker command,
         settle what the workflow awaits, and run the workflow until it waits again."""
         for call, result, failure in outcomes:
@@ -309,7 +323,7 @@ class WorkflowInstance:
                 call.future.set_exception(err)
         self._run_idle()
 
-    def commands(self) -> list[tuple[str, dict]]:
+    def commands(self) -> list[tuple[str, dict[str, Any]]]:
         """The live activation's commands so far."""
         return list(self._unmatched)
 
@@ -320,7 +334,7 @@ class WorkflowInstance:
             pending = self.pending_local_activities()
             if not pending:
                 return
-            outcomes: list[tuple[LocalActivityCall, bytes | None, dict | None]] = []
+            outcomes: list[tuple[LocalActivityCall, bytes | None, dict[str, Any] | None]] = []
             markers = self._recorded_markers
             for call in pending:
                 ok_key = f"{LOCAL_RESULT}{call.activity_id}:{call.activity_type}"
@@ -337,7 +351,7 @@ class WorkflowInstance:
                 outcomes.append((call, None, serde.decode("Failure", markers[failed_key])))
             self.resolve_local_activities(outcomes)
 
-    def _on_activity_done(self, activity_id: str, fut: asyncio.Future) -> None:
+    def _on_activity_done(self, activity_id: str, fut: asyncio.Future[Any]) -> None:
         # the workflow gave up on the activity (its awaiting task was cancelled): tell the engine
         if fut.cancelled():
             self._result_fns.pop(("activity", activity_id), None)
@@ -347,14 +361,14 @@ class WorkflowInstance:
     def start_child(
         self,
         workflow_type: str,
-        args: tuple,
+        args: tuple[Any, ...],
         workflow_id: str | None,
         task_queue: str | None,
         parent_close_policy: str,
         run_timeout_ms: int | None,
         *,
-        result_fn: Callable | None = None,
-    ) -> tuple[str, asyncio.Future, asyncio.Future]:
+        result_fn: Callable[..., Any] | None = None,
+    ) -> tuple[str, asyncio.Future[Any], asyncio.Future[Any]]:
         if self.closed:
             raise RuntimeError("workflow already completed")
         if workflow_id is not None:
@@ -385,12 +399,12 @@ class WorkflowInstance:
         result.add_done_callback(lambda f: self._on_child_done(child_id, f))
         return child_id, started, result
 
-    def _on_child_done(self, child_id: str, fut: asyncio.Future) -> None:
+    def _on_child_done(self, child_id: str, fut: asyncio.Future[Any]) -> None:
         # the workflow stopped waiting for its child (its task was cancelled): cancel the child too
         if fut.cancelled() and child_id in self._children and not self.closed:
             self._unmatched.append(("RequestCancelExternalWorkflowExecution", {"workflow_id": child_id}))
 
-    def _resolve_child(self, seq: int, kind: str, attrs: dict) -> None:
+    def _resolve_child(self, seq: int, kind: str, attrs: dict[str, Any]) -> None:
         entry = self._children.get(attrs["workflow_id"])
         if entry is None:
             raise NonDeterminismError(
@@ -433,7 +447,7 @@ class WorkflowInstance:
         if not result.done():
             result.set_exception(err)
 
-    def start_timer(self, delay_s: float, callback, args) -> _TimerHandle:
+    def start_timer(self, delay_s: float, callback: Callable[..., object], args: tuple[Any, ...]) -> _TimerHandle:
         """A durable timer (what ``asyncio.sleep`` and ``workflow.sleep`` use on this loop)."""
         if self.closed:
             raise RuntimeError("workflow already completed")
@@ -448,7 +462,7 @@ class WorkflowInstance:
         if self._timers.pop(timer_id, None) is not None and not self.closed:
             self._unmatched.append(("CancelTimer", {"timer_id": timer_id}))
 
-    def wait_condition(self, fn) -> asyncio.Future:
+    def wait_condition(self, fn: Callable[[], object]) -> asyncio.Future[Any]:
         fut = self.loop.create_future()
         if fn():
             fut.set_result(None)
@@ -456,16 +470,16 @@ class WorkflowInstance:
             self._conditions.append((fn, fut))
         return fut
 
-    def record(self, ctype: str, attrs: dict) -> None:
+    def record(self, ctype: str, attrs: dict[str, Any]) -> None:
         """A command without a result (markers, search attributes)."""
         self._unmatched.append((ctype, attrs))
 
-    def _handle(self, kind: str, name: str, handler: Callable, args: list) -> Any:
+    def _handle(self, kind: str, name: str, handler: Callable[..., Any], args: list[Any]) -> Any:
         """``handler(self._obj, *args)`` through the interceptors' ``intercept_workflow``."""
         inner = lambda call: handler(self._obj, *call.args)  # noqa: E731 - the chain's innermost
         return chain(self.interceptors, "intercept_workflow", inner)(WorkflowCall(kind, self.info, name, list(args)))
 
-    def query(self, name: str, data: bytes | None):
+    def query(self, name: str, data: bytes | None) -> Any:
         """Answer a query; ``data``: its encoded arguments, typed by the handler's hints."""
         handler = self.defn.queries.get(name)
         if handler is None:
@@ -502,13 +516,13 @@ class WorkflowInstance:
         if validator is not None:
             self._handle("validator", name, validator, args)
 
-    def _deliver_update(self, attrs: dict) -> None:
+    def _deliver_update(self, attrs: dict[str, Any]) -> None:
         """An accepted update: its handler runs as a task of the workflow; its outcome is the
         ``CompleteWorkflowUpdate`` command of the workflow task it finishes in."""
         name, update_id = attrs["update_name"], attrs["update_id"]
         handler = self.defn.updates.get(name)
 
-        async def run():
+        async def run() -> Any:
             if handler is None:
                 raise ApplicationError(
                     f"workflow {self.info.workflow_type} has no update {name!r}",
@@ -524,7 +538,7 @@ class WorkflowInstance:
         task = self.loop.create_task(run(), name=f"update:{name}")
         task.add_done_callback(lambda t: self._on_update_done(update_id, t))
 
-    def _on_update_done(self, update_id: str, task: asyncio.Task) -> None:
+    def _on_update_done(self, update_id: str, task: asyncio.Task[Any]) -> None:
         if self.closed:
             # the run's close came first: nothing follows a close (the engine fails the update),
             # and a command here would not match the history on replay
@@ -552,9 +566,9 @@ class WorkflowInstance:
 
     # -- driving -------------------------------------------------------------------------------
 
-    def apply(self, events: list[dict], scheduled_seq: int) -> list[tuple[str, dict]]:
+    def apply(self, events: list[dict[str, Any]], scheduled_seq: int) -> list[tuple[str, dict[str, Any]]]:
         """Consume a task's events; return the commands of the live activation (maybe empty)."""
-        commands: list[tuple[str, dict]] = []
+        commands: list[tuple[str, dict[str, Any]]] = []
         for index, ev in enumerate(events):
             seq = ev["seq"]
             if seq <= self.last_seq:
@@ -603,7 +617,7 @@ class WorkflowInstance:
 
     def run_eager(
         self, activity_id: str, scheduled_seq: int, attempt: int, result: bytes, now_ms: int, token: str
-    ) -> tuple[dict, int, list[tuple[str, dict]]]:
+    ) -> tuple[dict[str, Any], int, list[tuple[str, dict[str, Any]]]]:
         """Run the workflow task that an activity's result would cause, without waiting for the
         engine to send it: the last task's commands are taken as recorded (the engine refuses the
         eager task if anything else happened since), the result resolves the activity and the
@@ -641,7 +655,7 @@ class WorkflowInstance:
             raise LocalActivitiesPending("the eager workflow task calls local activities")
         return follows, at, list(self._unmatched)
 
-    def confirm_eager(self, first_event: dict) -> bool:
+    def confirm_eager(self, first_event: dict[str, Any]) -> bool:
         """The next task's first event: is it the engine's record of the eager task (its
         WorkflowTaskCompleted carries the token)? If so, adopt the engine's event numbers."""
         kind, attrs = first_event["attributes"]
@@ -657,7 +671,7 @@ class WorkflowInstance:
         return True
 
     @staticmethod
-    def _markers_after(events: list[dict], index: int) -> dict[str, bytes | None]:
+    def _markers_after(events: list[dict[str, Any]], index: int) -> dict[str, bytes | None]:
         """The markers (name -> details) in the block of command events after ``events[index]``."""
         names: dict[str, bytes | None] = {}
         for ev in events[index + 1 :]:
@@ -698,7 +712,7 @@ class WorkflowInstance:
                     "the code changed in a way that is not replay-safe (use workflow.patched())"
                 )
 
-    def _match(self, seq: int, kind: str, attrs: dict) -> None:
+    def _match(self, seq: int, kind: str, attrs: dict[str, Any]) -> None:
         if not self._unmatched:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} is "
@@ -749,7 +763,7 @@ class WorkflowInstance:
                 fired = True
         return fired
 
-    def _resolve(self, seq: int, kind: str, attrs: dict) -> None:
+    def _resolve(self, seq: int, kind: str, attrs: dict[str, Any]) -> None:
         if kind == "WorkflowExecutionStarted":
             memo = {}
             for k, v in (attrs.get("memo") or {}).items():
@@ -824,7 +838,7 @@ class WorkflowInstance:
             err.__cause__ = self.converter.exception(failure)
             fut.set_exception(err)
 
-    def _deliver_signal(self, attrs: dict) -> None:
+    def _deliver_signal(self, attrs: dict[str, Any]) -> None:
         handler = self.defn.signals.get(attrs["signal_name"])
         if handler is None or self._obj is None:
             log.warning(
@@ -854,7 +868,7 @@ class WorkflowInstance:
         if inspect.isawaitable(result):
             self.loop.create_task(_awaited(result), name=f"signal:{attrs['signal_name']}")
 
-    async def _run(self, data: bytes | None):
+    async def _run(self, data: bytes | None) -> Any:
         """The workflow's main coroutine: its arguments typed first, so that input that does not
         match fails the run (``PayloadTypeError``, not retried) instead of its workflow task."""
         args = self.converter.args_from_bytes(
@@ -863,7 +877,12 @@ class WorkflowInstance:
         return await self._handle("run", self.info.workflow_type, self.defn.run_fn, args)
 
     def _settle(
-        self, fut: asyncio.Future, data: bytes | None, result_fn: tuple[Callable, str] | None, *, method: bool = False
+        self,
+        fut: asyncio.Future[Any],
+        data: bytes | None,
+        result_fn: tuple[Callable[..., Any], str] | None,
+        *,
+        method: bool = False,
     ) -> None:
         """Resolve ``fut`` with a result typed by the return type of ``result_fn`` (the function,
         what it is); a result that does not match reaches the awaiting workflow code as
@@ -874,7 +893,7 @@ class WorkflowInstance:
         except PayloadTypeError as exc:
             fut.set_exception(exc)
 
-    def _on_main_done(self, task: asyncio.Task) -> None:
+    def _on_main_done(self, task: asyncio.Task[Any]) -> None:
         self.closed = True
         for handle in list(self._timers.values()):
             handle.cancel_silently()
@@ -914,14 +933,16 @@ class WorkflowInstance:
         self.loop.close()
 
 
-async def _awaited(awaitable):
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
     return await awaitable
 
 
 class _TimerHandle(asyncio.TimerHandle):
     """``loop.call_later`` on the workflow loop: a durable timer in the engine."""
 
-    def __init__(self, inst: WorkflowInstance, timer_id: str, callback, args):
+    def __init__(
+        self, inst: WorkflowInstance, timer_id: str, callback: Callable[..., object], args: tuple[Any, ...]
+    ) -> None:
         super().__init__(0.0, callback, args, inst.loop)
         self._inst = inst
         self.timer_id = timer_id

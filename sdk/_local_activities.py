@@ -8,20 +8,24 @@ import asyncio
 import collections
 import contextvars
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import Executor
+from typing import Any
 
 from kadence.topics.errors import ApplicationError
+from kadence.topics.payload import PayloadConverter
 from kadence.topics.records import now_ms
 
 from . import activity as _activity
 from ._instance import LocalActivityCall, WorkflowInstance
-from .interceptors import invoke_activity
+from ._worker_metrics import QueueMetrics, _NoMetrics
+from .interceptors import Interceptor, invoke_activity
 
 __all__ = ["run_local_activities", "run_local_activity"]
 
 
 async def run_local_activities(
-    inst: WorkflowInstance, run_one: Callable[[LocalActivityCall], Awaitable[tuple]]
+    inst: WorkflowInstance, run_one: Callable[[LocalActivityCall], Awaitable[tuple[Any, ...]]]
 ) -> None:
     """Run the local activities ``inst`` waits for (those called together run together), give it
     their outcomes, and again, until it waits for something else."""
@@ -35,17 +39,17 @@ async def run_local_activities(
 
 async def run_local_activity(
     call: LocalActivityCall,
-    wt: dict,
+    wt: dict[str, Any],
     *,
-    activities: dict,
-    converter,
-    interceptors,
-    executor,
+    activities: dict[str, Any],
+    converter: PayloadConverter,
+    interceptors: Iterable[Interceptor],
+    executor: Executor | None,
     task_queue: str,
     where: str,
-    metrics,
-    stats: collections.Counter,
-) -> tuple:
+    metrics: QueueMetrics | _NoMetrics,
+    stats: collections.Counter[str],
+) -> tuple[Any, ...]:
     """One local activity with its retries, for the workflow task ``wt``: (call, result payload,
     None) or (call, None, failure). ``executor`` runs sync activities (None: the loop's default);
     ``where`` names the runner in an error for an unregistered activity."""

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import logging
 import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeVarTuple, Unpack
 
 from kadence.topics.errors import NotDeterministicError
+
+if TYPE_CHECKING:
+    from ._instance import WorkflowInstance
 
 __all__ = ["DeterministicLoop", "NotDeterministicError", "install_guard"]
 
@@ -36,9 +42,10 @@ _FORBIDDEN = {
     "urllib.Request": "an activity",
 }
 _guard_installed = False
+_Ts = TypeVarTuple("_Ts")
 
 
-def _audit(event: str, _args) -> None:
+def _audit(event: str, _args: tuple[Any, ...]) -> None:
     if event in _FORBIDDEN and getattr(_active, "on", False):
         _active.on = False  # the error's own machinery must not trip the guard again
         raise NotDeterministicError(
@@ -56,7 +63,7 @@ def install_guard() -> None:
         # `from time import sleep` before this keep the original)
         original = time.sleep
 
-        def sleep(seconds):
+        def sleep(seconds: float | SupportsIndex) -> None:
             if getattr(_active, "on", False):
                 _audit("time.sleep", (seconds,))
             return original(seconds)
@@ -65,8 +72,8 @@ def install_guard() -> None:
         _guard_installed = True
 
 
-def _refuse(what: str, instead: str):
-    def method(self, *args, **kwargs):
+def _refuse(what: str, instead: str) -> Any:  # stands in for methods of every signature
+    def method(self: object, *args: Any, **kwargs: Any) -> NoReturn:
         raise NotDeterministicError(f"workflow code called {what}, which is not deterministic; use {instead} instead")
 
     method.__name__ = what
@@ -74,8 +81,8 @@ def _refuse(what: str, instead: str):
 
 
 class DeterministicLoop(asyncio.AbstractEventLoop):
-    def __init__(self, owner=None):
-        self._ready: collections.deque = collections.deque()
+    def __init__(self, owner: WorkflowInstance | None = None) -> None:
+        self._ready: collections.deque[Any] = collections.deque()
         self._time = 0.0
         self._closed = False
         self.owner = owner
@@ -83,7 +90,7 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         self.errors: list[BaseException] = []
         #: this loop's tasks (``asyncio.all_tasks(loop)`` walks every task of the process: with
         #: hundreds of workflows cached that was a seventh of a busy worker's CPU)
-        self._tasks: weakref.WeakSet = weakref.WeakSet()
+        self._tasks: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 
     # -- the parts workflow code uses ----------------------------------------------------------
 
@@ -93,20 +100,28 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
     def set_time(self, seconds: float) -> None:
         self._time = seconds
 
-    def call_soon(self, callback, *args, context=None):
+    def call_soon(
+        self, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts, context: contextvars.Context | None = None
+    ) -> asyncio.Handle:
         handle = asyncio.Handle(callback, args, self, context)
         self._ready.append(handle)
         return handle
 
-    def create_future(self) -> asyncio.Future:
+    def create_future(self) -> asyncio.Future[Any]:
         return asyncio.Future(loop=self)
 
-    def create_task(self, coro, *, name=None, context=None) -> asyncio.Task:
+    def create_task(
+        self,
+        coro: Coroutine[Any, Any, Any] | Generator[Any, None, Any],
+        *,
+        name: str | None = None,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Task[Any]:
         task = asyncio.Task(coro, loop=self, name=name, context=context)
         self._tasks.add(task)
         return task
 
-    def tasks(self) -> list[asyncio.Task]:
+    def tasks(self) -> list[asyncio.Task[Any]]:
         """The tasks created on this loop that are not done."""
         return [t for t in self._tasks if not t.done()]
 
@@ -123,19 +138,19 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         self._ready.clear()
         self._closed = True
 
-    def call_exception_handler(self, context) -> None:
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if exc is not None:
             self.errors.append(exc)
         log.debug("workflow loop: %s", context.get("message"))
 
-    def default_exception_handler(self, context) -> None:
+    def default_exception_handler(self, context: dict[str, Any]) -> None:
         self.call_exception_handler(context)
 
-    def get_exception_handler(self):
+    def get_exception_handler(self) -> None:
         return None
 
-    def _timer_handle_cancelled(self, handle) -> None:
+    def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
         """asyncio calls this when a TimerHandle is cancelled; our timers cancel themselves."""
 
     # -- driving it ----------------------------------------------------------------------------
@@ -156,13 +171,25 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
 
     # -- refused: not replay-safe --------------------------------------------------------------
 
-    def call_later(self, delay, callback, *args, context=None):
+    def call_later(
+        self,
+        delay: float,
+        callback: Callable[[Unpack[_Ts]], object],
+        *args: *_Ts,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
         """A durable timer: recorded in history, fired by the engine's timer service."""
         if self.owner is None:
             raise NotDeterministicError("timers need a workflow instance")
         return self.owner.start_timer(delay, callback, args)
 
-    def call_at(self, when, callback, *args, context=None):
+    def call_at(
+        self,
+        when: float,
+        callback: Callable[[Unpack[_Ts]], object],
+        *args: *_Ts,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
         return self.call_later(max(0.0, when - self._time), callback, *args, context=context)
 
     call_soon_threadsafe = _refuse("loop.call_soon_threadsafe (threads)", "an activity")

@@ -9,6 +9,8 @@ last workflow task, so a query sent after a signal was acknowledged sees it (rea
 
 from __future__ import annotations
 
+from typing import Any
+
 from kadence.topics.errors import KadenceError
 from kadence.topics.payload import PayloadConverter
 
@@ -18,7 +20,7 @@ from ._instance import WorkflowInfo, WorkflowInstance
 __all__ = ["answer", "with_pending_activation"]
 
 
-def with_pending_activation(events: list[dict]) -> tuple[list[dict], int]:
+def with_pending_activation(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """A query's history and the workflow task to activate at its end, so that the events recorded
     since the last workflow task (signals, results) reach the code before the query is answered.
 
@@ -37,7 +39,7 @@ def with_pending_activation(events: list[dict]) -> tuple[list[dict], int]:
     return [*events, pending], pending["seq"]
 
 
-def _usable(inst: WorkflowInstance | None, task: dict) -> bool:
+def _usable(inst: WorkflowInstance | None, task: dict[str, Any]) -> bool:
     events = task["events"]
     recorded = events[-1]["seq"] if events else 0
     return (
@@ -49,14 +51,14 @@ def _usable(inst: WorkflowInstance | None, task: dict) -> bool:
 
 
 def answer(
-    task: dict,
+    task: dict[str, Any],
     defn: WorkflowDefinition | None,
     cached: WorkflowInstance | None,
     converter: PayloadConverter,
     *,
     unreadable: BaseException | None = None,
-    interceptors: tuple = (),
-) -> tuple[dict | None, dict | None]:
+    interceptors: tuple[Any, ...] = (),
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the reply to produce, the ``AcceptWorkflowUpdate`` body to send): a query's reply (its
     result, or ``failed``); an update's rejection (``rejected``, the validator's error) or its
     acceptance (no reply: the update's completion answers the caller). ``unreadable``: why a

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kadence.topics.errors import DefinitionError, NonDeterminismError, SchemaError
 from kadence.topics.history_json import event_from_json
@@ -38,8 +39,8 @@ class ReplayResult:
 
 class Replayer:
     def __init__(
-        self, *, workflows: Iterable[type], converter: PayloadConverter | None = None, interceptors: Iterable = ()
-    ):
+        self, *, workflows: Iterable[type], converter: PayloadConverter | None = None, interceptors: Iterable[Any] = ()
+    ) -> None:
         #: the workers' workflow interceptors, when they change what the code does
         self.interceptors = tuple(interceptors)
         self._defs = {}
@@ -50,7 +51,7 @@ class Replayer:
             self._defs[d.name] = d
         self.converter = converter or JsonConverter()
 
-    def replay(self, events: list[dict]) -> ReplayResult:
+    def replay(self, events: list[dict[str, Any]]) -> ReplayResult:
         """Replay one run's events (record form, oldest first); raises ``NonDeterminismError``."""
         if not events or events[0]["attributes"][0] != "WorkflowExecutionStarted":
             raise SchemaError("a history starts with WorkflowExecutionStarted")
@@ -70,7 +71,7 @@ class Replayer:
             inst.discard()
         return ReplayResult(wf, run_id, wtype, len(events))
 
-    def replay_json(self, exported: list | dict) -> ReplayResult:
+    def replay_json(self, exported: list[Any] | dict[str, Any]) -> ReplayResult:
         """A history as ``kadence history`` prints it (a list of events) or as the gateway
         returns it (``{"events": [...]}``)."""
         items = exported["events"] if isinstance(exported, dict) else exported
@@ -79,7 +80,7 @@ class Replayer:
     def replay_file(self, path: str | Path) -> ReplayResult:
         return self.replay_json(json.loads(Path(path).read_text()))
 
-    def check(self, histories: Iterable[list[dict]]) -> list[ReplayResult]:
+    def check(self, histories: Iterable[list[dict[str, Any]]]) -> list[ReplayResult]:
         """Replay many runs; collect failures instead of stopping at the first."""
         results = []
         for events in histories:

@@ -31,14 +31,21 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from kadence.topics import serde
+from kadence.topics.catalogue import Catalogue
+from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import SchemaError
 from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
+
+if TYPE_CHECKING:
+    from ._worker import _TaskConsumer
 
 __all__ = ["ActivityReporter", "decode_reported", "encode_reported"]
 
@@ -84,20 +91,28 @@ class ActivityReporter:
     second, offsets that advanced without a result (tasks skipped or given up)."""
 
     def __init__(
-        self, *, config, topics, consumer, identity: str, on_unsendable, stall_s: float = 60.0, hang_s: float = 4.0
-    ):
+        self,
+        *,
+        config: KafkaConfig,
+        topics: Catalogue,
+        consumer: _TaskConsumer,
+        identity: str,
+        on_unsendable: Callable[[str, str, dict[str, Any], Exception], tuple[Any, ...] | None],
+        stall_s: float = 60.0,
+        hang_s: float = 4.0,
+    ) -> None:
         self._config = config
         self._topics = topics
         self._consumer = consumer
         self._txn_id = f"{config.namespace}.worker.{identity}.activities"
         self._on_unsendable = on_unsendable
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._producer: Producer | None = None
-        self._committed: dict[int, tuple[int, str]] = {}
+        self._committed: dict[int, tuple[int, str | None]] = {}
         #: generation -> the results its thread took from the queue and has not committed yet
         #: (one list per thread: a thread replaced while blocked cannot touch its successor's)
-        self._carry: dict[int, list] = {}
+        self._carry: dict[int, list[Any]] = {}
         self._codec = serde.codec("Command")
         #: the current thread's generation; a thread whose generation is older was replaced
         self._generation = 0
@@ -160,9 +175,9 @@ class ActivityReporter:
         workflow_id: str,
         run_id: str,
         body_type: str,
-        body: dict,
+        body: dict[str, Any],
         request_id: str,
-        msg,
+        msg: Message,
         trace: tuple[str, str] | None = None,
     ) -> None:
         """Queue one task's command (any thread); ``trace``: its context (``topics.tracing``)."""
@@ -180,8 +195,8 @@ class ActivityReporter:
         if self._producer is not None:
             self._producer.flush(5)
 
-    def _take(self) -> list:
-        items: list = []
+    def _take(self) -> list[Any]:
+        items: list[Any] = []
         try:
             first = self._queue.get(timeout=1.0)
         except queue.Empty:
@@ -216,7 +231,7 @@ class ActivityReporter:
             items.clear()
         return self._stop.is_set() and self._queue.empty()
 
-    def _commit(self, items: list, generation: int) -> bool:
+    def _commit(self, items: list[Any], generation: int) -> bool:
         """Commit ``items``; False if this thread was replaced meanwhile (nothing more to do)."""
         backoff = 0.05
         watchdog = self._watchdog
@@ -300,7 +315,7 @@ class ActivityReporter:
         wf: str,
         run_id: str,
         body_type: str,
-        body: dict,
+        body: dict[str, Any],
         request_id: str,
         trace: tuple[str, str] | None,
     ) -> None:

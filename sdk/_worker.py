@@ -21,10 +21,11 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 from kadence.topics import serde
@@ -42,19 +43,20 @@ from kadence.topics.errors import (
 from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.payload import failure_from_exception
-from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
+from kadence.topics.polling import consumed_at, poll_ready, raise_if_refused, resume_awake
 from kadence.topics.records import new_id, now_ms
 from kadence.topics.tracing import Tracer, record_ref
 
 from . import activity as _activity
 from ._client import Client
-from ._definitions import registrations
-from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance, task_failure_cause
+from ._definitions import WorkflowDefinition, registrations
+from ._instance import HistoryGapError, LocalActivityCall, WorkflowInfo, WorkflowInstance, task_failure_cause
 from ._local_activities import run_local_activities, run_local_activity
 from ._loop import install_guard
 from ._queries import answer
 from ._reporter import ActivityReporter, decode_reported, offsets_for
 from ._worker_metrics import NO_METRICS, WorkerMetrics
+from .activity import ActivityContext
 from .interceptors import Interceptor, invoke_activity
 
 __all__ = ["Worker"]
@@ -65,7 +67,7 @@ log = logging.getLogger(__name__)
 class _OffsetTracker:
     """Per partition: the offset that is safe to commit = the lowest offset still in flight."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._inflight: dict[int, list[int]] = collections.defaultdict(list)
         self._done_max: dict[int, int] = {}
         #: finished offsets above the lowest one in flight (what a commit's metadata names)
@@ -128,8 +130,15 @@ class _TaskConsumer:
     AUTO_COMMIT_MS = 1000
 
     def __init__(
-        self, worker: Worker, topic: str, group: str, handler, max_inflight: int, *, transactional: bool = False
-    ):
+        self,
+        worker: Worker,
+        topic: str,
+        group: str,
+        handler: Callable[[Message], None],
+        max_inflight: int,
+        *,
+        transactional: bool = False,
+    ) -> None:
         self.topic = topic
         self.tracker = _OffsetTracker()
         self._worker = worker
@@ -159,7 +168,7 @@ class _TaskConsumer:
         self._stop = threading.Event()
         self._paused = False
         #: records taken from Kafka but not handed to the loop yet (all slots busy); consumer thread only
-        self._backlog: collections.deque = collections.deque()
+        self._backlog: collections.deque[Any] = collections.deque()
         self._backlog_max = max(100, 2 * max_inflight)
         #: records handed to the loop whose ``done`` has not been processed yet; consumer thread only
         self._dispatched = 0
@@ -167,7 +176,7 @@ class _TaskConsumer:
         self._uncommitted = False
         # offsets to store, handed from any thread to the consumer thread: only that thread
         # calls into the consumer (librdkafka handles are not used across threads here)
-        self._completed: queue.SimpleQueue = queue.SimpleQueue()
+        self._completed: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._wakeup = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"kadence-{topic}", daemon=True)
         self._lag = worker.metrics.lag_sampler()
@@ -178,7 +187,7 @@ class _TaskConsumer:
         )
         self._thread.start()
 
-    def _on_assign(self, consumer, partitions) -> None:
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.refresh_metadata.set()  # a new generation
         if not partitions:
             return
@@ -229,7 +238,7 @@ class _TaskConsumer:
         """The offsets (with reported tasks in their metadata) a transaction commits (any thread)."""
         return offsets_for(self.topic, self.tracker.commit_points(finishing))
 
-    def _on_revoke(self, _consumer, partitions) -> None:
+    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.refresh_metadata.set()
         gone = {tp.partition for tp in partitions}
         for p in gone:
@@ -248,7 +257,7 @@ class _TaskConsumer:
         # 256, 75 at 512; with the backlog 181 / 235 / 192). Records beyond the limit wait in a
         # local backlog (already tracked, so no offset is committed past them); the partitions
         # are paused only when the backlog itself is long.
-        backlog: collections.deque = self._backlog
+        backlog: collections.deque[Any] = self._backlog
         try:
             while not self._stop.is_set():
                 if self.transactional and self.refresh_metadata.is_set() and self.consumer.assignment():
@@ -298,18 +307,20 @@ class _TaskConsumer:
             resume_awake(self.consumer, self.consumer.position(assignment))
         self._paused = pause
 
-    def _take(self, msg) -> None:
-        if msg.error():
-            if msg.error().fatal():
-                log.error("task consumer %s: %s", self.topic, msg.error().str())
+    def _take(self, msg: Message) -> None:
+        err = msg.error()
+        if err:
+            if err.fatal():
+                log.error("task consumer %s: %s", self.topic, err.str())
             # ends this thread, and so the worker (WorkerCrashedError naming the setting)
-            raise_if_refused(msg.error(), session_timeout_ms=self._worker.session_timeout_ms)
+            raise_if_refused(err, session_timeout_ms=self._worker.session_timeout_ms)
             return
-        self.tracker.started(msg.partition(), msg.offset())
-        reported = self._reported.get(msg.partition())
-        if reported and msg.offset() in reported:  # its result is committed: do not run it again
-            reported.discard(msg.offset())
-            self.tracker.finished(msg.partition(), msg.offset())
+        partition, offset = consumed_at(msg)
+        self.tracker.started(partition, offset)
+        reported = self._reported.get(partition)
+        if reported and offset in reported:  # its result is committed: do not run it again
+            reported.discard(offset)
+            self.tracker.finished(partition, offset)
             self._worker.stats["reported_tasks_skipped"] += 1
             return
         if self._dispatched < self._max and not self._backlog:
@@ -317,22 +328,22 @@ class _TaskConsumer:
         else:
             self._backlog.append(msg)
 
-    def _dispatch(self, msg) -> None:
+    def _dispatch(self, msg: Message) -> None:
         self._dispatched += 1
         self._loop.call_soon_threadsafe(self._handler, msg)
 
-    def done(self, msg) -> None:
+    def done(self, msg: Message) -> None:
         """The record's work is durable (its command was acknowledged): advance the offset.
 
         Callable from any thread."""
-        self._completed.put((msg.partition(), msg.offset()))
+        self._completed.put(consumed_at(msg))
         self._wakeup.set()
 
-    def reported(self, msg) -> None:
+    def reported(self, msg: Message) -> None:
         """``done`` for a task whose result and offset a transaction has just committed: the
         tracker learns it at once (the reporter's next commit must count it), not at the consumer
         thread's next turn. Callable from any thread."""
-        self.tracker.finished(msg.partition(), msg.offset())
+        self.tracker.finished(*consumed_at(msg))
         self.done(msg)
 
     def _store_completed(self) -> None:
@@ -410,9 +421,9 @@ class Worker:
         transactional_activity_results: bool = True,
         txn_stall_s: float = 60.0,
         metrics_registry: CollectorRegistry | None = None,
-        tracer_provider=None,
+        tracer_provider: TracerProvider | None = None,
         interceptors: Iterable[Interceptor] = (),
-    ):
+    ) -> None:
         check_task_queue(task_queue)
         #: the client's interceptors, then these (``kadence.interceptors``): around each activity
         #: attempt and each workflow handler this worker runs
@@ -441,16 +452,16 @@ class Worker:
         self._max_cached = max_cached_workflows
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
         #: queries of closed runs waiting for their history (``_answer_closed_query``)
-        self._closed_queries: set[asyncio.Task] = set()
+        self._closed_queries: set[asyncio.Task[Any]] = set()
         self._pool = cf.ThreadPoolExecutor(
             max_workers=min(64, max_concurrent_activities), thread_name_prefix="kadence-activity"
         )
         self._consumers: list[_TaskConsumer] = []
         self._stopped: asyncio.Event | None = None
-        self._running: set[asyncio.Task] = set()
+        self._running: set[asyncio.Task[Any]] = set()
         #: commands of finished tasks, produced together at the next turn of the loop (``_send``)
-        self._outbox: list[tuple] = []
-        self._runner: asyncio.Task | None = None
+        self._outbox: list[tuple[Any, ...]] = []
+        self._runner: asyncio.Task[Any] | None = None
         self._wt_consumer: _TaskConsumer | None = None
         self._at_consumer: _TaskConsumer | None = None
         #: counters, for tests
@@ -477,7 +488,7 @@ class Worker:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    async def _until_broker_answers(self, what: str, step) -> bool:
+    async def _until_broker_answers(self, what: str, step: Callable[[], object]) -> bool:
         """``step()`` on a thread, retried with backoff while the broker does not answer (a worker
         restarted during a broker restart exited here, in a chaos seed). False when the worker
         was shut down (or cancelled) before it succeeded."""
@@ -510,11 +521,12 @@ class Worker:
                 topics.worker_group(self.task_queue, "workflow"),
             )
         else:
+            build_id = self.build_id
             ready = await self._until_broker_answers(
-                f"creating the topics of build {self.build_id}",
-                lambda: topics.ensure_build(self.task_queue, self.build_id),
+                f"creating the topics of build {build_id}",
+                lambda: topics.ensure_build(self.task_queue, build_id),
             )
-            wt_topic = topics.build_tasks(self.task_queue, self.build_id)
+            wt_topic = topics.build_tasks(self.task_queue, build_id)
             wt_group = topics.build_group(self.task_queue, self.build_id)
         if not ready:  # shut down while waiting for the broker: nothing was started
             self._pool.shutdown(wait=False)
@@ -594,7 +606,7 @@ class Worker:
         await asyncio.sleep(0)
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: Any) -> None:
         self.shutdown()
         if self._runner is not None:
             await self._runner
@@ -602,7 +614,13 @@ class Worker:
     # -- sending commands ----------------------------------------------------------------------
 
     def _send(
-        self, task: dict, body_type: str, body: dict, msg, consumer: _TaskConsumer, request_id: str | None = None
+        self,
+        task: dict[str, Any],
+        body_type: str,
+        body: dict[str, Any],
+        msg: Message,
+        consumer: _TaskConsumer,
+        request_id: str | None = None,
     ) -> None:
         """Queue a task's command; the queue is produced at the next turn of the event loop.
 
@@ -631,13 +649,16 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - e.g. a result over the producer's size limit
                 # one bad command must not keep the others of its turn from Kafka
                 log.error("command %s for %s could not be produced: %s", body_type, task["workflow_id"], exc)
-                fut = self._unsendable_result(task, body_type, body, exc)
-                if fut is None:  # given up, like a task that fails in the worker
+                instead = self._unsendable_result(task, body_type, body, exc)
+                if instead is None:  # given up, like a task that fails in the worker
                     consumer.done(msg)
                     continue
+                fut = instead
             fut.add_done_callback(functools.partial(self._sent, task["workflow_id"], msg, consumer))
 
-    def _failed_instead(self, workflow_id: str, body_type: str, body: dict, exc: Exception) -> tuple | None:
+    def _failed_instead(
+        self, workflow_id: str, body_type: str, body: dict[str, Any], exc: Exception
+    ) -> tuple[Any, ...] | None:
         """An activity whose result cannot be sent fails, without retries (the result would not
         fit the next time either), so that its workflow sees an error instead of waiting: the
         command to send instead, or None (not an activity result)."""
@@ -656,7 +677,9 @@ class Worker:
             {k: v for k, v in body.items() if k not in ("result", "eager_workflow_task")} | {"failure": failure}
         )
 
-    def _failed_instead_from_thread(self, workflow_id: str, body_type: str, body: dict, exc: Exception):
+    def _failed_instead_from_thread(
+        self, workflow_id: str, body_type: str, body: dict[str, Any], exc: Exception
+    ) -> tuple[Any, ...] | None:
         """``_failed_instead`` for the reporter's thread: the instance cache is the loop's."""
         if body.get("eager_workflow_task") is not None:
             loop = self._live_at_consumer._loop
@@ -664,7 +687,9 @@ class Worker:
             body = {**body, "eager_workflow_task": None}
         return self._failed_instead(workflow_id, body_type, body, exc)
 
-    def _unsendable_result(self, task: dict, body_type: str, body: dict, exc: Exception):
+    def _unsendable_result(
+        self, task: dict[str, Any], body_type: str, body: dict[str, Any], exc: Exception
+    ) -> cf.Future[Any] | None:
         instead = self._failed_instead(task["workflow_id"], body_type, body, exc)
         if instead is None:
             return None
@@ -689,7 +714,7 @@ class Worker:
             return None
 
     @staticmethod
-    def _sent(workflow_id: str, msg, consumer: _TaskConsumer, fut) -> None:
+    def _sent(workflow_id: str, msg: Message, consumer: _TaskConsumer, fut: cf.Future[Any]) -> None:
         if fut.exception() is None:
             consumer.done(msg)
         else:
@@ -709,7 +734,7 @@ class Worker:
         assert self._at_consumer is not None, "the worker has no activity-task consumer"
         return self._at_consumer
 
-    def _on_workflow_task(self, msg) -> None:
+    def _on_workflow_task(self, msg: Message) -> None:
         try:
             task = serde.decode("WorkflowTask", msg.value())
         except SchemaError as exc:
@@ -733,7 +758,7 @@ class Worker:
         finally:
             reset_log_fields(fields)
 
-    def _workflow_task(self, task: dict, msg) -> None:
+    def _workflow_task(self, task: dict[str, Any], msg: Message) -> None:
         if task["query"] is not None:
             if task["events"]:
                 self._answer_query(task, msg)
@@ -829,7 +854,15 @@ class Worker:
             return
         self._complete_workflow_task(task, msg, inst, defn, began, commands)
 
-    def _code_failed(self, task: dict, msg, inst: WorkflowInstance, defn, began: float, exc: Exception) -> None:
+    def _code_failed(
+        self,
+        task: dict[str, Any],
+        msg: Message,
+        inst: WorkflowInstance,
+        defn: WorkflowDefinition,
+        began: float,
+        exc: Exception,
+    ) -> None:
         """The workflow's code (or the SDK running it) raised while running a task: drop the
         instance and fail the task with the cause (call from the ``except`` block)."""
         inst.discard()
@@ -844,7 +877,13 @@ class Worker:
         self._fail_task(task, msg, cause, exc)
 
     def _complete_workflow_task(
-        self, task: dict, msg, inst: WorkflowInstance, defn, began: float, commands: list
+        self,
+        task: dict[str, Any],
+        msg: Message,
+        inst: WorkflowInstance,
+        defn: WorkflowDefinition,
+        began: float,
+        commands: list[Any],
     ) -> None:
         wf = task["workflow_id"]
         self.stats["workflow_tasks"] += 1
@@ -874,7 +913,9 @@ class Worker:
 
     # -- local activities (decision 0043) --------------------------------------------------------
 
-    async def _with_local_activities(self, task: dict, msg, inst: WorkflowInstance, defn, began: float) -> None:
+    async def _with_local_activities(
+        self, task: dict[str, Any], msg: Message, inst: WorkflowInstance, defn: WorkflowDefinition, began: float
+    ) -> None:
         """Run the local activities the workflow waits for, let it go on, and again, until it
         waits for something else; then complete the workflow task with their markers."""
         wf, run_id = task["workflow_id"], task["run_id"]
@@ -891,7 +932,7 @@ class Worker:
             reset_log_fields(fields)
         self._complete_workflow_task(task, msg, inst, defn, began, inst.commands())
 
-    async def _local_activity(self, wt: dict, call) -> tuple:
+    async def _local_activity(self, wt: dict[str, Any], call: LocalActivityCall) -> tuple[Any, ...]:
         return await run_local_activity(
             call,
             wt,
@@ -905,7 +946,7 @@ class Worker:
             stats=self.stats,
         )
 
-    async def _answer_closed_query(self, task: dict, msg) -> None:
+    async def _answer_closed_query(self, task: dict[str, Any], msg: Message) -> None:
         """A query of a closed run (the engine sends no events for it): answered from a replay
         of the run's history, read from the history topic, i.e. from its final state."""
         try:
@@ -915,7 +956,7 @@ class Worker:
             return
         self._answer_query({**task, "events": events}, msg)
 
-    def _answer_query(self, task: dict, msg, *, unreadable: BaseException | None = None) -> None:
+    def _answer_query(self, task: dict[str, Any], msg: Message, *, unreadable: BaseException | None = None) -> None:
         """Answer a query, or validate an update, from the cached instance or a throw-away replay
         (``kadence._queries``). Nothing is written to history; an accepted update is sent to
         the engine to be recorded. ``unreadable``: why a closed run's history could not be read."""
@@ -950,7 +991,7 @@ class Worker:
             lambda err, _m: self._live_wt_consumer.done(msg),
         )
 
-    def _fail_task(self, task: dict, msg, cause: str, exc: BaseException) -> None:
+    def _fail_task(self, task: dict[str, Any], msg: Message, cause: str, exc: BaseException) -> None:
         self._send(
             task,
             "RespondWorkflowTaskFailed",
@@ -967,7 +1008,7 @@ class Worker:
 
     # -- activity tasks ------------------------------------------------------------------------
 
-    def _on_activity_task(self, msg) -> None:
+    def _on_activity_task(self, msg: Message) -> None:
         try:
             task = serde.decode("ActivityTask", msg.value())
         except SchemaError as exc:
@@ -983,11 +1024,11 @@ class Worker:
         self._running.add(t)
         t.add_done_callback(self._running.discard)
 
-    def _span_attributes(self, task: dict) -> dict:
+    def _span_attributes(self, task: dict[str, Any]) -> dict[str, Any]:
         # few attributes: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)
         return {"kadence.workflow_id": task["workflow_id"], "kadence.attempt": task["attempt"]}
 
-    async def _run_activity(self, task: dict, msg) -> None:
+    async def _run_activity(self, task: dict[str, Any], msg: Message) -> None:
         parent = record_ref(task)
         if parent is None:
             await self._activity(task, msg)
@@ -1003,7 +1044,7 @@ class Worker:
             task["span_id"] = ref[1]
             await self._activity(task, msg)
 
-    async def _activity(self, task: dict, msg) -> None:
+    async def _activity(self, task: dict[str, Any], msg: Message) -> None:
         common = {
             "activity_id": task["activity_id"],
             "scheduled_seq": task["scheduled_seq"],
@@ -1070,7 +1111,7 @@ class Worker:
         else:
             self._send(task, body_type, body, msg, self._live_at_consumer, request_id)
 
-    def _eager_task(self, task: dict, result: bytes, request_id: str) -> dict | None:
+    def _eager_task(self, task: dict[str, Any], result: bytes, request_id: str) -> dict[str, Any] | None:
         """Run the workflow's next task now, on the cached instance (decision 0031), or None."""
         wf = task["workflow_id"]
         inst = self._cache.get(wf)
@@ -1094,7 +1135,7 @@ class Worker:
         if inst is not None:
             inst.discard()
 
-    def _heartbeat(self, task: dict, ctx, details) -> None:
+    def _heartbeat(self, task: dict[str, Any], ctx: ActivityContext, details: Any) -> None:
         """Send a heartbeat (any thread); a reply that says stop cancels the activity."""
         body = {
             "activity_id": task["activity_id"],
@@ -1114,7 +1155,7 @@ class Worker:
         self.stats["heartbeats"] += 1
         self.metrics.heartbeats.inc()
 
-        def on_reply(f):
+        def on_reply(f: cf.Future[Any]) -> None:
             if not f.cancelled() and f.exception() is None and f.result()["status"] == "cancel_requested":
                 ctx.cancel()
 

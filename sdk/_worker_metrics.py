@@ -10,6 +10,8 @@ price a worker whose metrics nobody can read should not pay.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
@@ -25,7 +27,7 @@ _WAIT = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 class WorkerMetrics:
     """The worker's metric families; ``for_queue`` binds the constant labels once."""
 
-    def __init__(self, registry: CollectorRegistry | None = None):
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
         r = registry if registry is not None else CollectorRegistry()
         self.registry = r
         self.workflow_tasks = Counter(
@@ -83,7 +85,7 @@ class WorkerMetrics:
 class QueueMetrics:
     """The families with namespace and task queue bound (what one ``Worker`` records)."""
 
-    def __init__(self, m: WorkerMetrics, namespace: str, task_queue: str):
+    def __init__(self, m: WorkerMetrics, namespace: str, task_queue: str) -> None:
         self._m, self._ns, self._q = m, namespace, task_queue
         self.running = m.running.labels(namespace, task_queue)
         self.queries = m.queries.labels(namespace, task_queue)
@@ -113,10 +115,10 @@ class QueueMetrics:
 
 
 class _Nothing:
-    def inc(self, *_a) -> None:
+    def inc(self, *_a: Any) -> None:
         pass
 
-    def dec(self, *_a) -> None:
+    def dec(self, *_a: Any) -> None:
         pass
 
 

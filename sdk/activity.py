@@ -17,8 +17,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
 
 from kadence.topics.errors import KadenceError
+from kadence.topics.payload import PayloadConverter
 
 from ._definitions import activity_definition
 
@@ -39,10 +41,10 @@ class ActivityInfo:
     heartbeat_details: object = None
     heartbeat_timeout_ms: int | None = None
     #: the headers its workflow was started with (``kadence.interceptors``)
-    headers: dict = field(default_factory=dict)
+    headers: dict[str, Any] = field(default_factory=dict)
 
 
-def info_from_task(task: dict, converter) -> ActivityInfo:
+def info_from_task(task: dict[str, Any], converter: PayloadConverter) -> ActivityInfo:
     """The ``ActivityInfo`` of an ``ActivityTask`` record (a worker's and ``kadence.testing``'s)."""
     return ActivityInfo(
         workflow_id=task["workflow_id"],
@@ -63,21 +65,26 @@ def info_from_task(task: dict, converter) -> ActivityInfo:
 class ActivityContext:
     """The worker's side of a running activity: heartbeats and cancellation."""
 
-    def __init__(self, info: ActivityInfo, send_heartbeat, on_cancel):
+    def __init__(
+        self,
+        info: ActivityInfo,
+        send_heartbeat: Callable[[ActivityContext, Any], None],
+        on_cancel: Callable[[], object],
+    ) -> None:
         self.info = info
         self._send = send_heartbeat
         self._on_cancel = on_cancel
         self.cancelled = threading.Event()
         self._last_sent = 0.0
         self._lock = threading.Lock()
-        self._pending: tuple | None = None
+        self._pending: tuple[Any, ...] | None = None
         self._timer: threading.Timer | None = None
         self._closed = False
         timeout = (info.heartbeat_timeout_ms or 0) / 1000
         # throttle: often enough to beat the heartbeat timeout, never more than needed
         self.interval = min(max(timeout * 0.5, 0.05), 10.0) if timeout else 1.0
 
-    def heartbeat(self, details) -> None:
+    def heartbeat(self, details: Any) -> None:
         """Send now if the throttle interval passed, else send the latest details when it does."""
         with self._lock:
             if self._closed:
@@ -119,13 +126,23 @@ class ActivityContext:
             self._on_cancel()
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 _current: contextvars.ContextVar[ActivityContext | None] = contextvars.ContextVar("kadence_activity", default=None)
 
 
-def defn(fn: Callable | None = None, *, name: str | None = None):
+@overload
+def defn(fn: _F, *, name: str | None = None) -> _F: ...
+
+
+@overload
+def defn(fn: None = None, *, name: str | None = None) -> Callable[[_F], _F]: ...
+
+
+def defn(fn: _F | None = None, *, name: str | None = None) -> _F | Callable[[_F], _F]:
     """Function decorator: an activity (``name`` defaults to the function name)."""
 
-    def wrap(f: Callable) -> Callable:
+    def wrap(f: _F) -> _F:
         setattr(f, "__kadence_activity__", activity_definition(f, name))
         return f
 
@@ -144,7 +161,7 @@ def info() -> ActivityInfo:
     return _context().info
 
 
-def heartbeat(*details) -> None:
+def heartbeat(*details: Any) -> None:
     """Report progress (``details`` must be JSON-serializable; the next attempt reads them as
     ``info().heartbeat_details``). Heartbeats keep a heartbeat timeout from firing and are the
     channel through which cancellation reaches the activity: an async activity is cancelled

@@ -47,7 +47,7 @@ class ClientCall:
     workflow_id: str
     #: the workflow type (starts), or the signal, query or update name
     name: str | None = None
-    args: tuple = ()
+    args: tuple[Any, ...] = ()
     #: sent with a start (start_workflow, signal_with_start, update_with_start); else unused
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -55,8 +55,8 @@ class ClientCall:
 @dataclass
 class ActivityCall:
     info: Any  # kadence.activity.ActivityInfo
-    fn: Callable
-    args: list
+    fn: Callable[..., Any]
+    args: list[Any]
 
 
 @dataclass
@@ -65,7 +65,7 @@ class WorkflowCall:
     kind: str
     info: Any  # kadence.workflow.WorkflowInfo
     name: str
-    args: list
+    args: list[Any]
 
 
 class Interceptor:
@@ -89,8 +89,8 @@ async def invoke_activity(
     interceptors: Iterable[Interceptor],
     defn: Any,
     info: Any,
-    args: list,
-    run_sync: Callable[[Callable, list], Awaitable[Any]],
+    args: list[Any],
+    run_sync: Callable[[Callable[..., Any], list[Any]], Awaitable[Any]],
 ) -> Any:
     """An activity attempt through the interceptors: ``defn.fn`` awaited, or a sync one given to
     ``run_sync(fn, args)`` (a thread)."""

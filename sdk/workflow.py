@@ -21,15 +21,18 @@ import functools
 import logging
 import random as _random
 import uuid as _uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator, MutableMapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from kadence.topics.errors import KadenceError
 
 from ._definitions import RetryPolicy, to_ms, workflow_definition
 from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
 from ._loop import DeterministicLoop
+
+_C = TypeVar("_C", bound=type)
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "ChildWorkflowHandle",
@@ -59,10 +62,18 @@ __all__ = [
 ]
 
 
-def defn(cls: type | None = None, *, name: str | None = None):
+@overload
+def defn(cls: _C, *, name: str | None = None) -> _C: ...
+
+
+@overload
+def defn(cls: None = None, *, name: str | None = None) -> Callable[[_C], _C]: ...
+
+
+def defn(cls: _C | None = None, *, name: str | None = None) -> _C | Callable[[_C], _C]:
     """Class decorator: a workflow definition (``name`` defaults to the class name)."""
 
-    def wrap(c: type) -> type:
+    def wrap(c: _C) -> _C:
         setattr(c, "__kadence_workflow__", workflow_definition(c, name))
         for member in vars(c).values():
             if getattr(member, "__kadence_run__", False):
@@ -72,27 +83,43 @@ def defn(cls: type | None = None, *, name: str | None = None):
     return wrap(cls) if cls is not None else wrap
 
 
-def run(fn: Callable) -> Callable:
+def run(fn: _F) -> _F:
     """Method decorator: the workflow's entry point (an ``async def``)."""
     setattr(fn, "__kadence_run__", True)
     return fn
 
 
-def signal(fn: Callable | None = None, *, name: str | None = None):
+@overload
+def signal(fn: _F, *, name: str | None = None) -> _F: ...
+
+
+@overload
+def signal(fn: None = None, *, name: str | None = None) -> Callable[[_F], _F]: ...
+
+
+def signal(fn: _F | None = None, *, name: str | None = None) -> _F | Callable[[_F], _F]:
     """Method decorator: a signal handler (sync or async). Signals are recorded in history in
     arrival order and delivered to the handler in that order."""
 
-    def wrap(f: Callable) -> Callable:
+    def wrap(f: _F) -> _F:
         setattr(f, "__kadence_signal__", name or f.__name__)
         return f
 
     return wrap(fn) if fn is not None else wrap
 
 
-def query(fn: Callable | None = None, *, name: str | None = None):
+@overload
+def query(fn: _F, *, name: str | None = None) -> _F: ...
+
+
+@overload
+def query(fn: None = None, *, name: str | None = None) -> Callable[[_F], _F]: ...
+
+
+def query(fn: _F | None = None, *, name: str | None = None) -> _F | Callable[[_F], _F]:
     """Method decorator: a query handler. Must be a plain (non-async) method that only reads."""
 
-    def wrap(f: Callable) -> Callable:
+    def wrap(f: _F) -> _F:
         if asyncio.iscoroutinefunction(f):
             raise KadenceError(f"query handler {f.__name__} must not be async")
         setattr(f, "__kadence_query__", name or f.__name__)
@@ -101,7 +128,8 @@ def query(fn: Callable | None = None, *, name: str | None = None):
     return wrap(fn) if fn is not None else wrap
 
 
-def update(fn: Callable | None = None, *, name: str | None = None):
+# Any: the handler gains a ``validator`` decorator that its own type cannot declare
+def update(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
     """Method decorator: an update handler (sync or async). Its return value is the caller's
     result (``handle.execute_update``); an exception it raises is the caller's error, and the
     run goes on. It may wait for activities, timers and conditions like the run method.
@@ -120,10 +148,10 @@ def update(fn: Callable | None = None, *, name: str | None = None):
                 raise ValueError("an item needs a SKU")
     """
 
-    def wrap(f: Callable) -> Callable:
+    def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
         setattr(f, "__kadence_update__", name or f.__name__)
 
-        def validator(v: Callable) -> Callable:
+        def validator(v: Callable[..., Any]) -> Callable[..., Any]:
             if asyncio.iscoroutinefunction(v):
                 raise KadenceError(f"update validator {v.__name__} must not be async")
             setattr(f, "__kadence_update_validator__", v)
@@ -146,7 +174,7 @@ def _instance() -> WorkflowInstance:
 
 
 def execute_activity(
-    activity: Callable | str,
+    activity: Callable[..., Any] | str,
     *args: Any,
     task_queue: str | None = None,
     start_to_close_timeout: timedelta | None = None,
@@ -181,7 +209,7 @@ LOCAL_RETRY_POLICY = RetryPolicy(initial_interval=timedelta(milliseconds=100), m
 
 
 def execute_local_activity(
-    activity: Callable | str,
+    activity: Callable[..., Any] | str,
     *args: Any,
     start_to_close_timeout: timedelta | None = None,
     schedule_to_close_timeout: timedelta | None = None,
@@ -213,7 +241,7 @@ def execute_local_activity(
     return inst.schedule_local_activity(activity_type, args, options, result_fn=result_fn)
 
 
-def _activity_type(activity: Callable | str, result_type: Any) -> tuple[str, Callable | None]:
+def _activity_type(activity: Callable[..., Any] | str, result_type: Any) -> tuple[str, Callable[..., Any] | None]:
     """(activity type name, the function whose return type types its result) of what a workflow
     passes to ``execute_activity`` / ``execute_local_activity``."""
     if isinstance(activity, str):
@@ -229,10 +257,10 @@ def _activity_type(activity: Callable | str, result_type: Any) -> tuple[str, Cal
 
 
 @functools.lru_cache(maxsize=256)
-def _returning(result_type: Any) -> Callable:
+def _returning(result_type: Any) -> Callable[..., Any]:
     """A function whose return type is ``result_type``: what types a result (``kadence.topics.typed``)."""
 
-    def typed():  # pragma: no cover - never called, only its annotation is read
+    def typed() -> Any:  # pragma: no cover - never called, only its annotation is read
         raise NotImplementedError
 
     typed.__annotations__ = {"return": result_type}
@@ -291,13 +319,13 @@ def deprecate_patch(patch_id: str) -> None:
 class ChildWorkflowHandle:
     """A started child workflow: ``await handle.result()`` (or ``await handle``)."""
 
-    def __init__(self, workflow_id: str, run_id: str, result: asyncio.Future[Any]):
+    def __init__(self, workflow_id: str, run_id: str, result: asyncio.Future[Any]) -> None:
         self.id, self.run_id, self._result = workflow_id, run_id, result
 
     async def result(self) -> Any:
         return await self._result
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, None, Any]:
         return self._result.__await__()
 
 
@@ -365,7 +393,7 @@ def is_replaying() -> bool:
     return _instance().replaying
 
 
-class _WorkflowLogger(logging.LoggerAdapter):
+class _WorkflowLogger(logging.LoggerAdapter[logging.Logger]):
     """Adds workflow_id/run_id to records; silent while the workflow replays its history."""
 
     def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - logging's name
@@ -374,9 +402,10 @@ class _WorkflowLogger(logging.LoggerAdapter):
                 return False
         except KadenceError:
             pass
-        return self.logger.isEnabledFor(level)
+        enabled: bool = self.logger.isEnabledFor(level)
+        return enabled
 
-    def process(self, msg, kwargs):
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
         try:
             i = _instance().info
             extra = {"workflow_id": i.workflow_id, "run_id": i.run_id}

@@ -34,13 +34,16 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import quote, unquote
 
 import fastavro
 
 from . import serde
 from .errors import ArchiveError, SchemaError, WorkflowNotFoundError
+
+if TYPE_CHECKING:
+    from .engine_client import EngineClient
 
 __all__ = [
     "ARCHIVED_EVENT_SCHEMA",
@@ -110,9 +113,9 @@ class ArchiveStoreConfig:
     s3_region: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> ArchiveStoreConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ArchiveStoreConfig:
         env = os.environ if env is None else env
-        kw: dict = {}
+        kw: dict[str, Any] = {}
         for var, key in (
             ("KADENCE_ARCHIVE_DIR", "directory"),
             ("KADENCE_ARCHIVE_S3_BUCKET", "s3_bucket"),
@@ -145,9 +148,9 @@ class ArchivedRun:
     workflow_id: str
     run_id: str
     #: ArchivedEvent dicts: seq, key, value (Kafka bytes), partition, offset; seq order
-    records: list
+    records: list[Any]
 
-    def events(self) -> list[dict]:
+    def events(self) -> list[dict[str, Any]]:
         """The decoded history events, oldest first, each marked ``_archived``."""
         codec = serde.codec("HistoryEvent")
         out = []
@@ -163,7 +166,7 @@ class ArchivedRun:
         return serde.decode("HistoryEvent", self.records[-1]["value"])["timestamp_ms"] if self.records else 0
 
 
-def encode_archive(namespace: str, workflow_id: str, run_id: str, records: list[dict]) -> bytes:
+def encode_archive(namespace: str, workflow_id: str, run_id: str, records: list[dict[str, Any]]) -> bytes:
     """A container file of ``records`` (ArchivedEvent dicts, seq order)."""
     buf = io.BytesIO()
     fastavro.writer(
@@ -248,12 +251,12 @@ def latest_archived_run(store: ArchiveStore, namespace: str, workflow_id: str) -
 class HistoryResult:
     run_id: str
     #: decoded HistoryEvent dicts, oldest first (archived ones carry ``_archived: True``)
-    events: list
+    events: list[Any]
     archived: bool
 
 
 async def read_history(
-    engine, store: ArchiveStore | None, workflow_id: str, run_id: str | None = None
+    engine: EngineClient, store: ArchiveStore | None, workflow_id: str, run_id: str | None = None
 ) -> HistoryResult:
     """A run's history from Kafka or, once archived, from the archive (async; store I/O runs in
     the default executor).

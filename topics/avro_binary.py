@@ -22,6 +22,8 @@ accepted too); a union of null and one other type takes and returns the value it
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import Any, TypeAlias, TypeVar, cast
 
 __all__ = ["AvroValueError", "Encoded", "compile_reader", "compile_writer"]
 
@@ -45,6 +47,14 @@ _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 _PRIMITIVES = ("null", "boolean", "int", "long", "double", "bytes", "string")
 
+#: a schema as fastavro parses it: a type's name, a union's branches, or a complex type
+Schema: TypeAlias = str | list[Any] | dict[str, Any]
+#: ``put(buf, value)`` appends the value's encoding
+Writer: TypeAlias = Callable[[bytearray, Any], None]
+#: ``get(data, pos) -> (value, pos after it)``
+Reader: TypeAlias = Callable[[bytes, int], tuple[Any, int]]
+_C = TypeVar("_C", Writer, Reader)
+
 
 def _put_long(buf: bytearray, n: int) -> None:
     if not _LONG_MIN <= n <= _LONG_MAX:
@@ -62,33 +72,33 @@ def _put_int(buf: bytearray, n: int) -> None:
     _put_long(buf, n)
 
 
-def _put_null(buf: bytearray, v) -> None:
+def _put_null(buf: bytearray, v: object) -> None:
     if v is not None:
         raise ValueError(f"{v!r} is not null")
 
 
-def _put_boolean(buf: bytearray, v) -> None:
+def _put_boolean(buf: bytearray, v: object) -> None:
     buf.append(1 if v else 0)
 
 
-def _put_double(buf: bytearray, v) -> None:
+def _put_double(buf: bytearray, v: float) -> None:
     buf += _DOUBLE.pack(v)
 
 
-def _put_bytes(buf: bytearray, v) -> None:
+def _put_bytes(buf: bytearray, v: object) -> None:
     if not isinstance(v, (bytes, bytearray, memoryview)):
         raise TypeError(f"expected bytes, got {type(v).__name__}")
     _put_long(buf, len(v))
     buf += v
 
 
-def _put_string(buf: bytearray, v) -> None:
+def _put_string(buf: bytearray, v: str) -> None:
     b = v.encode()
     _put_long(buf, len(b))
     buf += b
 
 
-_PUT = {
+_PUT: dict[str, Writer] = {
     "null": _put_null,
     "boolean": _put_boolean,
     "int": _put_int,
@@ -99,7 +109,7 @@ _PUT = {
 }
 
 
-def _accepts(kind: str, v) -> bool:
+def _accepts(kind: str, v: object) -> bool:
     """Whether a union branch of this kind takes the Python value (for values without a name)."""
     if kind == "null":
         return v is None
@@ -127,36 +137,39 @@ def _short(name: str) -> str:
 class _Compiler:
     """Builds the writer or reader of a type once per named type (named types may nest)."""
 
-    def __init__(self, named: dict):
-        self.named = named
-        self.writers: dict[str, object] = {}
-        self.readers: dict[str, object] = {}
+    def __init__(self, named: dict[str, Any]) -> None:
+        self.named: dict[str, dict[str, Any]] = named
+        self.writers: dict[str, Writer | None] = {}
+        self.readers: dict[str, Reader | None] = {}
 
-    def _resolve(self, schema):
+    def _resolve(self, schema: Schema) -> Schema:
         if isinstance(schema, str) and schema not in _PRIMITIVES:
             return self.named[schema]
         return schema
 
     @staticmethod
-    def _kind(schema) -> str:
+    def _kind(schema: Schema) -> str:
         if isinstance(schema, str):
             return schema
         if isinstance(schema, list):
             return "union"
-        return schema["type"] if isinstance(schema["type"], str) else "union"
+        kind = schema["type"]
+        return kind if isinstance(kind, str) else "union"
 
-    def _named_type(self, built: dict, name: str, build):
+    def _named_type(self, built: dict[str, _C | None], name: str, build: Callable[[Schema], _C]) -> _C:
         """The writer or reader of a named type, built once; while it is being built (a type that
         contains itself, like Failure.cause) a stand-in that calls the finished one."""
         if name not in built:
             built[name] = None
             built[name] = build(self.named[name])
         done = built[name]
-        return done if done is not None else (lambda *args: built[name](*args))
+        if done is not None:
+            return done
+        return cast(_C, lambda *args: cast(Callable[..., Any], built[name])(*args))
 
     # -- writers -------------------------------------------------------------------------------
 
-    def writer(self, schema):
+    def writer(self, schema: Schema) -> Writer:
         if isinstance(schema, str) and schema in _PUT:
             return _PUT[schema]
         if isinstance(schema, str):
@@ -174,14 +187,14 @@ class _Compiler:
             return self._map_writer(self.writer(schema["values"]))
         raise ValueError(f"unsupported Avro type {kind!r}")
 
-    def _record_writer(self, schema):
-        fields = []
+    def _record_writer(self, schema: dict[str, Any]) -> Writer:
+        built: list[tuple[str, Writer, Any]] = []
         for f in schema["fields"]:
             put, default = self.writer(f["type"]), f.get("default")
-            fields.append((f["name"], put, default))
-        fields = tuple(fields)
+            built.append((f["name"], put, default))
+        fields = tuple(built)
 
-        def put_record(buf, rec):
+        def put_record(buf: bytearray, rec: Any) -> None:
             if rec.__class__ is Encoded:
                 buf += rec
                 return
@@ -199,8 +212,8 @@ class _Compiler:
         return put_record
 
     @staticmethod
-    def _array_writer(put_item):
-        def put_array(buf, items):
+    def _array_writer(put_item: Writer) -> Writer:
+        def put_array(buf: bytearray, items: Any) -> None:
             if len(items):  # len: None is not an empty array
                 _put_long(buf, len(items))
                 for item in items:
@@ -210,8 +223,8 @@ class _Compiler:
         return put_array
 
     @staticmethod
-    def _map_writer(put_value):
-        def put_map(buf, mapping):
+    def _map_writer(put_value: Writer) -> Writer:
+        def put_map(buf: bytearray, mapping: dict[str, Any]) -> None:
             if len(mapping):
                 _put_long(buf, len(mapping))
                 for k, v in mapping.items():
@@ -221,13 +234,15 @@ class _Compiler:
 
         return put_map
 
-    def _union_writer(self, branches):
-        by_name: dict[str, tuple[bytes, object]] = {}
-        typed = []  # (kind, index prefix, writer, field names) in branch order
+    def _union_writer(self, branches: list[Any]) -> Writer:
+        by_name: dict[str, tuple[bytes, Writer]] = {}
+        branch_list: list[
+            tuple[str, bytes, Writer, frozenset[str] | None]
+        ] = []  # (kind, index prefix, writer, field names) in branch order
         for i, branch in enumerate(branches):
-            prefix = bytearray()
-            _put_long(prefix, i)
-            prefix = bytes(prefix)
+            encoded = bytearray()
+            _put_long(encoded, i)
+            prefix = bytes(encoded)
             put = self.writer(branch)
             resolved = self._resolve(branch)
             kind = self._kind(resolved)
@@ -237,14 +252,14 @@ class _Compiler:
                 names = frozenset(f["name"] for f in resolved.get("fields", ()))
             else:
                 by_name[kind] = (prefix, put)
-            typed.append((kind, prefix, put, names))
-        typed = tuple(typed)
-        null = by_name.get("null", (None,))[0]
+            branch_list.append((kind, prefix, put, names))
+        typed = tuple(branch_list)
+        null = by_name["null"][0] if "null" in by_name else None
         if null is not None and len(typed) == 2:  # ["null", T]: the common case, no search
             (_, p0, w0, _), (_, p1, w1, _) = typed
             if p0 == null:
 
-                def put_optional(buf, v):
+                def put_optional(buf: bytearray, v: Any) -> None:
                     if v is None:
                         buf += p0
                     else:
@@ -252,7 +267,7 @@ class _Compiler:
                         w1(buf, v)
             else:
 
-                def put_optional(buf, v):
+                def put_optional(buf: bytearray, v: Any) -> None:
                     if v is None:
                         buf += p1
                     else:
@@ -261,7 +276,7 @@ class _Compiler:
 
             return put_optional
 
-        def put_union(buf, v):
+        def put_union(buf: bytearray, v: Any) -> None:
             if type(v) is tuple:
                 name, v = v
                 try:
@@ -271,11 +286,11 @@ class _Compiler:
                 buf += prefix
                 put(buf, v)
                 return
-            best = None
+            best: tuple[bytes, Writer, int] | None = None
             for kind, prefix, put, names in typed:
                 if _accepts(kind, v):
                     if names is None:
-                        best = (prefix, put)
+                        best = (prefix, put, 0)
                         break
                     overlap = len(names.intersection(v))  # like fastavro: the record with most fields
                     if best is None or overlap > best[2]:
@@ -289,7 +304,7 @@ class _Compiler:
 
     # -- readers -------------------------------------------------------------------------------
 
-    def reader(self, schema):
+    def reader(self, schema: Schema) -> Reader:
         if isinstance(schema, str) and schema in _GET:
             return _GET[schema]
         if isinstance(schema, str):
@@ -302,8 +317,8 @@ class _Compiler:
         if kind == "record":
             fields = tuple((f["name"], self.reader(f["type"])) for f in schema["fields"])
 
-            def get_record(data, pos):
-                rec = {}
+            def get_record(data: bytes, pos: int) -> tuple[dict[str, Any], int]:
+                rec: dict[str, Any] = {}
                 for name, get in fields:
                     rec[name], pos = get(data, pos)
                 return rec, pos
@@ -316,9 +331,9 @@ class _Compiler:
         raise ValueError(f"unsupported Avro type {kind!r}")
 
     @staticmethod
-    def _block_reader(get_item, keyed: bool):
-        def get_blocks(data, pos):
-            out = {} if keyed else []
+    def _block_reader(get_item: Reader, keyed: bool) -> Reader:
+        def get_blocks(data: bytes, pos: int) -> tuple[Any, int]:
+            out: Any = {} if keyed else []
             while True:
                 count, pos = _get_long(data, pos)
                 if count == 0:
@@ -336,19 +351,19 @@ class _Compiler:
 
         return get_blocks
 
-    def _union_reader(self, branches):
+    def _union_reader(self, branches: list[Any]) -> Reader:
         resolved = [self._resolve(b) for b in branches]
         records = sum(1 for r in resolved if self._kind(r) == "record")
-        gets = []
+        readers: list[Reader] = []
         for branch, r in zip(branches, resolved, strict=True):
             get = self.reader(branch)
-            if records > 1 and self._kind(r) == "record":  # named: (short name, record)
+            if records > 1 and isinstance(r, dict) and self._kind(r) == "record":  # (short name, record)
                 get = self._named(get, _short(r["name"]))
-            gets.append(get)
-        gets = tuple(gets)
+            readers.append(get)
+        gets = tuple(readers)
         n = len(gets)
 
-        def get_union(data, pos):
+        def get_union(data: bytes, pos: int) -> tuple[Any, int]:
             i, pos = _get_long(data, pos)
             if not 0 <= i < n:
                 raise ValueError(f"union branch {i} out of range")
@@ -357,15 +372,15 @@ class _Compiler:
         return get_union
 
     @staticmethod
-    def _named(get, name):
-        def get_named(data, pos):
+    def _named(get: Reader, name: str) -> Reader:
+        def get_named(data: bytes, pos: int) -> tuple[tuple[str, Any], int]:
             v, pos = get(data, pos)
             return (name, v), pos
 
         return get_named
 
 
-def _get_long(data: bytes, pos: int):
+def _get_long(data: bytes, pos: int) -> tuple[int, int]:
     b = data[pos]
     pos += 1
     n = b & 0x7F
@@ -380,19 +395,19 @@ def _get_long(data: bytes, pos: int):
     return (n >> 1) ^ -(n & 1), pos
 
 
-def _get_null(data: bytes, pos: int):
+def _get_null(data: bytes, pos: int) -> tuple[None, int]:
     return None, pos
 
 
-def _get_boolean(data: bytes, pos: int):
+def _get_boolean(data: bytes, pos: int) -> tuple[bool, int]:
     return data[pos] != 0, pos + 1
 
 
-def _get_double(data: bytes, pos: int):
+def _get_double(data: bytes, pos: int) -> tuple[float, int]:
     return _DOUBLE.unpack_from(data, pos)[0], pos + 8
 
 
-def _get_bytes(data: bytes, pos: int):
+def _get_bytes(data: bytes, pos: int) -> tuple[bytes, int]:
     n, pos = _get_long(data, pos)
     end = pos + n
     if n < 0 or end > len(data):
@@ -400,7 +415,7 @@ def _get_bytes(data: bytes, pos: int):
     return data[pos:end], end
 
 
-def _get_string(data: bytes, pos: int):
+def _get_string(data: bytes, pos: int) -> tuple[str, int]:
     n, pos = _get_long(data, pos)
     end = pos + n
     if n < 0 or end > len(data):
@@ -408,7 +423,7 @@ def _get_string(data: bytes, pos: int):
     return data[pos:end].decode(), end
 
 
-_GET = {
+_GET: dict[str, Reader] = {
     "null": _get_null,
     "boolean": _get_boolean,
     "int": _get_long,
@@ -419,11 +434,11 @@ _GET = {
 }
 
 
-def compile_writer(schema: dict):
+def compile_writer(schema: dict[str, Any]) -> Writer:
     """``put(buf: bytearray, value)`` for a schema parsed by fastavro (``__named_schemas`` set)."""
     return _Compiler(schema.get("__named_schemas", {})).writer(schema)
 
 
-def compile_reader(schema: dict):
+def compile_reader(schema: dict[str, Any]) -> Reader:
     """``get(data: bytes, pos) -> (value, pos)`` for a schema parsed by fastavro."""
     return _Compiler(schema.get("__named_schemas", {})).reader(schema)

@@ -21,30 +21,44 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Any
 
-from .avro_binary import _ABSENT, _DOUBLE, _PRIMITIVES, Encoded, _Compiler, _get_long, _put_int, _put_long
+from .avro_binary import (
+    _ABSENT,
+    _DOUBLE,
+    _PRIMITIVES,
+    Encoded,
+    Reader,
+    Schema,
+    Writer,
+    _Compiler,
+    _get_long,
+    _put_int,
+    _put_long,
+)
 
 __all__ = ["compile_reader", "compile_writer"]
 
 
-def _resolve(named: dict, schema):
+def _resolve(named: dict[str, Any], schema: Schema) -> Any:  # its shape is told by _kind
     if isinstance(schema, str) and schema not in _PRIMITIVES:
         return named[schema]
     return schema
 
 
-def _kind(schema) -> str:
+def _kind(schema: Schema) -> str:
     if isinstance(schema, str):
         return schema
     if isinstance(schema, list):
         return "union"
-    return schema["type"]
+    kind: str = schema["type"]
+    return kind
 
 
 class _Source:
     """Lines of one function, with indentation and fresh local names."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lines: list[str] = []
         self.depth = 1
         self._names = itertools.count(1)  # local names need only be unique within the function
@@ -57,10 +71,10 @@ class _Source:
 
 
 class _Generator:
-    def __init__(self, named: dict):
+    def __init__(self, named: dict[str, Any]) -> None:
         self.named = named
         self.slow = _Compiler(named)
-        self.ns: dict = {
+        self.ns: dict[str, Any] = {
             "_put_long": _put_long,
             "_put_int": _put_int,
             "_get_long": _get_long,
@@ -72,9 +86,9 @@ class _Generator:
         }
         self._writers: dict[str, str] = {}
         self._readers: dict[str, str] = {}
-        self._tables: list[tuple[str, dict]] = []
+        self._tables: list[tuple[str, dict[str, Any]]] = []
 
-    def _const(self, value) -> str:
+    def _const(self, value: object) -> str:
         name = f"_k{len(self.ns)}"
         self.ns[name] = value
         return name
@@ -89,7 +103,7 @@ class _Generator:
 
     # -- writers -------------------------------------------------------------------------------
 
-    def _function(self, built: dict, prefix: str, record_name: str):
+    def _function(self, built: dict[str, str], prefix: str, record_name: str) -> tuple[str, _Source | None]:
         """``(name, None)`` of a function already generated (or being generated: a type that
         contains itself calls it by name), else ``(name, source)`` for a new one."""
         fn = built.get(record_name)
@@ -116,7 +130,7 @@ class _Generator:
         self._define(fn, "buf, rec", src)
         return fn
 
-    def _write(self, src: _Source, v: str, schema) -> None:
+    def _write(self, src: _Source, v: str, schema: Schema) -> None:
         resolved = _resolve(self.named, schema)
         kind = _kind(resolved)
         if kind in ("int", "long"):
@@ -172,7 +186,7 @@ class _Generator:
         src.add("else:")
         src.add(f"    _put_long(buf, {n})")
 
-    def _write_union(self, src: _Source, v: str, branches: list) -> None:
+    def _write_union(self, src: _Source, v: str, branches: list[Any]) -> None:
         if len(branches) >= 64:
             raise ValueError("unions of 64 branches or more are not generated")
         kinds = [_kind(_resolve(self.named, b)) for b in branches]
@@ -234,7 +248,7 @@ class _Generator:
         src.add("else:")
         src.add(f"    {target}, pos = _get_long(data, pos)")
 
-    def _read(self, src: _Source, target: str, schema) -> None:
+    def _read(self, src: _Source, target: str, schema: Schema) -> None:
         resolved = _resolve(self.named, schema)
         kind = _kind(resolved)
         if kind in ("int", "long"):
@@ -284,7 +298,7 @@ class _Generator:
         else:
             raise ValueError(f"unsupported Avro type {kind!r}")
 
-    def _read_union(self, src: _Source, target: str, branches: list) -> None:
+    def _read_union(self, src: _Source, target: str, branches: list[Any]) -> None:
         resolved = [_resolve(self.named, b) for b in branches]
         named = sum(1 for r in resolved if _kind(r) == "record") > 1  # (short name, record) values
         index = src.fresh("j")
@@ -309,21 +323,21 @@ class _Generator:
         self._tables.clear()
 
 
-def _generator(schema: dict) -> _Generator:
+def _generator(schema: dict[str, Any]) -> _Generator:
     named = dict(schema.get("__named_schemas", {}))
     named.setdefault(schema["name"], schema)
     return _Generator(named)
 
 
-def compile_writer(schema: dict):
+def compile_writer(schema: dict[str, Any]) -> Writer:
     """``put(buf: bytearray, value)`` like ``avro_binary.compile_writer``: the generated writer,
     and on any error the closure writer (which raises with the field's path)."""
     gen = _generator(schema)
-    fast = gen.ns[gen.writer(schema["name"])]
+    fast: Writer = gen.ns[gen.writer(schema["name"])]
     gen.fill_tables()
     slow = gen.slow.writer(schema)
 
-    def put(buf: bytearray, value) -> None:
+    def put(buf: bytearray, value: Any) -> None:
         start = len(buf)
         try:
             fast(buf, value)
@@ -339,14 +353,14 @@ def compile_writer(schema: dict):
     return put
 
 
-def compile_reader(schema: dict):
+def compile_reader(schema: dict[str, Any]) -> Reader:
     """``get(data, pos) -> (value, pos)`` like ``avro_binary.compile_reader``: the generated
     reader, and on any error the closure reader (which raises the same error, worded its way)."""
     gen = _generator(schema)
-    fast = gen.ns[gen.reader(schema["name"])]
+    fast: Reader = gen.ns[gen.reader(schema["name"])]
     slow = gen.slow.reader(schema)
 
-    def get(data, pos):
+    def get(data: bytes, pos: int) -> tuple[Any, int]:
         try:
             return fast(data, pos)
         except Exception:  # noqa: BLE001 - the closure codec raises its own error

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from .produce import produce_waiting
 
@@ -37,7 +38,9 @@ class BatchProducer:
 
     Used by one thread (the bridge's or the archiver's loop)."""
 
-    def __init__(self, conf: dict, *, who: str, factory: Callable[[dict], Producer] = Producer):
+    def __init__(
+        self, conf: dict[str, Any], *, who: str, factory: Callable[[dict[str, Any]], Producer] = Producer
+    ) -> None:
         self._conf = conf
         self._factory = factory
         self._who = who
@@ -52,7 +55,7 @@ class BatchProducer:
         """Queue one record, waiting while librdkafka's queue is full."""
         errors = self._errors
 
-        def on_delivery(err, _msg) -> None:
+        def on_delivery(err: KafkaError | None, _msg: Message) -> None:
             if err is not None:
                 errors.append(err)
 

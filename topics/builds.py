@@ -16,6 +16,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -57,7 +58,7 @@ def validate_build_id(build_id: str | None, *, allow_none: bool = False) -> str 
 
 def promote_build(
     config: KafkaConfig, task_queue: str, build_id: str | None, *, identity: str = "", timeout: float = 30.0
-) -> dict:
+) -> dict[str, Any]:
     """Make ``build_id`` the build that new workflows of ``task_queue`` start on (None: unversioned).
 
     Open workflows stay on the build they are pinned to. Creates the build's task topic first, so
@@ -76,7 +77,7 @@ def promote_build(
         "identity": identity,
     }
     producer = Producer(config.producer(**{"linger.ms": 0}))
-    errors: list = []
+    errors: list[Any] = []
     producer.produce(
         cat.builds,
         serde.encode("BuildDefault", record),
@@ -93,9 +94,9 @@ def promote_build(
     return record
 
 
-def read_build_defaults(config: KafkaConfig) -> dict[str, dict]:
+def read_build_defaults(config: KafkaConfig) -> dict[str, dict[str, Any]]:
     """Task queue -> its latest ``BuildDefault`` record."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for msg in scan(config, Catalogue(config).builds):
         if msg.key() is None:
             continue
@@ -141,7 +142,7 @@ class BacklogProbe:
     #: records counted one by one per partition; beyond, the backlog is estimated from offsets
     COUNT_LIMIT = 1000
 
-    def __init__(self, config: KafkaConfig, *, timeout: float = 10.0):
+    def __init__(self, config: KafkaConfig, *, timeout: float = 10.0) -> None:
         self.config = config
         self.cat = Catalogue(config)
         self.timeout = timeout

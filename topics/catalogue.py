@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -30,7 +31,7 @@ TIMER_TIERS_MS = {"1s": 1_000, "10s": 10_000, "1m": 60_000, "10m": 600_000, "1h"
 class TopicSpec:
     name: str
     partitions: int
-    config: dict = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
     #: a sharded topic's partition count can never change
     sharded: bool = False
 
@@ -45,7 +46,7 @@ class ApplyReport:
 class Catalogue:
     """Names and specs of a namespace's topics."""
 
-    def __init__(self, config: KafkaConfig):
+    def __init__(self, config: KafkaConfig) -> None:
         self.config = config
         ns = config.namespace
         self.commands = f"{ns}.commands"

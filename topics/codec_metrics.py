@@ -10,8 +10,10 @@ sees which instances are still pinned."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from . import serde
 
@@ -19,7 +21,7 @@ __all__ = ["register_codec_metrics"]
 
 
 class _OldVersionDecodes:
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily(
             "kadence_codec_old_version_decodes",
             "records of an older schema version decoded (through fastavro)",
@@ -32,7 +34,7 @@ class _OldVersionDecodes:
             "kadence_codec_write_version", "the schema version this process writes records in", serde.write_version()
         )
 
-    def describe(self):
+    def describe(self) -> list[Metric]:
         return []
 
 

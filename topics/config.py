@@ -12,6 +12,7 @@ import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import settings
 from .errors import ConfigError
@@ -54,7 +55,7 @@ class KafkaConfig:
     )
     #: KADENCE_KAFKA_SECURITY_PROTOCOL / _SASL_MECHANISM / _SASL_USERNAME / _SASL_PASSWORD / _SSL_CA
     #: (``from_env`` gathers them into librdkafka's names)
-    security: dict = field(default_factory=dict)
+    security: dict[str, Any] = field(default_factory=dict)
     client_id: str = setting(
         env="KADENCE_CLIENT_ID",
         help="identity of this process in broker logs and history (default: host name and process ID)",
@@ -106,7 +107,7 @@ class KafkaConfig:
     #: delivered when the client is polled, not at once as on stderr
     log_format: str = setting("text", env="KADENCE_LOG_FORMAT", help="log line format: text or json")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not NAMESPACE_RE.match(self.namespace):
             raise ConfigError(f"namespace {self.namespace!r} must match {NAMESPACE_RE.pattern}")
         if not self.bootstrap:
@@ -127,11 +128,11 @@ class KafkaConfig:
             )
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> KafkaConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> KafkaConfig:
         """The declared settings from the environment (``kadence.topics.settings``), the TLS/SASL
         variables gathered into ``security``; ``overrides`` win."""
         env = os.environ if env is None else env
-        kw: dict = {}
+        kw: dict[str, Any] = {}
         sec = {}
         for var, key in (
             ("KADENCE_KAFKA_SECURITY_PROTOCOL", "security.protocol"),
@@ -149,7 +150,7 @@ class KafkaConfig:
 
     # -- librdkafka configurations -------------------------------------------------------------
 
-    def base(self) -> dict:
+    def base(self) -> dict[str, Any]:
         conf = {
             "bootstrap.servers": self.bootstrap,
             "client.id": self.client_id,
@@ -165,7 +166,7 @@ class KafkaConfig:
             conf["logger"] = logging.getLogger("kadence.librdkafka")
         return conf
 
-    def producer(self, **extra) -> dict:
+    def producer(self, **extra: Any) -> dict[str, Any]:
         # murmur2_random: the Java client's default partitioner, so that any Kafka client that
         # keys a record by workflow ID lands on the workflow's shard.
         return {
@@ -177,7 +178,7 @@ class KafkaConfig:
             **extra,
         }
 
-    def transactional_producer(self, transactional_id: str, **extra) -> dict:
+    def transactional_producer(self, transactional_id: str, **extra: Any) -> dict[str, Any]:
         """A producer configuration for ``transactional.id`` (an engine write path that commits
         consumed offsets with ``send_offsets_to_transaction``)."""
         conf = self.producer(**{"transactional.id": transactional_id, "linger.ms": self.txn_linger_ms, **extra})
@@ -185,14 +186,14 @@ class KafkaConfig:
             conf["connections.max.idle.ms"] = self.txn_idle_reconnect_ms
         return conf
 
-    def waiting_consumer(self, group: str | None, **extra) -> dict:
+    def waiting_consumer(self, group: str | None, **extra: Any) -> dict[str, Any]:
         """``consumer`` for a long-lived consumer that waits for new records, idle most of the
         time at light load: its fetches wait ``fetch_wait_ms`` in the broker. Not for a reader
         that reads to an end it learns from an empty fetch (that fetch would wait as long), nor
         for one that pauses partitions as it goes (``PAUSING_FETCH_WAIT_MS``)."""
         return self.consumer(group, **{"fetch.wait.max.ms": self.fetch_wait_ms, **extra})
 
-    def consumer(self, group: str | None, **extra) -> dict:
+    def consumer(self, group: str | None, **extra: Any) -> dict[str, Any]:
         conf = {
             **self.base(),
             "enable.auto.commit": False,

@@ -52,7 +52,7 @@ class LagSampler:
         *,
         interval_s: float = SAMPLE_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
-    ):
+    ) -> None:
         self._gauge, self._labels = gauge, (namespace, component)
         self._interval, self._clock = interval_s, clock
         self._next = 0.0

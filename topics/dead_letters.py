@@ -8,6 +8,7 @@ once, whoever runs the command and however often.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
@@ -26,10 +27,10 @@ _MARK = "redriven "
 @dataclass(frozen=True)
 class DeadLetterEntry:
     ref: str  # "partition:offset" in the dead-letter topic
-    record: dict
+    record: dict[str, Any]
     redriven: bool
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """What a list shows: the reference, state, component, origin, reason and time (no value)."""
         r = self.record
         return {
@@ -46,7 +47,7 @@ class DeadLetterEntry:
         }
 
 
-def _read(config: KafkaConfig) -> list[tuple[str, dict]]:
+def _read(config: KafkaConfig) -> list[tuple[str, dict[str, Any]]]:
     return [
         (f"{m.partition()}:{m.offset()}", serde.decode("DeadLetter", m.value()))
         for m in scan(config, Catalogue(config).dlq)

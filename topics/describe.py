@@ -20,7 +20,7 @@ def _iso(ms: int | None) -> str | None:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
 
 
-def _failure(f: dict | None) -> dict | None:
+def _failure(f: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if f is None else {"type": f["type"], "message": f["message"], "non_retryable": f["non_retryable"]}
 
 
@@ -31,7 +31,7 @@ def _payload(converter: PayloadConverter, data: bytes | None, what: str) -> Any:
         return {"undecodable": str(exc)}
 
 
-def describe_to_json(workflow_id: str, reply: dict, converter: PayloadConverter) -> dict:
+def describe_to_json(workflow_id: str, reply: dict[str, Any], converter: PayloadConverter) -> dict[str, Any]:
     """The describe shape of an ``AwaitWorkflowResult`` reply (``wait`` false)."""
     d = reply.get("description") or {}
     status = reply["status"]

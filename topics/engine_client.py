@@ -25,8 +25,11 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
+from typing import Any, Literal
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from opentelemetry.trace import TracerProvider
 
 from . import serde
 from .catalogue import Catalogue
@@ -46,14 +49,14 @@ from .produce import produce_waiting
 from .records import command
 from .replacing_producer import ReplacingProducer
 from .scan import RangeReader
-from .tracing import FROM_CALLER, Tracer
+from .tracing import FROM_CALLER, Tracer, TraceRef, _FromCaller
 
 __all__ = ["EngineClient"]
 
 log = logging.getLogger(__name__)
 
 
-def _close_quietly(consumer) -> None:
+def _close_quietly(consumer: Consumer) -> None:
     try:
         consumer.close()
     except (KafkaException, RuntimeError) as exc:
@@ -79,12 +82,12 @@ class EngineClient:
         *,
         connect_timeout: float = 15.0,
         producer_stall_s: float = 30.0,
-        producer_factory=Producer,
-        tracer_provider=None,
+        producer_factory: Callable[[dict[str, Any]], Producer] = Producer,
+        tracer_provider: TracerProvider | None = None,
         resend_after_s: float = 10.0,
         replies_stall_s: float = 15.0,
-        consumer_factory=Consumer,
-    ):
+        consumer_factory: Callable[[dict[str, Any]], Consumer] = Consumer,
+    ) -> None:
         self.config = config
         #: the reply consumer is replaced when it has delivered nothing for this many seconds
         #: while a reply is awaited and records lie past its position (0: never). Above the
@@ -93,10 +96,10 @@ class EngineClient:
         self.replies_stall_s = replies_stall_s
         self._consumer_factory = consumer_factory
         #: read_history: (workflow ID, run ID) -> (events by key, offset read up to), oldest first
-        self._histories: collections.OrderedDict = collections.OrderedDict()
+        self._histories: collections.OrderedDict[tuple[str, str], Any] = collections.OrderedDict()
         #: (workflow_id, run_id) -> the highest history seq a reply to this client said the run
         #: had reached (``Reply.history_seq``); a history read returns at least that far
-        self._seen_seqs: collections.OrderedDict = collections.OrderedDict()
+        self._seen_seqs: collections.OrderedDict[tuple[str, str], int] = collections.OrderedDict()
         self._history_lock = threading.Lock()
         self._history_consumer: Consumer | None = None
         self._end_consumer: Consumer | None = None
@@ -130,7 +133,7 @@ class EngineClient:
         self._producer = ReplacingProducer(conf, stall_s=producer_stall_s, factory=producer_factory)
         #: (workflow_id, request_id) -> future of the reply; the same key for two workflows is
         #: two requests
-        self._pending: dict[tuple[str, str], cf.Future] = {}
+        self._pending: dict[tuple[str, str], cf.Future[Any]] = {}
         #: request ID (the reply's key) -> how many pending futures wait for it
         self._waiting: dict[bytes, int] = {}
         self._lock = threading.Lock()
@@ -205,7 +208,7 @@ class EngineClient:
         now = time.monotonic()
         self._reply_seen = {tp.partition: now for tp in tps}
 
-    def _reply_consumer_conf(self) -> dict:
+    def _reply_consumer_conf(self) -> dict[str, Any]:
         return self.config.waiting_consumer(None)
 
     @property
@@ -253,7 +256,7 @@ class EngineClient:
             if self.replies_stall_s > 0 and waiting:
                 self._check_replies()
 
-    def _saw_seq(self, reply: dict) -> None:
+    def _saw_seq(self, reply: dict[str, Any]) -> None:
         """Remember how far the run's history had come when the engine answered (under _lock)."""
         seq, run_id = reply.get("history_seq"), reply.get("run_id")
         if not seq or not run_id:
@@ -334,7 +337,7 @@ class EngineClient:
         # closing a wedged consumer can block: not on the reply thread
         threading.Thread(target=_close_quietly, args=(consumer,), name="kadence-replies-close", daemon=True).start()
 
-    def _forget(self, workflow_id: str, request_id: str) -> cf.Future | None:
+    def _forget(self, workflow_id: str, request_id: str) -> cf.Future[Any] | None:
         """Drop a pending request (call with ``_lock`` held); returns its future, if it was pending."""
         fut = self._pending.pop((workflow_id, request_id), None)
         self._sent.pop((workflow_id, request_id), None)
@@ -362,18 +365,18 @@ class EngineClient:
         self,
         workflow_id: str,
         body_type: str,
-        body: dict,
+        body: dict[str, Any],
         *,
         request_id: str,
         run_id: str | None = None,
         expect_reply: bool = True,
-        trace=FROM_CALLER,
-    ) -> cf.Future:
+        trace: TraceRef | Literal[_FromCaller.FROM_CALLER] | None = FROM_CALLER,
+    ) -> cf.Future[Any]:
         """Produce one command; the future resolves with its ``Reply`` dict.
 
         ``trace``: the command's trace context; by default a ``kadence.send`` span, child of
         the caller's current span (a worker passes its task's context, or None: untraced)."""
-        fut: cf.Future = cf.Future()
+        fut: cf.Future[Any] = cf.Future()
         if trace is FROM_CALLER:
             trace = self.tracer.send_span(f"kadence.send {body_type}", {"kadence.workflow_id": workflow_id})
         record = command(
@@ -397,7 +400,7 @@ class EngineClient:
                     key = request_id.encode()
                     self._waiting[key] = self._waiting.get(key, 0) + 1
 
-        def on_delivery(err, _msg):
+        def on_delivery(err: KafkaError | None, _msg: Message) -> None:
             if err is not None:
                 with self._lock:
                     self._forget(workflow_id, request_id)
@@ -424,7 +427,7 @@ class EngineClient:
                     self._sent[(workflow_id, request_id)] = value
         return fut
 
-    def produce_raw(self, topic: str, key: bytes, value: bytes, on_delivery=None) -> None:
+    def produce_raw(self, topic: str, key: bytes, value: bytes, on_delivery: Callable[..., None] | None = None) -> None:
         try:
             produce_waiting(self._producer, topic, value, key, on_delivery=on_delivery)
         except KafkaException as exc:
@@ -443,18 +446,18 @@ class EngineClient:
         self,
         workflow_id: str,
         body_type: str,
-        body: dict,
+        body: dict[str, Any],
         *,
         request_id: str,
         run_id: str | None = None,
         timeout: float | None = 30.0,
-    ) -> dict:
+    ) -> dict[str, Any]:
         fut = self.send(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
         return await self.wait(workflow_id, body_type, request_id, fut, timeout)
 
     async def wait(
-        self, workflow_id: str, body_type: str, request_id: str, fut: cf.Future, timeout: float | None
-    ) -> dict:
+        self, workflow_id: str, body_type: str, request_id: str, fut: cf.Future[Any], timeout: float | None
+    ) -> dict[str, Any]:
         """The reply ``fut`` (from ``send``) resolves with. After ``timeout`` s the request is
         abandoned: ``NoReplyError`` if Kafka acknowledged the command (the engine did not answer),
         ``BrokerUnavailableError`` if it never did (the broker did not take it)."""
@@ -504,7 +507,7 @@ class EngineClient:
         return self._checked(reply)
 
     @staticmethod
-    def _checked(reply: dict) -> dict:
+    def _checked(reply: dict[str, Any]) -> dict[str, Any]:
         if reply["status"] == "wrong_partition":  # the engine created nothing
             raise WrongPartitionError(reply["message"])
         if reply["status"] == "quarantined":  # applied nothing, dead-lettered
@@ -542,7 +545,7 @@ class EngineClient:
         with self._lock:
             self._forget(workflow_id, request_id)
 
-    def read_history(self, workflow_id: str, run_id: str, *, timeout: float = 30.0) -> list[dict]:
+    def read_history(self, workflow_id: str, run_id: str, *, timeout: float = 30.0) -> list[dict[str, Any]]:
         """Every history event of one run, in order (copies: the caller may change them).
 
         Scans the workflow's history partition, once: the events of the last ``HISTORY_RUNS_KEPT``
@@ -579,7 +582,7 @@ class EngineClient:
                 return events
             time.sleep(0.02)  # the broker has not shown them yet: read again from where this read stopped
 
-    def _read_history(self, workflow_id: str, run_id: str, timeout: float) -> list[dict]:
+    def _read_history(self, workflow_id: str, run_id: str, timeout: float) -> list[dict[str, Any]]:
         topic = self.topics.history
         part = partition_for(workflow_id, self.partitions)
         prefix = f"{workflow_id}/{run_id}/".encode()
@@ -625,7 +628,7 @@ class EngineClient:
         high: int,
         stable: int,
         prefix: bytes,
-        events: dict[bytes, dict],
+        events: dict[bytes, dict[str, Any]],
         workflow_id: str,
         timeout: float,
     ) -> int:
@@ -649,7 +652,7 @@ class EngineClient:
             consumer.unassign()
         return reader.position
 
-    async def history(self, workflow_id: str, run_id: str | None = None) -> tuple[str, list[dict]]:
+    async def history(self, workflow_id: str, run_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
         """(run_id, events) of a run; the current run when ``run_id`` is None."""
         if run_id is None:
             from .records import new_id

@@ -39,6 +39,8 @@ translated where they enter (``raise ... from exc``)::
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ActivityError",
     "ApplicationError",
@@ -96,7 +98,7 @@ class PayloadTypeError(SchemaError):
     never its value. An activity or workflow that gets it fails without retries: the same input
     would fail the same way."""
 
-    def __init__(self, message: str, *, field: str | None = None):
+    def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
 
@@ -108,7 +110,7 @@ class TopicError(KadenceError):
 class PartitionMismatchError(TopicError):
     """An existing topic's partition count differs from the catalogue's."""
 
-    def __init__(self, topic: str, expected: int, actual: int):
+    def __init__(self, topic: str, expected: int, actual: int) -> None:
         super().__init__(
             f"topic {topic!r} has {actual} partitions, the catalogue asks for {expected}; "
             "workflow IDs hash to partitions for ever, so the count of commands/history/state "
@@ -143,7 +145,7 @@ class ArchiveError(KadenceError):
 class WorkflowError(KadenceError):
     """An operation on a workflow execution did not succeed."""
 
-    def __init__(self, message: str, *, workflow_id: str | None = None, run_id: str | None = None):
+    def __init__(self, message: str, *, workflow_id: str | None = None, run_id: str | None = None) -> None:
         super().__init__(message)
         self.workflow_id, self.run_id = workflow_id, run_id
 
@@ -157,7 +159,7 @@ class PayloadTooLargeError(KadenceError):
     ``message.max.bytes``; it was refused before anything was written. ``size`` and ``limit`` in
     bytes when known."""
 
-    def __init__(self, message: str, *, size: int | None = None, limit: int | None = None):
+    def __init__(self, message: str, *, size: int | None = None, limit: int | None = None) -> None:
         super().__init__(message)
         self.size = size
         self.limit = limit
@@ -168,7 +170,7 @@ class InvalidIdentifierError(KadenceError):
     holds a control character, or (a name) a ``/`` (``kadence.topics.identifiers``); nothing was
     sent. ``field`` names the argument."""
 
-    def __init__(self, message: str, *, field: str | None = None):
+    def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
 
@@ -178,7 +180,7 @@ class WrongPartitionError(KadenceError):
     default partitioner (murmur2). The engine dead-letters it instead of creating a workflow the
     rest of the system cannot find; ``expected_partition`` is where it belongs."""
 
-    def __init__(self, message: str, *, expected_partition: int | None = None, partition: int | None = None):
+    def __init__(self, message: str, *, expected_partition: int | None = None, partition: int | None = None) -> None:
         super().__init__(message)
         self.expected_partition = expected_partition
         self.partition = partition
@@ -200,7 +202,7 @@ class WorkflowContinuedAsNewError(WorkflowError):
     """``result(follow_runs=False)`` of a run that continued as new: it has no result of its own;
     ``new_run_id`` names the run that carries on."""
 
-    def __init__(self, message: str, *, new_run_id: str | None = None, **kw):
+    def __init__(self, message: str, *, new_run_id: str | None = None, **kw: Any) -> None:
         super().__init__(message, **kw)
         self.new_run_id = new_run_id
 
@@ -209,7 +211,7 @@ class WorkflowFailureError(WorkflowError):
     """The workflow run ended in failure; ``failure`` holds the recorded Failure dict and
     ``__cause__`` the rebuilt exception chain."""
 
-    def __init__(self, message: str, *, failure: dict | None = None, **kw):
+    def __init__(self, message: str, *, failure: dict[str, Any] | None = None, **kw: Any) -> None:
         super().__init__(message, **kw)
         self.failure = failure
 
@@ -218,7 +220,7 @@ class WorkflowTerminatedError(WorkflowFailureError):
     """The workflow run was terminated (``kadence terminate``, the gateway, a parent-close
     policy); ``reason`` is what the terminator gave."""
 
-    def __init__(self, message: str, *, reason: str = "", **kw):
+    def __init__(self, message: str, *, reason: str = "", **kw: Any) -> None:
         super().__init__(message, **kw)
         self.reason = reason
 
@@ -248,8 +250,14 @@ class WorkflowUpdateFailedError(WorkflowError):
     the rebuilt exception (a registered class is raised as itself)."""
 
     def __init__(
-        self, message: str, *, update_name: str = "", rejected: bool = False, failure: dict | None = None, **kw
-    ):
+        self,
+        message: str,
+        *,
+        update_name: str = "",
+        rejected: bool = False,
+        failure: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> None:
         super().__init__(message, **kw)
         self.update_name = update_name
         self.rejected = rejected
@@ -263,7 +271,7 @@ class ApplicationError(KadenceError):
     ``type`` names the error for retry policies (defaults to the class name).
     """
 
-    def __init__(self, message: str, *details, type: str | None = None, non_retryable: bool = False):
+    def __init__(self, message: str, *details: Any, type: str | None = None, non_retryable: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
@@ -281,8 +289,8 @@ class ActivityError(ApplicationError):
         activity_type: str = "",
         activity_id: str = "",
         attempt: int = 0,
-        failure: dict | None = None,
-    ):
+        failure: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message, type="ActivityError")
         self.activity_type, self.activity_id, self.attempt = activity_type, activity_id, attempt
         self.failure = failure
@@ -299,8 +307,8 @@ class ChildWorkflowError(ApplicationError):
         workflow_id: str = "",
         run_id: str | None = None,
         status: str = "",
-        failure: dict | None = None,
-    ):
+        failure: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message, type="ChildWorkflowError")
         self.workflow_id, self.run_id, self.status, self.failure = workflow_id, run_id, status, failure
 
@@ -332,7 +340,7 @@ class WorkflowTaskFailedError(KadenceError):
     (``non_determinism``, ``nondeterministic_call``, ``worker_error``, ``unknown_workflow_type``);
     the original exception is ``__cause__``."""
 
-    def __init__(self, message: str, *, workflow_id: str, cause: str):
+    def __init__(self, message: str, *, workflow_id: str, cause: str) -> None:
         super().__init__(message)
         self.workflow_id = workflow_id
         self.cause = cause

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from datetime import UTC, datetime
+from typing import Any
 
 from .errors import SchemaError
 from .payload import JsonConverter, PayloadConverter
@@ -13,7 +14,7 @@ __all__ = ["event_from_json", "event_to_json"]
 _PAYLOAD_FIELDS = ("input", "result", "details")
 
 
-def _plain(value, converter: PayloadConverter):
+def _plain(value: Any, converter: PayloadConverter) -> Any:
     if isinstance(value, tuple):  # a union branch: (record name, value)
         return {"type": value[0], **_plain(value[1], converter)}
     if isinstance(value, dict):
@@ -34,7 +35,7 @@ def _plain(value, converter: PayloadConverter):
     return value
 
 
-def event_to_json(event: dict, converter: PayloadConverter | None = None) -> dict:
+def event_to_json(event: dict[str, Any], converter: PayloadConverter | None = None) -> dict[str, Any]:
     converter = converter or JsonConverter()
     kind, attrs = event["attributes"]
     out = {
@@ -52,7 +53,7 @@ def event_to_json(event: dict, converter: PayloadConverter | None = None) -> dic
     return out
 
 
-def _unplain(value, converter: PayloadConverter, key: str | None = None):
+def _unplain(value: Any, converter: PayloadConverter, key: str | None = None) -> Any:
     if key in _PAYLOAD_FIELDS:
         if isinstance(value, dict) and set(value) == {"base64"}:
             return base64.b64decode(value["base64"])
@@ -66,7 +67,7 @@ def _unplain(value, converter: PayloadConverter, key: str | None = None):
     return value
 
 
-def event_from_json(data: dict, converter: PayloadConverter | None = None) -> dict:
+def event_from_json(data: dict[str, Any], converter: PayloadConverter | None = None) -> dict[str, Any]:
     """The inverse of ``event_to_json``: an exported event back to the record form replay uses."""
     converter = converter or JsonConverter()
     try:

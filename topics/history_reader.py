@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+from typing import Any
 
 from . import serde
 from .catalogue import Catalogue
@@ -13,12 +14,12 @@ from .scan import scan
 __all__ = ["read_runs"]
 
 
-def read_runs(config: KafkaConfig, *, closed_only: bool = True, timeout: float = 60.0) -> list[list[dict]]:
+def read_runs(config: KafkaConfig, *, closed_only: bool = True, timeout: float = 60.0) -> list[list[dict[str, Any]]]:
     """Every run in ``{ns}.history`` (oldest first per run), committed events only.
 
     Reads the whole topic: meant for CI checks and development-sized namespaces. Tombstones
     (archival) delete their event, so an archived run is not listed."""
-    runs: dict = collections.OrderedDict()
+    runs: dict[tuple[str, str], dict[int, dict[str, Any]]] = collections.OrderedDict()
     for msg in scan(config, Catalogue(config).history, timeout=timeout):
         key = msg.key()
         if key is None:

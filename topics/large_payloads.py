@@ -29,6 +29,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .archive import ArchiveStore, ArchiveStoreConfig
 from .errors import ArchiveError, ConfigError, PayloadTooLargeError, SchemaError
@@ -86,7 +87,7 @@ class LargePayloads:
         threshold: int = 256 * KIB,
         limit: int = 32 * MIB,
         cache_bytes: int = 64 * MIB,
-    ):
+    ) -> None:
         if threshold < 1 or limit < 1:
             raise ConfigError(f"payload threshold and limit must be positive, got {threshold} and {limit}")
         self.store = store
@@ -187,9 +188,9 @@ class LargePayloadConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LargePayloadConfig:
         env = os.environ if env is None else env
-        kw: dict = {}
+        kw: dict[str, Any] = {}
         if env.get("KADENCE_PAYLOAD_DIR") or env.get("KADENCE_PAYLOAD_S3_BUCKET"):
-            store: dict = {}
+            store: dict[str, Any] = {}
             for var, key in (
                 ("KADENCE_PAYLOAD_DIR", "directory"),
                 ("KADENCE_PAYLOAD_S3_BUCKET", "s3_bucket"),

@@ -17,6 +17,7 @@ import json
 import logging
 import time
 from contextvars import ContextVar, Token
+from typing import Any
 
 from .identifiers import escape
 
@@ -25,17 +26,17 @@ __all__ = ["FIELDS", "LOG_FIELDS", "JsonFormatter", "reset_log_fields", "set_log
 #: the fields a JSON line may carry about a workflow, in this order
 FIELDS = ("workflow_id", "run_id", "partition", "trace_id")
 
-LOG_FIELDS: ContextVar[dict | None] = ContextVar("kadence_log_fields", default=None)
+LOG_FIELDS: ContextVar[dict[str, Any] | None] = ContextVar("kadence_log_fields", default=None)
 
 
 def set_log_fields(
     workflow_id: str | None = None, run_id: str | None = None, partition: int | None = None, trace_id: str | None = None
-) -> Token:
+) -> Token[dict[str, Any] | None]:
     """Set the fields for what follows in this context; pass the token to ``reset_log_fields``."""
     return LOG_FIELDS.set({"workflow_id": workflow_id, "run_id": run_id, "partition": partition, "trace_id": trace_id})
 
 
-def reset_log_fields(token: Token) -> None:
+def reset_log_fields(token: Token[dict[str, Any] | None]) -> None:
     LOG_FIELDS.reset(token)
 
 

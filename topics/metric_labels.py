@@ -19,7 +19,7 @@ class BoundedLabel:
     """``value(raw)``: ``raw`` while fewer than ``limit`` distinct values were seen (or ``raw``
     was one of them), else ``OTHER``. Thread-safe."""
 
-    def __init__(self, limit: int = 200):
+    def __init__(self, limit: int = 200) -> None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         self.limit = limit

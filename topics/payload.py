@@ -55,10 +55,14 @@ class PayloadConverter(Protocol):
 
     def to_bytes(self, value: Any) -> bytes: ...
     def from_bytes(self, data: bytes | None, hint: Any = None, *, what: str = "payload") -> Any: ...
-    def args_from_bytes(self, data: bytes | None, fn: Callable, *, what: str, method: bool = False) -> list: ...
-    def result_from_bytes(self, data: bytes | None, fn: Callable | None, *, what: str, method: bool = False) -> Any: ...
-    def failure(self, exc: BaseException) -> dict: ...
-    def exception(self, failure: dict | None) -> BaseException | None: ...
+    def args_from_bytes(
+        self, data: bytes | None, fn: Callable[..., Any], *, what: str, method: bool = False
+    ) -> list[Any]: ...
+    def result_from_bytes(
+        self, data: bytes | None, fn: Callable[..., Any] | None, *, what: str, method: bool = False
+    ) -> Any: ...
+    def failure(self, exc: BaseException) -> dict[str, Any]: ...
+    def exception(self, failure: dict[str, Any] | None) -> BaseException | None: ...
 
 
 class JsonConverter:
@@ -73,7 +77,7 @@ class JsonConverter:
         *,
         exceptions: Iterable[type[BaseException]] = (),
         large: LargePayloads | None = None,
-    ):
+    ) -> None:
         self.codec = codec
         self.large = large if large is not None else LargePayloads()
         #: failure type name -> the exception class a failure of that type is raised as
@@ -119,22 +123,26 @@ class JsonConverter:
         ad = adapter(hint) if hint is not None else None
         return value if ad is None else convert(value, ad, what)
 
-    def args_from_bytes(self, data: bytes | None, fn: Callable, *, what: str, method: bool = False) -> list:
+    def args_from_bytes(
+        self, data: bytes | None, fn: Callable[..., Any], *, what: str, method: bool = False
+    ) -> list[Any]:
         """Arguments for ``fn`` (``method``: its first parameter is ``self``), each validated into
         its parameter's type."""
         return signature(fn, method=method).args(self._decoded(data) or [], what)
 
-    def result_from_bytes(self, data: bytes | None, fn: Callable | None, *, what: str, method: bool = False) -> Any:
+    def result_from_bytes(
+        self, data: bytes | None, fn: Callable[..., Any] | None, *, what: str, method: bool = False
+    ) -> Any:
         """A result of ``fn`` (an activity, a workflow's run method), validated into its return
         type; as decoded when ``fn`` is None or returns ``Any``."""
         value = self._decoded(data)
         return value if fn is None else signature(fn, method=method).result(value, what)
 
-    def failure(self, exc: BaseException) -> dict:
+    def failure(self, exc: BaseException) -> dict[str, Any]:
         """``failure_from_exception`` with details encoded as payloads (through the codec)."""
         return failure_from_exception(exc, encode=self.to_bytes)
 
-    def exception(self, failure: dict | None) -> BaseException | None:
+    def exception(self, failure: dict[str, Any] | None) -> BaseException | None:
         """``exception_from_failure`` with this converter's registered classes and codec."""
         return exception_from_failure(failure, classes=self.exceptions, decode=self.from_bytes)
 
@@ -143,7 +151,9 @@ def _plain_json(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), default=to_jsonable).encode()
 
 
-def failure_from_exception(exc: BaseException, *, depth: int = 0, encode: Callable[[Any], bytes] = _plain_json) -> dict:
+def failure_from_exception(
+    exc: BaseException, *, depth: int = 0, encode: Callable[[Any], bytes] = _plain_json
+) -> dict[str, Any]:
     """The ``Failure`` record of an exception and its cause chain (at most 8 deep). An
     ``ApplicationError``'s ``details`` travel as a payload (``encode``: the converter's, so a
     codec applies to them too)."""
@@ -175,7 +185,10 @@ def failure_from_exception(exc: BaseException, *, depth: int = 0, encode: Callab
 
 
 def exception_from_failure(
-    failure: dict | None, *, classes: dict[str, type] | None = None, decode: Callable[[bytes | None], Any] | None = None
+    failure: dict[str, Any] | None,
+    *,
+    classes: dict[str, type] | None = None,
+    decode: Callable[[bytes | None], Any] | None = None,
 ) -> BaseException | None:
     """The exception a ``Failure`` stands for, with its cause chain: an instance of the class
     registered under its type name (``classes``, e.g. ``JsonConverter(exceptions=[...])``),
@@ -236,4 +249,5 @@ def load_codec(spec: str) -> PayloadCodec:
         raise ConfigError(f"codec factory {spec!r} failed: {type(exc).__name__}: {exc}") from exc
     if not (callable(getattr(codec, "encode", None)) and callable(getattr(codec, "decode", None))):
         raise ConfigError(f"codec {spec!r} gave {type(codec).__name__}, which has no encode(bytes) and decode(bytes)")
-    return codec
+    checked: PayloadCodec = codec
+    return checked

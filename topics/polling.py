@@ -5,17 +5,26 @@ a setting the broker refuses."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from .errors import ConfigError
 
-__all__ = ["poll_ready", "raise_if_refused", "resume_awake"]
+__all__ = ["consumed_at", "poll_ready", "raise_if_refused", "resume_awake"]
 
 log = logging.getLogger(__name__)
 
 
-def poll_ready(consumer: Consumer, most: int, timeout: float) -> list:
+def consumed_at(msg: Message) -> tuple[int, int]:
+    """``(partition, offset)`` of a record a consumer delivered: both are set on every consumed
+    record (the client's types allow None, for a message a producer reports)."""
+    partition, offset = msg.partition(), msg.offset()
+    assert partition is not None and offset is not None
+    return partition, offset
+
+
+def poll_ready(consumer: Consumer, most: int, timeout: float) -> list[Any]:
     """Up to ``most`` records: block up to ``timeout`` for the first, not at all for the rest.
 
     ``consumer.consume(n, timeout)`` alone waits for n records or the whole timeout, which adds

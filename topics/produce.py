@@ -9,6 +9,7 @@ caller, which knows what to say about it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Producer
@@ -26,7 +27,7 @@ def produce_waiting(
     key: bytes | None,
     *,
     partition: int | None = None,
-    on_delivery=None,
+    on_delivery: Callable[..., None] | None = None,
     timestamp: int | None = None,
     wait_s: float = 0.05,
 ) -> None:

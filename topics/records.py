@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from typing import Any
 
 from kadence.schemas.records import Failure
 
@@ -68,7 +69,7 @@ def failure_record(error_type: str, message: str) -> Failure:
     }
 
 
-def run_outcome(events: list[dict]) -> dict | None:
+def run_outcome(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A run's outcome read from its history events (decoded records, in seq order), shaped like an
     ``AwaitWorkflowResult`` reply: ``status``, ``result``, ``failure``, ``message`` (the next run's
     ID after continue-as-new). ``None`` when there are no events; status ``running`` when no
@@ -108,7 +109,7 @@ class _IdSource:
     sixth of its cost. IDs stay unique across processes (a new random part per process, drawn
     again in a forked child) and never repeat within one (2**48 IDs before the counter wraps)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.reseed()
         os.register_at_fork(after_in_child=self.reseed)
 
@@ -128,14 +129,14 @@ new_id = _IdSource()
 def command(
     workflow_id: str,
     body_type: str,
-    body: dict,
+    body: dict[str, Any],
     *,
     request_id: str | None = None,
     run_id: str | None = None,
     trace_id: str | None = None,
     span_id: str | None = None,
     expected_version: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """A ``Command`` envelope. ``request_id`` deduplicates retries of the same request;
     ``trace_id``/``span_id``: the OpenTelemetry context it continues (``topics.tracing``)."""
     return {
@@ -161,9 +162,11 @@ def idempotency_key(workflow_id: str, run_id: str, activity_id: str) -> str:
     return f"{workflow_id}/{run_id}/{activity_id}"
 
 
-def event_type(event: dict) -> str:
-    return event["attributes"][0]
+def event_type(event: dict[str, Any]) -> str:
+    name: str = event["attributes"][0]
+    return name
 
 
-def attrs(event: dict) -> dict:
-    return event["attributes"][1]
+def attrs(event: dict[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = event["attributes"][1]
+    return fields

@@ -24,9 +24,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 from .produce import produce_waiting
 
@@ -42,12 +43,12 @@ class ReplacingProducer:
 
     def __init__(
         self,
-        conf: dict,
+        conf: dict[str, Any],
         *,
         stall_s: float = 30.0,
-        factory: Callable[[dict], Producer] = Producer,
-        probe_factory: Callable[[dict], AdminClient] = AdminClient,
-    ):
+        factory: Callable[[dict[str, Any]], Producer] = Producer,
+        probe_factory: Callable[[dict[str, Any]], AdminClient] = AdminClient,
+    ) -> None:
         self._conf = conf
         self._factory = factory
         #: makes the client that asks for metadata when the producer gets none (``_ask_apart``)
@@ -58,7 +59,7 @@ class ReplacingProducer:
         self._lock = threading.Lock()
         #: sequence number -> [generation, topic, key, value, on_delivery, produced at (monotonic),
         #: the record's timestamp (ms; 0: the producer's clock)]
-        self._outstanding: dict[int, list] = {}
+        self._outstanding: dict[int, list[Any]] = {}
         self._seq = itertools.count()
         self._next_check = time.monotonic() + stall_s
         #: how many times the producer was replaced
@@ -66,7 +67,14 @@ class ReplacingProducer:
 
     # -- the Producer subset -------------------------------------------------------------------
 
-    def produce(self, topic: str, value: bytes | None, key: bytes | None, on_delivery=None, timestamp: int = 0) -> None:
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        on_delivery: Callable[..., None] | None = None,
+        timestamp: int = 0,
+    ) -> None:
         """Like ``Producer.produce``; raises ``BufferError`` / ``KafkaException`` the same way.
         ``timestamp`` (ms) is kept: a record produced again carries the same one."""
         # no lock here (it cost ~2 us a record): the dict store is atomic, and a record recorded
@@ -88,15 +96,16 @@ class ReplacingProducer:
     def flush(self, timeout: float) -> int:
         return self._producer.flush(timeout)
 
-    def list_topics(self, topic: str | None = None, timeout: float = -1):
-        return self._producer.list_topics(topic, timeout=timeout)
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        metadata: ClusterMetadata = self._producer.list_topics(topic, timeout=timeout)
+        return metadata
 
     def outstanding(self) -> int:
         return len(self._outstanding)
 
     # -- delivery and replacement --------------------------------------------------------------
 
-    def _delivered(self, seq: int, generation: int, err, msg) -> None:
+    def _delivered(self, seq: int, generation: int, err: KafkaError | None, msg: Message) -> None:
         with self._lock:
             entry = self._outstanding.get(seq)
             if entry is None or entry[0] != generation:  # produced again by a newer producer
@@ -140,7 +149,7 @@ class ReplacingProducer:
             return False
         return all(p.leader >= 0 and p.error is None for p in tmd.partitions.values())
 
-    def _ask_apart(self, topic: str):
+    def _ask_apart(self, topic: str) -> ClusterMetadata | None:
         """``topic``'s metadata through a new client (dropped after), or None if it gets none.
 
         A new one each time, not one kept: this runs only while records are stalled, at most

@@ -7,6 +7,8 @@ them against the run's state before it uses them).
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import serde
 from .errors import ResetRejectedError
 from .records import CLOSE_EVENTS
@@ -21,13 +23,13 @@ RESET_EVENTS_MAX_BYTES = 900_000
 def reset_body(
     workflow_id: str,
     run_id: str | None,
-    events: list[dict],
+    events: list[dict[str, Any]],
     *,
     to_event: int | None,
     reason: str,
     identity: str,
     dry_run: bool,
-) -> dict:
+) -> dict[str, Any]:
     """``events``: the run's decoded history, oldest first. ``to_event`` None: the last completed
     workflow task. Raises ``ResetRejectedError`` for what the caller can tell before sending."""
     if to_event is None:

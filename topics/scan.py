@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -55,7 +56,7 @@ class RangeReader:
         self.on_progress = on_progress
         self.position = start
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         consumer, tp = self.consumer, self.tp
         consumer.assign([TopicPartition(tp.topic, tp.partition, self.start)])
         moved = time.monotonic()
@@ -97,15 +98,20 @@ def read_range(
     stall_s: float = 30.0,
     what: str = "",
     on_progress: Callable[[int], None] | None = None,
-) -> Iterator:
+) -> Iterator[Any]:
     """Yield the records of ``tp`` from offset ``start`` until the position reaches ``end`` (an
     end offset read before): a ``RangeReader`` whose stopping position is not needed."""
     return iter(RangeReader(consumer, tp, start, end, stall_s=stall_s, what=what, on_progress=on_progress))
 
 
 def scan(
-    config: KafkaConfig, topic: str, *, timeout: float = 30.0, since_ms: int | None = None, on_total=None
-) -> Iterator:
+    config: KafkaConfig,
+    topic: str,
+    *,
+    timeout: float = 30.0,
+    since_ms: int | None = None,
+    on_total: Callable[[int], object] | None = None,
+) -> Iterator[Any]:
     """Yield every committed record of ``topic``, partition by partition, in offset order.
 
     ``since_ms``: only records with a timestamp from then on (epoch ms). ``on_total(n)`` is told,

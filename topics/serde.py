@@ -47,7 +47,7 @@ MAGIC = 0x4B  # "K"
 _NS = "kadence."
 
 
-def _strip_names(value):
+def _strip_names(value: Any) -> Any:
     """fastavro returns fully qualified record names in union tuples; we use short names."""
     if isinstance(value, tuple):
         name, inner = value
@@ -59,7 +59,7 @@ def _strip_names(value):
     return value
 
 
-def _bytes_defaults(schema) -> None:
+def _bytes_defaults(schema: Any) -> None:
     """Avro writes a bytes field's default as a JSON string (code points 0-255 are the bytes), and
     fastavro uses that str as is, both to fill a field the writer left out (then fails to encode
     it) and for a field only the reader has (then hands a str where bytes belong). Make such
@@ -118,9 +118,9 @@ def write_version() -> int:
 
 
 @cache
-def _parsed(version: int | None) -> dict:
-    named: dict = {}
-    parsed: dict = {}
+def _parsed(version: int | None) -> dict[str, Any]:
+    named: dict[str, Any] = {}
+    parsed: dict[str, Any] = {}
     for schema in load_schema_set(version):
         parsed[_NS + schema["name"]] = fastavro.parse_schema(schema, named_schemas=named)
     for schema in parsed.values():
@@ -131,7 +131,7 @@ def _parsed(version: int | None) -> dict:
 class Codec:
     """Encoder/decoder of one record type across all schema versions."""
 
-    def __init__(self, record: str):
+    def __init__(self, record: str) -> None:
         self.record = record
         full = _NS + record
         current = _parsed(None)
@@ -155,7 +155,7 @@ class Codec:
         #: reader), by version: a rolling upgrade's old records, or a writer pinned to an old version
         self.old_version_decodes: dict[int, int] = {}
 
-    def _absent_in_pinned_version(self, _buf: bytearray, _value: dict) -> None:
+    def _absent_in_pinned_version(self, _buf: bytearray, _value: dict[str, Any]) -> None:
         raise ValueError(
             f"schema version {self.write_version} ({WRITE_VERSION_ENV}) has no {self.record} record; "
             "lift the pin once every instance is upgraded"
@@ -169,7 +169,7 @@ class Codec:
             raise SchemaError(f"cannot encode {self.record}: {exc}") from exc
         return bytes(buf)
 
-    def decode(self, data: bytes | None) -> dict:
+    def decode(self, data: bytes | None) -> dict[str, Any]:
         if not data or len(data) < 2 or data[0] != MAGIC:
             raise SchemaError(f"not a Kadence {self.record} record (bad magic byte)")
         version = data[1]
@@ -183,7 +183,8 @@ class Codec:
                 raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
             if end != len(data):
                 raise SchemaError(f"trailing bytes after {self.record} record")
-            return value
+            record: dict[str, Any] = value
+            return record
         # an older schema version: fastavro resolves it to the current schema (slower; counted)
         seen = self.old_version_decodes.get(version, 0)
         self.old_version_decodes[version] = seen + 1
@@ -213,7 +214,8 @@ class Codec:
             raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
         if buf.tell() != len(data):
             raise SchemaError(f"trailing bytes after {self.record} record")
-        return _strip_names(value)
+        stripped: dict[str, Any] = _strip_names(value)
+        return stripped
 
 
 #: one codec per record type, made on first use (a cache: a codec is the same for every caller)
@@ -238,5 +240,5 @@ def encode(record: str, value: Mapping[str, Any]) -> bytes:
     return codec(record).encode(value)
 
 
-def decode(record: str, data: bytes | None) -> dict:
+def decode(record: str, data: bytes | None) -> dict[str, Any]:
     return codec(record).decode(data)

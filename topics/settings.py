@@ -27,6 +27,7 @@ import os
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from .errors import ConfigError
 
@@ -42,24 +43,32 @@ __all__ = [
     "settings_of",
 ]
 
+_T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 def setting(
-    default=dataclasses.MISSING,
+    default: Any = dataclasses.MISSING,
     *,
     env: str,
     help: str,
-    default_factory=dataclasses.MISSING,
+    default_factory: Any = dataclasses.MISSING,
     parse: Callable[[str], object] | None = None,
     keep_empty: bool = False,
-):
+) -> Any:
     """A dataclass field read from ``env`` (and given on the command line), described by ``help``.
     ``parse``: text to value for a field of another type than int, float, str or bool (it raises
     ``ConfigError`` or ``ValueError`` for bad text). ``keep_empty``: a variable set to nothing is
     that value (which the config's checks then refuse: an empty Kafka bootstrap is a mistake to
     report, not a reason to fall back to localhost) instead of the default."""
-    metadata = {"kadence_env": env, "kadence_help": help, "kadence_parse": parse, "kadence_keep_empty": keep_empty}
+    metadata: dict[str, object] = {
+        "kadence_env": env,
+        "kadence_help": help,
+        "kadence_parse": parse,
+        "kadence_keep_empty": keep_empty,
+    }
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -76,7 +85,7 @@ def milliseconds_as_seconds(text: str) -> float:
     return ms / 1000
 
 
-def milliseconds_setting(default_s: float, *, env: str, help: str):
+def milliseconds_setting(default_s: float, *, env: str, help: str) -> Any:
     """A field in seconds read from a variable in milliseconds; its help names the unit and the
     default as the variable gives them."""
     return setting(
@@ -88,7 +97,7 @@ _SESSION_TIMEOUT_ENV = "KADENCE_SESSION_TIMEOUT_MS"
 _SESSION_TIMEOUT_HELP = "how soon the group notices a dead instance"
 
 
-def session_timeout_setting(*, seconds: bool = False):
+def session_timeout_setting(*, seconds: bool = False) -> Any:
     """``KADENCE_SESSION_TIMEOUT_MS``, declared once for every component in a consumer group: a
     field in milliseconds (the processor, the timer service), or in seconds (``seconds``)."""
     if seconds:
@@ -115,7 +124,7 @@ class Setting:
     def option(self) -> str:
         return "--" + self.name.replace("_", "-")
 
-    def parse(self, raw: str, source: str | None = None):
+    def parse(self, raw: str, source: str | None = None) -> Any:
         """``raw`` as this setting's type; ``ConfigError`` naming ``source`` (default: the variable)."""
         source = source or self.env
         text = raw.strip()
@@ -142,7 +151,7 @@ class Setting:
             raise ConfigError(f"{source}={raw!r}: {self.name} must be {kind}") from None
 
 
-def _value_type(hint) -> tuple[type, bool]:
+def _value_type(hint: Any) -> tuple[type, bool]:
     args = typing.get_args(hint)
     if args and type(None) in args:
         rest = [a for a in args if a is not type(None)]
@@ -153,10 +162,10 @@ def _value_type(hint) -> tuple[type, bool]:
     raise TypeError(f"a setting must be int, float, str or bool (or one of them | None), not {hint!r}")
 
 
-def settings_of(cls) -> list[Setting]:
+def settings_of(cls: type) -> list[Setting]:
     """The declared settings of a config dataclass, in field order."""
     hints = typing.get_type_hints(cls)
-    out = []
+    out: list[Setting] = []
     for f in dataclasses.fields(cls):
         env = f.metadata.get("kadence_env")
         if env is None:
@@ -169,16 +178,16 @@ def settings_of(cls) -> list[Setting]:
     return out
 
 
-def _shown(default) -> str:
+def _shown(default: object) -> str:
     return "" if default is None else str(default)
 
 
-def from_env(cls, env: Mapping[str, str] | None = None, **given):
+def from_env(cls: type[_T], env: Mapping[str, str] | None = None, **given: Any) -> _T:
     """An instance of ``cls``: each declared setting from its variable when set (and not empty),
     else its default; ``given`` (the fields without a setting, options from the command line)
     wins over both."""
     env = os.environ if env is None else env
-    kw = {}
+    kw: dict[str, Any] = {}
     for s in settings_of(cls):
         if s.name in given:
             continue
@@ -189,12 +198,12 @@ def from_env(cls, env: Mapping[str, str] | None = None, **given):
     return cls(**kw)
 
 
-def click_options(cls) -> Callable:
+def click_options(cls: type) -> Callable[[_F], _F]:
     """A decorator adding one option per declared setting of ``cls``; an option not given
     arrives as None (the variable or the default applies: ``given_options``)."""
     import click
 
-    def decorate(command):
+    def decorate(command: _F) -> _F:
         for s in reversed(settings_of(cls)):
             shown = f"; default {s.default}" if s.default else ""
             command = click.option(
@@ -209,10 +218,10 @@ def click_options(cls) -> Callable:
     return decorate
 
 
-def given_options(cls, options: Mapping[str, object]) -> dict:
+def given_options(cls: type, options: Mapping[str, object]) -> dict[str, Any]:
     """The options of ``click_options(cls)`` that were given on the command line (a setting with
     its own parser parses the option's text: ``ConfigError`` naming the option)."""
-    out = {}
+    out: dict[str, Any] = {}
     for s in settings_of(cls):
         value = options.get(s.name)
         if value is not None:

@@ -35,8 +35,14 @@ import urllib.parse
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:  # optional: the tracing extra
+    import requests
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import Sampler
 
 __all__ = [
     "KIND_CONSUMER",
@@ -59,7 +65,7 @@ STATUS_OK, STATUS_ERROR = 1, 2
 #: (trace_id 16 bytes, span_id 8 bytes, parent span_id 8 bytes or b"", name, kind, start ns, end ns,
 #:  attributes ((key, value), ...) with str/int/bool/float values, events ((name, time ns, attributes), ...),
 #:  status: None (unset) or (code, description) with OTLP's codes, 1 ok and 2 error)
-SpanTuple = tuple
+SpanTuple = tuple[Any, ...]
 
 _RETRYABLE = {429, 502, 503, 504}
 
@@ -116,7 +122,7 @@ class OtlpHttpTarget:
             certificate=_env(env, "CERTIFICATE"),
         )
 
-    def post(self, session, body: bytes) -> None:
+    def post(self, session: requests.Session, body: bytes) -> None:
         """Send one request on a ``requests.Session``; retries what the spec calls retryable
         until the timeout is spent. Raises ``OSError`` (with the reason) when the collector did
         not take it."""
@@ -172,7 +178,7 @@ class SpanPipeline:
         batch: int = 512,
         delay_s: float = 5.0,
         scope: str = "kadence",
-    ):
+    ) -> None:
         # the protobuf classes come with the tracing extra, as the SDK does
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
         from opentelemetry.proto.common.v1 import common_pb2
@@ -259,7 +265,8 @@ class SpanPipeline:
                 )
             if status is not None:
                 s.status.code, s.status.message = status
-        return request.SerializeToString()
+        encoded: bytes = request.SerializeToString()
+        return encoded
 
     def _take(self) -> list[SpanTuple]:
         queue = self._queue
@@ -321,7 +328,7 @@ class SpanPipeline:
         self._session.close()
 
 
-def _key_value(common, key: str, value: object):
+def _key_value(common: Any, key: str, value: object) -> Any:  # common: the OTLP protobuf module
     if isinstance(value, bool):
         any_value = common.AnyValue(bool_value=value)
     elif isinstance(value, int):
@@ -333,7 +340,9 @@ def _key_value(common, key: str, value: object):
     return common.KeyValue(key=key, value=any_value)
 
 
-def engine_tracer_provider(service_name: str, env: Mapping[str, str] | None = None, *, sampler=None):
+def engine_tracer_provider(
+    service_name: str, env: Mapping[str, str] | None = None, *, sampler: Sampler | None = None
+) -> TracerProvider:
     """An OpenTelemetry SDK ``TracerProvider`` for the application's spans (exported through the
     SDK's batch processor and OTLP/HTTP exporter, configured by the same variables), carrying a
     ``SpanPipeline`` as ``engine_spans`` that Kadence's own spans take instead (``topics.tracing.Tracer``

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import serde
 from .catalogue import Catalogue
 from .config import KafkaConfig
@@ -10,9 +12,9 @@ from .scan import scan
 __all__ = ["read_states", "stuck_rows", "stuck_workflows"]
 
 
-def read_states(config: KafkaConfig) -> dict[str, dict]:
+def read_states(config: KafkaConfig) -> dict[str, dict[str, Any]]:
     """workflow ID -> its latest state record (tombstones remove)."""
-    states: dict[str, dict] = {}
+    states: dict[str, dict[str, Any]] = {}
     for msg in scan(config, Catalogue(config).state):
         if msg.key() is None:
             continue
@@ -23,13 +25,13 @@ def read_states(config: KafkaConfig) -> dict[str, dict]:
     return states
 
 
-def stuck_workflows(config: KafkaConfig) -> list[dict]:
+def stuck_workflows(config: KafkaConfig) -> list[dict[str, Any]]:
     """Running workflows whose last workflow task failed, oldest start first."""
     stuck = [s for s in read_states(config).values() if s["status"] == "running" and s["wt_failure"]]
     return sorted(stuck, key=lambda s: s["start_time_ms"])
 
 
-def stuck_rows(config: KafkaConfig) -> list[dict]:
+def stuck_rows(config: KafkaConfig) -> list[dict[str, Any]]:
     """``stuck_workflows`` as rows: IDs, type, the failure's cause, type and message."""
     return [
         {

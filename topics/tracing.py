@@ -28,11 +28,13 @@ exporter (``configure_from_env``; needs ``pip install 'kadence[tracing]'``).
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import os
 import random
 import time
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -47,8 +49,13 @@ log = logging.getLogger(__name__)
 #: (trace_id, span_id) as the records carry them: 32 and 16 lower-case hex digits
 TraceRef = tuple[str, str]
 
+
 #: ``EngineClient.send(trace=...)``'s default: a new span, child of the caller's current span
-FROM_CALLER = object()
+class _FromCaller(enum.Enum):
+    FROM_CALLER = "from caller"
+
+
+FROM_CALLER = _FromCaller.FROM_CALLER
 
 _KIND = {"producer": trace.SpanKind.PRODUCER, "consumer": trace.SpanKind.CONSUMER, "internal": trace.SpanKind.INTERNAL}
 
@@ -75,7 +82,7 @@ def _parent_context(parent: TraceRef) -> otel_context.Context | None:
     return trace.set_span_in_context(trace.NonRecordingSpan(sc))
 
 
-def record_ref(record: dict) -> TraceRef | None:
+def record_ref(record: dict[str, Any]) -> TraceRef | None:
     """The trace context a decoded record carries, or None."""
     trace_id, span_id = record.get("trace_id"), record.get("span_id")
     if trace_id and span_id:
@@ -96,14 +103,14 @@ class Tracer:
     An exception that ends a span is recorded as an ``exception`` event with its type only: its
     message may hold a payload's data, and spans leave the engine (the history keeps it)."""
 
-    def __init__(self, component: str, provider: trace.TracerProvider | None = None):
+    def __init__(self, component: str, provider: trace.TracerProvider | None = None) -> None:
         self.component = component
         resolved = provider if provider is not None else trace.get_tracer_provider()
         self._spans = getattr(resolved, "engine_spans", None)
         self._sampler = getattr(resolved, "sampler", None)
         self._tracer = provider.get_tracer("kadence") if provider is not None else trace.get_tracer("kadence")
 
-    def send_span(self, name: str, attributes: dict) -> TraceRef | None:
+    def send_span(self, name: str, attributes: dict[str, Any]) -> TraceRef | None:
         """A span for a command about to be produced, child of the caller's current span and
         ended at once; its context for the record, or None when it is not sampled."""
         if self._spans is not None:
@@ -116,7 +123,7 @@ class Tracer:
         finally:
             span.end()
 
-    def _send_span_fast(self, name: str, attributes: dict) -> TraceRef | None:
+    def _send_span_fast(self, name: str, attributes: dict[str, Any]) -> TraceRef | None:
         parent = trace.get_current_span().get_span_context()
         if parent.is_valid:
             trace_id, parent_id = parent.trace_id, parent.span_id.to_bytes(8, "big")
@@ -148,7 +155,7 @@ class Tracer:
         return format(trace_id, "032x"), format(span_id, "016x")
 
     def child(
-        self, name: str, parent: TraceRef, attributes: dict, *, kind: str = "consumer", current: bool = False
+        self, name: str, parent: TraceRef, attributes: dict[str, Any], *, kind: str = "consumer", current: bool = False
     ) -> contextlib.AbstractContextManager[TraceRef]:
         """A span for work caused by a record carrying ``parent``; as a context manager, gives
         the context to stamp on what the work writes. ``current``: the span is the current one
@@ -159,7 +166,9 @@ class Tracer:
         return self._child_sdk(name, parent, attributes, kind, current)
 
     @contextlib.contextmanager
-    def _child_sdk(self, name: str, parent: TraceRef, attributes: dict, kind: str, current: bool) -> Iterator[TraceRef]:
+    def _child_sdk(
+        self, name: str, parent: TraceRef, attributes: dict[str, Any], kind: str, current: bool
+    ) -> Iterator[TraceRef]:
         ctx = _parent_context(parent)
         if ctx is None:
             yield parent
@@ -179,7 +188,7 @@ class Tracer:
 
     @contextlib.contextmanager
     def _child_fast(
-        self, name: str, parent: TraceRef, attributes: dict, kind: str, current: bool
+        self, name: str, parent: TraceRef, attributes: dict[str, Any], kind: str, current: bool
     ) -> Iterator[TraceRef]:
         spans = self._spans
         assert spans is not None, "only with the engine's provider"
@@ -254,7 +263,7 @@ def _random_trace_id() -> int:
             return trace_id
 
 
-def _plain(value):
+def _plain(value: object) -> str | bool | int | float:
     """An attribute value OTLP can carry as a scalar (sequences are written as their text)."""
     return value if isinstance(value, (str, bool, int, float)) else str(value)
 
@@ -263,7 +272,16 @@ class EngineSpan(trace.Span):
     """A span of the engine's pipeline that user code can see as the current span (an
     activity's): attributes, events, status and exceptions are recorded; links are not."""
 
-    def __init__(self, spans, name: str, kind: int, trace_id: bytes, span_id: int, parent_id: bytes, attributes: dict):
+    def __init__(
+        self,
+        spans: span_export.SpanPipeline,
+        name: str,
+        kind: int,
+        trace_id: bytes,
+        span_id: int,
+        parent_id: bytes,
+        attributes: dict[str, Any],
+    ) -> None:
         self._spans, self._name, self._kind = spans, name, kind
         self._trace_id, self._span_id, self._parent_id = trace_id, span_id, parent_id
         self._context = trace.SpanContext(
@@ -273,7 +291,7 @@ class EngineSpan(trace.Span):
             trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
         )
         self._attributes = dict(attributes)
-        self._events: list = []
+        self._events: list[Any] = []
         self._status: tuple[int, str] | None = None
         self._start = time.time_ns()
         self._ended = False
@@ -300,21 +318,21 @@ class EngineSpan(trace.Span):
     def get_span_context(self) -> trace.SpanContext:
         return self._context
 
-    def set_attributes(self, attributes) -> None:
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         for key, value in attributes.items():
             self.set_attribute(key, value)
 
-    def set_attribute(self, key: str, value) -> None:
+    def set_attribute(self, key: str, value: Any) -> None:
         if not self._ended and value is not None:
             self._attributes[key] = _plain(value)
 
-    def add_event(self, name: str, attributes=None, timestamp: int | None = None) -> None:
+    def add_event(self, name: str, attributes: Mapping[str, Any] | None = None, timestamp: int | None = None) -> None:
         if not self._ended:
             self._events.append(
                 (name, timestamp or time.time_ns(), tuple((k, _plain(v)) for k, v in (attributes or {}).items()))
             )
 
-    def add_link(self, context, attributes=None) -> None:
+    def add_link(self, context: trace.SpanContext, attributes: Mapping[str, Any] | None = None) -> None:
         pass  # the engine's spans carry no links; documented in docs/tracing.md
 
     def update_name(self, name: str) -> None:
@@ -324,7 +342,7 @@ class EngineSpan(trace.Span):
     def is_recording(self) -> bool:
         return not self._ended
 
-    def set_status(self, status, description: str | None = None) -> None:
+    def set_status(self, status: trace.Status | trace.StatusCode, description: str | None = None) -> None:
         if self._ended:
             return
         if isinstance(status, trace.Status):
@@ -337,7 +355,11 @@ class EngineSpan(trace.Span):
             self._status = (span_export.STATUS_OK, "")
 
     def record_exception(
-        self, exception: BaseException, attributes=None, timestamp: int | None = None, escaped: bool = False
+        self,
+        exception: BaseException,
+        attributes: Mapping[str, Any] | None = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
     ) -> None:
         self.add_event(
             "exception",

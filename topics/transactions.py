@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -92,7 +92,7 @@ class TxnWatchdog:
     replaces its producer and thread (``kadence._reporter``).
     """
 
-    def __init__(self, limit_s: float, on_stall):
+    def __init__(self, limit_s: float, on_stall: Callable[[float], object]) -> None:
         self.limit_s = limit_s
         self._on_stall = on_stall
         self._since: float | None = None
@@ -128,7 +128,7 @@ class TxnCallHung(Exception):
     ``transactional.id`` fences it, and the batch is read again."""
 
 
-class _Call(Future):
+class _Call(Future[Any]):
     """A call handed to the helper; ``given_up``: its caller stopped waiting while it ran."""
 
     given_up = False
@@ -153,7 +153,7 @@ class GuardedCall:
     decision 0035 has the measurement.
     """
 
-    def __init__(self, name: str, *, base_s: float, max_s: float = 60.0):
+    def __init__(self, name: str, *, base_s: float, max_s: float = 60.0) -> None:
         if base_s <= 0 or max_s < base_s:
             raise ValueError("GuardedCall needs 0 < base_s <= max_s")
         self.name = name
@@ -165,18 +165,18 @@ class GuardedCall:
         #: helpers still inside a call that was given up on (each holds a librdkafka client)
         self.stuck = 0
         self._lock = threading.Lock()
-        self._jobs: queue.SimpleQueue | None = None
+        self._jobs: queue.SimpleQueue[Any] | None = None
 
-    def _helper(self) -> queue.SimpleQueue:
+    def _helper(self) -> queue.SimpleQueue[Any]:
         if self._jobs is None:
-            jobs: queue.SimpleQueue = queue.SimpleQueue()
+            jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
             threading.Thread(
                 target=self._serve, args=(jobs,), name=f"{self.name}-{self.abandoned}", daemon=True
             ).start()
             self._jobs = jobs
         return self._jobs
 
-    def _serve(self, jobs: queue.SimpleQueue) -> None:
+    def _serve(self, jobs: queue.SimpleQueue[Any]) -> None:
         while True:
             job = jobs.get()
             if job is None:
@@ -201,6 +201,7 @@ class GuardedCall:
         fut = _Call()
         jobs = self._helper()
         jobs.put((fn, fut))
+        result: T
         try:
             result = fut.result(timeout=self.allowance)
         except TimeoutError:

@@ -44,7 +44,7 @@ def to_jsonable(value: Any) -> Any:
         raise TypeError(f"{type(value).__name__} is not JSON-serializable: {exc}") from None
 
 
-def _build(hint: Any) -> TypeAdapter | None:
+def _build(hint: Any) -> TypeAdapter[Any] | None:
     try:
         return TypeAdapter(hint)
     except Exception as exc:  # noqa: BLE001 - pydantic's schema errors (a class it cannot validate into)
@@ -57,11 +57,11 @@ def _build(hint: Any) -> TypeAdapter | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_adapter(hint: Any) -> TypeAdapter | None:
+def _cached_adapter(hint: Any) -> TypeAdapter[Any] | None:
     return _build(hint)
 
 
-def adapter(hint: Any) -> TypeAdapter | None:
+def adapter(hint: Any) -> TypeAdapter[Any] | None:
     """The validator for ``hint`` (None: untyped, the value passes as decoded: also for a class
     pydantic has no schema for, such as a plain class without annotations)."""
     if hint is None or any(hint is u for u in _UNTYPED):
@@ -76,13 +76,13 @@ def adapter(hint: Any) -> TypeAdapter | None:
 class Signature:
     """The validators of a function's positional parameters, its ``*args`` and its result."""
 
-    params: tuple[tuple[str, TypeAdapter | None], ...]
-    varargs: TypeAdapter | None
-    returns: TypeAdapter | None
+    params: tuple[tuple[str, TypeAdapter[Any] | None], ...]
+    varargs: TypeAdapter[Any] | None
+    returns: TypeAdapter[Any] | None
     #: False when no parameter and no result is typed: values pass through untouched
     typed: bool
 
-    def args(self, values: list, what: str) -> list:
+    def args(self, values: list[Any], what: str) -> list[Any]:
         """``values`` (decoded JSON) validated into the parameters' types."""
         if not self.typed:
             return values
@@ -103,7 +103,7 @@ _PLAIN = Signature((), None, None, False)
 
 
 @functools.lru_cache(maxsize=4096)
-def signature(fn: Callable, *, method: bool = False) -> Signature:
+def signature(fn: Callable[..., Any], *, method: bool = False) -> Signature:
     """The validators of ``fn`` (``method``: skip its first parameter, ``self``). Annotations that
     do not resolve (a class defined inside a function, under ``from __future__ import
     annotations``) leave the function untyped, with a debug line saying so."""
@@ -128,7 +128,7 @@ def signature(fn: Callable, *, method: bool = False) -> Signature:
     return Signature(tuple(positional), varargs, returns, typed)
 
 
-def convert(value: Any, ad: TypeAdapter, what: str, *, field: str | None = None) -> Any:
+def convert(value: Any, ad: TypeAdapter[Any], what: str, *, field: str | None = None) -> Any:
     """``value`` validated by ``ad``; ``PayloadTypeError`` naming ``what`` and each bad field."""
     try:
         return ad.validate_python(value)
