@@ -8,6 +8,7 @@ import re
 import sys
 import time
 from datetime import UTC, datetime
+from typing import NoReturn
 
 import click
 from rich.progress import ProgressColumn
@@ -35,7 +36,7 @@ def _redis(url: str):
     return aioredis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
 
 
-def _fail(exc: Exception) -> None:
+def _fail(exc: Exception) -> NoReturn:
     click.echo(f"error: {exc}", err=True)
     sys.exit(1)
 
@@ -282,7 +283,7 @@ def list_cmd(
     """List workflow runs from the visibility projection, newest start first."""
     if as_json:
         output = "json"
-    from kadence.readmodels.visibility import VisibilityReader
+    from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
 
     pairs = {}
     for item in search:
@@ -290,26 +291,29 @@ def list_cmd(
             raise click.BadParameter(f"{item!r}: use KEY=VALUE", param_hint="--search")
         k, v = item.split("=", 1)
         pairs[k] = v
-    filters = dict(
-        workflow_type=workflow_type,
-        status=status,
-        start_from_ms=parse_time_ms(since),
-        start_to_ms=parse_time_ms(until),
-        close_from_ms=parse_time_ms(closed_since),
-        close_to_ms=parse_time_ms(closed_until),
-        search=pairs or None,
-        paused=paused,
-    )
+    try:
+        filters = VisibilityFilter(
+            workflow_type=workflow_type,
+            status=status,
+            start_from_ms=parse_time_ms(since),
+            start_to_ms=parse_time_ms(until),
+            close_from_ms=parse_time_ms(closed_since),
+            close_to_ms=parse_time_ms(closed_until),
+            search=pairs or None,
+            paused=paused,
+        )
+    except KadenceError as exc:
+        _fail(exc)
 
     async def go():
         redis = _redis(redis_url)
         try:
             reader = VisibilityReader(redis, config.namespace)
             if count_only:
-                return await reader.count(**filters), None
-            items, nxt = await reader.list(**filters, page_size=page_size, cursor=cursor)
+                return await reader.count(filters), None
+            items, nxt = await reader.list(filters, page_size=page_size, cursor=cursor)
             while all_pages and nxt:
-                more, nxt = await reader.list(**filters, page_size=page_size, cursor=nxt)
+                more, nxt = await reader.list(filters, page_size=page_size, cursor=nxt)
                 items += more
             return items, nxt
         finally:

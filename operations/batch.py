@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from kadence import Client, KadenceError, RetryPolicy, WorkflowError, activity, workflow
+from kadence.readmodels.visibility import VisibilityFilter
 from kadence.topics.batch import (
     BATCH_OPERATIONS,
     BATCH_TASK_QUEUE,
@@ -117,15 +118,15 @@ class Batch:
         raise AssertionError("unreachable")  # continue_as_new does not return
 
 
-def _query(f: BatchFilter) -> dict:
-    return {
-        "workflow_type": f.workflow_type,
-        "status": f.status,
-        "search": dict(f.search) or None,
-        "paused": f.paused,
-        "start_from_ms": f.start_from_ms,
-        "start_to_ms": f.start_to_ms,
-    }
+def _query(f: BatchFilter) -> VisibilityFilter:
+    return VisibilityFilter(
+        workflow_type=f.workflow_type,
+        status=f.status,
+        search=dict(f.search) or None,
+        paused=f.paused,
+        start_from_ms=f.start_from_ms,
+        start_to_ms=f.start_to_ms,
+    )
 
 
 def request_id(batch_id: str, workflow_id: str) -> str:
@@ -149,7 +150,7 @@ def batch_activities(client: Client, redis_url: str) -> list[Callable]:
     async def count(f: BatchFilter) -> int:
         redis, r = reader()
         try:
-            counted = await r.count(**_query(f))
+            counted = await r.count(_query(f))
         finally:
             await redis.aclose()
         return counted["total"] - counted["by_type"].get(BATCH_WORKFLOW_TYPE, 0)
@@ -158,7 +159,7 @@ def batch_activities(client: Client, redis_url: str) -> list[Callable]:
     async def page(f: BatchFilter, cursor: str | None, page_size: int) -> _Page:
         redis, r = reader()
         try:
-            items, nxt = await r.list(**_query(f), page_size=page_size, cursor=cursor)
+            items, nxt = await r.list(_query(f), page_size=page_size, cursor=cursor)
         finally:
             await redis.aclose()
         # never the batches themselves (a batch terminate of everything running would end itself)

@@ -8,6 +8,13 @@ over Redis: imports only ``kadence.topics`` (errors, serialization) and ``kadenc
 
 from .history import HistoryPage, HistoryReadModel
 from .keys import ProjectionKeys
-from .visibility import VisibilityReader, projection_lag
+from .visibility import VisibilityFilter, VisibilityReader, projection_lag
 
-__all__ = ["HistoryPage", "HistoryReadModel", "ProjectionKeys", "VisibilityReader", "projection_lag"]
+__all__ = [
+    "HistoryPage",
+    "HistoryReadModel",
+    "ProjectionKeys",
+    "VisibilityFilter",
+    "VisibilityReader",
+    "projection_lag",
+]

@@ -10,10 +10,11 @@ API::
 
     reader = VisibilityReader(redis, namespace)
     await reader.describe(workflow_id, run_id=None) -> dict | None
-    await reader.list(*, workflow_type=None, status=None, start_from_ms=None, start_to_ms=None,
-                      close_from_ms=None, close_to_ms=None, search=None, page_size=100,
-                      cursor=None, paused=None) -> (list[dict], str | None)
-    await reader.count(**same filters) -> {"total": n, "by_type": {...}, "by_status": {...}}
+    where = VisibilityFilter(workflow_type=None, status=None, start_from_ms=None, start_to_ms=None,
+                             close_from_ms=None, close_to_ms=None, search=None, paused=None)
+    await reader.list(where=VisibilityFilter(), *, page_size=100, cursor=None)
+        -> (list[dict], str | None)
+    await reader.count(where=VisibilityFilter()) -> {"total": n, "by_type": {...}, "by_status": {...}}
     await reader.positions() -> {partition: next history offset applied}
     await reader.wait_for_seq(workflow_id, run_id, seq, timeout) -> bool
     await projection_lag(redis, namespace) -> {"events", "seconds", "running", ...}
@@ -21,8 +22,7 @@ API::
 A record: ``workflow_id, run_id, workflow_type, status, paused, task_queue, start_time_ms,
 close_time_ms (None while running), search_attributes (dict), parent_workflow_id,
 continued_from_run_id, new_run_id (set by continue-as-new), last_seq, history_offset,
-partition``. ``list`` returns newest start first; time bounds are inclusive; ``search`` is a
-dict of attribute -> value, all of which must match. Cursors are opaque strings.
+partition``. ``list`` returns newest start first. Cursors are opaque strings.
 """
 
 from __future__ import annotations
@@ -30,13 +30,15 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 
 from kadence.topics.errors import InvalidQueryError
 
 from .keys import INVERT_MS, RUN_STATUSES, SEP, ProjectionKeys, poll_until, status_key
 from .keys import text as _s
 
-__all__ = ["InvalidQueryError", "VisibilityReader", "projection_lag"]
+__all__ = ["InvalidQueryError", "VisibilityFilter", "VisibilityReader", "projection_lag"]
 
 _CHUNK = 500
 
@@ -94,6 +96,74 @@ def _ms_bound(value) -> int | None:
     return value
 
 
+@dataclass(frozen=True)
+class VisibilityFilter:
+    """Which runs ``VisibilityReader.list`` and ``count`` select: every condition given holds
+    (None: any). Time bounds are inclusive epoch milliseconds; ``search`` is attribute -> value,
+    all of which must match; ``paused``: only paused (True) or only unpaused (False) runs.
+    A condition that cannot hold (an unknown status, a negative time) is an
+    ``InvalidQueryError`` when the filter is made."""
+
+    workflow_type: str | None = None
+    status: str | None = None
+    start_from_ms: int | None = None
+    start_to_ms: int | None = None
+    close_from_ms: int | None = None
+    close_to_ms: int | None = None
+    search: Mapping[str, str] | None = None
+    paused: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.status is not None and self.status not in RUN_STATUSES:
+            raise InvalidQueryError(f"status must be one of {', '.join(RUN_STATUSES)} (got {self.status!r})")
+        for bound in (self.start_from_ms, self.start_to_ms, self.close_from_ms, self.close_to_ms):
+            _ms_bound(bound)
+        search = self.search
+        if search is not None and (
+            not isinstance(search, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in search.items())
+        ):
+            raise InvalidQueryError("search is a dict of str to str")
+        object.__setattr__(self, "search", dict(search) if search else None)  # a copy; empty is none
+        if self.paused is not None and not isinstance(self.paused, bool):
+            raise InvalidQueryError("paused is true, false or None")
+
+    @property
+    def counted(self) -> bool:
+        """Whether the counters answer ``count`` (only type and status conditions)."""
+        return (
+            all(v is None for v in (self.start_from_ms, self.start_to_ms, self.close_from_ms, self.close_to_ms))
+            and self.paused is None
+            and not self.search
+        )
+
+    def matches(self, rec: dict) -> bool:
+        """Whether a run record (``VisibilityReader``'s) meets every condition."""
+        if self.workflow_type is not None and rec["workflow_type"] != self.workflow_type:
+            return False
+        if self.status is not None and rec["status"] != self.status:
+            return False
+        if self.paused is not None and rec["paused"] != self.paused:
+            return False
+        if self.search:
+            sa = rec["search_attributes"]
+            if any(sa.get(k) != v for k, v in self.search.items()):
+                return False
+        if self.close_from_ms is not None or self.close_to_ms is not None:
+            c = rec["close_time_ms"]
+            if (
+                c is None
+                or (self.close_from_ms is not None and c < self.close_from_ms)
+                or (self.close_to_ms is not None and c > self.close_to_ms)
+            ):
+                return False
+        return True
+
+
+#: every run
+_ALL = VisibilityFilter()
+
+
 class VisibilityReader:
     """Reads one namespace's visibility projection. ``redis`` is a ``redis.asyncio.Redis``."""
 
@@ -134,53 +204,31 @@ class VisibilityReader:
 
     # -- list / count -------------------------------------------------------------------------
 
-    def _plan(self, g: str, workflow_type, status, search, paused=None) -> tuple[str, dict]:
-        """The index to walk, and the filters left to check on each record."""
-        if status is not None and status not in RUN_STATUSES:
-            raise InvalidQueryError(f"status must be one of {', '.join(RUN_STATUSES)} (got {status!r})")
-        if search is not None and (
-            not isinstance(search, dict)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in search.items())
-        ):
-            raise InvalidQueryError("search is a dict of str to str")
-        if paused is not None and not isinstance(paused, bool):
-            raise InvalidQueryError("paused is true, false or None")
-        rest = {"type": workflow_type, "status": status, "search": dict(search or {}), "paused": paused}
-        if paused and workflow_type is None and status is None and not search:
-            return f"{g}i:paused", rest
+    def _plan(self, g: str, where: VisibilityFilter) -> str:
+        """The index to walk (the filter checks the rest on each record)."""
+        search = where.search
+        if where.paused and where.workflow_type is None and where.status is None and not search:
+            return f"{g}i:paused"
         if search:
             k, v = sorted(search.items())[0]
-            return f"{g}i:sa:{k}{SEP}{v}", rest
-        if workflow_type is not None and status is not None:
-            return f"{g}i:ts:{status}:{workflow_type}", rest
-        if workflow_type is not None:
-            return f"{g}i:type:{workflow_type}", rest
-        if status is not None:
-            return f"{g}i:status:{status}", rest
-        return f"{g}i:all", rest
+            return f"{g}i:sa:{k}{SEP}{v}"
+        if where.workflow_type is not None and where.status is not None:
+            return f"{g}i:ts:{where.status}:{where.workflow_type}"
+        if where.workflow_type is not None:
+            return f"{g}i:type:{where.workflow_type}"
+        if where.status is not None:
+            return f"{g}i:status:{where.status}"
+        return f"{g}i:all"
 
     async def _walk(
-        self,
-        *,
-        workflow_type,
-        status,
-        start_from_ms,
-        start_to_ms,
-        close_from_ms,
-        close_to_ms,
-        search,
-        cursor,
-        limit,
-        paused=None,
-    ):
+        self, where: VisibilityFilter, *, cursor: str | None, limit: int
+    ) -> AsyncIterator[tuple[str, dict]]:
         """Yield (member, record) in list order, after ``cursor``, at most ``limit``."""
-        start_from_ms, start_to_ms = _ms_bound(start_from_ms), _ms_bound(start_to_ms)
-        close_from_ms, close_to_ms = _ms_bound(close_from_ms), _ms_bound(close_to_ms)
         g = await self._prefix()
-        index, rest = self._plan(g, workflow_type, status, search, paused)
+        index = self._plan(g, where)
         # newest first == ascending inverted start time
-        lo = "-" if start_to_ms is None else f"[{INVERT_MS - start_to_ms:013d}|"
-        hi = "+" if start_from_ms is None else f"({INVERT_MS - start_from_ms + 1:013d}|"
+        lo = "-" if where.start_to_ms is None else f"[{INVERT_MS - where.start_to_ms:013d}|"
+        hi = "+" if where.start_from_ms is None else f"({INVERT_MS - where.start_from_ms + 1:013d}|"
         if cursor is not None:
             after = _decode_cursor(cursor)
             if lo == "-" or after >= lo[1:]:
@@ -199,7 +247,7 @@ class VisibilityReader:
             raws = await pipe.execute()
             for m, raw in zip(members, raws, strict=True):
                 rec = _record(raw)
-                if rec is None or not self._match(rec, rest, close_from_ms, close_to_ms):
+                if rec is None or not where.matches(rec):
                     continue
                 yield m, rec
                 produced += 1
@@ -209,113 +257,47 @@ class VisibilityReader:
                 return
             lo = "(" + members[-1]
 
-    @staticmethod
-    def _match(rec: dict, rest: dict, close_from_ms, close_to_ms) -> bool:
-        if rest["type"] is not None and rec["workflow_type"] != rest["type"]:
-            return False
-        if rest["status"] is not None and rec["status"] != rest["status"]:
-            return False
-        if rest["paused"] is not None and rec["paused"] != rest["paused"]:
-            return False
-        sa = rec["search_attributes"]
-        if any(sa.get(k) != v for k, v in rest["search"].items()):
-            return False
-        if close_from_ms is not None or close_to_ms is not None:
-            c = rec["close_time_ms"]
-            if (
-                c is None
-                or (close_from_ms is not None and c < close_from_ms)
-                or (close_to_ms is not None and c > close_to_ms)
-            ):
-                return False
-        return True
-
     async def list(
-        self,
-        *,
-        workflow_type: str | None = None,
-        status: str | None = None,
-        start_from_ms: int | None = None,
-        start_to_ms: int | None = None,
-        close_from_ms: int | None = None,
-        close_to_ms: int | None = None,
-        search: dict | None = None,
-        page_size: int = 100,
-        cursor: str | None = None,
-        paused: bool | None = None,
+        self, where: VisibilityFilter = _ALL, *, page_size: int = 100, cursor: str | None = None
     ) -> tuple[list[dict], str | None]:
-        """One page of runs, newest start first, and the cursor of the next page (None at the end)."""
+        """One page of the runs ``where`` selects, newest start first, and the cursor of the next
+        page (None at the end)."""
         if not isinstance(page_size, int) or not 1 <= page_size <= 1000:
             raise InvalidQueryError("page_size must be between 1 and 1000")
         items: list[dict] = []
         last: str | None = None
-        async for member, rec in self._walk(
-            workflow_type=workflow_type,
-            status=status,
-            start_from_ms=start_from_ms,
-            start_to_ms=start_to_ms,
-            close_from_ms=close_from_ms,
-            close_to_ms=close_to_ms,
-            search=search,
-            cursor=cursor,
-            limit=page_size + 1,
-            paused=paused,
-        ):
+        async for member, rec in self._walk(where, cursor=cursor, limit=page_size + 1):
             if len(items) == page_size and last is not None:  # (page_size >= 1: last is set)
                 return items, _encode_cursor(last)
             items.append(rec)
             last = member
         return items, None
 
-    async def count(
-        self,
-        *,
-        workflow_type: str | None = None,
-        status: str | None = None,
-        start_from_ms: int | None = None,
-        start_to_ms: int | None = None,
-        close_from_ms: int | None = None,
-        close_to_ms: int | None = None,
-        search: dict | None = None,
-        paused: bool | None = None,
-    ) -> dict:
-        """``{"total": n, "by_type": {type: n}, "by_status": {status: n}}`` of the matching runs.
+    async def count(self, where: VisibilityFilter = _ALL) -> dict:
+        """``{"total": n, "by_type": {type: n}, "by_status": {status: n}}`` of the runs ``where``
+        selects.
 
-        Without time or search filters this reads the counters (one hash); otherwise it walks
-        the matching index."""
+        Without time, pause or search conditions this reads the counters (one hash); otherwise
+        it walks the matching index."""
         by_type: dict[str, int] = {}
         by_status: dict[str, int] = {}
         total = 0
-        simple = all(v is None for v in (start_from_ms, start_to_ms, close_from_ms, close_to_ms, paused)) and not search
-        if simple:
-            if status is not None and status not in RUN_STATUSES:
-                raise InvalidQueryError(f"status must be one of {', '.join(RUN_STATUSES)} (got {status!r})")
+        if where.counted:
             g = await self._prefix()
             for k, v in (await self.redis.hgetall(f"{g}counts")).items():
                 st, typ = _s(k).split(SEP, 1)
                 n = int(v)
                 if (
                     n <= 0
-                    or (workflow_type is not None and typ != workflow_type)
-                    or (status is not None and st != status)
+                    or (where.workflow_type is not None and typ != where.workflow_type)
+                    or (where.status is not None and st != where.status)
                 ):
                     continue
                 by_type[typ] = by_type.get(typ, 0) + n
                 by_status[st] = by_status.get(st, 0) + n
                 total += n
         else:
-            async for _m, rec in self._walk(
-                workflow_type=workflow_type,
-                status=status,
-                start_from_ms=start_from_ms,
-                start_to_ms=start_to_ms,
-                close_from_ms=close_from_ms,
-                close_to_ms=close_to_ms,
-                search=search,
-                cursor=None,
-                limit=10**12,
-                paused=paused,
-            ):
+            async for _m, rec in self._walk(where, cursor=None, limit=10**12):
                 by_type[rec["workflow_type"]] = by_type.get(rec["workflow_type"], 0) + 1
                 by_status[rec["status"]] = by_status.get(rec["status"], 0) + 1
                 total += 1

@@ -18,7 +18,7 @@ import uuid
 import redis.asyncio as aioredis
 
 from kadence import Client, Worker, workflow
-from kadence.readmodels import VisibilityReader
+from kadence.readmodels import VisibilityFilter, VisibilityReader
 from kadence.topics import Catalogue, KafkaConfig
 
 
@@ -54,9 +54,9 @@ async def main() -> None:
         while last is None or last["status"] != "completed":  # the projection follows the history
             await asyncio.sleep(0.2)
             last = await visibility.describe("tagged-5")
-        items, _cursor = await visibility.list(search={"parity": "even"}, page_size=10)
+        items, _cursor = await visibility.list(VisibilityFilter(search={"parity": "even"}), page_size=10)
         print("even:", sorted(r["workflow_id"] for r in items))
-        print("counts:", await visibility.count(search={"team": "demo"}))
+        print("counts:", await visibility.count(VisibilityFilter(search={"team": "demo"})))
     finally:
         await redis.aclose()
         for p in procs:

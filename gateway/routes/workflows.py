@@ -7,12 +7,11 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from kadence.readmodels.visibility import VisibilityReader
+from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
 from kadence.topics.archive import read_history
 from kadence.topics.describe import describe_to_json
 from kadence.topics.errors import InvalidQueryError, ResetRejectedError, WorkflowNotFoundError
@@ -517,19 +516,19 @@ async def list_workflows(
                 "consistency token yet (is `kadence projections run` up?)",
                 headers=gw.retry_after(),
             )
-    query: dict[str, Any] = dict(
-        workflow_type=workflow_type,
-        status=status,
-        start_from_ms=start_from_ms,
-        start_to_ms=start_to_ms,
-        close_from_ms=close_from_ms,
-        close_to_ms=close_to_ms,
-        search=filters or None,
-        paused=paused,
-    )
     try:
-        items, next_cursor = await reader.list(**query, page_size=page_size, cursor=cursor)
-        counts = await reader.count(**query) if include_counts else None
+        where = VisibilityFilter(
+            workflow_type=workflow_type,
+            status=status,
+            start_from_ms=start_from_ms,
+            start_to_ms=start_to_ms,
+            close_from_ms=close_from_ms,
+            close_to_ms=close_to_ms,
+            search=filters or None,
+            paused=paused,
+        )
+        items, next_cursor = await reader.list(where, page_size=page_size, cursor=cursor)
+        counts = await reader.count(where) if include_counts else None
     except InvalidQueryError as exc:
         raise ApiError(400, "invalid_input", str(exc), field="query.cursor" if "cursor" in str(exc) else None) from exc
     return {

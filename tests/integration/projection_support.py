@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kadence.connectors.visibility_sink import CLOSE_STATUS
 from kadence.readmodels.history import HistoryReadModel
-from kadence.readmodels.visibility import VisibilityReader
+from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
 from kadence.topics import Catalogue, KafkaConfig, decode
 from kadence.topics.scan import scan
 
@@ -125,9 +125,10 @@ FIELDS = ("workflow_type", "status", "start_time_ms", "close_time_ms", "search_a
 
 
 async def list_all(reader: VisibilityReader, page_size: int = 250, **filters) -> list[dict]:
-    items, cursor = await reader.list(page_size=page_size, **filters)
+    where = VisibilityFilter(**filters)
+    items, cursor = await reader.list(where, page_size=page_size)
     while cursor:
-        more, cursor = await reader.list(page_size=page_size, cursor=cursor, **filters)
+        more, cursor = await reader.list(where, page_size=page_size, cursor=cursor)
         items += more
     return items
 

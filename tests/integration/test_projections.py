@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 
 from kadence import Client, Worker, WorkflowCanceledError, WorkflowFailureError
 from kadence.connectors.rebuild import rebuild_projections
-from kadence.readmodels.visibility import VisibilityReader, projection_lag
+from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader, projection_lag
 from kadence.topics import Catalogue, KafkaConfig
 
 from .conftest import ProcessorProcs, wait_until
@@ -179,7 +179,7 @@ async def test_visibility_matches_history_then_rebuilds_identically(
         assert set(keys) == expected, f"list({f}): {len(keys)} vs {len(expected)}"
         order = [(r["start_time_ms"]) for r in got]
         assert order == sorted(order, reverse=True), f"list({f}) not newest first"
-        counted = await reader.count(**f)
+        counted = await reader.count(VisibilityFilter(**f))
         assert counted["total"] == len(expected), f"count({f})"
         by_status: dict = {}
         for key in expected:
