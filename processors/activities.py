@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-from kadence.schemas.records import ActivityOptions, Failure, PendingActivity, WorkflowState
+from kadence.schemas.records import (
+    ActivityOptions,
+    Failure,
+    PendingActivity,
+    RecordActivityHeartbeat,
+    RespondActivityTaskCompleted,
+    RespondActivityTaskFailed,
+    WorkflowState,
+)
 from kadence.topics.records import idempotency_key
 
-from .effects import BatchView, Outbox, emit, reply, start_timer, workflow_task_needed
+from .effects import Transition, emit, reply, start_timer, workflow_task_needed
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -62,17 +70,17 @@ def _find_by_seq(st: WorkflowState, scheduled_seq: int) -> PendingActivity | Non
     return None
 
 
-def dispatch_attempt(out: Outbox, st: WorkflowState, a: PendingActivity, ts: int) -> None:
+def dispatch_attempt(t: Transition, st: WorkflowState, a: PendingActivity) -> None:
     """Send the pending attempt to the activity workers and arm its timeouts (a paused run's
     attempt is held instead, and sent when the run is unpaused: ``processors.pause``)."""
     opts = options_of(a)
-    a["attempt_started_ms"] = ts
+    a["attempt_started_ms"] = t.ts
     a["last_heartbeat_ms"] = 0
     a["retrying"] = False
     a["held"] = st["paused"]
     if a["held"]:
         return
-    out.tasks.append(
+    t.out.tasks.append(
         (
             "activity",
             opts["task_queue"],
@@ -86,7 +94,7 @@ def dispatch_attempt(out: Outbox, st: WorkflowState, a: PendingActivity, ts: int
                 "input": a["input"],
                 "attempt": a["attempt"],
                 "scheduled_seq": a["scheduled_seq"],
-                "scheduled_time_ms": ts,
+                "scheduled_time_ms": t.ts,
                 "idempotency_key": idempotency_key(st["workflow_id"], st["run_id"], a["activity_id"]),
                 "heartbeat_details": a["heartbeat_details"],
                 "start_to_close_timeout_ms": opts.get("start_to_close_timeout_ms"),
@@ -100,12 +108,9 @@ def dispatch_attempt(out: Outbox, st: WorkflowState, a: PendingActivity, ts: int
     # its timeouts (start-to-close, heartbeat) follow from this state: processors.deadlines
 
 
-def schedule_activity(
-    view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, Any], completed_seq: int, ts: int
-) -> None:
+def schedule_activity(t: Transition, st: WorkflowState, c: Mapping[str, Any], completed_seq: int) -> None:
     ev = emit(
-        view,
-        out,
+        t,
         st,
         "ActivityTaskScheduled",
         {
@@ -115,7 +120,6 @@ def schedule_activity(
             "options": c["options"],
             "workflow_task_completed_seq": completed_seq,
         },
-        ts=ts,
     )
     a: PendingActivity = {
         "activity_id": c["activity_id"],
@@ -125,8 +129,8 @@ def schedule_activity(
         "task_queue": c["options"]["task_queue"],
         "input": c["input"],
         "options": c["options"],
-        "first_scheduled_ms": ts,
-        "attempt_started_ms": ts,
+        "first_scheduled_ms": t.ts,
+        "attempt_started_ms": t.ts,
         "last_heartbeat_ms": 0,
         "heartbeat_details": None,
         "cancel_requested": False,
@@ -136,7 +140,7 @@ def schedule_activity(
         "held": False,
     }
     st["pending_activities"].append(a)
-    dispatch_attempt(out, st, a, ts)  # the schedule-to-close deadline follows from the state too
+    dispatch_attempt(t, st, a)  # the schedule-to-close deadline follows from the state too
 
 
 def _retry_delay(a: PendingActivity, failure: Failure, ts: int) -> int | None:
@@ -160,36 +164,32 @@ def _retry_delay(a: PendingActivity, failure: Failure, ts: int) -> int | None:
 
 
 def _attempt_failed(
-    view: BatchView,
-    out: Outbox,
+    t: Transition,
     st: WorkflowState,
     a: PendingActivity,
     failure: Failure,
-    ts: int,
     *,
     identity: str = "",
     timeout_type: str | None = None,
 ) -> None:
     common = {"activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"]}
-    delay = _retry_delay(a, failure, ts)
+    delay = _retry_delay(a, failure, t.ts)
     if delay is not None and not a["cancel_requested"]:
         emit(
-            view,
-            out,
+            t,
             st,
             "ActivityTaskAttemptFailed",
             {**common, "failure": failure, "timeout_type": timeout_type, "retry_in_ms": delay},
-            ts=ts,
         )
         a["attempt"] += 1
         a["retrying"] = True
         a["last_failure"] = failure
-        a["next_attempt_ms"] = ts + delay
+        a["next_attempt_ms"] = t.ts + delay
         start_timer(
-            out,
+            t.out,
             st,
             f"a{a['scheduled_seq']}.{a['attempt']}.retry",
-            ts + delay,
+            t.ts + delay,
             "retry_backoff",
             scheduled_seq=a["scheduled_seq"],
             attempt=a["attempt"],
@@ -197,18 +197,15 @@ def _attempt_failed(
         return
     st["pending_activities"].remove(a)
     if timeout_type:
-        emit(view, out, st, "ActivityTaskTimedOut", {**common, "timeout_type": timeout_type, "failure": failure}, ts=ts)
+        emit(t, st, "ActivityTaskTimedOut", {**common, "timeout_type": timeout_type, "failure": failure})
     else:
-        emit(view, out, st, "ActivityTaskFailed", {**common, "failure": failure, "identity": identity}, ts=ts)
-    workflow_task_needed(view, out, st, ts)
+        emit(t, st, "ActivityTaskFailed", {**common, "failure": failure, "identity": identity})
+    workflow_task_needed(t, st)
 
 
 def activity_result(
-    cmd: dict[str, Any],
-    body: dict[str, Any],
-    view: BatchView,
-    out: Outbox,
-    ts: int,
+    t: Transition,
+    body: RespondActivityTaskCompleted | RespondActivityTaskFailed,
     *,
     failed: bool,
     task: str = "incremental",
@@ -218,34 +215,32 @@ def activity_result(
     ``task``: what follows a completion: ``"incremental"`` a workflow task with the new events,
     ``"full"`` one with the whole history, ``"none"`` nothing (the caller records the eager
     workflow task the worker already ran)."""
-    st = view.state(cmd["aggregate_key"])
+    st = t.view.state(t.cmd["aggregate_key"])
     a = None
-    if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
+    if st is not None and st["status"] == "running" and st["run_id"] == t.cmd["run_id"]:
         a = _find(st, body["activity_id"], body["scheduled_seq"])
     if st is None or a is None or a["attempt"] != body["attempt"] or a["retrying"]:
-        out.stale += 1  # duplicate, late (timed out) or from an attempt that is no longer current
+        t.out.stale += 1  # duplicate, late (timed out) or from an attempt that is no longer current
         return False
     if failed:
-        _attempt_failed(view, out, st, a, body["failure"], ts, identity=body["identity"])
+        _attempt_failed(t, st, a, cast(RespondActivityTaskFailed, body)["failure"], identity=body["identity"])
     else:
         st["pending_activities"].remove(a)
         emit(
-            view,
-            out,
+            t,
             st,
             "ActivityTaskCompleted",
             {
                 "activity_id": a["activity_id"],
                 "scheduled_seq": a["scheduled_seq"],
                 "attempt": a["attempt"],
-                "result": body["result"],
+                "result": cast(RespondActivityTaskCompleted, body)["result"],
                 "identity": body["identity"],
             },
-            ts=ts,
         )
         if task != "none":
-            workflow_task_needed(view, out, st, ts, full=task == "full")
-    view.put(st)
+            workflow_task_needed(t, st, full=task == "full")
+    t.view.put(st)
     return True
 
 
@@ -260,7 +255,7 @@ def _timeout_failure(kind: str, a: PendingActivity) -> Failure:
     }
 
 
-def activity_timer_fired(st: WorkflowState, body: Mapping[str, Any], view: BatchView, out: Outbox, ts: int) -> bool:
+def activity_timer_fired(t: Transition, st: WorkflowState, body: Mapping[str, Any]) -> bool:
     """Returns False when the timer is stale (the activity or attempt it guarded is gone)."""
     kind = body["kind"]
     a = _find_by_seq(st, body["scheduled_seq"])
@@ -269,8 +264,7 @@ def activity_timer_fired(st: WorkflowState, body: Mapping[str, Any], view: Batch
     if kind == "schedule_to_close":
         st["pending_activities"].remove(a)
         emit(
-            view,
-            out,
+            t,
             st,
             "ActivityTaskTimedOut",
             {
@@ -280,16 +274,15 @@ def activity_timer_fired(st: WorkflowState, body: Mapping[str, Any], view: Batch
                 "timeout_type": "schedule_to_close",
                 "failure": _timeout_failure("schedule-to-close", a),
             },
-            ts=ts,
         )
-        workflow_task_needed(view, out, st, ts)
+        workflow_task_needed(t, st)
         return True
     if a["attempt"] != body["attempt"]:
         return False
     if kind == "retry_backoff":
         if not a["retrying"]:
             return False
-        dispatch_attempt(out, st, a, ts)
+        dispatch_attempt(t, st, a)
         return True
     if a["retrying"]:
         return False
@@ -297,55 +290,51 @@ def activity_timer_fired(st: WorkflowState, body: Mapping[str, Any], view: Batch
         hb = options_of(a)["heartbeat_timeout_ms"]
         last = max(a["last_heartbeat_ms"], a["attempt_started_ms"])
         if (
-            hb is None or last + hb > ts
+            hb is None or last + hb > t.ts
         ):  # (no heartbeat timeout: a deadline from nowhere, stale)  # heartbeats came in meanwhile: the deadline index waits from the latest one
             return False
-        _attempt_failed(view, out, st, a, _timeout_failure("heartbeat", a), ts, timeout_type="heartbeat")
+        _attempt_failed(t, st, a, _timeout_failure("heartbeat", a), timeout_type="heartbeat")
         return True
     if kind == "activity_timeout":
-        _attempt_failed(view, out, st, a, _timeout_failure("start-to-close", a), ts, timeout_type="start_to_close")
+        _attempt_failed(t, st, a, _timeout_failure("start-to-close", a), timeout_type="start_to_close")
         return True
     return False
 
 
-def activity_heartbeat(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
-    st = view.state(wf)
+def activity_heartbeat(t: Transition, body: RecordActivityHeartbeat) -> None:
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
+    st = t.view.state(wf)
     a = None
-    if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
+    if st is not None and st["status"] == "running" and st["run_id"] == t.cmd["run_id"]:
         a = _find(st, body["activity_id"], body["scheduled_seq"])
     if st is None or a is None or a["attempt"] != body["attempt"] or a["retrying"]:
         # the attempt is over (completed, timed out, cancelled, or the workflow closed): stop
-        reply(out, rid, wf, "cancel_requested", message="activity attempt is no longer current")
+        reply(t.out, rid, wf, "cancel_requested", message="activity attempt is no longer current")
         return
-    a["last_heartbeat_ms"] = ts
+    a["last_heartbeat_ms"] = t.ts
     a["heartbeat_details"] = body["details"]
-    view.put(st)
-    reply(out, rid, wf, "cancel_requested" if a["cancel_requested"] else "ok", run_id=st["run_id"])
+    t.view.put(st)
+    reply(t.out, rid, wf, "cancel_requested" if a["cancel_requested"] else "ok", run_id=st["run_id"])
 
 
-def cancel_activity(view: BatchView, out: Outbox, st: WorkflowState, activity_id: str, ts: int) -> None:
+def cancel_activity(t: Transition, st: WorkflowState, activity_id: str) -> None:
     """The workflow gave up on an activity: record the request and its (immediate) cancellation.
 
     The running attempt learns of it at its next heartbeat; its result, if any, is ignored."""
     a = next((x for x in st["pending_activities"] if x["activity_id"] == activity_id), None)
     # always recorded: it is the echo of the workflow's command, which replay matches
     emit(
-        view,
-        out,
+        t,
         st,
         "ActivityTaskCancelRequested",
         {"activity_id": activity_id, "scheduled_seq": a["scheduled_seq"] if a else 0},
-        ts=ts,
     )
     if a is None:
         return  # it finished first; its result is already in history
     st["pending_activities"].remove(a)
     emit(
-        view,
-        out,
+        t,
         st,
         "ActivityTaskCanceled",
         {"activity_id": activity_id, "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"], "identity": ""},
-        ts=ts,
     )

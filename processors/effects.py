@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from kadence.schemas.records import Failure, RecentRequest, WorkflowState
+from kadence.schemas.records import Command, Failure, RecentRequest, WorkflowState
 from kadence.topics import serde
 from kadence.topics.records import new_id
 
@@ -22,6 +22,7 @@ __all__ = [
     "RECENT_REQUESTS",
     "BatchView",
     "Outbox",
+    "Transition",
     "close_run",
     "closed_message",
     "count_history_bytes",
@@ -230,17 +231,35 @@ class BatchView:
             store.append_history(wf, st["run_id"], events, encoded)
 
 
+@dataclass(slots=True)
+class Transition:
+    """One command's transition of a shard: the command, the batch's view of the shard, the
+    outbox of what the batch writes, and the batch's time (epoch ms). Made by ``transition``
+    (``state_machine.py``) and handed to every step of it, which reads the state through
+    ``view``, stages what it writes in ``out``, and dates what it records ``ts``."""
+
+    cmd: Command
+    view: BatchView
+    out: Outbox
+    ts: int
+
+    def for_command(self, cmd: Command) -> Transition:
+        """The same batch's transition of another command (a signal-with-start's start)."""
+        return Transition(cmd, self.view, self.out, self.ts)
+
+
 def emit(
-    view: BatchView,
-    out: Outbox,
+    t: Transition,
     st: WorkflowState,
     etype: str,
     attributes: dict[str, Any],
     *,
-    ts: int,
     request_id: str | None = None,
+    ts: int | None = None,
 ) -> dict[str, Any]:
-    """Append a history event to the workflow's current run."""
+    """Append a history event to the workflow's current run, at ``ts`` (default: the
+    transition's time; an eager workflow task's events carry the time its code ran at, a reset's
+    copies the time of the events they copy)."""
     seq = st["next_seq"]
     st["next_seq"] = seq + 1
     ev = {
@@ -248,16 +267,16 @@ def emit(
         "aggregate_key": st["workflow_id"],
         "run_id": st["run_id"],
         "seq": seq,
-        "timestamp_ms": ts,
+        "timestamp_ms": t.ts if ts is None else ts,
         "trace_id": None,
         "span_id": None,
         "request_id": request_id,
         "attributes": (etype, attributes),
     }
-    view.append(st["workflow_id"], ev)
-    out.events.append((st["workflow_id"], ev))
+    t.view.append(st["workflow_id"], ev)
+    t.out.events.append((st["workflow_id"], ev))
     if etype == "WorkflowExecutionStarted":
-        out.runs_started.append(st["workflow_type"])
+        t.out.runs_started.append(st["workflow_type"])
     return ev
 
 
@@ -398,7 +417,7 @@ def recent(st: WorkflowState | None, request_id: str | None) -> RecentRequest | 
     return None
 
 
-def deduplicated(st: WorkflowState | None, cmd: dict[str, Any], out: Outbox, view: BatchView | None = None) -> bool:
+def deduplicated(st: WorkflowState | None, cmd: Command, out: Outbox, view: BatchView | None = None) -> bool:
     """A retried request: answer it as the first time and change nothing.
 
     Looks in the workflow's recent requests (across runs) and, for the open run, in the request
@@ -420,45 +439,43 @@ def deduplicated(st: WorkflowState | None, cmd: dict[str, Any], out: Outbox, vie
     return True
 
 
-def open_run_or_reply(cmd: dict[str, Any], view: BatchView, out: Outbox) -> WorkflowState | None:
+def open_run_or_reply(t: Transition) -> WorkflowState | None:
     """The open run a request is for, or None after replying (duplicate, not found, closed)."""
-    wf = cmd["aggregate_key"]
-    st = view.state(wf)
-    if deduplicated(st, cmd, out, view):
+    wf = t.cmd["aggregate_key"]
+    st = t.view.state(wf)
+    if deduplicated(st, t.cmd, t.out, t.view):
         return None
     if st is None:
-        reply(out, cmd["request_id"], wf, "not_found", message=f"workflow {wf!r} not found")
+        reply(t.out, t.cmd["request_id"], wf, "not_found", message=f"workflow {wf!r} not found")
         return None
-    if cmd["run_id"] and cmd["run_id"] != st["run_id"]:  # an earlier run: closed (only the last can run)
+    if t.cmd["run_id"] and t.cmd["run_id"] != st["run_id"]:  # an earlier run: closed (only the last can run)
         reply(
-            out,
-            cmd["request_id"],
+            t.out,
+            t.cmd["request_id"],
             wf,
             "rejected",
             run_id=st["run_id"],
-            message=f"run {cmd['run_id']} is not the current run of workflow {wf!r} (it is closed)",
+            message=f"run {t.cmd['run_id']} is not the current run of workflow {wf!r} (it is closed)",
         )
         return None
     if st["status"] != "running":
-        reply(out, cmd["request_id"], wf, "rejected", run_id=st["run_id"], message=f"workflow is {st['status']}")
+        reply(t.out, t.cmd["request_id"], wf, "rejected", run_id=st["run_id"], message=f"workflow is {st['status']}")
         return None
     return st
 
 
-def schedule_workflow_task(
-    view: BatchView, out: Outbox, st: WorkflowState, ts: int, *, full: bool = False, attempt: int = 1
-) -> None:
+def schedule_workflow_task(t: Transition, st: WorkflowState, *, full: bool = False, attempt: int = 1) -> None:
     if st["paused"]:  # remembered, and scheduled when the run is unpaused (processors.pause)
         st["wt_needed"] = True
         return
     st["wt_attempt"] = attempt
-    ev = emit(view, out, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": attempt}, ts=ts)
+    ev = emit(t, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": attempt})
     st["wt_scheduled_seq"] = ev["seq"]
     st["wt_needed"] = False
-    dispatch_workflow_task(view, out, st, full=full)
+    dispatch_workflow_task(t, st, full=full)
 
 
-def workflow_task_needed(view: BatchView, out: Outbox, st: WorkflowState, ts: int, *, full: bool = False) -> None:
+def workflow_task_needed(t: Transition, st: WorkflowState, *, full: bool = False) -> None:
     """New events for the workflow's code: a workflow task now, or after the running one.
 
     ``full``: a task sent now carries the whole history (the worker's cached instance is known
@@ -466,20 +483,20 @@ def workflow_task_needed(view: BatchView, out: Outbox, st: WorkflowState, ts: in
     if st["status"] != "running":
         return
     if st["wt_scheduled_seq"] is None:
-        schedule_workflow_task(view, out, st, ts, full=full)
+        schedule_workflow_task(t, st, full=full)
     else:
         st["wt_needed"] = True
 
 
 def dispatch_workflow_task(
-    view: BatchView, out: Outbox, st: WorkflowState, *, full: bool, query: dict[str, Any] | None = None
+    t: Transition, st: WorkflowState, *, full: bool, query: dict[str, Any] | None = None
 ) -> None:
     since = 0 if full else st["wt_last_completed_seq"]
     # a workflow task is the history up to its WorkflowTaskScheduled event; events recorded
     # after it (a redispatch for RequestWorkflowHistory) belong to the next task
     upto = st["wt_scheduled_seq"] if query is None and st["wt_scheduled_seq"] else None
-    events = view.task_events(st["workflow_id"], st["run_id"], since, upto)
-    out.tasks.append(
+    events = t.view.task_events(st["workflow_id"], st["run_id"], since, upto)
+    t.out.tasks.append(
         (
             "workflow",
             st["task_queue"],
@@ -563,10 +580,9 @@ def _parent_close_policies(out: Outbox, st: WorkflowState) -> None:
 
 
 def close_run(
-    out: Outbox,
+    t: Transition,
     st: WorkflowState,
     status: str,
-    ts: int,
     *,
     result: bytes | None = None,
     failure: Failure | None = None,
@@ -574,8 +590,8 @@ def close_run(
     notify_parent: bool = True,
 ) -> None:
     st["status"] = status
-    st["close_time_ms"] = ts
-    out.runs_closed.append((st["workflow_type"], status, ts - st["start_time_ms"]))
+    st["close_time_ms"] = t.ts
+    t.out.runs_closed.append((st["workflow_type"], status, t.ts - st["start_time_ms"]))
     st["result"] = result
     st["failure"] = failure
     st["wt_scheduled_seq"] = None
@@ -587,11 +603,11 @@ def close_run(
     if st.get("updates"):
         from .updates import fail_open_updates  # (that module builds on this one)
 
-        fail_open_updates(out, st, status)
-    _parent_close_policies(out, st)
+        fail_open_updates(t.out, st, status)
+    _parent_close_policies(t.out, st)
     if st["parent_workflow_id"] and status != "continued_as_new" and notify_parent:
         send_command(
-            out,
+            t.out,
             st["parent_workflow_id"],
             "ChildWorkflowEvent",
             {
@@ -607,6 +623,6 @@ def close_run(
         )
     if notify:
         for rid in st["result_waiters"]:
-            reply(out, rid, st["workflow_id"], status, run_id=st["run_id"], result=result, failure=failure)
+            reply(t.out, rid, st["workflow_id"], status, run_id=st["run_id"], result=result, failure=failure)
         st["result_waiters"] = []
     log.debug("workflow %s run %s %s", st["workflow_id"], st["run_id"], status)

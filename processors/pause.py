@@ -23,11 +23,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from kadence.schemas.records import FireTimer, WorkflowState
+from kadence.schemas.records import FireTimer, PauseWorkflow, WorkflowState
 
 from .activities import dispatch_attempt
 from .deadlines import LOCAL_KINDS
-from .effects import BatchView, Outbox, emit, open_run_or_reply, remember, reply, schedule_workflow_task
+from .effects import Transition, emit, open_run_or_reply, remember, reply, schedule_workflow_task
 
 __all__ = ["hold_timer", "pause_workflow", "unpause_workflow"]
 
@@ -46,73 +46,51 @@ def hold_timer(st: WorkflowState, body: Mapping[str, Any]) -> bool:
     return True
 
 
-def pause_workflow(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    st = open_run_or_reply(cmd, view, out)
+def pause_workflow(t: Transition, body: PauseWorkflow) -> None:
+    st = open_run_or_reply(t)
     if st is None:
         return
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
     if st["paused"]:
         message = "the run was paused already"
     else:
-        emit(
-            view,
-            out,
-            st,
-            "WorkflowExecutionPaused",
-            {"reason": body["reason"], "identity": body["identity"]},
-            ts=ts,
-            request_id=rid,
-        )
+        emit(t, st, "WorkflowExecutionPaused", {"reason": body["reason"], "identity": body["identity"]}, request_id=rid)
         st["paused"] = True
         message = ""
         log.warning("audit: workflow %s run %s paused by %s", wf, st["run_id"], body["identity"] or "unknown")
     remember(st, rid, "ok")
-    view.put(st)
-    reply(out, rid, wf, "ok", run_id=st["run_id"], message=message)
+    t.view.put(st)
+    reply(t.out, rid, wf, "ok", run_id=st["run_id"], message=message)
 
 
 def unpause_workflow(
-    cmd: dict[str, Any],
-    body: dict[str, Any],
-    view: BatchView,
-    out: Outbox,
-    ts: int,
-    *,
-    fire: Callable[[WorkflowState, Mapping[str, Any], BatchView, Outbox, int], bool],
+    t: Transition, body: dict[str, Any], *, fire: Callable[[Transition, WorkflowState, Mapping[str, Any]], bool]
 ) -> None:
-    """``fire(st, timer_body, view, out, ts)``: the state machine's firing of a due timer."""
-    st = open_run_or_reply(cmd, view, out)
+    """``fire(t, st, timer_body)``: the state machine's firing of a due timer."""
+    st = open_run_or_reply(t)
     if st is None:
         return
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
     if not st["paused"]:
         remember(st, rid, "ok")
-        view.put(st)
-        reply(out, rid, wf, "ok", run_id=st["run_id"], message="the run was not paused")
+        t.view.put(st)
+        reply(t.out, rid, wf, "ok", run_id=st["run_id"], message="the run was not paused")
         return
-    emit(
-        view,
-        out,
-        st,
-        "WorkflowExecutionUnpaused",
-        {"reason": body["reason"], "identity": body["identity"]},
-        ts=ts,
-        request_id=rid,
-    )
+    emit(t, st, "WorkflowExecutionUnpaused", {"reason": body["reason"], "identity": body["identity"]}, request_id=rid)
     st["paused"] = False
     for a in st["pending_activities"]:
         if a["held"]:
-            dispatch_attempt(out, st, a, ts)
-    held, st["held_timers"] = sorted(st["held_timers"], key=lambda t: t["fire_at_ms"]), []
+            dispatch_attempt(t, st, a)
+    held, st["held_timers"] = sorted(st["held_timers"], key=lambda timer: timer["fire_at_ms"]), []
     for timer in held:
         if st["status"] != "running":
             break  # a run or execution timeout closed it: nothing fires after a close
-        if not fire(st, timer, view, out, ts):
-            out.stale += 1
+        if not fire(t, st, timer):
+            t.out.stale += 1
     if st["status"] == "running" and st["wt_needed"] and st["wt_scheduled_seq"] is None:
         # with the whole history: a worker's cached instance may have run an eager task the
         # engine refused while the run was paused
-        schedule_workflow_task(view, out, st, ts, full=True)
+        schedule_workflow_task(t, st, full=True)
     log.warning(
         "audit: workflow %s run %s unpaused by %s (%d timers held)",
         wf,
@@ -121,5 +99,5 @@ def unpause_workflow(
         len(held),
     )
     remember(st, rid, "ok")
-    view.put(st)
-    reply(out, rid, wf, "ok", run_id=st["run_id"])
+    t.view.put(st)
+    reply(t.out, rid, wf, "ok", run_id=st["run_id"])

@@ -31,14 +31,14 @@ import logging
 import uuid
 from typing import Any
 
-from kadence.schemas.records import PendingActivity, PendingTimer, WorkflowState
+from kadence.schemas.records import Command, PendingActivity, PendingTimer, ResetWorkflow, WorkflowState
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
 
 from .activities import dispatch_attempt
 from .effects import (
-    BatchView,
     Outbox,
+    Transition,
     close_run,
     deduplicated,
     emit,
@@ -55,28 +55,26 @@ log = logging.getLogger(__name__)
 _RESET_NS = uuid.UUID("0f5a2c1e-7d43-4f7a-9b8e-2d1c3e4f5a6b")
 
 
-def _fail(out: Outbox, cmd: dict[str, Any], message: str, run_id: str | None = None) -> None:
+def _fail(out: Outbox, cmd: Command, message: str, run_id: str | None = None) -> None:
     reply(out, cmd["request_id"], cmd["aggregate_key"], "rejected", run_id=run_id, message=message)
 
 
-def reset_workflow(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
+def reset_workflow(t: Transition, body: ResetWorkflow) -> None:
     if not body["dry_run"]:
-        _reset(cmd, body, view, out, ts)
+        _reset(t, body)
         return
-    wf = cmd["aggregate_key"]
-    checkpoint, mark, counts = view.checkpoint(wf), out.mark(), (out.stale, out.duplicates)
-    _reset(cmd, body, view, out, ts, dry_run=True)
-    answer = next((r for r in out.replies[mark[2] :] if r["request_id"] == cmd["request_id"]), None)
-    view.rollback(wf, checkpoint)
-    out.truncate(mark)
-    out.stale, out.duplicates = counts
+    wf = t.cmd["aggregate_key"]
+    checkpoint, mark, counts = t.view.checkpoint(wf), t.out.mark(), (t.out.stale, t.out.duplicates)
+    _reset(t, body, dry_run=True)
+    answer = next((r for r in t.out.replies[mark[2] :] if r["request_id"] == t.cmd["request_id"]), None)
+    t.view.rollback(wf, checkpoint)
+    t.out.truncate(mark)
+    t.out.stale, t.out.duplicates = counts
     if answer is not None:
-        out.replies.append({**answer, "run_id": None if answer["status"] == "ok" else answer["run_id"]})
+        t.out.replies.append({**answer, "run_id": None if answer["status"] == "ok" else answer["run_id"]})
 
 
-def _closed_history(
-    cmd: dict[str, Any], body: dict[str, Any], st: WorkflowState, out: Outbox
-) -> list[dict[str, Any]] | None:
+def _closed_history(cmd: Command, body: ResetWorkflow, st: WorkflowState, out: Outbox) -> list[dict[str, Any]] | None:
     """The closed run's events 1..branch point sent with the reset, checked against its state;
     None after refusing."""
     wf, point = cmd["aggregate_key"], body["workflow_task_completed_seq"]
@@ -115,21 +113,19 @@ def _closed_history(
     return events
 
 
-def _reset(
-    cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int, *, dry_run: bool = False
-) -> None:
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
-    st = view.state(wf)
-    if deduplicated(st, cmd, out, view):  # a retried reset gets its first answer, and resets nothing
+def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None:
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
+    st = t.view.state(wf)
+    if deduplicated(st, t.cmd, t.out, t.view):  # a retried reset gets its first answer, and resets nothing
         return
     if st is None:
-        reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found (or its closed run was archived)")
+        reply(t.out, rid, wf, "not_found", message=f"workflow {wf!r} not found (or its closed run was archived)")
         return
-    if cmd["run_id"] and cmd["run_id"] != st["run_id"]:
+    if t.cmd["run_id"] and t.cmd["run_id"] != st["run_id"]:
         _fail(
-            out,
-            cmd,
-            f"run {cmd['run_id']} is not the current run of workflow {wf!r} (only the current run "
+            t.out,
+            t.cmd,
+            f"run {t.cmd['run_id']} is not the current run of workflow {wf!r} (only the current run "
             f"can be reset; it is {st['run_id']})",
             st["run_id"],
         )
@@ -137,25 +133,25 @@ def _reset(
     was_open = st["status"] == "running"
     if not was_open and st["parent_workflow_id"]:
         _fail(
-            out,
-            cmd,
+            t.out,
+            t.cmd,
             f"run {st['run_id']} is a closed child of workflow {st['parent_workflow_id']!r}, which has "
             "recorded its outcome: reset the parent instead",
             st["run_id"],
         )
         return
     if was_open:
-        history = view.history(wf, st["run_id"])
+        history = t.view.history(wf, st["run_id"])
     else:
-        closed = _closed_history(cmd, body, st, out)
+        closed = _closed_history(t.cmd, body, st, t.out)
         if closed is None:
             return
         history = closed
     point = next((e for e in history if e["seq"] == body["workflow_task_completed_seq"]), None)
     if point is None or point["attributes"][0] != "WorkflowTaskCompleted":
         _fail(
-            out,
-            cmd,
+            t.out,
+            t.cmd,
             f"event {body['workflow_task_completed_seq']} is not a WorkflowTaskCompleted of run {st['run_id']}",
             st["run_id"],
         )
@@ -163,24 +159,25 @@ def _reset(
     kept = [e for e in history if e["seq"] < point["seq"]]
     if any(e["attributes"][0] == "StartChildWorkflowExecutionInitiated" for e in kept):
         _fail(
-            out, cmd, "the branch point is after a child workflow was started; reset to an earlier point", st["run_id"]
+            t.out,
+            t.cmd,
+            "the branch point is after a child workflow was started; reset to an earlier point",
+            st["run_id"],
         )
         return
 
-    new_run_id = str(uuid.uuid5(_RESET_NS, f"{st['run_id']}/{point['seq']}/{cmd['event_id']}"))
+    new_run_id = str(uuid.uuid5(_RESET_NS, f"{st['run_id']}/{point['seq']}/{t.cmd['event_id']}"))
     reason = body["reason"] or "reset"
     waiters: list[Any] = []
     if was_open:
         emit(
-            view,
-            out,
+            t,
             st,
             "WorkflowExecutionTerminated",
             {"reason": f"{reason}: reset to event {point['seq']} as run {new_run_id}", "identity": body["identity"]},
-            ts=ts,
         )
         waiters = st["result_waiters"]
-        close_run(out, st, "terminated", ts, notify=False, notify_parent=False)
+        close_run(t, st, "terminated", notify=False, notify_parent=False)
         st["result_waiters"] = []
 
     new: WorkflowState = {
@@ -201,7 +198,7 @@ def _reset(
         "pending_children": [],
         "cancel_requested": False,
         "history_warned": False,
-        "start_time_ms": ts,
+        "start_time_ms": t.ts,
         "recent_requests": list(st["recent_requests"]),
         "search_attributes": dict(st["search_attributes"]),
         # the updates are all finished (close_run failed the open ones)
@@ -209,16 +206,16 @@ def _reset(
         "paused": False,
         "held_timers": [],
         # a reset runs the current code: the queue's default build (an operator may move it)
-        "build_id": view.build_defaults.get(st["task_queue"]),
+        "build_id": t.view.build_defaults.get(st["task_queue"]),
     }
-    view.put(new)
+    t.view.put(new)
     pending_acts: dict[str, PendingActivity] = {}
     timers: dict[str, PendingTimer] = {}
     for e in kept:
         kind, attrs = e["attributes"]
         if kind == "WorkflowExecutionStarted":
             attrs = {**attrs, "continued_from_run_id": st["run_id"], "build_id": new["build_id"]}
-        ev = emit(view, out, new, kind, attrs, ts=e["timestamp_ms"], request_id=e["request_id"])
+        ev = emit(t, new, kind, attrs, ts=e["timestamp_ms"], request_id=e["request_id"])
         if kind == "ActivityTaskScheduled":
             pending_acts[attrs["activity_id"]] = {
                 "activity_id": attrs["activity_id"],
@@ -228,8 +225,8 @@ def _reset(
                 "task_queue": attrs["options"]["task_queue"],
                 "input": attrs["input"],
                 "options": attrs["options"],
-                "first_scheduled_ms": ts,
-                "attempt_started_ms": ts,
+                "first_scheduled_ms": t.ts,
+                "attempt_started_ms": t.ts,
                 "last_heartbeat_ms": 0,
                 "heartbeat_details": None,
                 "cancel_requested": False,
@@ -253,14 +250,14 @@ def _reset(
             new["wt_last_completed_seq"] = attrs["scheduled_seq"]
     for a in pending_acts.values():
         new["pending_activities"].append(a)
-        dispatch_attempt(out, new, a, ts)
-    for t in timers.values():
-        new["pending_timers"].append(t)
-        start_timer(out, new, t["timer_id"], t["fire_at_ms"], "user")
-    schedule_workflow_task(view, out, new, ts, full=True)
+        dispatch_attempt(t, new, a)
+    for timer in timers.values():
+        new["pending_timers"].append(timer)
+        start_timer(t.out, new, timer["timer_id"], timer["fire_at_ms"], "user")
+    schedule_workflow_task(t, new, full=True)
     remember(new, rid, "ok")
     reply(
-        out,
+        t.out,
         rid,
         wf,
         "ok",

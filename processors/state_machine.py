@@ -1,9 +1,14 @@
 """The workflow state machine: one command in, history events, state, tasks, timers and replies out.
 
-Pure logic, no Kafka: ``transition(cmd, view, out)`` reads and writes workflow state through a
-``BatchView`` (an overlay over the shard's committed store) and appends everything it emits to an
-``Outbox``. The history processor turns an outbox into one Kafka transaction, and applies the
+Pure logic, no Kafka: ``transition(cmd, view, out, ts)`` reads and writes workflow state through
+a ``BatchView`` (an overlay over the shard's committed store) and appends everything it emits to
+an ``Outbox``. The history processor turns an outbox into one Kafka transaction, and applies the
 overlay to its store only after that transaction commits.
+
+``transition`` makes one ``Transition`` (``effects.py``: the command, the view, the outbox, the
+batch's time) and hands it to the command's handler, which takes it and the command's typed body
+(``schemas/records.py``); every step after it takes the same ``Transition`` first, then what is
+its own (the run's state, a workflow task's command).
 
 Every request that carries a request ID (start, signal, cancel, terminate) is answered once and
 remembered: a retry gets the first answer and changes nothing.
@@ -14,9 +19,27 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
-from kadence.schemas.records import WorkflowState
+from kadence.schemas.records import (
+    AwaitWorkflowResult,
+    ChildWorkflowEvent,
+    Command,
+    EagerWorkflowTask,
+    FireTimer,
+    PurgeClosedRun,
+    QueryWorkflow,
+    RequestCancelWorkflow,
+    RequestWorkflowHistory,
+    RespondActivityTaskCompleted,
+    RespondWorkflowTaskCompleted,
+    RespondWorkflowTaskFailed,
+    SignalWorkflow,
+    StartWorkflow,
+    TerminateWorkflow,
+    UpdateWorkflowBuild,
+    WorkflowState,
+)
 from kadence.topics.builds import validate_build_id
 from kadence.topics.errors import ConfigError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
@@ -28,6 +51,7 @@ from .effects import (
     RECENT_REQUESTS,
     BatchView,
     Outbox,
+    Transition,
     close_run,
     closed_message,
     deduplicated,
@@ -73,7 +97,13 @@ EAGER_MAX_SKEW_MS = 60_000
 
 
 def _new_run(
-    st_prev: WorkflowState | None, wf: str, body: dict[str, Any], run_id: str, ts: int, *, build_id: str | None = None
+    st_prev: WorkflowState | None,
+    wf: str,
+    body: Mapping[str, Any],
+    run_id: str,
+    ts: int,
+    *,
+    build_id: str | None = None,
 ) -> WorkflowState:
     return {
         "workflow_id": wf,
@@ -120,7 +150,7 @@ def _new_run(
     }
 
 
-def _initial_build(view: BatchView, body: dict[str, Any]) -> str | None:
+def _initial_build(t: Transition, body: StartWorkflow) -> str | None:
     """The build a new run is pinned to: the one its start names (a child of a pinned parent),
     else the task queue's default build at this moment (None: unversioned)."""
     if body.get("build_id"):
@@ -128,23 +158,20 @@ def _initial_build(view: BatchView, body: dict[str, Any]) -> str | None:
             return validate_build_id(body["build_id"])
         except ConfigError:
             log.warning("start names an invalid build %r; using the queue's default", body["build_id"])
-    return view.build_defaults.get(body["task_queue"])
+    return t.view.build_defaults.get(body["task_queue"])
 
 
 def _begin_run(
-    view: BatchView,
-    out: Outbox,
+    t: Transition,
     st: WorkflowState,
-    body: dict[str, Any],
-    ts: int,
+    body: Mapping[str, Any],
     *,
     request_id: str | None = None,
     continued_from: str | None = None,
 ) -> None:
-    view.put(st)
+    t.view.put(st)
     emit(
-        view,
-        out,
+        t,
         st,
         "WorkflowExecutionStarted",
         {
@@ -163,17 +190,16 @@ def _begin_run(
             "headers": st["headers"],
         },
         request_id=request_id,
-        ts=ts,
     )
     if st["run_timeout_ms"]:
-        start_timer(out, st, f"run.{st['run_id']}", ts + st["run_timeout_ms"], "run_timeout")
+        start_timer(t.out, st, f"run.{st['run_id']}", t.ts + st["run_timeout_ms"], "run_timeout")
     if st["execution_deadline_ms"]:
-        start_timer(out, st, f"exec.{st['run_id']}", st["execution_deadline_ms"], "execution_timeout")
-    schedule_workflow_task(view, out, st, ts, full=True)
+        start_timer(t.out, st, f"exec.{st['run_id']}", st["execution_deadline_ms"], "execution_timeout")
+    schedule_workflow_task(t, st, full=True)
     log.debug("workflow %s run %s started", st["workflow_id"], st["run_id"])
 
 
-def _invalid_start(wf: str, body: dict[str, Any]) -> str | None:
+def _invalid_start(wf: str, body: StartWorkflow) -> str | None:
     """Why a start's workflow ID, type or task queue is not valid (``topics.identifiers``)."""
     why = problem(wf, max_length=MAX_ID_LENGTH, slash=True)
     if why:
@@ -197,49 +223,48 @@ def _start_rejection(st: WorkflowState, policy: str) -> str | None:
     return None
 
 
-def _start(
-    cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int, *, answer: bool = True
-) -> WorkflowState | None:
+def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> WorkflowState | None:
     """Start a run; returns its state, or None when rejected (the reply says why)."""
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
     invalid = _invalid_start(wf, body)
     if invalid:  # a producer that bypassed the SDK's checks: nothing is recorded
-        reply(out, rid, wf, "rejected", message=invalid)
-        _notify_parent_of_start(out, wf, body, "start_failed", "", invalid)
+        reply(t.out, rid, wf, "rejected", message=invalid)
+        _notify_parent_of_start(t.out, wf, body, "start_failed", "", invalid)
         return None
-    st = view.state(wf)
+    st = t.view.state(wf)
     seen = recent(st, rid)
     if seen is not None:
-        out.duplicates += 1
-        reply(out, rid, wf, seen["status"], run_id=seen["run_id"], message=seen["message"])
+        t.out.duplicates += 1
+        reply(t.out, rid, wf, seen["status"], run_id=seen["run_id"], message=seen["message"])
         return None
     if st is not None:
         policy = body["id_reuse_policy"]
         if policy == "terminate_if_running" and st["status"] == "running":
-            _terminate_run(view, out, st, "terminated by a start with terminate_if_running", ts)
+            _terminate_run(t, st, "terminated by a start with terminate_if_running")
         reject = _start_rejection(st, policy)
         if reject:
             remember(st, rid, "already_started", reject)
-            view.put(st)
-            reply(out, rid, wf, "already_started", run_id=st["run_id"], message=reject)
-            _notify_parent_of_start(out, wf, body, "start_failed", st["run_id"], reject)
+            t.view.put(st)
+            reply(t.out, rid, wf, "already_started", run_id=st["run_id"], message=reject)
+            _notify_parent_of_start(t.out, wf, body, "start_failed", st["run_id"], reject)
             return None
-    new = _new_run(st, wf, body, str(uuid.uuid5(_RUN_NS, cmd["event_id"])), ts, build_id=_initial_build(view, body))
-    _begin_run(view, out, new, body, ts, request_id=rid)
-    _notify_parent_of_start(out, wf, body, "started", new["run_id"])
+    new = _new_run(st, wf, body, str(uuid.uuid5(_RUN_NS, t.cmd["event_id"])), t.ts, build_id=_initial_build(t, body))
+    _begin_run(t, new, body, request_id=rid)
+    _notify_parent_of_start(t.out, wf, body, "started", new["run_id"])
     if answer:
         remember(new, rid, "ok")
-        reply(out, rid, wf, "ok", run_id=new["run_id"])
+        reply(t.out, rid, wf, "ok", run_id=new["run_id"])
     return new
 
 
 def _notify_parent_of_start(
-    out: Outbox, wf: str, body: dict[str, Any], kind: str, run_id: str, message: str = ""
+    out: Outbox, wf: str, body: StartWorkflow, kind: str, run_id: str, message: str = ""
 ) -> None:
-    if body.get("parent_workflow_id"):
+    parent = body.get("parent_workflow_id")
+    if parent:
         send_command(
             out,
-            body["parent_workflow_id"],
+            parent,
             "ChildWorkflowEvent",
             {
                 "initiated_seq": body["parent_initiated_seq"],
@@ -254,10 +279,9 @@ def _notify_parent_of_start(
         )
 
 
-def _start_child(view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, Any], done_seq: int, ts: int) -> None:
+def _start_child(t: Transition, st: WorkflowState, c: Mapping[str, Any], done_seq: int) -> None:
     ev = emit(
-        view,
-        out,
+        t,
         st,
         "StartChildWorkflowExecutionInitiated",
         {
@@ -268,7 +292,6 @@ def _start_child(view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, A
             "parent_close_policy": c["parent_close_policy"],
             "workflow_task_completed_seq": done_seq,
         },
-        ts=ts,
     )
     st["pending_children"].append(
         {
@@ -281,7 +304,7 @@ def _start_child(view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, A
     # the child's start goes to its own shard, in this transaction: a retried parent task
     # cannot start it twice (and its request ID makes a duplicate harmless anyway)
     send_command(
-        out,
+        t.out,
         c["workflow_id"],
         "StartWorkflow",
         {
@@ -307,75 +330,69 @@ def _start_child(view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, A
 _CHILD_CLOSED = {"completed", "failed", "canceled", "terminated", "timed_out"}
 
 
-def _child_event(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    st = view.state(cmd["aggregate_key"])
+def _child_event(t: Transition, body: ChildWorkflowEvent) -> None:
+    st = t.view.state(t.cmd["aggregate_key"])
     child = None
-    if st is not None and st["status"] == "running" and st["run_id"] == cmd["run_id"]:
+    if st is not None and st["status"] == "running" and st["run_id"] == t.cmd["run_id"]:
         child = next((c for c in st["pending_children"] if c["initiated_seq"] == body["initiated_seq"]), None)
     kind = body["kind"]
     if st is None or child is None or (kind == "started" and child["run_id"] is not None):
-        out.stale += 1  # the parent moved on (closed, continued) or this is a duplicate
+        t.out.stale += 1  # the parent moved on (closed, continued) or this is a duplicate
         return
     common = {"initiated_seq": child["initiated_seq"], "workflow_id": child["workflow_id"]}
     if kind == "started":
         child["run_id"] = body["child_run_id"]
-        emit(view, out, st, "ChildWorkflowExecutionStarted", {**common, "run_id": body["child_run_id"]}, ts=ts)
+        emit(t, st, "ChildWorkflowExecutionStarted", {**common, "run_id": body["child_run_id"]})
     elif kind == "start_failed":
         st["pending_children"].remove(child)
         emit(
-            view,
-            out,
+            t,
             st,
             "StartChildWorkflowExecutionFailed",
             {**common, "cause": body["message"] or "already started", "run_id": body["child_run_id"]},
-            ts=ts,
         )
     elif kind in _CHILD_CLOSED:
         st["pending_children"].remove(child)
         if kind == "completed":
             emit(
-                view,
-                out,
+                t,
                 st,
                 "ChildWorkflowExecutionCompleted",
                 {**common, "run_id": body["child_run_id"] or "", "result": body["result"] or b""},
-                ts=ts,
             )
         else:
             failure = body["failure"] or _failure(kind, f"child workflow {kind}")
             emit(
-                view,
-                out,
+                t,
                 st,
                 "ChildWorkflowExecutionFailed",
                 {**common, "run_id": body["child_run_id"] or "", "status": kind, "failure": failure},
-                ts=ts,
             )
     else:
-        out.stale += 1
+        t.out.stale += 1
         return
-    workflow_task_needed(view, out, st, ts)
-    view.put(st)
+    workflow_task_needed(t, st)
+    t.view.put(st)
 
 
-def _current_task(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox) -> WorkflowState | None:
+def _current_task(
+    t: Transition, body: RespondWorkflowTaskCompleted | RespondWorkflowTaskFailed | RequestWorkflowHistory
+) -> WorkflowState | None:
     """The state if the command's workflow-task token is the pending one, else None (stale)."""
-    st = view.state(cmd["aggregate_key"])
+    st = t.view.state(t.cmd["aggregate_key"])
     if (
         st is None
-        or st["run_id"] != cmd["run_id"]
+        or st["run_id"] != t.cmd["run_id"]
         or st["status"] != "running"
         or st["wt_scheduled_seq"] != body["scheduled_seq"]
         or body.get("build_id") != st["build_id"]
     ):
-        out.stale += 1  # (a task answered by a worker of another build: the run was moved)
+        t.out.stale += 1  # (a task answered by a worker of another build: the run was moved)
         return None
     return st
 
 
-def _apply_command(
-    view: BatchView, out: Outbox, st: WorkflowState, ctype: str, c: dict[str, Any], done_seq: int, ts: int
-) -> None:
+def _apply_command(t: Transition, st: WorkflowState, ctype: str, c: Mapping[str, Any], done_seq: int) -> None:
     if ctype == "ScheduleActivityTask":
         if any(a["activity_id"] == c["activity_id"] for a in st["pending_activities"]):
             log.warning(
@@ -385,59 +402,50 @@ def _apply_command(
                 c["activity_id"],
             )
             return
-        schedule_activity(view, out, st, c, done_seq, ts)
+        schedule_activity(t, st, c, done_seq)
     elif ctype == "StartTimer":
-        fire_at = ts + max(0, c["duration_ms"])
+        fire_at = t.ts + max(0, c["duration_ms"])
         ev = emit(
-            view,
-            out,
+            t,
             st,
             "TimerStarted",
             {"timer_id": c["timer_id"], "fire_at_ms": fire_at, "workflow_task_completed_seq": done_seq},
-            ts=ts,
         )
         st["pending_timers"].append(
             {"timer_id": c["timer_id"], "fire_at_ms": fire_at, "started_seq": ev["seq"], "kind": "user"}
         )
-        start_timer(out, st, c["timer_id"], fire_at, "user")
+        start_timer(t.out, st, c["timer_id"], fire_at, "user")
     elif ctype == "CancelTimer":
-        t = next((t for t in st["pending_timers"] if t["timer_id"] == c["timer_id"]), None)
-        if t is not None:
-            st["pending_timers"].remove(t)
-        emit(
-            view,
-            out,
-            st,
-            "TimerCanceled",
-            {"timer_id": c["timer_id"], "started_seq": t["started_seq"] if t else 0},
-            ts=ts,
-        )
+        timer = next((x for x in st["pending_timers"] if x["timer_id"] == c["timer_id"]), None)
+        if timer is not None:
+            st["pending_timers"].remove(timer)
+        emit(t, st, "TimerCanceled", {"timer_id": c["timer_id"], "started_seq": timer["started_seq"] if timer else 0})
     elif ctype == "RequestCancelActivityTask":
-        cancel_activity(view, out, st, c["activity_id"], ts)
+        cancel_activity(t, st, c["activity_id"])
     elif ctype == "RecordMarker":
-        emit(view, out, st, "MarkerRecorded", {"name": c["name"], "details": c["details"]}, ts=ts)
+        emit(t, st, "MarkerRecorded", {"name": c["name"], "details": c["details"]})
     elif ctype == "UpsertSearchAttributes":
         st["search_attributes"].update(c["search_attributes"])
-        emit(view, out, st, "SearchAttributesUpserted", {"search_attributes": c["search_attributes"]}, ts=ts)
+        emit(t, st, "SearchAttributesUpserted", {"search_attributes": c["search_attributes"]})
     elif ctype == "CompleteWorkflowExecution":
-        emit(view, out, st, "WorkflowExecutionCompleted", {"result": c["result"]}, ts=ts)
-        close_run(out, st, "completed", ts, result=c["result"])
+        emit(t, st, "WorkflowExecutionCompleted", {"result": c["result"]})
+        close_run(t, st, "completed", result=c["result"])
     elif ctype == "FailWorkflowExecution":
-        emit(view, out, st, "WorkflowExecutionFailed", {"failure": c["failure"]}, ts=ts)
-        close_run(out, st, "failed", ts, failure=c["failure"])
+        emit(t, st, "WorkflowExecutionFailed", {"failure": c["failure"]})
+        close_run(t, st, "failed", failure=c["failure"])
     elif ctype == "CancelWorkflowExecution":
-        emit(view, out, st, "WorkflowExecutionCanceled", {"details": c["details"]}, ts=ts)
-        close_run(out, st, "canceled", ts, failure=_failure("CancelledError", "workflow canceled"))
+        emit(t, st, "WorkflowExecutionCanceled", {"details": c["details"]})
+        close_run(t, st, "canceled", failure=_failure("CancelledError", "workflow canceled"))
     elif ctype == "ContinueAsNewWorkflowExecution":
-        _continue_as_new(view, out, st, c, ts)
+        _continue_as_new(t, st, c)
     elif ctype == "StartChildWorkflowExecution":
-        _start_child(view, out, st, c, done_seq, ts)
+        _start_child(t, st, c, done_seq)
     elif ctype == "CompleteWorkflowUpdate":
-        complete_update(view, out, st, c, ts)
+        complete_update(t, st, c)
     elif ctype == "RequestCancelExternalWorkflowExecution":
-        ev = emit(view, out, st, "RequestCancelExternalInitiated", {"workflow_id": c["workflow_id"]}, ts=ts)
+        ev = emit(t, st, "RequestCancelExternalInitiated", {"workflow_id": c["workflow_id"]})
         send_command(
-            out,
+            t.out,
             c["workflow_id"],
             "RequestCancelWorkflow",
             {"reason": f"requested by {st['workflow_id']}"},
@@ -450,11 +458,11 @@ def _apply_command(
 _failure = failure_record
 
 
-def _continue_as_new(view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, Any], ts: int) -> None:
+def _continue_as_new(t: Transition, st: WorkflowState, c: Mapping[str, Any]) -> None:
     new_run_id = str(uuid.uuid5(_RUN_NS, f"{st['run_id']}/continue"))
-    emit(view, out, st, "WorkflowExecutionContinuedAsNew", {"new_run_id": new_run_id, "input": c["input"]}, ts=ts)
+    emit(t, st, "WorkflowExecutionContinuedAsNew", {"new_run_id": new_run_id, "input": c["input"]})
     waiters = st["result_waiters"]
-    close_run(out, st, "continued_as_new", ts, notify=False)
+    close_run(t, st, "continued_as_new", notify=False)
     st["result_waiters"] = []
     st["continued_run_id"] = new_run_id
     body = {
@@ -466,29 +474,32 @@ def _continue_as_new(view: BatchView, out: Outbox, st: WorkflowState, c: dict[st
         "memo": st["memo"],
         "headers": st["headers"],
     }
-    new = _new_run(st, st["workflow_id"], body, new_run_id, ts, build_id=st["build_id"])  # stays on its build
+    new = _new_run(st, st["workflow_id"], body, new_run_id, t.ts, build_id=st["build_id"])  # stays on its build
     new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
     for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):  # the parent waits for the chain
         new[key] = st[key]
     new["result_waiters"] = waiters  # whoever waits for "the workflow" waits for its last run
-    _begin_run(view, out, new, body, ts, continued_from=st["run_id"])
+    _begin_run(t, new, body, continued_from=st["run_id"])
 
 
-def _workflow_task_completed(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    st = _current_task(cmd, body, view, out)
+def _workflow_task_completed(t: Transition, body: RespondWorkflowTaskCompleted) -> None:
+    st = _current_task(t, body)
     if st is None:
         return
-    _complete_task(view, out, st, body, ts)
+    _complete_task(t, st, body)
 
 
 def _complete_task(
-    view: BatchView, out: Outbox, st: WorkflowState, body: dict[str, Any], ts: int, *, request_id: str | None = None
+    t: Transition,
+    st: WorkflowState,
+    body: RespondWorkflowTaskCompleted,
+    *,
+    request_id: str | None = None,
 ) -> None:
     """Record the completion of the pending workflow task (``body``: scheduled_seq, commands,
     identity, build_id) and apply its commands."""
     done = emit(
-        view,
-        out,
+        t,
         st,
         "WorkflowTaskCompleted",
         {
@@ -496,7 +507,6 @@ def _complete_task(
             "identity": body["identity"],
             "build_id": body["build_id"],
         },
-        ts=ts,
         request_id=request_id,
     )
     st["wt_scheduled_seq"] = None
@@ -506,18 +516,16 @@ def _complete_task(
     for ctype, c in body["commands"]:
         if st["status"] != "running":
             break  # nothing follows a close
-        _apply_command(view, out, st, ctype, c, done["seq"], ts)
+        _apply_command(t, st, ctype, c, done["seq"])
     if st["status"] == "running":
-        _check_history_size(view, out, st, ts)
+        _check_history_size(t, st)
     if st["status"] == "running" and st["wt_needed"]:
-        schedule_workflow_task(view, out, st, ts)
+        schedule_workflow_task(t, st)
     if st["status"] != "continued_as_new":  # else the new run's state is already staged
-        view.put(st)
+        t.view.put(st)
 
 
-def _eager_fits(
-    st: WorkflowState | None, cmd: dict[str, Any], eager: dict[str, Any], ts: int
-) -> TypeGuard[WorkflowState]:
+def _eager_fits(st: WorkflowState | None, cmd: Command, eager: EagerWorkflowTask, ts: int) -> TypeGuard[WorkflowState]:
     """Did nothing happen to the workflow since the workflow task the worker's instance last
     completed? Every event its code would have to see (a signal, a timer, another activity's
     result, a cancel request, a child's news) schedules a workflow task at once when none is
@@ -539,7 +547,7 @@ def _eager_fits(
     return bool(st["wt_last_completed_seq"] == eager["base_scheduled_seq"])
 
 
-def _activity_completed(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
+def _activity_completed(t: Transition, body: RespondActivityTaskCompleted) -> None:
     """An activity's result, maybe with the eager workflow task its worker ran next (decision 0031):
     recorded as ActivityTaskCompleted, WorkflowTaskScheduled (at the workflow time the code ran
     with), WorkflowTaskCompleted and the task's commands, the history a workflow task sent
@@ -548,19 +556,18 @@ def _activity_completed(cmd: dict[str, Any], body: dict[str, Any], view: BatchVi
     instance ran ahead on a history that did not happen)."""
     eager = body.get("eager_workflow_task")
     if eager is None:
-        activity_result(cmd, body, view, out, ts, failed=False)
+        activity_result(t, body, failed=False)
         return
-    st = view.state(cmd["aggregate_key"])
-    if not _eager_fits(st, cmd, eager, ts):
-        if activity_result(cmd, body, view, out, ts, failed=False, task="full"):
-            out.eager_refused += 1
+    st = t.view.state(t.cmd["aggregate_key"])
+    if not _eager_fits(st, t.cmd, eager, t.ts):
+        if activity_result(t, body, failed=False, task="full"):
+            t.out.eager_refused += 1
         return
-    if not activity_result(cmd, body, view, out, ts, failed=False, task="none"):
+    if not activity_result(t, body, failed=False, task="none"):
         return
     st["wt_attempt"] = 1
     ev = emit(
-        view,
-        out,
+        t,
         st,
         "WorkflowTaskScheduled",
         {"task_queue": st["task_queue"], "attempt": 1},
@@ -568,10 +575,9 @@ def _activity_completed(cmd: dict[str, Any], body: dict[str, Any], view: BatchVi
     )
     st["wt_scheduled_seq"] = ev["seq"]
     st["wt_needed"] = False
-    out.eager_accepted += 1
+    t.out.eager_accepted += 1
     _complete_task(
-        view,
-        out,
+        t,
         st,
         {
             "scheduled_seq": ev["seq"],
@@ -579,12 +585,11 @@ def _activity_completed(cmd: dict[str, Any], body: dict[str, Any], view: BatchVi
             "identity": body["identity"],
             "build_id": eager["build_id"],
         },
-        ts,
-        request_id=cmd["request_id"],
+        request_id=t.cmd["request_id"],
     )
 
 
-def _check_history_size(view: BatchView, out: Outbox, st: WorkflowState, ts: int) -> None:
+def _check_history_size(t: Transition, st: WorkflowState) -> None:
     size = st["next_seq"] - 1
     if size >= HISTORY_LIMIT_EVENTS:
         failure = _failure(
@@ -592,8 +597,8 @@ def _check_history_size(view: BatchView, out: Outbox, st: WorkflowState, ts: int
             f"history of run {st['run_id']} reached {size} events (limit {HISTORY_LIMIT_EVENTS}); "
             "use workflow.continue_as_new() to start a fresh run with the current state",
         )
-        emit(view, out, st, "WorkflowExecutionFailed", {"failure": failure}, ts=ts)
-        close_run(out, st, "failed", ts, failure=failure)
+        emit(t, st, "WorkflowExecutionFailed", {"failure": failure})
+        close_run(t, st, "failed", failure=failure)
     elif size >= HISTORY_WARN_EVENTS and not st["history_warned"]:
         st["history_warned"] = True
         log.warning(
@@ -605,8 +610,8 @@ def _check_history_size(view: BatchView, out: Outbox, st: WorkflowState, ts: int
         )
 
 
-def _workflow_task_failed(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    st = _current_task(cmd, body, view, out)
+def _workflow_task_failed(t: Transition, body: RespondWorkflowTaskFailed) -> None:
+    st = _current_task(t, body)
     if st is None:
         return
     # Not recorded in history: the history stays exactly as the workflow's code last agreed with.
@@ -621,15 +626,15 @@ def _workflow_task_failed(cmd: dict[str, Any], body: dict[str, Any], view: Batch
     delay = workflow_task_retry_delay_ms(attempt)
     if delay is not None:
         start_timer(
-            out,
+            t.out,
             st,
             f"workflow-task-retry/{failed_seq}/{attempt}",
-            ts + delay,
+            t.ts + delay,
             "workflow_task_retry",
             scheduled_seq=failed_seq,
             attempt=attempt,
         )
-    view.put(st)
+    t.view.put(st)
     log.warning(
         "workflow %s run %s: workflow task attempt %d failed (%s): %s; %s",
         st["workflow_id"],
@@ -649,21 +654,21 @@ def workflow_task_retry_delay_ms(attempt: int) -> int | None:
     return min(WT_RETRY_INITIAL_MS << (max(attempt, 1) - 1), WT_RETRY_MAX_MS)
 
 
-def _history_requested(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    st = _current_task(cmd, body, view, out)
+def _history_requested(t: Transition, body: RequestWorkflowHistory) -> None:
+    st = _current_task(t, body)
     if st is not None:
-        dispatch_workflow_task(view, out, st, full=True)
+        dispatch_workflow_task(t, st, full=True)
 
 
-def _await_result(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
-    st = view.state(wf)
-    if st is None or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
-        reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
+def _await_result(t: Transition, body: AwaitWorkflowResult) -> None:
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
+    st = t.view.state(wf)
+    if st is None or (t.cmd["run_id"] and t.cmd["run_id"] != st["run_id"]):
+        reply(t.out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
         return
     if st["status"] != "running":
         reply(
-            out,
+            t.out,
             rid,
             wf,
             st["status"],
@@ -671,12 +676,12 @@ def _await_result(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, ou
             result=st["result"],
             failure=st["failure"],
             memo=st["memo"],
-            description=None if body["wait"] else description(st, out),
+            description=None if body["wait"] else description(st, t.out),
         )
     elif not body["wait"]:
         # a running workflow whose last workflow task failed (e.g. non-determinism) says so
         reply(
-            out,
+            t.out,
             rid,
             wf,
             "running",
@@ -684,152 +689,146 @@ def _await_result(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, ou
             message=st["wt_failure_cause"] or "",
             failure=st["wt_failure"],
             memo=st["memo"],
-            description=description(st, out),
+            description=description(st, t.out),
         )
     elif rid and rid not in st["result_waiters"]:
         st["result_waiters"].append(rid)
         if len(st["result_waiters"]) > MAX_RESULT_WAITERS:
             del st["result_waiters"][0]
-        view.put(st)
+        t.view.put(st)
 
 
-def _signal(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
-    st = view.state(wf)
-    if deduplicated(st, cmd, out, view):
+def _signal(t: Transition, body: SignalWorkflow) -> None:
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
+    st = t.view.state(wf)
+    if deduplicated(st, t.cmd, t.out, t.view):
         return
-    if st is None or st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
+    if st is None or st["status"] != "running" or (t.cmd["run_id"] and t.cmd["run_id"] != st["run_id"]):
         if body["start"] is None:
             if st is None:
-                reply(out, rid, wf, "not_found", message=f"no open run of workflow {wf!r} (it never ran)")
+                reply(t.out, rid, wf, "not_found", message=f"no open run of workflow {wf!r} (it never ran)")
             else:  # a closed run (or an earlier run of the workflow): 409 not_running over HTTP
-                reply(out, rid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, cmd["run_id"]))
+                reply(t.out, rid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, t.cmd["run_id"]))
             return
-        st = _start({**cmd, "request_id": None}, body["start"], view, out, ts, answer=False)
+        st = _start(t.for_command({**t.cmd, "request_id": None}), body["start"], answer=False)
         if st is None:  # pragma: no cover - no open run, so a start cannot be rejected as running
-            reply(out, rid, wf, "rejected", message="signal-with-start could not start the workflow")
+            reply(t.out, rid, wf, "rejected", message="signal-with-start could not start the workflow")
             return
     st["signals_seen"] += 1
     emit(
-        view,
-        out,
+        t,
         st,
         "WorkflowSignaled",
         {"signal_name": body["signal_name"], "input": body["input"], "identity": body["identity"]},
-        ts=ts,
         request_id=rid,
     )
-    workflow_task_needed(view, out, st, ts)
+    workflow_task_needed(t, st)
     remember(st, rid, "ok")
-    view.put(st)
-    reply(out, rid, wf, "ok", run_id=st["run_id"])
+    t.view.put(st)
+    reply(t.out, rid, wf, "ok", run_id=st["run_id"])
 
 
-def _request_cancel(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    st = open_run_or_reply(cmd, view, out)
+def _request_cancel(t: Transition, body: RequestCancelWorkflow) -> None:
+    st = open_run_or_reply(t)
     if st is None:
         return
     if not st["cancel_requested"]:
         st["cancel_requested"] = True
-        emit(view, out, st, "WorkflowCancelRequested", {"reason": body["reason"]}, ts=ts, request_id=cmd["request_id"])
-        workflow_task_needed(view, out, st, ts)
-    remember(st, cmd["request_id"], "ok")
-    view.put(st)
-    reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
+        emit(t, st, "WorkflowCancelRequested", {"reason": body["reason"]}, request_id=t.cmd["request_id"])
+        workflow_task_needed(t, st)
+    remember(st, t.cmd["request_id"], "ok")
+    t.view.put(st)
+    reply(t.out, t.cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
 
 
-def _terminate_run(view: BatchView, out: Outbox, st: WorkflowState, reason: str, ts: int, identity: str = "") -> None:
-    emit(view, out, st, "WorkflowExecutionTerminated", {"reason": reason, "identity": identity}, ts=ts)
-    close_run(out, st, "terminated", ts, failure=_failure("Terminated", reason or "terminated"))
-    view.put(st)
+def _terminate_run(t: Transition, st: WorkflowState, reason: str, identity: str = "") -> None:
+    emit(t, st, "WorkflowExecutionTerminated", {"reason": reason, "identity": identity})
+    close_run(t, st, "terminated", failure=_failure("Terminated", reason or "terminated"))
+    t.view.put(st)
 
 
-def _terminate(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    st = open_run_or_reply(cmd, view, out)
+def _terminate(t: Transition, body: TerminateWorkflow) -> None:
+    st = open_run_or_reply(t)
     if st is None:
         return
     log.warning("workflow %s run %s terminated by %s", st["workflow_id"], st["run_id"], body["identity"] or "unknown")
-    _terminate_run(view, out, st, body["reason"], ts, body["identity"])
-    remember(st, cmd["request_id"], "ok")
-    reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
+    _terminate_run(t, st, body["reason"], body["identity"])
+    remember(st, t.cmd["request_id"], "ok")
+    reply(t.out, t.cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
 
 
-def _timer_fired(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    st = view.state(cmd["aggregate_key"])
-    if st is None or st["status"] != "running" or st["run_id"] != cmd["run_id"]:
-        out.stale += 1
+def _timer_fired(t: Transition, body: FireTimer) -> None:
+    st = t.view.state(t.cmd["aggregate_key"])
+    if st is None or st["status"] != "running" or st["run_id"] != t.cmd["run_id"]:
+        t.out.stale += 1
         return
     if st["paused"]:
         if hold_timer(st, body):
-            view.put(st)
+            t.view.put(st)
         return
-    if fire_timer(st, body, view, out, ts):
-        view.put(st)
+    if fire_timer(t, st, body):
+        t.view.put(st)
     else:
-        out.stale += 1
+        t.out.stale += 1
 
 
-def fire_timer(st: WorkflowState, body: Mapping[str, Any], view: BatchView, out: Outbox, ts: int) -> bool:
+def fire_timer(t: Transition, st: WorkflowState, body: Mapping[str, Any]) -> bool:
     """Apply a due timer of the open run ``st``; False if it no longer applies (stale)."""
     kind = body["kind"]
     if kind == "user":
-        t = next((t for t in st["pending_timers"] if t["timer_id"] == body["timer_id"]), None)
-        if t is None:  # fired twice, or fired after it was cancelled: changes nothing
+        timer = next((x for x in st["pending_timers"] if x["timer_id"] == body["timer_id"]), None)
+        if timer is None:  # fired twice, or fired after it was cancelled: changes nothing
             return False
-        st["pending_timers"].remove(t)
-        emit(view, out, st, "TimerFired", {"timer_id": t["timer_id"], "started_seq": t["started_seq"]}, ts=ts)
-        workflow_task_needed(view, out, st, ts)
+        st["pending_timers"].remove(timer)
+        emit(t, st, "TimerFired", {"timer_id": timer["timer_id"], "started_seq": timer["started_seq"]})
+        workflow_task_needed(t, st)
     elif kind in ("run_timeout", "execution_timeout"):
         which = "run" if kind == "run_timeout" else "execution"
-        emit(view, out, st, "WorkflowExecutionTimedOut", {"timeout_type": which}, ts=ts)
-        close_run(out, st, "timed_out", ts, failure=_failure("TimeoutError", f"workflow {which} timeout"))
+        emit(t, st, "WorkflowExecutionTimedOut", {"timeout_type": which})
+        close_run(t, st, "timed_out", failure=_failure("TimeoutError", f"workflow {which} timeout"))
     elif kind == "workflow_task_retry":
         # only while the task that failed is still the workflow's last one (nothing scheduled since)
         if st["wt_scheduled_seq"] is not None or st["wt_failure"] is None or st["wt_attempt"] != body["attempt"]:
             return False
-        schedule_workflow_task(view, out, st, ts, full=True, attempt=body["attempt"] + 1)
-    elif not activity_timer_fired(st, body, view, out, ts):
+        schedule_workflow_task(t, st, full=True, attempt=body["attempt"] + 1)
+    elif not activity_timer_fired(t, st, body):
         return False
     return True
 
 
-def _query(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
-    st = view.state(wf)
+def _query(t: Transition, body: QueryWorkflow) -> None:
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
+    st = t.view.state(wf)
     if st is None:
-        reply(out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
+        reply(t.out, rid, wf, "not_found", message=f"workflow {wf!r} not found")
         return
     # answered by a worker from the workflow's state; nothing is written to history. A closed run
     # (the workflow's last one) is answered from its final state, replayed from its history, as
     # Temporal does; an archived run has no state here and is not found
     dispatch_workflow_task(
-        view,
-        out,
-        st,
-        full=True,
-        query={"request_id": rid or "", "query_name": body["query_name"], "input": body["input"]},
+        t, st, full=True, query={"request_id": rid or "", "query_name": body["query_name"], "input": body["input"]}
     )
 
 
-def _update_build(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
+def _update_build(t: Transition, body: UpdateWorkflowBuild) -> None:
     """Operator: move the open run to another build (None: unpin). A workflow task waiting on the
     old build's topic is sent again, with the full history, to the new build's; one that failed
     (e.g. non-determinism on the old build) is tried again on the new build at once."""
-    st = open_run_or_reply(cmd, view, out)
+    st = open_run_or_reply(t)
     if st is None:
         return
     try:
         build = validate_build_id(body["build_id"], allow_none=True)
     except ConfigError as exc:
-        reply(out, cmd["request_id"], st["workflow_id"], "rejected", run_id=st["run_id"], message=str(exc))
+        reply(t.out, t.cmd["request_id"], st["workflow_id"], "rejected", run_id=st["run_id"], message=str(exc))
         return
     previous = st["build_id"]
     if build != previous:
         st["build_id"] = build
         if st["wt_scheduled_seq"] is not None:
-            dispatch_workflow_task(view, out, st, full=True)
+            dispatch_workflow_task(t, st, full=True)
         elif st["wt_failure"] is not None:
-            schedule_workflow_task(view, out, st, ts, full=True)
+            schedule_workflow_task(t, st, full=True)
         log.warning(
             "audit: workflow %s run %s moved from build %s to %s by %s",
             st["workflow_id"],
@@ -838,32 +837,32 @@ def _update_build(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, ou
             build or "(unversioned)",
             body["identity"] or "unknown",
         )
-    remember(st, cmd["request_id"], "ok")
-    view.put(st)
-    reply(out, cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
+    remember(st, t.cmd["request_id"], "ok")
+    t.view.put(st)
+    reply(t.out, t.cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
 
 
-def _purge_closed_run(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
+def _purge_closed_run(t: Transition, body: PurgeClosedRun) -> None:
     """Archival: forget a closed run's state once its history is archived (a tombstone on
     ``{ns}.state``). Only the workflow's current run, and only once it is closed: a newer run's
     state is kept (answered ok, nothing to forget), an open run is refused, an unknown one is
     not_found (e.g. purged already: a retried purge changes nothing)."""
-    wf, rid = cmd["aggregate_key"], cmd["request_id"]
-    st = view.state(wf)
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
+    st = t.view.state(wf)
     if st is None:
-        reply(out, rid, wf, "not_found", message=f"workflow {wf!r} has no state")
+        reply(t.out, rid, wf, "not_found", message=f"workflow {wf!r} has no state")
     elif st["run_id"] != body["run_id"]:
-        reply(out, rid, wf, "ok", run_id=st["run_id"], message="the workflow has a newer run; its state is kept")
+        reply(t.out, rid, wf, "ok", run_id=st["run_id"], message="the workflow has a newer run; its state is kept")
     elif st["status"] == "running":
-        reply(out, rid, wf, "rejected", run_id=st["run_id"], message="the run is open")
+        reply(t.out, rid, wf, "rejected", run_id=st["run_id"], message="the run is open")
     else:
-        view.purge(wf)
-        reply(out, rid, wf, "ok", run_id=st["run_id"])
+        t.view.purge(wf)
+        reply(t.out, rid, wf, "ok", run_id=st["run_id"])
         log.info("workflow %s run %s: state purged (archived at %s)", wf, st["run_id"], body["archive_uri"])
 
 
-#: a command's handler: (command, its body, the batch's view, the outbox, the batch's time)
-_Handler = Callable[[dict[str, Any], Any, BatchView, Outbox, int], None]
+#: a command's handler: (the transition, the command's body)
+_Handler = Callable[[Transition, Any], None]
 
 _HANDLERS: dict[str, _Handler] = {
     "RespondWorkflowTaskCompleted": _workflow_task_completed,
@@ -882,23 +881,24 @@ _HANDLERS: dict[str, _Handler] = {
     "PurgeClosedRun": _purge_closed_run,
     "AcceptWorkflowUpdate": update_accepted,
     "PauseWorkflow": pause_workflow,
-    "UnpauseWorkflow": lambda cmd, body, view, out, ts: unpause_workflow(cmd, body, view, out, ts, fire=fire_timer),
+    "UnpauseWorkflow": lambda t, body: unpause_workflow(t, body, fire=fire_timer),
 }
 
 
 def transition(cmd: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
     """Apply one decoded ``Command`` to the shard."""
     btype, body = cmd["body"]
+    t = Transition(cast(Command, cmd), view, out, ts)  # a decoded Command record
     if btype == "StartWorkflow":
-        _start(cmd, body, view, out, ts)
+        _start(t, body)
     elif btype == "RespondActivityTaskCompleted":
-        _activity_completed(cmd, body, view, out, ts)
+        _activity_completed(t, body)
     elif btype == "RespondActivityTaskFailed":
-        activity_result(cmd, body, view, out, ts, failed=True)
+        activity_result(t, body, failed=True)
     elif btype == "UpdateWorkflow":
-        update_requested(cmd, body, view, out, ts, start=_start)
+        update_requested(t, body, start=_start)
     else:
         handler = _HANDLERS.get(btype)
         if handler is None:  # pragma: no cover - the schema's union admits nothing else
             raise ValueError(f"unknown command {btype}")
-        handler(cmd, body, view, out, ts)
+        handler(t, body)

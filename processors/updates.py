@@ -20,13 +20,21 @@ running answers it with a failure.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from kadence.schemas.records import UpdateRecord, WorkflowState
+from kadence.schemas.records import AcceptWorkflowUpdate, UpdateRecord, UpdateWorkflow, WorkflowState
 from kadence.topics.records import failure_record
 
-from .effects import BatchView, Outbox, closed_message, dispatch_workflow_task, emit, reply, workflow_task_needed
+from .effects import (
+    Outbox,
+    Transition,
+    closed_message,
+    dispatch_workflow_task,
+    emit,
+    reply,
+    workflow_task_needed,
+)
 
 __all__ = ["UPDATES_KEPT", "complete_update", "fail_open_updates", "update_accepted", "update_requested"]
 
@@ -58,76 +66,65 @@ def _answer(out: Outbox, st: WorkflowState, u: UpdateRecord) -> None:
         )
 
 
-def update_requested(
-    cmd: dict[str, Any],
-    body: dict[str, Any],
-    view: BatchView,
-    out: Outbox,
-    ts: int,
-    *,
-    start: Callable[..., WorkflowState | None],
-) -> None:
+def update_requested(t: Transition, body: UpdateWorkflow, *, start: Callable[..., WorkflowState | None]) -> None:
     """``UpdateWorkflow``: answer a known update from its record, else have a worker validate it
     (``start``: the start of update-with-start, when no run is open)."""
-    wf, uid = cmd["aggregate_key"], cmd["request_id"]
+    wf, uid = t.cmd["aggregate_key"], t.cmd["request_id"]
     if not uid:
         log.warning("workflow %s: an update without a request ID is ignored", wf)
         return
-    st = view.state(wf)
+    st = t.view.state(wf)
     known = _find(st, uid)
     if known is not None and st is not None:
-        out.duplicates += 1
+        t.out.duplicates += 1
         if known["status"] != "accepted":
-            _answer(out, st, known)
+            _answer(t.out, st, known)
         return  # still running: its completion answers every request with this ID
-    if st is None or st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
+    if st is None or st["status"] != "running" or (t.cmd["run_id"] and t.cmd["run_id"] != st["run_id"]):
         if body["start"] is None:
             if st is None:
-                reply(out, uid, wf, "not_found", message=f"no open run of workflow {wf!r} (it never ran)")
+                reply(t.out, uid, wf, "not_found", message=f"no open run of workflow {wf!r} (it never ran)")
             else:
-                reply(out, uid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, cmd["run_id"]))
+                reply(t.out, uid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, t.cmd["run_id"]))
             return
-        st = start({**cmd, "request_id": None}, body["start"], view, out, ts, answer=False)
+        st = start(t.for_command({**t.cmd, "request_id": None}), body["start"], answer=False)
         if st is None:  # pragma: no cover - no open run, so a start cannot be refused as running
-            reply(out, uid, wf, "rejected", message="update-with-start could not start the workflow")
+            reply(t.out, uid, wf, "rejected", message="update-with-start could not start the workflow")
             return
-        view.put(st)
+        t.view.put(st)
     dispatch_workflow_task(
-        view,
-        out,
+        t,
         st,
         full=True,
         query={"request_id": uid, "query_name": body["update_name"], "input": body["input"], "update": True},
     )
 
 
-def update_accepted(cmd: dict[str, Any], body: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> None:
+def update_accepted(t: Transition, body: AcceptWorkflowUpdate) -> None:
     """``AcceptWorkflowUpdate``: record the update once, and run its handler."""
-    wf, uid = cmd["aggregate_key"], cmd["request_id"]
-    st = view.state(wf)
+    wf, uid = t.cmd["aggregate_key"], t.cmd["request_id"]
+    st = t.view.state(wf)
     if st is None or not uid:
-        out.stale += 1
+        t.out.stale += 1
         return
     if _find(st, uid) is not None:
-        out.duplicates += 1  # validated twice (a retried request): recorded once
+        t.out.duplicates += 1  # validated twice (a retried request): recorded once
         return
-    if st["status"] != "running" or (cmd["run_id"] and cmd["run_id"] != st["run_id"]):
-        reply(out, uid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, cmd["run_id"]))
+    if st["status"] != "running" or (t.cmd["run_id"] and t.cmd["run_id"] != st["run_id"]):
+        reply(t.out, uid, wf, "rejected", run_id=st["run_id"], message=closed_message(st, t.cmd["run_id"]))
         return
     emit(
-        view,
-        out,
+        t,
         st,
         "WorkflowUpdateAccepted",
         {"update_id": uid, "update_name": body["update_name"], "input": body["input"], "identity": body["identity"]},
-        ts=ts,
         request_id=uid,
     )
     st["updates"].append(
         {"update_id": uid, "update_name": body["update_name"], "status": "accepted", "result": None, "failure": None}
     )
-    workflow_task_needed(view, out, st, ts)
-    view.put(st)
+    workflow_task_needed(t, st)
+    t.view.put(st)
 
 
 def _forget_finished(st: WorkflowState) -> None:
@@ -137,23 +134,18 @@ def _forget_finished(st: WorkflowState) -> None:
         st["updates"] = [u for u in st["updates"] if id(u) not in drop]
 
 
-def complete_update(view: BatchView, out: Outbox, st: WorkflowState, c: dict[str, Any], ts: int) -> None:
+def complete_update(t: Transition, st: WorkflowState, c: Mapping[str, Any]) -> None:
     """Workflow code's ``CompleteWorkflowUpdate``: recorded (replay expects the event whatever
     happened to the update meanwhile); the first outcome of an accepted update answers it."""
     emit(
-        view,
-        out,
-        st,
-        "WorkflowUpdateCompleted",
-        {"update_id": c["update_id"], "result": c["result"], "failure": c["failure"]},
-        ts=ts,
+        t, st, "WorkflowUpdateCompleted", {"update_id": c["update_id"], "result": c["result"], "failure": c["failure"]}
     )
     u = _find(st, c["update_id"])
     if u is None or u["status"] != "accepted":
         return
     u["status"] = "completed" if c["failure"] is None else "failed"
     u["result"], u["failure"] = c["result"], c["failure"]
-    _answer(out, st, u)
+    _answer(t.out, st, u)
     _forget_finished(st)
 
 

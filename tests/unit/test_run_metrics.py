@@ -1,7 +1,8 @@
 """What the processor's run metrics count: an outbox notes runs started and closed (rolled back
 with the rest of a command's effects), and workflow-type labels are capped."""
 
-from kadence.processors.effects import Outbox, close_run
+from kadence.processors.effects import BatchView, Outbox, Transition, close_run
+from kadence.processors.store import MemoryShardStore
 from kadence.topics.metric_labels import OTHER, BoundedLabel
 
 
@@ -18,9 +19,13 @@ def _state(**kw) -> dict:
     }
 
 
+def _at(out: Outbox, ts: int) -> Transition:
+    return Transition({}, BatchView(MemoryShardStore(0)), out, ts)
+
+
 def test_a_closed_run_is_noted_with_its_type_outcome_and_duration():
     out = Outbox()
-    close_run(out, _state(), "completed", 3_500)
+    close_run(_at(out, 3_500), _state(), "completed")
     assert out.runs_closed == [("Order", "completed", 2_500)]
 
 
@@ -29,7 +34,7 @@ def test_a_truncated_command_takes_its_run_notes_with_it():
     out.runs_started.append("Order")
     mark = out.mark()
     out.runs_started.append("Order")
-    close_run(out, _state(), "failed", 2_000)
+    close_run(_at(out, 2_000), _state(), "failed")
     out.truncate(mark)
     assert out.runs_started == ["Order"] and out.runs_closed == []
 
