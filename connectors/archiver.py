@@ -40,7 +40,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kadence.storage import open_store
-from kadence.topics import serde
+from kadence.topics import serde, settings
 from kadence.topics.archive import (
     ArchiveStore,
     ArchiveStoreConfig,
@@ -57,6 +57,7 @@ from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.errors import ArchiveError, BrokerUnavailableError, ConfigError, KadenceError, SchemaError
 from kadence.topics.polling import poll_ready
 from kadence.topics.records import CLOSE_EVENTS, command, history_key, now_ms
+from kadence.topics.settings import setting
 
 from .offsets import commit_positions
 
@@ -113,12 +114,21 @@ def retention_from_file(path: str, namespace: str) -> float | None:
 class ArchiverConfig:
     kafka: KafkaConfig
     store: ArchiveStoreConfig = field(default_factory=ArchiveStoreConfig)
-    #: KADENCE_REDIS_URL
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    #: KADENCE_ARCHIVE_RETENTION (e.g. 7d), or a config file's [retention] for this namespace
-    retention_s: float = DEFAULT_RETENTION_S
-    #: KADENCE_ARCHIVE_SWEEP_INTERVAL: how often due runs are archived
-    sweep_interval_s: float = 5.0
+    redis_url: str = setting(
+        "redis://127.0.0.1:6379/0", env="KADENCE_REDIS_URL", help="where the archiver keeps its closed-run index"
+    )
+    retention_s: float = setting(
+        DEFAULT_RETENTION_S,
+        env="KADENCE_ARCHIVE_RETENTION",
+        help="how long a closed run stays in Kafka (e.g. 7d; default 7d, or the config file's entry)",
+        parse=parse_duration,
+    )
+    sweep_interval_s: float = setting(
+        5.0,
+        env="KADENCE_ARCHIVE_SWEEP_INTERVAL",
+        help="how often due runs are archived (default 5s)",
+        parse=parse_duration,
+    )
     #: most runs archived per sweep step (one Kafka flush per step)
     batch: int = 100
     #: who archived (the PurgeClosedRun command's identity)
@@ -135,20 +145,14 @@ class ArchiverConfig:
         """Precedence: explicit overrides (CLI options), then the environment, then the config
         file's entry for the namespace, then the default (7 days)."""
         env = os.environ if env is None else env
-        kw: dict = {"store": ArchiveStoreConfig.from_env(env)}
+        from_file: dict[str, float] = {}
         config_file = config_file or env.get("KADENCE_ARCHIVE_CONFIG")
         if config_file:
             retention = retention_from_file(config_file, kafka.namespace)
             if retention is not None:
-                kw["retention_s"] = retention
-        if env.get("KADENCE_ARCHIVE_RETENTION"):
-            kw["retention_s"] = parse_duration(env["KADENCE_ARCHIVE_RETENTION"])
-        if env.get("KADENCE_ARCHIVE_SWEEP_INTERVAL"):
-            kw["sweep_interval_s"] = parse_duration(env["KADENCE_ARCHIVE_SWEEP_INTERVAL"])
-        if env.get("KADENCE_REDIS_URL"):
-            kw["redis_url"] = env["KADENCE_REDIS_URL"]
-        kw.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(kafka=kafka, **kw)
+                from_file["retention_s"] = retention
+        given = {"store": ArchiveStoreConfig.from_env(env), **{k: v for k, v in overrides.items() if v is not None}}
+        return settings.from_env(cls, env, defaults=from_file, kafka=kafka, **given)
 
 
 @dataclass

@@ -39,8 +39,9 @@ from urllib.parse import quote, unquote
 
 import fastavro
 
-from . import serde
+from . import serde, settings
 from .errors import ArchiveError, SchemaError, WorkflowNotFoundError
+from .settings import setting
 
 if TYPE_CHECKING:
     from .engine_client import EngineClient
@@ -101,32 +102,28 @@ class ArchiveStore(Protocol):
 class ArchiveStoreConfig:
     """Where archives are written and read. Local directory unless ``s3_bucket`` is set."""
 
-    #: KADENCE_ARCHIVE_DIR: the local archive directory
-    directory: str = os.path.join(os.path.expanduser("~"), ".local", "share", "kadence", "archive")
-    #: KADENCE_ARCHIVE_S3_BUCKET: use this S3-compatible bucket instead of the directory
-    s3_bucket: str | None = None
-    #: KADENCE_ARCHIVE_S3_PREFIX: key prefix inside the bucket
-    s3_prefix: str = ""
-    #: KADENCE_ARCHIVE_S3_ENDPOINT: endpoint URL of an S3-compatible service (MinIO, Ceph, ...)
-    s3_endpoint: str | None = None
-    #: KADENCE_ARCHIVE_S3_REGION
-    s3_region: str | None = None
+    directory: str = setting(
+        os.path.join(os.path.expanduser("~"), ".local", "share", "kadence", "archive"),
+        env="KADENCE_ARCHIVE_DIR",
+        help="the local archive directory",
+    )
+    s3_bucket: str | None = setting(
+        None, env="KADENCE_ARCHIVE_S3_BUCKET", help="use this S3-compatible bucket instead of the directory"
+    )
+    s3_prefix: str = setting("", env="KADENCE_ARCHIVE_S3_PREFIX", help="key prefix inside the bucket")
+    s3_endpoint: str | None = setting(
+        None, env="KADENCE_ARCHIVE_S3_ENDPOINT", help="endpoint URL of an S3-compatible service (MinIO, Ceph, ...)"
+    )
+    s3_region: str | None = setting(None, env="KADENCE_ARCHIVE_S3_REGION", help="the bucket's region")
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ArchiveStoreConfig:
-        env = os.environ if env is None else env
-        kw: dict[str, Any] = {}
-        for var, key in (
-            ("KADENCE_ARCHIVE_DIR", "directory"),
-            ("KADENCE_ARCHIVE_S3_BUCKET", "s3_bucket"),
-            ("KADENCE_ARCHIVE_S3_PREFIX", "s3_prefix"),
-            ("KADENCE_ARCHIVE_S3_ENDPOINT", "s3_endpoint"),
-            ("KADENCE_ARCHIVE_S3_REGION", "s3_region"),
-        ):
-            if env.get(var):
-                kw[key] = env[var]
-        kw.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**kw)
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, variables: str = "KADENCE_ARCHIVE_", **overrides: Any
+    ) -> ArchiveStoreConfig:
+        """The settings from the environment; ``overrides`` that are not None win.
+        ``variables``: the variables' prefix (``KADENCE_PAYLOAD_``: the payload store's)."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return settings.from_env(cls, env, prefix=("KADENCE_ARCHIVE_", variables), **given)
 
 
 # -- the container file ----------------------------------------------------------------------------

@@ -29,10 +29,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from . import settings
 from .archive import ArchiveStore, ArchiveStoreConfig
 from .errors import ArchiveError, ConfigError, PayloadTooLargeError, SchemaError
+from .settings import setting
 
 __all__ = [
     "MARKER",
@@ -165,11 +166,11 @@ class LargePayloads:
                 self._cached -= len(old)
 
 
-def _size(text: str, var: str) -> int:
+def _size(text: str) -> int:
     """Bytes from ``262144``, ``256KiB``, ``256k``, ``5MiB``, ``5m``."""
     m = re.fullmatch(r"\s*([0-9]+)\s*([kmg]?)(i?b)?\s*", text.lower())
     if m is None:
-        raise ConfigError(f"{var} is a size in bytes (e.g. 262144, 256KiB, 5MiB), got {text!r}")
+        raise ConfigError("a size in bytes (e.g. 262144, 256KiB, 5MiB)")
     return int(m.group(1)) * {"": 1, "k": KIB, "m": MIB, "g": 1024 * MIB}[m.group(2)]
 
 
@@ -180,28 +181,19 @@ class LargePayloadConfig:
     ``KADENCE_PAYLOAD_`` instead of ``KADENCE_ARCHIVE_``."""
 
     store: ArchiveStoreConfig | None = None
-    #: KADENCE_PAYLOAD_THRESHOLD: payloads larger than this go to the store
-    threshold: int = 256 * KIB
-    #: KADENCE_PAYLOAD_LIMIT: payloads larger than this are refused
-    limit: int = 32 * MIB
+    threshold: int = setting(
+        256 * KIB, env="KADENCE_PAYLOAD_THRESHOLD", help="payloads larger than this go to the store", parse=_size
+    )
+    limit: int = setting(
+        32 * MIB, env="KADENCE_PAYLOAD_LIMIT", help="payloads larger than this are refused", parse=_size
+    )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LargePayloadConfig:
+        """The settings from the environment; a store when ``KADENCE_PAYLOAD_DIR`` or
+        ``KADENCE_PAYLOAD_S3_BUCKET`` is set (the archive store's settings, ``KADENCE_PAYLOAD_``)."""
         env = os.environ if env is None else env
-        kw: dict[str, Any] = {}
+        store = None
         if env.get("KADENCE_PAYLOAD_DIR") or env.get("KADENCE_PAYLOAD_S3_BUCKET"):
-            store: dict[str, Any] = {}
-            for var, key in (
-                ("KADENCE_PAYLOAD_DIR", "directory"),
-                ("KADENCE_PAYLOAD_S3_BUCKET", "s3_bucket"),
-                ("KADENCE_PAYLOAD_S3_PREFIX", "s3_prefix"),
-                ("KADENCE_PAYLOAD_S3_ENDPOINT", "s3_endpoint"),
-                ("KADENCE_PAYLOAD_S3_REGION", "s3_region"),
-            ):
-                if env.get(var):
-                    store[key] = env[var]
-            kw["store"] = ArchiveStoreConfig(**store)
-        for var, key in (("KADENCE_PAYLOAD_THRESHOLD", "threshold"), ("KADENCE_PAYLOAD_LIMIT", "limit")):
-            if env.get(var):
-                kw[key] = _size(env[var], var)
-        return cls(**kw)
+            store = ArchiveStoreConfig.from_env(env, variables="KADENCE_PAYLOAD_")
+        return settings.from_env(cls, env, store=store)

@@ -182,18 +182,33 @@ def _shown(default: object) -> str:
     return "" if default is None else str(default)
 
 
-def from_env(cls: type[_T], env: Mapping[str, str] | None = None, **given: Any) -> _T:
+def from_env(
+    cls: type[_T],
+    env: Mapping[str, str] | None = None,
+    *,
+    prefix: tuple[str, str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    **given: Any,
+) -> _T:
     """An instance of ``cls``: each declared setting from its variable when set (and not empty),
-    else its default; ``given`` (the fields without a setting, options from the command line)
-    wins over both."""
+    else from ``defaults`` (what a config file gives: beneath the environment), else its declared
+    default; ``given`` (the fields without a setting, options from the command line) wins over
+    all. ``prefix=(declared, used)``: read each variable with its ``declared`` prefix replaced
+    by ``used`` (one declaration for two instances: the archive's store, ``KADENCE_ARCHIVE_``,
+    and the payload store, ``KADENCE_PAYLOAD_``)."""
     env = os.environ if env is None else env
-    kw: dict[str, Any] = {}
+    kw: dict[str, Any] = dict(defaults or {})
     for s in settings_of(cls):
         if s.name in given:
             continue
-        raw = env.get(s.env)
+        var = s.env
+        if prefix is not None:
+            if not var.startswith(prefix[0]):
+                raise ValueError(f"{var} does not start with {prefix[0]}")
+            var = prefix[1] + var[len(prefix[0]) :]
+        raw = env.get(var)
         if raw is not None and (raw.strip() != "" or s.keep_empty):
-            kw[s.name] = s.parse(raw)
+            kw[s.name] = s.parse(raw, var)
     kw.update(given)
     return cls(**kw)
 

@@ -140,7 +140,7 @@ def test_config_from_the_environment(tmp_path):
     assert isinstance(opened.store, LocalArchiveStore) and opened.threshold == 65536
     s3 = LargePayloadConfig.from_env({"KADENCE_PAYLOAD_S3_BUCKET": "b", "KADENCE_PAYLOAD_S3_PREFIX": "p"})
     assert s3.store.s3_bucket == "b" and s3.store.s3_prefix == "p"
-    with pytest.raises(ConfigError, match="KADENCE_PAYLOAD_LIMIT is a size"):
+    with pytest.raises(ConfigError, match="KADENCE_PAYLOAD_LIMIT=.lots.: a size in bytes"):
         LargePayloadConfig.from_env({"KADENCE_PAYLOAD_LIMIT": "lots"})
 
 

@@ -106,7 +106,14 @@ PUBLIC = {
         "partition_for",
     ],
     # the Redis projections' readers (docs/projections.md)
-    "kadence.readmodels": ["HistoryPage", "HistoryReadModel", "ProjectionKeys", "VisibilityFilter", "VisibilityReader", "projection_lag"],
+    "kadence.readmodels": [
+        "HistoryPage",
+        "HistoryReadModel",
+        "ProjectionKeys",
+        "VisibilityFilter",
+        "VisibilityReader",
+        "projection_lag",
+    ],
     # the archive and payload stores (docs/archival.md, docs/guide.md "Large payloads")
     "kadence.storage": ["LocalArchiveStore", "S3ArchiveStore", "open_large_payloads", "open_store"],
     "kadence.gateway": [

@@ -10,11 +10,14 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from kadence.connectors.archiver import ArchiverConfig
 from kadence.connectors.projection_app import ProjectionConfig
 from kadence.gateway.config import GatewayConfig
 from kadence.processors import ProcessorConfig, TimerConfig
+from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ConfigError
+from kadence.topics.large_payloads import KIB, MIB, LargePayloadConfig
 from kadence.topics.settings import click_options, from_env, given_options, setting, settings_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +91,11 @@ def test_the_options_come_from_the_declaration_and_win_over_the_variables():
             "gateway.md",
             {"retry_after_seconds", "read_your_writes", "archive", "large_payloads", "extra"},
         ),
+        (ArchiveStoreConfig, "archival.md", set()),
+        # the store is the archive store's settings; batch and identity are set in code
+        (ArchiverConfig, "archival.md", {"store", "batch", "identity"}),
+        # the store is the archive store's settings read with KADENCE_PAYLOAD_
+        (LargePayloadConfig, "guide.md", {"store"}),
     ],
 )
 def test_every_setting_is_declared_once_and_documented(cls, doc, not_from_env):
@@ -144,3 +152,36 @@ def test_projection_settings_in_milliseconds_become_seconds_and_bad_ones_are_ref
         ProjectionConfig.from_env(kafka, {"KADENCE_PROJECTION_COMMIT_MS": "-1"})
     with pytest.raises(ConfigError, match="KADENCE_PROJECTION_BATCH='many'"):
         ProjectionConfig.from_env(kafka, {"KADENCE_PROJECTION_BATCH": "many"})
+
+
+def test_the_payload_store_reads_the_archive_stores_declarations_under_its_own_prefix():
+    env = {
+        "KADENCE_PAYLOAD_S3_BUCKET": "payloads",
+        "KADENCE_PAYLOAD_S3_PREFIX": "p/",
+        "KADENCE_ARCHIVE_S3_BUCKET": "archives",  # the archive's: not the payload store's
+        "KADENCE_PAYLOAD_THRESHOLD": "64KiB",
+        "KADENCE_PAYLOAD_LIMIT": "5m",
+    }
+    got = LargePayloadConfig.from_env(env)
+    assert got.store == ArchiveStoreConfig(s3_bucket="payloads", s3_prefix="p/")
+    assert (got.threshold, got.limit) == (64 * KIB, 5 * MIB)
+    assert ArchiveStoreConfig.from_env(env).s3_bucket == "archives"
+    assert LargePayloadConfig.from_env({"KADENCE_PAYLOAD_THRESHOLD": "1k"}).store is None  # no store named
+    with pytest.raises(ConfigError, match="KADENCE_PAYLOAD_LIMIT='lots': a size in bytes"):
+        LargePayloadConfig.from_env({"KADENCE_PAYLOAD_LIMIT": "lots"})
+
+
+def test_archiver_retention_option_then_variable_then_config_file_then_default(tmp_path):
+    kafka = KafkaConfig(namespace="shop")
+    conf = tmp_path / "archive.toml"
+    conf.write_text('[retention]\ndefault = "30d"\n[retention.namespaces]\nshop = "2d"\n')
+    day = 86_400.0
+    assert ArchiverConfig.from_env(kafka, {}).retention_s == 7 * day
+    assert ArchiverConfig.from_env(kafka, {}, config_file=str(conf)).retention_s == 2 * day
+    env = {"KADENCE_ARCHIVE_CONFIG": str(conf), "KADENCE_ARCHIVE_RETENTION": "12h"}
+    assert ArchiverConfig.from_env(kafka, env).retention_s == day / 2
+    assert ArchiverConfig.from_env(kafka, env, retention_s=60.0).retention_s == 60.0
+    got = ArchiverConfig.from_env(kafka, {"KADENCE_ARCHIVE_SWEEP_INTERVAL": "500ms", "KADENCE_ARCHIVE_DIR": "/a"})
+    assert (got.sweep_interval_s, got.store.directory) == (0.5, "/a")
+    with pytest.raises(ConfigError, match="KADENCE_ARCHIVE_RETENTION='soon': not a duration"):
+        ArchiverConfig.from_env(kafka, {"KADENCE_ARCHIVE_RETENTION": "soon"})
