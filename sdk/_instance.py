@@ -21,7 +21,7 @@ import inspect
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -566,7 +566,7 @@ class WorkflowInstance:
 
     # -- driving -------------------------------------------------------------------------------
 
-    def apply(self, events: list[dict[str, Any]], scheduled_seq: int) -> list[tuple[str, dict[str, Any]]]:
+    def apply(self, events: Sequence[Mapping[str, Any]], scheduled_seq: int) -> list[tuple[str, dict[str, Any]]]:
         """Consume a task's events; return the commands of the live activation (maybe empty)."""
         commands: list[tuple[str, dict[str, Any]]] = []
         for index, ev in enumerate(events):
@@ -655,7 +655,7 @@ class WorkflowInstance:
             raise LocalActivitiesPending("the eager workflow task calls local activities")
         return follows, at, list(self._unmatched)
 
-    def confirm_eager(self, first_event: dict[str, Any]) -> bool:
+    def confirm_eager(self, first_event: Mapping[str, Any]) -> bool:
         """The next task's first event: is it the engine's record of the eager task (its
         WorkflowTaskCompleted carries the token)? If so, adopt the engine's event numbers."""
         kind, attrs = first_event["attributes"]
@@ -671,7 +671,7 @@ class WorkflowInstance:
         return True
 
     @staticmethod
-    def _markers_after(events: list[dict[str, Any]], index: int) -> dict[str, bytes | None]:
+    def _markers_after(events: Sequence[Mapping[str, Any]], index: int) -> dict[str, bytes | None]:
         """The markers (name -> details) in the block of command events after ``events[index]``."""
         names: dict[str, bytes | None] = {}
         for ev in events[index + 1 :]:

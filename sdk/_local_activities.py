@@ -8,10 +8,11 @@ import asyncio
 import collections
 import contextvars
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
+from kadence.schemas.records import WorkflowTask
 from kadence.topics.errors import ApplicationError
 from kadence.topics.payload import PayloadConverter
 from kadence.topics.records import now_ms
@@ -39,8 +40,9 @@ async def run_local_activities(
 
 async def run_local_activity(
     call: LocalActivityCall,
-    wt: dict[str, Any],
+    wt: WorkflowTask,
     *,
+    headers: Mapping[str, str],
     activities: dict[str, Any],
     converter: PayloadConverter,
     interceptors: Iterable[Interceptor],
@@ -51,7 +53,7 @@ async def run_local_activity(
     stats: collections.Counter[str],
 ) -> tuple[Any, ...]:
     """One local activity with its retries, for the workflow task ``wt``: (call, result payload,
-    None) or (call, None, failure). ``executor`` runs sync activities (None: the loop's default);
+    None) or (call, None, failure). ``headers``: the run's (its start's), as an activity's. ``executor`` runs sync activities (None: the loop's default);
     ``where`` names the runner in an error for an unregistered activity."""
     policy, options = call.options["retry_policy"], call.options
     defn = activities.get(call.activity_type)
@@ -74,7 +76,7 @@ async def run_local_activity(
             attempt=attempt,
             idempotency_key=f"{wt['run_id']}:local:{call.activity_id}",
             scheduled_time_ms=now_ms(),
-            headers=dict(wt.get("headers") or {}),
+            headers=dict(headers),
         )
         ctx = _activity.ActivityContext(info, lambda _c, _d: None, lambda: None)
         token = _activity._current.set(ctx)

@@ -9,8 +9,10 @@ last workflow task, so a query sent after a signal was acknowledged sees it (rea
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kadence.schemas.records import WorkflowTask
 from kadence.topics.errors import KadenceError
 from kadence.topics.payload import PayloadConverter
 
@@ -20,7 +22,7 @@ from ._instance import WorkflowInfo, WorkflowInstance
 __all__ = ["answer", "with_pending_activation"]
 
 
-def with_pending_activation(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def with_pending_activation(events: Sequence[Mapping[str, Any]]) -> tuple[Sequence[Mapping[str, Any]], int]:
     """A query's history and the workflow task to activate at its end, so that the events recorded
     since the last workflow task (signals, results) reach the code before the query is answered.
 
@@ -39,7 +41,7 @@ def with_pending_activation(events: list[dict[str, Any]]) -> tuple[list[dict[str
     return [*events, pending], pending["seq"]
 
 
-def _usable(inst: WorkflowInstance | None, task: dict[str, Any]) -> bool:
+def _usable(inst: WorkflowInstance | None, task: WorkflowTask) -> bool:
     events = task["events"]
     recorded = events[-1]["seq"] if events else 0
     return (
@@ -51,7 +53,7 @@ def _usable(inst: WorkflowInstance | None, task: dict[str, Any]) -> bool:
 
 
 def answer(
-    task: dict[str, Any],
+    task: WorkflowTask,
     defn: WorkflowDefinition | None,
     cached: WorkflowInstance | None,
     converter: PayloadConverter,
@@ -64,8 +66,9 @@ def answer(
     acceptance (no reply: the update's completion answers the caller). ``unreadable``: why a
     closed run's history could not be read (the reply is that failure)."""
     q = task["query"]
+    assert q is not None, "answer() is given query tasks"
     is_update = bool(q.get("update"))
-    reply = {
+    reply: dict[str, Any] = {
         "request_id": q["request_id"],
         "workflow_id": task["workflow_id"],
         "run_id": task["run_id"],

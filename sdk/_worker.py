@@ -21,13 +21,14 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
+from kadence.schemas.records import ActivityTask, HistoryEvent, WorkflowTask
 from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
@@ -615,7 +616,7 @@ class Worker:
 
     def _send(
         self,
-        task: dict[str, Any],
+        task: WorkflowTask | ActivityTask,
         body_type: str,
         body: dict[str, Any],
         msg: Message,
@@ -688,7 +689,7 @@ class Worker:
         return self._failed_instead(workflow_id, body_type, body, exc)
 
     def _unsendable_result(
-        self, task: dict[str, Any], body_type: str, body: dict[str, Any], exc: Exception
+        self, task: ActivityTask, body_type: str, body: dict[str, Any], exc: Exception
     ) -> cf.Future[Any] | None:
         instead = self._failed_instead(task["workflow_id"], body_type, body, exc)
         if instead is None:
@@ -736,7 +737,7 @@ class Worker:
 
     def _on_workflow_task(self, msg: Message) -> None:
         try:
-            task = serde.decode("WorkflowTask", msg.value())
+            task = cast(WorkflowTask, serde.decode("WorkflowTask", msg.value()))
         except SchemaError as exc:
             log.error("undecodable workflow task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
             self._live_wt_consumer.done(msg)
@@ -758,7 +759,7 @@ class Worker:
         finally:
             reset_log_fields(fields)
 
-    def _workflow_task(self, task: dict[str, Any], msg: Message) -> None:
+    def _workflow_task(self, task: WorkflowTask, msg: Message) -> None:
         if task["query"] is not None:
             if task["events"]:
                 self._answer_query(task, msg)
@@ -856,7 +857,7 @@ class Worker:
 
     def _code_failed(
         self,
-        task: dict[str, Any],
+        task: WorkflowTask,
         msg: Message,
         inst: WorkflowInstance,
         defn: WorkflowDefinition,
@@ -878,7 +879,7 @@ class Worker:
 
     def _complete_workflow_task(
         self,
-        task: dict[str, Any],
+        task: WorkflowTask,
         msg: Message,
         inst: WorkflowInstance,
         defn: WorkflowDefinition,
@@ -914,14 +915,14 @@ class Worker:
     # -- local activities (decision 0043) --------------------------------------------------------
 
     async def _with_local_activities(
-        self, task: dict[str, Any], msg: Message, inst: WorkflowInstance, defn: WorkflowDefinition, began: float
+        self, task: WorkflowTask, msg: Message, inst: WorkflowInstance, defn: WorkflowDefinition, began: float
     ) -> None:
         """Run the local activities the workflow waits for, let it go on, and again, until it
         waits for something else; then complete the workflow task with their markers."""
         wf, run_id = task["workflow_id"], task["run_id"]
         fields = set_log_fields(wf, run_id, msg.partition(), task.get("trace_id"))
         try:
-            await run_local_activities(inst, lambda call: self._local_activity(task, call))
+            await run_local_activities(inst, lambda call: self._local_activity(task, call, inst.info.headers))
         except asyncio.CancelledError:
             inst.discard()  # worker stopping: the task is redelivered and runs them again
             raise
@@ -932,10 +933,13 @@ class Worker:
             reset_log_fields(fields)
         self._complete_workflow_task(task, msg, inst, defn, began, inst.commands())
 
-    async def _local_activity(self, wt: dict[str, Any], call: LocalActivityCall) -> tuple[Any, ...]:
+    async def _local_activity(
+        self, wt: WorkflowTask, call: LocalActivityCall, headers: Mapping[str, str]
+    ) -> tuple[Any, ...]:
         return await run_local_activity(
             call,
             wt,
+            headers=headers,
             activities=self._activities,
             converter=self.client.converter,
             interceptors=self.interceptors,
@@ -946,7 +950,7 @@ class Worker:
             stats=self.stats,
         )
 
-    async def _answer_closed_query(self, task: dict[str, Any], msg: Message) -> None:
+    async def _answer_closed_query(self, task: WorkflowTask, msg: Message) -> None:
         """A query of a closed run (the engine sends no events for it): answered from a replay
         of the run's history, read from the history topic, i.e. from its final state."""
         try:
@@ -954,9 +958,9 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - the caller gets the error
             self._answer_query(task, msg, unreadable=exc)
             return
-        self._answer_query({**task, "events": events}, msg)
+        self._answer_query({**task, "events": cast(list[HistoryEvent], events)}, msg)
 
-    def _answer_query(self, task: dict[str, Any], msg: Message, *, unreadable: BaseException | None = None) -> None:
+    def _answer_query(self, task: WorkflowTask, msg: Message, *, unreadable: BaseException | None = None) -> None:
         """Answer a query, or validate an update, from the cached instance or a throw-away replay
         (``kadence._queries``). Nothing is written to history; an accepted update is sent to
         the engine to be recorded. ``unreadable``: why a closed run's history could not be read."""
@@ -970,6 +974,8 @@ class Worker:
             interceptors=self.interceptors,
         )
         if accept is not None:
+            accepted_query = task["query"]
+            assert accepted_query is not None, "an accepted update came in a query task"
             self.stats["updates_accepted"] += 1
             self._send(
                 task,
@@ -977,7 +983,7 @@ class Worker:
                 {**accept, "identity": self.identity},
                 msg,
                 self._live_wt_consumer,
-                request_id=task["query"]["request_id"],
+                request_id=accepted_query["request_id"],
             )
             return
         assert reply is not None, "answer() gives a reply when it gives no acceptance"
@@ -991,7 +997,7 @@ class Worker:
             lambda err, _m: self._live_wt_consumer.done(msg),
         )
 
-    def _fail_task(self, task: dict[str, Any], msg: Message, cause: str, exc: BaseException) -> None:
+    def _fail_task(self, task: WorkflowTask, msg: Message, cause: str, exc: BaseException) -> None:
         self._send(
             task,
             "RespondWorkflowTaskFailed",
@@ -1010,7 +1016,7 @@ class Worker:
 
     def _on_activity_task(self, msg: Message) -> None:
         try:
-            task = serde.decode("ActivityTask", msg.value())
+            task = cast(ActivityTask, serde.decode("ActivityTask", msg.value()))
         except SchemaError as exc:
             log.error("undecodable activity task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
             self._live_at_consumer.done(msg)
@@ -1024,11 +1030,11 @@ class Worker:
         self._running.add(t)
         t.add_done_callback(self._running.discard)
 
-    def _span_attributes(self, task: dict[str, Any]) -> dict[str, Any]:
+    def _span_attributes(self, task: WorkflowTask | ActivityTask) -> dict[str, Any]:
         # few attributes: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)
         return {"kadence.workflow_id": task["workflow_id"], "kadence.attempt": task["attempt"]}
 
-    async def _run_activity(self, task: dict[str, Any], msg: Message) -> None:
+    async def _run_activity(self, task: ActivityTask, msg: Message) -> None:
         parent = record_ref(task)
         if parent is None:
             await self._activity(task, msg)
@@ -1044,8 +1050,8 @@ class Worker:
             task["span_id"] = ref[1]
             await self._activity(task, msg)
 
-    async def _activity(self, task: dict[str, Any], msg: Message) -> None:
-        common = {
+    async def _activity(self, task: ActivityTask, msg: Message) -> None:
+        common: dict[str, Any] = {
             "activity_id": task["activity_id"],
             "scheduled_seq": task["scheduled_seq"],
             "attempt": task["attempt"],
@@ -1111,7 +1117,7 @@ class Worker:
         else:
             self._send(task, body_type, body, msg, self._live_at_consumer, request_id)
 
-    def _eager_task(self, task: dict[str, Any], result: bytes, request_id: str) -> dict[str, Any] | None:
+    def _eager_task(self, task: ActivityTask, result: bytes, request_id: str) -> dict[str, Any] | None:
         """Run the workflow's next task now, on the cached instance (decision 0031), or None."""
         wf = task["workflow_id"]
         inst = self._cache.get(wf)
@@ -1135,7 +1141,7 @@ class Worker:
         if inst is not None:
             inst.discard()
 
-    def _heartbeat(self, task: dict[str, Any], ctx: ActivityContext, details: Any) -> None:
+    def _heartbeat(self, task: ActivityTask, ctx: ActivityContext, details: Any) -> None:
         """Send a heartbeat (any thread); a reply that says stop cancels the activity."""
         body = {
             "activity_id": task["activity_id"],

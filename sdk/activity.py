@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
+from kadence.schemas.records import ActivityTask
 from kadence.topics.errors import KadenceError
 from kadence.topics.payload import PayloadConverter
 
@@ -44,7 +45,7 @@ class ActivityInfo:
     headers: dict[str, Any] = field(default_factory=dict)
 
 
-def info_from_task(task: dict[str, Any], converter: PayloadConverter) -> ActivityInfo:
+def info_from_task(task: ActivityTask, converter: PayloadConverter) -> ActivityInfo:
     """The ``ActivityInfo`` of an ``ActivityTask`` record (a worker's and ``kadence.testing``'s)."""
     return ActivityInfo(
         workflow_id=task["workflow_id"],

@@ -21,7 +21,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from kadence import activity as _activity
 from kadence._client import Client
@@ -32,6 +32,7 @@ from kadence._loop import install_guard
 from kadence._queries import answer
 from kadence._worker_metrics import NO_METRICS
 from kadence.interceptors import Interceptor, invoke_activity
+from kadence.schemas.records import ActivityTask, WorkflowTask
 from kadence.topics.errors import KadenceError, WorkflowTaskFailedError
 from kadence.topics.large_payloads import LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec
@@ -263,7 +264,8 @@ class WorkflowEnvironment:
                 inst,
                 lambda call: run_local_activity(
                     call,
-                    task,
+                    cast(WorkflowTask, task),
+                    headers=inst.info.headers,
                     activities=self._activities,
                     converter=self.converter,
                     interceptors=self.interceptors,
@@ -308,7 +310,7 @@ class WorkflowEnvironment:
         """A query's answer, or an update's validation, as a worker gives them (``_queries``)."""
         wf = task["workflow_id"]
         reply, accept = answer(
-            task,
+            cast(WorkflowTask, task),
             self._workflows.get(task["workflow_type"]),
             self._instances.get(wf),
             self.converter,
@@ -336,7 +338,7 @@ class WorkflowEnvironment:
             "identity": IDENTITY,
         }
         defn = self._activities.get(task["activity_type"])
-        info = _activity.info_from_task(task, self.converter)
+        info = _activity.info_from_task(cast(ActivityTask, task), self.converter)
         loop = asyncio.get_running_loop()
         me = asyncio.current_task()
         assert me is not None, "activities run in a task of the environment's loop"

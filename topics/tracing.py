@@ -82,7 +82,7 @@ def _parent_context(parent: TraceRef) -> otel_context.Context | None:
     return trace.set_span_in_context(trace.NonRecordingSpan(sc))
 
 
-def record_ref(record: dict[str, Any]) -> TraceRef | None:
+def record_ref(record: Mapping[str, Any]) -> TraceRef | None:
     """The trace context a decoded record carries, or None."""
     trace_id, span_id = record.get("trace_id"), record.get("span_id")
     if trace_id and span_id:

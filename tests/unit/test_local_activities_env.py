@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from kadence import ActivityError, ApplicationError, Replayer, RetryPolicy, activity, workflow
+from kadence.interceptors import Interceptor
 from kadence.testing import WorkflowEnvironment
 
 attempts: dict[str, int] = {}
@@ -111,3 +112,31 @@ async def test_a_local_activity_the_workflow_stops_waiting_for_is_not_run_and_re
     names = [e["attributes"]["name"] for e in events if e["type"] == "MarkerRecorded"]
     assert names == ["local_activity:2:price"] and env.stats["local_activities_completed"] == 1
     assert Replayer(workflows=[ChangesItsMind]).replay_json(events).ok
+
+
+@activity.defn
+async def seen_headers() -> dict:
+    return dict(activity.info().headers)
+
+
+@workflow.defn
+class HeadersEverywhere:
+    @workflow.run
+    async def run(self) -> list:
+        local = await workflow.execute_local_activity(seen_headers)
+        remote = await workflow.execute_activity(seen_headers, start_to_close_timeout=timedelta(seconds=10))
+        return [local, remote]
+
+
+class _Tenant(Interceptor):
+    async def intercept_client(self, call, nxt):
+        call.headers["tenant"] = "acme"
+        return await nxt(call)
+
+
+async def test_a_local_activity_sees_the_runs_headers_as_an_activity_does():
+    async with WorkflowEnvironment(
+        workflows=[HeadersEverywhere], activities=[seen_headers], interceptors=[_Tenant()]
+    ) as env:
+        result = await env.client.execute_workflow(HeadersEverywhere, id="headers", task_queue="q", result_timeout=30)
+    assert result == [{"tenant": "acme"}, {"tenant": "acme"}]
