@@ -74,7 +74,7 @@ def _put_int(buf: bytearray, n: int) -> None:
 
 def _put_null(buf: bytearray, v: object) -> None:
     if v is not None:
-        raise ValueError(f"{v!r} is not null")
+        raise ValueError(f"expected null, got {type(v).__name__}")  # the type only: values may be payloads
 
 
 def _put_boolean(buf: bytearray, v: object) -> None:

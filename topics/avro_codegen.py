@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .avro_binary import (
@@ -329,9 +330,19 @@ def _generator(schema: dict[str, Any]) -> _Generator:
     return _Generator(named)
 
 
-def compile_writer(schema: dict[str, Any]) -> Writer:
+#: told of each fallback to a closure codec: ("write" or "read", "recovered" when the closure
+#: codec did what the generated function could not, "refused" when it raised too, the first error)
+OnFallback = Callable[[str, str, BaseException], None]
+
+
+def _ignore(_direction: str, _outcome: str, _exc: BaseException) -> None:
+    pass
+
+
+def compile_writer(schema: dict[str, Any], on_fallback: OnFallback = _ignore) -> Writer:
     """``put(buf: bytearray, value)`` like ``avro_binary.compile_writer``: the generated writer,
-    and on any error the closure writer (which raises with the field's path)."""
+    and on any error the closure writer (which raises with the field's path); ``on_fallback`` is
+    told of each such fallback."""
     gen = _generator(schema)
     fast: Writer = gen.ns[gen.writer(schema["name"])]
     gen.fill_tables()
@@ -341,21 +352,24 @@ def compile_writer(schema: dict[str, Any]) -> Writer:
         start = len(buf)
         try:
             fast(buf, value)
-        except Exception:  # noqa: BLE001 - the closure codec names the error
+        except Exception as first:  # noqa: BLE001 - the closure codec names the error
             del buf[start:]
             try:
                 slow(buf, value)
             except BaseException:
                 del buf[start:]  # nothing of a value that cannot be written stays in buf
+                on_fallback("write", "refused", first)
                 raise
+            on_fallback("write", "recovered", first)
 
     put.fast = fast  # type: ignore[attr-defined]  # the generated writer alone, for the tests
     return put
 
 
-def compile_reader(schema: dict[str, Any]) -> Reader:
+def compile_reader(schema: dict[str, Any], on_fallback: OnFallback = _ignore) -> Reader:
     """``get(data, pos) -> (value, pos)`` like ``avro_binary.compile_reader``: the generated
-    reader, and on any error the closure reader (which raises the same error, worded its way)."""
+    reader, and on any error the closure reader (which raises the same error, worded its way);
+    ``on_fallback`` is told of each such fallback."""
     gen = _generator(schema)
     fast: Reader = gen.ns[gen.reader(schema["name"])]
     slow = gen.slow.reader(schema)
@@ -363,8 +377,14 @@ def compile_reader(schema: dict[str, Any]) -> Reader:
     def get(data: bytes, pos: int) -> tuple[Any, int]:
         try:
             return fast(data, pos)
-        except Exception:  # noqa: BLE001 - the closure codec raises its own error
-            return slow(data, pos)
+        except Exception as first:  # noqa: BLE001 - the closure codec raises its own error
+            try:
+                value = slow(data, pos)
+            except BaseException:
+                on_fallback("read", "refused", first)
+                raise
+            on_fallback("read", "recovered", first)
+            return value
 
     get.fast = fast  # type: ignore[attr-defined]  # the generated reader alone, for the tests
     return get

@@ -4,6 +4,11 @@ one goes through fastavro's schema resolution, several times slower. During a ro
 count grows while old records are read and then stops; one that keeps growing names a writer
 still on an old version. Read from the codecs at scrape time (``serde.old_version_decodes``).
 
+``kadence_codec_fallbacks_total{record, direction, outcome}``: values (``write``) and records
+(``read``) the generated codec could not handle, handed to the closure codec: ``refused`` when
+that one raised too (a bad value or a damaged record: the caller got a ``SchemaError``),
+``recovered`` when it did not (a gap in the generated code: it should stay 0, and is logged).
+
 ``kadence_codec_write_version``: the schema version the process writes (``serde.write_version``:
 the current one, or ``KADENCE_SCHEMA_WRITE_VERSION`` during a rolling upgrade), so an operator
 sees which instances are still pinned."""
@@ -30,6 +35,14 @@ class _OldVersionDecodes:
         for (record, version), n in sorted(serde.old_version_decodes().items()):
             family.add_metric([record, str(version)], n)
         yield family
+        fallbacks = CounterMetricFamily(
+            "kadence_codec_fallbacks",
+            "values and records the generated codec could not handle, taken over by the closure codec",
+            labels=["record", "direction", "outcome"],
+        )
+        for (record, direction, outcome), n in sorted(serde.fallbacks().items()):
+            fallbacks.add_metric([record, direction, outcome], n)
+        yield fallbacks
         yield GaugeMetricFamily(
             "kadence_codec_write_version", "the schema version this process writes records in", serde.write_version()
         )

@@ -37,6 +37,7 @@ __all__ = [
     "codec",
     "decode",
     "encode",
+    "fallbacks",
     "old_version_decodes",
     "write_version",
 ]
@@ -142,18 +143,38 @@ class Codec:
         self.write_version = write_version()
         self._prefix = bytes((MAGIC, self.write_version))
         pinned = self._writers.get(self.write_version)
+        #: (direction, outcome) -> values and records the generated functions could not handle
+        #: and the closure codecs took over (``avro_codegen.OnFallback``)
+        self.fallbacks: dict[tuple[str, str], int] = {}
         if self.write_version == CURRENT_VERSION:
-            self._put = compile_writer(self._schema)
+            self._put = compile_writer(self._schema, self._fell_back)
         elif pinned is not None:
             # pinned: the generated writer of that version's schema (fields added since are left
             # out; a union branch it does not know fails to encode)
-            self._put = compile_writer(pinned)
+            self._put = compile_writer(pinned, self._fell_back)
         else:
             self._put = self._absent_in_pinned_version
-        self._get = compile_reader(self._schema)
+        self._get = compile_reader(self._schema, self._fell_back)
         #: records of an older schema version decoded (through fastavro, not the generated
         #: reader), by version: a rolling upgrade's old records, or a writer pinned to an old version
         self.old_version_decodes: dict[int, int] = {}
+
+    def _fell_back(self, direction: str, outcome: str, exc: BaseException) -> None:
+        """Count a fallback to the closure codec; a recovered one is a gap in the generated code
+        (a warning), a refused one a bad value or record that the caller gets a SchemaError for.
+        The error's type only: its text may quote the value."""
+        key = (direction, outcome)
+        self.fallbacks[key] = self.fallbacks.get(key, 0) + 1
+        if outcome == "recovered":
+            log.warning(
+                "the generated %s of %s failed (%s) where the closure codec did not; counted in "
+                "kadence_codec_fallbacks_total",
+                "writer" if direction == "write" else "reader",
+                self.record,
+                type(exc).__name__,
+            )
+        else:
+            log.debug("%s of a %s refused by both codecs (%s)", direction, self.record, type(exc).__name__)
 
     def _absent_in_pinned_version(self, _buf: bytearray, _value: dict[str, Any]) -> None:
         raise ValueError(
@@ -234,6 +255,11 @@ def old_version_decodes() -> dict[tuple[str, int], int]:
     return {
         (name, version): n for name, c in list(_CODECS.items()) for version, n in list(c.old_version_decodes.items())
     }
+
+
+def fallbacks() -> dict[tuple[str, str, str], int]:
+    """(record type, "write"/"read", "recovered"/"refused") -> fallbacks to the closure codecs."""
+    return {(name, d, o): n for name, c in list(_CODECS.items()) for (d, o), n in list(c.fallbacks.items())}
 
 
 def encode(record: str, value: Mapping[str, Any]) -> bytes:

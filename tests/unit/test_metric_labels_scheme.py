@@ -1,8 +1,9 @@
 """One label scheme (issue 21): every family an engine process defines carries ``namespace`` as
 its first label, and a task queue is always ``task_queue``. The gateway is the exception: one
 gateway serves every namespace its keys name, and labels by route; so is
-``kadence_codec_old_version_decodes_total`` (``topics/codec_metrics.py``), a count of the
-process's codecs, which every namespace it serves shares (record and version labels)."""
+``kadence_codec_old_version_decodes_total`` and ``kadence_codec_fallbacks_total``
+(``topics/codec_metrics.py``), counts of the process's codecs, which every namespace it serves
+shares (record, version, direction and outcome labels)."""
 
 from __future__ import annotations
 
