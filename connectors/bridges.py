@@ -55,6 +55,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from prometheus_client import CollectorRegistry, Counter
 
+from kadence.schemas.records import SignalWorkflow, StartWorkflow
 from kadence.storage import open_large_payloads
 from kadence.topics import serde
 from kadence.topics.batch_producer import BatchProducer
@@ -212,7 +213,7 @@ def map_record(
     value: bytes | None,
     converter: PayloadConverter,
     identity: str = "bridge",
-) -> tuple[str, str, dict, str]:
+) -> tuple[str, str, StartWorkflow | SignalWorkflow, str]:
     """(workflow_id, body_type, body, request_id) for one source record; ``BadRecord`` if it
     cannot be mapped. Pure: the same record always maps to the same command."""
     if value is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -70,7 +71,13 @@ class GatewayContext:
             )
 
     async def command(
-        self, request: Request, who: Principal, workflow_id: str, body_type: str, payload: dict, key: str | None
+        self,
+        request: Request,
+        who: Principal,
+        workflow_id: str,
+        body_type: str,
+        payload: Mapping[str, Any],
+        key: str | None,
     ) -> tuple[dict, dict]:
         """Produce one command (after the idempotency check) and wait for its reply; returns the
         reply and the response headers (the consistency token)."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from opentelemetry.trace import TracerProvider
 
+from kadence.schemas.records import StartWorkflow
 from kadence.storage import open_large_payloads
 from kadence.topics.config import KafkaConfig
 from kadence.topics.describe import describe_to_json
@@ -198,7 +199,7 @@ class WorkflowHandle:
         )
         raise err from self.client.converter.exception(failure)
 
-    async def _mutate(self, body_type: str, body: dict[str, Any], request_id: str | None) -> dict[str, Any]:
+    async def _mutate(self, body_type: str, body: Mapping[str, Any], request_id: str | None) -> dict[str, Any]:
         reply = await self.client._engine.request(
             self.id, body_type, body, request_id=request_id or new_id(), run_id=self.run_id
         )
@@ -547,7 +548,7 @@ class Client:
         execution_timeout: timedelta | None,
         memo: dict[str, Any] | None = None,
         headers: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> StartWorkflow:
         """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments checked."""
         check_workflow_id(id, field="id")
         return self._start_body(
@@ -573,7 +574,7 @@ class Client:
         execution_timeout: timedelta | None = None,
         memo: dict[str, Any] | None = None,
         headers: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> StartWorkflow:
         run_fn = run_function(workflow)
         if run_fn is not None:  # arguments that cannot become the run's types fail here, before anything is sent
             signature(run_fn, method=True).args(list(args), f"workflow {workflow_type_name(workflow)}")

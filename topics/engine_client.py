@@ -25,7 +25,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -365,7 +365,7 @@ class EngineClient:
         self,
         workflow_id: str,
         body_type: str,
-        body: dict[str, Any],
+        body: Mapping[str, Any],
         *,
         request_id: str,
         run_id: str | None = None,
@@ -446,7 +446,7 @@ class EngineClient:
         self,
         workflow_id: str,
         body_type: str,
-        body: dict[str, Any],
+        body: Mapping[str, Any],
         *,
         request_id: str,
         run_id: str | None = None,

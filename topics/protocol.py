@@ -6,7 +6,7 @@ anything is sent."""
 
 from __future__ import annotations
 
-from typing import Any
+from kadence.schemas.records import SignalWorkflow, StartWorkflow
 
 from .errors import KadenceError
 from .identifiers import check_name, check_task_queue
@@ -28,7 +28,7 @@ def start_body(
     search_attributes: dict[str, str] | None = None,
     memo: dict[str, bytes] | None = None,
     headers: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> StartWorkflow:
     """A ``StartWorkflow`` body (also the ``start`` of a signal- or update-with-start).
     ``input``: the arguments as the converter encoded them. ``KadenceError`` (or its
     ``InvalidIdentifierError``) for a bad type name, task queue or reuse policy."""
@@ -47,9 +47,7 @@ def start_body(
     }
 
 
-def signal_body(
-    signal_name: str, input: bytes, *, identity: str, start: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def signal_body(signal_name: str, input: bytes, *, identity: str, start: StartWorkflow | None = None) -> SignalWorkflow:
     """A ``SignalWorkflow`` body; ``start`` (a ``start_body``) makes it a signal-with-start."""
     return {
         "signal_name": check_name(signal_name, field="signal"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kadence.schemas.records import Failure
@@ -129,7 +130,7 @@ new_id = _IdSource()
 def command(
     workflow_id: str,
     body_type: str,
-    body: dict[str, Any],
+    body: Mapping[str, Any],
     *,
     request_id: str | None = None,
     run_id: str | None = None,

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
+from kadence.schemas.records import StartWorkflow
 from kadence.topics.archive import read_history
 from kadence.topics.describe import describe_to_json
 from kadence.topics.errors import InvalidQueryError, ResetRejectedError, WorkflowNotFoundError
@@ -164,7 +165,7 @@ async def history(
 
 async def with_start(
     request: Request, gw: GatewayContext, body: SignalRequest | UpdateRequest, what: str
-) -> dict | None:
+) -> StartWorkflow | None:
     """The StartWorkflow body of a signal- or update-with-start (None when the body names no
     workflow type or task queue); one without the other is a 400."""
     if not (body.workflow_type or body.task_queue):
