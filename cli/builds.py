@@ -119,6 +119,7 @@ def move(config: KafkaConfig, workflow_id: str, build_id: str | None, unpin: boo
     """Move WORKFLOW_ID's open run to BUILD_ID (its waiting workflow task goes there at once)."""
     from kadence.topics import EngineClient
     from kadence.topics.builds import validate_build_id
+    from kadence.topics.protocol import expect_ok
     from kadence.topics.records import new_id
 
     if (build_id is None) == (not unpin):
@@ -132,12 +133,13 @@ def move(config: KafkaConfig, workflow_id: str, build_id: str | None, unpin: boo
     async def run() -> dict:
         engine = EngineClient(config)
         try:
-            return await engine.request(
+            reply = await engine.request(
                 workflow_id,
                 "UpdateWorkflowBuild",
                 {"build_id": build_id, "identity": config.client_id},
                 request_id=request_id or new_id(),
             )
+            return dict(expect_ok(reply, workflow_id, what=f"move of {workflow_id!r} rejected"))
         finally:
             engine.close()
 
@@ -145,8 +147,5 @@ def move(config: KafkaConfig, workflow_id: str, build_id: str | None, unpin: boo
         reply = asyncio.run(run())
     except KadenceError as exc:
         click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    if reply["status"] != "ok":
-        click.echo(f"error: move of {workflow_id!r} {reply['status']}: {reply['message']}", err=True)
         sys.exit(1)
     click.echo(json.dumps({"workflow_id": workflow_id, "run_id": reply["run_id"], "build_id": build_id}))

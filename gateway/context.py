@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, WorkflowNotFoundError
 from kadence.topics.payload import JsonConverter
+from kadence.topics.protocol import refusal
 
 from .config import GatewayConfig
 from .consistency import TOKEN_HEADER, ConsistencyToken
@@ -156,8 +157,9 @@ def principal(request: Request) -> Principal:
 
 
 def mutation_result(reply: dict, workflow_id: str, headers: dict):
-    if reply["status"] == "not_found":
-        raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found")
-    if reply["status"] != "ok":
-        return error_response(409, "not_running", reply["message"] or reply["status"], headers=headers)
+    refused = refusal(reply, workflow_id, what=f"command to {workflow_id!r} rejected")
+    if isinstance(refused, WorkflowNotFoundError):
+        raise refused
+    if refused is not None:
+        return error_response(409, "not_running", refused.engine_message, headers=headers)
     return JSONResponse(RunResponse(workflow_id=workflow_id, run_id=reply["run_id"]).model_dump(), headers=headers)

@@ -19,13 +19,10 @@ from kadence.topics.describe import describe_to_json
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (
     BrokerUnavailableError,
-    KadenceError,
     QueryFailedError,
     ResetRejectedError,
-    WorkflowAlreadyStartedError,
     WorkflowCanceledError,
     WorkflowContinuedAsNewError,
-    WorkflowError,
     WorkflowFailureError,
     WorkflowNotFoundError,
     WorkflowTaskFailedError,
@@ -37,7 +34,7 @@ from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
 from kadence.topics.large_payloads import LargePayloadConfig, LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
-from kadence.topics.protocol import signal_body, start_body
+from kadence.topics.protocol import check_found, expect_ok, signal_body, start_body
 from kadence.topics.records import new_id, run_outcome
 from kadence.topics.reset_request import reset_body
 from kadence.topics.typed import signature
@@ -154,11 +151,8 @@ class WorkflowHandle:
 
     def _outcome(self, reply: dict[str, Any]) -> Any:
         """The result in an ``AwaitWorkflowResult`` reply, or the error it stands for."""
+        check_found(reply, self.id, self.run_id)
         status = reply["status"]
-        if status == "not_found":
-            raise WorkflowNotFoundError(
-                reply["message"] or f"workflow {self.id!r} not found", workflow_id=self.id, run_id=self.run_id
-            )
         if status == "completed":
             what = f"result of workflow {self.id!r}"
             if self._result_type is not None:
@@ -203,13 +197,7 @@ class WorkflowHandle:
         reply = await self.client._engine.request(
             self.id, body_type, body, request_id=request_id or new_id(), run_id=self.run_id
         )
-        if reply["status"] == "not_found":
-            raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found", workflow_id=self.id)
-        if reply["status"] != "ok":
-            raise WorkflowError(
-                f"{body_type} of {self.id!r} rejected: {reply['message']}", workflow_id=self.id, run_id=reply["run_id"]
-            )
-        return reply
+        return dict(expect_ok(reply, self.id, what=f"{body_type} of {self.id!r} rejected"))
 
     async def signal(self, signal: str, *args: Any, request_id: str | None = None) -> None:
         """Send a signal; it is recorded in the history in arrival order. A retry with the same
@@ -296,15 +284,8 @@ class WorkflowHandle:
         reply = await self.client._engine.request(
             self.id, "ResetWorkflow", body, request_id=request_id, run_id=self.run_id
         )
-        if reply["status"] == "not_found":
-            raise WorkflowNotFoundError(reply["message"] or f"workflow {self.id!r} not found", workflow_id=self.id)
-        if reply["status"] != "ok":
-            raise ResetRejectedError(
-                f"reset of {self.id!r} {'would be ' if dry_run else ''}rejected: {reply['message']}",
-                workflow_id=self.id,
-                run_id=reply["run_id"],
-            )
-        return reply
+        what = f"reset of {self.id!r} {'would be ' if dry_run else ''}rejected"
+        return dict(expect_ok(reply, self.id, what=what, error=ResetRejectedError))
 
     async def query(self, query: Any, *args: Any, timeout: float = 30.0, result_type: Any = None) -> Any:
         """Ask the workflow's ``@workflow.query`` handler (a closed run answers from its final
@@ -327,16 +308,11 @@ class WorkflowHandle:
             )
 
         reply = await self.client._intercepted("query", self.id, query, args, impl)
-        if reply["status"] == "ok":
-            what = f"answer to query {query!r} of {self.id!r}"
-            if result_type is not None:
-                return self.client.converter.from_bytes(reply["result"], result_type, what=what)
-            return self.client.converter.result_from_bytes(reply["result"], handler, method=True, what=what)
-        if reply["status"] == "not_found":
-            raise WorkflowNotFoundError(reply["message"], workflow_id=self.id)
-        raise QueryFailedError(
-            f"query {query!r} of {self.id!r} failed: {reply['message']}", workflow_id=self.id, run_id=reply["run_id"]
-        )
+        expect_ok(reply, self.id, what=f"query {query!r} of {self.id!r} failed", error=QueryFailedError)
+        what = f"answer to query {query!r} of {self.id!r}"
+        if result_type is not None:
+            return self.client.converter.from_bytes(reply["result"], result_type, what=what)
+        return self.client.converter.result_from_bytes(reply["result"], handler, method=True, what=what)
 
     async def execute_update(
         self,
@@ -397,8 +373,7 @@ class WorkflowHandle:
         reply = await self.client._intercepted("describe", self.id, None, (), impl)
         if reply["status"] == "not_found" and self.run_id:
             reply = await self._earlier_run() or reply
-        if reply["status"] == "not_found":
-            raise WorkflowNotFoundError(f"workflow {self.id!r} not found", workflow_id=self.id)
+        check_found(reply, self.id)
         return describe_to_json(self.id, reply, self.client.converter)
 
     async def history(self, *, raw: bool = False) -> list[dict[str, Any]]:
@@ -426,8 +401,7 @@ def _update_outcome(
         if result_type is not None:
             return client.converter.from_bytes(reply["result"], result_type, what=what)
         return client.converter.result_from_bytes(reply["result"], handler, method=True, what=what)
-    if status == "not_found":
-        raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found", workflow_id=workflow_id)
+    check_found(reply, workflow_id)
     failure = reply["failure"]
     rejected = status == "rejected"
     detail = f"{failure['type']}: {failure['message']}" if failure else reply["message"]
@@ -616,8 +590,7 @@ class Client:
                 signal_body(signal, self.converter.to_bytes(list(call.args)), identity=self.identity, start=start),
                 request_id=request_id or new_id(),
             )
-            if reply["status"] != "ok":
-                raise KadenceError(f"signal-with-start of {id!r} rejected: {reply['status']} {reply['message']}")
+            expect_ok(reply, id, what=f"signal-with-start of {id!r} rejected")
             return WorkflowHandle(self, id, reply["run_id"], run_fn=run_function(workflow))
 
         return await self._intercepted("signal_with_start", id, signal, signal_args, impl)
@@ -709,14 +682,7 @@ class Client:
 
     def _started(self, id: str, reply: dict[str, Any], workflow: Any) -> WorkflowHandle:
         """The handle a ``StartWorkflow`` reply gives, or the error it stands for."""
-        if reply["status"] == "already_started":
-            raise WorkflowAlreadyStartedError(
-                f"workflow {id!r} already started (run {reply['run_id']}): {reply['message']}",
-                workflow_id=id,
-                run_id=reply["run_id"],
-            )
-        if reply["status"] != "ok":
-            raise KadenceError(f"start of {id!r} rejected: {reply['status']} {reply['message']}")
+        expect_ok(reply, id, what=f"start of {id!r} rejected")
         return WorkflowHandle(self, id, reply["run_id"], run_fn=run_function(workflow))
 
     async def execute_workflow(

@@ -39,7 +39,6 @@ from .errors import (
     KadenceError,
     NoReplyError,
     PayloadTooLargeError,
-    WorkflowNotFoundError,
     WorkflowQuarantinedError,
     WrongPartitionError,
 )
@@ -655,11 +654,11 @@ class EngineClient:
     async def history(self, workflow_id: str, run_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
         """(run_id, events) of a run; the current run when ``run_id`` is None."""
         if run_id is None:
+            from .protocol import check_found
             from .records import new_id
 
             reply = await self.request(workflow_id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id())
-            if reply["status"] == "not_found":
-                raise WorkflowNotFoundError(f"workflow {workflow_id!r} not found", workflow_id=workflow_id)
+            check_found(reply, workflow_id)
             run_id = reply["run_id"]
         events = await asyncio.get_running_loop().run_in_executor(None, self.read_history, workflow_id, run_id)
         return run_id, events

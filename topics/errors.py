@@ -47,6 +47,7 @@ __all__ = [
     "ArchiveError",
     "BrokerUnavailableError",
     "ChildWorkflowError",
+    "CommandRejectedError",
     "ConfigError",
     "DefinitionError",
     "InvalidIdentifierError",
@@ -143,11 +144,20 @@ class ArchiveError(KadenceError):
 
 
 class WorkflowError(KadenceError):
-    """An operation on a workflow execution did not succeed."""
+    """An operation on a workflow execution did not succeed. ``engine_message``: the engine's own
+    words, when the error stands for its reply (``topics.protocol.refusal``)."""
 
-    def __init__(self, message: str, *, workflow_id: str | None = None, run_id: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, workflow_id: str | None = None, run_id: str | None = None, engine_message: str = ""
+    ) -> None:
         super().__init__(message)
         self.workflow_id, self.run_id = workflow_id, run_id
+        self.engine_message = engine_message
+
+
+class CommandRejectedError(WorkflowError):
+    """The engine refused a command: a signal, cancel, terminate or pause of a run that is not
+    running, a start its checks refused, ... The message says why; nothing changed."""
 
 
 class WorkflowAlreadyStartedError(WorkflowError):

@@ -1,17 +1,28 @@
-"""The bodies of the commands that start and signal workflows, built in one place for every
-sender: the SDK client, the gateway and the bridges (issue 20 item 2; before, the start body was
-written out four times, each with a different subset of the fields). Each builder checks what it
-is given, so every entry point refuses the same bad input with the same typed error before
-anything is sent."""
+"""The engine's protocol as its callers see it, in one place for every sender (issue 20 item 2):
+the bodies of the commands that start and signal workflows, for the SDK client, the gateway and
+the bridges (before, the start body was written out four times, each with a different subset of
+the fields), and what a reply to a command stands for (``refusal``, ``expect_ok``,
+``check_found``), for the SDK client and the gateway. Each builder checks what it is given, so
+every entry point refuses the same bad input with the same typed error before anything is sent;
+each refusal is the same error of the tree wherever it is read (the gateway renders it as HTTP)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kadence.schemas.records import SignalWorkflow, StartWorkflow
 
-from .errors import KadenceError
+from .errors import (
+    CommandRejectedError,
+    KadenceError,
+    WorkflowAlreadyStartedError,
+    WorkflowError,
+    WorkflowNotFoundError,
+)
 from .identifiers import check_name, check_task_queue
 
-__all__ = ["ID_REUSE_POLICIES", "signal_body", "start_body"]
+__all__ = ["ID_REUSE_POLICIES", "check_found", "expect_ok", "refusal", "signal_body", "start_body"]
 
 #: what a start does when a run of the workflow ID exists (Temporal's reuse policies)
 ID_REUSE_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
@@ -55,3 +66,53 @@ def signal_body(signal_name: str, input: bytes, *, identity: str, start: StartWo
         "start": start,
         "identity": identity,
     }
+
+
+# -- replies ---------------------------------------------------------------------------------------
+
+
+def check_found(reply: Mapping[str, Any], workflow_id: str, run_id: str | None = None) -> None:
+    """``WorkflowNotFoundError`` when the reply says there is no such workflow (or ``run_id``)."""
+    if reply["status"] == "not_found":
+        raise WorkflowNotFoundError(
+            reply["message"] or f"workflow {workflow_id!r} not found", workflow_id=workflow_id, run_id=run_id
+        )
+
+
+def refusal(
+    reply: Mapping[str, Any], workflow_id: str, *, what: str, error: type[WorkflowError] = CommandRejectedError
+) -> WorkflowError | None:
+    """What a reply to a command stands for, read in one place for the SDK client and the
+    gateway: None when the engine applied it (``ok``); else the error of the error tree:
+    ``WorkflowNotFoundError`` (no such workflow or run), ``WorkflowAlreadyStartedError`` (a
+    start met an open run, or its reuse policy refused), or ``error`` (the engine refused: the
+    run is not running, the reset point is not valid, the query handler failed ...) with the
+    message ``{what}: {the engine's message}``. ``engine_message`` keeps the engine's words."""
+    status = reply["status"]
+    if status == "ok":
+        return None
+    said = reply["message"] or ""
+    if status == "not_found":
+        return WorkflowNotFoundError(
+            said or f"workflow {workflow_id!r} not found", workflow_id=workflow_id, engine_message=said
+        )
+    if status == "already_started":
+        return WorkflowAlreadyStartedError(
+            f"workflow {workflow_id!r} already started (run {reply['run_id']}): {said}",
+            workflow_id=workflow_id,
+            run_id=reply["run_id"],
+            engine_message=said,
+        )
+    return error(
+        f"{what}: {said or status}", workflow_id=workflow_id, run_id=reply["run_id"], engine_message=said or status
+    )
+
+
+def expect_ok(
+    reply: Mapping[str, Any], workflow_id: str, *, what: str, error: type[WorkflowError] = CommandRejectedError
+) -> Mapping[str, Any]:
+    """``reply`` when the engine applied the command; else raises what ``refusal`` gives."""
+    refused = refusal(reply, workflow_id, what=what, error=error)
+    if refused is not None:
+        raise refused
+    return reply

@@ -18,7 +18,15 @@ from starlette.concurrency import run_in_threadpool
 from kadence.topics.batch import BATCH_TASK_QUEUE, BATCH_WORKFLOW_TYPE, BatchRequest
 from kadence.topics.builds import build_backlogs
 from kadence.topics.dead_letters import list_dead_letters, redrive
-from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError, WorkflowNotFoundError
+from kadence.topics.errors import (
+    BrokerUnavailableError,
+    ConfigError,
+    KadenceError,
+    QueryFailedError,
+    SchemaError,
+    WorkflowNotFoundError,
+)
+from kadence.topics.protocol import refusal
 from kadence.topics.state_reader import stuck_rows
 
 from ..context import Gateway, principal
@@ -92,10 +100,11 @@ async def batch_progress(request: Request, gw: Gateway, batch_id: WorkflowIdPath
         request_id=str(uuid.uuid4()),
         timeout=gw.config.reply_timeout,
     )
-    if reply["status"] == "not_found":
-        raise WorkflowNotFoundError(reply["message"])
-    if reply["status"] != "ok":
-        return error_response(409, "query_rejected", reply["message"] or reply["status"])
+    refused = refusal(reply, batch_id, what=f"progress query of batch {batch_id!r} failed", error=QueryFailedError)
+    if isinstance(refused, WorkflowNotFoundError):
+        raise refused
+    if refused is not None:
+        return error_response(409, "query_rejected", refused.engine_message)
     return {"batch_id": batch_id, **gw.converter.from_bytes(reply["result"])}
 
 

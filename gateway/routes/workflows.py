@@ -15,9 +15,15 @@ from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
 from kadence.schemas.records import StartWorkflow
 from kadence.topics.archive import read_history
 from kadence.topics.describe import describe_to_json
-from kadence.topics.errors import InvalidQueryError, ResetRejectedError, WorkflowNotFoundError
+from kadence.topics.errors import (
+    InvalidQueryError,
+    QueryFailedError,
+    ResetRejectedError,
+    WorkflowAlreadyStartedError,
+    WorkflowNotFoundError,
+)
 from kadence.topics.history_json import event_to_json
-from kadence.topics.protocol import signal_body, start_body
+from kadence.topics.protocol import check_found, refusal, signal_body, start_body
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.reset_request import reset_body
 
@@ -94,10 +100,11 @@ async def start(
         execution_timeout_ms=ms(body.execution_timeout_seconds),
     )
     reply, headers = await gw.command(request, who, workflow_id, "StartWorkflow", payload, idempotency_key)
-    if reply["status"] == "already_started":
-        return error_response(409, "already_started", reply["message"], headers=headers, run_id=reply["run_id"])
-    if reply["status"] != "ok":
-        return error_response(400, "invalid_input", reply["message"] or reply["status"], headers=headers)
+    refused = refusal(reply, workflow_id, what=f"start of {workflow_id!r} rejected")
+    if isinstance(refused, WorkflowAlreadyStartedError):
+        return error_response(409, "already_started", refused.engine_message, headers=headers, run_id=reply["run_id"])
+    if refused is not None:
+        return error_response(400, "invalid_input", refused.engine_message, headers=headers)
     log.info("started workflow %s run %s in namespace %s", workflow_id, reply["run_id"], who.namespace)
     out = StartResponse(workflow_id=workflow_id, run_id=reply["run_id"])
     if body.wait_seconds > 0:
@@ -366,10 +373,11 @@ async def reset(
             run_id=run_id,
             timeout=gw.config.reply_timeout,
         )
-    if reply["status"] == "not_found":
-        raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found")
-    if reply["status"] != "ok":
-        return error_response(409, "reset_rejected", reply["message"], run_id=reply["run_id"])
+    refused = refusal(reply, workflow_id, what=f"reset of {workflow_id!r} rejected", error=ResetRejectedError)
+    if isinstance(refused, WorkflowNotFoundError):
+        raise refused
+    if refused is not None:
+        return error_response(409, "reset_rejected", refused.engine_message, run_id=reply["run_id"])
     return ResetResponse(
         workflow_id=workflow_id, run_id=reply["run_id"], dry_run=body.dry_run, plan=reply["reset_plan"]
     )
@@ -410,8 +418,7 @@ async def update(
         request_id=idempotency_key or str(uuid.uuid4()),
         timeout=min(body.wait_seconds, gw.config.max_wait_seconds),
     )
-    if reply["status"] == "not_found":
-        raise WorkflowNotFoundError(reply["message"] or f"workflow {workflow_id!r} not found")
+    check_found(reply, workflow_id)
     if reply["status"] == "ok":
         return UpdateResponse(
             workflow_id=workflow_id, run_id=reply["run_id"], result=gw.converter.from_bytes(reply["result"])
@@ -451,10 +458,13 @@ async def query(
         request_id=str(uuid.uuid4()),
         timeout=gw.config.reply_timeout,
     )
-    if reply["status"] == "not_found":
-        raise WorkflowNotFoundError(reply["message"])
-    if reply["status"] != "ok":
-        return error_response(409, "query_rejected", reply["message"] or reply["status"])
+    refused = refusal(
+        reply, workflow_id, what=f"query {query_name!r} of {workflow_id!r} failed", error=QueryFailedError
+    )
+    if isinstance(refused, WorkflowNotFoundError):
+        raise refused
+    if refused is not None:
+        return error_response(409, "query_rejected", refused.engine_message)
     return {"workflow_id": workflow_id, "run_id": reply["run_id"], "result": gw.converter.from_bytes(reply["result"])}
 
 
@@ -557,6 +567,5 @@ async def describe(
         request_id=str(uuid.uuid4()),
         timeout=gw.config.reply_timeout,
     )
-    if reply["status"] == "not_found":
-        raise WorkflowNotFoundError(reply["message"])
+    check_found(reply, workflow_id)
     return describe_to_json(workflow_id, reply, gw.converter)
