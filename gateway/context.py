@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, WorkflowNotFoundError
 from kadence.topics.payload import JsonConverter
-from kadence.topics.protocol import refusal
+from kadence.topics.protocol import refusal, result_body
 
 from .config import GatewayConfig
 from .consistency import TOKEN_HEADER, ConsistencyToken
@@ -127,7 +127,7 @@ class GatewayContext:
             reply = await engine.request(
                 workflow_id,
                 "AwaitWorkflowResult",
-                {"wait": True},
+                result_body(wait=True),
                 run_id=run_id,
                 request_id=str(uuid.uuid4()),
                 timeout=seconds,

@@ -34,7 +34,17 @@ from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
 from kadence.topics.large_payloads import LargePayloadConfig, LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
-from kadence.topics.protocol import check_found, expect_ok, signal_body, start_body
+from kadence.topics.protocol import (
+    cancel_body,
+    check_found,
+    expect_ok,
+    operator_body,
+    query_body,
+    result_body,
+    signal_body,
+    start_body,
+    update_body,
+)
 from kadence.topics.records import new_id, run_outcome
 from kadence.topics.reset_request import reset_body
 from kadence.topics.typed import signature
@@ -112,7 +122,7 @@ class WorkflowHandle:
                 reply = await self.client._engine.request(
                     self.id,
                     "AwaitWorkflowResult",
-                    {"wait": True},
+                    result_body(wait=True),
                     request_id=new_id(),
                     run_id=None if follow_runs else self.run_id,
                     timeout=timeout,
@@ -223,7 +233,7 @@ class WorkflowHandle:
         may clean up (e.g. run compensations) before it ends as canceled. Idempotent."""
 
         async def impl(_call: ClientCall) -> None:
-            await self._mutate("RequestCancelWorkflow", {"reason": reason}, request_id)
+            await self._mutate("RequestCancelWorkflow", cancel_body(reason), request_id)
 
         await self.client._intercepted("cancel", self.id, None, (), impl)
 
@@ -231,7 +241,7 @@ class WorkflowHandle:
         """End the run at once, without running any more workflow code."""
 
         async def impl(_call: ClientCall) -> None:
-            await self._mutate("TerminateWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+            await self._mutate("TerminateWorkflow", operator_body(reason, self.client.identity), request_id)
 
         await self.client._intercepted("terminate", self.id, None, (), impl)
 
@@ -241,7 +251,7 @@ class WorkflowHandle:
         recorded. Pausing a paused run changes nothing."""
 
         async def impl(_call: ClientCall) -> None:
-            await self._mutate("PauseWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+            await self._mutate("PauseWorkflow", operator_body(reason, self.client.identity), request_id)
 
         await self.client._intercepted("pause", self.id, None, (), impl)
 
@@ -250,7 +260,7 @@ class WorkflowHandle:
         fell due. Unpausing a run that is not paused changes nothing."""
 
         async def impl(_call: ClientCall) -> None:
-            await self._mutate("UnpauseWorkflow", {"reason": reason, "identity": self.client.identity}, request_id)
+            await self._mutate("UnpauseWorkflow", operator_body(reason, self.client.identity), request_id)
 
         await self.client._intercepted("unpause", self.id, None, (), impl)
 
@@ -302,7 +312,7 @@ class WorkflowHandle:
             return await self.client._engine.request(
                 self.id,
                 "QueryWorkflow",
-                {"query_name": call.name, "input": self.client.converter.to_bytes(list(call.args))},
+                query_body(call.name, self.client.converter.to_bytes(list(call.args))),
                 request_id=new_id(),
                 timeout=timeout,
             )
@@ -338,12 +348,7 @@ class WorkflowHandle:
             reply = await self.client._engine.request(
                 self.id,
                 "UpdateWorkflow",
-                {
-                    "update_name": name,
-                    "input": self.client.converter.to_bytes(list(call.args)),
-                    "start": None,
-                    "identity": self.client.identity,
-                },
+                update_body(name, self.client.converter.to_bytes(list(call.args)), identity=self.client.identity),
                 request_id=request_id or new_id(),
                 run_id=self.run_id,
                 timeout=timeout,
@@ -364,7 +369,7 @@ class WorkflowHandle:
             return await self.client._engine.request(
                 self.id,
                 "AwaitWorkflowResult",
-                {"wait": False},
+                result_body(wait=False),
                 request_id=new_id(),
                 run_id=self.run_id,
                 timeout=timeout,
@@ -623,12 +628,7 @@ class Client:
             reply = await self._engine.request(
                 id,
                 "UpdateWorkflow",
-                {
-                    "update_name": name,
-                    "input": self.converter.to_bytes(list(call.args)),
-                    "start": start,
-                    "identity": self.identity,
-                },
+                update_body(name, self.converter.to_bytes(list(call.args)), identity=self.identity, start=start),
                 request_id=request_id or new_id(),
                 timeout=timeout,
             )
@@ -725,7 +725,7 @@ class Client:
             engine, start_request, result_request = self._engine, request_id or new_id(), new_id()
             started = engine.send(id, "StartWorkflow", body, request_id=start_request)
             try:
-                result = engine.send(id, "AwaitWorkflowResult", {"wait": True}, request_id=result_request)
+                result = engine.send(id, "AwaitWorkflowResult", result_body(wait=True), request_id=result_request)
             except BaseException:
                 engine.abandon(id, start_request)
                 raise

@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kadence.schemas.records import SignalWorkflow, StartWorkflow
+from kadence.schemas.records import (
+    AwaitWorkflowResult,
+    QueryWorkflow,
+    RequestCancelWorkflow,
+    SignalWorkflow,
+    StartWorkflow,
+    TerminateWorkflow,
+    UpdateWorkflow,
+)
 
 from .errors import (
     CommandRejectedError,
@@ -22,7 +30,19 @@ from .errors import (
 )
 from .identifiers import check_name, check_task_queue
 
-__all__ = ["ID_REUSE_POLICIES", "check_found", "expect_ok", "refusal", "signal_body", "start_body"]
+__all__ = [
+    "ID_REUSE_POLICIES",
+    "cancel_body",
+    "check_found",
+    "expect_ok",
+    "operator_body",
+    "query_body",
+    "refusal",
+    "result_body",
+    "signal_body",
+    "start_body",
+    "update_body",
+]
 
 #: what a start does when a run of the workflow ID exists (Temporal's reuse policies)
 ID_REUSE_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
@@ -66,6 +86,39 @@ def signal_body(signal_name: str, input: bytes, *, identity: str, start: StartWo
         "start": start,
         "identity": identity,
     }
+
+
+def cancel_body(reason: str = "") -> RequestCancelWorkflow:
+    """A ``RequestCancelWorkflow`` body."""
+    return {"reason": reason}
+
+
+def operator_body(reason: str, identity: str) -> TerminateWorkflow:
+    """The body of an operator's ``TerminateWorkflow``, ``PauseWorkflow`` or ``UnpauseWorkflow``
+    (one shape: why, and who; the audit log and the history record both)."""
+    return {"reason": reason, "identity": identity}
+
+
+def query_body(query_name: str | None, input: bytes) -> QueryWorkflow:
+    """A ``QueryWorkflow`` body; ``InvalidIdentifierError`` for a name that is not one (an
+    interceptor may have renamed the call: it is checked here, where it is sent)."""
+    return {"query_name": check_name(query_name, field="query"), "input": input}
+
+
+def update_body(update_name: str, input: bytes, *, identity: str, start: StartWorkflow | None = None) -> UpdateWorkflow:
+    """An ``UpdateWorkflow`` body; ``start`` (a ``start_body``) makes it an update-with-start."""
+    return {
+        "update_name": check_name(update_name, field="update"),
+        "input": input,
+        "start": start,
+        "identity": identity,
+    }
+
+
+def result_body(*, wait: bool) -> AwaitWorkflowResult:
+    """An ``AwaitWorkflowResult`` body: the run's outcome once it closes (``wait``), or its
+    description now."""
+    return {"wait": wait}
 
 
 # -- replies ---------------------------------------------------------------------------------------

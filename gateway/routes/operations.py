@@ -26,7 +26,7 @@ from kadence.topics.errors import (
     SchemaError,
     WorkflowNotFoundError,
 )
-from kadence.topics.protocol import refusal
+from kadence.topics.protocol import query_body, refusal
 from kadence.topics.state_reader import stuck_rows
 
 from ..context import Gateway, principal
@@ -96,7 +96,7 @@ async def batch_progress(request: Request, gw: Gateway, batch_id: WorkflowIdPath
     reply = await engine.request(
         batch_id,
         "QueryWorkflow",
-        {"query_name": "progress", "input": gw.converter.to_bytes([])},
+        query_body("progress", gw.converter.to_bytes([])),
         request_id=str(uuid.uuid4()),
         timeout=gw.config.reply_timeout,
     )

@@ -23,7 +23,17 @@ from kadence.topics.errors import (
     WorkflowNotFoundError,
 )
 from kadence.topics.history_json import event_to_json
-from kadence.topics.protocol import check_found, refusal, signal_body, start_body
+from kadence.topics.protocol import (
+    cancel_body,
+    check_found,
+    operator_body,
+    query_body,
+    refusal,
+    result_body,
+    signal_body,
+    start_body,
+    update_body,
+)
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.reset_request import reset_body
 
@@ -232,7 +242,7 @@ async def cancel(
         principal(request),
         workflow_id,
         "RequestCancelWorkflow",
-        {"reason": body.reason if body else ""},
+        cancel_body(body.reason if body else ""),
         idempotency_key,
     )
     return mutation_result(reply, workflow_id, headers)
@@ -259,7 +269,7 @@ async def operator_action(
         who,
         workflow_id,
         body_type,
-        {"reason": body.reason if body else "", "identity": "gateway"},
+        operator_body(body.reason if body else "", "gateway"),
         idempotency_key,
     )
     return mutation_result(reply, workflow_id, headers)
@@ -409,12 +419,7 @@ async def update(
     reply = await engine.request(
         workflow_id,
         "UpdateWorkflow",
-        {
-            "update_name": update_name,
-            "input": await gw.encoded(request, body.input),
-            "start": start,
-            "identity": "gateway",
-        },
+        update_body(update_name, await gw.encoded(request, body.input), identity="gateway", start=start),
         request_id=idempotency_key or str(uuid.uuid4()),
         timeout=min(body.wait_seconds, gw.config.max_wait_seconds),
     )
@@ -454,7 +459,7 @@ async def query(
     reply = await engine.request(
         workflow_id,
         "QueryWorkflow",
-        {"query_name": query_name, "input": gw.converter.to_bytes(body.input if body else [])},
+        query_body(query_name, gw.converter.to_bytes(body.input if body else [])),
         request_id=str(uuid.uuid4()),
         timeout=gw.config.reply_timeout,
     )
@@ -563,7 +568,7 @@ async def describe(
     reply = await engine.request(
         workflow_id,
         "AwaitWorkflowResult",
-        {"wait": False},
+        result_body(wait=False),
         request_id=str(uuid.uuid4()),
         timeout=gw.config.reply_timeout,
     )

@@ -48,3 +48,21 @@ def test_any_other_status_is_the_operations_refusal_with_the_engines_words():
     failed = refusal(_reply("failed"), "w", what="query 'q' of 'w' failed", error=QueryFailedError)
     assert type(failed) is QueryFailedError and str(failed) == "query 'q' of 'w' failed: failed"
     assert failed.engine_message == "failed" and failed.run_id == "r1"
+
+
+def test_every_command_body_a_caller_sends_is_built_here():
+    from kadence.topics.errors import InvalidIdentifierError
+    from kadence.topics.protocol import cancel_body, operator_body, query_body, result_body, start_body, update_body
+
+    assert cancel_body("late") == {"reason": "late"}
+    assert operator_body("stuck", "ops@ann") == {"reason": "stuck", "identity": "ops@ann"}
+    assert query_body("status", b"[]") == {"query_name": "status", "input": b"[]"}
+    assert result_body(wait=False) == {"wait": False}
+    start = start_body("Cart", "q", b"[]")
+    got = update_body("add", b"[1]", identity="gateway", start=start)
+    assert got == {"update_name": "add", "input": b"[1]", "start": start, "identity": "gateway"}
+    for bad in (None, "", "a/b"):
+        with pytest.raises(InvalidIdentifierError):
+            query_body(bad, b"[]")
+    with pytest.raises(InvalidIdentifierError):
+        update_body("a/b", b"[]", identity="x")
