@@ -53,6 +53,9 @@ def test_key_format():
     assert parse_key(good) == ("0123456789ab", good)
     for bad in ("", "kdn_0123456789ab_short", "xyz_0123456789ab_" + "A" * 43, good + "x", "Bearer " + good):
         assert parse_key(bad) is None
+    # a secret is token_urlsafe: "_" and "-" belong to it (about half of all keys hold a "_")
+    underscored = "kdn_0123456789ab_" + "a_b-" * 10 + "c_d"
+    assert parse_key(underscored) == ("0123456789ab", underscored)
 
 
 def test_settings():
