@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
+from kadence.connectors.archiver import ArchiverConfig
 from kadence.topics import KadenceError, KafkaConfig
+from kadence.topics.archive import ArchiveStoreConfig
+from kadence.topics.settings import click_options, given_options
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["archive", "bridges"]
 
@@ -34,52 +41,30 @@ def _run_blocking(make, metrics_port: int | None) -> None:
         sys.exit(1)
 
 
-def _archiver_config(kafka: KafkaConfig, options: dict):
-    from kadence.connectors.archiver import ArchiverConfig, parse_duration
-    from kadence.topics.archive import ArchiveStoreConfig
-
-    store = ArchiveStoreConfig.from_env(
-        directory=options["directory"],
-        s3_bucket=options["s3_bucket"],
-        s3_prefix=options["s3_prefix"],
-        s3_endpoint=options["s3_endpoint"],
-        s3_region=options["s3_region"],
-    )
-    overrides = {"store": store, "redis_url": options["redis_url"]}
-    if options["retention"] is not None:
-        overrides["retention_s"] = parse_duration(options["retention"])
-    if options.get("sweep_interval") is not None:
-        overrides["sweep_interval_s"] = parse_duration(options["sweep_interval"])
-    return ArchiverConfig.from_env(kafka, config_file=options["config_file"], **overrides)
+def _archiver_config(kafka: KafkaConfig, options: dict[str, Any]) -> ArchiverConfig:
+    """The archiver's settings: the options given, then the variables (``ArchiverConfig`` and
+    ``ArchiveStoreConfig`` declare both), then the config file's retention, then the defaults."""
+    store = ArchiveStoreConfig.from_env(**given_options(ArchiveStoreConfig, options))
+    given = given_options(ArchiverConfig, options)
+    return ArchiverConfig.from_env(kafka, config_file=options["config_file"], store=store, **given)
 
 
-def _archive_options(f):
-    for opt in reversed(
-        [
-            click.option(
-                "--retention",
-                default=None,
-                help="how long closed runs stay in Kafka, e.g. 7d, 12h, 30s [env KADENCE_ARCHIVE_RETENTION; default 7d]",
-            ),
-            click.option(
-                "--config",
-                "config_file",
-                type=click.Path(exists=True, dir_okay=False),
-                default=None,
-                help="TOML file with [retention] default and per-namespace values [env KADENCE_ARCHIVE_CONFIG]",
-            ),
-            click.option("--dir", "directory", default=None, help="local archive directory [env KADENCE_ARCHIVE_DIR]"),
-            click.option(
-                "--s3-bucket", default=None, help="archive to this S3-compatible bucket [env KADENCE_ARCHIVE_S3_BUCKET]"
-            ),
-            click.option("--s3-prefix", default=None, help="key prefix in the bucket [env KADENCE_ARCHIVE_S3_PREFIX]"),
-            click.option("--s3-endpoint", default=None, help="S3 endpoint URL [env KADENCE_ARCHIVE_S3_ENDPOINT]"),
-            click.option("--s3-region", default=None, help="[env KADENCE_ARCHIVE_S3_REGION]"),
-            click.option("--redis-url", envvar="KADENCE_REDIS_URL", default=None, help="[env KADENCE_REDIS_URL]"),
-        ]
-    ):
-        f = opt(f)
-    return f
+def _archive_options(*, sweep: bool) -> Callable[[_F], _F]:
+    """The archive commands' options, from the settings' declarations (``--sweep-interval``
+    only where the archiver runs), and the retention file."""
+
+    def decorate(f: _F) -> _F:
+        f = click.option(
+            "--config",
+            "config_file",
+            type=click.Path(exists=True, dir_okay=False),
+            default=None,
+            help="TOML file with [retention] default and per-namespace values [env KADENCE_ARCHIVE_CONFIG]",
+        )(f)
+        f = click_options(ArchiveStoreConfig)(f)
+        return click_options(ArchiverConfig, leave_out=frozenset() if sweep else frozenset({"sweep_interval_s"}))(f)
+
+    return decorate
 
 
 @click.group()
@@ -88,12 +73,7 @@ def archive() -> None:
 
 
 @archive.command("run")
-@_archive_options
-@click.option(
-    "--sweep-interval",
-    default=None,
-    help="how often due runs are archived, e.g. 5s [env KADENCE_ARCHIVE_SWEEP_INTERVAL]",
-)
+@_archive_options(sweep=True)
 @click.option(
     "--metrics-port",
     type=int,
@@ -110,7 +90,7 @@ def archive_run(kafka: KafkaConfig, metrics_port: int | None, **options) -> None
 
 
 @archive.command("status")
-@_archive_options
+@_archive_options(sweep=False)
 @click.pass_obj
 def archive_status(kafka: KafkaConfig, **options) -> None:
     """Runs waiting for their retention, due, held back, and archived so far (JSON)."""

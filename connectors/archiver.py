@@ -122,12 +122,14 @@ class ArchiverConfig:
         env="KADENCE_ARCHIVE_RETENTION",
         help="how long a closed run stays in Kafka (e.g. 7d; default 7d, or the config file's entry)",
         parse=parse_duration,
+        option="--retention",
     )
     sweep_interval_s: float = setting(
         5.0,
         env="KADENCE_ARCHIVE_SWEEP_INTERVAL",
         help="how often due runs are archived (default 5s)",
         parse=parse_duration,
+        option="--sweep-interval",
     )
     #: most runs archived per sweep step (one Kafka flush per step)
     batch: int = 100

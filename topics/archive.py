@@ -106,6 +106,7 @@ class ArchiveStoreConfig:
         os.path.join(os.path.expanduser("~"), ".local", "share", "kadence", "archive"),
         env="KADENCE_ARCHIVE_DIR",
         help="the local archive directory",
+        option="--dir",
     )
     s3_bucket: str | None = setting(
         None, env="KADENCE_ARCHIVE_S3_BUCKET", help="use this S3-compatible bucket instead of the directory"

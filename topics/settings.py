@@ -57,6 +57,7 @@ def setting(
     default_factory: Any = dataclasses.MISSING,
     parse: Callable[[str], object] | None = None,
     keep_empty: bool = False,
+    option: str | None = None,
 ) -> Any:
     """A dataclass field read from ``env`` (and given on the command line), described by ``help``.
     ``parse``: text to value for a field of another type than int, float, str or bool (it raises
@@ -68,6 +69,7 @@ def setting(
         "kadence_help": help,
         "kadence_parse": parse,
         "kadence_keep_empty": keep_empty,
+        "kadence_option": option,
     }
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
@@ -119,10 +121,12 @@ class Setting:
     parser: Callable[[str], object] | None = None
     #: a variable set to nothing is read (and checked) rather than ignored
     keep_empty: bool = False
+    #: the command-line option's name when it is not the field's (``--dir`` for ``directory``)
+    option_name: str | None = None
 
     @property
     def option(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return self.option_name or "--" + self.name.replace("_", "-")
 
     def parse(self, raw: str, source: str | None = None) -> Any:
         """``raw`` as this setting's type; ``ConfigError`` naming ``source`` (default: the variable)."""
@@ -174,7 +178,10 @@ def settings_of(cls: type) -> list[Setting]:
         kind, optional = (str, False) if parser is not None else _value_type(hints[f.name])
         default = "" if f.default is dataclasses.MISSING or parser is not None else _shown(f.default)
         keep_empty = bool(f.metadata.get("kadence_keep_empty"))
-        out.append(Setting(f.name, env, kind, optional, default, f.metadata["kadence_help"], parser, keep_empty))
+        option = f.metadata.get("kadence_option")
+        out.append(
+            Setting(f.name, env, kind, optional, default, f.metadata["kadence_help"], parser, keep_empty, option)
+        )
     return out
 
 
@@ -213,13 +220,14 @@ def from_env(
     return cls(**kw)
 
 
-def click_options(cls: type) -> Callable[[_F], _F]:
-    """A decorator adding one option per declared setting of ``cls``; an option not given
-    arrives as None (the variable or the default applies: ``given_options``)."""
+def click_options(cls: type, *, leave_out: frozenset[str] = frozenset()) -> Callable[[_F], _F]:
+    """A decorator adding one option per declared setting of ``cls`` (but the fields named in
+    ``leave_out``); an option not given arrives as None (the variable or the default applies:
+    ``given_options``)."""
     import click
 
     def decorate(command: _F) -> _F:
-        for s in reversed(settings_of(cls)):
+        for s in reversed([s for s in settings_of(cls) if s.name not in leave_out]):
             shown = f"; default {s.default}" if s.default else ""
             command = click.option(
                 s.option,

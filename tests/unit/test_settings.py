@@ -185,3 +185,15 @@ def test_archiver_retention_option_then_variable_then_config_file_then_default(t
     assert (got.sweep_interval_s, got.store.directory) == (0.5, "/a")
     with pytest.raises(ConfigError, match="KADENCE_ARCHIVE_RETENTION='soon': not a duration"):
         ArchiverConfig.from_env(kafka, {"KADENCE_ARCHIVE_RETENTION": "soon"})
+
+
+def test_the_archive_commands_options_come_from_the_declarations():
+    from kadence.cli import main as cli
+
+    runner = CliRunner()
+    run_help = " ".join(runner.invoke(cli, ["archive", "run", "--help"]).output.split())  # unwrapped
+    status_help = " ".join(runner.invoke(cli, ["archive", "status", "--help"]).output.split())
+    for s in [*settings_of(ArchiveStoreConfig), *settings_of(ArchiverConfig)]:
+        assert s.option in run_help and f"env {s.env}" in run_help, s
+    assert "--dir TEXT" in run_help and "--retention TEXT" in run_help  # the documented names
+    assert "--sweep-interval" in run_help and "--sweep-interval" not in status_help
