@@ -139,7 +139,7 @@ def move(config: KafkaConfig, workflow_id: str, build_id: str | None, unpin: boo
                 {"build_id": build_id, "identity": config.client_id},
                 request_id=request_id or new_id(),
             )
-            return dict(expect_ok(reply, workflow_id, what=f"move of {workflow_id!r} rejected"))
+            return expect_ok(reply, workflow_id, what=f"move of {workflow_id!r} rejected")
         finally:
             engine.close()
 

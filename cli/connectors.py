@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from kadence.connectors.archiver import ArchiverConfig
+from kadence.connectors.archiver_config import ArchiverConfig
 from kadence.topics import KadenceError, KafkaConfig
 from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.settings import click_options, given_options

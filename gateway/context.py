@@ -17,14 +17,14 @@ from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
 from kadence.topics.config import KafkaConfig
-from kadence.topics.errors import BrokerUnavailableError, WorkflowNotFoundError
+from kadence.topics.errors import BrokerUnavailableError
 from kadence.topics.payload import JsonConverter
-from kadence.topics.protocol import refusal, result_body
+from kadence.topics.protocol import result_body
 
 from .config import GatewayConfig
 from .consistency import TOKEN_HEADER, ConsistencyToken
 from .engines import EnginePool
-from .errors import ApiError, error_response
+from .errors import ApiError, refused_response
 from .guard import Guard, Principal
 from .idempotency import IdempotencyStore, fingerprint
 from .models import RunResponse, StartResponse
@@ -157,9 +157,7 @@ def principal(request: Request) -> Principal:
 
 
 def mutation_result(reply: dict, workflow_id: str, headers: dict):
-    refused = refusal(reply, workflow_id, what=f"command to {workflow_id!r} rejected")
-    if isinstance(refused, WorkflowNotFoundError):
-        raise refused
+    refused = refused_response(reply, workflow_id, "not_running", headers=headers)
     if refused is not None:
-        return error_response(409, "not_running", refused.engine_message, headers=headers)
+        return refused
     return JSONResponse(RunResponse(workflow_id=workflow_id, run_id=reply["run_id"]).model_dump(), headers=headers)

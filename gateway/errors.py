@@ -20,10 +20,16 @@ case, never a stack trace.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["ApiError", "ErrorBody", "ErrorResponse", "error_response"]
+from kadence.topics.errors import WorkflowNotFoundError
+from kadence.topics.protocol import refusal
+
+__all__ = ["ApiError", "ErrorBody", "ErrorResponse", "error_response", "refused_response"]
 
 
 class ApiError(Exception):
@@ -60,3 +66,17 @@ def error_response(
         body["field"] = field
     body.update(extra)
     return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def refused_response(
+    reply: Mapping[str, Any], workflow_id: str, code: str, headers: Mapping[str, str] | None = None, **extra: Any
+) -> JSONResponse | None:
+    """None when the engine applied the command; else, read by ``topics.protocol.refusal``:
+    ``WorkflowNotFoundError`` raised (the 404 handler answers it), or a 409 ``code`` response with
+    the engine's own words (``run_id`` and the like in ``extra``)."""
+    refused = refusal(reply, workflow_id, what=code)
+    if refused is None:
+        return None
+    if isinstance(refused, WorkflowNotFoundError):
+        raise refused
+    return error_response(409, code, refused.engine_message, headers=headers, **extra)

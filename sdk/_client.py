@@ -207,7 +207,7 @@ class WorkflowHandle:
         reply = await self.client._engine.request(
             self.id, body_type, body, request_id=request_id or new_id(), run_id=self.run_id
         )
-        return dict(expect_ok(reply, self.id, what=f"{body_type} of {self.id!r} rejected"))
+        return expect_ok(reply, self.id, what=f"{body_type} of {self.id!r} rejected")
 
     async def signal(self, signal: str, *args: Any, request_id: str | None = None) -> None:
         """Send a signal; it is recorded in the history in arrival order. A retry with the same
@@ -295,7 +295,7 @@ class WorkflowHandle:
             self.id, "ResetWorkflow", body, request_id=request_id, run_id=self.run_id
         )
         what = f"reset of {self.id!r} {'would be ' if dry_run else ''}rejected"
-        return dict(expect_ok(reply, self.id, what=what, error=ResetRejectedError))
+        return expect_ok(reply, self.id, what=what, error=ResetRejectedError)
 
     async def query(self, query: Any, *args: Any, timeout: float = 30.0, result_type: Any = None) -> Any:
         """Ask the workflow's ``@workflow.query`` handler (a closed run answers from its final

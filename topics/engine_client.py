@@ -26,7 +26,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from opentelemetry.trace import TracerProvider
@@ -48,7 +48,7 @@ from .produce import produce_waiting
 from .records import command
 from .replacing_producer import ReplacingProducer
 from .scan import RangeReader
-from .tracing import FROM_CALLER, Tracer, TraceRef, _FromCaller
+from .tracing import FROM_CALLER, FromCaller, Tracer, TraceRef
 
 __all__ = ["EngineClient"]
 
@@ -369,7 +369,7 @@ class EngineClient:
         request_id: str,
         run_id: str | None = None,
         expect_reply: bool = True,
-        trace: TraceRef | Literal[_FromCaller.FROM_CALLER] | None = FROM_CALLER,
+        trace: TraceRef | FromCaller | None = FROM_CALLER,
     ) -> cf.Future[Any]:
         """Produce one command; the future resolves with its ``Reply`` dict.
 

@@ -9,7 +9,7 @@ each refusal is the same error of the tree wherever it is read (the gateway rend
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from kadence.schemas.records import (
     AwaitWorkflowResult,
@@ -43,6 +43,8 @@ __all__ = [
     "start_body",
     "update_body",
 ]
+
+_Reply = TypeVar("_Reply", bound=Mapping[str, Any])
 
 #: what a start does when a run of the workflow ID exists (Temporal's reuse policies)
 ID_REUSE_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running")
@@ -127,9 +129,14 @@ def result_body(*, wait: bool) -> AwaitWorkflowResult:
 def check_found(reply: Mapping[str, Any], workflow_id: str, run_id: str | None = None) -> None:
     """``WorkflowNotFoundError`` when the reply says there is no such workflow (or ``run_id``)."""
     if reply["status"] == "not_found":
-        raise WorkflowNotFoundError(
-            reply["message"] or f"workflow {workflow_id!r} not found", workflow_id=workflow_id, run_id=run_id
-        )
+        raise _not_found(reply, workflow_id, run_id)
+
+
+def _not_found(reply: Mapping[str, Any], workflow_id: str, run_id: str | None = None) -> WorkflowNotFoundError:
+    said = reply["message"] or ""
+    return WorkflowNotFoundError(
+        said or f"workflow {workflow_id!r} not found", workflow_id=workflow_id, run_id=run_id, engine_message=said
+    )
 
 
 def refusal(
@@ -144,11 +151,9 @@ def refusal(
     status = reply["status"]
     if status == "ok":
         return None
-    said = reply["message"] or ""
     if status == "not_found":
-        return WorkflowNotFoundError(
-            said or f"workflow {workflow_id!r} not found", workflow_id=workflow_id, engine_message=said
-        )
+        return _not_found(reply, workflow_id)
+    said = reply["message"] or ""
     if status == "already_started":
         return WorkflowAlreadyStartedError(
             f"workflow {workflow_id!r} already started (run {reply['run_id']}): {said}",
@@ -162,8 +167,8 @@ def refusal(
 
 
 def expect_ok(
-    reply: Mapping[str, Any], workflow_id: str, *, what: str, error: type[WorkflowError] = CommandRejectedError
-) -> Mapping[str, Any]:
+    reply: _Reply, workflow_id: str, *, what: str, error: type[WorkflowError] = CommandRejectedError
+) -> _Reply:
     """``reply`` when the engine applied the command; else raises what ``refusal`` gives."""
     refused = refusal(reply, workflow_id, what=what, error=error)
     if refused is not None:

@@ -34,7 +34,7 @@ import os
 import random
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -42,7 +42,16 @@ from opentelemetry import trace
 from . import span_export
 from .errors import ConfigError
 
-__all__ = ["FROM_CALLER", "EngineSpan", "TraceRef", "Tracer", "configure_from_env", "provider_from_env", "record_ref"]
+__all__ = [
+    "FROM_CALLER",
+    "EngineSpan",
+    "FromCaller",
+    "TraceRef",
+    "Tracer",
+    "configure_from_env",
+    "provider_from_env",
+    "record_ref",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +65,8 @@ class _FromCaller(enum.Enum):
 
 
 FROM_CALLER = _FromCaller.FROM_CALLER
+#: the type of ``FROM_CALLER``, for a parameter that defaults to it
+FromCaller = Literal[_FromCaller.FROM_CALLER]
 
 _KIND = {"producer": trace.SpanKind.PRODUCER, "consumer": trace.SpanKind.CONSUMER, "internal": trace.SpanKind.INTERNAL}
 

@@ -22,15 +22,13 @@ from kadence.topics.errors import (
     BrokerUnavailableError,
     ConfigError,
     KadenceError,
-    QueryFailedError,
     SchemaError,
-    WorkflowNotFoundError,
 )
-from kadence.topics.protocol import query_body, refusal
+from kadence.topics.protocol import query_body
 from kadence.topics.state_reader import stuck_rows
 
 from ..context import Gateway, principal
-from ..errors import ApiError, ErrorResponse, error_response
+from ..errors import ApiError, ErrorResponse, error_response, refused_response
 from ..models import BatchStarted, DecodeRequest
 from .params import IDEMPOTENCY_KEY, KEYED_IDS, READ, WRITE, WorkflowIdPath
 
@@ -100,11 +98,9 @@ async def batch_progress(request: Request, gw: Gateway, batch_id: WorkflowIdPath
         request_id=str(uuid.uuid4()),
         timeout=gw.config.reply_timeout,
     )
-    refused = refusal(reply, batch_id, what=f"progress query of batch {batch_id!r} failed", error=QueryFailedError)
-    if isinstance(refused, WorkflowNotFoundError):
-        raise refused
+    refused = refused_response(reply, batch_id, "query_rejected")
     if refused is not None:
-        return error_response(409, "query_rejected", refused.engine_message)
+        return refused
     return {"batch_id": batch_id, **gw.converter.from_bytes(reply["result"])}
 
 

@@ -17,7 +17,6 @@ from kadence.topics.archive import read_history
 from kadence.topics.describe import describe_to_json
 from kadence.topics.errors import (
     InvalidQueryError,
-    QueryFailedError,
     ResetRejectedError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
@@ -39,7 +38,7 @@ from kadence.topics.reset_request import reset_body
 
 from ..consistency import ConsistencyToken
 from ..context import Gateway, GatewayContext, mutation_result, principal
-from ..errors import ApiError, ErrorResponse, error_response
+from ..errors import ApiError, ErrorResponse, error_response, refused_response
 from ..history_cursor import decode_cursor as _decode_cursor
 from ..history_cursor import encode_cursor as _encode_cursor
 from ..models import (
@@ -383,11 +382,9 @@ async def reset(
             run_id=run_id,
             timeout=gw.config.reply_timeout,
         )
-    refused = refusal(reply, workflow_id, what=f"reset of {workflow_id!r} rejected", error=ResetRejectedError)
-    if isinstance(refused, WorkflowNotFoundError):
-        raise refused
+    refused = refused_response(reply, workflow_id, "reset_rejected", run_id=reply["run_id"])
     if refused is not None:
-        return error_response(409, "reset_rejected", refused.engine_message, run_id=reply["run_id"])
+        return refused
     return ResetResponse(
         workflow_id=workflow_id, run_id=reply["run_id"], dry_run=body.dry_run, plan=reply["reset_plan"]
     )
@@ -463,13 +460,9 @@ async def query(
         request_id=str(uuid.uuid4()),
         timeout=gw.config.reply_timeout,
     )
-    refused = refusal(
-        reply, workflow_id, what=f"query {query_name!r} of {workflow_id!r} failed", error=QueryFailedError
-    )
-    if isinstance(refused, WorkflowNotFoundError):
-        raise refused
+    refused = refused_response(reply, workflow_id, "query_rejected")
     if refused is not None:
-        return error_response(409, "query_rejected", refused.engine_message)
+        return refused
     return {"workflow_id": workflow_id, "run_id": reply["run_id"], "result": gw.converter.from_bytes(reply["result"])}
 
 
