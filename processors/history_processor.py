@@ -273,6 +273,40 @@ def _run_trace(st: WorkflowState | None) -> TraceRef | None:
     return trace_id, span_id
 
 
+def traced_transition(
+    tracer: Tracer,
+    cmd: dict[str, Any],
+    view: BatchView,
+    out: Outbox,
+    ts: int,
+    mark: tuple[int, ...],
+    parent: TraceRef | None,
+) -> None:
+    """``transition``, in a ``kadence.process`` span when the command or its running run is
+    traced (``topics.tracing``): a child of the command's context, else of the run's (what a
+    timer or timeout causes joins the run's trace). What it writes carries the span's
+    context, and a run the command starts (a start, continue-as-new, reset) keeps it. A
+    traced query or result request on an untraced run gets its span and leaves the run
+    untraced (else one sampled caller would trace the rest of someone else's run).
+    ``mark``: the outbox's mark before the command (``Outbox.mark``)."""
+    wf = cmd["aggregate_key"]
+    st = view.state(wf)
+    if parent is None:
+        parent = _run_trace(st)
+        if parent is None:
+            transition(cmd, view, out, ts)  # untraced: the common case costs the look-up above
+            return
+    run_before = st["run_id"] if st is not None else None
+    btype = cmd["body"][0]
+    # one attribute: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)
+    with tracer.child(f"kadence.process {btype}", parent, {"kadence.workflow_id": wf}) as ref:
+        transition(cmd, view, out, ts)
+    out.stamp(mark, ref)
+    st = view.state(wf)
+    if st is not None and st["run_id"] != run_before and st.get("trace_id") is None:
+        st["trace_id"], st["span_id"] = ref
+
+
 class HistoryProcessor:
     """One processor instance. ``run()`` blocks until ``stop()``."""
 
@@ -660,7 +694,7 @@ class HistoryProcessor:
             checkpoint, mark = view.checkpoint(wf), out.mark()
             fields = set_log_fields(wf, cmd.get("run_id"), p, cmd.get("trace_id"))
             try:
-                self._transition(cmd, view, out, ts, mark, record_ref(cmd))
+                traced_transition(self._tracer, cmd, view, out, ts, mark, record_ref(cmd))
             except Exception as exc:
                 log.exception("command failed on workflow %s partition %d", wf, p)
                 view.rollback(wf, checkpoint)
@@ -688,7 +722,7 @@ class HistoryProcessor:
                 )
                 checkpoint, mark = view.checkpoint(wf), out.mark()
                 try:
-                    self._transition(self._deadline_command(wf, run_id, body), view, out, ts, mark, None)
+                    traced_transition(self._tracer, self._deadline_command(wf, run_id, body), view, out, ts, mark, None)
                 except Exception:
                     log.exception("deadline %s failed on workflow %s partition %d", body["timer_id"], wf, p)
                     view.rollback(wf, checkpoint)
@@ -702,32 +736,6 @@ class HistoryProcessor:
                 index.settle(due, committed, store.get_state)
         if committed:
             self.metrics.deadlines.inc(sum(len(due) for due in fired.values()))
-
-    def _transition(
-        self, cmd: dict[str, Any], view: BatchView, out: Outbox, ts: int, mark: tuple[int, ...], parent: TraceRef | None
-    ) -> None:
-        """``transition``, in a ``kadence.process`` span when the command or its running run is
-        traced (``topics.tracing``): a child of the command's context, else of the run's (what a
-        timer or timeout causes joins the run's trace). What it writes carries the span's
-        context, and a run the command starts (a start, continue-as-new, reset) keeps it. A
-        traced query or result request on an untraced run gets its span and leaves the run
-        untraced (else one sampled caller would trace the rest of someone else's run)."""
-        wf = cmd["aggregate_key"]
-        st = view.state(wf)
-        if parent is None:
-            parent = _run_trace(st)
-            if parent is None:
-                transition(cmd, view, out, ts)  # untraced: the common case costs the look-up above
-                return
-        run_before = st["run_id"] if st is not None else None
-        btype = cmd["body"][0]
-        # one attribute: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)
-        with self._tracer.child(f"kadence.process {btype}", parent, {"kadence.workflow_id": wf}) as ref:
-            transition(cmd, view, out, ts)
-        out.stamp(mark, ref)
-        st = view.state(wf)
-        if st is not None and st["run_id"] != run_before and st.get("trace_id") is None:
-            st["trace_id"], st["span_id"] = ref
 
     def _wrong_partition(self, workflow_id: str, partition: int) -> WrongPartitionError | None:
         """An error if a command of ``workflow_id`` was read from another partition than the one its

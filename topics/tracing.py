@@ -197,10 +197,9 @@ class Tracer:
                 otel_context.detach(token)
             span.end()
 
-    @contextlib.contextmanager
     def _child_fast(
         self, name: str, parent: TraceRef, attributes: dict[str, Any], kind: str, current: bool
-    ) -> Iterator[TraceRef]:
+    ) -> contextlib.AbstractContextManager[TraceRef]:
         spans = self._spans
         assert spans is not None, "only with the engine's provider"
         try:
@@ -208,43 +207,79 @@ class Tracer:
         except (TypeError, ValueError):
             trace_id = parent_id = b""
         if len(trace_id) != 16 or len(parent_id) != 8 or not any(trace_id) or not any(parent_id):
-            yield parent  # a record from elsewhere may carry anything: a bad ID must not fail the command
-            return
-        span_id = _random_span_id()
-        ref = (parent[0], format(span_id, "016x"))
+            # a record from elsewhere may carry anything: a bad ID must not fail the command
+            return contextlib.nullcontext(parent)
         if current:  # user code runs inside: a span it can annotate, and nest its own spans under
-            span = EngineSpan(spans, name, _SPAN_KIND[kind], trace_id, span_id, parent_id, attributes)
-            token = otel_context.attach(trace.set_span_in_context(span))
-            try:
-                yield ref
-            except BaseException as exc:
-                _end_with(span, exc)
-                raise
-            finally:
-                otel_context.detach(token)
-                span.end()
-            return
-        start, status = time.time_ns(), None
+            return self._current_span(spans, name, parent, attributes, kind, trace_id, parent_id)
+        return _ChildSpan(spans, name, parent[0], _SPAN_KIND[kind], trace_id, parent_id, attributes)
+
+    @contextlib.contextmanager
+    def _current_span(
+        self,
+        spans: span_export.SpanPipeline,
+        name: str,
+        parent: TraceRef,
+        attributes: dict[str, Any],
+        kind: str,
+        trace_id: bytes,
+        parent_id: bytes,
+    ) -> Iterator[TraceRef]:
+        span_id = _random_span_id()
+        span = EngineSpan(spans, name, _SPAN_KIND[kind], trace_id, span_id, parent_id, attributes)
+        token = otel_context.attach(trace.set_span_in_context(span))
         try:
-            yield ref
+            yield parent[0], format(span_id, "016x")
         except BaseException as exc:
-            status = (span_export.STATUS_ERROR, type(exc).__name__)
+            _end_with(span, exc)
             raise
         finally:
-            spans.record(
-                (
-                    trace_id,
-                    span_id.to_bytes(8, "big"),
-                    parent_id,
-                    name,
-                    _SPAN_KIND[kind],
-                    start,
-                    time.time_ns(),
-                    tuple(attributes.items()),
-                    (),
-                    status,
-                )
+            otel_context.detach(token)
+            span.end()
+
+
+class _ChildSpan:
+    """The engine's pipeline's span for one hop (the processor's command, the worker's workflow
+    task): a context manager that gives the context to stamp and records the span when the
+    block ends. A class, not a generator: the processor opens one per command (0.6 µs less)."""
+
+    __slots__ = ("_attributes", "_kind", "_name", "_parent_id", "_span_id", "_spans", "_start", "_trace_id", "ref")
+
+    def __init__(
+        self,
+        spans: span_export.SpanPipeline,
+        name: str,
+        trace_hex: str,
+        kind: int,
+        trace_id: bytes,
+        parent_id: bytes,
+        attributes: dict[str, Any],
+    ) -> None:
+        span_id = _random_span_id()
+        self._spans, self._name, self._kind, self._attributes = spans, name, kind, attributes
+        self._trace_id, self._parent_id, self._span_id = trace_id, parent_id, span_id.to_bytes(8, "big")
+        self.ref: TraceRef = (trace_hex, format(span_id, "016x"))
+        self._start = 0
+
+    def __enter__(self) -> TraceRef:
+        self._start = time.time_ns()
+        return self.ref
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        status = None if exc_type is None else (span_export.STATUS_ERROR, exc_type.__name__)
+        self._spans.record(
+            (
+                self._trace_id,
+                self._span_id,
+                self._parent_id,
+                self._name,
+                self._kind,
+                self._start,
+                time.time_ns(),
+                tuple(self._attributes.items()),
+                (),
+                status,
             )
+        )
 
 
 def _end_with(span: trace.Span, exc: BaseException) -> None:

@@ -4,6 +4,11 @@ exporter's settings read from the OTEL_* variables."""
 
 from __future__ import annotations
 
+import ipaddress
+import socket
+import socketserver
+import ssl
+import threading
 import time
 
 import pytest
@@ -252,3 +257,119 @@ def test_the_test_collector_keeps_the_connection_open_between_exports():
     finally:
         conn.close()
         collector.close()
+
+
+class _OneRequestPerConnection(socketserver.ThreadingTCPServer):
+    """Answers each connection's first request 200 and closes it without saying so (no
+    ``Connection: close``): what a collector does to an idle kept connection."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self):
+        self.bodies: list[bytes] = []
+        self.connections = 0
+        server = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                server.connections += 1
+                length = 0
+                while (line := self.rfile.readline()) not in (b"\r\n", b""):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                server.bodies.append(self.rfile.read(length))
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+def test_a_kept_connection_the_collector_closed_is_opened_again_without_losing_spans():
+    server = _OneRequestPerConnection()
+    # a timeout below the first backoff: only the immediate reconnection can save a batch
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+    pipeline = SpanPipeline(OtlpHttpTarget(endpoint=endpoint, timeout_s=0.4), {})
+    try:
+        for i in range(1, 4):
+            pipeline.record(_span(i))
+            assert pipeline.flush(10)
+    finally:
+        pipeline.shutdown()
+        server.shutdown()
+    assert (pipeline.exported, pipeline.failed_exports, server.connections) == (3, 0, 3)
+    names = [s.name for body in server.bodies for s in _decoded_spans(body)]
+    assert names == ["s1", "s2", "s3"]
+
+
+def _decoded_spans(body: bytes):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest.FromString(body)
+    return [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+
+
+def test_no_collector_drops_the_batch_after_the_timeout_and_counts_it(caplog):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    pipeline = SpanPipeline(OtlpHttpTarget(endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout_s=1), {})
+    try:
+        pipeline.record(_span(1))
+        assert pipeline.flush(10)
+    finally:
+        pipeline.shutdown()
+    assert (pipeline.exported, pipeline.failed_exports, pipeline.dropped) == (0, 1, 1)
+    assert any("ConnectionRefusedError" in r.getMessage() for r in caplog.records)
+
+
+def _self_signed(tmp_path):
+    """A certificate for 127.0.0.1 and its key, as PEM files."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kadence test collector")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "collector.pem", tmp_path / "collector.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+def test_https_posts_verify_the_collector_against_the_configured_certificate(collector, tmp_path, caplog):
+    cert_file, key_file = _self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    collector._server.socket = context.wrap_socket(collector._server.socket, server_side=True)
+    endpoint = collector.endpoint.replace("http://", "https://") + "/v1/traces"
+    trusted = SpanPipeline(OtlpHttpTarget(endpoint=endpoint, certificate=str(cert_file)), {})
+    untrusted = SpanPipeline(OtlpHttpTarget(endpoint=endpoint, timeout_s=1), {})  # the system's CAs only
+    try:
+        trusted.record(_span(1))
+        untrusted.record(_span(2))
+        assert trusted.flush(10) and untrusted.flush(10)
+    finally:
+        trusted.shutdown()
+        untrusted.shutdown()
+    assert [s.name for s in collector.spans] == ["s1"]
+    assert (trusted.exported, untrusted.exported, untrusted.failed_exports) == (1, 0, 1)
+    assert any("CERTIFICATE_VERIFY_FAILED" in r.getMessage() for r in caplog.records)
