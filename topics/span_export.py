@@ -285,10 +285,6 @@ class SpanPipeline:
 
     # -- the sender thread --------------------------------------------------------------------
 
-    def encode(self, spans: list[SpanTuple]) -> bytes:
-        """One ``ExportTraceServiceRequest`` holding ``spans`` (public for the tests and the bench)."""
-        return otlp_encoding.request(self._resource, self._scope, [otlp_encoding.encode_span(s) for s in spans])
-
     def _take(self) -> list[bytes]:
         queue = self._queue
         spans: list[bytes] = []

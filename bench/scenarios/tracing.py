@@ -19,11 +19,17 @@ Metrics are on in all of them (the engine always keeps them). Each mode runs
 ``KADENCE_BENCH_TRACE_SECONDS`` (default 20) is each window's length, and
 ``KADENCE_BENCH_TRACE_MODES`` (default all four, comma-separated, ``off`` always included) picks
 modes: windows on this machine differ by up to 10 % for one mode, so the 5 % question needs more
-rounds of fewer modes (``KADENCE_BENCH_TRACE_MODES=on KADENCE_BENCH_TRACE_ROUNDS=4``)."""
+rounds of fewer modes (``KADENCE_BENCH_TRACE_MODES=on KADENCE_BENCH_TRACE_ROUNDS=4``).
+
+``KADENCE_BENCH_TRACE_COLLECTOR=process`` runs the collector in a child process of its own (the
+same ``SpanCollector``) instead of on threads of the bench's process, beside the client it
+would otherwise share a GIL with."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -40,6 +46,40 @@ from .throughput import window
 
 MODES = ("off", "on", "sdk", "sampled")
 
+_CHILD = """
+import sys
+from kadence.testing.otlp import SpanCollector
+collector = SpanCollector(keep=False)
+print(collector.endpoint, flush=True)
+for line in sys.stdin:
+    print(collector.count, flush=True)
+collector.close()
+"""
+
+
+class CollectorProcess:
+    """A ``SpanCollector`` (counting only) in a child process: ``endpoint``, ``count``, ``close()``."""
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self._proc.stdout is not None and self._proc.stdin is not None
+        self._in, self._out = self._proc.stdin, self._proc.stdout
+        self.endpoint = self._out.readline().strip()
+        if not self.endpoint.startswith("http://"):
+            raise RuntimeError(f"the collector process did not start: {self.endpoint!r}")
+
+    @property
+    def count(self) -> int:
+        self._in.write("count\n")
+        self._in.flush()
+        return int(self._out.readline())
+
+    def close(self) -> None:
+        self._in.close()
+        self._proc.wait(10)
+
 
 def _client_provider(mode: str, env: dict):
     sampler = ParentBased(TraceIdRatioBased(0.1 if mode == "sampled" else 1.0))
@@ -52,7 +92,9 @@ def _client_provider(mode: str, env: dict):
     return engine_tracer_provider("bench-client", env, sampler=sampler)
 
 
-async def _measure(ctx: Context, task, mode: str, round_: int, collector: SpanCollector, busy: int, seconds: float):
+async def _measure(
+    ctx: Context, task, mode: str, round_: int, collector: SpanCollector | CollectorProcess, busy: int, seconds: float
+):
     env, provider = {}, None
     if mode != "off":
         env = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint}
@@ -85,7 +127,10 @@ async def run(ctx: Context) -> dict:
         raise ValueError(f"KADENCE_BENCH_TRACE_MODES: unknown {sorted(unknown)}; the modes are {', '.join(MODES)}")
     modes = ["off", *[m for m in MODES[1:] if m in wanted]]
     task = ctx.task("tracing")
-    collector = SpanCollector(keep=False)
+    where = os.environ.get("KADENCE_BENCH_TRACE_COLLECTOR", "thread")
+    if where not in ("thread", "process"):
+        raise ValueError(f"KADENCE_BENCH_TRACE_COLLECTOR={where}: thread (the default) or process")
+    collector = SpanCollector(keep=False) if where == "thread" else CollectorProcess()
     runs: dict[str, list[dict]] = {mode: [] for mode in modes}
     try:
         for round_ in range(rounds):
@@ -108,4 +153,12 @@ async def run(ctx: Context) -> dict:
         + ", ".join(f"{mode} {sum(r['spans_collected'] for r in runs[mode])}" for mode in modes[1:])
         + ")",
     )
-    return {"runs": runs, "mean": mean, "over_off": ratio, "concurrency": busy, "window_s": seconds, "rounds": rounds}
+    return {
+        "runs": runs,
+        "mean": mean,
+        "over_off": ratio,
+        "concurrency": busy,
+        "window_s": seconds,
+        "rounds": rounds,
+        "collector": where,
+    }
