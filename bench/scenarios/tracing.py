@@ -14,12 +14,15 @@ request and counts its spans (so a run that exported nothing shows as such). The
   (``parentbased_traceidratio``, 0.1: the engine's spans follow the start's decision).
 
 Metrics are on in all of them (the engine always keeps them). Each mode runs
-``KADENCE_BENCH_TRACE_ROUNDS`` times (default 2), alternating (off, on, sdk, sampled, off, ...), at
+``KADENCE_BENCH_TRACE_ROUNDS`` times (default 2), alternating ABBA (off, on, sdk, sampled, then
+sampled, sdk, on, off, ...), at
 ``KADENCE_BENCH_TRACE_CONCURRENCY`` (default 256) in flight and at one in flight;
 ``KADENCE_BENCH_TRACE_SECONDS`` (default 20) is each window's length, and
 ``KADENCE_BENCH_TRACE_MODES`` (default all four, comma-separated, ``off`` always included) picks
 modes: windows on this machine differ by up to 10 % for one mode, so the 5 % question needs more
-rounds of fewer modes (``KADENCE_BENCH_TRACE_MODES=on KADENCE_BENCH_TRACE_ROUNDS=4``).
+rounds of fewer modes (``KADENCE_BENCH_TRACE_MODES=on KADENCE_BENCH_TRACE_ROUNDS=6``). Besides the
+ratio of the modes' means (``over_off``), the result holds each round's ratio of a mode to the
+``off`` window beside it, with their mean and its 95 % confidence interval (``paired_over_off``).
 
 ``KADENCE_BENCH_TRACE_COLLECTOR=process`` runs the collector in a child process of its own (the
 same ``SpanCollector``) instead of on threads of the bench's process, beside the client it
@@ -40,7 +43,7 @@ from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from kadence.testing.otlp import SpanCollector
 from kadence.topics.span_export import engine_tracer_provider
 
-from ..common import Context, alternating_summary
+from ..common import Context, alternating_summary, paired_ratios
 from ..engine import engine
 from .throughput import window
 
@@ -134,7 +137,9 @@ async def run(ctx: Context) -> dict:
     runs: dict[str, list[dict]] = {mode: [] for mode in modes}
     try:
         for round_ in range(rounds):
-            for mode in runs:
+            # ABBA: every other round runs the modes in reverse, so a drift over the run (the
+            # broker's growing topic count, the page cache) does not favour the mode that runs first
+            for mode in list(runs) if round_ % 2 == 0 else list(runs)[::-1]:
                 before = collector.count
                 result = await _measure(ctx, task, mode, round_, collector, busy, seconds)
                 result["spans_collected"] = collector.count - before
@@ -142,11 +147,13 @@ async def run(ctx: Context) -> dict:
     finally:
         collector.close()
     mean, ratio = alternating_summary(runs, ("light_wf_per_s", "busy_wf_per_s"), "off")
+    paired = paired_ratios(runs, "busy_wf_per_s", "off")
     ctx.update(
         task,
         "[green]tracing over off: "
         + "; ".join(
             f"{mode} light {ratio[mode]['light_wf_per_s']}, x{busy} {ratio[mode]['busy_wf_per_s']}"
+            + (f" (paired {paired[mode]['mean']}, 95 % CI {paired[mode]['ci95']})" if mode in paired else "")
             for mode in modes[1:]
         )
         + "[/] (spans collected: "
@@ -157,6 +164,7 @@ async def run(ctx: Context) -> dict:
         "runs": runs,
         "mean": mean,
         "over_off": ratio,
+        "paired_over_off": paired,
         "concurrency": busy,
         "window_s": seconds,
         "rounds": rounds,
