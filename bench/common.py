@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -418,10 +419,10 @@ _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 
 
 def paired_ratios(runs: dict[str, list[dict]], key: str, base: str) -> dict[str, dict[str, object]]:
-    """Per mode other than ``base``: its ``key`` over ``base``'s in the same round (the two ran
-    back to back), each round's, their mean, min and max, and a 95 % confidence interval of the
-    mean (Student's t; None with one round). Rounds that share a machine state cancel out of
-    each ratio, which the ratio of the modes' means does not do."""
+    """Per mode other than ``base``: its ``key`` over ``base``'s in the same round, each round's,
+    their mean, min and max, and a 95 % confidence interval of the mean (Student's t; None with
+    one round). What a round's machine state does to both modes cancels out of its ratio, which
+    the ratio of the modes' means does not do."""
     out: dict[str, dict[str, object]] = {}
     for mode, rs in runs.items():
         if mode == base:
@@ -429,10 +430,10 @@ def paired_ratios(runs: dict[str, list[dict]], key: str, base: str) -> dict[str,
         per = [r[key] / b[key] for r, b in zip(rs, runs[base], strict=True) if b[key]]
         if not per:
             continue
-        mean = sum(per) / len(per)
+        mean = statistics.fmean(per)
         ci = None
         if len(per) > 1:
-            sd = (sum((x - mean) ** 2 for x in per) / (len(per) - 1)) ** 0.5
+            sd = statistics.stdev(per)
             df = len(per) - 1
             t = _T95[df - 1] if df <= len(_T95) else (2.2 if df < 30 else 1.96)
             half = t * sd / len(per) ** 0.5

@@ -21,8 +21,8 @@ sampled, sdk, on, off, ...), at
 ``KADENCE_BENCH_TRACE_MODES`` (default all four, comma-separated, ``off`` always included) picks
 modes: windows on this machine differ by up to 10 % for one mode, so the 5 % question needs more
 rounds of fewer modes (``KADENCE_BENCH_TRACE_MODES=on KADENCE_BENCH_TRACE_ROUNDS=6``). Besides the
-ratio of the modes' means (``over_off``), the result holds each round's ratio of a mode to the
-``off`` window beside it, with their mean and its 95 % confidence interval (``paired_over_off``).
+ratio of the modes' means (``over_off``), the result holds each round's ratio of a mode to that
+round's ``off`` window, with their mean and its 95 % confidence interval (``paired_over_off``).
 
 ``KADENCE_BENCH_TRACE_COLLECTOR=process`` runs the collector in a child process of its own (the
 same ``SpanCollector``) instead of on threads of the bench's process, beside the client it
@@ -137,8 +137,8 @@ async def run(ctx: Context) -> dict:
     runs: dict[str, list[dict]] = {mode: [] for mode in modes}
     try:
         for round_ in range(rounds):
-            # ABBA: every other round runs the modes in reverse, so a drift over the run (the
-            # broker's growing topic count, the page cache) does not favour the mode that runs first
+            # ABBA: every other round runs the modes in reverse, so a steady drift over the run
+            # does not favour the mode that runs first
             for mode in list(runs) if round_ % 2 == 0 else list(runs)[::-1]:
                 before = collector.count
                 result = await _measure(ctx, task, mode, round_, collector, busy, seconds)
