@@ -24,15 +24,24 @@ rounds of fewer modes (``KADENCE_BENCH_TRACE_MODES=on KADENCE_BENCH_TRACE_ROUNDS
 ratio of the modes' means (``over_off``), the result holds each round's ratio of a mode to that
 round's ``off`` window, with their mean and its 95 % confidence interval (``paired_over_off``).
 
+Each window at ``busy`` in flight finds the most a mode sustains, and its rate moves the CPU that
+every process (the broker's included) spends per workflow: fewer workflows a second means smaller
+batches. ``KADENCE_BENCH_TRACE_RATE`` (default 400; 0 leaves it out) adds a window per mode that
+starts that many workflows a second, below what any mode sustains, and measures the CPU per
+workflow of all the processes at that same rate (``cpu_ms_per_wf``, paired like the throughput in
+``paired_cpu_over_off``): what tracing itself costs, without the change of rate it causes.
+
 ``KADENCE_BENCH_TRACE_COLLECTOR=process`` runs the collector in a child process of its own (the
 same ``SpanCollector``) instead of on threads of the bench's process, beside the client it
 would otherwise share a GIL with."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import time
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -43,9 +52,10 @@ from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from kadence.testing.otlp import SpanCollector
 from kadence.topics.span_export import engine_tracer_provider
 
-from ..common import Context, alternating_summary, paired_ratios
+from ..common import Context, CpuMeter, alternating_summary, paired_ratios
 from ..engine import engine
-from .throughput import window
+from ..load import Recorder, open_loop
+from .throughput import SHAPES, window
 
 MODES = ("off", "on", "sdk", "sampled")
 
@@ -96,7 +106,14 @@ def _client_provider(mode: str, env: dict):
 
 
 async def _measure(
-    ctx: Context, task, mode: str, round_: int, collector: SpanCollector | CollectorProcess, busy: int, seconds: float
+    ctx: Context,
+    task,
+    mode: str,
+    round_: int,
+    collector: SpanCollector | CollectorProcess,
+    busy: int,
+    seconds: float,
+    rate: float,
 ):
     env, provider = {}, None
     if mode != "off":
@@ -110,19 +127,62 @@ async def _measure(
         ) as eng:
             light = await window(ctx, task, eng, "three_activity", 1, seconds, f"tracing {mode} light")
             heavy = await window(ctx, task, eng, "three_activity", busy, seconds, f"tracing {mode} x{busy}")
+            fixed = await _rate_window(ctx, task, eng, rate, seconds, f"tracing {mode} {rate:g}/s") if rate else None
     finally:
         if provider is not None:
             provider.shutdown()
-    return {
+    out = {
         "light_wf_per_s": light["wf_per_s"],
         "busy_wf_per_s": heavy["wf_per_s"],
         "busy_cpu_percent": heavy["cpu_percent_of_core"],
+    }
+    if fixed is not None:
+        out["rate"] = fixed
+        out["cpu_ms_per_wf"] = fixed["cpu_ms_per_wf"]
+    return out
+
+
+async def _rate_window(ctx: Context, task, eng, rate: float, seconds: float, label: str) -> dict:
+    """``rate`` starts a second for ``seconds`` after a warm-up (open loop); the CPU of every
+    process over the window, per workflow completed in it."""
+    s = ctx.settings
+    rec = Recorder()
+    t0 = time.monotonic()
+    w0, w1 = t0 + s.warmup, t0 + s.warmup + seconds
+    runner = asyncio.create_task(open_loop(eng.client, SHAPES["three_activity"][0], rec, rate=rate, until=w1, drain=30))
+    cpu = CpuMeter(eng.pids())
+    try:
+        while (now := time.monotonic()) < w0:
+            ctx.update(task, f"{label} warm-up  completed {len(rec.done)}  in flight {rec.inflight}")
+            await asyncio.sleep(min(0.25, w0 - now))
+        cpu.start()
+        while (now := time.monotonic()) < w1:
+            recent = len(rec.completed_between(now - 1, now))
+            ctx.update(task, f"{label} {now - w0:.0f}/{seconds:.0f}s  in flight {rec.inflight}  ~{recent} wf/s")
+            eng.procs.check_alive()
+            await asyncio.sleep(min(0.25, w1 - now))
+        usage = cpu.stop()
+    finally:
+        await asyncio.wait({runner}, timeout=60)
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+    done = len(rec.completed_between(w0, w1))
+    processes = sum(v for k, v in usage.items() if k != "machine_busy")
+    return {
+        "started_per_s": rate,
+        "wf_per_s": round(done / seconds, 1),
+        "errors": len(rec.errors),
+        "cpu_percent": usage,
+        # every process measured (engine, broker, the bench's client), and the machine's total
+        "cpu_ms_per_wf": round(processes / 100 * seconds * 1000 / done, 3) if done else None,
+        "machine_ms_per_wf": round(usage["machine_busy"] / 100 * seconds * 1000 / done, 3) if done else None,
     }
 
 
 async def run(ctx: Context) -> dict:
     seconds = float(os.environ.get("KADENCE_BENCH_TRACE_SECONDS", "20"))
     busy = int(os.environ.get("KADENCE_BENCH_TRACE_CONCURRENCY", "256"))
+    rate = float(os.environ.get("KADENCE_BENCH_TRACE_RATE", "400"))
     rounds = int(os.environ.get("KADENCE_BENCH_TRACE_ROUNDS", "2"))
     wanted = [m.strip() for m in os.environ.get("KADENCE_BENCH_TRACE_MODES", ",".join(MODES)).split(",") if m.strip()]
     unknown = set(wanted) - set(MODES)
@@ -141,19 +201,25 @@ async def run(ctx: Context) -> dict:
             # does not favour the mode that runs first
             for mode in list(runs) if round_ % 2 == 0 else list(runs)[::-1]:
                 before = collector.count
-                result = await _measure(ctx, task, mode, round_, collector, busy, seconds)
+                result = await _measure(ctx, task, mode, round_, collector, busy, seconds, rate)
                 result["spans_collected"] = collector.count - before
                 runs[mode].append(result)
     finally:
         collector.close()
     mean, ratio = alternating_summary(runs, ("light_wf_per_s", "busy_wf_per_s"), "off")
     paired = paired_ratios(runs, "busy_wf_per_s", "off")
+    paired_cpu = paired_ratios(runs, "cpu_ms_per_wf", "off") if rate else {}
     ctx.update(
         task,
         "[green]tracing over off: "
         + "; ".join(
             f"{mode} light {ratio[mode]['light_wf_per_s']}, x{busy} {ratio[mode]['busy_wf_per_s']}"
             + (f" (paired {paired[mode]['mean']}, 95 % CI {paired[mode]['ci95']})" if mode in paired else "")
+            + (
+                f", CPU per workflow at {rate:g}/s {paired_cpu[mode]['mean']} (95 % CI {paired_cpu[mode]['ci95']})"
+                if mode in paired_cpu
+                else ""
+            )
             for mode in modes[1:]
         )
         + "[/] (spans collected: "
@@ -165,6 +231,8 @@ async def run(ctx: Context) -> dict:
         "mean": mean,
         "over_off": ratio,
         "paired_over_off": paired,
+        "paired_cpu_over_off": paired_cpu,
+        "rate": rate,
         "concurrency": busy,
         "window_s": seconds,
         "rounds": rounds,
