@@ -427,7 +427,8 @@ def paired_ratios(runs: dict[str, list[dict]], key: str, base: str) -> dict[str,
     for mode, rs in runs.items():
         if mode == base:
             continue
-        per = [r[key] / b[key] for r, b in zip(rs, runs[base], strict=True) if b[key]]
+        # a window with nothing measured (None) leaves its round out rather than ending the run
+        per = [r[key] / b[key] for r, b in zip(rs, runs[base], strict=True) if b[key] and r[key] is not None]
         if not per:
             continue
         mean = statistics.fmean(per)
