@@ -188,7 +188,6 @@ def _serve(make, metrics_port: int | None, config: KafkaConfig) -> None:
     """Run a blocking engine service (``run()``/``stop()``) until SIGTERM/SIGINT, with
     ``/metrics``, ``/healthz`` and ``/readyz`` on ``metrics_port`` (loopback) when given
     (``kadence.cli.health``); a typed error exits 1."""
-    from confluent_kafka.admin import AdminClient
     from prometheus_client import CollectorRegistry
 
     from .health import BrokerCheck, HealthServer, readiness
@@ -198,8 +197,9 @@ def _serve(make, metrics_port: int | None, config: KafkaConfig) -> None:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
     service = make(registry)
     if metrics_port is not None:
-        admin = AdminClient(config.base())
-        broker = BrokerCheck(lambda: admin.list_topics(timeout=2))
+        catalogue = Catalogue(config)
+        admin = catalogue.admin()  # a refused login reads as such, not as a broker that does not answer
+        broker = BrokerCheck(lambda: catalogue.existing(admin, timeout=2))
         HealthServer(metrics_port, registry, lambda: readiness(lambda: service.started, broker)).start()
     signal.signal(signal.SIGTERM, lambda *_: service.stop())
     signal.signal(signal.SIGINT, lambda *_: service.stop())
@@ -320,7 +320,6 @@ def worker(
     metrics_port: int | None,
 ) -> None:
     """Run a worker for a task queue (until SIGTERM/SIGINT)."""
-    from confluent_kafka.admin import AdminClient
     from prometheus_client import CollectorRegistry
 
     from kadence import Client, Worker
@@ -335,8 +334,9 @@ def worker(
     registry = CollectorRegistry()
     serving: list = []  # the worker, once it exists (readiness asks it)
     if metrics_port is not None:
-        admin = AdminClient(config.base())
-        broker = BrokerCheck(lambda: admin.list_topics(timeout=2))
+        catalogue = Catalogue(config)
+        admin = catalogue.admin()  # a refused login reads as such, not as a broker that does not answer
+        broker = BrokerCheck(lambda: catalogue.existing(admin, timeout=2))
         HealthServer(
             metrics_port, registry, lambda: readiness(lambda: bool(serving) and serving[0].started, broker)
         ).start()

@@ -15,11 +15,15 @@ from rich.progress import ProgressColumn
 from rich.text import Text
 
 from kadence.readmodels.keys import PROJECTIONS, RUN_STATUSES
-from kadence.topics import KadenceError, KafkaConfig
+from kadence.topics import ConfigError, KadenceError, KafkaConfig
 
 from .output import emit_rows, output_option
 
-__all__ = ["list_cmd", "projections"]
+__all__ = ["EXIT_CONFIG", "list_cmd", "projections"]
+
+#: ``kadence projections run``'s status for a setting to fix (``EX_CONFIG``): a refused login, a
+#: missing ACL, a TLS file that does not load; its supervisor does not start it again
+EXIT_CONFIG = 78
 
 _REDIS_URL = click.option(
     "--redis-url",
@@ -106,7 +110,11 @@ def projections_run(
     if metrics_port is not None:
         start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
-    run_projections(pconf, registry, loglevel=level)
+    try:
+        run_projections(pconf, registry, loglevel=level)
+    except ConfigError as exc:  # a refused login, a missing ACL, a TLS file: restarting will not help
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
 
 
 def _supervise_projections() -> None:
@@ -120,13 +128,15 @@ def _supervise_projections() -> None:
 
     from .supervisor import Supervisor
 
-    supervisor = Supervisor(echo=lambda line: click.echo(line, err=True))
+    supervisor = Supervisor(echo=lambda line: click.echo(line, err=True), final_statuses=frozenset({EXIT_CONFIG}))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    supervisor.start("projections app", [sys.executable, "-m", "kadence.cli", *sys.argv[1:], "--no-supervise"])
+    child = supervisor.start("projections app", [sys.executable, "-m", "kadence.cli", *sys.argv[1:], "--no-supervise"])
     try:
-        stop.wait()
+        while not stop.wait(0.5):
+            if child.given_up:  # a setting to fix: the child said what, exit as it did
+                sys.exit(EXIT_CONFIG)
     finally:
         supervisor.stop(timeout=10)
 

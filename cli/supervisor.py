@@ -50,6 +50,8 @@ class Child:
     restart_at: float | None = None
     #: the statuses of its last exits, newest last (bounded: a child that keeps exiting for days)
     exits: collections.deque = field(default_factory=lambda: collections.deque(maxlen=EXITS_KEPT))
+    #: set when it exited with one of the supervisor's ``final_statuses``: it is not started again
+    given_up: bool = False
 
 
 class Supervisor:
@@ -63,8 +65,12 @@ class Supervisor:
         stable_s: float = 60.0,
         check_every_s: float = 0.5,
         echo: Callable[[str], None] = print,
+        final_statuses: frozenset[int] = frozenset(),
     ):
         self.first_delay_s, self.max_delay_s, self.stable_s = first_delay_s, max_delay_s, stable_s
+        #: exit statuses that mean "a setting to fix" (restarting would fail the same way): a
+        #: child that exits with one is left stopped, ``given_up``
+        self.final_statuses = final_statuses
         self.check_every_s = check_every_s
         self.echo = echo
         self.children: dict[str, Child] = {}
@@ -96,9 +102,17 @@ class Supervisor:
             if self._stopping.is_set():
                 return
             for child in self.children.values():
+                if child.given_up:
+                    continue
                 if child.restart_at is None and child.proc is not None and child.proc.poll() is not None:
                     status = child.proc.returncode
                     child.exits.append(status)
+                    if status in self.final_statuses:
+                        child.given_up = True
+                        self.echo(
+                            f"==> {child.name} exited with status {status}: a setting to fix; not starting it again"
+                        )
+                        continue
                     if now - child.started_at >= self.stable_s:
                         child.delay_s = self.first_delay_s
                     child.restart_at = now + child.delay_s

@@ -295,14 +295,11 @@ class Bridge:
         return until_broker_answers(step, what=what, who=f"bridge {self.config.name}", stop=self._stop, log=log)
 
     def _check_topics(self) -> None:
-        have = self.topics.existing()
+        self.topics.require([self.topics.commands, self.topics.dlq])
         for m in self.config.mappings:  # task topics must exist before a worker polls them
             if m.action == "start" and m.task_queue is not None and m.task_queue not in self._queues_known:
                 self.topics.ensure_queue(m.task_queue)
                 self._queues_known.add(m.task_queue)
-        for name in (self.topics.commands, self.topics.dlq):
-            if name not in have:
-                raise KadenceError(f"topic {name} is missing (run `kadence topics apply`)")
 
     def run(self) -> None:
         try:

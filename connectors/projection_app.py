@@ -1,5 +1,5 @@
 """The live projection process: a Faust app (one per namespace, app id
-``kadence-projections-{ns}``) whose agent consumes ``{ns}.history`` and keeps the Redis
+``{ns}.projections``) whose agent consumes ``{ns}.history`` and keeps the Redis
 projections (visibility and the history read model) up to date.
 
 Delivery is at-least-once into idempotent sinks: the agent takes batches without
@@ -33,15 +33,15 @@ import json
 import logging
 import os
 import socket
+import ssl
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 
 import faust
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.types.auth import CredentialsT as Credentials
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kadence.readmodels.keys import PROJECTIONS, ProjectionKeys, status_key
@@ -49,7 +49,7 @@ from kadence.topics import settings
 from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
-from kadence.topics.errors import BrokerUnavailableError, ConfigError
+from kadence.topics.errors import ConfigError, TopicError
 from kadence.topics.settings import milliseconds_setting, session_timeout_setting, setting
 
 from .projection_sink import ProjectionSink, RawRecord
@@ -98,7 +98,11 @@ class ProjectionConfig:
 
     @property
     def app_id(self) -> str:
-        return f"kadence-projections-{self.kafka.namespace}"
+        """The Faust app's ID, so also its consumer group and the prefix of the one topic Faust
+        creates (``{app id}-__assignor-__leader``): under the namespace's prefix, which one
+        prefixed ACL set covers. It was ``kadence-projections-{ns}`` before: an upgraded process reads
+        the history again from its start into the idempotent sinks (docs/projections.md)."""
+        return f"{self.kafka.namespace}.projections"
 
     @classmethod
     def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> ProjectionConfig:
@@ -171,6 +175,37 @@ class _App(faust.App):
 # -- the app ---------------------------------------------------------------------------------------
 
 
+def faust_credentials(kafka: KafkaConfig) -> Credentials | None:
+    """Faust's (aiokafka's) form of the same ``KADENCE_KAFKA_*`` TLS/SASL settings every
+    confluent-kafka client of Kafka takes (``KafkaConfig.security``): SASL credentials with
+    their mechanism, and a TLS context trusting ``KADENCE_KAFKA_SSL_CA`` (the system's CAs when
+    unset) with the client certificate of ``KADENCE_KAFKA_SSL_CERT``/``_KEY`` for mutual TLS.
+    None for PLAINTEXT. A file that cannot be loaded is a ``ConfigError``."""
+    sec = kafka.security
+    protocol = str(sec.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol == "PLAINTEXT":
+        return None
+    context = None
+    if protocol.endswith("SSL"):
+        try:
+            context = ssl.create_default_context(cafile=sec.get("ssl.ca.location"))
+            if sec.get("ssl.certificate.location"):
+                context.load_cert_chain(
+                    sec["ssl.certificate.location"], sec.get("ssl.key.location"), sec.get("ssl.key.password")
+                )
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"the projections cannot load the TLS files of KADENCE_KAFKA_SSL_*: {exc}") from exc
+    if protocol.startswith("SASL_"):
+        return faust.SASLCredentials(
+            username=sec["sasl.username"],
+            password=sec["sasl.password"],
+            ssl_context=context,
+            mechanism=str(sec["sasl.mechanism"]).upper(),
+        )
+    assert context is not None  # SSL
+    return faust.SSLCredentials(context)
+
+
 class _Progress:
     """What the agent applied, per partition, for the lag report."""
 
@@ -185,8 +220,7 @@ class _Progress:
 def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = None) -> faust.App:
     """The Faust app of ``config.kafka.namespace`` (not started)."""
     kafka = config.kafka
-    if kafka.security:
-        raise ConfigError("the projection process does not support Kafka TLS/SASL settings yet")
+    credentials = faust_credentials(kafka)
     registry = registry or CollectorRegistry()
     metrics = ProjectionMetrics(registry, kafka.namespace)
     os.makedirs(config.data_dir, exist_ok=True)  # Faust makes only the last level of its own
@@ -204,7 +238,8 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
         broker_commit_interval=config.commit_interval_s,
         broker_session_timeout=config.session_timeout_s,
         broker_heartbeat_interval=max(0.5, config.session_timeout_s / 10),
-        broker_client_id=f"kadence-projections-{config.instance_id}",
+        broker_client_id=f"{config.app_id}.{config.instance_id}",
+        broker_credentials=credentials,
         consumer_metadata_max_age_ms=int(config.metadata_max_age_s * 1000),
         datadir=os.path.join(config.data_dir, f"{config.app_id}-{config.instance_id}"),
     )
@@ -327,13 +362,16 @@ async def _lag_report(app, history: str, progress: _Progress, redis, namespace: 
 def wait_for_broker(kafka: KafkaConfig, *, who: str, stop: threading.Event | None = None) -> None:
     """Return once the broker answers a metadata request (retried with backoff, a warning each
     time); with ``stop`` set, raise ``BrokerUnavailableError`` instead of waiting further."""
-    admin = AdminClient(kafka.base())
+    catalogue = Catalogue(kafka)
+    admin = catalogue.admin()
 
     def ask() -> None:
-        try:
-            admin.list_topics(timeout=5)
-        except KafkaException as exc:
-            raise BrokerUnavailableError(f"cannot reach the broker: {exc}") from exc
+        # a refused login or a missing ACL ends the wait with its typed error (the process exits 1)
+        if catalogue.history not in catalogue.existing(admin, timeout=5):
+            try:
+                catalogue.require([catalogue.history], admin, timeout=5)
+            except TopicError:  # not created yet: the consumer's metadata refresh finds it later
+                pass
 
     until_broker_answers(ask, what="starting", who=who, stop=stop or threading.Event(), log=log)
 

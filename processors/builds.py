@@ -27,6 +27,7 @@ from kadence.topics.builds import BacklogProbe, validate_build_id
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, KadenceError
+from kadence.topics.kafka_access import authorization_error
 
 __all__ = ["BacklogReporter", "BuildDefaults"]
 
@@ -42,6 +43,7 @@ class BuildDefaults:
         self.defaults: dict[str, str | None] = {}
         self._consumer = Consumer(kafka.waiting_consumer(None))
         self._namespace = kafka.namespace
+        self._security = kafka.security
         self._gauge = (
             Gauge(
                 "kadence_build_default",
@@ -60,6 +62,12 @@ class BuildDefaults:
             md = self._consumer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
         except KafkaException as exc:
             raise BrokerUnavailableError(f"cannot read {self.topic}: {exc}") from exc
+        if md is not None and md.error is not None:
+            denied = authorization_error(
+                md.error, resource=self.topic, namespace=self._namespace, security=self._security
+            )
+            if denied is not None:
+                raise denied
         if md is None or md.error is not None or not md.partitions:
             raise KadenceError(f"topic {self.topic} is missing (run `kadence topics apply`)")
         self._tps = [TopicPartition(self.topic, p) for p in sorted(md.partitions)]

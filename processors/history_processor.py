@@ -37,7 +37,6 @@ from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.errors import (
     BrokerUnavailableError,
     ConfigError,
-    KadenceError,
     SchemaError,
     WorkflowQuarantinedError,
     WrongPartitionError,
@@ -481,10 +480,7 @@ class HistoryProcessor:
         os._exit(EXIT_TXN_STALLED)
 
     def _check_topics(self) -> None:
-        have = self.topics.existing()
-        missing = [s.name for s in self.topics.core_specs() if s.name not in have]
-        if missing:
-            raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
+        have = self.topics.require([s.name for s in self.topics.core_specs()])
         self._reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
         self._command_partitions = have[self.topics.commands]
 

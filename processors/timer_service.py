@@ -47,7 +47,7 @@ from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
 from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.config import PAUSING_FETCH_WAIT_MS, KafkaConfig
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
-from kadence.topics.errors import BrokerUnavailableError, ConfigError, KadenceError, SchemaError
+from kadence.topics.errors import BrokerUnavailableError, ConfigError, SchemaError
 from kadence.topics.polling import raise_if_refused
 from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command
@@ -351,11 +351,7 @@ class TimerService:
             self._shutdown()
 
     def _check_topics(self) -> None:
-        have = self.topics.existing()
-        need = [*self._tier_of, self.topics.commands, self.topics.dlq]
-        missing = [name for name in need if name not in have]
-        if missing:
-            raise KadenceError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
+        self.topics.require([*self._tier_of, self.topics.commands, self.topics.dlq])
 
     def _shutdown(self) -> None:
         if self._producer is not None:

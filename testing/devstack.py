@@ -32,6 +32,8 @@ APT_PACKAGES = {
     "java": "openjdk-17-jre-headless",
     "mvn": "maven",
     "redis-server": "redis-server",
+    # the secured cluster's throw-away CA and certificates (KafkaCluster(secure=True))
+    "openssl": "openssl",
     # the web console's browser tests (tests/integration/test_console_browser.py)
     "chromium": "chromium",
 }
@@ -124,18 +126,22 @@ def resolve_jars(version=None):
     version = version or kafka_version()
     home = cache_root() / f"kafka-{version}"
     lib, marker = home / "lib", home / ".complete"
-    if marker.exists():
+    # kafka-tools (AclCommand, for the secured cluster) joined the classpath later: a cache
+    # resolved before it is resolved again
+    complete = lambda: marker.exists() and (lib / f"kafka-tools-{version}.jar").exists()  # noqa: E731
+    if complete():
         return lib
     home.mkdir(parents=True, exist_ok=True)
     with open(home / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists():
+        if complete():
             return lib
+        marker.unlink(missing_ok=True)
         ensure_tools(["mvn"])
         java_binary()
         shutil.rmtree(lib, ignore_errors=True)
         log(f"resolving Kafka {version} jars from Maven Central into {lib} (first time only, can take a few minutes)")
-        deps = [("org.apache.kafka", "kafka_2.13", version)]
+        deps = [("org.apache.kafka", "kafka_2.13", version), ("org.apache.kafka", "kafka-tools", version)]
         _copy_dependencies(home, lib, deps)
         binding = _log4j_binding(lib)
         if binding:
@@ -266,8 +272,9 @@ def _wait_until(probe, proc, timeout, what, logs):
     raise StackError(problem + "".join(f"\n{p}:\n{_tail(p)}" for p in logs))
 
 
-def kafka_ready(host, port, timeout=3.0):
-    """True when the broker answers a Metadata (v4) request listing at least one live broker."""
+def kafka_ready(host, port, timeout=3.0, brokers_wanted=1):
+    """True when the broker answers a Metadata (v4) request listing at least ``brokers_wanted``
+    live brokers (a PLAINTEXT listener only)."""
     client = b"kadence-devstack"
     request = struct.pack(">hhih", 3, 4, 7, len(client)) + client + struct.pack(">ib", 0, 0)
     with socket.create_connection((host, int(port)), timeout) as sock:
@@ -276,7 +283,7 @@ def kafka_ready(host, port, timeout=3.0):
         stream = sock.makefile("rb")  # a short read surfaces as struct.error
         (size,) = struct.unpack(">i", stream.read(4))
         correlation, _throttle, brokers = struct.unpack_from(">iii", stream.read(size))
-    return correlation == 7 and brokers > 0
+    return correlation == 7 and brokers >= brokers_wanted
 
 
 def redis_ready(url, timeout=3.0):
@@ -363,11 +370,15 @@ class KafkaBroker(_Service):
 
     name = "kafka"
 
-    def __init__(self, version=None, workdir=None, die_with_parent=False, config=None):
+    def __init__(self, version=None, workdir=None, die_with_parent=False, config=None, *, node_id=1, cluster=None):
         super().__init__(workdir, die_with_parent)
         self.version = version or kafka_version()
         self.config = dict(config or {})  # extra/overriding server.properties entries
         self.port = self.controller_port = None
+        self.node_id = node_id
+        #: the ``KafkaCluster`` this node belongs to (its ports, quorum and security), or None
+        self.cluster = cluster
+        self._log_mark = 0
 
     @property
     def bootstrap(self):
@@ -381,34 +392,58 @@ class KafkaBroker(_Service):
         """Start (formatting the store on first start) and wait until Metadata answers."""
         if self.running:
             return self
+        started = time.monotonic()
+        self.launch()
+        self.wait_ready(timeout)
+        log(
+            f"kafka {self.version} node {self.node_id} ready at {self.bootstrap} in {time.monotonic() - started:.1f}s"
+            f" (log: {self.log_path})"
+        )
+        return self
+
+    def launch(self):
+        """Start the JVM (formatting the store first if it is new) without waiting for it."""
+        if self.running:
+            return self
         lib, java = resolve_jars(self.version), java_binary()
         work = self._ensure_workdir()
         if self.port is None:
             self.port, self.controller_port = free_port(), free_port()
-        (work / "logs").mkdir(exist_ok=True)
+        (work / "logs").mkdir(parents=True, exist_ok=True)
         self._write_config(work)
-        base = [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}", "-cp", f"{lib}/*"]
-        started = time.monotonic()
+        jvm = self.cluster.jvm_opts if self.cluster is not None else JVM_OPTS
+        base = [java, *jvm, f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}", "-cp", f"{lib}/*"]
         if not (work / "data" / "meta.properties").exists():
             self._format(base, work)
+        self._log_mark = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.proc = _spawn(
             [*base, "kafka.Kafka", str(work / "server.properties")],
             work / "logs" / "broker.out",
             work,
             self.die_with_parent,
         )
+        return self
+
+    def wait_ready(self, timeout=120.0):
+        """Wait until this node serves: a Metadata answer on a PLAINTEXT listener; on a secured
+        one, the server's "started" line in this start's part of its log and a TLS handshake."""
+        if self.cluster is not None and self.cluster.secure:
+            probe = lambda: self._logged_started() and tls_ready(LOOPBACK, self.port, self.cluster.tls.ca_cert)  # noqa: E731
+        else:
+            probe = lambda: kafka_ready(LOOPBACK, self.port)  # noqa: E731
         _wait_until(
-            lambda: kafka_ready(LOOPBACK, self.port),
+            probe,
             self.proc,
             timeout,
-            f"Kafka {self.version} broker",
-            [self.log_path, work / "logs" / "broker.out"],
-        )
-        log(
-            f"kafka {self.version} ready at {self.bootstrap} in {time.monotonic() - started:.1f}s"
-            f" (log: {self.log_path})"
+            f"Kafka {self.version} node {self.node_id}",
+            [self.log_path, self.workdir / "logs" / "broker.out"],
         )
         return self
+
+    def _logged_started(self):
+        with open(self.log_path, "rb") as f:
+            f.seek(self._log_mark)
+            return b"Kafka Server started" in f.read()
 
     def _write_config(self, work):
         """server.properties for one node that also supports transactions and compaction."""
@@ -449,6 +484,8 @@ class KafkaBroker(_Service):
             "log.initial.task.delay.ms": 1000,
             "log.retention.check.interval.ms": 10000,
         }
+        if self.cluster is not None:
+            props.update(self.cluster.node_properties(self))
         props.update(self.config)
         (work / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         (work / "log4j2.properties").write_text(
@@ -480,10 +517,269 @@ class KafkaBroker(_Service):
         cluster_id = "-"
         while cluster_id.startswith("-"):
             cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if self.cluster is not None:
+            cluster_id = self.cluster.cluster_id
         cmd = [*base, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(work / "server.properties")]
+        if self.cluster is not None:
+            cmd += self.cluster.format_args()
         result = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if result.returncode != 0:
             raise StackError(f"kafka StorageTool format failed:\n{result.stdout}{result.stderr}")
+
+
+# ---------------------------------------------------------------- a replicated, secured cluster
+
+
+def tls_ready(host, port, ca_file, timeout=3.0):
+    """True when a TLS handshake with the listener succeeds, verifying it against ``ca_file``."""
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(ca_file))
+    with socket.create_connection((host, int(port)), timeout) as sock, ctx.wrap_socket(sock, server_hostname=host):
+        return True
+
+
+def _openssl(*args, cwd):
+    result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        raise StackError(f"openssl {args[0]} failed: {result.stderr.strip()[-400:]}")
+
+
+class TlsMaterial:
+    """A throw-away certificate authority and PEM files made with ``openssl``: one certificate
+    for every broker (``CN=kadence-broker``, valid for 127.0.0.1 and localhost) and client
+    certificates on request, all signed by the CA; ``other_ca`` is a second CA that signed none
+    of them (a client trusting it must refuse the brokers)."""
+
+    BROKER_CN = "kadence-broker"
+
+    def __init__(self, directory):
+        self.dir = Path(directory)
+        self.ca_cert = self.dir / "ca.crt"
+        self.broker_pem = self.dir / "broker.pem"  # the broker's key, then its certificate
+        self.other_ca = self.dir / "other-ca.crt"
+
+    def make(self, days=7):
+        if self.broker_pem.exists():
+            return self
+        ensure_tools(["openssl"])
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for name in ("ca", "other-ca"):
+            _openssl(
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", str(days), "-subj", f"/CN=Kadence dev {name}",
+                "-keyout", f"{name}.key", "-out", f"{name}.crt", cwd=self.dir,
+            )  # fmt: skip
+        key, cert = self.issue(self.BROKER_CN, days=days, san="IP:127.0.0.1,DNS:localhost")
+        self.broker_pem.write_text(Path(key).read_text() + Path(cert).read_text())
+        return self
+
+    def issue(self, cn, days=7, san=None):
+        """A key and a certificate for ``cn`` signed by the CA: (key path, certificate path)."""
+        key, csr, cert = (self.dir / f"{cn}.{ext}" for ext in ("key", "csr", "crt"))
+        _openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            f"/CN={cn}",
+            "-keyout",
+            key.name,
+            "-out",
+            csr.name,
+            cwd=self.dir,
+        )
+        ext = self.dir / f"{cn}.ext"
+        ext.write_text(f"subjectAltName={san}\n" if san else "basicConstraints=CA:FALSE\n")
+        _openssl(
+            "x509", "-req", "-in", csr.name, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", str(days),
+            "-extfile", ext.name, "-out", cert.name, cwd=self.dir,
+        )  # fmt: skip
+        return key, cert
+
+
+class KafkaCluster:
+    """``nodes`` KRaft nodes on loopback, each a broker and a voter of one controller quorum
+    (combined mode, a quorum of ``nodes``), replicated as production clusters are: replication
+    factor 3 and min ISR 2 for the internal topics (capped at ``nodes``).
+
+    ``secure=True``: clients connect over SASL_SSL with SCRAM-SHA-512 users, brokers talk to each
+    other over the same listener as the super user ``admin``, the controller listener takes
+    brokers by their TLS certificate (mutual TLS), and the StandardAuthorizer refuses what no ACL
+    allows. The users in ``users`` (name -> password) are created when the storage is formatted.
+
+    Each node is a ``KafkaBroker`` (``nodes[i]``) that can be stopped, killed and restarted alone."""
+
+    def __init__(
+        self, nodes=3, *, secure=False, users=None, version=None, workdir=None, die_with_parent=False, config=None,
+        heap_mb=512,
+    ):  # fmt: skip
+        if nodes < 1:
+            raise StackError("a cluster needs at least one node")
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kadence-kafka-cluster-"))
+        self._own_dir = workdir is None
+        self.secure = secure
+        self.admin_password = base64.urlsafe_b64encode(os.urandom(12)).decode()
+        self.users = {"admin": self.admin_password, **(users or {})}
+        self.tls = TlsMaterial(self.workdir / "tls") if secure else None
+        self.cluster_id = "-"
+        while self.cluster_id.startswith("-"):
+            self.cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        self.jvm_opts = [f"-Xms{min(256, heap_mb)}m", f"-Xmx{heap_mb}m", *JVM_OPTS[2:]]
+        self.nodes = [
+            KafkaBroker(version, self.workdir / f"node{i}", die_with_parent, config, node_id=i, cluster=self)
+            for i in range(1, nodes + 1)
+        ]
+        for node in self.nodes:
+            node.port, node.controller_port = free_port(), free_port()
+
+    @property
+    def bootstrap(self):
+        return ",".join(node.bootstrap for node in self.nodes)
+
+    @property
+    def replication(self):
+        return min(3, len(self.nodes))
+
+    @property
+    def min_insync(self):
+        return min(2, len(self.nodes))
+
+    def node_properties(self, node):
+        """The server.properties entries of ``node`` that differ from a single node's."""
+        rf, isr = self.replication, self.min_insync
+        props = {
+            "node.id": node.node_id,
+            "controller.quorum.voters": ",".join(f"{n.node_id}@{LOOPBACK}:{n.controller_port}" for n in self.nodes),
+            "default.replication.factor": rf,
+            "min.insync.replicas": isr,
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": isr,
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": isr,
+        }
+        if not self.secure:
+            return props
+        jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required"
+        return {
+            **props,
+            "listeners": f"SASL_SSL://{LOOPBACK}:{node.port},CONTROLLER://{LOOPBACK}:{node.controller_port}",
+            "advertised.listeners": f"SASL_SSL://{LOOPBACK}:{node.port}",
+            "inter.broker.listener.name": "SASL_SSL",
+            "listener.security.protocol.map": "CONTROLLER:SSL,SASL_SSL:SASL_SSL",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
+                f'{jaas} username="admin" password="{self.admin_password}";'
+            ),
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": self.tls.broker_pem,
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": self.tls.ca_cert,
+            "listener.name.controller.ssl.client.auth": "required",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "false",
+            "super.users": f"User:admin;User:CN={TlsMaterial.BROKER_CN}",
+        }
+
+    def format_args(self):
+        """StorageTool arguments that create the SCRAM users in the cluster's first metadata."""
+        if not self.secure:
+            return []
+        out = []
+        for name, password in self.users.items():
+            out += ["--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]"]
+        return out
+
+    def client_env(self, user="admin"):
+        """The ``KADENCE_KAFKA_*`` variables a Kadence process needs to connect as ``user``."""
+        env = {"KADENCE_KAFKA_BOOTSTRAP": self.bootstrap, "KADENCE_REPLICATION": str(self.replication)}
+        if self.secure:
+            env.update(
+                KADENCE_KAFKA_SECURITY_PROTOCOL="SASL_SSL",
+                KADENCE_KAFKA_SASL_MECHANISM="SCRAM-SHA-512",
+                KADENCE_KAFKA_SASL_USERNAME=user,
+                KADENCE_KAFKA_SASL_PASSWORD=self.users[user],
+                KADENCE_KAFKA_SSL_CA=str(self.tls.ca_cert),
+            )
+        return env
+
+    def java_client_properties(self, user="admin"):
+        """A properties file for Kafka's own command-line tools, connecting as ``user``."""
+        path = self.workdir / f"client-{user}.properties"
+        lines = {}
+        if self.secure:
+            lines = {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="{user}" password="{self.users[user]}";',
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": self.tls.ca_cert,
+            }
+        path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+        return path
+
+    def grant_namespace(self, user, namespace, timeout=120.0):
+        """The ACLs a Kadence namespace needs for ``user`` (docs/deploy.md): every operation on the
+        topics, consumer groups and transactional IDs under the prefix ``{namespace}.``, and
+        IdempotentWrite on the cluster. Run with Kafka's own AclCommand, as the super user."""
+        if not self.secure:
+            return
+        lib, java = resolve_jars(self.nodes[0].version), java_binary()
+        base = [java, "-Xmx256m", "-cp", f"{lib}/*", "org.apache.kafka.tools.AclCommand", "--bootstrap-server", self.bootstrap,
+                "--command-config", str(self.java_client_properties("admin")), "--add",
+                "--allow-principal", f"User:{user}"]  # fmt: skip
+        prefix = f"{namespace}."
+        for args in (
+            ["--operation", "All", "--resource-pattern-type", "prefixed", "--topic", prefix, "--group", prefix,
+             "--transactional-id", prefix],
+            ["--operation", "IdempotentWrite", "--cluster"],
+        ):  # fmt: skip
+            result = subprocess.run(
+                [*base, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout
+            )
+            if result.returncode != 0:
+                raise StackError(f"granting {user} the ACLs of {namespace} failed:\n{result.stdout}{result.stderr}")
+        log(f"granted User:{user} the ACLs of namespace {namespace} (prefix {prefix})")
+
+    def start(self, timeout=180.0):
+        """Make the TLS material, launch every node (they elect a controller together), wait for all."""
+        started = time.monotonic()
+        if self.tls is not None:
+            self.tls.make()
+        for node in self.nodes:
+            node.launch()
+        deadline = started + timeout
+        for node in self.nodes:
+            node.wait_ready(max(5.0, deadline - time.monotonic()))
+        if not self.secure:  # every node in the metadata (a secured listener needs SASL first)
+            _wait_until(
+                lambda: kafka_ready(LOOPBACK, self.nodes[0].port, brokers_wanted=len(self.nodes)),
+                None, max(5.0, deadline - time.monotonic()), "the cluster's metadata", [],
+            )  # fmt: skip
+        mode = "SASL_SSL (SCRAM-SHA-512, ACLs)" if self.secure else "PLAINTEXT"
+        log(
+            f"kafka cluster of {len(self.nodes)} nodes ready at {self.bootstrap} in {time.monotonic() - started:.1f}s,"
+            f" {mode}, RF {self.replication}, min ISR {self.min_insync} (logs: {self.workdir}/node*/logs)"
+        )
+        return self
+
+    def stop(self, timeout=30.0):
+        for node in reversed(self.nodes):
+            node.stop(timeout)
+
+    def cleanup(self):
+        self.stop()
+        if self._own_dir and not os.environ.get("KADENCE_KEEP_STACK"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.cleanup()
 
 
 class RedisServer(_Service):
@@ -549,6 +845,42 @@ def _terminal_already_delivered(signum):
         return False
 
 
+def _cluster_wanted(env):
+    """``KADENCE_KAFKA_BROKERS`` above 1, or ``KADENCE_KAFKA_SECURITY=sasl_ssl``: a cluster."""
+    security = env.get("KADENCE_KAFKA_SECURITY", "plaintext").lower()
+    if security not in ("plaintext", "sasl_ssl"):
+        raise StackError(f"KADENCE_KAFKA_SECURITY must be plaintext or sasl_ssl, not {security!r}")
+    try:
+        brokers = int(env.get("KADENCE_KAFKA_BROKERS") or 1)
+    except ValueError:
+        raise StackError(f"KADENCE_KAFKA_BROKERS must be a number, not {env['KADENCE_KAFKA_BROKERS']!r}") from None
+    if brokers < 1:
+        raise StackError(f"KADENCE_KAFKA_BROKERS must be 1 or more, not {brokers}")
+    return brokers > 1 or security == "sasl_ssl"
+
+
+def _start_cluster(env):
+    """The cluster ``_cluster_wanted`` asked for; the wrapped command connects as the user
+    ``kadence``, granted the ACLs of ``KADENCE_NAMESPACE`` (default ``kadence``) on a secured one."""
+    secure = env.get("KADENCE_KAFKA_SECURITY", "").lower() == "sasl_ssl"
+    app_password = base64.urlsafe_b64encode(os.urandom(12)).decode()
+    heap = int(env.get("KADENCE_KAFKA_HEAP_MB") or 512)
+    cluster = KafkaCluster(
+        int(env.get("KADENCE_KAFKA_BROKERS") or 1),
+        secure=secure,
+        users={"kadence": app_password},
+        die_with_parent=True,
+        config=server_overrides(env),
+        heap_mb=heap,
+    )
+    cluster.start()
+    if secure:
+        cluster.grant_namespace("kadence", env.get("KADENCE_NAMESPACE") or "kadence")
+        log(f"admin client settings for Kafka's tools: {cluster.java_client_properties('admin')}")
+    env.update(cluster.client_env("kadence" if secure else "admin"))
+    return cluster
+
+
 def cmd_run(argv):
     """Start Kafka and Redis (unless given by the environment), run argv, stop both."""
     if not argv:
@@ -572,6 +904,8 @@ def cmd_run(argv):
             env["KADENCE_REDIS_URL"] = services[-1].start().url
         if env.get("KADENCE_KAFKA_BOOTSTRAP"):
             _check_external("Kafka", _kafka_answers, env["KADENCE_KAFKA_BOOTSTRAP"])
+        elif _cluster_wanted(env):
+            services.append(_start_cluster(env))
         else:
             services.append(KafkaBroker(die_with_parent=True, config=server_overrides(env)))
             env["KADENCE_KAFKA_BOOTSTRAP"] = services[-1].start().bootstrap

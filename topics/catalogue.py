@@ -16,7 +16,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .config import KafkaConfig
-from .errors import BrokerUnavailableError, PartitionMismatchError, TopicError
+from .errors import BrokerUnavailableError, KafkaAuthorizationError, PartitionMismatchError, TopicError
+from .kafka_access import ClientErrors, authorization_error, describe_principal, metadata, refusal_of
 
 __all__ = ["TIMER_TIERS_MS", "ApplyReport", "Catalogue", "TopicSpec"]
 
@@ -57,6 +58,8 @@ class Catalogue:
         #: compacted, key = task queue: the worker build that new workflows of the queue start on
         self.builds = f"{ns}.builds"
         self.processor_group = f"{ns}.processor"
+        #: the error callback of the last admin client made by ``admin()``
+        self._errors: ClientErrors | None = None
 
     def workflow_tasks(self, queue: str) -> str:
         return f"{self.config.namespace}.tasks.workflow.{queue}"
@@ -113,17 +116,51 @@ class Catalogue:
     # -- admin ---------------------------------------------------------------------------------
 
     def admin(self) -> AdminClient:
-        return AdminClient(self.config.base())
+        """An admin client whose authentication and TLS failures this catalogue reports
+        (``KafkaAuthenticationError`` where the broker seemed not to answer)."""
+        conf = self.config.base()
+        self._errors = conf["error_cb"]
+        return AdminClient(conf)
+
+    def _metadata(self, admin: AdminClient, what: str, timeout: float, topic: str | None = None) -> Any:
+        """``admin.list_topics``, a refused login raised within a second as its typed error."""
+        try:
+            return metadata(admin, {"error_cb": self._errors}, timeout=timeout, topic=topic)
+        except KafkaException as exc:
+            raise self._unavailable(admin, what, exc) from exc
+
+    def _unavailable(self, admin: AdminClient, what: str, exc: KafkaException) -> Exception:
+        """The error for a request that failed: the client's refused login or TLS handshake, if
+        it saw one, else ``BrokerUnavailableError``."""
+        refused = refusal_of({"error_cb": self._errors}, admin)
+        return refused or BrokerUnavailableError(f"{what} at {self.config.bootstrap}: {exc}")
 
     def existing(self, admin: AdminClient | None = None, timeout: float = 10.0) -> dict[str, int]:
-        """Topic name -> partition count, for this namespace's topics."""
+        """Topic name -> partition count, for this namespace's topics (those the principal may
+        describe: a broker with ACLs leaves the others out)."""
         admin = admin or self.admin()
-        try:
-            md = admin.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            raise BrokerUnavailableError(f"cannot list topics at {self.config.bootstrap}: {exc}") from exc
+        md = self._metadata(admin, "cannot list topics", timeout)
         prefix = self.config.namespace + "."
         return {name: len(t.partitions) for name, t in md.topics.items() if name.startswith(prefix)}
+
+    def require(self, names: list[str], admin: AdminClient | None = None, timeout: float = 10.0) -> dict[str, int]:
+        """``existing()``, checked to hold every topic in ``names``. One that is not there is a
+        ``TopicError`` (run ``kadence topics apply``), or a ``KafkaAuthorizationError`` naming
+        the ACL to grant when the broker says the principal may not describe it."""
+        admin = admin or self.admin()
+        have = self.existing(admin, timeout)
+        missing = [name for name in names if name not in have]
+        if not missing:
+            return have
+        for name in missing:
+            t = self._metadata(admin, f"cannot describe topic {name}", timeout, topic=name).topics.get(name)
+            error = t.error if t is not None else None
+            denied = error is not None and authorization_error(
+                error, resource=name, namespace=self.config.namespace, security=self.config.security
+            )
+            if denied:
+                raise denied
+        raise TopicError(f"topics missing: {', '.join(missing)} (run `kadence topics apply`)")
 
     def apply(self, specs: list[TopicSpec] | None = None, timeout: float = 30.0) -> ApplyReport:
         """Create missing topics; refuse a partition-count mismatch on sharded topics."""
@@ -142,8 +179,9 @@ class Catalogue:
                     raise PartitionMismatchError(spec.name, spec.partitions, have[spec.name])
                 report.warnings.append(f"{spec.name} has {have[spec.name]} partitions (catalogue: {spec.partitions})")
         if missing:
+            isr = {"min.insync.replicas": str(self.config.topic_min_insync_replicas)}
             futures = admin.create_topics(
-                [NewTopic(s.name, s.partitions, self.config.replication, config=s.config) for s in missing],
+                [NewTopic(s.name, s.partitions, self.config.replication, config={**isr, **s.config}) for s in missing],
                 operation_timeout=timeout,
                 request_timeout=timeout,
             )
@@ -156,8 +194,14 @@ class Catalogue:
                     if err.name() == "TOPIC_ALREADY_EXISTS":  # created concurrently: check again below
                         report.existing.append(name)
                         continue
+                    if err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
+                        raise KafkaAuthorizationError(
+                            f"{describe_principal(self.config.security)} may not create topic {name} ({err.str()}): "
+                            f"grant it CREATE on topics with the prefix '{self.config.namespace}.', or have an "
+                            "administrator run `kadence topics apply` (docs/deploy.md, 'ACLs')"
+                        ) from exc
                     if _broker_not_answering(err):  # a restart or a starved broker: retry, don't exit
-                        raise BrokerUnavailableError(f"cannot create topic {name}: {err.str()}") from exc
+                        raise self._unavailable(admin, f"cannot create topic {name}", exc) from exc
                     raise TopicError(f"cannot create topic {name}: {err.str()}") from exc
             # a concurrent creator may have used another count: verify sharded topics again, once
             # the broker's metadata shows the topics that already existed (it can lag a creation)
@@ -184,7 +228,7 @@ class Catalogue:
             try:
                 md = admin.list_topics(timeout=timeout)
             except KafkaException as exc:
-                raise BrokerUnavailableError(f"cannot list topics at {self.config.bootstrap}: {exc}") from exc
+                raise self._unavailable(admin, "cannot list topics", exc) from exc
             for name in list(pending):
                 t = md.topics.get(name)
                 if (
@@ -207,10 +251,7 @@ class Catalogue:
         return self.apply(self.queue_specs(queue) + self.build_specs(queue, build_id))
 
     def partitions_of(self, topic: str, admin: AdminClient | None = None) -> int:
-        have = self.existing(admin)
-        if topic not in have:
-            raise TopicError(f"topic {topic!r} does not exist (run `kadence topics apply`)")
-        return have[topic]
+        return self.require([topic], admin)[topic]
 
 
 #: what a create-topics result says when the broker (or its controller) did not answer, as

@@ -16,9 +16,17 @@ from typing import Any
 
 from . import settings
 from .errors import ConfigError
+from .kafka_access import ClientErrors
 from .settings import setting
 
-__all__ = ["LOG_FORMATS", "NAMESPACE_RE", "PAUSING_FETCH_WAIT_MS", "KafkaConfig"]
+__all__ = [
+    "LOG_FORMATS",
+    "NAMESPACE_RE",
+    "PAUSING_FETCH_WAIT_MS",
+    "SECURITY_PROTOCOLS",
+    "SECURITY_VARIABLES",
+    "KafkaConfig",
+]
 
 NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 #: what KADENCE_LOG_FORMAT / ``--log-format`` may be
@@ -31,6 +39,22 @@ LOG_FORMATS = ("text", "json")
 #: Measured with 500 ms in the processor: start -> result p99 565 ms at one workflow at a time
 #: (docs/performance.md, "Session 22").
 PAUSING_FETCH_WAIT_MS = 20
+
+#: the TLS/SASL variables ``from_env`` gathers into ``KafkaConfig.security``, with librdkafka's
+#: names; the Faust projections take the same ones (``kadence.connectors.projection_app``)
+SECURITY_VARIABLES = {
+    "KADENCE_KAFKA_SECURITY_PROTOCOL": "security.protocol",
+    "KADENCE_KAFKA_SASL_MECHANISM": "sasl.mechanism",
+    "KADENCE_KAFKA_SASL_USERNAME": "sasl.username",
+    "KADENCE_KAFKA_SASL_PASSWORD": "sasl.password",
+    "KADENCE_KAFKA_SSL_CA": "ssl.ca.location",
+    "KADENCE_KAFKA_SSL_CERT": "ssl.certificate.location",
+    "KADENCE_KAFKA_SSL_KEY": "ssl.key.location",
+    "KADENCE_KAFKA_SSL_KEY_PASSWORD": "ssl.key.password",
+}
+#: what ``security.protocol`` may be
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,8 +77,17 @@ class KafkaConfig:
     replication: int = setting(
         1, env="KADENCE_REPLICATION", help="replication factor of created topics", keep_empty=True
     )
-    #: KADENCE_KAFKA_SECURITY_PROTOCOL / _SASL_MECHANISM / _SASL_USERNAME / _SASL_PASSWORD / _SSL_CA
-    #: (``from_env`` gathers them into librdkafka's names)
+    #: ``min.insync.replicas`` of every topic Kadence creates: how many replicas must have a
+    #: write before it is acknowledged (with ``acks=all``, which the engine's producers use).
+    #: 0 (default): 2 when the replication factor is 3 or more, else 1
+    min_insync_replicas: int = setting(
+        0,
+        env="KADENCE_MIN_INSYNC_REPLICAS",
+        help="min.insync.replicas of created topics (0: 2 at replication 3 or more, else 1)",
+    )
+    #: KADENCE_KAFKA_SECURITY_PROTOCOL / _SASL_MECHANISM / _SASL_USERNAME / _SASL_PASSWORD /
+    #: _SSL_CA / _SSL_CERT / _SSL_KEY / _SSL_KEY_PASSWORD (``from_env`` gathers them into
+    #: librdkafka's names, ``SECURITY_VARIABLES``)
     security: dict[str, Any] = field(default_factory=dict)
     client_id: str = setting(
         env="KADENCE_CLIENT_ID",
@@ -108,6 +141,14 @@ class KafkaConfig:
     log_format: str = setting("text", env="KADENCE_LOG_FORMAT", help="log line format: text or json")
 
     def __post_init__(self) -> None:
+        self._check_security()
+        if self.replication < 1:
+            raise ConfigError(f"replication must be >= 1, not {self.replication}")
+        if not 0 <= self.min_insync_replicas <= self.replication:
+            raise ConfigError(
+                f"min_insync_replicas must be 0 (automatic) or between 1 and the replication factor "
+                f"{self.replication}, not {self.min_insync_replicas}"
+            )
         if not NAMESPACE_RE.match(self.namespace):
             raise ConfigError(f"namespace {self.namespace!r} must match {NAMESPACE_RE.pattern}")
         if not self.bootstrap:
@@ -127,22 +168,54 @@ class KafkaConfig:
                 f"txn_idle_reconnect_ms must be 0 (never) or between 1000 and 3600000, not {self.txn_idle_reconnect_ms}"
             )
 
+    def _check_security(self) -> None:
+        """A TLS/SASL setting that cannot work is refused here, before any client tries it."""
+        sec = self.security
+        protocol = str(sec.get("security.protocol", "PLAINTEXT")).upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError(
+                f"KADENCE_KAFKA_SECURITY_PROTOCOL must be one of {', '.join(SECURITY_PROTOCOLS)}, not {protocol!r}"
+            )
+        sasl = protocol.startswith("SASL_")
+        mechanism = str(sec.get("sasl.mechanism", "")).upper()
+        if sasl and mechanism not in _SASL_MECHANISMS:
+            raise ConfigError(
+                f"KADENCE_KAFKA_SASL_MECHANISM must be one of {', '.join(_SASL_MECHANISMS)} with {protocol}, "
+                f"not {mechanism or 'unset'!r}"
+            )
+        if sasl and not (sec.get("sasl.username") and sec.get("sasl.password")):
+            raise ConfigError(f"{protocol} needs KADENCE_KAFKA_SASL_USERNAME and KADENCE_KAFKA_SASL_PASSWORD")
+        if not sasl and any(k.startswith("sasl.") for k in sec):
+            raise ConfigError(
+                f"SASL settings are given but KADENCE_KAFKA_SECURITY_PROTOCOL is {protocol}: "
+                "set it to SASL_SSL (or SASL_PLAINTEXT)"
+            )
+        if ("ssl.certificate.location" in sec) != ("ssl.key.location" in sec):
+            raise ConfigError("a client certificate needs both KADENCE_KAFKA_SSL_CERT and KADENCE_KAFKA_SSL_KEY")
+        for key, var in (
+            ("ssl.ca.location", "KADENCE_KAFKA_SSL_CA"),
+            ("ssl.certificate.location", "KADENCE_KAFKA_SSL_CERT"),
+            ("ssl.key.location", "KADENCE_KAFKA_SSL_KEY"),
+        ):
+            if key in sec and not os.path.isfile(sec[key]):
+                raise ConfigError(f"{var}={sec[key]!r}: no such file")
+            if key in sec and not protocol.endswith("SSL"):
+                raise ConfigError(f"{var} is given but KADENCE_KAFKA_SECURITY_PROTOCOL is {protocol}, without TLS")
+
+    @property
+    def topic_min_insync_replicas(self) -> int:
+        """``min.insync.replicas`` for the topics this namespace creates."""
+        if self.min_insync_replicas:
+            return self.min_insync_replicas
+        return 2 if self.replication >= 3 else 1
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> KafkaConfig:
         """The declared settings from the environment (``kadence.topics.settings``), the TLS/SASL
         variables gathered into ``security``; ``overrides`` win."""
         env = os.environ if env is None else env
         kw: dict[str, Any] = {}
-        sec = {}
-        for var, key in (
-            ("KADENCE_KAFKA_SECURITY_PROTOCOL", "security.protocol"),
-            ("KADENCE_KAFKA_SASL_MECHANISM", "sasl.mechanism"),
-            ("KADENCE_KAFKA_SASL_USERNAME", "sasl.username"),
-            ("KADENCE_KAFKA_SASL_PASSWORD", "sasl.password"),
-            ("KADENCE_KAFKA_SSL_CA", "ssl.ca.location"),
-        ):
-            if env.get(var):
-                sec[key] = env[var]
+        sec = {key: env[var] for var, key in SECURITY_VARIABLES.items() if env.get(var)}
         if sec:
             kw["security"] = sec
         kw.update(overrides)
@@ -159,6 +232,9 @@ class KafkaConfig:
             # (decision 0035). 1 s is the Java client's default.
             "reconnect.backoff.max.ms": 1000,
             **self.security,
+            # a refused login or TLS handshake as a typed error instead of an outage, and each
+            # kind of client error logged once a minute (kadence.topics.kafka_access)
+            "error_cb": ClientErrors(who=self.client_id, bootstrap=self.bootstrap, security=self.security),
         }
         if self.kafka_debug:
             conf["debug"] = self.kafka_debug
@@ -203,5 +279,7 @@ class KafkaConfig:
             "enable.partition.eof": False,
             **extra,
         }
-        conf["group.id"] = group or f"kadence-nogroup-{self.client_id}"
+        # under the namespace's prefix, like every group Kadence uses, so that one prefixed ACL
+        # covers it (a consumer with a group ID looks up its coordinator even when it only assigns)
+        conf["group.id"] = group or f"{self.namespace}.nogroup.{self.client_id}"
         return conf

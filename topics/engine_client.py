@@ -42,6 +42,7 @@ from .errors import (
     WorkflowQuarantinedError,
     WrongPartitionError,
 )
+from .kafka_access import metadata
 from .partitioner import partition_for
 from .polling import poll_ready
 from .produce import produce_waiting
@@ -126,6 +127,7 @@ class EngineClient:
         self.tracer = Tracer("client", tracer_provider)
         self.topics = Catalogue(config)
         conf = config.producer(**{"linger.ms": config.client_linger_ms})
+        self._producer_conf = conf
         #: the largest command this client can produce (librdkafka's default unless configured)
         self.message_max_bytes = int(conf.get("message.max.bytes", 1_000_000))
         #: replaced when it stops delivering while the broker answers (``replacing_producer``)
@@ -152,19 +154,20 @@ class EngineClient:
 
     def _check_topics(self, timeout: float) -> None:
         try:
-            md = self._producer.list_topics(timeout=timeout)
+            md = metadata(self._producer, self._producer_conf, timeout=timeout)
         except KafkaException as exc:
             raise BrokerUnavailableError(f"Kafka at {self.config.bootstrap} did not answer: {exc}") from exc
         tmd = md.topics.get(self.topics.replies)
-        if tmd is None or tmd.error is not None or not tmd.partitions:
+        cmd_md = md.topics.get(self.topics.commands)
+        if tmd is None or tmd.error is not None or not tmd.partitions or cmd_md is None or cmd_md.error is not None:
+            # the listing leaves out what the principal may not describe: ask the catalogue, which
+            # tells a missing ACL from a missing topic
+            self.topics.require([self.topics.replies, self.topics.commands], timeout=timeout)
             raise KadenceError(
-                f"topic {self.topics.replies} is missing: run `kadence topics apply` for namespace "
-                f"{self.config.namespace!r}"
+                f"topics {self.topics.replies} and {self.topics.commands} are not ready: run `kadence topics apply` "
+                f"for namespace {self.config.namespace!r}"
             )
         self._reply_partitions = sorted(tmd.partitions)
-        cmd_md = md.topics.get(self.topics.commands)
-        if cmd_md is None or cmd_md.error is not None:
-            raise KadenceError(f"topic {self.topics.commands} is missing: run `kadence topics apply`")
         self._partitions = len(cmd_md.partitions)
 
     def _ensure_replies(self) -> None:

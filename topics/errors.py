@@ -5,6 +5,8 @@ translated where they enter (``raise ... from exc``)::
 
     KadenceError
     ├── ConfigError                 bad or missing configuration
+    │   ├── KafkaAuthenticationError  the brokers refuse this client's credentials or TLS
+    │   └── KafkaAuthorizationError   the brokers' ACLs do not allow what this client asked
     ├── SchemaError                 a record that does not decode / encode
     │   └── PayloadTypeError        a payload does not match the type its receiver declares
     ├── TopicError                  topic catalogue problems
@@ -53,6 +55,8 @@ __all__ = [
     "InvalidIdentifierError",
     "InvalidQueryError",
     "KadenceError",
+    "KafkaAuthenticationError",
+    "KafkaAuthorizationError",
     "NoReplyError",
     "NonDeterminismError",
     "NotDeterministicError",
@@ -86,6 +90,18 @@ class KadenceError(Exception):
 
 class ConfigError(KadenceError):
     """Configuration is missing or invalid."""
+
+
+class KafkaAuthenticationError(ConfigError):
+    """The brokers refused this client: a wrong SASL user or password, or a TLS handshake that
+    failed (a CA that did not sign the brokers' certificates, a client certificate they do not
+    trust or that expired). Raised where a broker that does not answer would otherwise be
+    reported, so that nobody waits for an outage that is not one; retrying does not help."""
+
+
+class KafkaAuthorizationError(ConfigError):
+    """The brokers' ACLs do not allow an operation this client needs; the message names the
+    principal, the resource and the ACL to grant (docs/deploy.md, "ACLs")."""
 
 
 class SchemaError(KadenceError):
