@@ -160,14 +160,16 @@ def metadata(
     was built from."""
     deadline = time.monotonic() + timeout
     while True:
-        step = max(0.05, min(step_s, deadline - time.monotonic()))
+        asked = time.monotonic()
+        step = max(0.05, min(step_s, deadline - asked))
         try:
-            return client.list_topics(topic, timeout=step)
+            return client.list_topics(timeout=step) if topic is None else client.list_topics(topic=topic, timeout=step)
         except KafkaException as exc:
             refused = refusal_of(conf, client)
             if refused is not None:
                 raise refused from exc
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline or now - asked < 0.9 * step:  # out of time, or an answer (not a timeout)
                 raise
             step_s *= 2
 

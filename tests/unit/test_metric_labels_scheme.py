@@ -31,7 +31,7 @@ def _label_names(registry: CollectorRegistry) -> dict[str, tuple[str, ...]]:
 
 def test_every_engine_family_is_labelled_by_namespace_first():
     conf = lambda *a, **k: {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}  # noqa: E731
-    kafka = SimpleNamespace(namespace="ns", builds="ns.builds", consumer=conf, waiting_consumer=conf)
+    kafka = SimpleNamespace(namespace="ns", builds="ns.builds", consumer=conf, waiting_consumer=conf, security={})
     families: dict[str, tuple[str, ...]] = {}
     # a registry each: several components define the consumer lag family
     for make in (

@@ -50,5 +50,43 @@ def test_fausts_working_directory_is_not_the_current_one(tmp_path, monkeypatch):
     )
     app = create_app(config)
     assert (tmp_path / "faust").is_dir()  # Faust creates only the last level itself
-    assert str(app.conf.datadir).startswith(str(tmp_path / "faust" / "kadence-projections-ns-v0"))
+    assert str(app.conf.datadir).startswith(str(tmp_path / "faust" / "ns.projections-v0"))
     assert ProjectionConfig.from_env(KAFKA, env={}).data_dir.endswith("kadence-projections")
+
+
+def test_the_projections_take_the_same_tls_and_sasl_settings_as_every_other_client(tmp_path):
+    """Faust's (aiokafka's) credentials are built from ``KADENCE_KAFKA_*``: SCRAM over TLS with
+    the given CA; a CA file that is not a certificate is a ConfigError, before any connection."""
+    import faust
+
+    from kadence.connectors.projection_app import faust_credentials
+    from kadence.testing.devstack import TlsMaterial
+
+    assert faust_credentials(KAFKA) is None
+    tls = TlsMaterial(tmp_path / "tls").make()
+    env = {
+        "KADENCE_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+        "KADENCE_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+        "KADENCE_KAFKA_SASL_USERNAME": "proj",
+        "KADENCE_KAFKA_SASL_PASSWORD": "pw",
+        "KADENCE_KAFKA_SSL_CA": str(tls.ca_cert),
+    }
+    creds = faust_credentials(KafkaConfig.from_env(env))
+    assert isinstance(creds, faust.SASLCredentials)
+    assert (creds.username, creds.mechanism.value, creds.protocol.value) == ("proj", "SCRAM-SHA-512", "SASL_SSL")
+    assert creds.ssl_context is not None and creds.ssl_context.check_hostname
+    key, cert = tls.issue("proj-client")
+    mtls = faust_credentials(
+        KafkaConfig.from_env(
+            {
+                "KADENCE_KAFKA_SECURITY_PROTOCOL": "SSL",
+                "KADENCE_KAFKA_SSL_CERT": str(cert),
+                "KADENCE_KAFKA_SSL_KEY": str(key),
+            }
+        )
+    )
+    assert isinstance(mtls, faust.SSLCredentials)
+    not_a_cert = tmp_path / "ca.txt"
+    not_a_cert.write_text("not a certificate")
+    with pytest.raises(ConfigError, match="cannot load the TLS files"):
+        faust_credentials(KafkaConfig.from_env({**env, "KADENCE_KAFKA_SSL_CA": str(not_a_cert)}))

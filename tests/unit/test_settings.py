@@ -124,13 +124,21 @@ def test_kafka_settings_come_from_their_declaration_and_an_empty_bootstrap_is_re
         "KADENCE_REPLICATION": "3",
         "KADENCE_CLIENT_ID": "billing-7",
         "KADENCE_CLIENT_LINGER_MS": "2.5",
+        "KADENCE_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+        "KADENCE_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
         "KADENCE_KAFKA_SASL_USERNAME": "svc",
+        "KADENCE_KAFKA_SASL_PASSWORD": "s3cret",
         "KADENCE_LOG_FORMAT": "",  # empty: the default
     }
     got = KafkaConfig.from_env(env, partitions=8)
     assert (got.bootstrap, got.namespace, got.partitions, got.replication) == ("kafka:9092", "orders", 8, 3)
     assert (got.client_id, got.client_linger_ms, got.log_format) == ("billing-7", 2.5, "text")
-    assert got.security == {"sasl.username": "svc"}
+    assert got.security == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "svc",
+        "sasl.password": "s3cret",
+    }
     # set to nothing is a mistake to report, not a reason to use localhost or the default namespace
     with pytest.raises(ConfigError, match="bootstrap servers are empty"):
         KafkaConfig.from_env({"KADENCE_KAFKA_BOOTSTRAP": ""})

@@ -132,3 +132,24 @@ def test_a_child_keeps_only_its_last_exit_statuses():
     for status in range(EXITS_KEPT + 50):
         child.exits.append(status)
     assert list(child.exits) == list(range(50, EXITS_KEPT + 50))
+
+
+def test_a_child_that_exits_with_a_final_status_is_not_started_again():
+    """``kadence projections run`` exits 78 on a refused login or a missing ACL: restarting it
+    would fail the same way, so its supervisor leaves it stopped and says why."""
+    lines = []
+    sup = Supervisor(
+        first_delay_s=0.1, max_delay_s=0.4, stable_s=60, check_every_s=3600, echo=lines.append,
+        final_statuses=frozenset({78}),
+    )  # fmt: skip
+    child = sup.start("projections app", [sys.executable, "-c", "import sys; sys.exit(78)"])
+    try:
+        _wait(lambda: child.proc.poll() is not None)
+        sup.check()
+        assert child.given_up and child.restart_at is None
+        time.sleep(0.2)
+        sup.check()
+        assert child.restarts == 0 and list(child.exits) == [78]
+        assert lines == ["==> projections app exited with status 78: a setting to fix; not starting it again"]
+    finally:
+        sup.stop(timeout=5)
