@@ -767,12 +767,21 @@ class KafkaCluster:
         return self
 
     def stop(self, timeout=30.0):
-        for node in reversed(self.nodes):
+        """Graceful stop of every node at once (SIGTERM, SIGKILL after ``timeout``); data kept."""
+        for node in self.nodes:
+            if node.running:
+                node.proc.terminate()
+        for node in self.nodes:
             node.stop(timeout)
 
     def cleanup(self):
-        self.stop()
-        if self._own_dir and not os.environ.get("KADENCE_KEEP_STACK"):
+        """Stop every node and delete the cluster's directory (kept with KADENCE_KEEP_STACK=1).
+        A directory that is deleted is not worth a controlled shutdown: the nodes are killed
+        (stopping three nodes one by one waited ~30 s for the last, which had no quorum left)."""
+        keep = not self._own_dir or os.environ.get("KADENCE_KEEP_STACK")
+        for node in self.nodes:
+            node.stop() if keep else node.kill()
+        if not keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self):

@@ -1,0 +1,78 @@
+"""A replicated, secured Kafka cluster for the tests of this folder: three KRaft nodes (RF 3,
+min ISR 2) with a SASL_SSL listener (SCRAM-SHA-512, a throw-away CA) and ACLs, started once for
+the folder by ``kadence.testing.devstack.KafkaCluster``. Users: ``app``, granted the ACLs of the
+namespace ``NAMESPACE`` (docs/deploy.md, "ACLs"), and ``stranger``, granted nothing."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kadence.testing import devstack
+from kadence.topics import Catalogue, KafkaConfig
+
+NAMESPACE = "sec"
+PARTITIONS = 4
+
+
+@pytest.fixture(scope="package")
+def cluster():
+    users = {"app": secrets.token_urlsafe(12), "stranger": secrets.token_urlsafe(12)}
+    c = devstack.KafkaCluster(3, secure=True, users=users, die_with_parent=True, heap_mb=384)
+    try:
+        c.start()
+        c.grant_namespace("app", NAMESPACE)
+    except Exception as exc:  # noqa: BLE001 - no cluster: every test here errors, none is skipped
+        c.cleanup()
+        pytest.fail(f"the secured three-node cluster did not start: {exc}", pytrace=False)
+    try:
+        yield c
+    finally:
+        c.cleanup()
+
+
+def cluster_env(cluster, user: str = "app", **extra: str) -> dict[str, str]:
+    """The environment of a Kadence process connecting as ``user`` to ``NAMESPACE``."""
+    return {
+        **os.environ,
+        **cluster.client_env(user),
+        "KADENCE_NAMESPACE": NAMESPACE,
+        "KADENCE_PARTITIONS": str(PARTITIONS),
+        **extra,
+    }
+
+
+@pytest.fixture(scope="package")
+def app_config(cluster) -> KafkaConfig:
+    """The ``app`` user's configuration, with the namespace's topics created (RF 3, min ISR 2)."""
+    config = KafkaConfig.from_env(cluster_env(cluster))
+    Catalogue(config).apply()
+    return config
+
+
+def run_kadence(args: list[str], env: dict[str, str], timeout: float = 60) -> tuple[int, str, float]:
+    """``kadence ARGS`` to its end: (status, stdout and stderr, seconds it took)."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "kadence.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - started
+
+
+def free_port() -> int:
+    return devstack.free_port()
+
+
+def log_tail(path: Path, chars: int = 3000) -> str:
+    return path.read_text(errors="replace")[-chars:] if path.exists() else f"({path} missing)"
