@@ -846,9 +846,11 @@ def _register_dev() -> None:
 
 
 def _register_builds() -> None:
+    from .acls import acls
     from .builds import builds
 
     main.add_command(builds)
+    main.add_command(acls)
 
 
 def _register_connectors() -> None:

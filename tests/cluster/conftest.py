@@ -1,7 +1,8 @@
 """A replicated, secured Kafka cluster for the tests of this folder: three KRaft nodes (RF 3,
 min ISR 2) with a SASL_SSL listener (SCRAM-SHA-512, a throw-away CA) and ACLs, started once for
 the folder by ``kadence.testing.devstack.KafkaCluster``. Users: ``app``, granted the ACLs of the
-namespace ``NAMESPACE`` (docs/deploy.md, "ACLs"), and ``stranger``, granted nothing."""
+namespace ``NAMESPACE`` (docs/deploy.md, "ACLs"); ``stranger``, granted nothing; and
+``least-{component}`` for each of ``LEAST_PRIVILEGE``, granted what ``kadence acls`` gives them."""
 
 from __future__ import annotations
 
@@ -19,11 +20,14 @@ from kadence.topics import Catalogue, KafkaConfig
 
 NAMESPACE = "sec"
 PARTITIONS = 4
+#: the components the least-privilege test runs each as a user of its own, with only its ACLs
+LEAST_PRIVILEGE = ("admin", "processor", "timers", "worker", "client", "projections")
 
 
 @pytest.fixture(scope="package")
 def cluster():
-    users = {"app": secrets.token_urlsafe(12), "stranger": secrets.token_urlsafe(12)}
+    names = ("app", "stranger", *(f"least-{c}" for c in LEAST_PRIVILEGE))
+    users = {name: secrets.token_urlsafe(12) for name in names}
     c = devstack.KafkaCluster(3, secure=True, users=users, die_with_parent=True, heap_mb=384)
     try:
         c.start()
