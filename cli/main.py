@@ -228,17 +228,35 @@ def _serve(make, metrics_port: int | None, config: KafkaConfig) -> None:
     default=None,
     help="the certificate's private key (PEM) [env KADENCE_GATEWAY_TLS_KEY]",
 )
+@click.option(
+    "--tls-client-ca",
+    type=click.Path(exists=True, dir_okay=False),
+    envvar="KADENCE_GATEWAY_TLS_CLIENT_CA",
+    default=None,
+    help="require a client certificate signed by this CA (PEM): mutual TLS [env KADENCE_GATEWAY_TLS_CLIENT_CA]",
+)
 @click.pass_obj
 def gateway(
-    config: KafkaConfig, host: str, port: int, no_auth: bool, tls_cert: str | None, tls_key: str | None
+    config: KafkaConfig,
+    host: str,
+    port: int,
+    no_auth: bool,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_client_ca: str | None,
 ) -> None:
     """Serve the HTTP gateway (API keys from `kadence keys`; see docs/gateway.md)."""
+    import ssl
+
     import uvicorn
 
     from kadence.gateway import GatewayConfig, create_app
 
     if bool(tls_cert) != bool(tls_key):
         raise click.UsageError("--tls-cert and --tls-key go together")
+    if tls_client_ca and not tls_cert:
+        raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key (client certificates need HTTPS)")
+    mtls = {"ssl_ca_certs": tls_client_ca, "ssl_cert_reqs": ssl.CERT_REQUIRED} if tls_client_ca else {}
     try:
         app = create_app(GatewayConfig.from_env(config, **({"auth": False} if no_auth else {})))
     except KadenceError as exc:
@@ -249,7 +267,7 @@ def gateway(
     # ms, bench console, docs/performance.md)
     gc.collect()
     gc.freeze()
-    uvicorn.run(app, host=host, port=port, log_level="warning", ssl_certfile=tls_cert, ssl_keyfile=tls_key)
+    uvicorn.run(app, host=host, port=port, log_level="warning", ssl_certfile=tls_cert, ssl_keyfile=tls_key, **mtls)
 
 
 def load_definitions(module_name: str) -> tuple[list, list]:

@@ -179,3 +179,33 @@ def test_auth_is_on_by_default_and_needs_redis(gw_config, tmp_path):
         timeout=120,
     )
     assert half.returncode == 2 and "--tls-key" in half.stderr
+
+
+async def test_mutual_tls_turns_away_a_client_without_a_certificate_from_its_ca(gateways, tmp_path):
+    """``--tls-client-ca``: a client certificate signed by that CA is required; one from another
+    CA, or none, fails the handshake."""
+    from kadence.testing.devstack import TlsMaterial
+
+    tls = TlsMaterial(tmp_path / "tls").make()
+    client_key, client_cert = tls.issue("gateway-client")
+    server = tls.broker_pem  # a certificate for 127.0.0.1 signed by the same throw-away CA
+    server_key, server_cert = tls.dir / f"{TlsMaterial.BROKER_CN}.key", tls.dir / f"{TlsMaterial.BROKER_CN}.crt"
+    assert server.exists()
+    g = gateways(
+        "mtls", "--no-auth", "--tls-cert", str(server_cert), "--tls-key", str(server_key),
+        "--tls-client-ca", str(tls.ca_cert),
+    )  # fmt: skip
+    trusted = ssl.create_default_context(cafile=str(tls.ca_cert))
+    trusted.load_cert_chain(str(client_cert), str(client_key))
+    g.wait_ready(verify=trusted)
+    async with httpx.AsyncClient(base_url=g.url, timeout=30, verify=trusted) as https:
+        assert (await https.get("/healthz")).status_code == 200
+    anonymous = ssl.create_default_context(cafile=str(tls.ca_cert))
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{g.url}/healthz", timeout=5, verify=anonymous)
+    other = TlsMaterial(tmp_path / "other").make()
+    other_key, other_cert = other.issue("stranger")
+    stranger = ssl.create_default_context(cafile=str(tls.ca_cert))
+    stranger.load_cert_chain(str(other_cert), str(other_key))
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{g.url}/healthz", timeout=5, verify=stranger)
