@@ -115,11 +115,13 @@ def _levels(raw: str) -> list:
     return levels
 
 
-def new_namespace(settings: Settings, tag: str, *, queues=(QUEUE,)) -> KafkaConfig:
-    """A fresh namespace with its topics (and the task topics of ``queues``) created."""
+def new_namespace(settings: Settings, tag: str, *, queues=(QUEUE,), replication: int | None = None) -> KafkaConfig:
+    """A fresh namespace with its topics (and the task topics of ``queues``) created;
+    ``replication``: their replication factor (default: ``KADENCE_REPLICATION``)."""
     ns = f"b{tag.replace('_', '-')}-{uuid.uuid4().hex[:6]}"[:60]
     # from_env: the other settings (KADENCE_CLIENT_LINGER_MS, security) as the engine processes get them
-    config = KafkaConfig.from_env(bootstrap=settings.bootstrap, namespace=ns, partitions=settings.partitions)
+    extra = {} if replication is None else {"replication": replication}
+    config = KafkaConfig.from_env(bootstrap=settings.bootstrap, namespace=ns, partitions=settings.partitions, **extra)
     cat = Catalogue(config)
     specs = cat.core_specs() + [s for q in queues for s in cat.queue_specs(q)]
     cat.apply(specs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -62,10 +63,11 @@ async def engine(
     worker_env: dict | None = None,
     tracer_provider=None,
     codec=None,
+    replication: int | None = None,
 ):
     settings = ctx.settings
     loop = asyncio.get_running_loop()
-    config = await loop.run_in_executor(None, new_namespace, settings, tag)
+    config = await loop.run_in_executor(None, functools.partial(new_namespace, settings, tag, replication=replication))
     procs = Procs(config, settings.logdir, tag)
     client = None
     try:

@@ -256,7 +256,8 @@ def gateway(
         raise click.UsageError("--tls-cert and --tls-key go together")
     if tls_client_ca and not tls_cert:
         raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key (client certificates need HTTPS)")
-    mtls = {"ssl_ca_certs": tls_client_ca, "ssl_cert_reqs": ssl.CERT_REQUIRED} if tls_client_ca else {}
+    # mutual TLS: uvicorn asks for and checks a client certificate against that CA
+    cert_reqs = ssl.CERT_REQUIRED if tls_client_ca else ssl.CERT_NONE
     try:
         app = create_app(GatewayConfig.from_env(config, **({"auth": False} if no_auth else {})))
     except KadenceError as exc:
@@ -267,7 +268,16 @@ def gateway(
     # ms, bench console, docs/performance.md)
     gc.collect()
     gc.freeze()
-    uvicorn.run(app, host=host, port=port, log_level="warning", ssl_certfile=tls_cert, ssl_keyfile=tls_key, **mtls)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        ssl_certfile=tls_cert,
+        ssl_keyfile=tls_key,
+        ssl_ca_certs=tls_client_ca,
+        ssl_cert_reqs=cert_reqs,
+    )
 
 
 def load_definitions(module_name: str) -> tuple[list, list]:
