@@ -37,7 +37,7 @@ jars:
 	@$(DEVSTACK) jars >/dev/null
 
 test: venv jars lint
-	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=40 -m "not soak" tests $(PYTEST_ARGS)
+	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=40 -m "not soak and not chaos_cluster" tests $(PYTEST_ARGS)
 
 # the rules and the format in pyproject.toml ([tool.ruff]); `make format` applies both; then mypy
 # ([tool.mypy]) over the package as it is installed (scripts/typecheck.py)

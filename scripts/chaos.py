@@ -10,6 +10,9 @@ progress line. At the end it prints the totals and writes every seed's fault pla
     CHAOS_SEEDS=5 make chaos                     # 5 seeds
     CHAOS_SEED_LIST=372027720,17 make chaos      # these seeds first, then random ones up to CHAOS_SEEDS
     CHAOS_BURNERS=0 make chaos                   # no starvation (default: one burner per core)
+    CHAOS_CLUSTER=1 CHAOS_SEEDS=5 make chaos     # on a three-node cluster, with its faults (leader
+                                                 # kill, broker pause, rolling restart, a node lost,
+                                                 # controller kill); 150 s chaos phases
     KADENCE_CHAOS_SECONDS=300 make chaos         # longer chaos phases (more workflows per seed)
 
 Runs under ``scripts/devstack.py run`` (``make chaos`` does that), which provides Redis.
@@ -32,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "tests" / "faults" / "results"
 TEST = "tests/faults/test_chaos.py::test_chaos_load_with_faults_keeps_every_invariant"
+#: CHAOS_CLUSTER=1: the suite on a three-node cluster (RF 3, min ISR 2) with the cluster's faults
+CLUSTER_TEST = "tests/faults/test_chaos.py::test_chaos_on_a_replicated_cluster_keeps_every_invariant"
 
 
 def _burn() -> None:  # pragma: no cover - runs in a child process until terminated
@@ -86,7 +91,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def run_seed(seed: int, burners: int, workdir: Path) -> dict:
+def run_seed(seed: int, burners: int, workdir: Path, test: str = TEST) -> dict:
     result_path = workdir / f"seed-{seed}.json"
     logdir = workdir / f"logs-{seed}"
     logdir.mkdir(parents=True, exist_ok=True)
@@ -102,7 +107,7 @@ def run_seed(seed: int, burners: int, workdir: Path) -> dict:
         # its own process group: when the campaign is stopped, the run's components and broker go
         # with it (a killed campaign left them running, starving the next one)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", TEST],
+            [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", test],
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -160,25 +165,29 @@ def main(argv: list[str]) -> int:
         )
         return 2
     count = int(os.environ.get("CHAOS_SEEDS", "20"))
+    cluster = os.environ.get("CHAOS_CLUSTER", "") not in ("", "0")
+    test = CLUSTER_TEST if cluster else TEST
     burners = int(os.environ.get("CHAOS_BURNERS", str(os.cpu_count() or 1)))
     seeds = _seeds(count, os.environ.get("CHAOS_SEED_LIST", ""))
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    out_path = RESULTS / f"chaos-{stamp}.json"
+    out_path = RESULTS / f"chaos-{'cluster-' if cluster else ''}{stamp}.json"
     workdir = Path(tempfile.mkdtemp(prefix="kadence-chaos-"))
     print(
-        f"chaos campaign: {len(seeds)} seeds, {burners} CPU burners, results in {out_path}, logs in {workdir}",
+        f"chaos campaign: {len(seeds)} seeds{' on a three-node cluster' if cluster else ''}, {burners} CPU burners, "
+        f"results in {out_path}, logs in {workdir}",
         flush=True,
     )
     campaign = {
         "started": stamp,
         "cpus": os.cpu_count(),
         "burners": burners,
-        "chaos_seconds": float(os.environ.get("KADENCE_CHAOS_SECONDS", "80")),
+        "chaos_seconds": float(os.environ.get("KADENCE_CHAOS_SECONDS", "150" if cluster else "80")),
+        "cluster": cluster,
         "seeds": [],
     }
     for i, seed in enumerate(seeds, 1):
-        record = run_seed(seed, burners, workdir)
+        record = run_seed(seed, burners, workdir, test)
         campaign["seeds"].append(record)
         out_path.write_text(json.dumps(campaign, indent=1))
         started = record.get("counts", {}).get("workflows_started", 0)

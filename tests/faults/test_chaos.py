@@ -30,6 +30,7 @@ from kadence.connectors.verify import verify_namespace
 from kadence.readmodels import VisibilityReader
 from kadence.topics import Catalogue, KafkaConfig
 from tests.faults.chaos import checker
+from tests.faults.chaos.brokers import CLUSTER_FAULTS, ClusterBrokers, PartitionProbes
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
 from tests.faults.chaos.load import BrokerClock, LoadDriver, send_signal
 from tests.faults.chaos.observe import observe, until_read
@@ -49,6 +50,8 @@ from tests.integration.projection_support import ground_truth, list_all, mismatc
 
 #: the chaos phase (load + faults); the whole test takes about this plus 60-90 s
 CHAOS_SECONDS = float(os.environ.get("KADENCE_CHAOS_SECONDS", "80"))
+#: the cluster's chaos phase: its faults (a rolling restart of three nodes among them) take longer
+CLUSTER_CHAOS_SECONDS = float(os.environ.get("KADENCE_CHAOS_SECONDS", "150"))
 MIN_WORKFLOWS = 500
 
 
@@ -98,27 +101,64 @@ def _write_result(**result) -> None:
 @pytest.mark.broker_config({"broker.session.timeout.ms": 30000, "broker.heartbeat.interval.ms": 2000})
 async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path, monkeypatch):
     seed = int(os.environ.get("KADENCE_CHAOS_SEED") or random.randrange(2**32))
+    await _chaos(own_broker, seed, CHAOS_SECONDS, tmp_path, monkeypatch)
+
+
+@pytest.mark.chaos_cluster
+@pytest.mark.timeout(int(900 + 2 * CLUSTER_CHAOS_SECONDS))
+async def test_chaos_on_a_replicated_cluster_keeps_every_invariant(tmp_path, monkeypatch):
+    """The same load, checks and engine faults on a three-node cluster (RF 3, min ISR 2), with the
+    cluster's own faults (issue 43): a partition leader SIGKILLed, a node paused past its broker
+    session, a rolling restart of every node, a node lost for good (data deleted, a blank node
+    in its place), the active controller SIGKILLed. The time from each fault to the first
+    command answered on every commands partition is printed and stored. ``make chaos`` with
+    ``CHAOS_CLUSTER=1`` runs it over many seeds; ``make test`` does not (marker ``chaos_cluster``)."""
+    from kadence.testing import devstack
+
+    seed = int(os.environ.get("KADENCE_CHAOS_SEED") or random.randrange(2**32))
+    # the broker session at Kafka's default (9 s): two starved cores hold three nodes and the engine
+    props = {"broker.session.timeout.ms": 9000, "broker.heartbeat.interval.ms": 2000}
+    cluster = devstack.KafkaCluster(3, die_with_parent=True, heap_mb=384, config=props)
+    await asyncio.get_running_loop().run_in_executor(None, cluster.start)
+    try:
+        await _chaos(cluster, seed, CLUSTER_CHAOS_SECONDS, tmp_path, monkeypatch, replicated=True)
+    finally:
+        await asyncio.get_running_loop().run_in_executor(None, cluster.cleanup)
+
+
+async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, replicated: bool = False) -> None:
+    """One chaos run on ``broker`` (a ``KafkaBroker``, or with ``replicated`` a ``KafkaCluster``
+    whose broker faults are ``ClusterBrokers``'): load, faults, drain, every check."""
     rng = random.Random(seed)
-    seconds = CHAOS_SECONDS
     workflows = max(MIN_WORKFLOWS, int(seconds * 6.5))
     logdir = Path(os.environ.get("KADENCE_CHAOS_LOGDIR") or tmp_path)
     logdir.mkdir(parents=True, exist_ok=True)
     print(
         f"\nchaos: seed {seed} (KADENCE_CHAOS_SEED={seed} reproduces the fault plan), {seconds:.0f} s, "
-        f"{workflows} workflows, logs in {logdir}"
+        f"{workflows} workflows, {'a three-node cluster' if replicated else 'one broker'}, logs in {logdir}"
     )
-    config = KafkaConfig(bootstrap=own_broker.bootstrap, namespace=f"c{uuid.uuid4().hex[:8]}", partitions=4)
+    config = KafkaConfig(
+        bootstrap=broker.bootstrap,
+        namespace=f"c{uuid.uuid4().hex[:8]}",
+        partitions=4,
+        replication=3 if replicated else 1,
+    )
+    if replicated:
+        broker = ClusterBrokers(broker, config, rng)
+    own_broker = broker
     Catalogue(config).apply()
     Catalogue(config).ensure_queue(TASK_QUEUE)
     prefix = f"chaos:{config.namespace}"
     # a processor blocked in a transaction call (librdkafka #5511) exits and is restarted
     monkeypatch.setenv("KADENCE_TXN_STALL_EXIT_S", "45")
     cluster = Cluster(own_broker, config, logdir, redis_url=_redis_url(), prefix=prefix, rng=rng)
-    plan = plan_faults(rng, seconds)
+    plan = plan_faults(rng, seconds, CLUSTER_FAULTS if replicated else None)
     t_begin = time.monotonic()
     cluster.start()
     client = await Client.connect(config=config)
     driver = LoadDriver(client, config, rng, workflows=workflows)
+    probes = PartitionProbes(client, config.partitions)
+    probes.start()
     try:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
@@ -134,6 +174,12 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         stuck_partitions = await driver.barrier()
         stop_supervising.set()
         await supervisor
+        await probes.stop()
+        recovery = [
+            {**fault, "recovered_s": probes.recovery(fault["started"])}
+            for fault in cluster.faults
+            if "started" in fault
+        ]
         t_drain = time.monotonic()
         obs = observe(config, _redis_url(), prefix)
         projection_diff = await _projection_mismatches(config, timeout=120)
@@ -153,6 +199,10 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
         )
         print("chaos: faults\n  " + "\n  ".join(cluster.fault_log))
         print(
+            "chaos: from each fault's start to the first command answered on each commands partition\n  "
+            + "\n  ".join(f"{r['at_s']:6.1f}s {r['fault']} {r['target'] or ''}: {r['recovered_s']}" for r in recovery)
+        )
+        print(
             f"chaos: chaos phase {t_chaos - t_begin:.0f} s, drain {t_drain - t_chaos:.0f} s, "
             f"check {time.monotonic() - t_drain:.0f} s; not completed in time: {late[:20]}; partitions not "
             f"answering: {stuck_partitions}"
@@ -162,7 +212,8 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
             seed=seed,
             seconds=seconds,
             plan=plan,
-            faults=cluster.faults,
+            faults=[{k: v for k, v in r.items() if k != "started"} for r in recovery],
+            replicated=replicated,
             counts=dict(counts),
             runs=len(obs.histories),
             events=sum(map(len, obs.histories.values())),
@@ -202,6 +253,7 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
             "timer_service_kills": 1,
             "processor_pauses": 1,
             "projection_kills": MINIMUM_FAULTS["kill_projection"],
+            **({f"{name}s": n for name, n in CLUSTER_FAULTS.items()} if replicated else {}),
         }
         assert all(counts.get(k, 0) >= n for k, n in floors.items()), f"fault floor not reached: {counts}"
         for what in (
@@ -225,6 +277,7 @@ async def test_chaos_load_with_faults_keeps_every_invariant(own_broker, tmp_path
             pass
         raise
     finally:
+        await probes.stop()
         driver.close()
         await client.close()
         cluster.close()

@@ -15,6 +15,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from kadence.processors.history_processor import EXIT_TXN_STALLED
@@ -56,9 +57,10 @@ EXTRA_FAULTS = {
 }
 
 
-def plan_faults(rng: random.Random, seconds: float) -> list[str]:
-    """The minimum set, plus one extra fault per ~12 s beyond the first 80 s, shuffled."""
-    plan = [f for f, n in MINIMUM_FAULTS.items() for _ in range(n)]
+def plan_faults(rng: random.Random, seconds: float, more: dict[str, int] | None = None) -> list[str]:
+    """The minimum set (and ``more``: a replicated cluster's faults, each that often), plus one
+    extra fault per ~12 s beyond the first 80 s, shuffled."""
+    plan = [f for f, n in {**MINIMUM_FAULTS, **(more or {})}.items() for _ in range(n)]
     extra = max(0, int((seconds - 80) / 12))
     names = [f for f, w in EXTRA_FAULTS.items() if w]
     plan += rng.choices(names, weights=[EXTRA_FAULTS[f] for f in names], k=extra)
@@ -232,6 +234,28 @@ class Cluster:
         await asyncio.get_running_loop().run_in_executor(None, self.broker.restart)
         self.counts["broker_restarts"] += 1
 
+    # -- a replicated cluster's faults (``tests/faults/chaos/brokers.ClusterBrokers``) ---------
+
+    async def _cluster_fault(self, name: str) -> str:
+        target = await getattr(self.broker, name)()
+        self.counts[f"{name}s"] += 1
+        return target
+
+    async def kill_leader(self) -> str:
+        return await self._cluster_fault("kill_leader")
+
+    async def pause_broker(self) -> str:
+        return await self._cluster_fault("pause_broker")
+
+    async def rolling_restart(self) -> str:
+        return await self._cluster_fault("rolling_restart")
+
+    async def lose_broker(self) -> str:
+        return await self._cluster_fault("lose_broker")
+
+    async def kill_controller(self) -> str:
+        return await self._cluster_fault("kill_controller")
+
     async def kill_projection(self) -> None:
         """SIGKILL the visibility / history projection and start it again: its at-least-once
         agents redo what was not acknowledged, and the seq guards keep every record once."""
@@ -257,6 +281,7 @@ class Cluster:
             await asyncio.sleep(gap * self.rng.uniform(0.6, 1.4))
             self.check_alive()
             started = loop.time()
+            started_mono = time.monotonic()
             target = await getattr(self, fault)()  # the pauses name whom they paused
             self.faults.append(
                 {
@@ -264,6 +289,8 @@ class Cluster:
                     "fault": fault,
                     "target": target,
                     "seconds": round(loop.time() - started, 1),
+                    # for the partition probes (tests/faults/chaos/brokers.PartitionProbes)
+                    "started": started_mono,
                 }
             )
             self.fault_log.append(
