@@ -51,6 +51,11 @@ class Replayer:
             self._defs[d.name] = d
         self.converter = converter or JsonConverter()
 
+    @property
+    def workflow_types(self) -> frozenset[str]:
+        """The names of the workflow types this replayer has code for."""
+        return frozenset(self._defs)
+
     def replay(self, events: list[dict[str, Any]]) -> ReplayResult:
         """Replay one run's events (record form, oldest first); raises ``NonDeterminismError``."""
         if not events or events[0]["attributes"][0] != "WorkflowExecutionStarted":

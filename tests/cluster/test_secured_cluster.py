@@ -143,3 +143,54 @@ def test_the_gateways_readiness_names_the_refusal(cluster, app_config, tmp_path)
             proc.wait(20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def test_a_bridge_starts_workflows_from_a_domain_topic_over_sasl_ssl(cluster, app_config, tmp_path):
+    """``kadence bridges run`` as ``app``: records of a domain topic become starts, once each,
+    on the secured cluster (the domain topic lies under the namespace's prefix here, so the
+    namespace's ACLs cover reading it; docs/deploy.md: a bridge also needs READ on its topics)."""
+    from confluent_kafka import Producer
+
+    from kadence.topics import TopicSpec
+    from kadence.topics.history_reader import read_runs
+
+    domain = f"{NAMESPACE}.domain.orders-created"
+    Catalogue(app_config).apply([TopicSpec(domain, 2)])
+    producer = Producer(app_config.producer())
+    for i in range(20):
+        producer.produce(domain, json.dumps({"order_id": i}).encode(), str(i).encode())
+    assert producer.flush(30) == 0
+    path = tmp_path / "bridge.toml"
+    path.write_text(
+        f'[bridge]\nname = "secured"\n\n[[mappings]]\ntopic = "{domain}"\naction = "start"\n'
+        'workflow_type = "FulfilOrder"\ntask_queue = "orders"\nworkflow_id_field = "order_id"\n'
+        'workflow_id_prefix = "bridged-"\n'
+    )
+    env = cluster_env(cluster)
+    log = tmp_path / "bridge.log"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "kadence.cli", *args], env=env, stdout=open(log, "a"), stderr=subprocess.STDOUT
+        )
+        for args in (["bridges", "run", "--config", str(path)], ["processor", "--instance-id", "bridge-p0"])
+    ]
+    try:
+        deadline, started = time.monotonic() + 120, set()
+        while time.monotonic() < deadline:
+            runs = read_runs(app_config, closed_only=False)
+            started = {
+                events[0]["aggregate_key"] for events in runs if events[0]["aggregate_key"].startswith("bridged-")
+            }
+            if len(started) == 20:
+                break
+            time.sleep(1)
+        assert started == {f"bridged-{i}" for i in range(20)}, log.read_text()[-4000:]
+        assert all(p.poll() is None for p in procs), log.read_text()[-4000:]
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()

@@ -12,6 +12,7 @@ on each partition can be read afterwards.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import shutil
 import signal
@@ -159,4 +160,19 @@ class PartitionProbes:
         for p, answers in self.answers.items():
             done = [answered for sent, answered in answers if sent >= since]
             out[p] = round(min(done) - since, 2) if done else None
+        return out
+
+    def unserved(self, start: float, end: float) -> dict[int, float | None]:
+        """Per partition: the longest time without an answer from ``start`` (a fault began) until
+        the first answer to a question asked after ``end`` (it ended): how long the partition
+        went unserved around the fault (None: it never answered again)."""
+        out: dict[int, float | None] = {}
+        for p, answers in self.answers.items():
+            after = [answered for sent, answered in answers if sent >= end]
+            if not after:
+                out[p] = None
+                continue
+            back = min(after)
+            times = [start, *sorted(a for _s, a in answers if start < a < back), back]
+            out[p] = round(max(b - a for a, b in itertools.pairwise(times)), 2)
         return out
