@@ -17,5 +17,6 @@ Replace an activity with a mock by registering a function of the same name
 from kadence.topics.errors import WorkflowTaskFailedError
 
 from ._environment import WorkflowEnvironment
+from .probes import PartitionProbes
 
-__all__ = ["WorkflowEnvironment", "WorkflowTaskFailedError"]
+__all__ = ["PartitionProbes", "WorkflowEnvironment", "WorkflowTaskFailedError"]

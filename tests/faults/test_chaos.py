@@ -28,9 +28,10 @@ from confluent_kafka import Producer
 from kadence import Client, KadenceError, Replayer, Worker
 from kadence.connectors.verify import verify_namespace
 from kadence.readmodels import VisibilityReader
+from kadence.testing import PartitionProbes
 from kadence.topics import Catalogue, KafkaConfig
 from tests.faults.chaos import checker
-from tests.faults.chaos.brokers import CLUSTER_FAULTS, ClusterBrokers, PartitionProbes
+from tests.faults.chaos.brokers import CLUSTER_FAULTS, ClusterBrokers
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
 from tests.faults.chaos.load import BrokerClock, LoadDriver, send_signal
 from tests.faults.chaos.observe import observe, until_read

@@ -148,7 +148,7 @@ PUBLIC = {
     # code around client calls, activities and workflow handlers (docs/guide.md, "Interceptors")
     "kadence.interceptors": ["ActivityCall", "ClientCall", "Interceptor", "WorkflowCall"],
     # the users' test kit (docs/testing.md)
-    "kadence.testing": ["WorkflowEnvironment", "WorkflowTaskFailedError"],
+    "kadence.testing": ["PartitionProbes", "WorkflowEnvironment", "WorkflowTaskFailedError"],
 }
 
 

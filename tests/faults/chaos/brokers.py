@@ -4,25 +4,20 @@ how long each fault left a shard unserved.
 ``ClusterBrokers`` wraps a three-node ``devstack.KafkaCluster`` (RF 3, min ISR 2) for
 ``tests/faults/chaos/cluster.Cluster``: ``restart()`` (the single-broker suite's
 ``restart_broker``: one node, gracefully) and the cluster's own faults, each returning what it
-hit. ``PartitionProbes`` asks the engine about a workflow of every commands partition, one
-question at a time per partition, so that the time from a fault to the first command answered
-on each partition can be read afterwards.
+hit. The probes that time how long each partition went unserved are
+``kadence.testing.PartitionProbes``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import shutil
 import signal
-import time
 
 from confluent_kafka.admin import AdminClient
 
-from kadence import Client, KadenceError, WorkflowNotFoundError
 from kadence.topics import Catalogue, KafkaConfig
-from kadence.topics.partitioner import partition_for
 
 #: how long a killed node stays down before it is started again (seconds)
 DOWN_S = (2.0, 6.0)
@@ -115,64 +110,3 @@ class ClusterBrokers:
         leader = self.controller()
         await self._kill_and_return(self._node(leader))
         return f"node {leader}"
-
-
-class PartitionProbes:
-    """One prober per commands partition: asks ``describe`` of a workflow that does not exist
-    and hashes to the partition, again as soon as it is answered (the processor's not-found
-    reply is the answer timed)."""
-
-    def __init__(self, client: Client, partitions: int) -> None:
-        self.client = client
-        self.ids = {
-            p: next(f"probe-{p}-{i}" for i in range(100_000) if partition_for(f"probe-{p}-{i}", partitions) == p)
-            for p in range(partitions)
-        }
-        #: partition -> [(sent, answered)] (monotonic)
-        self.answers: dict[int, list[tuple[float, float]]] = {p: [] for p in self.ids}
-        self._tasks: list[asyncio.Task] = []
-
-    async def _probe(self, partition: int) -> None:
-        handle = self.client.get_workflow_handle(self.ids[partition])
-        while True:
-            sent = time.monotonic()
-            try:
-                await handle.describe(timeout=30)
-            except WorkflowNotFoundError:
-                self.answers[partition].append((sent, time.monotonic()))
-            except KadenceError:
-                pass
-            await asyncio.sleep(0.2)
-
-    def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._probe(p)) for p in self.ids]
-
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    def recovery(self, since: float) -> dict[int, float | None]:
-        """Per partition: seconds from ``since`` to the first answer to a question asked after it
-        (None: none came)."""
-        out: dict[int, float | None] = {}
-        for p, answers in self.answers.items():
-            done = [answered for sent, answered in answers if sent >= since]
-            out[p] = round(min(done) - since, 2) if done else None
-        return out
-
-    def unserved(self, start: float, end: float) -> dict[int, float | None]:
-        """Per partition: the longest time without an answer from ``start`` (a fault began) until
-        the first answer to a question asked after ``end`` (it ended): how long the partition
-        went unserved around the fault (None: it never answered again)."""
-        out: dict[int, float | None] = {}
-        for p, answers in self.answers.items():
-            after = [answered for sent, answered in answers if sent >= end]
-            if not after:
-                out[p] = None
-                continue
-            back = min(after)
-            times = [start, *sorted(a for _s, a in answers if start < a < back), back]
-            out[p] = round(max(b - a for a, b in itertools.pairwise(times)), 2)
-        return out

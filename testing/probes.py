@@ -1,0 +1,88 @@
+"""How long each shard goes unserved: ``PartitionProbes`` asks the engine about a workflow of
+every commands partition, one question at a time per partition (``describe`` of a workflow that
+does not exist: the history processor's not-found reply is the answer timed), and tells afterwards
+how long each partition went without an answer around a moment of your choosing (a failover, a
+rolling restart, a rebalance). For drills against a real engine:
+
+    probes = PartitionProbes(client, partitions=12)
+    probes.start()
+    t0 = time.monotonic(); kill_a_processor(); t1 = time.monotonic()
+    ...
+    await probes.stop()
+    probes.unserved(t0, t1)    # {partition: longest seconds without an answer, ...}
+
+``make chaos`` with ``CHAOS_CLUSTER=1`` and ``make bench --only rebalance`` report with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+
+from kadence import Client, KadenceError, WorkflowNotFoundError
+from kadence.topics.partitioner import partition_for
+
+__all__ = ["PartitionProbes"]
+
+
+class PartitionProbes:
+    """One prober per commands partition: asks ``describe`` of a workflow that does not exist
+    and hashes to the partition, again as soon as it is answered (the processor's not-found
+    reply is the answer timed)."""
+
+    def __init__(self, client: Client, partitions: int, *, pause_s: float = 0.2) -> None:
+        self.client = client
+        self.ids = {
+            p: next(f"probe-{p}-{i}" for i in range(100_000) if partition_for(f"probe-{p}-{i}", partitions) == p)
+            for p in range(partitions)
+        }
+        #: partition -> [(sent, answered)] (monotonic)
+        self.answers: dict[int, list[tuple[float, float]]] = {p: [] for p in self.ids}
+        self._tasks: list[asyncio.Task] = []
+        self.pause_s = pause_s
+
+    async def _probe(self, partition: int) -> None:
+        handle = self.client.get_workflow_handle(self.ids[partition])
+        while True:
+            sent = time.monotonic()
+            try:
+                await handle.describe(timeout=30)
+            except WorkflowNotFoundError:
+                self.answers[partition].append((sent, time.monotonic()))
+            except KadenceError:
+                pass
+            await asyncio.sleep(self.pause_s)
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._probe(p)) for p in self.ids]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def recovery(self, since: float) -> dict[int, float | None]:
+        """Per partition: seconds from ``since`` to the first answer to a question asked after it
+        (None: none came)."""
+        out: dict[int, float | None] = {}
+        for p, answers in self.answers.items():
+            done = [answered for sent, answered in answers if sent >= since]
+            out[p] = round(min(done) - since, 2) if done else None
+        return out
+
+    def unserved(self, start: float, end: float) -> dict[int, float | None]:
+        """Per partition: the longest time without an answer from ``start`` (a fault began) until
+        the first answer to a question asked after ``end`` (it ended): how long the partition
+        went unserved around the fault (None: it never answered again)."""
+        out: dict[int, float | None] = {}
+        for p, answers in self.answers.items():
+            after = [answered for sent, answered in answers if sent >= end]
+            if not after:
+                out[p] = None
+                continue
+            back = min(after)
+            times = [start, *sorted(a for _s, a in answers if start < a < back), back]
+            out[p] = round(max(b - a for a, b in itertools.pairwise(times)), 2)
+        return out
