@@ -374,7 +374,7 @@ class KafkaBroker(_Service):
         super().__init__(workdir, die_with_parent)
         self.version = version or kafka_version()
         self.config = dict(config or {})  # extra/overriding server.properties entries
-        self.port = self.controller_port = None
+        self.port = self.controller_port = self.mtls_port = None
         self.node_id = node_id
         #: the ``KafkaCluster`` this node belongs to (its ports, quorum and security), or None
         self.cluster = cluster
@@ -611,14 +611,17 @@ class KafkaCluster:
     Each node is a ``KafkaBroker`` (``nodes[i]``) that can be stopped, killed and restarted alone."""
 
     def __init__(
-        self, nodes=3, *, secure=False, users=None, version=None, workdir=None, die_with_parent=False, config=None,
-        heap_mb=512,
+        self, nodes=3, *, secure=False, mtls=False, users=None, version=None, workdir=None, die_with_parent=False,
+        config=None, heap_mb=512,
     ):  # fmt: skip
         if nodes < 1:
             raise StackError("a cluster needs at least one node")
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kadence-kafka-cluster-"))
         self._own_dir = workdir is None
         self.secure = secure
+        #: also an SSL listener that requires a client certificate (``mtls_bootstrap``): the
+        #: principal is the certificate's subject, ``User:CN=<name>``
+        self.mtls = bool(mtls and secure)
         self.admin_password = base64.urlsafe_b64encode(os.urandom(12)).decode()
         self.users = {"admin": self.admin_password, **(users or {})}
         self.tls = TlsMaterial(self.workdir / "tls") if secure else None
@@ -632,10 +635,27 @@ class KafkaCluster:
         ]
         for node in self.nodes:
             node.port, node.controller_port = free_port(), free_port()
+            node.mtls_port = free_port() if self.mtls else None
 
     @property
     def bootstrap(self):
         return ",".join(node.bootstrap for node in self.nodes)
+
+    @property
+    def mtls_bootstrap(self):
+        """The mutual-TLS listeners (``mtls=True``)."""
+        return ",".join(f"{LOOPBACK}:{node.mtls_port}" for node in self.nodes)
+
+    def mtls_env(self, cert, key):
+        """The ``KADENCE_KAFKA_*`` variables of a client that authenticates with a certificate."""
+        return {
+            "KADENCE_KAFKA_BOOTSTRAP": self.mtls_bootstrap,
+            "KADENCE_REPLICATION": str(self.replication),
+            "KADENCE_KAFKA_SECURITY_PROTOCOL": "SSL",
+            "KADENCE_KAFKA_SSL_CA": str(self.tls.ca_cert),
+            "KADENCE_KAFKA_SSL_CERT": str(cert),
+            "KADENCE_KAFKA_SSL_KEY": str(key),
+        }
 
     @property
     def replication(self):
@@ -662,12 +682,22 @@ class KafkaCluster:
         if not self.secure:
             return props
         jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required"
+        listeners = f"SASL_SSL://{LOOPBACK}:{node.port},CONTROLLER://{LOOPBACK}:{node.controller_port}"
+        advertised = f"SASL_SSL://{LOOPBACK}:{node.port}"
+        protocols = "CONTROLLER:SSL,SASL_SSL:SASL_SSL"
+        extra = {}
+        if self.mtls:
+            listeners += f",MTLS://{LOOPBACK}:{node.mtls_port}"
+            advertised += f",MTLS://{LOOPBACK}:{node.mtls_port}"
+            protocols += ",MTLS:SSL"
+            extra["listener.name.mtls.ssl.client.auth"] = "required"
         return {
             **props,
-            "listeners": f"SASL_SSL://{LOOPBACK}:{node.port},CONTROLLER://{LOOPBACK}:{node.controller_port}",
-            "advertised.listeners": f"SASL_SSL://{LOOPBACK}:{node.port}",
+            **extra,
+            "listeners": listeners,
+            "advertised.listeners": advertised,
             "inter.broker.listener.name": "SASL_SSL",
-            "listener.security.protocol.map": "CONTROLLER:SSL,SASL_SSL:SASL_SSL",
+            "listener.security.protocol.map": protocols,
             "sasl.enabled.mechanisms": "SCRAM-SHA-512",
             "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (

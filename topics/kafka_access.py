@@ -120,6 +120,15 @@ class ClientErrors:
                 f"the brokers at {self.bootstrap} refused to authenticate {self.principal} ({err.str()}); "
                 "check KADENCE_KAFKA_SASL_USERNAME, KADENCE_KAFKA_SASL_PASSWORD and KADENCE_KAFKA_SASL_MECHANISM"
             )
+        if code == KafkaError._TRANSPORT and "SSL routines" in err.str() and " alert " in err.str():
+            # the broker ended the handshake with a TLS alert: it refused this client's certificate
+            # (none sent, expired, or signed by a CA it does not trust); librdkafka files it under
+            # transport errors, like a broker that is down
+            return KafkaAuthenticationError(
+                f"the brokers at {self.bootstrap} refused this client's TLS certificate ({err.str()}); mutual TLS "
+                "needs KADENCE_KAFKA_SSL_CERT and KADENCE_KAFKA_SSL_KEY, a certificate that has not expired, "
+                "signed by a CA the brokers trust"
+            )
         if code in _TLS:
             return KafkaAuthenticationError(
                 f"the TLS handshake with the brokers at {self.bootstrap} failed ({err.str()}); check "

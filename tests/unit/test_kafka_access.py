@@ -6,12 +6,11 @@ before any client tries them."""
 from __future__ import annotations
 
 import logging
-import time
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kadence.topics import ConfigError, KafkaAuthenticationError, KafkaAuthorizationError, KafkaConfig
+from kadence.topics import ConfigError, KafkaAuthenticationError, KafkaAuthorizationError, KafkaConfig, kafka_access
 from kadence.topics.kafka_access import ClientErrors, authorization_error, metadata, refusal_of
 
 SASL = {
@@ -52,6 +51,21 @@ def test_a_tls_failure_points_at_the_ca_and_the_client_certificate(caplog):
     assert "KADENCE_KAFKA_SSL_CA" in str(errors.refusal())
 
 
+def test_a_tls_alert_from_the_broker_is_a_refused_client_certificate_not_an_outage(caplog):
+    errors = _errors(caplog)
+    errors(KafkaError(KafkaError._TRANSPORT, "Connect to ipv4#127.0.0.1:9093 failed: Connection refused"))
+    assert errors.refusal() is None  # a broker that is down
+    errors(
+        KafkaError(
+            KafkaError._TRANSPORT,
+            "ssl://127.0.0.1:9093/bootstrap: Receive failed: error:0A000416:SSL routines::ssl/tls alert "
+            "certificate unknown: SSL alert number 46",
+        )
+    )
+    assert "refused this client's TLS certificate" in str(errors.refusal())
+    assert "KADENCE_KAFKA_SSL_CERT" in str(errors.refusal())
+
+
 def test_each_kind_of_error_is_logged_once_a_minute_with_how_many_were_left_out(caplog):
     clock = _Clock()
     errors = _errors(caplog, clock)
@@ -83,16 +97,16 @@ def test_every_client_configuration_carries_its_own_callback():
 
 
 class _Refusing:
-    """A client whose metadata requests time out (after their whole timeout, as librdkafka's)
-    while its connections fail to authenticate; or, ``fail_fast``, fail at once."""
+    """A client whose metadata requests time out (after their whole timeout, on ``clock``, as
+    librdkafka's do) while its connections fail to authenticate; or, ``fail_fast``, fail at once."""
 
-    def __init__(self, conf, refuse=True, fail_fast=False):
-        self.conf, self.refuse, self.fail_fast, self.asked = conf, refuse, fail_fast, []
+    def __init__(self, conf, clock, refuse=True, fail_fast=False):
+        self.conf, self.clock, self.refuse, self.fail_fast, self.asked = conf, clock, refuse, fail_fast, []
 
     def list_topics(self, topic=None, timeout=-1):
         self.asked.append(round(timeout, 2))
         if not self.fail_fast:
-            time.sleep(timeout)
+            self.clock.now += timeout
         raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Failed to get metadata"))
 
     def poll(self, timeout=0):
@@ -101,27 +115,34 @@ class _Refusing:
         return 0
 
 
-def test_metadata_raises_a_refusal_after_its_first_short_step():
+@pytest.fixture
+def clock(monkeypatch):
+    """``kadence.topics.kafka_access``'s monotonic clock, moved only by the fake clients."""
+    fake = _Clock()
+    monkeypatch.setattr(kafka_access.time, "monotonic", fake)
+    return fake
+
+
+def test_metadata_raises_a_refusal_after_its_first_short_step(clock):
     conf = KafkaConfig.from_env({}).base()
-    client = _Refusing(conf)
+    client = _Refusing(conf, clock)
     with pytest.raises(KafkaAuthenticationError):
         metadata(client, conf, timeout=10)
     assert client.asked == [1.0]
     assert refusal_of(conf) is not None
 
 
-def test_metadata_without_a_refusal_keeps_asking_in_doubling_steps_until_its_timeout():
+def test_metadata_without_a_refusal_keeps_asking_in_doubling_steps_until_its_timeout(clock):
     conf = KafkaConfig.from_env({}).base()
-    client = _Refusing(conf, refuse=False)
+    client = _Refusing(conf, clock, refuse=False)
     with pytest.raises(KafkaException):
-        metadata(client, conf, timeout=0.75, step_s=0.1)
-    assert client.asked[:3] == [0.1, 0.2, 0.4]  # then what is left of the 0.75 s
-    assert len(client.asked) <= 5
+        metadata(client, conf, timeout=10, step_s=1)
+    assert client.asked == [1.0, 2.0, 4.0, 3.0]  # the last step is what is left of the 10 s
 
 
-def test_metadata_that_fails_at_once_is_not_asked_again():
+def test_metadata_that_fails_at_once_is_not_asked_again(clock):
     conf = KafkaConfig.from_env({}).base()
-    client = _Refusing(conf, refuse=False, fail_fast=True)
+    client = _Refusing(conf, clock, refuse=False, fail_fast=True)
     with pytest.raises(KafkaException):
         metadata(client, conf, timeout=5, step_s=1)
     assert client.asked == [1.0]
