@@ -1,5 +1,5 @@
 """How long each shard goes unserved: ``PartitionProbes`` asks the engine about a workflow of
-every commands partition, one question at a time per partition (``describe`` of a workflow that
+every commands partition, a question every 0.2 s per partition (``describe`` of a workflow that
 does not exist: the history processor's not-found reply is the answer timed), and tells afterwards
 how long each partition went without an answer around a moment of your choosing (a failover, a
 rolling restart, a rebalance). For drills against a real engine:
@@ -23,13 +23,17 @@ import time
 from kadence import Client, KadenceError, WorkflowNotFoundError
 from kadence.topics.partitioner import partition_for
 
-__all__ = ["PartitionProbes"]
+__all__ = ["MAX_OUTSTANDING", "PartitionProbes"]
+
+#: questions a partition's prober may have waiting for an answer at once
+MAX_OUTSTANDING = 300
 
 
 class PartitionProbes:
     """One prober per commands partition: asks ``describe`` of a workflow that does not exist
-    and hashes to the partition, again as soon as it is answered (the processor's not-found
-    reply is the answer timed)."""
+    and hashes to the partition every ``pause_s`` (the processor's not-found reply is the answer
+    timed). Unanswered questions add up to ``MAX_OUTSTANDING`` a partition during an outage; each
+    costs the engine a command, so a probe is a light load of its own (5 a second a partition)."""
 
     def __init__(self, client: Client, partitions: int, *, pause_s: float = 0.2) -> None:
         self.client = client
@@ -42,17 +46,31 @@ class PartitionProbes:
         self._tasks: list[asyncio.Task] = []
         self.pause_s = pause_s
 
+    async def _ask(self, partition: int) -> None:
+        sent = time.monotonic()
+        try:
+            await self.client.get_workflow_handle(self.ids[partition]).describe(timeout=60)
+        except WorkflowNotFoundError:
+            self.answers[partition].append((sent, time.monotonic()))
+        except KadenceError:
+            pass
+
     async def _probe(self, partition: int) -> None:
-        handle = self.client.get_workflow_handle(self.ids[partition])
-        while True:
-            sent = time.monotonic()
-            try:
-                await handle.describe(timeout=30)
-            except WorkflowNotFoundError:
-                self.answers[partition].append((sent, time.monotonic()))
-            except KadenceError:
-                pass
-            await asyncio.sleep(self.pause_s)
+        """A new question every ``pause_s``, whether the earlier ones were answered or not (at
+        most ``MAX_OUTSTANDING`` waiting): a question asked during an outage waits for its
+        answer, and must not delay the first question asked after the outage."""
+        outstanding: set[asyncio.Task] = set()
+        try:
+            while True:
+                if len(outstanding) < MAX_OUTSTANDING:
+                    task = asyncio.get_running_loop().create_task(self._ask(partition))
+                    outstanding.add(task)
+                    task.add_done_callback(outstanding.discard)
+                await asyncio.sleep(self.pause_s)
+        finally:
+            for task in outstanding:
+                task.cancel()
+            await asyncio.gather(*outstanding, return_exceptions=True)
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()

@@ -6,7 +6,7 @@ The scenario starts a three-node cluster of its own (``kadence.testing.devstack.
 PLAINTEXT), a namespace of ``KADENCE_BENCH_REBALANCE_PARTITIONS`` partitions (12) at RF 3, three
 processors, three timer services and four workers, and keeps 3-activity workflows in flight
 (``KADENCE_BENCH_REBALANCE_CONCURRENCY``, 64). ``kadence.testing.PartitionProbes`` asks every
-commands partition a question at a time; for each event the result holds, per partition, the
+commands partition every 0.2 s; for each event the result holds, per partition, the
 longest time without an answer from the event's start to the first answer after its end:
 
 - ``sigkill``: one processor SIGKILLed and started again at once with the same instance ID (a
