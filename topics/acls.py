@@ -142,9 +142,13 @@ def apply_acls(config: KafkaConfig, components: Iterable[str], principal: str, t
     host); creating one that exists changes nothing. Returns how many bindings were sent. The
     connecting principal needs ALTER on the cluster (``KafkaAuthorizationError`` otherwise)."""
     bindings = []
+    seen: set[tuple[str, str, str, str]] = set()
     for component in components:
         for rule in acl_rules(config.namespace, component):
             for op in rule.operations:
+                if (rule.kind, rule.name, rule.pattern, op) in seen:  # components share some rules
+                    continue
+                seen.add((rule.kind, rule.name, rule.pattern, op))
                 bindings.append(
                     AclBinding(
                         _RESOURCE_TYPES[rule.kind],

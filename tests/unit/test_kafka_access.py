@@ -198,3 +198,25 @@ def test_min_insync_replicas_defaults_to_two_on_a_replicated_namespace(replicati
 def test_a_consumer_without_a_group_still_gets_one_under_the_namespaces_prefix():
     conf = KafkaConfig.from_env({"KADENCE_NAMESPACE": "orders", "KADENCE_CLIENT_ID": "gw-1"}).consumer(None)
     assert conf["group.id"] == "orders.nogroup.gw-1"
+
+
+def test_the_acls_of_several_components_are_sent_once_each(monkeypatch):
+    """Components share rules (the no-group readers, IdempotentWrite): the admin client refuses a
+    batch with the same binding twice, so each goes once."""
+    from kadence.topics import acls
+
+    sent = []
+
+    class _Admin:
+        def __init__(self, conf):
+            pass
+
+        def create_acls(self, bindings, request_timeout):
+            sent.extend(bindings)
+            assert len(set(bindings)) == len(bindings), "a binding sent twice"
+            return {}
+
+    monkeypatch.setattr(acls, "AdminClient", _Admin)
+    config = KafkaConfig.from_env({"KADENCE_NAMESPACE": "orders"})
+    count = acls.apply_acls(config, ["processor", "worker", "client", "admin"], "User:svc")
+    assert count == len(sent) and len({b.name for b in sent if b.name == "orders.nogroup."}) == 1
