@@ -2,7 +2,7 @@
 unserved when a processor is SIGKILLed, when every processor is restarted gracefully one after
 another, and when a processor is added and removed.
 
-The scenario starts a three-node cluster of its own (``kadence.testing.devstack.KafkaCluster``,
+The scenario starts a three-node cluster of its own (``kadence.testing.devcluster.KafkaCluster``,
 PLAINTEXT), a namespace of ``KADENCE_BENCH_REBALANCE_PARTITIONS`` partitions (12) at RF 3, three
 processors, three timer services and four workers, and keeps 3-activity workflows in flight
 (``KADENCE_BENCH_REBALANCE_CONCURRENCY``, 64). ``kadence.testing.PartitionProbes`` asks every
@@ -36,9 +36,9 @@ ROLLING_TARGET_S = 2.0
 
 
 def _cluster():
-    from kadence.testing import devstack
+    from kadence.testing import devcluster
 
-    return devstack.KafkaCluster(3, die_with_parent=True, heap_mb=int(os.environ.get("KADENCE_KAFKA_HEAP_MB") or 512))
+    return devcluster.KafkaCluster(3, die_with_parent=True, heap_mb=int(os.environ.get("KADENCE_KAFKA_HEAP_MB") or 512))
 
 
 async def run(ctx: Context) -> dict:

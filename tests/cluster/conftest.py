@@ -1,7 +1,7 @@
 """A replicated, secured Kafka cluster for the tests of this folder: three KRaft nodes (RF 3,
 min ISR 2) with a SASL_SSL listener (SCRAM-SHA-512, a throw-away CA), a mutual-TLS listener
 (``mtls_bootstrap``: clients authenticate with a certificate) and ACLs, started once for the
-folder by ``kadence.testing.devstack.KafkaCluster``. Users: ``app``, granted the ACLs of the
+folder by ``kadence.testing.devcluster.KafkaCluster``. Users: ``app``, granted the ACLs of the
 namespace ``NAMESPACE`` (docs/deploy.md, "ACLs"); ``stranger``, granted nothing; and
 ``least-{component}`` for each of ``LEAST_PRIVILEGE``, granted what ``kadence acls`` gives them."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kadence.testing import devstack
+from kadence.testing import devcluster, devstack
 from kadence.topics import Catalogue, KafkaConfig
 
 NAMESPACE = "sec"
@@ -29,7 +29,7 @@ LEAST_PRIVILEGE = ("admin", "processor", "timers", "worker", "client", "projecti
 def cluster():
     names = ("app", "stranger", *(f"least-{c}" for c in LEAST_PRIVILEGE))
     users = {name: secrets.token_urlsafe(12) for name in names}
-    c = devstack.KafkaCluster(3, secure=True, mtls=True, users=users, die_with_parent=True, heap_mb=384)
+    c = devcluster.KafkaCluster(3, secure=True, mtls=True, users=users, die_with_parent=True, heap_mb=384)
     try:
         c.start()
         c.grant_namespace("app", NAMESPACE)

@@ -114,12 +114,12 @@ async def test_chaos_on_a_replicated_cluster_keeps_every_invariant(tmp_path, mon
     in its place), the active controller SIGKILLed. The time from each fault to the first
     command answered on every commands partition is printed and stored. ``make chaos`` with
     ``CHAOS_CLUSTER=1`` runs it over many seeds; ``make test`` does not (marker ``chaos_cluster``)."""
-    from kadence.testing import devstack
+    from kadence.testing import devcluster
 
     seed = int(os.environ.get("KADENCE_CHAOS_SEED") or random.randrange(2**32))
     # the broker session at Kafka's default (9 s): two starved cores hold three nodes and the engine
     props = {"broker.session.timeout.ms": 9000, "broker.heartbeat.interval.ms": 2000}
-    cluster = devstack.KafkaCluster(3, die_with_parent=True, heap_mb=384, config=props)
+    cluster = devcluster.KafkaCluster(3, die_with_parent=True, heap_mb=384, config=props)
     await asyncio.get_running_loop().run_in_executor(None, cluster.start)
     try:
         await _chaos(cluster, seed, CLUSTER_CHAOS_SECONDS, tmp_path, monkeypatch, replicated=True)

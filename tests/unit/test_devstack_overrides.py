@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kadence.testing import devstack
+from kadence.testing import devcluster, devstack
 
 
 def test_overrides_are_read_as_key_value_pairs():
@@ -31,7 +31,7 @@ def test_overrides_win_over_the_defaults_in_server_properties(tmp_path):
 
 
 def test_a_secured_clusters_nodes_share_one_quorum_and_replicate_as_production_does(tmp_path):
-    cluster = devstack.KafkaCluster(3, secure=True, workdir=tmp_path, users={"app": "pw"})
+    cluster = devcluster.KafkaCluster(3, secure=True, workdir=tmp_path, users={"app": "pw"})
     node = cluster.nodes[1]
     node._ensure_workdir().mkdir(parents=True)
     node._write_config(node.workdir)
@@ -54,10 +54,10 @@ def test_a_secured_clusters_nodes_share_one_quorum_and_replicate_as_production_d
     [({}, False), ({"KADENCE_KAFKA_BROKERS": "3"}, True), ({"KADENCE_KAFKA_SECURITY": "SASL_SSL"}, True)],
 )
 def test_the_stack_starts_a_cluster_when_asked(env, wanted):
-    assert devstack._cluster_wanted(env) is wanted
+    assert devcluster.cluster_wanted(env) is wanted
 
 
 @pytest.mark.parametrize("env", [{"KADENCE_KAFKA_BROKERS": "three"}, {"KADENCE_KAFKA_SECURITY": "kerberos"}])
 def test_a_bad_cluster_setting_stops_the_stack_with_the_reason(env):
     with pytest.raises(devstack.StackError, match="KADENCE_KAFKA_"):
-        devstack._cluster_wanted(env)
+        devcluster.cluster_wanted(env)

@@ -1,7 +1,7 @@
 """The chaos suite's broker faults on a replicated cluster (issue 43), and the probes that time
 how long each fault left a shard unserved.
 
-``ClusterBrokers`` wraps a three-node ``devstack.KafkaCluster`` (RF 3, min ISR 2) for
+``ClusterBrokers`` wraps a three-node ``devcluster.KafkaCluster`` (RF 3, min ISR 2) for
 ``tests/faults/chaos/cluster.Cluster``: ``restart()`` (the single-broker suite's
 ``restart_broker``: one node, gracefully) and the cluster's own faults, each returning what it
 hit. The probes that time how long each partition went unserved are
