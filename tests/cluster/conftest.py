@@ -1,8 +1,9 @@
 """A replicated, secured Kafka cluster for the tests of this folder: three KRaft nodes (RF 3,
 min ISR 2) with a SASL_SSL listener (SCRAM-SHA-512, a throw-away CA), a mutual-TLS listener
 (``mtls_bootstrap``: clients authenticate with a certificate) and ACLs, started once for the
-folder by ``kadence.testing.devcluster.KafkaCluster``. Users: ``app``, granted the ACLs of the
-namespace ``NAMESPACE`` (docs/deploy.md, "ACLs"); ``stranger``, granted nothing; and
+folder by ``kadence.testing.devcluster.KafkaCluster``. Users: ``app``, granted every component's
+ACLs (``kadence acls``) in the namespace ``NAMESPACE`` (docs/deploy.md, "ACLs"); ``stranger``,
+granted nothing; and
 ``least-{component}`` for each of ``LEAST_PRIVILEGE``, granted what ``kadence acls`` gives them."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 from kadence.testing import devcluster, devstack
 from kadence.topics import Catalogue, KafkaConfig
+from kadence.topics.acls import COMPONENTS, apply_acls
 
 NAMESPACE = "sec"
 PARTITIONS = 4
@@ -32,7 +34,10 @@ def cluster():
     c = devcluster.KafkaCluster(3, secure=True, mtls=True, users=users, die_with_parent=True, heap_mb=384)
     try:
         c.start()
-        c.grant_namespace("app", NAMESPACE)
+        # every component's ACLs in NAMESPACE for app, as `kadence acls ... --apply` creates them
+        apply_acls(
+            KafkaConfig.from_env({**c.client_env("admin"), "KADENCE_NAMESPACE": NAMESPACE}), COMPONENTS, "User:app"
+        )
     except Exception as exc:  # noqa: BLE001 - no cluster: every test here errors, none is skipped
         c.cleanup()
         pytest.fail(f"the secured three-node cluster did not start: {exc}", pytrace=False)

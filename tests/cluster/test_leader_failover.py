@@ -91,18 +91,18 @@ async def test_a_leader_killed_under_load_loses_and_doubles_nothing(cluster, tmp
     try:
         async with Worker(client, task_queue=QUEUE, workflows=[ThreeSteps], activities=[add, double]):
             with Prober(client, _id_on(0, "probe")) as prober:
-                await asyncio.gather(*(start(i) for i in range(30)))
+                await asyncio.gather(*(start(i) for i in range(20)))
                 leader = admin.list_topics(topics.commands, timeout=10).topics[topics.commands].partitions[0].leader
                 victim = cluster.nodes[leader - 1]
                 killed_at = time.monotonic()
                 victim.kill()
-                await asyncio.gather(*(start(i) for i in range(30, 60)))
+                await asyncio.gather(*(start(i) for i in range(20, 40)))
                 results = {wid: await client.get_workflow_handle(wid).result(timeout=180) for wid in sorted(started)}
                 recovered = prober.recovered_after(killed_at)
                 victim.start(timeout=120)
-                await asyncio.gather(*(start(i) for i in range(60, 70)))
+                await asyncio.gather(*(start(i) for i in range(40, 45)))
                 results.update(
-                    {f"wf-{i}": await client.get_workflow_handle(f"wf-{i}").result(timeout=120) for i in range(60, 70)}
+                    {f"wf-{i}": await client.get_workflow_handle(f"wf-{i}").result(timeout=120) for i in range(40, 45)}
                 )
         print(
             f"\nleader failover: node {leader} (leader of {topics.commands}[0]) killed; partition 0 answered "
