@@ -88,7 +88,6 @@ class ClientErrors:
     ) -> None:
         self.who, self.bootstrap = who, bootstrap
         self.principal = describe_principal(security)
-        self.protocol = str(security.get("security.protocol", "PLAINTEXT")).upper()
         self.every_s, self.clock, self.log = every_s, clock, logger
         self._lock = threading.Lock()
         self._last_logged: dict[int, float] = {}
