@@ -115,6 +115,14 @@ def _levels(raw: str) -> list:
     return levels
 
 
+def own_cluster():
+    """A three-node PLAINTEXT cluster for a scenario of its own (``replication``, ``rebalance``),
+    not started; each node's heap ``KADENCE_KAFKA_HEAP_MB`` (512)."""
+    from kadence.testing import devcluster
+
+    return devcluster.KafkaCluster(3, die_with_parent=True, heap_mb=int(os.environ.get("KADENCE_KAFKA_HEAP_MB") or 512))
+
+
 def new_namespace(settings: Settings, tag: str, *, queues=(QUEUE,), replication: int | None = None) -> KafkaConfig:
     """A fresh namespace with its topics (and the task topics of ``queues``) created;
     ``replication``: their replication factor (default: ``KADENCE_REPLICATION``)."""

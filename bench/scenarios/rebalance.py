@@ -28,17 +28,11 @@ import signal
 import time
 
 from .. import workloads
-from ..common import Context, Procs, new_namespace
+from ..common import Context, Procs, new_namespace, own_cluster
 from ..load import Recorder, closed_loop
 
 SIGKILL_TARGET_S = 10.0
 ROLLING_TARGET_S = 2.0
-
-
-def _cluster():
-    from kadence.testing import devcluster
-
-    return devcluster.KafkaCluster(3, die_with_parent=True, heap_mb=int(os.environ.get("KADENCE_KAFKA_HEAP_MB") or 512))
 
 
 async def run(ctx: Context) -> dict:
@@ -49,7 +43,7 @@ async def run(ctx: Context) -> dict:
     loop = asyncio.get_running_loop()
     partitions = int(os.environ.get("KADENCE_BENCH_REBALANCE_PARTITIONS") or 12)
     concurrency = int(os.environ.get("KADENCE_BENCH_REBALANCE_CONCURRENCY") or 64)
-    cluster = _cluster()
+    cluster = own_cluster()
     ctx.update(task, "starting a three-node cluster of its own")
     await loop.run_in_executor(None, cluster.start)
     settings = dataclasses.replace(ctx.settings, bootstrap=cluster.bootstrap, partitions=partitions)

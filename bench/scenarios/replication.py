@@ -20,17 +20,11 @@ import asyncio
 import dataclasses
 import os
 
-from ..common import Context, paired_ratios
+from ..common import Context, own_cluster, paired_ratios
 from ..engine import engine
 from .throughput import window
 
 TARGET = 0.6
-
-
-def _cluster():
-    from kadence.testing import devcluster
-
-    return devcluster.KafkaCluster(3, die_with_parent=True, heap_mb=int(os.environ.get("KADENCE_KAFKA_HEAP_MB") or 512))
 
 
 async def run(ctx: Context) -> dict:
@@ -39,7 +33,7 @@ async def run(ctx: Context) -> dict:
     concurrency = int(os.environ.get("KADENCE_BENCH_REPLICATION_CONCURRENCY") or 256)
     rounds = int(os.environ.get("KADENCE_BENCH_REPLICATION_ROUNDS") or 2)
     seconds = ctx.settings.seconds
-    cluster = _cluster()
+    cluster = own_cluster()
     ctx.update(task, "starting a three-node cluster of its own")
     await loop.run_in_executor(None, cluster.start)
     own = Context(dataclasses.replace(ctx.settings, bootstrap=cluster.bootstrap), ctx.progress, ctx.results)
