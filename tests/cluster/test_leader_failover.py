@@ -12,9 +12,9 @@ import time
 
 from confluent_kafka.admin import AdminClient
 
-from kadence import Client, KadenceError, Worker, WorkflowNotFoundError
+from kadence import Client, KadenceError, Worker
+from kadence.testing import PartitionProbes
 from kadence.topics import Catalogue, KafkaConfig
-from kadence.topics.partitioner import partition_for
 from tests.integration.conftest import ProcessorProcs
 from tests.integration.invariants import check_history, histories
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
@@ -22,44 +22,6 @@ from tests.integration.workflows import ThreeSteps, add, double, three_steps_res
 from .conftest import PARTITIONS, cluster_env
 
 QUEUE = "failover"
-
-
-def _id_on(partition: int, prefix: str) -> str:
-    return next(f"{prefix}-{i}" for i in range(10_000) if partition_for(f"{prefix}-{i}", PARTITIONS) == partition)
-
-
-class Prober:
-    """Asks the engine about a workflow of one partition, one question at a time: (sent, answered)
-    for every answer, to tell when the partition served commands again."""
-
-    def __init__(self, client: Client, workflow_id: str):
-        self.handle = client.get_workflow_handle(workflow_id)
-        self.answers: list[tuple[float, float]] = []
-        self._task: asyncio.Task | None = None
-
-    async def _run(self) -> None:
-        while True:
-            sent = time.monotonic()
-            try:
-                await self.handle.describe(timeout=20)
-            except WorkflowNotFoundError:  # the processor's answer: what is timed
-                self.answers.append((sent, time.monotonic()))
-            except KadenceError:
-                pass
-            await asyncio.sleep(0.1)
-
-    def __enter__(self) -> Prober:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-        return self
-
-    def __exit__(self, *exc) -> None:
-        assert self._task is not None
-        self._task.cancel()
-
-    def recovered_after(self, fault_at: float) -> float | None:
-        """Seconds from ``fault_at`` to the first answer to a question asked after it."""
-        done = [answered for sent, answered in self.answers if sent >= fault_at]
-        return min(done) - fault_at if done else None
 
 
 async def test_a_leader_killed_under_load_loses_and_doubles_nothing(cluster, tmp_path, monkeypatch):
@@ -90,7 +52,9 @@ async def test_a_leader_killed_under_load_loses_and_doubles_nothing(cluster, tmp
 
     try:
         async with Worker(client, task_queue=QUEUE, workflows=[ThreeSteps], activities=[add, double]):
-            with Prober(client, _id_on(0, "probe")) as prober:
+            probes = PartitionProbes(client, PARTITIONS)
+            probes.start()
+            try:
                 await asyncio.gather(*(start(i) for i in range(20)))
                 leader = admin.list_topics(topics.commands, timeout=10).topics[topics.commands].partitions[0].leader
                 victim = cluster.nodes[leader - 1]
@@ -98,12 +62,14 @@ async def test_a_leader_killed_under_load_loses_and_doubles_nothing(cluster, tmp
                 victim.kill()
                 await asyncio.gather(*(start(i) for i in range(20, 40)))
                 results = {wid: await client.get_workflow_handle(wid).result(timeout=180) for wid in sorted(started)}
-                recovered = prober.recovered_after(killed_at)
+                recovered = probes.recovery(killed_at)[0]
                 victim.start(timeout=120)
                 await asyncio.gather(*(start(i) for i in range(40, 45)))
                 results.update(
                     {f"wf-{i}": await client.get_workflow_handle(f"wf-{i}").result(timeout=120) for i in range(40, 45)}
                 )
+            finally:
+                await probes.stop()
         print(
             f"\nleader failover: node {leader} (leader of {topics.commands}[0]) killed; partition 0 answered "
             f"again after {recovered:.1f} s"
