@@ -21,15 +21,20 @@ venv:
 # requirements.lock: every package of '.[dev]' (and the build requirements), exact versions and
 # hashes, for every platform; `make lock` after changing a bound in pyproject.toml keeps the
 # other pins, `make upgrade-deps` takes the newest versions the bounds allow and runs the suite.
+# requirements-image.lock: the runtime packages only, at requirements.lock's versions (the Dockerfile).
 LOCK_COMPILE = $(VENV)/bin/uv pip compile -q pyproject.toml scripts/build-requirements.in --extra dev \
 	--generate-hashes --universal --python-version 3.11 -o requirements.lock
+IMAGE_LOCK_COMPILE = $(VENV)/bin/uv pip compile -q pyproject.toml scripts/build-requirements.in -c requirements.lock \
+	--generate-hashes --universal --python-version 3.11 -o requirements-image.lock
 
 lock: venv
 	$(LOCK_COMPILE)
+	$(IMAGE_LOCK_COMPILE)
 	scripts/bootstrap.sh
 
 upgrade-deps: venv
 	$(LOCK_COMPILE) --upgrade
+	$(IMAGE_LOCK_COMPILE)
 	scripts/bootstrap.sh
 	$(MAKE) test
 

@@ -1,4 +1,5 @@
-"""The HTTP endpoints of ``kadence processor``, ``kadence timers`` and ``kadence worker`` (``--metrics-port``):
+"""The HTTP endpoints of ``kadence processor``, ``kadence timers``, ``kadence worker`` and ``kadence projections
+run`` (``--metrics-port``, on loopback unless ``--metrics-host`` says otherwise, as in a container):
 ``/metrics`` (Prometheus), ``/healthz`` (200 while the process runs: a liveness probe) and
 ``/readyz`` (200 once the service serves and the broker answers; 503 with the reason otherwise:
 ``starting`` or ``waiting for the broker``).
@@ -15,9 +16,20 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import click
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["BrokerCheck", "HealthServer", "readiness"]
+__all__ = ["BrokerCheck", "HealthServer", "metrics_host_option", "readiness"]
+
+#: ``--metrics-host``: the address the health and metrics port listens on; loopback by default,
+#: ``0.0.0.0`` where a probe or Prometheus asks from outside the process's network namespace
+metrics_host_option = click.option(
+    "--metrics-host",
+    envvar="KADENCE_METRICS_HOST",
+    default="127.0.0.1",
+    show_default=True,
+    help="address of the --metrics-port server (0.0.0.0 in a container) [env KADENCE_METRICS_HOST]",
+)
 
 
 class BrokerCheck:

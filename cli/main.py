@@ -24,6 +24,7 @@ from kadence.topics.settings import click_options, given_options
 from kadence.topics.tracing import configure_from_env
 
 from .definitions import load_definitions
+from .health import metrics_host_option
 from .output import emit_rows, output_option
 
 __all__ = ["main"]
@@ -171,8 +172,9 @@ def topics_describe(config: KafkaConfig, output: str) -> None:
     default=None,
     help="serve /metrics, /healthz and /readyz on this port [env KADENCE_PROCESSOR_METRICS_PORT]",
 )
+@metrics_host_option
 @click.pass_obj
-def processor(config: KafkaConfig, metrics_port: int | None, **options) -> None:
+def processor(config: KafkaConfig, metrics_port: int | None, metrics_host: str, **options) -> None:
     """Run a history processor instance (until SIGTERM/SIGINT). Every option can also be set by
     the environment variable its help names; an option given here wins."""
     from kadence.processors import HistoryProcessor
@@ -181,12 +183,12 @@ def processor(config: KafkaConfig, metrics_port: int | None, **options) -> None:
         settings = ProcessorConfig.from_env(config, **given_options(ProcessorConfig, options))
     except KadenceError as exc:  # a setting that does not parse or is out of range
         raise click.UsageError(str(exc)) from exc
-    _serve(lambda registry: HistoryProcessor(settings, registry=registry), metrics_port, config)
+    _serve(lambda registry: HistoryProcessor(settings, registry=registry), metrics_port, metrics_host, config)
 
 
-def _serve(make, metrics_port: int | None, config: KafkaConfig) -> None:
+def _serve(make, metrics_port: int | None, metrics_host: str, config: KafkaConfig) -> None:
     """Run a blocking engine service (``run()``/``stop()``) until SIGTERM/SIGINT, with
-    ``/metrics``, ``/healthz`` and ``/readyz`` on ``metrics_port`` (loopback) when given
+    ``/metrics``, ``/healthz`` and ``/readyz`` on ``metrics_host:metrics_port`` when given
     (``kadence.cli.health``); a typed error exits 1."""
     from prometheus_client import CollectorRegistry
 
@@ -200,7 +202,9 @@ def _serve(make, metrics_port: int | None, config: KafkaConfig) -> None:
         catalogue = Catalogue(config)
         admin = catalogue.admin()  # a refused login reads as such, not as a broker that does not answer
         broker = BrokerCheck(lambda: catalogue.existing(admin, timeout=2))
-        HealthServer(metrics_port, registry, lambda: readiness(lambda: service.started, broker)).start()
+        HealthServer(
+            metrics_port, registry, lambda: readiness(lambda: service.started, broker), host=metrics_host
+        ).start()
     signal.signal(signal.SIGTERM, lambda *_: service.stop())
     signal.signal(signal.SIGINT, lambda *_: service.stop())
     try:
@@ -326,6 +330,7 @@ def gateway(
     default=None,
     help="serve /metrics, /healthz and /readyz on this port [env KADENCE_WORKER_METRICS_PORT]",
 )
+@metrics_host_option
 @click.pass_obj
 def worker(
     config: KafkaConfig,
@@ -337,6 +342,7 @@ def worker(
     eager_workflow_tasks: bool,
     transactional_activity_results: bool,
     metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Run a worker for a task queue (until SIGTERM/SIGINT)."""
     from prometheus_client import CollectorRegistry
@@ -357,7 +363,10 @@ def worker(
         admin = catalogue.admin()  # a refused login reads as such, not as a broker that does not answer
         broker = BrokerCheck(lambda: catalogue.existing(admin, timeout=2))
         HealthServer(
-            metrics_port, registry, lambda: readiness(lambda: bool(serving) and serving[0].started, broker)
+            metrics_port,
+            registry,
+            lambda: readiness(lambda: bool(serving) and serving[0].started, broker),
+            host=metrics_host,
         ).start()
 
     async def run() -> None:
@@ -556,8 +565,9 @@ def history(
     default=None,
     help="serve /metrics, /healthz and /readyz on this port [env KADENCE_TIMERS_METRICS_PORT]",
 )
+@metrics_host_option
 @click.pass_obj
-def timers(config: KafkaConfig, metrics_port: int | None, **options) -> None:
+def timers(config: KafkaConfig, metrics_port: int | None, metrics_host: str, **options) -> None:
     """Run a timer service instance (until SIGTERM/SIGINT). Every option can also be set by the
     environment variable its help names; an option given here wins."""
     from kadence.processors import TimerService
@@ -566,7 +576,7 @@ def timers(config: KafkaConfig, metrics_port: int | None, **options) -> None:
         settings = TimerConfig.from_env(config, **given_options(TimerConfig, options))
     except KadenceError as exc:  # a setting that does not parse or is out of range
         raise click.UsageError(str(exc)) from exc
-    _serve(lambda registry: TimerService(settings, registry=registry), metrics_port, config)
+    _serve(lambda registry: TimerService(settings, registry=registry), metrics_port, metrics_host, config)
 
 
 def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, action):

@@ -15,8 +15,9 @@ from rich.progress import ProgressColumn
 from rich.text import Text
 
 from kadence.readmodels.keys import PROJECTIONS, RUN_STATUSES
-from kadence.topics import ConfigError, KadenceError, KafkaConfig
+from kadence.topics import Catalogue, ConfigError, KadenceError, KafkaConfig
 
+from .health import metrics_host_option
 from .output import emit_rows, output_option
 
 __all__ = ["EXIT_CONFIG", "list_cmd", "projections"]
@@ -76,8 +77,9 @@ def projections() -> None:
     type=int,
     envvar="KADENCE_PROJECTION_METRICS_PORT",
     default=None,
-    help="serve Prometheus metrics on this port (loopback) [env KADENCE_PROJECTION_METRICS_PORT]",
+    help="serve /metrics, /healthz and /readyz on this port [env KADENCE_PROJECTION_METRICS_PORT]",
 )
+@metrics_host_option
 @click.option(
     "--supervise/--no-supervise",
     default=True,
@@ -87,14 +89,22 @@ def projections() -> None:
 )
 @click.pass_obj
 def projections_run(
-    config: KafkaConfig, redis_url: str, instance_id: str | None, metrics_port: int | None, supervise: bool
+    config: KafkaConfig,
+    redis_url: str,
+    instance_id: str | None,
+    metrics_port: int | None,
+    metrics_host: str,
+    supervise: bool,
 ) -> None:
     """Keep the projections up to date from the history topic (until SIGTERM/SIGINT)."""
     import logging
+    import threading
 
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
 
     from kadence.connectors.projection_app import ProjectionConfig, run_projections
+
+    from .health import BrokerCheck, HealthServer, readiness
 
     overrides = {"redis_url": redis_url}
     if instance_id:
@@ -107,11 +117,15 @@ def projections_run(
         _supervise_projections()
         return
     registry = CollectorRegistry()
+    started = threading.Event()  # set once the Faust app runs (the child serves the port: a restart is "not ready")
     if metrics_port is not None:
-        start_http_server(metrics_port, addr="127.0.0.1", registry=registry)
+        catalogue = Catalogue(config)
+        admin = catalogue.admin()
+        broker = BrokerCheck(lambda: catalogue.existing(admin, timeout=2))
+        HealthServer(metrics_port, registry, lambda: readiness(started.is_set, broker), host=metrics_host).start()
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
     try:
-        run_projections(pconf, registry, loglevel=level)
+        run_projections(pconf, registry, loglevel=level, on_started=started.set)
     except ConfigError as exc:  # a refused login, a missing ACL, a TLS file: restarting will not help
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_CONFIG)

@@ -37,6 +37,7 @@ import ssl
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import faust
@@ -377,7 +378,10 @@ def wait_for_broker(kafka: KafkaConfig, *, who: str, stop: threading.Event | Non
 
 
 def run_projections(
-    config: ProjectionConfig, registry: CollectorRegistry | None = None, loglevel: str = "info"
+    config: ProjectionConfig,
+    registry: CollectorRegistry | None = None,
+    loglevel: str = "info",
+    on_started: Callable[[], None] | None = None,
 ) -> None:
     """Run the projection app until SIGTERM/SIGINT (blocking). Started while the broker is down
     (a supervisor restarting it during an outage), it waits for the broker first: Faust's
@@ -385,6 +389,12 @@ def run_projections(
     ``make chaos`` seed showed as seven projection exits in a row during one broker restart."""
     wait_for_broker(config.kafka, who=f"projections {config.instance_id}")
     app = create_app(config, registry)
+    if on_started is not None:  # e.g. readiness: Faust runs an app's tasks once the app has started
+
+        @app.task
+        async def started() -> None:
+            on_started()
+
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, override_logging=False)
     log.info(
         "projections of namespace %s: app %s, instance %s", config.kafka.namespace, config.app_id, config.instance_id
