@@ -36,7 +36,7 @@ RUN groupadd --system --gid 10001 kadence \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/kadence --create-home kadence
 COPY --from=build /opt/kadence /opt/kadence
 # every component listens beyond loopback inside its container; the processor's shard store
-# lives on the volume compose mounts at /var/lib/kadence/state
+# (scratch space: each shard is restored from Kafka when assigned) lives in /var/lib/kadence/state
 ENV PATH=/opt/kadence/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     KADENCE_METRICS_HOST=0.0.0.0 \
