@@ -20,7 +20,7 @@ from __future__ import annotations
 import shutil
 import struct
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -94,6 +94,22 @@ class DiskShardStore:
         self._cache.pop(workflow_id, None)
         del self._db[key]
         self.drop_history(workflow_id)
+
+    def stage_state(self, workflow_id: str, raw: bytes | None) -> None:
+        key = b"s" + workflow_id.encode()
+        if raw is None:
+            del self._db[key]
+        else:
+            self._db[key] = raw
+
+    def adopt_staged(self, decode: Callable[[str, bytes], WorkflowState | None]) -> None:
+        dropped = WriteBatch(raw_mode=True)
+        for key, raw in self._range(b"s", b"s"):
+            if decode(key[1:].decode(), raw) is None:
+                dropped.delete(key)
+            else:
+                self._count += 1
+        self._db.write(dropped)
 
     def _remember(self, workflow_id: str, st: WorkflowState) -> None:
         self._cache[workflow_id] = st

@@ -11,6 +11,7 @@ instead of encoding again (``raw``/``raws``), and hands a workflow task its even
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from kadence.schemas.records import WorkflowState
@@ -28,6 +29,14 @@ class ShardStore(Protocol):
 
     def delete_state(self, workflow_id: str) -> None:
         """Forget the workflow (its state and its open run's history)."""
+
+    def stage_state(self, workflow_id: str, raw: bytes | None) -> None:
+        """Restore only, into an empty store: ``raw`` is the workflow's latest state record so far,
+        not decoded yet (None: deleted). A workflow updated many times is decoded once."""
+
+    def adopt_staged(self, decode: Callable[[str, bytes], WorkflowState | None]) -> None:
+        """Restore only: each staged workflow's latest record becomes its state as ``decode``
+        returns it, or is dropped when ``decode`` returns None (quarantined)."""
 
     def get_history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict[str, Any]]:
         """The open run's events with seq > ``since``, in seq order (none for another run)."""

@@ -26,6 +26,9 @@ __all__ = ["MemoryShardStore", "read_partition", "restore_shard"]
 
 log = logging.getLogger(__name__)
 
+#: events of open runs a restore holds before it writes them to the store
+RESTORE_CHUNK_EVENTS = 20_000
+
 
 class MemoryShardStore:
     """A ``ShardStore`` (``shard_store.py``) in dicts: states and open runs' events as dicts;
@@ -37,6 +40,7 @@ class MemoryShardStore:
         self._history: dict[str, tuple[str, list[Any]]] = {}
         #: request IDs of the open run's events (signals, cancels): retries are answered once
         self._requests: dict[str, set[Any]] = {}
+        self._staged: dict[str, bytes] = {}
 
     def get_state(self, workflow_id: str) -> WorkflowState | None:
         return self._states.get(workflow_id)
@@ -47,6 +51,19 @@ class MemoryShardStore:
     def delete_state(self, workflow_id: str) -> None:
         self._states.pop(workflow_id, None)
         self.drop_history(workflow_id)
+
+    def stage_state(self, workflow_id: str, raw: bytes | None) -> None:
+        if raw is None:
+            self._staged.pop(workflow_id, None)
+        else:
+            self._staged[workflow_id] = raw
+
+    def adopt_staged(self, decode: Callable[[str, bytes], WorkflowState | None]) -> None:
+        staged, self._staged = self._staged, {}
+        for workflow_id, raw in staged.items():
+            st = decode(workflow_id, raw)
+            if st is not None:
+                self._states[workflow_id] = st
 
     def get_history(self, workflow_id: str, run_id: str, since: int = 0) -> list[dict[str, Any]]:
         """The run's events with seq > ``since``. Events are kept in seq order from 1, so this is
@@ -156,6 +173,8 @@ def restore_shard(
     t0 = time.monotonic()
     open_runs: dict[str, str] = {}
     quarantined: dict[str, str] = {}
+    #: offset of each workflow's latest state record (what a quarantine names)
+    offsets: dict[str, int] = {}
 
     def forget(wf: str) -> None:
         store.delete_state(wf)
@@ -163,40 +182,57 @@ def restore_shard(
         if observe is not None:
             observe(wf, None)
 
+    # states: every record is staged as it is read (a later one replaces an earlier one), and
+    # only each workflow's latest is decoded: a workflow updated many times since the topic was
+    # last compacted costs one decode, not one per update
     def on_state(key: bytes | None, value: bytes | None, offset: int) -> None:
         assert key is not None  # a state record is keyed by its workflow ID
         wf = key.decode()
+        store.stage_state(wf, value)
         if value is None:
-            forget(wf)
-            quarantined.pop(wf, None)  # deleted: nothing left to protect
-            return
+            offsets.pop(wf, None)
+        else:
+            offsets[wf] = offset
+
+    def adopt(wf: str, raw: bytes) -> WorkflowState | None:
         try:
-            st = cast(WorkflowState, state_codec.decode(value))
+            st = cast(WorkflowState, state_codec.decode(raw))
         except SchemaError as exc:
             if quarantine is None:
                 raise
-            quarantined[wf] = f"its state record {state_topic}[{partition}]@{offset} cannot be decoded: {exc}"
-            forget(wf)
-            return
-        quarantined.pop(wf, None)  # a later state record replaces the one that could not be read
+            quarantined[wf] = f"its state record {state_topic}[{partition}]@{offsets[wf]} cannot be decoded: {exc}"
+            return None
         if observe is not None:
             observe(wf, st)
-        store.put_state(wf, st, value)
         if st["status"] == "running":
             open_runs[wf] = st["run_id"]
-        else:
-            open_runs.pop(wf, None)
+        return st
 
     read_partition(config, state_topic, partition, on_state, label="state")
-    buffers: dict[str, list[Any]] = {}
+    store.adopt_staged(adopt)
+    offsets.clear()
+
+    # the open runs' events go to the store in chunks as they are read, so that memory holds a
+    # chunk, not every open run's history (a million open workflows in a shard)
+    pending: dict[str, list[tuple[Any, bytes]]] = {}
+    held = 0
+
+    def flush() -> None:
+        nonlocal held
+        for wf, pairs in pending.items():
+            pairs.sort(key=lambda pair: pair[0]["seq"])
+            store.append_history(wf, open_runs[wf], [e for e, _raw in pairs], [raw for _e, raw in pairs])
+        pending.clear()
+        held = 0
 
     def on_event(key: bytes | None, value: bytes | None, offset: int) -> None:
+        nonlocal held
         if value is None or key is None:
             return
         wf, run_id, _seq = key.decode().rsplit("/", 2)
         if open_runs.get(wf) == run_id:
             try:
-                buffers.setdefault(wf, []).append((event_codec.decode(value), value))
+                pending.setdefault(wf, []).append((event_codec.decode(value), value))
             except SchemaError as exc:
                 if quarantine is None:
                     raise
@@ -204,15 +240,16 @@ def restore_shard(
                     f"an event of its open run {run_id}, {history_topic}[{partition}]@{offset}, "
                     f"cannot be decoded: {exc}"
                 )
-                buffers.pop(wf, None)
+                pending.pop(wf, None)
                 forget(wf)
+                return
+            held += 1
+            if held >= RESTORE_CHUNK_EVENTS:
+                flush()
 
     if open_runs:
         read_partition(config, history_topic, partition, on_event, label="history")
-    for wf, pairs in buffers.items():
-        pairs.sort(key=lambda pair: pair[0]["seq"])
-        events = [e for e, _raw in pairs]
-        store.append_history(wf, open_runs[wf], events, [raw for _e, raw in pairs])
+        flush()
     for wf, why in sorted(quarantined.items()):
         log.error(
             "workflow %s partition %d quarantined: %s; its commands are dead-lettered until a processor "
