@@ -10,6 +10,8 @@ PYTHON      ?= python3
 VENV        := .venv
 DEVSTACK    := $(PYTHON) scripts/devstack.py
 PYTEST_ARGS ?=
+# xdist workers of `make test` (1: one process, as before; tests/conftest.py keeps each file on one)
+TEST_WORKERS ?= 2
 BENCH_ARGS  ?=
 SOAK_RUNS   ?= 1
 
@@ -42,7 +44,8 @@ jars:
 	@$(DEVSTACK) jars >/dev/null
 
 test: venv jars lint
-	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=40 -m "not soak and not chaos_cluster" tests $(PYTEST_ARGS)
+	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=40 -n $(TEST_WORKERS) --dist loadgroup \
+		-m "not soak and not chaos_cluster" tests $(PYTEST_ARGS)
 
 # the rules and the format in pyproject.toml ([tool.ruff]); `make format` applies both; then mypy
 # ([tool.mypy]) over the package as it is installed (scripts/typecheck.py)

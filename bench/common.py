@@ -115,12 +115,15 @@ def _levels(raw: str) -> list:
     return levels
 
 
-def own_cluster():
+def own_cluster(config: dict | None = None):
     """A three-node PLAINTEXT cluster for a scenario of its own (``replication``, ``rebalance``),
-    not started; each node's heap ``KADENCE_KAFKA_HEAP_MB`` (512)."""
+    not started; each node's heap ``KADENCE_KAFKA_HEAP_MB`` (512); ``config``: more
+    ``server.properties`` entries."""
     from kadence.testing import devcluster
 
-    return devcluster.KafkaCluster(3, die_with_parent=True, heap_mb=int(os.environ.get("KADENCE_KAFKA_HEAP_MB") or 512))
+    return devcluster.KafkaCluster(
+        3, die_with_parent=True, heap_mb=int(os.environ.get("KADENCE_KAFKA_HEAP_MB") or 512), config=config
+    )
 
 
 def new_namespace(settings: Settings, tag: str, *, queues=(QUEUE,), replication: int | None = None) -> KafkaConfig:

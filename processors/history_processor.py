@@ -91,6 +91,12 @@ class ProcessorConfig:
         10_000, env="KADENCE_TXN_TIMEOUT_MS", help="how long a dead instance's open transaction can block its shards"
     )
     session_timeout_ms: int = session_timeout_setting()
+    group_protocol: str = setting(
+        "classic",
+        env="KADENCE_PROCESSOR_GROUP_PROTOCOL",
+        help='"classic" (cooperative-sticky, the default) or "consumer" (KIP-848, Kafka 4.0+ brokers: '
+        "the session timeout is then the broker's group.consumer.session.timeout.ms; decision 0050)",
+    )
     store: str = setting(
         "disk",
         env="KADENCE_PROCESSOR_STORE",
@@ -127,6 +133,8 @@ class ProcessorConfig:
             raise ConfigError("processor instance_id must be a non-empty word")
         if self.max_batch < 1:
             raise ConfigError("max_batch must be >= 1")
+        if self.group_protocol not in ("classic", "consumer"):
+            raise ConfigError(f"processor group_protocol must be 'classic' or 'consumer', not {self.group_protocol!r}")
         if self.store not in ("disk", "memory"):
             raise ConfigError(f"processor store must be 'disk' or 'memory', not {self.store!r}")
 
@@ -402,8 +410,7 @@ class HistoryProcessor:
                     # the two rounds of a cooperative rebalance left the shards it was revoking unowned;
                     # the client ID names the instance in the group's description
                     "client.id": f"{self.topics.processor_group}.{self.config.instance_id}",
-                    "session.timeout.ms": self.config.session_timeout_ms,
-                    "partition.assignment.strategy": "cooperative-sticky",
+                    **self._membership(),
                     # the loop pauses its partitions for each batch
                     "fetch.wait.max.ms": min(PAUSING_FETCH_WAIT_MS, self.kafka.fetch_wait_ms),
                     "enable.auto.offset.store": False,
@@ -414,6 +421,16 @@ class HistoryProcessor:
             [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
         )
         return consumer
+
+    def _membership(self) -> dict[str, Any]:
+        """The group protocol's settings: under KIP-848 the broker owns the session timeout and
+        the assignor, and librdkafka refuses the classic protocol's settings for them."""
+        if self.config.group_protocol == "consumer":
+            return {"group.protocol": "consumer"}
+        return {
+            "session.timeout.ms": self.config.session_timeout_ms,
+            "partition.assignment.strategy": "cooperative-sticky",
+        }
 
     def _new_store(self, partition: int) -> ShardStore:
         if self.config.store == "memory":

@@ -31,3 +31,12 @@ def kafka_bootstrap():
     finally:
         broker.stop()
         broker.cleanup()
+
+
+def pytest_collection_modifyitems(config, items):
+    """``make test`` runs the suite on two xdist workers with ``--dist loadgroup``: each test file
+    stays on one worker (its module-scoped fixtures start once), and the cluster tests share one
+    worker, so the folder's three-node cluster (a package fixture) starts once."""
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group("cluster" if path.startswith("tests/cluster/") else path))

@@ -28,10 +28,12 @@ import signal
 import time
 
 from .. import workloads
-from ..common import Context, Procs, new_namespace, own_cluster
+from ..common import Context, Procs, new_namespace, own_cluster, session_timeout_ms
 from ..load import Recorder, closed_loop
 
 SIGKILL_TARGET_S = 10.0
+#: the KIP-848 run's member heartbeat (librdkafka's classic default, 3 s; the broker's default is 5 s)
+KIP848_HEARTBEAT_MS = int(os.environ.get("KADENCE_BENCH_KIP848_HEARTBEAT_MS") or 3000)
 ROLLING_TARGET_S = 2.0
 
 
@@ -43,7 +45,19 @@ async def run(ctx: Context) -> dict:
     loop = asyncio.get_running_loop()
     partitions = int(os.environ.get("KADENCE_BENCH_REBALANCE_PARTITIONS") or 12)
     concurrency = int(os.environ.get("KADENCE_BENCH_REBALANCE_CONCURRENCY") or 64)
-    cluster = own_cluster()
+    # KADENCE_PROCESSOR_GROUP_PROTOCOL=consumer (KIP-848, decision 0050): the processors' session
+    # timeout and heartbeat are then the brokers' settings, made the classic run's here
+    protocol = os.environ.get("KADENCE_PROCESSOR_GROUP_PROTOCOL") or "classic"
+    broker_config = None
+    if protocol == "consumer":
+        session = session_timeout_ms()
+        broker_config = {
+            "group.consumer.min.session.timeout.ms": session,
+            "group.consumer.session.timeout.ms": session,
+            "group.consumer.min.heartbeat.interval.ms": KIP848_HEARTBEAT_MS,
+            "group.consumer.heartbeat.interval.ms": KIP848_HEARTBEAT_MS,
+        }
+    cluster = own_cluster(broker_config)
     ctx.update(task, "starting a three-node cluster of its own")
     await loop.run_in_executor(None, cluster.start)
     settings = dataclasses.replace(ctx.settings, bootstrap=cluster.bootstrap, partitions=partitions)
@@ -128,6 +142,8 @@ async def run(ctx: Context) -> dict:
         await loop.run_in_executor(None, cluster.cleanup)
     by_event = {e["event"]: e for e in events}
     out = {
+        "group_protocol": protocol,
+        "broker_group_config": broker_config,
         "partitions": partitions,
         "processors": 3,
         "timer_services": 3,
