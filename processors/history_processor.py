@@ -91,6 +91,12 @@ class ProcessorConfig:
         10_000, env="KADENCE_TXN_TIMEOUT_MS", help="how long a dead instance's open transaction can block its shards"
     )
     session_timeout_ms: int = session_timeout_setting()
+    heartbeat_interval_ms: int = setting(
+        3_000,
+        env="KADENCE_PROCESSOR_HEARTBEAT_MS",
+        help="how often the instance heartbeats to its group (classic protocol): a rebalance reaches "
+        "it at its next heartbeat, so this bounds how long moved shards wait in a restart",
+    )
     group_protocol: str = setting(
         "classic",
         env="KADENCE_PROCESSOR_GROUP_PROTOCOL",
@@ -133,6 +139,8 @@ class ProcessorConfig:
             raise ConfigError("processor instance_id must be a non-empty word")
         if self.max_batch < 1:
             raise ConfigError("max_batch must be >= 1")
+        if self.heartbeat_interval_ms <= 0:
+            raise ConfigError("heartbeat_interval_ms must be > 0")
         if self.group_protocol not in ("classic", "consumer"):
             raise ConfigError(f"processor group_protocol must be 'classic' or 'consumer', not {self.group_protocol!r}")
         if self.store not in ("disk", "memory"):
@@ -429,6 +437,7 @@ class HistoryProcessor:
             return {"group.protocol": "consumer"}
         return {
             "session.timeout.ms": self.config.session_timeout_ms,
+            "heartbeat.interval.ms": self.config.heartbeat_interval_ms,
             "partition.assignment.strategy": "cooperative-sticky",
         }
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from confluent_kafka import Producer
+
 from kadence import Worker
 from kadence.processors import store as store_module
 from kadence.processors.disk_store import DiskShardStore
@@ -15,8 +17,13 @@ from kadence.processors.store import MemoryShardStore, read_partition, restore_s
 from kadence.topics import Catalogue
 from kadence.topics.partitioner import partition_for
 
-from .test_quarantine import _plant
 from .workflows import Collector
+
+
+def _plant(config, topic: str, key: str, value: bytes | None) -> None:
+    producer = Producer(config.producer())
+    producer.produce(topic, value, key.encode(), partition=partition_for(key, config.partitions))
+    assert producer.flush(10) == 0
 
 
 def _latest_state_raw(config, topic: str, workflow_id: str) -> bytes:
