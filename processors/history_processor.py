@@ -152,6 +152,19 @@ class ProcessorConfig:
         return settings.from_env(cls, env, kafka=kafka, **overrides)
 
 
+def group_membership(config: ProcessorConfig) -> dict[str, Any]:
+    """The consumer settings of the processor's group protocol (decision 0050): under KIP-848 the
+    brokers own the session timeout, the heartbeat and the assignor, and librdkafka refuses the
+    classic protocol's settings for them."""
+    if config.group_protocol == "consumer":
+        return {"group.protocol": "consumer"}
+    return {
+        "session.timeout.ms": config.session_timeout_ms,
+        "heartbeat.interval.ms": config.heartbeat_interval_ms,
+        "partition.assignment.strategy": "cooperative-sticky",
+    }
+
+
 def _claim_state_dir(base: Path, stem: str) -> Path:
     """``base/stem-<pid>``, after removing the directories of dead processes with the same stem
     (a SIGKILLed processor cannot clean up; its stores are rebuilt from Kafka anyway)."""
@@ -418,7 +431,7 @@ class HistoryProcessor:
                     # the two rounds of a cooperative rebalance left the shards it was revoking unowned;
                     # the client ID names the instance in the group's description
                     "client.id": f"{self.topics.processor_group}.{self.config.instance_id}",
-                    **self._membership(),
+                    **group_membership(self.config),
                     # the loop pauses its partitions for each batch
                     "fetch.wait.max.ms": min(PAUSING_FETCH_WAIT_MS, self.kafka.fetch_wait_ms),
                     "enable.auto.offset.store": False,
@@ -429,17 +442,6 @@ class HistoryProcessor:
             [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
         )
         return consumer
-
-    def _membership(self) -> dict[str, Any]:
-        """The group protocol's settings: under KIP-848 the broker owns the session timeout and
-        the assignor, and librdkafka refuses the classic protocol's settings for them."""
-        if self.config.group_protocol == "consumer":
-            return {"group.protocol": "consumer"}
-        return {
-            "session.timeout.ms": self.config.session_timeout_ms,
-            "heartbeat.interval.ms": self.config.heartbeat_interval_ms,
-            "partition.assignment.strategy": "cooperative-sticky",
-        }
 
     def _new_store(self, partition: int) -> ShardStore:
         if self.config.store == "memory":

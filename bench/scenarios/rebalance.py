@@ -14,7 +14,10 @@ longest time without an answer from the event's start to the first answer after 
   6 s here, 10 s by default); target: under 10 s;
 - ``rolling_restart``: each processor in turn stopped with SIGTERM and started again, the next
   once the restarted one has its partitions; target: under 2 s per partition;
-- ``scale_up`` / ``scale_down``: a fourth processor added, then stopped with SIGTERM.
+- ``scale_up`` / ``scale_down``: a fourth processor added, then stopped with SIGTERM;
+- ``control_start_elsewhere``: a processor started in another namespace (the same start-up
+  work, no partition of this group moves): what starting a process costs the others on a
+  machine whose two cores the brokers and the engine share.
 
 No engine process may exit on its own. Workflows completed and errors over the whole run are
 reported too."""
@@ -65,6 +68,9 @@ async def run(ctx: Context) -> dict:
     procs = None
     try:
         config = await loop.run_in_executor(None, lambda: new_namespace(settings, "rebalance", replication=3))
+        control_config = await loop.run_in_executor(
+            None, lambda: new_namespace(settings, "rebalance-control", replication=3)
+        )
         procs = Procs(config, settings.logdir, "rebalance")
         processors = ["p0", "p1", "p2"]
         for name in processors:
@@ -129,6 +135,20 @@ async def run(ctx: Context) -> dict:
                 procs.signal("p3", signal.SIGTERM)
 
             await measured("scale_down", scale_down)
+
+            # the control: the same start-up (a processor's imports, clients, transactions and
+            # group join) in a namespace of its own, which moves no partition of this one: what
+            # this event costs is what starting a process costs the shared two cores
+            control = Procs(control_config, settings.logdir, "rebalance-control")
+
+            async def start_elsewhere() -> None:
+                control.start_processor("c0")
+                await control.wait_log("c0", r"assigned partitions", 120)
+
+            try:
+                await measured("control_start_elsewhere", start_elsewhere)
+            finally:
+                await loop.run_in_executor(None, control.close)
         finally:
             stop.set()
             await asyncio.wait({runner}, timeout=60)
