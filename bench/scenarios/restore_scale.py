@@ -37,7 +37,8 @@ def _wid(i: int) -> str:
 
 
 def _templates(config, workflow_id: str) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], str]:
-    """(state records, history records, run ID) of ``workflow_id`` as the engine wrote them."""
+    """(state records, history records, run ID) of ``workflow_id`` as the engine wrote them: every
+    state record (a copy costs the restore what the original does, superseded records included)."""
     from kadence.processors.store import read_partition
 
     states: list[tuple[bytes, bytes]] = []
@@ -54,7 +55,7 @@ def _templates(config, workflow_id: str) -> tuple[list[tuple[bytes, bytes]], lis
     read_partition(config, f"{config.namespace}.state", 0, keep_state)
     read_partition(config, f"{config.namespace}.history", 0, keep_event)
     run_id = events[0][0].decode().split("/")[1]
-    return states[-1:], events, run_id
+    return states, events, run_id
 
 
 def _produce_copies(config, templates, start: int, stop: int, progress) -> None:
@@ -134,6 +135,7 @@ async def run(ctx: Context) -> dict:
             ctx.update(task, f"{row['workflows']:,} workflows restored in {row['restore_s']} s")
     out = {
         "seed_workflows": SEED_WORKFLOWS,
+        "state_records_per_workflow": len(templates[0]),
         "events_per_workflow": len(templates[1]),
         "sizes": rows,
         "target": {"workflows": 100_000, "seconds": 10.0},
