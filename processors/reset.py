@@ -198,6 +198,9 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
         "pending_children": [],
         "cancel_requested": False,
         "history_warned": False,
+        # the new run's events are counted from its first, as a start counts them (the old run's
+        # count stays with the old run)
+        "history_bytes": 0,
         "start_time_ms": t.ts,
         "recent_requests": list(st["recent_requests"]),
         "search_attributes": dict(st["search_attributes"]),
