@@ -19,7 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import click
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["BrokerCheck", "HealthServer", "metrics_host_option", "readiness"]
+from kadence.topics import Catalogue, KafkaConfig
+
+__all__ = ["BrokerCheck", "HealthServer", "metrics_host_option", "readiness", "serve_health"]
 
 #: ``--metrics-host``: the address the health and metrics port listens on; loopback by default,
 #: ``0.0.0.0`` where a probe or Prometheus asks from outside the process's network namespace
@@ -115,3 +117,15 @@ class HealthServer:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def serve_health(
+    config: KafkaConfig, port: int, host: str, registry: CollectorRegistry, started: Callable[[], bool]
+) -> HealthServer:
+    """The three paths of a process on ``host:port``, started: ``/readyz`` is 200 once
+    ``started()`` and the broker answers a metadata request as ``config``'s principal (a refused
+    login reads as such, not as a broker that does not answer)."""
+    catalogue = Catalogue(config)
+    admin = catalogue.admin()
+    broker = BrokerCheck(lambda: catalogue.existing(admin, timeout=2))
+    return HealthServer(port, registry, lambda: readiness(started, broker), host=host).start()

@@ -192,19 +192,14 @@ def _serve(make, metrics_port: int | None, metrics_host: str, config: KafkaConfi
     (``kadence.cli.health``); a typed error exits 1."""
     from prometheus_client import CollectorRegistry
 
-    from .health import BrokerCheck, HealthServer, readiness
+    from .health import serve_health
 
     registry = CollectorRegistry()
     faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
     service = make(registry)
     if metrics_port is not None:
-        catalogue = Catalogue(config)
-        admin = catalogue.admin()  # a refused login reads as such, not as a broker that does not answer
-        broker = BrokerCheck(lambda: catalogue.existing(admin, timeout=2))
-        HealthServer(
-            metrics_port, registry, lambda: readiness(lambda: service.started, broker), host=metrics_host
-        ).start()
+        serve_health(config, metrics_port, metrics_host, registry, lambda: service.started)
     signal.signal(signal.SIGTERM, lambda *_: service.stop())
     signal.signal(signal.SIGINT, lambda *_: service.stop())
     try:
@@ -349,7 +344,7 @@ def worker(
 
     from kadence import Client, Worker
 
-    from .health import BrokerCheck, HealthServer, readiness
+    from .health import serve_health
 
     workflows, activities = load_definitions(module_name)
     codec = current_codec()
@@ -359,15 +354,7 @@ def worker(
     registry = CollectorRegistry()
     serving: list = []  # the worker, once it exists (readiness asks it)
     if metrics_port is not None:
-        catalogue = Catalogue(config)
-        admin = catalogue.admin()  # a refused login reads as such, not as a broker that does not answer
-        broker = BrokerCheck(lambda: catalogue.existing(admin, timeout=2))
-        HealthServer(
-            metrics_port,
-            registry,
-            lambda: readiness(lambda: bool(serving) and serving[0].started, broker),
-            host=metrics_host,
-        ).start()
+        serve_health(config, metrics_port, metrics_host, registry, lambda: bool(serving) and serving[0].started)
 
     async def run() -> None:
         # a worker may start before the broker (a reboot, a deploy): it waits, it does not exit

@@ -15,7 +15,7 @@ from rich.progress import ProgressColumn
 from rich.text import Text
 
 from kadence.readmodels.keys import PROJECTIONS, RUN_STATUSES
-from kadence.topics import Catalogue, ConfigError, KadenceError, KafkaConfig
+from kadence.topics import ConfigError, KadenceError, KafkaConfig
 
 from .health import metrics_host_option
 from .output import emit_rows, output_option
@@ -104,7 +104,7 @@ def projections_run(
 
     from kadence.connectors.projection_app import ProjectionConfig, run_projections
 
-    from .health import BrokerCheck, HealthServer, readiness
+    from .health import serve_health
 
     overrides = {"redis_url": redis_url}
     if instance_id:
@@ -119,10 +119,7 @@ def projections_run(
     registry = CollectorRegistry()
     started = threading.Event()  # set once the Faust app runs (the child serves the port: a restart is "not ready")
     if metrics_port is not None:
-        catalogue = Catalogue(config)
-        admin = catalogue.admin()
-        broker = BrokerCheck(lambda: catalogue.existing(admin, timeout=2))
-        HealthServer(metrics_port, registry, lambda: readiness(started.is_set, broker), host=metrics_host).start()
+        serve_health(config, metrics_port, metrics_host, registry, started.is_set)
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
     try:
         run_projections(pconf, registry, loglevel=level, on_started=started.set)
