@@ -10,7 +10,7 @@ PYTHON      ?= python3
 VENV        := .venv
 DEVSTACK    := $(PYTHON) scripts/devstack.py
 PYTEST_ARGS ?=
-# xdist workers of `make test` (1: one process, as before; tests/conftest.py keeps each file on one)
+# xdist workers of `make test` (0: the suite in one process, as before; tests/conftest.py keeps each file on one worker)
 TEST_WORKERS ?= 2
 BENCH_ARGS  ?=
 SOAK_RUNS   ?= 1
