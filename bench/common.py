@@ -225,6 +225,10 @@ class Procs:
             self._env(**env),
         )
 
+    def start_projections(self, redis_url: str, name: str = "projections") -> subprocess.Popen:
+        argv = [sys.executable, "-m", "kadence.cli", "projections", "run", "--instance-id", "bench"]
+        return self._spawn(name, argv, self._env(KADENCE_REDIS_URL=redis_url))
+
     def signal(self, name: str, sig: int) -> None:
         proc = self.procs.pop(name)
         if proc.poll() is None:

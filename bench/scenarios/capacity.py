@@ -23,7 +23,6 @@ import glob
 import os
 import re
 import signal
-import sys
 import tempfile
 import time
 
@@ -101,11 +100,7 @@ async def run(ctx: Context) -> dict:
         async with engine(own, "capacity", replication=3) as eng:
             ns = eng.config.namespace
             if redis_url:
-                eng.procs._spawn(
-                    "projections",
-                    [sys.executable, "-m", "kadence.cli", "projections", "run", "--instance-id", "bench"],
-                    eng.procs._env(KADENCE_REDIS_URL=redis_url),
-                )
+                eng.procs.start_projections(redis_url)
             # -- throughput ------------------------------------------------------------------
             await window(own, task, eng, "three_activity", concurrency, max(5.0, own.settings.seconds / 2), "warm-up")
             result = await window(own, task, eng, "three_activity", concurrency, own.settings.seconds, "measure")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -78,6 +79,17 @@ def run_kadence(args: list[str], env: dict[str, str], timeout: float = 60) -> tu
         stdin=subprocess.DEVNULL,
     )
     return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - started
+
+
+def stop_all(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM each process (in reverse start order), then wait up to 20 s each; kill a laggard."""
+    for proc in reversed(procs):
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def free_port() -> int:

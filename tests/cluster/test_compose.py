@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from .conftest import NAMESPACE, PARTITIONS, cluster_env, free_port, log_tail, run_kadence
+from .conftest import NAMESPACE, PARTITIONS, cluster_env, free_port, log_tail, run_kadence, stop_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,13 +129,7 @@ def test_the_compose_services_run_as_written_and_serve_the_sample(cluster, app_c
             f"visibility never said {workflow_id} completed: {log_tail(tmp_path / 'projections.log')}"
         )
     finally:
-        for proc in reversed(procs):
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all(procs)
     for proc in procs:  # a graceful stop, not a crash on the way out
         assert proc.returncode in (0, -signal.SIGTERM), proc.args
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from kadence import Client, KafkaAuthenticationError, KafkaAuthorizationError
 from kadence.topics import Catalogue, KafkaConfig
 
-from .conftest import NAMESPACE, cluster_env, free_port, run_kadence
+from .conftest import NAMESPACE, cluster_env, free_port, run_kadence, stop_all
 
 WRONG = {"KADENCE_KAFKA_SASL_PASSWORD": "not-the-password"}
 
@@ -122,11 +121,7 @@ def test_the_gateways_readiness_names_the_refusal(cluster, app_config, tmp_path)
         error = json.loads(refused.value.read())["error"]
         assert refused.value.code == 503 and "refused to authenticate user 'app'" in error["message"], error
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_all([proc])
 
 
 def test_a_bridge_starts_workflows_from_a_domain_topic_over_sasl_ssl(cluster, app_config, tmp_path):
@@ -171,10 +166,4 @@ def test_a_bridge_starts_workflows_from_a_domain_topic_over_sasl_ssl(cluster, ap
         assert started == {f"bridged-{i}" for i in range(20)}, log.read_text()[-4000:]
         assert all(p.poll() is None for p in procs), log.read_text()[-4000:]
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_all(procs)
