@@ -16,6 +16,7 @@ from kadence.topics import serde
 from kadence.topics.records import new_id
 
 from .shard_store import ShardStore
+from .task_retry import WorkflowTaskRetry
 
 __all__ = [
     "MAX_RESULT_WAITERS",
@@ -130,8 +131,15 @@ class BatchView:
     Nothing reaches the store until ``commit_into()`` runs after the Kafka commit.
     """
 
-    def __init__(self, store: ShardStore, build_defaults: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        store: ShardStore,
+        build_defaults: dict[str, Any] | None = None,
+        task_retry: WorkflowTaskRetry | None = None,
+    ) -> None:
         self._store = store
+        #: the processor's backoff for failed workflow tasks (``KADENCE_WORKFLOW_TASK_RETRY_*``)
+        self.task_retry = task_retry or WorkflowTaskRetry()
         self.states: dict[str, WorkflowState] = {}
         self.new_events: dict[str, list[Any]] = {}
         #: wire bytes produced to Kafka, by workflow ID / event ID: a store that keeps encoded

@@ -58,6 +58,7 @@ from .effects import BatchView, Outbox, count_history_bytes, reply
 from .shard_store import ShardStore
 from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
+from .task_retry import WorkflowTaskRetry
 from .timer_service import choose_tier
 
 __all__ = ["EXIT_TXN_STALLED", "HistoryProcessor", "ProcessorConfig"]
@@ -123,6 +124,17 @@ class ProcessorConfig:
         help="a batch's transaction (with its abort and retry) blocked longer than this ends the "
         "process with status 75 (librdkafka can block for ever)",
     )
+    workflow_task_retry_initial_ms: int = setting(
+        1_000,
+        env="KADENCE_WORKFLOW_TASK_RETRY_INITIAL_MS",
+        help="a failed workflow task (a bug in workflow code, non-determinism) is retried after "
+        "this long, doubling each attempt, for as long as the run is open",
+    )
+    workflow_task_retry_max_ms: int = setting(
+        600_000,
+        env="KADENCE_WORKFLOW_TASK_RETRY_MAX_MS",
+        help="the cap of that backoff: fixed code deployed at any time resumes a stuck run within this",
+    )
     txn_hang_s: float = setting(
         4.0,
         env="KADENCE_TXN_HANG_S",
@@ -131,6 +143,7 @@ class ProcessorConfig:
     )
 
     def __post_init__(self) -> None:
+        self.task_retry  # noqa: B018 - checks the backoff (ConfigError)
         if self.txn_stall_exit_s <= 0:
             raise ConfigError("txn_stall_exit_s must be > 0")
         if not 0 < self.txn_hang_s <= 60:
@@ -145,6 +158,11 @@ class ProcessorConfig:
             raise ConfigError(f"processor group_protocol must be 'classic' or 'consumer', not {self.group_protocol!r}")
         if self.store not in ("disk", "memory"):
             raise ConfigError(f"processor store must be 'disk' or 'memory', not {self.store!r}")
+
+    @property
+    def task_retry(self) -> WorkflowTaskRetry:
+        """The backoff of failed workflow tasks."""
+        return WorkflowTaskRetry(self.workflow_task_retry_initial_ms, self.workflow_task_retry_max_ms)
 
     @classmethod
     def from_env(cls, kafka: KafkaConfig, env: Mapping[str, str] | None = None, **overrides: Any) -> ProcessorConfig:
@@ -364,6 +382,7 @@ class HistoryProcessor:
         self._known_queues: set[str] = set()
         self._known_builds: set[tuple[str, str]] = set()
         self._builds = BuildDefaults(config.kafka, registry)
+        self._task_retry = config.task_retry
         self._backlog = (
             BacklogReporter(config.kafka, registry, config.build_backlog_interval_s)
             if config.build_backlog_interval_s > 0
@@ -695,7 +714,7 @@ class HistoryProcessor:
             if store is None:  # revoked while the batch was buffered: its new owner processes it
                 continue
             offsets[(msg.topic(), p)] = msg.offset() + 1
-            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults))
+            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults, self._task_retry))
             out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
             try:
                 cmd = self._cmd_codec.decode(msg.value())
@@ -732,7 +751,7 @@ class HistoryProcessor:
             store = self._stores.get(p)
             if store is None:
                 continue
-            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults))
+            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults, self._task_retry))
             out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
             for wf, run_id, body in due:
                 fields = set_log_fields(wf, run_id, p)

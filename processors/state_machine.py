@@ -86,10 +86,6 @@ log = logging.getLogger(__name__)
 _RUN_NS = uuid.UUID("6b1d6f0e-0c1e-4a52-9d3c-4b8e7f0b9a11")
 #: a run's history this long gets a warning; at the limit the run fails, pointing at continue-as-new
 HISTORY_WARN_EVENTS = 10_000
-#: automatic retries of a failed workflow task (e.g. non-determinism until fixed code is deployed)
-WT_RETRY_INITIAL_MS = 1_000
-WT_RETRY_MAX_MS = 600_000
-WT_RETRY_MAX_ATTEMPTS = 25
 HISTORY_LIMIT_EVENTS = 50_000
 #: an eager workflow task whose workflow time is further than this from the processor's clock
 #: is refused (the worker's clock is off); the workflow then gets an ordinary workflow task
@@ -616,42 +612,33 @@ def _workflow_task_failed(t: Transition, body: RespondWorkflowTaskFailed) -> Non
         return
     # Not recorded in history: the history stays exactly as the workflow's code last agreed with.
     # The failure is on the state for operators. The next event schedules a new attempt, and so
-    # does a retry timer with exponential backoff (decision 0003): a fixed deployment picks the
-    # workflow up without an operator, within WT_RETRY_MAX_MS of its start.
+    # does a retry timer with exponential backoff (decision 0003, processors.task_retry): fixed
+    # code deployed at any time picks the run up without an operator, within the backoff's cap.
     failed_seq, attempt = st["wt_scheduled_seq"], st["wt_attempt"]
     assert failed_seq is not None, "the failed task is the pending one (_current_task)"
     st["wt_scheduled_seq"] = None
     st["wt_failure"] = body["failure"]
     st["wt_failure_cause"] = body["cause"]
-    delay = workflow_task_retry_delay_ms(attempt)
-    if delay is not None:
-        start_timer(
-            t.out,
-            st,
-            f"workflow-task-retry/{failed_seq}/{attempt}",
-            t.ts + delay,
-            "workflow_task_retry",
-            scheduled_seq=failed_seq,
-            attempt=attempt,
-        )
+    delay = t.view.task_retry.delay_ms(attempt)
+    start_timer(
+        t.out,
+        st,
+        f"workflow-task-retry/{failed_seq}/{attempt}",
+        t.ts + delay,
+        "workflow_task_retry",
+        scheduled_seq=failed_seq,
+        attempt=attempt,
+    )
     t.view.put(st)
     log.warning(
-        "workflow %s run %s: workflow task attempt %d failed (%s): %s; %s",
+        "workflow %s run %s: workflow task attempt %d failed (%s): %s; retry in %.1f s",
         st["workflow_id"],
         st["run_id"],
         attempt,
         body["cause"],
         body["failure"]["type"],
-        f"retry in {delay / 1000:.0f} s" if delay is not None else "no more automatic retries",
+        delay / 1000,
     )
-
-
-def workflow_task_retry_delay_ms(attempt: int) -> int | None:
-    """Backoff before retrying a failed workflow task: 1 s, 2 s, 4 s ... capped at 10 min; none
-    after WT_RETRY_MAX_ATTEMPTS attempts (each retry records one WorkflowTaskScheduled event)."""
-    if attempt >= WT_RETRY_MAX_ATTEMPTS:
-        return None
-    return min(WT_RETRY_INITIAL_MS << (max(attempt, 1) - 1), WT_RETRY_MAX_MS)
 
 
 def _history_requested(t: Transition, body: RequestWorkflowHistory) -> None:

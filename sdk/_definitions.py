@@ -15,6 +15,7 @@ __all__ = [
     "RetryPolicy",
     "WorkflowDefinition",
     "activity_definition",
+    "failure_types",
     "registrations",
     "run_function",
     "to_ms",
@@ -73,6 +74,9 @@ class WorkflowDefinition:
     queries: dict[str, Any] = field(default_factory=dict)
     #: update name -> handler (its validator, if any, is the handler's ``__kadence_update_validator__``)
     updates: dict[str, Any] = field(default_factory=dict)
+    #: exception types that fail the run when its code raises them, besides ``FailureError``
+    #: (``@workflow.defn(failure_exception_types=...)``); anything else fails the workflow task
+    failure_exception_types: tuple[type[BaseException], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,17 @@ class ActivityDefinition:
     is_async: bool
 
 
-def workflow_definition(cls: type, name: str | None) -> WorkflowDefinition:
+def failure_types(types: Iterable[Any], what: str) -> tuple[type[BaseException], ...]:
+    """``failure_exception_types`` checked: exception classes only (``DefinitionError`` naming
+    ``what`` otherwise)."""
+    checked = tuple(types)
+    for t in checked:
+        if not (inspect.isclass(t) and issubclass(t, BaseException)):
+            raise DefinitionError(f"{what}: failure_exception_types takes exception classes, not {t!r}")
+    return checked
+
+
+def workflow_definition(cls: type, name: str | None, failure_exception_types: Iterable[Any] = ()) -> WorkflowDefinition:
     if not inspect.isclass(cls):
         raise DefinitionError("@workflow.defn decorates a class")
     runs = [m for m in vars(cls).values() if getattr(m, "__kadence_run__", False)]
@@ -98,7 +112,15 @@ def workflow_definition(cls: type, name: str | None) -> WorkflowDefinition:
     signals = {m.__kadence_signal__: m for m in vars(cls).values() if getattr(m, "__kadence_signal__", None)}
     queries = {m.__kadence_query__: m for m in vars(cls).values() if getattr(m, "__kadence_query__", None)}
     updates = {m.__kadence_update__: m for m in vars(cls).values() if getattr(m, "__kadence_update__", None)}
-    return WorkflowDefinition(name or cls.__name__, cls, run_fn, signals, queries, updates)
+    return WorkflowDefinition(
+        name or cls.__name__,
+        cls,
+        run_fn,
+        signals,
+        queries,
+        updates,
+        failure_types(failure_exception_types, f"workflow {cls.__name__}"),
+    )
 
 
 def activity_definition(fn: Callable[..., Any], name: str | None) -> ActivityDefinition:

@@ -31,6 +31,7 @@ from kadence.topics.errors import (
     ActivityError,
     ApplicationError,
     ChildWorkflowError,
+    FailureError,
     KadenceError,
     NonDeterminismError,
     NotDeterministicError,
@@ -90,7 +91,9 @@ def task_failure_cause(exc: BaseException) -> str:
         return "non_determinism"
     if isinstance(exc, NotDeterministicError):
         return "nondeterministic_call"
-    return "worker_error"
+    if isinstance(exc, (SchemaError, HistoryGapError, LocalActivitiesPending)):
+        return "worker_error"  # a payload or history this worker cannot read
+    return "workflow_error"
 
 
 class HistoryGapError(Exception):
@@ -174,11 +177,21 @@ class WorkflowInstance:
         info: WorkflowInfo,
         converter: PayloadConverter,
         interceptors: Iterable[Interceptor] = (),
+        failure_types: tuple[type[BaseException], ...] = (),
     ) -> None:
         self.defn = defn
         self.info = info
         self.converter = converter
         self.interceptors = tuple(interceptors)
+        #: what fails the run when its code raises it (anything else fails the workflow task):
+        #: ``FailureError``, a payload that does not fit its declared type, and the types the
+        #: definition and the worker declare (``failure_exception_types``)
+        self.failure_types: tuple[type[BaseException], ...] = (
+            FailureError,
+            PayloadTypeError,
+            *defn.failure_exception_types,
+            *failure_types,
+        )
         # a loop of its own making: the methods of AbstractEventLoop it leaves out are those a
         # workflow must not reach (I/O, threads, signals, subprocesses); they raise if called
         self.loop = DeterministicLoop(self)  # type: ignore[abstract]
@@ -547,9 +560,7 @@ class WorkflowInstance:
             exc: BaseException | None = ApplicationError("the update was cancelled", type="CancelledError")
         else:
             exc = task.exception()
-        if isinstance(exc, NotDeterministicError) or (
-            isinstance(exc, SchemaError) and not isinstance(exc, PayloadTypeError)
-        ):
+        if exc is not None and not isinstance(exc, self.failure_types):
             self.loop.errors.append(exc)  # a bug, or a payload this worker cannot read: fail the task
             return
         result = failure = None
@@ -901,15 +912,6 @@ class WorkflowInstance:
             self._unmatched.append(("CancelWorkflowExecution", {"details": None}))
             return
         exc = task.exception()
-        if isinstance(exc, NotDeterministicError) or (
-            isinstance(exc, SchemaError) and not isinstance(exc, PayloadTypeError)
-        ):
-            # a bug to fix (or a payload this worker cannot decode: a codec missing or not the
-            # one that wrote it), not the workflow's outcome: fail the workflow task; the
-            # workflow waits for a worker that can run it
-            self.closed = False
-            self.loop.errors.append(exc)
-            return
         if isinstance(exc, ContinueAsNew):
             self._unmatched.append(
                 ("ContinueAsNewWorkflowExecution", {"input": self.converter.to_bytes(list(exc.run_args))})
@@ -922,8 +924,14 @@ class WorkflowInstance:
             return
         if exc is None:
             self._unmatched.append(("CompleteWorkflowExecution", {"result": self.converter.to_bytes(task.result())}))
-        else:
+        elif isinstance(exc, self.failure_types):
             self._unmatched.append(("FailWorkflowExecution", {"failure": self.converter.failure(exc)}))
+        else:
+            # a bug to fix (or a payload this worker cannot decode: a codec missing or not the
+            # one that wrote it), not the workflow's outcome: fail the workflow task; the run
+            # stays open and its task is retried until a worker that can run it does
+            self.closed = False
+            self.loop.errors.append(exc)
 
     def discard(self) -> None:
         """Forget this instance (cache eviction) without running any more workflow code."""

@@ -60,6 +60,7 @@ def answer(
     *,
     unreadable: BaseException | None = None,
     interceptors: tuple[Any, ...] = (),
+    failure_types: tuple[type[BaseException], ...] = (),
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the reply to produce, the ``AcceptWorkflowUpdate`` body to send): a query's reply (its
     result, or ``failed``); an update's rejection (``rejected``, the validator's error) or its
@@ -92,6 +93,7 @@ def answer(
                 WorkflowInfo(task["workflow_id"], task["run_id"], task["workflow_type"], task["task_queue"]),
                 converter,
                 interceptors,
+                failure_types,
             )
             inst.apply(*with_pending_activation(task["events"]))
         if is_update:

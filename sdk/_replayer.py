@@ -19,6 +19,7 @@ from kadence.topics.errors import DefinitionError, NonDeterminismError, SchemaEr
 from kadence.topics.history_json import event_from_json
 from kadence.topics.payload import JsonConverter, PayloadConverter
 
+from ._definitions import failure_types
 from ._instance import WorkflowInfo, WorkflowInstance
 
 __all__ = ["ReplayResult", "Replayer"]
@@ -39,10 +40,17 @@ class ReplayResult:
 
 class Replayer:
     def __init__(
-        self, *, workflows: Iterable[type], converter: PayloadConverter | None = None, interceptors: Iterable[Any] = ()
+        self,
+        *,
+        workflows: Iterable[type],
+        converter: PayloadConverter | None = None,
+        interceptors: Iterable[Any] = (),
+        workflow_failure_exception_types: Iterable[type[BaseException]] = (),
     ) -> None:
         #: the workers' workflow interceptors, when they change what the code does
         self.interceptors = tuple(interceptors)
+        #: the workers' ``workflow_failure_exception_types`` (what failed a run, not its task)
+        self.failure_types = failure_types(workflow_failure_exception_types, "Replayer")
         self._defs = {}
         for w in workflows:
             d = getattr(w, "__kadence_workflow__", None)
@@ -67,7 +75,11 @@ class Replayer:
             raise DefinitionError(f"workflow type {wtype!r} is not among the replayer's workflows")
         wf, run_id = events[0]["aggregate_key"], events[0]["run_id"]
         inst = WorkflowInstance(
-            defn, WorkflowInfo(wf, run_id, wtype, started["task_queue"]), self.converter, self.interceptors
+            defn,
+            WorkflowInfo(wf, run_id, wtype, started["task_queue"]),
+            self.converter,
+            self.interceptors,
+            self.failure_types,
         )
         try:
             inst.apply(sorted(events, key=lambda e: e["seq"]), -1)

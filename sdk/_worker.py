@@ -50,7 +50,7 @@ from kadence.topics.tracing import Tracer, record_ref
 
 from . import activity as _activity
 from ._client import Client
-from ._definitions import WorkflowDefinition, registrations
+from ._definitions import WorkflowDefinition, failure_types, registrations
 from ._instance import HistoryGapError, LocalActivityCall, WorkflowInfo, WorkflowInstance, task_failure_cause
 from ._local_activities import run_local_activities, run_local_activity
 from ._loop import install_guard
@@ -424,8 +424,12 @@ class Worker:
         metrics_registry: CollectorRegistry | None = None,
         tracer_provider: TracerProvider | None = None,
         interceptors: Iterable[Interceptor] = (),
+        workflow_failure_exception_types: Iterable[type[BaseException]] = (),
     ) -> None:
         check_task_queue(task_queue)
+        #: besides ``FailureError`` and each workflow's own ``failure_exception_types``: what fails
+        #: a run when its code raises it (anything else fails the workflow task, retried until fixed)
+        self._failure_types = failure_types(workflow_failure_exception_types, "Worker")
         #: the client's interceptors, then these (``kadence.interceptors``): around each activity
         #: attempt and each workflow handler this worker runs
         self.interceptors: tuple[Interceptor, ...] = (*client.interceptors, *interceptors)
@@ -808,6 +812,7 @@ class Worker:
                 WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"], task["attempt"]),
                 self.client.converter,
                 self.interceptors,
+                self._failure_types,
             )
         elif inst is None:
             self.stats["history_requests"] += 1
@@ -868,9 +873,15 @@ class Worker:
         instance and fail the task with the cause (call from the ``except`` block)."""
         inst.discard()
         cause = task_failure_cause(exc)
-        if cause == "worker_error":
+        if cause in ("worker_error", "workflow_error"):
             self.metrics.workflow_task(defn.name, "failed", time.perf_counter() - began)
-            log.exception("workflow %s run %s: workflow task failed", task["workflow_id"], task["run_id"])
+            log.exception(
+                "workflow %s run %s: workflow task attempt %d failed (%s); the run stays open until fixed code runs it",
+                task["workflow_id"],
+                task["run_id"],
+                task["attempt"],
+                type(exc).__name__,
+            )
         else:
             self.stats["non_determinism"] += 1
             self.metrics.workflow_task(defn.name, "non_determinism", time.perf_counter() - began)
@@ -972,6 +983,7 @@ class Worker:
             self.client.converter,
             unreadable=unreadable,
             interceptors=self.interceptors,
+            failure_types=self._failure_types,
         )
         if accept is not None:
             accepted_query = task["query"]

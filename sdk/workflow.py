@@ -21,7 +21,7 @@ import functools
 import logging
 import random as _random
 import uuid as _uuid
-from collections.abc import Callable, Generator, MutableMapping
+from collections.abc import Callable, Generator, MutableMapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
@@ -63,18 +63,27 @@ __all__ = [
 
 
 @overload
-def defn(cls: _C, *, name: str | None = None) -> _C: ...
+def defn(cls: _C, *, name: str | None = None, failure_exception_types: Sequence[type[BaseException]] = ()) -> _C: ...
 
 
 @overload
-def defn(cls: None = None, *, name: str | None = None) -> Callable[[_C], _C]: ...
+def defn(
+    cls: None = None, *, name: str | None = None, failure_exception_types: Sequence[type[BaseException]] = ()
+) -> Callable[[_C], _C]: ...
 
 
-def defn(cls: _C | None = None, *, name: str | None = None) -> _C | Callable[[_C], _C]:
-    """Class decorator: a workflow definition (``name`` defaults to the class name)."""
+def defn(
+    cls: _C | None = None, *, name: str | None = None, failure_exception_types: Sequence[type[BaseException]] = ()
+) -> _C | Callable[[_C], _C]:
+    """Class decorator: a workflow definition (``name`` defaults to the class name).
+
+    An exception raised out of the workflow's code fails the *run* when it is a ``FailureError``
+    (``ApplicationError``, ``ActivityError``, ``ChildWorkflowError`` ...) or one of
+    ``failure_exception_types``; anything else is a bug: it fails the workflow *task*, and the run
+    stays open, its task retried with backoff, until a worker with fixed code runs it."""
 
     def wrap(c: _C) -> _C:
-        setattr(c, "__kadence_workflow__", workflow_definition(c, name))
+        setattr(c, "__kadence_workflow__", workflow_definition(c, name, failure_exception_types))
         for member in vars(c).values():
             if getattr(member, "__kadence_run__", False):
                 setattr(member, "__kadence_owner__", c)

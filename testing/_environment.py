@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from kadence import activity as _activity
 from kadence._client import Client
-from kadence._definitions import registrations
+from kadence._definitions import failure_types, registrations
 from kadence._instance import HistoryGapError, WorkflowInfo, WorkflowInstance, task_failure_cause
 from kadence._local_activities import run_local_activities, run_local_activity
 from kadence._loop import install_guard
@@ -58,7 +58,8 @@ class WorkflowEnvironment:
     ``exceptions``: classes failures are raised as (``Client.connect(exceptions=)``);
     ``large_payloads``: a store for payloads over its threshold (``Client.connect(large_payloads=)``;
     by default they stay inline); ``interceptors``: around the client's calls, the activities and
-    the workflows (``kadence.interceptors``)."""
+    the workflows (``kadence.interceptors``); ``workflow_failure_exception_types``: as a
+    ``Worker``'s (what fails a run rather than its workflow task)."""
 
     def __init__(
         self,
@@ -70,8 +71,10 @@ class WorkflowEnvironment:
         exceptions: Iterable[type[BaseException]] = (),
         large_payloads: LargePayloads | None = None,
         interceptors: Iterable[Interceptor] = (),
+        workflow_failure_exception_types: Iterable[type[BaseException]] = (),
     ):
         self._workflows, self._activities = registrations(workflows, activities)
+        self._failure_types = failure_types(workflow_failure_exception_types, "WorkflowEnvironment")
         if self._workflows:
             install_guard()  # as a Worker: blocking sleeps, sockets, subprocesses fail workflow code
         self.engine = InMemoryEngine(namespace)
@@ -209,6 +212,7 @@ class WorkflowEnvironment:
                 WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"], task["attempt"]),
                 self.converter,
                 self.interceptors,
+                self._failure_types,
             )
         elif inst is None:
             self.engine.submit(
@@ -315,6 +319,7 @@ class WorkflowEnvironment:
             self._instances.get(wf),
             self.converter,
             interceptors=self.interceptors,
+            failure_types=self._failure_types,
         )
         if accept is not None:
             self.engine.submit(

@@ -29,9 +29,10 @@ translated where they enter (``raise ... from exc``)::
     │   ├── WorkflowContinuedAsNewError  the run continued as a new run (``new_run_id``)
     │   ├── QueryFailedError        a query handler raised, or is unknown
     │   └── WorkflowUpdateFailedError  an update was rejected by its validator, or its handler raised
-    ├── ApplicationError            raised by user code; may be marked non-retryable
-    │   ├── ActivityError           an activity failed; the cause is on ``__cause__``
-    │   └── ChildWorkflowError      a child workflow failed, was canceled or could not start
+    ├── FailureError                a failure a workflow raises and catches: fails the run, not its task
+    │   └── ApplicationError        raised by user code; may be marked non-retryable
+    │       ├── ActivityError       an activity failed; the cause is on ``__cause__``
+    │       └── ChildWorkflowError  a child workflow failed, was canceled or could not start
     ├── NonDeterminismError         workflow code no longer matches its history
     ├── NotDeterministicError       workflow code reached the clock, threads or I/O directly
     ├── DefinitionError             a bad @workflow.defn / @activity.defn
@@ -52,6 +53,7 @@ __all__ = [
     "CommandRejectedError",
     "ConfigError",
     "DefinitionError",
+    "FailureError",
     "InvalidIdentifierError",
     "InvalidQueryError",
     "KadenceError",
@@ -290,7 +292,15 @@ class WorkflowUpdateFailedError(WorkflowError):
         self.failure = failure
 
 
-class ApplicationError(KadenceError):
+class FailureError(KadenceError):
+    """The base of the failures a workflow raises and catches on purpose (Temporal's
+    ``FailureError``). Raised out of a workflow's run method, a ``FailureError`` (or a type the
+    workflow or worker declares in ``failure_exception_types``) fails the run; any other exception
+    is taken for a bug: it fails the workflow *task*, and the run waits, retried with backoff,
+    for fixed code."""
+
+
+class ApplicationError(FailureError):
     """An error raised by workflow or activity code on purpose.
 
     ``non_retryable=True`` tells the engine not to retry the activity that raised it.
@@ -363,7 +373,8 @@ class WorkflowTaskFailedError(KadenceError):
     client's ``result()`` that did not get the result in time raises this, with the cause, when
     the run is stuck that way. ``kadence.testing`` stops running the workflow and raises this
     from the calls that wait on it. ``cause`` is the engine's cause
-    (``non_determinism``, ``nondeterministic_call``, ``worker_error``, ``unknown_workflow_type``);
+    (``workflow_error``: its code raised something not a ``FailureError``; ``non_determinism``,
+    ``nondeterministic_call``, ``worker_error``, ``unknown_workflow_type``);
     the original exception is ``__cause__``."""
 
     def __init__(self, message: str, *, workflow_id: str, cause: str) -> None:

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pydantic
 
-from kadence import activity, workflow
+from kadence import ApplicationError, activity, workflow
 
 T = timedelta(seconds=10)
 
@@ -118,5 +118,5 @@ class Counter:
     async def run(self, until: int) -> int:
         await workflow.wait_condition(lambda: self.count >= until)
         if self.count > until:
-            raise ValueError("overshot")
+            raise ApplicationError("overshot", type="Overshot")
         return self.count

@@ -10,14 +10,18 @@ from kadence.processors.deadlines import activity_deadlines
 from kadence.processors.effects import BatchView, Outbox
 from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
+from kadence.processors.task_retry import WorkflowTaskRetry
 from kadence.topics import serde
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import command, now_ms
 
 
 class Harness:
-    def __init__(self):
+    def __init__(self, task_retry: WorkflowTaskRetry | None = None):
         self.store = MemoryShardStore(0)
+        self.task_retry = task_retry or WorkflowTaskRetry()
+        #: the time of the last transition (epoch ms)
+        self.last_ts = 0
         self.events: list[dict] = []
         self.tasks: list = []
         self.replies: list = []
@@ -29,8 +33,9 @@ class Harness:
     def send(self, workflow_id, body_type, body, *, request_id=None, run_id=None):
         cmd = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
         cmd = serde.decode("Command", serde.encode("Command", cmd))  # as the processor sees it
-        view, out = BatchView(self.store, self.build_defaults), Outbox()
-        transition(cmd, view, out, now_ms())
+        view, out = BatchView(self.store, self.build_defaults, self.task_retry), Outbox()
+        self.last_ts = now_ms()
+        transition(cmd, view, out, self.last_ts)
         view.commit_into(self.store)
         self.events += [serde.decode("HistoryEvent", serde.encode("HistoryEvent", e)) for _, e in out.events]
         self.tasks += out.tasks

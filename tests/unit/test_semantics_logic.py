@@ -301,7 +301,7 @@ def test_blocking_calls_in_workflow_code_fail_the_task_with_an_explanation():
     time.sleep(0.001)  # outside workflow code the guard does nothing
 
 
-@workflow.defn
+@workflow.defn(failure_exception_types=[ValueError])  # a ValueError fails the run, not its task
 class Child:
     @workflow.run
     async def run(self, x):

@@ -268,7 +268,9 @@ class Broke:
 
 
 async def test_a_client_raises_a_registered_class_as_the_cause_of_a_workflow_failure():
-    async with WorkflowEnvironment(workflows=[Broke], exceptions=[InsufficientFunds]) as env:
+    async with WorkflowEnvironment(
+        workflows=[Broke], exceptions=[InsufficientFunds], workflow_failure_exception_types=[InsufficientFunds]
+    ) as env:
         with pytest.raises(WorkflowFailureError) as info:
             await env.client.execute_workflow(Broke, id="broke-1", task_queue="q")
     assert (

@@ -3,7 +3,10 @@ deployment picks a workflow stuck on non-determinism up without an operator."""
 
 from __future__ import annotations
 
-from kadence.processors.state_machine import WT_RETRY_MAX_ATTEMPTS, WT_RETRY_MAX_MS, workflow_task_retry_delay_ms
+import pytest
+
+from kadence import ConfigError
+from kadence.processors.task_retry import WorkflowTaskRetry
 
 from .engine_harness import Harness
 from .pinning_support import answer, conv, one_workflow_task
@@ -27,11 +30,30 @@ def _fail(h: Harness, task: dict):
     )
 
 
-def test_backoff_doubles_from_one_second_caps_at_ten_minutes_and_stops():
-    delays = [workflow_task_retry_delay_ms(a) for a in range(1, WT_RETRY_MAX_ATTEMPTS + 1)]
+def test_backoff_doubles_from_one_second_caps_at_ten_minutes_and_never_gives_up():
+    retry = WorkflowTaskRetry()
+    delays = [retry.delay_ms(a) for a in range(1, 1_001)]
     assert delays[:4] == [1_000, 2_000, 4_000, 8_000]
-    assert max(d for d in delays if d is not None) == WT_RETRY_MAX_MS
-    assert delays[-1] is None and all(d is not None for d in delays[:-1])
+    assert delays[9:11] == [512_000, 600_000] and set(delays[10:]) == {600_000}  # capped, for ever
+
+
+def test_a_bad_backoff_is_refused():
+    with pytest.raises(ConfigError, match="initial delay"):
+        WorkflowTaskRetry(0, 10)
+    with pytest.raises(ConfigError, match="maximum delay"):
+        WorkflowTaskRetry(1_000, 500)
+
+
+def test_the_processor_s_backoff_is_its_setting():
+    h = Harness(task_retry=WorkflowTaskRetry(50, 200))
+    h.start("wf", "WaitGo", [])
+    for attempt, want in [(1, 50), (2, 100), (3, 200), (4, 200), (5, 200)]:
+        task = one_workflow_task(h)
+        assert task["attempt"] == attempt
+        _fail(h, task)
+        (timer,) = h.timers
+        assert timer["fire_at_ms"] - h.last_ts == want
+        h.fire_timers()
 
 
 def test_a_failed_task_is_retried_after_its_backoff_with_the_full_history_until_it_completes():
