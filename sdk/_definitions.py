@@ -163,6 +163,16 @@ def run_function(workflow: Any) -> Callable[..., Any] | None:
     return None
 
 
+def _takes_self(fn: Callable[..., Any]) -> bool:
+    """A function defined in a class body whose first parameter is ``self`` (an instance method
+    taken from its class, which the worker could not call)."""
+    parts = getattr(fn, "__qualname__", "").split(".")
+    if len(parts) < 2 or parts[-2] == "<locals>":
+        return False
+    params = list(inspect.signature(fn).parameters)
+    return bool(params) and params[0] == "self"
+
+
 def registrations(
     workflows: Iterable[Any], activities: Iterable[Any]
 ) -> tuple[dict[str, WorkflowDefinition], dict[str, ActivityDefinition]]:
@@ -180,6 +190,13 @@ def registrations(
         d = getattr(a, "__kadence_activity__", None)
         if d is None:
             raise DefinitionError(f"{a!r} is not an @activity.defn function")
+        if inspect.ismethod(a):  # an @activity.defn method of an instance: call it bound
+            d = ActivityDefinition(d.name, a, d.is_async)
+        elif _takes_self(d.fn):
+            raise DefinitionError(
+                f"activity {d.name!r} is a method: register it bound to an instance "
+                f"(activities=[{d.fn.__qualname__.split('.')[-2]}(...).{d.fn.__name__}]), not from its class"
+            )
         by_activity[d.name] = d
     if not by_workflow and not by_activity:
         raise DefinitionError("a worker needs at least one workflow or activity")

@@ -9,7 +9,6 @@ import collections
 import contextvars
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from concurrent.futures import Executor
 from typing import Any
 
 from kadence.schemas.records import WorkflowTask
@@ -46,14 +45,14 @@ async def run_local_activity(
     activities: dict[str, Any],
     converter: PayloadConverter,
     interceptors: Iterable[Interceptor],
-    executor: Executor | None,
+    call_sync: Callable[[Callable[..., Any], tuple[Any, ...]], Awaitable[Any]] | None,
     task_queue: str,
     where: str,
     metrics: QueueMetrics | _NoMetrics,
     stats: collections.Counter[str],
 ) -> tuple[Any, ...]:
     """One local activity with its retries, for the workflow task ``wt``: (call, result payload,
-    None) or (call, None, failure). ``headers``: the run's (its start's), as an activity's. ``executor`` runs sync activities (None: the loop's default);
+    None) or (call, None, failure). ``headers``: the run's (its start's), as an activity's. ``call_sync`` runs a sync activity (the worker's executor; None: the loop's default);
     ``where`` names the runner in an error for an unregistered activity."""
     policy, options = call.options["retry_policy"], call.options
     defn = activities.get(call.activity_type)
@@ -102,7 +101,9 @@ async def run_local_activity(
                     defn,
                     info,
                     args,
-                    lambda fn, a: loop.run_in_executor(executor, contextvars.copy_context().run, fn, *a),
+                    (lambda fn, a: call_sync(fn, tuple(a)))
+                    if call_sync is not None
+                    else (lambda fn, a: loop.run_in_executor(None, contextvars.copy_context().run, fn, *a)),
                 ),
                 timeout,
             )

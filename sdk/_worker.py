@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures as cf
-import contextvars
 import functools
 import logging
 import os
@@ -22,6 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
 from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
@@ -48,7 +48,7 @@ from kadence.topics.polling import consumed_at, poll_ready, raise_if_refused, re
 from kadence.topics.records import new_id, now_ms
 from kadence.topics.tracing import Tracer, record_ref
 
-from . import activity as _activity
+from ._activity_runner import ActivityRunner
 from ._client import Client
 from ._definitions import WorkflowDefinition, failure_types, registrations
 from ._instance import HistoryGapError, LocalActivityCall, WorkflowInfo, WorkflowInstance, task_failure_cause
@@ -58,7 +58,7 @@ from ._queries import answer
 from ._reporter import ActivityReporter, decode_reported, offsets_for
 from ._worker_metrics import NO_METRICS, WorkerMetrics
 from .activity import ActivityContext
-from .interceptors import Interceptor, invoke_activity
+from .interceptors import Interceptor
 
 __all__ = ["Worker"]
 
@@ -168,6 +168,8 @@ class _TaskConsumer:
         self.consumer = Consumer(conf)
         self._stop = threading.Event()
         self._paused = False
+        #: set by ``stop_taking``: polled records are held, not dispatched
+        self._holding = False
         #: records taken from Kafka but not handed to the loop yet (all slots busy); consumer thread only
         self._backlog: collections.deque[Any] = collections.deque()
         self._backlog_max = max(100, 2 * max_inflight)
@@ -269,7 +271,7 @@ class _TaskConsumer:
                     self.group_metadata = self.consumer.consumer_group_metadata()
                 self._store_completed()
                 self._lag.sample(self.consumer)
-                while backlog and self._dispatched < self._max:
+                while backlog and self._dispatched < self._max and not self._holding:
                     self._dispatch(backlog.popleft())
                 want_pause = len(backlog) >= self._backlog_max
                 if want_pause != self._paused:
@@ -324,7 +326,7 @@ class _TaskConsumer:
             self.tracker.finished(partition, offset)
             self._worker.stats["reported_tasks_skipped"] += 1
             return
-        if self._dispatched < self._max and not self._backlog:
+        if self._dispatched < self._max and not self._backlog and not self._holding:
             self._dispatch(msg)
         else:
             self._backlog.append(msg)
@@ -376,6 +378,11 @@ class _TaskConsumer:
             except KafkaException as exc:  # nothing stored after all, or revoked: auto-commit's turn
                 log.debug("commit %s: %s", self.topic, exc)
 
+    def stop_taking(self) -> None:
+        """Start no more tasks (the worker is shutting down): records polled from now on wait in
+        the backlog, so no offset is committed past them and another worker runs them."""
+        self._holding = True
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(10)
@@ -425,6 +432,8 @@ class Worker:
         tracer_provider: TracerProvider | None = None,
         interceptors: Iterable[Interceptor] = (),
         workflow_failure_exception_types: Iterable[type[BaseException]] = (),
+        activity_executor: cf.Executor | None = None,
+        graceful_shutdown_timeout: timedelta | float = 0,
     ) -> None:
         check_task_queue(task_queue)
         #: besides ``FailureError`` and each workflow's own ``failure_exception_types``: what fails
@@ -458,9 +467,6 @@ class Worker:
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
         #: queries of closed runs waiting for their history (``_answer_closed_query``)
         self._closed_queries: set[asyncio.Task[Any]] = set()
-        self._pool = cf.ThreadPoolExecutor(
-            max_workers=min(64, max_concurrent_activities), thread_name_prefix="kadence-activity"
-        )
         self._consumers: list[_TaskConsumer] = []
         self._stopped: asyncio.Event | None = None
         self._running: set[asyncio.Task[Any]] = set()
@@ -479,6 +485,23 @@ class Worker:
         )
         if metrics_registry is not None:  # per process, not per namespace: the codecs are shared
             register_codec_metrics(metrics_registry)
+        grace = graceful_shutdown_timeout
+        self._graceful_s = grace.total_seconds() if isinstance(grace, timedelta) else float(grace)
+        if self._graceful_s < 0:
+            raise DefinitionError("graceful_shutdown_timeout must be >= 0")
+        #: runs the activity attempts (``_activity_runner``): sync ones in ``activity_executor``,
+        #: or in daemon threads of its own
+        self._activity_runner = ActivityRunner(
+            self._activities,
+            client.converter,
+            self.interceptors,
+            executor=activity_executor,
+            max_concurrent=max_concurrent_activities,
+            metrics=self.metrics,
+            stats=self.stats,
+            identity=self.identity,
+            where=f"worker {self.identity} (task queue {task_queue})",
+        )
         #: set by shutdown(): a start still waiting for the broker gives up
         self._starting_stop = threading.Event()
         self._serving = False
@@ -534,7 +557,7 @@ class Worker:
             wt_topic = topics.build_tasks(self.task_queue, build_id)
             wt_group = topics.build_group(self.task_queue, self.build_id)
         if not ready:  # shut down while waiting for the broker: nothing was started
-            self._pool.shutdown(wait=False)
+            self._activity_runner.close_unstarted()
             return
         if self._workflows:
             self._wt_consumer = _TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000)
@@ -579,6 +602,11 @@ class Worker:
 
     async def _close(self) -> None:
         loop = asyncio.get_running_loop()
+        if self._at_consumer is not None:
+            self._at_consumer.stop_taking()
+        # the activities running: cancelled, and given the graceful timeout to end (what they
+        # report meanwhile is reported: the reporter and the consumers still run)
+        await self._activity_runner.shutdown(self._graceful_s)
         self._flush_outbox()  # before the consumers stop: their offsets advance on delivery
         if self._reporter is not None:  # commits what is queued, while the task consumer still runs
             await loop.run_in_executor(None, self._reporter.stop)
@@ -588,7 +616,6 @@ class Worker:
         for t in list(self._running):
             t.cancel()
         self._consumers.clear()
-        self._pool.shutdown(wait=False, cancel_futures=True)
         for inst in self._cache.values():
             inst.discard()
         self._cache.clear()
@@ -954,7 +981,7 @@ class Worker:
             activities=self._activities,
             converter=self.client.converter,
             interceptors=self.interceptors,
-            executor=self._pool,
+            call_sync=self._activity_runner.calls.call,
             task_queue=self.task_queue,
             where=f"worker {self.identity} (task queue {self.task_queue})",
             metrics=self.metrics,
@@ -1063,62 +1090,11 @@ class Worker:
             await self._activity(task, msg)
 
     async def _activity(self, task: ActivityTask, msg: Message) -> None:
-        common: dict[str, Any] = {
-            "activity_id": task["activity_id"],
-            "scheduled_seq": task["scheduled_seq"],
-            "attempt": task["attempt"],
-            "identity": self.identity,
-        }
-        defn = self._activities.get(task["activity_type"])
-        info = _activity.info_from_task(task, self.client.converter)
-        me = asyncio.current_task()
-        assert me is not None, "activities run in a task of the worker's loop"
-        loop = asyncio.get_running_loop()
-        ctx = _activity.ActivityContext(
-            info,
-            lambda c, details: self._heartbeat(task, c, details),
-            (lambda: loop.call_soon_threadsafe(me.cancel)) if defn is not None and defn.is_async else (lambda: None),
-        )
-        token = _activity._current.set(ctx)
-        self.metrics.activity_started(
-            task["activity_type"], task["attempt"], time.time() - task["scheduled_time_ms"] / 1000
-        )
-        began, outcome = time.perf_counter(), "interrupted"  # unless it ends one of the ways below
-        try:
-            if defn is None:
-                raise KadenceError(
-                    f"activity type {task['activity_type']!r} is not registered on worker "
-                    f"{self.identity} (task queue {self.task_queue})"
-                )
-            args = self.client.converter.args_from_bytes(task["input"], defn.fn, what=f"activity {defn.name}")
-            result = await invoke_activity(
-                self.interceptors,
-                defn,
-                info,
-                args,
-                lambda fn, a: loop.run_in_executor(self._pool, contextvars.copy_context().run, fn, *a),
-            )
-            body_type, body = (
-                "RespondActivityTaskCompleted",
-                {**common, "result": self.client.converter.to_bytes(result), "eager_workflow_task": None},
-            )
-            self.stats["activities_completed"] += 1
-            outcome = "completed"
-        except asyncio.CancelledError:
-            if not ctx.cancelled.is_set():
-                raise  # worker shutting down: the task is redelivered to another worker
-            self.stats["activities_cancelled"] += 1
-            outcome = "cancelled"
-            self._live_at_consumer.done(msg)  # the engine no longer waits for this attempt
+        reported = await self._activity_runner.run(task, self._heartbeat)
+        if reported is None:  # cancelled by the engine: it no longer waits for this attempt
+            self._live_at_consumer.done(msg)
             return
-        except Exception as exc:  # noqa: BLE001 - any activity error is reported to the engine
-            body_type, body = "RespondActivityTaskFailed", {**common, "failure": self.client.converter.failure(exc)}
-            self.stats["activities_failed"] += 1
-            outcome = "failed"
-        finally:
-            ctx.close()
-            _activity._current.reset(token)
-            self.metrics.activity_ended(task["activity_type"], outcome, time.perf_counter() - began)
+        body_type, body = reported
         request_id = new_id()
         if body_type == "RespondActivityTaskCompleted" and self._eager:
             body["eager_workflow_task"] = self._eager_task(task, body["result"], request_id)

@@ -12,10 +12,12 @@ passing to external systems so that a retried activity has its business effect o
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -25,7 +27,17 @@ from kadence.topics.payload import PayloadConverter
 
 from ._definitions import activity_definition
 
-__all__ = ["ActivityInfo", "defn", "heartbeat", "info", "is_cancelled"]
+__all__ = [
+    "ActivityInfo",
+    "defn",
+    "heartbeat",
+    "info",
+    "is_cancelled",
+    "is_worker_shutdown",
+    "logger",
+    "wait_for_cancelled",
+    "wait_for_cancelled_sync",
+]
 
 
 @dataclass(frozen=True)
@@ -71,11 +83,19 @@ class ActivityContext:
         info: ActivityInfo,
         send_heartbeat: Callable[[ActivityContext, Any], None],
         on_cancel: Callable[[], object],
+        *,
+        is_async: bool = False,
     ) -> None:
         self.info = info
+        self.is_async = is_async
         self._send = send_heartbeat
-        self._on_cancel = on_cancel
-        self.cancelled = threading.Event()
+        self._on_cancel: list[Callable[[], object]] = [on_cancel]
+        #: set when the engine cancels the attempt or the worker shuts down (``cancel``); a
+        #: ``multiprocessing`` manager's event in a process pool's child
+        self.cancelled: Any = threading.Event()
+        #: why: "cancelled" (the engine: the workflow gave up on it, or the attempt is not current)
+        #: or "worker_shutdown"
+        self.cancel_reason: str | None = None
         self._last_sent = 0.0
         self._lock = threading.Lock()
         self._pending: tuple[Any, ...] | None = None
@@ -121,10 +141,23 @@ class ActivityContext:
                 self._timer.cancel()
                 self._timer = None
 
-    def cancel(self) -> None:
-        if not self.cancelled.is_set():
+    def on_cancel(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` when the attempt is cancelled (at once if it was)."""
+        with self._lock:
+            if not self.cancelled.is_set():
+                self._on_cancel.append(callback)
+                return
+        callback()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        with self._lock:
+            if self.cancelled.is_set():
+                return
+            self.cancel_reason = reason
             self.cancelled.set()
-            self._on_cancel()
+            callbacks = list(self._on_cancel)
+        for cb in callbacks:
+            cb()
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -165,13 +198,61 @@ def info() -> ActivityInfo:
 def heartbeat(*details: Any) -> None:
     """Report progress (``details`` must be JSON-serializable; the next attempt reads them as
     ``info().heartbeat_details``). Heartbeats keep a heartbeat timeout from firing and are the
-    channel through which cancellation reaches the activity: an async activity is cancelled
-    (``asyncio.CancelledError``), a sync one sees ``is_cancelled()`` become true."""
+    channel through which the engine's cancellation reaches the activity: an async activity is
+    cancelled (``asyncio.CancelledError`` at its next ``await``, and from ``heartbeat()`` itself
+    once cancelled), a sync one sees ``is_cancelled()`` become true."""
     ctx = _context()
+    if ctx.is_async and ctx.cancelled.is_set():
+        raise asyncio.CancelledError(f"activity {ctx.info.activity_type} was cancelled ({ctx.cancel_reason})")
     ctx.heartbeat(list(details) if len(details) != 1 else details[0])
 
 
 def is_cancelled() -> bool:
-    """True once the engine said this attempt should stop (workflow gave up on it, or it is
-    no longer the current attempt)."""
-    return _context().cancelled.is_set()
+    """True once this attempt should stop: the engine said so (the workflow gave up on it, or it
+    is no longer the current attempt; it learns that from a heartbeat's reply), or the worker
+    running it is shutting down (``is_worker_shutdown()``)."""
+    return bool(_context().cancelled.is_set())
+
+
+def is_worker_shutdown() -> bool:
+    """True once the worker running this attempt is shutting down (the attempt is cancelled; its
+    task goes to another worker unless it completes within the graceful shutdown timeout)."""
+    return _context().cancel_reason == "worker_shutdown"
+
+
+async def wait_for_cancelled() -> None:
+    """In an async activity: wait until the attempt is cancelled (``is_cancelled()``)."""
+    ctx = _context()
+    loop = asyncio.get_running_loop()
+    cancelled = asyncio.Event()
+    ctx.on_cancel(lambda: loop.call_soon_threadsafe(cancelled.set))
+    await cancelled.wait()
+
+
+def wait_for_cancelled_sync(timeout: float | None = None) -> bool:
+    """In a sync activity (a thread, or a process pool's child): block until the attempt is
+    cancelled or ``timeout`` seconds pass; True if it was cancelled."""
+    return bool(_context().cancelled.wait(timeout))
+
+
+class _ActivityLogger(logging.LoggerAdapter[logging.Logger]):
+    """Adds the activity's workflow ID, run ID, activity ID and attempt to its records."""
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        ctx = _current.get()
+        if ctx is None:
+            return msg, kwargs
+        i = ctx.info
+        extra = {
+            "workflow_id": i.workflow_id,
+            "run_id": i.run_id,
+            "activity_id": i.activity_id,
+            "activity_type": i.activity_type,
+            "attempt": i.attempt,
+        }
+        kwargs["extra"] = {**extra, **kwargs.get("extra", {})}
+        return f"[{i.activity_type} {i.workflow_id} {i.activity_id} attempt {i.attempt}] {msg}", kwargs
+
+
+#: a standard logging adapter for activity code: each line names the activity and its attempt
+logger = _ActivityLogger(logging.getLogger("kadence.activity"), {})

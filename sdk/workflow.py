@@ -42,8 +42,10 @@ __all__ = [
     "defn",
     "deprecate_patch",
     "execute_activity",
+    "execute_activity_method",
     "execute_child_workflow",
     "execute_local_activity",
+    "execute_local_activity_method",
     "info",
     "is_replaying",
     "logger",
@@ -248,6 +250,11 @@ def execute_local_activity(
         "retry_policy": retry_policy or LOCAL_RETRY_POLICY,
     }
     return inst.schedule_local_activity(activity_type, args, options, result_fn=result_fn)
+
+
+#: Temporal's names for an activity given as a method (``MyActivities.charge``): here the same call
+execute_activity_method = execute_activity
+execute_local_activity_method = execute_local_activity
 
 
 def _activity_type(activity: Callable[..., Any] | str, result_type: Any) -> tuple[str, Callable[..., Any] | None]:

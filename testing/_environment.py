@@ -273,7 +273,7 @@ class WorkflowEnvironment:
                     activities=self._activities,
                     converter=self.converter,
                     interceptors=self.interceptors,
-                    executor=None,
+                    call_sync=None,
                     task_queue=task["task_queue"],
                     where="this WorkflowEnvironment",
                     metrics=NO_METRICS,

@@ -23,7 +23,9 @@ async def noop() -> None:
 
 
 def _worker() -> Worker:
-    client = SimpleNamespace(_engine=None, config=KafkaConfig(bootstrap="127.0.0.1:1", namespace="n"), interceptors=())
+    client = SimpleNamespace(
+        _engine=None, config=KafkaConfig(bootstrap="127.0.0.1:1", namespace="n"), interceptors=(), converter=None
+    )
     return Worker(client, task_queue="q", activities=[noop])
 
 
