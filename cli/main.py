@@ -319,6 +319,15 @@ def gateway(
     "crash runs again only activities that had not reported [env KADENCE_WORKER_TXN_RESULTS]",
 )
 @click.option(
+    "--graceful-shutdown-timeout",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    envvar="KADENCE_WORKER_GRACEFUL_SHUTDOWN_S",
+    help="seconds the activities running at SIGTERM get to end after they are cancelled "
+    "[env KADENCE_WORKER_GRACEFUL_SHUTDOWN_S]",
+)
+@click.option(
     "--metrics-port",
     type=int,
     envvar="KADENCE_WORKER_METRICS_PORT",
@@ -336,6 +345,7 @@ def worker(
     max_concurrent_activities: int,
     eager_workflow_tasks: bool,
     transactional_activity_results: bool,
+    graceful_shutdown_timeout: float,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -369,6 +379,7 @@ def worker(
             max_concurrent_activities=max_concurrent_activities,
             eager_workflow_tasks=eager_workflow_tasks,
             transactional_activity_results=transactional_activity_results,
+            graceful_shutdown_timeout=graceful_shutdown_timeout,
             metrics_registry=registry,
         )
         serving.append(w)
