@@ -10,6 +10,7 @@ The engine (``kadence.processors``), the HTTP gateway (``kadence.gateway``), pro
 
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import (
+    ActivityAttemptLimitError,
     ActivityError,
     ApplicationError,
     BrokerUnavailableError,
@@ -54,6 +55,7 @@ from ._worker import Worker
 __version__ = "0.1.0"
 
 __all__ = [
+    "ActivityAttemptLimitError",
     "ActivityError",
     "ApplicationError",
     "BrokerUnavailableError",

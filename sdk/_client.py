@@ -209,10 +209,11 @@ class WorkflowHandle:
         )
         return expect_ok(reply, self.id, what=f"{body_type} of {self.id!r} rejected")
 
-    async def signal(self, signal: str, *args: Any, request_id: str | None = None) -> None:
+    async def signal(self, signal: Any, *args: Any, request_id: str | None = None) -> None:
         """Send a signal; it is recorded in the history in arrival order. A retry with the same
-        ``request_id`` is delivered once."""
-        check_name(signal, field="signal")
+        ``request_id`` is delivered once. ``signal``: its name, or the handler method itself
+        (``Order.approve``)."""
+        signal = signal_name(signal)
 
         async def impl(call: ClientCall) -> None:
             await self._mutate(
@@ -386,6 +387,14 @@ class WorkflowHandle:
         run_id, events = await self.client._engine.history(self.id, self.run_id)
         self.run_id = self.run_id or run_id
         return events if raw else [event_to_json(e, self.client.converter) for e in events]
+
+
+def signal_name(signal: Any) -> str:
+    """The name of a signal given as its name or its ``@workflow.signal`` method (anything else:
+    ``InvalidIdentifierError``, nothing sent)."""
+    if callable(signal):
+        signal = getattr(signal, "__kadence_signal__", signal)
+    return check_name(signal, field="signal")
 
 
 def _update_target(update: Any) -> tuple[str, Any]:
@@ -575,15 +584,16 @@ class Client:
         *args: Any,
         id: str,
         task_queue: str,
-        signal: str,
+        signal: Any,
         signal_args: tuple[Any, ...] = (),
         request_id: str | None = None,
         run_timeout: timedelta | None = None,
         memo: dict[str, Any] | None = None,
     ) -> WorkflowHandle:
-        """Signal the workflow, starting it first if no run is open (one atomic command)."""
+        """Signal the workflow, starting it first if no run is open (one atomic command).
+        ``signal``: its name, or the handler method itself."""
         check_workflow_id(id, field="id")
-        check_name(signal, field="signal")
+        signal = signal_name(signal)
 
         async def impl(call: ClientCall) -> WorkflowHandle:
             start = self._start_body(

@@ -197,6 +197,8 @@ class WorkflowInstance:
         self.loop = DeterministicLoop(self)  # type: ignore[abstract]
         self.last_seq = 0
         self.replaying = True
+        #: set for an instance built only to answer a query or validate an update (``_queries``)
+        self.throwaway = False
         self.closed = False
         self._resolutions: list[tuple[int, str, dict[str, Any]]] = []
         self._unmatched: collections.deque[Any] = collections.deque()
@@ -206,6 +208,8 @@ class WorkflowInstance:
         self._activities: dict[str, asyncio.Future[Any]] = {}
         self._next_activity = 0
         self._timers: dict[str, _TimerHandle] = {}
+        #: async signal and update handlers still running (``all_handlers_finished``)
+        self._handlers: set[asyncio.Task[Any]] = set()
         #: child workflow ID -> (started future, result future)
         self._children: dict[str, tuple[asyncio.Future[Any], asyncio.Future[Any]]] = {}
         #: ("activity", activity ID) / ("child", workflow ID) -> (the function whose return type
@@ -549,6 +553,7 @@ class WorkflowInstance:
             return (await result) if inspect.isawaitable(result) else result
 
         task = self.loop.create_task(run(), name=f"update:{name}")
+        self._track_handler(task)
         task.add_done_callback(lambda t: self._on_update_done(update_id, t))
 
     def _on_update_done(self, update_id: str, task: asyncio.Task[Any]) -> None:
@@ -764,14 +769,15 @@ class WorkflowInstance:
     def _check_conditions(self) -> bool:
         """Resolve wait_condition futures whose condition now holds; True if any did."""
         fired = False
-        for entry in list(self._conditions):
-            fn, fut = entry
-            if fut.done():
-                self._conditions.remove(entry)
-            elif fn():
-                self._conditions.remove(entry)
-                fut.set_result(None)
-                fired = True
+        with self.loop.active():  # conditions are workflow code (``workflow.all_handlers_finished``)
+            for entry in list(self._conditions):
+                fn, fut = entry
+                if fut.done():
+                    self._conditions.remove(entry)
+                elif fn():
+                    self._conditions.remove(entry)
+                    fut.set_result(None)
+                    fired = True
         return fired
 
     def _resolve(self, seq: int, kind: str, attrs: dict[str, Any]) -> None:
@@ -852,6 +858,8 @@ class WorkflowInstance:
     def _deliver_signal(self, attrs: dict[str, Any]) -> None:
         handler = self.defn.signals.get(attrs["signal_name"])
         if handler is None or self._obj is None:
+            if self.silent:
+                return
             log.warning(
                 "workflow %s (%s): no handler for signal %r; dropped",
                 self.info.workflow_type,
@@ -867,6 +875,8 @@ class WorkflowInstance:
                 what=f"signal {attrs['signal_name']!r} of workflow {self.info.workflow_type}",
             )
         except PayloadTypeError as exc:  # as Temporal does: the signal is dropped, the run goes on
+            if self.silent:
+                return
             log.warning(
                 "workflow %s (%s): signal %r dropped: %s",
                 self.info.workflow_type,
@@ -877,7 +887,7 @@ class WorkflowInstance:
             return
         result = self._handle("signal", attrs["signal_name"], handler, args)
         if inspect.isawaitable(result):
-            self.loop.create_task(_awaited(result), name=f"signal:{attrs['signal_name']}")
+            self._track_handler(self.loop.create_task(_awaited(result), name=f"signal:{attrs['signal_name']}"))
 
     async def _run(self, data: bytes | None) -> Any:
         """The workflow's main coroutine: its arguments typed first, so that input that does not
@@ -932,6 +942,22 @@ class WorkflowInstance:
             # stays open and its task is retried until a worker that can run it does
             self.closed = False
             self.loop.errors.append(exc)
+
+    @property
+    def silent(self) -> bool:
+        """Whether what the run's code does now was done before (a replay, or a query's or an
+        update validator's throw-away instance): its warnings and ``workflow.logger`` lines
+        were written then, once."""
+        return self.replaying or self.throwaway
+
+    def _track_handler(self, task: asyncio.Task[Any]) -> None:
+        """An async signal or update handler running (``all_handlers_finished``)."""
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+
+    def all_handlers_finished(self) -> bool:
+        """Whether no async signal or update handler is still running."""
+        return not self._handlers
 
     def discard(self) -> None:
         """Forget this instance (cache eviction) without running any more workflow code."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import contextvars
 import logging
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeVarTuple, Unpack
 
 from kadence.topics.errors import NotDeterministicError
@@ -155,19 +156,26 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
 
     # -- driving it ----------------------------------------------------------------------------
 
-    def run_until_idle(self) -> None:
-        """Run every ready callback, and those they schedule, until none is left."""
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """Workflow code runs in here: this loop is the running one (``workflow.*`` finds its
+        instance) and the guard against what is not replay-safe is on."""
         previous = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self)
         _active.on = True
         try:
+            yield
+        finally:
+            _active.on = False
+            asyncio.events._set_running_loop(previous)
+
+    def run_until_idle(self) -> None:
+        """Run every ready callback, and those they schedule, until none is left."""
+        with self.active():
             while self._ready:
                 handle = self._ready.popleft()
                 if not handle._cancelled:
                     handle._run()
-        finally:
-            _active.on = False
-            asyncio.events._set_running_loop(previous)
 
     # -- refused: not replay-safe --------------------------------------------------------------
 

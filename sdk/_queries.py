@@ -95,6 +95,7 @@ def answer(
                 interceptors,
                 failure_types,
             )
+            inst.throwaway = True  # its replay logs nothing: the worker's instance did, once
             inst.apply(*with_pending_activation(task["events"]))
         if is_update:
             inst.validate_update(q["query_name"], q["input"])

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
 from kadence.topics.errors import KadenceError
+from kadence.topics.identifiers import check_search_attributes
 
 from ._definitions import RetryPolicy, to_ms, workflow_definition
 from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
@@ -38,6 +39,7 @@ __all__ = [
     "ChildWorkflowHandle",
     "ContinueAsNew",
     "WorkflowInfo",
+    "all_handlers_finished",
     "continue_as_new",
     "defn",
     "deprecate_patch",
@@ -312,9 +314,8 @@ def continue_as_new(*args: Any) -> None:
 
 def upsert_search_attributes(attributes: dict[str, str]) -> None:
     """Record search attributes for this run (string values); visibility follows the history."""
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in attributes.items()):
-        raise KadenceError("search attributes are a dict of str to str")
-    _instance().record("UpsertSearchAttributes", {"search_attributes": dict(attributes)})
+    checked = check_search_attributes(attributes)  # InvalidIdentifierError naming a bad one
+    _instance().record("UpsertSearchAttributes", {"search_attributes": checked})
 
 
 def patched(patch_id: str) -> bool:
@@ -405,6 +406,14 @@ def info() -> WorkflowInfo:
     return _instance().info
 
 
+def all_handlers_finished() -> bool:
+    """Whether every async signal and update handler of this run has finished: wait for it
+    before the run returns, so that no handler's work is cut off by the run's end::
+
+        await workflow.wait_condition(workflow.all_handlers_finished)"""
+    return _instance().all_handlers_finished()
+
+
 def is_replaying() -> bool:
     return _instance().replaying
 
@@ -414,7 +423,7 @@ class _WorkflowLogger(logging.LoggerAdapter[logging.Logger]):
 
     def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - logging's name
         try:
-            if _instance().replaying:
+            if _instance().silent:
                 return False
         except KadenceError:
             pass

@@ -14,9 +14,9 @@ Replace an activity with a mock by registering a function of the same name
 (``@activity.defn(name="send_email")``). See docs/testing.md.
 """
 
-from kadence.topics.errors import WorkflowTaskFailedError
+from kadence.topics.errors import ActivityAttemptLimitError, WorkflowTaskFailedError
 
 from ._environment import WorkflowEnvironment
 from .probes import PartitionProbes
 
-__all__ = ["PartitionProbes", "WorkflowEnvironment", "WorkflowTaskFailedError"]
+__all__ = ["ActivityAttemptLimitError", "PartitionProbes", "WorkflowEnvironment", "WorkflowTaskFailedError"]

@@ -28,7 +28,7 @@ from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
 from kadence.topics import serde
 from kadence.topics.config import KafkaConfig
-from kadence.topics.errors import WorkflowNotFoundError, WorkflowTaskFailedError
+from kadence.topics.errors import ActivityAttemptLimitError, WorkflowNotFoundError, WorkflowTaskFailedError
 from kadence.topics.records import command, new_id
 
 __all__ = ["InMemoryEngine", "VirtualClock"]
@@ -72,7 +72,7 @@ class InMemoryEngine:
         #: request_id -> (workflow_id, body_type, future or callback) of a request that waits for its reply
         self._waiting: dict[str, tuple[str, str, asyncio.Future | Callable[[dict], None]]] = {}
         #: workflow_id -> why its workflow tasks are no longer run (``WorkflowTaskFailedError``)
-        self.broken: dict[str, WorkflowTaskFailedError] = {}
+        self.broken: dict[str, WorkflowTaskFailedError | ActivityAttemptLimitError] = {}
         #: requests for a workflow's result when it closes (``AwaitWorkflowResult`` with wait)
         self._awaits_close: set[str] = set()
         #: how many of those are awaited now: while any is, time may be skipped
@@ -180,7 +180,7 @@ class InMemoryEngine:
         """A reply that does not come from a transition (a worker's answer to a query)."""
         self._deliver(serde.decode("Reply", serde.encode("Reply", reply)))
 
-    def mark_broken(self, error: WorkflowTaskFailedError) -> None:
+    def mark_broken(self, error: WorkflowTaskFailedError | ActivityAttemptLimitError) -> None:
         """Stop waiting for a workflow whose code failed: its result waiters get ``error``."""
         self.broken[error.workflow_id] = error
         for request_id, (wf, body_type, waiter) in list(self._waiting.items()):

@@ -33,7 +33,7 @@ from kadence._queries import answer
 from kadence._worker_metrics import NO_METRICS
 from kadence.interceptors import Interceptor, invoke_activity
 from kadence.schemas.records import ActivityTask, WorkflowTask
-from kadence.topics.errors import KadenceError, WorkflowTaskFailedError
+from kadence.topics.errors import ActivityAttemptLimitError, ConfigError, KadenceError, WorkflowTaskFailedError
 from kadence.topics.large_payloads import LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec
 from kadence.topics.records import new_id
@@ -59,7 +59,10 @@ class WorkflowEnvironment:
     ``large_payloads``: a store for payloads over its threshold (``Client.connect(large_payloads=)``;
     by default they stay inline); ``interceptors``: around the client's calls, the activities and
     the workflows (``kadence.interceptors``); ``workflow_failure_exception_types``: as a
-    ``Worker``'s (what fails a run rather than its workflow task)."""
+    ``Worker``'s (what fails a run rather than its workflow task); ``max_activity_attempts``
+    (default 100): an activity that reaches this attempt is not run, and the calls that wait on
+    its workflow raise ``ActivityAttemptLimitError`` naming it (under the virtual clock, an
+    activity that always fails would otherwise retry for ever at full speed)."""
 
     def __init__(
         self,
@@ -72,7 +75,12 @@ class WorkflowEnvironment:
         large_payloads: LargePayloads | None = None,
         interceptors: Iterable[Interceptor] = (),
         workflow_failure_exception_types: Iterable[type[BaseException]] = (),
+        max_activity_attempts: int = 100,
     ):
+        if max_activity_attempts < 1:
+            raise ConfigError("max_activity_attempts must be >= 1")
+        #: an activity's attempt past this stops its workflow (``ActivityAttemptLimitError``)
+        self.max_activity_attempts = max_activity_attempts
         self._workflows, self._activities = registrations(workflows, activities)
         self._failure_types = failure_types(workflow_failure_exception_types, "WorkflowEnvironment")
         if self._workflows:
@@ -89,6 +97,8 @@ class WorkflowEnvironment:
         #: how far ``sleep`` allows the clock to be skipped (ms since the epoch)
         self._skip_until = 0
         self._crash: BaseException | None = None
+        #: set by ``__aexit__``: the pump stops
+        self._closing = False
 
     async def __aenter__(self) -> WorkflowEnvironment:
         self._pump = asyncio.get_running_loop().create_task(self._run(), name="kadence-testing-engine")
@@ -100,6 +110,10 @@ class WorkflowEnvironment:
         if self._running:
             await asyncio.gather(*self._running, return_exceptions=True)
         if self._pump is not None:
+            # the flag too: Python 3.11's wait_for can swallow a cancellation that meets the
+            # event it waits for (seen when a workflow is given up on mid-retry)
+            self._closing = True
+            self.engine.wake.set()
             self._pump.cancel()
             await asyncio.gather(self._pump, return_exceptions=True)
         for inst in self._instances.values():
@@ -139,7 +153,7 @@ class WorkflowEnvironment:
     async def _run(self) -> None:
         engine = self.engine
         try:
-            while True:
+            while not self._closing:
                 if engine.step() or self._take_task():
                     await asyncio.sleep(0)  # let requesters and activities run between steps
                     continue
@@ -336,6 +350,20 @@ class WorkflowEnvironment:
     # -- activities ------------------------------------------------------------------------------
 
     async def _run_activity(self, task: dict) -> None:
+        if task["attempt"] > self.max_activity_attempts:
+            wf = task["workflow_id"]
+            self.engine.mark_broken(
+                ActivityAttemptLimitError(
+                    f"activity {task['activity_type']!r} ({task['activity_id']}) of workflow {wf!r} reached "
+                    f"attempt {task['attempt']}, past this WorkflowEnvironment's max_activity_attempts="
+                    f"{self.max_activity_attempts}: it fails every attempt. Give it a RetryPolicy with "
+                    "maximum_attempts, raise ApplicationError(non_retryable=True), or raise the limit.",
+                    workflow_id=wf,
+                    activity_type=task["activity_type"],
+                    attempt=task["attempt"],
+                )
+            )
+            return
         common = {
             "activity_id": task["activity_id"],
             "scheduled_seq": task["scheduled_seq"],

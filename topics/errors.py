@@ -37,7 +37,8 @@ translated where they enter (``raise ... from exc``)::
     ├── NotDeterministicError       workflow code reached the clock, threads or I/O directly
     ├── DefinitionError             a bad @workflow.defn / @activity.defn
     ├── WorkerCrashedError          a worker stopped because one of its task consumers died
-    └── WorkflowTaskFailedError     a run's workflow task keeps failing (result() names the cause)
+    ├── WorkflowTaskFailedError     a run's workflow task keeps failing (result() names the cause)
+    └── ActivityAttemptLimitError   kadence.testing: an activity went past the environment's attempt limit
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ActivityAttemptLimitError",
     "ActivityError",
     "ApplicationError",
     "ArchiveError",
@@ -381,3 +383,15 @@ class WorkflowTaskFailedError(KadenceError):
         super().__init__(message)
         self.workflow_id = workflow_id
         self.cause = cause
+
+
+class ActivityAttemptLimitError(KadenceError):
+    """``kadence.testing`` stopped waiting for a workflow one of whose activities reached the
+    environment's ``max_activity_attempts``: under the virtual clock, an activity that fails every
+    attempt with no end to its retry policy would otherwise retry for ever at full speed."""
+
+    def __init__(self, message: str, *, workflow_id: str, activity_type: str, attempt: int) -> None:
+        super().__init__(message)
+        self.workflow_id = workflow_id
+        self.activity_type = activity_type
+        self.attempt = attempt

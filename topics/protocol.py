@@ -28,7 +28,7 @@ from .errors import (
     WorkflowError,
     WorkflowNotFoundError,
 )
-from .identifiers import check_name, check_task_queue
+from .identifiers import check_name, check_search_attributes, check_task_queue
 
 __all__ = [
     "ID_REUSE_POLICIES",
@@ -73,7 +73,7 @@ def start_body(
         "input": input,
         "id_reuse_policy": id_reuse_policy,
         "run_timeout_ms": run_timeout_ms,
-        "search_attributes": dict(search_attributes or {}),
+        "search_attributes": check_search_attributes(search_attributes),
         "execution_timeout_ms": execution_timeout_ms,
         "memo": dict(memo or {}),
         "headers": dict(headers or {}),

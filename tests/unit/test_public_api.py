@@ -10,6 +10,7 @@ import pytest
 PUBLIC = {
     # the SDK: what users import (`from kadence import workflow, activity, Client, Worker`)
     "kadence": [
+        "ActivityAttemptLimitError",
         "ActivityError",
         "ApplicationError",
         "BrokerUnavailableError",
@@ -55,6 +56,7 @@ PUBLIC = {
         "workflow",
     ],
     "kadence.topics": [
+        "ActivityAttemptLimitError",
         "ActivityError",
         "ApplicationError",
         "ApplyReport",
@@ -150,7 +152,12 @@ PUBLIC = {
     # code around client calls, activities and workflow handlers (docs/guide.md, "Interceptors")
     "kadence.interceptors": ["ActivityCall", "ClientCall", "Interceptor", "WorkflowCall"],
     # the users' test kit (docs/testing.md)
-    "kadence.testing": ["PartitionProbes", "WorkflowEnvironment", "WorkflowTaskFailedError"],
+    "kadence.testing": [
+        "ActivityAttemptLimitError",
+        "PartitionProbes",
+        "WorkflowEnvironment",
+        "WorkflowTaskFailedError",
+    ],
 }
 
 

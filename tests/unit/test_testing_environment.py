@@ -164,14 +164,15 @@ async def test_a_failing_activity_fails_the_workflow_with_its_cause_after_its_at
 
 async def test_an_activity_failing_for_ever_keeps_retrying_at_the_capped_backoff():
     # the default policy retries without limit: a thousand attempts of virtual time in about a
-    # second (the engine's backoff overflowed past attempt 1,025 before; test_activity_retry_delay)
+    # second (the engine's backoff overflowed past attempt 1,025 before; test_activity_retry_delay),
+    # once the environment's own bound on attempts (max_activity_attempts, 100) is raised
     @activity.defn(name="send_email")
     async def bounce(to: str) -> str:
         if activity.info().attempt < 1100:
             raise ValueError("mailbox full")
         return "delivered at last"
 
-    async with WorkflowEnvironment(workflows=[Reminder], activities=[bounce]) as env:
+    async with WorkflowEnvironment(workflows=[Reminder], activities=[bounce], max_activity_attempts=2_000) as env:
         assert (
             await env.client.execute_workflow(Reminder, "z", id="r-5", task_queue="q", result_timeout=60)
             == "delivered at last"

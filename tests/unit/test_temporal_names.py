@@ -1,0 +1,124 @@
+"""Names a Temporal port expects (issue 44, item 6), in the test environment: a signal sent by
+its handler method, ``workflow.all_handlers_finished()``, search attribute values refused at
+the call with the attribute named."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from kadence import InvalidIdentifierError, activity, workflow
+from kadence.testing import ActivityAttemptLimitError, WorkflowEnvironment
+
+
+@workflow.defn
+class Approvals:
+    def __init__(self) -> None:
+        self.approved: list[str] = []
+        self.audited: list[str] = []
+
+    @workflow.signal
+    async def approve(self, who: str) -> None:
+        self.approved.append(who)
+        await workflow.sleep(5)  # an async handler still at work when the run could end
+        self.audited.append(who)
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        await workflow.wait_condition(lambda: len(self.approved) >= 2)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self.audited
+
+
+async def test_a_signal_by_its_method_and_the_run_waits_for_its_handlers():
+    async with WorkflowEnvironment(workflows=[Approvals]) as env:
+        handle = await env.client.start_workflow(Approvals, id="ap-1", task_queue="q")
+        await handle.signal(Approvals.approve, "ana")
+        await handle.signal("approve", "bo")
+        assert await handle.result(timeout=10) == ["ana", "bo"]  # both audits ran before the end
+
+
+async def test_a_signal_that_is_no_handler_or_name_is_refused_before_anything_is_sent():
+    async with WorkflowEnvironment(workflows=[Approvals]) as env:
+        handle = await env.client.start_workflow(Approvals, id="ap-2", task_queue="q")
+        with pytest.raises(InvalidIdentifierError, match="signal"):
+            await handle.signal(Approvals.run, "x")
+        await handle.signal(Approvals.approve, "ana")
+        await handle.signal(Approvals.approve, "bo")
+        assert await handle.result(timeout=10) == ["ana", "bo"]
+
+
+@workflow.defn
+class Tagged:
+    @workflow.run
+    async def run(self, tags: dict) -> str:
+        workflow.upsert_search_attributes(tags)
+        return "tagged"
+
+
+async def test_search_attribute_values_that_are_not_strings_are_refused_naming_the_attribute():
+    async with WorkflowEnvironment(workflows=[Tagged]) as env:
+        with pytest.raises(InvalidIdentifierError, match=r"search attribute 'Regions' has a list value"):
+            await env.client.start_workflow(
+                Tagged, {}, id="tag-1", task_queue="q", search_attributes={"Regions": ["eu", "us"]}
+            )
+        ok = await env.client.start_workflow(Tagged, {}, id="tag-2", task_queue="q", search_attributes={"Tier": "gold"})
+        assert await ok.result(timeout=10) == "tagged"
+        bad = await env.client.start_workflow(Tagged, {"Amount": 12}, id="tag-3", task_queue="q")
+        with pytest.raises(Exception, match=r"search attribute 'Amount' has a int value") as info:
+            await asyncio.wait_for(bad.result(timeout=10), 10)
+        # in workflow code it is a bug, not the run's outcome: the workflow task fails
+        assert type(info.value).__name__ == "WorkflowTaskFailedError"
+
+
+@workflow.defn
+class Tally:
+    def __init__(self) -> None:
+        self.total = 0
+
+    @workflow.signal
+    def add(self, amount: int) -> None:
+        self.total += amount
+
+    @workflow.query
+    def value(self) -> int:
+        return self.total
+
+    @workflow.run
+    async def run(self) -> int:
+        await workflow.wait_condition(lambda: self.total >= 5)
+        return self.total
+
+
+async def test_a_signal_that_does_not_fit_is_warned_about_once_not_on_every_replay_or_query(caplog):
+    caplog.set_level("WARNING", logger="kadence._instance")
+    async with WorkflowEnvironment(workflows=[Tally]) as env:
+        handle = await env.client.start_workflow(Tally, id="tally-1", task_queue="q")
+        await handle.signal(Tally.add, "five")  # does not fit `amount: int`: dropped, warned
+        await handle.signal(Tally.add, 5)
+        assert await handle.result(timeout=10) == 5
+        for _ in range(3):  # a closed run's queries replay its whole history
+            assert await handle.query(Tally.value) == 5
+    dropped = [r for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(dropped) == 1, [r.getMessage() for r in dropped]
+
+
+@activity.defn
+async def always_down(n: int) -> int:
+    raise ConnectionError("still down")
+
+
+@workflow.defn
+class Hopeless:
+    @workflow.run
+    async def run(self) -> int:
+        return await workflow.execute_activity(always_down, 1, start_to_close_timeout=timedelta(seconds=5))
+
+
+async def test_an_activity_that_always_fails_stops_at_the_environment_s_attempt_limit_naming_it():
+    async with WorkflowEnvironment(workflows=[Hopeless], activities=[always_down], max_activity_attempts=7) as env:
+        with pytest.raises(ActivityAttemptLimitError, match=r"activity 'always_down' .* reached attempt 8") as info:
+            await env.client.execute_workflow(Hopeless, id="hopeless-1", task_queue="q")
+    assert info.value.activity_type == "always_down" and info.value.attempt == 8
