@@ -682,7 +682,11 @@ def unpause(config: KafkaConfig, workflow_id: str, reason: str, request_id: str 
 @click.pass_obj
 def describe(config: KafkaConfig, workflow_id: str) -> None:
     """Status of a workflow's current run (and its last failed workflow task, if stuck)."""
-    _handle_command(config, workflow_id, None, lambda h: h.describe())
+
+    async def describe(handle):
+        return (await handle.describe()).to_dict()
+
+    _handle_command(config, workflow_id, None, describe)
 
 
 @main.command()

@@ -48,6 +48,7 @@ from kadence.topics.errors import (
 from . import activity, workflow
 from ._client import Client, ResetPlan, WorkflowHandle
 from ._definitions import RetryPolicy
+from ._description import PendingActivityDescription, WorkflowExecutionDescription, WorkflowExecutionStatus
 from ._loop import NotDeterministicError
 from ._replayer import Replayer, ReplayResult
 from ._worker import Worker
@@ -75,6 +76,7 @@ __all__ = [
     "NotDeterministicError",
     "PayloadTooLargeError",
     "PayloadTypeError",
+    "PendingActivityDescription",
     "QueryFailedError",
     "ReplayResult",
     "Replayer",
@@ -88,6 +90,8 @@ __all__ = [
     "WorkflowCanceledError",
     "WorkflowContinuedAsNewError",
     "WorkflowError",
+    "WorkflowExecutionDescription",
+    "WorkflowExecutionStatus",
     "WorkflowFailureError",
     "WorkflowHandle",
     "WorkflowNotFoundError",

@@ -15,7 +15,7 @@ from opentelemetry.trace import TracerProvider
 from kadence.schemas.records import StartWorkflow
 from kadence.storage import open_large_payloads
 from kadence.topics.config import KafkaConfig
-from kadence.topics.describe import describe_to_json
+from kadence.topics.describe import describe_to_json, run_description
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (
     BrokerUnavailableError,
@@ -50,6 +50,7 @@ from kadence.topics.reset_request import reset_body
 from kadence.topics.typed import signature
 
 from ._definitions import run_function, to_ms, workflow_type_name
+from ._description import WorkflowExecutionDescription
 from .interceptors import ClientCall, Interceptor, chain
 
 _R = TypeVar("_R")
@@ -153,11 +154,16 @@ class WorkflowHandle:
                 cause=stuck["cause"],
             ) from no_reply
 
-    async def _earlier_run(self) -> dict[str, Any] | None:
+    async def _earlier_run(self, *, describe: bool = False) -> dict[str, Any] | None:
         """The outcome of ``run_id`` when it is not the workflow's current run (a run before a
-        continue-as-new or a reset), read from its history; None if the run has no history."""
+        continue-as-new or a reset), read from its history; None if the run has no history.
+        ``describe``: with what its history says of it (``description``, as a current run's)."""
         _run_id, events = await self.client._engine.history(self.id, self.run_id)
-        return run_outcome(events)
+        outcome = run_outcome(events)
+        if outcome is not None and describe:
+            outcome["description"] = run_description(events)
+            outcome["memo"] = dict(events[0]["attributes"][1].get("memo") or {})
+        return outcome
 
     def _outcome(self, reply: dict[str, Any]) -> Any:
         """The result in an ``AwaitWorkflowResult`` reply, or the error it stands for."""
@@ -358,13 +364,15 @@ class WorkflowHandle:
 
         return await self.client._intercepted("update", self.id, name, args, impl)
 
-    async def describe(self, *, timeout: float = 30.0) -> dict[str, Any]:
+    async def describe(self, *, timeout: float = 30.0) -> WorkflowExecutionDescription:
         """The run as the engine holds it: status, type, task queue, build, start and close
         times, parent and children, pending activities (attempt, last failure, last heartbeat
         and its details, next retry), pending timers, signals received, open updates, search
         attributes, memo, history length, and the last workflow-task failure of a stuck run
         (``last_task_failure``: ``{"cause", "type", "message"}``, e.g. a non-determinism error).
-        The same shape as ``kadence describe`` and ``GET /v1/workflows/{id}`` (docs/guide.md)."""
+        A ``WorkflowExecutionDescription`` (a status enum, datetimes); ``.to_dict()`` is the JSON
+        shape of ``kadence describe`` and ``GET /v1/workflows/{id}`` (docs/guide.md). Indexing it
+        as a dict still works, with a ``DeprecationWarning``, for one release."""
 
         async def impl(_call: ClientCall) -> dict[str, Any]:
             return await self.client._engine.request(
@@ -378,9 +386,9 @@ class WorkflowHandle:
 
         reply = await self.client._intercepted("describe", self.id, None, (), impl)
         if reply["status"] == "not_found" and self.run_id:
-            reply = await self._earlier_run() or reply
+            reply = await self._earlier_run(describe=True) or reply
         check_found(reply, self.id)
-        return describe_to_json(self.id, reply, self.client.converter)
+        return WorkflowExecutionDescription.from_json(describe_to_json(self.id, reply, self.client.converter))
 
     async def history(self, *, raw: bool = False) -> list[dict[str, Any]]:
         """The run's history events, oldest first (JSON-friendly dicts unless ``raw``)."""

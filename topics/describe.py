@@ -8,10 +8,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from . import serde
 from .errors import SchemaError
 from .payload import PayloadConverter
 
-__all__ = ["describe_to_json"]
+__all__ = ["describe_to_json", "run_description"]
 
 
 def _iso(ms: int | None) -> str | None:
@@ -29,6 +30,47 @@ def _payload(converter: PayloadConverter, data: bytes | None, what: str) -> Any:
         return converter.from_bytes(data, what=what)
     except SchemaError as exc:  # shown, not raised: describe is for operators, who may lack the codec
         return {"undecodable": str(exc)}
+
+
+def run_description(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the history of a run that is no longer the workflow's current one (before a
+    continue-as-new or a reset) says about it, shaped as the processor's ``WorkflowDescription``:
+    its type, queue, build, parent, start and close times, search attributes, and its history's
+    length and size (the bytes of its records as the topic holds them: re-encoded, as the
+    processor counts them when it writes them). Nothing is pending in a closed run."""
+    if not events:
+        return {}
+    kind, started = events[0]["attributes"]
+    last_kind, last = events[-1]["attributes"]
+    search: dict[str, str] = {}
+    for ev in events:
+        k, a = ev["attributes"]
+        if k == "WorkflowExecutionStarted":
+            search.update(a.get("search_attributes") or {})
+        elif k == "SearchAttributesUpserted":
+            search.update(a["search_attributes"])
+    closed = last_kind.startswith("WorkflowExecution") and last_kind not in (
+        "WorkflowExecutionStarted",
+        "WorkflowExecutionPaused",
+        "WorkflowExecutionUnpaused",
+    )
+    out: dict[str, Any] = {
+        "history_length": len(events),
+        "history_size_bytes": sum(len(serde.encode("HistoryEvent", e)) for e in events),
+        "search_attributes": search,
+        "close_time_ms": events[-1]["timestamp_ms"] if closed else None,
+        "continued_run_id": last["new_run_id"] if last_kind == "WorkflowExecutionContinuedAsNew" else None,
+    }
+    if kind == "WorkflowExecutionStarted":
+        out.update(
+            workflow_type=started["workflow_type"],
+            task_queue=started["task_queue"],
+            build_id=started.get("build_id"),
+            start_time_ms=events[0]["timestamp_ms"],
+            parent_workflow_id=started.get("parent_workflow_id"),
+            parent_run_id=started.get("parent_run_id"),
+        )
+    return out
 
 
 def describe_to_json(workflow_id: str, reply: dict[str, Any], converter: PayloadConverter) -> dict[str, Any]:

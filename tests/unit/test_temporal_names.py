@@ -5,12 +5,19 @@ the call with the attribute named."""
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
-from kadence import InvalidIdentifierError, activity, workflow
+from kadence import (
+    InvalidIdentifierError,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    activity,
+    workflow,
+)
 from kadence.testing import ActivityAttemptLimitError, WorkflowEnvironment
+from kadence.topics import serde
 
 
 @workflow.defn
@@ -122,3 +129,47 @@ async def test_an_activity_that_always_fails_stops_at_the_environment_s_attempt_
         with pytest.raises(ActivityAttemptLimitError, match=r"activity 'always_down' .* reached attempt 8") as info:
             await env.client.execute_workflow(Hopeless, id="hopeless-1", task_queue="q")
     assert info.value.activity_type == "always_down" and info.value.attempt == 8
+
+
+@workflow.defn
+class Rounds:
+    @workflow.run
+    async def run(self, left: int) -> int:
+        workflow.upsert_search_attributes({"Left": str(left)})
+        if left > 0:
+            workflow.continue_as_new(left - 1)
+        return left
+
+
+async def test_describe_of_an_earlier_run_reads_its_history_for_what_its_state_no_longer_holds():
+    async with WorkflowEnvironment(workflows=[Rounds]) as env:
+        handle = await env.client.start_workflow(Rounds, 1, id="rounds-1", task_queue="q", memo={"who": "ops"})
+        first_run = handle.run_id
+        assert await env.client.get_workflow_handle("rounds-1").result(timeout=10) == 0
+        first = env.client.get_workflow_handle("rounds-1", run_id=first_run)
+        d = await first.describe()
+        events = await first.history(raw=True)
+    assert d.status == "continued_as_new" and d.workflow_type == "Rounds" and d.task_queue == "q"
+    assert d.history_length == len(events) > 3
+    assert d.history_size_bytes == sum(len(serde.encode("HistoryEvent", e)) for e in events)
+    assert d.start_time is not None and d.close_time is not None
+    assert d.continued_run_id not in (None, first_run)
+    assert d.search_attributes == {"Left": "1"} and d.memo == {"who": "ops"}
+
+
+async def test_describe_is_typed_and_its_dict_form_still_reads_with_a_deprecation_warning():
+    async with WorkflowEnvironment(workflows=[Rounds]) as env:
+        handle = await env.client.start_workflow(Rounds, 0, id="rounds-2", task_queue="q")
+        assert await handle.result(timeout=10) == 0
+        d = await handle.describe()
+    assert isinstance(d, WorkflowExecutionDescription)
+    assert d.status is WorkflowExecutionStatus.COMPLETED and d.status == "completed"
+    assert isinstance(d.start_time, datetime) and d.close_time >= d.start_time
+    assert d.result == 0 and d.failure is None and d.pending_activities == []
+    assert d.to_dict()["status"] == "completed" and d.to_dict()["start_time"] == d.start_time.isoformat(
+        timespec="milliseconds"
+    )
+    with pytest.warns(DeprecationWarning, match="WorkflowExecutionDescription"):
+        assert d["status"] == "completed"
+    with pytest.warns(DeprecationWarning):
+        assert d.get("last_task_failure") is None

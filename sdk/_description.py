@@ -1,0 +1,158 @@
+"""The typed result of ``WorkflowHandle.describe()`` (Temporal's ``WorkflowExecutionDescription``):
+a dataclass with a status enum and datetimes, built from the JSON shape that ``kadence describe``
+and ``GET /v1/workflows/{id}`` print (``topics.describe``). Indexing it as the dict it used to be
+still works for one release, with a ``DeprecationWarning``."""
+
+from __future__ import annotations
+
+import enum
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = ["PendingActivityDescription", "WorkflowExecutionDescription", "WorkflowExecutionStatus"]
+
+
+class WorkflowExecutionStatus(enum.StrEnum):
+    """A run's status; compares equal to its string (``status == "running"``)."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+    TERMINATED = "terminated"
+    CONTINUED_AS_NEW = "continued_as_new"
+    TIMED_OUT = "timed_out"
+
+
+def _time(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+@dataclass(frozen=True)
+class PendingActivityDescription:
+    activity_id: str
+    activity_type: str
+    task_queue: str
+    attempt: int
+    #: "scheduled_or_running", "retry_wait" or "held" (the run is paused)
+    state: str
+    scheduled_time: datetime | None
+    attempt_started_time: datetime | None
+    #: ``{"type", "message", "non_retryable"}`` of the last failed attempt
+    last_failure: dict[str, Any] | None
+    next_attempt_time: datetime | None
+    last_heartbeat_time: datetime | None
+    heartbeat_details: Any
+    cancel_requested: bool
+
+    @classmethod
+    def from_json(cls, a: dict[str, Any]) -> PendingActivityDescription:
+        return cls(
+            activity_id=a["activity_id"],
+            activity_type=a["activity_type"],
+            task_queue=a["task_queue"],
+            attempt=a["attempt"],
+            state=a["state"],
+            scheduled_time=_time(a["scheduled_time"]),
+            attempt_started_time=_time(a["attempt_started_time"]),
+            last_failure=a["last_failure"],
+            next_attempt_time=_time(a["next_attempt_time"]),
+            last_heartbeat_time=_time(a["last_heartbeat_time"]),
+            heartbeat_details=a["heartbeat_details"],
+            cancel_requested=a["cancel_requested"],
+        )
+
+
+@dataclass(frozen=True)
+class WorkflowExecutionDescription:
+    """A run as the engine holds it (docs/guide.md, "Describing a run")."""
+
+    workflow_id: str
+    run_id: str
+    status: WorkflowExecutionStatus
+    workflow_type: str | None
+    task_queue: str | None
+    build_id: str | None
+    start_time: datetime | None
+    close_time: datetime | None
+    paused: bool
+    held_timers: int
+    #: ``{"workflow_id", "run_id"}`` of the parent, for a child run
+    parent: dict[str, str] | None
+    children: list[dict[str, str]]
+    pending_activities: list[PendingActivityDescription]
+    #: ``{"timer_id", "fire_time", "kind"}`` each
+    pending_timers: list[dict[str, Any]]
+    signals_received: int
+    open_updates: int
+    search_attributes: dict[str, str]
+    memo: dict[str, Any]
+    history_length: int | None
+    history_size_bytes: int | None
+    #: the next run's ID, after a continue-as-new
+    continued_run_id: str | None
+    #: ``{"cause", "type", "message"}`` of a running run's failed workflow task (a stuck run)
+    last_task_failure: dict[str, str] | None
+    #: a completed run's result (decoded)
+    result: Any = None
+    #: ``{"type", "message", "non_retryable"}`` of a run that did not complete
+    failure: dict[str, Any] | None = None
+    _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> WorkflowExecutionDescription:
+        return cls(
+            workflow_id=d["workflow_id"],
+            run_id=d["run_id"],
+            status=WorkflowExecutionStatus(d["status"]),
+            workflow_type=d["workflow_type"],
+            task_queue=d["task_queue"],
+            build_id=d["build_id"],
+            start_time=_time(d["start_time"]),
+            close_time=_time(d["close_time"]),
+            paused=d["paused"],
+            held_timers=d["held_timers"],
+            parent=d["parent"],
+            children=list(d["children"]),
+            pending_activities=[PendingActivityDescription.from_json(a) for a in d["pending_activities"]],
+            pending_timers=list(d["pending_timers"]),
+            signals_received=d["signals_received"],
+            open_updates=d["open_updates"],
+            search_attributes=dict(d["search_attributes"]),
+            memo=dict(d["memo"]),
+            history_length=d["history_length"],
+            history_size_bytes=d["history_size_bytes"],
+            continued_run_id=d["continued_run_id"],
+            last_task_failure=d["last_task_failure"],
+            result=d.get("result"),
+            failure=d.get("failure"),
+            _json=d,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape (what ``kadence describe`` prints): ISO times, plain strings."""
+        return dict(self._json)
+
+    # -- the dict form of earlier releases, deprecated ----------------------------------------
+
+    def _deprecated(self) -> None:
+        warnings.warn(
+            "describe() returns a WorkflowExecutionDescription: read its attributes (d.status), or "
+            "d.to_dict() for the JSON shape; indexing it as a dict goes in the next release",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+    def __getitem__(self, key: str) -> Any:
+        self._deprecated()
+        return self._json[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._deprecated()
+        return self._json.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self._deprecated()
+        return key in self._json
