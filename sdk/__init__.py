@@ -51,6 +51,7 @@ from ._definitions import RetryPolicy
 from ._description import PendingActivityDescription, WorkflowExecutionDescription, WorkflowExecutionStatus
 from ._loop import NotDeterministicError
 from ._replayer import Replayer, ReplayResult
+from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage
 from ._worker import Worker
 
 __version__ = "0.1.0"
@@ -100,6 +101,8 @@ __all__ = [
     "WorkflowTerminatedError",
     "WorkflowTimedOutError",
     "WorkflowUpdateFailedError",
+    "WorkflowUpdateHandle",
+    "WorkflowUpdateStage",
     "WrongPartitionError",
     "activity",
     "workflow",

@@ -28,7 +28,6 @@ from kadence.topics.errors import (
     WorkflowTaskFailedError,
     WorkflowTerminatedError,
     WorkflowTimedOutError,
-    WorkflowUpdateFailedError,
 )
 from kadence.topics.history_json import event_to_json
 from kadence.topics.identifiers import check_name, check_task_queue, check_workflow_id
@@ -51,6 +50,7 @@ from kadence.topics.typed import signature
 
 from ._definitions import run_function, to_ms, workflow_type_name
 from ._description import WorkflowExecutionDescription
+from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage, update_outcome, update_target
 from .interceptors import ClientCall, Interceptor, chain
 
 _R = TypeVar("_R")
@@ -331,6 +331,59 @@ class WorkflowHandle:
             return self.client.converter.from_bytes(reply["result"], result_type, what=what)
         return self.client.converter.result_from_bytes(reply["result"], handler, method=True, what=what)
 
+    async def start_update(
+        self,
+        update: Any,
+        *args: Any,
+        wait_for_stage: WorkflowUpdateStage = WorkflowUpdateStage.ACCEPTED,
+        id: str | None = None,
+        timeout: float | None = None,
+        result_type: Any = None,
+    ) -> WorkflowUpdateHandle:
+        """Send an update and return once it reached ``wait_for_stage`` (default: accepted, its
+        validator passed and it is recorded); ``handle.result()`` waits for its result. ``id``
+        (default: a new one) is the update's ID: a retry with the same ID is the same update.
+        A rejection raises ``WorkflowUpdateFailedError`` here, as ``execute_update`` does."""
+        name, handler = update_target(update)
+        if handler is not None:  # arguments that do not fit the handler: refused before sending
+            signature(handler, method=True).args(list(args), f"update {name!r}")
+        update_id = id or new_id()
+        reply = asyncio.get_running_loop().create_task(
+            self._update_reply(name, args, update_id, timeout), name=f"update:{update_id}"
+        )
+        up = WorkflowUpdateHandle(
+            self.client, self.id, self.run_id, update_id, name, handler=handler, result_type=result_type, reply=reply
+        )
+        try:
+            outcome = await asyncio.wait_for(up._until(WorkflowUpdateStage(wait_for_stage)), timeout)
+        except BaseException:
+            reply.cancel()
+            raise
+        if outcome is not None and outcome["status"] not in ("ok", "failed"):  # rejected, not found
+            update_outcome(self.client, self.id, name, handler, result_type, outcome)
+        return up
+
+    async def _update_reply(
+        self, name: str, args: tuple[Any, ...], update_id: str, timeout: float | None
+    ) -> dict[str, Any]:
+        async def impl(call: ClientCall) -> dict[str, Any]:
+            return await self.client._engine.request(
+                self.id,
+                "UpdateWorkflow",
+                update_body(name, self.client.converter.to_bytes(list(call.args)), identity=self.client.identity),
+                request_id=update_id,
+                run_id=self.run_id,
+                timeout=timeout,
+            )
+
+        reply: dict[str, Any] = await self.client._intercepted("update", self.id, name, args, impl)
+        return reply
+
+    def get_update_handle(self, update_id: str, *, name: str = "", result_type: Any = None) -> WorkflowUpdateHandle:
+        """A handle of an update sent before, maybe by another process, by its ID: its
+        ``result()`` reads the run's history until the update completes."""
+        return WorkflowUpdateHandle(self.client, self.id, self.run_id, update_id, name, result_type=result_type)
+
     async def execute_update(
         self,
         update: Any,
@@ -347,7 +400,7 @@ class WorkflowHandle:
         update is recorded once: a retry with the same ``request_id`` returns the same result,
         also after the run closed. Raises ``WorkflowUpdateFailedError`` (``.rejected``; the
         handler's exception on ``__cause__``), ``WorkflowNotFoundError``."""
-        name, handler = _update_target(update)
+        name, handler = update_target(update)
         if handler is not None:
             signature(handler, method=True).args(list(args), f"update {name!r}")
 
@@ -360,7 +413,7 @@ class WorkflowHandle:
                 run_id=self.run_id,
                 timeout=timeout,
             )
-            return _update_outcome(self.client, self.id, name, handler, result_type, reply)
+            return update_outcome(self.client, self.id, name, handler, result_type, reply)
 
         return await self.client._intercepted("update", self.id, name, args, impl)
 
@@ -403,39 +456,6 @@ def signal_name(signal: Any) -> str:
     if callable(signal):
         signal = getattr(signal, "__kadence_signal__", signal)
     return check_name(signal, field="signal")
-
-
-def _update_target(update: Any) -> tuple[str, Any]:
-    """(the update's name, its handler or None) from a name or an ``@workflow.update`` method."""
-    handler = update if callable(update) and getattr(update, "__kadence_update__", None) else None
-    name = handler.__kadence_update__ if handler is not None else update
-    check_name(name, field="update")
-    return name, handler
-
-
-def _update_outcome(
-    client: Client, workflow_id: str, name: str, handler: Any, result_type: Any, reply: dict[str, Any]
-) -> Any:
-    """The result in an update's reply, or the error it stands for."""
-    status = reply["status"]
-    if status == "ok":
-        what = f"result of update {name!r} of {workflow_id!r}"
-        if result_type is not None:
-            return client.converter.from_bytes(reply["result"], result_type, what=what)
-        return client.converter.result_from_bytes(reply["result"], handler, method=True, what=what)
-    check_found(reply, workflow_id)
-    failure = reply["failure"]
-    rejected = status == "rejected"
-    detail = f"{failure['type']}: {failure['message']}" if failure else reply["message"]
-    err = WorkflowUpdateFailedError(
-        f"update {name!r} of {workflow_id!r} {'rejected' if rejected else 'failed'}: {detail}",
-        update_name=name,
-        rejected=rejected,
-        failure=failure,
-        workflow_id=workflow_id,
-        run_id=reply["run_id"],
-    )
-    raise err from client.converter.exception(failure)
 
 
 class Client:
@@ -635,7 +655,7 @@ class Client:
         """Run an update, starting the workflow first if no run is open (one atomic command);
         the update's result, as ``WorkflowHandle.execute_update``."""
         check_workflow_id(id, field="id")
-        name, handler = _update_target(update)
+        name, handler = update_target(update)
         if handler is not None:
             signature(handler, method=True).args(list(update_args), f"update {name!r}")
 
@@ -650,7 +670,7 @@ class Client:
                 request_id=request_id or new_id(),
                 timeout=timeout,
             )
-            return _update_outcome(self, id, name, handler, result_type, reply)
+            return update_outcome(self, id, name, handler, result_type, reply)
 
         return await self._intercepted("update_with_start", id, name, update_args, impl)
 

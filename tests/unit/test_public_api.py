@@ -54,6 +54,8 @@ PUBLIC = {
         "WorkflowTerminatedError",
         "WorkflowTimedOutError",
         "WorkflowUpdateFailedError",
+        "WorkflowUpdateHandle",
+        "WorkflowUpdateStage",
         "WrongPartitionError",
         "activity",
         "workflow",

@@ -13,6 +13,8 @@ from kadence import (
     InvalidIdentifierError,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateStage,
     activity,
     workflow,
 )
@@ -173,3 +175,51 @@ async def test_describe_is_typed_and_its_dict_form_still_reads_with_a_deprecatio
         assert d["status"] == "completed"
     with pytest.warns(DeprecationWarning):
         assert d.get("last_task_failure") is None
+
+
+@workflow.defn
+class Desk:
+    def __init__(self) -> None:
+        self.released = False
+        self.notes: list[str] = []
+
+    @workflow.signal
+    def release(self) -> None:
+        self.released = True
+
+    @workflow.update
+    async def file(self, note: str) -> int:
+        await workflow.wait_condition(lambda: self.released)
+        self.notes.append(note)
+        return len(self.notes)
+
+    @file.validator
+    def check_file(self, note: str) -> None:
+        if not note:
+            raise ValueError("an empty note")
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        await workflow.wait_condition(lambda: len(self.notes) >= 1)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self.notes
+
+
+async def test_start_update_returns_once_accepted_and_a_second_handle_reads_its_result_from_history():
+    async with WorkflowEnvironment(workflows=[Desk]) as env:
+        handle = await env.client.start_workflow(Desk, id="desk-1", task_queue="q")
+        with pytest.raises(WorkflowUpdateFailedError, match="rejected") as info:
+            await handle.start_update(Desk.file, "")
+        assert info.value.rejected
+        up = await handle.start_update(Desk.file, "first", id="file-1")  # accepted; its handler waits
+        assert up.id == "file-1"
+        other = env.client.get_workflow_handle("desk-1").get_update_handle("file-1")
+        waiting = asyncio.ensure_future(other.result(timeout=30))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # accepted, not completed: the handler waits for the release
+        await handle.signal(Desk.release)
+        assert await up.result(timeout=10) == 1
+        assert await waiting == 1  # from the history, by ID only
+        assert await handle.result(timeout=10) == ["first"]
+        done = await handle.start_update(Desk.file, "first", id="file-1", wait_for_stage=WorkflowUpdateStage.COMPLETED)
+        assert await done.result() == 1  # the same update ID: the same outcome, not a second one
