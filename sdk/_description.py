@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import warnings
+from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -156,3 +157,23 @@ class WorkflowExecutionDescription:
     def __contains__(self, key: object) -> bool:
         self._deprecated()
         return key in self._json
+
+    def __iter__(self) -> Iterator[str]:
+        self._deprecated()
+        return iter(self._json)
+
+    def __len__(self) -> int:
+        self._deprecated()
+        return len(self._json)
+
+    def keys(self) -> KeysView[str]:
+        self._deprecated()
+        return self._json.keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        self._deprecated()
+        return self._json.items()
+
+    def values(self) -> ValuesView[Any]:
+        self._deprecated()
+        return self._json.values()

@@ -175,6 +175,8 @@ async def test_describe_is_typed_and_its_dict_form_still_reads_with_a_deprecatio
         assert d["status"] == "completed"
     with pytest.warns(DeprecationWarning):
         assert d.get("last_task_failure") is None
+    with pytest.warns(DeprecationWarning):
+        assert set(d) == set(d.to_dict()) and dict(d.items()) == d.to_dict()
 
 
 @workflow.defn
