@@ -12,6 +12,7 @@ from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import (
     ActivityAttemptLimitError,
     ActivityError,
+    ActivityNotCurrentError,
     ApplicationError,
     BrokerUnavailableError,
     ChildWorkflowError,
@@ -46,6 +47,7 @@ from kadence.topics.errors import (
 )
 
 from . import activity, workflow
+from ._async_activity import AsyncActivityHandle
 from ._client import Client, ResetPlan, WorkflowHandle
 from ._definitions import RetryPolicy
 from ._description import PendingActivityDescription, WorkflowExecutionDescription, WorkflowExecutionStatus
@@ -59,7 +61,9 @@ __version__ = "0.1.0"
 __all__ = [
     "ActivityAttemptLimitError",
     "ActivityError",
+    "ActivityNotCurrentError",
     "ApplicationError",
+    "AsyncActivityHandle",
     "BrokerUnavailableError",
     "ChildWorkflowError",
     "Client",

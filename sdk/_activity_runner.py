@@ -64,7 +64,8 @@ class ActivityRunner:
         self, task: ActivityTask, heartbeat: Callable[[ActivityTask, _activity.ActivityContext, Any], None]
     ) -> tuple[str, dict[str, Any]] | None:
         """Run one attempt: the command that reports it (``RespondActivityTaskCompleted`` /
-        ``...Failed`` and its body), or None when the engine cancelled it (nothing to report).
+        ``...Failed`` and its body), or None when the engine cancelled it or it will be completed
+        asynchronously (``activity.raise_complete_async``): nothing to report.
         ``asyncio.CancelledError`` when the worker shut down under it (its task is not
         acknowledged: another worker runs it)."""
         common: dict[str, Any] = {
@@ -106,6 +107,10 @@ class ActivityRunner:
                 "result": self.converter.to_bytes(result),
                 "eager_workflow_task": None,
             }
+        except _activity.CompleteAsyncError:
+            self.stats["activities_completing_async"] += 1
+            outcome = "completing_async"
+            return None  # completed later, by an AsyncActivityHandle: nothing to report now
         except asyncio.CancelledError:
             if ctx.cancel_reason != "cancelled":
                 raise  # worker shutting down: the task is redelivered to another worker

@@ -48,6 +48,7 @@ from kadence.topics.records import new_id, run_outcome
 from kadence.topics.reset_request import reset_body
 from kadence.topics.typed import signature
 
+from ._async_activity import AsyncActivityHandle
 from ._definitions import run_function, to_ms, workflow_type_name
 from ._description import WorkflowExecutionDescription
 from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage, update_outcome, update_target
@@ -784,6 +785,21 @@ class Client:
         check_workflow_id(id, field="id")
         check_task_queue(task_queue)
         return await self._intercepted("execute_workflow", id, workflow_type_name(workflow), args, impl)
+
+    def get_async_activity_handle(
+        self,
+        task_token: bytes | str | None = None,
+        *,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+        activity_id: str | None = None,
+    ) -> AsyncActivityHandle:
+        """A handle to complete, fail or heartbeat an activity whose function called
+        ``activity.raise_complete_async()``: by its ``task_token`` (``activity.info().task_token``),
+        or by ``workflow_id`` and ``activity_id`` (its current attempt)."""
+        return AsyncActivityHandle(
+            self, task_token=task_token, workflow_id=workflow_id, run_id=run_id, activity_id=activity_id
+        )
 
     def get_workflow_handle(
         self, workflow_id: str, *, run_id: str | None = None, result_type: Any = None

@@ -1091,7 +1091,7 @@ class Worker:
 
     async def _activity(self, task: ActivityTask, msg: Message) -> None:
         reported = await self._activity_runner.run(task, self._heartbeat)
-        if reported is None:  # cancelled by the engine: it no longer waits for this attempt
+        if reported is None:  # cancelled by the engine, or to be completed asynchronously
             self._live_at_consumer.done(msg)
             return
         body_type, body = reported

@@ -13,28 +13,33 @@ passing to external systems so that a retried activity has its business effect o
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextvars
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, overload
 
 from kadence.schemas.records import ActivityTask
-from kadence.topics.errors import KadenceError
+from kadence.topics.errors import InvalidIdentifierError, KadenceError
 from kadence.topics.payload import PayloadConverter
 
 from ._definitions import activity_definition
 
 __all__ = [
     "ActivityInfo",
+    "CompleteAsyncError",
     "defn",
     "heartbeat",
     "info",
     "is_cancelled",
     "is_worker_shutdown",
     "logger",
+    "raise_complete_async",
     "wait_for_cancelled",
     "wait_for_cancelled_sync",
 ]
@@ -55,6 +60,8 @@ class ActivityInfo:
     heartbeat_timeout_ms: int | None = None
     #: the headers its workflow was started with (``kadence.interceptors``)
     headers: dict[str, Any] = field(default_factory=dict)
+    #: names this attempt for ``Client.get_async_activity_handle`` (``raise_complete_async``)
+    task_token: bytes = b""
 
 
 def info_from_task(task: ActivityTask, converter: PayloadConverter) -> ActivityInfo:
@@ -72,7 +79,43 @@ def info_from_task(task: ActivityTask, converter: PayloadConverter) -> ActivityI
         heartbeat_details=converter.from_bytes(task["heartbeat_details"]),
         heartbeat_timeout_ms=task["heartbeat_timeout_ms"],
         headers=dict(task.get("headers") or {}),
+        task_token=task_token(
+            task["workflow_id"], task["run_id"], task["activity_id"], task["scheduled_seq"], task["attempt"]
+        ),
     )
+
+
+def task_token(workflow_id: str, run_id: str, activity_id: str, scheduled_seq: int, attempt: int) -> bytes:
+    """An attempt's token: what ``AsyncActivityHandle`` needs to complete it (URL-safe)."""
+    raw = json.dumps([workflow_id, run_id, activity_id, scheduled_seq, attempt], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode())
+
+
+def parse_task_token(token: bytes | str) -> tuple[str, str, str, int, int]:
+    """(workflow ID, run ID, activity ID, scheduled seq, attempt) of a ``task_token``;
+    ``InvalidIdentifierError`` for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(token.encode() if isinstance(token, str) else token)
+        wf, run_id, activity_id, seq, attempt = json.loads(raw)
+        if not (isinstance(seq, int) and isinstance(attempt, int)):
+            raise ValueError("not a token")
+        return str(wf), str(run_id), str(activity_id), seq, attempt
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise InvalidIdentifierError(f"not an activity task token: {exc}", field="task_token") from exc
+
+
+class CompleteAsyncError(BaseException):
+    """Raised by ``raise_complete_async()``: the activity returns without a result; something
+    else completes it later (``Client.get_async_activity_handle``). A ``BaseException``, so that
+    an activity's ``except Exception`` does not swallow it."""
+
+
+def raise_complete_async() -> NoReturn:
+    """End this activity function without completing the activity: the worker reports nothing,
+    and the attempt stays open, with its timeouts, until ``AsyncActivityHandle.complete`` /
+    ``fail`` (from any process, with ``info().task_token``, or over HTTP)."""
+    _context()
+    raise CompleteAsyncError()
 
 
 class ActivityContext:

@@ -408,6 +408,8 @@ class WorkflowEnvironment:
                 "RespondActivityTaskCompleted",
                 {**common, "result": self.converter.to_bytes(result), "eager_workflow_task": None},
             )
+        except _activity.CompleteAsyncError:
+            return  # completed later through env.client.get_async_activity_handle
         except asyncio.CancelledError:
             if not ctx.cancelled.is_set():
                 raise  # the environment is closing

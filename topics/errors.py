@@ -38,6 +38,7 @@ translated where they enter (``raise ... from exc``)::
     ├── DefinitionError             a bad @workflow.defn / @activity.defn
     ├── WorkerCrashedError          a worker stopped because one of its task consumers died
     ├── WorkflowTaskFailedError     a run's workflow task keeps failing (result() names the cause)
+    ├── ActivityNotCurrentError     an async completion for an attempt that is no longer current
     └── ActivityAttemptLimitError   kadence.testing: an activity went past the environment's attempt limit
 """
 
@@ -48,6 +49,7 @@ from typing import Any
 __all__ = [
     "ActivityAttemptLimitError",
     "ActivityError",
+    "ActivityNotCurrentError",
     "ApplicationError",
     "ArchiveError",
     "BrokerUnavailableError",
@@ -395,3 +397,9 @@ class ActivityAttemptLimitError(KadenceError):
         self.workflow_id = workflow_id
         self.activity_type = activity_type
         self.attempt = attempt
+
+
+class ActivityNotCurrentError(KadenceError):
+    """An async activity completion (``AsyncActivityHandle``) for an attempt that is no longer
+    current: it completed, failed or timed out already, a later attempt runs, or the run closed.
+    The engine recorded nothing for it."""

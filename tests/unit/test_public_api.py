@@ -12,7 +12,9 @@ PUBLIC = {
     "kadence": [
         "ActivityAttemptLimitError",
         "ActivityError",
+        "ActivityNotCurrentError",
         "ApplicationError",
+        "AsyncActivityHandle",
         "BrokerUnavailableError",
         "ChildWorkflowError",
         "Client",
@@ -63,6 +65,7 @@ PUBLIC = {
     "kadence.topics": [
         "ActivityAttemptLimitError",
         "ActivityError",
+        "ActivityNotCurrentError",
         "ApplicationError",
         "ApplyReport",
         "ArchiveError",
