@@ -35,7 +35,7 @@ from .keys import ApiKeyStore
 from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
 from .redis_breaker import RedisBreaker, guarded_redis
-from .routes import health, operations, workflows
+from .routes import activities, health, operations, workflows
 from .routes.params import documented
 
 __all__ = ["create_app"]
@@ -125,7 +125,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         registry=registry,
     )
     error_handlers.install(app, config)
-    for router in (workflows.router, operations.router):
+    for router in (workflows.router, operations.router, activities.router):
         app.include_router(router, dependencies=[Depends(documented)])
     mount_console(app, guard, auth=config.auth)
     app.include_router(health.router)

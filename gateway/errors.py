@@ -11,6 +11,7 @@ case, never a stack trace.
     409     already_started          the workflow ID has an open run (``run_id`` names it)
     409     not_running              the run is closed (cancel, terminate, signal)
     409     query_rejected           the query could not be answered by the run
+    409     activity_not_current     an async activity completion for an attempt that had ended
     413     payload_too_large
     415     unsupported_media_type
     422     idempotency_key_reused   the Idempotency-Key was first used for another request

@@ -8,6 +8,7 @@ The engine (``kadence.processors``), the HTTP gateway (``kadence.gateway``), pro
 (``kadence.connectors``) and the shared Kafka layer (``kadence.topics``) live beside it.
 """
 
+from kadence.topics.async_completion import AsyncActivityHandle
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import (
     ActivityAttemptLimitError,
@@ -47,7 +48,6 @@ from kadence.topics.errors import (
 )
 
 from . import activity, workflow
-from ._async_activity import AsyncActivityHandle
 from ._client import Client, ResetPlan, WorkflowHandle
 from ._definitions import RetryPolicy
 from ._description import PendingActivityDescription, WorkflowExecutionDescription, WorkflowExecutionStatus

@@ -14,6 +14,7 @@ from opentelemetry.trace import TracerProvider
 
 from kadence.schemas.records import StartWorkflow
 from kadence.storage import open_large_payloads
+from kadence.topics.async_completion import AsyncActivityHandle
 from kadence.topics.config import KafkaConfig
 from kadence.topics.describe import describe_to_json, run_description
 from kadence.topics.engine_client import EngineClient
@@ -48,7 +49,6 @@ from kadence.topics.records import new_id, run_outcome
 from kadence.topics.reset_request import reset_body
 from kadence.topics.typed import signature
 
-from ._async_activity import AsyncActivityHandle
 from ._definitions import run_function, to_ms, workflow_type_name
 from ._description import WorkflowExecutionDescription
 from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage, update_outcome, update_target
@@ -798,7 +798,13 @@ class Client:
         ``activity.raise_complete_async()``: by its ``task_token`` (``activity.info().task_token``),
         or by ``workflow_id`` and ``activity_id`` (its current attempt)."""
         return AsyncActivityHandle(
-            self, task_token=task_token, workflow_id=workflow_id, run_id=run_id, activity_id=activity_id
+            self._engine,
+            self.converter,
+            self.identity,
+            task_token=task_token,
+            workflow_id=workflow_id,
+            run_id=run_id,
+            activity_id=activity_id,
         )
 
     def get_workflow_handle(

@@ -13,10 +13,7 @@ passing to external systems so that a retried activity has its business effect o
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextvars
-import json
 import logging
 import threading
 import time
@@ -25,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar, overload
 
 from kadence.schemas.records import ActivityTask
-from kadence.topics.errors import InvalidIdentifierError, KadenceError
+from kadence.topics.async_completion import task_token
+from kadence.topics.errors import KadenceError
 from kadence.topics.payload import PayloadConverter
 
 from ._definitions import activity_definition
@@ -83,25 +81,6 @@ def info_from_task(task: ActivityTask, converter: PayloadConverter) -> ActivityI
             task["workflow_id"], task["run_id"], task["activity_id"], task["scheduled_seq"], task["attempt"]
         ),
     )
-
-
-def task_token(workflow_id: str, run_id: str, activity_id: str, scheduled_seq: int, attempt: int) -> bytes:
-    """An attempt's token: what ``AsyncActivityHandle`` needs to complete it (URL-safe)."""
-    raw = json.dumps([workflow_id, run_id, activity_id, scheduled_seq, attempt], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode())
-
-
-def parse_task_token(token: bytes | str) -> tuple[str, str, str, int, int]:
-    """(workflow ID, run ID, activity ID, scheduled seq, attempt) of a ``task_token``;
-    ``InvalidIdentifierError`` for anything else."""
-    try:
-        raw = base64.urlsafe_b64decode(token.encode() if isinstance(token, str) else token)
-        wf, run_id, activity_id, seq, attempt = json.loads(raw)
-        if not (isinstance(seq, int) and isinstance(attempt, int)):
-            raise ValueError("not a token")
-        return str(wf), str(run_id), str(activity_id), seq, attempt
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise InvalidIdentifierError(f"not an activity task token: {exc}", field="task_token") from exc
 
 
 class CompleteAsyncError(BaseException):

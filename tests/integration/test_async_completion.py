@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import httpx
 import pytest
 
 from kadence import ActivityError, ActivityNotCurrentError, ApplicationError, RetryPolicy, Worker, activity, workflow
+from kadence.gateway import GatewayConfig, create_app
 
 from .conftest import wait_until
+from .gateway_support import serve
 
 #: workflow ID -> the task token its `defer` activity handed out
 TOKENS: dict[str, bytes] = {}
@@ -67,3 +70,25 @@ async def test_a_deferred_activity_fails_by_workflow_and_activity_id(client, pro
         assert await handle.result(timeout=60) == "refused: over budget"
         with pytest.raises(ActivityNotCurrentError):
             await by_id.complete("too late")
+
+
+async def test_over_http_a_deferred_activity_heartbeats_completes_and_a_stale_token_is_a_409(
+    client, processors, kafka_config
+):
+    processors.start()
+    app = create_app(GatewayConfig(kafka=kafka_config, auth=False, reply_timeout=30.0))
+    async with Worker(client, task_queue="approvals", workflows=[Approval], activities=[defer]):
+        handle = await client.start_workflow(Approval, "o-3", id="approval-3", task_queue="approvals")
+        await wait_until(lambda: "approval-3" in TOKENS, 60, "the activity to hand out its token")
+        token = TOKENS["approval-3"].decode()
+        with serve(app) as url:
+            async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+                bad = await http.post("/v1/activities/complete", json={"task_token": "not-a-token", "result": 1})
+                assert bad.status_code == 400 and bad.json()["error"]["field"] == "task_token"
+                beat = await http.post("/v1/activities/heartbeat", json={"task_token": token, "details": {"p": 1}})
+                assert beat.status_code == 200 and beat.json() == {"status": "recorded"}
+                done = await http.post("/v1/activities/complete", json={"task_token": token, "result": "approved"})
+                assert done.status_code == 200 and done.json() == {"status": "completed"}
+                assert await handle.result(timeout=60) == "approved"
+                again = await http.post("/v1/activities/fail", json={"task_token": token, "message": "late"})
+                assert again.status_code == 409 and again.json()["error"]["code"] == "activity_not_current"

@@ -12,6 +12,9 @@ from kadence.topics import KafkaConfig
 #: (method, path template) -> does it change something
 EXPECTED = {
     ("POST", "/v1/workflows/{workflow_type}/start"): True,
+    ("POST", "/v1/activities/complete"): True,
+    ("POST", "/v1/activities/fail"): True,
+    ("POST", "/v1/activities/heartbeat"): True,
     ("POST", "/v1/workflows/{workflow_id}/signals"): True,
     ("POST", "/v1/workflows/{workflow_id}/cancel"): True,
     ("POST", "/v1/workflows/{workflow_id}/terminate"): True,
