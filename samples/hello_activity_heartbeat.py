@@ -13,7 +13,7 @@ TASK_QUEUE = "hello-heartbeat"
 
 @activity.defn
 async def count_rows(total: int) -> dict:
-    start = activity.info().heartbeat_details or 0  # progress an earlier attempt reported
+    start = int(activity.info().heartbeat_details or 0)  # progress an earlier attempt reported
     for row in range(start, total):
         activity.heartbeat(row + 1)  # throttled: at most one send per half heartbeat timeout
         if activity.info().attempt == 1 and row == total // 2:
