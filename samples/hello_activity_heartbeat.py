@@ -13,7 +13,8 @@ TASK_QUEUE = "hello-heartbeat"
 
 @activity.defn
 async def count_rows(total: int) -> dict:
-    start = int(activity.info().heartbeat_details or 0)  # progress an earlier attempt reported
+    details = activity.info().heartbeat_details  # progress an earlier attempt reported (or None)
+    start = details if isinstance(details, int) else 0
     for row in range(start, total):
         activity.heartbeat(row + 1)  # throttled: at most one send per half heartbeat timeout
         if activity.info().attempt == 1 and row == total // 2:
