@@ -27,11 +27,12 @@ from starlette.datastructures import Headers
 from kadence.readmodels.keys import RUN_STATUSES
 from kadence.topics.batch import BATCH_OPERATIONS, BATCH_WORKFLOW_TYPE
 
+from .console_timeline import chart, duration, iso, ms_of, run_input, timeline
 from .errors import ApiError
 from .guard import Guard
 from .history_cursor import encode_cursor
 
-__all__ = ["mount_console", "timeline"]
+__all__ = ["mount_console", "timeline"]  # timeline: from console_timeline, re-exported
 
 COOKIE = "kadence_console"
 NS_COOKIE = "kadence_console_ns"
@@ -40,123 +41,6 @@ _HERE = Path(__file__).parent
 #: most how many of the history's last events
 TIMELINE_PAGE = 200
 TIMELINE_TAIL_EVENTS = 700
-
-
-def _iso(ms: int | None) -> str:
-    if not ms:
-        return ""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _ms_of(iso: str | None) -> int | None:
-    """Epoch ms of an ISO-8601 time; one without a zone is UTC (as the pages show times)."""
-    if not iso:
-        return None
-    when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1000)
-
-
-def _duration(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    if ms < 1000:
-        return f"{ms} ms"
-    if ms < 120_000:
-        return f"{ms / 1000:.1f} s"
-    if ms < 7_200_000:
-        return f"{ms / 60_000:.1f} min"
-    return f"{ms / 3_600_000:.1f} h"
-
-
-_ACTIVITY_END = {
-    "ActivityTaskCompleted": "completed",
-    "ActivityTaskFailed": "failed",
-    "ActivityTaskTimedOut": "timed out",
-    "ActivityTaskCanceled": "canceled",
-}
-_CHILD_END = {
-    "ChildWorkflowExecutionCompleted": "completed",
-    "ChildWorkflowExecutionFailed": "failed",
-    "StartChildWorkflowExecutionFailed": "start failed",
-}
-
-
-def timeline(events: list[dict]) -> list[dict]:
-    """History events (the API's JSON) grouped as an operator reads them: one row per activity
-    (scheduled -> attempts -> result), timer (started -> fired or canceled), child, update, and
-    one per other event; each with its start, end, duration, status and its events, in the order
-    the groups began."""
-    rows: list[dict] = []
-    open_groups: dict[tuple, dict] = {}
-
-    def group(key: tuple | None, kind: str, title: str, e: dict) -> dict:
-        row = {
-            "kind": kind,
-            "title": title,
-            "start_ms": _ms_of(e["time"]),
-            "end_ms": None,
-            "status": "open",
-            "events": [],
-            "first_seq": e["seq"],
-        }
-        rows.append(row)
-        if key is not None:
-            open_groups[key] = row
-        return row
-
-    for e in events:
-        kind, a = e["type"], e["attributes"]
-        row = None
-        if kind == "ActivityTaskScheduled":
-            row = group(("a", a.get("activity_id")), "activity", f"activity {a.get('activity_type')}", e)
-            row["status"] = "scheduled"
-        elif kind in ("ActivityTaskAttemptFailed", "ActivityTaskCancelRequested") or kind in _ACTIVITY_END:
-            row = open_groups.get(("a", a.get("activity_id")))
-            if row is not None and kind in _ACTIVITY_END:
-                row["status"], row["end_ms"] = _ACTIVITY_END[kind], _ms_of(e["time"])
-            elif row is not None and kind == "ActivityTaskAttemptFailed":
-                row["status"] = f"retrying (attempt {a.get('attempt', '?')} failed)"
-        elif kind == "TimerStarted":
-            row = group(("t", a.get("timer_id")), "timer", f"timer {a.get('timer_id')}", e)
-            row["status"] = f"fires {_iso(a.get('fire_at_ms'))}"
-        elif kind in ("TimerFired", "TimerCanceled"):
-            row = open_groups.get(("t", a.get("timer_id")))
-            if row is not None:
-                row["status"], row["end_ms"] = ("fired" if kind == "TimerFired" else "canceled"), _ms_of(e["time"])
-        elif kind == "StartChildWorkflowExecutionInitiated":
-            row = group(("c", e["seq"]), "child", f"child {a.get('workflow_type')} {a.get('workflow_id')}", e)
-        elif kind in ("ChildWorkflowExecutionStarted",) or kind in _CHILD_END:
-            row = open_groups.get(("c", a.get("initiated_seq")))
-            if row is not None and kind in _CHILD_END:
-                row["status"], row["end_ms"] = _CHILD_END[kind], _ms_of(e["time"])
-            elif row is not None:
-                row["status"] = "running"
-        elif kind == "WorkflowUpdateAccepted":
-            row = group(("u", a.get("update_id")), "update", f"update {a.get('update_name')}", e)
-        elif kind == "WorkflowUpdateCompleted":
-            row = open_groups.get(("u", a.get("update_id")))
-            if row is not None:
-                row["status"], row["end_ms"] = ("failed" if a.get("failure") else "completed"), _ms_of(e["time"])
-        elif kind in ("WorkflowTaskScheduled", "WorkflowTaskCompleted"):
-            row = rows[-1] if rows and rows[-1]["kind"] == "task" and rows[-1]["end_ms"] is None else None
-            if kind == "WorkflowTaskScheduled" or row is None:
-                row = group(None, "task", "workflow task", e)
-            if kind == "WorkflowTaskCompleted":
-                row["status"], row["end_ms"] = "completed", _ms_of(e["time"])
-        elif kind == "WorkflowSignaled":
-            row = group(None, "signal", f"signal {a.get('signal_name')}", e)
-            row["status"], row["end_ms"] = "received", row["start_ms"]
-        else:
-            row = group(None, "event", kind, e)
-            row["status"], row["end_ms"] = "", row["start_ms"]
-        if row is None:  # a result of something that started before this page of the history
-            row = group(None, "event", kind, e)
-        row["events"].append(e)
-    for row in rows:
-        row["duration"] = _duration(row["end_ms"] - row["start_ms"]) if row["end_ms"] and row["start_ms"] else ""
-    return rows
 
 
 class _Api:
@@ -198,7 +82,9 @@ def _wf_path(workflow_id: str) -> str:
 def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
     """Serve the console at ``/ui`` (and its static files at ``/ui/static``)."""
     env = Environment(loader=FileSystemLoader(_HERE / "templates"), autoescape=select_autoescape(["html"]))
-    env.filters["iso"] = _iso
+    env.filters["iso"] = iso
+    env.filters["duration"] = duration
+    env.filters["age"] = lambda when, now_ms: duration(max(0, now_ms - (ms_of(when) or now_ms)))
     env.filters["wf"] = _wf_path
     env.filters["pretty"] = lambda v: json.dumps(v, indent=1, default=str)
     api = _Api(app)
@@ -309,7 +195,7 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         for name, value in (("start_from_ms", since), ("start_to_ms", until)):
             if value:
                 try:
-                    params.append((name, str(_ms_of(value) if "-" in value else int(value))))
+                    params.append((name, str(ms_of(value) if "-" in value else int(value))))
                 except ValueError:
                     return page(
                         request,
@@ -373,6 +259,7 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         hist = h.json()
         rows = timeline(hist["events"])
         shown = rows if all_events else rows[-TIMELINE_PAGE:]
+        now_ms = int(datetime.now(tz=UTC).timestamp() * 1000)
         hidden = len(rows) - len(shown) + (hist["events"][0]["seq"] - 1 if hist["events"] else 0)
         batch = None
         if described.get("workflow_type") == BATCH_WORKFLOW_TYPE:
@@ -396,6 +283,10 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
             query_result=query_result,
             reset_points=done,
             batch=batch,
+            bars=chart(rows, now_ms),
+            run_input=run_input(hist["events"]),
+            has_input=bool(hist["events"]) and hist["events"][0]["type"] == "WorkflowExecutionStarted",
+            now_ms=now_ms,
         )
 
     @router.get("/workflows/{workflow_id:path}/timeline", response_class=HTMLResponse)
@@ -512,6 +403,12 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
                 )
             return RedirectResponse(f"/ui/workflows/{path}?done=reset", 303)
         return await _workflow_page(request, workflow_id, status=400, notice=f"unknown action {action!r}")
+
+    @router.get("/batches", include_in_schema=False)
+    async def batches_home():
+        """Batches start from the list's filter (its "Act on every run" panel): go there (this
+        address answered 405 to a browser that followed it)."""
+        return RedirectResponse("/ui/workflows", status_code=303)
 
     @router.post("/batches")
     async def start_batch(

@@ -185,6 +185,22 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
     assert (await order.result(timeout=30))["approved_by"] == "ann"
     await page.goto(f"{base}/ui/workflows/{order.id}")
     await expect(page.locator("#result")).to_contain_text('"packed": "packed o-0"')
+    # the run's input without expanding its start event; the chart; the activity's attempts
+    await expect(page.locator("#run-input")).to_contain_text('"o-0"')
+    await expect(page.locator("#chart .bar-row.activity")).to_contain_text("activity pack")
+    await expect(page.locator("#chart .bar-row.task").first).to_be_visible()
+    await expect(page.locator("#timeline li.activity .attempts")).to_have_text("· 1 attempt")
+    box = await page.locator("#chart .bar-row.activity .bar").bounding_box()
+    assert box is not None and box["width"] >= 2 and box["height"] >= 8  # drawn, not collapsed
+    await _shot(page, "timeline-chart")
+    # the list shows each run's ID and duration; /ui/batches leads to the list, not a 405
+    await page.goto(f"{base}/ui/batches")
+    await expect(page.locator("h1")).to_have_text("Workflows")
+    await expect(page.locator("#runs thead")).to_contain_text("Duration")
+    await page.goto(f"{base}/ui/workflows?search=tag={tag}&type=ThreeSteps")
+    await expect(page.locator("#counts")).to_contain_text("1 run")
+    await expect(page.locator("#counts")).not_to_contain_text("1 runs")
+    await expect(page.locator("#runs tr.run td.run-id")).to_have_text(done.run_id[:8])
 
     # terminate another order
     await page.goto(f"{base}/ui/workflows/{orders[1].id}")
