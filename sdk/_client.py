@@ -51,7 +51,7 @@ from kadence.topics.typed import signature
 
 from ._definitions import run_function, to_ms, workflow_type_name
 from ._description import WorkflowExecutionDescription
-from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage, update_outcome, update_target
+from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage, start_update, update_outcome, update_target
 from .interceptors import ClientCall, Interceptor, chain
 
 _R = TypeVar("_R")
@@ -345,40 +345,7 @@ class WorkflowHandle:
         validator passed and it is recorded); ``handle.result()`` waits for its result. ``id``
         (default: a new one) is the update's ID: a retry with the same ID is the same update.
         A rejection raises ``WorkflowUpdateFailedError`` here, as ``execute_update`` does."""
-        name, handler = update_target(update)
-        if handler is not None:  # arguments that do not fit the handler: refused before sending
-            signature(handler, method=True).args(list(args), f"update {name!r}")
-        update_id = id or new_id()
-        reply = asyncio.get_running_loop().create_task(
-            self._update_reply(name, args, update_id, timeout), name=f"update:{update_id}"
-        )
-        up = WorkflowUpdateHandle(
-            self.client, self.id, self.run_id, update_id, name, handler=handler, result_type=result_type, reply=reply
-        )
-        try:
-            outcome = await asyncio.wait_for(up._until(WorkflowUpdateStage(wait_for_stage)), timeout)
-        except BaseException:
-            reply.cancel()
-            raise
-        if outcome is not None and outcome["status"] not in ("ok", "failed"):  # rejected, not found
-            update_outcome(self.client, self.id, name, handler, result_type, outcome)
-        return up
-
-    async def _update_reply(
-        self, name: str, args: tuple[Any, ...], update_id: str, timeout: float | None
-    ) -> dict[str, Any]:
-        async def impl(call: ClientCall) -> dict[str, Any]:
-            return await self.client._engine.request(
-                self.id,
-                "UpdateWorkflow",
-                update_body(name, self.client.converter.to_bytes(list(call.args)), identity=self.client.identity),
-                request_id=update_id,
-                run_id=self.run_id,
-                timeout=timeout,
-            )
-
-        reply: dict[str, Any] = await self.client._intercepted("update", self.id, name, args, impl)
-        return reply
+        return await start_update(self, update, args, wait_for_stage, id, timeout, result_type)
 
     def get_update_handle(self, update_id: str, *, name: str = "", result_type: Any = None) -> WorkflowUpdateHandle:
         """A handle of an update sent before, maybe by another process, by its ID: its

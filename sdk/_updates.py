@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from kadence.topics.errors import WorkflowUpdateFailedError
 from kadence.topics.identifiers import check_name
-from kadence.topics.protocol import check_found
-from kadence.topics.records import CLOSE_EVENTS
+from kadence.topics.protocol import check_found, update_body
+from kadence.topics.records import CLOSE_EVENTS, new_id
+from kadence.topics.typed import signature
 
 if TYPE_CHECKING:
-    from ._client import Client
+    from ._client import Client, WorkflowHandle
 
-__all__ = ["WorkflowUpdateHandle", "WorkflowUpdateStage", "update_outcome", "update_target"]
+__all__ = ["WorkflowUpdateHandle", "WorkflowUpdateStage", "start_update", "update_outcome", "update_target"]
 
 #: how often a handle without the original request reads the history for its outcome (seconds)
 POLL_FIRST_S, POLL_MAX_S = 0.05, 1.0
@@ -150,3 +151,48 @@ class WorkflowUpdateHandle:
             else:
                 await asyncio.sleep(delay)
             delay = min(POLL_MAX_S, delay * 2)
+
+
+async def start_update(
+    handle: WorkflowHandle,
+    update: Any,
+    args: tuple[Any, ...],
+    wait_for_stage: WorkflowUpdateStage,
+    update_id: str | None,
+    timeout: float | None,
+    result_type: Any,
+) -> WorkflowUpdateHandle:
+    """``WorkflowHandle.start_update``: send the update (its reply is awaited in a task the
+    returned handle's ``result()`` reads), and wait until it reached ``wait_for_stage``."""
+    client = handle.client
+    name, handler = update_target(update)
+    if handler is not None:  # arguments that do not fit the handler: refused before sending
+        signature(handler, method=True).args(list(args), f"update {name!r}")
+    uid = update_id or new_id()
+
+    async def send() -> dict[str, Any]:
+        async def impl(call: Any) -> dict[str, Any]:
+            return await client._engine.request(
+                handle.id,
+                "UpdateWorkflow",
+                update_body(name, client.converter.to_bytes(list(call.args)), identity=client.identity),
+                request_id=uid,
+                run_id=handle.run_id,
+                timeout=timeout,
+            )
+
+        reply: dict[str, Any] = await client._intercepted("update", handle.id, name, args, impl)
+        return reply
+
+    reply = asyncio.get_running_loop().create_task(send(), name=f"update:{uid}")
+    up = WorkflowUpdateHandle(
+        client, handle.id, handle.run_id, uid, name, handler=handler, result_type=result_type, reply=reply
+    )
+    try:
+        outcome = await asyncio.wait_for(up._until(WorkflowUpdateStage(wait_for_stage)), timeout)
+    except BaseException:
+        reply.cancel()
+        raise
+    if outcome is not None and outcome["status"] not in ("ok", "failed"):  # rejected, not found
+        update_outcome(client, handle.id, name, handler, result_type, outcome)
+    return up
