@@ -45,7 +45,7 @@ from kadence.topics.records import command
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
 if TYPE_CHECKING:
-    from ._worker import _TaskConsumer
+    from ._task_consumer import TaskConsumer
 
 __all__ = ["ActivityReporter", "decode_reported", "encode_reported"]
 
@@ -95,7 +95,7 @@ class ActivityReporter:
         *,
         config: KafkaConfig,
         topics: Catalogue,
-        consumer: _TaskConsumer,
+        consumer: TaskConsumer,
         identity: str,
         on_unsendable: Callable[[str, str, dict[str, Any], Exception], tuple[Any, ...] | None],
         stall_s: float = 60.0,

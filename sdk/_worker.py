@@ -15,7 +15,6 @@ import concurrent.futures as cf
 import functools
 import logging
 import os
-import queue
 import socket
 import threading
 import time
@@ -24,13 +23,13 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, cast
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Message
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 from kadence.schemas.records import ActivityTask, HistoryEvent, WorkflowTask
 from kadence.topics import serde
-from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
+from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.errors import (
@@ -44,7 +43,6 @@ from kadence.topics.errors import (
 from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.payload import failure_from_exception
-from kadence.topics.polling import consumed_at, poll_ready, raise_if_refused, resume_awake
 from kadence.topics.records import new_id, now_ms
 from kadence.topics.tracing import Tracer, record_ref
 
@@ -55,7 +53,8 @@ from ._instance import HistoryGapError, LocalActivityCall, WorkflowInfo, Workflo
 from ._local_activities import run_local_activities, run_local_activity
 from ._loop import install_guard
 from ._queries import answer
-from ._reporter import ActivityReporter, decode_reported, offsets_for
+from ._reporter import ActivityReporter
+from ._task_consumer import TaskConsumer
 from ._worker_metrics import NO_METRICS, WorkerMetrics
 from .activity import ActivityContext
 from .interceptors import Interceptor
@@ -63,329 +62,6 @@ from .interceptors import Interceptor
 __all__ = ["Worker"]
 
 log = logging.getLogger(__name__)
-
-
-class _OffsetTracker:
-    """Per partition: the offset that is safe to commit = the lowest offset still in flight."""
-
-    def __init__(self) -> None:
-        self._inflight: dict[int, list[int]] = collections.defaultdict(list)
-        self._done_max: dict[int, int] = {}
-        #: finished offsets above the lowest one in flight (what a commit's metadata names)
-        self._done: dict[int, set[int]] = collections.defaultdict(set)
-        self._lock = threading.Lock()
-
-    def started(self, partition: int, offset: int) -> None:
-        with self._lock:
-            self._inflight[partition].append(offset)  # offsets arrive in order per partition
-
-    def finished(self, partition: int, offset: int) -> int | None:
-        with self._lock:
-            inflight = self._inflight.get(partition)
-            if not inflight or offset not in inflight:
-                return None  # partition revoked meanwhile
-            inflight.remove(offset)
-            self._done_max[partition] = max(self._done_max.get(partition, -1), offset)
-            done = self._done[partition]
-            if inflight:
-                done.add(offset)
-                if done and min(done) < inflight[0]:
-                    done.difference_update([o for o in done if o < inflight[0]])
-                return inflight[0]
-            done.clear()
-            return self._done_max[partition] + 1
-
-    def commit_points(self, finishing: set[tuple[int, int]]) -> dict[int, tuple[int, list[int]]]:
-        """Per partition held: (the offset safe to commit, the finished offsets above it), as if
-        the (partition, offset) pairs of ``finishing`` had finished too."""
-        out = {}
-        with self._lock:
-            for p in set(self._inflight) | set(self._done_max):
-                extra = {o for q, o in finishing if q == p}
-                inflight = [o for o in self._inflight.get(p, ()) if o not in extra]
-                if inflight:
-                    low = inflight[0]
-                    out[p] = (low, sorted(o for o in self._done.get(p, set()) | extra if o > low))
-                else:
-                    top = max(self._done_max.get(p, -1), max(extra, default=-1))
-                    if top >= 0:
-                        out[p] = (top + 1, [])
-        return out
-
-    def revoke(self, partitions: Iterable[int]) -> None:
-        with self._lock:
-            for p in partitions:
-                self._inflight.pop(p, None)
-                self._done_max.pop(p, None)
-                self._done.pop(p, None)
-
-    def count(self) -> int:
-        with self._lock:
-            return sum(len(v) for v in self._inflight.values())
-
-
-class _TaskConsumer:
-    """A consumer thread that hands records to the asyncio loop, with back-pressure."""
-
-    #: how often stored offsets are committed while tasks are in hand (an idle consumer commits at once)
-    AUTO_COMMIT_MS = 1000
-
-    def __init__(
-        self,
-        worker: Worker,
-        topic: str,
-        group: str,
-        handler: Callable[[Message], None],
-        max_inflight: int,
-        *,
-        transactional: bool = False,
-    ) -> None:
-        self.topic = topic
-        self.tracker = _OffsetTracker()
-        self._worker = worker
-        self._handler = handler
-        self._max = max_inflight
-        self._loop = asyncio.get_running_loop()
-        #: offsets are committed by an ``ActivityReporter``'s transactions, not by auto-commit
-        self.transactional = transactional
-        #: per partition: tasks that reported before the partition came here (commit metadata)
-        self._reported: dict[int, set[int]] = {}
-        #: the consumer's group metadata (generation), for the reporter (``_run`` refreshes it
-        #: when ``refresh_metadata`` is set: at start, on every rebalance, after a refused commit)
-        self.group_metadata = None
-        self.refresh_metadata = threading.Event()
-        self.refresh_metadata.set()
-        conf = worker.client.config.waiting_consumer(
-            group,
-            **{
-                "enable.auto.commit": not transactional,
-                "auto.commit.interval.ms": self.AUTO_COMMIT_MS,
-                "enable.auto.offset.store": False,
-                "session.timeout.ms": worker.session_timeout_ms,
-                "partition.assignment.strategy": "cooperative-sticky",
-            },
-        )
-        self.consumer = Consumer(conf)
-        self._stop = threading.Event()
-        self._paused = False
-        #: set by ``stop_taking``: polled records are held, not dispatched
-        self._holding = False
-        #: records taken from Kafka but not handed to the loop yet (all slots busy); consumer thread only
-        self._backlog: collections.deque[Any] = collections.deque()
-        self._backlog_max = max(100, 2 * max_inflight)
-        #: records handed to the loop whose ``done`` has not been processed yet; consumer thread only
-        self._dispatched = 0
-        #: offsets stored since the last idle commit; consumer thread only
-        self._uncommitted = False
-        # offsets to store, handed from any thread to the consumer thread: only that thread
-        # calls into the consumer (librdkafka handles are not used across threads here)
-        self._completed: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._wakeup = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"kadence-{topic}", daemon=True)
-        self._lag = worker.metrics.lag_sampler()
-
-    def start(self) -> None:
-        self.consumer.subscribe(
-            [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
-        )
-        self._thread.start()
-
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.refresh_metadata.set()  # a new generation
-        if not partitions:
-            return
-        # librdkafka keeps a partition's pause across a rebalance: one paused with a full backlog,
-        # taken away, and given back after the backlog drained (and ``_set_paused`` resumed what
-        # was held then) stayed paused for good, a worker that polled and got nothing
-        # (tests/integration/test_worker_pause_rebalance.py). Given partitions take the consumer's
-        # present state; before librdkafka assigns them (after this callback) nothing is queued
-        # for them, so this drops no fetched record.
-        if self._paused:
-            consumer.pause(partitions)
-        else:
-            consumer.resume(partitions)
-        # The committed offsets are read here and the partitions assigned at them, so librdkafka
-        # sends no query of its own: one refused with NOT_COORDINATOR is never retried
-        # (librdkafka #5586), and the partitions stayed unfetched for good (`make soak`'s worker
-        # that ran no activity after the broker pause). Under transactions the read waits for a
-        # previous owner's open transaction (require_stable) and names the tasks that reported
-        # above the committed offset: they are not run again. While the broker restarts the read
-        # fails (NOT_COORDINATOR): retried, since an error raised here comes out of poll() and
-        # ended the consumer thread (chaos seed 3284925459)
-        try:
-            offsets = assign_at_committed(
-                consumer,
-                partitions,
-                timeout=60,
-                what=self.topic,
-                who=f"worker {self._worker.identity}",
-                stop=self._stop,
-                log=log,
-            )
-        except BrokerUnavailableError:  # stopping: the partitions are given up unread
-            return
-        if not self.transactional:
-            return
-        for tp in offsets:
-            self._reported[tp.partition] = decode_reported(tp.offset, tp.metadata)
-            if self._reported[tp.partition]:
-                log.info(
-                    "%s[%d]: %d tasks above committed offset %d have reported; they will not run again",
-                    self.topic,
-                    tp.partition,
-                    len(self._reported[tp.partition]),
-                    tp.offset,
-                )
-
-    def commit_offsets(self, finishing: set[tuple[int, int]]) -> list[TopicPartition]:
-        """The offsets (with reported tasks in their metadata) a transaction commits (any thread)."""
-        return offsets_for(self.topic, self.tracker.commit_points(finishing))
-
-    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.refresh_metadata.set()
-        gone = {tp.partition for tp in partitions}
-        for p in gone:
-            self._reported.pop(p, None)
-        self.tracker.revoke(gone)
-        # not started yet: the partition's next owner gets them (from the committed offset)
-        kept = [m for m in self._backlog if m.partition() not in gone]
-        self._backlog.clear()
-        self._backlog.extend(kept)
-
-    def _run(self) -> None:
-        # Back-pressure without pause/resume at every slot: librdkafka drops the records it had
-        # prefetched for a partition when it is paused and fetches them again on resume, so
-        # toggling at the limit made every freed slot wait for a fetch round trip (measured with
-        # the default 100 slots: 3-activity throughput 207 workflows/s at 128 in flight, 118 at
-        # 256, 75 at 512; with the backlog 181 / 235 / 192). Records beyond the limit wait in a
-        # local backlog (already tracked, so no offset is committed past them); the partitions
-        # are paused only when the backlog itself is long.
-        backlog: collections.deque[Any] = self._backlog
-        try:
-            while not self._stop.is_set():
-                if self.transactional and self.refresh_metadata.is_set() and self.consumer.assignment():
-                    # for the reporter's transactions: taken on the thread that polls (the call
-                    # blocked when made from another), once the group has given us partitions,
-                    # and again after every rebalance or refused transaction
-                    self.refresh_metadata.clear()
-                    self.group_metadata = self.consumer.consumer_group_metadata()
-                self._store_completed()
-                self._lag.sample(self.consumer)
-                while backlog and self._dispatched < self._max and not self._holding:
-                    self._dispatch(backlog.popleft())
-                want_pause = len(backlog) >= self._backlog_max
-                if want_pause != self._paused:
-                    self._set_paused(want_pause)
-                if backlog:
-                    # full: serve callbacks, take at most one record, and wake as soon as a task
-                    # finishes (not after a fixed poll timeout)
-                    extra = self.consumer.poll(0)
-                    if extra is not None:
-                        self._take(extra)
-                    else:
-                        self._wakeup.wait(0.1)
-                        self._wakeup.clear()
-                    continue
-                for msg in poll_ready(self.consumer, 100, 0.1):
-                    self._take(msg)
-        except BaseException as exc:
-            log.critical("task consumer %s crashed; the worker stops", self.topic, exc_info=True)
-            try:
-                self._loop.call_soon_threadsafe(self._worker._consumer_died, self.topic, exc)
-            except RuntimeError:  # the loop is closed: the worker has already stopped
-                pass
-        finally:
-            self._store_completed()
-            try:
-                self.consumer.close()
-            except (KafkaException, RuntimeError):
-                pass
-
-    def _set_paused(self, pause: bool) -> None:
-        assignment = self.consumer.assignment()
-        if pause:
-            self.consumer.pause(assignment)
-            self._worker.stats["backlog_pauses"] += 1
-        else:
-            resume_awake(self.consumer, self.consumer.position(assignment))
-        self._paused = pause
-
-    def _take(self, msg: Message) -> None:
-        err = msg.error()
-        if err:
-            if err.fatal():
-                log.error("task consumer %s: %s", self.topic, err.str())
-            # ends this thread, and so the worker (WorkerCrashedError naming the setting)
-            raise_if_refused(err, session_timeout_ms=self._worker.session_timeout_ms)
-            return
-        partition, offset = consumed_at(msg)
-        self.tracker.started(partition, offset)
-        reported = self._reported.get(partition)
-        if reported and offset in reported:  # its result is committed: do not run it again
-            reported.discard(offset)
-            self.tracker.finished(partition, offset)
-            self._worker.stats["reported_tasks_skipped"] += 1
-            return
-        if self._dispatched < self._max and not self._backlog and not self._holding:
-            self._dispatch(msg)
-        else:
-            self._backlog.append(msg)
-
-    def _dispatch(self, msg: Message) -> None:
-        self._dispatched += 1
-        self._loop.call_soon_threadsafe(self._handler, msg)
-
-    def done(self, msg: Message) -> None:
-        """The record's work is durable (its command was acknowledged): advance the offset.
-
-        Callable from any thread."""
-        self._completed.put(consumed_at(msg))
-        self._wakeup.set()
-
-    def reported(self, msg: Message) -> None:
-        """``done`` for a task whose result and offset a transaction has just committed: the
-        tracker learns it at once (the reporter's next commit must count it), not at the consumer
-        thread's next turn. Callable from any thread."""
-        self.tracker.finished(*consumed_at(msg))
-        self.done(msg)
-
-    def _store_completed(self) -> None:
-        latest: dict[int, int] = {}
-        while True:
-            try:
-                partition, offset = self._completed.get_nowait()
-            except queue.Empty:
-                break
-            self._dispatched -= 1
-            commit = self.tracker.finished(partition, offset)
-            if commit is not None:
-                latest[partition] = commit
-        if latest and not self.transactional:
-            try:
-                self.consumer.store_offsets(offsets=[TopicPartition(self.topic, p, o) for p, o in latest.items()])
-            except (KafkaException, RuntimeError) as exc:  # revoked meanwhile: redelivered elsewhere
-                log.debug("store_offsets %s: %s", self.topic, exc)
-            else:
-                self._uncommitted = True
-        if self._uncommitted and self._dispatched == 0 and not self._backlog:
-            # Idle: commit what is stored now, not at the next auto-commit (up to a second
-            # later). The committed offset is what a backlog probe counts from (``kadence
-            # builds list``, the backlog gauge): tasks finished in the last second counted as
-            # waiting there. Under load auto-commit does the work, once a second.
-            self._uncommitted = False
-            try:
-                self.consumer.commit(asynchronous=True)
-            except KafkaException as exc:  # nothing stored after all, or revoked: auto-commit's turn
-                log.debug("commit %s: %s", self.topic, exc)
-
-    def stop_taking(self) -> None:
-        """Start no more tasks (the worker is shutting down): records polled from now on wait in
-        the backlog, so no offset is committed past them and another worker runs them."""
-        self._holding = True
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
 
 
 class Worker:
@@ -467,14 +143,14 @@ class Worker:
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
         #: queries of closed runs waiting for their history (``_answer_closed_query``)
         self._closed_queries: set[asyncio.Task[Any]] = set()
-        self._consumers: list[_TaskConsumer] = []
+        self._consumers: list[TaskConsumer] = []
         self._stopped: asyncio.Event | None = None
         self._running: set[asyncio.Task[Any]] = set()
         #: commands of finished tasks, produced together at the next turn of the loop (``_send``)
         self._outbox: list[tuple[Any, ...]] = []
         self._runner: asyncio.Task[Any] | None = None
-        self._wt_consumer: _TaskConsumer | None = None
-        self._at_consumer: _TaskConsumer | None = None
+        self._wt_consumer: TaskConsumer | None = None
+        self._at_consumer: TaskConsumer | None = None
         #: counters, for tests
         self.stats: collections.Counter[str] = collections.Counter()
         #: Prometheus metrics, in ``metrics_registry``; none without one (``_worker_metrics``)
@@ -560,10 +236,10 @@ class Worker:
             self._activity_runner.close_unstarted()
             return
         if self._workflows:
-            self._wt_consumer = _TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000)
+            self._wt_consumer = TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000)
             self._consumers.append(self._wt_consumer)
         if self._activities:
-            self._at_consumer = _TaskConsumer(
+            self._at_consumer = TaskConsumer(
                 self,
                 topics.activity_tasks(self.task_queue),
                 topics.worker_group(self.task_queue, "activity"),
@@ -651,7 +327,7 @@ class Worker:
         body_type: str,
         body: dict[str, Any],
         msg: Message,
-        consumer: _TaskConsumer,
+        consumer: TaskConsumer,
         request_id: str | None = None,
     ) -> None:
         """Queue a task's command; the queue is produced at the next turn of the event loop.
@@ -746,7 +422,7 @@ class Worker:
             return None
 
     @staticmethod
-    def _sent(workflow_id: str, msg: Message, consumer: _TaskConsumer, fut: cf.Future[Any]) -> None:
+    def _sent(workflow_id: str, msg: Message, consumer: TaskConsumer, fut: cf.Future[Any]) -> None:
         if fut.exception() is None:
             consumer.done(msg)
         else:
@@ -755,13 +431,13 @@ class Worker:
     # -- workflow tasks ------------------------------------------------------------------------
 
     @property
-    def _live_wt_consumer(self) -> _TaskConsumer:
+    def _live_wt_consumer(self) -> TaskConsumer:
         """The workflow-task consumer of a running worker (made before any task arrives)."""
         assert self._wt_consumer is not None, "the worker has no workflow-task consumer"
         return self._wt_consumer
 
     @property
-    def _live_at_consumer(self) -> _TaskConsumer:
+    def _live_at_consumer(self) -> TaskConsumer:
         """The activity-task consumer of a running worker (made before any task arrives)."""
         assert self._at_consumer is not None, "the worker has no activity-task consumer"
         return self._at_consumer

@@ -153,7 +153,7 @@ async def test_an_idle_worker_commits_at_once_so_its_finished_tasks_are_not_back
 ):
     # Auto-commit far away: only the idle commit can bring the committed offset to the tasks the
     # worker finished (before, ``builds list`` right after a run counted up to a second of them)
-    from kadence._worker import _TaskConsumer
+    from kadence._task_consumer import TaskConsumer as _TaskConsumer
 
     monkeypatch.setattr(_TaskConsumer, "AUTO_COMMIT_MS", 600_000)
     processors.start()

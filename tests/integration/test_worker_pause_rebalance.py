@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kadence import KafkaConfig, Worker, activity
-from kadence._worker import _TaskConsumer
+from kadence._task_consumer import TaskConsumer as _TaskConsumer
 
 from .conftest import wait_until
 

@@ -1,7 +1,7 @@
 """The bookkeeping behind transactional activity results (sdk/_reporter.py), without a broker."""
 
 from kadence._reporter import decode_reported, encode_reported, offsets_for
-from kadence._worker import _OffsetTracker
+from kadence._task_consumer import OffsetTracker as _OffsetTracker
 
 
 def test_commit_point_is_the_lowest_task_in_flight_and_names_the_reported_ones_above_it():

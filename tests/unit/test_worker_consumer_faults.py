@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kadence import KafkaConfig, Worker, WorkerCrashedError, activity
 from kadence._reporter import decode_reported
-from kadence._worker import _TaskConsumer
+from kadence._task_consumer import TaskConsumer as _TaskConsumer
 
 TOPIC = "n.tasks.activity.q"
 
