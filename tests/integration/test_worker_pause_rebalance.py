@@ -40,7 +40,7 @@ async def test_partitions_paused_revoked_and_given_back_fetch_again(kafka_bootst
 
     config = KafkaConfig(bootstrap=kafka_bootstrap, namespace="pause")
     worker = Worker(
-        SimpleNamespace(_engine=None, config=config, interceptors=()),
+        SimpleNamespace(_engine=None, config=config, interceptors=(), converter=None),
         task_queue="q",
         activities=[noop],
         session_timeout_ms=6000,
@@ -93,6 +93,6 @@ async def test_partitions_paused_revoked_and_given_back_fetch_again(kafka_bootst
         if other is not None:
             other.close()
         tc.stop()
-        worker._pool.shutdown(wait=False)
+        worker._activity_runner.close_unstarted()
     per_partition = {p: sum(1 for q, _ in seen if q == p) for p in range(PARTITIONS)}
     assert per_partition == {p: PER_PARTITION for p in range(PARTITIONS)}
