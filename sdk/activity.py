@@ -58,8 +58,14 @@ class ActivityInfo:
     heartbeat_timeout_ms: int | None = None
     #: the headers its workflow was started with (``kadence.interceptors``)
     headers: dict[str, Any] = field(default_factory=dict)
-    #: names this attempt for ``Client.get_async_activity_handle`` (``raise_complete_async``)
-    task_token: bytes = b""
+    #: the history event that scheduled the activity (0 for a local activity)
+    scheduled_seq: int = 0
+
+    @property
+    def task_token(self) -> bytes:
+        """Names this attempt for ``Client.get_async_activity_handle`` (``raise_complete_async``);
+        encoded when asked for, not for every attempt a worker runs."""
+        return task_token(self.workflow_id, self.run_id, self.activity_id, self.scheduled_seq, self.attempt)
 
 
 def info_from_task(task: ActivityTask, converter: PayloadConverter) -> ActivityInfo:
@@ -77,9 +83,7 @@ def info_from_task(task: ActivityTask, converter: PayloadConverter) -> ActivityI
         heartbeat_details=converter.from_bytes(task["heartbeat_details"]),
         heartbeat_timeout_ms=task["heartbeat_timeout_ms"],
         headers=dict(task.get("headers") or {}),
-        task_token=task_token(
-            task["workflow_id"], task["run_id"], task["activity_id"], task["scheduled_seq"], task["attempt"]
-        ),
+        scheduled_seq=task["scheduled_seq"],
     )
 
 
