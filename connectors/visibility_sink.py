@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from kadence.topics.records import CLOSE_EVENTS, attrs, event_type
+from kadence.topics.search_attributes import index_terms, to_json
 
 #: Lua prologue of both projection scripts: ARGV[1] = the projection's base key, ARGV[2] = "live"
 #: (the current generation, plus the one a rebuild is filling) or one generation number -> ``gens``
@@ -37,6 +38,18 @@ __all__ = ["CLOSE_STATUS", "GENERATIONS_LUA", "VISIBILITY_LUA", "visibility_op"]
 
 #: closing event -> status of the run (the engine's one definition)
 CLOSE_STATUS = CLOSE_EVENTS
+
+
+def _search(attrs: dict) -> dict:
+    """An event's search attributes for the script: ``sa`` name -> the value's JSON form as JSON
+    text, ``sat`` name -> its index terms (``topics.search_attributes``). Both are strings to the
+    script, whose cjson would round numbers (it keeps 14 digits)."""
+    wire = attrs.get("search_attributes") or {}
+    shown = to_json(wire)
+    return {
+        "sa": {k: json.dumps(v, separators=(",", ":")) for k, v in shown.items()},
+        "sat": {k: index_terms(v) for k, v in wire.items()},
+    }
 
 
 def visibility_op(
@@ -61,12 +74,12 @@ def visibility_op(
             k="start",
             type=a["workflow_type"],
             tq=a["task_queue"],
-            sa=dict(a.get("search_attributes") or {}),
+            **_search(a),
             parent=a.get("parent_workflow_id") or "",
             cont=a.get("continued_from_run_id") or "",
         )
     elif kind == "SearchAttributesUpserted":
-        op.update(k="sa", sa=dict(a.get("search_attributes") or {}))
+        op.update(k="sa", **_search(a))
     elif kind in CLOSE_STATUS:
         op.update(k="close", status=CLOSE_STATUS[kind], new_run=a.get("new_run_id") or "")
     elif kind == "WorkflowExecutionPaused":
@@ -89,6 +102,14 @@ for i = 3, #ARGV do ops[#ops + 1] = cjson.decode(ARGV[i]) end
 local applied, dups, gaps = 0, 0, 0
 
 local function sa_index(G, k, v) return G .. 'i:sa:' .. k .. SEP .. v end
+-- a record's index terms per attribute ('sat'); a record written before terms were kept holds
+-- string values in 'sa', each its own term
+local function sa_terms(rec)
+  if rec.sat then return cjson.decode(rec.sat) end
+  local terms = {}
+  for k, v in pairs(cjson.decode(rec.sa)) do terms[k] = {v} end
+  return terms
+end
 
 local function unindex_status(G, rec, id)
   local m = member(tonumber(rec.start_ms), id)
@@ -123,7 +144,9 @@ local function remove(G, op)
   redis.call('ZREM', G .. 'i:all', m)
   redis.call('ZREM', G .. 'i:paused', m)
   redis.call('ZREM', G .. 'i:type:' .. rec.type, m)
-  for k, v in pairs(cjson.decode(rec.sa)) do redis.call('ZREM', sa_index(G, k, v), m) end
+  for k, terms in pairs(sa_terms(rec)) do
+    for _, v in ipairs(terms) do redis.call('ZREM', sa_index(G, k, v), m) end
+  end
   if rec.close_ms and rec.close_ms ~= '' then
     redis.call('ZREM', G .. 'i:close', member(tonumber(rec.close_ms), id))
   end
@@ -142,24 +165,28 @@ local function apply(G, op)
     local m = member(op.t, id)
     redis.call('HSET', rk, 'workflow_id', op.w, 'run_id', op.r, 'type', op.type, 'status', 'running',
       'task_queue', op.tq, 'start_ms', op.t, 'close_ms', '', 'sa', cjson.encode(op.sa),
-      'parent', op.parent, 'cont', op.cont, 'new_run', '')
+      'sat', cjson.encode(op.sat), 'parent', op.parent, 'cont', op.cont, 'new_run', '')
     redis.call('ZADD', G .. 'i:all', 0, m)
     redis.call('ZADD', G .. 'i:type:' .. op.type, 0, m)
     index_status(G, rec, id)
-    for k, v in pairs(op.sa) do redis.call('ZADD', sa_index(G, k, v), 0, m) end
+    for k, terms in pairs(op.sat) do
+      for _, v in ipairs(terms) do redis.call('ZADD', sa_index(G, k, v), 0, m) end
+    end
     redis.call('SET', G .. 'wf:' .. op.w, op.r)
   elseif op.k == 'sa' then
     local rec = load(rk)
     local m = member(tonumber(rec.start_ms), id)
-    local sa = cjson.decode(rec.sa)
-    for k, v in pairs(op.sa) do
-      if sa[k] ~= v then
-        if sa[k] then redis.call('ZREM', sa_index(G, k, sa[k]), m) end
-        sa[k] = v
-        redis.call('ZADD', sa_index(G, k, v), 0, m)
-      end
+    local sa, sat = cjson.decode(rec.sa), sa_terms(rec)
+    if not rec.sat then  -- written before values were JSON text: quote them
+      for k, v in pairs(sa) do sa[k] = cjson.encode(v) end
     end
-    redis.call('HSET', rk, 'sa', cjson.encode(sa))
+    for k, terms in pairs(op.sat) do
+      for _, v in ipairs(sat[k] or {}) do redis.call('ZREM', sa_index(G, k, v), m) end
+      for _, v in ipairs(terms) do redis.call('ZADD', sa_index(G, k, v), 0, m) end
+      sat[k] = terms
+      sa[k] = op.sa[k]
+    end
+    redis.call('HSET', rk, 'sa', cjson.encode(sa), 'sat', cjson.encode(sat))
   elseif op.k == 'close' then
     local rec = load(rk)
     if rec.status == 'running' then

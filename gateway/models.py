@@ -69,10 +69,17 @@ class StartRequest(BaseModel):
     id_reuse_policy: Literal[
         "allow_duplicate", "allow_duplicate_failed_only", "reject_duplicate", "terminate_if_running"
     ] = Field("allow_duplicate", description="whether a closed run's workflow ID may start again")
-    search_attributes: dict[str, str] = Field(
+    search_attributes: dict[str, Any] = Field(
         default_factory=dict,
         max_length=100,
-        description="indexed attributes for listing (GET /v1/workflows?search=key:value)",
+        description="indexed attributes for listing (GET /v1/workflows?search=key:value): each a "
+        'string, a list of strings, an integer, a number, a boolean or {"datetime": "<ISO 8601>"}',
+    )
+    cron_schedule: str | None = Field(
+        None,
+        max_length=200,
+        description='a cron workflow ("*/5 * * * *", "@hourly", "@every 30s", optionally prefixed '
+        '"CRON_TZ=<zone> "): each run is followed by the next at the schedule\'s next time',
     )
     run_timeout_seconds: float | None = Field(
         None, gt=0, le=10 * 365 * 86400, description="bounds this run; the run times out after it"
@@ -200,7 +207,7 @@ class WorkflowSummary(BaseModel):
     task_queue: str | None = None
     start_time_ms: int | None = None
     close_time_ms: int | None = None
-    search_attributes: dict[str, str] = Field(default_factory=dict)
+    search_attributes: dict[str, Any] = Field(default_factory=dict)
     parent_workflow_id: str | None = None
     continued_from_run_id: str | None = None
     new_run_id: str | None = None

@@ -208,6 +208,7 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
         "updates": [u.copy() for u in st["updates"]],
         "paused": False,
         "held_timers": [],
+        "first_task_at_ms": None,  # a reset run runs now (a cron run stays one: its next run waits)
         # a reset runs the current code: the queue's default build (an operator may move it)
         "build_id": t.view.build_defaults.get(st["task_queue"]),
     }

@@ -41,7 +41,8 @@ from kadence.schemas.records import (
     WorkflowState,
 )
 from kadence.topics.builds import validate_build_id
-from kadence.topics.errors import ConfigError
+from kadence.topics.cron import check_cron, next_time_ms
+from kadence.topics.errors import ConfigError, InvalidArgumentError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
 from kadence.topics.records import failure_record
 
@@ -143,6 +144,9 @@ def _new_run(
         "paused": False,
         "held_timers": [],
         "history_bytes": 0,
+        "cron_schedule": body.get("cron_schedule"),
+        "cron_input": body["input"] if body.get("cron_schedule") else None,
+        "first_task_at_ms": None,
     }
 
 
@@ -166,6 +170,8 @@ def _begin_run(
     continued_from: str | None = None,
 ) -> None:
     t.view.put(st)
+    if st["cron_schedule"]:  # a cron run: its code first runs at the schedule's next time
+        st["first_task_at_ms"] = next_time_ms(st["cron_schedule"], t.ts)
     emit(
         t,
         st,
@@ -184,6 +190,8 @@ def _begin_run(
             "parent_run_id": st["parent_run_id"],
             "memo": st["memo"],
             "headers": st["headers"],
+            "cron_schedule": st["cron_schedule"],
+            "first_task_at_ms": st["first_task_at_ms"],
         },
         request_id=request_id,
     )
@@ -191,7 +199,10 @@ def _begin_run(
         start_timer(t.out, st, f"run.{st['run_id']}", t.ts + st["run_timeout_ms"], "run_timeout")
     if st["execution_deadline_ms"]:
         start_timer(t.out, st, f"exec.{st['run_id']}", st["execution_deadline_ms"], "execution_timeout")
-    schedule_workflow_task(t, st, full=True)
+    if st["first_task_at_ms"] is not None:
+        start_timer(t.out, st, f"cron.{st['run_id']}", st["first_task_at_ms"], "cron_start")
+    else:
+        schedule_workflow_task(t, st, full=True)
     log.debug("workflow %s run %s started", st["workflow_id"], st["run_id"])
 
 
@@ -206,6 +217,11 @@ def _invalid_start(wf: str, body: StartWorkflow) -> str | None:
     why = task_queue_problem(body["task_queue"])
     if why:
         return f"invalid task_queue: {why}"
+    if body.get("cron_schedule") is not None:
+        try:
+            check_cron(body["cron_schedule"])
+        except InvalidArgumentError as exc:
+            return f"invalid {exc}"
     return None
 
 
@@ -424,11 +440,13 @@ def _apply_command(t: Transition, st: WorkflowState, ctype: str, c: Mapping[str,
         st["search_attributes"].update(c["search_attributes"])
         emit(t, st, "SearchAttributesUpserted", {"search_attributes": c["search_attributes"]})
     elif ctype == "CompleteWorkflowExecution":
-        emit(t, st, "WorkflowExecutionCompleted", {"result": c["result"]})
-        close_run(t, st, "completed", result=c["result"])
+        nxt = _cron_run_id(st)
+        emit(t, st, "WorkflowExecutionCompleted", {"result": c["result"], "new_run_id": nxt})
+        _close(t, st, "completed", nxt, result=c["result"])
     elif ctype == "FailWorkflowExecution":
-        emit(t, st, "WorkflowExecutionFailed", {"failure": c["failure"]})
-        close_run(t, st, "failed", failure=c["failure"])
+        nxt = _cron_run_id(st)
+        emit(t, st, "WorkflowExecutionFailed", {"failure": c["failure"], "new_run_id": nxt})
+        _close(t, st, "failed", nxt, failure=c["failure"])
     elif ctype == "CancelWorkflowExecution":
         emit(t, st, "WorkflowExecutionCanceled", {"details": c["details"]})
         close_run(t, st, "canceled", failure=_failure("CancelledError", "workflow canceled"))
@@ -472,9 +490,47 @@ def _continue_as_new(t: Transition, st: WorkflowState, c: Mapping[str, Any]) -> 
     }
     new = _new_run(st, st["workflow_id"], body, new_run_id, t.ts, build_id=st["build_id"])  # stays on its build
     new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
+    new["cron_schedule"], new["cron_input"] = st["cron_schedule"], st["cron_input"]  # runs now, stays a cron
     for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):  # the parent waits for the chain
         new[key] = st[key]
     new["result_waiters"] = waiters  # whoever waits for "the workflow" waits for its last run
+    _begin_run(t, new, body, continued_from=st["run_id"])
+
+
+def _cron_run_id(st: WorkflowState) -> str | None:
+    """The run that follows ``st`` if it is a cron run (its completion, failure or run timeout
+    starts the next one; a cancel, a terminate or the execution timeout ends the chain)."""
+    return str(uuid.uuid5(_RUN_NS, f"{st['run_id']}/cron")) if st["cron_schedule"] else None
+
+
+def _close(t: Transition, st: WorkflowState, status: str, next_run_id: str | None, **outcome: Any) -> None:
+    """Close the run ``st`` with ``status``; with ``next_run_id`` (a cron run) the workflow goes on
+    in a new run with the same input, whose code runs at the schedule's next time. Whoever waits
+    for the workflow's result (a client, a parent) waits for the chain, as after a continue-as-new."""
+    if next_run_id is None:
+        close_run(t, st, status, **outcome)
+        return
+    waiters = st["result_waiters"]
+    close_run(t, st, status, notify=False, notify_parent=False, **outcome)
+    st["result_waiters"] = []
+    st["continued_run_id"] = next_run_id
+    body = {
+        "workflow_type": st["workflow_type"],
+        "task_queue": st["task_queue"],
+        "input": st["cron_input"] or b"",
+        "run_timeout_ms": st["run_timeout_ms"],
+        "search_attributes": st["search_attributes"],
+        "memo": st["memo"],
+        "headers": st["headers"],
+        "cron_schedule": st["cron_schedule"],
+    }
+    # a fresh run on the queue's default build (deployed fixes reach the next run), keeping the
+    # chain's deadline and parent
+    new = _new_run(st, st["workflow_id"], body, next_run_id, t.ts, build_id=t.view.build_defaults.get(st["task_queue"]))
+    new["execution_deadline_ms"] = st["execution_deadline_ms"]
+    for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):
+        new[key] = st[key]
+    new["result_waiters"] = waiters
     _begin_run(t, new, body, continued_from=st["run_id"])
 
 
@@ -517,7 +573,7 @@ def _complete_task(
         _check_history_size(t, st)
     if st["status"] == "running" and st["wt_needed"]:
         schedule_workflow_task(t, st)
-    if st["status"] != "continued_as_new":  # else the new run's state is already staged
+    if st["continued_run_id"] is None:  # else the next run's state is already staged
         t.view.put(st)
 
 
@@ -593,8 +649,9 @@ def _check_history_size(t: Transition, st: WorkflowState) -> None:
             f"history of run {st['run_id']} reached {size} events (limit {HISTORY_LIMIT_EVENTS}); "
             "use workflow.continue_as_new() to start a fresh run with the current state",
         )
-        emit(t, st, "WorkflowExecutionFailed", {"failure": failure})
-        close_run(t, st, "failed", failure=failure)
+        nxt = _cron_run_id(st)
+        emit(t, st, "WorkflowExecutionFailed", {"failure": failure, "new_run_id": nxt})
+        _close(t, st, "failed", nxt, failure=failure)
     elif size >= HISTORY_WARN_EVENTS and not st["history_warned"]:
         st["history_warned"] = True
         log.warning(
@@ -754,7 +811,8 @@ def _timer_fired(t: Transition, body: FireTimer) -> None:
             t.view.put(st)
         return
     if fire_timer(t, st, body):
-        t.view.put(st)
+        if st["continued_run_id"] is None:  # else the next run's state is already staged
+            t.view.put(st)
     else:
         t.out.stale += 1
 
@@ -771,8 +829,14 @@ def fire_timer(t: Transition, st: WorkflowState, body: Mapping[str, Any]) -> boo
         workflow_task_needed(t, st)
     elif kind in ("run_timeout", "execution_timeout"):
         which = "run" if kind == "run_timeout" else "execution"
-        emit(t, st, "WorkflowExecutionTimedOut", {"timeout_type": which})
-        close_run(t, st, "timed_out", failure=_failure("TimeoutError", f"workflow {which} timeout"))
+        nxt = _cron_run_id(st) if which == "run" else None  # the execution timeout spans the whole chain
+        emit(t, st, "WorkflowExecutionTimedOut", {"timeout_type": which, "new_run_id": nxt})
+        _close(t, st, "timed_out", nxt, failure=_failure("TimeoutError", f"workflow {which} timeout"))
+    elif kind == "cron_start":
+        if st["first_task_at_ms"] is None:  # fired twice: changes nothing
+            return False
+        st["first_task_at_ms"] = None
+        schedule_workflow_task(t, st, full=True)
     elif kind == "workflow_task_retry":
         # only while the task that failed is still the workflow's last one (nothing scheduled since)
         if st["wt_scheduled_seq"] is not None or st["wt_failure"] is None or st["wt_attempt"] != body["attempt"]:

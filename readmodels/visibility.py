@@ -32,8 +32,10 @@ import json
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from kadence.topics.errors import InvalidQueryError
+from kadence.topics.errors import InvalidArgumentError, InvalidQueryError
+from kadence.topics.search_attributes import from_json, index_terms, json_terms
 
 from .keys import INVERT_MS, RUN_STATUSES, SEP, ProjectionKeys, poll_until, status_key
 from .keys import text as _s
@@ -41,6 +43,13 @@ from .keys import text as _s
 __all__ = ["InvalidQueryError", "VisibilityFilter", "VisibilityReader", "projection_lag"]
 
 _CHUNK = 500
+
+
+def _search_attributes(r: dict) -> dict:
+    """A record's search attributes in JSON form: its values are JSON text since index terms are
+    kept (``sat``); a record written before holds plain strings."""
+    sa = json.loads(r.get("sa") or "{}") or {}
+    return {k: json.loads(v) for k, v in sa.items()} if "sat" in r else sa
 
 
 def _record(raw: dict) -> dict | None:
@@ -63,7 +72,7 @@ def _record(raw: dict) -> dict | None:
         "task_queue": r.get("task_queue", ""),
         "start_time_ms": num("start_ms"),
         "close_time_ms": num("close_ms"),
-        "search_attributes": json.loads(r.get("sa") or "{}") or {},
+        "search_attributes": _search_attributes(r),
         "parent_workflow_id": r.get("parent") or None,
         "continued_from_run_id": r.get("cont") or None,
         "new_run_id": r.get("new_run") or None,
@@ -99,8 +108,10 @@ def _ms_bound(value) -> int | None:
 @dataclass(frozen=True)
 class VisibilityFilter:
     """Which runs ``VisibilityReader.list`` and ``count`` select: every condition given holds
-    (None: any). Time bounds are inclusive epoch milliseconds; ``search`` is attribute -> value,
-    all of which must match; ``paused``: only paused (True) or only unpaused (False) runs.
+    (None: any). Time bounds are inclusive epoch milliseconds; ``search`` is attribute -> value
+    (a str, an int, a float, a bool, a datetime or a list of str, all of which a keyword list must
+    hold; ``{"datetime": "<ISO 8601>"}`` is a datetime), all of which must match (a keyword
+    list matches a value it holds); ``paused``: only paused (True) or only unpaused (False) runs.
     A condition that cannot hold (an unknown status, a negative time) is an
     ``InvalidQueryError`` when the filter is made."""
 
@@ -110,7 +121,7 @@ class VisibilityFilter:
     start_to_ms: int | None = None
     close_from_ms: int | None = None
     close_to_ms: int | None = None
-    search: Mapping[str, str] | None = None
+    search: Mapping[str, Any] | None = None
     paused: bool | None = None
 
     def __post_init__(self) -> None:
@@ -119,12 +130,15 @@ class VisibilityFilter:
         for bound in (self.start_from_ms, self.start_to_ms, self.close_from_ms, self.close_to_ms):
             _ms_bound(bound)
         search = self.search
-        if search is not None and (
-            not isinstance(search, Mapping)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in search.items())
-        ):
-            raise InvalidQueryError("search is a dict of str to str")
-        object.__setattr__(self, "search", dict(search) if search else None)  # a copy; empty is none
+        if search is not None and not isinstance(search, Mapping):
+            raise InvalidQueryError("search is a dict of attribute names to values")
+        try:
+            wire = from_json(dict(search or {}))
+        except InvalidArgumentError as exc:
+            raise InvalidQueryError(f"search: {exc}") from None
+        # attribute -> the terms a matching run's value holds (empty: none)
+        terms = {k: tuple(index_terms(v)) for k, v in wire.items()}
+        object.__setattr__(self, "search", terms or None)
         if self.paused is not None and not isinstance(self.paused, bool):
             raise InvalidQueryError("paused is true, false or None")
 
@@ -147,8 +161,9 @@ class VisibilityFilter:
             return False
         if self.search:
             sa = rec["search_attributes"]
-            if any(sa.get(k) != v for k, v in self.search.items()):
-                return False
+            for k, wanted in self.search.items():
+                if k not in sa or not set(wanted) <= set(json_terms(sa[k])):
+                    return False
         if self.close_from_ms is not None or self.close_to_ms is not None:
             c = rec["close_time_ms"]
             if (
@@ -209,9 +224,9 @@ class VisibilityReader:
         search = where.search
         if where.paused and where.workflow_type is None and where.status is None and not search:
             return f"{g}i:paused"
-        if search:
-            k, v = sorted(search.items())[0]
-            return f"{g}i:sa:{k}{SEP}{v}"
+        term = next((f"{k}{SEP}{ts[0]}" for k, ts in sorted((search or {}).items()) if ts), None)
+        if term is not None:
+            return f"{g}i:sa:{term}"
         if where.workflow_type is not None and where.status is not None:
             return f"{g}i:ts:{where.status}:{where.workflow_type}"
         if where.workflow_type is not None:

@@ -62,6 +62,7 @@ __all__ = [
     "RespondWorkflowTaskFailed",
     "RetryPolicy",
     "ScheduleActivityTask",
+    "SearchAttributeTime",
     "SearchAttributesUpserted",
     "SignalWorkflow",
     "StartChildWorkflowExecution",
@@ -136,6 +137,12 @@ class ActivityOptions(TypedDict):
     retry_policy: NotRequired[RetryPolicy | None]
 
 
+class SearchAttributeTime(TypedDict):
+    """a datetime search attribute: microseconds since the Unix epoch, UTC"""
+
+    epoch_us: int
+
+
 class WorkflowExecutionStarted(TypedDict):
     """The WorkflowExecutionStarted record."""
 
@@ -148,12 +155,16 @@ class WorkflowExecutionStarted(TypedDict):
     parent_run_id: NotRequired[str | None]
     run_timeout_ms: NotRequired[int | None]
     build_id: NotRequired[str | None]
-    search_attributes: NotRequired[dict[str, str]]
+    search_attributes: NotRequired[dict[str, str | int | float | bool | list[str] | SearchAttributeTime]]
     execution_deadline_ms: NotRequired[int | None]
     #: non-indexed metadata: name -> payload
     memo: NotRequired[dict[str, bytes]]
     #: context set by client interceptors (auth, tenancy), visible to the workflow and its activities
     headers: NotRequired[dict[str, str]]
+    #: a cron workflow's schedule (topics.cron): each run closes into the next, whose first workflow task waits for the next time
+    cron_schedule: NotRequired[str | None]
+    #: a cron run's first workflow task waits until this time (epoch ms)
+    first_task_at_ms: NotRequired[int | None]
 
 
 class WorkflowTaskScheduled(TypedDict):
@@ -205,12 +216,16 @@ class WorkflowExecutionCompleted(TypedDict):
     """The WorkflowExecutionCompleted record."""
 
     result: bytes
+    #: a cron workflow's next run (null: the workflow closed)
+    new_run_id: NotRequired[str | None]
 
 
 class WorkflowExecutionFailed(TypedDict):
     """The WorkflowExecutionFailed record."""
 
     failure: Failure
+    #: a cron workflow's next run (null: the workflow closed)
+    new_run_id: NotRequired[str | None]
 
 
 class TimerStarted(TypedDict):
@@ -312,6 +327,8 @@ class WorkflowExecutionTimedOut(TypedDict):
     """The WorkflowExecutionTimedOut record."""
 
     timeout_type: str
+    #: a cron workflow's next run (null: the workflow closed)
+    new_run_id: NotRequired[str | None]
 
 
 class MarkerRecorded(TypedDict):
@@ -324,7 +341,7 @@ class MarkerRecorded(TypedDict):
 class SearchAttributesUpserted(TypedDict):
     """The SearchAttributesUpserted record."""
 
-    search_attributes: dict[str, str]
+    search_attributes: dict[str, str | int | float | bool | list[str] | SearchAttributeTime]
 
 
 class StartChildWorkflowExecutionInitiated(TypedDict):
@@ -491,7 +508,7 @@ class RecordMarker(TypedDict):
 class UpsertSearchAttributes(TypedDict):
     """The UpsertSearchAttributes record."""
 
-    search_attributes: dict[str, str]
+    search_attributes: dict[str, str | int | float | bool | list[str] | SearchAttributeTime]
 
 
 class StartChildWorkflowExecution(TypedDict):
@@ -529,7 +546,7 @@ class StartWorkflow(TypedDict):
     #: allow_duplicate | allow_duplicate_failed_only | reject_duplicate | terminate_if_running
     id_reuse_policy: NotRequired[str]
     run_timeout_ms: NotRequired[int | None]
-    search_attributes: NotRequired[dict[str, str]]
+    search_attributes: NotRequired[dict[str, str | int | float | bool | list[str] | SearchAttributeTime]]
     #: bounds the whole execution, across continue-as-new runs
     execution_timeout_ms: NotRequired[int | None]
     parent_workflow_id: NotRequired[str | None]
@@ -542,6 +559,8 @@ class StartWorkflow(TypedDict):
     memo: NotRequired[dict[str, bytes]]
     #: context set by client interceptors (auth, tenancy), visible to the workflow and its activities
     headers: NotRequired[dict[str, str]]
+    #: a cron workflow's schedule (topics.cron): each run closes into the next, whose first workflow task waits for the next time
+    cron_schedule: NotRequired[str | None]
 
 
 class RespondWorkflowTaskCompleted(TypedDict):
@@ -876,7 +895,7 @@ class WorkflowDescription(TypedDict):
     pending_timers: NotRequired[list[TimerDescription]]
     signals_received: NotRequired[int]
     open_updates: NotRequired[int]
-    search_attributes: NotRequired[dict[str, str]]
+    search_attributes: NotRequired[dict[str, str | int | float | bool | list[str] | SearchAttributeTime]]
     history_length: NotRequired[int]
     continued_run_id: NotRequired[str | None]
     paused: NotRequired[bool]
@@ -884,6 +903,9 @@ class WorkflowDescription(TypedDict):
     held_timers: NotRequired[int]
     #: bytes of the run's history records (null: the run started before the engine counted them)
     history_size_bytes: NotRequired[int | None]
+    #: a cron workflow's schedule (topics.cron): each run closes into the next, whose first workflow task waits for the next time
+    cron_schedule: NotRequired[str | None]
+    first_task_at_ms: NotRequired[int | None]
 
 
 class ResetPlan(TypedDict):
@@ -1014,7 +1036,7 @@ class WorkflowState(TypedDict):
     continued_run_id: NotRequired[str | None]
     history_warned: NotRequired[bool]
     run_timeout_ms: NotRequired[int | None]
-    search_attributes: NotRequired[dict[str, str]]
+    search_attributes: NotRequired[dict[str, str | int | float | bool | list[str] | SearchAttributeTime]]
     execution_deadline_ms: NotRequired[int | None]
     pending_children: NotRequired[list[PendingChild]]
     parent_workflow_id: NotRequired[str | None]
@@ -1038,6 +1060,12 @@ class WorkflowState(TypedDict):
     held_timers: NotRequired[list[FireTimer]]
     #: bytes of this run's history records as written (Avro, with their header); null for a run started before schema version 11
     history_bytes: NotRequired[int | None]
+    #: a cron workflow's schedule (topics.cron): each run closes into the next, whose first workflow task waits for the next time
+    cron_schedule: NotRequired[str | None]
+    #: the input every run of a cron workflow starts with
+    cron_input: NotRequired[bytes | None]
+    #: a cron run's first workflow task waits until then (null: not waiting)
+    first_task_at_ms: NotRequired[int | None]
 
 
 class DeadLetter(TypedDict):

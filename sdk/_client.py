@@ -532,6 +532,7 @@ class Client:
         execution_timeout: timedelta | None,
         memo: dict[str, Any] | None = None,
         headers: dict[str, Any] | None = None,
+        cron_schedule: str | None = None,
     ) -> StartWorkflow:
         """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments checked."""
         check_workflow_id(id, field="id")
@@ -545,6 +546,7 @@ class Client:
             execution_timeout,
             memo,
             headers,
+            cron_schedule,
         )
 
     def _start_body(
@@ -558,6 +560,7 @@ class Client:
         execution_timeout: timedelta | None = None,
         memo: dict[str, Any] | None = None,
         headers: dict[str, Any] | None = None,
+        cron_schedule: str | None = None,
     ) -> StartWorkflow:
         run_fn = run_function(workflow)
         if run_fn is not None:  # arguments that cannot become the run's types fail here, before anything is sent
@@ -572,6 +575,7 @@ class Client:
             execution_timeout_ms=to_ms(execution_timeout),
             memo={str(k): self.converter.to_bytes(v) for k, v in (memo or {}).items()},
             headers={str(k): str(v) for k, v in (headers or {}).items()},
+            cron_schedule=cron_schedule,
         )
 
     async def signal_with_start(
@@ -655,11 +659,21 @@ class Client:
         search_attributes: dict[str, Any] | None = None,
         timeout: float = 30.0,
         memo: dict[str, Any] | None = None,
+        cron_schedule: str | None = None,
     ) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
 
         ``memo``: non-indexed metadata (name -> any value a payload can hold), shown by
         ``describe()`` and ``workflow.info().memo``; kept through continue-as-new.
+
+        ``search_attributes``: name -> a str, a list of str, an int, a float, a bool or a
+        timezone-aware datetime; the runs are listed and counted by them.
+
+        ``cron_schedule`` (``"*/5 * * * *"``, ``"@hourly"``, ``"@every 30s"``, with an optional
+        ``CRON_TZ=<zone>`` prefix; ``kadence.topics.cron``): a cron workflow. Its first run's code
+        runs at the schedule's next time; each run that completes, fails or times out is followed
+        by a new run with the same arguments at the time after; a cancel or a terminate ends the
+        chain, whose result ``result()`` then waits for. ``InvalidArgumentError`` if it does not parse.
 
         Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open.
         """
@@ -676,6 +690,7 @@ class Client:
                 execution_timeout,
                 memo,
                 call.headers,
+                cron_schedule,
             )
             reply = await self._engine.request(
                 id, "StartWorkflow", body, request_id=request_id or new_id(), timeout=timeout
@@ -705,6 +720,7 @@ class Client:
         timeout: float = 30.0,
         result_timeout: float | None = None,
         memo: dict[str, Any] | None = None,
+        cron_schedule: str | None = None,
     ) -> Any:
         """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
         with the same errors, in one round trip fewer.
@@ -727,6 +743,7 @@ class Client:
                 execution_timeout,
                 memo,
                 call.headers,
+                cron_schedule,
             )
             engine, start_request, result_request = self._engine, request_id or new_id(), new_id()
             started = engine.send(id, "StartWorkflow", body, request_id=start_request)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kadence.topics.search_attributes import SearchAttributeValue, from_json, from_wire
+
 __all__ = ["PendingActivityDescription", "WorkflowExecutionDescription", "WorkflowExecutionStatus"]
 
 
@@ -88,7 +90,8 @@ class WorkflowExecutionDescription:
     pending_timers: list[dict[str, Any]]
     signals_received: int
     open_updates: int
-    search_attributes: dict[str, str]
+    #: name -> a str, a list of str, an int, a float, a bool or a datetime (UTC)
+    search_attributes: dict[str, SearchAttributeValue]
     memo: dict[str, Any]
     history_length: int | None
     history_size_bytes: int | None
@@ -100,6 +103,10 @@ class WorkflowExecutionDescription:
     result: Any = None
     #: ``{"type", "message", "non_retryable"}`` of a run that did not complete
     failure: dict[str, Any] | None = None
+    #: a cron workflow's schedule (``cron_schedule=`` at its start)
+    cron_schedule: str | None = None
+    #: a cron run waiting for its time: when its code first runs (None once it has, or no cron)
+    execution_time: datetime | None = None
     _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -121,7 +128,7 @@ class WorkflowExecutionDescription:
             pending_timers=list(d["pending_timers"]),
             signals_received=d["signals_received"],
             open_updates=d["open_updates"],
-            search_attributes=dict(d["search_attributes"]),
+            search_attributes=from_wire(from_json(d["search_attributes"])),
             memo=dict(d["memo"]),
             history_length=d["history_length"],
             history_size_bytes=d["history_size_bytes"],
@@ -129,6 +136,8 @@ class WorkflowExecutionDescription:
             last_task_failure=d["last_task_failure"],
             result=d.get("result"),
             failure=d.get("failure"),
+            cron_schedule=d.get("cron_schedule"),
+            execution_time=_time(d.get("execution_time")),
             _json=d,
         )
 

@@ -41,6 +41,7 @@ from kadence.topics.errors import (
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
 from kadence.topics.payload import PayloadConverter
 from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
+from kadence.topics.search_attributes import from_wire
 
 from ._definitions import WorkflowDefinition
 from ._loop import DeterministicLoop
@@ -111,6 +112,10 @@ class WorkflowInfo:
     headers: dict[str, Any] = field(default_factory=dict)
     #: the start's memo, decoded
     memo: dict[str, Any] = field(default_factory=dict)
+    #: the run's search attributes (its start's, then each ``upsert_search_attributes``)
+    search_attributes: dict[str, Any] = field(default_factory=dict)
+    #: a cron workflow's schedule (``cron_schedule=`` at its start)
+    cron_schedule: str | None = None
 
 
 def _describe(kind: str, attrs: dict[str, Any]) -> str:
@@ -788,7 +793,13 @@ class WorkflowInstance:
                     memo[k] = self.converter.from_bytes(v, what=f"memo {k!r}")
                 except SchemaError as exc:  # metadata: not a reason to fail the workflow's task
                     log.warning("workflow %s: memo %r not readable here: %s", self.info.workflow_id, k, exc)
-            self.info = replace(self.info, headers=dict(attrs.get("headers") or {}), memo=memo)
+            self.info = replace(
+                self.info,
+                headers=dict(attrs.get("headers") or {}),
+                memo=memo,
+                search_attributes=from_wire(attrs.get("search_attributes")),
+                cron_schedule=attrs.get("cron_schedule"),
+            )
             self._obj = self.defn.cls()
             self._main = self.loop.create_task(self._run(attrs["input"]), name=f"workflow:{self.info.workflow_id}")
             self._main.add_done_callback(self._on_main_done)

@@ -22,11 +22,12 @@ import logging
 import random as _random
 import uuid as _uuid
 from collections.abc import Callable, Generator, MutableMapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
 from kadence.topics.errors import KadenceError
-from kadence.topics.identifiers import check_search_attributes
+from kadence.topics.search_attributes import SearchAttributeValue, check_search_attributes, from_wire
 
 from ._definitions import RetryPolicy, to_ms, workflow_definition
 from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
@@ -312,10 +313,14 @@ def continue_as_new(*args: Any) -> None:
     raise ContinueAsNew(args)
 
 
-def upsert_search_attributes(attributes: dict[str, str]) -> None:
-    """Record search attributes for this run (string values); visibility follows the history."""
+def upsert_search_attributes(attributes: dict[str, SearchAttributeValue]) -> None:
+    """Record search attributes for this run: each a str, a list of str, an int, a float, a bool
+    or a timezone-aware datetime (``kadence.topics.search_attributes``); visibility follows the
+    history. A value of another type is an ``InvalidIdentifierError`` naming the attribute."""
     checked = check_search_attributes(attributes)  # InvalidIdentifierError naming a bad one
-    _instance().record("UpsertSearchAttributes", {"search_attributes": checked})
+    inst = _instance()
+    inst.record("UpsertSearchAttributes", {"search_attributes": checked})
+    inst.info = replace(inst.info, search_attributes={**inst.info.search_attributes, **from_wire(checked)})
 
 
 def patched(patch_id: str) -> bool:

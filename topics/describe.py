@@ -11,6 +11,7 @@ from typing import Any
 from . import serde
 from .errors import SchemaError
 from .payload import PayloadConverter
+from .search_attributes import to_json as search_attributes_json
 
 __all__ = ["describe_to_json", "run_description"]
 
@@ -42,7 +43,7 @@ def run_description(events: list[dict[str, Any]]) -> dict[str, Any]:
         return {}
     kind, started = events[0]["attributes"]
     last_kind, last = events[-1]["attributes"]
-    search: dict[str, str] = {}
+    search: dict[str, Any] = {}
     for ev in events:
         k, a = ev["attributes"]
         if k == "WorkflowExecutionStarted":
@@ -59,7 +60,7 @@ def run_description(events: list[dict[str, Any]]) -> dict[str, Any]:
         "history_size_bytes": sum(len(serde.encode("HistoryEvent", e)) for e in events),
         "search_attributes": search,
         "close_time_ms": events[-1]["timestamp_ms"] if closed else None,
-        "continued_run_id": last["new_run_id"] if last_kind == "WorkflowExecutionContinuedAsNew" else None,
+        "continued_run_id": last.get("new_run_id") if closed else None,
     }
     if kind == "WorkflowExecutionStarted":
         out.update(
@@ -69,6 +70,7 @@ def run_description(events: list[dict[str, Any]]) -> dict[str, Any]:
             start_time_ms=events[0]["timestamp_ms"],
             parent_workflow_id=started.get("parent_workflow_id"),
             parent_run_id=started.get("parent_run_id"),
+            cron_schedule=started.get("cron_schedule"),
         )
     return out
 
@@ -117,7 +119,9 @@ def describe_to_json(workflow_id: str, reply: dict[str, Any], converter: Payload
         ],
         "signals_received": d.get("signals_received", 0),
         "open_updates": d.get("open_updates", 0),
-        "search_attributes": dict(d.get("search_attributes") or {}),
+        "search_attributes": search_attributes_json(d.get("search_attributes")),
+        "cron_schedule": d.get("cron_schedule"),
+        "execution_time": _iso(d.get("first_task_at_ms")),
         "memo": {k: _payload(converter, v, f"memo {k!r}") for k, v in (reply.get("memo") or {}).items()},
         "history_length": d.get("history_length"),
         "history_size_bytes": d.get("history_size_bytes"),

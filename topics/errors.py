@@ -58,6 +58,7 @@ __all__ = [
     "ConfigError",
     "DefinitionError",
     "FailureError",
+    "InvalidArgumentError",
     "InvalidIdentifierError",
     "InvalidQueryError",
     "KadenceError",
@@ -197,14 +198,20 @@ class PayloadTooLargeError(KadenceError):
         self.limit = limit
 
 
-class InvalidIdentifierError(KadenceError):
-    """A workflow ID, task queue or workflow/signal/query/activity name that is empty, too long,
-    holds a control character, or (a name) a ``/`` (``kadence.topics.identifiers``); nothing was
-    sent. ``field`` names the argument."""
+class InvalidArgumentError(KadenceError):
+    """An argument that can never be valid (a cron schedule that does not parse, a search
+    attribute of a type that has none); nothing was sent. ``field`` names the argument."""
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class InvalidIdentifierError(InvalidArgumentError):
+    """A workflow ID, task queue or workflow/signal/query/activity name that is empty, too long,
+    holds a control character, or (a name) a ``/`` (``kadence.topics.identifiers``), or a search
+    attribute that is not of a searchable type (``kadence.topics.search_attributes``); nothing was
+    sent. ``field`` names the argument."""
 
 
 class WrongPartitionError(KadenceError):

@@ -26,7 +26,6 @@ __all__ = [
     "TASK_QUEUE_PATTERN",
     "EscapingFormatter",
     "check_name",
-    "check_search_attributes",
     "check_task_queue",
     "check_workflow_id",
     "escape",
@@ -113,24 +112,3 @@ class EscapingFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
         record.message = escape(record.message)
         return super().formatMessage(record)
-
-
-def check_search_attributes(value: object) -> dict[str, str]:
-    """``value`` as search attributes: a dict of names to string values. Anything else is refused
-    here, before anything is sent, with ``InvalidIdentifierError`` naming the attribute (a list or
-    a number used to fail deep in encoding)."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InvalidIdentifierError(
-            f"search attributes are a dict of names to strings, not {type(value).__name__}", field="search_attributes"
-        )
-    for key, item in value.items():
-        check_name(key, field="search attribute name")
-        if not isinstance(item, str):
-            raise InvalidIdentifierError(
-                f"search attribute {key!r} has a {type(item).__name__} value ({item!r:.40}); search attribute "
-                "values are strings (encode numbers, dates and lists into one, e.g. ISO 8601 for a datetime)",
-                field=f"search_attributes.{key}",
-            )
-    return dict(value)

@@ -21,6 +21,7 @@ from kadence.schemas.records import (
     UpdateWorkflow,
 )
 
+from .cron import check_cron
 from .errors import (
     CommandRejectedError,
     KadenceError,
@@ -28,7 +29,8 @@ from .errors import (
     WorkflowError,
     WorkflowNotFoundError,
 )
-from .identifiers import check_name, check_search_attributes, check_task_queue
+from .identifiers import check_name, check_task_queue
+from .search_attributes import check_search_attributes
 
 __all__ = [
     "ID_REUSE_POLICIES",
@@ -58,9 +60,10 @@ def start_body(
     id_reuse_policy: str = "allow_duplicate",
     run_timeout_ms: int | None = None,
     execution_timeout_ms: int | None = None,
-    search_attributes: dict[str, str] | None = None,
+    search_attributes: Mapping[str, object] | None = None,
     memo: dict[str, bytes] | None = None,
     headers: dict[str, str] | None = None,
+    cron_schedule: str | None = None,
 ) -> StartWorkflow:
     """A ``StartWorkflow`` body (also the ``start`` of a signal- or update-with-start).
     ``input``: the arguments as the converter encoded them. ``KadenceError`` (or its
@@ -77,6 +80,7 @@ def start_body(
         "execution_timeout_ms": execution_timeout_ms,
         "memo": dict(memo or {}),
         "headers": dict(headers or {}),
+        "cron_schedule": None if cron_schedule is None else check_cron(cron_schedule),
     }
 
 

@@ -35,6 +35,7 @@ from kadence.topics.protocol import (
 )
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.reset_request import reset_body
+from kadence.topics.search_attributes import from_json, from_wire
 
 from ..consistency import ConsistencyToken
 from ..context import Gateway, GatewayContext, mutation_result, principal
@@ -105,8 +106,9 @@ async def start(
         await gw.encoded(request, body.input),
         id_reuse_policy=body.id_reuse_policy,
         run_timeout_ms=ms(body.run_timeout_seconds),
-        search_attributes=body.search_attributes,
+        search_attributes=from_wire(from_json(body.search_attributes)),
         execution_timeout_ms=ms(body.execution_timeout_seconds),
+        cron_schedule=body.cron_schedule,
     )
     reply, headers = await gw.command(request, who, workflow_id, "StartWorkflow", payload, idempotency_key)
     refused = refusal(reply, workflow_id, what=f"start of {workflow_id!r} rejected")

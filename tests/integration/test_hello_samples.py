@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from datetime import UTC, datetime
 
 import pytest
 
@@ -26,7 +27,15 @@ EXPECTED = {
     "hello_parallel_activity": ["Hello, a!", "Hello, b!", "Hello, c!"],
     "hello_patch": "Hello, patch!",
     "hello_query": ["Hello, query!", "Goodbye, query!"],
-    "hello_search_attributes": {"Customer": "ann", "Stage": "done"},
+    "hello_search_attributes": {
+        "Customer": "ann",
+        "Tags": ["vip", "eu"],
+        "Priority": 3,
+        "Amount": 99.5,
+        "Urgent": True,
+        "Due": datetime(2027, 1, 15, 9, 30, tzinfo=UTC),
+        "Stage": "done",
+    },
     "hello_signal": ["Hello, ann!", "Hello, bo!"],
     "hello_update": ["english", "rejected", "spanish"],
     "hello_log": "log",

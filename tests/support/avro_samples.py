@@ -109,3 +109,19 @@ def samples(record: str) -> list[dict]:
     """Values of ``record`` that between them take every union branch."""
     schema = next(s for s in load_schema_set() if s["name"] == record)
     return Samples(load_schema_set()).variants(schema, record)
+
+
+def typed_search_attribute(value) -> bool:
+    """Whether a sample holds a search attribute value that is not a string: a union branch
+    version 13 added to the attribute maps' values, which a writer pinned to an older version
+    cannot write (and a release of an older version is never sent)."""
+    if isinstance(value, tuple):
+        return any(typed_search_attribute(v) for v in value)
+    if isinstance(value, dict):
+        sa = value.get("search_attributes")
+        if isinstance(sa, dict) and any(not isinstance(v, str) for v in sa.values()):
+            return True
+        return any(typed_search_attribute(v) for v in value.values())
+    if isinstance(value, list):
+        return any(typed_search_attribute(v) for v in value)
+    return False

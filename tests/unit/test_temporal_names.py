@@ -5,7 +5,7 @@ the call with the attribute named."""
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -67,16 +67,66 @@ class Tagged:
         return "tagged"
 
 
-async def test_search_attribute_values_that_are_not_strings_are_refused_naming_the_attribute():
+DUE = datetime(2027, 1, 15, 9, 30, tzinfo=timezone(timedelta(hours=2)))
+
+
+@workflow.defn
+class TypedTags:
+    @workflow.run
+    async def run(self) -> list:
+        seen = workflow.info().search_attributes
+        workflow.upsert_search_attributes({"Priority": 7, "Due": DUE})
+        return [seen["Amount"], workflow.info().search_attributes["Priority"]]
+
+
+async def test_search_attributes_are_typed_and_come_back_as_given():
+    """Keyword, keyword list, int, float, bool and datetime, at the start and upserted by the code;
+    describe gives them back typed (a datetime in UTC), the workflow sees them in its info."""
+    async with WorkflowEnvironment(workflows=[TypedTags]) as env:
+        handle = await env.client.start_workflow(
+            TypedTags,
+            id="tag-typed",
+            task_queue="q",
+            search_attributes={"Regions": ["eu", "us"], "Amount": 12.5, "Urgent": False, "Tier": "gold"},
+        )
+        assert await handle.result(timeout=10) == [12.5, 7]
+        got = (await handle.describe()).search_attributes
+        assert got == {
+            "Regions": ["eu", "us"],
+            "Amount": 12.5,
+            "Urgent": False,
+            "Tier": "gold",
+            "Priority": 7,
+            "Due": DUE,
+        }
+        assert got["Due"].tzinfo is not None and got["Due"].utcoffset() == timedelta(0)
+        assert (await handle.describe()).to_dict()["search_attributes"]["Due"] == {"datetime": "2027-01-15T07:30:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"eu"}, "search attribute 'Bad' has a set value"),
+        (["eu", 3], "search attribute 'Bad' is a list whose item 1 is a int"),
+        (datetime(2027, 1, 1), "search attribute 'Bad' is a naive datetime"),
+        (float("nan"), "search attribute 'Bad' is not a finite float"),
+        (2**63, "search attribute 'Bad' is an int outside 64 bits"),
+        ({"datetime": "2027-01-01T00:00:00Z"}, "search attribute 'Bad' has a dict value"),
+    ],
+)
+async def test_a_search_attribute_of_no_searchable_type_is_refused_naming_it(value, message):
     async with WorkflowEnvironment(workflows=[Tagged]) as env:
-        with pytest.raises(InvalidIdentifierError, match=r"search attribute 'Regions' has a list value"):
-            await env.client.start_workflow(
-                Tagged, {}, id="tag-1", task_queue="q", search_attributes={"Regions": ["eu", "us"]}
-            )
+        with pytest.raises(InvalidIdentifierError, match=message) as info:
+            await env.client.start_workflow(Tagged, {}, id="tag-1", task_queue="q", search_attributes={"Bad": value})
+        assert info.value.field == "search_attributes.Bad"
+
+
+async def test_a_bad_search_attribute_in_workflow_code_fails_its_task_not_the_run():
+    async with WorkflowEnvironment(workflows=[Tagged]) as env:
         ok = await env.client.start_workflow(Tagged, {}, id="tag-2", task_queue="q", search_attributes={"Tier": "gold"})
         assert await ok.result(timeout=10) == "tagged"
-        bad = await env.client.start_workflow(Tagged, {"Amount": 12}, id="tag-3", task_queue="q")
-        with pytest.raises(Exception, match=r"search attribute 'Amount' has a int value") as info:
+        bad = await env.client.start_workflow(Tagged, {"Amount": {"usd": 12}}, id="tag-3", task_queue="q")
+        with pytest.raises(Exception, match=r"search attribute 'Amount' has a dict value") as info:
             await asyncio.wait_for(bad.result(timeout=10), 10)
         # in workflow code it is a bug, not the run's outcome: the workflow task fails
         assert type(info.value).__name__ == "WorkflowTaskFailedError"

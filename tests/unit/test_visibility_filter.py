@@ -28,8 +28,9 @@ def _rec(**over):
         ({"start_from_ms": -1}, "epoch milliseconds"),
         ({"close_to_ms": True}, "epoch milliseconds"),
         ({"start_to_ms": 1.5}, "epoch milliseconds"),
-        ({"search": {"tier": 1}}, "dict of str to str"),
-        ({"search": ["tier"]}, "dict of str to str"),
+        ({"search": {"tier": {1}}}, "search attribute 'tier' has a set value"),
+        ({"search": {"due": {"datetime": "tomorrow"}}}, "search attribute 'due' has a datetime that is not ISO"),
+        ({"search": ["tier"]}, "dict of attribute names to values"),
         ({"paused": "yes"}, "paused is true, false or None"),
     ],
 )
