@@ -77,6 +77,7 @@ def unpause_workflow(
         reply(t.out, rid, wf, "ok", run_id=st["run_id"], message="the run was not paused")
         return
     emit(t, st, "WorkflowExecutionUnpaused", {"reason": body["reason"], "identity": body["identity"]}, request_id=rid)
+    remember(st, rid, "ok")  # before a held timeout can close a cron run into the next (which copies it)
     st["paused"] = False
     for a in st["pending_activities"]:
         if a["held"]:
@@ -98,6 +99,6 @@ def unpause_workflow(
         body["identity"] or "unknown",
         len(held),
     )
-    remember(st, rid, "ok")
-    t.view.put(st)
+    if st["continued_run_id"] is None:  # else the next run's state is already staged
+        t.view.put(st)
     reply(t.out, rid, wf, "ok", run_id=st["run_id"])
