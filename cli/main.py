@@ -20,6 +20,7 @@ from kadence.topics.config import LOG_FORMATS
 from kadence.topics.identifiers import EscapingFormatter
 from kadence.topics.log_context import JsonFormatter
 from kadence.topics.payload import load_codec
+from kadence.topics.search_attributes import from_json, from_wire
 from kadence.topics.settings import click_options, given_options
 from kadence.topics.tracing import configure_from_env
 
@@ -405,6 +406,17 @@ def worker(
 @click.option("--input", "input_json", default="[]", help="JSON array of arguments")
 @click.option("--request-id", default=None, help="idempotency key: a retry gets the first answer")
 @click.option("--wait/--no-wait", default=False, help="wait for the result")
+@click.option(
+    "--search-attributes",
+    "search_json",
+    default=None,
+    help='JSON object of search attributes, e.g. \'{"Tags": ["eu"], "Priority": 2, "Due": {"datetime": "2027-01-15T09:30:00Z"}}\'',
+)
+@click.option(
+    "--cron-schedule",
+    default=None,
+    help='a cron workflow: "0 6 * * *", "@hourly", "@every 30s" (CRON_TZ=<zone> prefix)',
+)
 @click.pass_obj
 def start(
     config: KafkaConfig,
@@ -414,6 +426,8 @@ def start(
     input_json: str,
     request_id: str | None,
     wait: bool,
+    search_json: str | None,
+    cron_schedule: str | None,
 ) -> None:
     """Start a workflow run."""
     from kadence import Client
@@ -425,12 +439,24 @@ def start(
         raise click.BadParameter(f"not JSON: {exc}", param_hint="--input") from exc
     if not isinstance(args, list):
         raise click.BadParameter("must be a JSON array of arguments", param_hint="--input")
+    try:
+        search = from_wire(from_json(json.loads(search_json))) if search_json else None
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--search-attributes") from exc
+    except Err as exc:
+        raise click.BadParameter(str(exc), param_hint="--search-attributes") from exc
 
     async def run() -> None:
         client = await Client.connect(config=config, codec=current_codec())
         try:
             handle = await client.start_workflow(
-                workflow_type, *args, id=workflow_id, task_queue=task_queue, request_id=request_id
+                workflow_type,
+                *args,
+                id=workflow_id,
+                task_queue=task_queue,
+                request_id=request_id,
+                search_attributes=search,
+                cron_schedule=cron_schedule,
             )
             out = {"workflow_id": handle.id, "run_id": handle.run_id}
             if wait:

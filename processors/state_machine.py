@@ -195,8 +195,9 @@ def _begin_run(
         },
         request_id=request_id,
     )
-    if st["run_timeout_ms"]:
-        start_timer(t.out, st, f"run.{st['run_id']}", t.ts + st["run_timeout_ms"], "run_timeout")
+    if st["run_timeout_ms"]:  # a cron run's counts from when its code first runs, as Temporal's
+        begins = st["first_task_at_ms"] or t.ts
+        start_timer(t.out, st, f"run.{st['run_id']}", begins + st["run_timeout_ms"], "run_timeout")
     if st["execution_deadline_ms"]:
         start_timer(t.out, st, f"exec.{st['run_id']}", st["execution_deadline_ms"], "execution_timeout")
     if st["first_task_at_ms"] is not None:

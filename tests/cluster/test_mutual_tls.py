@@ -5,6 +5,7 @@ told that the brokers refused its certificate, not that they are down."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import subprocess
@@ -17,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
 from kadence import Client, KafkaAuthenticationError, Worker
+from kadence.samples import hello_mtls
 from kadence.topics import KafkaConfig
 from tests.integration.workflows import ThreeSteps, add, double, three_steps_result
 
@@ -76,6 +78,18 @@ async def test_a_client_certificate_is_the_principal_and_runs_a_workflow(cluster
         finally:
             await client.close()
         assert result == three_steps_result(4), log_tail(log)
+        # the hello_mtls sample, with the config it builds (issue 44: a sample per concept)
+        config = hello_mtls.mtls_config(
+            cluster.mtls_bootstrap, ca=str(cluster.tls.ca_cert), cert=str(cert), key=str(key), namespace=NS
+        )
+        config = dataclasses.replace(config, partitions=PARTITIONS, replication=cluster.replication)
+        client = await Client.connect(config=config, wait_for_broker=60)
+        try:
+            assert await hello_mtls.main(client, workflow_id="mtls-sample", task_queue=QUEUE) == "Hello, mTLS!", (
+                log_tail(log)
+            )
+        finally:
+            await client.close()
         assert processor.poll() is None, log_tail(log)
     finally:
         processor.terminate()

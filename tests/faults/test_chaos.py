@@ -166,9 +166,12 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
         stop_injecting, stop_supervising = asyncio.Event(), asyncio.Event()
         supervisor = loop.create_task(cluster.supervise(stop_supervising))
         injections = loop.create_task(driver.run_injections(stop_injecting))
-        await asyncio.gather(driver.run_starts(seconds * 0.8), cluster.run_faults(plan, seconds, t0))
+        await asyncio.gather(
+            driver.run_crons(), driver.run_starts(seconds * 0.8), cluster.run_faults(plan, seconds, t0)
+        )
         stop_injecting.set()
         await injections
+        await driver.stop_crons()
         t_chaos = time.monotonic()
         print(f"chaos: chaos phase over after {t_chaos - t_begin:.0f} s; draining", flush=True)
         late = await driver.drain(timeout=max(120.0, seconds))

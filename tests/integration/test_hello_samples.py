@@ -21,7 +21,7 @@ EXPECTED = {
     "hello_cancellation": "canceled, cleaned up: ['cancelled']",
     "hello_child_workflow": "Hello, child!",
     "hello_continue_as_new": 4,
-    "hello_cron": 3,
+    "hello_cron": ["daily", "daily", "daily"],
     "hello_exception": "WorkflowFailureError: checkout failed: card declined",
     "hello_local_activity": "HELLO, LOCAL",
     "hello_parallel_activity": ["Hello, a!", "Hello, b!", "Hello, c!"],

@@ -340,3 +340,53 @@ def test_pause_recorded_twice_out_of_order_unsent_or_leaking_work():
     extra["request_id"] = "ghost"
     messages = [v.message for v in checker.check_pauses(exp, Observations(histories={("wf", "r"): ghost}))]
     assert any("did not send" in m for m in messages) and any("while not paused" in m for m in messages)
+
+
+def _cron_chain(times, *, last="WorkflowExecutionTerminated"):
+    """A cron workflow's chain of runs, by hand: run i is due at ``times[i]`` and its code runs
+    50 ms later; every run but the last closes into the next one."""
+    histories = {}
+    for i, due in enumerate(times):
+        run = f"r{i}"
+        nxt = f"r{i + 1}" if i + 1 < len(times) else None
+        close = ("WorkflowExecutionCompleted", {"result": b"1", "new_run_id": nxt}) if nxt else (last, {"reason": "x"})
+        histories[("tick", run)] = [
+            {
+                "seq": 1,
+                "run_id": run,
+                "timestamp_ms": due - 900,
+                "attributes": (
+                    "WorkflowExecutionStarted",
+                    {"first_task_at_ms": due, "continued_from_run_id": f"r{i - 1}" if i else None},
+                ),
+            },
+            {"seq": 2, "run_id": run, "timestamp_ms": due + 50, "attributes": ("WorkflowTaskScheduled", {})},
+            {"seq": 3, "run_id": run, "timestamp_ms": due + 80, "attributes": close},
+        ]
+    return Expectations(crons={"tick": "r0"}, cron_period_ms=1000), Observations(histories=histories)
+
+
+def test_a_cron_chain_is_followed_run_by_run():
+    exp, obs = _cron_chain([1000, 2000, 3000])
+    assert checker.check_crons(exp, obs) == []
+    # a time run twice (a fired timer applied again would start a second run for it)
+    exp, obs = _cron_chain([1000, 2000, 2000])
+    assert [v.message for v in checker.check_crons(exp, obs)] == [
+        "the chain's times repeat or go back: [1000, 2000, 2000]"
+    ]
+    # a run whose code ran before its time
+    exp, obs = _cron_chain([1000, 2000])
+    obs.histories[("tick", "r1")][1]["timestamp_ms"] = 1999
+    assert "ran at 1999, before its time 2000" in checker.check_crons(exp, obs)[0].message
+    # a run outside the chain, a time off the schedule, a chain that ended by itself
+    exp, obs = _cron_chain([1000, 2500], last="WorkflowExecutionCompleted")
+    obs.histories[("tick", "stray")] = obs.histories[("tick", "r0")]
+    messages = sorted(v.message for v in checker.check_crons(exp, obs))
+    assert messages == [
+        "run r1 is not due at a time of the schedule (2500)",
+        "runs outside the chain: ['stray']",
+        "the chain's last run ends with WorkflowExecutionCompleted",
+    ]
+    # a chain of one run
+    exp, obs = _cron_chain([1000])
+    assert [v.message for v in checker.check_crons(exp, obs)] == ["the chain made 1 run(s)"]

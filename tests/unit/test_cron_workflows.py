@@ -6,7 +6,7 @@ tests/integration/test_cron_workflows.py."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -107,3 +107,38 @@ def test_schedule_times():
     assert at("CRON_TZ=Asia/Tokyo 0 9 * * *") == "2026-12-07T00:00:00+00:00"  # 09:00 in Tokyo
     assert at("@every 90m") == "2026-12-06T10:30:00+00:00"  # multiples of 90 minutes since the epoch
     assert next_time_ms("@every 1s", 5_000) == 6_000  # strictly after
+
+
+@workflow.defn
+class Slow:
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.sleep(7200)  # outlasts its run timeout
+        return "never"
+
+
+async def test_a_paused_cron_run_holds_its_time_and_a_held_run_timeout_closes_it_into_the_next():
+    async with WorkflowEnvironment(workflows=[Report, Slow]) as env:
+        waiting = await env.client.start_workflow(Report, "p", id="cron-p", task_queue="q", cron_schedule="@hourly")
+        await waiting.pause(reason="hold it")
+        await env.sleep(2 * 3600)  # its time passed while paused: held, nothing ran
+        assert [e["type"] for e in await waiting.history()][-1] == "WorkflowExecutionPaused"
+        await waiting.unpause(reason="go")
+        await env.sleep(1)
+        kinds = [e["type"] for e in await waiting.history()]
+        assert "WorkflowTaskScheduled" in kinds and kinds[-1] in (
+            "WorkflowExecutionCompleted",
+            "WorkflowExecutionFailed",
+        )
+
+        slow = await env.client.start_workflow(
+            Slow, id="cron-s", task_queue="q", cron_schedule="@hourly", run_timeout=timedelta(minutes=30)
+        )
+        await env.sleep(3600 + 60)  # the first run's code started (and sleeps)
+        await slow.pause(reason="hold it")
+        await env.sleep(3600)  # its run timeout falls due while paused: held
+        await slow.unpause(reason="go")  # the held timeout closes the run into the next one
+        first = await slow.describe()
+        assert first.status == "timed_out" and first.continued_run_id is not None
+        latest = await env.client.get_workflow_handle("cron-s").describe()
+        assert latest.run_id == first.continued_run_id and latest.status == "running" and not latest.paused

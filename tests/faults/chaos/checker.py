@@ -60,6 +60,7 @@ INVARIANTS = (
     "dead_letter",
     "verify",
     "pause",
+    "cron",
 )
 _CLOSES = tuple(CLOSE_EVENTS)
 _ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
@@ -85,6 +86,10 @@ class Expectations:
     garbage: list[tuple[bytes | None, bytes]] = field(default_factory=list)
     #: request ID of every pause and unpause request the driver sent -> its workflow ID
     pauses: dict[str, str] = field(default_factory=dict)
+    #: cron workflow ID -> the run ID of its accepted start (the chain's first run)
+    crons: dict[str, str] = field(default_factory=dict)
+    #: the cron workflows' schedule period (ms): every run's time is a multiple of it
+    cron_period_ms: int = 0
 
 
 @dataclass
@@ -200,7 +205,7 @@ def check_completion(exp: Expectations, obs: Observations) -> list[Violation]:
                     "completion", f"child has {len(have)} runs, {len(closed)} completed", (children[child], child)
                 )
             )
-    for wf in sorted(set(runs) - set(exp.results) - set(children)):
+    for wf in sorted(set(runs) - set(exp.results) - set(children) - set(exp.crons)):
         out.append(Violation("completion", f"runs {sorted(runs[wf])} that no accepted start or parent explains", (wf,)))
     return out
 
@@ -452,6 +457,50 @@ def check_pauses(exp: Expectations, obs: Observations) -> list[Violation]:
 # ---------------------------------------------------------------- all
 
 
+def check_crons(exp: Expectations, obs: Observations) -> list[Violation]:
+    """Each cron workflow is one chain of runs from its accepted start, each run linked to the one
+    before (``new_run_id`` on its close, ``continued_from_run_id`` on the next start), no run
+    outside it; each run is due at a time of the schedule, later than the run before (no time
+    twice), and its code first ran at or after that time; the chain was ended by the driver's
+    terminate, and ran at least twice."""
+    out = []
+    runs = _runs_by_workflow(obs)
+    for wf, first in sorted(exp.crons.items()):
+        chain: list[tuple[str, list[dict]]] = []
+        run: str | None = first
+        while run and run not in {r for r, _ in chain}:
+            events = obs.histories.get((wf, run))
+            if not events:
+                out.append(Violation("cron", f"run {run} of the chain has no history", (wf, run)))
+                break
+            chain.append((run, events))
+            run = _attrs(events[-1]).get("new_run_id") if _kind(events[-1]) in _CLOSES else None
+        outside = set(runs.get(wf, [])) - {r for r, _ in chain}
+        if outside:
+            out.append(Violation("cron", f"runs outside the chain: {sorted(outside)}", (wf,)))
+        times = []
+        for i, (run, events) in enumerate(chain):
+            started = _attrs(events[0])
+            due = started.get("first_task_at_ms")
+            if due is None or due % exp.cron_period_ms:
+                out.append(Violation("cron", f"run {run} is not due at a time of the schedule ({due})", (wf, run)))
+                continue
+            times.append(due)
+            tasks = [e for e in events if _kind(e) == "WorkflowTaskScheduled"]
+            if tasks and tasks[0]["timestamp_ms"] < due:
+                ran = tasks[0]["timestamp_ms"]
+                out.append(Violation("cron", f"run {run} ran at {ran}, before its time {due}", (wf, run)))
+            if i and started.get("continued_from_run_id") != chain[i - 1][0]:
+                out.append(Violation("cron", f"run {run} does not name the run before it", (wf, run)))
+        if times != sorted(set(times)):
+            out.append(Violation("cron", f"the chain's times repeat or go back: {times}", (wf,)))
+        if chain and _kind(chain[-1][1][-1]) != "WorkflowExecutionTerminated":
+            out.append(Violation("cron", f"the chain's last run ends with {_kind(chain[-1][1][-1])}", (wf,)))
+        if len(chain) < 2:
+            out.append(Violation("cron", f"the chain made {len(chain)} run(s)", (wf,)))
+    return out
+
+
 def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Violation]:
     """Every violation, in the order of ``INVARIANTS``."""
     gaps = _engine_gaps(obs)  # the history and timer checks share one pass over the histories
@@ -465,6 +514,7 @@ def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Viol
         *check_timers(obs, gaps),
         *check_dead_letters(exp, obs),
         *check_pauses(exp, obs),
+        *check_crons(exp, obs),
     ]
 
 

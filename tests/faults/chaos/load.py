@@ -40,7 +40,20 @@ from kadence.topics import Catalogue, KafkaConfig, partition_for
 from kadence.topics.records import new_id
 
 from .checker import Expectations, Violation
-from .workflows import TASK_QUEUE, ChaosOrder, approval_for, expected_result, update_result, wants_signal, wants_update
+from .workflows import (
+    CRON_PERIOD_S,
+    CRON_SCHEDULE,
+    CRON_WORKFLOWS,
+    TASK_QUEUE,
+    ChaosOrder,
+    ChaosTick,
+    approval_for,
+    cron_id,
+    expected_result,
+    update_result,
+    wants_signal,
+    wants_update,
+)
 
 #: how long one request may go unanswered before it is retried (same request ID)
 REQUEST_TIMEOUT_S = 20.0
@@ -180,6 +193,37 @@ class LoadDriver:
     async def _result(self, wf: str):
         handle = self.client.get_workflow_handle(wf)
         return await self._retry("result", lambda: handle.result(timeout=60), deadline_s=3600)
+
+    async def run_crons(self) -> None:
+        """Start the cron workflows (``workflows.ChaosTick``), each once (a retry has the same
+        request ID)."""
+        self.exp.cron_period_ms = CRON_PERIOD_S * 1000
+        for k in range(CRON_WORKFLOWS):
+            wf = cron_id(k)
+            handle = await self._retry(
+                "cron_start",
+                lambda wf=wf, k=k: self.client.start_workflow(
+                    ChaosTick,
+                    k,
+                    id=wf,
+                    task_queue=TASK_QUEUE,
+                    request_id=f"start-{wf}",
+                    cron_schedule=CRON_SCHEDULE,
+                    timeout=REQUEST_TIMEOUT_S,
+                ),
+            )
+            self.exp.crons[wf] = handle.run_id
+            self.counts["cron_workflows_started"] += 1
+
+    async def stop_crons(self) -> None:
+        """End every cron chain (a terminate of the workflow, whichever run is current)."""
+        for wf in sorted(self.exp.crons):
+            await self._retry(
+                "cron_stop",
+                lambda wf=wf: self.client.get_workflow_handle(wf).terminate(
+                    reason="chaos: the load is over", request_id=f"stop-{wf}"
+                ),
+            )
 
     async def run_starts(self, seconds: float) -> None:
         """Start the workflows at an even pace over ``seconds``."""

@@ -178,6 +178,24 @@ def expected_result(n: int) -> dict:
     }
 
 
-WORKFLOWS = [ChaosOrder, ChaosChild]
+#: cron workflows of every seed (``tick-<k>``): each time of the schedule, a run that records one
+#: activity effect; the checker follows each chain (``checker.check_crons``)
+CRON_WORKFLOWS = 3
+CRON_PERIOD_S = 4
+CRON_SCHEDULE = f"@every {CRON_PERIOD_S}s"
+
+
+def cron_id(k: int) -> str:
+    return f"tick-{k}"
+
+
+@workflow.defn
+class ChaosTick:
+    @workflow.run
+    async def run(self, k: int) -> int:
+        return await _act(reserve, 100_000 + k)
+
+
+WORKFLOWS = [ChaosOrder, ChaosChild, ChaosTick]
 ACTIVITIES = [reserve, charge, ship, label]
 TASK_QUEUE = "chaos"
