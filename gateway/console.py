@@ -27,7 +27,7 @@ from starlette.datastructures import Headers
 from kadence.readmodels.keys import RUN_STATUSES
 from kadence.topics.batch import BATCH_OPERATIONS, BATCH_WORKFLOW_TYPE
 
-from .console_timeline import chart, duration, iso, ms_of, run_input, timeline
+from .console_timeline import attribute_text, chart, duration, iso, ms_of, run_input, timeline
 from .errors import ApiError
 from .guard import Guard
 from .history_cursor import encode_cursor
@@ -84,6 +84,7 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
     env = Environment(loader=FileSystemLoader(_HERE / "templates"), autoescape=select_autoescape(["html"]))
     env.filters["iso"] = iso
     env.filters["duration"] = duration
+    env.filters["attribute"] = attribute_text
     env.filters["age"] = lambda when, now_ms: duration(max(0, now_ms - (ms_of(when) or now_ms)))
     env.filters["wf"] = _wf_path
     env.filters["pretty"] = lambda v: json.dumps(v, indent=1, default=str)

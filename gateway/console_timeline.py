@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["chart", "duration", "iso", "ms_of", "run_input", "timeline"]
+__all__ = ["attribute_text", "chart", "duration", "iso", "ms_of", "run_input", "timeline"]
 
 #: the events that close a run: what is still open then ended with it
 _RUN_CLOSE = frozenset(
@@ -38,6 +38,18 @@ def ms_of(iso: str | None) -> int | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return int(when.timestamp() * 1000)
+
+
+def attribute_text(value: Any) -> str:
+    """A search attribute's JSON form as the console shows it: a keyword list joined by commas,
+    a datetime as its ISO 8601 text, a bool as ``true``/``false``."""
+    if isinstance(value, dict) and "datetime" in value:
+        return str(value["datetime"])
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def duration(ms: int | None) -> str:

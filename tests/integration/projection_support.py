@@ -17,6 +17,7 @@ from kadence.readmodels.history import HistoryReadModel
 from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
 from kadence.topics import Catalogue, KafkaConfig, decode
 from kadence.topics.scan import scan
+from kadence.topics.search_attributes import to_json
 
 
 def redis_url() -> str:
@@ -108,13 +109,13 @@ def ground_truth(config: KafkaConfig) -> tuple[dict, dict]:
             "status": "running",
             "start_time_ms": evs[0]["timestamp_ms"],
             "close_time_ms": None,
-            "search_attributes": dict(start["search_attributes"]),
+            "search_attributes": to_json(start["search_attributes"]),
             "last_seq": evs[-1]["seq"],
         }
         for e in evs:
             kind, a = e["attributes"]
             if kind == "SearchAttributesUpserted":
-                rec["search_attributes"].update(a["search_attributes"])
+                rec["search_attributes"].update(to_json(a["search_attributes"]))
             elif kind in CLOSE_STATUS:
                 rec["status"], rec["close_time_ms"] = CLOSE_STATUS[kind], e["timestamp_ms"]
         runs[key] = rec

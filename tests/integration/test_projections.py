@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis.asyncio as aioredis
@@ -18,6 +19,7 @@ from kadence import Client, Worker, WorkflowCanceledError, WorkflowFailureError
 from kadence.connectors.rebuild import rebuild_projections
 from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader, projection_lag
 from kadence.topics import Catalogue, KafkaConfig
+from kadence.topics.search_attributes import from_json, index_terms, json_terms
 
 from .conftest import ProcessorProcs, wait_until
 from .projection_support import (
@@ -35,6 +37,7 @@ from .workflows import VisQuick, VisTagger, VisWaiter
 #: listing several times at page size 137 and covers every status)
 N = 600
 QUEUE = "vis"
+SINCE = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -103,7 +106,13 @@ async def test_visibility_matches_history_then_rebuilds_identically(
                 *args,
                 id=f"vis-{i}",
                 task_queue=QUEUE,
-                search_attributes={"tier": "gold" if i % 3 == 0 else "silver"},
+                search_attributes={
+                    "tier": "gold" if i % 3 == 0 else "silver",
+                    # typed values: indexed by their terms, shown in their JSON form
+                    "rank": i % 4,
+                    "regions": ["eu", "us"] if i % 2 else ["eu"],
+                    "since": SINCE + timedelta(days=i % 2),
+                },
             )
             for i, (wf, args, _) in enumerate(plans)
         )
@@ -144,6 +153,11 @@ async def test_visibility_matches_history_then_rebuilds_identically(
         {"search": {"tier": "gold"}},
         {"search": {"stage": "done"}},
         {"search": {"tier": "gold", "stage": "tagged"}, "status": "continued_as_new"},
+        {"search": {"regions": "us"}},
+        {"search": {"regions": ["eu", "us"], "rank": 3}},
+        {"search": {"rank": 2.0, "tier": "gold"}},
+        {"search": {"since": SINCE + timedelta(days=1)}},
+        {"search": {"since": {"datetime": "2026-12-01T00:00:00Z"}, "regions": "eu"}},
     ]
     cases += [
         {"start_from_ms": lo, "start_to_ms": hi},
@@ -157,7 +171,9 @@ async def test_visibility_matches_history_then_rebuilds_identically(
         for key, r in runs.items():
             if f.get("workflow_type") not in (None, r["workflow_type"]) or f.get("status") not in (None, r["status"]):
                 continue
-            if any(r["search_attributes"].get(k) != v for k, v in (f.get("search") or {}).items()):
+            wanted = from_json(f.get("search") or {})
+            have = r["search_attributes"]
+            if any(k not in have or not set(index_terms(v)) <= set(json_terms(have[k])) for k, v in wanted.items()):
                 continue
             s, c = r["start_time_ms"], r["close_time_ms"]
             if (f.get("start_from_ms") is not None and s < f["start_from_ms"]) or (
@@ -190,9 +206,13 @@ async def test_visibility_matches_history_then_rebuilds_identically(
     tagger = next(k for k, r in runs.items() if r["status"] == "continued_as_new")
     latest = await reader.describe(tagger[0])
     assert latest["run_id"] != tagger[1] and latest["continued_from_run_id"] == tagger[1]
+    i = int(tagger[0].split("-")[1])
     assert latest["status"] == "completed" and latest["search_attributes"] == {
-        "tier": "gold" if int(tagger[0].split("-")[1]) % 3 == 0 else "silver",
+        "tier": "gold" if i % 3 == 0 else "silver",
         "stage": "done",
+        "rank": i % 4,
+        "regions": ["eu", "us"] if i % 2 else ["eu"],
+        "since": {"datetime": f"2026-12-0{1 + i % 2}T00:00:00Z"},
     }
     old = await reader.describe(tagger[0], tagger[1])
     assert old["new_run_id"] == latest["run_id"]

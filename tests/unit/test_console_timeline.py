@@ -2,7 +2,7 @@
 attempts and result, per timer, per signal and per workflow task, in the order they began, with
 durations; a result whose start is not in the events read stays visible as an event."""
 
-from kadence.gateway.console_timeline import chart, ms_of, run_input, timeline
+from kadence.gateway.console_timeline import attribute_text, chart, ms_of, run_input, timeline
 
 
 def _e(seq, kind, ms, **attrs):
@@ -81,3 +81,9 @@ def test_what_was_open_when_the_run_closed_ended_with_it_and_no_timer_still_fire
     rows = {r["title"]: r for r in timeline(events)}
     assert rows["timer t1"]["status"] == "ended with the run" and rows["timer t1"]["duration"] == "890 ms"
     assert rows["activity pack"]["status"] == "ended with the run"
+
+
+def test_search_attributes_are_shown_as_text():
+    assert attribute_text({"datetime": "2027-01-15T09:30:00Z"}) == "2027-01-15T09:30:00Z"
+    assert attribute_text(["eu", "us"]) == "eu, us"
+    assert attribute_text(True) == "true" and attribute_text(2) == "2" and attribute_text("gold") == "gold"
