@@ -184,6 +184,20 @@ def test_effect_twice_or_never_and_unknown_effects(good):
     assert "history never scheduled" in v.message
 
 
+def test_an_activity_without_a_result_is_a_violation_unless_a_terminate_ended_its_run(good):
+    _exp, obs, run = good
+    events = _events(obs, run)
+    cut = next(i for i, e in enumerate(events) if _kind(e) == "ActivityTaskScheduled") + 1
+    close = copy.deepcopy(events[-1])  # WorkflowExecutionCompleted
+    del events[cut:]
+    events.append(close)
+    _renumber(events)
+    obs.ledger, obs.attempts = obs.ledger[:1], obs.attempts[:1]  # the first activity ran; nothing after
+    assert [v.message for v in checker.check_activities(obs)] == [f"activity 1 of closed run {run} has no result"]
+    close["attributes"] = ("WorkflowExecutionTerminated", {"reason": "chaos: the load is over", "identity": "t"})
+    assert [v for v in checker.check_activities(obs) if "has no result" in v.message] == []
+
+
 def test_attempts_must_match_history(good):
     _exp, obs, run = good
     key = obs.attempts[0][0]
