@@ -15,7 +15,8 @@ from kadence.topics.records import CLOSE_EVENTS, new_id
 from kadence.topics.typed import signature
 
 if TYPE_CHECKING:
-    from ._client import Client, WorkflowHandle
+    from ._client import Client
+    from ._handle import WorkflowHandle
 
 __all__ = ["WorkflowUpdateHandle", "WorkflowUpdateStage", "start_update", "update_outcome", "update_target"]
 

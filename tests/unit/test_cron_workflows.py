@@ -134,7 +134,8 @@ async def test_a_paused_cron_run_holds_its_time_and_a_held_run_timeout_closes_it
         slow = await env.client.start_workflow(
             Slow, id="cron-s", task_queue="q", cron_schedule="@hourly", run_timeout=timedelta(minutes=30)
         )
-        await env.sleep(3600 + 60)  # the first run's code started (and sleeps)
+        due = (await slow.describe()).execution_time
+        await env.sleep((due - env.now()).total_seconds() + 60)  # the first run's code started (and sleeps)
         await slow.pause(reason="hold it")
         await env.sleep(3600)  # its run timeout falls due while paused: held
         await slow.unpause(reason="go")  # the held timeout closes the run into the next one
