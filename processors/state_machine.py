@@ -41,7 +41,7 @@ from kadence.schemas.records import (
     WorkflowState,
 )
 from kadence.topics.builds import validate_build_id
-from kadence.topics.cron import check_cron, next_time_ms
+from kadence.topics.cron import check_cron
 from kadence.topics.errors import ConfigError, InvalidArgumentError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
 from kadence.topics.records import failure_record
@@ -70,6 +70,7 @@ from .effects import (
 )
 from .pause import hold_timer, pause_workflow, unpause_workflow
 from .reset import reset_workflow
+from .runs import RUN_NAMESPACE, begin_run, close_or_continue, continue_as_new, cron_run_id, initial_build, new_run
 from .updates import complete_update, update_accepted, update_requested
 
 __all__ = [
@@ -84,127 +85,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_RUN_NS = uuid.UUID("6b1d6f0e-0c1e-4a52-9d3c-4b8e7f0b9a11")
 #: a run's history this long gets a warning; at the limit the run fails, pointing at continue-as-new
 HISTORY_WARN_EVENTS = 10_000
 HISTORY_LIMIT_EVENTS = 50_000
 #: an eager workflow task whose workflow time is further than this from the processor's clock
 #: is refused (the worker's clock is off); the workflow then gets an ordinary workflow task
 EAGER_MAX_SKEW_MS = 60_000
-
-
-def _new_run(
-    st_prev: WorkflowState | None,
-    wf: str,
-    body: Mapping[str, Any],
-    run_id: str,
-    ts: int,
-    *,
-    build_id: str | None = None,
-) -> WorkflowState:
-    return {
-        "workflow_id": wf,
-        "run_id": run_id,
-        "workflow_type": body["workflow_type"],
-        "task_queue": body["task_queue"],
-        "status": "running",
-        "start_time_ms": ts,
-        "close_time_ms": None,
-        "next_seq": 1,
-        "wt_scheduled_seq": None,
-        "wt_attempt": 0,
-        "wt_last_completed_seq": 0,
-        "wt_needed": False,
-        "wt_failure": None,
-        "wt_failure_cause": None,
-        "pending_activities": [],
-        "recent_requests": list(st_prev["recent_requests"]) if st_prev else [],
-        "result": None,
-        "failure": None,
-        "result_waiters": [],
-        "pending_timers": [],
-        "cancel_requested": False,
-        "signals_seen": 0,
-        "continued_run_id": None,
-        "history_warned": False,
-        "run_timeout_ms": body.get("run_timeout_ms"),
-        "search_attributes": dict(body.get("search_attributes") or {}),
-        "execution_deadline_ms": (ts + body["execution_timeout_ms"]) if body.get("execution_timeout_ms") else None,
-        "pending_children": [],
-        "parent_workflow_id": body.get("parent_workflow_id"),
-        "parent_run_id": body.get("parent_run_id"),
-        "parent_initiated_seq": body.get("parent_initiated_seq") or 0,
-        "build_id": build_id,
-        "wt_last_eager_request": None,
-        "trace_id": None,
-        "span_id": None,
-        "updates": [],
-        "memo": dict(body.get("memo") or {}),
-        "headers": dict(body.get("headers") or {}),
-        "paused": False,
-        "held_timers": [],
-        "history_bytes": 0,
-        "cron_schedule": body.get("cron_schedule"),
-        "cron_input": body["input"] if body.get("cron_schedule") else None,
-        "first_task_at_ms": None,
-    }
-
-
-def _initial_build(t: Transition, body: StartWorkflow) -> str | None:
-    """The build a new run is pinned to: the one its start names (a child of a pinned parent),
-    else the task queue's default build at this moment (None: unversioned)."""
-    if body.get("build_id"):
-        try:
-            return validate_build_id(body["build_id"])
-        except ConfigError:
-            log.warning("start names an invalid build %r; using the queue's default", body["build_id"])
-    return t.view.build_defaults.get(body["task_queue"])
-
-
-def _begin_run(
-    t: Transition,
-    st: WorkflowState,
-    body: Mapping[str, Any],
-    *,
-    request_id: str | None = None,
-    continued_from: str | None = None,
-) -> None:
-    t.view.put(st)
-    if st["cron_schedule"]:  # a cron run: its code first runs at the schedule's next time
-        st["first_task_at_ms"] = next_time_ms(st["cron_schedule"], t.ts)
-    emit(
-        t,
-        st,
-        "WorkflowExecutionStarted",
-        {
-            "workflow_type": body["workflow_type"],
-            "task_queue": body["task_queue"],
-            "input": body["input"],
-            "attempt": 1,
-            "continued_from_run_id": continued_from,
-            "run_timeout_ms": body.get("run_timeout_ms"),
-            "build_id": st["build_id"],
-            "search_attributes": body.get("search_attributes") or {},
-            "execution_deadline_ms": st["execution_deadline_ms"],
-            "parent_workflow_id": st["parent_workflow_id"],
-            "parent_run_id": st["parent_run_id"],
-            "memo": st["memo"],
-            "headers": st["headers"],
-            "cron_schedule": st["cron_schedule"],
-            "first_task_at_ms": st["first_task_at_ms"],
-        },
-        request_id=request_id,
-    )
-    if st["run_timeout_ms"]:  # a cron run's counts from when its code first runs, as Temporal's
-        begins = st["first_task_at_ms"] or t.ts
-        start_timer(t.out, st, f"run.{st['run_id']}", begins + st["run_timeout_ms"], "run_timeout")
-    if st["execution_deadline_ms"]:
-        start_timer(t.out, st, f"exec.{st['run_id']}", st["execution_deadline_ms"], "execution_timeout")
-    if st["first_task_at_ms"] is not None:
-        start_timer(t.out, st, f"cron.{st['run_id']}", st["first_task_at_ms"], "cron_start")
-    else:
-        schedule_workflow_task(t, st, full=True)
-    log.debug("workflow %s run %s started", st["workflow_id"], st["run_id"])
 
 
 def _invalid_start(wf: str, body: StartWorkflow) -> str | None:
@@ -261,8 +147,10 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
             reply(t.out, rid, wf, "already_started", run_id=st["run_id"], message=reject)
             _notify_parent_of_start(t.out, wf, body, "start_failed", st["run_id"], reject)
             return None
-    new = _new_run(st, wf, body, str(uuid.uuid5(_RUN_NS, t.cmd["event_id"])), t.ts, build_id=_initial_build(t, body))
-    _begin_run(t, new, body, request_id=rid)
+    new = new_run(
+        st, wf, body, str(uuid.uuid5(RUN_NAMESPACE, t.cmd["event_id"])), t.ts, build_id=initial_build(t, body)
+    )
+    begin_run(t, new, body, request_id=rid)
     _notify_parent_of_start(t.out, wf, body, "started", new["run_id"])
     if answer:
         remember(new, rid, "ok")
@@ -441,18 +329,18 @@ def _apply_command(t: Transition, st: WorkflowState, ctype: str, c: Mapping[str,
         st["search_attributes"].update(c["search_attributes"])
         emit(t, st, "SearchAttributesUpserted", {"search_attributes": c["search_attributes"]})
     elif ctype == "CompleteWorkflowExecution":
-        nxt = _cron_run_id(st)
+        nxt = cron_run_id(st)
         emit(t, st, "WorkflowExecutionCompleted", {"result": c["result"], "new_run_id": nxt})
-        _close(t, st, "completed", nxt, result=c["result"])
+        close_or_continue(t, st, "completed", nxt, result=c["result"])
     elif ctype == "FailWorkflowExecution":
-        nxt = _cron_run_id(st)
+        nxt = cron_run_id(st)
         emit(t, st, "WorkflowExecutionFailed", {"failure": c["failure"], "new_run_id": nxt})
-        _close(t, st, "failed", nxt, failure=c["failure"])
+        close_or_continue(t, st, "failed", nxt, failure=c["failure"])
     elif ctype == "CancelWorkflowExecution":
         emit(t, st, "WorkflowExecutionCanceled", {"details": c["details"]})
         close_run(t, st, "canceled", failure=_failure("CancelledError", "workflow canceled"))
     elif ctype == "ContinueAsNewWorkflowExecution":
-        _continue_as_new(t, st, c)
+        continue_as_new(t, st, c)
     elif ctype == "StartChildWorkflowExecution":
         _start_child(t, st, c, done_seq)
     elif ctype == "CompleteWorkflowUpdate":
@@ -471,68 +359,6 @@ def _apply_command(t: Transition, st: WorkflowState, ctype: str, c: Mapping[str,
 
 
 _failure = failure_record
-
-
-def _continue_as_new(t: Transition, st: WorkflowState, c: Mapping[str, Any]) -> None:
-    new_run_id = str(uuid.uuid5(_RUN_NS, f"{st['run_id']}/continue"))
-    emit(t, st, "WorkflowExecutionContinuedAsNew", {"new_run_id": new_run_id, "input": c["input"]})
-    waiters = st["result_waiters"]
-    close_run(t, st, "continued_as_new", notify=False)
-    st["result_waiters"] = []
-    st["continued_run_id"] = new_run_id
-    body = {
-        "workflow_type": st["workflow_type"],
-        "task_queue": st["task_queue"],
-        "input": c["input"],
-        "run_timeout_ms": st["run_timeout_ms"],
-        "search_attributes": st["search_attributes"],
-        "memo": st["memo"],
-        "headers": st["headers"],
-    }
-    new = _new_run(st, st["workflow_id"], body, new_run_id, t.ts, build_id=st["build_id"])  # stays on its build
-    new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
-    new["cron_schedule"], new["cron_input"] = st["cron_schedule"], st["cron_input"]  # runs now, stays a cron
-    for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):  # the parent waits for the chain
-        new[key] = st[key]
-    new["result_waiters"] = waiters  # whoever waits for "the workflow" waits for its last run
-    _begin_run(t, new, body, continued_from=st["run_id"])
-
-
-def _cron_run_id(st: WorkflowState) -> str | None:
-    """The run that follows ``st`` if it is a cron run (its completion, failure or run timeout
-    starts the next one; a cancel, a terminate or the execution timeout ends the chain)."""
-    return str(uuid.uuid5(_RUN_NS, f"{st['run_id']}/cron")) if st["cron_schedule"] else None
-
-
-def _close(t: Transition, st: WorkflowState, status: str, next_run_id: str | None, **outcome: Any) -> None:
-    """Close the run ``st`` with ``status``; with ``next_run_id`` (a cron run) the workflow goes on
-    in a new run with the same input, whose code runs at the schedule's next time. Whoever waits
-    for the workflow's result (a client, a parent) waits for the chain, as after a continue-as-new."""
-    if next_run_id is None:
-        close_run(t, st, status, **outcome)
-        return
-    waiters = st["result_waiters"]
-    close_run(t, st, status, notify=False, notify_parent=False, **outcome)
-    st["result_waiters"] = []
-    st["continued_run_id"] = next_run_id
-    body = {
-        "workflow_type": st["workflow_type"],
-        "task_queue": st["task_queue"],
-        "input": st["cron_input"] or b"",
-        "run_timeout_ms": st["run_timeout_ms"],
-        "search_attributes": st["search_attributes"],
-        "memo": st["memo"],
-        "headers": st["headers"],
-        "cron_schedule": st["cron_schedule"],
-    }
-    # a fresh run on the queue's default build (deployed fixes reach the next run), keeping the
-    # chain's deadline and parent
-    new = _new_run(st, st["workflow_id"], body, next_run_id, t.ts, build_id=t.view.build_defaults.get(st["task_queue"]))
-    new["execution_deadline_ms"] = st["execution_deadline_ms"]
-    for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):
-        new[key] = st[key]
-    new["result_waiters"] = waiters
-    _begin_run(t, new, body, continued_from=st["run_id"])
 
 
 def _workflow_task_completed(t: Transition, body: RespondWorkflowTaskCompleted) -> None:
@@ -650,9 +476,9 @@ def _check_history_size(t: Transition, st: WorkflowState) -> None:
             f"history of run {st['run_id']} reached {size} events (limit {HISTORY_LIMIT_EVENTS}); "
             "use workflow.continue_as_new() to start a fresh run with the current state",
         )
-        nxt = _cron_run_id(st)
+        nxt = cron_run_id(st)
         emit(t, st, "WorkflowExecutionFailed", {"failure": failure, "new_run_id": nxt})
-        _close(t, st, "failed", nxt, failure=failure)
+        close_or_continue(t, st, "failed", nxt, failure=failure)
     elif size >= HISTORY_WARN_EVENTS and not st["history_warned"]:
         st["history_warned"] = True
         log.warning(
@@ -830,9 +656,9 @@ def fire_timer(t: Transition, st: WorkflowState, body: Mapping[str, Any]) -> boo
         workflow_task_needed(t, st)
     elif kind in ("run_timeout", "execution_timeout"):
         which = "run" if kind == "run_timeout" else "execution"
-        nxt = _cron_run_id(st) if which == "run" else None  # the execution timeout spans the whole chain
+        nxt = cron_run_id(st) if which == "run" else None  # the execution timeout spans the whole chain
         emit(t, st, "WorkflowExecutionTimedOut", {"timeout_type": which, "new_run_id": nxt})
-        _close(t, st, "timed_out", nxt, failure=_failure("TimeoutError", f"workflow {which} timeout"))
+        close_or_continue(t, st, "timed_out", nxt, failure=_failure("TimeoutError", f"workflow {which} timeout"))
     elif kind == "cron_start":
         if st["first_task_at_ms"] is None:  # fired twice: changes nothing
             return False
