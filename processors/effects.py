@@ -381,8 +381,8 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
         "signals_received": st["signals_seen"],
         "open_updates": sum(1 for u in st.get("updates", ()) if u["status"] == "accepted"),
         "search_attributes": dict(st["search_attributes"]),
-        "cron_schedule": st["cron_schedule"],
-        "first_task_at_ms": st["first_task_at_ms"],
+        "cron_schedule": st.get("cron_schedule"),
+        "first_task_at_ms": st.get("first_task_at_ms"),
         "history_length": st["next_seq"] - 1,
         "history_size_bytes": None if written is None else written + _unwritten_bytes(st, out),
         "continued_run_id": st["continued_run_id"],
@@ -475,7 +475,7 @@ def open_run_or_reply(t: Transition) -> WorkflowState | None:
 
 
 def schedule_workflow_task(t: Transition, st: WorkflowState, *, full: bool = False, attempt: int = 1) -> None:
-    if st["paused"] or st["first_task_at_ms"] is not None:
+    if st["paused"] or st.get("first_task_at_ms") is not None:
         # remembered, and scheduled when the run is unpaused (processors.pause) or when a cron
         # run's time comes (its "cron_start" timer)
         st["wt_needed"] = True

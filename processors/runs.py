@@ -165,7 +165,7 @@ def continue_as_new(t: Transition, st: WorkflowState, c: Mapping[str, Any]) -> N
     }
     new = new_run(st, st["workflow_id"], body, new_run_id, t.ts, build_id=st["build_id"])  # stays on its build
     new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
-    new["cron_schedule"], new["cron_input"] = st["cron_schedule"], st["cron_input"]  # runs now, stays a cron
+    new["cron_schedule"], new["cron_input"] = st.get("cron_schedule"), st.get("cron_input")  # runs now, stays a cron
     for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):  # the parent waits for the chain
         new[key] = st[key]
     new["result_waiters"] = waiters  # whoever waits for "the workflow" waits for its last run
@@ -175,7 +175,7 @@ def continue_as_new(t: Transition, st: WorkflowState, c: Mapping[str, Any]) -> N
 def cron_run_id(st: WorkflowState) -> str | None:
     """The run that follows ``st`` if it is a cron run (its completion, failure or run timeout
     starts the next one; a cancel, a terminate or the execution timeout ends the chain)."""
-    return str(uuid.uuid5(RUN_NAMESPACE, f"{st['run_id']}/cron")) if st["cron_schedule"] else None
+    return str(uuid.uuid5(RUN_NAMESPACE, f"{st['run_id']}/cron")) if st.get("cron_schedule") else None
 
 
 def close_or_continue(t: Transition, st: WorkflowState, status: str, next_run_id: str | None, **outcome: Any) -> None:
@@ -192,12 +192,12 @@ def close_or_continue(t: Transition, st: WorkflowState, status: str, next_run_id
     body = {
         "workflow_type": st["workflow_type"],
         "task_queue": st["task_queue"],
-        "input": st["cron_input"] or b"",
+        "input": st.get("cron_input") or b"",
         "run_timeout_ms": st["run_timeout_ms"],
         "search_attributes": st["search_attributes"],
         "memo": st["memo"],
         "headers": st["headers"],
-        "cron_schedule": st["cron_schedule"],
+        "cron_schedule": st.get("cron_schedule"),
     }
     # a fresh run on the queue's default build (deployed fixes reach the next run), keeping the
     # chain's deadline and parent

@@ -660,7 +660,7 @@ def fire_timer(t: Transition, st: WorkflowState, body: Mapping[str, Any]) -> boo
         emit(t, st, "WorkflowExecutionTimedOut", {"timeout_type": which, "new_run_id": nxt})
         close_or_continue(t, st, "timed_out", nxt, failure=_failure("TimeoutError", f"workflow {which} timeout"))
     elif kind == "cron_start":
-        if st["first_task_at_ms"] is None:  # fired twice: changes nothing
+        if st.get("first_task_at_ms") is None:  # fired twice: changes nothing
             return False
         st["first_task_at_ms"] = None
         schedule_workflow_task(t, st, full=True)

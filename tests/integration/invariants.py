@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 import collections
+import time
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kadence.topics import Catalogue, KafkaConfig, serde
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition) -> tuple[int, int]:
+    """The partition's offsets; a retriable error (a leader the broker is still electing, seen
+    as NOT_LEADER_FOR_PARTITION on a loaded single broker in CI) is asked again for up to 5 s."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            return consumer.get_watermark_offsets(tp, timeout=10)
+        except KafkaException as exc:
+            if not exc.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def read_topic(config: KafkaConfig, topic: str, record: str | None = None) -> list[tuple]:
@@ -16,7 +30,7 @@ def read_topic(config: KafkaConfig, topic: str, record: str | None = None) -> li
     out = []
     try:
         for p in md.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            low, high = _watermarks(consumer, TopicPartition(topic, p))
             if high <= low:
                 continue
             consumer.assign([TopicPartition(topic, p, low)])
