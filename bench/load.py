@@ -35,7 +35,15 @@ class Recorder:
 
 
 async def run_workflow(
-    client: Client, wf, arg, rec: Recorder, *, wid: str, signal: str | None = None, timeout: float = 120.0
+    client: Client,
+    wf,
+    arg,
+    rec: Recorder,
+    *,
+    wid: str,
+    signal: str | None = None,
+    timeout: float = 120.0,
+    eager: bool = False,
 ) -> None:
     rec.started += 1
     rec.inflight += 1
@@ -43,7 +51,7 @@ async def run_workflow(
     try:
         if signal is None:  # what a caller that only wants the result does
             result = await client.execute_workflow(
-                wf, arg, id=wid, task_queue=QUEUE, timeout=timeout, result_timeout=timeout
+                wf, arg, id=wid, task_queue=QUEUE, timeout=timeout, result_timeout=timeout, request_eager_start=eager
             )
         else:
             handle = await client.start_workflow(wf, arg, id=wid, task_queue=QUEUE, timeout=timeout)
@@ -68,8 +76,10 @@ async def closed_loop(
     stop: asyncio.Event | None = None,
     signal: str | None = None,
     prefix: str | None = None,
+    eager: bool = False,
 ) -> None:
-    """``concurrency`` loops, each starting the next workflow when its previous one completed.
+    """``concurrency`` loops, each starting the next workflow when its previous one completed
+    (``eager``: with ``request_eager_start``).
 
     With ``until`` (monotonic): workflows still running then are abandoned. With ``stop``: once it
     is set, no loop starts another workflow, and this returns when the running ones completed
@@ -81,7 +91,7 @@ async def closed_loop(
         for n in itertools.count():
             if stop.is_set() or (until is not None and time.monotonic() >= until):
                 return
-            await run_workflow(client, wf, n, rec, wid=f"{prefix}-{i}-{n}", signal=signal)
+            await run_workflow(client, wf, n, rec, wid=f"{prefix}-{i}-{n}", signal=signal, eager=eager)
 
     tasks = [asyncio.create_task(loop(i)) for i in range(concurrency)]
     try:

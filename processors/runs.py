@@ -14,6 +14,7 @@ from kadence.schemas.records import StartWorkflow, WorkflowState
 from kadence.topics.builds import validate_build_id
 from kadence.topics.cron import next_time_ms
 from kadence.topics.errors import ConfigError
+from kadence.topics.records import RUN_NAMESPACE
 
 from .effects import Transition, close_run, emit, schedule_workflow_task, start_timer
 
@@ -28,9 +29,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: the UUID namespace of run IDs: uuid5 of a start's event ID, or of the run before and how it ended
-RUN_NAMESPACE = uuid.UUID("6b1d6f0e-0c1e-4a52-9d3c-4b8e7f0b9a11")
 
 
 def new_run(
@@ -108,6 +106,7 @@ def begin_run(
     *,
     request_id: str | None = None,
     continued_from: str | None = None,
+    first_task: bool = True,
 ) -> None:
     t.view.put(st)
     if st["cron_schedule"]:  # a cron run: its code first runs at the schedule's next time
@@ -142,7 +141,7 @@ def begin_run(
         start_timer(t.out, st, f"exec.{st['run_id']}", st["execution_deadline_ms"], "execution_timeout")
     if st["first_task_at_ms"] is not None:
         start_timer(t.out, st, f"cron.{st['run_id']}", st["first_task_at_ms"], "cron_start")
-    else:
+    elif first_task:  # (else the caller records the first task: an eager start's)
         schedule_workflow_task(t, st, full=True)
     log.debug("workflow %s run %s started", st["workflow_id"], st["run_id"])
 

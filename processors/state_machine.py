@@ -17,7 +17,6 @@ remembered: a retry gets the first answer and changes nothing.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard, cast
 
@@ -44,7 +43,7 @@ from kadence.topics.builds import validate_build_id
 from kadence.topics.cron import check_cron
 from kadence.topics.errors import ConfigError, InvalidArgumentError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
-from kadence.topics.records import failure_record
+from kadence.topics.records import failure_record, start_run_id
 
 from .activities import activity_heartbeat, activity_result, activity_timer_fired, cancel_activity, schedule_activity
 from .effects import (
@@ -70,7 +69,7 @@ from .effects import (
 )
 from .pause import hold_timer, pause_workflow, unpause_workflow
 from .reset import reset_workflow
-from .runs import RUN_NAMESPACE, begin_run, close_or_continue, continue_as_new, cron_run_id, initial_build, new_run
+from .runs import begin_run, close_or_continue, continue_as_new, cron_run_id, initial_build, new_run
 from .updates import complete_update, update_accepted, update_requested
 
 __all__ = [
@@ -147,15 +146,61 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
             reply(t.out, rid, wf, "already_started", run_id=st["run_id"], message=reject)
             _notify_parent_of_start(t.out, wf, body, "start_failed", st["run_id"], reject)
             return None
-    new = new_run(
-        st, wf, body, str(uuid.uuid5(RUN_NAMESPACE, t.cmd["event_id"])), t.ts, build_id=initial_build(t, body)
-    )
-    begin_run(t, new, body, request_id=rid)
+    new = new_run(st, wf, body, start_run_id(t.cmd["event_id"]), t.ts, build_id=initial_build(t, body))
+    eager = body.get("eager_workflow_task")
+    eager_fits = eager is not None and _eager_start_fits(new, eager, t.ts)
+    begin_run(t, new, body, request_id=rid, first_task=not eager_fits)
     _notify_parent_of_start(t.out, wf, body, "started", new["run_id"])
     if answer:
         remember(new, rid, "ok")
+    if eager is not None and eager_fits:
+        # the first workflow task, run by the client's worker before the start was sent (an
+        # eager start): recorded with the start, in its transaction, as if it had been dispatched
+        _record_eager_task(t, new, eager, "eager start", rid)
+    elif eager is not None:
+        t.out.eager_refused += 1
+    if answer:
         reply(t.out, rid, wf, "ok", run_id=new["run_id"])
     return new
+
+
+def _eager_start_fits(st: WorkflowState, eager: EagerWorkflowTask, ts: int) -> bool:
+    """Can the first workflow task a client's worker ran be the new run's? Not for a cron run
+    (its code waits for its time), a run pinned to another build than the worker's, or a worker
+    whose clock is off; the run then gets an ordinary first workflow task."""
+    return (
+        st["first_task_at_ms"] is None
+        and not st["cron_schedule"]
+        and eager["build_id"] == st["build_id"]
+        and eager["base_scheduled_seq"] == 0
+        and abs(eager["workflow_time_ms"] - ts) <= EAGER_MAX_SKEW_MS
+    )
+
+
+def _record_eager_task(
+    t: Transition, st: WorkflowState, eager: EagerWorkflowTask, identity: str, rid: str | None
+) -> None:
+    """Record a workflow task a worker ran without the engine dispatching it (after an
+    activity's result, or with a start): WorkflowTaskScheduled at the workflow time its code ran
+    with, then its completion and commands, marked with the request that carried it."""
+    st["wt_attempt"] = 1
+    ev = emit(
+        t, st, "WorkflowTaskScheduled", {"task_queue": st["task_queue"], "attempt": 1}, ts=eager["workflow_time_ms"]
+    )
+    st["wt_scheduled_seq"] = ev["seq"]
+    st["wt_needed"] = False
+    t.out.eager_accepted += 1
+    _complete_task(
+        t,
+        st,
+        {
+            "scheduled_seq": ev["seq"],
+            "commands": eager["commands"],
+            "identity": identity,
+            "build_id": eager["build_id"],
+        },
+        request_id=rid,
+    )
 
 
 def _notify_parent_of_start(
@@ -444,28 +489,7 @@ def _activity_completed(t: Transition, body: RespondActivityTaskCompleted) -> No
         return
     if not activity_result(t, body, failed=False, task="none"):
         return
-    st["wt_attempt"] = 1
-    ev = emit(
-        t,
-        st,
-        "WorkflowTaskScheduled",
-        {"task_queue": st["task_queue"], "attempt": 1},
-        ts=eager["workflow_time_ms"],
-    )
-    st["wt_scheduled_seq"] = ev["seq"]
-    st["wt_needed"] = False
-    t.out.eager_accepted += 1
-    _complete_task(
-        t,
-        st,
-        {
-            "scheduled_seq": ev["seq"],
-            "commands": eager["commands"],
-            "identity": body["identity"],
-            "build_id": eager["build_id"],
-        },
-        request_id=t.cmd["request_id"],
-    )
+    _record_eager_task(t, st, eager, body["identity"], t.cmd["request_id"])
 
 
 def _check_history_size(t: Transition, st: WorkflowState) -> None:

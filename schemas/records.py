@@ -537,6 +537,19 @@ class CompleteWorkflowUpdate(TypedDict):
     failure: NotRequired[Failure | None]
 
 
+class EagerWorkflowTask(TypedDict):
+    """A workflow task the worker ran right after the activity completed, on its cached instance: accepted only if nothing else happened to the workflow since its last completed workflow task"""
+
+    #: the workflow task the instance last completed (its WorkflowTaskScheduled seq; -1 with base_request_id)
+    base_scheduled_seq: int
+    #: the workflow time the code ran with; recorded as the WorkflowTaskScheduled event's time
+    workflow_time_ms: int
+    commands: list[tuple[Literal["ScheduleActivityTask"], ScheduleActivityTask] | tuple[Literal["CompleteWorkflowExecution"], CompleteWorkflowExecution] | tuple[Literal["FailWorkflowExecution"], FailWorkflowExecution] | tuple[Literal["StartTimer"], StartTimer] | tuple[Literal["CancelTimer"], CancelTimer] | tuple[Literal["RequestCancelActivityTask"], RequestCancelActivityTask] | tuple[Literal["CancelWorkflowExecution"], CancelWorkflowExecution] | tuple[Literal["ContinueAsNewWorkflowExecution"], ContinueAsNewWorkflowExecution] | tuple[Literal["RecordMarker"], RecordMarker] | tuple[Literal["UpsertSearchAttributes"], UpsertSearchAttributes] | tuple[Literal["StartChildWorkflowExecution"], StartChildWorkflowExecution] | tuple[Literal["RequestCancelExternalWorkflowExecution"], RequestCancelExternalWorkflowExecution] | tuple[Literal["CompleteWorkflowUpdate"], CompleteWorkflowUpdate]]
+    build_id: NotRequired[str | None]
+    #: set: the instance last completed an eager task that the engine has not confirmed to it yet, the one carried by the command with this request ID
+    base_request_id: NotRequired[str | None]
+
+
 class StartWorkflow(TypedDict):
     """The StartWorkflow record."""
 
@@ -561,6 +574,8 @@ class StartWorkflow(TypedDict):
     headers: NotRequired[dict[str, str]]
     #: a cron workflow's schedule (topics.cron): each run closes into the next, whose first workflow task waits for the next time
     cron_schedule: NotRequired[str | None]
+    #: an eager start: the first workflow task, run by a worker in the client's process before the start was sent; recorded with the start when it is accepted and fits (else the run gets an ordinary first task)
+    eager_workflow_task: NotRequired[EagerWorkflowTask | None]
 
 
 class RespondWorkflowTaskCompleted(TypedDict):
@@ -591,19 +606,6 @@ class RequestWorkflowHistory(TypedDict):
     identity: NotRequired[str]
     #: the build of the worker that asks; a request from another build is stale
     build_id: NotRequired[str | None]
-
-
-class EagerWorkflowTask(TypedDict):
-    """A workflow task the worker ran right after the activity completed, on its cached instance: accepted only if nothing else happened to the workflow since its last completed workflow task"""
-
-    #: the workflow task the instance last completed (its WorkflowTaskScheduled seq; -1 with base_request_id)
-    base_scheduled_seq: int
-    #: the workflow time the code ran with; recorded as the WorkflowTaskScheduled event's time
-    workflow_time_ms: int
-    commands: list[tuple[Literal["ScheduleActivityTask"], ScheduleActivityTask] | tuple[Literal["CompleteWorkflowExecution"], CompleteWorkflowExecution] | tuple[Literal["FailWorkflowExecution"], FailWorkflowExecution] | tuple[Literal["StartTimer"], StartTimer] | tuple[Literal["CancelTimer"], CancelTimer] | tuple[Literal["RequestCancelActivityTask"], RequestCancelActivityTask] | tuple[Literal["CancelWorkflowExecution"], CancelWorkflowExecution] | tuple[Literal["ContinueAsNewWorkflowExecution"], ContinueAsNewWorkflowExecution] | tuple[Literal["RecordMarker"], RecordMarker] | tuple[Literal["UpsertSearchAttributes"], UpsertSearchAttributes] | tuple[Literal["StartChildWorkflowExecution"], StartChildWorkflowExecution] | tuple[Literal["RequestCancelExternalWorkflowExecution"], RequestCancelExternalWorkflowExecution] | tuple[Literal["CompleteWorkflowUpdate"], CompleteWorkflowUpdate]]
-    build_id: NotRequired[str | None]
-    #: set: the instance last completed an eager task that the engine has not confirmed to it yet, the one carried by the command with this request ID
-    base_request_id: NotRequired[str | None]
 
 
 class RespondActivityTaskCompleted(TypedDict):

@@ -29,10 +29,11 @@ from kadence.topics.protocol import (
     start_body,
     update_body,
 )
-from kadence.topics.records import new_id
+from kadence.topics.records import new_id, start_run_id
 from kadence.topics.typed import signature
 
 from ._definitions import run_function, to_ms, workflow_type_name
+from ._eager_start import run_first_task
 from ._handle import ResetPlan, WorkflowHandle, signal_name
 from ._updates import update_outcome, update_target
 from .interceptors import ClientCall, Interceptor, chain
@@ -59,6 +60,9 @@ class Client:
         self.interceptors: tuple[Interceptor, ...] = tuple(interceptors)
         self.config = engine.config
         self.identity = engine.config.client_id
+        #: the Workers serving with this client (they register themselves): an eager start's
+        #: first task runs on one of them
+        self._workers: set[Any] = set()
 
     @classmethod
     async def connect(
@@ -278,6 +282,7 @@ class Client:
         timeout: float = 30.0,
         memo: dict[str, Any] | None = None,
         cron_schedule: str | None = None,
+        request_eager_start: bool = False,
     ) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
 
@@ -292,6 +297,12 @@ class Client:
         runs at the schedule's next time; each run that completes, fails or times out is followed
         by a new run with the same arguments at the time after; a cancel or a terminate ends the
         chain, whose result ``result()`` then waits for. ``InvalidArgumentError`` if it does not parse.
+
+        ``request_eager_start``: when a ``Worker`` of this client serves ``task_queue`` and has the
+        workflow, it runs the run's first workflow task (its local activities included) before
+        the start is sent, and the engine records the start and that task in one transaction
+        (one Kafka transaction for a workflow of local activities). Otherwise, or when the engine
+        does not take the task (the ID in use, a duplicate start), the start is an ordinary one.
 
         Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open.
         """
@@ -310,14 +321,33 @@ class Client:
                 call.headers,
                 cron_schedule,
             )
-            reply = await self._engine.request(
-                id, "StartWorkflow", body, request_id=request_id or new_id(), timeout=timeout
-            )
+            rid, event_id = request_id or new_id(), new_id()
+            body, worker = await self._eager(id, body, rid, event_id) if request_eager_start else (body, None)
+            fut = self._engine.send(id, "StartWorkflow", body, request_id=rid, event_id=event_id)
+            reply = await self._engine.wait(id, "StartWorkflow", rid, fut, timeout)
+            if worker is not None and (reply["status"] != "ok" or reply["run_id"] != start_run_id(event_id)):
+                worker._forget_eager(id, start_run_id(event_id))
             return self._started(id, reply, workflow)
 
         check_workflow_id(id, field="id")  # bad input fails before any interceptor sees it
         check_task_queue(task_queue)
         return await self._intercepted("start_workflow", id, workflow_type_name(workflow), args, impl)
+
+    async def _eager(
+        self, workflow_id: str, body: StartWorkflow, request_id: str, event_id: str
+    ) -> tuple[StartWorkflow, Any]:
+        """An eager start's body (with the first task, when a worker of this client could run
+        it) and that worker, or the body unchanged and None."""
+        worker = next(
+            (w for w in self._workers if w.task_queue == body["task_queue"] and body["workflow_type"] in w._workflows),
+            None,
+        )
+        if worker is None:
+            return body, None
+        eager = await run_first_task(worker, workflow_id, start_run_id(event_id), body, request_id)
+        if eager is None:
+            return body, None
+        return {**body, "eager_workflow_task": eager}, worker
 
     def _started(self, id: str, reply: dict[str, Any], workflow: Any) -> WorkflowHandle:
         """The handle a ``StartWorkflow`` reply gives, or the error it stands for."""
@@ -339,6 +369,7 @@ class Client:
         result_timeout: float | None = None,
         memo: dict[str, Any] | None = None,
         cron_schedule: str | None = None,
+        request_eager_start: bool = False,
     ) -> Any:
         """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
         with the same errors, in one round trip fewer.
@@ -363,17 +394,21 @@ class Client:
                 call.headers,
                 cron_schedule,
             )
-            engine, start_request, result_request = self._engine, request_id or new_id(), new_id()
-            started = engine.send(id, "StartWorkflow", body, request_id=start_request)
+            engine, start_request, result_request, event_id = self._engine, request_id or new_id(), new_id(), new_id()
+            body, worker = await self._eager(id, body, start_request, event_id) if request_eager_start else (body, None)
+            started = engine.send(id, "StartWorkflow", body, request_id=start_request, event_id=event_id)
             try:
                 result = engine.send(id, "AwaitWorkflowResult", result_body(wait=True), request_id=result_request)
             except BaseException:
                 engine.abandon(id, start_request)
                 raise
             try:
-                handle = self._started(
-                    id, await engine.wait(id, "StartWorkflow", start_request, started, timeout), workflow
-                )
+                start_reply = await engine.wait(id, "StartWorkflow", start_request, started, timeout)
+                if worker is not None and (
+                    start_reply["status"] != "ok" or start_reply["run_id"] != start_run_id(event_id)
+                ):
+                    worker._forget_eager(id, start_run_id(event_id))
+                handle = self._started(id, start_reply, workflow)
             except BaseException:
                 engine.abandon(id, result_request)  # its reply, if one comes, is not waited for
                 raise

@@ -181,6 +181,7 @@ class Worker:
         #: set by shutdown(): a start still waiting for the broker gives up
         self._starting_stop = threading.Event()
         self._serving = False
+        self._serving_event = asyncio.Event()
         #: why a task consumer's thread ended, if it did (``_consumer_died``)
         self._died: WorkerCrashedError | None = None
 
@@ -189,6 +190,11 @@ class Worker:
         """Whether ``run()`` got past waiting for the broker and polls its task queue (what
         ``kadence worker --metrics-port``'s ``/readyz`` reports)."""
         return self._serving
+
+    async def wait_started(self, timeout: float | None = None) -> None:
+        """Until ``started`` (``TimeoutError`` after ``timeout`` seconds): a worker runs the
+        first task of its client's eager starts only from then on."""
+        await asyncio.wait_for(self._serving_event.wait(), timeout)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -268,10 +274,14 @@ class Worker:
             "worker %s serving task queue %s (build %s)", self.identity, self.task_queue, self.build_id or "unversioned"
         )
         self._serving = True
+        self._serving_event.set()
+        self.client._workers.add(self)  # it may run the first task of the client's eager starts
         try:
             await self._stopped.wait()
         finally:
+            self.client._workers.discard(self)
             self._serving = False
+            self._serving_event.clear()
             await self._close()
         if self._died is not None:
             raise self._died
@@ -615,16 +625,28 @@ class Worker:
             msg,
             self._live_wt_consumer,
         )
+        self._keep(wf, inst)
+
+    def _keep(self, workflow_id: str, inst: WorkflowInstance) -> None:
+        """Cache the instance for the workflow's next task (a closed one is dropped)."""
         if inst.closed:
             inst.discard()
-        else:
-            previous = self._cache.pop(wf, None)
-            if previous is not None and previous is not inst:
-                previous.discard()
-            self._cache[wf] = inst
-            while len(self._cache) > self._max_cached:
-                _, old = self._cache.popitem(last=False)
-                old.discard()
+            return
+        previous = self._cache.pop(workflow_id, None)
+        if previous is not None and previous is not inst:
+            previous.discard()
+        self._cache[workflow_id] = inst
+        while len(self._cache) > self._max_cached:
+            _, old = self._cache.popitem(last=False)
+            old.discard()
+
+    def _forget_eager(self, workflow_id: str, run_id: str) -> None:
+        """The engine did not take the first task this worker ran for an eager start of
+        ``run_id``: its instance ran ahead on a history that did not happen."""
+        inst = self._cache.get(workflow_id)
+        if inst is not None and inst.info.run_id == run_id and inst.eager_token is not None:
+            self._forget(workflow_id)
+            self.stats["eager_discarded"] += 1
 
     # -- local activities (decision 0043) --------------------------------------------------------
 

@@ -90,6 +90,7 @@ class InMemoryEngine:
         request_id: str,
         run_id: str | None = None,
         expect_reply: bool = True,
+        event_id: str | None = None,
     ) -> asyncio.Future:
         """Queue a command; the future resolves with its reply (``EngineClient.send``'s contract)."""
         fut = asyncio.get_running_loop().create_future()
@@ -98,7 +99,13 @@ class InMemoryEngine:
         if body_type == "AwaitWorkflowResult" and body.get("wait", True):
             self._awaits_close.add(request_id)
         self.submit(
-            workflow_id, body_type, body, request_id=request_id, run_id=run_id, on_reply=fut if expect_reply else None
+            workflow_id,
+            body_type,
+            body,
+            request_id=request_id,
+            run_id=run_id,
+            on_reply=fut if expect_reply else None,
+            event_id=event_id,
         )
         return fut
 
@@ -166,12 +173,13 @@ class InMemoryEngine:
         request_id: str | None = None,
         run_id: str | None = None,
         on_reply: asyncio.Future | Callable[[dict], None] | None = None,
+        event_id: str | None = None,
     ) -> None:
         """Queue a command (applied by ``step``); ``on_reply`` gets its reply."""
         request_id = request_id or new_id()
         if on_reply is not None:
             self._waiting[request_id] = (workflow_id, body_type, on_reply)
-        cmd = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
+        cmd = command(workflow_id, body_type, body, request_id=request_id, run_id=run_id, event_id=event_id)
         cmd["timestamp_ms"] = self.clock.now_ms()
         self._inbox.append(cmd)
         self.wake.set()

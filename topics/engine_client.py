@@ -373,11 +373,13 @@ class EngineClient:
         run_id: str | None = None,
         expect_reply: bool = True,
         trace: TraceRef | FromCaller | None = FROM_CALLER,
+        event_id: str | None = None,
     ) -> cf.Future[Any]:
         """Produce one command; the future resolves with its ``Reply`` dict.
 
         ``trace``: the command's trace context; by default a ``kadence.send`` span, child of
-        the caller's current span (a worker passes its task's context, or None: untraced)."""
+        the caller's current span (a worker passes its task's context, or None: untraced).
+        ``event_id``: the command's (default: a new one; ``records.start_run_id``)."""
         fut: cf.Future[Any] = cf.Future()
         if trace is FROM_CALLER:
             trace = self.tracer.send_span(f"kadence.send {body_type}", {"kadence.workflow_id": workflow_id})
@@ -389,6 +391,7 @@ class EngineClient:
             run_id=run_id,
             trace_id=trace[0] if trace else None,
             span_id=trace[1] if trace else None,
+            event_id=event_id,
         )
         value = serde.encode("Command", record)
         if expect_reply:

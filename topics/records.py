@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "CLOSE_EVENTS",
     "COMMAND_EVENT_TYPES",
     "INLINE_EVENT_TYPES",
+    "RUN_NAMESPACE",
     "attrs",
     "command",
     "event_type",
@@ -27,6 +29,7 @@ __all__ = [
     "new_id",
     "now_ms",
     "run_outcome",
+    "start_run_id",
 ]
 
 #: history events that record a decision of workflow code (replay compares commands with these)
@@ -137,11 +140,13 @@ def command(
     trace_id: str | None = None,
     span_id: str | None = None,
     expected_version: int | None = None,
+    event_id: str | None = None,
 ) -> dict[str, Any]:
     """A ``Command`` envelope. ``request_id`` deduplicates retries of the same request;
-    ``trace_id``/``span_id``: the OpenTelemetry context it continues (``topics.tracing``)."""
+    ``trace_id``/``span_id``: the OpenTelemetry context it continues (``topics.tracing``);
+    ``event_id``: a new one unless given (an eager start names its run by it, ``start_run_id``)."""
     return {
-        "event_id": new_id(),
+        "event_id": event_id or new_id(),
         "aggregate_key": workflow_id,
         "timestamp_ms": now_ms(),
         "trace_id": trace_id,
@@ -152,6 +157,16 @@ def command(
         "body": (body_type, body),
         "span_id": span_id,
     }
+
+
+#: the UUID namespace of run IDs: uuid5 of a start's event ID, or of the run before and how it ended
+RUN_NAMESPACE = uuid.UUID("6b1d6f0e-0c1e-4a52-9d3c-4b8e7f0b9a11")
+
+
+def start_run_id(event_id: str) -> str:
+    """The run ID a start creates: derived from its command's event ID, so a client that runs
+    the first workflow task itself (an eager start) knows it before the engine records it."""
+    return str(uuid.uuid5(RUN_NAMESPACE, event_id))
 
 
 def history_key(workflow_id: str, run_id: str, seq: int) -> str:

@@ -20,8 +20,10 @@ import asyncio
 import itertools
 import time
 
+from kadence import Worker
+
 from .. import workloads
-from ..common import Context, CpuMeter, cpu_per_workflow, summary
+from ..common import QUEUE, Context, CpuMeter, cpu_per_workflow, summary
 from ..engine import engine
 from ..load import Recorder, closed_loop, open_loop
 
@@ -77,18 +79,31 @@ async def _watch(
     return usage
 
 
-async def _one_at_a_time(ctx: Context, task, eng, wf, label: str) -> dict:
-    """start -> result of ``wf``, one at a time, over half a window."""
+async def _one_at_a_time(ctx: Context, task, eng, wf, label: str, *, eager: bool = False) -> dict:
+    """start -> result of ``wf``, one at a time, over half a window, and the CPU per workflow of
+    every process (the bench's own included). ``eager``: started with ``request_eager_start``,
+    a worker in this process (beside the engine's worker processes) running the first task."""
     s = ctx.settings
     rec = Recorder()
-    w0 = time.monotonic() + s.warmup / 2
-    w1 = w0 + s.seconds / 2
-    runner = asyncio.create_task(closed_loop(eng.client, wf, rec, concurrency=1, until=w1))
-    await _watch(ctx, task, rec, runner, w0, w1, label, eng)
-    return {
-        "start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done if w0 <= d.started < w1]),
-        "errors": len(rec.errors),
-    }
+    local = Worker(eng.client, task_queue=QUEUE, workflows=[wf], activities=[workloads.noop]) if eager else None
+    if local is not None:
+        await local.__aenter__()
+        await local.wait_started(60)
+    try:
+        w0 = time.monotonic() + s.warmup / 2
+        w1 = w0 + s.seconds / 2
+        cpu = CpuMeter(eng.pids())
+        runner = asyncio.create_task(closed_loop(eng.client, wf, rec, concurrency=1, until=w1, eager=eager))
+        usage = await _watch(ctx, task, rec, runner, w0, w1, label, eng, cpu)
+    finally:
+        if local is not None:
+            await local.__aexit__(None, None, None)
+    e2e = [(d.finished - d.started) * 1000 for d in rec.done if w0 <= d.started < w1]
+    out = {"start_to_close": summary(e2e), "errors": len(rec.errors)}
+    out["cpu_ms_per_workflow"] = cpu_per_workflow(usage or {}, s.seconds / 2, len(e2e))
+    if local is not None:
+        out["eager_starts"] = local.stats["eager_starts"]
+    return out
 
 
 async def run(ctx: Context) -> dict:
@@ -116,6 +131,15 @@ async def run(ctx: Context) -> dict:
         out["light_three_local"] = await _one_at_a_time(
             ctx, task, eng, workloads.ThreeLocal, "light 3 local activities"
         )
+        # eager workflow start (issue 45): the first task run by a worker in the client's process
+        # and recorded with the start; back to back with the two above
+        out["light_three_local_eager"] = await _one_at_a_time(
+            ctx, task, eng, workloads.ThreeLocal, "light 3 local activities, eager start", eager=True
+        )
+        out["light_three_eager"] = await _one_at_a_time(
+            ctx, task, eng, workloads.ThreeActivities, "light 3 activities, eager start", eager=True
+        )
+        out["light_three"] = await _one_at_a_time(ctx, task, eng, workloads.ThreeActivities, "light 3 activities")
         # half load: open loop at half the measured maximum
         rec = Recorder()
         w0 = time.monotonic() + s.warmup

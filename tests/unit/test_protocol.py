@@ -30,8 +30,16 @@ def _schema_fields(record: str) -> set[str]:
 
 def test_a_start_body_names_every_field_a_client_may_set_and_encodes():
     body = start_body("Order", "orders", b"[]")
-    # the parent, close policy and build fields are the engine's own, for child workflows
-    internal = {"parent_workflow_id", "parent_run_id", "parent_initiated_seq", "parent_close_policy", "build_id"}
+    # the parent, close policy and build fields are the engine's own, for child workflows; the
+    # eager first task is added by a client whose worker ran it (sdk._eager_start)
+    internal = {
+        "parent_workflow_id",
+        "parent_run_id",
+        "parent_initiated_seq",
+        "parent_close_policy",
+        "build_id",
+        "eager_workflow_task",
+    }
     assert set(body) == _schema_fields("StartWorkflow") - internal
     assert body["id_reuse_policy"] == "allow_duplicate" and body["memo"] == {} and body["run_timeout_ms"] is None
     assert serde.decode("StartWorkflow", serde.encode("StartWorkflow", body))["workflow_type"] == "Order"
