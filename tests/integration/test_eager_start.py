@@ -12,7 +12,10 @@ from datetime import timedelta
 
 import pytest
 
-from kadence import Worker, WorkflowAlreadyStartedError, activity, workflow
+from kadence import Worker, WorkflowAlreadyStartedError, WorkflowNotFoundError, activity, workflow
+from kadence._eager_start import run_first_task
+from kadence.topics.protocol import start_body
+from kadence.topics.records import new_id, start_run_id
 
 QUEUE = "eager-start"
 
@@ -138,3 +141,40 @@ async def test_a_retried_eager_start_answers_the_first_run(client, processors):
         assert one.run_id == two.run_id
         assert await two.result(timeout=30) == 4
         assert _kinds(await one.history()).count("WorkflowExecutionStarted") == 1
+
+
+async def test_a_client_that_dies_before_sending_leaves_nothing_and_racing_starts_make_one_run(client, processors):
+    """A client that ran the first task and died before the start left Kafka (its worker kept an
+    instance the engine never heard of); then an eager and an ordinary start of one ID race:
+    exactly one run, recorded once, and the loser is told the ID is in use."""
+    processors.start()
+    async with Worker(client, task_queue=QUEUE, workflows=[OneActivity], activities=[add_one]) as worker:
+        await worker.wait_started(60)
+        body = start_body("OneActivity", QUEUE, client.converter.to_bytes([1]))
+        eager = await run_first_task(worker, "eager-race", start_run_id(new_id()), body, new_id())
+        assert eager is not None  # ... and the start is never sent: the "crash"
+        with pytest.raises(WorkflowNotFoundError):  # nothing of it reached the engine
+            await client.get_workflow_handle("eager-race").describe()
+        results = await asyncio.gather(
+            client.start_workflow(
+                OneActivity,
+                2,
+                id="eager-race",
+                task_queue=QUEUE,
+                id_reuse_policy="reject_duplicate",
+                request_eager_start=True,
+            ),
+            client.start_workflow(
+                OneActivity, 3, id="eager-race", task_queue=QUEUE, id_reuse_policy="reject_duplicate"
+            ),
+            return_exceptions=True,
+        )
+        started = [r for r in results if not isinstance(r, BaseException)]
+        refused = [r for r in results if isinstance(r, WorkflowAlreadyStartedError)]
+        assert len(started) == 1 and len(refused) == 1, results
+        handle = started[0]
+        await handle.signal(OneActivity.release)
+        assert await handle.result(timeout=30) in (3, 4)
+        events = await handle.history()
+        assert _kinds(events).count("WorkflowExecutionStarted") == 1
+        assert _kinds(events).count("ActivityTaskScheduled") == 1
