@@ -134,6 +134,8 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
     if seen is not None:
         t.out.duplicates += 1
         reply(t.out, rid, wf, seen["status"], run_id=seen["run_id"], message=seen["message"])
+        if seen["status"] == "ok":  # a resent start: its result request too (once)
+            _await_with_start(t, body)
         return None
     if st is not None:
         policy = body["id_reuse_policy"]
@@ -161,7 +163,34 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
         t.out.eager_refused += 1
     if answer:
         reply(t.out, rid, wf, "ok", run_id=new["run_id"])
+    _await_with_start(t, body)
     return new
+
+
+def _await_with_start(t: Transition, body: StartWorkflow) -> None:
+    """The result request an accepted start carries (``execute_workflow``): answered now if the
+    workflow already closed (in an eager first task), else when it closes, as an
+    ``AwaitWorkflowResult`` sent right after the start would be; once per request ID."""
+    rid = body.get("result_request_id")
+    st = t.view.state(t.cmd["aggregate_key"])
+    if not rid or st is None:
+        return
+    if st["status"] != "running":
+        reply(
+            t.out,
+            rid,
+            st["workflow_id"],
+            st["status"],
+            run_id=st["run_id"],
+            result=st["result"],
+            failure=st["failure"],
+            memo=st["memo"],
+        )
+    elif rid not in st["result_waiters"]:
+        st["result_waiters"].append(rid)
+        if len(st["result_waiters"]) > MAX_RESULT_WAITERS:
+            del st["result_waiters"][0]
+        t.view.put(st)
 
 
 def _eager_start_fits(st: WorkflowState, eager: EagerWorkflowTask, ts: int) -> bool:

@@ -576,6 +576,8 @@ class StartWorkflow(TypedDict):
     cron_schedule: NotRequired[str | None]
     #: an eager start: the first workflow task, run by a worker in the client's process before the start was sent; recorded with the start when it is accepted and fits (else the run gets an ordinary first task)
     eager_workflow_task: NotRequired[EagerWorkflowTask | None]
+    #: execute_workflow: the request ID the run's result is answered to when the workflow closes, as an AwaitWorkflowResult sent right after the start would be (one command instead of two)
+    result_request_id: NotRequired[str | None]
 
 
 class RespondWorkflowTaskCompleted(TypedDict):

@@ -374,9 +374,9 @@ class Client:
         """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
         with the same errors, in one round trip fewer.
 
-        The request for the result goes out with the start instead of after its reply: the
-        engine takes both from the workflow's partition in that order (usually in one
-        transaction), so the result awaited is the new run's (through continue-as-new).
+        The request for the result rides on the start (``StartWorkflow.result_request_id``):
+        one command, applied in the start's transaction, so the result awaited is the new run's
+        (through continue-as-new), answered when it closes.
         ``timeout`` bounds the wait for the start's answer, ``result_timeout`` (default: none)
         the wait for the result."""
 
@@ -396,12 +396,12 @@ class Client:
             )
             engine, start_request, result_request, event_id = self._engine, request_id or new_id(), new_id(), new_id()
             body, worker = await self._eager(id, body, start_request, event_id) if request_eager_start else (body, None)
+            # the start carries the result request: one command (decision 0052)
+            body = {**body, "result_request_id": result_request}
             started = engine.send(id, "StartWorkflow", body, request_id=start_request, event_id=event_id)
-            try:
-                result = engine.send(id, "AwaitWorkflowResult", result_body(wait=True), request_id=result_request)
-            except BaseException:
-                engine.abandon(id, start_request)
-                raise
+            result = engine.send(
+                id, "AwaitWorkflowResult", result_body(wait=True), request_id=result_request, deferred=True
+            )
             try:
                 start_reply = await engine.wait(id, "StartWorkflow", start_request, started, timeout)
                 if worker is not None and (

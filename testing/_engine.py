@@ -91,13 +91,18 @@ class InMemoryEngine:
         run_id: str | None = None,
         expect_reply: bool = True,
         event_id: str | None = None,
+        deferred: bool = False,
     ) -> asyncio.Future:
-        """Queue a command; the future resolves with its reply (``EngineClient.send``'s contract)."""
+        """Queue a command; the future resolves with its reply (``EngineClient.send``'s contract;
+        ``deferred``: only await the reply, the command rides on one already queued)."""
         fut = asyncio.get_running_loop().create_future()
         if not expect_reply:
             fut.set_result(None)
         if body_type == "AwaitWorkflowResult" and body.get("wait", True):
             self._awaits_close.add(request_id)
+        if deferred:
+            self._waiting[request_id] = (workflow_id, body_type, fut)
+            return fut
         self.submit(
             workflow_id,
             body_type,

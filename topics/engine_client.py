@@ -374,12 +374,16 @@ class EngineClient:
         expect_reply: bool = True,
         trace: TraceRef | FromCaller | None = FROM_CALLER,
         event_id: str | None = None,
+        deferred: bool = False,
     ) -> cf.Future[Any]:
         """Produce one command; the future resolves with its ``Reply`` dict.
 
         ``trace``: the command's trace context; by default a ``kadence.send`` span, child of
         the caller's current span (a worker passes its task's context, or None: untraced).
-        ``event_id``: the command's (default: a new one; ``records.start_run_id``)."""
+        ``event_id``: the command's (default: a new one; ``records.start_run_id``).
+        ``deferred``: the command rides on another one just sent (the result request a start
+        carries, ``StartWorkflow.result_request_id``): its reply is awaited and, when none comes,
+        the command is produced as any unanswered one is, but it is not produced now."""
         fut: cf.Future[Any] = cf.Future()
         if trace is FROM_CALLER:
             trace = self.tracer.send_span(f"kadence.send {body_type}", {"kadence.workflow_id": workflow_id})
@@ -419,6 +423,13 @@ class EngineClient:
                     if (workflow_id, request_id) in self._pending:  # still awaited: Kafka has it
                         self._delivered.add((workflow_id, request_id))
 
+        if deferred:
+            with self._lock:
+                if (workflow_id, request_id) in self._pending:
+                    self._delivered.add((workflow_id, request_id))
+                    if self.resend_after_s > 0:
+                        self._sent[(workflow_id, request_id)] = value
+            return fut
         try:
             self.produce_raw(self.topics.commands, workflow_id.encode(), value, on_delivery)
         except Exception:

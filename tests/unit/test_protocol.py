@@ -31,7 +31,8 @@ def _schema_fields(record: str) -> set[str]:
 def test_a_start_body_names_every_field_a_client_may_set_and_encodes():
     body = start_body("Order", "orders", b"[]")
     # the parent, close policy and build fields are the engine's own, for child workflows; the
-    # eager first task is added by a client whose worker ran it (sdk._eager_start)
+    # eager first task is added by a client whose worker ran it (sdk._eager_start), the result
+    # request by execute_workflow
     internal = {
         "parent_workflow_id",
         "parent_run_id",
@@ -39,6 +40,7 @@ def test_a_start_body_names_every_field_a_client_may_set_and_encodes():
         "parent_close_policy",
         "build_id",
         "eager_workflow_task",
+        "result_request_id",
     }
     assert set(body) == _schema_fields("StartWorkflow") - internal
     assert body["id_reuse_policy"] == "allow_duplicate" and body["memo"] == {} and body["run_timeout_ms"] is None
