@@ -104,6 +104,13 @@ def update_result(n: int) -> int:
     return 1000 + n + 1
 
 
+def executed(n: int) -> bool:
+    """Some orders without a signal or an update are run by ``execute_workflow``: one command
+    whose start carries its result request (decision 0052), retried with the same start request
+    ID (a resent start registers the new result request)."""
+    return n % 7 == 3 and not wants_signal(n) and not wants_update(n)
+
+
 def has_child(n: int) -> bool:
     return n % 5 == 0
 
