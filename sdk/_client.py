@@ -398,10 +398,15 @@ class Client:
             body, worker = await self._eager(id, body, start_request, event_id) if request_eager_start else (body, None)
             # the start carries the result request: one command (decision 0052)
             body = {**body, "result_request_id": result_request}
-            started = engine.send(id, "StartWorkflow", body, request_id=start_request, event_id=event_id)
+            # awaited before the start goes out, so that no answer can come before it is awaited
             result = engine.send(
                 id, "AwaitWorkflowResult", result_body(wait=True), request_id=result_request, deferred=True
             )
+            try:
+                started = engine.send(id, "StartWorkflow", body, request_id=start_request, event_id=event_id)
+            except BaseException:
+                engine.abandon(id, result_request)
+                raise
             try:
                 start_reply = await engine.wait(id, "StartWorkflow", start_request, started, timeout)
                 if worker is not None and (

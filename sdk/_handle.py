@@ -136,8 +136,8 @@ class WorkflowHandle:
             described = await self.describe(timeout=5.0)
         except Exception:  # noqa: BLE001 - the engine does not answer either: "no reply" stands
             return
-        stuck = described["last_task_failure"]
-        if described["status"] == "running" and stuck:
+        stuck = described.last_task_failure
+        if described.status == "running" and stuck:
             raise WorkflowTaskFailedError(
                 f"workflow {self.id!r} did not finish in time: its workflow task keeps failing "
                 f"({stuck['cause']}): {stuck['type']}: {stuck['message']}",
