@@ -362,7 +362,10 @@ class LoadDriver:
         self.counts["rejected_updates"] += 1
 
     async def _inject_pause(self) -> None:
-        live = sorted(wf for wf, t in self._results.items() if not t.done() and wf not in self._paused)
+        # (runs whose start reply named them: an executed order's run ID is not known here)
+        live = sorted(
+            wf for wf, t in self._results.items() if not t.done() and wf not in self._paused and wf in self.exp.run_ids
+        )
         if not live:
             return
         wf = self.rng.choice(live)
@@ -430,7 +433,9 @@ class LoadDriver:
         # a few workflows: the current run of the one drawn first may have no finished activity
         # yet (just started, or continued as new); a seed once drew only such runs (issue 15)
         finished = sorted(
-            wf for wf, t in self._results.items() if t.done() and not t.cancelled() and t.exception() is None
+            wf
+            for wf, t in self._results.items()
+            if t.done() and not t.cancelled() and t.exception() is None and wf in self.exp.run_ids
         )
         for _ in range(5):
             # a workflow whose result came has finished activities; before any has, any workflow
