@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kadence.storage import open_large_payloads, open_store
 from kadence.topics.codec_metrics import register_codec_metrics
+from kadence.topics.eager_start import EagerStarter
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import KadenceError
 from kadence.topics.payload import JsonConverter
@@ -43,9 +45,13 @@ __all__ = ["create_app"]
 log = logging.getLogger(__name__)
 
 
-def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> FastAPI:
+def create_app(
+    config: GatewayConfig, *, engine: EngineClient | None = None, eager_starters: Iterable[EagerStarter] = ()
+) -> FastAPI:
     """The gateway app. ``engine``: an already connected client for ``config.kafka.namespace``
-    (tests); otherwise one is created per namespace on first use."""
+    (tests); otherwise one is created per namespace on first use. ``eager_starters``: workers
+    running in this process (``kadence.sdk.Worker``) that may run the first workflow task of a
+    start that asks for it (``request_eager_start``), in the namespace each serves."""
     converter = JsonConverter(config.codec, large=open_large_payloads(config.large_payloads))
     pool = EnginePool(config.kafka, preset={config.kafka.namespace: engine} if engine else None)
     redis = None
@@ -123,6 +129,7 @@ def create_app(config: GatewayConfig, *, engine: EngineClient | None = None) -> 
         archive=archive,
         idempotency=idempotency,
         registry=registry,
+        eager_starters=tuple(eager_starters),
     )
     error_handlers.install(app, config)
     for router in (workflows.router, operations.router, activities.router):

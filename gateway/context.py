@@ -16,10 +16,13 @@ from fastapi.responses import JSONResponse
 from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
+from kadence.schemas.records import StartWorkflow
 from kadence.topics.config import KafkaConfig
+from kadence.topics.eager_start import EagerStarter, eager_body, settle
 from kadence.topics.errors import BrokerUnavailableError
 from kadence.topics.payload import JsonConverter
 from kadence.topics.protocol import result_body
+from kadence.topics.records import new_id
 
 from .config import GatewayConfig
 from .consistency import TOKEN_HEADER, ConsistencyToken
@@ -45,6 +48,9 @@ class GatewayContext:
     idempotency: IdempotencyStore | None = None
     #: the gateway's Prometheus registry (``/metrics``)
     registry: Any = None
+    #: in-process workers that may run the first workflow task of a start asking for it
+    #: (``request_eager_start``; ``topics.eager_start``)
+    eager_starters: tuple[EagerStarter, ...] = ()
 
     def retry_after(self) -> dict:
         return {"Retry-After": str(self.config.retry_after_seconds)}
@@ -79,19 +85,64 @@ class GatewayContext:
         body_type: str,
         payload: Mapping[str, Any],
         key: str | None,
+        *,
+        claimed: bool = False,
+        request_id: str | None = None,
+        event_id: str | None = None,
     ) -> tuple[dict, dict]:
-        """Produce one command (after the idempotency check) and wait for its reply; returns the
-        reply and the response headers (the consistency token)."""
-        await self.claim_key(request, who, key)
+        """Produce one command (after the idempotency check, unless the caller ``claimed`` the
+        key already) and wait for its reply; returns the reply and the response headers (the
+        consistency token). ``request_id``: default the key, or a new one."""
+        if not claimed:
+            await self.claim_key(request, who, key)
         engine = await self.pool.get(who.namespace)
         reply = await engine.request(
-            workflow_id, body_type, payload, request_id=key or str(uuid.uuid4()), timeout=self.config.reply_timeout
+            workflow_id,
+            body_type,
+            payload,
+            request_id=request_id or key or str(uuid.uuid4()),
+            timeout=self.config.reply_timeout,
+            event_id=event_id,
         )
         headers = {}
         if reply.get("history_seq") is not None and reply.get("run_id"):
             headers[TOKEN_HEADER] = ConsistencyToken(
                 who.namespace, workflow_id, reply["run_id"], reply["history_seq"]
             ).encode()
+        return reply, headers
+
+    async def start(
+        self,
+        request: Request,
+        who: Principal,
+        workflow_id: str,
+        payload: StartWorkflow,
+        key: str | None,
+        *,
+        eager: bool,
+    ) -> tuple[dict, dict]:
+        """``command`` for a start; with ``eager``, the run's first workflow task is run first by
+        an in-process worker that serves it (``topics.eager_start``), if there is one."""
+        if not (eager and self.eager_starters):
+            return await self.command(request, who, workflow_id, "StartWorkflow", payload, key)
+        # the key is claimed before the task runs: a request refused for its key runs nothing
+        await self.claim_key(request, who, key)
+        request_id, event_id = key or str(uuid.uuid4()), new_id()
+        payload, starter = await eager_body(
+            self.eager_starters, who.namespace, workflow_id, payload, request_id, event_id
+        )
+        reply, headers = await self.command(
+            request,
+            who,
+            workflow_id,
+            "StartWorkflow",
+            payload,
+            key,
+            claimed=True,
+            request_id=request_id,
+            event_id=event_id,
+        )
+        settle(starter, workflow_id, event_id, reply)
         return reply, headers
 
     async def consistent_read(

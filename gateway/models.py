@@ -94,6 +94,12 @@ class StartRequest(BaseModel):
         description="wait up to this long for the run to close and "
         "return its result (status stays 'running' otherwise)",
     )
+    request_eager_start: bool = Field(
+        False,
+        description="when a worker runs in the gateway's process for this task queue and workflow "
+        "type, it runs the run's first workflow task before the start is sent, and the engine "
+        "records both in one transaction (otherwise an ordinary start)",
+    )
 
 
 class StartResponse(BaseModel):

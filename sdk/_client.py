@@ -15,6 +15,7 @@ from kadence.schemas.records import StartWorkflow
 from kadence.storage import open_large_payloads
 from kadence.topics.async_completion import AsyncActivityHandle
 from kadence.topics.config import KafkaConfig
+from kadence.topics.eager_start import EagerStarter, eager_body, settle
 from kadence.topics.engine_client import EngineClient
 from kadence.topics.errors import (
     BrokerUnavailableError,
@@ -29,11 +30,10 @@ from kadence.topics.protocol import (
     start_body,
     update_body,
 )
-from kadence.topics.records import new_id, start_run_id
+from kadence.topics.records import new_id
 from kadence.topics.typed import signature
 
 from ._definitions import run_function, to_ms, workflow_type_name
-from ._eager_start import run_first_task
 from ._handle import ResetPlan, WorkflowHandle, signal_name
 from ._updates import update_outcome, update_target
 from .interceptors import ClientCall, Interceptor, chain
@@ -62,7 +62,7 @@ class Client:
         self.identity = engine.config.client_id
         #: the Workers serving with this client (they register themselves): an eager start's
         #: first task runs on one of them
-        self._workers: set[Any] = set()
+        self._workers: set[EagerStarter] = set()
 
     @classmethod
     async def connect(
@@ -322,11 +322,10 @@ class Client:
                 cron_schedule,
             )
             rid, event_id = request_id or new_id(), new_id()
-            body, worker = await self._eager(id, body, rid, event_id) if request_eager_start else (body, None)
+            body, starter = await self._eager(id, body, rid, event_id, request_eager_start)
             fut = self._engine.send(id, "StartWorkflow", body, request_id=rid, event_id=event_id)
             reply = await self._engine.wait(id, "StartWorkflow", rid, fut, timeout)
-            if worker is not None and (reply["status"] != "ok" or reply["run_id"] != start_run_id(event_id)):
-                worker._forget_eager(id, start_run_id(event_id))
+            settle(starter, id, event_id, reply)
             return self._started(id, reply, workflow)
 
         check_workflow_id(id, field="id")  # bad input fails before any interceptor sees it
@@ -334,20 +333,13 @@ class Client:
         return await self._intercepted("start_workflow", id, workflow_type_name(workflow), args, impl)
 
     async def _eager(
-        self, workflow_id: str, body: StartWorkflow, request_id: str, event_id: str
-    ) -> tuple[StartWorkflow, Any]:
+        self, workflow_id: str, body: StartWorkflow, request_id: str, event_id: str, requested: bool
+    ) -> tuple[StartWorkflow, EagerStarter | None]:
         """An eager start's body (with the first task, when a worker of this client could run
         it) and that worker, or the body unchanged and None."""
-        worker = next(
-            (w for w in self._workers if w.task_queue == body["task_queue"] and body["workflow_type"] in w._workflows),
-            None,
-        )
-        if worker is None:
+        if not requested:
             return body, None
-        eager = await run_first_task(worker, workflow_id, start_run_id(event_id), body, request_id)
-        if eager is None:
-            return body, None
-        return {**body, "eager_workflow_task": eager}, worker
+        return await eager_body(self._workers, self.config.namespace, workflow_id, body, request_id, event_id)
 
     def _started(self, id: str, reply: dict[str, Any], workflow: Any) -> WorkflowHandle:
         """The handle a ``StartWorkflow`` reply gives, or the error it stands for."""
@@ -395,7 +387,7 @@ class Client:
                 cron_schedule,
             )
             engine, start_request, result_request, event_id = self._engine, request_id or new_id(), new_id(), new_id()
-            body, worker = await self._eager(id, body, start_request, event_id) if request_eager_start else (body, None)
+            body, starter = await self._eager(id, body, start_request, event_id, request_eager_start)
             # the start carries the result request: one command (decision 0052)
             body = {**body, "result_request_id": result_request}
             # awaited before the start goes out, so that no answer can come before it is awaited
@@ -409,10 +401,7 @@ class Client:
                 raise
             try:
                 start_reply = await engine.wait(id, "StartWorkflow", start_request, started, timeout)
-                if worker is not None and (
-                    start_reply["status"] != "ok" or start_reply["run_id"] != start_run_id(event_id)
-                ):
-                    worker._forget_eager(id, start_run_id(event_id))
+                settle(starter, id, event_id, start_reply)
                 handle = self._started(id, start_reply, workflow)
             except BaseException:
                 engine.abandon(id, result_request)  # its reply, if one comes, is not waited for

@@ -27,7 +27,7 @@ from confluent_kafka import Message
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from kadence.schemas.records import ActivityTask, HistoryEvent, WorkflowTask
+from kadence.schemas.records import ActivityTask, EagerWorkflowTask, HistoryEvent, StartWorkflow, WorkflowTask
 from kadence.topics import serde
 from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
@@ -49,6 +49,7 @@ from kadence.topics.tracing import Tracer, record_ref
 from ._activity_runner import ActivityRunner
 from ._client import Client
 from ._definitions import WorkflowDefinition, failure_types, registrations
+from ._eager_start import run_first_task
 from ._instance import HistoryGapError, LocalActivityCall, WorkflowInfo, WorkflowInstance, task_failure_cause
 from ._local_activities import run_local_activities, run_local_activity
 from ._loop import install_guard
@@ -640,7 +641,25 @@ class Worker:
             _, old = self._cache.popitem(last=False)
             old.discard()
 
-    def _forget_eager(self, workflow_id: str, run_id: str) -> None:
+    # -- eager workflow start (``topics.eager_start.EagerStarter``) -------------------------------
+
+    def serves(self, namespace: str, task_queue: str, workflow_type: str) -> bool:
+        """Whether this worker runs ``workflow_type``'s workflow tasks on ``task_queue`` of
+        ``namespace`` now."""
+        return (
+            self._serving
+            and namespace == self.client.config.namespace
+            and task_queue == self.task_queue
+            and workflow_type in self._workflows
+        )
+
+    async def run_first_task(
+        self, workflow_id: str, run_id: str, body: StartWorkflow, request_id: str
+    ) -> EagerWorkflowTask | None:
+        """Run the first workflow task of an eager start of ``run_id`` (``_eager_start``)."""
+        return await run_first_task(self, workflow_id, run_id, body, request_id)
+
+    def forget_eager(self, workflow_id: str, run_id: str) -> None:
         """The engine did not take the first task this worker ran for an eager start of
         ``run_id``: its instance ran ahead on a history that did not happen."""
         inst = self._cache.get(workflow_id)

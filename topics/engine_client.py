@@ -467,8 +467,9 @@ class EngineClient:
         request_id: str,
         run_id: str | None = None,
         timeout: float | None = 30.0,
+        event_id: str | None = None,
     ) -> dict[str, Any]:
-        fut = self.send(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
+        fut = self.send(workflow_id, body_type, body, request_id=request_id, run_id=run_id, event_id=event_id)
         return await self.wait(workflow_id, body_type, request_id, fut, timeout)
 
     async def wait(

@@ -110,7 +110,7 @@ async def start(
         execution_timeout_ms=ms(body.execution_timeout_seconds),
         cron_schedule=body.cron_schedule,
     )
-    reply, headers = await gw.command(request, who, workflow_id, "StartWorkflow", payload, idempotency_key)
+    reply, headers = await gw.start(request, who, workflow_id, payload, idempotency_key, eager=body.request_eager_start)
     refused = refusal(reply, workflow_id, what=f"start of {workflow_id!r} rejected")
     if isinstance(refused, WorkflowAlreadyStartedError):
         return error_response(409, "already_started", refused.engine_message, headers=headers, run_id=reply["run_id"])

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import httpx
 import pytest
 
 from kadence import Worker, WorkflowAlreadyStartedError, WorkflowNotFoundError, activity, workflow
-from kadence._eager_start import run_first_task
+from kadence.gateway import GatewayConfig, create_app
 from kadence.topics.protocol import start_body
 from kadence.topics.records import new_id, start_run_id
 
@@ -151,7 +152,7 @@ async def test_a_client_that_dies_before_sending_leaves_nothing_and_racing_start
     async with Worker(client, task_queue=QUEUE, workflows=[OneActivity], activities=[add_one]) as worker:
         await worker.wait_started(60)
         body = start_body("OneActivity", QUEUE, client.converter.to_bytes([1]))
-        eager = await run_first_task(worker, "eager-race", start_run_id(new_id()), body, new_id())
+        eager = await worker.run_first_task("eager-race", start_run_id(new_id()), body, new_id())
         assert eager is not None  # ... and the start is never sent: the "crash"
         with pytest.raises(WorkflowNotFoundError):  # nothing of it reached the engine
             await client.get_workflow_handle("eager-race").describe()
@@ -178,3 +179,44 @@ async def test_a_client_that_dies_before_sending_leaves_nothing_and_racing_start
         events = await handle.history()
         assert _kinds(events).count("WorkflowExecutionStarted") == 1
         assert _kinds(events).count("ActivityTaskScheduled") == 1
+
+
+async def test_through_the_gateway_with_a_worker_in_its_process(client, processors, kafka_config):
+    """The gateway's start with ``request_eager_start`` runs the first task on the worker given
+    to ``create_app``: one transaction for a workflow of local activities; a retry with the same
+    Idempotency-Key answers the first run (and the task run again for it is dropped); without
+    the flag the start is an ordinary one."""
+    processors.start()
+    async with Worker(client, task_queue=QUEUE, workflows=[LocalSteps], activities=[add_one]) as worker:
+        await worker.wait_started(60)
+        app = create_app(
+            GatewayConfig(kafka=kafka_config, auth=False, reply_timeout=30.0),
+            engine=client._engine,
+            eager_starters=[worker],
+        )
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=60) as http:
+            start = {"workflow_id": "eager-http", "task_queue": QUEUE, "input": [1], "request_eager_start": True}
+            first = await http.post(
+                "/v1/workflows/LocalSteps/start", json={**start, "wait_seconds": 30}, headers={"Idempotency-Key": "k-1"}
+            )
+            assert first.status_code == 201, first.text
+            assert first.json()["status"] == "completed" and first.json()["result"] == 4
+            again = await http.post(
+                "/v1/workflows/LocalSteps/start", json={**start, "wait_seconds": 30}, headers={"Idempotency-Key": "k-1"}
+            )
+            assert again.status_code == 201 and again.json()["run_id"] == first.json()["run_id"], again.text
+            plain = await http.post(
+                "/v1/workflows/LocalSteps/start",
+                json={"workflow_id": "plain-http", "task_queue": QUEUE, "input": [5], "wait_seconds": 30},
+            )
+            assert plain.status_code == 201 and plain.json()["result"] == 8, plain.text
+        events = await client.get_workflow_handle("eager-http").history()
+        assert _kinds(events).count("WorkflowExecutionStarted") == 1
+        assert events[2]["type"] == "WorkflowTaskCompleted" and events[2]["attributes"]["identity"] == "eager start"
+        plain_events = await client.get_workflow_handle("plain-http").history()
+        assert plain_events[2]["attributes"]["identity"] != "eager start"
+        # the retry's task was run too (for a run the engine never recorded: its run closed in
+        # that task, so no instance was kept); the plain start's task came from the engine
+        assert worker.stats["eager_starts"] == 2, dict(worker.stats)
+        assert worker.stats["workflow_tasks"] == 1, dict(worker.stats)

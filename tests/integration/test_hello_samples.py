@@ -22,6 +22,7 @@ EXPECTED = {
     "hello_child_workflow": "Hello, child!",
     "hello_continue_as_new": 4,
     "hello_cron": ["daily", "daily", "daily"],
+    "hello_eager_start": ["Hello, SDK!", "Hello, HTTP!"],
     "hello_exception": "WorkflowFailureError: checkout failed: card declined",
     "hello_local_activity": "HELLO, LOCAL",
     "hello_parallel_activity": ["Hello, a!", "Hello, b!", "Hello, c!"],

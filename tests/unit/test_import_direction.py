@@ -36,7 +36,8 @@ ALLOWED = {
     "sdk": {"schemas", "topics", "storage", "sdk"},
     "gateway": {"schemas", "topics", "readmodels", "storage", "gateway"},
     "connectors": {"schemas", "topics", "readmodels", "storage", "connectors"},
-    "samples": {"sdk", "topics", "samples"},
+    # the samples compose what users compose: the SDK, and the gateway with a worker in its process
+    "samples": {"sdk", "topics", "gateway", "samples"},
     "cli": None,
     # the test kit runs the engine's state machine under the SDK's replay loop, in one process
     "testing": {"schemas", "topics", "storage", "processors", "sdk", "testing"},
