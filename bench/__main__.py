@@ -23,6 +23,7 @@ from .scenarios import (
     capacity,
     gateway,
     hops,
+    hot_workflow,
     latency,
     payloads,
     projections,
@@ -59,6 +60,7 @@ SCENARIOS = {
     "tracing": tracing.run,
     "payloads": payloads.run,
     "console": console_pages.run,
+    "hot_workflow": hot_workflow.run,
 }
 
 

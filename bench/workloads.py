@@ -179,7 +179,39 @@ class LongHistory:
         return total
 
 
+@workflow.defn
+class HotCounter:
+    """One workflow many clients signal at once (scenario ``hot_workflow``): counts each ``hit``
+    by its number (a number seen twice is a signal handled twice), answers ``count`` updates,
+    and closes once ``n`` distinct hits have arrived or a ``stop`` signal came."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.repeats = 0
+        self.stopped = False
+
+    @workflow.signal
+    def hit(self, number: int) -> None:
+        if number in self.seen:
+            self.repeats += 1
+        self.seen.add(number)
+
+    @workflow.signal
+    def stop(self) -> None:
+        self.stopped = True
+
+    @workflow.update
+    def count(self) -> int:
+        return len(self.seen)
+
+    @workflow.run
+    async def run(self, n: int) -> dict:
+        await workflow.wait_condition(lambda: self.stopped or len(self.seen) >= n)
+        return {"distinct": len(self.seen), "repeats": self.repeats}
+
+
 WORKFLOWS = [
+    HotCounter,
     OneActivity,
     ThreeActivities,
     ThreeLocal,

@@ -88,6 +88,13 @@ class ProcessorConfig:
         "its predecessor (and aborts its open transaction) at once, and the group member; default: host name",
     )
     max_batch: int = setting(500, env="KADENCE_PROCESSOR_MAX_BATCH", help="most commands in one transaction")
+    task_max_bytes: int = setting(
+        512 * 1024,
+        env="KADENCE_PROCESSOR_TASK_MAX_BYTES",
+        help="a workflow task record that would be larger (a long history a worker must replay, a "
+        "burst of signals) goes without its events, and the worker reads them from the history "
+        "topic: no record may exceed Kafka's message size limit (message.max.bytes, 1 MB by default)",
+    )
     transaction_timeout_ms: int = setting(
         10_000, env="KADENCE_TXN_TIMEOUT_MS", help="how long a dead instance's open transaction can block its shards"
     )
@@ -255,6 +262,12 @@ class _Metrics:
         )
         self.dlq = Counter(
             "kadence_processor_dead_letters", "commands sent to the dead-letter topic", ns, registry=r
+        ).labels(namespace)
+        self.tasks_without_events = Counter(
+            "kadence_processor_tasks_without_events",
+            "workflow task records produced without their events (over task_max_bytes): the worker reads the history topic",
+            ns,
+            registry=r,
         ).labels(namespace)
         self.aborts = Counter("kadence_processor_aborts", "transactions aborted", ns, registry=r).labels(namespace)
         self.hung = Counter(
@@ -928,7 +941,13 @@ class HistoryProcessor:
                 if kind == "workflow":
                     build = task["build_id"]
                     topic = self.topics.workflow_tasks(queue) if build is None else self._ensure_build(queue, build)
-                    self._produce(topic, wt_codec.encode(task), task["workflow_id"].encode())
+                    raw = wt_codec.encode(task)
+                    if len(raw) > self.config.task_max_bytes:
+                        # too large for one record (the transaction would fail, again and again):
+                        # the worker reads the events from the history topic, committed with it
+                        raw = wt_codec.encode({**task, "events": [], "history_in_topic": True})
+                        self.metrics.tasks_without_events.inc()
+                    self._produce(topic, raw, task["workflow_id"].encode())
                 else:
                     self._produce(
                         self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode()

@@ -806,6 +806,8 @@ class WorkflowTask(TypedDict):
     build_id: NotRequired[str | None]
     #: OpenTelemetry span ID (16 hex digits) of the span that wrote this record, the parent of the reader's span; null: not traced
     span_id: NotRequired[str | None]
+    #: set: the events did not fit in this record (events is empty): read the run's history from the history topic, up to scheduled_seq (a query: all of it)
+    history_in_topic: NotRequired[bool]
 
 
 class ActivityTask(TypedDict):

@@ -56,6 +56,7 @@ from ._loop import install_guard
 from ._queries import answer
 from ._reporter import ActivityReporter
 from ._task_consumer import TaskConsumer
+from ._task_history import with_events_from_topic
 from ._worker_metrics import NO_METRICS, WorkerMetrics
 from .activity import ActivityContext
 from .interceptors import Interceptor
@@ -460,6 +461,31 @@ class Worker:
             log.error("undecodable workflow task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
             self._live_wt_consumer.done(msg)
             return
+        if task.get("history_in_topic"):
+            # the engine sent the task without its events (too large for one record)
+            t = asyncio.get_running_loop().create_task(self._with_history_from_topic(task, msg))
+            self._running.add(t)
+            t.add_done_callback(self._running.discard)
+            return
+        self._run_workflow_task(task, msg)
+
+    async def _with_history_from_topic(self, task: WorkflowTask, msg: Message) -> None:
+        """A task the engine sent without its events: read them (``_task_history``), then run it."""
+        try:
+            task = await with_events_from_topic(self.client._engine, task, self._cache.get(task["workflow_id"]))
+        except Exception as exc:  # noqa: BLE001 - the task fails (the engine retries it later), the query is answered so
+            log.warning(
+                "workflow %s run %s: history of a task not readable: %s", task["workflow_id"], task["run_id"], exc
+            )
+            if task["query"] is not None:
+                self._answer_query(task, msg, unreadable=exc)
+            else:
+                self._fail_task(task, msg, "worker_error", exc)
+            return
+        self.stats["tasks_read_from_history"] += 1
+        self._run_workflow_task(task, msg)
+
+    def _run_workflow_task(self, task: WorkflowTask, msg: Message) -> None:
         fields = set_log_fields(task["workflow_id"], task["run_id"], msg.partition(), task.get("trace_id"))
         try:
             parent = record_ref(task)

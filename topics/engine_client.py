@@ -681,6 +681,20 @@ class EngineClient:
         events = await asyncio.get_running_loop().run_in_executor(None, self.read_history, workflow_id, run_id)
         return run_id, events
 
+    async def history_through(self, workflow_id: str, run_id: str, seq: int) -> list[dict[str, Any]]:
+        """The run's events, read at least through ``seq`` (events known committed: a workflow
+        task sent without its events was written in their transaction); ``NoReplyError`` when
+        the broker does not show them within ``SEQ_WAIT_S``."""
+        with self._lock:
+            self._saw_seq({"workflow_id": workflow_id, "run_id": run_id, "history_seq": seq})
+        events = await asyncio.get_running_loop().run_in_executor(None, self.read_history, workflow_id, run_id)
+        if seq and (not events or events[-1]["seq"] < seq):
+            reached = events[-1]["seq"] if events else 0
+            raise NoReplyError(
+                f"the history of workflow {workflow_id!r} run {run_id!r} reads to event {reached}, short of {seq}"
+            )
+        return events
+
     def flush(self, timeout: float = 10.0) -> None:
         self._producer.flush(timeout)
 

@@ -1,0 +1,109 @@
+"""Scenario: one hot workflow (issue 45 item 4). Temporal's guidance is at most ~5 signals per
+second sustained to one workflow and 10 concurrent updates; here ``KADENCE_BENCH_HOT_SENDERS``
+(default 256) client tasks signal one ``HotCounter`` run as fast as each signal's reply comes
+back, for the window, while one more task sends ``count`` updates one after another.
+
+Reported: signals per second acknowledged (each a command answered after the engine recorded
+it), the update round trip under that load, and the proof that each acknowledged signal was
+recorded once and seen once (the run's result: distinct numbers seen, repeats; the history's
+``WorkflowSignaled`` events). Then the replay of the run's history by the
+``Replayer`` (the cost a worker pays when the run is not in its cache), timed."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import time
+
+from kadence import Replayer
+
+from .. import workloads
+from ..common import QUEUE, Context, CpuMeter, summary
+from ..engine import engine
+
+
+async def run(ctx: Context) -> dict:
+    s = ctx.settings
+    task = ctx.task("hot_workflow")
+    senders = int(os.environ.get("KADENCE_BENCH_HOT_SENDERS", "256"))
+    out: dict = {"senders": senders}
+    async with engine(ctx, "hot") as eng:
+        client = eng.client
+        wid = f"hot-{time.monotonic_ns()}"
+        handle = await client.start_workflow(workloads.HotCounter, 10**9, id=wid, task_queue=QUEUE)
+        numbers = itertools.count()
+        acked: list[tuple[float, int]] = []
+        errors: list[str] = []
+        update_ms: list[tuple[float, float]] = []
+        stop_at = time.monotonic() + s.warmup + s.seconds
+
+        async def signaller() -> None:
+            while time.monotonic() < stop_at:
+                n = next(numbers)
+                try:
+                    await handle.signal(workloads.HotCounter.hit, n)
+                except Exception as exc:  # noqa: BLE001 - counted, and the run's result says what arrived
+                    errors.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                acked.append((time.monotonic(), n))
+
+        async def updater() -> None:
+            while time.monotonic() < stop_at:
+                t = time.monotonic()
+                try:
+                    await handle.execute_update(workloads.HotCounter.count)
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(f"update {type(exc).__name__}: {exc}")
+                    continue
+                update_ms.append((t, (time.monotonic() - t) * 1000))
+
+        w0 = time.monotonic() + s.warmup
+        cpu = CpuMeter(eng.pids())
+        tasks = [asyncio.create_task(signaller()) for _ in range(senders)] + [asyncio.create_task(updater())]
+        started_cpu = False
+        while not all(t.done() for t in tasks):
+            now = time.monotonic()
+            if not started_cpu and now >= w0:
+                cpu.start()
+                started_cpu = True
+            ctx.update(task, f"signals acknowledged {len(acked)}  updates {len(update_ms)}  errors {len(errors)}")
+            eng.procs.check_alive()
+            await asyncio.wait(tasks, timeout=0.25)
+        usage = cpu.stop() if started_cpu else {}
+        in_window = [a for a in acked if a[0] >= w0]
+        out["signals_per_s"] = round(len(in_window) / s.seconds, 1)
+        out["update_round_trip_ms"] = summary([ms for t, ms in update_ms if t >= w0])
+        out["updates_per_s"] = round(sum(1 for t, _ in update_ms if t >= w0) / s.seconds, 1)
+        out["errors"] = len(errors)
+        out["error_samples"] = errors[:3]
+        out["cpu_s_per_1000_signals"] = {
+            k: round(v / max(1, len(in_window)) * 1000, 3) for k, v in (usage or {}).items()
+        }
+        # every acknowledged signal recorded once and seen once
+        await handle.signal(workloads.HotCounter.stop)
+        result = await handle.result(timeout=120)
+        events = await handle.history(raw=True)
+        kinds = [e["attributes"][0] for e in events]
+        recorded = [
+            client.converter.from_bytes(attrs["input"])[0]
+            for kind, attrs in (e["attributes"] for e in events)
+            if kind == "WorkflowSignaled" and attrs["signal_name"] == "hit"
+        ]
+        acked_numbers = {n for _t, n in acked}
+        out["acknowledged"] = len(acked_numbers)
+        out["seen_by_workflow"] = result["distinct"]
+        out["seen_twice"] = result["repeats"]
+        out["recorded"] = len(recorded)
+        out["recorded_twice"] = len(recorded) - len(set(recorded))
+        out["acknowledged_not_recorded"] = len(acked_numbers - set(recorded))
+        out["workflow_tasks"] = kinds.count("WorkflowTaskCompleted")
+        out["history_events"] = len(events)
+        # the replay a worker without the run in its cache pays
+        ctx.update(task, f"replaying {len(events)} events")
+        replayer = Replayer(workflows=[workloads.HotCounter])
+        t = time.perf_counter()
+        replayed = replayer.replay(events)
+        out["replay_s"] = round(time.perf_counter() - t, 3)
+        out["replay_ok"] = replayed.ok
+    return out
