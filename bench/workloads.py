@@ -182,8 +182,9 @@ class LongHistory:
 @workflow.defn
 class HotCounter:
     """One workflow many clients signal at once (scenario ``hot_workflow``): counts each ``hit``
-    by its number (a number seen twice is a signal handled twice), answers ``count`` updates,
-    and closes once ``n`` distinct hits have arrived or a ``stop`` signal came."""
+    by its number (a number seen twice in a run is a signal handled twice), answers ``count``
+    updates, continues as new when the engine suggests it (carrying the totals; signals that
+    come meanwhile go to the next run), and returns once a ``stop`` signal came."""
 
     def __init__(self) -> None:
         self.seen: set[int] = set()
@@ -205,9 +206,12 @@ class HotCounter:
         return len(self.seen)
 
     @workflow.run
-    async def run(self, n: int) -> dict:
-        await workflow.wait_condition(lambda: self.stopped or len(self.seen) >= n)
-        return {"distinct": len(self.seen), "repeats": self.repeats}
+    async def run(self, distinct: int = 0, repeats: int = 0, runs: int = 1) -> dict:
+        await workflow.wait_condition(lambda: self.stopped or workflow.info().continue_as_new_suggested)
+        if not self.stopped:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            workflow.continue_as_new(distinct + len(self.seen), repeats + self.repeats, runs + 1)
+        return {"distinct": distinct + len(self.seen), "repeats": repeats + self.repeats, "runs": runs}
 
 
 WORKFLOWS = [

@@ -69,6 +69,8 @@ class Outbox:
     #: eager workflow tasks (decision 0031) recorded, and refused (the workflow moved on)
     eager_accepted: int = 0
     eager_refused: int = 0
+    #: closing workflow tasks refused: signals or updates came after them (``state_machine``)
+    closes_refused: int = 0
     #: for metrics, counted once the batch commits: the workflow type of each run started, and
     #: (workflow type, outcome, ms from the run's start to its close) of each run closed
     runs_started: list[Any] = field(default_factory=list)

@@ -263,6 +263,12 @@ class _Metrics:
         self.dlq = Counter(
             "kadence_processor_dead_letters", "commands sent to the dead-letter topic", ns, registry=r
         ).labels(namespace)
+        self.closes_refused = Counter(
+            "kadence_processor_closing_tasks_refused",
+            "workflow tasks that would close a run refused: signals or updates came after them, a new task carries them",
+            ns,
+            registry=r,
+        ).labels(namespace)
         self.tasks_without_events = Counter(
             "kadence_processor_tasks_without_events",
             "workflow task records produced without their events (over task_max_bytes): the worker reads the history topic",
@@ -909,6 +915,8 @@ class HistoryProcessor:
                 self.metrics.eager_accepted.inc(out.eager_accepted)
             if out.eager_refused:
                 self.metrics.eager_refused.inc(out.eager_refused)
+            if out.closes_refused:
+                self.metrics.closes_refused.inc(out.closes_refused)
             if out.runs_started or out.runs_closed:
                 self.metrics.count_runs(self.kafka.namespace, out)
         self.committed_batches += 1

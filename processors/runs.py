@@ -16,7 +16,7 @@ from kadence.topics.cron import next_time_ms
 from kadence.topics.errors import ConfigError
 from kadence.topics.records import RUN_NAMESPACE
 
-from .effects import Transition, close_run, emit, schedule_workflow_task, start_timer
+from .effects import Transition, close_run, emit, schedule_workflow_task, start_timer, workflow_task_needed
 
 __all__ = [
     "RUN_NAMESPACE",
@@ -146,7 +146,11 @@ def begin_run(
     log.debug("workflow %s run %s started", st["workflow_id"], st["run_id"])
 
 
-def continue_as_new(t: Transition, st: WorkflowState, c: Mapping[str, Any]) -> None:
+def continue_as_new(
+    t: Transition, st: WorkflowState, c: Mapping[str, Any], *, carried_signals: list[dict[str, Any]] | None = None
+) -> None:
+    """Close ``st`` into a new run with ``c``'s input; ``carried_signals`` (signal events of ``st``
+    its code never saw) are recorded again in the new run, with their request IDs, for its code."""
     new_run_id = str(uuid.uuid5(RUN_NAMESPACE, f"{st['run_id']}/continue"))
     emit(t, st, "WorkflowExecutionContinuedAsNew", {"new_run_id": new_run_id, "input": c["input"]})
     waiters = st["result_waiters"]
@@ -169,6 +173,12 @@ def continue_as_new(t: Transition, st: WorkflowState, c: Mapping[str, Any]) -> N
         new[key] = st[key]
     new["result_waiters"] = waiters  # whoever waits for "the workflow" waits for its last run
     begin_run(t, new, body, continued_from=st["run_id"])
+    for ev in carried_signals or ():
+        new["signals_seen"] += 1
+        emit(t, new, "WorkflowSignaled", dict(ev["attributes"][1]), request_id=ev.get("request_id"))
+    if carried_signals:
+        workflow_task_needed(t, new)
+        t.view.put(new)
 
 
 def cron_run_id(st: WorkflowState) -> str | None:

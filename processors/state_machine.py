@@ -39,6 +39,7 @@ from kadence.schemas.records import (
     UpdateWorkflowBuild,
     WorkflowState,
 )
+from kadence.topics import records
 from kadence.topics.builds import validate_build_id
 from kadence.topics.cron import check_cron
 from kadence.topics.errors import ConfigError, InvalidArgumentError
@@ -84,9 +85,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: a run's history this long gets a warning; at the limit the run fails, pointing at continue-as-new
-HISTORY_WARN_EVENTS = 10_000
-HISTORY_LIMIT_EVENTS = 50_000
+#: ``topics.records``: a warning, then the run fails (module globals: the tests make them small)
+HISTORY_WARN_EVENTS = records.HISTORY_WARN_EVENTS
+HISTORY_LIMIT_EVENTS = records.HISTORY_LIMIT_EVENTS
 #: an eager workflow task whose workflow time is further than this from the processor's clock
 #: is refused (the worker's clock is off); the workflow then gets an ordinary workflow task
 EAGER_MAX_SKEW_MS = 60_000
@@ -367,7 +368,14 @@ def _current_task(
     return st
 
 
-def _apply_command(t: Transition, st: WorkflowState, ctype: str, c: Mapping[str, Any], done_seq: int) -> None:
+def _apply_command(
+    t: Transition,
+    st: WorkflowState,
+    ctype: str,
+    c: Mapping[str, Any],
+    done_seq: int,
+    carried_signals: list[dict[str, Any]] | None = None,
+) -> None:
     if ctype == "ScheduleActivityTask":
         if any(a["activity_id"] == c["activity_id"] for a in st["pending_activities"]):
             log.warning(
@@ -414,7 +422,7 @@ def _apply_command(t: Transition, st: WorkflowState, ctype: str, c: Mapping[str,
         emit(t, st, "WorkflowExecutionCanceled", {"details": c["details"]})
         close_run(t, st, "canceled", failure=_failure("CancelledError", "workflow canceled"))
     elif ctype == "ContinueAsNewWorkflowExecution":
-        continue_as_new(t, st, c)
+        continue_as_new(t, st, c, carried_signals=carried_signals)
     elif ctype == "StartChildWorkflowExecution":
         _start_child(t, st, c, done_seq)
     elif ctype == "CompleteWorkflowUpdate":
@@ -435,11 +443,53 @@ def _apply_command(t: Transition, st: WorkflowState, ctype: str, c: Mapping[str,
 _failure = failure_record
 
 
+#: commands that end the run: what a signal or an update recorded after the task was scheduled
+#: would never reach
+_CLOSING = frozenset(
+    {
+        "CompleteWorkflowExecution",
+        "FailWorkflowExecution",
+        "CancelWorkflowExecution",
+        "ContinueAsNewWorkflowExecution",
+    }
+)
+
+
 def _workflow_task_completed(t: Transition, body: RespondWorkflowTaskCompleted) -> None:
     st = _current_task(t, body)
     if st is None:
         return
-    _complete_task(t, st, body)
+    carried: list[dict[str, Any]] = []
+    if st["wt_needed"]:
+        closing = next((ctype for ctype, _c in body["commands"] if ctype in _CLOSING), None)
+        if closing is not None:
+            unseen = [
+                e
+                for e in t.view.history(st["workflow_id"], st["run_id"], body["scheduled_seq"])
+                if e["attributes"][0] in ("WorkflowSignaled", "WorkflowUpdateAccepted")
+            ]
+            updates = any(e["attributes"][0] == "WorkflowUpdateAccepted" for e in unseen)
+            if unseen and (updates or closing != "ContinueAsNewWorkflowExecution"):
+                _refuse_closing_task(t, st, len(unseen))
+                return
+            carried = unseen  # signals only: the next run receives them
+    _complete_task(t, st, body, carried_signals=carried)
+
+
+def _refuse_closing_task(t: Transition, st: WorkflowState, unseen: int) -> None:
+    """A task that closes the run while signals or updates it never saw were recorded after it
+    was scheduled (Temporal's UnhandledCommand): nothing of it is recorded, and a new task with
+    the whole history lets the code handle them first. An acknowledged signal is never lost."""
+    st["wt_scheduled_seq"] = None
+    t.out.closes_refused += 1
+    log.info(
+        "workflow %s run %s: a closing workflow task refused: %d signals or updates came after it",
+        st["workflow_id"],
+        st["run_id"],
+        unseen,
+    )
+    schedule_workflow_task(t, st, full=True)
+    t.view.put(st)
 
 
 def _complete_task(
@@ -448,9 +498,11 @@ def _complete_task(
     body: RespondWorkflowTaskCompleted,
     *,
     request_id: str | None = None,
+    carried_signals: list[dict[str, Any]] | None = None,
 ) -> None:
     """Record the completion of the pending workflow task (``body``: scheduled_seq, commands,
-    identity, build_id) and apply its commands."""
+    identity, build_id) and apply its commands. ``carried_signals``: signals recorded after the
+    task was scheduled, which a continue-as-new among its commands passes to the next run."""
     done = emit(
         t,
         st,
@@ -469,7 +521,7 @@ def _complete_task(
     for ctype, c in body["commands"]:
         if st["status"] != "running":
             break  # nothing follows a close
-        _apply_command(t, st, ctype, c, done["seq"])
+        _apply_command(t, st, ctype, c, done["seq"], carried_signals)
     if st["status"] == "running":
         _check_history_size(t, st)
     if st["status"] == "running" and st["wt_needed"]:

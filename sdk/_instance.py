@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import inspect
 import logging
 import random
@@ -40,7 +41,7 @@ from kadence.topics.errors import (
 )
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
 from kadence.topics.payload import PayloadConverter
-from kadence.topics.records import COMMAND_EVENT_TYPES, INLINE_EVENT_TYPES
+from kadence.topics.records import COMMAND_EVENT_TYPES, HISTORY_WARN_EVENTS, INLINE_EVENT_TYPES
 from kadence.topics.search_attributes import from_wire
 
 from ._definitions import WorkflowDefinition
@@ -116,6 +117,15 @@ class WorkflowInfo:
     search_attributes: dict[str, Any] = field(default_factory=dict)
     #: a cron workflow's schedule (``cron_schedule=`` at its start)
     cron_schedule: str | None = None
+    #: events in the run's history when the current workflow task was scheduled (Temporal's
+    #: ``get_current_history_length()``); deterministic, so code may branch on it
+    history_length: int = 0
+
+    @property
+    def continue_as_new_suggested(self) -> bool:
+        """The history is long enough that the engine warns (10,000 events; at 50,000 the run
+        fails): time for ``workflow.continue_as_new()`` with the state to carry on."""
+        return self.history_length >= HISTORY_WARN_EVENTS
 
 
 def _describe(kind: str, attrs: dict[str, Any]) -> str:
@@ -751,6 +761,8 @@ class WorkflowInstance:
 
     def _activate(self, scheduled_seq: int) -> None:
         self._activated_for = scheduled_seq
+        # the same on replay: it is the task's place in the history
+        self.info = dataclasses.replace(self.info, history_length=scheduled_seq)
         self._now_ms = self._wt_times.pop(scheduled_seq, self._now_ms)
         self.loop.set_time(self._now_ms / 1000)
         ready = [r for r in self._resolutions if r[0] < scheduled_seq]

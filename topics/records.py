@@ -18,6 +18,8 @@ from kadence.schemas.records import Failure
 __all__ = [
     "CLOSE_EVENTS",
     "COMMAND_EVENT_TYPES",
+    "HISTORY_LIMIT_EVENTS",
+    "HISTORY_WARN_EVENTS",
     "INLINE_EVENT_TYPES",
     "RUN_NAMESPACE",
     "attrs",
@@ -51,6 +53,11 @@ COMMAND_EVENT_TYPES = frozenset(
     }
 )
 #: the events that close a run, and the run status each one leaves (the one definition)
+#: a run's history this long gets a warning (and ``workflow.info().continue_as_new_suggested``);
+#: at the limit the run fails, pointing at continue-as-new
+HISTORY_WARN_EVENTS = 10_000
+HISTORY_LIMIT_EVENTS = 50_000
+
 CLOSE_EVENTS = {
     "WorkflowExecutionCompleted": "completed",
     "WorkflowExecutionFailed": "failed",
