@@ -214,8 +214,26 @@ class HotCounter:
         return {"distinct": distinct + len(self.seen), "repeats": repeats + self.repeats, "runs": runs}
 
 
+@workflow.defn
+class SignalSink:
+    """Counts ``hit`` signals and never closes: the replay-length measurement of scenario
+    ``hot_workflow`` replays histories of it built to a given length."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+
+    @workflow.signal
+    def hit(self, _number: int) -> None:
+        self.hits += 1
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: self.hits < 0)
+
+
 WORKFLOWS = [
     HotCounter,
+    SignalSink,
     OneActivity,
     ThreeActivities,
     ThreeLocal,

@@ -31,7 +31,8 @@ async def run(ctx: Context) -> dict:
     async with engine(ctx, "hot") as eng:
         client = eng.client
         wid = f"hot-{time.monotonic_ns()}"
-        handle = await client.start_workflow(workloads.HotCounter, id=wid, task_queue=QUEUE)
+        first = await client.start_workflow(workloads.HotCounter, id=wid, task_queue=QUEUE)
+        handle = client.get_workflow_handle(wid)  # the current run, through continue-as-new
         numbers = itertools.count()
         acked: list[tuple[float, int]] = []
         errors: list[str] = []
@@ -83,7 +84,7 @@ async def run(ctx: Context) -> dict:
         # every acknowledged signal recorded once and seen once
         await handle.signal(workloads.HotCounter.stop)
         result = await handle.result(timeout=120)
-        runs, run_id = [], handle.run_id
+        runs, run_id = [], first.run_id
         while run_id is not None:  # every run of the chain (continue-as-new)
             events = await client.get_workflow_handle(wid, run_id=run_id).history(raw=True)
             runs.append(events)
@@ -118,4 +119,42 @@ async def run(ctx: Context) -> dict:
         replayed = replayer.replay(events)
         out["replay_s"] = round(time.perf_counter() - t, 3)
         out["replay_ok"] = replayed.ok
+        # replay time by history length, up to the engine's limit (a run this long is failed)
+        sink = Replayer(workflows=[workloads.SignalSink])
+        out["replay_s_by_events"] = {}
+        for length in (10_000, 25_000, 49_000):
+            built = _sink_history(events, length)
+            t = time.perf_counter()
+            sink.replay(built)
+            out["replay_s_by_events"][length] = round(time.perf_counter() - t, 3)
+    return out
+
+
+def _sink_history(real: list[dict], length: int, per_task: int = 200) -> list[dict]:
+    """A ``SignalSink`` history of ``length`` events shaped as the hot run's (``real``): blocks
+    of ``per_task`` signals, each followed by a workflow task scheduled and completed."""
+    head = real[0]
+    signal = next(e for e in real if e["attributes"][0] == "WorkflowSignaled")
+    started = {
+        **head,
+        "attributes": ("WorkflowExecutionStarted", {**head["attributes"][1], "workflow_type": "SignalSink"}),
+    }
+    out = [started]
+
+    def add(kind: str, attrs: dict, request_id=None) -> dict:
+        ev = {**head, "seq": len(out) + 1, "attributes": (kind, attrs), "request_id": request_id}
+        out.append(ev)
+        return ev
+
+    def task() -> None:
+        scheduled = add("WorkflowTaskScheduled", {"task_queue": QUEUE, "attempt": 1})
+        add("WorkflowTaskCompleted", {"scheduled_seq": scheduled["seq"], "identity": "bench", "build_id": None})
+
+    task()
+    n = 0
+    while len(out) + per_task + 2 <= length:
+        for _ in range(per_task):
+            n += 1
+            add("WorkflowSignaled", dict(signal["attributes"][1]), request_id=f"s-{n}")
+        task()
     return out
