@@ -26,6 +26,7 @@ from .scenarios import (
     hot_workflow,
     latency,
     payloads,
+    peers,
     projections,
     raw_kafka,
     rebalance,
@@ -61,6 +62,7 @@ SCENARIOS = {
     "payloads": payloads.run,
     "console": console_pages.run,
     "hot_workflow": hot_workflow.run,
+    "peers": peers.run,
 }
 
 

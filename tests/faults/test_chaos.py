@@ -157,7 +157,15 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
     t_begin = time.monotonic()
     cluster.start()
     client = await Client.connect(config=config)
-    driver = LoadDriver(client, config, rng, workflows=workflows)
+    # a worker in this process: it runs the first task of the eager starts (workflows.eager);
+    # its activities record to the run's ledger as the worker processes' do
+    monkeypatch.setenv("KADENCE_CHAOS_PREFIX", prefix)
+    eager_worker = Worker(
+        client, task_queue=TASK_QUEUE, workflows=WORKFLOWS, activities=ACTIVITIES, identity="chaos-driver"
+    )
+    eager_serving = asyncio.get_running_loop().create_task(eager_worker.run())
+    await eager_worker.wait_started(120)
+    driver = LoadDriver(client, config, rng, workflows=workflows, eager_worker=eager_worker)
     probes = PartitionProbes(client, config.partitions)
     probes.start()
     try:
@@ -273,6 +281,9 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
             "late_activity_completions",
             "undecodable_records",
             "pauses",
+            "eager_starts",
+            "eager_raced_starts",
+            "eager_abandoned_first_tasks",
         ):
             assert counts.get(what, 0) >= 1, f"no {what} injected: {counts}"
     except BaseException:  # pytest-timeout's too (SIGALRM): where every component sat, in its log
@@ -287,6 +298,8 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
     finally:
         await probes.stop()
         driver.close()
+        eager_worker.shutdown()
+        await asyncio.wait({eager_serving}, timeout=30)
         await client.close()
         cluster.close()
 

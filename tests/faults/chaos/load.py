@@ -37,7 +37,8 @@ from kadence import (
     WorkflowUpdateFailedError,
 )
 from kadence.topics import Catalogue, KafkaConfig, partition_for
-from kadence.topics.records import new_id
+from kadence.topics.protocol import start_body
+from kadence.topics.records import new_id, start_run_id
 
 from .checker import Expectations, Violation
 from .workflows import (
@@ -49,6 +50,7 @@ from .workflows import (
     ChaosTick,
     approval_for,
     cron_id,
+    eager,
     executed,
     expected_result,
     update_result,
@@ -121,8 +123,10 @@ async def send_update(client: Client, workflow_id: str, request_id: str, k: int)
 
 
 class LoadDriver:
-    def __init__(self, client: Client, config: KafkaConfig, rng: random.Random, *, workflows: int):
+    def __init__(self, client: Client, config: KafkaConfig, rng: random.Random, *, workflows: int, eager_worker=None):
         self.client = client
+        #: a Worker of ``client`` (in this process) that runs eager starts' first tasks
+        self.eager_worker = eager_worker
         self.config = config
         self.rng = rng
         self.n = workflows
@@ -169,12 +173,15 @@ class LoadDriver:
             self.counts["workflows_executed"] += 1
             self._results[wf] = self._spawn(self._execute(i, wf))
             return
-        handle = await self._retry(
-            "start",
-            lambda: self.client.start_workflow(
-                ChaosOrder, i, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S
-            ),
-        )
+        if eager(i) and self.eager_worker is not None:
+            handle = await self._eager_start(i, wf)
+        else:
+            handle = await self._retry(
+                "start",
+                lambda: self.client.start_workflow(
+                    ChaosOrder, i, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S
+                ),
+            )
         self.exp.results[wf] = expected_result(i)
         self.exp.run_ids[wf] = handle.run_id
         self.counts["workflows_started"] += 1
@@ -192,6 +199,45 @@ class LoadDriver:
             self._check_update(wf, rid, got, update_result(i))
             self.exp.updates[rid] = wf
             self.counts["updates_accepted"] += 1
+
+    async def _eager_start(self, i: int, wf: str):
+        """An eager start of order ``i`` (``workflows.eager``): after a first task the "crashed
+        client" ran and never sent, or racing an ordinary start with the same request ID."""
+        if i % 2 == 0:
+            body = start_body("ChaosOrder", TASK_QUEUE, self.client.converter.to_bytes([i]))
+            abandoned = await self.eager_worker.run_first_task(wf, start_run_id(new_id()), body, new_id())
+            self.counts["eager_abandoned_first_tasks"] += abandoned is not None
+
+        def start(eager: bool):
+            return self._retry(
+                "start",
+                lambda: self.client.start_workflow(
+                    ChaosOrder,
+                    i,
+                    id=wf,
+                    task_queue=TASK_QUEUE,
+                    request_id=f"start-{wf}",
+                    timeout=REQUEST_TIMEOUT_S,
+                    request_eager_start=eager,
+                ),
+            )
+
+        if i % 2 == 0:
+            handle = await start(True)
+        else:
+            handle, other = await asyncio.gather(start(True), start(False))
+            self.counts["eager_raced_starts"] += 1
+            if other.run_id != handle.run_id:
+                self.violations.append(
+                    Violation(
+                        "completion",
+                        f"an eager start and an ordinary one with the same request ID got runs "
+                        f"{handle.run_id} and {other.run_id}",
+                        (wf,),
+                    )
+                )
+        self.counts["eager_starts"] += 1
+        return handle
 
     def _check_update(self, wf: str, rid: str, got: int, expected: int) -> None:
         if got != expected:

@@ -111,6 +111,14 @@ def executed(n: int) -> bool:
     return n % 7 == 3 and not wants_signal(n) and not wants_update(n)
 
 
+def eager(n: int) -> bool:
+    """Some orders are started with ``request_eager_start`` (issue 45): a worker in the driver's
+    process runs the first workflow task before the start is sent. Half of them race an ordinary
+    start with the same request ID, and half follow a first task run for the same workflow ID
+    whose start was never sent (a client that crashed between its local task and its start)."""
+    return n % 5 == 2 and not executed(n)
+
+
 def has_child(n: int) -> bool:
     return n % 5 == 0
 
