@@ -47,6 +47,7 @@ from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, 
 from kadence.topics.records import failure_record, start_run_id
 
 from .activities import activity_heartbeat, activity_result, activity_timer_fired, cancel_activity, schedule_activity
+from .closing import closing_outruns_signals
 from .effects import (
     MAX_RESULT_WAITERS,
     RECENT_REQUESTS,
@@ -443,53 +444,13 @@ def _apply_command(
 _failure = failure_record
 
 
-#: commands that end the run: what a signal or an update recorded after the task was scheduled
-#: would never reach
-_CLOSING = frozenset(
-    {
-        "CompleteWorkflowExecution",
-        "FailWorkflowExecution",
-        "CancelWorkflowExecution",
-        "ContinueAsNewWorkflowExecution",
-    }
-)
-
-
 def _workflow_task_completed(t: Transition, body: RespondWorkflowTaskCompleted) -> None:
     st = _current_task(t, body)
     if st is None:
         return
-    carried: list[dict[str, Any]] = []
-    if st["wt_needed"]:
-        closing = next((ctype for ctype, _c in body["commands"] if ctype in _CLOSING), None)
-        if closing is not None:
-            unseen = [
-                e
-                for e in t.view.history(st["workflow_id"], st["run_id"], body["scheduled_seq"])
-                if e["attributes"][0] in ("WorkflowSignaled", "WorkflowUpdateAccepted")
-            ]
-            updates = any(e["attributes"][0] == "WorkflowUpdateAccepted" for e in unseen)
-            if unseen and (updates or closing != "ContinueAsNewWorkflowExecution"):
-                _refuse_closing_task(t, st, len(unseen))
-                return
-            carried = unseen  # signals only: the next run receives them
-    _complete_task(t, st, body, carried_signals=carried)
-
-
-def _refuse_closing_task(t: Transition, st: WorkflowState, unseen: int) -> None:
-    """A task that closes the run while signals or updates it never saw were recorded after it
-    was scheduled (Temporal's UnhandledCommand): nothing of it is recorded, and a new task with
-    the whole history lets the code handle them first. An acknowledged signal is never lost."""
-    st["wt_scheduled_seq"] = None
-    t.out.closes_refused += 1
-    log.info(
-        "workflow %s run %s: a closing workflow task refused: %d signals or updates came after it",
-        st["workflow_id"],
-        st["run_id"],
-        unseen,
-    )
-    schedule_workflow_task(t, st, full=True)
-    t.view.put(st)
+    refused, carried = closing_outruns_signals(t, st, body)
+    if not refused:
+        _complete_task(t, st, body, carried_signals=carried)
 
 
 def _complete_task(

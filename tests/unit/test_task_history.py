@@ -56,9 +56,11 @@ async def test_with_the_run_cached_only_what_follows_its_last_event():
     assert [e["seq"] for e in task["events"]] == [6, 7, 8] and not task["full_history"]
 
 
-@pytest.mark.parametrize("cached", [_cached(run_id="r0"), _cached(eager_token="tok")])
-async def test_an_instance_of_another_run_or_an_unconfirmed_eager_one_gets_the_whole_history(cached):
-    task = await with_events_from_topic(Engine(_events(8)), _task(), cached)
+@pytest.mark.parametrize(
+    ("cached", "full"), [(_cached(run_id="r0"), False), (_cached(eager_token="tok"), False), (_cached(), True)]
+)
+async def test_another_runs_instance_an_unconfirmed_eager_one_or_a_full_task_get_the_whole_history(cached, full):
+    task = await with_events_from_topic(Engine(_events(8)), _task(full_history=full), cached)
     assert len(task["events"]) == 8 and task["full_history"]
 
 
