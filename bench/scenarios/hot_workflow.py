@@ -17,6 +17,7 @@ import os
 import time
 
 from kadence import Replayer
+from kadence.topics.payload import JsonConverter
 
 from .. import workloads
 from ..common import QUEUE, Context, CpuMeter, summary
@@ -135,10 +136,8 @@ def _sink_history(real: list[dict], length: int, per_task: int = 200) -> list[di
     of ``per_task`` signals, each followed by a workflow task scheduled and completed."""
     head = real[0]
     signal = next(e for e in real if e["attributes"][0] == "WorkflowSignaled")
-    started = {
-        **head,
-        "attributes": ("WorkflowExecutionStarted", {**head["attributes"][1], "workflow_type": "SignalSink"}),
-    }
+    attrs = {**head["attributes"][1], "workflow_type": "SignalSink", "input": JsonConverter().to_bytes([])}
+    started = {**head, "attributes": ("WorkflowExecutionStarted", attrs)}
     out = [started]
 
     def add(kind: str, attrs: dict, request_id=None) -> dict:
