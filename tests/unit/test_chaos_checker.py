@@ -404,3 +404,20 @@ def test_a_cron_chain_is_followed_run_by_run():
     # a chain of one run
     exp, obs = _cron_chain([1000])
     assert [v.message for v in checker.check_crons(exp, obs)] == ["the chain made 1 run(s)"]
+
+
+def test_a_signal_carried_by_a_continue_as_new_counts_once_and_a_copy_elsewhere_twice(good):
+    exp, obs, run = good
+    events = _events(obs, run)
+    signaled = next(e for e in events if _kind(e) == "WorkflowSignaled")
+    nxt = "next-run"
+    copy_in_next = {**copy.deepcopy(signaled), "run_id": nxt, "seq": 3}
+    obs.histories[("wf", nxt)] = [copy_in_next]
+    # not a continued run: the same signal in two runs is a duplicate
+    [v] = checker.check_signals(exp, obs)
+    assert "appears 2 times" in v.message
+    # the first run continued as new into it: the copy is the carried signal (decision 0053)
+    closing = {**copy.deepcopy(events[-1]), "seq": len(events) + 1}
+    closing["attributes"] = ("WorkflowExecutionContinuedAsNew", {"new_run_id": nxt, "input": b"[]"})
+    events.append(closing)
+    assert checker.check_signals(exp, obs) == []
