@@ -32,6 +32,7 @@ from .scenarios import (
     rebalance,
     recovery,
     replication,
+    requests,
     restore_scale,
     scale,
     throughput,
@@ -63,6 +64,7 @@ SCENARIOS = {
     "console": console_pages.run,
     "hot_workflow": hot_workflow.run,
     "peers": peers.run,
+    "requests": requests.run,
 }
 
 

@@ -48,6 +48,23 @@ JVM_OPTS = [
     "-Djava.awt.headless=true",
 ]
 LOOPBACK = "127.0.0.1"
+
+
+def jmx_opts(port):
+    """JVM options serving JMX on ``port`` of the loopback only, without authentication (a dev
+    stack's broker; its request metrics are read by ``bench.broker_requests``)."""
+    return [
+        "-Dcom.sun.management.jmxremote",
+        f"-Dcom.sun.management.jmxremote.port={port}",
+        f"-Dcom.sun.management.jmxremote.rmi.port={port}",
+        "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+        "-Djava.rmi.server.hostname=127.0.0.1",
+        "-Dcom.sun.management.jmxremote.authenticate=false",
+        "-Dcom.sun.management.jmxremote.ssl=false",
+        "-Dcom.sun.management.jmxremote.local.only=true",
+    ]
+
+
 _LIVE: set[subprocess.Popen] = set()  # processes still running, reaped at interpreter exit
 
 
@@ -377,6 +394,8 @@ class KafkaBroker(_Service):
         self.version = version or kafka_version()
         self.config = dict(config or {})  # extra/overriding server.properties entries
         self.port = self.controller_port = self.mtls_port = None
+        #: the JMX port of the dev broker (loopback only, no authentication: a dev stack's)
+        self.jmx_port = None
         self.node_id = node_id
         #: the ``KafkaCluster`` this node belongs to (its ports, quorum and security), or None
         self.cluster = cluster
@@ -417,6 +436,9 @@ class KafkaBroker(_Service):
         base = [java, *jvm, f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}", "-cp", f"{lib}/*"]
         if not (work / "data" / "meta.properties").exists():
             self._format(base, work)
+        if self.cluster is None:  # the dev broker: its request metrics for the bench (bench.broker_requests)
+            self.jmx_port = self.jmx_port or free_port()
+            base = [*base[:1], *jmx_opts(self.jmx_port), *base[1:]]
         self._log_mark = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.proc = _spawn(
             [*base, "kafka.Kafka", str(work / "server.properties")],
@@ -638,6 +660,7 @@ def cmd_run(argv):
         else:
             services.append(KafkaBroker(die_with_parent=True, config=server_overrides(env)))
             env["KADENCE_KAFKA_BOOTSTRAP"] = services[-1].start().bootstrap
+            env["KADENCE_BROKER_JMX_PORT"] = str(services[-1].jmx_port)
         try:
             state["child"] = subprocess.Popen(argv, env=env)
         except OSError as exc:
