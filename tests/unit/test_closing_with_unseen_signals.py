@@ -24,6 +24,11 @@ class Ender:
     def note(self, text: str) -> None:
         self.got.append(text)
 
+    @workflow.update
+    def add(self, text: str) -> int:
+        self.got.append(text)
+        return len(self.got)
+
     @workflow.run
     async def run(self) -> list[str]:
         await workflow.wait_condition(lambda: bool(self.got))
@@ -120,3 +125,32 @@ def test_a_continue_as_new_passes_the_signals_it_never_saw_to_the_next_run():
             _complete(h, task, nxt.apply(task["events"], task["scheduled_seq"]))
         st = h.store.get_state("wf")
     assert st["status"] == "completed" and conv.from_bytes(st["result"]) == ["gen1", "b"]
+
+
+def test_a_closing_task_with_an_update_it_never_saw_is_refused_and_the_update_answered():
+    h = Harness()
+    h.start("wf", "Ender", [])
+    (first,) = h.take_tasks("workflow")
+    inst = _instance(Ender, first)
+    _complete(h, first, inst.apply(first["events"], first["scheduled_seq"]))
+    _signal(h, "a", "s-a")
+    (second,) = h.take_tasks("workflow")
+    commands = inst.apply(second["events"], second["scheduled_seq"])
+    assert [c for c, _ in commands] == ["CompleteWorkflowExecution"]
+    # a worker validated an update meanwhile: the engine records it (its sender waits for the answer)
+    h.send(
+        "wf",
+        "AcceptWorkflowUpdate",
+        {"update_name": "add", "input": conv.to_bytes(["u"]), "identity": "w"},
+        request_id="u-1",
+        run_id=first["run_id"],
+    )
+    _complete(h, second, commands)
+    assert h.store.get_state("wf")["status"] == "running"  # refused: the update would fail unanswered
+    (third,) = h.take_tasks("workflow")
+    again = _instance(Ender, third)
+    _complete(h, third, again.apply(third["events"], third["scheduled_seq"]))
+    st = h.store.get_state("wf")
+    assert st["status"] == "completed" and conv.from_bytes(st["result"]) == ["a", "u"]
+    answers = [r for r in h.replies if r["request_id"] == "u-1"]
+    assert answers and answers[-1]["status"] == "ok" and conv.from_bytes(answers[-1]["result"]) == 2
