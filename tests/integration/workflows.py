@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import threading
 from datetime import timedelta
 
 from kadence import activity, workflow
@@ -22,8 +23,15 @@ async def add(x: int, y: int) -> int:
     return x + y
 
 
+#: cleared by a drill to hold every ``ThreeSteps`` at its second step (``double`` waits, at most
+#: 20 s, well inside its 30 s timeout) until the fault is in place; open otherwise
+DOUBLE_OPEN = threading.Event()
+DOUBLE_OPEN.set()
+
+
 @activity.defn
 def double(x: int) -> int:
+    DOUBLE_OPEN.wait(20)
     EFFECTS[activity.info().idempotency_key] += 1
     return 2 * x
 
