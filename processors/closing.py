@@ -16,7 +16,7 @@ from .effects import Transition, schedule_workflow_task
 
 __all__ = ["closing_outruns_signals"]
 
-log = logging.getLogger("kadence.processors.state_machine")
+log = logging.getLogger(__name__)
 
 #: commands that end the run
 CLOSING = frozenset(

@@ -176,12 +176,7 @@ class LoadDriver:
         if eager(i) and self.eager_worker is not None:
             handle = await self._eager_start(i, wf)
         else:
-            handle = await self._retry(
-                "start",
-                lambda: self.client.start_workflow(
-                    ChaosOrder, i, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S
-                ),
-            )
+            handle = await self._start_order(i, wf)
         self.exp.results[wf] = expected_result(i)
         self.exp.run_ids[wf] = handle.run_id
         self.counts["workflows_started"] += 1
@@ -200,6 +195,22 @@ class LoadDriver:
             self.exp.updates[rid] = wf
             self.counts["updates_accepted"] += 1
 
+    async def _start_order(self, i: int, wf: str, *, eager: bool = False, what: str = "start"):
+        """Start order ``i`` as ``wf`` with its one request ID (so every retry, duplicate and race
+        is the same start), retried while the broker is away."""
+        return await self._retry(
+            what,
+            lambda: self.client.start_workflow(
+                ChaosOrder,
+                i,
+                id=wf,
+                task_queue=TASK_QUEUE,
+                request_id=f"start-{wf}",
+                timeout=REQUEST_TIMEOUT_S,
+                request_eager_start=eager,
+            ),
+        )
+
     async def _eager_start(self, i: int, wf: str):
         """An eager start of order ``i`` (``workflows.eager``): after a first task the "crashed
         client" ran and never sent, or racing an ordinary start with the same request ID."""
@@ -208,24 +219,10 @@ class LoadDriver:
             abandoned = await self.eager_worker.run_first_task(wf, start_run_id(new_id()), body, new_id())
             self.counts["eager_abandoned_first_tasks"] += abandoned is not None
 
-        def start(eager: bool):
-            return self._retry(
-                "start",
-                lambda: self.client.start_workflow(
-                    ChaosOrder,
-                    i,
-                    id=wf,
-                    task_queue=TASK_QUEUE,
-                    request_id=f"start-{wf}",
-                    timeout=REQUEST_TIMEOUT_S,
-                    request_eager_start=eager,
-                ),
-            )
-
         if i % 2 == 0:
-            handle = await start(True)
+            handle = await self._start_order(i, wf, eager=True)
         else:
-            handle, other = await asyncio.gather(start(True), start(False))
+            handle, other = await asyncio.gather(self._start_order(i, wf, eager=True), self._start_order(i, wf))
             self.counts["eager_raced_starts"] += 1
             if other.run_id != handle.run_id:
                 self.violations.append(
@@ -346,12 +343,7 @@ class LoadDriver:
         n = int(wf.split("-")[1])
         self.last_injection = ("duplicate_start", wf)
         try:
-            handle = await self._retry(
-                "duplicate_start",
-                lambda: self.client.start_workflow(
-                    ChaosOrder, n, id=wf, task_queue=TASK_QUEUE, request_id=f"start-{wf}", timeout=REQUEST_TIMEOUT_S
-                ),
-            )
+            handle = await self._start_order(n, wf, what="duplicate_start")
         except WorkflowAlreadyStartedError as exc:
             self.violations.append(
                 Violation("completion", f"a retried start was rejected instead of answered: {exc}", (wf,))
