@@ -33,7 +33,9 @@ __all__ = [
     "activity_timer_fired",
     "cancel_activity",
     "dispatch_attempt",
+    "eager_requests",
     "schedule_activity",
+    "send_eager",
 ]
 
 log = logging.getLogger(__name__)
@@ -106,6 +108,39 @@ def dispatch_attempt(t: Transition, st: WorkflowState, a: PendingActivity) -> No
         )
     )
     # its timeouts (start-to-close, heartbeat) follow from this state: processors.deadlines
+
+
+def eager_requests(commands: list[Any]) -> set[str]:
+    """The activity IDs a completing worker asked to run itself (``request_eager_execution``)."""
+    return {
+        c["activity_id"]
+        for ctype, c in commands
+        if ctype == "ScheduleActivityTask" and c.get("request_eager_execution")
+    }
+
+
+def send_eager(t: Transition, mark: int, asked: set[str], workflow_id: str, run_id: str | None) -> None:
+    """Answer a completion whose worker asked to run some of its activities itself (decision
+    0054): the first attempts the completion dispatched (the task records staged since ``mark``)
+    go in the reply to it, in this transaction, instead of to the activity-task topic. Only an
+    attempt with a start-to-close or heartbeat timeout goes eagerly: if the worker dies with it,
+    that timeout retries the activity through the topic. The reply is written even when nothing
+    went (the completion was stale or refused), so the worker stops waiting at once."""
+    sent = []
+    for i in range(mark, len(t.out.tasks)):
+        kind, queue, task = t.out.tasks[i]
+        if (
+            kind == "activity"
+            and task["activity_id"] in asked
+            and task["workflow_id"] == workflow_id
+            and task["run_id"] == run_id
+            and task["attempt"] == 1
+            and (task["start_to_close_timeout_ms"] or task["heartbeat_timeout_ms"])
+        ):
+            t.out.tasks[i] = ("eager", queue, task)  # stamped with the trace like any task, not produced
+            sent.append(task)
+    t.out.eager_activities += len(sent)
+    reply(t.out, t.cmd["request_id"], workflow_id, "ok", run_id=run_id, activity_tasks=sent)
 
 
 def schedule_activity(t: Transition, st: WorkflowState, c: Mapping[str, Any], completed_seq: int) -> None:

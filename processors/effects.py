@@ -55,7 +55,8 @@ class Outbox:
 
     #: (workflow_id, event) history events, produced to {ns}.history at the shard's partition
     events: list[Any] = field(default_factory=list)
-    #: ("workflow" | "activity", task_queue, record dict)
+    #: ("workflow" | "activity" | "eager", task_queue, record dict); an "eager" activity task goes
+    #: in the reply to the worker that asked for it, not to the task topic (``activities``)
     tasks: list[Any] = field(default_factory=list)
     replies: list[Any] = field(default_factory=list)
     #: TimerRecord dicts, produced to the delay tier that fits their fire time
@@ -71,6 +72,8 @@ class Outbox:
     eager_refused: int = 0
     #: closing workflow tasks refused: signals or updates came after them (``state_machine``)
     closes_refused: int = 0
+    #: activity attempts sent in a reply to the worker that asked to run them (decision 0054)
+    eager_activities: int = 0
     #: for metrics, counted once the batch commits: the workflow type of each run started, and
     #: (workflow type, outcome, ms from the run's start to its close) of each run closed
     runs_started: list[Any] = field(default_factory=list)
@@ -303,6 +306,7 @@ def reply(
     memo: dict[str, Any] | None = None,
     description: dict[str, Any] | None = None,
     reset_plan: dict[str, Any] | None = None,
+    activity_tasks: list[Any] | None = None,
 ) -> None:
     if not request_id:
         return
@@ -320,6 +324,7 @@ def reply(
             "memo": memo or {},
             "description": description,
             "reset_plan": reset_plan,
+            "activity_tasks": activity_tasks or [],
         }
     )
 

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from opentelemetry.trace import TracerProvider
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry
 
 from kadence.schemas.records import WorkflowState
 from kadence.topics import serde, settings
@@ -33,7 +33,6 @@ from kadence.topics.broker_wait import assign_at_committed, committed_offsets, u
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.config import PAUSING_FETCH_WAIT_MS, KafkaConfig
-from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.errors import (
     BrokerUnavailableError,
     ConfigError,
@@ -42,7 +41,6 @@ from kadence.topics.errors import (
     WrongPartitionError,
 )
 from kadence.topics.log_context import reset_log_fields, set_log_fields
-from kadence.topics.metric_labels import BoundedLabel
 from kadence.topics.partitioner import partition_for
 from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.produce import produce_waiting
@@ -55,6 +53,7 @@ from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
 from .disk_store import DiskShardStore
 from .effects import BatchView, Outbox, count_history_bytes, reply
+from .processor_metrics import ProcessorMetrics
 from .shard_store import ShardStore
 from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
@@ -223,111 +222,6 @@ def reply_partition(instance_id: str, partitions: int) -> int:
     return zlib.crc32(instance_id.encode()) % partitions
 
 
-class _Metrics:
-    """The processor's families; every one carries ``namespace`` (bound here where it is the only
-    label, so that a call site reads ``metrics.commands.inc()``)."""
-
-    def __init__(self, registry: CollectorRegistry, namespace: str) -> None:
-        r, ns = registry, ["namespace"]
-        self.commands = Counter("kadence_processor_commands", "commands processed", ns, registry=r).labels(namespace)
-        self.batches = Histogram(
-            "kadence_processor_batch_size",
-            "commands per transaction",
-            ns,
-            registry=r,
-            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
-        ).labels(namespace)
-        self.commit = Histogram(
-            "kadence_processor_commit_seconds",
-            "transaction commit time",
-            ns,
-            registry=r,
-            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5),
-        ).labels(namespace)
-        self.duplicates = Counter(
-            "kadence_processor_duplicates_suppressed", "duplicate requests answered from memory", ns, registry=r
-        ).labels(namespace)
-        self.stale = Counter(
-            "kadence_processor_stale_rejected", "stale task completions rejected", ns, registry=r
-        ).labels(namespace)
-        eager = Counter(
-            "kadence_processor_eager_workflow_tasks",
-            "eager workflow tasks, by outcome",
-            ["namespace", "outcome"],
-            registry=r,
-        )
-        self.eager_accepted, self.eager_refused = (
-            eager.labels(namespace, "accepted"),
-            eager.labels(namespace, "refused"),
-        )
-        self.dlq = Counter(
-            "kadence_processor_dead_letters", "commands sent to the dead-letter topic", ns, registry=r
-        ).labels(namespace)
-        self.closes_refused = Counter(
-            "kadence_processor_closing_tasks_refused",
-            "workflow tasks that would close a run refused: signals or updates came after them, a new task carries them",
-            ns,
-            registry=r,
-        ).labels(namespace)
-        self.tasks_without_events = Counter(
-            "kadence_processor_tasks_without_events",
-            "workflow task records produced without their events (over task_max_bytes): the worker reads the history topic",
-            ns,
-            registry=r,
-        ).labels(namespace)
-        self.aborts = Counter("kadence_processor_aborts", "transactions aborted", ns, registry=r).labels(namespace)
-        self.hung = Counter(
-            "kadence_processor_txn_hangs",
-            "send_offsets_to_transaction calls given up on (producer replaced)",
-            ns,
-            registry=r,
-        ).labels(namespace)
-        self.deadlines = Counter(
-            "kadence_processor_deadlines_fired",
-            "activity timeouts fired from the processor's deadline index",
-            ns,
-            registry=r,
-        ).labels(namespace)
-        # workflow runs, by type (capped: a start request may name any type) and outcome
-        self.runs_started = Counter(
-            "kadence_processor_runs_started",
-            "workflow runs started (committed)",
-            ["namespace", "workflow_type"],
-            registry=r,
-        )
-        self.runs_closed = Counter(
-            "kadence_processor_runs_closed",
-            "workflow runs closed (committed), by outcome",
-            ["namespace", "workflow_type", "outcome"],
-            registry=r,
-        )
-        self.run_seconds = Histogram(
-            "kadence_processor_run_seconds",
-            "workflow run start to close (workflow time), by outcome",
-            ["namespace", "workflow_type", "outcome"],
-            registry=r,
-            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400, 604800),
-        )
-        self.workflow_type = BoundedLabel()
-        self.restore = Histogram(
-            "kadence_processor_restore_seconds",
-            "time to restore one shard on assignment",
-            ns,
-            registry=r,
-            buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300),
-        ).labels(namespace)
-        self.lag = LagSampler(lag_gauge(r), namespace, "processor")
-
-    def count_runs(self, namespace: str, out: Outbox) -> None:
-        """The runs an outbox started and closed, once its batch has committed."""
-        for wtype in out.runs_started:
-            self.runs_started.labels(namespace, self.workflow_type.value(wtype)).inc()
-        for wtype, outcome, ms in out.runs_closed:
-            label = self.workflow_type.value(wtype)
-            self.runs_closed.labels(namespace, label, outcome).inc()
-            self.run_seconds.labels(namespace, label, outcome).observe(max(0, ms) / 1000)
-
-
 def _run_trace(st: WorkflowState | None) -> TraceRef | None:
     """The trace context of a running run that is traced, else None."""
     if st is None or st["status"] != "running":
@@ -388,7 +282,7 @@ class HistoryProcessor:
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
         registry = registry or CollectorRegistry()
-        self.metrics = _Metrics(registry, config.kafka.namespace)
+        self.metrics = ProcessorMetrics(registry, config.kafka.namespace)
         register_codec_metrics(registry)
         self._stop = threading.Event()
         self._stores: dict[int, ShardStore] = {}
@@ -909,16 +803,7 @@ class HistoryProcessor:
                     for wf in view.tombstones():
                         index.update(wf, None)
         for out in outboxes.values():
-            self.metrics.duplicates.inc(out.duplicates)
-            self.metrics.stale.inc(out.stale)
-            if out.eager_accepted:
-                self.metrics.eager_accepted.inc(out.eager_accepted)
-            if out.eager_refused:
-                self.metrics.eager_refused.inc(out.eager_refused)
-            if out.closes_refused:
-                self.metrics.closes_refused.inc(out.closes_refused)
-            if out.runs_started or out.runs_closed:
-                self.metrics.count_runs(self.kafka.namespace, out)
+            self.metrics.committed(out)
         self.committed_batches += 1
         return True
 
@@ -956,7 +841,7 @@ class HistoryProcessor:
                         raw = wt_codec.encode({**task, "events": [], "history_in_topic": True})
                         self.metrics.tasks_without_events.inc()
                     self._produce(topic, raw, task["workflow_id"].encode())
-                else:
+                elif kind == "activity":  # an "eager" one rides in its reply (``activities.send_eager``)
                     self._produce(
                         self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode()
                     )

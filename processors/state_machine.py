@@ -46,7 +46,15 @@ from kadence.topics.errors import ConfigError, InvalidArgumentError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
 from kadence.topics.records import failure_record, start_run_id
 
-from .activities import activity_heartbeat, activity_result, activity_timer_fired, cancel_activity, schedule_activity
+from .activities import (
+    activity_heartbeat,
+    activity_result,
+    activity_timer_fired,
+    cancel_activity,
+    eager_requests,
+    schedule_activity,
+    send_eager,
+)
 from .closing import closing_outruns_signals
 from .effects import (
     MAX_RESULT_WAITERS,
@@ -445,12 +453,14 @@ _failure = failure_record
 
 
 def _workflow_task_completed(t: Transition, body: RespondWorkflowTaskCompleted) -> None:
+    asked, mark = eager_requests(body["commands"]), len(t.out.tasks)
     st = _current_task(t, body)
-    if st is None:
-        return
-    refused, carried = closing_outruns_signals(t, st, body)
-    if not refused:
-        _complete_task(t, st, body, carried_signals=carried)
+    if st is not None:
+        refused, carried = closing_outruns_signals(t, st, body)
+        if not refused:
+            _complete_task(t, st, body, carried_signals=carried)
+    if asked:
+        send_eager(t, mark, asked, t.cmd["aggregate_key"], t.cmd["run_id"])
 
 
 def _complete_task(
@@ -524,14 +534,15 @@ def _activity_completed(t: Transition, body: RespondActivityTaskCompleted) -> No
     if eager is None:
         activity_result(t, body, failed=False)
         return
+    asked, mark = eager_requests(eager["commands"]), len(t.out.tasks)
     st = t.view.state(t.cmd["aggregate_key"])
     if not _eager_fits(st, t.cmd, eager, t.ts):
         if activity_result(t, body, failed=False, task="full"):
             t.out.eager_refused += 1
-        return
-    if not activity_result(t, body, failed=False, task="none"):
-        return
-    _record_eager_task(t, st, eager, body["identity"], t.cmd["request_id"])
+    elif activity_result(t, body, failed=False, task="none"):
+        _record_eager_task(t, st, eager, body["identity"], t.cmd["request_id"])
+    if asked:
+        send_eager(t, mark, asked, t.cmd["aggregate_key"], t.cmd["run_id"])
 
 
 def _check_history_size(t: Transition, st: WorkflowState) -> None:

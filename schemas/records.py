@@ -453,6 +453,8 @@ class ScheduleActivityTask(TypedDict):
     activity_type: str
     input: bytes
     options: ActivityOptions
+    #: the worker that completes the workflow task asks to run this activity itself: the engine sends the attempt in its reply to the completion instead of the activity-task topic (decision 0054)
+    request_eager_execution: NotRequired[bool]
 
 
 class CompleteWorkflowExecution(TypedDict):
@@ -950,6 +952,8 @@ class Reply(TypedDict):
     description: NotRequired[WorkflowDescription | None]
     #: reset: what it did or, for a dry run, would do
     reset_plan: NotRequired[ResetPlan | None]
+    #: a workflow-task completion that asked for eager activities: the attempts the engine dispatched to the asking worker (decision 0054)
+    activity_tasks: NotRequired[list[ActivityTask]]
 
 
 class PendingActivity(TypedDict):

@@ -49,6 +49,7 @@ from kadence.topics.tracing import Tracer, record_ref
 from ._activity_runner import ActivityRunner
 from ._client import Client
 from ._definitions import WorkflowDefinition, failure_types, registrations
+from ._eager_activities import EagerActivities
 from ._eager_start import run_first_task
 from ._instance import HistoryGapError, LocalActivityCall, WorkflowInfo, WorkflowInstance, task_failure_cause
 from ._local_activities import run_local_activities, run_local_activity
@@ -104,6 +105,7 @@ class Worker:
         build_id: str | None = None,
         promote: bool = False,
         eager_workflow_tasks: bool = True,
+        eager_activities: bool = True,
         transactional_activity_results: bool = True,
         txn_stall_s: float = 60.0,
         metrics_registry: CollectorRegistry | None = None,
@@ -179,6 +181,17 @@ class Worker:
             stats=self.stats,
             identity=self.identity,
             where=f"worker {self.identity} (task queue {task_queue})",
+        )
+        #: activities this worker's workflow tasks schedule, run when the engine's reply says so
+        self._eager_activities = EagerActivities(
+            engine=client._engine,
+            task_queue=task_queue,
+            activities=self._activities,
+            max_concurrent=max_concurrent_activities,
+            running=self._activity_runner.running,
+            start=functools.partial(self._start_activity, msg=None),
+            stats=self.stats,
+            enabled=eager_activities,
         )
         #: set by shutdown(): a start still waiting for the broker gives up
         self._starting_stop = threading.Event()
@@ -290,6 +303,7 @@ class Worker:
 
     async def _close(self) -> None:
         loop = asyncio.get_running_loop()
+        await self._eager_activities.close()
         if self._at_consumer is not None:
             self._at_consumer.stop_taking()
         # the activities running: cancelled, and given the graceful timeout to end (what they
@@ -640,6 +654,8 @@ class Worker:
         wf = task["workflow_id"]
         self.stats["workflow_tasks"] += 1
         self.metrics.workflow_task(defn.name, "completed", time.perf_counter() - began)
+        request_id = new_id()
+        commands = self._eager_activities.ask(wf, request_id, commands)
         self._send(
             task,
             "RespondWorkflowTaskCompleted",
@@ -651,6 +667,7 @@ class Worker:
             },
             msg,
             self._live_wt_consumer,
+            request_id,
         )
         self._keep(wf, inst)
 
@@ -803,8 +820,14 @@ class Worker:
             log.error("undecodable activity task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
             self._live_at_consumer.done(msg)
             return
+        self._start_activity(task, msg)
+
+    def _start_activity(self, task: ActivityTask, msg: Message | None) -> None:
+        """Run an attempt from the task topic (``msg``) or from the engine's reply to a
+        completion that asked for it (``msg`` None: ``_eager_activities``)."""
         # the activity's task copies the context as it is created: its lines carry the fields
-        fields = set_log_fields(task["workflow_id"], task["run_id"], msg.partition(), task.get("trace_id"))
+        partition = None if msg is None else msg.partition()
+        fields = set_log_fields(task["workflow_id"], task["run_id"], partition, task.get("trace_id"))
         try:
             t = asyncio.get_running_loop().create_task(self._run_activity(task, msg))
         finally:
@@ -816,7 +839,7 @@ class Worker:
         # few attributes: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)
         return {"kadence.workflow_id": task["workflow_id"], "kadence.attempt": task["attempt"]}
 
-    async def _run_activity(self, task: ActivityTask, msg: Message) -> None:
+    async def _run_activity(self, task: ActivityTask, msg: Message | None) -> None:
         parent = record_ref(task)
         if parent is None:
             await self._activity(task, msg)
@@ -832,21 +855,48 @@ class Worker:
             task["span_id"] = ref[1]
             await self._activity(task, msg)
 
-    async def _activity(self, task: ActivityTask, msg: Message) -> None:
+    async def _activity(self, task: ActivityTask, msg: Message | None) -> None:
         reported = await self._activity_runner.run(task, self._heartbeat)
         if reported is None:  # cancelled by the engine, or to be completed asynchronously
-            self._live_at_consumer.done(msg)
+            if msg is not None:
+                self._live_at_consumer.done(msg)
             return
         body_type, body = reported
         request_id = new_id()
         if body_type == "RespondActivityTaskCompleted" and self._eager:
-            body["eager_workflow_task"] = self._eager_task(task, body["result"], request_id)
-        if self._reporter is not None:
+            eager = body["eager_workflow_task"] = self._eager_task(task, body["result"], request_id)
+            if eager is not None:
+                eager["commands"] = self._eager_activities.ask(task["workflow_id"], request_id, eager["commands"])
+        if msg is None:  # no offset to commit with it: a plain produce (decision 0054)
+            self._report_eager(task, body_type, body, request_id)
+        elif self._reporter is not None:
             self._reporter.report(
                 task["workflow_id"], task["run_id"], body_type, body, request_id, msg, record_ref(task)
             )
         else:
             self._send(task, body_type, body, msg, self._live_at_consumer, request_id)
+
+    def _report_eager(self, task: ActivityTask, body_type: str, body: dict[str, Any], request_id: str) -> None:
+        """Report an eager activity's attempt (``_eager_activities``): lost on the way, it is
+        retried after its timeout, as the attempt of a worker that died."""
+        wf = task["workflow_id"]
+        try:
+            fut = self.client._engine.send(
+                wf,
+                body_type,
+                body,
+                request_id=request_id,
+                run_id=task["run_id"],
+                expect_reply=False,
+                trace=record_ref(task),
+            )
+        except Exception as exc:  # noqa: BLE001 - e.g. a result over the producer's size limit
+            log.error("command %s for %s could not be produced: %s", body_type, wf, exc)
+            instead = self._unsendable_result(task, body_type, body, exc)
+            if instead is None:
+                return
+            fut = instead
+        fut.add_done_callback(functools.partial(_log_undelivered, wf))
 
     def _eager_task(self, task: ActivityTask, result: bytes, request_id: str) -> dict[str, Any] | None:
         """Run the workflow's next task now, on the cached instance (decision 0031), or None."""
@@ -897,3 +947,8 @@ class Worker:
                 ctx.cancel()
 
         fut.add_done_callback(on_reply)
+
+
+def _log_undelivered(workflow_id: str, fut: cf.Future[Any]) -> None:
+    if fut.exception() is not None:
+        log.error("command for %s not delivered: %s", workflow_id, fut.exception())

@@ -257,6 +257,7 @@ class InMemoryEngine:
             ev = serde.decode("HistoryEvent", raw)
             self._history.setdefault((wf, ev["run_id"]), []).append(ev)
         for kind, queue, task in out.tasks:
+            kind = "activity" if kind == "eager" else kind  # no worker here asks for eager activities
             record = "WorkflowTask" if kind == "workflow" else "ActivityTask"
             self.tasks.append((kind, queue, serde.decode(record, serde.encode(record, task))))
         for timer in out.timers:

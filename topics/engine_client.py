@@ -443,6 +443,18 @@ class EngineClient:
                     self._sent[(workflow_id, request_id)] = value
         return fut
 
+    def expect_reply(self, workflow_id: str, request_id: str) -> cf.Future[Any]:
+        """A future for the reply to a command that is produced some other way (a worker's task
+        completion that asks for eager activities goes through its outbox or its activity
+        reporter); call before that command is produced, and ``abandon`` it if no reply comes."""
+        self._ensure_replies()
+        fut: cf.Future[Any] = cf.Future()
+        with self._lock:
+            self._pending[(workflow_id, request_id)] = fut
+            key = request_id.encode()
+            self._waiting[key] = self._waiting.get(key, 0) + 1
+        return fut
+
     def produce_raw(self, topic: str, key: bytes, value: bytes, on_delivery: Callable[..., None] | None = None) -> None:
         try:
             produce_waiting(self._producer, topic, value, key, on_delivery=on_delivery)

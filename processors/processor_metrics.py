@@ -1,0 +1,134 @@
+"""The history processor's Prometheus families (docs/metrics.md)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from kadence.topics.consumer_lag import LagSampler, lag_gauge
+from kadence.topics.metric_labels import BoundedLabel
+
+from .effects import Outbox
+
+__all__ = ["ProcessorMetrics"]
+
+
+class ProcessorMetrics:
+    """The processor's families; every one carries ``namespace`` (bound here where it is the only
+    label, so that a call site reads ``metrics.commands.inc()``)."""
+
+    def __init__(self, registry: CollectorRegistry, namespace: str) -> None:
+        self.namespace = namespace
+        r, ns = registry, ["namespace"]
+        self.commands = Counter("kadence_processor_commands", "commands processed", ns, registry=r).labels(namespace)
+        self.batches = Histogram(
+            "kadence_processor_batch_size",
+            "commands per transaction",
+            ns,
+            registry=r,
+            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
+        ).labels(namespace)
+        self.commit = Histogram(
+            "kadence_processor_commit_seconds",
+            "transaction commit time",
+            ns,
+            registry=r,
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5),
+        ).labels(namespace)
+        self.duplicates = Counter(
+            "kadence_processor_duplicates_suppressed", "duplicate requests answered from memory", ns, registry=r
+        ).labels(namespace)
+        self.stale = Counter(
+            "kadence_processor_stale_rejected", "stale task completions rejected", ns, registry=r
+        ).labels(namespace)
+        eager = Counter(
+            "kadence_processor_eager_workflow_tasks",
+            "eager workflow tasks, by outcome",
+            ["namespace", "outcome"],
+            registry=r,
+        )
+        self.eager_accepted, self.eager_refused = (
+            eager.labels(namespace, "accepted"),
+            eager.labels(namespace, "refused"),
+        )
+        self.dlq = Counter(
+            "kadence_processor_dead_letters", "commands sent to the dead-letter topic", ns, registry=r
+        ).labels(namespace)
+        self.closes_refused = Counter(
+            "kadence_processor_closing_tasks_refused",
+            "workflow tasks that would close a run refused: signals or updates came after them, a new task carries them",
+            ns,
+            registry=r,
+        ).labels(namespace)
+        self.eager_activities = Counter(
+            "kadence_processor_eager_activities",
+            "activity attempts sent in the reply to the worker that asked to run them, not to the task topic (decision 0054)",
+            ns,
+            registry=r,
+        ).labels(namespace)
+        self.tasks_without_events = Counter(
+            "kadence_processor_tasks_without_events",
+            "workflow task records produced without their events (over task_max_bytes): the worker reads the history topic",
+            ns,
+            registry=r,
+        ).labels(namespace)
+        self.aborts = Counter("kadence_processor_aborts", "transactions aborted", ns, registry=r).labels(namespace)
+        self.hung = Counter(
+            "kadence_processor_txn_hangs",
+            "send_offsets_to_transaction calls given up on (producer replaced)",
+            ns,
+            registry=r,
+        ).labels(namespace)
+        self.deadlines = Counter(
+            "kadence_processor_deadlines_fired",
+            "activity timeouts fired from the processor's deadline index",
+            ns,
+            registry=r,
+        ).labels(namespace)
+        # workflow runs, by type (capped: a start request may name any type) and outcome
+        self.runs_started = Counter(
+            "kadence_processor_runs_started",
+            "workflow runs started (committed)",
+            ["namespace", "workflow_type"],
+            registry=r,
+        )
+        self.runs_closed = Counter(
+            "kadence_processor_runs_closed",
+            "workflow runs closed (committed), by outcome",
+            ["namespace", "workflow_type", "outcome"],
+            registry=r,
+        )
+        self.run_seconds = Histogram(
+            "kadence_processor_run_seconds",
+            "workflow run start to close (workflow time), by outcome",
+            ["namespace", "workflow_type", "outcome"],
+            registry=r,
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400, 604800),
+        )
+        self.workflow_type = BoundedLabel()
+        self.restore = Histogram(
+            "kadence_processor_restore_seconds",
+            "time to restore one shard on assignment",
+            ns,
+            registry=r,
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300),
+        ).labels(namespace)
+        self.lag = LagSampler(lag_gauge(r), namespace, "processor")
+
+    def committed(self, out: Outbox) -> None:
+        """Count what a batch's outbox did, once the batch has committed."""
+        self.duplicates.inc(out.duplicates)
+        self.stale.inc(out.stale)
+        for n, counter in (
+            (out.eager_accepted, self.eager_accepted),
+            (out.eager_refused, self.eager_refused),
+            (out.closes_refused, self.closes_refused),
+            (out.eager_activities, self.eager_activities),
+        ):
+            if n:
+                counter.inc(n)
+        for wtype in out.runs_started:
+            self.runs_started.labels(self.namespace, self.workflow_type.value(wtype)).inc()
+        for wtype, outcome, ms in out.runs_closed:
+            label = self.workflow_type.value(wtype)
+            self.runs_closed.labels(self.namespace, label, outcome).inc()
+            self.run_seconds.labels(self.namespace, label, outcome).observe(max(0, ms) / 1000)

@@ -1,0 +1,131 @@
+"""Eager activities (decision 0054): a worker runs an activity its own workflow task scheduled
+as soon as the engine has recorded the scheduling, without the activity-task topic.
+
+When a workflow task the worker completes (an ordinary one, or the eager workflow task that
+rides on an activity's result, decision 0031) schedules an activity the worker itself can run
+(on its task queue, registered here, with a start-to-close or heartbeat timeout) and it has a
+free activity slot, the command says so (``request_eager_execution``). The processor records
+the scheduling as always and, in the same transaction, puts the attempt in its reply to the
+completion instead of on the activity-task topic. The worker runs it when the reply arrives and
+reports the result with a plain (idempotent) produce: there is no consumed offset to commit
+with it, which is what made the result a transaction of its own (decision 0032). Per activity
+that saves the worker's transaction and the task topic's round trip.
+
+What can go wrong costs a timeout, never a second business effect: a worker that dies (or shuts
+down) while an eager attempt runs, or whose result is lost, leaves the attempt to its
+start-to-close (or heartbeat) timeout, after which the processor dispatches the next attempt
+through the topic, as for any attempt whose worker died. A reply that never comes (the
+completion was lost) frees the slots it held after ``REPLY_WAIT_S``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kadence.schemas.records import ActivityTask
+from kadence.topics.engine_client import EngineClient
+
+__all__ = ["REPLY_WAIT_S", "EagerActivities"]
+
+log = logging.getLogger(__name__)
+
+#: how long a completion that asked for eager activities waits for the engine's reply before it
+#: frees the slots it held (the activities then go through the topic, as the engine decided)
+REPLY_WAIT_S = 30.0
+
+
+class EagerActivities:
+    """One worker's eager activities: which scheduled activities to ask for, and the replies."""
+
+    def __init__(
+        self,
+        *,
+        engine: EngineClient,
+        task_queue: str,
+        activities: Mapping[str, Any],
+        max_concurrent: int,
+        running: Callable[[], int],
+        start: Callable[[ActivityTask], None],
+        stats: collections.Counter[str],
+        enabled: bool,
+    ) -> None:
+        self._engine = engine
+        self._task_queue = task_queue
+        self._activities = activities
+        self._max = max_concurrent
+        self._running = running
+        self._start = start
+        self.enabled = enabled and bool(activities)
+        #: slots held for activities asked for whose reply has not come yet
+        self._held = 0
+        self._waits: set[asyncio.Task[Any]] = set()
+        #: the worker's counters: eager activities asked for, received, and declined by the engine
+        self._stats = stats
+
+    def ask(self, workflow_id: str, request_id: str, commands: list[Any]) -> list[Any]:
+        """``commands`` of the completion ``request_id``, with ``request_eager_execution`` set on
+        each activity this worker can run now (one free slot each); when it asked for any, the
+        reply to the completion (about to be produced) is awaited in the background and the
+        activities it carries are started."""
+        if not self.enabled:
+            return commands
+        free = self._max - self._running() - self._held
+        out, asked = [], 0
+        for ctype, c in commands:
+            if ctype == "ScheduleActivityTask" and asked < free and self._runs_here(c):
+                c = {**c, "request_eager_execution": True}
+                asked += 1
+            out.append((ctype, c))
+        if not asked:
+            return commands
+        fut = self._engine.expect_reply(workflow_id, request_id)
+        self._held += asked
+        self._stats["eager_activities_asked"] += asked
+        t = asyncio.get_running_loop().create_task(self._receive(workflow_id, request_id, fut, asked))
+        self._waits.add(t)
+        t.add_done_callback(self._waits.discard)
+        return out
+
+    def _runs_here(self, c: Mapping[str, Any]) -> bool:
+        opts = c["options"]
+        return bool(
+            opts["task_queue"] == self._task_queue
+            and c["activity_type"] in self._activities
+            and (opts.get("start_to_close_timeout_ms") or opts.get("heartbeat_timeout_ms"))
+        )
+
+    async def _receive(self, workflow_id: str, request_id: str, fut: Any, asked: int) -> None:
+        try:
+            reply = await asyncio.wait_for(asyncio.wrap_future(fut), REPLY_WAIT_S)
+        except TimeoutError:
+            self._engine.abandon(workflow_id, request_id)
+            log.warning(
+                "workflow %s: no reply to a completion that asked for %d eager activities within %.0f s",
+                workflow_id,
+                asked,
+                REPLY_WAIT_S,
+            )
+            return
+        except Exception as exc:  # noqa: BLE001 - the client closed under it
+            log.debug("workflow %s: waiting for eager activities ended: %s", workflow_id, exc)
+            return
+        finally:
+            self._held -= asked
+        tasks = reply.get("activity_tasks") or []
+        self._stats["eager_activities"] += len(tasks)
+        self._stats["eager_activities_declined"] += asked - len(tasks)
+        for task in tasks:
+            self._start(task)
+
+    async def close(self) -> None:
+        """Ask for no more, and stop waiting for replies (the worker is shutting down: an
+        attempt the engine sent meanwhile is retried after its timeout)."""
+        self.enabled = False
+        for t in list(self._waits):
+            t.cancel()
+        if self._waits:
+            await asyncio.gather(*self._waits, return_exceptions=True)
