@@ -21,6 +21,7 @@ from .scenarios import (
     broker_recovery,
     broker_warmup,
     capacity,
+    eager_activities,
     gateway,
     hops,
     hot_workflow,
@@ -65,6 +66,7 @@ SCENARIOS = {
     "hot_workflow": hot_workflow.run,
     "peers": peers.run,
     "requests": requests.run,
+    "eager_activities": eager_activities.run,
 }
 
 

@@ -312,6 +312,14 @@ def gateway(
     "[env KADENCE_WORKER_EAGER]",
 )
 @click.option(
+    "--eager-activities/--no-eager-activities",
+    default=True,
+    show_default=True,
+    envvar="KADENCE_WORKER_EAGER_ACTIVITIES",
+    help="run an activity this worker's workflow task schedules as soon as the engine records it, "
+    "handed over in the engine's reply instead of the task topic [env KADENCE_WORKER_EAGER_ACTIVITIES]",
+)
+@click.option(
     "--transactional-activity-results/--no-transactional-activity-results",
     default=True,
     show_default=True,
@@ -345,6 +353,7 @@ def worker(
     promote: bool,
     max_concurrent_activities: int,
     eager_workflow_tasks: bool,
+    eager_activities: bool,
     transactional_activity_results: bool,
     graceful_shutdown_timeout: float,
     metrics_port: int | None,
@@ -379,6 +388,7 @@ def worker(
             promote=promote,
             max_concurrent_activities=max_concurrent_activities,
             eager_workflow_tasks=eager_workflow_tasks,
+            eager_activities=eager_activities,
             transactional_activity_results=transactional_activity_results,
             graceful_shutdown_timeout=graceful_shutdown_timeout,
             metrics_registry=registry,

@@ -60,10 +60,6 @@ class ActivityRunner:
         self._running: dict[_activity.ActivityContext, asyncio.Task[Any]] = {}
         self._idle = asyncio.Event()
 
-    def running(self) -> int:
-        """How many attempts run now."""
-        return len(self._running)
-
     async def run(
         self, task: ActivityTask, heartbeat: Callable[[ActivityTask, _activity.ActivityContext, Any], None]
     ) -> tuple[str, dict[str, Any]] | None:

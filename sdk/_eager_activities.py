@@ -29,6 +29,8 @@ from typing import Any
 from kadence.schemas.records import ActivityTask
 from kadence.topics.engine_client import EngineClient
 
+from ._slots import Slots
+
 __all__ = ["REPLY_WAIT_S", "EagerActivities"]
 
 log = logging.getLogger(__name__)
@@ -47,8 +49,7 @@ class EagerActivities:
         engine: EngineClient,
         task_queue: str,
         activities: Mapping[str, Any],
-        max_concurrent: int,
-        running: Callable[[], int],
+        slots: Slots,
         start: Callable[[ActivityTask], None],
         stats: collections.Counter[str],
         enabled: bool,
@@ -56,12 +57,11 @@ class EagerActivities:
         self._engine = engine
         self._task_queue = task_queue
         self._activities = activities
-        self._max = max_concurrent
-        self._running = running
+        #: the worker's activity slots: one taken per activity asked for, given back when the
+        #: engine did not send it or when its attempt ends (``done``)
+        self._slots = slots
         self._start = start
         self.enabled = enabled and bool(activities)
-        #: slots held for activities asked for whose reply has not come yet
-        self._held = 0
         self._waits: set[asyncio.Task[Any]] = set()
         #: the worker's counters: eager activities asked for, received, and declined by the engine
         self._stats = stats
@@ -73,17 +73,17 @@ class EagerActivities:
         activities it carries are started."""
         if not self.enabled:
             return commands
-        free = self._max - self._running() - self._held
+        wanted = sum(1 for ctype, c in commands if ctype == "ScheduleActivityTask" and self._runs_here(c))
+        free = self._slots.take(wanted) if wanted else 0
+        if not free:
+            return commands
         out, asked = [], 0
         for ctype, c in commands:
             if ctype == "ScheduleActivityTask" and asked < free and self._runs_here(c):
                 c = {**c, "request_eager_execution": True}
                 asked += 1
             out.append((ctype, c))
-        if not asked:
-            return commands
         fut = self._engine.expect_reply(workflow_id, request_id)
-        self._held += asked
         self._stats["eager_activities_asked"] += asked
         t = asyncio.get_running_loop().create_task(self._receive(workflow_id, request_id, fut, asked))
         self._waits.add(t)
@@ -99,8 +99,10 @@ class EagerActivities:
         )
 
     async def _receive(self, workflow_id: str, request_id: str, fut: Any, asked: int) -> None:
+        tasks: list[ActivityTask] = []
         try:
             reply = await asyncio.wait_for(asyncio.wrap_future(fut), REPLY_WAIT_S)
+            tasks = reply.get("activity_tasks") or []
         except TimeoutError:
             self._engine.abandon(workflow_id, request_id)
             log.warning(
@@ -109,17 +111,18 @@ class EagerActivities:
                 asked,
                 REPLY_WAIT_S,
             )
-            return
         except Exception as exc:  # noqa: BLE001 - the client closed under it
             log.debug("workflow %s: waiting for eager activities ended: %s", workflow_id, exc)
-            return
-        finally:
-            self._held -= asked
-        tasks = reply.get("activity_tasks") or []
+        finally:  # the slots of what did not come (all of them when cancelled)
+            self._slots.give_back(asked - len(tasks))
         self._stats["eager_activities"] += len(tasks)
         self._stats["eager_activities_declined"] += asked - len(tasks)
         for task in tasks:
             self._start(task)
+
+    def done(self) -> None:
+        """An eager attempt ended (reported or not): its slot is free."""
+        self._slots.give_back()
 
     async def close(self) -> None:
         """Ask for no more, and stop waiting for replies (the worker is shutting down: an

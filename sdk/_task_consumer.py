@@ -19,6 +19,7 @@ from kadence.topics.errors import BrokerUnavailableError
 from kadence.topics.polling import consumed_at, poll_ready, raise_if_refused, resume_awake
 
 from ._reporter import decode_reported, offsets_for
+from ._slots import Slots
 
 if TYPE_CHECKING:
     from ._worker import Worker
@@ -103,12 +104,15 @@ class TaskConsumer:
         max_inflight: int,
         *,
         transactional: bool = False,
+        slots: Slots | None = None,
     ) -> None:
         self.topic = topic
         self.tracker = OffsetTracker()
         self._worker = worker
         self._handler = handler
-        self._max = max_inflight
+        #: a task is handed to the loop only in a slot it takes here (shared with the worker's
+        #: eager activities for the activity consumer); given back when it is done
+        self._slots = slots or Slots(max_inflight)
         self._loop = asyncio.get_running_loop()
         #: offsets are committed by an ``ActivityReporter``'s transactions, not by auto-commit
         self.transactional = transactional
@@ -144,7 +148,7 @@ class TaskConsumer:
         # offsets to store, handed from any thread to the consumer thread: only that thread
         # calls into the consumer (librdkafka handles are not used across threads here)
         self._completed: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._wakeup = threading.Event()
+        self._wakeup = self._slots.freed
         self._thread = threading.Thread(target=self._run, name=f"kadence-{topic}", daemon=True)
         self._lag = worker.metrics.lag_sampler()
 
@@ -235,7 +239,7 @@ class TaskConsumer:
                     self.group_metadata = self.consumer.consumer_group_metadata()
                 self._store_completed()
                 self._lag.sample(self.consumer)
-                while backlog and self._dispatched < self._max and not self._holding:
+                while backlog and not self._holding and self._slots.take():
                     self._dispatch(backlog.popleft())
                 want_pause = len(backlog) >= self._backlog_max
                 if want_pause != self._paused:
@@ -290,7 +294,7 @@ class TaskConsumer:
             self.tracker.finished(partition, offset)
             self._worker.stats["reported_tasks_skipped"] += 1
             return
-        if self._dispatched < self._max and not self._backlog and not self._holding:
+        if not self._backlog and not self._holding and self._slots.take():
             self._dispatch(msg)
         else:
             self._backlog.append(msg)
@@ -321,6 +325,7 @@ class TaskConsumer:
             except queue.Empty:
                 break
             self._dispatched -= 1
+            self._slots.give_back()
             commit = self.tracker.finished(partition, offset)
             if commit is not None:
                 latest[partition] = commit

@@ -56,6 +56,7 @@ from ._local_activities import run_local_activities, run_local_activity
 from ._loop import install_guard
 from ._queries import answer
 from ._reporter import ActivityReporter
+from ._slots import Slots
 from ._task_consumer import TaskConsumer
 from ._task_history import with_events_from_topic
 from ._worker_metrics import NO_METRICS, WorkerMetrics
@@ -182,13 +183,14 @@ class Worker:
             identity=self.identity,
             where=f"worker {self.identity} (task queue {task_queue})",
         )
+        #: max_concurrent_activities, taken by the activity-task consumer and eager activities alike
+        self._slots = Slots(max_concurrent_activities)
         #: activities this worker's workflow tasks schedule, run when the engine's reply says so
         self._eager_activities = EagerActivities(
             engine=client._engine,
             task_queue=task_queue,
             activities=self._activities,
-            max_concurrent=max_concurrent_activities,
-            running=self._activity_runner.running,
+            slots=self._slots,
             start=functools.partial(self._start_activity, msg=None),
             stats=self.stats,
             enabled=eager_activities,
@@ -267,6 +269,7 @@ class Worker:
                 self._on_activity_task,
                 self._max_activities,
                 transactional=self._txn_results,
+                slots=self._slots,
             )
             self._consumers.append(self._at_consumer)
             if self._txn_results:
@@ -834,6 +837,8 @@ class Worker:
             reset_log_fields(fields)
         self._running.add(t)
         t.add_done_callback(self._running.discard)
+        if msg is None:  # its slot was taken when it was asked for
+            t.add_done_callback(lambda _t: self._eager_activities.done())
 
     def _span_attributes(self, task: WorkflowTask | ActivityTask) -> dict[str, Any]:
         # few attributes: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)

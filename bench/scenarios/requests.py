@@ -17,7 +17,7 @@ from kadence import Worker
 
 from .. import workloads
 from ..broker_requests import BrokerRequests, per_workflow
-from ..common import QUEUE, Context, CpuMeter, cpu_per_workflow
+from ..common import QUEUE, Context, CpuMeter, cpu_per_workflow, summary
 from ..engine import engine
 from ..load import Recorder, closed_loop
 
@@ -48,6 +48,7 @@ async def _level(ctx: Context, task, eng, meter: BrokerRequests, wf, concurrency
     return {
         "in_flight": concurrency,
         "workflows": done,
+        "start_to_close": summary([(d.finished - d.started) * 1000 for d in rec.done]),
         "wf_per_s": round(done / elapsed, 1),
         "errors": len(rec.errors),
         "requests_per_workflow": per_workflow(before, after, done),
