@@ -42,7 +42,9 @@ async def test_every_activity_of_a_workflow_runs_eagerly_and_the_history_is_unch
         assert check_history(eager_events) == []
         assert _kinds(eager_events) == _kinds(plain_events)
         assert replayer.replay(eager_events).ok
-        attempts = [e["attributes"][1]["attempt"] for e in eager_events if e["attributes"][0] == "ActivityTaskCompleted"]
+        attempts = [
+            e["attributes"][1]["attempt"] for e in eager_events if e["attributes"][0] == "ActivityTaskCompleted"
+        ]
         assert attempts == [1, 1, 1]
 
 
@@ -90,7 +92,9 @@ class Fanned:
     @workflow.run
     async def run(self, n: int) -> list[int]:
         t = timedelta(seconds=30)
-        return list(await asyncio.gather(*(workflow.execute_activity(double, i, start_to_close_timeout=t) for i in range(n))))
+        return list(
+            await asyncio.gather(*(workflow.execute_activity(double, i, start_to_close_timeout=t) for i in range(n)))
+        )
 
 
 async def test_a_worker_asks_for_no_more_than_its_free_slots(client, processors):
