@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from kadence.processors.history_processor import ProcessorConfig
+from kadence.processors.processor_config import ProcessorConfig
 from kadence.processors.timer_service import TimerConfig
 from kadence.topics import Catalogue, KadenceError, KafkaConfig, PartitionMismatchError
 from kadence.topics.config import LOG_FORMATS

@@ -3,8 +3,8 @@ as soon as the engine has recorded the scheduling, without the activity-task top
 
 When a workflow task the worker completes (an ordinary one, or the eager workflow task that
 rides on an activity's result, decision 0031) schedules an activity the worker itself can run
-(on its task queue, registered here, with a start-to-close or heartbeat timeout) and it has a
-free activity slot, the command says so (``request_eager_execution``). The processor records
+(on its task queue, registered here, with a start-to-close or heartbeat timeout of at most
+``EAGER_MAX_RECOVERY_MS``) and it has a free activity slot, the command says so (``request_eager_execution``). The processor records
 the scheduling as always and, in the same transaction, puts the attempt in its reply to the
 completion instead of on the activity-task topic. The worker runs it when the reply arrives and
 reports the result with a plain (idempotent) produce: there is no consumed offset to commit
@@ -31,9 +31,15 @@ from kadence.topics.engine_client import EngineClient
 
 from ._slots import Slots
 
-__all__ = ["REPLY_WAIT_S", "EagerActivities"]
+__all__ = ["EAGER_MAX_RECOVERY_MS", "REPLY_WAIT_S", "EagerActivities"]
 
 log = logging.getLogger(__name__)
+
+#: an activity is asked for only if a lost attempt is retried within this (its heartbeat or
+#: start-to-close timeout): an attempt from the topic is redelivered at the next rebalance when
+#: its worker dies, an eager one waits for that timeout, and a long activity gains nothing
+#: worth that wait from the few milliseconds eager dispatch saves
+EAGER_MAX_RECOVERY_MS = 60_000
 
 #: how long a completion that asked for eager activities waits for the engine's reply before it
 #: frees the slots it held (the activities then go through the topic, as the engine decided)
@@ -83,22 +89,41 @@ class EagerActivities:
                 c = {**c, "request_eager_execution": True}
                 asked += 1
             out.append((ctype, c))
-        fut = self._engine.expect_reply(workflow_id, request_id)
+        try:
+            fut = self._engine.expect_reply(workflow_id, request_id)
+        except Exception as exc:  # noqa: BLE001 - the reply consumer could not start: ask for nothing
+            self._slots.give_back(free)
+            log.warning("workflow %s: eager activities not asked for: %s", workflow_id, exc)
+            return commands
         self._stats["eager_activities_asked"] += asked
-        t = asyncio.get_running_loop().create_task(self._receive(workflow_id, request_id, fut, asked))
+        sent: list[int] = [0]  # how many the engine sent (each holds its slot until it ends)
+        t = asyncio.get_running_loop().create_task(self._receive(workflow_id, request_id, fut, asked, sent))
         self._waits.add(t)
         t.add_done_callback(self._waits.discard)
+        # the slots of what did not come, however the wait ended (also cancelled before it began)
+        t.add_done_callback(lambda _t: self._slots.give_back(asked - sent[0]))
         return out
+
+    async def start(self) -> None:
+        """Start reading replies now (the worker starts), not at the first completion that asks."""
+        if not self.enabled:
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, self._engine.ensure_replies)
+        except Exception as exc:  # noqa: BLE001 - the first completion that asks tries again
+            log.warning("the reply consumer for eager activities did not start: %s", exc)
 
     def _runs_here(self, c: Mapping[str, Any]) -> bool:
         opts = c["options"]
+        timeouts = [t for t in (opts.get("start_to_close_timeout_ms"), opts.get("heartbeat_timeout_ms")) if t]
         return bool(
             opts["task_queue"] == self._task_queue
             and c["activity_type"] in self._activities
-            and (opts.get("start_to_close_timeout_ms") or opts.get("heartbeat_timeout_ms"))
+            and timeouts
+            and min(timeouts) <= EAGER_MAX_RECOVERY_MS
         )
 
-    async def _receive(self, workflow_id: str, request_id: str, fut: Any, asked: int) -> None:
+    async def _receive(self, workflow_id: str, request_id: str, fut: Any, asked: int, sent: list[int]) -> None:
         tasks: list[ActivityTask] = []
         try:
             reply = await asyncio.wait_for(asyncio.wrap_future(fut), REPLY_WAIT_S)
@@ -113,8 +138,7 @@ class EagerActivities:
             )
         except Exception as exc:  # noqa: BLE001 - the client closed under it
             log.debug("workflow %s: waiting for eager activities ended: %s", workflow_id, exc)
-        finally:  # the slots of what did not come (all of them when cancelled)
-            self._slots.give_back(asked - len(tasks))
+        sent[0] = len(tasks)
         self._stats["eager_activities"] += len(tasks)
         self._stats["eager_activities_declined"] += asked - len(tasks)
         for task in tasks:

@@ -33,7 +33,6 @@ from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.errors import (
-    ApplicationError,
     BrokerUnavailableError,
     DefinitionError,
     KadenceError,
@@ -42,11 +41,11 @@ from kadence.topics.errors import (
 )
 from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
-from kadence.topics.payload import failure_from_exception
 from kadence.topics.records import new_id, now_ms
 from kadence.topics.tracing import Tracer, record_ref
 
 from ._activity_runner import ActivityRunner
+from ._activity_tasks import ActivityTasks
 from ._client import Client
 from ._definitions import WorkflowDefinition, failure_types, registrations
 from ._eager_activities import EagerActivities
@@ -60,7 +59,6 @@ from ._slots import Slots
 from ._task_consumer import TaskConsumer
 from ._task_history import with_events_from_topic
 from ._worker_metrics import NO_METRICS, WorkerMetrics
-from .activity import ActivityContext
 from .interceptors import Interceptor
 
 __all__ = ["Worker"]
@@ -183,6 +181,8 @@ class Worker:
             identity=self.identity,
             where=f"worker {self.identity} (task queue {task_queue})",
         )
+        #: each activity attempt, run and reported (``_activity_tasks``)
+        self._activity_tasks = ActivityTasks(self)
         #: max_concurrent_activities, taken by the activity-task consumer and eager activities alike
         self._slots = Slots(max_concurrent_activities)
         #: activities this worker's workflow tasks schedule, run when the engine's reply says so
@@ -191,7 +191,7 @@ class Worker:
             task_queue=task_queue,
             activities=self._activities,
             slots=self._slots,
-            start=functools.partial(self._start_activity, msg=None),
+            start=functools.partial(self._activity_tasks.start, msg=None),
             stats=self.stats,
             enabled=eager_activities,
         )
@@ -266,7 +266,7 @@ class Worker:
                 self,
                 topics.activity_tasks(self.task_queue),
                 topics.worker_group(self.task_queue, "activity"),
-                self._on_activity_task,
+                self._activity_tasks.on_task,
                 self._max_activities,
                 transactional=self._txn_results,
                 slots=self._slots,
@@ -278,12 +278,13 @@ class Worker:
                     topics=topics,
                     consumer=self._at_consumer,
                     identity=self.identity,
-                    on_unsendable=self._failed_instead_from_thread,
+                    on_unsendable=self._activity_tasks.failed_instead_from_thread,
                     stall_s=self._txn_stall_s,
                 )
                 await loop.run_in_executor(None, self._reporter.start)
         for c in self._consumers:
             c.start()
+        await self._eager_activities.start()
         if self._promote:
             await loop.run_in_executor(
                 None, lambda: promote_build(self.client.config, self.task_queue, self.build_id, identity=self.identity)
@@ -386,69 +387,12 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - e.g. a result over the producer's size limit
                 # one bad command must not keep the others of its turn from Kafka
                 log.error("command %s for %s could not be produced: %s", body_type, task["workflow_id"], exc)
-                instead = self._unsendable_result(task, body_type, body, exc)
+                instead = self._activity_tasks.unsendable_result(task, body_type, body, exc)
                 if instead is None:  # given up, like a task that fails in the worker
                     consumer.done(msg)
                     continue
                 fut = instead
             fut.add_done_callback(functools.partial(self._sent, task["workflow_id"], msg, consumer))
-
-    def _failed_instead(
-        self, workflow_id: str, body_type: str, body: dict[str, Any], exc: Exception
-    ) -> tuple[Any, ...] | None:
-        """An activity whose result cannot be sent fails, without retries (the result would not
-        fit the next time either), so that its workflow sees an error instead of waiting: the
-        command to send instead, or None (not an activity result)."""
-        if body_type != "RespondActivityTaskCompleted":
-            return None
-        if body.get("eager_workflow_task") is not None:  # the instance ran ahead on a result never sent
-            self._forget(workflow_id)
-        failure = failure_from_exception(
-            ApplicationError(
-                f"the activity's result could not be sent to the engine: {exc}",
-                type="ResultNotSent",
-                non_retryable=True,
-            )
-        )
-        return "RespondActivityTaskFailed", (
-            {k: v for k, v in body.items() if k not in ("result", "eager_workflow_task")} | {"failure": failure}
-        )
-
-    def _failed_instead_from_thread(
-        self, workflow_id: str, body_type: str, body: dict[str, Any], exc: Exception
-    ) -> tuple[Any, ...] | None:
-        """``_failed_instead`` for the reporter's thread: the instance cache is the loop's."""
-        if body.get("eager_workflow_task") is not None:
-            loop = self._live_at_consumer._loop
-            loop.call_soon_threadsafe(self._forget, workflow_id)
-            body = {**body, "eager_workflow_task": None}
-        return self._failed_instead(workflow_id, body_type, body, exc)
-
-    def _unsendable_result(
-        self, task: ActivityTask, body_type: str, body: dict[str, Any], exc: Exception
-    ) -> cf.Future[Any] | None:
-        instead = self._failed_instead(task["workflow_id"], body_type, body, exc)
-        if instead is None:
-            return None
-        failed = instead[1]
-        try:
-            return self.client._engine.send(
-                task["workflow_id"],
-                "RespondActivityTaskFailed",
-                failed,
-                request_id=new_id(),
-                run_id=task["run_id"],
-                expect_reply=False,
-                trace=record_ref(task),
-            )
-        except Exception as again:  # noqa: BLE001
-            log.error(
-                "failure of activity %s of %s could not be produced either: %s",
-                task["activity_id"],
-                task["workflow_id"],
-                again,
-            )
-            return None
 
     @staticmethod
     def _sent(workflow_id: str, msg: Message, consumer: TaskConsumer, fut: cf.Future[Any]) -> None:
@@ -814,94 +758,9 @@ class Worker:
             self._live_wt_consumer,
         )
 
-    # -- activity tasks ------------------------------------------------------------------------
-
-    def _on_activity_task(self, msg: Message) -> None:
-        try:
-            task = cast(ActivityTask, serde.decode("ActivityTask", msg.value()))
-        except SchemaError as exc:
-            log.error("undecodable activity task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
-            self._live_at_consumer.done(msg)
-            return
-        self._start_activity(task, msg)
-
-    def _start_activity(self, task: ActivityTask, msg: Message | None) -> None:
-        """Run an attempt from the task topic (``msg``) or from the engine's reply to a
-        completion that asked for it (``msg`` None: ``_eager_activities``)."""
-        # the activity's task copies the context as it is created: its lines carry the fields
-        partition = None if msg is None else msg.partition()
-        fields = set_log_fields(task["workflow_id"], task["run_id"], partition, task.get("trace_id"))
-        try:
-            t = asyncio.get_running_loop().create_task(self._run_activity(task, msg))
-        finally:
-            reset_log_fields(fields)
-        self._running.add(t)
-        t.add_done_callback(self._running.discard)
-        if msg is None:  # its slot was taken when it was asked for
-            t.add_done_callback(lambda _t: self._eager_activities.done())
-
     def _span_attributes(self, task: WorkflowTask | ActivityTask) -> dict[str, Any]:
         # few attributes: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)
         return {"kadence.workflow_id": task["workflow_id"], "kadence.attempt": task["attempt"]}
-
-    async def _run_activity(self, task: ActivityTask, msg: Message | None) -> None:
-        parent = record_ref(task)
-        if parent is None:
-            await self._activity(task, msg)
-            return
-        # current while the activity runs: its own spans (an HTTP call's) nest under it
-        with self._tracer.child(
-            f"kadence.activity {task['activity_type']}",
-            parent,
-            self._span_attributes(task),
-            kind="internal",
-            current=True,
-        ) as ref:
-            task["span_id"] = ref[1]
-            await self._activity(task, msg)
-
-    async def _activity(self, task: ActivityTask, msg: Message | None) -> None:
-        reported = await self._activity_runner.run(task, self._heartbeat)
-        if reported is None:  # cancelled by the engine, or to be completed asynchronously
-            if msg is not None:
-                self._live_at_consumer.done(msg)
-            return
-        body_type, body = reported
-        request_id = new_id()
-        if body_type == "RespondActivityTaskCompleted" and self._eager:
-            eager = body["eager_workflow_task"] = self._eager_task(task, body["result"], request_id)
-            if eager is not None:
-                eager["commands"] = self._eager_activities.ask(task["workflow_id"], request_id, eager["commands"])
-        if msg is None:  # no offset to commit with it: a plain produce (decision 0054)
-            self._report_eager(task, body_type, body, request_id)
-        elif self._reporter is not None:
-            self._reporter.report(
-                task["workflow_id"], task["run_id"], body_type, body, request_id, msg, record_ref(task)
-            )
-        else:
-            self._send(task, body_type, body, msg, self._live_at_consumer, request_id)
-
-    def _report_eager(self, task: ActivityTask, body_type: str, body: dict[str, Any], request_id: str) -> None:
-        """Report an eager activity's attempt (``_eager_activities``): lost on the way, it is
-        retried after its timeout, as the attempt of a worker that died."""
-        wf = task["workflow_id"]
-        try:
-            fut = self.client._engine.send(
-                wf,
-                body_type,
-                body,
-                request_id=request_id,
-                run_id=task["run_id"],
-                expect_reply=False,
-                trace=record_ref(task),
-            )
-        except Exception as exc:  # noqa: BLE001 - e.g. a result over the producer's size limit
-            log.error("command %s for %s could not be produced: %s", body_type, wf, exc)
-            instead = self._unsendable_result(task, body_type, body, exc)
-            if instead is None:
-                return
-            fut = instead
-        fut.add_done_callback(functools.partial(_log_undelivered, wf))
 
     def _eager_task(self, task: ActivityTask, result: bytes, request_id: str) -> dict[str, Any] | None:
         """Run the workflow's next task now, on the cached instance (decision 0031), or None."""
@@ -926,34 +785,3 @@ class Worker:
         inst = self._cache.pop(workflow_id, None)
         if inst is not None:
             inst.discard()
-
-    def _heartbeat(self, task: ActivityTask, ctx: ActivityContext, details: Any) -> None:
-        """Send a heartbeat (any thread); a reply that says stop cancels the activity."""
-        body = {
-            "activity_id": task["activity_id"],
-            "scheduled_seq": task["scheduled_seq"],
-            "attempt": task["attempt"],
-            "details": self.client.converter.to_bytes(details),
-            "identity": self.identity,
-        }
-        fut = self.client._engine.send(
-            task["workflow_id"],
-            "RecordActivityHeartbeat",
-            body,
-            request_id=new_id(),
-            run_id=task["run_id"],
-            trace=record_ref(task),
-        )
-        self.stats["heartbeats"] += 1
-        self.metrics.heartbeats.inc()
-
-        def on_reply(f: cf.Future[Any]) -> None:
-            if not f.cancelled() and f.exception() is None and f.result()["status"] == "cancel_requested":
-                ctx.cancel()
-
-        fut.add_done_callback(on_reply)
-
-
-def _log_undelivered(workflow_id: str, fut: cf.Future[Any]) -> None:
-    if fut.exception() is not None:
-        log.error("command for %s not delivered: %s", workflow_id, fut.exception())

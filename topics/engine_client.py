@@ -170,7 +170,7 @@ class EngineClient:
         self._reply_partitions = sorted(tmd.partitions)
         self._partitions = len(cmd_md.partitions)
 
-    def _ensure_replies(self) -> None:
+    def ensure_replies(self) -> None:
         """Start reading the replies topic from its current end (once; before the first command
         that expects a reply is produced)."""
         if self._thread is not None:
@@ -399,7 +399,7 @@ class EngineClient:
         )
         value = serde.encode("Command", record)
         if expect_reply:
-            self._ensure_replies()
+            self.ensure_replies()
             with self._lock:
                 existing = self._pending.get((workflow_id, request_id))
                 if existing is not None:
@@ -447,7 +447,7 @@ class EngineClient:
         """A future for the reply to a command that is produced some other way (a worker's task
         completion that asks for eager activities goes through its outbox or its activity
         reporter); call before that command is produced, and ``abandon`` it if no reply comes."""
-        self._ensure_replies()
+        self.ensure_replies()
         fut: cf.Future[Any] = cf.Future()
         with self._lock:
             self._pending[(workflow_id, request_id)] = fut

@@ -81,7 +81,10 @@ async def test_the_reporter_gives_up_a_hung_send_offsets_and_commits_its_results
     monkeypatch.setattr(_reporter, "Producer", hanging)
     processors.start()
     try:
-        worker = Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double])
+        # the reporter's transactions are under test: eager attempts would not go through them
+        worker = Worker(
+            client, task_queue="q", workflows=[ThreeSteps], activities=[add, double], eager_activities=False
+        )
         async with worker:
             handle = await client.start_workflow(ThreeSteps, 9, id="hung-offsets-w", task_queue="q")
             assert await handle.result(timeout=90) == three_steps_result(9)

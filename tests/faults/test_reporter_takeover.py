@@ -33,7 +33,15 @@ async def test_a_blocked_results_transaction_is_taken_over_and_each_activity_rec
     monkeypatch.setattr(_reporter, "Producer", FirstCommitHangs)
     processors.start()
     try:
-        worker = Worker(client, task_queue="q", workflows=[ThreeSteps], activities=[add, double], txn_stall_s=3.0)
+        # the reporter's transactions are under test: eager attempts would not go through them
+        worker = Worker(
+            client,
+            task_queue="q",
+            workflows=[ThreeSteps],
+            activities=[add, double],
+            txn_stall_s=3.0,
+            eager_activities=False,
+        )
         async with worker:
             handle = await client.start_workflow(ThreeSteps, 7, id="takeover-1", task_queue="q")
             assert await handle.result(timeout=90) == three_steps_result(7)

@@ -63,6 +63,9 @@ async def test_a_batch_terminates_a_thousand_runs_once_each_across_a_worker_kill
     client, processors, kafka_config, projection, tmp_path
 ):
     processors.start()
+    # a page's attempt runs eagerly on the batch's worker: after the kill it is retried when its
+    # heartbeat timeout passes, after a backoff the timer service fires
+    processors.start_timers()
     # no worker for their queue: each run stays open, its first workflow task waiting
     await asyncio.gather(*(client.start_workflow(Parked, id=f"parked-{i}", task_queue="parked") for i in range(RUNS)))
 

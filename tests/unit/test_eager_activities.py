@@ -129,3 +129,86 @@ def test_an_activity_without_a_retrying_timeout_is_never_eager():
         (reply,) = out.replies
         assert len(reply["activity_tasks"]) == (1 if timeout else 0)
         h.tasks.clear()
+
+
+# -- the worker's side: which activities it asks for, and its slots ---------------------------
+
+import asyncio  # noqa: E402
+import collections  # noqa: E402
+import concurrent.futures as cf  # noqa: E402
+
+from kadence._eager_activities import EagerActivities  # noqa: E402
+from kadence._slots import Slots  # noqa: E402
+
+
+class _Engine:
+    def __init__(self):
+        self.waiting: dict = {}
+
+    def expect_reply(self, workflow_id, request_id):
+        fut = cf.Future()
+        self.waiting[request_id] = fut
+        return fut
+
+    def abandon(self, workflow_id, request_id):
+        self.waiting.pop(request_id, None)
+
+
+def _schedule(activity_id, *, queue="q", activity_type="double", timeout=5000):
+    options = {"task_queue": queue, "start_to_close_timeout_ms": timeout, "heartbeat_timeout_ms": None}
+    return ("ScheduleActivityTask", {"activity_id": activity_id, "activity_type": activity_type, "options": options})
+
+
+async def test_a_worker_asks_only_for_what_it_runs_and_has_slots_for():
+    slots, started, stats = Slots(2), [], collections.Counter()
+    engine = _Engine()
+    eager = EagerActivities(
+        engine=engine,
+        task_queue="q",
+        activities={"double": object()},
+        slots=slots,
+        start=started.append,
+        stats=stats,
+        enabled=True,
+    )
+    commands = [
+        _schedule("other-queue", queue="elsewhere"),
+        _schedule("unknown", activity_type="nope"),
+        _schedule("no-timeout", timeout=None),
+        _schedule("long", timeout=120_000),  # a lost attempt would wait two minutes: not asked for
+        ("StartTimer", {"timer_id": "t"}),
+        _schedule("a"),
+        _schedule("b"),
+        _schedule("c"),  # no slot left for it
+    ]
+    out = eager.ask("wf", "r1", commands)
+    asked = [c["activity_id"] for t, c in out if t == "ScheduleActivityTask" and c.get("request_eager_execution")]
+    assert asked == ["a", "b"] and slots.used == 2 and stats["eager_activities_asked"] == 2
+    assert eager.ask("wf", "r2", [_schedule("d")])[0][1].get("request_eager_execution") is None  # none free
+    # the engine sent one of the two: the other's slot comes back at once, the sent one's when it ends
+    engine.waiting["r1"].set_result({"activity_tasks": [{"activity_id": "a"}]})
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert started == [{"activity_id": "a"}] and slots.used == 1
+    assert (stats["eager_activities"], stats["eager_activities_declined"]) == (1, 1)
+    eager.done()
+    assert slots.used == 0
+    await eager.close()
+    assert eager.ask("wf", "r3", [_schedule("e")])[0][1].get("request_eager_execution") is None  # closed
+
+
+async def test_a_closing_worker_gives_back_the_slots_of_replies_still_awaited():
+    slots = Slots(4)
+    eager = EagerActivities(
+        engine=_Engine(),
+        task_queue="q",
+        activities={"double": object()},
+        slots=slots,
+        start=lambda task: None,
+        stats=collections.Counter(),
+        enabled=True,
+    )
+    eager.ask("wf", "r1", [_schedule("a"), _schedule("b")])
+    assert slots.used == 2
+    await eager.close()
+    assert slots.used == 0

@@ -4,7 +4,7 @@ timeout and heartbeat it is given; KIP-848 leaves them to the brokers (librdkafk
 import pytest
 from confluent_kafka import Consumer
 
-from kadence.processors.history_processor import ProcessorConfig, group_membership
+from kadence.processors.processor_config import ProcessorConfig, group_membership
 from kadence.topics import ConfigError, KafkaConfig
 
 KAFKA = KafkaConfig(bootstrap="127.0.0.1:9", namespace="ns")

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from kadence.processors.history_processor import ProcessorConfig
+from kadence.processors.processor_config import ProcessorConfig
 from kadence.topics import ConfigError, KafkaConfig
 from kadence.topics.transactions import TxnWatchdog
 
