@@ -71,7 +71,7 @@ def _open_runs(config: KafkaConfig) -> dict[tuple[str, str | None], int]:
 @click.pass_obj
 def list_builds(config: KafkaConfig, task_queue: str | None, count_open: bool, as_json: bool, output: str) -> None:
     """Every build of every queue (or of TASK_QUEUE): default?, backlog, oldest waiting task."""
-    from kadence.topics.builds import build_backlogs
+    from kadence.topics.backlog import build_backlogs
 
     try:
         rows = build_backlogs(config, task_queue)

@@ -846,20 +846,6 @@ def dlq_redrive(config: KafkaConfig, ref: str, value_file: str | None) -> None:
     click.echo(f"redriven {ref} to {entry.record['origin_topic']}")
 
 
-@main.command()
-@output_option
-@click.pass_obj
-def stuck(config: KafkaConfig, output: str) -> None:
-    """List running workflows whose last workflow task failed (e.g. non-determinism), with the error."""
-    from kadence.topics.state_reader import stuck_rows
-
-    rows = []
-    for row in stuck_rows(config):
-        message = row["error_message"] if output == "json" else row["error_message"][:200]
-        rows.append({**row, "error": f"{row['error_type']}: {message}", "error_message": message})
-    emit_rows(rows, ("workflow_id", "run_id", "workflow_type", "cause", "error"), output)
-
-
 def _register_dev() -> None:
     from .dev import dev
     from .keys import keys
@@ -871,9 +857,13 @@ def _register_dev() -> None:
 def _register_builds() -> None:
     from .acls import acls
     from .builds import builds
+    from .queues import queues
     from .replay import replay
+    from .stuck import stuck
 
     main.add_command(builds)
+    main.add_command(queues)
+    main.add_command(stuck)
     main.add_command(acls)
     main.add_command(replay)
 

@@ -7,9 +7,11 @@ polled without blocking after each poll of the commands topic. Every processor i
 all of it (it holds one record per task queue).
 
 ``BacklogReporter`` measures, off the hot path (its own thread, every ``interval_s``), the
-workflow tasks waiting on every build's topic (``kadence.topics.builds.BacklogProbe``) and
+workflow tasks waiting on every build's topic (``kadence.topics.backlog.BacklogProbe``) and
 exports ``kadence_build_backlog{queue,build}`` and ``kadence_build_oldest_task_age_seconds``
-(``build=""``: the queue's unversioned tasks). A build whose workers are gone shows a backlog
+(``build=""``: the queue's unversioned tasks), and the activity tasks waiting on every queue's
+topic as ``kadence_queue_activity_backlog{queue}`` and
+``kadence_queue_activity_oldest_task_age_seconds``. A build whose workers are gone shows a backlog
 that stays above zero: its workflows wait, nothing is lost.
 """
 
@@ -23,7 +25,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from prometheus_client import CollectorRegistry, Gauge
 
 from kadence.topics import serde
-from kadence.topics.builds import BacklogProbe, validate_build_id
+from kadence.topics.backlog import BacklogProbe
+from kadence.topics.builds import validate_build_id
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, KadenceError
@@ -141,7 +144,8 @@ class BuildDefaults:
 
 
 class BacklogReporter:
-    """A thread that refreshes the build backlog gauges every ``interval_s`` seconds."""
+    """A thread that refreshes the backlog gauges (workflow tasks per build, activity tasks per
+    queue) every ``interval_s`` seconds."""
 
     def __init__(self, kafka: KafkaConfig, registry: CollectorRegistry, interval_s: float) -> None:
         self.kafka = kafka
@@ -156,6 +160,18 @@ class BacklogReporter:
             "kadence_build_oldest_task_age_seconds",
             "age of the oldest workflow task waiting for a worker of this build",
             ["namespace", "task_queue", "build"],
+            registry=registry,
+        )
+        self._activity_backlog = Gauge(
+            "kadence_queue_activity_backlog",
+            "activity tasks waiting on the queue's topic for a worker (eager activities never wait there)",
+            ["namespace", "task_queue"],
+            registry=registry,
+        )
+        self._activity_age = Gauge(
+            "kadence_queue_activity_oldest_task_age_seconds",
+            "age of the oldest activity task waiting for a worker of the queue: the queue's capacity signal",
+            ["namespace", "task_queue"],
             registry=registry,
         )
         self._stop = threading.Event()
@@ -186,4 +202,7 @@ class BacklogReporter:
             labels = (self.kafka.namespace, b.task_queue, b.build_id or "")
             self._backlog.labels(*labels).set(b.backlog)
             self._age.labels(*labels).set(b.oldest_age_s or 0.0)
+        for a in probe.measure_activities():
+            self._activity_backlog.labels(self.kafka.namespace, a.task_queue).set(a.backlog)
+            self._activity_age.labels(self.kafka.namespace, a.task_queue).set(a.oldest_age_s or 0.0)
         self.measurements += 1

@@ -15,8 +15,8 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from kadence.topics.backlog import build_backlogs
 from kadence.topics.batch import BATCH_TASK_QUEUE, BATCH_WORKFLOW_TYPE, BatchRequest
-from kadence.topics.builds import build_backlogs
 from kadence.topics.dead_letters import list_dead_letters, redrive
 from kadence.topics.errors import (
     BrokerUnavailableError,

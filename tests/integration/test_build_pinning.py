@@ -14,7 +14,7 @@ import json
 from datetime import timedelta
 
 from kadence import Worker, activity, workflow
-from kadence.topics.builds import build_backlogs
+from kadence.topics.backlog import build_backlogs
 from tests.support.cli import kadence
 from tests.support.metrics import sample_value_async
 from tests.support.net import free_port

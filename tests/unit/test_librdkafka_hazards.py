@@ -4,7 +4,7 @@
 missing consumer group when the coordinator answers NOT_COORDINATOR (librdkafka #5040); a
 processor's backlog reporter died with SIGSEGV in about one start in eight on a fresh broker.
 Committed offsets are read with a non-subscribing consumer of the group instead
-(``kadence.topics.builds.BacklogProbe._committed``)."""
+(``kadence.topics.backlog.BacklogProbe._committed``)."""
 
 import ast
 

@@ -1,0 +1,182 @@
+"""What waits on the task topics: the workflow tasks of every build of every queue (``BuildBacklog``,
+``kadence.topics.builds``) and the activity tasks of every queue (``ActivityBacklog``), each as a
+count and the age of the oldest waiting task. Backlog age is the capacity signal of a queue: tasks
+that wait longer and longer mean too few workers (or a rate the queue's workers cannot take).
+
+A backlog is the topic's end offsets minus the committed offsets of the group of the workers that
+consume it, counted record by record (commit markers take offsets too). An activity attempt sent
+to its worker in a reply (eager activities, decision 0054) never waits on the topic and is not
+counted. Used by the processor's gauges (``processors.builds.BacklogReporter``), ``kadence builds
+list``, ``kadence queues`` and the gateway."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from .builds import BuildBacklog, build_topics, read_build_defaults
+from .catalogue import Catalogue
+from .config import KafkaConfig
+from .errors import BrokerUnavailableError
+from .records import now_ms
+
+__all__ = ["ActivityBacklog", "BacklogProbe", "activity_backlogs", "activity_topics", "build_backlogs"]
+
+
+@dataclass(frozen=True)
+class ActivityBacklog:
+    task_queue: str
+    topic: str
+    #: activity tasks waiting for a worker of the queue
+    backlog: int
+    #: seconds since the oldest waiting task was dispatched (None: nothing waits)
+    oldest_age_s: float | None
+
+
+def activity_topics(cat: Catalogue, have: dict[str, int]) -> list[tuple[str, str]]:
+    """(task queue, topic) of every activity-task topic."""
+    prefix = cat.activity_tasks("")
+    return [(name[len(prefix) :], name) for name in sorted(have) if name.startswith(prefix) and len(name) > len(prefix)]
+
+
+class BacklogProbe:
+    """Measures the backlogs of the task topics. Holds a consumer and an admin client; use from
+    one thread, ``close()`` when done."""
+
+    #: records counted one by one per partition; beyond, the backlog is estimated from offsets
+    COUNT_LIMIT = 1000
+
+    def __init__(self, config: KafkaConfig, *, timeout: float = 10.0) -> None:
+        self.config = config
+        self.cat = Catalogue(config)
+        self.timeout = timeout
+        self._admin = AdminClient(config.base())
+        self._consumer = Consumer(config.consumer(None))
+        #: group -> a consumer of that group that never subscribes (``_committed``)
+        self._group_readers: dict[str, Consumer] = {}
+
+    def close(self) -> None:
+        for consumer in [self._consumer, *self._group_readers.values()]:
+            try:
+                consumer.close()
+            except RuntimeError:
+                pass
+        self._group_readers.clear()
+
+    def _committed(self, group: str, tps: list[TopicPartition]) -> dict[int, int]:
+        """The group's committed offsets, read by a consumer of the group that never subscribes
+        (so it never joins the group). Not ``AdminClient.list_consumer_group_offsets``: librdkafka
+        2.16 dereferences the admin client's missing consumer group when the coordinator answers
+        NOT_COORDINATOR (librdkafka #5040), which killed a processor with SIGSEGV on a fresh
+        broker in about one start in eight (the backlog reporter's first probe)."""
+        reader = self._group_readers.get(group)
+        if reader is None:
+            reader = self._group_readers[group] = Consumer(self.config.consumer(group))
+        return {tp.partition: tp.offset for tp in reader.committed(tps, timeout=self.timeout)}
+
+    def _waiting(self, ranges: dict[int, tuple[int, int]], topic: str) -> tuple[int, int | None]:
+        """Count the task records in ``partition -> [start, end)`` and find the oldest one's timestamp.
+
+        Offsets alone over-count: the processor writes tasks in transactions, and every commit
+        marker takes an offset (a worker's committed offset stops before the marker after its
+        last task). Up to ``COUNT_LIMIT`` records per partition are counted; beyond that the
+        rest of the range is added as offsets (an upper bound)."""
+        self._consumer.assign([TopicPartition(topic, p, lo) for p, (lo, _hi) in ranges.items()])
+        counts = dict.fromkeys(ranges, 0)
+        pending = set(ranges)
+        oldest = None
+        deadline = time.monotonic() + self.timeout
+        try:
+            while pending and time.monotonic() < deadline:
+                for msg in self._consumer.consume(500, timeout=0.1):
+                    p, offset = msg.partition(), msg.offset()
+                    if msg.error() is not None or p not in pending or offset is None or offset >= ranges[p][1]:
+                        continue
+                    counts[p] += 1
+                    ts = msg.timestamp()[1]
+                    if ts > 0 and (oldest is None or ts < oldest):
+                        oldest = ts
+                for tp in self._consumer.position([TopicPartition(topic, p) for p in pending]):
+                    if tp.offset >= ranges[tp.partition][1]:
+                        pending.discard(tp.partition)
+                    elif counts[tp.partition] >= self.COUNT_LIMIT:
+                        counts[tp.partition] += ranges[tp.partition][1] - max(tp.offset, ranges[tp.partition][0])
+                        pending.discard(tp.partition)
+            for p in pending:  # not read in time: count the rest by offsets
+                counts[p] += ranges[p][1] - ranges[p][0] - counts[p]
+        finally:
+            self._consumer.unassign()
+        return sum(counts.values()), oldest
+
+    def _backlog(self, group: str, topic: str, partitions: int) -> tuple[int, float | None]:
+        """(tasks waiting on ``topic`` past ``group``'s committed offsets, the oldest's age in s)."""
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        committed = self._committed(group, tps)
+        ranges = {}
+        for tp in tps:
+            low, high = self._consumer.get_watermark_offsets(tp, timeout=self.timeout)
+            start = max(committed.get(tp.partition, -1), low)
+            if high > start:
+                ranges[tp.partition] = (start, high)
+        if not ranges:
+            return 0, None
+        backlog, ts = self._waiting(ranges, topic)
+        return backlog, (max(0.0, (now_ms() - ts) / 1000) if ts is not None else None)
+
+    def measure(self, task_queue: str | None = None) -> list[BuildBacklog]:
+        """The workflow-task backlog of every build (and of the unversioned queue) of every queue,
+        or of one queue."""
+        try:
+            have = self.cat.existing(self._admin, self.timeout)
+            defaults = (
+                {q: r["build_id"] for q, r in read_build_defaults(self.config).items()}
+                if self.cat.builds in have
+                else {}
+            )
+            out = []
+            for queue, build, topic in build_topics(self.cat, have):
+                if task_queue is not None and queue != task_queue:
+                    continue
+                group = (
+                    self.cat.worker_group(queue, "workflow") if build is None else self.cat.build_group(queue, build)
+                )
+                backlog, age = self._backlog(group, topic, have[topic])
+                out.append(BuildBacklog(queue, build, topic, defaults.get(queue) == build, backlog, age))
+            return out
+        except KafkaException as exc:
+            raise BrokerUnavailableError(f"cannot measure build backlogs: {exc}") from exc
+
+    def measure_activities(self, task_queue: str | None = None) -> list[ActivityBacklog]:
+        """The activity-task backlog of every queue, or of one queue."""
+        try:
+            have = self.cat.existing(self._admin, self.timeout)
+            out = []
+            for queue, topic in activity_topics(self.cat, have):
+                if task_queue is not None and queue != task_queue:
+                    continue
+                backlog, age = self._backlog(self.cat.worker_group(queue, "activity"), topic, have[topic])
+                out.append(ActivityBacklog(queue, topic, backlog, age))
+            return out
+        except KafkaException as exc:
+            raise BrokerUnavailableError(f"cannot measure activity backlogs: {exc}") from exc
+
+
+def build_backlogs(config: KafkaConfig, task_queue: str | None = None) -> list[BuildBacklog]:
+    """The backlog of every build (and of the unversioned queue) of every queue, or of one queue."""
+    probe = BacklogProbe(config)
+    try:
+        return probe.measure(task_queue)
+    finally:
+        probe.close()
+
+
+def activity_backlogs(config: KafkaConfig, task_queue: str | None = None) -> list[ActivityBacklog]:
+    """The activity-task backlog of every queue, or of one queue."""
+    probe = BacklogProbe(config)
+    try:
+        return probe.measure_activities(task_queue)
+    finally:
+        probe.close()
