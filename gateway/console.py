@@ -476,10 +476,10 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
     async def builds(request: Request):
         if (redirect := need_sign_in(request)) is not None:
             return redirect
-        r = await api.call(request, "GET", "/v1/builds")
+        r = await api.call(request, "GET", "/v1/queues")
         if r.status_code != 200:
             return api_error(request, r, "the builds")
-        return page(request, "builds.html", rows=r.json()["builds"])
+        return page(request, "builds.html", rows=r.json()["builds"], queues=r.json()["queues"])
 
     app.include_router(router)
     app.mount("/ui/static", StaticFiles(directory=_HERE / "static"), name="console-static")

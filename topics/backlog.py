@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -23,7 +24,15 @@ from .config import KafkaConfig
 from .errors import BrokerUnavailableError
 from .records import now_ms
 
-__all__ = ["ActivityBacklog", "BacklogProbe", "activity_backlogs", "activity_topics", "build_backlogs"]
+__all__ = [
+    "QUEUE_COLUMNS",
+    "ActivityBacklog",
+    "BacklogProbe",
+    "activity_backlogs",
+    "activity_topics",
+    "build_backlogs",
+    "queue_backlogs",
+]
 
 
 @dataclass(frozen=True)
@@ -180,3 +189,60 @@ def activity_backlogs(config: KafkaConfig, task_queue: str | None = None) -> lis
         return probe.measure_activities(task_queue)
     finally:
         probe.close()
+
+
+QUEUE_COLUMNS = (
+    "task_queue",
+    "workflow_backlog",
+    "workflow_oldest_age_s",
+    "activity_backlog",
+    "activity_oldest_age_s",
+)
+
+
+def _age(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def _older(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def queue_backlogs(
+    config: KafkaConfig, task_queue: str | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(one row per queue: workflow and activity tasks waiting and the oldest's age in s; one row
+    per build of those queues), measured once (``kadence queues``, ``GET /v1/queues``)."""
+    probe = BacklogProbe(config)
+    try:
+        builds = probe.measure(task_queue)
+        activities = probe.measure_activities(task_queue)
+    finally:
+        probe.close()
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(queue: str) -> dict[str, Any]:
+        return rows.setdefault(
+            queue,
+            {c: (queue if c == "task_queue" else 0 if c.endswith("backlog") else None) for c in QUEUE_COLUMNS},
+        )
+
+    build_rows = []
+    for b in builds:
+        r = row(b.task_queue)
+        r["workflow_backlog"] += b.backlog
+        r["workflow_oldest_age_s"] = _age(_older(r["workflow_oldest_age_s"], b.oldest_age_s))
+        build_rows.append(
+            {
+                "task_queue": b.task_queue,
+                "build_id": b.build_id,
+                "default": b.is_default,
+                "backlog": b.backlog,
+                "oldest_task_age_s": _age(b.oldest_age_s),
+            }
+        )
+    for a in activities:
+        r = row(a.task_queue)
+        r["activity_backlog"] = a.backlog
+        r["activity_oldest_age_s"] = _age(a.oldest_age_s)
+    return [rows[q] for q in sorted(rows)], build_rows

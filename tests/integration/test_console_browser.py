@@ -245,6 +245,7 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
         await page.goto(f"{base}/ui/{path}")
         await expect(page.locator("h1")).to_have_text(heading)
     await expect(page.locator("#builds")).to_contain_text(f"console-{tag}")
+    await expect(page.locator("#queues")).to_contain_text(f"console-{tag}")  # its backlogs, per queue
 
 
 async def _check_other_namespace(browser, base, tag, first_namespace):

@@ -363,3 +363,24 @@ async def test_readyz_checks_the_broker_and_redis_and_metrics_count_requests(gw_
             down = await http.get("/readyz")
             assert down.status_code == 503 and down.headers["Retry-After"] == "5"
             assert down.json()["checks"]["kafka"] == "ok" and down.json()["checks"]["redis"].startswith("unavailable")
+
+
+async def test_queues_shows_the_tasks_waiting_on_a_task_queue_and_their_age(http):
+    queue = f"unserved-{uuid.uuid4().hex[:6]}"
+    started = await http.post(START, json=_start_body(f"gw-{queue}", task_queue=queue))
+    assert started.status_code == 201, started.text
+    deadline = time.monotonic() + 60
+    while True:  # its first workflow task waits: no worker serves the queue
+        r = await http.get("/v1/queues", params={"task_queue": queue})
+        assert r.status_code == 200, r.text
+        doc = r.json()
+        if doc["queues"] and doc["queues"][0]["workflow_backlog"] == 1:
+            break
+        assert time.monotonic() < deadline, doc
+        await asyncio.sleep(0.5)
+    (row,) = doc["queues"]
+    assert row["task_queue"] == queue and row["workflow_oldest_age_s"] is not None
+    assert row["activity_backlog"] == 0 and row["activity_oldest_age_s"] is None
+    assert [(b["build_id"], b["backlog"]) for b in doc["builds"]] == [(None, 1)]
+    everything = (await http.get("/v1/queues")).json()
+    assert queue in {q["task_queue"] for q in everything["queues"]}
