@@ -146,7 +146,7 @@ class ActivityTasks:
     def failed_instead_from_thread(
         self, workflow_id: str, body_type: str, body: dict[str, Any], exc: Exception
     ) -> tuple[Any, ...] | None:
-        """``_failed_instead`` for the reporter's thread: the instance cache is the loop's."""
+        """``failed_instead`` for the reporter's thread: the instance cache is the loop's."""
         if body.get("eager_workflow_task") is not None:
             loop = self.w._live_at_consumer._loop
             loop.call_soon_threadsafe(self.w._forget, workflow_id)
