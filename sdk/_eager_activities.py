@@ -31,7 +31,7 @@ from kadence.topics.engine_client import EngineClient
 
 from ._slots import Slots
 
-__all__ = ["EAGER_MAX_RECOVERY_MS", "REPLY_WAIT_S", "EagerActivities"]
+__all__ = ["EAGER_MAX_RECOVERY_MS", "REPLY_LATE_S", "REPLY_WAIT_S", "EagerActivities"]
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +41,10 @@ log = logging.getLogger(__name__)
 #: worth that wait from the few milliseconds eager dispatch saves
 EAGER_MAX_RECOVERY_MS = 60_000
 
-#: how long a completion that asked for eager activities waits for the engine's reply before it
-#: frees the slots it held (the activities then go through the topic, as the engine decided)
+#: how long a completion that asked for eager activities holds their slots waiting for the
+#: engine's reply; it goes on listening ``REPLY_LATE_S`` more (a processor slowed by a failover)
 REPLY_WAIT_S = 30.0
+REPLY_LATE_S = 600.0
 
 
 class EagerActivities:
@@ -96,12 +97,11 @@ class EagerActivities:
             log.warning("workflow %s: eager activities not asked for: %s", workflow_id, exc)
             return commands
         self._stats["eager_activities_asked"] += asked
-        sent: list[int] = [0]  # how many the engine sent (each holds its slot until it ends)
-        t = asyncio.get_running_loop().create_task(self._receive(workflow_id, request_id, fut, asked, sent))
+        held = [asked]  # the slots this ask still holds (given back however the wait ends)
+        t = asyncio.get_running_loop().create_task(self._receive(workflow_id, request_id, fut, held))
         self._waits.add(t)
         t.add_done_callback(self._waits.discard)
-        # the slots of what did not come, however the wait ended (also cancelled before it began)
-        t.add_done_callback(lambda _t: self._slots.give_back(asked - sent[0]))
+        t.add_done_callback(lambda _t: self._slots.give_back(held[0]))
         return out
 
     async def start(self) -> None:
@@ -123,22 +123,38 @@ class EagerActivities:
             and min(timeouts) <= EAGER_MAX_RECOVERY_MS
         )
 
-    async def _receive(self, workflow_id: str, request_id: str, fut: Any, asked: int, sent: list[int]) -> None:
-        tasks: list[ActivityTask] = []
+    async def _receive(self, workflow_id: str, request_id: str, fut: Any, held: list[int]) -> None:
+        asked = held[0]
+        reply_fut = asyncio.wrap_future(fut)
+        late = False
         try:
-            reply = await asyncio.wait_for(asyncio.wrap_future(fut), REPLY_WAIT_S)
-            tasks = reply.get("activity_tasks") or []
+            try:
+                reply = await asyncio.wait_for(asyncio.shield(reply_fut), REPLY_WAIT_S)
+            except TimeoutError:
+                # a slow engine (a failover) may still answer: the slots go back now, and an
+                # attempt that comes later runs only in a slot free then (else its timeout retries it)
+                self._slots.give_back(held[0])
+                held[0], late = 0, True
+                log.warning(
+                    "workflow %s: no reply to a completion that asked for %d eager activities within %.0f s; "
+                    "their slots are free again",
+                    workflow_id,
+                    asked,
+                    REPLY_WAIT_S,
+                )
+                reply = await asyncio.wait_for(reply_fut, REPLY_LATE_S)
         except TimeoutError:
             self._engine.abandon(workflow_id, request_id)
-            log.warning(
-                "workflow %s: no reply to a completion that asked for %d eager activities within %.0f s",
-                workflow_id,
-                asked,
-                REPLY_WAIT_S,
-            )
+            return
         except Exception as exc:  # noqa: BLE001 - the client closed under it
             log.debug("workflow %s: waiting for eager activities ended: %s", workflow_id, exc)
-        sent[0] = len(tasks)
+            return
+        tasks: list[ActivityTask] = reply.get("activity_tasks") or []
+        if late:
+            tasks = [task for task in tasks if self._slots.take(1)]
+        else:  # the slots of what the engine did not send go back now
+            self._slots.give_back(held[0] - len(tasks))
+        held[0] = 0  # each started attempt holds its slot until it ends (``done``)
         self._stats["eager_activities"] += len(tasks)
         self._stats["eager_activities_declined"] += asked - len(tasks)
         for task in tasks:

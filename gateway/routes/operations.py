@@ -11,7 +11,7 @@ import logging
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -24,6 +24,7 @@ from kadence.topics.errors import (
     KadenceError,
     SchemaError,
 )
+from kadence.topics.identifiers import TASK_QUEUE_PATTERN
 from kadence.topics.protocol import query_body
 from kadence.topics.state_reader import stuck_rows
 
@@ -183,7 +184,13 @@ async def builds(request: Request, gw: Gateway):
     name="queues",
     summary="Every task queue (or one): workflow and activity tasks waiting for a worker, the oldest's age, and the builds",
 )
-async def queues(request: Request, gw: Gateway, task_queue: str | None = None):
+async def queues(
+    request: Request,
+    gw: Gateway,
+    task_queue: str | None = Query(
+        None, min_length=1, max_length=100, pattern=TASK_QUEUE_PATTERN, description="only this task queue"
+    ),
+):
     """A queue's backlog age is its capacity signal (``kadence queues``); an eager activity never
     waits on its queue and is not counted."""
     rows, builds = await run_in_threadpool(queue_backlogs, gw.namespace_config(principal(request)), task_queue)

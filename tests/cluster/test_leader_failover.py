@@ -35,6 +35,9 @@ async def test_a_leader_killed_under_load_loses_and_doubles_nothing(cluster, tmp
     procs = ProcessorProcs(config, tmp_path)
     procs.start("p0")
     procs.start("p1")
+    # an engine runs one: an activity attempt lost with its worker or its reply (eager activities,
+    # decision 0054) is retried after its timeout, and the retry's backoff is a timer
+    procs.start_timers()
     admin = AdminClient(config.base())
     client = await Client.connect(config=config, wait_for_broker=60)
     started: dict[str, int] = {}

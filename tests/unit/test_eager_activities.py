@@ -212,3 +212,32 @@ async def test_a_closing_worker_gives_back_the_slots_of_replies_still_awaited():
     assert slots.used == 2
     await eager.close()
     assert slots.used == 0
+
+
+async def test_a_late_reply_frees_the_slots_first_and_runs_what_finds_a_free_slot(monkeypatch):
+    import kadence._eager_activities as eager_module
+
+    monkeypatch.setattr(eager_module, "REPLY_WAIT_S", 0.05)
+    slots, started, stats = Slots(2), [], collections.Counter()
+    engine = _Engine()
+    eager = EagerActivities(
+        engine=engine,
+        task_queue="q",
+        activities={"double": object()},
+        slots=slots,
+        start=started.append,
+        stats=stats,
+        enabled=True,
+    )
+    eager.ask("wf", "r1", [_schedule("a"), _schedule("b")])
+    assert slots.used == 2
+    await asyncio.sleep(0.2)  # no reply yet (a processor slowed by a failover): the slots are free again
+    assert slots.used == 0 and "r1" in engine.waiting
+    assert slots.take(1) == 1  # meanwhile another attempt took one
+    engine.waiting["r1"].set_result({"activity_tasks": [{"activity_id": "a"}, {"activity_id": "b"}]})
+    for _ in range(5):
+        await asyncio.sleep(0)
+    # one slot was free: one of the late attempts runs, the other is left to its timeout
+    assert started == [{"activity_id": "a"}] and slots.used == 2
+    assert (stats["eager_activities"], stats["eager_activities_declined"]) == (1, 1)
+    await eager.close()

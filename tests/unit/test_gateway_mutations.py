@@ -27,6 +27,7 @@ EXPECTED = {
     ("GET", "/v1/dead-letters"): False,
     ("POST", "/v1/dead-letters/{ref}/redrive"): True,
     ("GET", "/v1/builds"): False,
+    ("GET", "/v1/queues"): False,
     ("POST", "/v1/workflows/{workflow_id}/updates/{update_name}"): True,
     ("POST", "/v1/workflows/{workflow_id}/queries/{query_name}"): False,
     ("POST", "/v1/codec/decode"): False,
