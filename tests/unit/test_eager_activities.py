@@ -154,6 +154,19 @@ class _Engine:
         self.waiting.pop(request_id, None)
 
 
+def _eager(engine, slots, start, stats) -> EagerActivities:
+    """A worker's eager activities on queue q, running ``double``."""
+    return EagerActivities(
+        engine=engine,
+        task_queue="q",
+        activities={"double": object()},
+        slots=slots,
+        start=start,
+        stats=stats,
+        enabled=True,
+    )
+
+
 def _schedule(activity_id, *, queue="q", activity_type="double", timeout=5000):
     options = {"task_queue": queue, "start_to_close_timeout_ms": timeout, "heartbeat_timeout_ms": None}
     return ("ScheduleActivityTask", {"activity_id": activity_id, "activity_type": activity_type, "options": options})
@@ -162,15 +175,7 @@ def _schedule(activity_id, *, queue="q", activity_type="double", timeout=5000):
 async def test_a_worker_asks_only_for_what_it_runs_and_has_slots_for():
     slots, started, stats = Slots(2), [], collections.Counter()
     engine = _Engine()
-    eager = EagerActivities(
-        engine=engine,
-        task_queue="q",
-        activities={"double": object()},
-        slots=slots,
-        start=started.append,
-        stats=stats,
-        enabled=True,
-    )
+    eager = _eager(engine, slots, started.append, stats)
     commands = [
         _schedule("other-queue", queue="elsewhere"),
         _schedule("unknown", activity_type="nope"),
@@ -199,15 +204,7 @@ async def test_a_worker_asks_only_for_what_it_runs_and_has_slots_for():
 
 async def test_a_closing_worker_gives_back_the_slots_of_replies_still_awaited():
     slots = Slots(4)
-    eager = EagerActivities(
-        engine=_Engine(),
-        task_queue="q",
-        activities={"double": object()},
-        slots=slots,
-        start=lambda task: None,
-        stats=collections.Counter(),
-        enabled=True,
-    )
+    eager = _eager(_Engine(), slots, lambda task: None, collections.Counter())
     eager.ask("wf", "r1", [_schedule("a"), _schedule("b")])
     assert slots.used == 2
     await eager.close()
@@ -220,15 +217,7 @@ async def test_a_late_reply_frees_the_slots_first_and_runs_what_finds_a_free_slo
     monkeypatch.setattr(eager_module, "REPLY_WAIT_S", 0.05)
     slots, started, stats = Slots(2), [], collections.Counter()
     engine = _Engine()
-    eager = EagerActivities(
-        engine=engine,
-        task_queue="q",
-        activities={"double": object()},
-        slots=slots,
-        start=started.append,
-        stats=stats,
-        enabled=True,
-    )
+    eager = _eager(engine, slots, started.append, stats)
     eager.ask("wf", "r1", [_schedule("a"), _schedule("b")])
     assert slots.used == 2
     await asyncio.sleep(0.2)  # no reply yet (a processor slowed by a failover): the slots are free again
