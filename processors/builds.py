@@ -1,9 +1,9 @@
 """The processor's view of worker builds: which build new workflows of each queue start on, and
 the backlog of every build as Prometheus gauges.
 
-``BuildDefaults`` reads ``{ns}.builds`` (compacted, key = task queue) with a plain consumer
-assigned to all its partitions from the beginning: read to its end before the first batch, then
-polled without blocking after each poll of the commands topic. Every processor instance reads
+``BuildDefaults`` follows ``{ns}.builds`` (compacted, key = task queue) as a
+``kadence.topics.compacted.CompactedTable``: read to its end before the first batch, then polled
+without blocking after each poll of the commands topic. Every processor instance reads
 all of it (it holds one record per task queue).
 
 ``BacklogReporter`` measures, off the hot path (its own thread, every ``interval_s``), the
@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 from prometheus_client import CollectorRegistry, Gauge
 
 from kadence.topics import serde
 from kadence.topics.backlog import BacklogProbe
 from kadence.topics.builds import validate_build_id
 from kadence.topics.catalogue import Catalogue
+from kadence.topics.compacted import CompactedTable
 from kadence.topics.config import KafkaConfig
-from kadence.topics.errors import BrokerUnavailableError, KadenceError
-from kadence.topics.kafka_access import authorization_error
+from kadence.topics.errors import KadenceError
 
 __all__ = ["BacklogReporter", "BuildDefaults"]
 
@@ -41,12 +39,13 @@ class BuildDefaults:
     """Task queue -> the build new workflows start on (absent or None: unversioned)."""
 
     def __init__(self, kafka: KafkaConfig, registry: CollectorRegistry | None = None) -> None:
-        self.topic = Catalogue(kafka).builds
+        self._table: CompactedTable[str | None] = CompactedTable(
+            kafka, Catalogue(kafka).builds, _decode_build, self._changed
+        )
+        self.topic = self._table.topic
         #: read by the state machine (one lookup when a run starts); only this thread writes it
         self.defaults: dict[str, str | None] = {}
-        self._consumer = Consumer(kafka.waiting_consumer(None))
         self._namespace = kafka.namespace
-        self._security = kafka.security
         self._gauge = (
             Gauge(
                 "kadence_build_default",
@@ -57,75 +56,17 @@ class BuildDefaults:
             if registry is not None
             else None
         )
-        self._tps: list[TopicPartition] = []
 
     def start(self, timeout: float = 30.0) -> None:
-        """Assign every partition from the beginning and read to the end."""
-        try:
-            md = self._consumer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
-        except KafkaException as exc:
-            raise BrokerUnavailableError(f"cannot read {self.topic}: {exc}") from exc
-        if md is not None and md.error is not None:
-            denied = authorization_error(
-                md.error, resource=self.topic, namespace=self._namespace, security=self._security
-            )
-            if denied is not None:
-                raise denied
-        if md is None or md.error is not None or not md.partitions:
-            raise KadenceError(f"topic {self.topic} is missing (run `kadence topics apply`)")
-        self._tps = [TopicPartition(self.topic, p) for p in sorted(md.partitions)]
-        ends = {tp.partition: self._high_watermark(tp, timeout) for tp in self._tps}
-        self._consumer.assign([TopicPartition(self.topic, tp.partition, OFFSET_BEGINNING) for tp in self._tps])
-        deadline = time.monotonic() + timeout
-        while True:
-            positions = self._consumer.position(self._tps)
-            if all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition] > 0):
-                break
-            if time.monotonic() > deadline:
-                raise BrokerUnavailableError(f"{self.topic} not read to its end within {timeout}s")
-            for msg in self._consumer.consume(500, timeout=0.1):
-                self._apply(msg)
+        """Read the topic to its end."""
+        self._table.start(timeout)
         log.info("build defaults: %s", {q: b or "(unversioned)" for q, b in self.defaults.items()} or "none")
-
-    def _high_watermark(self, tp: TopicPartition, timeout: float) -> int:
-        """The partition's end offset; retried while its leader is not elected yet (a topic
-        created a moment ago)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return self._consumer.get_watermark_offsets(tp, timeout=timeout)[1]
-            except KafkaException as exc:
-                err = exc.args[0]
-                if (
-                    not err.retriable() and err.code() != KafkaError.NOT_LEADER_FOR_PARTITION
-                ) or time.monotonic() > deadline:
-                    raise BrokerUnavailableError(f"cannot read {self.topic}: {exc}") from exc
-                time.sleep(0.1)
 
     def poll(self) -> None:
         """Apply what has arrived; never blocks."""
-        for msg in self._consumer.consume(100, timeout=0):
-            self._apply(msg)
+        self._table.poll()
 
-    def _apply(self, msg: Message) -> None:
-        key = msg.key()
-        if msg.error() is not None or key is None:
-            return
-        queue = key.decode(errors="replace")
-        build = None
-        if msg.value() is not None:
-            try:
-                build = validate_build_id(serde.decode("BuildDefault", msg.value())["build_id"], allow_none=True)
-            except KadenceError as exc:
-                log.warning(
-                    "ignoring build default for queue %s at %s[%d]@%d: %s",
-                    queue,
-                    msg.topic(),
-                    msg.partition(),
-                    msg.offset(),
-                    exc,
-                )
-                return
+    def _changed(self, queue: str, _old: str | None, build: str | None) -> None:
         previous = self.defaults.get(queue)
         self.defaults[queue] = build
         if self._gauge is not None:
@@ -137,10 +78,11 @@ class BuildDefaults:
             log.info("task queue %s: new workflows start on build %s", queue, build or "(unversioned)")
 
     def close(self) -> None:
-        try:
-            self._consumer.close()
-        except RuntimeError:
-            pass
+        self._table.close()
+
+
+def _decode_build(_queue: str, value: bytes) -> str | None:
+    return validate_build_id(serde.decode("BuildDefault", value)["build_id"], allow_none=True)
 
 
 class BacklogReporter:

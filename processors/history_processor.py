@@ -299,7 +299,7 @@ class HistoryProcessor:
         os._exit(EXIT_TXN_STALLED)
 
     def _check_topics(self) -> None:
-        have = self.topics.require([s.name for s in self.topics.core_specs()])
+        have = self.topics.require(self.topics.processor_topics())
         self._reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
         self._command_partitions = have[self.topics.commands]
 

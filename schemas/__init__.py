@@ -32,7 +32,7 @@ from pathlib import Path
 
 __all__ = ["CURRENT_VERSION", "available_versions", "freeze", "load_schema_set", "manifest", "schema_digest"]
 
-CURRENT_VERSION = 15
+CURRENT_VERSION = 16
 
 
 def _root():

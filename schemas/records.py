@@ -45,6 +45,7 @@ __all__ = [
     "PendingTimer",
     "PurgeClosedRun",
     "QueryWorkflow",
+    "QueueLimit",
     "RecentRequest",
     "RecordActivityHeartbeat",
     "RecordMarker",
@@ -1100,3 +1101,16 @@ class BuildDefault(TypedDict):
     build_id: NotRequired[str | None]
     timestamp_ms: int
     identity: NotRequired[str]
+
+
+class QueueLimit(TypedDict):
+    """The rate limits of one task queue's activities, across all its workers; topic {ns}.queue_limits (compacted), key = task queue. A record with no limits lifts them (and names who did)."""
+
+    task_queue: str
+    #: null: the queue as a whole is not limited
+    activities_per_second: NotRequired[float | None]
+    #: activity type -> its own limit in activities per second (within the queue's)
+    activity_types: NotRequired[dict[str, float]]
+    timestamp_ms: int
+    identity: NotRequired[str]
+    reason: NotRequired[str]

@@ -22,6 +22,9 @@ from kadence.topics.payload import failure_from_exception
 from kadence.topics.records import new_id
 from kadence.topics.tracing import record_ref
 
+from ._rate_limit import QueueRateLimiter
+from ._reporter import ActivityReporter
+from ._task_consumer import TaskConsumer
 from .activity import ActivityContext
 
 if TYPE_CHECKING:
@@ -38,6 +41,54 @@ class ActivityTasks:
 
     def __init__(self, worker: Worker) -> None:
         self.w = worker
+        #: the activity consumer's pace: the queue's rate limits (``_rate_limit``), once started
+        self.limiter: QueueRateLimiter | None = None
+
+    async def start_consumer(self, topics: Any) -> bool:
+        """The activity-task consumer, paced by the queue's rate limits (read to date first), and
+        the reporter of its transactions. False when shut down meanwhile."""
+        w, loop = self.w, asyncio.get_running_loop()
+        at_topic = topics.activity_tasks(w.task_queue)
+        limiter = QueueRateLimiter.following(
+            w.client.config, topics.queue_limits, w.task_queue, on_throttled=w.metrics.rate_limited
+        )
+        self.limiter = limiter
+
+        def read_limits() -> None:
+            limiter.set_partitions(set(), topics.partitions_of(at_topic))
+            limiter.start()
+
+        if not await w._until_broker_answers(f"reading the limits of task queue {w.task_queue}", read_limits):
+            return False
+        w._eager_activities.paced = limiter.limits_type
+        w._at_consumer = TaskConsumer(
+            w,
+            at_topic,
+            topics.worker_group(w.task_queue, "activity"),
+            self.on_task,
+            w._max_activities,
+            transactional=w._txn_results,
+            slots=w._slots,
+            limiter=limiter,
+        )
+        w._consumers.append(w._at_consumer)
+        if w._txn_results:
+            w._reporter = ActivityReporter(
+                config=w.client.config,
+                topics=topics,
+                consumer=w._at_consumer,
+                identity=w.identity,
+                on_unsendable=self.failed_instead_from_thread,
+                stall_s=w._txn_stall_s,
+            )
+            await loop.run_in_executor(None, w._reporter.start)
+        return True
+
+    def close(self) -> None:
+        """After the consumer has stopped: the limits reader."""
+        if self.limiter is not None:
+            self.limiter.close()
+            self.limiter = None
 
     def on_task(self, msg: Message) -> None:
         try:

@@ -72,6 +72,10 @@ class EagerActivities:
         self._waits: set[asyncio.Task[Any]] = set()
         #: the worker's counters: eager activities asked for, received, and declined by the engine
         self._stats = stats
+        #: whether an activity type is paced by the queue's rate limits (set once the worker has
+        #: read them, ``_rate_limit``): such an activity is never asked for, since an eager
+        #: attempt does not pass the consumer that paces them
+        self.paced: Callable[[str], bool] = lambda _type: False
 
     def ask(self, workflow_id: str, request_id: str, commands: list[Any]) -> list[Any]:
         """``commands`` of the completion ``request_id``, with ``request_eager_execution`` set on
@@ -119,6 +123,7 @@ class EagerActivities:
         return bool(
             opts["task_queue"] == self._task_queue
             and c["activity_type"] in self._activities
+            and not self.paced(c["activity_type"])
             and timeouts
             and min(timeouts) <= EAGER_MAX_RECOVERY_MS
         )

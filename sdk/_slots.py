@@ -25,12 +25,15 @@ class Slots:
             self._used += k
             return k
 
-    def give_back(self, n: int = 1) -> None:
+    def give_back(self, n: int = 1, *, wake: bool = True) -> None:
+        """``wake=False``: the taker puts back a slot it did not use (nobody was refused it
+        meanwhile worth waking: a waiter would find the same reason to wait)."""
         if n <= 0:
             return
         with self._lock:
             self._used -= n
-        self.freed.set()
+        if wake:
+            self.freed.set()
 
     @property
     def used(self) -> int:

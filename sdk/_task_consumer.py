@@ -18,6 +18,7 @@ from kadence.topics.broker_wait import assign_at_committed
 from kadence.topics.errors import BrokerUnavailableError
 from kadence.topics.polling import consumed_at, poll_ready, raise_if_refused, resume_awake
 
+from ._rate_limit import QueueRateLimiter
 from ._reporter import decode_reported, offsets_for
 from ._slots import Slots
 
@@ -105,6 +106,7 @@ class TaskConsumer:
         *,
         transactional: bool = False,
         slots: Slots | None = None,
+        limiter: QueueRateLimiter | None = None,
     ) -> None:
         self.topic = topic
         self.tracker = OffsetTracker()
@@ -113,6 +115,11 @@ class TaskConsumer:
         #: a task is handed to the loop only in a slot it takes here (shared with the worker's
         #: eager activities for the activity consumer); given back when it is done
         self._slots = slots or Slots(max_inflight)
+        #: paces the tasks handed to the loop to this worker's share of the queue's rate limits
+        #: (activity tasks only); consumer thread only
+        self._limiter = limiter
+        #: the partitions this consumer holds (the limiter's share); consumer thread only
+        self._owned: set[int] = set()
         self._loop = asyncio.get_running_loop()
         #: offsets are committed by an ``ActivityReporter``'s transactions, not by auto-commit
         self.transactional = transactional
@@ -162,6 +169,9 @@ class TaskConsumer:
         self.refresh_metadata.set()  # a new generation
         if not partitions:
             return
+        self._owned |= {tp.partition for tp in partitions}
+        if self._limiter is not None:
+            self._limiter.set_partitions(self._owned)
         # librdkafka keeps a partition's pause across a rebalance: one paused with a full backlog,
         # taken away, and given back after the backlog drained (and ``_set_paused`` resumed what
         # was held then) stayed paused for good, a worker that polled and got nothing
@@ -215,6 +225,10 @@ class TaskConsumer:
         for p in gone:
             self._reported.pop(p, None)
         self.tracker.revoke(gone)
+        self._owned -= gone
+        if self._limiter is not None:
+            self._limiter.set_partitions(self._owned)
+            self._limiter.forget(gone)
         # not started yet: the partition's next owner gets them (from the committed offset)
         kept = [m for m in self._backlog if m.partition() not in gone]
         self._backlog.clear()
@@ -239,8 +253,7 @@ class TaskConsumer:
                     self.group_metadata = self.consumer.consumer_group_metadata()
                 self._store_completed()
                 self._lag.sample(self.consumer)
-                while backlog and not self._holding and self._slots.take():
-                    self._dispatch(backlog.popleft())
+                throttled = self._dispatch_backlog()
                 want_pause = len(backlog) >= self._backlog_max
                 if want_pause != self._paused:
                     self._set_paused(want_pause)
@@ -251,7 +264,8 @@ class TaskConsumer:
                     if extra is not None:
                         self._take(extra)
                     else:
-                        self._wakeup.wait(0.1)
+                        # held by the rate limit: wake when its next token is there
+                        self._wakeup.wait(min(0.1, self._limiter.wait_s()) if throttled and self._limiter else 0.1)
                         self._wakeup.clear()
                     continue
                 for msg in poll_ready(self.consumer, 100, 0.1):
@@ -268,6 +282,26 @@ class TaskConsumer:
                 self.consumer.close()
             except (KafkaException, RuntimeError):
                 pass
+
+    def _dispatch_backlog(self) -> bool:
+        """Hand waiting records to the loop while slots (and the rate limit) allow; True when
+        the rate limit held one back."""
+        backlog = self._backlog
+        limiter = self._limiter
+        if limiter is not None:
+            limiter.refresh()
+        while backlog and not self._holding and self._slots.take():
+            if limiter is None or not limiter.active:
+                self._dispatch(backlog.popleft())
+                continue
+            i = limiter.pick(backlog)
+            if i is None:
+                self._slots.give_back(wake=False)  # nobody waits for it: this thread took it
+                return True
+            msg = backlog[i]
+            del backlog[i]
+            self._dispatch(msg)
+        return False
 
     def _set_paused(self, pause: bool) -> None:
         assignment = self.consumer.assignment()
@@ -294,10 +328,15 @@ class TaskConsumer:
             self.tracker.finished(partition, offset)
             self._worker.stats["reported_tasks_skipped"] += 1
             return
-        if not self._backlog and not self._holding and self._slots.take():
+        if (
+            not self._backlog
+            and not self._holding
+            and (self._limiter is None or not self._limiter.active)
+            and self._slots.take()
+        ):
             self._dispatch(msg)
         else:
-            self._backlog.append(msg)
+            self._backlog.append(msg)  # the next turn's ``_dispatch_backlog`` starts it (paced)
 
     def _dispatch(self, msg: Message) -> None:
         self._dispatched += 1

@@ -261,27 +261,9 @@ class Worker:
         if self._workflows:
             self._wt_consumer = TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000)
             self._consumers.append(self._wt_consumer)
-        if self._activities:
-            self._at_consumer = TaskConsumer(
-                self,
-                topics.activity_tasks(self.task_queue),
-                topics.worker_group(self.task_queue, "activity"),
-                self._activity_tasks.on_task,
-                self._max_activities,
-                transactional=self._txn_results,
-                slots=self._slots,
-            )
-            self._consumers.append(self._at_consumer)
-            if self._txn_results:
-                self._reporter = ActivityReporter(
-                    config=self.client.config,
-                    topics=topics,
-                    consumer=self._at_consumer,
-                    identity=self.identity,
-                    on_unsendable=self._activity_tasks.failed_instead_from_thread,
-                    stall_s=self._txn_stall_s,
-                )
-                await loop.run_in_executor(None, self._reporter.start)
+        if self._activities and not await self._activity_tasks.start_consumer(topics):
+            self._activity_runner.close_unstarted()
+            return
         for c in self._consumers:
             c.start()
         await self._eager_activities.start()
@@ -319,6 +301,7 @@ class Worker:
             self._reporter = None
         for c in self._consumers:
             await loop.run_in_executor(None, c.stop)
+        self._activity_tasks.close()
         for t in list(self._running):
             t.cancel()
         self._consumers.clear()

@@ -69,6 +69,13 @@ class WorkerMetrics:
             buckets=_WAIT,
             registry=r,
         )
+        self.rate_limited = Histogram(
+            "kadence_worker_activity_rate_limited_seconds",
+            "how long an activity task that the queue's rate limit held back waited for it at this worker",
+            ["namespace", "task_queue"],
+            buckets=_WAIT,
+            registry=r,
+        )
         self.running = Gauge(
             "kadence_worker_activities_running", "activities running now", ["namespace", "task_queue"], registry=r
         )
@@ -90,6 +97,10 @@ class QueueMetrics:
         self.running = m.running.labels(namespace, task_queue)
         self.queries = m.queries.labels(namespace, task_queue)
         self.heartbeats = m.heartbeats.labels(namespace, task_queue)
+
+    def rate_limited(self, seconds: float) -> None:
+        """An activity task started after waiting ``seconds`` for the queue's rate limit (any thread)."""
+        self._m.rate_limited.labels(self._ns, self._q).observe(seconds)
 
     def lag_sampler(self) -> LagSampler:
         """For one task consumer: its topic's lag in ``kadence_consumer_lag_records{component="worker"}``."""
@@ -129,6 +140,9 @@ class _NoMetrics:
 
     def lag_sampler(self) -> LagSampler:
         return LagSampler(None, "", "worker")
+
+    def rate_limited(self, seconds: float) -> None:
+        pass
 
     def workflow_task(self, workflow_type: str, outcome: str, seconds: float | None = None) -> None:
         pass

@@ -57,6 +57,8 @@ class Catalogue:
         self.dlq = f"{ns}.dlq"
         #: compacted, key = task queue: the worker build that new workflows of the queue start on
         self.builds = f"{ns}.builds"
+        #: compacted, key = task queue: the queue's activity rate limits (``kadence.topics.queue_limits``)
+        self.queue_limits = f"{ns}.queue_limits"
         self.processor_group = f"{ns}.processor"
         #: the error callback of the last admin client made by ``admin()``
         self._errors: ClientErrors | None = None
@@ -97,12 +99,18 @@ class Catalogue:
             TopicSpec(self.replies, p, {"cleanup.policy": "delete", "retention.ms": str(DAY_MS)}),
             TopicSpec(self.dlq, p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}),
             TopicSpec(self.builds, p, dict(compact)),
+            TopicSpec(self.queue_limits, p, dict(compact)),
         ]
         for tier in TIMER_TIERS_MS:
             specs.append(
                 TopicSpec(self.timers(tier), p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)})
             )
         return specs
+
+    def processor_topics(self) -> list[str]:
+        """The core topics a processor needs: not the queue limits, which only workers read (and
+        create when missing, so an upgraded namespace needs no ``topics apply`` for them)."""
+        return [s.name for s in self.core_specs() if s.name != self.queue_limits]
 
     def queue_specs(self, queue: str) -> list[TopicSpec]:
         p = self.config.partitions
@@ -244,11 +252,15 @@ class Catalogue:
                 time.sleep(0.05)
 
     def ensure_queue(self, queue: str) -> ApplyReport:
-        return self.apply(self.queue_specs(queue))
+        """The queue's task topics, and the queue-limits topic its workers follow."""
+        return self.apply(self.queue_specs(queue) + self._limits_spec())
 
     def ensure_build(self, queue: str, build_id: str) -> ApplyReport:
-        """The queue's topics and the workflow-task topic of one build of it."""
-        return self.apply(self.queue_specs(queue) + self.build_specs(queue, build_id))
+        """The queue's topics, the workflow-task topic of one build of it, and the queue-limits topic."""
+        return self.apply(self.queue_specs(queue) + self.build_specs(queue, build_id) + self._limits_spec())
+
+    def _limits_spec(self) -> list[TopicSpec]:
+        return [s for s in self.core_specs() if s.name == self.queue_limits]
 
     def partitions_of(self, topic: str, admin: AdminClient | None = None) -> int:
         return self.require([topic], admin)[topic]

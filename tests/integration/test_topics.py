@@ -36,8 +36,9 @@ def _expected(ns: str) -> dict[str, str]:
         f"{ns}.state": "compact",
         f"{ns}.replies": "delete",
         f"{ns}.dlq": "delete",
-        f"{ns}.builds": "compact",
-    }  # the default worker build of each task queue (decision 0018)
+        f"{ns}.builds": "compact",  # the default worker build of each task queue (decision 0018)
+        f"{ns}.queue_limits": "compact",  # each task queue's activity rate limits (decision 0055)
+    }
     topics.update({f"{ns}.timers.{tier}": "delete" for tier in TIMER_TIERS_MS})
     return topics
 
