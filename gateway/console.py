@@ -27,12 +27,13 @@ from starlette.datastructures import Headers
 from kadence.readmodels.keys import RUN_STATUSES
 from kadence.topics.batch import BATCH_OPERATIONS, BATCH_WORKFLOW_TYPE
 
+from .console_queues import queue_pages
 from .console_timeline import attribute_text, chart, duration, iso, ms_of, run_input, timeline
 from .errors import ApiError
 from .guard import Guard
 from .history_cursor import encode_cursor
 
-__all__ = ["mount_console", "timeline"]  # timeline: from console_timeline, re-exported
+__all__ = ["ConsoleKit", "mount_console", "timeline"]  # timeline: from console_timeline, re-exported
 
 COOKIE = "kadence_console"
 NS_COOKIE = "kadence_console_ns"
@@ -79,22 +80,26 @@ def _wf_path(workflow_id: str) -> str:
     return urllib.parse.quote(workflow_id, safe="")
 
 
-def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
-    """Serve the console at ``/ui`` (and its static files at ``/ui/static``)."""
-    env = Environment(loader=FileSystemLoader(_HERE / "templates"), autoescape=select_autoescape(["html"]))
-    env.filters["iso"] = iso
-    env.filters["duration"] = duration
-    env.filters["attribute"] = attribute_text
-    env.filters["age"] = lambda when, now_ms: duration(max(0, now_ms - (ms_of(when) or now_ms)))
-    env.filters["wf"] = _wf_path
-    env.filters["pretty"] = lambda v: json.dumps(v, indent=1, default=str)
-    api = _Api(app)
-    router = APIRouter(prefix="/ui", include_in_schema=False)
+class ConsoleKit:
+    """What every console page uses: the templates, the API client, and the checks before a page
+    or a form post (``console_queues`` and the routes of ``mount_console``)."""
 
-    def page(request: Request, template: str, status: int = 200, **ctx) -> HTMLResponse:
+    def __init__(self, app: FastAPI, auth: bool) -> None:
+        env = Environment(loader=FileSystemLoader(_HERE / "templates"), autoescape=select_autoescape(["html"]))
+        env.filters["iso"] = iso
+        env.filters["duration"] = duration
+        env.filters["attribute"] = attribute_text
+        env.filters["age"] = lambda when, now_ms: duration(max(0, now_ms - (ms_of(when) or now_ms)))
+        env.filters["wf"] = _wf_path
+        env.filters["pretty"] = lambda v: json.dumps(v, indent=1, default=str)
+        self.env = env
+        self.auth = auth
+        self.api = _Api(app)
+
+    def page(self, request: Request, template: str, status: int = 200, **ctx) -> HTMLResponse:
         ctx.update(
             signed_in=bool(request.cookies.get(COOKIE)),
-            auth=auth,
+            auth=self.auth,
             statuses=RUN_STATUSES,
             namespace=request.cookies.get(NS_COOKIE) or "",
             operations=BATCH_OPERATIONS,
@@ -102,7 +107,7 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
             path=request.url.path,
         )
         return HTMLResponse(
-            env.get_template(template).render(**ctx),
+            self.env.get_template(template).render(**ctx),
             status_code=status,
             headers={
                 "Cache-Control": "no-store",
@@ -111,26 +116,39 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
             },
         )
 
-    def need_sign_in(request: Request) -> Response | None:
-        if auth and not request.cookies.get(COOKIE):
+    def need_sign_in(self, request: Request) -> Response | None:
+        if self.auth and not request.cookies.get(COOKIE):
             return RedirectResponse(f"/ui/login?next={urllib.parse.quote(str(request.url.path))}", 303)
         return None
 
-    def api_error(request: Request, r: httpx.Response, what: str) -> Response:
+    def api_error(self, request: Request, r: httpx.Response, what: str) -> Response:
         if r.status_code == 401:
             return RedirectResponse("/ui/login", 303)
         try:
             message = r.json()["error"]["message"]
         except (ValueError, KeyError, TypeError):
             message = r.text[:500]
-        return page(request, "error.html", status=r.status_code, what=what, message=message, code=r.status_code)
+        return self.page(request, "error.html", status=r.status_code, what=what, message=message, code=r.status_code)
 
-    def same_origin(request: Request) -> None:
+    def same_origin(self, request: Request) -> None:
         """A form post must come from this console (SameSite=Strict already keeps the cookie off
         cross-site requests; this refuses them without a cookie too)."""
         origin = request.headers.get("origin")
         if origin and urllib.parse.urlsplit(origin).netloc != request.url.netloc:
             raise ApiError(403, "forbidden", "cross-site form post refused")
+
+
+def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
+    """Serve the console at ``/ui`` (and its static files at ``/ui/static``)."""
+    kit = ConsoleKit(app, auth)
+    api, page, need_sign_in, api_error, same_origin = (
+        kit.api,
+        kit.page,
+        kit.need_sign_in,
+        kit.api_error,
+        kit.same_origin,
+    )
+    router = APIRouter(prefix="/ui", include_in_schema=False)
 
     @router.get("", include_in_schema=False)
     @router.get("/", include_in_schema=False)
@@ -308,7 +326,7 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         rows = timeline(hist["events"])[-TIMELINE_PAGE:]
         last = hist["events"][-1]["seq"] if hist["events"] else 0
         return HTMLResponse(
-            env.get_template("timeline.html").render(rows=rows),
+            kit.env.get_template("timeline.html").render(rows=rows),
             headers={
                 "Kadence-Last-Seq": str(last),
                 "Kadence-Closed": str(hist["closed"]).lower(),
@@ -472,15 +490,7 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         )
         return RedirectResponse("/ui/dead-letters?" + urllib.parse.urlencode({"notice": notice}), 303)
 
-    @router.get("/builds", response_class=HTMLResponse)
-    async def builds(request: Request):
-        if (redirect := need_sign_in(request)) is not None:
-            return redirect
-        r = await api.call(request, "GET", "/v1/queues")
-        if r.status_code != 200:
-            return api_error(request, r, "the builds")
-        return page(request, "builds.html", rows=r.json()["builds"], queues=r.json()["queues"])
-
+    queue_pages(router, kit)
     app.include_router(router)
     app.mount("/ui/static", StaticFiles(directory=_HERE / "static"), name="console-static")
     app.state.console_api = api

@@ -126,6 +126,17 @@ class ReasonRequest(BaseModel):
     reason: str = Field("", max_length=2000)
 
 
+class QueueLimitRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    activities_per_second: float | None = Field(
+        None, gt=0, le=1_000_000, description="the queue's limit, across all its workers (null: not limited)"
+    )
+    activity_types: dict[Annotated[str, StringConstraints(min_length=1, max_length=200)], float] = Field(
+        default_factory=dict, max_length=100, description="activity type -> its own limit in activities per second"
+    )
+    reason: str = Field("", max_length=500, description="why (kept with the limit, shown by describe)")
+
+
 class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: list[Any] = Field(default_factory=list, description="the query handler's arguments")

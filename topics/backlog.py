@@ -22,6 +22,7 @@ from .builds import BuildBacklog, build_topics, read_build_defaults
 from .catalogue import Catalogue
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError
+from .queue_limits import limit_summary, read_queue_limits
 from .records import now_ms
 
 __all__ = [
@@ -197,6 +198,7 @@ QUEUE_COLUMNS = (
     "workflow_oldest_age_s",
     "activity_backlog",
     "activity_oldest_age_s",
+    "rate_limit",
 )
 
 
@@ -211,8 +213,9 @@ def _older(a: float | None, b: float | None) -> float | None:
 def queue_backlogs(
     config: KafkaConfig, task_queue: str | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(one row per queue: workflow and activity tasks waiting and the oldest's age in s; one row
-    per build of those queues), measured once (``kadence queues``, ``GET /v1/queues``)."""
+    """(one row per queue: workflow and activity tasks waiting and the oldest's age in s, and its
+    rate limits in short; one row per build of those queues), measured once (``kadence queues``,
+    ``GET /v1/queues``)."""
     probe = BacklogProbe(config)
     try:
         builds = probe.measure(task_queue)
@@ -224,7 +227,10 @@ def queue_backlogs(
     def row(queue: str) -> dict[str, Any]:
         return rows.setdefault(
             queue,
-            {c: (queue if c == "task_queue" else 0 if c.endswith("backlog") else None) for c in QUEUE_COLUMNS},
+            {
+                c: (queue if c == "task_queue" else 0 if c.endswith("backlog") else "" if c == "rate_limit" else None)
+                for c in QUEUE_COLUMNS
+            },
         )
 
     build_rows = []
@@ -245,4 +251,7 @@ def queue_backlogs(
         r = row(a.task_queue)
         r["activity_backlog"] = a.backlog
         r["activity_oldest_age_s"] = _age(a.oldest_age_s)
+    for queue, limit in read_queue_limits(config).items():
+        if limit.limited and (task_queue is None or queue == task_queue):
+            row(queue)["rate_limit"] = limit_summary(limit)
     return [rows[q] for q in sorted(rows)], build_rows

@@ -24,7 +24,7 @@ from confluent_kafka import Producer
 from . import serde
 from .catalogue import Catalogue
 from .config import KafkaConfig
-from .errors import BrokerUnavailableError, ConfigError, KadenceError
+from .errors import BrokerUnavailableError, InvalidArgumentError, KadenceError
 from .identifiers import check_task_queue
 from .records import now_ms
 from .scan import scan
@@ -33,6 +33,7 @@ __all__ = [
     "MAX_ACTIVITIES_PER_SECOND",
     "QueueLimit",
     "decode_queue_limit",
+    "limit_summary",
     "read_queue_limits",
     "set_queue_limit",
 ]
@@ -47,12 +48,14 @@ MAX_REASON = 500
 MAX_ACTIVITY_TYPES = 100
 
 
-def _rate(value: Any, what: str) -> float:
+def _rate(value: Any, what: str, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{what} must be a number of activities per second, not {value!r}")
+        raise InvalidArgumentError(f"{what} must be a number of activities per second, not {value!r}", field=field)
     rate = float(value)
     if not math.isfinite(rate) or rate <= 0 or rate > MAX_ACTIVITIES_PER_SECOND:
-        raise ConfigError(f"{what} must be above 0 and at most {MAX_ACTIVITIES_PER_SECOND:g} per second, not {value!r}")
+        raise InvalidArgumentError(
+            f"{what} must be above 0 and at most {MAX_ACTIVITIES_PER_SECOND:g} per second, not {value!r}", field=field
+        )
     return rate
 
 
@@ -71,20 +74,28 @@ class QueueLimit:
         check_task_queue(self.task_queue)
         if self.activities_per_second is not None:
             object.__setattr__(
-                self, "activities_per_second", _rate(self.activities_per_second, "activities_per_second")
+                self,
+                "activities_per_second",
+                _rate(self.activities_per_second, "activities_per_second", "activities_per_second"),
             )
         if not isinstance(self.activity_types, Mapping):
-            raise ConfigError(f"activity_types must map activity types to limits, not {self.activity_types!r}")
+            raise InvalidArgumentError(
+                f"activity_types must map activity types to limits, not {self.activity_types!r}", field="activity_types"
+            )
         if len(self.activity_types) > MAX_ACTIVITY_TYPES:
-            raise ConfigError(f"at most {MAX_ACTIVITY_TYPES} activity types can have their own limit")
+            raise InvalidArgumentError(
+                f"at most {MAX_ACTIVITY_TYPES} activity types can have their own limit", field="activity_types"
+            )
         types = {}
         for name, rate in self.activity_types.items():
             if not isinstance(name, str) or not name or len(name) > 200:
-                raise ConfigError(f"activity type {name!r} must be a name of 1-200 characters")
-            types[name] = _rate(rate, f"the limit of activity type {name!r}")
+                raise InvalidArgumentError(
+                    f"activity type {name!r} must be a name of 1-200 characters", field="activity_types"
+                )
+            types[name] = _rate(rate, f"the limit of activity type {name!r}", "activity_types")
         object.__setattr__(self, "activity_types", MappingProxyType(types))
         if not isinstance(self.reason, str) or len(self.reason) > MAX_REASON:
-            raise ConfigError(f"reason must be text of at most {MAX_REASON} characters")
+            raise InvalidArgumentError(f"reason must be text of at most {MAX_REASON} characters", field="reason")
 
     @property
     def limited(self) -> bool:
@@ -135,7 +146,7 @@ def set_queue_limit(
 ) -> QueueLimit:
     """Set ``task_queue``'s limits (none given: lift them); returns what was written.
 
-    Bad input raises ``ConfigError`` and writes nothing. The queue's workers apply the change
+    Bad input raises ``InvalidArgumentError`` (or ``InvalidIdentifierError``) and writes nothing. The queue's workers apply the change
     within about a second; tasks already running are not interrupted."""
     limit = QueueLimit(task_queue, activities_per_second, dict(activity_types or {}), now_ms(), identity, reason)
     cat = Catalogue(config)
@@ -157,13 +168,14 @@ def set_queue_limit(
     log.info(
         "task queue %s: limits %s (by %r)",
         task_queue,
-        _summary(limit),
+        limit_summary(limit),
         identity,
     )
     return limit
 
 
-def _summary(limit: QueueLimit) -> str:
+def limit_summary(limit: QueueLimit) -> str:
+    """``20/s, charge=5/s`` ("lifted" when nothing is limited)."""
     if not limit.limited:
         return "lifted"
     parts = []

@@ -11,11 +11,11 @@ import logging
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from kadence.topics.backlog import build_backlogs, queue_backlogs
+from kadence.topics.backlog import build_backlogs
 from kadence.topics.batch import BATCH_TASK_QUEUE, BATCH_WORKFLOW_TYPE, BatchRequest
 from kadence.topics.dead_letters import list_dead_letters, redrive
 from kadence.topics.errors import (
@@ -24,7 +24,6 @@ from kadence.topics.errors import (
     KadenceError,
     SchemaError,
 )
-from kadence.topics.identifiers import TASK_QUEUE_PATTERN
 from kadence.topics.protocol import query_body
 from kadence.topics.state_reader import stuck_rows
 
@@ -176,25 +175,6 @@ async def builds(request: Request, gw: Gateway):
             for b in rows
         ]
     }
-
-
-@router.get(
-    "/queues",
-    responses=READ,
-    name="queues",
-    summary="Every task queue (or one): workflow and activity tasks waiting for a worker, the oldest's age, and the builds",
-)
-async def queues(
-    request: Request,
-    gw: Gateway,
-    task_queue: str | None = Query(
-        None, min_length=1, max_length=100, pattern=TASK_QUEUE_PATTERN, description="only this task queue"
-    ),
-):
-    """A queue's backlog age is its capacity signal (``kadence queues``); an eager activity never
-    waits on its queue and is not counted."""
-    rows, builds = await run_in_threadpool(queue_backlogs, gw.namespace_config(principal(request)), task_queue)
-    return {"queues": rows, "builds": builds}
 
 
 @router.post(

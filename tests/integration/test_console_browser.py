@@ -247,6 +247,27 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
     await expect(page.locator("#builds")).to_contain_text(f"console-{tag}")
     await expect(page.locator("#queues")).to_contain_text(f"console-{tag}")  # its backlogs, per queue
 
+    # a queue's rate limits, set and lifted from the form (bad input: a notice, nothing changes)
+    await page.fill("#limit-queue", f"console-{tag}")
+    await page.fill("#limit-rate", "12")
+    await page.fill("#limit-types", "charge=3")
+    await page.fill("#limit-reason", "from the console")
+    await page.click("#limit-set")
+    await expect(page.locator("#notice")).to_contain_text(f"limits of console-{tag} set")
+    row = page.locator(f"#queues tr:has-text('console-{tag}') td.rate-limit")
+    await expect(row).to_contain_text("12/s, charge=3/s")
+    await expect(row).to_contain_text("from the console")
+    await page.fill("#limit-queue", f"console-{tag}")
+    await page.fill("#limit-rate", "-4")
+    await page.click("#limit-set")
+    await expect(page.locator("#notice")).to_contain_text("not changed")
+    await expect(row).to_contain_text("12/s, charge=3/s")
+    await _shot(page, "queue-limits")
+    await page.fill("#limit-queue", f"console-{tag}")
+    await page.click("#limit-lift")
+    await expect(page.locator("#notice")).to_contain_text(f"limits of console-{tag} lifted")
+    await expect(row).to_have_text("")
+
 
 async def _check_other_namespace(browser, base, tag, first_namespace):
     """A key of another namespace lists nothing of this one, and cannot sign in to it."""

@@ -8,6 +8,7 @@ Errors must be ``{"error": {"code", "message", "field"?}}`` with a stable code a
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 import uuid
@@ -384,3 +385,39 @@ async def test_queues_shows_the_tasks_waiting_on_a_task_queue_and_their_age(http
     assert [(b["build_id"], b["backlog"]) for b in doc["builds"]] == [(None, 1)]
     everything = (await http.get("/v1/queues")).json()
     assert queue in {q["task_queue"] for q in everything["queues"]}
+
+
+async def test_a_queues_rate_limits_are_set_shown_and_lifted_over_http(http, caplog):
+    queue = f"limited-{uuid.uuid4().hex[:6]}"
+    path = f"/v1/queues/{queue}/limits"
+    with caplog.at_level(logging.WARNING, logger="kadence.audit"):
+        r = await http.put(
+            path, json={"activities_per_second": 20, "activity_types": {"charge": 5}, "reason": "stripe"}
+        )
+    assert r.status_code == 200, r.text
+    assert r.json()["activities_per_second"] == 20 and r.json()["activity_types"] == {"charge": 5}
+    assert r.json()["identity"].startswith("gateway:") and r.json()["reason"] == "stripe"
+    assert any(f"rate limits of task queue {queue}" in m for m in caplog.messages)  # audited
+    doc = (await http.get("/v1/queues", params={"task_queue": queue})).json()
+    assert doc["queues"][0]["rate_limit"] == "20/s, charge=5/s"
+    assert [(x["task_queue"], x["activities_per_second"]) for x in doc["limits"]] == [(queue, 20)]
+    # bad input: a typed 400 naming the field, and nothing changes
+    for body, field in (
+        ({"activities_per_second": 0}, "activities_per_second"),
+        ({"activities_per_second": "fast"}, "activities_per_second"),
+        ({"activity_types": {"charge": -1}}, "activity_types"),
+        ({}, None),
+        ({"activities_per_second": 5, "burst": 3}, "burst"),
+    ):
+        bad = await http.put(path, json=body)
+        assert bad.status_code == 400, (body, bad.text)
+        if field is not None:
+            assert field in bad.text, (body, bad.text)
+    assert (await http.put("/v1/queues/bad%20queue!/limits", json={"activities_per_second": 1})).status_code == 400
+    assert (await http.get("/v1/queues", params={"task_queue": queue})).json()["limits"][0][
+        "activities_per_second"
+    ] == 20
+    lifted = await http.delete(path, params={"reason": "done"})
+    assert lifted.status_code == 200 and lifted.json()["activities_per_second"] is None
+    doc = (await http.get("/v1/queues", params={"task_queue": queue})).json()
+    assert doc["limits"] == [] and doc["queues"] == []

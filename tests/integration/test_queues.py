@@ -82,3 +82,30 @@ async def test_activity_tasks_waiting_on_a_queue_are_counted_with_their_age_unti
     assert [(b["build_id"], b["backlog"]) for b in doc["builds"]] == [(None, 0)]
     rc, _out, err = await kadence(kafka_config, "queues", "describe", "nowhere")
     assert rc == 1 and "no task queue 'nowhere'" in err
+
+
+async def test_rate_limits_are_set_shown_and_lifted_from_the_cli_and_bad_input_changes_nothing(kafka_config):
+    rc, out, err = await kadence(
+        kafka_config, "queues", "set-limit", "far", "-r", "20", "-t", "charge=5", "--reason", "stripe asked"
+    )
+    assert rc == 0, err
+    assert "rate limit 20/s, charge=5/s" in out
+    rc, out, err = await kadence(kafka_config, "queues", "describe", "far", "-o", "json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["items"][0]["rate_limit"] == "20/s, charge=5/s"
+    assert doc["limits"]["activity_types"] == {"charge": 5.0} and doc["limits"]["reason"] == "stripe asked"
+    assert doc["limits"]["identity"] == "cli"
+    rc, out, _err = await kadence(kafka_config, "queues", "describe", "far")
+    assert "rate limit: 20/s, charge=5/s (set by cli: stripe asked)" in out
+    for args in (["-r", "0"], ["-r", "nan"], ["-t", "charge"], ["-t", "charge=x"], [], ["-r", "2e6"]):
+        rc, _out, err = await kadence(kafka_config, "queues", "set-limit", "far", *args)
+        assert rc == 2, (args, err)
+    rc, _out, err = await kadence(kafka_config, "queues", "set-limit", "bad queue!", "-r", "1")
+    assert rc == 2 and "task_queue" in err
+    rc, out, _err = await kadence(kafka_config, "queues", "list", "-o", "json")
+    assert {r["task_queue"]: r["rate_limit"] for r in json.loads(out)["items"]} == {"far": "20/s, charge=5/s"}
+    rc, out, err = await kadence(kafka_config, "queues", "lift-limit", "far", "--reason", "done")
+    assert rc == 0 and "rate limit lifted" in out, err
+    rc, out, _err = await kadence(kafka_config, "queues", "list", "-o", "json")
+    assert json.loads(out)["items"] == []

@@ -28,6 +28,8 @@ EXPECTED = {
     ("POST", "/v1/dead-letters/{ref}/redrive"): True,
     ("GET", "/v1/builds"): False,
     ("GET", "/v1/queues"): False,
+    ("PUT", "/v1/queues/{task_queue}/limits"): True,
+    ("DELETE", "/v1/queues/{task_queue}/limits"): True,
     ("POST", "/v1/workflows/{workflow_id}/updates/{update_name}"): True,
     ("POST", "/v1/workflows/{workflow_id}/queries/{query_name}"): False,
     ("POST", "/v1/codec/decode"): False,

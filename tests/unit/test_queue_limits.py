@@ -10,7 +10,7 @@ import pytest
 
 from kadence._rate_limit import QueueRateLimiter, TokenBucket
 from kadence.topics import serde
-from kadence.topics.errors import ConfigError, InvalidIdentifierError
+from kadence.topics.errors import InvalidArgumentError, InvalidIdentifierError
 from kadence.topics.queue_limits import QueueLimit, decode_queue_limit
 
 
@@ -79,9 +79,10 @@ def drain(limiter: QueueRateLimiter, backlog: list, clock: Clock, seconds: float
         {"reason": "x" * 501},
     ],
 )
-def test_a_bad_limit_is_a_config_error(kwargs):
-    with pytest.raises(ConfigError):
+def test_a_bad_limit_is_an_invalid_argument(kwargs):
+    with pytest.raises(InvalidArgumentError) as err:
         QueueLimit("orders", **kwargs)
+    assert err.value.field in {"activities_per_second", "activity_types", "reason"}
 
 
 def test_a_bad_task_queue_is_refused():

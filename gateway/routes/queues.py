@@ -1,0 +1,123 @@
+"""Routes for task queues: what waits on each (backlog and the oldest task's age, the capacity
+signal), and the rate limits the owning team sets on a queue's activities (issue 46). A limit
+change is audited and kept with who made it, when and why."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from kadence.topics.backlog import queue_backlogs
+from kadence.topics.errors import InvalidArgumentError
+from kadence.topics.identifiers import TASK_QUEUE_PATTERN
+from kadence.topics.queue_limits import QueueLimit, read_queue_limits, set_queue_limit
+
+from ..context import Gateway, principal
+from ..errors import ApiError
+from ..models import QueueLimitRequest, TaskQueueParam
+from .params import READ, WRITE
+
+__all__ = ["router"]
+
+audit = logging.getLogger("kadence.audit")
+
+router = APIRouter(prefix="/v1")
+
+TaskQueuePath = Annotated[TaskQueueParam, Path(description="the task queue")]
+
+
+@router.get(
+    "/queues",
+    responses=READ,
+    name="queues",
+    summary="Every task queue (or one): workflow and activity tasks waiting for a worker, the oldest's age, "
+    "the builds and the rate limits",
+)
+async def queues(
+    request: Request,
+    gw: Gateway,
+    task_queue: str | None = Query(
+        None, min_length=1, max_length=100, pattern=TASK_QUEUE_PATTERN, description="only this task queue"
+    ),
+):
+    """A queue's backlog age is its capacity signal (``kadence queues``); an eager activity never
+    waits on its queue and is not counted. ``limits``: each limited queue's record (who set it,
+    when, why)."""
+    config = gw.namespace_config(principal(request))
+
+    def read() -> dict:
+        rows, builds = queue_backlogs(config, task_queue)
+        limits = [
+            limit.describe()
+            for q, limit in sorted(read_queue_limits(config).items())
+            if limit.limited and (task_queue is None or q == task_queue)
+        ]
+        return {"queues": rows, "builds": builds, "limits": limits}
+
+    return await run_in_threadpool(read)
+
+
+@router.put(
+    "/queues/{task_queue}/limits",
+    responses=WRITE,
+    name="set_queue_limits",
+    summary="Set a task queue's activity rate limits (per second, across all its workers; per activity type)",
+)
+async def set_limits(request: Request, gw: Gateway, task_queue: TaskQueuePath, body: QueueLimitRequest):
+    """The queue's workers apply the change within about a second; a task beyond the limit waits
+    in the queue's backlog. Replaces the queue's previous limits."""
+    if body.activities_per_second is None and not body.activity_types:
+        raise ApiError(
+            400,
+            "invalid_input",
+            "give activities_per_second or activity_types (to lift the limits: DELETE this resource)",
+        )
+    return await _write(request, gw, task_queue, body.activities_per_second, body.activity_types, body.reason)
+
+
+@router.delete(
+    "/queues/{task_queue}/limits",
+    responses=WRITE,
+    name="lift_queue_limits",
+    summary="Lift a task queue's activity rate limits",
+)
+async def lift_limits(
+    request: Request, gw: Gateway, task_queue: TaskQueuePath, reason: str = Query("", max_length=500)
+):
+    return await _write(request, gw, task_queue, None, {}, reason)
+
+
+async def _write(
+    request: Request,
+    gw: Gateway,
+    task_queue: str,
+    per_second: float | None,
+    types: dict[str, float],
+    reason: str,
+) -> dict:
+    who = principal(request)
+    try:  # checked before anything is written or audited
+        QueueLimit(task_queue, per_second, types, reason=reason)
+    except InvalidArgumentError as exc:
+        raise ApiError(400, "invalid_input", str(exc), field=exc.field) from exc
+    audit.warning(
+        "rate limits of task queue %s in namespace %s set to %s through the gateway by key %s",
+        task_queue,
+        who.namespace,
+        {"activities_per_second": per_second, "activity_types": types} if per_second or types else "none",
+        who.key_id or "(no auth)",
+    )
+    limit = await run_in_threadpool(
+        lambda: set_queue_limit(
+            gw.namespace_config(who),
+            task_queue,
+            per_second,
+            types,
+            identity=f"gateway:{who.key_id or 'anonymous'}",
+            reason=reason,
+        )
+    )
+    return limit.describe()
