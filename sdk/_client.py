@@ -30,6 +30,7 @@ from kadence.topics.protocol import (
     start_body,
     update_body,
 )
+from kadence.topics.queue_limits import QueueLimit, read_queue_limits, set_queue_limit
 from kadence.topics.records import new_id
 from kadence.topics.typed import signature
 
@@ -437,6 +438,36 @@ class Client:
             run_id=run_id,
             activity_id=activity_id,
         )
+
+    async def set_queue_limit(
+        self,
+        task_queue: str,
+        activities_per_second: float | None = None,
+        activity_types: dict[str, float] | None = None,
+        *,
+        reason: str = "",
+    ) -> QueueLimit:
+        """Limit how many activities a second ``task_queue``'s workers start, all together: the
+        whole queue and/or single activity types (nothing given: lift the limits). Replaces the
+        queue's previous limits; running workers apply the change within about a second, and
+        tasks beyond it wait in the queue's backlog. ``InvalidArgumentError`` for a bad limit
+        (nothing written)."""
+        return await asyncio.get_running_loop().run_in_executor(
+            None,
+            functools.partial(
+                set_queue_limit,
+                self.config,
+                task_queue,
+                activities_per_second,
+                activity_types,
+                identity=self.identity,
+                reason=reason,
+            ),
+        )
+
+    async def queue_limits(self) -> dict[str, QueueLimit]:
+        """Task queue -> its rate limits (queues never limited are absent)."""
+        return await asyncio.get_running_loop().run_in_executor(None, read_queue_limits, self.config)
 
     def get_workflow_handle(
         self, workflow_id: str, *, run_id: str | None = None, result_type: Any = None

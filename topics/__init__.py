@@ -11,6 +11,7 @@ from .errors import __all__ as _errors_all
 from .large_payloads import LargePayloadConfig, LargePayloads
 from .partitioner import murmur2, partition_for
 from .payload import JsonConverter, PayloadCodec, PayloadConverter, exception_from_failure, failure_from_exception
+from .queue_limits import QueueLimit
 from .serde import Codec, codec, decode, encode
 
 __all__ = [
@@ -33,5 +34,6 @@ __all__ = [
     "decode",
     "LargePayloads",
     "LargePayloadConfig",
+    "QueueLimit",
     *_errors_all,
 ]

@@ -30,6 +30,7 @@ from kadence.connectors.verify import verify_namespace
 from kadence.readmodels import VisibilityReader
 from kadence.testing import PartitionProbes
 from kadence.topics import Catalogue, KafkaConfig
+from kadence.topics.queue_limits import set_queue_limit
 from tests.faults.chaos import checker
 from tests.faults.chaos.brokers import CLUSTER_FAULTS, ClusterBrokers
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
@@ -149,6 +150,11 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
     own_broker = broker
     Catalogue(config).apply()
     Catalogue(config).ensure_queue(TASK_QUEUE)
+    if seed % 2:
+        # rate limits under faults (issue 46): odd seeds pace one activity type, at a rate the
+        # load never reaches, so its tasks take the limiter's path (and never run eagerly)
+        set_queue_limit(config, TASK_QUEUE, None, {"charge": 1000.0}, identity="chaos", reason="limits under faults")
+        print("chaos: activity type charge paced (queue rate limit 1000/s)")
     prefix = f"chaos:{config.namespace}"
     # a processor blocked in a transaction call (librdkafka #5511) exits and is restarted
     monkeypatch.setenv("KADENCE_TXN_STALL_EXIT_S", "45")

@@ -83,3 +83,21 @@ def test_local_activities_example_runs_them_in_one_workflow_task(kafka_bootstrap
     assert "total: 13" in out.stdout
     assert out.stdout.count("MarkerRecorded") == 3 and "ActivityTaskScheduled" not in out.stdout
     assert "workflow tasks: 1 local activities: 3" in out.stdout
+
+
+def test_rate_limits_example_paces_the_limited_run_only(kafka_bootstrap):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/rate_limits.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = dict(line.split(": ", 1) for line in out.stdout.splitlines() if ": " in line)
+    limited = float(lines["limited"].split(" in ")[1].rstrip(" s"))
+    unlimited = float(lines["unlimited"].split(" in ")[1].rstrip(" s"))
+    # 20 at 5 a second: a second's worth (5) at once after a quiet spell, then 15 at 5/s = 3 s
+    assert 2.8 <= limited <= 5.0, out.stdout
+    assert unlimited < 1.0, out.stdout
+    assert "limits now: {'mail': False}" in out.stdout
