@@ -15,7 +15,7 @@ import click
 
 from kadence.processors.processor_config import ProcessorConfig
 from kadence.processors.timer_service import TimerConfig
-from kadence.topics import Catalogue, KadenceError, KafkaConfig, PartitionMismatchError
+from kadence.topics import KadenceError, KafkaConfig
 from kadence.topics.config import LOG_FORMATS
 from kadence.topics.identifiers import EscapingFormatter
 from kadence.topics.log_context import JsonFormatter
@@ -112,56 +112,6 @@ def current_codec():
         except KadenceError as exc:
             raise click.UsageError(str(exc)) from exc
     return made[0]
-
-
-@main.group()
-def topics() -> None:
-    """Create and inspect the namespace's topics."""
-
-
-@topics.command("apply")
-@click.option(
-    "--partitions",
-    type=int,
-    envvar="KADENCE_PARTITIONS",
-    default=None,
-    help="partitions of commands/history/state (fixed for ever) [env KADENCE_PARTITIONS]",
-)
-@click.option("--queue", "queues", multiple=True, help="also create the task topics of this task queue")
-@click.pass_obj
-def topics_apply(config: KafkaConfig, partitions: int | None, queues: tuple[str, ...]) -> None:
-    """Create what is missing; refuse a partition-count mismatch."""
-    if partitions is not None:
-        config = KafkaConfig.from_env(bootstrap=config.bootstrap, namespace=config.namespace, partitions=partitions)
-    cat = Catalogue(config)
-    try:
-        specs = cat.core_specs() + [s for q in queues for s in cat.queue_specs(q)]
-        report = cat.apply(specs)
-    except PartitionMismatchError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except KadenceError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    for name in report.created:
-        click.echo(f"created  {name}")
-    for name in report.existing:
-        click.echo(f"exists   {name}")
-    for warning in report.warnings:
-        click.echo(f"warning  {warning}", err=True)
-
-
-@topics.command("describe")
-@output_option
-@click.pass_obj
-def topics_describe(config: KafkaConfig, output: str) -> None:
-    """List the namespace's topics and their partition counts."""
-    try:
-        have = Catalogue(config).existing()
-    except KadenceError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    emit_rows([{"topic": name, "partitions": have[name]} for name in sorted(have)], ("topic", "partitions"), output)
 
 
 @main.command()
@@ -860,9 +810,11 @@ def _register_builds() -> None:
     from .queues import queues
     from .replay import replay
     from .stuck import stuck
+    from .topics import topics
 
     main.add_command(builds)
     main.add_command(queues)
+    main.add_command(topics)
     main.add_command(stuck)
     main.add_command(acls)
     main.add_command(replay)

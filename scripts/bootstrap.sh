@@ -5,7 +5,9 @@
 #   3. the exact versions of requirements.lock (hashes checked), then the project itself (editable,
 #      no dependencies, no build isolation: nothing unpinned is fetched), then anything installed
 #      that the lock does not name is removed; only when pyproject.toml or the lock is newer than
-#      .venv/.installed. `make upgrade-deps` refreshes the lock.
+#      .venv/.installed. `make upgrade-deps` refreshes the lock;
+#   4. the AsyncAPI parser that checks docs/asyncapi.yaml (tools/asyncapi, `npm ci` from its
+#      package-lock.json, install scripts off), only when the lock is newer than its stamp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,4 +47,16 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ requirements.lock -
     "${PIP[@]}" --no-deps --no-build-isolation -e .
     .venv/bin/python scripts/lock.py sync
     touch "$STAMP"
+fi
+
+# 4. The AsyncAPI parser (node, from Debian via `devstack.py deps`): exact versions from the lock.
+NPM_STAMP=tools/asyncapi/node_modules/.installed
+if [ ! -f "$NPM_STAMP" ] || [ tools/asyncapi/package-lock.json -nt "$NPM_STAMP" ]; then
+    if command -v npm >/dev/null; then
+        say "npm ci in tools/asyncapi (the AsyncAPI parser)"
+        (cd tools/asyncapi && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null) \
+            && touch "$NPM_STAMP"
+    else
+        say "warning: npm missing: tests/unit/test_asyncapi.py cannot validate docs/asyncapi.yaml"
+    fi
 fi

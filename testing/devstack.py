@@ -38,6 +38,9 @@ APT_PACKAGES = {
     "openssl": "openssl",
     # the web console's browser tests (tests/integration/test_console_browser.py)
     "chromium": "chromium",
+    # the AsyncAPI parser that checks docs/asyncapi.yaml (tools/asyncapi, tests/unit/test_asyncapi.py)
+    "node": "nodejs",
+    "npm": "npm",
 }
 JVM_OPTS = [
     "-Xms256m",

@@ -99,6 +99,7 @@ PUBLIC = {
         "PayloadTypeError",
         "ProjectionError",
         "QueryFailedError",
+        "QueueLimit",
         "ResetRejectedError",
         "SchemaError",
         "TIMER_TIERS_MS",

@@ -1,0 +1,90 @@
+"""``kadence topics``: the namespace's topics.
+
+kadence topics apply [--queue Q]       create what is missing (refuse a partition-count mismatch)
+kadence topics describe                the namespace's topics and their partition counts
+kadence topics asyncapi [-o FILE]      the topic contracts as an AsyncAPI 3 document
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kadence.topics import Catalogue, KadenceError, KafkaConfig, PartitionMismatchError
+
+from .output import emit_rows, output_option
+
+__all__ = ["topics"]
+
+
+@click.group()
+def topics() -> None:
+    """Create and inspect the namespace's topics."""
+
+
+@topics.command("apply")
+@click.option(
+    "--partitions",
+    type=int,
+    envvar="KADENCE_PARTITIONS",
+    default=None,
+    help="partitions of commands/history/state (fixed for ever) [env KADENCE_PARTITIONS]",
+)
+@click.option("--queue", "queues", multiple=True, help="also create the task topics of this task queue")
+@click.pass_obj
+def topics_apply(config: KafkaConfig, partitions: int | None, queues: tuple[str, ...]) -> None:
+    """Create what is missing; refuse a partition-count mismatch."""
+    if partitions is not None:
+        config = KafkaConfig.from_env(bootstrap=config.bootstrap, namespace=config.namespace, partitions=partitions)
+    cat = Catalogue(config)
+    try:
+        specs = cat.core_specs() + [s for q in queues for s in cat.queue_specs(q)]
+        report = cat.apply(specs)
+    except PartitionMismatchError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except KadenceError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    for name in report.created:
+        click.echo(f"created  {name}")
+    for name in report.existing:
+        click.echo(f"exists   {name}")
+    for warning in report.warnings:
+        click.echo(f"warning  {warning}", err=True)
+
+
+@topics.command("describe")
+@output_option
+@click.pass_obj
+def topics_describe(config: KafkaConfig, output: str) -> None:
+    """List the namespace's topics and their partition counts."""
+    try:
+        have = Catalogue(config).existing()
+    except KadenceError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    emit_rows([{"topic": name, "partitions": have[name]} for name in sorted(have)], ("topic", "partitions"), output)
+
+
+@topics.command("asyncapi")
+@click.option(
+    "--output-file",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="write here, not to stdout",
+)
+def topics_asyncapi(output_file: str | None) -> None:
+    """The topic contracts (keys, partitioning, schemas, who writes and reads each topic) as an
+    AsyncAPI 3 document (docs/asyncapi.yaml is this command's output). Needs no broker."""
+    from kadence.topics.asyncapi import render
+
+    text = render()
+    if output_file is None:
+        click.echo(text, nl=False)
+    else:
+        with open(output_file, "w", encoding="utf-8") as f:
+            f.write(text)
+        click.echo(f"wrote {output_file}", err=True)
