@@ -76,10 +76,25 @@ def topics_describe(config: KafkaConfig, output: str) -> None:
     default=None,
     help="write here, not to stdout",
 )
-def topics_asyncapi(output_file: str | None) -> None:
+@click.option(
+    "--schemas",
+    "schemas_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="also write the self-contained schemas a client in another language needs (Command, Reply, "
+    "HistoryEvent, VERSION) into this directory",
+)
+def topics_asyncapi(output_file: str | None, schemas_dir: str | None) -> None:
     """The topic contracts (keys, partitioning, schemas, who writes and reads each topic) as an
     AsyncAPI 3 document (docs/asyncapi.yaml is this command's output). Needs no broker."""
-    from kadence.topics.asyncapi import render
+    from pathlib import Path
+
+    from kadence.topics.asyncapi import client_schemas, render
+
+    if schemas_dir is not None:
+        Path(schemas_dir).mkdir(parents=True, exist_ok=True)
+        for name, text in client_schemas().items():
+            (Path(schemas_dir) / name).write_text(text, encoding="utf-8")
 
     text = render()
     if output_file is None:

@@ -41,6 +41,9 @@ APT_PACKAGES = {
     # the AsyncAPI parser that checks docs/asyncapi.yaml (tools/asyncapi, tests/unit/test_asyncapi.py)
     "node": "nodejs",
     "npm": "npm",
+    # the Java and Go client examples (docs/examples/clients, tests/integration/test_kafka_clients.py)
+    "javac": "openjdk-17-jdk-headless",
+    "go": "golang-go",
 }
 JVM_OPTS = [
     "-Xms256m",
@@ -172,6 +175,33 @@ def resolve_jars(version=None):
             raise StackError(f"jar resolution in {lib} is incomplete (see {home / 'mvn.log'})")
         marker.write_text("\n".join(sorted(p.name for p in lib.iterdir())) + "\n")
         log(f"Kafka {version} jars ready ({len(list(lib.iterdir()))} jars)")
+    return lib
+
+
+#: what docs/examples/clients/java needs besides the JDK: the Kafka client and Apache Avro
+CLIENT_JARS = (("org.apache.kafka", "kafka-clients", None), ("org.apache.avro", "avro", "1.12.2"))
+
+
+def resolve_client_jars(version=None):
+    """The lib directory of the Java client example's classpath (kafka-clients at the broker's
+    version, Apache Avro), resolved from Maven once, like ``resolve_jars``."""
+    version = version or kafka_version()
+    home = cache_root() / f"java-client-{version}"
+    lib, marker = home / "lib", home / ".complete"
+    if marker.exists():
+        return lib
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return lib
+        ensure_tools(["mvn"])
+        shutil.rmtree(lib, ignore_errors=True)
+        log(f"resolving the Java client example's jars from Maven Central into {lib} (first time only)")
+        _copy_dependencies(home, lib, [(g, a, v or version) for g, a, v in CLIENT_JARS])
+        if not list(lib.glob("kafka-clients-*.jar")) or not list(lib.glob("avro-*.jar")):
+            raise StackError(f"jar resolution in {lib} is incomplete (see {home / 'mvn.log'})")
+        marker.write_text("\n".join(sorted(p.name for p in lib.iterdir())) + "\n")
     return lib
 
 

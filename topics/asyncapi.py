@@ -14,6 +14,7 @@ two differ, and a broker-free test validates the file with the AsyncAPI parser
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,10 @@ from kadence.schemas import CURRENT_VERSION, load_schema_set
 
 from .serde import MAGIC
 
-__all__ = ["TOPICS", "TopicContract", "document", "render", "self_contained"]
+__all__ = ["CLIENT_RECORDS", "TOPICS", "TopicContract", "client_schemas", "document", "render", "self_contained"]
+
+#: the records a client in another language writes (Command) and reads (Reply, HistoryEvent)
+CLIENT_RECORDS = ("Command", "Reply", "HistoryEvent")
 
 AVRO = "application/vnd.apache.avro;version=1.9.0"
 _PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
@@ -371,3 +375,13 @@ def render() -> str:
     )
     body: str = yaml.safe_dump(document(), sort_keys=False, allow_unicode=True, width=100)
     return header + body
+
+
+def client_schemas() -> dict[str, str]:
+    """File name -> text of the self-contained schemas a client in another language needs
+    (``{record}.avsc``), and ``VERSION``: the schema-set version to put in the records' second
+    byte (``docs/examples/clients/schemas``, written by ``kadence topics asyncapi --schemas DIR``)."""
+    schemas = load_schema_set()
+    out = {f"{r}.avsc": json.dumps(self_contained(r, schemas), indent=1) + "\n" for r in CLIENT_RECORDS}
+    out["VERSION"] = f"{CURRENT_VERSION}\n"
+    return out

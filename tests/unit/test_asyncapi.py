@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from kadence.topics import Catalogue, KafkaConfig, serde
-from kadence.topics.asyncapi import TOPICS, document, render, self_contained
+from kadence.topics.asyncapi import TOPICS, client_schemas, document, render, self_contained
 from tests.support.avro_samples import samples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,3 +92,12 @@ def _tuples_as_dicts(value):
     if isinstance(value, list):
         return [_tuples_as_dicts(v) for v in value]
     return value
+
+
+def test_the_client_examples_schemas_are_the_current_ones():
+    kept = ROOT / "docs" / "examples" / "clients" / "schemas"
+    for name, text in client_schemas().items():
+        assert (kept / name).read_text() == text, (
+            f"docs/examples/clients/schemas/{name} is stale: regenerate with "
+            "`.venv/bin/kadence topics asyncapi -o docs/asyncapi.yaml --schemas docs/examples/clients/schemas`"
+        )
