@@ -134,7 +134,7 @@ def bridges_run(kafka: KafkaConfig, config_file: str, metrics_port: int | None) 
     from kadence.connectors.bridges import Bridge, load_bridge_config
     from kadence.topics.large_payloads import LargePayloadConfig
 
-    from .main import current_codec
+    from .codec import current_codec
 
     codec = current_codec()  # kadence --codec / KADENCE_CODEC: the applications' payload codec
     large = LargePayloadConfig.from_env()  # KADENCE_PAYLOAD_*: where inputs over the threshold go

@@ -19,11 +19,11 @@ from kadence.topics import KadenceError, KafkaConfig
 from kadence.topics.config import LOG_FORMATS
 from kadence.topics.identifiers import EscapingFormatter
 from kadence.topics.log_context import JsonFormatter
-from kadence.topics.payload import load_codec
 from kadence.topics.search_attributes import from_json, from_wire
 from kadence.topics.settings import click_options, given_options
 from kadence.topics.tracing import configure_from_env
 
+from .codec import CODEC_KEY, current_codec
 from .definitions import load_definitions
 from .health import metrics_host_option
 from .output import emit_rows, output_option
@@ -91,27 +91,6 @@ def main(
         configure_from_env(f"kadence-{ctx.invoked_subcommand or 'cli'}")
     except KadenceError as exc:
         raise click.UsageError(str(exc)) from exc
-
-
-CODEC_KEY = "kadence.codec"
-CODEC_MADE_KEY = "kadence.codec.made"
-
-
-def current_codec():
-    """The payload codec given to ``kadence --codec`` (or KADENCE_CODEC), or None; made once, on
-    first use, by the commands that encode or show payloads. A name that does not resolve, or a
-    factory that fails, is a usage error (exit 2) before the command connects."""
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return None
-    made = ctx.meta.get(CODEC_MADE_KEY)
-    if made is None:
-        spec = ctx.meta.get(CODEC_KEY)
-        try:
-            made = ctx.meta[CODEC_MADE_KEY] = (load_codec(spec) if spec else None,)
-        except KadenceError as exc:
-            raise click.UsageError(str(exc)) from exc
-    return made[0]
 
 
 @main.command()

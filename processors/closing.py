@@ -1,4 +1,6 @@
-"""A workflow task that closes the run never outruns an acknowledged signal (decision 0053).
+"""Closing a run: ``close_run`` (its status, result and waiters answered, its open updates
+failed, its children told by their parent-close policy, its parent notified), and the rule that
+a workflow task that closes the run never outruns an acknowledged signal (decision 0053).
 
 When signals or updates were recorded after the completed task was scheduled, its code never saw
 them. A task that completes, fails or cancels the run then is refused (nothing of it recorded, a
@@ -10,11 +12,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kadence.schemas.records import RespondWorkflowTaskCompleted, WorkflowState
+from kadence.schemas.records import Failure, RespondWorkflowTaskCompleted, WorkflowState
 
-from .effects import Transition, schedule_workflow_task
+from .effects import Outbox, Transition, reply, schedule_workflow_task, send_command
+from .updates import fail_open_updates
 
-__all__ = ["closing_outruns_signals"]
+__all__ = ["close_run", "closing_outruns_signals"]
 
 log = logging.getLogger(__name__)
 
@@ -59,3 +62,75 @@ def closing_outruns_signals(
     schedule_workflow_task(t, st, full=True)
     t.view.put(st)
     return True, []
+
+
+def _parent_close_policies(out: Outbox, st: WorkflowState) -> None:
+    for child in st["pending_children"]:
+        policy = child["parent_close_policy"]
+        rid = f"parent-close:{st['run_id']}:{child['initiated_seq']}"
+        if policy == "terminate":
+            send_command(
+                out,
+                child["workflow_id"],
+                "TerminateWorkflow",
+                {"reason": f"parent {st['workflow_id']} closed", "identity": "parent-close-policy"},
+                run_id=child["run_id"],
+                request_id=rid,
+            )
+        elif policy == "request_cancel":
+            send_command(
+                out,
+                child["workflow_id"],
+                "RequestCancelWorkflow",
+                {"reason": f"parent {st['workflow_id']} closed"},
+                run_id=child["run_id"],
+                request_id=rid,
+            )
+    st["pending_children"] = []
+
+
+def close_run(
+    t: Transition,
+    st: WorkflowState,
+    status: str,
+    *,
+    result: bytes | None = None,
+    failure: Failure | None = None,
+    notify: bool = True,
+    notify_parent: bool = True,
+) -> None:
+    st["status"] = status
+    st["close_time_ms"] = t.ts
+    t.out.runs_closed.append((st["workflow_type"], status, t.ts - st["start_time_ms"]))
+    st["result"] = result
+    st["failure"] = failure
+    st["wt_scheduled_seq"] = None
+    st["wt_needed"] = False
+    st["pending_activities"] = []
+    st["pending_timers"] = []
+    st["paused"] = False
+    st["held_timers"] = []
+    if st.get("updates"):
+        fail_open_updates(t.out, st, status)
+    _parent_close_policies(t.out, st)
+    if st["parent_workflow_id"] and status != "continued_as_new" and notify_parent:
+        send_command(
+            t.out,
+            st["parent_workflow_id"],
+            "ChildWorkflowEvent",
+            {
+                "initiated_seq": st["parent_initiated_seq"],
+                "child_workflow_id": st["workflow_id"],
+                "child_run_id": st["run_id"],
+                "kind": status,
+                "result": result,
+                "failure": failure,
+                "message": "",
+            },
+            run_id=st["parent_run_id"],
+        )
+    if notify:
+        for rid in st["result_waiters"]:
+            reply(t.out, rid, st["workflow_id"], status, run_id=st["run_id"], result=result, failure=failure)
+        st["result_waiters"] = []
+    log.debug("workflow %s run %s %s", st["workflow_id"], st["run_id"], status)

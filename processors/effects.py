@@ -24,7 +24,6 @@ __all__ = [
     "BatchView",
     "Outbox",
     "Transition",
-    "close_run",
     "closed_message",
     "count_history_bytes",
     "deduplicated",
@@ -571,77 +570,3 @@ def send_command(
 ) -> None:
     """A command for another workflow (its shard may be another partition), in this transaction."""
     out.commands.append((workflow_id, body_type, body, run_id, request_id, None))
-
-
-def _parent_close_policies(out: Outbox, st: WorkflowState) -> None:
-    for child in st["pending_children"]:
-        policy = child["parent_close_policy"]
-        rid = f"parent-close:{st['run_id']}:{child['initiated_seq']}"
-        if policy == "terminate":
-            send_command(
-                out,
-                child["workflow_id"],
-                "TerminateWorkflow",
-                {"reason": f"parent {st['workflow_id']} closed", "identity": "parent-close-policy"},
-                run_id=child["run_id"],
-                request_id=rid,
-            )
-        elif policy == "request_cancel":
-            send_command(
-                out,
-                child["workflow_id"],
-                "RequestCancelWorkflow",
-                {"reason": f"parent {st['workflow_id']} closed"},
-                run_id=child["run_id"],
-                request_id=rid,
-            )
-    st["pending_children"] = []
-
-
-def close_run(
-    t: Transition,
-    st: WorkflowState,
-    status: str,
-    *,
-    result: bytes | None = None,
-    failure: Failure | None = None,
-    notify: bool = True,
-    notify_parent: bool = True,
-) -> None:
-    st["status"] = status
-    st["close_time_ms"] = t.ts
-    t.out.runs_closed.append((st["workflow_type"], status, t.ts - st["start_time_ms"]))
-    st["result"] = result
-    st["failure"] = failure
-    st["wt_scheduled_seq"] = None
-    st["wt_needed"] = False
-    st["pending_activities"] = []
-    st["pending_timers"] = []
-    st["paused"] = False
-    st["held_timers"] = []
-    if st.get("updates"):
-        from .updates import fail_open_updates  # (that module builds on this one)
-
-        fail_open_updates(t.out, st, status)
-    _parent_close_policies(t.out, st)
-    if st["parent_workflow_id"] and status != "continued_as_new" and notify_parent:
-        send_command(
-            t.out,
-            st["parent_workflow_id"],
-            "ChildWorkflowEvent",
-            {
-                "initiated_seq": st["parent_initiated_seq"],
-                "child_workflow_id": st["workflow_id"],
-                "child_run_id": st["run_id"],
-                "kind": status,
-                "result": result,
-                "failure": failure,
-                "message": "",
-            },
-            run_id=st["parent_run_id"],
-        )
-    if notify:
-        for rid in st["result_waiters"]:
-            reply(t.out, rid, st["workflow_id"], status, run_id=st["run_id"], result=result, failure=failure)
-        st["result_waiters"] = []
-    log.debug("workflow %s run %s %s", st["workflow_id"], st["run_id"], status)

@@ -36,10 +36,10 @@ from kadence.topics import serde
 from kadence.topics.errors import SchemaError
 
 from .activities import dispatch_attempt
+from .closing import close_run
 from .effects import (
     Outbox,
     Transition,
-    close_run,
     deduplicated,
     emit,
     remember,

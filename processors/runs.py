@@ -16,7 +16,8 @@ from kadence.topics.cron import next_time_ms
 from kadence.topics.errors import ConfigError
 from kadence.topics.records import RUN_NAMESPACE
 
-from .effects import Transition, close_run, emit, schedule_workflow_task, start_timer, workflow_task_needed
+from .closing import close_run
+from .effects import Transition, emit, schedule_workflow_task, start_timer, workflow_task_needed
 
 __all__ = [
     "RUN_NAMESPACE",

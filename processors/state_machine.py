@@ -55,14 +55,13 @@ from .activities import (
     schedule_activity,
     send_eager,
 )
-from .closing import closing_outruns_signals
+from .closing import close_run, closing_outruns_signals
 from .effects import (
     MAX_RESULT_WAITERS,
     RECENT_REQUESTS,
     BatchView,
     Outbox,
     Transition,
-    close_run,
     closed_message,
     deduplicated,
     description,

@@ -15,7 +15,6 @@ Standard library only, like devstack: ``scripts/devstack.py run`` loads it from 
 import base64
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,16 +38,7 @@ log = _stack.log
 resolve_jars = _stack.resolve_jars
 _wait_until = _stack._wait_until
 
-__all__ = ["KafkaCluster", "TlsMaterial", "cluster_wanted", "start_for_run", "tls_ready"]
-
-
-def tls_ready(host, port, ca_file, timeout=3.0):
-    """True when a TLS handshake with the listener succeeds, verifying it against ``ca_file``."""
-    import ssl
-
-    ctx = ssl.create_default_context(cafile=str(ca_file))
-    with socket.create_connection((host, int(port)), timeout) as sock, ctx.wrap_socket(sock, server_hostname=host):
-        return True
+__all__ = ["KafkaCluster", "TlsMaterial", "cluster_wanted", "start_for_run"]
 
 
 def _openssl(*args, cwd):

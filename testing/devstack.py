@@ -1,11 +1,7 @@
-#!/usr/bin/env python3
 """Kadence development stack: a real single-node Kafka broker (KRaft) and a redis-server.
 
-Standard library only, so it runs with the system python3 before any virtualenv exists.
-
-    python3 scripts/devstack.py run -- <command...>   # start both, run the command, stop both
-    python3 scripts/devstack.py jars                  # only resolve the broker jars
-    python3 scripts/devstack.py deps                  # only install missing system packages
+Standard library only, so it runs with the system python3 before any virtualenv exists (the
+launcher, ``scripts/devstack.py``, loads it from its file: ``run``, ``jars``, ``deps``).
 
 As a module: ``KafkaBroker`` and ``RedisServer`` (start/stop/kill/restart, context managers);
 the replicated, secured cluster (``KafkaCluster``, ``TlsMaterial``) is ``kadence.testing.devcluster``.
@@ -15,7 +11,6 @@ See docs/dev-stack.md for the environment variables and troubleshooting.
 import atexit
 import base64
 import fcntl
-import importlib.util
 import os
 import re
 import shutil
@@ -485,7 +480,6 @@ class KafkaBroker(_Service):
         """Wait until this node serves: a Metadata answer on a PLAINTEXT listener; on a secured
         one, the server's "started" line in this start's part of its log and a TLS handshake."""
         if self.cluster is not None and self.cluster.secure:
-            tls_ready = _devcluster().tls_ready
             probe = lambda: self._logged_started() and tls_ready(LOOPBACK, self.port, self.cluster.tls.ca_cert)  # noqa: E731
         else:
             probe = lambda: kafka_ready(LOOPBACK, self.port)  # noqa: E731
@@ -628,107 +622,10 @@ class RedisServer(_Service):
 # ---------------------------------------------------------------- command line
 
 
-def _check_external(what, probe, value):
-    """A service given by the environment must answer within 20 seconds."""
-    shown = re.sub(r"//[^/@]*@", "//***@", value)  # no passwords in logs
-    log(f"using the external {what} at {shown}")
-    _wait_until(lambda: probe(value), None, 20, f"{what} at {shown} (from the environment)", [])
+def tls_ready(host, port, ca_file, timeout=3.0):
+    """True when a TLS handshake with the listener succeeds, verifying it against ``ca_file``."""
+    import ssl
 
-
-def _kafka_answers(bootstrap):
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    return kafka_ready(host, port)
-
-
-def _terminal_already_delivered(signum):
-    """A Ctrl-C typed in our terminal reached the child too (same foreground process group)."""
-    try:
-        return signum == signal.SIGINT and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
-    except (OSError, ValueError):
-        return False
-
-
-def _devcluster():
-    """``kadence.testing.devcluster`` (the replicated, secured cluster): its sibling in the
-    package; loaded from its file when this module runs for scripts/devstack.py, standard library
-    only, before the package is installed."""
-    if __package__:
-        from . import devcluster
-
-        return devcluster
-    name = "kadence_devcluster"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("devcluster.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-def cmd_run(argv):
-    """Start Kafka and Redis (unless given by the environment), run argv, stop both."""
-    if not argv:
-        raise StackError("usage: devstack.py run -- <command...>")
-    env, services, state = dict(os.environ), [], {"child": None}
-
-    def on_signal(signum, _frame):
-        if state["child"] is None:
-            raise KeyboardInterrupt  # still starting: unwind and clean up
-        if not _terminal_already_delivered(signum):
-            state["child"].send_signal(signum)
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    try:
-        env["KADENCE_KAFKA_VERSION"] = kafka_version()
-        if env.get("KADENCE_REDIS_URL"):
-            _check_external("Redis", redis_ready, env["KADENCE_REDIS_URL"])
-        else:
-            services.append(RedisServer(die_with_parent=True))
-            env["KADENCE_REDIS_URL"] = services[-1].start().url
-        if env.get("KADENCE_KAFKA_BOOTSTRAP"):
-            _check_external("Kafka", _kafka_answers, env["KADENCE_KAFKA_BOOTSTRAP"])
-        elif _devcluster().cluster_wanted(env):
-            services.append(_devcluster().start_for_run(env, server_overrides(env)))
-        else:
-            services.append(KafkaBroker(die_with_parent=True, config=server_overrides(env)))
-            env["KADENCE_KAFKA_BOOTSTRAP"] = services[-1].start().bootstrap
-            env["KADENCE_BROKER_JMX_PORT"] = str(services[-1].jmx_port)
-        try:
-            state["child"] = subprocess.Popen(argv, env=env)
-        except OSError as exc:
-            log(f"cannot run {argv[0]}: {exc.strerror}")
-            return 127
-        code = state["child"].wait()
-        return 128 - code if code < 0 else code
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)  # cleanup must not be interrupted
-        for service in reversed(services):
-            service.cleanup()
-
-
-def main(args=None):
-    args = sys.argv[1:] if args is None else args
-    command, rest = (args[0], args[1:]) if args else ("help", [])
-    try:
-        if command == "run":
-            return cmd_run(rest[1:] if rest[:1] == ["--"] else rest)
-        if command == "jars":
-            print(resolve_jars())
-            return 0
-        if command == "deps":
-            ensure_tools(list(APT_PACKAGES))
-            return 0
-    except (StackError, subprocess.CalledProcessError) as exc:
-        log(f"error: {exc}")
-        return 1
-    print(__doc__.strip(), file=sys.stderr)
-    return 0 if command in ("help", "-h", "--help") else 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    ctx = ssl.create_default_context(cafile=str(ca_file))
+    with socket.create_connection((host, int(port)), timeout) as sock, ctx.wrap_socket(sock, server_hostname=host):
+        return True

@@ -18,11 +18,10 @@ with a literal module name.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
-from tests.support.tree import FOLDERS, ROOT, source_files
+from tests.support.tree import FOLDERS, ROOT, _resolve_relative, module_name, source_files
 
 #: component -> components it may import (itself included); None: unrestricted
 ALLOWED = {
@@ -57,22 +56,6 @@ def component_of(module: str) -> str | None:
         if module == pkg or module.startswith(pkg + "."):
             return comp
     return "sdk"  # kadence, kadence.workflow, kadence._client, kadence.Client ...
-
-
-def module_name(folder: str, path: Path) -> str:
-    """``sdk/_client.py`` -> ``kadence._client``; ``topics/__init__.py`` -> ``kadence.topics``."""
-    package = FOLDERS[folder][1]
-    rel = path.relative_to(ROOT / folder).with_suffix("")
-    parts = [p for p in rel.parts if p != "__init__"]
-    return ".".join([package, *parts])
-
-
-def _resolve_relative(current: str, is_package: bool, level: int, module: str | None) -> str:
-    base = current.split(".") if is_package else current.split(".")[:-1]
-    if level - 1 > len(base) - 1:
-        raise ValueError(f"relative import beyond the top-level package from {current}")
-    base = base[: len(base) - (level - 1)]
-    return ".".join(base + ([module] if module else []))
 
 
 def imported_modules(tree: ast.AST, current: str, is_package: bool):

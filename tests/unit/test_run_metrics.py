@@ -1,7 +1,8 @@
 """What the processor's run metrics count: an outbox notes runs started and closed (rolled back
 with the rest of a command's effects), and workflow-type labels are capped."""
 
-from kadence.processors.effects import BatchView, Outbox, Transition, close_run
+from kadence.processors.closing import close_run
+from kadence.processors.effects import BatchView, Outbox, Transition
 from kadence.processors.store import MemoryShardStore
 from kadence.topics.metric_labels import OTHER, BoundedLabel
 
