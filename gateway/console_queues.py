@@ -5,15 +5,15 @@ build, each queue's rate limits, and the form that sets or lifts them (through
 from __future__ import annotations
 
 import urllib.parse
-from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-if TYPE_CHECKING:
-    from .console import ConsoleKit
+from .console_kit import Kit
 
-__all__ = ["parse_type_limits", "queue_pages"]
+__all__ = ["parse_type_limits", "router"]
+
+router = APIRouter(include_in_schema=False)
 
 
 def parse_type_limits(text: str) -> dict[str, float] | str:
@@ -33,59 +33,60 @@ def parse_type_limits(text: str) -> dict[str, float] | str:
     return out
 
 
-def queue_pages(router: APIRouter, kit: ConsoleKit) -> None:
-    @router.get("/builds", response_class=HTMLResponse)
-    async def builds(request: Request, notice: str = ""):
-        if (redirect := kit.need_sign_in(request)) is not None:
-            return redirect
-        r = await kit.api.call(request, "GET", "/v1/queues")
-        if r.status_code != 200:
-            return kit.api_error(request, r, "the builds")
-        doc = r.json()
-        return kit.page(
-            request,
-            "builds.html",
-            rows=doc["builds"],
-            queues=doc["queues"],
-            limits={x["task_queue"]: x for x in doc["limits"]},
-            notice=notice,
-        )
+@router.get("/builds", response_class=HTMLResponse)
+async def builds(request: Request, kit: Kit, notice: str = ""):
+    if (redirect := kit.need_sign_in(request)) is not None:
+        return redirect
+    r = await kit.api.call(request, "GET", "/v1/queues")
+    if r.status_code != 200:
+        return kit.api_error(request, r, "the builds")
+    doc = r.json()
+    return kit.page(
+        request,
+        "builds.html",
+        rows=doc["builds"],
+        queues=doc["queues"],
+        limits={x["task_queue"]: x for x in doc["limits"]},
+        notice=notice,
+    )
 
-    @router.post("/queues/limits")
-    async def set_limits(
-        request: Request,
-        task_queue: str = Form(...),
-        action: str = Form("set"),
-        activities_per_second: str = Form(""),
-        activity_types: str = Form(""),
-        reason: str = Form(""),
-    ) -> Response:
-        if (redirect := kit.need_sign_in(request)) is not None:
-            return redirect
-        kit.same_origin(request)
-        path = f"/v1/queues/{urllib.parse.quote(task_queue, safe='')}/limits"
-        if action == "lift":
-            r = await kit.api.call(request, "DELETE", path, params={"reason": reason})
-        else:
-            types = parse_type_limits(activity_types)
-            if isinstance(types, str):
-                return _back(f"limits of {task_queue} not changed: {types}")
-            body: dict = {"activity_types": types, "reason": reason}
-            if activities_per_second.strip():
-                try:
-                    body["activities_per_second"] = float(activities_per_second)
-                except ValueError:
-                    return _back(f"limits of {task_queue} not changed: {activities_per_second!r} is not a number")
-            r = await kit.api.call(request, "PUT", path, json=body)
-        if r.status_code == 401:
-            return RedirectResponse("/ui/login", 303)
-        if r.status_code != 200:
+
+@router.post("/queues/limits")
+async def set_limits(
+    request: Request,
+    kit: Kit,
+    task_queue: str = Form(...),
+    action: str = Form("set"),
+    activities_per_second: str = Form(""),
+    activity_types: str = Form(""),
+    reason: str = Form(""),
+) -> Response:
+    if (redirect := kit.need_sign_in(request)) is not None:
+        return redirect
+    kit.same_origin(request)
+    path = f"/v1/queues/{urllib.parse.quote(task_queue, safe='')}/limits"
+    if action == "lift":
+        r = await kit.api.call(request, "DELETE", path, params={"reason": reason})
+    else:
+        types = parse_type_limits(activity_types)
+        if isinstance(types, str):
+            return _back(f"limits of {task_queue} not changed: {types}")
+        body: dict = {"activity_types": types, "reason": reason}
+        if activities_per_second.strip():
             try:
-                why = r.json()["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                why = r.text[:300]
-            return _back(f"limits of {task_queue} not changed: {why}")
-        return _back(f"limits of {task_queue} {'lifted' if action == 'lift' else 'set'}")
+                body["activities_per_second"] = float(activities_per_second)
+            except ValueError:
+                return _back(f"limits of {task_queue} not changed: {activities_per_second!r} is not a number")
+        r = await kit.api.call(request, "PUT", path, json=body)
+    if r.status_code == 401:
+        return RedirectResponse("/ui/login", 303)
+    if r.status_code != 200:
+        try:
+            why = r.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            why = r.text[:300]
+        return _back(f"limits of {task_queue} not changed: {why}")
+    return _back(f"limits of {task_queue} {'lifted' if action == 'lift' else 'set'}")
 
 
 def _back(notice: str) -> Response:

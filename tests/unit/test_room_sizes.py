@@ -37,7 +37,6 @@ BIG_FUNCTIONS = {
     "connectors/projection_app.py::create_app": 111,
     "connectors/rebuild.py::_rebuild_locked": 103,
     "gateway/app.py::create_app": 111,
-    "gateway/console.py::mount_console": 356,
     "processors/reset.py::_reset": 172,
     "processors/store.py::restore_shard": 122,
     "sdk/_worker.py::Worker.__init__": 111,
