@@ -21,6 +21,7 @@ from .scenarios import (
     broker_recovery,
     broker_warmup,
     capacity,
+    cli,
     eager_activities,
     gateway,
     hops,
@@ -67,6 +68,7 @@ SCENARIOS = {
     "peers": peers.run,
     "requests": requests.run,
     "eager_activities": eager_activities.run,
+    "cli": cli.run,
 }
 
 

@@ -7,8 +7,10 @@ import asyncio
 import contextlib
 import functools
 import os
+import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -16,7 +18,7 @@ from kadence import Client
 from kadence.topics import Catalogue, KafkaConfig
 
 from . import workloads
-from .common import QUEUE, BenchError, Context, Procs, broker_process, new_namespace
+from .common import QUEUE, BenchError, Context, Procs, broker_process, free_port, new_namespace
 from .load import Recorder, run_workflow
 
 
@@ -143,3 +145,45 @@ def output_topics(config: KafkaConfig) -> dict[str, list[str]]:
         "timers": [cat.timers(t) for t in TIMER_TIERS_MS],
         "commands": [cat.commands],
     }
+
+
+async def serve_gateway(ctx: Any, eng: Engine, task: Any) -> tuple[str, int, dict[str, str]]:
+    """A ``kadence gateway`` subprocess serving ``eng``'s namespace: (its URL, its port, the headers
+    a request needs). With ``KADENCE_REDIS_URL`` set, API keys are on (each request pays the key
+    check, the token bucket and the Idempotency-Key fingerprint; quotas disabled for the run);
+    without it ``--no-auth``."""
+    import httpx
+
+    redis_url = os.environ.get("KADENCE_REDIS_URL")
+    port = free_port()
+    env = {"KADENCE_GATEWAY_NS_LIMIT": "0", "KADENCE_GATEWAY_KEY_LIMIT": "0"}
+    headers: dict[str, str] = {}
+    if redis_url:
+        import redis.asyncio as aioredis
+
+        from kadence.gateway import ApiKeyStore
+
+        r = aioredis.from_url(redis_url)
+        try:
+            _record, key = await ApiKeyStore(r).create(eng.config.namespace, "bench")
+        finally:
+            await r.aclose()
+        headers["Authorization"] = f"Bearer {key}"
+        argv = ["gateway", "--port", str(port)]
+    else:
+        argv = ["gateway", "--port", str(port), "--no-auth"]
+    eng.procs._spawn("gw", [sys.executable, "-m", "kadence.cli", *argv], eng.procs._env(**env))
+    url = f"http://127.0.0.1:{port}"
+    ctx.update(task, "waiting for the gateway")
+    deadline = time.monotonic() + 60
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        while True:
+            eng.procs.check_alive()
+            try:
+                if (await http.get("/readyz")).status_code == 200:
+                    return url, port, headers
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise BenchError(f"the gateway did not get ready; log: {eng.procs.logs['gw']}")
+            await asyncio.sleep(0.2)

@@ -233,6 +233,11 @@ def build(settings: Settings, raw: dict, started: float) -> dict:
                 "gateway_starts_per_s_p99_under_50ms",
             )
         },
+        # issue 48 item 4: one ``kadence`` call, start to exit, over Kafka and over the gateway (``cli``)
+        "cli_call_ms": {
+            command: {path: _num(_get(raw, "cli", f"{command}_{path}_median_ms")) for path in ("kafka", "gateway")}
+            for command in ("signal", "query", "describe")
+        },
         # issue 19: one workflow at a time, tracing off (``latency``); idle (``hops``)
         "light_start_to_result_ms": {
             "three_activity": pct(_get(lat, "light", "start_to_close")),
@@ -362,6 +367,12 @@ def print_table(doc: dict) -> None:
         _fmt(doc["bytes_per_idle_workflow"], " B"),
         "<= 2048 " + mark("bytes_per_idle_workflow"),
     )
+    cli = doc.get("cli_call_ms") or {}
+    t.add_row(
+        "CLI call signal/query/describe, Kafka -> gateway",
+        " / ".join(f"{_fmt(_get(cli, c, 'kafka'))}->{_fmt(_get(cli, c, 'gateway'))}" for c in cli) + " ms",
+        "gateway < 200",
+    )
     t.add_row("restore", _fmt(doc["restore_wf_per_s"], " wf/s"), "")
     t.add_row("recovery (SIGKILL -> first step)", _fmt(doc["recovery_s"], " s"), "")
     t.add_row(
@@ -462,6 +473,7 @@ COMPARED = (
     "recovery_s",
     "gateway_starts_per_s",
     "gateway_start_p99_ms",
+    "cli_call_ms",
 )
 
 

@@ -226,6 +226,11 @@ class SignalSink:
     def hit(self, _number: int) -> None:
         self.hits += 1
 
+    @workflow.query
+    def count(self) -> int:
+        """(scenario ``cli``'s query)"""
+        return self.hits
+
     @workflow.run
     async def run(self) -> None:
         await workflow.wait_condition(lambda: self.hits < 0)

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import click
 
-from kadence.topics import KadenceError
-from kadence.topics.payload import load_codec
-
 __all__ = ["CODEC_KEY", "current_codec"]
 
 CODEC_KEY = "kadence.codec"
@@ -23,6 +20,9 @@ def current_codec():
         return None
     made = ctx.meta.get(CODEC_MADE_KEY)
     if made is None:
+        from kadence.topics import KadenceError
+        from kadence.topics.payload import load_codec
+
         spec = ctx.meta.get(CODEC_KEY)
         try:
             made = ctx.meta[CODEC_MADE_KEY] = (load_codec(spec) if spec else None,)

@@ -8,56 +8,134 @@ The engine (``kadence.processors``), the HTTP gateway (``kadence.gateway``), pro
 (``kadence.connectors``) and the shared Kafka layer (``kadence.topics``) live beside it.
 """
 
-from kadence.topics.async_completion import AsyncActivityHandle
-from kadence.topics.config import KafkaConfig
-from kadence.topics.errors import (
-    ActivityAttemptLimitError,
-    ActivityError,
-    ActivityNotCurrentError,
-    ApplicationError,
-    BrokerUnavailableError,
-    ChildWorkflowError,
-    CommandRejectedError,
-    ConfigError,
-    DefinitionError,
-    FailureError,
-    InvalidArgumentError,
-    InvalidIdentifierError,
-    KadenceError,
-    KafkaAuthenticationError,
-    KafkaAuthorizationError,
-    NonDeterminismError,
-    NoReplyError,
-    PayloadTooLargeError,
-    PayloadTypeError,
-    QueryFailedError,
-    ResetRejectedError,
-    SchemaError,
-    WorkerCrashedError,
-    WorkflowAlreadyStartedError,
-    WorkflowCanceledError,
-    WorkflowContinuedAsNewError,
-    WorkflowError,
-    WorkflowFailureError,
-    WorkflowNotFoundError,
-    WorkflowQuarantinedError,
-    WorkflowTaskFailedError,
-    WorkflowTerminatedError,
-    WorkflowTimedOutError,
-    WorkflowUpdateFailedError,
-    WrongPartitionError,
-)
+from __future__ import annotations
 
-from . import activity, workflow
-from ._client import Client, ResetPlan, WorkflowHandle
-from ._definitions import RetryPolicy
-from ._description import PendingActivityDescription, WorkflowExecutionDescription, WorkflowExecutionStatus
-from ._loop import NotDeterministicError
-from ._replayer import Replayer, ReplayResult
-from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage
-from ._worker import Worker
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: name -> the module it comes from ("": the submodule of that name). Imported on first use
+#: (PEP 562), so that a program that needs one part (the CLI talking to the gateway, a worker
+#: process) does not pay for all of them: ``import kadence`` alone took about 200 ms.
+_FROM = {
+    "ActivityAttemptLimitError": "kadence.topics.errors",
+    "ActivityError": "kadence.topics.errors",
+    "ActivityNotCurrentError": "kadence.topics.errors",
+    "ApplicationError": "kadence.topics.errors",
+    "AsyncActivityHandle": "kadence.topics.async_completion",
+    "BrokerUnavailableError": "kadence.topics.errors",
+    "ChildWorkflowError": "kadence.topics.errors",
+    "Client": "kadence._client",
+    "CommandRejectedError": "kadence.topics.errors",
+    "ConfigError": "kadence.topics.errors",
+    "DefinitionError": "kadence.topics.errors",
+    "FailureError": "kadence.topics.errors",
+    "InvalidArgumentError": "kadence.topics.errors",
+    "InvalidIdentifierError": "kadence.topics.errors",
+    "KadenceError": "kadence.topics.errors",
+    "KafkaAuthenticationError": "kadence.topics.errors",
+    "KafkaAuthorizationError": "kadence.topics.errors",
+    "KafkaConfig": "kadence.topics.config",
+    "NoReplyError": "kadence.topics.errors",
+    "NonDeterminismError": "kadence.topics.errors",
+    "NotDeterministicError": "kadence._loop",
+    "PayloadTooLargeError": "kadence.topics.errors",
+    "PayloadTypeError": "kadence.topics.errors",
+    "PendingActivityDescription": "kadence._description",
+    "QueryFailedError": "kadence.topics.errors",
+    "ReplayResult": "kadence._replayer",
+    "Replayer": "kadence._replayer",
+    "ResetPlan": "kadence._client",
+    "ResetRejectedError": "kadence.topics.errors",
+    "RetryPolicy": "kadence._definitions",
+    "SchemaError": "kadence.topics.errors",
+    "Worker": "kadence._worker",
+    "WorkerCrashedError": "kadence.topics.errors",
+    "WorkflowAlreadyStartedError": "kadence.topics.errors",
+    "WorkflowCanceledError": "kadence.topics.errors",
+    "WorkflowContinuedAsNewError": "kadence.topics.errors",
+    "WorkflowError": "kadence.topics.errors",
+    "WorkflowExecutionDescription": "kadence._description",
+    "WorkflowExecutionStatus": "kadence._description",
+    "WorkflowFailureError": "kadence.topics.errors",
+    "WorkflowHandle": "kadence._client",
+    "WorkflowNotFoundError": "kadence.topics.errors",
+    "WorkflowQuarantinedError": "kadence.topics.errors",
+    "WorkflowTaskFailedError": "kadence.topics.errors",
+    "WorkflowTerminatedError": "kadence.topics.errors",
+    "WorkflowTimedOutError": "kadence.topics.errors",
+    "WorkflowUpdateFailedError": "kadence.topics.errors",
+    "WorkflowUpdateHandle": "kadence._updates",
+    "WorkflowUpdateStage": "kadence._updates",
+    "WrongPartitionError": "kadence.topics.errors",
+    "activity": "",
+    "workflow": "",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _FROM.get(name)
+    if where is None:
+        raise AttributeError(f"module 'kadence' has no attribute {name!r}")
+    value = importlib.import_module(f"kadence.{name}") if where == "" else getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
+    from kadence.topics.async_completion import AsyncActivityHandle
+    from kadence.topics.config import KafkaConfig
+    from kadence.topics.errors import (
+        ActivityAttemptLimitError,
+        ActivityError,
+        ActivityNotCurrentError,
+        ApplicationError,
+        BrokerUnavailableError,
+        ChildWorkflowError,
+        CommandRejectedError,
+        ConfigError,
+        DefinitionError,
+        FailureError,
+        InvalidArgumentError,
+        InvalidIdentifierError,
+        KadenceError,
+        KafkaAuthenticationError,
+        KafkaAuthorizationError,
+        NonDeterminismError,
+        NoReplyError,
+        PayloadTooLargeError,
+        PayloadTypeError,
+        QueryFailedError,
+        ResetRejectedError,
+        SchemaError,
+        WorkerCrashedError,
+        WorkflowAlreadyStartedError,
+        WorkflowCanceledError,
+        WorkflowContinuedAsNewError,
+        WorkflowError,
+        WorkflowFailureError,
+        WorkflowNotFoundError,
+        WorkflowQuarantinedError,
+        WorkflowTaskFailedError,
+        WorkflowTerminatedError,
+        WorkflowTimedOutError,
+        WorkflowUpdateFailedError,
+        WrongPartitionError,
+    )
+
+    from . import activity, workflow
+    from ._client import Client, ResetPlan, WorkflowHandle
+    from ._definitions import RetryPolicy
+    from ._description import PendingActivityDescription, WorkflowExecutionDescription, WorkflowExecutionStatus
+    from ._loop import NotDeterministicError
+    from ._replayer import Replayer, ReplayResult
+    from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage
+    from ._worker import Worker
 
 __all__ = [
     "ActivityAttemptLimitError",

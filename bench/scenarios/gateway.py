@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 import uuid
 
@@ -33,8 +32,8 @@ import httpx
 
 from kadence.topics import EngineClient, JsonConverter
 
-from ..common import QUEUE, BenchError, Context, CpuMeter, free_port, metric_delta, summary
-from ..engine import engine
+from ..common import QUEUE, BenchError, Context, CpuMeter, metric_delta, summary
+from ..engine import engine, serve_gateway
 from ..http1 import Http1Pool
 
 CONCURRENCY = 32
@@ -109,41 +108,10 @@ async def run(ctx: Context) -> dict:
     if client_kind not in ("http1", "httpx"):
         raise BenchError(f"KADENCE_BENCH_GATEWAY_CLIENT must be http1 or httpx, got {client_kind!r}")
     async with engine(ctx, "gateway", timers=False) as eng:
-        redis_url = os.environ.get("KADENCE_REDIS_URL")
-        port = free_port()
-        env = {"KADENCE_GATEWAY_NS_LIMIT": "0", "KADENCE_GATEWAY_KEY_LIMIT": "0"}
-        headers = {}
-        if redis_url:
-            import redis.asyncio as aioredis
-
-            from kadence.gateway import ApiKeyStore
-
-            r = aioredis.from_url(redis_url)
-            try:
-                _record, key = await ApiKeyStore(r).create(eng.config.namespace, "bench")
-            finally:
-                await r.aclose()
-            headers["Authorization"] = f"Bearer {key}"
-            argv = ["gateway", "--port", str(port)]
-        else:
-            argv = ["gateway", "--port", str(port), "--no-auth"]
-        eng.procs._spawn("gw", [sys.executable, "-m", "kadence.cli", *argv], eng.procs._env(**env))
-        url = f"http://127.0.0.1:{port}"
-        ctx.update(task, "waiting for the gateway")
-        deadline = time.monotonic() + 60
+        url, port, headers = await serve_gateway(ctx, eng, task)
         async with httpx.AsyncClient(
             base_url=url, timeout=30, headers=headers, limits=httpx.Limits(max_connections=CONCURRENCY)
         ) as http:
-            while True:
-                eng.procs.check_alive()
-                try:
-                    if (await http.get("/readyz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise BenchError(f"the gateway did not get ready; log: {eng.procs.logs['gw']}")
-                await asyncio.sleep(0.2)
             tag = uuid.uuid4().hex[:6]
             lean = Http1Pool("127.0.0.1", port, headers)
 
@@ -250,7 +218,7 @@ async def run(ctx: Context) -> dict:
         "direct_start_ms": summary(direct_lat),
         "direct_errors": out["direct"]["errors"],
         "concurrency": CONCURRENCY,
-        "auth": bool(redis_url),
+        "auth": "Authorization" in headers,
         "http_client": client_kind,
         "order": list(ORDER),
         "gateway_cpu_ms_per_start": round(10 * (sum(gw_cpu) / len(gw_cpu)) / http_rate, 2) if http_rate else None,

@@ -34,3 +34,26 @@ def test_table_has_a_header_and_aligned_columns():
     assert first.split() == ["order-1", "completed", "a=x,b=2"]
     assert header.index("status") == first.index("completed")  # aligned
     assert second.startswith("has\\ttab\\nand newline")
+
+
+def test_the_cli_offers_the_log_formats_the_config_knows():
+    """``kadence --log-format`` lists its choices without importing the kernel (a fast CLI)."""
+    from kadence.cli.main import LOG_FORMATS
+    from kadence.topics.config import LOG_FORMATS as KNOWN
+
+    assert tuple(LOG_FORMATS) == tuple(KNOWN)
+
+
+def test_the_cli_group_imports_nothing_heavy():
+    """A command over the gateway pays only for itself: the group and the client commands'
+    module load neither the kernel nor the SDK (measured: ``make bench``, scenario ``cli``)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, kadence.cli.main, kadence.cli.workflows; "
+        "heavy = [m for m in ('kadence.topics', 'kadence._client', 'confluent_kafka', 'httpx') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
