@@ -44,7 +44,7 @@ LAZY = {
     "archive": "connectors:archive",
     "bridges": "connectors:bridges",
     "projections": "projections:projections",
-    "list": "projections:list_cmd",
+    "list": "listing:list_cmd",
     "verify": "verify:verify",
     "payloads": "payloads:payloads",
     "batch": "batch:batch",
@@ -52,7 +52,7 @@ LAZY = {
 
 #: the commands that go to the HTTP gateway when KADENCE_GATEWAY_URL is set (``over_http``)
 OVER_HTTP = frozenset(
-    {"start", "history", "signal", "query", "cancel", "terminate", "pause", "unpause", "describe", "reset"}
+    {"start", "history", "signal", "query", "cancel", "terminate", "pause", "unpause", "describe", "reset", "list"}
 )
 
 #: the --log-format choices (kadence.topics.config.LOG_FORMATS; a unit test keeps them equal)
@@ -127,7 +127,7 @@ def _setup_logging(level: str, fmt: str = "text") -> None:
     "--gateway-url",
     envvar="KADENCE_GATEWAY_URL",
     default=None,
-    help="send the client commands (start, signal, query, describe, history, cancel, terminate, "
+    help="send the client commands (start, signal, query, describe, history, list, cancel, terminate, "
     "pause, unpause, reset) to this HTTP gateway instead of Kafka [env KADENCE_GATEWAY_URL]",
 )
 @click.option(

@@ -1,6 +1,6 @@
 """The client commands over the HTTP gateway (issue 48 item 4): with ``KADENCE_GATEWAY_URL`` (and
-``KADENCE_API_KEY``) set, ``start``, ``signal``, ``query``, ``describe``, ``history``, ``cancel``,
-``terminate``, ``pause``, ``unpause`` and ``reset`` send one HTTP request instead of opening Kafka
+``KADENCE_API_KEY``) set, ``start``, ``signal``, ``query``, ``describe``, ``history``, ``list``,
+``cancel``, ``terminate``, ``pause``, ``unpause`` and ``reset`` send one HTTP request instead of opening Kafka
 connections (a producer, a reply consumer, metadata): a call costs the interpreter's start and one
 round trip.
 
@@ -46,7 +46,7 @@ class Gateway:
         path: str,
         body: Any = None,
         *,
-        params: dict[str, Any] | None = None,
+        params: dict[str, Any] | list[tuple[str, Any]] | None = None,
         idempotency_key: str | None = None,
     ) -> Any:
         """The JSON answer to ``method path``; ``GatewayError`` for an error answer."""
@@ -62,7 +62,8 @@ class Gateway:
             conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
         target = parts.path.rstrip("/") + path
         if params:
-            target += "?" + urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+            pairs = params.items() if isinstance(params, dict) else params
+            target += "?" + urllib.parse.urlencode([(k, v) for k, v in pairs if v is not None])
         headers = {"Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"

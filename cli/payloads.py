@@ -9,7 +9,7 @@ import click
 
 from kadence.topics import KadenceError, KafkaConfig
 
-from .projections import _REL
+from .listing import _REL
 
 __all__ = ["payloads"]
 

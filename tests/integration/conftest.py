@@ -213,6 +213,20 @@ def gateway_url(gw_config, engine):
         yield url
 
 
+@pytest.fixture(scope="module")
+def gw_projection(gw_config, tmp_path_factory):
+    """The visibility projection of the gateway tests' namespace (a process for the module)."""
+    from .projection_support import ProjectionProcs
+
+    procs = ProjectionProcs(gw_config, tmp_path_factory.mktemp("gateway-projection"))
+    procs.start()
+    yield procs
+    alive = all(p.poll() is None for p in procs.procs.values())
+    logs = procs.logs()
+    procs.close()
+    assert alive, f"the projection died during the test:\n{logs}"
+
+
 @pytest.fixture
 async def http(gateway_url, api_key):
     from .gateway_support import auth, checked_client

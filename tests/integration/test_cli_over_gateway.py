@@ -15,6 +15,7 @@ from kadence import Client, Worker
 from tests.support.cli import kadence
 
 from .conftest import wait_until
+from .gateway_support import redis_url
 from .workflows import Collector
 
 
@@ -37,7 +38,7 @@ async def over_http(url: str, key: str | None, *args: str, timeout: float = 60) 
     return proc.returncode, out.decode(), err.decode()
 
 
-async def test_the_client_commands_drive_a_workflow_through_the_gateway(gw_config, gateway_url, api_key):
+async def test_the_client_commands_drive_a_workflow_through_the_gateway(gw_config, gateway_url, api_key, gw_projection):
     client = await Client.connect(config=gw_config)
     try:
         async with Worker(client, task_queue="q", workflows=[Collector]):
@@ -92,6 +93,23 @@ async def test_the_client_commands_drive_a_workflow_through_the_gateway(gw_confi
             )
             assert rc == 0, err
             assert json.loads(out)["result"] == []
+
+            # list: the visibility projection through the gateway, what `kadence list` reads from Redis
+            async def both_listed():
+                rc, out, _ = await over_http(url, key, "list", "--type", "Collector", "-o", "json")
+                ids = {r["workflow_id"] for r in json.loads(out)["items"]} if rc == 0 else set()
+                return {"cli-gw-1", "cli-gw-2"} <= ids and ids
+
+            listed = await wait_until(both_listed, 60, "both runs in the list")
+            redis = ["--redis-url", redis_url()]
+            rc, out, err = await kadence(gw_config, "list", "--type", "Collector", "-o", "json", *redis)
+            assert rc == 0 and {r["workflow_id"] for r in json.loads(out)["items"]} == listed, err
+            rc, out_http, err = await over_http(url, key, "list", "--type", "Collector", "--count", "-o", "json")
+            assert rc == 0, err
+            rc, out_direct, err = await kadence(
+                gw_config, "list", "--type", "Collector", "--count", "-o", "json", *redis
+            )
+            assert json.loads(out_http) == json.loads(out_direct) and json.loads(out_http)["total"] == 2
     finally:
         await client.close()
 

@@ -14,7 +14,6 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Producer
 from playwright.async_api import Page, async_playwright, expect
 
@@ -23,7 +22,6 @@ from kadence.topics import Catalogue
 
 from .conftest import wait_until
 from .gateway_support import make_key
-from .projection_support import ProjectionProcs
 from .workflows import ThreeSteps, add, double
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "ui"
@@ -67,14 +65,6 @@ def _chromium() -> str:
     return path
 
 
-@pytest.fixture(scope="module")
-def projection(gw_config, tmp_path_factory):
-    procs = ProjectionProcs(gw_config, tmp_path_factory.mktemp("console-projection"))
-    procs.start()
-    yield procs
-    procs.close()
-
-
 async def _shot(page: Page, name: str) -> None:
     if SHOTS:
         DOCS.mkdir(exist_ok=True)
@@ -89,7 +79,7 @@ async def _sign_in(page: Page, base: str, key: str) -> None:
     await expect(page.locator("h1")).to_have_text("Workflows")
 
 
-async def test_the_console_in_a_browser(gateway_url, api_key, gw_config, projection):
+async def test_the_console_in_a_browser(gateway_url, api_key, gw_config, gw_projection):
     tag = uuid.uuid4().hex[:6]
     queue = f"console-{tag}"
     client = await Client.connect(config=gw_config)

@@ -7,29 +7,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-import pytest
-
 from kadence import Client, Worker
 
 from .gateway_support import auth, checked_client
-from .projection_support import ProjectionProcs
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 START = "/v1/workflows/ThreeSteps/start"
 
 
-@pytest.fixture(scope="module")
-def projection(gw_config, tmp_path_factory):
-    procs = ProjectionProcs(gw_config, tmp_path_factory.mktemp("gateway-projection"))
-    procs.start()
-    yield procs
-    alive = all(p.poll() is None for p in procs.procs.values())
-    logs = procs.logs()
-    procs.close()
-    assert alive, f"the projection died during the test:\n{logs}"
-
-
-async def test_list_filters_pages_and_reads_its_own_writes(gateway_url, api_key, gw_config, projection):
+async def test_list_filters_pages_and_reads_its_own_writes(gateway_url, api_key, gw_config, gw_projection):
     tag = uuid.uuid4().hex[:8]
     async with checked_client(gateway_url, headers=auth(api_key)) as http:
         # a start with search attributes; the token in its response makes the next list wait for it

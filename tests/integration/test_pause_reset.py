@@ -15,7 +15,6 @@ from tests.support.cli import kadence
 
 from .conftest import wait_until
 from .gateway_support import auth, checked_client
-from .projection_support import ProjectionProcs
 from .workflows import ThreeSteps, add, double, three_steps_result
 
 
@@ -103,19 +102,8 @@ async def test_a_paused_run_holds_its_timer_and_activity_and_goes_on_at_unpause(
         await handle.pause()
 
 
-@pytest.fixture(scope="module")
-def projection(gw_config, tmp_path_factory):
-    procs = ProjectionProcs(gw_config, tmp_path_factory.mktemp("pause-projection"))
-    procs.start()
-    yield procs
-    alive = all(p.poll() is None for p in procs.procs.values())
-    logs = procs.logs()
-    procs.close()
-    assert alive, f"the projection died during the test:\n{logs}"
-
-
 async def test_the_gateway_pauses_lists_paused_runs_and_resets_a_closed_run(
-    gateway_url, api_key, gw_config, projection
+    gateway_url, api_key, gw_config, gw_projection
 ):
     tag = uuid.uuid4().hex[:8]
     wf = f"gw-pause-{tag}"
@@ -193,7 +181,7 @@ async def test_the_gateway_pauses_lists_paused_runs_and_resets_a_closed_run(
             await client.close()
 
 
-async def test_the_gateway_starts_a_batch_and_reports_its_progress(gateway_url, api_key, gw_config, projection):
+async def test_the_gateway_starts_a_batch_and_reports_its_progress(gateway_url, api_key, gw_config, gw_projection):
     from kadence.operations import BATCH_TASK_QUEUE, Batch, batch_activities
 
     from .projection_support import redis_url

@@ -51,9 +51,16 @@ def test_the_cli_group_imports_nothing_heavy():
     import sys
 
     code = (
-        "import sys, kadence.cli.main, kadence.cli.workflows; "
+        "import sys, kadence.cli.main, kadence.cli.workflows, kadence.cli.listing; "
         "heavy = [m for m in ('kadence.topics', 'kadence._client', 'confluent_kafka', 'httpx') if m in sys.modules]; "
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_the_cli_lists_the_run_statuses_the_read_models_know():
+    from kadence.cli.listing import RUN_STATUSES
+    from kadence.readmodels.keys import RUN_STATUSES as KNOWN
+
+    assert tuple(RUN_STATUSES) == tuple(KNOWN)
