@@ -59,6 +59,7 @@ class ActivityTasks:
             limiter.start()
 
         if not await w._until_broker_answers(f"reading the limits of task queue {w.task_queue}", read_limits):
+            self.close()  # shut down meanwhile: nothing else was started
             return False
         w._eager_activities.paced = limiter.limits_type
         w._at_consumer = TaskConsumer(
