@@ -210,33 +210,13 @@ async def action(
     # one request ID per form shown: a double submit (or a retried post) is the same command
     key = {"Idempotency-Key": request_id} if request_id else {}
     if action in ("cancel", "terminate", "pause", "unpause"):
-        r = await kit.api.call(request, "POST", f"/v1/workflows/{path}/{action}", json={"reason": reason}, headers=key)
-        if r.status_code != 200:
-            return await _workflow_page(
-                kit,
-                request,
-                workflow_id,
-                status=r.status_code,
-                notice=f"{action} refused: {r.json()['error']['message']}",
-            )
-        return RedirectResponse(f"/ui/workflows/{path}?done={action}", 303)
+        body: dict[str, Any] = {"reason": reason}
+        r = await kit.api.call(request, "POST", f"/v1/workflows/{path}/{action}", json=body, headers=key)
+        return _done(path, action) if r.status_code == 200 else await _refused(kit, request, workflow_id, r, action)
     if action == "signal":
-        r = await kit.api.call(
-            request,
-            "POST",
-            f"/v1/workflows/{path}/signals",
-            json={"signal": signal_name, "input": parsed_args},
-            headers=key,
-        )
-        if r.status_code != 200:
-            return await _workflow_page(
-                kit,
-                request,
-                workflow_id,
-                status=r.status_code,
-                notice=f"signal refused: {r.json()['error']['message']}",
-            )
-        return RedirectResponse(f"/ui/workflows/{path}?done=signal", 303)
+        body = {"signal": signal_name, "input": parsed_args}
+        r = await kit.api.call(request, "POST", f"/v1/workflows/{path}/signals", json=body, headers=key)
+        return _done(path, action) if r.status_code == 200 else await _refused(kit, request, workflow_id, r, action)
     if action == "query":
         r = await kit.api.call(
             request,
@@ -245,28 +225,46 @@ async def action(
             json={"input": parsed_args},
         )
         if r.status_code != 200:
-            return await _workflow_page(
-                kit, request, workflow_id, status=r.status_code, notice=f"query failed: {r.json()['error']['message']}"
-            )
-        return await _workflow_page(
-            kit, request, workflow_id, query_result={"name": query_name, "result": r.json()["result"]}
-        )
+            return await _refused(kit, request, workflow_id, r, "query", "failed")
+        result = {"name": query_name, "result": r.json()["result"]}
+        return await _workflow_page(kit, request, workflow_id, query_result=result)
     if action == "reset":
-        body = {"reason": reason, "dry_run": confirm != "yes"}
-        if to_event:
-            body["to_event"] = int(to_event)
-        r = await kit.api.call(request, "POST", f"/v1/workflows/{path}/reset", json=body, headers=key)
-        if r.status_code != 200:
-            prefix = "the reset would be refused" if body["dry_run"] else "reset refused"
-            return await _workflow_page(
-                kit, request, workflow_id, status=r.status_code, notice=f"{prefix}: {r.json()['error']['message']}"
-            )
-        if body["dry_run"]:
-            return await _workflow_page(
-                kit, request, workflow_id, plan={**r.json()["plan"], "reason": reason, "request_id": str(uuid.uuid4())}
-            )
-        return RedirectResponse(f"/ui/workflows/{path}?done=reset", 303)
+        return await _reset(kit, request, workflow_id, reason, to_event, confirm == "yes", key)
     return await _workflow_page(kit, request, workflow_id, status=400, notice=f"unknown action {action!r}")
+
+
+def _done(path: str, action: str) -> Response:
+    return RedirectResponse(f"/ui/workflows/{path}?done={action}", 303)
+
+
+async def _refused(
+    kit: ConsoleKit, request: Request, workflow_id: str, r: Any, what: str, verb: str = "refused"
+) -> Response:
+    """The workflow page again, with the API's reason for refusing ``what``."""
+    notice = f"{what} {verb}: {r.json()['error']['message']}"
+    return await _workflow_page(kit, request, workflow_id, status=r.status_code, notice=notice)
+
+
+async def _reset(
+    kit: ConsoleKit, request: Request, workflow_id: str, reason: str, to_event: str, confirmed: bool, key: dict
+) -> Response:
+    """A dry run first (the plan, with a confirm button); the reset itself only when confirmed."""
+    body: dict[str, Any] = {"reason": reason, "dry_run": not confirmed}
+    if to_event:
+        try:
+            body["to_event"] = int(to_event)
+        except ValueError:
+            notice = f"event {to_event!r} is not a number: give the seq of a WorkflowTaskCompleted event"
+            return await _workflow_page(kit, request, workflow_id, status=400, notice=notice)
+    path = wf_path(workflow_id)
+    r = await kit.api.call(request, "POST", f"/v1/workflows/{path}/reset", json=body, headers=key)
+    if r.status_code != 200:
+        what = "the reset" if body["dry_run"] else "reset"
+        return await _refused(kit, request, workflow_id, r, what, "would be refused" if body["dry_run"] else "refused")
+    if body["dry_run"]:
+        plan = {**r.json()["plan"], "reason": reason, "request_id": str(uuid.uuid4())}
+        return await _workflow_page(kit, request, workflow_id, plan=plan)
+    return _done(path, "reset")
 
 
 @router.get("/batches", include_in_schema=False)

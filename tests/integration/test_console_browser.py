@@ -201,6 +201,13 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
     # reset the completed ThreeSteps run: the dry run's plan, then the reset
     await page.goto(f"{base}/ui/workflows/{done.id}")
     await expect(page.locator("#status")).to_have_text("completed")
+    # a crafted post with an event that is no number: a notice and a 400, nothing reset
+    bad = await page.request.post(
+        f"{base}/ui/workflows/{done.id}/action",
+        form={"action": "reset", "to_event": "abc", "reason": "x"},
+        headers={"Origin": base},
+    )
+    assert bad.status == 400 and "is not a number" in await bad.text()
     first_point = (await page.locator("#reset-point option").all_inner_texts())[-1]
     await page.select_option("#reset-point", label=first_point)
     await page.fill("#reset-reason", "rerun with the fix")
