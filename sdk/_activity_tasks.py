@@ -157,7 +157,7 @@ class ActivityTasks:
         retried after its timeout, as the attempt of a worker that died."""
         wf = task["workflow_id"]
         try:
-            fut = self.w.client._engine.send(
+            fut = self.w.client.engine.send(
                 wf,
                 body_type,
                 body,
@@ -213,7 +213,7 @@ class ActivityTasks:
             return None
         failed = instead[1]
         try:
-            return self.w.client._engine.send(
+            return self.w.client.engine.send(
                 task["workflow_id"],
                 "RespondActivityTaskFailed",
                 failed,
@@ -240,7 +240,7 @@ class ActivityTasks:
             "details": self.w.client.converter.to_bytes(details),
             "identity": self.w.identity,
         }
-        fut = self.w.client._engine.send(
+        fut = self.w.client.engine.send(
             task["workflow_id"],
             "RecordActivityHeartbeat",
             body,

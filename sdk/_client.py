@@ -418,6 +418,12 @@ class Client:
         check_task_queue(task_queue)
         return await self._intercepted("execute_workflow", id, workflow_type_name(workflow), args, impl)
 
+    @property
+    def engine(self) -> EngineClient:
+        """The engine client under this client (the Kafka producer and the reply consumer): what
+        the worker, the handles and the test kit send commands and read histories through."""
+        return self._engine
+
     def get_async_activity_handle(
         self,
         task_token: bytes | str | None = None,

@@ -111,7 +111,7 @@ class WorkflowHandle:
 
         async def impl(_call: ClientCall) -> Any:
             try:
-                reply = await self.client._engine.request(
+                reply = await self.client.engine.request(
                     self.id,
                     "AwaitWorkflowResult",
                     result_body(wait=True),
@@ -149,7 +149,7 @@ class WorkflowHandle:
         """The outcome of ``run_id`` when it is not the workflow's current run (a run before a
         continue-as-new or a reset), read from its history; None if the run has no history.
         ``describe``: with what its history says of it (``description``, as a current run's)."""
-        _run_id, events = await self.client._engine.history(self.id, self.run_id)
+        _run_id, events = await self.client.engine.history(self.id, self.run_id)
         outcome = run_outcome(events)
         if outcome is not None and describe:
             outcome["description"] = run_description(events)
@@ -201,7 +201,7 @@ class WorkflowHandle:
         raise err from self.client.converter.exception(failure)
 
     async def _mutate(self, body_type: str, body: Mapping[str, Any], request_id: str | None) -> dict[str, Any]:
-        reply = await self.client._engine.request(
+        reply = await self.client.engine.request(
             self.id, body_type, body, request_id=request_id or new_id(), run_id=self.run_id
         )
         return expect_ok(reply, self.id, what=f"{body_type} of {self.id!r} rejected")
@@ -289,7 +289,7 @@ class WorkflowHandle:
         body = reset_body(
             self.id, self.run_id, raw, to_event=to_event, reason=reason, identity=self.client.identity, dry_run=dry_run
         )
-        reply = await self.client._engine.request(
+        reply = await self.client.engine.request(
             self.id, "ResetWorkflow", body, request_id=request_id, run_id=self.run_id
         )
         what = f"reset of {self.id!r} {'would be ' if dry_run else ''}rejected"
@@ -307,7 +307,7 @@ class WorkflowHandle:
         check_name(query, field="query")
 
         async def impl(call: ClientCall) -> dict[str, Any]:
-            return await self.client._engine.request(
+            return await self.client.engine.request(
                 self.id,
                 "QueryWorkflow",
                 query_body(call.name, self.client.converter.to_bytes(list(call.args))),
@@ -363,7 +363,7 @@ class WorkflowHandle:
             signature(handler, method=True).args(list(args), f"update {name!r}")
 
         async def impl(call: ClientCall) -> Any:
-            reply = await self.client._engine.request(
+            reply = await self.client.engine.request(
                 self.id,
                 "UpdateWorkflow",
                 update_body(name, self.client.converter.to_bytes(list(call.args)), identity=self.client.identity),
@@ -386,7 +386,7 @@ class WorkflowHandle:
         as a dict still works, with a ``DeprecationWarning``, for one release."""
 
         async def impl(_call: ClientCall) -> dict[str, Any]:
-            return await self.client._engine.request(
+            return await self.client.engine.request(
                 self.id,
                 "AwaitWorkflowResult",
                 result_body(wait=False),
@@ -403,7 +403,7 @@ class WorkflowHandle:
 
     async def history(self, *, raw: bool = False) -> list[dict[str, Any]]:
         """The run's history events, oldest first (JSON-friendly dicts unless ``raw``)."""
-        run_id, events = await self.client._engine.history(self.id, self.run_id)
+        run_id, events = await self.client.engine.history(self.id, self.run_id)
         self.run_id = self.run_id or run_id
         return events if raw else [event_to_json(e, self.client.converter) for e in events]
 

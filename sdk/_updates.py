@@ -142,7 +142,7 @@ class WorkflowUpdateHandle:
         while True:
             if self._reply is not None and self._reply.done():
                 return self._reply.result()
-            run_id, events = await self.client._engine.history(self.workflow_id, self.workflow_run_id)
+            run_id, events = await self.client.engine.history(self.workflow_id, self.workflow_run_id)
             self.workflow_run_id = self.workflow_run_id or run_id
             accepted, outcome = _from_history(events, self.id)
             if outcome is not None or (accepted and stage == WorkflowUpdateStage.ACCEPTED):
@@ -173,7 +173,7 @@ async def start_update(
 
     async def send() -> dict[str, Any]:
         async def impl(call: Any) -> dict[str, Any]:
-            return await client._engine.request(
+            return await client.engine.request(
                 handle.id,
                 "UpdateWorkflow",
                 update_body(name, client.converter.to_bytes(list(call.args)), identity=client.identity),

@@ -187,7 +187,7 @@ class Worker:
         self._slots = Slots(max_concurrent_activities)
         #: activities this worker's workflow tasks schedule, run when the engine's reply says so
         self._eager_activities = EagerActivities(
-            engine=client._engine,
+            engine=client.engine,
             task_queue=task_queue,
             activities=self._activities,
             slots=self._slots,
@@ -237,7 +237,7 @@ class Worker:
 
     async def run(self) -> None:
         self._stopped = asyncio.Event()
-        topics = self.client._engine.topics
+        topics = self.client.engine.topics
         loop = asyncio.get_running_loop()
         if self.build_id is None:
             ready = await self._until_broker_answers(
@@ -355,7 +355,7 @@ class Worker:
 
     def _flush_outbox(self) -> None:
         batch, self._outbox = self._outbox, []
-        engine = self.client._engine
+        engine = self.client.engine
         for task, body_type, body, msg, consumer, request_id in batch:
             try:
                 fut = engine.send(
@@ -416,7 +416,7 @@ class Worker:
     async def _with_history_from_topic(self, task: WorkflowTask, msg: Message) -> None:
         """A task the engine sent without its events: read them (``_task_history``), then run it."""
         try:
-            task = await with_events_from_topic(self.client._engine, task, self._cache.get(task["workflow_id"]))
+            task = await with_events_from_topic(self.client.engine, task, self._cache.get(task["workflow_id"]))
         except Exception as exc:  # noqa: BLE001 - the task fails (the engine retries it later), the query is answered so
             log.warning(
                 "workflow %s run %s: history of a task not readable: %s", task["workflow_id"], task["run_id"], exc
@@ -682,7 +682,7 @@ class Worker:
         """A query of a closed run (the engine sends no events for it): answered from a replay
         of the run's history, read from the history topic, i.e. from its final state."""
         try:
-            _run, events = await self.client._engine.history(task["workflow_id"], task["run_id"])
+            _run, events = await self.client.engine.history(task["workflow_id"], task["run_id"])
         except Exception as exc:  # noqa: BLE001 - the caller gets the error
             self._answer_query(task, msg, unreadable=exc)
             return
@@ -718,7 +718,7 @@ class Worker:
         assert reply is not None, "answer() gives a reply when it gives no acceptance"
         self.stats["queries"] += 1
         self.metrics.queries.inc()
-        engine = self.client._engine
+        engine = self.client.engine
         engine.produce_raw(
             engine.topics.replies,
             reply["request_id"].encode(),

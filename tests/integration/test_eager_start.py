@@ -191,7 +191,7 @@ async def test_through_the_gateway_with_a_worker_in_its_process(client, processo
         await worker.wait_started(60)
         app = create_app(
             GatewayConfig(kafka=kafka_config, auth=False, reply_timeout=30.0),
-            engine=client._engine,
+            engine=client.engine,
             eager_starters=[worker],
         )
         transport = httpx.ASGITransport(app=app)

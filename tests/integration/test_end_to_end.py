@@ -65,7 +65,7 @@ async def test_an_instance_writes_every_reply_to_its_own_replies_partition(clien
     replies = read_topic(kafka_config, topic, "Reply")
     ours = [(p, v["request_id"]) for _k, v, p, _o in replies if v["request_id"].startswith("req-")]
     assert sorted(r for _p, r in ours) == [f"req-{i}" for i in range(8)]
-    partitions = len(client._engine._reply_partitions)
+    partitions = len(client.engine._reply_partitions)
     assert partitions > 1  # otherwise this test shows nothing
     assert {p for p, _r in ours} == {reply_partition("p0", partitions)}
 
@@ -131,7 +131,7 @@ async def test_execute_workflow_returns_the_result_and_raises_what_start_and_res
     with pytest.raises(WorkflowAlreadyStartedError) as info:
         await client.execute_workflow(ThreeSteps, 1, id="ex-3", task_queue="q", result_timeout=60)
     assert info.value.run_id == running.run_id
-    assert not client._engine._pending  # nothing left waiting
+    assert not client.engine._pending  # nothing left waiting
     with pytest.raises(KadenceError):  # bad input: a clear error, nothing sent
         await client.execute_workflow(ThreeSteps, 1, id="", task_queue="q")
 

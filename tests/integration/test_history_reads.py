@@ -85,7 +85,7 @@ async def test_a_read_waits_for_a_transaction_open_when_it_began_and_committed_d
         return real_reader(CommitsAtTheStableOffset(consumer, kw.get("settle_from")), tp, start, end, **kw)
 
     monkeypatch.setattr(engine_module, "RangeReader", reader)
-    _run, events = await client._engine.history("ryw-history", first["run_id"])
+    _run, events = await client.engine.history("ryw-history", first["run_id"])
     assert len(ends) == 1 and ends[0][2] < ends[0][1], ends  # the open transaction lay between the two ends
     assert ends[0][3] is not None, ends  # it committed during the read
     assert [e["seq"] for e in events] == [1, 2]
@@ -102,7 +102,7 @@ async def test_a_transaction_left_open_does_not_hold_a_read_longer_than_the_sett
     _produce(producer, kafka_config, "open-history", second)
     producer.flush()
     began = time.monotonic()
-    _run, events = await client._engine.history("open-history", first["run_id"])
+    _run, events = await client.engine.history("open-history", first["run_id"])
     took = time.monotonic() - began
     assert [e["seq"] for e in events] == [1]  # what was committed; no error
     assert SETTLE_S <= took < SETTLE_S + 10, took
@@ -113,7 +113,7 @@ async def test_a_transaction_left_open_does_not_hold_a_read_longer_than_the_sett
     later.begin_transaction()
     _produce(later, kafka_config, "open-history", second)
     later.commit_transaction()
-    _run, events = await client._engine.history("open-history", first["run_id"])
+    _run, events = await client.engine.history("open-history", first["run_id"])
     assert [e["seq"] for e in events] == [1, 2]
 
 
@@ -133,7 +133,7 @@ async def test_a_read_returns_at_least_as_far_as_a_reply_said_the_history_had_co
     async with Worker(client, task_queue="q", workflows=[Collector]):
         handle = await client.start_workflow(Collector, 3, id="ryw-seq", task_queue="q")
         await handle.signal("add", "a")
-        need = client._engine._seen_seqs[("ryw-seq", handle.run_id)]
+        need = client.engine._seen_seqs[("ryw-seq", handle.run_id)]
         real_reader, reads = engine_module.RangeReader, []
 
         class ShortFirstRead:

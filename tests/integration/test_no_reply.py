@@ -15,4 +15,4 @@ async def test_a_command_no_processor_answers_raises_no_reply_error(client):
         await client.start_workflow(ThreeSteps, 1, id="nobody-home", task_queue="q", timeout=3)
     assert "is the history processor running?" in str(raised.value)
     assert isinstance(raised.value, BrokerUnavailableError)  # code that catches the base goes on working
-    assert client._engine._delivered == set() and client._engine._pending == {}  # nothing kept
+    assert client.engine._delivered == set() and client.engine._pending == {}  # nothing kept

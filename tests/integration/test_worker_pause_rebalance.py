@@ -40,7 +40,7 @@ async def test_partitions_paused_revoked_and_given_back_fetch_again(kafka_bootst
 
     config = KafkaConfig(bootstrap=kafka_bootstrap, namespace="pause")
     worker = Worker(
-        SimpleNamespace(_engine=None, config=config, interceptors=(), converter=None),
+        SimpleNamespace(engine=None, config=config, interceptors=(), converter=None),
         task_queue="q",
         activities=[noop],
         session_timeout_ms=6000,

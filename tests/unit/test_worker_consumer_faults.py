@@ -24,7 +24,7 @@ async def noop() -> None:
 
 def _worker() -> Worker:
     client = SimpleNamespace(
-        _engine=None, config=KafkaConfig(bootstrap="127.0.0.1:1", namespace="n"), interceptors=(), converter=None
+        engine=None, config=KafkaConfig(bootstrap="127.0.0.1:1", namespace="n"), interceptors=(), converter=None
     )
     return Worker(client, task_queue="q", activities=[noop])
 

@@ -46,7 +46,7 @@ def test_each_family_moves_with_its_event():
 
 def test_a_worker_without_a_registry_records_nothing_and_two_workers_do_not_collide():
     client = SimpleNamespace(
-        _engine=None, config=KafkaConfig(bootstrap="127.0.0.1:1", namespace="n"), interceptors=(), converter=None
+        engine=None, config=KafkaConfig(bootstrap="127.0.0.1:1", namespace="n"), interceptors=(), converter=None
     )
     assert Worker(client, task_queue="q", activities=[noop]).metrics is NO_METRICS
     registry = CollectorRegistry()

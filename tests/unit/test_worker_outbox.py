@@ -41,7 +41,7 @@ class Done:
 def test_commands_of_one_loop_turn_go_out_together_and_offsets_wait_for_delivery():
     engine = FakeEngine()
     worker = Worker(
-        SimpleNamespace(_engine=engine, config=SimpleNamespace(namespace="n"), interceptors=(), converter=None),
+        SimpleNamespace(engine=engine, config=SimpleNamespace(namespace="n"), interceptors=(), converter=None),
         task_queue="q",
         activities=[noop],
     )
@@ -75,7 +75,7 @@ def test_commands_of_one_loop_turn_go_out_together_and_offsets_wait_for_delivery
 def test_a_command_that_cannot_be_produced_does_not_hold_back_the_others_of_its_turn():
     engine = FakeEngine()
     worker = Worker(
-        SimpleNamespace(_engine=engine, config=SimpleNamespace(namespace="n"), interceptors=(), converter=None),
+        SimpleNamespace(engine=engine, config=SimpleNamespace(namespace="n"), interceptors=(), converter=None),
         task_queue="q",
         activities=[noop],
     )
@@ -100,7 +100,7 @@ def test_a_command_that_cannot_be_produced_does_not_hold_back_the_others_of_its_
 def test_an_activity_result_that_cannot_be_sent_fails_the_activity_without_retries():
     engine = FakeEngine()
     worker = Worker(
-        SimpleNamespace(_engine=engine, config=SimpleNamespace(namespace="n"), interceptors=(), converter=None),
+        SimpleNamespace(engine=engine, config=SimpleNamespace(namespace="n"), interceptors=(), converter=None),
         task_queue="q",
         activities=[noop],
     )

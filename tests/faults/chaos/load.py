@@ -437,11 +437,11 @@ class LoadDriver:
 
     async def _history(self, wf: str) -> list[dict]:
         run_id = self.exp.run_ids[wf]
-        _run, events = await self.client._engine.history(wf, run_id)
+        _run, events = await self.client.engine.history(wf, run_id)
         return events
 
     def _send_raw(self, wf: str, body_type: str, body: dict) -> None:
-        self.client._engine.send(
+        self.client.engine.send(
             wf, body_type, body, request_id=new_id(), run_id=self.exp.run_ids[wf], expect_reply=False
         )
 
