@@ -389,8 +389,25 @@ def reset(
     if module_name and not dry_run:
         raise click.UsageError("--module is for --dry-run")
     if isinstance(config, Gateway):
+        if module_name:
+            raise click.UsageError("--module replays the history here: run it over Kafka (without KADENCE_GATEWAY_URL)")
         body = {"reason": reason, "dry_run": dry_run, **({"to_event": to_event} if to_event is not None else {})}
-        out = _http(config, "POST", f"/v1/workflows/{quote(workflow_id)}/reset", body)
+        answer = _http(config, "POST", f"/v1/workflows/{quote(workflow_id)}/reset", body)
+        # the shapes the Kafka path prints
+        if dry_run:
+            plan = answer.get("plan") or {}
+            fields = (
+                "branch_event",
+                "from_status",
+                "terminates_run_id",
+                "kept_events",
+                "activities_rerun",
+                "timers_kept",
+            )
+            out: dict[str, Any] = {"dry_run": True, "workflow_id": answer["workflow_id"]}
+            out.update({f: plan.get(f) for f in fields}, new_run_id=None)
+        else:
+            out = {"workflow_id": answer["workflow_id"], "new_run_id": answer["run_id"]}
         click.echo(json.dumps(out, indent=2))
         return
     import asyncio

@@ -93,6 +93,7 @@ async def test_the_client_commands_drive_a_workflow_through_the_gateway(gw_confi
             )
             assert rc == 0, err
             assert json.loads(out)["result"] == []
+            gw2_run = json.loads(out)["run_id"]
 
             # list: the visibility projection through the gateway, what `kadence list` reads from Redis
             async def both_listed():
@@ -110,6 +111,15 @@ async def test_the_client_commands_drive_a_workflow_through_the_gateway(gw_confi
                 gw_config, "list", "--type", "Collector", "--count", "-o", "json", *redis
             )
             assert json.loads(out_http) == json.loads(out_direct) and json.loads(out_http)["total"] == 2
+            # reset: the plan of a dry run, as over Kafka, then the reset itself
+            rc, out, err = await over_http(url, key, "reset", "cli-gw-2", "--dry-run")
+            assert rc == 0, err
+            rc, kafka_out, err = await kadence(gw_config, "reset", "cli-gw-2", "--dry-run")
+            assert rc == 0, err
+            assert json.loads(out) == json.loads(kafka_out) and json.loads(out)["dry_run"] is True
+            rc, out, err = await over_http(url, key, "reset", "cli-gw-2", "--reason", "again")
+            assert rc == 0 and json.loads(out)["new_run_id"] not in (None, gw2_run), err
+            assert await client.get_workflow_handle("cli-gw-2").result(timeout=60) == []
     finally:
         await client.close()
 
