@@ -12,8 +12,10 @@ from kadence.topics import Catalogue, KafkaConfig, serde
 
 def _watermarks(consumer: Consumer, tp: TopicPartition) -> tuple[int, int]:
     """The partition's offsets; a retriable error (a leader the broker is still electing, seen
-    as NOT_LEADER_FOR_PARTITION on a loaded single broker in CI) is asked again for up to 5 s."""
-    deadline = time.monotonic() + 5
+    as NOT_LEADER_FOR_PARTITION on a loaded single broker in CI) is asked again for up to 30 s,
+    as the engine's own readers wait (``CompactedTable``): 5 s was too short in one CI run, the
+    replies topic of a namespace created a moment before, with the full suite beside it."""
+    deadline = time.monotonic() + 30
     while True:
         try:
             return consumer.get_watermark_offsets(tp, timeout=10)
