@@ -49,14 +49,15 @@ def list_queues(config: KafkaConfig, output: str) -> None:
 def describe_queue(config: KafkaConfig, task_queue: str, output: str) -> None:
     """TASK_QUEUE's backlogs: activity tasks, and workflow tasks per build (unversioned included)."""
     try:
-        rows, builds = queue_backlogs(config, task_queue)
+        known = read_queue_limits(config)  # once: the rows' summaries and the lines below
+        rows, builds = queue_backlogs(config, task_queue, known)
     except KadenceError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     if not rows:
         click.echo(f"error: no task queue {task_queue!r} in namespace {config.namespace!r}", err=True)
         sys.exit(1)
-    limit = read_queue_limits(config).get(task_queue)
+    limit = known.get(task_queue)
     shown_limit = limit.describe() if limit is not None and limit.limited else None
     if output == "json":
         emit_rows(rows, COLUMNS, output, extra={"builds": builds, "limits": shown_limit})

@@ -284,12 +284,7 @@ def query(config: KafkaConfig, workflow_id: str, query_name: str, input_json: st
 @click.pass_obj
 def cancel(config: KafkaConfig, workflow_id: str, reason: str, request_id: str | None) -> None:
     """Request cooperative cancellation (idempotent)."""
-    if isinstance(config, Gateway):
-        _http(
-            config, "POST", f"/v1/workflows/{quote(workflow_id)}/cancel", {"reason": reason}, idempotency_key=request_id
-        )
-        return
-    _handle_command(config, workflow_id, None, lambda h: h.cancel(reason=reason, request_id=request_id))
+    _operator_action(config, "cancel", workflow_id, reason, request_id, audit=False)
 
 
 @click.command()
@@ -299,17 +294,7 @@ def cancel(config: KafkaConfig, workflow_id: str, reason: str, request_id: str |
 @click.pass_obj
 def terminate(config: KafkaConfig, workflow_id: str, reason: str, request_id: str | None) -> None:
     """End a run at once."""
-    logging.getLogger("kadence.audit").warning("terminate of workflow %s requested from the CLI", workflow_id)
-    if isinstance(config, Gateway):
-        _http(
-            config,
-            "POST",
-            f"/v1/workflows/{quote(workflow_id)}/terminate",
-            {"reason": reason},
-            idempotency_key=request_id,
-        )
-        return
-    _handle_command(config, workflow_id, None, lambda h: h.terminate(reason=reason, request_id=request_id))
+    _operator_action(config, "terminate", workflow_id, reason, request_id, audit=True)
 
 
 @click.command()
@@ -320,13 +305,7 @@ def terminate(config: KafkaConfig, workflow_id: str, reason: str, request_id: st
 def pause(config: KafkaConfig, workflow_id: str, reason: str, request_id: str | None) -> None:
     """Hold an open run still: no tasks are dispatched and no timers fire until it is unpaused
     (signals are still recorded)."""
-    logging.getLogger("kadence.audit").warning("pause of workflow %s requested from the CLI", workflow_id)
-    if isinstance(config, Gateway):
-        _http(
-            config, "POST", f"/v1/workflows/{quote(workflow_id)}/pause", {"reason": reason}, idempotency_key=request_id
-        )
-        return
-    _handle_command(config, workflow_id, None, lambda h: h.pause(reason=reason, request_id=request_id))
+    _operator_action(config, "pause", workflow_id, reason, request_id, audit=True)
 
 
 @click.command()
@@ -336,17 +315,7 @@ def pause(config: KafkaConfig, workflow_id: str, reason: str, request_id: str | 
 @click.pass_obj
 def unpause(config: KafkaConfig, workflow_id: str, reason: str, request_id: str | None) -> None:
     """Let a paused run go on: held tasks are sent, timers that fell due fire."""
-    logging.getLogger("kadence.audit").warning("unpause of workflow %s requested from the CLI", workflow_id)
-    if isinstance(config, Gateway):
-        _http(
-            config,
-            "POST",
-            f"/v1/workflows/{quote(workflow_id)}/unpause",
-            {"reason": reason},
-            idempotency_key=request_id,
-        )
-        return
-    _handle_command(config, workflow_id, None, lambda h: h.unpause(reason=reason, request_id=request_id))
+    _operator_action(config, "unpause", workflow_id, reason, request_id, audit=True)
 
 
 @click.command()
@@ -456,6 +425,20 @@ def _show(value: Any, output: str) -> None:
             click.echo(f"{k.ljust(width)}  {text}")
         return
     click.echo(json.dumps(value, indent=2, default=str))
+
+
+def _operator_action(
+    config: KafkaConfig | Gateway, action: str, workflow_id: str, reason: str, request_id: str | None, *, audit: bool
+) -> None:
+    """cancel, terminate, pause or unpause: over the gateway, or with the SDK's handle (the same
+    name on both); all but cancel are audited."""
+    if audit:
+        logging.getLogger("kadence.audit").warning("%s of workflow %s requested from the CLI", action, workflow_id)
+    if isinstance(config, Gateway):
+        path = f"/v1/workflows/{quote(workflow_id)}/{action}"
+        _http(config, "POST", path, {"reason": reason}, idempotency_key=request_id)
+        return
+    _handle_command(config, workflow_id, None, lambda h: getattr(h, action)(reason=reason, request_id=request_id))
 
 
 def _json_object(text: str | None, hint: str) -> dict | None:

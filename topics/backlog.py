@@ -22,7 +22,7 @@ from .builds import BuildBacklog, build_topics, read_build_defaults
 from .catalogue import Catalogue
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError
-from .queue_limits import limit_summary, read_queue_limits
+from .queue_limits import QueueLimit, limit_summary, read_queue_limits
 from .records import now_ms
 
 __all__ = [
@@ -211,11 +211,11 @@ def _older(a: float | None, b: float | None) -> float | None:
 
 
 def queue_backlogs(
-    config: KafkaConfig, task_queue: str | None = None
+    config: KafkaConfig, task_queue: str | None = None, limits: dict[str, QueueLimit] | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(one row per queue: workflow and activity tasks waiting and the oldest's age in s, and its
     rate limits in short; one row per build of those queues), measured once (``kadence queues``,
-    ``GET /v1/queues``)."""
+    ``GET /v1/queues``). ``limits``: the queues' limits when the caller has read them already."""
     probe = BacklogProbe(config)
     try:
         builds = probe.measure(task_queue)
@@ -251,7 +251,7 @@ def queue_backlogs(
         r = row(a.task_queue)
         r["activity_backlog"] = a.backlog
         r["activity_oldest_age_s"] = _age(a.oldest_age_s)
-    for queue, limit in read_queue_limits(config).items():
+    for queue, limit in (read_queue_limits(config) if limits is None else limits).items():
         if limit.limited and (task_queue is None or queue == task_queue):
             row(queue)["rate_limit"] = limit_summary(limit)
     return [rows[q] for q in sorted(rows)], build_rows

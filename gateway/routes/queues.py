@@ -49,10 +49,11 @@ async def queues(
     config = gw.namespace_config(principal(request))
 
     def read() -> dict:
-        rows, builds = queue_backlogs(config, task_queue)
+        known = read_queue_limits(config)  # once: the rows' summaries and the records below
+        rows, builds = queue_backlogs(config, task_queue, known)
         limits = [
             limit.describe()
-            for q, limit in sorted(read_queue_limits(config).items())
+            for q, limit in sorted(known.items())
             if limit.limited and (task_queue is None or q == task_queue)
         ]
         return {"queues": rows, "builds": builds, "limits": limits}
