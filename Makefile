@@ -42,6 +42,7 @@ upgrade-deps: venv
 
 jars:
 	@$(DEVSTACK) jars >/dev/null
+	@$(DEVSTACK) registry >/dev/null
 
 test: venv jars lint
 	$(DEVSTACK) run -- $(VENV)/bin/python -m pytest -q --durations=40 -n $(TEST_WORKERS) --dist loadgroup \
@@ -68,11 +69,12 @@ soak: venv jars
 dev: venv jars
 	$(DEVSTACK) run -- $(VENV)/bin/kadence dev
 
+# (no schema registry beside the measurements and the soak: nothing in them uses one)
 bench: venv jars
-	$(DEVSTACK) run -- $(VENV)/bin/python -m bench $(BENCH_ARGS)
+	KADENCE_DEV_SCHEMA_REGISTRY=0 $(DEVSTACK) run -- $(VENV)/bin/python -m bench $(BENCH_ARGS)
 
 chaos: venv jars
-	$(DEVSTACK) run -- $(VENV)/bin/python scripts/chaos.py
+	KADENCE_DEV_SCHEMA_REGISTRY=0 $(DEVSTACK) run -- $(VENV)/bin/python scripts/chaos.py
 
 unit: venv
 	$(VENV)/bin/python -m pytest -q tests/unit $(PYTEST_ARGS)

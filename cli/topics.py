@@ -1,6 +1,7 @@
 """``kadence topics``: the namespace's topics.
 
-kadence topics apply [--queue Q]       create what is missing (refuse a partition-count mismatch)
+kadence topics apply [--queue Q]       create what is missing (refuse a partition-count mismatch);
+                                       with a schema registry, register the public topics' subjects
 kadence topics describe                the namespace's topics and their partition counts
 kadence topics asyncapi [-o FILE]      the topic contracts as an AsyncAPI 3 document
 """
@@ -12,6 +13,7 @@ import sys
 import click
 
 from kadence.topics import Catalogue, KadenceError, KafkaConfig, PartitionMismatchError
+from kadence.topics.schema_registry import COMPATIBILITY, register_topics
 
 from .output import emit_rows, output_option
 
@@ -34,13 +36,16 @@ def topics() -> None:
 @click.option("--queue", "queues", multiple=True, help="also create the task topics of this task queue")
 @click.pass_obj
 def topics_apply(config: KafkaConfig, partitions: int | None, queues: tuple[str, ...]) -> None:
-    """Create what is missing; refuse a partition-count mismatch."""
+    """Create what is missing; refuse a partition-count mismatch. With a schema registry
+    (KADENCE_SCHEMA_REGISTRY_URL), register every schema version of the public topics' records
+    under their subjects, with the BACKWARD_TRANSITIVE rule."""
     if partitions is not None:
         config = KafkaConfig.from_env(bootstrap=config.bootstrap, namespace=config.namespace, partitions=partitions)
     cat = Catalogue(config)
     try:
         specs = cat.core_specs() + [s for q in queues for s in cat.queue_specs(q)]
         report = cat.apply(specs)
+        subjects = register_topics(cat, config.schema_registry_url) if config.schema_registry_url else []
     except PartitionMismatchError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -53,6 +58,8 @@ def topics_apply(config: KafkaConfig, partitions: int | None, queues: tuple[str,
         click.echo(f"exists   {name}")
     for warning in report.warnings:
         click.echo(f"warning  {warning}", err=True)
+    for subject in subjects:
+        click.echo(f"subject  {subject.subject}  {COMPATIBILITY}, schema IDs {', '.join(map(str, subject.ids))}")
 
 
 @topics.command("describe")

@@ -138,7 +138,8 @@ class Archiver:
         self._producer = BatchProducer(
             self.kafka.producer(**{"linger.ms": 5}), who=f"archiver {config.kafka.namespace}", factory=producer_factory
         )
-        self._codec = serde.codec("HistoryEvent")
+        self._codec = serde.topic_codec("HistoryEvent", self.topics.history, self.kafka.schema_registry_url)
+        self._cmd_codec = serde.topic_codec("Command", self.topics.commands, self.kafka.schema_registry_url)
         self.metrics = _Metrics(registry or CollectorRegistry(), config.kafka.namespace)
 
     def stop(self) -> None:
@@ -294,7 +295,7 @@ class Archiver:
                 request_id=f"purge:{run_id}",
                 run_id=run_id,
             )
-            self._producer.produce(self.topics.commands, serde.encode("Command", purge), wf.encode())
+            self._producer.produce(self.topics.commands, self._cmd_codec.encode(purge), wf.encode())
         failure = self._producer.flush(30)
         if failure is not None:
             log.error("tombstones of %d runs not acknowledged (%s); retried at the next sweep", len(ready), failure)

@@ -277,6 +277,7 @@ class Bridge:
         self._lag = LagSampler(lag_gauge(r), config.kafka.namespace, "bridge")
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
+        self._cmd_codec = serde.topic_codec("Command", self.topics.commands, config.kafka.schema_registry_url)
         self.converter = JsonConverter(config.codec, large=open_large_payloads(config.large_payloads))
         self._stop = threading.Event()
         self._producer = BatchProducer(
@@ -400,7 +401,7 @@ class Bridge:
                 outcomes[(msg.topic(), "dead_lettered")] += 1
                 continue
             cmd = command(wf, body_type, body, request_id=rid)
-            self._producer.produce(self.topics.commands, serde.encode("Command", cmd), wf.encode())
+            self._producer.produce(self.topics.commands, self._cmd_codec.encode(cmd), wf.encode())
             forwarded += 1
             outcomes[(msg.topic(), body_type)] += 1
         failure = self._producer.flush(30)

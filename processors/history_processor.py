@@ -160,7 +160,8 @@ class HistoryProcessor:
             if config.build_backlog_interval_s > 0
             else None
         )
-        self._cmd_codec = serde.codec("Command")
+        # in a schema registry's wire format if one is configured (decision 0056): looked up now
+        self._cmd_codec, self._event_codec, self._reply_codec = serde.public_codecs(self.topics)
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
         self.committed_batches = 0
@@ -670,10 +671,9 @@ class HistoryProcessor:
         produce_waiting(self._live_producer, topic, value, key, partition=partition, wait_s=0.01)
 
     def _produce_outputs(self, views: dict[int, BatchView], outboxes: dict[int, Outbox], dead: list[Any]) -> None:
-        event_codec = serde.codec("HistoryEvent")
+        event_codec, reply_codec = self._event_codec, self._reply_codec
         state_codec = serde.codec("WorkflowState")
         wt_codec, at_codec = serde.codec("WorkflowTask"), serde.codec("ActivityTask")
-        reply_codec = serde.codec("Reply")
         timer_codec = serde.codec("TimerRecord")
         for p, out in outboxes.items():
             view = views[p]

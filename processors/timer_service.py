@@ -259,7 +259,7 @@ class TimerService:
         self._consumer: Consumer | None = None
         self._producer: ReplacingProducer | None = None
         self._timer_codec = serde.codec("TimerRecord")
-        self._cmd_codec = serde.codec("Command")
+        self._cmd_codec = serde.topic_codec("Command", self.topics.commands, self.kafka.schema_registry_url)
         self._parts: dict[tuple[str, int], _Part] = {}
         self._near: list[Any] = []  # heap of (fire_at_ms, seq, _Rec)
         self._heads: list[Any] = []  # heap of (wake_at_ms, seq, _Rec)

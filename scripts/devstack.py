@@ -6,11 +6,14 @@ broker and Redis) and ``testing/devcluster.py`` (the replicated, secured cluster
 
     python3 scripts/devstack.py run -- <command...>   # start a broker and Redis, run the command, stop both
     python3 scripts/devstack.py jars                  # only resolve the broker jars
+    python3 scripts/devstack.py registry              # only build the schema registry
     python3 scripts/devstack.py deps                  # only install missing system packages
 
 ``run`` starts a cluster instead of one broker with ``KADENCE_KAFKA_BROKERS`` above 1 or
 ``KADENCE_KAFKA_SECURITY=sasl_ssl``; a ``KADENCE_KAFKA_BOOTSTRAP`` or ``KADENCE_REDIS_URL`` in
-the environment is used instead of starting one (docs/dev-stack.md).
+the environment is used instead of starting one (docs/dev-stack.md). ``run`` also starts a schema
+registry (``KADENCE_DEV_SCHEMA_REGISTRY_URL``; ``KADENCE_DEV_SCHEMA_REGISTRY=0``: none), which
+Kadence uses only where ``KADENCE_SCHEMA_REGISTRY_URL`` is set to it (docs/schema-registry.md).
 """
 
 import importlib.util
@@ -34,6 +37,15 @@ def _load(name, filename):
 
 devstack = _load("kadence_devstack", "devstack.py")
 _cluster = None
+_registry = None
+
+
+def _devregistry():
+    """The schema registry module, loaded when a run starts one."""
+    global _registry
+    if _registry is None:
+        _registry = _load("kadence_devregistry", "devregistry.py")
+    return _registry
 
 
 def _devcluster():
@@ -85,6 +97,11 @@ def cmd_run(argv):
         else:
             services.append(devstack.RedisServer(die_with_parent=True))
             env["KADENCE_REDIS_URL"] = services[-1].start().url
+        if env.get("KADENCE_DEV_SCHEMA_REGISTRY_URL"):
+            _check_external("schema registry", _devregistry().registry_ready, env["KADENCE_DEV_SCHEMA_REGISTRY_URL"])
+        elif env.get("KADENCE_DEV_SCHEMA_REGISTRY", "1") != "0":
+            services.append(_devregistry().SchemaRegistryServer(die_with_parent=True))
+            env["KADENCE_DEV_SCHEMA_REGISTRY_URL"] = services[-1].start().url
         if env.get("KADENCE_KAFKA_BOOTSTRAP"):
             _check_external("Kafka", _kafka_answers, env["KADENCE_KAFKA_BOOTSTRAP"])
         elif _devcluster().cluster_wanted(env):
@@ -118,6 +135,9 @@ def main(args=None):
             return cmd_run(rest[1:] if rest[:1] == ["--"] else rest)
         if command == "jars":
             print(devstack.resolve_jars())
+            return 0
+        if command == "registry":
+            print(_devregistry().resolve_registry())
             return 0
         if command == "deps":
             devstack.ensure_tools(list(devstack.APT_PACKAGES))

@@ -113,7 +113,7 @@ class ActivityReporter:
         #: generation -> the results its thread took from the queue and has not committed yet
         #: (one list per thread: a thread replaced while blocked cannot touch its successor's)
         self._carry: dict[int, list[Any]] = {}
-        self._codec = serde.codec("Command")
+        self._codec = serde.topic_codec("Command", topics.commands, config.schema_registry_url)
         #: the current thread's generation; a thread whose generation is older was replaced
         self._generation = 0
         self._thread: threading.Thread | None = None

@@ -722,7 +722,7 @@ class Worker:
         engine.produce_raw(
             engine.topics.replies,
             reply["request_id"].encode(),
-            serde.encode("Reply", reply),
+            engine.reply_codec.encode(reply),
             lambda err, _m: self._live_wt_consumer.done(msg),
         )
 

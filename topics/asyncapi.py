@@ -13,7 +13,6 @@ two differ, and a broker-free test validates the file with the AsyncAPI parser
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ import yaml  # type: ignore[import-untyped]  # (no stubs in the lock; one call)
 from kadence.schemas import CURRENT_VERSION, load_schema_set
 
 from .serde import MAGIC
+from .standalone_schemas import self_contained
 
 __all__ = ["CLIENT_RECORDS", "TOPICS", "TopicContract", "client_schemas", "document", "render", "self_contained"]
 
@@ -30,7 +30,6 @@ __all__ = ["CLIENT_RECORDS", "TOPICS", "TopicContract", "client_schemas", "docum
 CLIENT_RECORDS = ("Command", "Reply", "HistoryEvent")
 
 AVRO = "application/vnd.apache.avro;version=1.9.0"
-_PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 _DAY_MS = 24 * 3600 * 1000
 
 
@@ -209,69 +208,6 @@ _PARAMETERS = {
     "build_id": "a worker build ID: 1-64 characters from A-Z a-z 0-9 _ -",
     "tier": "a timer tier: 1s, 10s, 1m, 10m, 1h or 1d",
 }
-
-
-def _named(schema_set: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-
-    def collect(node: Any, namespace: str) -> None:
-        if isinstance(node, dict):
-            if node.get("type") in ("record", "enum", "fixed") and "name" in node:
-                ns = node.get("namespace", namespace)
-                out[node["name"] if "." in node["name"] else f"{ns}.{node['name']}"] = node
-                namespace = ns
-            for value in node.values():
-                collect(value, namespace)
-        elif isinstance(node, list):
-            for item in node:
-                collect(item, namespace)
-
-    for schema in schema_set:
-        collect(schema, schema.get("namespace", ""))
-    return out
-
-
-def self_contained(record: str, schema_set: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The schema of ``record`` (a short name) with every named type it uses defined at its first
-    use, as a reader without the rest of the schema set needs it."""
-    schemas = load_schema_set() if schema_set is None else schema_set
-    named = _named(schemas)
-    defined: set[str] = set()
-
-    def full(name: str, namespace: str) -> str:
-        return name if "." in name else f"{namespace}.{name}"
-
-    def expand(node: Any, namespace: str) -> Any:
-        if isinstance(node, str):
-            if node in _PRIMITIVES:
-                return node
-            key = full(node, namespace) if full(node, namespace) in named else node
-            if key in defined or key not in named:
-                return node
-            return expand(copy.deepcopy(named[key]), namespace)
-        if isinstance(node, list):
-            return [expand(item, namespace) for item in node]
-        if isinstance(node, dict):
-            kind = node.get("type")
-            if kind in ("record", "enum", "fixed") and "name" in node:
-                ns = node.get("namespace", namespace)
-                defined.add(full(node["name"], ns))
-                out = dict(node)
-                if kind == "record":
-                    out["fields"] = [{**f, "type": expand(f["type"], ns)} for f in node["fields"]]
-                return out
-            if kind == "array":
-                return {**node, "items": expand(node["items"], namespace)}
-            if kind == "map":
-                return {**node, "values": expand(node["values"], namespace)}
-            return node
-        return node
-
-    root = next((s for s in schemas if s["name"] == record), None)
-    if root is None:
-        raise KeyError(f"no schema named {record!r}")
-    out: dict[str, Any] = expand(copy.deepcopy(root), root.get("namespace", ""))
-    return out
 
 
 def _channel(t: TopicContract) -> dict[str, Any]:

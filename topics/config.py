@@ -139,6 +139,17 @@ class KafkaConfig:
     #: logging too (logger ``kadence.librdkafka``), so that every line is JSON; they are then
     #: delivered when the client is polled, not at once as on stderr
     log_format: str = setting("text", env="KADENCE_LOG_FORMAT", help="log line format: text or json")
+    #: a schema registry with Confluent's API (``http(s)://[user:password@]host:port/path``): the
+    #: records written to the public topics (commands, replies, history) are then in the Confluent
+    #: wire format with its schema IDs, and ``kadence topics apply`` registers the subjects; empty
+    #: (default): Kadence's own format, no registry (decision 0056, docs/schema-registry.md). Not
+    #: shown in the config's repr (it may hold a password)
+    schema_registry_url: str = setting(
+        "",
+        env="KADENCE_SCHEMA_REGISTRY_URL",
+        help="schema registry URL: public topics in the Confluent wire format (empty: Kadence's format)",
+        repr=False,
+    )
 
     def __post_init__(self) -> None:
         self._check_security()
@@ -161,6 +172,8 @@ class KafkaConfig:
             raise ConfigError(f"txn_linger_ms must be between 0 and 1000, not {self.txn_linger_ms}")
         if not 1 <= self.fetch_wait_ms <= 10_000:
             raise ConfigError(f"fetch_wait_ms must be between 1 and 10000, not {self.fetch_wait_ms}")
+        if self.schema_registry_url and not re.match(r"^https?://[^/\s]+", self.schema_registry_url):
+            raise ConfigError("schema_registry_url (KADENCE_SCHEMA_REGISTRY_URL) must be an http:// or https:// URL")
         if self.log_format not in LOG_FORMATS:
             raise ConfigError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {self.log_format!r}")
         if self.txn_idle_reconnect_ms != 0 and not 1000 <= self.txn_idle_reconnect_ms <= 3_600_000:

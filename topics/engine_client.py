@@ -126,6 +126,8 @@ class EngineClient:
         #: spans for the commands sent on a caller's behalf (``topics.tracing``)
         self.tracer = Tracer("client", tracer_provider)
         self.topics = Catalogue(config)
+        #: the public topics' codecs: the registry's wire format when one is configured (decision 0056)
+        self.command_codec, self.history_codec, self.reply_codec = serde.public_codecs(self.topics)
         conf = config.producer(**{"linger.ms": config.client_linger_ms})
         self._producer_conf = conf
         #: the largest command this client can produce (librdkafka's default unless configured)
@@ -227,7 +229,7 @@ class EngineClient:
         return self._replies
 
     def _reply_loop(self) -> None:
-        codec = serde.codec("Reply")
+        codec = self.reply_codec
         waiting = self._waiting
         pos = self._reply_pos
         while not self._closed.is_set():
@@ -397,7 +399,7 @@ class EngineClient:
             span_id=trace[1] if trace else None,
             event_id=event_id,
         )
-        value = serde.encode("Command", record)
+        value = self.command_codec.encode(record)
         if expect_reply:
             self.ensure_replies()
             with self._lock:
@@ -649,8 +651,8 @@ class EngineClient:
                 total -= len(dropped)
             return [dict(e) for e in ordered]
 
-    @staticmethod
     def _scan_history(
+        self,
         consumer: Consumer,
         tp: TopicPartition,
         start: int,
@@ -663,7 +665,7 @@ class EngineClient:
     ) -> int:
         """Read ``tp`` from ``start`` towards ``high`` into ``events`` (the keys starting with
         ``prefix``); returns the offset reached (``stable`` or more)."""
-        codec = serde.codec("HistoryEvent")
+        codec = self.history_codec
         reader = RangeReader(
             consumer, tp, start, high, stall_s=timeout, settle_from=stable, what=f"the history of {workflow_id!r}"
         )

@@ -9,6 +9,11 @@ translated where they enter (``raise ... from exc``)::
     │   └── KafkaAuthorizationError   the brokers' ACLs do not allow what this client asked
     ├── SchemaError                 a record that does not decode / encode
     │   └── PayloadTypeError        a payload does not match the type its receiver declares
+    ├── SchemaRegistryError         the schema registry (KADENCE_SCHEMA_REGISTRY_URL)
+    │   ├── SchemaRegistryUnavailableError  it did not answer (retry)
+    │   ├── SchemaNotRegisteredError  a subject lacks a schema (also a ConfigError: topics apply)
+    │   ├── SchemaRegistryAccessError  401/403 (also a ConfigError)
+    │   └── IncompatibleSchemaError  refused by the compatibility rule (also a SchemaError)
     ├── TopicError                  topic catalogue problems
     │   └── PartitionMismatchError  an existing topic has the wrong partition count
     ├── BrokerUnavailableError      Kafka cannot be reached / timed out
@@ -58,6 +63,7 @@ __all__ = [
     "ConfigError",
     "DefinitionError",
     "FailureError",
+    "IncompatibleSchemaError",
     "InvalidArgumentError",
     "InvalidIdentifierError",
     "InvalidQueryError",
@@ -74,6 +80,10 @@ __all__ = [
     "QueryFailedError",
     "ResetRejectedError",
     "SchemaError",
+    "SchemaNotRegisteredError",
+    "SchemaRegistryAccessError",
+    "SchemaRegistryError",
+    "SchemaRegistryUnavailableError",
     "TopicError",
     "WorkerCrashedError",
     "WorkflowAlreadyStartedError",
@@ -125,6 +135,32 @@ class PayloadTypeError(SchemaError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class SchemaRegistryError(KadenceError):
+    """Root of the errors of the schema registry (``KADENCE_SCHEMA_REGISTRY_URL``, decision 0056)."""
+
+
+class SchemaRegistryUnavailableError(SchemaRegistryError):
+    """The schema registry did not answer (after a few tries): a record in the Confluent wire
+    format can be neither written nor read until it does. Nothing is dead-lettered or written in
+    another format instead; the caller retries (the processor aborts its batch and reads it again)."""
+
+
+class SchemaNotRegisteredError(SchemaRegistryError, ConfigError):
+    """A topic's subject in the schema registry lacks the schema this release writes (or a record
+    names a schema ID the registry does not have): run ``kadence topics apply`` with the registry
+    configured, which registers them."""
+
+
+class SchemaRegistryAccessError(SchemaRegistryError, ConfigError):
+    """The schema registry refused this client's credentials or an operation (HTTP 401 or 403);
+    retrying does not help."""
+
+
+class IncompatibleSchemaError(SchemaRegistryError, SchemaError):
+    """The schema registry refused a schema as incompatible with the subject's earlier versions
+    under its compatibility rule (``BACKWARD_TRANSITIVE``)."""
 
 
 class TopicError(KadenceError):

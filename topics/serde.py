@@ -8,6 +8,10 @@ Wire format: ``b"K" + version (1 byte) + Avro binary body``. The version names t
 set in ``kadence.schemas`` that wrote the record, so old records decode with today's schemas by
 Avro schema resolution. No schema registry is needed: the schema sets ship with the code.
 
+The public topics may also hold records in the Confluent wire format, ``b"\\0"`` + a 4-byte schema
+ID of a schema registry + the same Avro body (``kadence.topics.schema_registry``, decision 0056):
+``decode`` reads both; ``RegistryCodec`` writes the registry's.
+
 Records are plain dicts. A union of records (a command's ``body``, an event's ``attributes``) is
 written and read as a ``(short_name, dict)`` tuple.
 """
@@ -20,7 +24,7 @@ import os
 import struct
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastavro
 from fastavro.read import SchemaResolutionError
@@ -28,23 +32,34 @@ from fastavro.read import SchemaResolutionError
 from kadence.schemas import CURRENT_VERSION, available_versions, load_schema_set
 
 from .avro_codegen import compile_reader, compile_writer
-from .errors import ConfigError, SchemaError
+from .errors import ConfigError, SchemaError, SchemaNotRegisteredError
+from .standalone_schemas import self_contained
+
+if TYPE_CHECKING:
+    from .schema_registry import SchemaRegistry
 
 __all__ = [
     "MAGIC",
     "WRITE_VERSION_ENV",
     "Codec",
+    "RegistryCodec",
     "codec",
     "decode",
     "encode",
     "fallbacks",
     "old_version_decodes",
+    "public_codecs",
+    "topic_codec",
     "write_version",
 ]
 
 log = logging.getLogger(__name__)
 
 MAGIC = 0x4B  # "K"
+#: a record in the Confluent wire format starts with this byte, then a 4-byte schema ID
+CONFLUENT_MAGIC = 0
+#: the schema registry that resolves Confluent-format records (``KafkaConfig.schema_registry_url``)
+REGISTRY_ENV = "KADENCE_SCHEMA_REGISTRY_URL"
 _NS = "kadence."
 
 
@@ -155,6 +170,9 @@ class Codec:
         else:
             self._put = self._absent_in_pinned_version
         self._get = compile_reader(self._schema, self._fell_back)
+        self._standalone_schema: Any = None
+        #: (registry URL, schema ID) -> whether that schema is today's (the generated reader reads it)
+        self._current_ids: dict[tuple[str, int], bool] = {}
         #: records of an older schema version decoded (through fastavro, not the generated
         #: reader), by version: a rolling upgrade's old records, or a writer pinned to an old version
         self.old_version_decodes: dict[int, int] = {}
@@ -182,15 +200,20 @@ class Codec:
             "lift the pin once every instance is upgraded"
         )
 
-    def encode(self, value: Mapping[str, Any]) -> bytes:
-        buf = bytearray(self._prefix)
+    def encode(self, value: Mapping[str, Any], prefix: bytes | None = None) -> bytes:
+        """The record in Kadence's format, or after ``prefix`` (a registry's, ``RegistryCodec``)."""
+        buf = bytearray(self._prefix if prefix is None else prefix)
         try:
             self._put(buf, value)
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError, struct.error) as exc:
             raise SchemaError(f"cannot encode {self.record}: {exc}") from exc
         return bytes(buf)
 
-    def decode(self, data: bytes | None) -> dict[str, Any]:
+    def decode(self, data: bytes | None, registry: SchemaRegistry | None = None) -> dict[str, Any]:
+        """A record in Kadence's format, or in the Confluent wire format: its schema ID is
+        resolved by ``registry``, else by the one ``KADENCE_SCHEMA_REGISTRY_URL`` names."""
+        if data and len(data) >= 5 and data[0] == CONFLUENT_MAGIC:
+            return self._decode_registered(data, registry)
         if not data or len(data) < 2 or data[0] != MAGIC:
             raise SchemaError(f"not a Kadence {self.record} record (bad magic byte)")
         version = data[1]
@@ -217,11 +240,21 @@ class Codec:
                 version,
                 CURRENT_VERSION,
             )
+        return self._resolve(data, 2, writer, f"schema v{version}")
+
+    def _resolve(self, data: bytes, start: int, writer: Any, label: str, reader: Any = None) -> dict[str, Any]:
+        """The body from ``start`` written with ``writer``, resolved into the current schema by
+        fastavro (slower than the generated reader). ``reader``: the current schema parsed as
+        ``writer`` was (self-contained, for a registry's schema), else the schema set's."""
         buf = io.BytesIO(data)
-        buf.seek(2)
+        buf.seek(start)
         try:
             value = fastavro.schemaless_reader(
-                buf, writer, self._schema, return_record_name=True, return_record_name_override=True
+                buf,
+                writer,
+                self._schema if reader is None else reader,
+                return_record_name=True,
+                return_record_name_override=True,
             )
         except (
             SchemaResolutionError,
@@ -232,11 +265,101 @@ class Codec:
             KeyError,
             UnicodeDecodeError,
         ) as exc:
-            raise SchemaError(f"cannot decode {self.record} (schema v{version}): {exc}") from exc
+            raise SchemaError(f"cannot decode {self.record} ({label}): {exc}") from exc
         if buf.tell() != len(data):
             raise SchemaError(f"trailing bytes after {self.record} record")
         stripped: dict[str, Any] = _strip_names(value)
         return stripped
+
+    def _decode_registered(self, data: bytes, registry: SchemaRegistry | None) -> dict[str, Any]:
+        schema_id = int.from_bytes(data[1:5], "big")
+        registry = registry or _process_registry()
+        if registry is None:
+            raise SchemaError(
+                f"a {self.record} record in the Confluent wire format (schema ID {schema_id}), and no "
+                f"schema registry to resolve it: set {REGISTRY_ENV}"
+            )
+        try:
+            writer, canonical = registry.writer_schema(schema_id)
+        except SchemaNotRegisteredError as exc:
+            raise SchemaError(f"a {self.record} record names schema ID {schema_id}, which {exc}") from None
+        current = self._current_ids.get((registry.url, schema_id))
+        if current is None:
+            current = self._current_ids.setdefault(
+                (registry.url, schema_id), canonical == registry.current_canonical(self.record)
+            )
+        if current:
+            try:
+                value, end = self._get(data, 5)
+            except (EOFError, ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError, struct.error) as exc:
+                raise SchemaError(f"cannot decode {self.record} (schema ID {schema_id}): {exc}") from exc
+            if end != len(data):
+                raise SchemaError(f"trailing bytes after {self.record} record")
+            record: dict[str, Any] = value
+            return record
+        return self._resolve(data, 5, writer, f"schema ID {schema_id}", self._standalone())
+
+    def _standalone(self) -> Any:
+        """Today's schema of this record, self-contained and parsed on its own: the reader a
+        registry's (self-contained) writer schema resolves into."""
+        if self._standalone_schema is None:
+            parsed = fastavro.parse_schema(self_contained(self.record))
+            _bytes_defaults(parsed)
+            self._standalone_schema = parsed
+        return self._standalone_schema
+
+
+class RegistryCodec:
+    """A codec that writes the Confluent wire format with the schema ID ``registry`` has for the
+    record under ``topic``'s subject (looked up once, here: ``SchemaNotRegisteredError`` or
+    ``SchemaRegistryUnavailableError`` now, not at the first write), and reads both formats."""
+
+    def __init__(self, record: str, topic: str, registry: SchemaRegistry) -> None:
+        self.codec = codec(record)
+        self.record, self.topic, self.registry = record, topic, registry
+        self.schema_id = registry.schema_id(topic, record, self.codec.write_version)
+        self._prefix = bytes((CONFLUENT_MAGIC,)) + self.schema_id.to_bytes(4, "big")
+
+    def encode(self, value: Mapping[str, Any]) -> bytes:
+        return self.codec.encode(value, self._prefix)
+
+    def decode(self, data: bytes | None) -> dict[str, Any]:
+        return self.codec.decode(data, self.registry)
+
+
+def _process_registry() -> SchemaRegistry | None:
+    """The registry that resolves a schema ID read without one given: ``KADENCE_SCHEMA_REGISTRY_URL``,
+    else the only one this process's components were configured with (``KafkaConfig``)."""
+    url = os.environ.get(REGISTRY_ENV, "").strip()
+    if url:
+        return _registry_of(url)
+    from .schema_registry import only_registry  # (see _registry_of)
+
+    return only_registry()
+
+
+def _registry_of(url: str) -> SchemaRegistry:
+    from .schema_registry import registry  # imported when a record needs it (see SchemaRegistry)
+
+    return registry(url)
+
+
+def public_codecs(topics: Any) -> tuple[Codec | RegistryCodec, Codec | RegistryCodec, Codec | RegistryCodec]:
+    """The codecs of a namespace's commands, history and replies (``topics``: its ``Catalogue``)."""
+    url = topics.config.schema_registry_url
+    return (
+        topic_codec("Command", topics.commands, url),
+        topic_codec("HistoryEvent", topics.history, url),
+        topic_codec("Reply", topics.replies, url),
+    )
+
+
+def topic_codec(record: str, topic: str, registry_url: str) -> Codec | RegistryCodec:
+    """The codec a writer of ``topic`` uses: the registry's format when ``registry_url`` is set
+    and ``record`` is one of the public topics' records, else Kadence's."""
+    if not registry_url:
+        return codec(record)
+    return RegistryCodec(record, topic, _registry_of(registry_url))
 
 
 #: one codec per record type, made on first use (a cache: a codec is the same for every caller)

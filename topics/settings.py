@@ -58,6 +58,7 @@ def setting(
     parse: Callable[[str], object] | None = None,
     keep_empty: bool = False,
     option: str | None = None,
+    repr: bool = True,
 ) -> Any:
     """A dataclass field read from ``env`` (and given on the command line), described by ``help``.
     ``parse``: text to value for a field of another type than int, float, str or bool (it raises
@@ -72,8 +73,8 @@ def setting(
         "kadence_option": option,
     }
     if default_factory is not dataclasses.MISSING:
-        return dataclasses.field(default_factory=default_factory, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
+        return dataclasses.field(default_factory=default_factory, metadata=metadata, repr=repr)
+    return dataclasses.field(default=default, metadata=metadata, repr=repr)
 
 
 def milliseconds_as_seconds(text: str) -> float:

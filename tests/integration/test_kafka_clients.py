@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
 import time
-from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -20,9 +17,7 @@ from kadence import Worker, kafka, workflow
 from kadence.testing import devstack
 from kadence.topics.catalogue import Catalogue, TopicSpec
 from kadence.topics.partitioner import partition_for
-
-ROOT = Path(__file__).resolve().parents[2]
-CLIENTS = ROOT / "docs" / "examples" / "clients"
+from tests.support.programs import CLIENTS, run_program
 
 
 @workflow.defn
@@ -66,15 +61,6 @@ def _reply(consumer: Consumer, request_id: str, timeout: float = 60) -> dict:
             if msg.error() is None and msg.key() == request_id.encode():
                 return kafka.decode_reply(msg.value())
     raise AssertionError(f"no reply to {request_id}")
-
-
-async def _run(*argv: str, cwd: Path | None = None, timeout: float = 300) -> str:
-    proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ}
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    assert proc.returncode == 0, (argv, out.decode()[-2000:], err.decode()[-3000:])
-    return out.decode()
 
 
 async def test_a_python_service_starts_and_signals_with_its_own_producer(client, processors, kafka_config):
@@ -139,11 +125,11 @@ async def test_a_java_service_starts_signals_and_reads_the_result(client, proces
     devstack.ensure_tools(["javac", "java"])
     lib = await asyncio.to_thread(devstack.resolve_client_jars)
     classpath = f"{tmp_path}:{lib}/*"
-    await _run("javac", "-cp", f"{lib}/*", "-d", str(tmp_path), str(CLIENTS / "java" / "KadenceClient.java"))
+    await run_program("javac", "-cp", f"{lib}/*", "-d", str(tmp_path), str(CLIENTS / "java" / "KadenceClient.java"))
     out = await _greeter_worker_and(
         client,
         processors,
-        _run(
+        run_program(
             "java",
             "-cp",
             classpath,
@@ -165,11 +151,11 @@ async def test_a_go_service_starts_signals_and_reads_the_result(client, processo
     devstack.ensure_tools(["go"])
     go = shutil.which("go")
     binary = tmp_path / "goclient"
-    await _run(go, "build", "-o", str(binary), ".", cwd=CLIENTS / "go")
+    await run_program(go, "build", "-o", str(binary), ".", cwd=CLIENTS / "go")
     out = await _greeter_worker_and(
         client,
         processors,
-        _run(str(binary), kafka_config.bootstrap, kafka_config.namespace, "go-1", str(CLIENTS / "schemas")),
+        run_program(str(binary), kafka_config.bootstrap, kafka_config.namespace, "go-1", str(CLIENTS / "schemas")),
     )
     lines = [line for line in out.splitlines() if ": " in line]
     assert lines[0].startswith("start: ok run "), out
