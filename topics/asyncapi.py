@@ -21,6 +21,7 @@ import yaml  # type: ignore[import-untyped]  # (no stubs in the lock; one call)
 
 from kadence.schemas import CURRENT_VERSION, load_schema_set
 
+from .schema_registry import PUBLIC_RECORDS
 from .serde import MAGIC
 from .standalone_schemas import self_contained
 
@@ -243,6 +244,13 @@ def _message(record: str, key: str, schema: dict[str, Any]) -> dict[str, Any]:
             f"record (this document: version {CURRENT_VERSION}), then the record in Avro binary encoding "
             "with the schema below (older versions resolve to it by Avro's rules; kadence.topics.serde). "
             "No Kafka headers are used: trace context travels in the trace_id/span_id fields."
+            + (
+                " With a schema registry configured (KADENCE_SCHEMA_REGISTRY_URL), Kadence writes this record "
+                "in the Confluent wire format instead: the byte 0, the 4-byte schema ID under the subject "
+                "'{topic}-value', then the same Avro body; its readers read both (docs/schema-registry.md)."
+                if record in PUBLIC_RECORDS
+                else ""
+            )
         ),
         "payload": {"schemaFormat": AVRO, "schema": schema},
         "bindings": {"kafka": {"key": {"type": "string", "description": key}, "bindingVersion": "0.5.0"}},

@@ -101,3 +101,20 @@ def test_rate_limits_example_paces_the_limited_run_only(kafka_bootstrap):
     assert 2.8 <= limited <= 5.0, out.stdout
     assert unlimited < 1.0, out.stdout
     assert "limits now: {'mail': False}" in out.stdout
+
+
+def test_schema_registry_example_reads_history_with_the_registrys_deserializer(kafka_bootstrap):
+    assert os.environ.get("KADENCE_DEV_SCHEMA_REGISTRY_URL"), "run under scripts/devstack.py run (make test)"
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs/examples/schema_registry.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("BACKWARD_TRANSITIVE") == 3, out.stdout
+    assert "result: Hello, registry!" in out.stdout
+    events = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("history:")]
+    assert events[0] == ["hello-registry", "1", "WorkflowExecutionStarted"], out.stdout
+    assert events[-1][2] == "WorkflowExecutionCompleted", out.stdout
