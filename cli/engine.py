@@ -58,12 +58,12 @@ def _serve(make, metrics_port: int | None, metrics_host: str, config: KafkaConfi
     registry = CollectorRegistry()
     faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
-    service = make(registry)
-    if metrics_port is not None:
-        serve_health(config, metrics_port, metrics_host, registry, lambda: service.started)
-    signal.signal(signal.SIGTERM, lambda *_: service.stop())
-    signal.signal(signal.SIGINT, lambda *_: service.stop())
     try:
+        service = make(registry)  # (a schema registry that does not answer stops it here)
+        if metrics_port is not None:
+            serve_health(config, metrics_port, metrics_host, registry, lambda: service.started)
+        signal.signal(signal.SIGTERM, lambda *_: service.stop())
+        signal.signal(signal.SIGINT, lambda *_: service.stop())
         service.run()
     except KadenceError as exc:
         click.echo(f"error: {exc}", err=True)
