@@ -139,13 +139,15 @@ class DiskShardStore:
             return []
         prefix = b"h" + workflow_id.encode() + b"\x00"
         out = []
-        write_version = self._event_codec.write_version
+        body_of = self._event_codec.current_body
         for key, raw in self._range(prefix, prefix + _SEQ.pack(since + 1)):
             if upto is not None and _SEQ.unpack(key[-8:])[0] > upto:
                 break
             # kept encoded only when in the version this process writes (a pinned writer's
-            # tasks must not carry bodies of a newer schema: serde.write_version)
-            out.append(Encoded(raw[2:]) if raw[1] == write_version else self._event_codec.decode(raw))
+            # tasks must not carry bodies of a newer schema: serde.write_version), in either
+            # wire format (decision 0056)
+            body = body_of(raw)
+            out.append(Encoded(body) if body is not None else self._event_codec.decode(raw))
         return out
 
     def _range(self, prefix: bytes, start: bytes) -> Iterator[tuple[bytes, bytes]]:

@@ -16,7 +16,6 @@ import shutil
 import tempfile
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,8 +24,6 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from kadence.schemas.records import WorkflowState
-from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.codec_metrics import register_codec_metrics
@@ -41,20 +38,20 @@ from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.partitioner import partition_for
 from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.produce import produce_waiting
-from kadence.topics.records import command, history_key, now_ms
-from kadence.topics.tracing import Tracer, TraceRef, record_ref
+from kadence.topics.records import command, now_ms
+from kadence.topics.tracing import Tracer, record_ref
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
 from .builds import BacklogReporter, BuildDefaults
 from .deadlines import DeadlineIndex
 from .disk_store import DiskShardStore
-from .effects import BatchView, Outbox, count_history_bytes, reply
+from .effects import BatchView, Outbox, reply
+from .outputs import OutputWriter, reply_partition
 from .processor_config import ProcessorConfig, claim_state_dir, group_membership
 from .processor_metrics import ProcessorMetrics
 from .shard_store import ShardStore
-from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
-from .timer_service import choose_tier
+from .traced import traced_transition
 
 __all__ = ["EXIT_TXN_STALLED", "HistoryProcessor", "ProcessorConfig"]
 
@@ -68,61 +65,6 @@ EXIT_TXN_STALLED = 75
 #: hung transaction calls, given up on and still not returned, that one process tolerates before
 #: it exits with EXIT_TXN_STALLED (each holds a librdkafka client and a thread)
 MAX_HUNG_PRODUCERS = 8
-
-
-def reply_partition(instance_id: str, partitions: int) -> int:
-    """The one ``{ns}.replies`` partition an instance writes its replies to (decision 0029).
-
-    Every client reads all of that topic's partitions (a reply is found by its key, the request
-    ID), so where a reply lands changes nothing for its reader; one partition per instance
-    instead of one per request ID saves each transaction a Produce request, and the broker's
-    partition check and commit marker, for every other replies partition it would have touched.
-    Instances spread over the partitions by the hash of their stable ID."""
-    return zlib.crc32(instance_id.encode()) % partitions
-
-
-def _run_trace(st: WorkflowState | None) -> TraceRef | None:
-    """The trace context of a running run that is traced, else None."""
-    if st is None or st["status"] != "running":
-        return None
-    trace_id, span_id = st.get("trace_id"), st.get("span_id")
-    if trace_id is None or span_id is None:
-        return None
-    return trace_id, span_id
-
-
-def traced_transition(
-    tracer: Tracer,
-    cmd: dict[str, Any],
-    view: BatchView,
-    out: Outbox,
-    ts: int,
-    mark: tuple[int, ...],
-    parent: TraceRef | None,
-) -> None:
-    """``transition``, in a ``kadence.process`` span when the command or its running run is
-    traced (``topics.tracing``): a child of the command's context, else of the run's (what a
-    timer or timeout causes joins the run's trace). What it writes carries the span's
-    context, and a run the command starts (a start, continue-as-new, reset) keeps it. A
-    traced query or result request on an untraced run gets its span and leaves the run
-    untraced (else one sampled caller would trace the rest of someone else's run).
-    ``mark``: the outbox's mark before the command (``Outbox.mark``)."""
-    wf = cmd["aggregate_key"]
-    st = view.state(wf)
-    if parent is None:
-        parent = _run_trace(st)
-        if parent is None:
-            transition(cmd, view, out, ts)  # untraced: the common case costs the look-up above
-            return
-    run_before = st["run_id"] if st is not None else None
-    btype = cmd["body"][0]
-    # one attribute: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)
-    with tracer.child(f"kadence.process {btype}", parent, {"kadence.workflow_id": wf}) as ref:
-        transition(cmd, view, out, ts)
-    out.stamp(mark, ref)
-    st = view.state(wf)
-    if st is not None and st["run_id"] != run_before and st.get("trace_id") is None:
-        st["trace_id"], st["span_id"] = ref
 
 
 class HistoryProcessor:
@@ -151,8 +93,6 @@ class HistoryProcessor:
         #: per shard: the activity timeouts of its workflows (decision 0026)
         self._deadlines: dict[int, DeadlineIndex] = {}
         self._state_dir: Path | None = None
-        self._known_queues: set[str] = set()
-        self._known_builds: set[tuple[str, str]] = set()
         self._builds = BuildDefaults(config.kafka, registry)
         self._task_retry = config.task_retry
         self._backlog = (
@@ -160,13 +100,16 @@ class HistoryProcessor:
             if config.build_backlog_interval_s > 0
             else None
         )
-        # in a schema registry's wire format if one is configured (decision 0056): looked up now
-        self._cmd_codec, self._event_codec, self._reply_codec = serde.public_codecs(self.topics)
+        self._outputs = OutputWriter(
+            self.topics,
+            self._produce,
+            task_max_bytes=config.task_max_bytes,
+            oversized_tasks=self.metrics.tasks_without_events,
+        )
+        self._cmd_codec = self._outputs.cmd_codec
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
         self.committed_batches = 0
-        #: where this instance's replies go (``reply_partition``; set when the topics are checked)
-        self._reply_partition = 0
         #: how many partitions ``{ns}.commands`` has (set when the topics are checked)
         self._command_partitions = 0
         #: partitions paused while a batch is processed (``_pause_fetching``)
@@ -301,7 +244,7 @@ class HistoryProcessor:
 
     def _check_topics(self) -> None:
         have = self.topics.require(self.topics.processor_topics())
-        self._reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
+        self._outputs.reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
         self._command_partitions = have[self.topics.commands]
 
     def _shutdown(self) -> None:
@@ -624,7 +567,7 @@ class HistoryProcessor:
         self._watchdog.begin()
         try:
             producer.begin_transaction()
-            self._produce_outputs(views, outboxes, dead)
+            self._outputs.write(views, outboxes, dead)
             tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
             group = self._live_consumer.consumer_group_metadata()
             self._guarded(lambda: producer.send_offsets_to_transaction(tps, group, 30))
@@ -669,98 +612,6 @@ class HistoryProcessor:
 
     def _produce(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None = None) -> None:
         produce_waiting(self._live_producer, topic, value, key, partition=partition, wait_s=0.01)
-
-    def _produce_outputs(self, views: dict[int, BatchView], outboxes: dict[int, Outbox], dead: list[Any]) -> None:
-        event_codec, reply_codec = self._event_codec, self._reply_codec
-        state_codec = serde.codec("WorkflowState")
-        wt_codec, at_codec = serde.codec("WorkflowTask"), serde.codec("ActivityTask")
-        timer_codec = serde.codec("TimerRecord")
-        for p, out in outboxes.items():
-            view = views[p]
-            for wf, ev in out.events:
-                raw = event_codec.encode(ev)
-                view.raw_events[ev["event_id"]] = raw
-                count_history_bytes(view.states.get(wf), ev, len(raw))
-                self._produce(self.topics.history, raw, history_key(wf, ev["run_id"], ev["seq"]).encode(), p)
-            for wf, st in view.states.items():
-                raw = state_codec.encode(st)
-                view.raw_states[wf] = raw
-                self._produce(self.topics.state, raw, wf.encode(), p)
-            for wf in view.tombstones():  # archival purge: the state record is deleted
-                self._produce(self.topics.state, None, wf.encode(), p)
-            for kind, queue, task in out.tasks:
-                self._ensure_queue(queue)
-                if kind == "workflow":
-                    build = task["build_id"]
-                    topic = self.topics.workflow_tasks(queue) if build is None else self._ensure_build(queue, build)
-                    raw = wt_codec.encode(task)
-                    if len(raw) > self.config.task_max_bytes:
-                        # too large for one record (the transaction would fail, again and again):
-                        # the worker reads the events from the history topic, committed with it
-                        raw = wt_codec.encode({**task, "events": [], "history_in_topic": True})
-                        self.metrics.tasks_without_events.inc()
-                    self._produce(topic, raw, task["workflow_id"].encode())
-                elif kind == "activity":  # an "eager" one rides in its reply (``activities.send_eager``)
-                    self._produce(
-                        self.topics.activity_tasks(queue), at_codec.encode(task), task["workflow_id"].encode()
-                    )
-            for answer in out.replies:
-                answer["history_seq"] = views[p].seq_reached(answer["workflow_id"], answer["run_id"])
-                self._produce(
-                    self.topics.replies,
-                    reply_codec.encode(answer),
-                    answer["request_id"].encode(),
-                    self._reply_partition,
-                )
-            for wf, body_type, body, run_id, request_id, ref in out.commands:
-                self._produce(
-                    self.topics.commands,
-                    self._cmd_codec.encode(
-                        command(
-                            wf,
-                            body_type,
-                            body,
-                            run_id=run_id,
-                            request_id=request_id,
-                            trace_id=ref and ref[0],
-                            span_id=ref and ref[1],
-                        )
-                    ),
-                    wf.encode(),
-                )
-            now = now_ms()
-            for timer in out.timers:
-                self._produce(
-                    self.topics.timers(choose_tier(timer["fire_at_ms"] - now)),
-                    timer_codec.encode(timer),
-                    timer["workflow_id"].encode(),
-                )
-        for msg, reason, exc in dead:
-            record = {
-                "origin_topic": msg.topic(),
-                "origin_partition": msg.partition(),
-                "origin_offset": msg.offset(),
-                "key": msg.key(),
-                "value": msg.value(),
-                "reason": f"{reason}: {exc}"[:2000],
-                "error_type": type(exc).__name__,
-                "component": "history-processor",
-                "timestamp_ms": now_ms(),
-            }
-            self._produce(self.topics.dlq, serde.encode("DeadLetter", record), msg.key())
-            log.warning("dead-lettered %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), reason)
-
-    def _ensure_queue(self, queue: str) -> None:
-        if queue not in self._known_queues:
-            self.topics.ensure_queue(queue)
-            self._known_queues.add(queue)
-
-    def _ensure_build(self, queue: str, build: str) -> str:
-        """The workflow-task topic of a build, created on first use (like a queue's topics)."""
-        if (queue, build) not in self._known_builds:
-            self.topics.ensure_build(queue, build)
-            self._known_builds.add((queue, build))
-        return self.topics.build_tasks(queue, build)
 
     def _on_txn_error(self, exc: KafkaException) -> None:
         err = exc.args[0] if exc.args else None

@@ -142,25 +142,28 @@ class SchemaRegistry:
                         f"{what}: not in the schema registry at {shown(self.url)} (error {exc.error_code}); "
                         "run `kadence topics apply` with the registry configured"
                     ) from None
-                if status == 409 or (status == 422 and "ncompatib" in str(exc.error_message)):
+                if status in (409, 422) and "ncompatib" in str(exc.error_message):
                     raise IncompatibleSchemaError(
                         f"{what}: the schema registry refused the schema as incompatible ({COMPATIBILITY}): "
                         f"{exc.error_message}"
                     ) from None
-                if status is not None and 400 <= status < 500:
+                if status is not None and 400 <= status < 500 and status != 409:
                     raise ConfigError(
                         f"{what}: the schema registry answered HTTP {status}: {exc.error_message}"
                     ) from None
+                # a 5xx, or a 409 conflict without incompatibility: two registrations of the same
+                # schema at once (Apicurio answers one of them so); tried again
                 failure: BaseException = exc
             except self._transport_errors as exc:  # the registry does not answer
                 failure = exc
             if attempt < _TRIES:
                 time.sleep(pause)
                 pause *= 2
-        log.warning("the schema registry at %s did not answer %s (%s)", shown(self.url), what, type(failure).__name__)
+        status = getattr(failure, "http_status_code", None)
+        why = f"HTTP {status}" if status is not None else type(failure).__name__
+        log.warning("the schema registry at %s did not answer %s (%s)", shown(self.url), what, why)
         raise SchemaRegistryUnavailableError(
-            f"the schema registry at {shown(self.url)} did not answer {what} after {_TRIES} tries: "
-            f"{type(failure).__name__}"
+            f"the schema registry at {shown(self.url)} did not answer {what} after {_TRIES} tries: {why}"
         ) from failure
 
     # -- writing ---------------------------------------------------------------------------------

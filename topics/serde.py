@@ -173,6 +173,8 @@ class Codec:
         self._standalone_schema: Any = None
         #: (registry URL, schema ID) -> whether that schema is today's (the generated reader reads it)
         self._current_ids: dict[tuple[str, int], bool] = {}
+        #: the schema IDs this process writes this record with (``RegistryCodec``)
+        self._written_ids: set[int] = set()
         #: records of an older schema version decoded (through fastavro, not the generated
         #: reader), by version: a rolling upgrade's old records, or a writer pinned to an old version
         self.old_version_decodes: dict[int, int] = {}
@@ -271,6 +273,16 @@ class Codec:
         stripped: dict[str, Any] = _strip_names(value)
         return stripped
 
+    def current_body(self, raw: bytes) -> bytes | None:
+        """The Avro body of a record written in the version this process writes, in either format
+        (a registry's schema ID known here to be that version's), else None: such a body can be
+        passed on without decoding it (``Encoded``)."""
+        if raw[0] == MAGIC:
+            return raw[2:] if raw[1] == self.write_version else None
+        if raw[0] == CONFLUENT_MAGIC and int.from_bytes(raw[1:5], "big") in self._written_ids:
+            return raw[5:]
+        return None
+
     def _decode_registered(self, data: bytes, registry: SchemaRegistry | None) -> dict[str, Any]:
         schema_id = int.from_bytes(data[1:5], "big")
         registry = registry or _process_registry()
@@ -318,6 +330,7 @@ class RegistryCodec:
         self.codec = codec(record)
         self.record, self.topic, self.registry = record, topic, registry
         self.schema_id = registry.schema_id(topic, record, self.codec.write_version)
+        self.codec._written_ids.add(self.schema_id)
         self._prefix = bytes((CONFLUENT_MAGIC,)) + self.schema_id.to_bytes(4, "big")
 
     def encode(self, value: Mapping[str, Any]) -> bytes:

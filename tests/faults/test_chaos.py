@@ -31,6 +31,7 @@ from kadence.readmodels import VisibilityReader
 from kadence.testing import PartitionProbes
 from kadence.topics import Catalogue, KafkaConfig
 from kadence.topics.queue_limits import set_queue_limit
+from kadence.topics.schema_registry import register_topics
 from tests.faults.chaos import checker
 from tests.faults.chaos.brokers import CLUSTER_FAULTS, ClusterBrokers
 from tests.faults.chaos.cluster import MINIMUM_FAULTS, Cluster, plan_faults
@@ -139,16 +140,26 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
         f"\nchaos: seed {seed} (KADENCE_CHAOS_SEED={seed} reproduces the fault plan), {seconds:.0f} s, "
         f"{workflows} workflows, {'a three-node cluster' if replicated else 'one broker'}, logs in {logdir}"
     )
+    # KADENCE_CHAOS_SCHEMA_REGISTRY=1 (with the dev stack's registry): every process writes the
+    # public topics in the Confluent wire format (decision 0056), under the same faults
+    registry_url = os.environ.get("KADENCE_DEV_SCHEMA_REGISTRY_URL", "")
+    if os.environ.get("KADENCE_CHAOS_SCHEMA_REGISTRY") == "1":
+        assert registry_url, "KADENCE_CHAOS_SCHEMA_REGISTRY=1 needs the dev stack's schema registry"
+        monkeypatch.setenv("KADENCE_SCHEMA_REGISTRY_URL", registry_url)  # the processes it starts
+        print(f"chaos: public topics in the schema registry's format ({registry_url})")
     config = KafkaConfig(
         bootstrap=broker.bootstrap,
         namespace=f"c{uuid.uuid4().hex[:8]}",
         partitions=4,
         replication=3 if replicated else 1,
+        schema_registry_url=os.environ.get("KADENCE_SCHEMA_REGISTRY_URL", ""),
     )
     if replicated:
         broker = ClusterBrokers(broker, config, rng)
     own_broker = broker
     Catalogue(config).apply()
+    if config.schema_registry_url:
+        register_topics(Catalogue(config), config.schema_registry_url)
     Catalogue(config).ensure_queue(TASK_QUEUE)
     if seed % 2:
         # rate limits under faults (issue 46): odd seeds pace one activity type, at a rate the

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from kadence import ActivityError, KadenceError, Worker, WorkflowAlreadyStartedError, WorkflowFailureError
-from kadence.processors.history_processor import reply_partition
+from kadence.processors.outputs import reply_partition
 from kadence.samples import order_fulfilment as sample
 from kadence.topics import Catalogue
 

@@ -60,6 +60,9 @@ class _Refusing:
         (ClientError(404, 40401, "Subject not found"), SchemaNotRegisteredError, 1),
         (ClientError(409, 409, "Incompatible schema"), IncompatibleSchemaError, 1),
         (ClientError(503, 50301, "busy"), SchemaRegistryUnavailableError, 4),
+        # two registrations of one schema at once: Apicurio answers one with a conflict
+        (ClientError(409, 0, "An artifact version 'null' ... already exists."), SchemaRegistryUnavailableError, 4),
+        (ClientError(400, 42201, "Invalid schema"), ConfigError, 1),
         (httpx2.ConnectError("refused"), SchemaRegistryUnavailableError, 4),
     ],
 )
@@ -76,3 +79,21 @@ def test_each_registry_failure_is_a_typed_error_and_only_an_outage_is_retried(mo
 def test_a_registry_url_that_is_not_http_is_refused():
     with pytest.raises(ConfigError, match="not an http"):
         schema_registry.SchemaRegistry("ftp://registry")
+
+
+class _Down:
+    """A registry that does not answer."""
+
+    url = "http://down.invalid/apis/ccompat/v6"
+
+    def writer_schema(self, schema_id):
+        raise SchemaRegistryUnavailableError(f"the schema registry did not answer schema ID {schema_id}")
+
+
+def test_a_registry_outage_while_reading_is_not_a_schema_error_so_the_record_is_not_dead_lettered():
+    """The processor dead-letters what raises SchemaError; an outage must escape that (it stops
+    the processor before its transaction commits, and the restart reads the record again)."""
+    assert not issubclass(SchemaRegistryUnavailableError, SchemaError)
+    raw = serde.codec("Command").encode(command("wf", "AwaitWorkflowResult", {"wait": False}))
+    with pytest.raises(SchemaRegistryUnavailableError):
+        serde.codec("Command").decode(b"\0\0\0\0\x07" + raw[2:], _Down())
