@@ -159,8 +159,8 @@ class SchemaRegistry:
             if attempt < _TRIES:
                 time.sleep(pause)
                 pause *= 2
-        status = getattr(failure, "http_status_code", None)
-        why = f"HTTP {status}" if status is not None else type(failure).__name__
+        code = getattr(failure, "http_status_code", None)
+        why = f"HTTP {code}" if code is not None else type(failure).__name__
         log.warning("the schema registry at %s did not answer %s (%s)", shown(self.url), what, why)
         raise SchemaRegistryUnavailableError(
             f"the schema registry at {shown(self.url)} did not answer {what} after {_TRIES} tries: {why}"
