@@ -19,7 +19,6 @@ Futures are ``concurrent.futures.Future``; asyncio callers wrap them with ``asyn
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures as cf
 import logging
 import math
@@ -43,12 +42,11 @@ from .errors import (
     WrongPartitionError,
 )
 from .kafka_access import metadata
-from .partitioner import partition_for
 from .polling import poll_ready
 from .produce import produce_waiting
 from .records import command
 from .replacing_producer import ReplacingProducer
-from .scan import RangeReader
+from .run_histories import RunHistories
 from .tracing import FROM_CALLER, FromCaller, Tracer, TraceRef
 
 __all__ = ["EngineClient"]
@@ -61,16 +59,6 @@ def _close_quietly(consumer: Consumer) -> None:
         consumer.close()
     except (KafkaException, RuntimeError) as exc:
         log.debug("closing a replaced reply consumer: %s", exc)
-
-
-#: runs whose history ``read_history`` keeps, to read only what was appended next time, and at
-#: most how many events in all (a run over it is read whole each time)
-HISTORY_RUNS_KEPT = 64
-HISTORY_EVENTS_KEPT = 100_000
-#: runs whose latest history seq this client has seen in a reply (read your writes: ``read_history``)
-SEQS_KEPT = 10_000
-#: how long a history read waits for the events a reply it received said were recorded
-SEQ_WAIT_S = 5.0
 
 
 class EngineClient:
@@ -95,14 +83,6 @@ class EngineClient:
         #: hold back what a read_committed consumer may see
         self.replies_stall_s = replies_stall_s
         self._consumer_factory = consumer_factory
-        #: read_history: (workflow ID, run ID) -> (events by key, offset read up to), oldest first
-        self._histories: collections.OrderedDict[tuple[str, str], Any] = collections.OrderedDict()
-        #: (workflow_id, run_id) -> the highest history seq a reply to this client said the run
-        #: had reached (``Reply.history_seq``); a history read returns at least that far
-        self._seen_seqs: collections.OrderedDict[tuple[str, str], int] = collections.OrderedDict()
-        self._history_lock = threading.Lock()
-        self._history_consumer: Consumer | None = None
-        self._end_consumer: Consumer | None = None
         #: replies partition -> the offset after the last record the reply consumer delivered
         self._reply_pos: dict[int, int] = {}
         #: replies partition -> when the reply consumer last delivered a record of it, or was
@@ -128,6 +108,8 @@ class EngineClient:
         self.topics = Catalogue(config)
         #: the public topics' codecs: the registry's wire format when one is configured (decision 0056)
         self.command_codec, self.history_codec, self.reply_codec = serde.public_codecs(self.topics)
+        #: the history reads (``read_history``), read your writes through the replies' history seqs
+        self.histories = RunHistories(config, self.topics.history, lambda: self.partitions, self.history_codec)
         conf = config.producer(**{"linger.ms": config.client_linger_ms})
         self._producer_conf = conf
         #: the largest command this client can produce (librdkafka's default unless configured)
@@ -254,23 +236,11 @@ class EngineClient:
                     continue
                 with self._lock:
                     fut = self._forget(reply["workflow_id"], reply["request_id"])
-                    self._saw_seq(reply)
+                    self.histories.saw(reply["workflow_id"], reply.get("run_id"), reply.get("history_seq"))
                 if fut is not None and not fut.done():
                     fut.set_result(reply)
             if self.replies_stall_s > 0 and waiting:
                 self._check_replies()
-
-    def _saw_seq(self, reply: dict[str, Any]) -> None:
-        """Remember how far the run's history had come when the engine answered (under _lock)."""
-        seq, run_id = reply.get("history_seq"), reply.get("run_id")
-        if not seq or not run_id:
-            return
-        key = (reply["workflow_id"], run_id)
-        if self._seen_seqs.get(key, 0) < seq:
-            self._seen_seqs[key] = seq
-            self._seen_seqs.move_to_end(key)
-            if len(self._seen_seqs) > SEQS_KEPT:
-                self._seen_seqs.popitem(last=False)
 
     def _check_replies(self) -> None:
         """Replace the reply consumer when it stopped fetching (run by the reply thread while a
@@ -577,111 +547,10 @@ class EngineClient:
             self._forget(workflow_id, request_id)
 
     def read_history(self, workflow_id: str, run_id: str, *, timeout: float = 30.0) -> list[dict[str, Any]]:
-        """Every history event of one run, in order (copies: the caller may change them).
-
-        Scans the workflow's history partition, once: the events of the last ``HISTORY_RUNS_KEPT``
-        runs read (``HISTORY_EVENTS_KEPT`` events at most) are kept, in order, with the offset
-        reached, and a later read of the same run only fetches what was appended since (a console
-        following an open run, a page read again). One consumer, kept, serves every read (and
-        one more asks for the partition's high watermark). Tombstones delete their event: an
-        archived run reads as empty here (``kadence.topics.archive.read_history`` falls back to
-        the archive).
-
-        Read your writes: every event whose transaction committed before the call is returned,
-        including those of a transaction whose reply the caller has read while the history
-        partition's commit marker was not yet written (Kafka writes them partition by partition).
-        Events of transactions still open at the call are waited for up to ``scan.SETTLE_S``.
-        And a run for which a reply to this client said its history had reached seq N is read
-        at least to N (for up to ``SEQ_WAIT_S``): whatever the broker shows a reader, the caller
-        sees the events of the commands it was answered for.
-        """
-        deadline = time.monotonic() + SEQ_WAIT_S
-        while True:
-            events = self._read_history(workflow_id, run_id, timeout)
-            with self._lock:
-                need = self._seen_seqs.get((workflow_id, run_id), 0)
-            # none at all: an archived run (its events are tombstones), read from the archive
-            if not events or events[-1]["seq"] >= need or time.monotonic() >= deadline:
-                if events and events[-1]["seq"] < need:
-                    log.warning(
-                        "the history of workflow %s run %s reads to seq %d, short of the %d a reply reported",
-                        workflow_id,
-                        run_id,
-                        events[-1]["seq"],
-                        need,
-                    )
-                return events
-            time.sleep(0.02)  # the broker has not shown them yet: read again from where this read stopped
-
-    def _read_history(self, workflow_id: str, run_id: str, timeout: float) -> list[dict[str, Any]]:
-        topic = self.topics.history
-        part = partition_for(workflow_id, self.partitions)
-        prefix = f"{workflow_id}/{run_id}/".encode()
-        with self._history_lock:
-            if self._history_consumer is None:
-                self._history_consumer = Consumer(self.config.consumer(None))
-                # asks for the high watermark: a read_committed consumer is told the last stable offset
-                self._end_consumer = Consumer(self.config.consumer(None, **{"isolation.level": "read_uncommitted"}))
-            consumer = self._history_consumer
-            tp = TopicPartition(topic, part)
-            # Read your writes: a transaction's commit markers are written partition by partition,
-            # so a reply of the engine can be read while the history partition's last stable
-            # offset is still short of the events of the same transaction. The read goes on to
-            # the high watermark (every record written before it began) and waits up to
-            # scan.SETTLE_S past the last stable offset for the transactions still open.
-            low, stable = consumer.get_watermark_offsets(tp, timeout=timeout)
-            end_consumer = self._end_consumer
-            assert end_consumer is not None, "made with the history consumer"
-            _low, high = end_consumer.get_watermark_offsets(tp, timeout=timeout)
-            kept = self._histories.pop((workflow_id, run_id), None)
-            if kept is not None and kept[1] >= low:
-                events, pos, ordered = kept
-            else:
-                events, pos, ordered = {}, low, []
-            if pos < high:
-                events = dict(events)
-                pos = self._scan_history(
-                    consumer, tp, pos, max(high, stable), stable, prefix, events, workflow_id, timeout
-                )
-                ordered = sorted(events.values(), key=lambda e: e["seq"])
-            self._histories[(workflow_id, run_id)] = (events, pos, ordered)
-            total = sum(len(kept[0]) for kept in self._histories.values())
-            while self._histories and (len(self._histories) > HISTORY_RUNS_KEPT or total > HISTORY_EVENTS_KEPT):
-                _key, (dropped, _pos, _ordered) = self._histories.popitem(last=False)
-                total -= len(dropped)
-            return [dict(e) for e in ordered]
-
-    def _scan_history(
-        self,
-        consumer: Consumer,
-        tp: TopicPartition,
-        start: int,
-        high: int,
-        stable: int,
-        prefix: bytes,
-        events: dict[bytes, dict[str, Any]],
-        workflow_id: str,
-        timeout: float,
-    ) -> int:
-        """Read ``tp`` from ``start`` towards ``high`` into ``events`` (the keys starting with
-        ``prefix``); returns the offset reached (``stable`` or more)."""
-        codec = self.history_codec
-        reader = RangeReader(
-            consumer, tp, start, high, stall_s=timeout, settle_from=stable, what=f"the history of {workflow_id!r}"
-        )
-        try:
-            for msg in reader:
-                key = msg.key()
-                if key and key.startswith(prefix):
-                    if msg.value():
-                        event = codec.decode(msg.value())
-                        event["_offset"] = msg.offset()
-                        events[key] = event
-                    else:  # a tombstone: the event was archived (kadence.topics.archive)
-                        events.pop(key, None)
-        finally:
-            consumer.unassign()
-        return reader.position
+        """Every history event of one run, in order (copies), read incrementally and cached, read
+        your writes (``kadence.topics.run_histories``). Tombstones delete their event: an archived
+        run reads as empty here (``kadence.topics.archive.read_history`` falls back to the archive)."""
+        return self.histories.read(workflow_id, run_id, timeout)
 
     async def history(self, workflow_id: str, run_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
         """(run_id, events) of a run; the current run when ``run_id`` is None."""
@@ -699,8 +568,7 @@ class EngineClient:
         """The run's events, read at least through ``seq`` (events known committed: a workflow
         task sent without its events was written in their transaction); ``NoReplyError`` when
         the broker does not show them within ``SEQ_WAIT_S``."""
-        with self._lock:
-            self._saw_seq({"workflow_id": workflow_id, "run_id": run_id, "history_seq": seq})
+        self.histories.saw(workflow_id, run_id, seq)
         events = await asyncio.get_running_loop().run_in_executor(None, self.read_history, workflow_id, run_id)
         if seq and (not events or events[-1]["seq"] < seq):
             reached = events[-1]["seq"] if events else 0
@@ -717,12 +585,7 @@ class EngineClient:
             return
         self._producer.flush(5)
         self._closed.set()
-        with self._history_lock:
-            for consumer in (self._history_consumer, self._end_consumer):
-                if consumer is not None:
-                    consumer.close()
-            self._history_consumer = self._end_consumer = None
-            self._histories.clear()
+        self.histories.close()
         with self._replies_lock:
             thread, consumer = self._thread, self._replies
         if thread is not None:

@@ -17,7 +17,7 @@ from kadence.processors.effects import BatchView, Outbox
 from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
 from kadence.topics import Catalogue, serde
-from kadence.topics import engine_client as engine_module
+from kadence.topics import run_histories as engine_module
 from kadence.topics.partitioner import partition_for
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import command, history_key, now_ms
@@ -133,7 +133,7 @@ async def test_a_read_returns_at_least_as_far_as_a_reply_said_the_history_had_co
     async with Worker(client, task_queue="q", workflows=[Collector]):
         handle = await client.start_workflow(Collector, 3, id="ryw-seq", task_queue="q")
         await handle.signal("add", "a")
-        need = client.engine._seen_seqs[("ryw-seq", handle.run_id)]
+        need = client.engine.histories.seen("ryw-seq", handle.run_id)
         real_reader, reads = engine_module.RangeReader, []
 
         class ShortFirstRead:
