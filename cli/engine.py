@@ -13,7 +13,7 @@ import sys
 import click
 
 from kadence.processors.processor_config import ProcessorConfig
-from kadence.processors.timer_service import TimerConfig
+from kadence.processors.timer_config import TimerConfig
 from kadence.topics import KadenceError, KafkaConfig
 from kadence.topics.settings import click_options, given_options
 

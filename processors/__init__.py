@@ -10,7 +10,8 @@ from .history_processor import HistoryProcessor, ProcessorConfig
 from .shard_store import ShardStore
 from .state_machine import transition
 from .store import MemoryShardStore, restore_shard
-from .timer_service import TimerConfig, TimerService, choose_tier
+from .timer_config import TimerConfig, choose_tier
+from .timer_service import TimerService
 
 __all__ = [
     "BatchView",

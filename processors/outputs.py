@@ -21,7 +21,7 @@ from kadence.topics.catalogue import Catalogue
 from kadence.topics.records import command, history_key, now_ms
 
 from .effects import BatchView, Outbox, count_history_bytes
-from .timer_service import choose_tier
+from .timer_config import choose_tier
 
 __all__ = ["OutputWriter", "reply_partition"]
 

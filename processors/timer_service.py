@@ -30,207 +30,41 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
 
-from kadence.topics import serde, settings
+from kadence.topics import serde
 from kadence.topics.broker_wait import assign_at_committed, until_broker_answers
 from kadence.topics.catalogue import TIMER_TIERS_MS, Catalogue
 from kadence.topics.codec_metrics import register_codec_metrics
-from kadence.topics.config import PAUSING_FETCH_WAIT_MS, KafkaConfig
-from kadence.topics.consumer_lag import LagSampler, lag_gauge
-from kadence.topics.errors import BrokerUnavailableError, ConfigError, SchemaError
+from kadence.topics.config import PAUSING_FETCH_WAIT_MS
+from kadence.topics.errors import BrokerUnavailableError, SchemaError
 from kadence.topics.polling import raise_if_refused
 from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command
 from kadence.topics.replacing_producer import ReplacingProducer
-from kadence.topics.settings import session_timeout_setting, setting
 
-__all__ = ["NEAR_TIER", "TimerConfig", "TimerService", "choose_tier"]
+from .timer_config import NEAR_TIER, TIERS_ASC, TimerConfig, choose_tier
+from .timer_metrics import TimerMetrics
+from .timer_records import AcceptedTimer, TierPartition
+
+__all__ = ["TimerService"]
 
 log = logging.getLogger(__name__)
 
-#: tiers from the finest to the coarsest
-_TIERS_ASC: tuple[tuple[str, int], ...] = tuple(sorted(TIMER_TIERS_MS.items(), key=lambda kv: kv[1]))
-#: the tier that is read eagerly into the in-memory heap
-NEAR_TIER = _TIERS_ASC[0][0]
 #: a near-tier record due later than this is not held in memory but sent to a coarser tier
 #: (records reach the near tier with less than the next tier's delay left: 10 s, plus slack)
-_NEAR_GUARD_MS = 2 * _TIERS_ASC[1][1]
-
-
-def choose_tier(remaining_ms: int) -> str:
-    """The delay tier for a timer due in ``remaining_ms``: the largest tier whose delay is at most
-    the remaining time, or the smallest tier when the timer is due sooner than that (or overdue)."""
-    chosen = NEAR_TIER
-    for name, delay in _TIERS_ASC:
-        if delay > remaining_ms:
-            break
-        chosen = name
-    return chosen
+_NEAR_GUARD_MS = 2 * TIERS_ASC[1][1]
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TimerConfig:
-    """A timer service's settings: each read from its environment variable by ``from_env`` and
-    offered as a ``kadence timers`` option (``topics.settings``)."""
-
-    kafka: KafkaConfig
-    instance_id: str = setting(
-        default_factory=socket.gethostname,
-        env="KADENCE_TIMERS_ID",
-        help="stable per instance slot; names the instance's group member and its logs; default: host name",
-    )
-    session_timeout_ms: int = session_timeout_setting()
-    max_batch: int = setting(
-        500, env="KADENCE_TIMERS_MAX_BATCH", help="most records taken from the consumer in one step"
-    )
-    near_capacity: int = setting(
-        200_000,
-        env="KADENCE_TIMERS_NEAR_CAPACITY",
-        help="near-tier timers held in memory before the near partitions are paused (a safety valve "
-        "for a backlog; normally the near window holds ~10 s of timers)",
-    )
-    commit_interval_ms: int = setting(
-        500, env="KADENCE_TIMERS_COMMIT_INTERVAL_MS", help="how often acknowledged progress is committed"
-    )
-    log_interval_s: float = setting(5.0, env="KADENCE_TIMERS_LOG_INTERVAL_S", help="progress line period while busy")
-    producer_stall_s: float = setting(
-        30.0,
-        env="KADENCE_TIMERS_PRODUCER_STALL_S",
-        help="seconds an output may wait for its acknowledgement while the broker answers before the "
-        "producer is replaced",
-    )
-
-    def __post_init__(self) -> None:
-        if not self.instance_id or any(c.isspace() for c in self.instance_id):
-            raise ConfigError("timer service instance_id must be a non-empty word")
-        if self.max_batch < 1:
-            raise ConfigError("max_batch must be >= 1")
-        if self.near_capacity < 2:
-            raise ConfigError("near_capacity must be >= 2")
-        if self.commit_interval_ms < 1:
-            raise ConfigError("commit_interval_ms must be >= 1")
-        if self.producer_stall_s <= 0:
-            raise ConfigError("producer_stall_s must be > 0")
-
-    @classmethod
-    def from_env(cls, kafka: KafkaConfig, env: Mapping[str, str] | None = None, **overrides: Any) -> TimerConfig:
-        """The settings from the environment (``overrides`` win: command-line options, tests)."""
-        return settings.from_env(cls, env, kafka=kafka, **overrides)
-
-
-class _Metrics:
-    """The timer service's families; every one carries ``namespace``, bound here."""
-
-    def __init__(self, registry: CollectorRegistry, namespace: str) -> None:
-        r, ns = registry, ["namespace"]
-        self.fired = Counter(
-            "kadence_timers_fired", "timers fired (FireTimer commands produced)", ns, registry=r
-        ).labels(namespace)
-        self.reenqueued = Counter(
-            "kadence_timers_reenqueued", "timer records moved to a finer tier", ns, registry=r
-        ).labels(namespace)
-        self.dead = Counter(
-            "kadence_timers_dead_letters", "timer records sent to the dead-letter topic", ns, registry=r
-        ).labels(namespace)
-        self.retries = Counter(
-            "kadence_timers_produce_retries", "outputs produced again after a delivery error", ns, registry=r
-        ).labels(namespace)
-        self.lateness = Histogram(
-            "kadence_timers_lateness_seconds",
-            "fire time minus due time",
-            ns,
-            registry=r,
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600),
-        ).labels(namespace)
-        held = Gauge("kadence_timers_held_records", "timer records held in memory", ["namespace", "where"], registry=r)
-        self.held_near = held.labels(namespace, "near")
-        self.held_heads = held.labels(namespace, "head")
-        self.in_flight = Gauge(
-            "kadence_timers_in_flight", "outputs produced and not yet acknowledged", ns, registry=r
-        ).labels(namespace)
-        self.lag = LagSampler(lag_gauge(r), namespace, "timers")
-
-
-class _Part:
-    """State of one assigned partition of a tier topic."""
-
-    __slots__ = (
-        "alive",
-        "committed",
-        "delay_ms",
-        "dirty",
-        "head",
-        "near",
-        "next_offset",
-        "partition",
-        "paused",
-        "pending",
-        "rewind_to",
-        "tier",
-        "topic",
-    )
-
-    def __init__(self, topic: str, partition: int, tier: str) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.tier = tier
-        self.delay_ms = TIMER_TIERS_MS[tier]
-        self.near = tier == NEAR_TIER
-        #: accepted records not yet acknowledged, in offset order (the commit point is the first)
-        self.pending: deque[_Rec] = deque()
-        #: offset after the last accepted record
-        self.next_offset: int | None = None
-        self.committed: int | None = None
-        #: the one record held (far tiers)
-        self.head: _Rec | None = None
-        self.paused = False
-        #: first offset a batch delivered while the partition was paused: fetch it again
-        self.rewind_to: int | None = None
-        self.alive = True
-        self.dirty = False
-
-    def tp(self, offset: int | None = None) -> TopicPartition:
-        if offset is None:
-            return TopicPartition(self.topic, self.partition)
-        return TopicPartition(self.topic, self.partition, offset)
-
-    def commit_point(self) -> int | None:
-        return self.pending[0].offset if self.pending else self.next_offset
-
-
-#: a record's timer before it is decoded (never read: a record that does not decode is dead-lettered)
-_UNDECODED: dict[str, Any] = {}
-
-
-class _Rec:
-    """One accepted timer record, from consumption until its output is acknowledged."""
-
-    __slots__ = ("done", "key", "offset", "out", "part", "timer", "value")
-
-    def __init__(self, part: _Part, offset: int, key: bytes | None, value: bytes | None) -> None:
-        self.part = part
-        self.offset = offset
-        self.key = key
-        self.value = value
-        #: the decoded timer (set when the record is accepted; every later step reads it)
-        self.timer: dict[str, Any] = _UNDECODED
-        self.done = False
-        #: (topic, value, key) of the output in flight, kept for a retry
-        self.out: tuple[str, bytes | None, bytes | None] | None = None
 
 
 class TimerService:
@@ -250,7 +84,7 @@ class TimerService:
         self.topics = Catalogue(config.kafka)
         self.group = f"{self.kafka.namespace}.timers"
         self.registry = registry or CollectorRegistry()
-        self.metrics = _Metrics(self.registry, config.kafka.namespace)
+        self.metrics = TimerMetrics(self.registry, config.kafka.namespace)
         register_codec_metrics(self.registry)
         self._tier_of = {self.topics.timers(t): t for t in TIMER_TIERS_MS}
         self._stop = threading.Event()
@@ -260,13 +94,13 @@ class TimerService:
         self._producer: ReplacingProducer | None = None
         self._timer_codec = serde.codec("TimerRecord")
         self._cmd_codec = serde.topic_codec("Command", self.topics.commands, self.kafka.schema_registry_url)
-        self._parts: dict[tuple[str, int], _Part] = {}
-        self._near: list[Any] = []  # heap of (fire_at_ms, seq, _Rec)
-        self._heads: list[Any] = []  # heap of (wake_at_ms, seq, _Rec)
+        self._parts: dict[tuple[str, int], TierPartition] = {}
+        self._near: list[Any] = []  # heap of (fire_at_ms, seq, AcceptedTimer)
+        self._heads: list[Any] = []  # heap of (wake_at_ms, seq, AcceptedTimer)
         self._n_heads = 0
         self._seq = itertools.count()
         self._near_paused = False
-        self._retry: deque[_Rec] = deque()
+        self._retry: deque[AcceptedTimer] = deque()
         self._fatal: KafkaException | None = None
         self._in_flight = 0
         self._next_commit = 0.0
@@ -402,7 +236,7 @@ class TimerService:
         for tp in partitions:
             tier = self._tier_of.get(tp.topic)
             if tier is not None:
-                self._parts[(tp.topic, tp.partition)] = _Part(tp.topic, tp.partition, tier)
+                self._parts[(tp.topic, tp.partition)] = TierPartition(tp.topic, tp.partition, tier)
         if partitions:
             log.info(
                 "timer service %s assigned %d partitions (%d in all)",
@@ -460,7 +294,7 @@ class TimerService:
             "timer service %s %s %d partitions", self.config.instance_id, "lost" if lost else "released", len(parts)
         )
 
-    def _hand_off(self, parts: list[_Part]) -> None:
+    def _hand_off(self, parts: list[TierPartition]) -> None:
         """Before near-tier partitions are released: re-enqueue their timers that are still waiting
         in the heap, so that the partitions' offsets can be committed past the timers that already
         fired. Otherwise the next owner would read (and fire) all of those again."""
@@ -534,7 +368,7 @@ class TimerService:
 
     def _handle(self, msgs: list[Any]) -> None:
         now = _now_ms()
-        rewound: list[_Part] = []
+        rewound: list[TierPartition] = []
         for i, msg in enumerate(msgs):
             if i & 63 == 63:  # a big batch must not hold back timers falling due meanwhile
                 now = _now_ms()
@@ -564,7 +398,7 @@ class TimerService:
                 elif offset < part.rewind_to:
                     part.rewind_to = offset
                 continue
-            rec = _Rec(part, offset, msg.key(), msg.value())
+            rec = AcceptedTimer(part, offset, msg.key(), msg.value())
             part.pending.append(rec)
             part.next_offset = offset + 1
             try:
@@ -591,7 +425,7 @@ class TimerService:
         if self._n_heads > self.peak_heads:
             self.peak_heads = self._n_heads
 
-    def _accept_near(self, rec: _Rec, now: int) -> None:
+    def _accept_near(self, rec: AcceptedTimer, now: int) -> None:
         fire_at = rec.timer["fire_at_ms"]
         remaining = fire_at - now
         if remaining <= 0:
@@ -607,7 +441,7 @@ class TimerService:
                 )
                 self._check_near_capacity()
 
-    def _accept_far(self, rec: _Rec, enqueued: int, now: int) -> None:
+    def _accept_far(self, rec: AcceptedTimer, enqueued: int, now: int) -> None:
         # matures at E + D_T; a record due sooner than that (put on too coarse a tier) wakes when due
         wake = min(enqueued + rec.part.delay_ms, rec.timer["fire_at_ms"])
         if wake <= now:
@@ -638,7 +472,7 @@ class TimerService:
             self._mature(rec, now)
             self._resume(part)
 
-    def _mature(self, rec: _Rec, now: int) -> None:
+    def _mature(self, rec: AcceptedTimer, now: int) -> None:
         remaining = rec.timer["fire_at_ms"] - now
         if remaining <= 0:
             self._fire(rec, now)
@@ -658,17 +492,17 @@ class TimerService:
                     self._resume(part)
             log.info("near window down to %d timers; %s tier resumed", len(self._near), NEAR_TIER)
 
-    def _pause(self, part: _Part) -> None:
+    def _pause(self, part: TierPartition) -> None:
         self._live_consumer.pause([part.tp()])
         part.paused = True
 
-    def _resume(self, part: _Part) -> None:
+    def _resume(self, part: TierPartition) -> None:
         self._live_consumer.resume([part.tp()])
         part.paused = False
 
     # -- outputs -------------------------------------------------------------------------------
 
-    def _fire(self, rec: _Rec, now: int) -> None:
+    def _fire(self, rec: AcceptedTimer, now: int) -> None:
         t = rec.timer
         body = {
             "timer_id": t["timer_id"],
@@ -684,13 +518,13 @@ class TimerService:
         self.metrics.fired.inc()
         self.metrics.lateness.observe((now - t["fire_at_ms"]) / 1000)
 
-    def _reenqueue(self, rec: _Rec, tier: str, now: int) -> None:
+    def _reenqueue(self, rec: AcceptedTimer, tier: str, now: int) -> None:
         value, rec.value = rec.value, None
         self._send(rec, self.topics.timers(tier), value, rec.key, now)
         self.reenqueued += 1
         self.metrics.reenqueued.inc()
 
-    def _dead_letter(self, rec: _Rec, reason: str, exc: Exception, now: int) -> None:
+    def _dead_letter(self, rec: AcceptedTimer, reason: str, exc: Exception, now: int) -> None:
         part = rec.part
         record = {
             "origin_topic": part.topic,
@@ -709,7 +543,7 @@ class TimerService:
         self.metrics.dead.inc()
         log.warning("dead-lettered %s[%d]@%d: %s", part.topic, part.partition, rec.offset, reason)
 
-    def _send(self, rec: _Rec, topic: str, value: bytes | None, key: bytes | None, timestamp: int) -> None:
+    def _send(self, rec: AcceptedTimer, topic: str, value: bytes | None, key: bytes | None, timestamp: int) -> None:
         rec.out = (topic, value, key)
         on_delivery = lambda err, _msg, rec=rec: self._delivered(rec, err)  # noqa: E731
         produce_waiting(
@@ -717,7 +551,7 @@ class TimerService:
         )
         self._in_flight += 1
 
-    def _delivered(self, rec: _Rec, err: KafkaError | None) -> None:
+    def _delivered(self, rec: AcceptedTimer, err: KafkaError | None) -> None:
         self._in_flight -= 1
         if err is not None:
             if err.fatal():
@@ -747,7 +581,7 @@ class TimerService:
 
     # -- commits and reporting -----------------------------------------------------------------
 
-    def _commit(self, sync: bool = False, parts: list[_Part] | None = None) -> None:
+    def _commit(self, sync: bool = False, parts: list[TierPartition] | None = None) -> None:
         offsets = []
         for part in self._parts.values() if parts is None else parts:
             if not part.dirty:

@@ -16,7 +16,7 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kadence.processors.timer_service import choose_tier
+from kadence.processors.timer_config import choose_tier
 from kadence.topics import Catalogue, serde
 
 from ..common import Context, CpuMeter, Procs, broker_process, new_namespace, poll_ready, summary

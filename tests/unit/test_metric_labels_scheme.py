@@ -16,7 +16,7 @@ from kadence.connectors.archiver import _Metrics as ArchiverMetrics
 from kadence.connectors.projection_app import ProjectionMetrics
 from kadence.processors.builds import BacklogReporter, BuildDefaults
 from kadence.processors.processor_metrics import ProcessorMetrics
-from kadence.processors.timer_service import _Metrics as TimerMetrics
+from kadence.processors.timer_metrics import TimerMetrics
 from kadence.topics.consumer_lag import lag_gauge
 
 

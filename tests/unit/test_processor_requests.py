@@ -155,7 +155,8 @@ def test_the_consumers_that_pause_keep_a_short_fetch_wait(monkeypatch):
     (p99 565 ms at 500 ms), so they keep ``PAUSING_FETCH_WAIT_MS`` whatever
     ``KADENCE_FETCH_WAIT_MS`` says; other consumers take the setting."""
     from kadence.processors import timer_service
-    from kadence.processors.timer_service import TimerConfig, TimerService
+    from kadence.processors.timer_config import TimerConfig
+    from kadence.processors.timer_service import TimerService
     from kadence.topics.config import PAUSING_FETCH_WAIT_MS
 
     CapturingConsumer.confs = []
