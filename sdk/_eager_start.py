@@ -21,7 +21,7 @@ from kadence.schemas.records import EagerWorkflowTask, StartWorkflow
 from kadence.topics.records import now_ms
 
 from ._instance import WorkflowInfo, WorkflowInstance
-from ._local_activities import run_local_activities
+from ._local_activities import run_local_activities, worker_local_activity
 
 if TYPE_CHECKING:
     from ._worker import Worker
@@ -77,7 +77,7 @@ async def run_first_task(
         commands = inst.apply(_first_events(body, token, at), 2)
         if inst.pending_local_activities():
             task = {"workflow_id": workflow_id, "run_id": run_id, "workflow_type": body["workflow_type"]}
-            await run_local_activities(inst, lambda call: worker._local_activity(task, call, inst.info.headers))  # type: ignore[arg-type]
+            await run_local_activities(inst, lambda call: worker_local_activity(worker, task, call, inst.info.headers))  # type: ignore[arg-type]
             commands = inst.commands()
     except asyncio.CancelledError:
         inst.discard()

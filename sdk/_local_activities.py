@@ -9,7 +9,7 @@ import collections
 import contextvars
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kadence.schemas.records import WorkflowTask
 from kadence.topics.errors import ApplicationError
@@ -21,7 +21,10 @@ from ._instance import LocalActivityCall, WorkflowInstance
 from ._worker_metrics import QueueMetrics, _NoMetrics
 from .interceptors import Interceptor, invoke_activity
 
-__all__ = ["run_local_activities", "run_local_activity"]
+if TYPE_CHECKING:
+    from ._worker import Worker
+
+__all__ = ["run_local_activities", "run_local_activity", "worker_local_activity"]
 
 
 async def run_local_activities(
@@ -137,3 +140,23 @@ async def run_local_activity(
             stats["local_activities_failed"] += 1
             return call, None, failure
         await asyncio.sleep(delay)
+
+
+async def worker_local_activity(
+    worker: Worker, wt: WorkflowTask, call: LocalActivityCall, headers: Mapping[str, str]
+) -> tuple[Any, ...]:
+    """One local activity of ``worker``'s workflow task (or of an eager start's first task), run
+    with the worker's activities, interceptors, runner and metrics."""
+    return await run_local_activity(
+        call,
+        wt,
+        headers=headers,
+        activities=worker._activities,
+        converter=worker.client.converter,
+        interceptors=worker.interceptors,
+        call_sync=worker._activity_runner.calls.call,
+        task_queue=worker.task_queue,
+        where=f"worker {worker.identity} (task queue {worker.task_queue})",
+        metrics=worker.metrics,
+        stats=worker.stats,
+    )

@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any, cast
 
@@ -27,7 +27,7 @@ from confluent_kafka import Message
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from kadence.schemas.records import ActivityTask, EagerWorkflowTask, HistoryEvent, StartWorkflow, WorkflowTask
+from kadence.schemas.records import ActivityTask, EagerWorkflowTask, StartWorkflow, WorkflowTask
 from kadence.topics import serde
 from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
@@ -50,10 +50,10 @@ from ._client import Client
 from ._definitions import WorkflowDefinition, failure_types, registrations
 from ._eager_activities import EagerActivities
 from ._eager_start import run_first_task
-from ._instance import HistoryGapError, LocalActivityCall, WorkflowInfo, WorkflowInstance, task_failure_cause
-from ._local_activities import run_local_activities, run_local_activity
+from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance, task_failure_cause
+from ._local_activities import run_local_activities, worker_local_activity
 from ._loop import install_guard
-from ._queries import answer
+from ._query_tasks import QueryTasks
 from ._reporter import ActivityReporter
 from ._slots import Slots
 from ._task_consumer import TaskConsumer
@@ -144,8 +144,6 @@ class Worker:
         self._reporter: ActivityReporter | None = None
         self._max_cached = max_cached_workflows
         self._cache: collections.OrderedDict[str, WorkflowInstance] = collections.OrderedDict()
-        #: queries of closed runs waiting for their history (``_answer_closed_query``)
-        self._closed_queries: set[asyncio.Task[Any]] = set()
         self._consumers: list[TaskConsumer] = []
         self._stopped: asyncio.Event | None = None
         self._running: set[asyncio.Task[Any]] = set()
@@ -183,6 +181,8 @@ class Worker:
         )
         #: each activity attempt, run and reported (``_activity_tasks``)
         self._activity_tasks = ActivityTasks(self)
+        #: queries and update validations (``_query_tasks``)
+        self._queries = QueryTasks(self)
         #: max_concurrent_activities, taken by the activity-task consumer and eager activities alike
         self._slots = Slots(max_concurrent_activities)
         #: activities this worker's workflow tasks schedule, run when the engine's reply says so
@@ -422,7 +422,7 @@ class Worker:
                 "workflow %s run %s: history of a task not readable: %s", task["workflow_id"], task["run_id"], exc
             )
             if task["query"] is not None:
-                self._answer_query(task, msg, unreadable=exc)
+                self._queries.answer(task, msg, unreadable=exc)
             else:
                 self._fail_task(task, msg, "worker_error", exc)
             return
@@ -449,12 +449,7 @@ class Worker:
 
     def _workflow_task(self, task: WorkflowTask, msg: Message) -> None:
         if task["query"] is not None:
-            if task["events"]:
-                self._answer_query(task, msg)
-            else:  # a closed run: the engine keeps no history for it, read it from the topic
-                t = asyncio.get_running_loop().create_task(self._answer_closed_query(task, msg))
-                self._closed_queries.add(t)
-                t.add_done_callback(self._closed_queries.discard)
+            self._queries.take(task, msg)
             return
         wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
         consumer = self._live_wt_consumer
@@ -650,7 +645,7 @@ class Worker:
         wf, run_id = task["workflow_id"], task["run_id"]
         fields = set_log_fields(wf, run_id, msg.partition(), task.get("trace_id"))
         try:
-            await run_local_activities(inst, lambda call: self._local_activity(task, call, inst.info.headers))
+            await run_local_activities(inst, lambda call: worker_local_activity(self, task, call, inst.info.headers))
         except asyncio.CancelledError:
             inst.discard()  # worker stopping: the task is redelivered and runs them again
             raise
@@ -660,71 +655,6 @@ class Worker:
         finally:
             reset_log_fields(fields)
         self._complete_workflow_task(task, msg, inst, defn, began, inst.commands())
-
-    async def _local_activity(
-        self, wt: WorkflowTask, call: LocalActivityCall, headers: Mapping[str, str]
-    ) -> tuple[Any, ...]:
-        return await run_local_activity(
-            call,
-            wt,
-            headers=headers,
-            activities=self._activities,
-            converter=self.client.converter,
-            interceptors=self.interceptors,
-            call_sync=self._activity_runner.calls.call,
-            task_queue=self.task_queue,
-            where=f"worker {self.identity} (task queue {self.task_queue})",
-            metrics=self.metrics,
-            stats=self.stats,
-        )
-
-    async def _answer_closed_query(self, task: WorkflowTask, msg: Message) -> None:
-        """A query of a closed run (the engine sends no events for it): answered from a replay
-        of the run's history, read from the history topic, i.e. from its final state."""
-        try:
-            _run, events = await self.client.engine.history(task["workflow_id"], task["run_id"])
-        except Exception as exc:  # noqa: BLE001 - the caller gets the error
-            self._answer_query(task, msg, unreadable=exc)
-            return
-        self._answer_query({**task, "events": cast(list[HistoryEvent], events)}, msg)
-
-    def _answer_query(self, task: WorkflowTask, msg: Message, *, unreadable: BaseException | None = None) -> None:
-        """Answer a query, or validate an update, from the cached instance or a throw-away replay
-        (``kadence._queries``). Nothing is written to history; an accepted update is sent to
-        the engine to be recorded. ``unreadable``: why a closed run's history could not be read."""
-        wf = task["workflow_id"]
-        reply, accept = answer(
-            task,
-            self._workflows.get(task["workflow_type"]),
-            self._cache.get(wf),
-            self.client.converter,
-            unreadable=unreadable,
-            interceptors=self.interceptors,
-            failure_types=self._failure_types,
-        )
-        if accept is not None:
-            accepted_query = task["query"]
-            assert accepted_query is not None, "an accepted update came in a query task"
-            self.stats["updates_accepted"] += 1
-            self._send(
-                task,
-                "AcceptWorkflowUpdate",
-                {**accept, "identity": self.identity},
-                msg,
-                self._live_wt_consumer,
-                request_id=accepted_query["request_id"],
-            )
-            return
-        assert reply is not None, "answer() gives a reply when it gives no acceptance"
-        self.stats["queries"] += 1
-        self.metrics.queries.inc()
-        engine = self.client.engine
-        engine.produce_raw(
-            engine.topics.replies,
-            reply["request_id"].encode(),
-            engine.reply_codec.encode(reply),
-            lambda err, _m: self._live_wt_consumer.done(msg),
-        )
 
     def _fail_task(self, task: WorkflowTask, msg: Message, cause: str, exc: BaseException) -> None:
         self._send(
