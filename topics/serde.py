@@ -291,15 +291,11 @@ class Codec:
                 f"a {self.record} record in the Confluent wire format (schema ID {schema_id}), and no "
                 f"schema registry to resolve it: set {REGISTRY_ENV}"
             )
-        try:
-            writer, canonical = registry.writer_schema(schema_id)
-        except SchemaNotRegisteredError as exc:
-            raise SchemaError(f"a {self.record} record names schema ID {schema_id}, which {exc}") from None
-        current = self._current_ids.get((registry.url, schema_id))
+        key = (registry.url, schema_id)
+        current = self._current_ids.get(key)  # after the first record of an ID: no look-up at all
         if current is None:
-            current = self._current_ids.setdefault(
-                (registry.url, schema_id), canonical == registry.current_canonical(self.record)
-            )
+            canonical = self._writer(registry, schema_id)[1]
+            current = self._current_ids.setdefault(key, canonical == registry.current_canonical(self.record))
         if current:
             try:
                 value, end = self._get(data, 5)
@@ -309,7 +305,14 @@ class Codec:
                 raise SchemaError(f"trailing bytes after {self.record} record")
             record: dict[str, Any] = value
             return record
+        writer = self._writer(registry, schema_id)[0]
         return self._resolve(data, 5, writer, f"schema ID {schema_id}", self._standalone())
+
+    def _writer(self, registry: SchemaRegistry, schema_id: int) -> tuple[Any, str]:
+        try:
+            return registry.writer_schema(schema_id)
+        except SchemaNotRegisteredError as exc:
+            raise SchemaError(f"a {self.record} record names schema ID {schema_id}, which {exc}") from None
 
     def _standalone(self) -> Any:
         """Today's schema of this record, self-contained and parsed on its own: the reader a
@@ -340,12 +343,19 @@ class RegistryCodec:
         return self.codec.decode(data, self.registry)
 
 
+#: the last (KADENCE_SCHEMA_REGISTRY_URL, its registry) resolved: a restore reads thousands of records
+_ENV_REGISTRY: list[Any] = [None, None]
+
+
 def _process_registry() -> SchemaRegistry | None:
     """The registry that resolves a schema ID read without one given: ``KADENCE_SCHEMA_REGISTRY_URL``,
     else the only one this process's components were configured with (``KafkaConfig``)."""
-    url = os.environ.get(REGISTRY_ENV, "").strip()
+    url = os.environ.get(REGISTRY_ENV)
     if url:
-        return _registry_of(url)
+        if url != _ENV_REGISTRY[0]:
+            _ENV_REGISTRY[1], _ENV_REGISTRY[0] = _registry_of(url.strip()), url
+        found: SchemaRegistry = _ENV_REGISTRY[1]
+        return found
     from .schema_registry import only_registry  # (see _registry_of)
 
     return only_registry()
