@@ -10,19 +10,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_hello_example_prints_its_result(kafka_bootstrap):
+def run_example(name: str, kafka_bootstrap: str, timeout: float = 180) -> str:
+    """Run docs/examples/``name`` against the broker; its stdout (it must exit 0)."""
     out = subprocess.run(
-        [sys.executable, str(ROOT / "docs/examples/hello.py")],
+        [sys.executable, str(ROOT / "docs/examples" / name)],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=timeout,
         env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "result: HELLO, KAFKA!" in out.stdout
-    assert "execute: HELLO, AGAIN!" in out.stdout
-    assert "WorkflowExecutionCompleted" in out.stdout
-    assert "eager workflow tasks: 2" in out.stdout
+    return out.stdout
+
+
+def test_hello_example_prints_its_result(kafka_bootstrap):
+    stdout = run_example("hello.py", kafka_bootstrap)
+    assert "result: HELLO, KAFKA!" in stdout
+    assert "execute: HELLO, AGAIN!" in stdout
+    assert "WorkflowExecutionCompleted" in stdout
+    assert "eager workflow tasks: 2" in stdout
 
 
 def test_make_dev_once_runs_the_sample_and_exits_zero(kafka_bootstrap):
@@ -59,62 +65,34 @@ def test_make_dev_once_runs_the_sample_and_exits_zero(kafka_bootstrap):
 
 
 def test_visibility_example_lists_its_runs(kafka_bootstrap):
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "docs/examples/visibility.py")],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "even: ['tagged-0', 'tagged-2', 'tagged-4']" in out.stdout
-    assert "counts: {'total': 6, 'by_type': {'Tagged': 6}, 'by_status': {'completed': 6}}" in out.stdout
+    stdout = run_example("visibility.py", kafka_bootstrap, timeout=240)
+    assert "even: ['tagged-0', 'tagged-2', 'tagged-4']" in stdout
+    assert "counts: {'total': 6, 'by_type': {'Tagged': 6}, 'by_status': {'completed': 6}}" in stdout
 
 
 def test_local_activities_example_runs_them_in_one_workflow_task(kafka_bootstrap):
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "docs/examples/local_activities.py")],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "total: 13" in out.stdout
-    assert out.stdout.count("MarkerRecorded") == 3 and "ActivityTaskScheduled" not in out.stdout
-    assert "workflow tasks: 1 local activities: 3" in out.stdout
+    stdout = run_example("local_activities.py", kafka_bootstrap)
+    assert "total: 13" in stdout
+    assert stdout.count("MarkerRecorded") == 3 and "ActivityTaskScheduled" not in stdout
+    assert "workflow tasks: 1 local activities: 3" in stdout
 
 
 def test_rate_limits_example_paces_the_limited_run_only(kafka_bootstrap):
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "docs/examples/rate_limits.py")],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    lines = dict(line.split(": ", 1) for line in out.stdout.splitlines() if ": " in line)
+    stdout = run_example("rate_limits.py", kafka_bootstrap)
+    lines = dict(line.split(": ", 1) for line in stdout.splitlines() if ": " in line)
     limited = float(lines["limited"].split(" in ")[1].rstrip(" s"))
     unlimited = float(lines["unlimited"].split(" in ")[1].rstrip(" s"))
     # 20 at 5 a second: a second's worth (5) at once after a quiet spell, then 15 at 5/s = 3 s
-    assert 2.8 <= limited <= 5.0, out.stdout
-    assert unlimited < 1.0, out.stdout
-    assert "limits now: {'mail': False}" in out.stdout
+    assert 2.8 <= limited <= 5.0, stdout
+    assert unlimited < 1.0, stdout
+    assert "limits now: {'mail': False}" in stdout
 
 
 def test_schema_registry_example_reads_history_with_the_registrys_deserializer(kafka_bootstrap):
     assert os.environ.get("KADENCE_DEV_SCHEMA_REGISTRY_URL"), "run under scripts/devstack.py run (make test)"
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "docs/examples/schema_registry.py")],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "KADENCE_KAFKA_BOOTSTRAP": kafka_bootstrap},
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.count("BACKWARD_TRANSITIVE") == 3, out.stdout
-    assert "result: Hello, registry!" in out.stdout
-    events = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("history:")]
-    assert events[0] == ["hello-registry", "1", "WorkflowExecutionStarted"], out.stdout
-    assert events[-1][2] == "WorkflowExecutionCompleted", out.stdout
+    stdout = run_example("schema_registry.py", kafka_bootstrap)
+    assert stdout.count("BACKWARD_TRANSITIVE") == 3, stdout
+    assert "result: Hello, registry!" in stdout
+    events = [line.split()[1:] for line in stdout.splitlines() if line.startswith("history:")]
+    assert events[0] == ["hello-registry", "1", "WorkflowExecutionStarted"], stdout
+    assert events[-1][2] == "WorkflowExecutionCompleted", stdout

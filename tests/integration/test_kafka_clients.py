@@ -13,26 +13,11 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from kadence import Worker, kafka, workflow
+from kadence import Worker, kafka
 from kadence.testing import devstack
 from kadence.topics.catalogue import Catalogue, TopicSpec
 from kadence.topics.partitioner import partition_for
-from tests.support.programs import CLIENTS, run_program
-
-
-@workflow.defn
-class Greeter:
-    def __init__(self) -> None:
-        self.name: str | None = None
-
-    @workflow.signal
-    def name(self, name: str) -> None:
-        self.name = name
-
-    @workflow.run
-    async def run(self, greeting: str) -> str:
-        await workflow.wait_condition(lambda: self.name is not None)
-        return f"{greeting}, {self.name}!"
+from tests.support.programs import CLIENTS, Greeter, run_program
 
 
 def _replies_from_end(config) -> Consumer:

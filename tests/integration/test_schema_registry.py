@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from kadence import Client, Worker, workflow
+from kadence import Client, Worker
 from kadence.cli.main import main as cli
 from kadence.testing import devregistry, devstack
 from kadence.topics import serde
@@ -36,7 +36,7 @@ from kadence.topics.errors import (
     SchemaRegistryUnavailableError,
 )
 from kadence.topics.schema_registry import COMPATIBILITY, register_topics, registry, schema_text, subject_of
-from tests.support.programs import CLIENTS, run_program
+from tests.support.programs import CLIENTS, Greeter, run_program
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -55,21 +55,6 @@ def registered(kafka_config, registry_url):
     config = dataclasses.replace(kafka_config, schema_registry_url=registry_url)
     register_topics(Catalogue(config), registry_url)
     return config
-
-
-@workflow.defn
-class Greeter:
-    def __init__(self) -> None:
-        self.name: str | None = None
-
-    @workflow.signal
-    def name(self, name: str) -> None:
-        self.name = name
-
-    @workflow.run
-    async def run(self, greeting: str) -> str:
-        await workflow.wait_condition(lambda: self.name is not None)
-        return f"{greeting}, {self.name}!"
 
 
 def _subject_versions(url: str, subject: str) -> list[int]:
