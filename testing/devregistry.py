@@ -143,27 +143,14 @@ class SchemaRegistryServer(_stack._Service):
 
 #: what docs/examples/clients/java/RegistryClient.java needs besides the JDK: Apicurio's Avro
 #: serializer (of the registry's version; it brings Apache Avro) and the Kafka client
-REGISTRY_CLIENT_JARS = (("io.apicurio", "apicurio-registry-serdes-avro-serde", "2.4.2.Final"),)
+REGISTRY_CLIENT_JARS = (
+    ("io.apicurio", "apicurio-registry-serdes-avro-serde", "2.4.2.Final"),
+    ("org.apache.kafka", "kafka-clients", None),
+)
 
 
 def resolve_registry_client_jars(version=None):
     """The lib directory of the Java registry example's classpath, resolved from Maven once."""
-    version = version or _stack.kafka_version()
-    home = _stack.cache_root() / f"java-registry-client-{version}"
-    lib, marker = home / "lib", home / ".complete"
-    if marker.exists():
-        return lib
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists():
-            return lib
-        _stack.ensure_tools(["mvn"])
-        shutil.rmtree(lib, ignore_errors=True)
-        _stack.log(f"resolving the Java registry example's jars from Maven Central into {lib} (first time only)")
-        deps = [*REGISTRY_CLIENT_JARS, ("org.apache.kafka", "kafka-clients", version)]
-        _stack._copy_dependencies(home, lib, deps)
-        if not list(lib.glob("apicurio-registry-serdes-avro-serde-*.jar")) or not list(lib.glob("kafka-clients-*.jar")):
-            raise _stack.StackError(f"jar resolution in {lib} is incomplete (see {home / 'mvn.log'})")
-        marker.write_text("\n".join(sorted(p.name for p in lib.iterdir())) + "\n")
-    return lib
+    return _stack.resolve_client_jars(
+        version, jars=REGISTRY_CLIENT_JARS, name="java-registry-client", what="the Java registry example"
+    )

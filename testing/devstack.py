@@ -177,11 +177,12 @@ def resolve_jars(version=None):
 CLIENT_JARS = (("org.apache.kafka", "kafka-clients", None), ("org.apache.avro", "avro", "1.12.2"))
 
 
-def resolve_client_jars(version=None):
-    """The lib directory of the Java client example's classpath (kafka-clients at the broker's
-    version, Apache Avro), resolved from Maven once, like ``resolve_jars``."""
+def resolve_client_jars(version=None, *, jars=CLIENT_JARS, name="java-client", what="the Java client example"):
+    """The lib directory of a Java example's classpath: ``jars`` (group, artifact, version; None:
+    the broker's version) with their dependencies, resolved from Maven once into
+    ``{cache}/{name}-{version}``, like ``resolve_jars``."""
     version = version or kafka_version()
-    home = cache_root() / f"java-client-{version}"
+    home = cache_root() / f"{name}-{version}"
     lib, marker = home / "lib", home / ".complete"
     if marker.exists():
         return lib
@@ -192,9 +193,9 @@ def resolve_client_jars(version=None):
             return lib
         ensure_tools(["mvn"])
         shutil.rmtree(lib, ignore_errors=True)
-        log(f"resolving the Java client example's jars from Maven Central into {lib} (first time only)")
-        _copy_dependencies(home, lib, [(g, a, v or version) for g, a, v in CLIENT_JARS])
-        if not list(lib.glob("kafka-clients-*.jar")) or not list(lib.glob("avro-*.jar")):
+        log(f"resolving {what}'s jars from Maven Central into {lib} (first time only)")
+        _copy_dependencies(home, lib, [(g, a, v or version) for g, a, v in jars])
+        if any(not list(lib.glob(f"{a}-*.jar")) for _g, a, _v in jars):
             raise StackError(f"jar resolution in {lib} is incomplete (see {home / 'mvn.log'})")
         marker.write_text("\n".join(sorted(p.name for p in lib.iterdir())) + "\n")
     return lib

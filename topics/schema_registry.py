@@ -21,13 +21,14 @@ library the Kafka teams' own Python services use with the same registry.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import fastavro
 
@@ -41,6 +42,9 @@ from .errors import (
     SchemaRegistryUnavailableError,
 )
 from .standalone_schemas import self_contained
+
+if TYPE_CHECKING:
+    from .catalogue import Catalogue
 
 __all__ = [
     "COMPATIBILITY",
@@ -189,14 +193,21 @@ class SchemaRegistry:
         self._call(f"setting {COMPATIBILITY} on {subject!r}", lambda: self._set_compatibility(subject))
         ids: list[int] = []
         for version in _versions_with(record):
-            text = schema_text(record, version)
-            schema_id = self._call(
-                f"registering {record} of schema version {version} under {subject!r}",
-                lambda text=text: int(self._client.register_schema(subject, self._schema(text, "AVRO"))),  # type: ignore[misc]
+            schema_id = self.register_schema(
+                topic, schema_text(record, version), f"{record} of schema version {version}"
             )
             if schema_id not in ids:
                 ids.append(schema_id)
         return RegisteredSubject(subject, ids)
+
+    def register_schema(self, topic: str, text: str, what: str = "a schema") -> int:
+        """Register an Avro schema (its JSON text) under ``topic``'s subject; its ID
+        (``IncompatibleSchemaError`` if the subject's rule refuses it)."""
+        subject = subject_of(topic)
+        return self._call(
+            f"registering {what} under {subject!r}",
+            lambda: int(self._client.register_schema(subject, self._schema(text, "AVRO"))),
+        )
 
     def _set_compatibility(self, subject: str) -> None:
         from confluent_kafka.schema_registry import ConfigCompatibilityLevel, ServerConfig  # (see __init__)
@@ -250,14 +261,9 @@ def _canonical(schema: Any) -> str:
     return str(fastavro.schema.to_parsing_canonical_form(fastavro.parse_schema(schema)))
 
 
-_CURRENT: dict[str, str] = {}
-
-
+@functools.cache
 def _current_canonical(record: str) -> str:
-    found = _CURRENT.get(record)
-    if found is None:
-        found = _CURRENT.setdefault(record, _canonical(self_contained(record, load_schema_set(None))))
-    return found
+    return _canonical(self_contained(record, load_schema_set(None)))
 
 
 #: one client per registry URL (a cache: a registry's IDs and schemas are the same for every caller)
@@ -272,7 +278,7 @@ def registry(url: str) -> SchemaRegistry:
     return found
 
 
-def register_topics(topics: Any, url: str) -> list[RegisteredSubject]:
+def register_topics(topics: Catalogue, url: str) -> list[RegisteredSubject]:
     """Register the public topics' subjects of the namespace whose ``Catalogue`` is ``topics``
     (``kadence topics apply``)."""
     found = registry(url)

@@ -36,6 +36,7 @@ from .errors import ConfigError, SchemaError, SchemaNotRegisteredError
 from .standalone_schemas import self_contained
 
 if TYPE_CHECKING:
+    from .catalogue import Catalogue
     from .schema_registry import SchemaRegistry
 
 __all__ = [
@@ -367,7 +368,7 @@ def _registry_of(url: str) -> SchemaRegistry:
     return registry(url)
 
 
-def public_codecs(topics: Any) -> tuple[Codec | RegistryCodec, Codec | RegistryCodec, Codec | RegistryCodec]:
+def public_codecs(topics: Catalogue) -> tuple[Codec | RegistryCodec, Codec | RegistryCodec, Codec | RegistryCodec]:
     """The codecs of a namespace's commands, history and replies (``topics``: its ``Catalogue``)."""
     url = topics.config.schema_registry_url
     return (
