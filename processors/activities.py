@@ -24,6 +24,7 @@ from kadence.schemas.records import (
 )
 from kadence.topics.records import idempotency_key
 
+from .concurrency import begin_activity_slots, release_activity_slots
 from .effects import Transition, emit, reply, start_timer, workflow_task_needed
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "cancel_activity",
     "dispatch_attempt",
     "eager_requests",
+    "fail_activity",
     "schedule_activity",
     "send_eager",
 ]
@@ -173,9 +175,35 @@ def schedule_activity(t: Transition, st: WorkflowState, c: Mapping[str, Any], co
         "last_failure": None,
         "next_attempt_ms": None,
         "held": False,
+        "slots_held": 0,
     }
     st["pending_activities"].append(a)
-    dispatch_attempt(t, st, a)  # the schedule-to-close deadline follows from the state too
+    if begin_activity_slots(t, st, a):  # else dispatched when it holds its concurrency slots
+        dispatch_attempt(t, st, a)  # the schedule-to-close deadline follows from the state too
+
+
+def _drop(t: Transition, st: WorkflowState, a: PendingActivity) -> None:
+    """The activity closed: it leaves the run's state and its concurrency slots go back."""
+    st["pending_activities"].remove(a)
+    release_activity_slots(t, st, a)
+
+
+def fail_activity(t: Transition, st: WorkflowState, a: PendingActivity, failure: Failure) -> None:
+    """The engine fails the activity for good (its concurrency slot was refused)."""
+    _drop(t, st, a)
+    emit(
+        t,
+        st,
+        "ActivityTaskFailed",
+        {
+            "activity_id": a["activity_id"],
+            "scheduled_seq": a["scheduled_seq"],
+            "attempt": a["attempt"],
+            "failure": failure,
+            "identity": "engine",
+        },
+    )
+    workflow_task_needed(t, st)
 
 
 def _retry_delay(a: PendingActivity, failure: Failure, ts: int) -> int | None:
@@ -230,7 +258,7 @@ def _attempt_failed(
             attempt=a["attempt"],
         )
         return
-    st["pending_activities"].remove(a)
+    _drop(t, st, a)
     if timeout_type:
         emit(t, st, "ActivityTaskTimedOut", {**common, "timeout_type": timeout_type, "failure": failure})
     else:
@@ -260,7 +288,7 @@ def activity_result(
     if failed:
         _attempt_failed(t, st, a, cast(RespondActivityTaskFailed, body)["failure"], identity=body["identity"])
     else:
-        st["pending_activities"].remove(a)
+        _drop(t, st, a)
         emit(
             t,
             st,
@@ -297,7 +325,7 @@ def activity_timer_fired(t: Transition, st: WorkflowState, body: Mapping[str, An
     if a is None:
         return False
     if kind == "schedule_to_close":
-        st["pending_activities"].remove(a)
+        _drop(t, st, a)
         emit(
             t,
             st,
@@ -366,7 +394,7 @@ def cancel_activity(t: Transition, st: WorkflowState, activity_id: str) -> None:
     )
     if a is None:
         return  # it finished first; its result is already in history
-    st["pending_activities"].remove(a)
+    _drop(t, st, a)
     emit(
         t,
         st,

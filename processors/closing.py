@@ -14,6 +14,7 @@ from typing import Any
 
 from kadence.schemas.records import Failure, RespondWorkflowTaskCompleted, WorkflowState
 
+from .concurrency import release_activity_slots, release_run_slots
 from .effects import Outbox, Transition, reply, schedule_workflow_task, send_command
 from .updates import fail_open_updates
 
@@ -98,7 +99,15 @@ def close_run(
     failure: Failure | None = None,
     notify: bool = True,
     notify_parent: bool = True,
+    keep_slots: bool = False,
 ) -> None:
+    """``keep_slots``: the run's concurrency slots pass to the chain's next run (continue-as-new,
+    a cron run's next, a reset); its activities' slots go back all the same."""
+    if keep_slots:
+        for a in st["pending_activities"]:
+            release_activity_slots(t, st, a)
+    else:
+        release_run_slots(t, st)
     st["status"] = status
     st["close_time_ms"] = t.ts
     t.out.runs_closed.append((st["workflow_type"], status, t.ts - st["start_time_ms"]))

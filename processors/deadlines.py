@@ -27,6 +27,7 @@ from typing import Any
 from kadence.schemas.records import WorkflowState
 
 from .activities import options_of
+from .effects import activity_waiting_for
 
 __all__ = ["LOCAL_KINDS", "DeadlineIndex", "activity_deadlines"]
 
@@ -53,8 +54,10 @@ def activity_deadlines(st: WorkflowState | None) -> list[dict[str, Any]]:
         s2c = opts.get("schedule_to_close_timeout_ms")
         if s2c:
             out.append(_body(f"a{seq}.s2c", a["first_scheduled_ms"] + s2c, "schedule_to_close", seq, 0))
-        if a["retrying"]:
-            continue  # between attempts: only the retry-backoff timer (timer service) is armed
+        if a["retrying"] or activity_waiting_for(a) is not None:
+            # between attempts: only the retry-backoff timer (timer service) is armed; waiting
+            # for a concurrency slot: no attempt is out yet
+            continue
         attempt = a["attempt"]
         # a start-to-close limit also bounds the time waiting for a worker (no "started" round trip)
         stc, sts = opts.get("start_to_close_timeout_ms"), opts.get("schedule_to_start_timeout_ms")

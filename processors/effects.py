@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from kadence.schemas.records import Command, Failure, RecentRequest, WorkflowState
+from kadence.schemas.records import (
+    Command,
+    ConcurrencyLimit,
+    ConcurrencyState,
+    Failure,
+    PendingActivity,
+    RecentRequest,
+    WorkflowState,
+)
 from kadence.topics import serde
 from kadence.topics.records import new_id
 
@@ -24,6 +32,7 @@ __all__ = [
     "BatchView",
     "Outbox",
     "Transition",
+    "activity_waiting_for",
     "closed_message",
     "count_history_bytes",
     "deduplicated",
@@ -36,7 +45,9 @@ __all__ = [
     "reply",
     "schedule_workflow_task",
     "send_command",
+    "slots_pending",
     "start_timer",
+    "waiting_for",
     "workflow_task_needed",
 ]
 
@@ -123,9 +134,16 @@ def _copy_state(st: WorkflowState) -> WorkflowState:
     return out
 
 
+def _copy_limit(cs: ConcurrencyState) -> ConcurrencyState:
+    out = cs.copy()
+    out["holders"] = [h.copy() for h in cs["holders"]]
+    out["waiters"] = [w.copy() for w in cs["waiters"]]
+    return out
+
+
 #: what ``BatchView.rollback`` needs: whether the batch had staged the workflow's state, a copy
-#: of it, and how many new events it had
-Checkpoint = tuple[bool, WorkflowState | None, int]
+#: of it, how many new events it had, and the same of the concurrency limit of that key
+Checkpoint = tuple[bool, WorkflowState | None, int, bool, ConcurrencyState | None]
 
 
 class BatchView:
@@ -140,8 +158,13 @@ class BatchView:
         store: ShardStore,
         build_defaults: dict[str, Any] | None = None,
         task_retry: WorkflowTaskRetry | None = None,
+        limits: dict[str, ConcurrencyState] | None = None,
     ) -> None:
         self._store = store
+        #: the shard's concurrency limits by key (``processors.concurrency``), and this batch's
+        #: changed ones: applied to the shard's table only after the Kafka commit
+        self._limit_table = limits if limits is not None else {}
+        self.limits: dict[str, ConcurrencyState] = {}
         #: the processor's backoff for failed workflow tasks (``KADENCE_WORKFLOW_TASK_RETRY_*``)
         self.task_retry = task_retry or WorkflowTaskRetry()
         self.states: dict[str, WorkflowState] = {}
@@ -171,6 +194,20 @@ class BatchView:
     def put(self, state: WorkflowState) -> None:
         self.states[state["workflow_id"]] = state
 
+    def limit(self, key: str) -> ConcurrencyState | None:
+        """A private copy of the shard's concurrency limit ``key`` (None: never used)."""
+        if key in self.limits:
+            return self.limits[key]
+        cs = self._limit_table.get(key)
+        if cs is None:
+            return None
+        cs = _copy_limit(cs)
+        self.limits[key] = cs
+        return cs
+
+    def put_limit(self, key: str, cs: ConcurrencyState) -> None:
+        self.limits[key] = cs
+
     def purge(self, workflow_id: str) -> None:
         """Delete the workflow's state (and open-run history) when the batch commits."""
         self.states.pop(workflow_id, None)
@@ -183,10 +220,22 @@ class BatchView:
     def checkpoint(self, workflow_id: str) -> Checkpoint:
         """What ``rollback`` needs to undo a failed transition of this workflow."""
         st = self.states.get(workflow_id)
-        return (workflow_id in self.states, _copy_state(st) if st else None, len(self.new_events.get(workflow_id, ())))
+        cs = self.limits.get(workflow_id)
+        return (
+            workflow_id in self.states,
+            _copy_state(st) if st else None,
+            len(self.new_events.get(workflow_id, ())),
+            workflow_id in self.limits,
+            _copy_limit(cs) if cs else None,
+        )
 
     def rollback(self, workflow_id: str, checkpoint: Checkpoint) -> None:
-        had, st, n_events = checkpoint
+        had, st, n_events, had_limit, cs = checkpoint
+        if had_limit:
+            assert cs is not None
+            self.limits[workflow_id] = cs
+        else:
+            self.limits.pop(workflow_id, None)
         if had:
             assert st is not None  # a staged state is a dict, never None
             self.states[workflow_id] = st
@@ -227,6 +276,7 @@ class BatchView:
         return self._store.get_history_encoded(workflow_id, run_id, since, upto) + staged
 
     def commit_into(self, store: ShardStore) -> None:
+        self._limit_table.update(self.limits)
         raw_events = self.raw_events
         for wf in self.tombstones():
             store.delete_state(wf)
@@ -366,6 +416,7 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
                 "next_attempt_ms": a.get("next_attempt_ms") if a["retrying"] else None,
                 "cancel_requested": a["cancel_requested"],
                 "held": a["held"],
+                "waiting_for_slot": activity_waiting_for(a),
             }
         )
     return {
@@ -394,6 +445,8 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
         "continued_run_id": st["continued_run_id"],
         "paused": st["paused"],
         "held_timers": len(st["held_timers"]),
+        "waiting_for_slot": waiting_for(st),
+        "slots_held": list(st.get("concurrency") or [])[: st.get("slots_held", 0)] if st.get("slot_ticket") else [],
     }
 
 
@@ -480,10 +533,28 @@ def open_run_or_reply(t: Transition) -> WorkflowState | None:
     return st
 
 
+def slots_pending(st: WorkflowState) -> bool:
+    """Does the run wait for a slot of a concurrency limit (``processors.concurrency``)?"""
+    return bool(st.get("slot_ticket")) and st.get("slots_held", 0) < len(st.get("concurrency") or ())
+
+
+def waiting_for(st: WorkflowState) -> ConcurrencyLimit | None:
+    """The concurrency limit whose slot the run waits for (None: it holds them all, or names none)."""
+    return st["concurrency"][st["slots_held"]] if slots_pending(st) else None
+
+
+def activity_waiting_for(a: PendingActivity) -> ConcurrencyLimit | None:
+    """The concurrency limit whose slot the activity waits for (None: it holds them all, or names none)."""
+    opts = a["options"]
+    limits = (opts.get("concurrency") or []) if opts is not None else []
+    held = a.get("slots_held", 0)
+    return limits[held] if held < len(limits) else None
+
+
 def schedule_workflow_task(t: Transition, st: WorkflowState, *, full: bool = False, attempt: int = 1) -> None:
-    if st["paused"] or st.get("first_task_at_ms") is not None:
-        # remembered, and scheduled when the run is unpaused (processors.pause) or when a cron
-        # run's time comes (its "cron_start" timer)
+    if st["paused"] or st.get("first_task_at_ms") is not None or slots_pending(st):
+        # remembered, and scheduled when the run is unpaused (processors.pause), when a cron
+        # run's time comes (its "cron_start" timer), or when it holds its concurrency slots
         st["wt_needed"] = True
         return
     st["wt_attempt"] = attempt

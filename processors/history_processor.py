@@ -9,6 +9,7 @@ consumer rewinds to the committed offsets.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -24,6 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
+from kadence.schemas.records import ConcurrencyState
 from kadence.topics.broker_wait import assign_at_committed, committed_offsets, until_broker_answers
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.codec_metrics import register_codec_metrics
@@ -43,6 +45,7 @@ from kadence.topics.tracing import Tracer, record_ref
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
 from .builds import BacklogReporter, BuildDefaults
+from .concurrency_store import restore_limits
 from .deadlines import DeadlineIndex
 from .disk_store import DiskShardStore
 from .effects import BatchView, Outbox, reply
@@ -87,6 +90,8 @@ class HistoryProcessor:
         register_codec_metrics(registry)
         self._stop = threading.Event()
         self._stores: dict[int, ShardStore] = {}
+        #: each shard's concurrency limits by key (``processors.concurrency``)
+        self._limits: dict[int, dict[str, ConcurrencyState]] = {}
         #: per shard, the workflows whose records the restore could not decode: workflow ID -> why
         #: (``restore_shard``; their commands are dead-lettered and answered ``quarantined``)
         self._quarantine: dict[int, dict[str, str]] = {}
@@ -192,6 +197,7 @@ class HistoryProcessor:
         self._fence_offsets.pop(partition, None)
         self._deadlines.pop(partition, None)
         self._quarantine.pop(partition, None)
+        self._limits.pop(partition, None)
         store = self._stores.pop(partition, None)
         if store is not None:
             store.close()
@@ -244,6 +250,9 @@ class HistoryProcessor:
 
     def _check_topics(self) -> None:
         have = self.topics.require(self.topics.processor_topics())
+        if self.topics.concurrency not in have:  # a namespace made before concurrency limits
+            spec = self.topics.concurrency_spec()
+            self.topics.apply([dataclasses.replace(spec, partitions=have[self.topics.commands])])
         self._outputs.reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
         self._command_partitions = have[self.topics.commands]
 
@@ -307,6 +316,10 @@ class HistoryProcessor:
                 self._until_broker_answers(
                     f"restoring partition {tp.partition}", functools.partial(self._restore, tp.partition)
                 )
+            )
+            self._limits[tp.partition] = self._until_broker_answers(
+                f"restoring the concurrency limits of partition {tp.partition}",
+                functools.partial(restore_limits, self.kafka, self.topics.concurrency, tp.partition),
             )
         log.info(
             "processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions)
@@ -430,7 +443,7 @@ class HistoryProcessor:
             if store is None:  # revoked while the batch was buffered: its new owner processes it
                 continue
             offsets[(msg.topic(), p)] = msg.offset() + 1
-            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults, self._task_retry))
+            view = views.get(p) or views.setdefault(p, self._view(p, store))
             out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
             try:
                 cmd = self._cmd_codec.decode(msg.value())
@@ -467,7 +480,7 @@ class HistoryProcessor:
             store = self._stores.get(p)
             if store is None:
                 continue
-            view = views.get(p) or views.setdefault(p, BatchView(store, self._builds.defaults, self._task_retry))
+            view = views.get(p) or views.setdefault(p, self._view(p, store))
             out = outboxes.get(p) or outboxes.setdefault(p, Outbox())
             for wf, run_id, body in due:
                 fields = set_log_fields(wf, run_id, p)
@@ -495,6 +508,9 @@ class HistoryProcessor:
                 index.settle(due, committed, store.get_state)
         if committed:
             self.metrics.deadlines.inc(sum(len(due) for due in fired.values()))
+
+    def _view(self, p: int, store: ShardStore) -> BatchView:
+        return BatchView(store, self._builds.defaults, self._task_retry, self._limits.setdefault(p, {}))
 
     def _wrong_partition(self, workflow_id: str, partition: int) -> WrongPartitionError | None:
         """An error if a command of ``workflow_id`` was read from another partition than the one its

@@ -37,6 +37,7 @@ from kadence.topics.errors import SchemaError
 
 from .activities import dispatch_attempt
 from .closing import close_run
+from .concurrency import begin_activity_slots, begin_run_slots
 from .effects import (
     Outbox,
     Transition,
@@ -57,6 +58,30 @@ _RESET_NS = uuid.UUID("0f5a2c1e-7d43-4f7a-9b8e-2d1c3e4f5a6b")
 
 def _fail(out: Outbox, cmd: Command, message: str, run_id: str | None = None) -> None:
     reply(out, cmd["request_id"], cmd["aggregate_key"], "rejected", run_id=run_id, message=message)
+
+
+def _pending_again(t: Transition, attrs: dict[str, Any], seq: int) -> PendingActivity:
+    """An activity the kept events scheduled and did not close: pending in the new run, from
+    its first attempt (its concurrency slots asked for again)."""
+    return {
+        "activity_id": attrs["activity_id"],
+        "activity_type": attrs["activity_type"],
+        "scheduled_seq": seq,
+        "attempt": 1,
+        "task_queue": attrs["options"]["task_queue"],
+        "input": attrs["input"],
+        "options": attrs["options"],
+        "first_scheduled_ms": t.ts,
+        "attempt_started_ms": t.ts,
+        "last_heartbeat_ms": 0,
+        "heartbeat_details": None,
+        "cancel_requested": False,
+        "retrying": False,
+        "last_failure": None,
+        "next_attempt_ms": None,
+        "held": False,
+        "slots_held": 0,
+    }
 
 
 def reset_workflow(t: Transition, body: ResetWorkflow) -> None:
@@ -177,7 +202,7 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
             {"reason": f"{reason}: reset to event {point['seq']} as run {new_run_id}", "identity": body["identity"]},
         )
         waiters = st["result_waiters"]
-        close_run(t, st, "terminated", notify=False, notify_parent=False)
+        close_run(t, st, "terminated", notify=False, notify_parent=False, keep_slots=True)
         st["result_waiters"] = []
 
     new: WorkflowState = {
@@ -213,32 +238,19 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
         "build_id": t.view.build_defaults.get(st["task_queue"]),
     }
     t.view.put(new)
+    if not was_open and new["concurrency"]:  # a closed chain gave its slots back: asked for again
+        begin_run_slots(t, new, new["concurrency"])
     pending_acts: dict[str, PendingActivity] = {}
     timers: dict[str, PendingTimer] = {}
     for e in kept:
         kind, attrs = e["attributes"]
+        if kind == "ConcurrencySlotAcquired" and (attrs["activity_id"] or not was_open):
+            continue  # a slot the new run asks for again (its activities' always)
         if kind == "WorkflowExecutionStarted":
             attrs = {**attrs, "continued_from_run_id": st["run_id"], "build_id": new["build_id"]}
         ev = emit(t, new, kind, attrs, ts=e["timestamp_ms"], request_id=e["request_id"])
         if kind == "ActivityTaskScheduled":
-            pending_acts[attrs["activity_id"]] = {
-                "activity_id": attrs["activity_id"],
-                "activity_type": attrs["activity_type"],
-                "scheduled_seq": ev["seq"],
-                "attempt": 1,
-                "task_queue": attrs["options"]["task_queue"],
-                "input": attrs["input"],
-                "options": attrs["options"],
-                "first_scheduled_ms": t.ts,
-                "attempt_started_ms": t.ts,
-                "last_heartbeat_ms": 0,
-                "heartbeat_details": None,
-                "cancel_requested": False,
-                "retrying": False,
-                "last_failure": None,
-                "next_attempt_ms": None,
-                "held": False,
-            }
+            pending_acts[attrs["activity_id"]] = _pending_again(t, attrs, ev["seq"])
         elif kind in ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled"):
             pending_acts.pop(attrs["activity_id"], None)
         elif kind == "TimerStarted":
@@ -254,7 +266,8 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
             new["wt_last_completed_seq"] = attrs["scheduled_seq"]
     for a in pending_acts.values():
         new["pending_activities"].append(a)
-        dispatch_attempt(t, new, a)
+        if begin_activity_slots(t, new, a):  # else when it holds its concurrency slots again
+            dispatch_attempt(t, new, a)
     for timer in timers.values():
         new["pending_timers"].append(timer)
         start_timer(t.out, new, timer["timer_id"], timer["fire_at_ms"], "user")

@@ -22,6 +22,7 @@ from .effects import Transition, emit, schedule_workflow_task, start_timer, work
 __all__ = [
     "RUN_NAMESPACE",
     "begin_run",
+    "carry_slots",
     "close_or_continue",
     "continue_as_new",
     "cron_run_id",
@@ -86,7 +87,18 @@ def new_run(
         "cron_schedule": body.get("cron_schedule"),
         "cron_input": body["input"] if body.get("cron_schedule") else None,
         "first_task_at_ms": None,
+        "concurrency": [],
+        "slots_held": 0,
+        "slot_ticket": None,
+        "slot_wait_since_ms": None,
     }
+
+
+def carry_slots(st: WorkflowState, new: WorkflowState) -> None:
+    """The next run of a chain (continue-as-new, a cron run's next) keeps the chain's
+    concurrency slots, and its request for the one it still waits for."""
+    for key in ("concurrency", "slots_held", "slot_ticket", "slot_wait_since_ms"):
+        new[key] = st[key]
 
 
 def initial_build(t: Transition, body: StartWorkflow) -> str | None:
@@ -132,6 +144,7 @@ def begin_run(
             "headers": st["headers"],
             "cron_schedule": st["cron_schedule"],
             "first_task_at_ms": st["first_task_at_ms"],
+            "concurrency": st["concurrency"],
         },
         request_id=request_id,
     )
@@ -155,7 +168,7 @@ def continue_as_new(
     new_run_id = str(uuid.uuid5(RUN_NAMESPACE, f"{st['run_id']}/continue"))
     emit(t, st, "WorkflowExecutionContinuedAsNew", {"new_run_id": new_run_id, "input": c["input"]})
     waiters = st["result_waiters"]
-    close_run(t, st, "continued_as_new", notify=False)
+    close_run(t, st, "continued_as_new", notify=False, keep_slots=True)
     st["result_waiters"] = []
     st["continued_run_id"] = new_run_id
     body = {
@@ -173,6 +186,7 @@ def continue_as_new(
     for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):  # the parent waits for the chain
         new[key] = st[key]
     new["result_waiters"] = waiters  # whoever waits for "the workflow" waits for its last run
+    carry_slots(st, new)
     begin_run(t, new, body, continued_from=st["run_id"])
     for ev in carried_signals or ():
         new["signals_seen"] += 1
@@ -196,7 +210,7 @@ def close_or_continue(t: Transition, st: WorkflowState, status: str, next_run_id
         close_run(t, st, status, **outcome)
         return
     waiters = st["result_waiters"]
-    close_run(t, st, status, notify=False, notify_parent=False, **outcome)
+    close_run(t, st, status, notify=False, notify_parent=False, keep_slots=True, **outcome)
     st["result_waiters"] = []
     st["continued_run_id"] = next_run_id
     body = {
@@ -216,4 +230,5 @@ def close_or_continue(t: Transition, st: WorkflowState, status: str, next_run_id
     for key in ("parent_workflow_id", "parent_run_id", "parent_initiated_seq"):
         new[key] = st[key]
     new["result_waiters"] = waiters
+    carry_slots(st, new)
     begin_run(t, new, body, continued_from=st["run_id"])

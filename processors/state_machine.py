@@ -22,9 +22,9 @@ from typing import Any, TypeGuard, cast
 
 from kadence.schemas.records import (
     AwaitWorkflowResult,
-    ChildWorkflowEvent,
     Command,
     EagerWorkflowTask,
+    Failure,
     FireTimer,
     PurgeClosedRun,
     QueryWorkflow,
@@ -41,6 +41,7 @@ from kadence.schemas.records import (
 )
 from kadence.topics import records
 from kadence.topics.builds import validate_build_id
+from kadence.topics.concurrency import limits_problem
 from kadence.topics.cron import check_cron
 from kadence.topics.errors import ConfigError, InvalidArgumentError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
@@ -51,11 +52,15 @@ from .activities import (
     activity_result,
     activity_timer_fired,
     cancel_activity,
+    dispatch_attempt,
     eager_requests,
+    fail_activity,
     schedule_activity,
     send_eager,
 )
+from .children import child_event, notify_parent_of_start, start_child
 from .closing import close_run, closing_outruns_signals
+from .concurrency import begin_run_slots, concurrency_command
 from .effects import (
     MAX_RESULT_WAITERS,
     RECENT_REQUESTS,
@@ -112,6 +117,9 @@ def _invalid_start(wf: str, body: StartWorkflow) -> str | None:
     why = task_queue_problem(body["task_queue"])
     if why:
         return f"invalid task_queue: {why}"
+    why = limits_problem(body.get("concurrency") or [])
+    if why:
+        return f"invalid concurrency: {why}"
     if body.get("cron_schedule") is not None:
         try:
             check_cron(body["cron_schedule"])
@@ -136,7 +144,7 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
     invalid = _invalid_start(wf, body)
     if invalid:  # a producer that bypassed the SDK's checks: nothing is recorded
         reply(t.out, rid, wf, "rejected", message=invalid)
-        _notify_parent_of_start(t.out, wf, body, "start_failed", "", invalid)
+        notify_parent_of_start(t.out, wf, body, "start_failed", "", invalid)
         return None
     st = t.view.state(wf)
     seen = recent(st, rid)
@@ -155,13 +163,15 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
             remember(st, rid, "already_started", reject)
             t.view.put(st)
             reply(t.out, rid, wf, "already_started", run_id=st["run_id"], message=reject)
-            _notify_parent_of_start(t.out, wf, body, "start_failed", st["run_id"], reject)
+            notify_parent_of_start(t.out, wf, body, "start_failed", st["run_id"], reject)
             return None
     new = new_run(st, wf, body, start_run_id(t.cmd["event_id"]), t.ts, build_id=initial_build(t, body))
+    if body.get("concurrency"):  # its first workflow task waits for the slots (processors.concurrency)
+        begin_run_slots(t, new, body["concurrency"])
     eager = body.get("eager_workflow_task")
     eager_fits = eager is not None and _eager_start_fits(new, eager, t.ts)
     begin_run(t, new, body, request_id=rid, first_task=not eager_fits)
-    _notify_parent_of_start(t.out, wf, body, "started", new["run_id"])
+    notify_parent_of_start(t.out, wf, body, "started", new["run_id"])
     if answer:
         remember(new, rid, "ok")
     if eager is not None and eager_fits:
@@ -209,6 +219,7 @@ def _eager_start_fits(st: WorkflowState, eager: EagerWorkflowTask, ts: int) -> b
     return (
         st["first_task_at_ms"] is None
         and not st["cron_schedule"]
+        and not st["concurrency"]
         and eager["build_id"] == st["build_id"]
         and eager["base_scheduled_seq"] == 0
         and abs(eager["workflow_time_ms"] - ts) <= EAGER_MAX_SKEW_MS
@@ -239,124 +250,6 @@ def _record_eager_task(
         },
         request_id=rid,
     )
-
-
-def _notify_parent_of_start(
-    out: Outbox, wf: str, body: StartWorkflow, kind: str, run_id: str, message: str = ""
-) -> None:
-    parent = body.get("parent_workflow_id")
-    if parent:
-        send_command(
-            out,
-            parent,
-            "ChildWorkflowEvent",
-            {
-                "initiated_seq": body["parent_initiated_seq"],
-                "child_workflow_id": wf,
-                "child_run_id": run_id,
-                "kind": kind,
-                "result": None,
-                "failure": None,
-                "message": message,
-            },
-            run_id=body["parent_run_id"],
-        )
-
-
-def _start_child(t: Transition, st: WorkflowState, c: Mapping[str, Any], done_seq: int) -> None:
-    ev = emit(
-        t,
-        st,
-        "StartChildWorkflowExecutionInitiated",
-        {
-            "workflow_id": c["workflow_id"],
-            "workflow_type": c["workflow_type"],
-            "task_queue": c["task_queue"],
-            "input": c["input"],
-            "parent_close_policy": c["parent_close_policy"],
-            "workflow_task_completed_seq": done_seq,
-        },
-    )
-    st["pending_children"].append(
-        {
-            "workflow_id": c["workflow_id"],
-            "initiated_seq": ev["seq"],
-            "run_id": None,
-            "parent_close_policy": c["parent_close_policy"],
-        }
-    )
-    # the child's start goes to its own shard, in this transaction: a retried parent task
-    # cannot start it twice (and its request ID makes a duplicate harmless anyway)
-    send_command(
-        t.out,
-        c["workflow_id"],
-        "StartWorkflow",
-        {
-            "workflow_type": c["workflow_type"],
-            "task_queue": c["task_queue"],
-            "input": c["input"],
-            "id_reuse_policy": "allow_duplicate",
-            "run_timeout_ms": c.get("run_timeout_ms"),
-            "search_attributes": {},
-            "execution_timeout_ms": None,
-            "parent_workflow_id": st["workflow_id"],
-            "parent_run_id": st["run_id"],
-            "parent_initiated_seq": ev["seq"],
-            "parent_close_policy": c["parent_close_policy"],
-            "headers": st["headers"],  # the caller's context (interceptors) reaches the child too
-            # a child on its parent's task queue runs on its parent's build; elsewhere on that queue's default
-            "build_id": st["build_id"] if c["task_queue"] == st["task_queue"] else None,
-        },
-        request_id=f"child:{st['workflow_id']}:{st['run_id']}:{ev['seq']}",
-    )
-
-
-_CHILD_CLOSED = {"completed", "failed", "canceled", "terminated", "timed_out"}
-
-
-def _child_event(t: Transition, body: ChildWorkflowEvent) -> None:
-    st = t.view.state(t.cmd["aggregate_key"])
-    child = None
-    if st is not None and st["status"] == "running" and st["run_id"] == t.cmd["run_id"]:
-        child = next((c for c in st["pending_children"] if c["initiated_seq"] == body["initiated_seq"]), None)
-    kind = body["kind"]
-    if st is None or child is None or (kind == "started" and child["run_id"] is not None):
-        t.out.stale += 1  # the parent moved on (closed, continued) or this is a duplicate
-        return
-    common = {"initiated_seq": child["initiated_seq"], "workflow_id": child["workflow_id"]}
-    if kind == "started":
-        child["run_id"] = body["child_run_id"]
-        emit(t, st, "ChildWorkflowExecutionStarted", {**common, "run_id": body["child_run_id"]})
-    elif kind == "start_failed":
-        st["pending_children"].remove(child)
-        emit(
-            t,
-            st,
-            "StartChildWorkflowExecutionFailed",
-            {**common, "cause": body["message"] or "already started", "run_id": body["child_run_id"]},
-        )
-    elif kind in _CHILD_CLOSED:
-        st["pending_children"].remove(child)
-        if kind == "completed":
-            emit(
-                t,
-                st,
-                "ChildWorkflowExecutionCompleted",
-                {**common, "run_id": body["child_run_id"] or "", "result": body["result"] or b""},
-            )
-        else:
-            failure = body["failure"] or _failure(kind, f"child workflow {kind}")
-            emit(
-                t,
-                st,
-                "ChildWorkflowExecutionFailed",
-                {**common, "run_id": body["child_run_id"] or "", "status": kind, "failure": failure},
-            )
-    else:
-        t.out.stale += 1
-        return
-    workflow_task_needed(t, st)
-    t.view.put(st)
 
 
 def _current_task(
@@ -432,7 +325,7 @@ def _apply_command(
     elif ctype == "ContinueAsNewWorkflowExecution":
         continue_as_new(t, st, c, carried_signals=carried_signals)
     elif ctype == "StartChildWorkflowExecution":
-        _start_child(t, st, c, done_seq)
+        start_child(t, st, c, done_seq)
     elif ctype == "CompleteWorkflowUpdate":
         complete_update(t, st, c)
     elif ctype == "RequestCancelExternalWorkflowExecution":
@@ -704,6 +597,12 @@ def _terminate(t: Transition, body: TerminateWorkflow) -> None:
     reply(t.out, t.cmd["request_id"], st["workflow_id"], "ok", run_id=st["run_id"])
 
 
+def _fail_run(t: Transition, st: WorkflowState, failure: Failure) -> None:
+    """The engine fails the run (a concurrency slot it asked for was refused)."""
+    emit(t, st, "WorkflowExecutionFailed", {"failure": failure, "new_run_id": None})
+    close_run(t, st, "failed", failure=failure)
+
+
 def _timer_fired(t: Transition, body: FireTimer) -> None:
     st = t.view.state(t.cmd["aggregate_key"])
     if st is None or st["status"] != "running" or st["run_id"] != t.cmd["run_id"]:
@@ -829,13 +728,16 @@ _HANDLERS: dict[str, _Handler] = {
     "FireTimer": _timer_fired,
     "QueryWorkflow": _query,
     "RecordActivityHeartbeat": activity_heartbeat,
-    "ChildWorkflowEvent": _child_event,
+    "ChildWorkflowEvent": child_event,
     "ResetWorkflow": reset_workflow,
     "UpdateWorkflowBuild": _update_build,
     "PurgeClosedRun": _purge_closed_run,
     "AcceptWorkflowUpdate": update_accepted,
     "PauseWorkflow": pause_workflow,
     "UnpauseWorkflow": lambda t, body: unpause_workflow(t, body, fire=fire_timer),
+    "ConcurrencySlot": lambda t, body: concurrency_command(
+        t, body, fail=_fail_run, dispatch=dispatch_attempt, fail_activity=fail_activity
+    ),
 }
 
 

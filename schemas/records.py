@@ -31,6 +31,10 @@ __all__ = [
     "Command",
     "CompleteWorkflowExecution",
     "CompleteWorkflowUpdate",
+    "ConcurrencyLimit",
+    "ConcurrencySlot",
+    "ConcurrencySlotAcquired",
+    "ConcurrencyState",
     "ContinueAsNewWorkflowExecution",
     "DeadLetter",
     "EagerWorkflowTask",
@@ -66,6 +70,7 @@ __all__ = [
     "SearchAttributeTime",
     "SearchAttributesUpserted",
     "SignalWorkflow",
+    "SlotHolder",
     "StartChildWorkflowExecution",
     "StartChildWorkflowExecutionFailed",
     "StartChildWorkflowExecutionInitiated",
@@ -127,6 +132,17 @@ class RetryPolicy(TypedDict):
     non_retryable_error_types: NotRequired[list[str]]
 
 
+class ConcurrencyLimit(TypedDict):
+    """A concurrency limit a run or an activity holds a slot of while it executes: at most max holders of the key name=value at once, across the namespace."""
+
+    #: what is limited, e.g. tenant or api
+    name: str
+    #: which one, e.g. acme or stripe
+    value: str
+    #: holders at once (1: one at a time)
+    max: int
+
+
 class ActivityOptions(TypedDict):
     """The ActivityOptions record."""
 
@@ -136,6 +152,8 @@ class ActivityOptions(TypedDict):
     start_to_close_timeout_ms: NotRequired[int | None]
     heartbeat_timeout_ms: NotRequired[int | None]
     retry_policy: NotRequired[RetryPolicy | None]
+    #: concurrency limits the activity holds a slot of from its first attempt to its close; dispatch waits for them all
+    concurrency: NotRequired[list[ConcurrencyLimit]]
 
 
 class SearchAttributeTime(TypedDict):
@@ -166,6 +184,7 @@ class WorkflowExecutionStarted(TypedDict):
     cron_schedule: NotRequired[str | None]
     #: a cron run's first workflow task waits until this time (epoch ms)
     first_task_at_ms: NotRequired[int | None]
+    concurrency: NotRequired[list[ConcurrencyLimit]]
 
 
 class WorkflowTaskScheduled(TypedDict):
@@ -430,6 +449,18 @@ class WorkflowExecutionUnpaused(TypedDict):
     identity: NotRequired[str]
 
 
+class ConcurrencySlotAcquired(TypedDict):
+    """The run (or one of its activities) was granted a slot of a concurrency limit; it holds it until the run (or the activity) closes."""
+
+    name: str
+    value: str
+    max: int
+    #: from the request to the grant
+    waited_ms: int
+    #: null: the run's own slot
+    activity_id: NotRequired[str | None]
+
+
 class HistoryEvent(TypedDict):
     """One event of a workflow run's history; topic {ns}.history, key {workflow_id}/{run_id}/{seq}."""
 
@@ -442,7 +473,7 @@ class HistoryEvent(TypedDict):
     timestamp_ms: int
     trace_id: NotRequired[str | None]
     request_id: NotRequired[str | None]
-    attributes: tuple[Literal["WorkflowExecutionStarted"], WorkflowExecutionStarted] | tuple[Literal["WorkflowTaskScheduled"], WorkflowTaskScheduled] | tuple[Literal["WorkflowTaskCompleted"], WorkflowTaskCompleted] | tuple[Literal["ActivityTaskScheduled"], ActivityTaskScheduled] | tuple[Literal["ActivityTaskCompleted"], ActivityTaskCompleted] | tuple[Literal["ActivityTaskFailed"], ActivityTaskFailed] | tuple[Literal["WorkflowExecutionCompleted"], WorkflowExecutionCompleted] | tuple[Literal["WorkflowExecutionFailed"], WorkflowExecutionFailed] | tuple[Literal["TimerStarted"], TimerStarted] | tuple[Literal["TimerFired"], TimerFired] | tuple[Literal["TimerCanceled"], TimerCanceled] | tuple[Literal["WorkflowSignaled"], WorkflowSignaled] | tuple[Literal["ActivityTaskAttemptFailed"], ActivityTaskAttemptFailed] | tuple[Literal["ActivityTaskTimedOut"], ActivityTaskTimedOut] | tuple[Literal["ActivityTaskCancelRequested"], ActivityTaskCancelRequested] | tuple[Literal["ActivityTaskCanceled"], ActivityTaskCanceled] | tuple[Literal["WorkflowCancelRequested"], WorkflowCancelRequested] | tuple[Literal["WorkflowExecutionCanceled"], WorkflowExecutionCanceled] | tuple[Literal["WorkflowExecutionTerminated"], WorkflowExecutionTerminated] | tuple[Literal["WorkflowExecutionContinuedAsNew"], WorkflowExecutionContinuedAsNew] | tuple[Literal["WorkflowExecutionTimedOut"], WorkflowExecutionTimedOut] | tuple[Literal["MarkerRecorded"], MarkerRecorded] | tuple[Literal["SearchAttributesUpserted"], SearchAttributesUpserted] | tuple[Literal["StartChildWorkflowExecutionInitiated"], StartChildWorkflowExecutionInitiated] | tuple[Literal["ChildWorkflowExecutionStarted"], ChildWorkflowExecutionStarted] | tuple[Literal["StartChildWorkflowExecutionFailed"], StartChildWorkflowExecutionFailed] | tuple[Literal["ChildWorkflowExecutionCompleted"], ChildWorkflowExecutionCompleted] | tuple[Literal["ChildWorkflowExecutionFailed"], ChildWorkflowExecutionFailed] | tuple[Literal["RequestCancelExternalInitiated"], RequestCancelExternalInitiated] | tuple[Literal["WorkflowUpdateAccepted"], WorkflowUpdateAccepted] | tuple[Literal["WorkflowUpdateCompleted"], WorkflowUpdateCompleted] | tuple[Literal["WorkflowExecutionPaused"], WorkflowExecutionPaused] | tuple[Literal["WorkflowExecutionUnpaused"], WorkflowExecutionUnpaused]
+    attributes: tuple[Literal["WorkflowExecutionStarted"], WorkflowExecutionStarted] | tuple[Literal["WorkflowTaskScheduled"], WorkflowTaskScheduled] | tuple[Literal["WorkflowTaskCompleted"], WorkflowTaskCompleted] | tuple[Literal["ActivityTaskScheduled"], ActivityTaskScheduled] | tuple[Literal["ActivityTaskCompleted"], ActivityTaskCompleted] | tuple[Literal["ActivityTaskFailed"], ActivityTaskFailed] | tuple[Literal["WorkflowExecutionCompleted"], WorkflowExecutionCompleted] | tuple[Literal["WorkflowExecutionFailed"], WorkflowExecutionFailed] | tuple[Literal["TimerStarted"], TimerStarted] | tuple[Literal["TimerFired"], TimerFired] | tuple[Literal["TimerCanceled"], TimerCanceled] | tuple[Literal["WorkflowSignaled"], WorkflowSignaled] | tuple[Literal["ActivityTaskAttemptFailed"], ActivityTaskAttemptFailed] | tuple[Literal["ActivityTaskTimedOut"], ActivityTaskTimedOut] | tuple[Literal["ActivityTaskCancelRequested"], ActivityTaskCancelRequested] | tuple[Literal["ActivityTaskCanceled"], ActivityTaskCanceled] | tuple[Literal["WorkflowCancelRequested"], WorkflowCancelRequested] | tuple[Literal["WorkflowExecutionCanceled"], WorkflowExecutionCanceled] | tuple[Literal["WorkflowExecutionTerminated"], WorkflowExecutionTerminated] | tuple[Literal["WorkflowExecutionContinuedAsNew"], WorkflowExecutionContinuedAsNew] | tuple[Literal["WorkflowExecutionTimedOut"], WorkflowExecutionTimedOut] | tuple[Literal["MarkerRecorded"], MarkerRecorded] | tuple[Literal["SearchAttributesUpserted"], SearchAttributesUpserted] | tuple[Literal["StartChildWorkflowExecutionInitiated"], StartChildWorkflowExecutionInitiated] | tuple[Literal["ChildWorkflowExecutionStarted"], ChildWorkflowExecutionStarted] | tuple[Literal["StartChildWorkflowExecutionFailed"], StartChildWorkflowExecutionFailed] | tuple[Literal["ChildWorkflowExecutionCompleted"], ChildWorkflowExecutionCompleted] | tuple[Literal["ChildWorkflowExecutionFailed"], ChildWorkflowExecutionFailed] | tuple[Literal["RequestCancelExternalInitiated"], RequestCancelExternalInitiated] | tuple[Literal["WorkflowUpdateAccepted"], WorkflowUpdateAccepted] | tuple[Literal["WorkflowUpdateCompleted"], WorkflowUpdateCompleted] | tuple[Literal["WorkflowExecutionPaused"], WorkflowExecutionPaused] | tuple[Literal["WorkflowExecutionUnpaused"], WorkflowExecutionUnpaused] | tuple[Literal["ConcurrencySlotAcquired"], ConcurrencySlotAcquired]
     #: OpenTelemetry span ID (16 hex digits) of the span that wrote this record, the parent of the reader's span; null: not traced
     span_id: NotRequired[str | None]
 
@@ -581,6 +612,8 @@ class StartWorkflow(TypedDict):
     eager_workflow_task: NotRequired[EagerWorkflowTask | None]
     #: execute_workflow: the request ID the run's result is answered to when the workflow closes, as an AwaitWorkflowResult sent right after the start would be (one command instead of two)
     result_request_id: NotRequired[str | None]
+    #: concurrency limits the run holds a slot of while it runs; its first workflow task waits for them all
+    concurrency: NotRequired[list[ConcurrencyLimit]]
 
 
 class RespondWorkflowTaskCompleted(TypedDict):
@@ -764,6 +797,25 @@ class UnpauseWorkflow(TypedDict):
     identity: NotRequired[str]
 
 
+class ConcurrencySlot(TypedDict):
+    """A slot of a concurrency limit: acquire and release go to the limit's owning partition (the command's key is the limit key), grant and refuse to the holder's workflow."""
+
+    #: acquire | release | grant | refuse
+    kind: str
+    name: str
+    value: str
+    #: acquire: the limit the requester names (the latest request's applies)
+    max: NotRequired[int]
+    #: the workflow ID of the run that asks or holds
+    holder: str
+    #: which request of the holder: the run chain's ticket, or run ID and activity ID
+    ticket: str
+    #: null: a slot for the run itself
+    activity_id: NotRequired[str | None]
+    requested_ms: NotRequired[int]
+    message: NotRequired[str]
+
+
 class Command(TypedDict):
     """Every input to a workflow state machine; topic {ns}.commands, key = workflow ID."""
 
@@ -776,7 +828,7 @@ class Command(TypedDict):
     idempotency_key: NotRequired[str | None]
     expected_version: NotRequired[int | None]
     run_id: NotRequired[str | None]
-    body: tuple[Literal["StartWorkflow"], StartWorkflow] | tuple[Literal["RespondWorkflowTaskCompleted"], RespondWorkflowTaskCompleted] | tuple[Literal["RespondWorkflowTaskFailed"], RespondWorkflowTaskFailed] | tuple[Literal["RequestWorkflowHistory"], RequestWorkflowHistory] | tuple[Literal["RespondActivityTaskCompleted"], RespondActivityTaskCompleted] | tuple[Literal["RespondActivityTaskFailed"], RespondActivityTaskFailed] | tuple[Literal["AwaitWorkflowResult"], AwaitWorkflowResult] | tuple[Literal["SignalWorkflow"], SignalWorkflow] | tuple[Literal["RequestCancelWorkflow"], RequestCancelWorkflow] | tuple[Literal["TerminateWorkflow"], TerminateWorkflow] | tuple[Literal["FireTimer"], FireTimer] | tuple[Literal["RecordActivityHeartbeat"], RecordActivityHeartbeat] | tuple[Literal["QueryWorkflow"], QueryWorkflow] | tuple[Literal["ChildWorkflowEvent"], ChildWorkflowEvent] | tuple[Literal["ResetWorkflow"], ResetWorkflow] | tuple[Literal["UpdateWorkflowBuild"], UpdateWorkflowBuild] | tuple[Literal["PurgeClosedRun"], PurgeClosedRun] | tuple[Literal["UpdateWorkflow"], UpdateWorkflow] | tuple[Literal["AcceptWorkflowUpdate"], AcceptWorkflowUpdate] | tuple[Literal["PauseWorkflow"], PauseWorkflow] | tuple[Literal["UnpauseWorkflow"], UnpauseWorkflow]
+    body: tuple[Literal["StartWorkflow"], StartWorkflow] | tuple[Literal["RespondWorkflowTaskCompleted"], RespondWorkflowTaskCompleted] | tuple[Literal["RespondWorkflowTaskFailed"], RespondWorkflowTaskFailed] | tuple[Literal["RequestWorkflowHistory"], RequestWorkflowHistory] | tuple[Literal["RespondActivityTaskCompleted"], RespondActivityTaskCompleted] | tuple[Literal["RespondActivityTaskFailed"], RespondActivityTaskFailed] | tuple[Literal["AwaitWorkflowResult"], AwaitWorkflowResult] | tuple[Literal["SignalWorkflow"], SignalWorkflow] | tuple[Literal["RequestCancelWorkflow"], RequestCancelWorkflow] | tuple[Literal["TerminateWorkflow"], TerminateWorkflow] | tuple[Literal["FireTimer"], FireTimer] | tuple[Literal["RecordActivityHeartbeat"], RecordActivityHeartbeat] | tuple[Literal["QueryWorkflow"], QueryWorkflow] | tuple[Literal["ChildWorkflowEvent"], ChildWorkflowEvent] | tuple[Literal["ResetWorkflow"], ResetWorkflow] | tuple[Literal["UpdateWorkflowBuild"], UpdateWorkflowBuild] | tuple[Literal["PurgeClosedRun"], PurgeClosedRun] | tuple[Literal["UpdateWorkflow"], UpdateWorkflow] | tuple[Literal["AcceptWorkflowUpdate"], AcceptWorkflowUpdate] | tuple[Literal["PauseWorkflow"], PauseWorkflow] | tuple[Literal["UnpauseWorkflow"], UnpauseWorkflow] | tuple[Literal["ConcurrencySlot"], ConcurrencySlot]
     #: OpenTelemetry span ID (16 hex digits) of the span that wrote this record, the parent of the reader's span; null: not traced
     span_id: NotRequired[str | None]
 
@@ -871,6 +923,7 @@ class ActivityDescription(TypedDict):
     cancel_requested: NotRequired[bool]
     #: not dispatched: the run is paused
     held: NotRequired[bool]
+    waiting_for_slot: NotRequired[ConcurrencyLimit | None]
 
 
 class TimerDescription(TypedDict):
@@ -915,6 +968,9 @@ class WorkflowDescription(TypedDict):
     #: a cron workflow's schedule (topics.cron): each run closes into the next, whose first workflow task waits for the next time
     cron_schedule: NotRequired[str | None]
     first_task_at_ms: NotRequired[int | None]
+    #: the limit the run waits for a slot of
+    waiting_for_slot: NotRequired[ConcurrencyLimit | None]
+    slots_held: NotRequired[list[ConcurrencyLimit]]
 
 
 class ResetPlan(TypedDict):
@@ -978,6 +1034,7 @@ class PendingActivity(TypedDict):
     next_attempt_ms: NotRequired[int | None]
     #: an attempt not dispatched because the run is paused
     held: NotRequired[bool]
+    slots_held: NotRequired[int]
 
 
 class RecentRequest(TypedDict):
@@ -1077,6 +1134,13 @@ class WorkflowState(TypedDict):
     cron_input: NotRequired[bytes | None]
     #: a cron run's first workflow task waits until then (null: not waiting)
     first_task_at_ms: NotRequired[int | None]
+    #: the run chain's limits, in the order they are acquired (sorted by key)
+    concurrency: NotRequired[list[ConcurrencyLimit]]
+    #: how many of concurrency (from the first) are held
+    slots_held: NotRequired[int]
+    #: the ticket of the chain's requests (kept across continue-as-new, cron runs and a reset of an open run)
+    slot_ticket: NotRequired[str | None]
+    slot_wait_since_ms: NotRequired[int | None]
 
 
 class DeadLetter(TypedDict):
@@ -1114,3 +1178,26 @@ class QueueLimit(TypedDict):
     timestamp_ms: int
     identity: NotRequired[str]
     reason: NotRequired[str]
+
+
+class SlotHolder(TypedDict):
+    """A holder of, or a waiter for, a slot of a concurrency limit."""
+
+    holder: str
+    ticket: str
+    activity_id: NotRequired[str | None]
+    #: holders: when granted; waiters: when requested
+    since_ms: int
+
+
+class ConcurrencyState(TypedDict):
+    """One concurrency limit's holders and waiters (first come, first served); topic {ns}.concurrency (compacted, partitioned as the commands), key = the limit key name=value, written in the owning partition's transactions."""
+
+    name: str
+    value: str
+    max: int
+    holders: NotRequired[list[SlotHolder]]
+    waiters: NotRequired[list[SlotHolder]]
+    #: slots granted since the key was first used
+    granted: NotRequired[int]
+    updated_ms: NotRequired[int]

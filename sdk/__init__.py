@@ -40,6 +40,7 @@ _FROM = {
     "SchemaRegistryError": "kadence.topics.errors",
     "SchemaRegistryUnavailableError": "kadence.topics.errors",
     "KafkaConfig": "kadence.topics.config",
+    "Limit": "kadence._definitions",
     "NoReplyError": "kadence.topics.errors",
     "NonDeterminismError": "kadence.topics.errors",
     "NotDeterministicError": "kadence._loop",
@@ -136,7 +137,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
 
     from . import activity, workflow
     from ._client import Client, ResetPlan, WorkflowHandle
-    from ._definitions import RetryPolicy
+    from ._definitions import Limit, RetryPolicy
     from ._description import PendingActivityDescription, WorkflowExecutionDescription, WorkflowExecutionStatus
     from ._loop import NotDeterministicError
     from ._replayer import Replayer, ReplayResult
@@ -162,6 +163,7 @@ __all__ = [
     "KafkaAuthenticationError",
     "KafkaAuthorizationError",
     "KafkaConfig",
+    "Limit",
     "NoReplyError",
     "NonDeterminismError",
     "NotDeterministicError",

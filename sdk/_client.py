@@ -34,7 +34,7 @@ from kadence.topics.queue_limits import QueueLimit, read_queue_limits, set_queue
 from kadence.topics.records import new_id
 from kadence.topics.typed import signature
 
-from ._definitions import run_function, to_ms, workflow_type_name
+from ._definitions import Limit, limit_records, run_function, to_ms, workflow_type_name
 from ._handle import ResetPlan, WorkflowHandle, signal_name
 from ._updates import update_outcome, update_target
 from .interceptors import ClientCall, Interceptor, chain
@@ -156,6 +156,7 @@ class Client:
         memo: dict[str, Any] | None = None,
         headers: dict[str, Any] | None = None,
         cron_schedule: str | None = None,
+        concurrency: Iterable[Limit] | None = None,
     ) -> StartWorkflow:
         """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments checked."""
         check_workflow_id(id, field="id")
@@ -170,6 +171,7 @@ class Client:
             memo,
             headers,
             cron_schedule,
+            concurrency,
         )
 
     def _start_body(
@@ -184,6 +186,7 @@ class Client:
         memo: dict[str, Any] | None = None,
         headers: dict[str, Any] | None = None,
         cron_schedule: str | None = None,
+        concurrency: Iterable[Limit] | None = None,
     ) -> StartWorkflow:
         run_fn = run_function(workflow)
         if run_fn is not None:  # arguments that cannot become the run's types fail here, before anything is sent
@@ -199,6 +202,7 @@ class Client:
             memo={str(k): self.converter.to_bytes(v) for k, v in (memo or {}).items()},
             headers={str(k): str(v) for k, v in (headers or {}).items()},
             cron_schedule=cron_schedule,
+            concurrency=limit_records(concurrency),
         )
 
     async def signal_with_start(
@@ -212,15 +216,25 @@ class Client:
         request_id: str | None = None,
         run_timeout: timedelta | None = None,
         memo: dict[str, Any] | None = None,
+        concurrency: Iterable[Limit] | None = None,
     ) -> WorkflowHandle:
         """Signal the workflow, starting it first if no run is open (one atomic command).
-        ``signal``: its name, or the handler method itself."""
+        ``signal``: its name, or the handler method itself; ``concurrency``: a start's limits
+        (``start_workflow``)."""
         check_workflow_id(id, field="id")
         signal = signal_name(signal)
 
         async def impl(call: ClientCall) -> WorkflowHandle:
             start = self._start_body(
-                workflow, args, task_queue, "allow_duplicate", run_timeout, None, memo=memo, headers=call.headers
+                workflow,
+                args,
+                task_queue,
+                "allow_duplicate",
+                run_timeout,
+                None,
+                memo=memo,
+                headers=call.headers,
+                concurrency=concurrency,
             )
             reply = await self._engine.request(
                 id,
@@ -284,6 +298,7 @@ class Client:
         memo: dict[str, Any] | None = None,
         cron_schedule: str | None = None,
         request_eager_start: bool = False,
+        concurrency: Iterable[Limit] | None = None,
     ) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
 
@@ -305,6 +320,11 @@ class Client:
         (one Kafka transaction for a workflow of local activities). Otherwise, or when the engine
         does not take the task (the ID in use, a duplicate start), the start is an ordinary one.
 
+        ``concurrency`` (``[Limit("tenant", "acme", max=20), ...]``): the run holds a slot of
+        each limit from its start to the close of its chain; its first workflow task waits until
+        it holds them all (first come, first served; docs/guide.md, "Concurrency limits"). Such a
+        start is never eager.
+
         Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open.
         """
 
@@ -321,6 +341,7 @@ class Client:
                 memo,
                 call.headers,
                 cron_schedule,
+                concurrency,
             )
             rid, event_id = request_id or new_id(), new_id()
             body, starter = await self._eager(id, body, rid, event_id, request_eager_start)
@@ -338,7 +359,7 @@ class Client:
     ) -> tuple[StartWorkflow, EagerStarter | None]:
         """An eager start's body (with the first task, when a worker of this client could run
         it) and that worker, or the body unchanged and None."""
-        if not requested:
+        if not requested or body.get("concurrency"):  # the first task waits for its slots
             return body, None
         return await eager_body(self._workers, self.config.namespace, workflow_id, body, request_id, event_id)
 
@@ -363,6 +384,7 @@ class Client:
         memo: dict[str, Any] | None = None,
         cron_schedule: str | None = None,
         request_eager_start: bool = False,
+        concurrency: Iterable[Limit] | None = None,
     ) -> Any:
         """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
         with the same errors, in one round trip fewer.
@@ -386,6 +408,7 @@ class Client:
                 memo,
                 call.headers,
                 cron_schedule,
+                concurrency,
             )
             engine, start_request, result_request, event_id = self._engine, request_id or new_id(), new_id(), new_id()
             body, starter = await self._eager(id, body, start_request, event_id, request_eager_start)

@@ -8,14 +8,18 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from kadence.topics.errors import ConfigError, DefinitionError
+from kadence.schemas.records import ConcurrencyLimit
+from kadence.topics.concurrency import check_limits
+from kadence.topics.errors import ConfigError, DefinitionError, InvalidArgumentError
 
 __all__ = [
     "ActivityDefinition",
+    "Limit",
     "RetryPolicy",
     "WorkflowDefinition",
     "activity_definition",
     "failure_types",
+    "limit_records",
     "registrations",
     "run_function",
     "to_ms",
@@ -53,6 +57,38 @@ class RetryPolicy:
             "maximum_attempts": self.maximum_attempts,
             "non_retryable_error_types": list(self.non_retryable_error_types),
         }
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A concurrency limit: at most ``max`` runs (or activities) that name the key
+    ``name=value`` execute at once, across the namespace; the others wait, first come first
+    served (``concurrency=`` of a start or of ``workflow.execute_activity``; docs/guide.md,
+    "Concurrency limits"). ``Limit("tenant", tenant_id, max=20)``; ``max=1`` runs them one at a
+    time. ``InvalidArgumentError`` for an empty name or value, a name with ``=``, or a max
+    outside 1-1,000,000."""
+
+    name: str
+    value: str
+    max: int
+
+    def __post_init__(self) -> None:
+        check_limits([self.to_record()])
+
+    def to_record(self) -> ConcurrencyLimit:
+        return {"name": self.name, "value": self.value, "max": self.max}
+
+
+def limit_records(limits: Iterable[Limit] | None) -> list[ConcurrencyLimit]:
+    """The records of a ``concurrency=`` argument, checked as a whole (at most 8, no key twice)."""
+    if limits is None:
+        return []
+    records = []
+    for lim in limits:
+        if not isinstance(lim, Limit):
+            raise InvalidArgumentError(f"concurrency takes kadence.Limit values, not {type(lim).__name__}")
+        records.append(lim.to_record())
+    return check_limits(records)
 
 
 def to_ms(value: timedelta | float | int | None) -> int | None:

@@ -21,7 +21,7 @@ import functools
 import logging
 import random as _random
 import uuid as _uuid
-from collections.abc import Callable, Generator, MutableMapping, Sequence
+from collections.abc import Callable, Generator, Iterable, MutableMapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
@@ -29,7 +29,7 @@ from typing import Any, TypeVar, overload
 from kadence.topics.errors import KadenceError
 from kadence.topics.search_attributes import SearchAttributeValue, check_search_attributes, from_wire
 
-from ._definitions import RetryPolicy, to_ms, workflow_definition
+from ._definitions import Limit, RetryPolicy, limit_records, to_ms, workflow_definition
 from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
 from ._loop import DeterministicLoop
 
@@ -197,8 +197,14 @@ def execute_activity(
     heartbeat_timeout: timedelta | None = None,
     retry_policy: RetryPolicy | None = None,
     result_type: Any = None,
+    concurrency: Iterable[Limit] | None = None,
 ) -> asyncio.Future[Any]:
     """Schedule an activity and return an awaitable of its result.
+
+    ``concurrency`` (``[Limit("api", "stripe", max=5)]``): the activity holds a slot of each
+    limit from its first attempt to its close (across its retries); its attempts wait for them
+    (docs/guide.md, "Concurrency limits"). The wait is not an attempt: only the
+    schedule-to-close timeout counts it.
 
     The result is typed by the activity function's return type; ``result_type`` types it when
     the activity is given by name (or overrides the function's). A failure reaches the workflow
@@ -213,6 +219,7 @@ def execute_activity(
         "start_to_close_timeout_ms": to_ms(start_to_close_timeout),
         "heartbeat_timeout_ms": to_ms(heartbeat_timeout),
         "retry_policy": retry_policy.to_record() if retry_policy else None,
+        "concurrency": limit_records(concurrency),
     }
     return inst.schedule_activity(activity_type, args, options, result_fn=result_fn)
 

@@ -26,6 +26,7 @@ from kadence.processors.deadlines import DeadlineIndex
 from kadence.processors.effects import BatchView, Outbox, count_history_bytes
 from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
+from kadence.schemas.records import ConcurrencyState
 from kadence.topics import serde
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ActivityAttemptLimitError, WorkflowNotFoundError, WorkflowTaskFailedError
@@ -59,6 +60,8 @@ class InMemoryEngine:
         self.config = KafkaConfig(bootstrap="in-memory", namespace=namespace, client_id="kadence-testing")
         self.clock = VirtualClock()
         self.store = MemoryShardStore(0)
+        #: concurrency limits by key (one shard owns them all here)
+        self.limits: dict[str, ConcurrencyState] = {}
         self.deadlines = DeadlineIndex()
         #: (fire_at_ms, n, timer record): the delay topics
         self._timers: list[tuple[int, int, dict]] = []
@@ -239,7 +242,7 @@ class InMemoryEngine:
 
     def _apply(self, cmd: dict) -> None:
         cmd = serde.decode("Command", serde.encode("Command", cmd))  # as the processor reads it
-        view, out = BatchView(self.store), Outbox()
+        view, out = BatchView(self.store, limits=self.limits), Outbox()
         try:
             transition(cmd, view, out, self.clock.now_ms())
         except Exception as exc:

@@ -152,6 +152,18 @@ TOPICS: tuple[TopicContract, ...] = (
         "when and why; workers pace their share of the queue's activity-task partitions to them.",
     ),
     TopicContract(
+        "concurrency",
+        "{namespace}.concurrency",
+        "ConcurrencyState",
+        "concurrency:{name}={value}, the limit key",
+        "explicitly the partition of the limit key on commands (its owning shard)",
+        "compact",
+        ("processor",),
+        ("processor (restore)", "operators (kadence limits)"),
+        "Each concurrency limit's holders and waiting requests, first come first served, written in the "
+        "transactions of the shard that owns the key. Internal: its schema may change with any release.",
+    ),
+    TopicContract(
         "timers",
         "{namespace}.timers.{tier}",
         "TimerRecord",

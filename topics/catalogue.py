@@ -59,6 +59,9 @@ class Catalogue:
         self.builds = f"{ns}.builds"
         #: compacted, key = task queue: the queue's activity rate limits (``kadence.topics.queue_limits``)
         self.queue_limits = f"{ns}.queue_limits"
+        #: compacted, partitioned as the commands, key = a concurrency limit's key: its holders and
+        #: waiters, written by the processor that owns the key's partition (``processors.concurrency``)
+        self.concurrency = f"{ns}.concurrency"
         self.processor_group = f"{ns}.processor"
         #: the error callback of the last admin client made by ``admin()``
         self._errors: ClientErrors | None = None
@@ -100,6 +103,7 @@ class Catalogue:
             TopicSpec(self.dlq, p, {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)}),
             TopicSpec(self.builds, p, dict(compact)),
             TopicSpec(self.queue_limits, p, dict(compact)),
+            TopicSpec(self.concurrency, p, dict(compact), True),
         ]
         for tier in TIMER_TIERS_MS:
             specs.append(
@@ -108,9 +112,14 @@ class Catalogue:
         return specs
 
     def processor_topics(self) -> list[str]:
-        """The core topics a processor needs: not the queue limits, which only workers read (and
-        create when missing, so an upgraded namespace needs no ``topics apply`` for them)."""
-        return [s.name for s in self.core_specs() if s.name != self.queue_limits]
+        """The core topics a processor needs at start: not the queue limits, which only workers
+        read (and create when missing, so an upgraded namespace needs no ``topics apply`` for
+        them), nor the concurrency limits' topic, which the processor creates when missing
+        (``concurrency_spec``)."""
+        return [s.name for s in self.core_specs() if s.name not in (self.queue_limits, self.concurrency)]
+
+    def concurrency_spec(self) -> TopicSpec:
+        return next(s for s in self.core_specs() if s.name == self.concurrency)
 
     def queue_specs(self, queue: str) -> list[TopicSpec]:
         p = self.config.partitions

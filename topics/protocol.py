@@ -8,11 +8,12 @@ each refusal is the same error of the tree wherever it is read (the gateway rend
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from kadence.schemas.records import (
     AwaitWorkflowResult,
+    ConcurrencyLimit,
     QueryWorkflow,
     RequestCancelWorkflow,
     SignalWorkflow,
@@ -21,6 +22,7 @@ from kadence.schemas.records import (
     UpdateWorkflow,
 )
 
+from .concurrency import check_limits
 from .cron import check_cron
 from .errors import (
     CommandRejectedError,
@@ -64,6 +66,7 @@ def start_body(
     memo: dict[str, bytes] | None = None,
     headers: dict[str, str] | None = None,
     cron_schedule: str | None = None,
+    concurrency: Sequence[ConcurrencyLimit] = (),
 ) -> StartWorkflow:
     """A ``StartWorkflow`` body (also the ``start`` of a signal- or update-with-start).
     ``input``: the arguments as the converter encoded them. ``KadenceError`` (or its
@@ -81,6 +84,7 @@ def start_body(
         "memo": dict(memo or {}),
         "headers": dict(headers or {}),
         "cron_schedule": None if cron_schedule is None else check_cron(cron_schedule),
+        "concurrency": check_limits(concurrency),
     }
 
 

@@ -28,6 +28,7 @@ PUBLIC = {
         "KafkaAuthenticationError",
         "KafkaAuthorizationError",
         "KafkaConfig",
+        "Limit",
         "NoReplyError",
         "NonDeterminismError",
         "NotDeterministicError",

@@ -16,6 +16,7 @@ def _state(**kw) -> dict:
         "parent_workflow_id": None,
         "result_waiters": [],
         "pending_children": [],
+        "pending_activities": [],
         **kw,
     }
 

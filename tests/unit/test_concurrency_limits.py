@@ -1,0 +1,312 @@
+"""Concurrency limits in the state machine (decision 0057), on several simulated shards: a limit's
+owner is the shard its key hashes to, the commands between shards are delivered in the order
+each shard wrote them, and which shard runs next is random. The broker tests prove the same
+across processor kills and partition moves (tests/integration/test_concurrency_limits.py)."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+import pytest
+
+from kadence import InvalidArgumentError, Limit
+from kadence.processors import concurrency
+from kadence.processors.effects import BatchView, Outbox
+from kadence.processors.state_machine import transition
+from kadence.processors.store import MemoryShardStore
+from kadence.topics import serde
+from kadence.topics.concurrency import command_key, limits_problem
+from kadence.topics.partitioner import partition_for
+from kadence.topics.records import command
+
+PARTITIONS = 3
+OPTIONS = {
+    "task_queue": "q",
+    "schedule_to_close_timeout_ms": None,
+    "schedule_to_start_timeout_ms": None,
+    "start_to_close_timeout_ms": 10_000,
+    "heartbeat_timeout_ms": None,
+    "retry_policy": None,
+}
+
+
+class Shards:
+    """Shards with their stores and concurrency tables; each has an inbox of commands."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.stores = [MemoryShardStore(p) for p in range(PARTITIONS)]
+        self.limits: list[dict] = [{} for _ in range(PARTITIONS)]
+        self.inboxes: list[deque] = [deque() for _ in range(PARTITIONS)]
+        self.tasks: list = []
+        self.events: list = []
+        self.replies: list = []
+        self.rng = random.Random(seed)
+        self.ts = 1_000_000
+
+    def send(self, key, body_type, body, *, run_id=None, request_id=None):
+        self.inboxes[partition_for(key, PARTITIONS)].append(
+            command(key, body_type, body, run_id=run_id, request_id=request_id)
+        )
+
+    def step(self, p: int) -> bool:
+        if not self.inboxes[p]:
+            return False
+        cmd = serde.decode("Command", serde.encode("Command", self.inboxes[p].popleft()))
+        view, out = BatchView(self.stores[p], limits=self.limits[p]), Outbox()
+        self.ts += 7
+        transition(cmd, view, out, self.ts)
+        for key, cs in view.limits.items():  # what the processor writes to {ns}.concurrency
+            view.limits[key] = serde.decode("ConcurrencyState", serde.encode("ConcurrencyState", cs))
+        view.commit_into(self.stores[p])
+        self.events += [ev for _wf, ev in out.events]
+        self.tasks += [task for _kind, _q, task in out.tasks]
+        self.replies += out.replies
+        for wf, body_type, body, run_id, request_id, _ref in out.commands:
+            self.send(wf, body_type, body, run_id=run_id, request_id=request_id)
+        return True
+
+    def run_some(self, n: int) -> None:
+        for _ in range(n):
+            ready = [p for p in range(PARTITIONS) if self.inboxes[p]]
+            if not ready:
+                return
+            self.step(self.rng.choice(ready))
+
+    def drain(self) -> None:
+        while any(self.inboxes):
+            self.run_some(1000)
+
+    def state(self, wf):
+        return self.stores[partition_for(wf, PARTITIONS)].get_state(wf)
+
+    def owner(self, name, value):
+        key = command_key(name, value)
+        return self.limits[partition_for(key, PARTITIONS)].get(key)
+
+    def take_tasks(self, kind="workflow"):
+        field = "activity_type" if kind == "activity" else "events"
+        mine = [t for t in self.tasks if field in t]
+        self.tasks = [t for t in self.tasks if field not in t]
+        return mine
+
+    def start(self, wf, limits, rid=None):
+        body = {
+            "workflow_type": "W",
+            "task_queue": "q",
+            "input": b"[]",
+            "concurrency": [lim.to_record() for lim in limits],
+        }
+        self.send(wf, "StartWorkflow", body, request_id=rid or f"start-{wf}")
+
+    def complete(self, task, commands=None):
+        self.send(
+            task["workflow_id"],
+            "RespondWorkflowTaskCompleted",
+            {
+                "scheduled_seq": task["scheduled_seq"],
+                "commands": commands if commands is not None else [("CompleteWorkflowExecution", {"result": b"1"})],
+            },
+            run_id=task["run_id"],
+        )
+
+
+def _running_holders(shards: Shards, workflows) -> dict[tuple[str, str], int]:
+    """Per limit key, the open runs that hold its slot (from the workflows' own states)."""
+    counts: dict[tuple[str, str], int] = {}
+    for wf in workflows:
+        st = shards.state(wf)
+        if st is None or st["status"] != "running":
+            continue
+        for lim in st["concurrency"][: st["slots_held"]]:
+            counts[(lim["name"], lim["value"])] = counts.get((lim["name"], lim["value"]), 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_limit_is_never_exceeded_and_every_run_gets_its_turn(seed):
+    """Runs of two tenants under a hierarchy (tenant max 3, api max 2 for half of them) start,
+    complete, are terminated and started again in a random interleaving of three shards: no key
+    ever has more holders than its max, by the owners' records or by the runs' states; a run
+    runs code only once it holds every slot; in the end every slot is back."""
+    shards = Shards(seed)
+    rng = shards.rng
+    workflows = [f"wf-{i}" for i in range(24)]
+    maxes = {("tenant", "a"): 3, ("tenant", "b"): 3, ("api", "x"): 2}
+    for i, wf in enumerate(workflows):
+        limits = [Limit("tenant", "a" if i % 2 else "b", max=3)]
+        if i % 3 == 0:
+            limits.append(Limit("api", "x", max=2))
+        shards.start(wf, limits)
+    restarted: set[str] = set()
+    completed: set[str] = set()
+    for _ in range(400):
+        shards.run_some(rng.randint(1, 6))
+        for key, n in _running_holders(shards, workflows).items():
+            assert n <= maxes[key], (key, n)
+        for (name, value), top in maxes.items():
+            cs = shards.owner(name, value)
+            assert cs is None or len(cs["holders"]) <= top
+        for task in shards.take_tasks():
+            st = shards.state(task["workflow_id"])
+            assert st["slots_held"] == len(st["concurrency"]), "a run's code ran before it held its slots"
+            if rng.random() < 0.2 and task["workflow_id"] not in restarted:  # terminated, started again
+                wf = task["workflow_id"]
+                restarted.add(wf)
+                shards.send(wf, "TerminateWorkflow", {"reason": "test", "identity": "t"}, request_id=f"term-{wf}")
+                limits = [Limit(lim["name"], lim["value"], max=lim["max"]) for lim in st["concurrency"]]
+                shards.start(wf, limits, rid=f"again-{wf}")
+            else:
+                shards.complete(task)
+                completed.add(task["workflow_id"])
+        if not any(shards.inboxes) and not shards.tasks:
+            break
+    shards.drain()
+    for task in shards.take_tasks():
+        shards.complete(task)
+    shards.drain()
+    for wf in workflows:
+        assert shards.state(wf)["status"] in ("completed",), wf
+    for name, value in maxes:
+        cs = shards.owner(name, value)
+        assert cs["holders"] == [] and cs["waiters"] == []
+    acquired = [e for e in shards.events if e["attributes"][0] == "ConcurrencySlotAcquired"]
+    # one acquisition per limit per run that ran (a terminated run may have held some)
+    assert len(acquired) >= sum(1 + (i % 3 == 0) for i in range(24))
+
+
+def test_waiters_are_admitted_first_come_first_served():
+    shards = Shards()
+    for i in range(4):
+        shards.start(f"fifo-{i}", [Limit("one", "x", max=1)])
+        shards.drain()
+    order = []
+    for _ in range(4):
+        (task,) = shards.take_tasks()
+        order.append(task["workflow_id"])
+        shards.complete(task)
+        shards.drain()
+    assert order == ["fifo-0", "fifo-1", "fifo-2", "fifo-3"]
+    waited = [e["attributes"][1]["waited_ms"] for e in shards.events if e["attributes"][0] == "ConcurrencySlotAcquired"]
+    assert waited[0] < waited[-1]
+
+
+def test_continue_as_new_keeps_the_slot_and_a_signal_waits_with_the_run():
+    shards = Shards()
+    shards.start("holder", [Limit("one", "y", max=1)])
+    shards.start("waiter", [Limit("one", "y", max=1)])
+    shards.drain()
+    shards.send("waiter", "SignalWorkflow", {"signal_name": "s", "input": b"[]", "start": None, "identity": ""})
+    shards.drain()
+    (task,) = shards.take_tasks()  # the holder's; the signalled waiter has no task yet
+    assert task["workflow_id"] == "holder"
+    described = shards.state("waiter")
+    assert described["wt_needed"] and described["slots_held"] == 0
+    shards.complete(task, [("ContinueAsNewWorkflowExecution", {"input": b"[]"})])
+    shards.drain()
+    (task,) = shards.take_tasks()
+    assert task["workflow_id"] == "holder" and task["run_id"] != described["run_id"]  # the next run runs
+    assert shards.owner("one", "y")["waiters"][0]["holder"] == "waiter"
+    shards.complete(task)
+    shards.drain()
+    (task,) = shards.take_tasks()
+    assert task["workflow_id"] == "waiter"
+    kinds = [e["attributes"][0] for e in task["events"]]
+    assert kinds[:3] == ["WorkflowExecutionStarted", "WorkflowSignaled", "ConcurrencySlotAcquired"]
+
+
+def test_a_late_grant_of_a_terminated_run_is_not_taken_by_the_next_run():
+    """A grant on its way while the run it was for is terminated and a new run of the same ID
+    waits: the new run does not take it (its ticket differs) and gets its own turn."""
+    shards = Shards()
+    shards.start("a", [Limit("k", "z", max=1)])
+    shards.drain()
+    shards.start("b", [Limit("k", "z", max=1)])
+    shards.drain()
+    (task_a,) = shards.take_tasks()
+    shards.complete(task_a)  # a's close releases; the owner grants b
+    key_partition = partition_for(command_key("k", "z"), PARTITIONS)
+    b_partition = partition_for("b", PARTITIONS)
+    while shards.inboxes[partition_for("a", PARTITIONS)]:
+        shards.step(partition_for("a", PARTITIONS))
+    while shards.inboxes[key_partition]:
+        shards.step(key_partition)
+    assert shards.owner("k", "z")["holders"][0]["holder"] == "b"
+    # b is terminated and started again before the grant reaches it
+    shards.inboxes[b_partition].appendleft(command("b", "TerminateWorkflow", {"reason": "", "identity": ""}, request_id="t"))
+    shards.inboxes[b_partition].insert(
+        1,
+        command(
+            "b",
+            "StartWorkflow",
+            {"workflow_type": "W", "task_queue": "q", "input": b"[]", "concurrency": [Limit("k", "z", max=1).to_record()]},
+            request_id="b2",
+        ),
+    )
+    shards.drain()
+    (task,) = shards.take_tasks()  # the new run of b, after its own grant
+    st = shards.state("b")
+    assert task["run_id"] == st["run_id"] == st["slot_ticket"]
+    cs = shards.owner("k", "z")
+    assert [(h["holder"], h["ticket"]) for h in cs["holders"]] == [("b", st["run_id"])] and cs["waiters"] == []
+
+
+def test_an_activity_is_dispatched_only_with_its_slot_and_returns_it_when_it_closes():
+    shards = Shards()
+    limited = {**OPTIONS, "concurrency": [Limit("api", "stripe", max=1).to_record()]}
+    for wf in ("pay-1", "pay-2"):
+        shards.start(wf, [])
+    shards.drain()
+    for task in shards.take_tasks():
+        shards.complete(
+            task, [("ScheduleActivityTask", {"activity_id": "1", "activity_type": "charge", "input": b"[]", "options": limited})]
+        )
+    shards.drain()
+    (first,) = shards.take_tasks("activity")  # one slot: one attempt out, the other waits
+    other = "pay-2" if first["workflow_id"] == "pay-1" else "pay-1"
+    waiting = shards.state(other)["pending_activities"][0]
+    assert waiting["slots_held"] == 0 and waiting["options"]["concurrency"][0]["name"] == "api"
+    shards.send(
+        first["workflow_id"],
+        "RespondActivityTaskCompleted",
+        {"activity_id": "1", "scheduled_seq": first["scheduled_seq"], "attempt": 1, "result": b"1"},
+        run_id=first["run_id"],
+    )
+    shards.drain()
+    (second,) = shards.take_tasks("activity")
+    assert second["workflow_id"] == other
+    assert len(shards.owner("api", "stripe")["holders"]) == 1
+
+
+def test_a_full_queue_refuses_and_fails_the_run(monkeypatch):
+    monkeypatch.setattr(concurrency, "MAX_QUEUE_BYTES", 200)
+    shards = Shards()
+    for i in range(6):
+        shards.start(f"full-{i}", [Limit("q", "full", max=1)])
+        shards.drain()
+    failed = [
+        e for e in shards.events if e["attributes"][0] == "WorkflowExecutionFailed" and e["aggregate_key"].startswith("full-")
+    ]
+    assert failed, "nothing was refused"
+    failure = failed[0]["attributes"][1]["failure"]
+    assert failure["type"] == "ConcurrencyQueueFull" and "queue is full" in failure["message"]
+    cs = shards.owner("q", "full")
+    assert len(cs["holders"]) == 1 and not any(w["holder"] == failed[0]["aggregate_key"] for w in cs["waiters"])
+
+
+def test_bad_limits_are_refused_with_a_typed_error_and_by_the_engine():
+    with pytest.raises(InvalidArgumentError, match="max must be"):
+        Limit("tenant", "a", max=0)
+    with pytest.raises(InvalidArgumentError, match="no '='"):
+        Limit("a=b", "c", max=1)
+    assert "named twice" in limits_problem([{"name": "t", "value": "a", "max": 1}] * 2)
+    shards = Shards()
+    shards.send(
+        "bad",
+        "StartWorkflow",
+        {"workflow_type": "W", "task_queue": "q", "input": b"[]", "concurrency": [{"name": "", "value": "a", "max": 1}]},
+        request_id="bad",
+    )
+    shards.drain()
+    assert shards.replies[-1]["status"] == "rejected" and "invalid concurrency" in shards.replies[-1]["message"]
+    assert shards.state("bad") is None
