@@ -1,0 +1,137 @@
+"""Concurrency limits on the real broker (issue 46 item 2, decision 0057): a limit of 3 per key
+is never exceeded, counted from the histories and from the activities' own clocks, while each
+processor is SIGKILLed in turn (every partition, the limit's owner among them, moves at least
+once), and no waiting run is lost or started twice; a hierarchy (tenant 20 per run, api 5 per
+activity) holds both."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from datetime import timedelta
+
+from kadence import Limit, Worker, activity, workflow
+
+from .conftest import wait_until
+from .invariants import check_history, histories
+
+#: key -> [(monotonic start, monotonic end)] of every activity execution
+executions: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+
+
+@activity.defn
+async def hold(key: str, seconds: float) -> str:
+    t0 = time.monotonic()
+    await asyncio.sleep(seconds)
+    executions[key].append((t0, time.monotonic()))
+    return key
+
+
+@workflow.defn
+class Guarded:
+    """Runs one activity for its key; the limits are the start's (or, with ``api``, its
+    activity's too)."""
+
+    @workflow.run
+    async def run(self, key: str, seconds: float, api: int = 0) -> str:
+        limits = [Limit("api", "stripe", max=api)] if api else None
+        return await workflow.execute_activity(
+            hold, key, seconds, start_to_close_timeout=timedelta(seconds=60), concurrency=limits
+        )
+
+
+def most_at_once(intervals: list[tuple[float, float]]) -> int:
+    """The largest number of intervals that overlap at one moment (an end before a start at
+    the same instant)."""
+    points = sorted([(a, 1) for a, _b in intervals] + [(b, -1) for _a, b in intervals], key=lambda p: (p[0], p[1]))
+    now = top = 0
+    for _t, step in points:
+        now += step
+        top = max(top, now)
+    return top
+
+
+def holding_intervals(config, key: tuple[str, str]) -> tuple[list[tuple[int, int]], dict[str, int]]:
+    """From the histories: per run that acquired ``key`` for itself, (acquired, closed) in event
+    time; and how many runs each workflow had."""
+    intervals, runs = [], collections.Counter()
+    for (wf, _run), events in histories(config).items():
+        assert not check_history(events), (wf, check_history(events))
+        runs[wf] += 1
+        acquired = next(
+            (
+                e["timestamp_ms"]
+                for e in events
+                if e["attributes"][0] == "ConcurrencySlotAcquired"
+                and (e["attributes"][1]["name"], e["attributes"][1]["value"]) == key
+                and e["attributes"][1]["activity_id"] is None
+            ),
+            None,
+        )
+        closed = next((e["timestamp_ms"] for e in events if e["attributes"][0] == "WorkflowExecutionCompleted"), None)
+        if acquired is not None:
+            assert closed is not None, f"{wf} acquired a slot and never closed"
+            intervals.append((acquired, closed))
+    return intervals, dict(runs)
+
+
+async def test_a_limit_of_3_holds_across_processor_kills_and_partition_moves(client, processors, kafka_config):
+    executions.clear()
+    processors.start("p0")
+    processors.start("p1")
+    n = 24
+    async with Worker(client, task_queue="q", workflows=[Guarded], activities=[hold]):
+        handles = [
+            await client.start_workflow(
+                Guarded, "k3", 0.6, id=f"g-{i}", task_queue="q", concurrency=[Limit("tenant", "k3", max=3)]
+            )
+            for i in range(n)
+        ]
+        # each processor is killed in turn while runs hold and wait: every partition moves
+        for name in ("p0", "p1"):
+            await wait_until(lambda: len(executions["k3"]) >= 3, 60, "three runs to finish")
+            seen = len(executions["k3"])
+            processors.kill(name)
+            await wait_until(lambda: len(executions["k3"]) >= seen + 3, 90, f"runs to go on after {name} was killed")
+            processors.start(name)
+        results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 180)
+    assert results == ["k3"] * n
+    assert len(executions["k3"]) == n, "an activity ran twice or not at all"
+    assert most_at_once(executions["k3"]) <= 3
+    assert most_at_once(executions["k3"]) == 3, "the limit never filled: the test proves nothing"
+    intervals, runs = await asyncio.to_thread(holding_intervals, kafka_config, ("tenant", "k3"))
+    assert runs == {f"g-{i}": 1 for i in range(n)}, "a waiting run was lost or started twice"
+    assert len(intervals) == n
+    assert most_at_once(intervals) <= 3
+
+
+async def test_a_hierarchy_holds_both_the_tenant_and_the_api_limit(client, processors, kafka_config):
+    """60 runs of two tenants (tenant max 20 each run), whose activities share an API (max 5):
+    at most 20 of a tenant's runs hold their slot at once, at most 5 activities call the API."""
+    executions.clear()
+    processors.start("p0")
+    async with Worker(client, task_queue="q", workflows=[Guarded], activities=[hold], max_concurrent_activities=50):
+        handles = []
+        for i in range(60):
+            tenant = "acme" if i < 45 else "tiny"
+            handles.append(
+                await client.start_workflow(
+                    Guarded,
+                    f"api-{tenant}",
+                    0.25,
+                    5,
+                    id=f"h-{i}",
+                    task_queue="q",
+                    concurrency=[Limit("tenant", tenant, max=20)],
+                )
+            )
+        await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 180)
+    api = executions["api-acme"] + executions["api-tiny"]
+    assert len(api) == 60
+    assert most_at_once(api) == 5, "the api limit was exceeded, or never reached"
+    for tenant, top in (("acme", 20), ("tiny", 20)):
+        intervals, _runs = await asyncio.to_thread(holding_intervals, kafka_config, ("tenant", tenant))
+        assert most_at_once(intervals) <= top
+    acme, _runs = await asyncio.to_thread(holding_intervals, kafka_config, ("tenant", "acme"))
+    assert most_at_once(acme) == 20, "the tenant limit never filled: the test proves nothing"
