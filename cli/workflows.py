@@ -50,6 +50,13 @@ __all__ = ["cancel", "describe", "history", "pause", "query", "reset", "signal_c
     default=None,
     help='a cron workflow: "0 6 * * *", "@hourly", "@every 30s" (CRON_TZ=<zone> prefix)',
 )
+@click.option(
+    "--limit",
+    "limits",
+    multiple=True,
+    metavar="NAME=VALUE:MAX",
+    help="a concurrency limit the run holds a slot of (repeatable), e.g. --limit tenant=acme:20",
+)
 @click.pass_obj
 def start(
     config: KafkaConfig,
@@ -61,18 +68,29 @@ def start(
     wait: bool,
     search_json: str | None,
     cron_schedule: str | None,
+    limits: tuple[str, ...],
 ) -> None:
     """Start a workflow run."""
     args = _json_args(input_json, "--input")
+    concurrency = [_limit_option(text) for text in limits]
     if isinstance(config, Gateway):
         search_doc = _json_object(search_json, "--search-attributes")
         _start_over_http(
-            config, workflow_type, workflow_id, task_queue, args, request_id, wait, search_doc, cron_schedule
+            config,
+            workflow_type,
+            workflow_id,
+            task_queue,
+            args,
+            request_id,
+            wait,
+            search_doc,
+            cron_schedule,
+            concurrency,
         )
         return
     import asyncio
 
-    from kadence import Client
+    from kadence import Client, Limit
     from kadence import KadenceError as Err
     from kadence.topics.search_attributes import from_json, from_wire
 
@@ -94,6 +112,7 @@ def start(
                 request_id=request_id,
                 search_attributes=search,
                 cron_schedule=cron_schedule,
+                concurrency=[Limit(**lim) for lim in concurrency],
             )
             out = {"workflow_id": handle.id, "run_id": handle.run_id}
             if wait:
@@ -462,6 +481,15 @@ def _http(gw: Gateway, method: str, path: str, body: Any = None, **kw: Any) -> A
         sys.exit(1)
 
 
+def _limit_option(text: str) -> dict[str, Any]:
+    """``--limit NAME=VALUE:MAX`` as a ``ConcurrencyLimit``; a usage error that says the form."""
+    key, _, top = text.rpartition(":")
+    name, eq, value = key.partition("=")
+    if not (eq and name and value and top.isdigit()):
+        raise click.BadParameter(f"{text!r}: write NAME=VALUE:MAX, e.g. tenant=acme:20", param_hint="--limit")
+    return {"name": name, "value": value, "max": int(top)}
+
+
 def _start_over_http(
     gw: Gateway,
     workflow_type: str,
@@ -472,8 +500,11 @@ def _start_over_http(
     wait: bool,
     search: dict | None,
     cron_schedule: str | None,
+    concurrency: list[dict[str, Any]],
 ) -> None:
     body: dict[str, Any] = {"workflow_id": workflow_id, "task_queue": task_queue, "input": args}
+    if concurrency:
+        body["concurrency"] = concurrency
     if search is not None:
         body["search_attributes"] = search
     if cron_schedule is not None:

@@ -57,6 +57,13 @@ WorkflowIdInPath = Annotated[str, AfterValidator(_workflow_id_in_path)]
 NameParam = Annotated[str, AfterValidator(_name)]
 
 
+class ConcurrencyLimitModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(..., min_length=1, max_length=200, pattern=r"^[^=]+$", description="what is limited, e.g. tenant")
+    value: str = Field(..., min_length=1, max_length=1000, description="which one, e.g. acme")
+    max: int = Field(..., ge=1, le=1_000_000, description="holders at once")
+
+
 class StartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     workflow_id: WorkflowIdParam | None = Field(
@@ -93,6 +100,12 @@ class StartRequest(BaseModel):
         le=60,
         description="wait up to this long for the run to close and "
         "return its result (status stays 'running' otherwise)",
+    )
+    concurrency: list[ConcurrencyLimitModel] = Field(
+        default_factory=list,
+        max_length=8,
+        description="concurrency limits the run holds a slot of from its start to its close; its "
+        "code waits until it holds them all (first come, first served)",
     )
     request_eager_start: bool = Field(
         False,

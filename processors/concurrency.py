@@ -118,6 +118,8 @@ def _run_granted(t: Transition, st: WorkflowState, body: ConcurrencySlot) -> boo
     if want is None or (want["name"], want["value"]) != (body["name"], body["value"]):
         return False  # granted before (a resent grant): nothing to do
     st["slots_held"] += 1
+    waited = max(0, t.ts - (st.get("slot_wait_since_ms") or t.ts))
+    t.out.slot_waits.append((body["name"], waited))
     emit(
         t,
         st,
@@ -126,7 +128,7 @@ def _run_granted(t: Transition, st: WorkflowState, body: ConcurrencySlot) -> boo
             "name": body["name"],
             "value": body["value"],
             "max": want["max"],
-            "waited_ms": max(0, t.ts - (st.get("slot_wait_since_ms") or t.ts)),
+            "waited_ms": waited,
             "activity_id": None,
         },
     )
@@ -187,6 +189,8 @@ def _activity_granted(t: Transition, st: WorkflowState, body: ConcurrencySlot, d
     if a is None or want is None or (want["name"], want["value"]) != (body["name"], body["value"]):
         return False  # the activity closed since (its release is on its way), or granted before
     a["slots_held"] = a.get("slots_held", 0) + 1
+    waited = max(0, t.ts - (body.get("requested_ms") or t.ts))
+    t.out.slot_waits.append((body["name"], waited))
     emit(
         t,
         st,
@@ -195,7 +199,7 @@ def _activity_granted(t: Transition, st: WorkflowState, body: ConcurrencySlot, d
             "name": body["name"],
             "value": body["value"],
             "max": want["max"],
-            "waited_ms": max(0, t.ts - (body.get("requested_ms") or t.ts)),
+            "waited_ms": waited,
             "activity_id": a["activity_id"],
         },
     )
@@ -289,6 +293,7 @@ def _owner(t: Transition, body: ConcurrencySlot) -> None:
             }
             queued = sum(_entry_bytes(e) for e in holders) + sum(_entry_bytes(e) for e in waiters)
             if waiters and queued + _entry_bytes(entry) > MAX_QUEUE_BYTES:
+                t.out.slots_refused.append(cs["name"])
                 _send(
                     t,
                     "refuse",
@@ -315,6 +320,7 @@ def _admit(t: Transition, cs: ConcurrencyState) -> None:
         w = cs["waiters"].pop(0)
         cs["holders"].append({**w, "since_ms": t.ts})
         cs["granted"] = cs.get("granted", 0) + 1
+        t.out.slots_granted.append(cs["name"])
         _send(
             t,
             "grant",

@@ -88,6 +88,11 @@ class Outbox:
     #: (workflow type, outcome, ms from the run's start to its close) of each run closed
     runs_started: list[Any] = field(default_factory=list)
     runs_closed: list[Any] = field(default_factory=list)
+    #: concurrency limits (``processors.concurrency``), by limit name: (name, ms waited) of each
+    #: slot acquired, the name of each slot granted and of each request refused by an owner
+    slot_waits: list[tuple[str, int]] = field(default_factory=list)
+    slots_granted: list[str] = field(default_factory=list)
+    slots_refused: list[str] = field(default_factory=list)
 
     def mark(self) -> tuple[int, ...]:
         return (

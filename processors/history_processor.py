@@ -197,7 +197,7 @@ class HistoryProcessor:
         self._fence_offsets.pop(partition, None)
         self._deadlines.pop(partition, None)
         self._quarantine.pop(partition, None)
-        self._limits.pop(partition, None)
+        self.metrics.forget_limits(list(self._limits.pop(partition, None) or ()))
         store = self._stores.pop(partition, None)
         if store is not None:
             store.close()
@@ -317,10 +317,8 @@ class HistoryProcessor:
                     f"restoring partition {tp.partition}", functools.partial(self._restore, tp.partition)
                 )
             )
-            self._limits[tp.partition] = self._until_broker_answers(
-                f"restoring the concurrency limits of partition {tp.partition}",
-                functools.partial(restore_limits, self.kafka, self.topics.concurrency, tp.partition),
-            )
+            limits = functools.partial(restore_limits, self.kafka, self.topics.concurrency, tp.partition)
+            self._limits[tp.partition] = self._until_broker_answers(f"restoring partition {tp.partition}", limits)
         log.info(
             "processor %s assigned partitions %s", self.config.instance_id, sorted(tp.partition for tp in partitions)
         )
@@ -509,7 +507,7 @@ class HistoryProcessor:
         if committed:
             self.metrics.deadlines.inc(sum(len(due) for due in fired.values()))
 
-    def _view(self, p: int, store: ShardStore) -> BatchView:
+    def _view(self, p: int, store: ShardStore) -> BatchView:  # the shard's, with its concurrency limits
         return BatchView(store, self._builds.defaults, self._task_retry, self._limits.setdefault(p, {}))
 
     def _wrong_partition(self, workflow_id: str, partition: int) -> WrongPartitionError | None:
@@ -623,6 +621,8 @@ class HistoryProcessor:
                         index.update(wf, None)
         for out in outboxes.values():
             self.metrics.committed(out)
+        for view in views.values():
+            self.metrics.limits(view.limits)
         self.committed_batches += 1
         return True
 

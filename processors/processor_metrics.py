@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from kadence.schemas.records import ConcurrencyState
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
-from kadence.topics.metric_labels import BoundedLabel
+from kadence.topics.metric_labels import OTHER, BoundedLabel
 
 from .effects import Outbox
 
@@ -113,6 +114,50 @@ class ProcessorMetrics:
             buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300),
         ).labels(namespace)
         self.lag = LagSampler(lag_gauge(r), namespace, "processor")
+        self._concurrency(r)
+
+    def _concurrency(self, r: CollectorRegistry) -> None:
+        """Concurrency limits (decision 0057): counters by limit name; the holders and waiters of
+        each key this processor owns (the first 200 keys it meets: ``kadence limits`` shows all)."""
+        by_name = ["namespace", "limit"]
+        self.slots_granted = Counter(
+            "kadence_concurrency_slots_granted", "concurrency slots granted by their key's owner", by_name, registry=r
+        )
+        self.slots_refused = Counter(
+            "kadence_concurrency_requests_refused",
+            "concurrency slot requests refused: the key's queue was full",
+            by_name,
+            registry=r,
+        )
+        self.slot_wait = Histogram(
+            "kadence_concurrency_slot_wait_seconds",
+            "from a run's or an activity's request for a concurrency slot to its grant",
+            by_name,
+            registry=r,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600),
+        )
+        by_key = ["namespace", "key"]
+        self.slots_in_use = Gauge("kadence_concurrency_in_use", "slots held, per key owned", by_key, registry=r)
+        self.slots_waiting = Gauge("kadence_concurrency_waiting", "requests waiting, per key owned", by_key, registry=r)
+        self.limit_key, self.limit_name = BoundedLabel(), BoundedLabel(50)
+
+    def limits(self, changed: dict[str, ConcurrencyState]) -> None:
+        """The holders and waiters of the keys a committed batch changed."""
+        for key, cs in changed.items():
+            label = self.limit_key.value(key.partition(":")[2])
+            if label != OTHER:
+                self.slots_in_use.labels(self.namespace, label).set(len(cs["holders"]))
+                self.slots_waiting.labels(self.namespace, label).set(len(cs["waiters"]))
+
+    def forget_limits(self, keys: list[str]) -> None:
+        """A shard moved away: its keys' gauges are its new owner's to report."""
+        for key in keys:
+            label = key.partition(":")[2]
+            for gauge in (self.slots_in_use, self.slots_waiting):
+                try:
+                    gauge.remove(self.namespace, label)
+                except KeyError:
+                    pass
 
     def committed(self, out: Outbox) -> None:
         """Count what a batch's outbox did, once the batch has committed."""
@@ -126,6 +171,12 @@ class ProcessorMetrics:
         ):
             if n:
                 counter.inc(n)
+        for name in out.slots_granted:
+            self.slots_granted.labels(self.namespace, self.limit_name.value(name)).inc()
+        for name in out.slots_refused:
+            self.slots_refused.labels(self.namespace, self.limit_name.value(name)).inc()
+        for name, ms in out.slot_waits:
+            self.slot_wait.labels(self.namespace, self.limit_name.value(name)).observe(ms / 1000)
         for wtype in out.runs_started:
             self.runs_started.labels(self.namespace, self.workflow_type.value(wtype)).inc()
         for wtype, outcome, ms in out.runs_closed:

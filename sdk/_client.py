@@ -359,7 +359,7 @@ class Client:
     ) -> tuple[StartWorkflow, EagerStarter | None]:
         """An eager start's body (with the first task, when a worker of this client could run
         it) and that worker, or the body unchanged and None."""
-        if not requested or body.get("concurrency"):  # the first task waits for its slots
+        if not requested:
             return body, None
         return await eager_body(self._workers, self.config.namespace, workflow_id, body, request_id, event_id)
 

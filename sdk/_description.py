@@ -39,7 +39,8 @@ class PendingActivityDescription:
     activity_type: str
     task_queue: str
     attempt: int
-    #: "scheduled_or_running", "retry_wait" or "held" (the run is paused)
+    #: "scheduled_or_running", "retry_wait", "slot_wait" (for a concurrency slot: see
+    #: ``waiting_for_slot``) or "held" (the run is paused)
     state: str
     scheduled_time: datetime | None
     attempt_started_time: datetime | None
@@ -49,6 +50,8 @@ class PendingActivityDescription:
     last_heartbeat_time: datetime | None
     heartbeat_details: Any
     cancel_requested: bool
+    #: ``{"key": "api=stripe", "max": 5}``: the concurrency limit whose slot it waits for
+    waiting_for_slot: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, a: dict[str, Any]) -> PendingActivityDescription:
@@ -65,6 +68,7 @@ class PendingActivityDescription:
             last_heartbeat_time=_time(a["last_heartbeat_time"]),
             heartbeat_details=a["heartbeat_details"],
             cancel_requested=a["cancel_requested"],
+            waiting_for_slot=a.get("waiting_for_slot"),
         )
 
 
@@ -107,6 +111,11 @@ class WorkflowExecutionDescription:
     cron_schedule: str | None = None
     #: a cron run waiting for its time: when its code first runs (None once it has, or no cron)
     execution_time: datetime | None = None
+    #: ``{"key": "tenant=acme", "max": 20}``: the concurrency limit whose slot the run waits
+    #: for before its code runs (docs/guide.md, "Concurrency limits")
+    waiting_for_slot: dict[str, Any] | None = None
+    #: the concurrency limits whose slots the run holds
+    concurrency_slots: list[dict[str, Any]] = field(default_factory=list)
     _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -138,6 +147,8 @@ class WorkflowExecutionDescription:
             failure=d.get("failure"),
             cron_schedule=d.get("cron_schedule"),
             execution_time=_time(d.get("execution_time")),
+            waiting_for_slot=d.get("waiting_for_slot"),
+            concurrency_slots=list(d.get("concurrency_slots") or ()),
             _json=d,
         )
 

@@ -33,6 +33,19 @@ def _payload(converter: PayloadConverter, data: bytes | None, what: str) -> Any:
         return {"undecodable": str(exc)}
 
 
+def _limit(lim: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A concurrency limit as describe shows it: its key and max."""
+    return None if lim is None else {"key": f"{lim['name']}={lim['value']}", "max": lim["max"]}
+
+
+def _activity_state(a: dict[str, Any]) -> str:
+    if a.get("held"):
+        return "held"
+    if a.get("waiting_for_slot"):
+        return "slot_wait"
+    return "retry_wait" if a["retrying"] else "scheduled_or_running"
+
+
 def run_description(events: list[dict[str, Any]]) -> dict[str, Any]:
     """What the history of a run that is no longer the workflow's current one (before a
     continue-as-new or a reset) says about it, shaped as the processor's ``WorkflowDescription``:
@@ -102,7 +115,8 @@ def describe_to_json(workflow_id: str, reply: dict[str, Any], converter: Payload
                 "activity_type": a["activity_type"],
                 "task_queue": a["task_queue"],
                 "attempt": a["attempt"],
-                "state": "held" if a.get("held") else "retry_wait" if a["retrying"] else "scheduled_or_running",
+                "state": _activity_state(a),
+                "waiting_for_slot": _limit(a.get("waiting_for_slot")),
                 "scheduled_time": _iso(a["first_scheduled_ms"]),
                 "attempt_started_time": _iso(a["attempt_started_ms"]),
                 "last_failure": _failure(a["last_failure"]),
@@ -127,6 +141,8 @@ def describe_to_json(workflow_id: str, reply: dict[str, Any], converter: Payload
         "history_size_bytes": d.get("history_size_bytes"),
         "continued_run_id": d.get("continued_run_id"),
         "last_task_failure": None,
+        "waiting_for_slot": _limit(d.get("waiting_for_slot")),
+        "concurrency_slots": [_limit(lim) for lim in d.get("slots_held") or ()],
     }
     failure = reply["failure"]
     if status == "running" and failure:

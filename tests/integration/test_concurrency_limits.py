@@ -89,11 +89,12 @@ async def test_a_limit_of_3_holds_across_processor_kills_and_partition_moves(cli
             for i in range(n)
         ]
         # each processor is killed in turn while runs hold and wait: every partition moves
-        for name in ("p0", "p1"):
-            await wait_until(lambda: len(executions["k3"]) >= 3, 60, "three runs to finish")
-            seen = len(executions["k3"])
+        for name, done in (("p0", 3), ("p1", 9)):
+            await wait_until(lambda n=done: len(executions["k3"]) >= n, 90, f"{done} runs to finish")
             processors.kill(name)
-            await wait_until(lambda: len(executions["k3"]) >= seen + 3, 90, f"runs to go on after {name} was killed")
+            await wait_until(
+                lambda n=done: len(executions["k3"]) >= n + 3, 90, f"runs to go on after {name} was killed"
+            )
             processors.start(name)
         results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 180)
     assert results == ["k3"] * n

@@ -421,3 +421,44 @@ def test_a_signal_carried_by_a_continue_as_new_counts_once_and_a_copy_elsewhere_
     closing["attributes"] = ("WorkflowExecutionContinuedAsNew", {"new_run_id": nxt, "input": b"[]"})
     events.append(closing)
     assert checker.check_signals(exp, obs) == []
+
+
+def _limited_run(wf, acquired_at, closed_at, *, max_=2, task_first=False, twice=False):
+    """A run that names tenant=t, acquires its slot at ``acquired_at`` and closes at ``closed_at``."""
+    limit = {"name": "tenant", "value": "t", "max": max_}
+
+    def ev(kind, attrs, ts):
+        return {"run_id": f"{wf}-r", "timestamp_ms": ts, "request_id": None, "attributes": (kind, attrs)}
+
+    events = [ev("WorkflowExecutionStarted", {"concurrency": [limit], "continued_from_run_id": None}, 0)]
+    acquired = ev("ConcurrencySlotAcquired", {**limit, "waited_ms": 0, "activity_id": None}, acquired_at)
+    task = ev("WorkflowTaskScheduled", {"task_queue": "q", "attempt": 1}, acquired_at)
+    events += [task, acquired] if task_first else [acquired, task]
+    if twice:
+        events.append(dict(acquired))
+    events.append(ev("WorkflowExecutionCompleted", {"result": b""}, closed_at))
+    for i, e in enumerate(events, 1):
+        e["seq"] = i
+    return {(wf, f"{wf}-r"): events}
+
+
+def test_concurrency_holders_over_the_max_code_before_the_slot_or_a_slot_twice():
+    exp = Expectations(limited_runs=3)
+    clean = {**_limited_run("a", 10, 20), **_limited_run("b", 15, 30), **_limited_run("c", 20, 40)}
+    assert checker.check_concurrency(exp, Observations(histories=clean)) == []
+    over = {**clean, **_limited_run("c", 19, 40)}  # c takes its slot while a and b hold theirs
+    assert [v.message for v in checker.check_concurrency(exp, Observations(histories=over))] == [
+        "limit tenant=t: 3 holders at once, its max is 2"
+    ]
+    early = {**_limited_run("a", 10, 20, task_first=True)}
+    assert (
+        "workflow task (seq 2) before the slots of ['tenant=t']"
+        in checker.check_concurrency(exp, Observations(histories=early))[0].message
+    )
+    twice = {**_limited_run("a", 10, 20, twice=True)}
+    assert (
+        "slot of tenant=t acquired 2 times" in checker.check_concurrency(exp, Observations(histories=twice))[0].message
+    )
+    assert [v.message for v in checker.check_concurrency(exp, Observations(histories={}))] == [
+        "3 starts named a concurrency limit and no slot was ever acquired"
+    ]

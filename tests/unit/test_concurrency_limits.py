@@ -233,13 +233,20 @@ def test_a_late_grant_of_a_terminated_run_is_not_taken_by_the_next_run():
         shards.step(key_partition)
     assert shards.owner("k", "z")["holders"][0]["holder"] == "b"
     # b is terminated and started again before the grant reaches it
-    shards.inboxes[b_partition].appendleft(command("b", "TerminateWorkflow", {"reason": "", "identity": ""}, request_id="t"))
+    shards.inboxes[b_partition].appendleft(
+        command("b", "TerminateWorkflow", {"reason": "", "identity": ""}, request_id="t")
+    )
     shards.inboxes[b_partition].insert(
         1,
         command(
             "b",
             "StartWorkflow",
-            {"workflow_type": "W", "task_queue": "q", "input": b"[]", "concurrency": [Limit("k", "z", max=1).to_record()]},
+            {
+                "workflow_type": "W",
+                "task_queue": "q",
+                "input": b"[]",
+                "concurrency": [Limit("k", "z", max=1).to_record()],
+            },
             request_id="b2",
         ),
     )
@@ -259,7 +266,13 @@ def test_an_activity_is_dispatched_only_with_its_slot_and_returns_it_when_it_clo
     shards.drain()
     for task in shards.take_tasks():
         shards.complete(
-            task, [("ScheduleActivityTask", {"activity_id": "1", "activity_type": "charge", "input": b"[]", "options": limited})]
+            task,
+            [
+                (
+                    "ScheduleActivityTask",
+                    {"activity_id": "1", "activity_type": "charge", "input": b"[]", "options": limited},
+                )
+            ],
         )
     shards.drain()
     (first,) = shards.take_tasks("activity")  # one slot: one attempt out, the other waits
@@ -285,7 +298,9 @@ def test_a_full_queue_refuses_and_fails_the_run(monkeypatch):
         shards.start(f"full-{i}", [Limit("q", "full", max=1)])
         shards.drain()
     failed = [
-        e for e in shards.events if e["attributes"][0] == "WorkflowExecutionFailed" and e["aggregate_key"].startswith("full-")
+        e
+        for e in shards.events
+        if e["attributes"][0] == "WorkflowExecutionFailed" and e["aggregate_key"].startswith("full-")
     ]
     assert failed, "nothing was refused"
     failure = failed[0]["attributes"][1]["failure"]
@@ -304,7 +319,12 @@ def test_bad_limits_are_refused_with_a_typed_error_and_by_the_engine():
     shards.send(
         "bad",
         "StartWorkflow",
-        {"workflow_type": "W", "task_queue": "q", "input": b"[]", "concurrency": [{"name": "", "value": "a", "max": 1}]},
+        {
+            "workflow_type": "W",
+            "task_queue": "q",
+            "input": b"[]",
+            "concurrency": [{"name": "", "value": "a", "max": 1}],
+        },
         request_id="bad",
     )
     shards.drain()

@@ -48,6 +48,8 @@ from kadence.connectors.verify import HistoryChecker
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
 
+from .concurrency_check import slot_violations
+
 __all__ = ["INVARIANTS", "Expectations", "Observations", "Violation", "assert_clean", "check", "summarize"]
 
 INVARIANTS = (
@@ -62,6 +64,7 @@ INVARIANTS = (
     "verify",
     "pause",
     "cron",
+    "concurrency",
 )
 _CLOSES = tuple(CLOSE_EVENTS)
 _ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
@@ -91,6 +94,8 @@ class Expectations:
     crons: dict[str, str] = field(default_factory=dict)
     #: the cron workflows' schedule period (ms): every run's time is a multiple of it
     cron_period_ms: int = 0
+    #: accepted starts that named a concurrency limit (``workflows.run_limits``)
+    limited_runs: int = 0
 
 
 @dataclass
@@ -521,6 +526,15 @@ def check_crons(exp: Expectations, obs: Observations) -> list[Violation]:
     return out
 
 
+def check_concurrency(exp: Expectations, obs: Observations) -> list[Violation]:
+    """No limit key over its max, no code or completion before its slots, no slot taken twice
+    (``concurrency_check``)."""
+    return [
+        Violation("concurrency", message, ids)
+        for ids, message in slot_violations(obs.histories, limited_runs=exp.limited_runs)
+    ]
+
+
 def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Violation]:
     """Every violation, in the order of ``INVARIANTS``."""
     gaps = _engine_gaps(obs)  # the history and timer checks share one pass over the histories
@@ -535,6 +549,7 @@ def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Viol
         *check_dead_letters(exp, obs),
         *check_pauses(exp, obs),
         *check_crons(exp, obs),
+        *check_concurrency(exp, obs),
     ]
 
 

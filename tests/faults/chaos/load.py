@@ -53,6 +53,7 @@ from .workflows import (
     eager,
     executed,
     expected_result,
+    run_limits,
     update_result,
     wants_signal,
     wants_update,
@@ -179,6 +180,7 @@ class LoadDriver:
             handle = await self._start_order(i, wf)
         self.exp.results[wf] = expected_result(i)
         self.exp.run_ids[wf] = handle.run_id
+        self.exp.limited_runs += bool(run_limits(i))
         self.counts["workflows_started"] += 1
         self._results[wf] = self._spawn(self._result(wf))
         if wants_signal(i):
@@ -208,6 +210,7 @@ class LoadDriver:
                 request_id=f"start-{wf}",
                 timeout=REQUEST_TIMEOUT_S,
                 request_eager_start=eager,
+                concurrency=run_limits(i),
             ),
         )
 
@@ -251,6 +254,7 @@ class LoadDriver:
                 request_id=f"start-{wf}",
                 timeout=REQUEST_TIMEOUT_S,
                 result_timeout=60,
+                concurrency=run_limits(i),
             ),
             deadline_s=3600,
         )

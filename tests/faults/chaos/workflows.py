@@ -18,7 +18,7 @@ import random
 import time
 from datetime import timedelta
 
-from kadence import RetryPolicy, activity, workflow
+from kadence import Limit, RetryPolicy, activity, workflow
 
 #: a worker killed mid-activity leaves an attempt that times out after this and is retried
 ACTIVITY_TIMEOUT = timedelta(seconds=5)
@@ -82,8 +82,21 @@ async def label(value: int) -> str:
     return f"L{value}"
 
 
-def _act(fn, arg):
-    return workflow.execute_activity(fn, arg, start_to_close_timeout=ACTIVITY_TIMEOUT, retry_policy=RETRY)
+def _act(fn, arg, concurrency=None):
+    return workflow.execute_activity(
+        fn, arg, start_to_close_timeout=ACTIVITY_TIMEOUT, retry_policy=RETRY, concurrency=concurrency
+    )
+
+
+def run_limits(n: int) -> list[Limit]:
+    """Some orders hold a slot of their tenant's concurrency limit (decision 0057) for their
+    whole run; the checker counts the holders of each key from the histories."""
+    return [Limit("tenant", f"t{n % 4}", max=4)] if n % 6 == 4 else []
+
+
+def charge_limits(n: int) -> list[Limit] | None:
+    """Odd orders' charge holds a slot of the payment API's limit (an activity's)."""
+    return [Limit("api", "pay", max=3)] if n % 2 else None
 
 
 def timer_seconds(n: int) -> int | None:
@@ -160,7 +173,7 @@ class ChaosOrder:
     @workflow.run
     async def run(self, n: int) -> dict:
         a = await _act(reserve, n)
-        b = await _act(charge, a)
+        b = await _act(charge, a, charge_limits(n))
         tag = await workflow.execute_local_activity(label, b)
         if timer_seconds(n):
             await workflow.sleep(timer_seconds(n))
