@@ -38,6 +38,7 @@ LAZY = {
     "keys": "keys:keys",
     "builds": "builds:builds",
     "queues": "queues:queues",
+    "limits": "limits:limits",
     "stuck": "stuck:stuck",
     "acls": "acls:acls",
     "replay": "replay:replay",

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from kadence.topics.backlog import queue_backlogs
+from kadence.topics.concurrency_reader import read_limits
 from kadence.topics.errors import InvalidArgumentError
 from kadence.topics.identifiers import TASK_QUEUE_PATTERN
 from kadence.topics.queue_limits import QueueLimit, read_queue_limits, set_queue_limit
@@ -57,6 +58,27 @@ async def queues(
             if limit.limited and (task_queue is None or q == task_queue)
         ]
         return {"queues": rows, "builds": builds, "limits": limits}
+
+    return await run_in_threadpool(read)
+
+
+@router.get(
+    "/limits",
+    responses=READ,
+    name="concurrency_limits",
+    summary="Every concurrency limit key (or one): its max, its holders and its waiters, first come first",
+)
+async def concurrency_limits(
+    request: Request,
+    gw: Gateway,
+    key: str | None = Query(None, min_length=3, max_length=1201, pattern=r"^[^=]+=.+$", description="only NAME=VALUE"),
+):
+    """Each key as the shard that owns it last committed it (``kadence limits``; decision 0057):
+    ``in_use`` of ``max`` slots held, ``waiting`` requests, and who, with since when."""
+    config = gw.namespace_config(principal(request))
+
+    def read() -> dict:
+        return {"limits": [lim for lim in read_limits(config) if key is None or lim["key"] == key]}
 
     return await run_in_threadpool(read)
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import time
 from datetime import timedelta
 
 from kadence import Limit, Worker, activity, workflow
+from kadence.topics.concurrency_reader import read_limits
+from tests.support.cli import kadence
 
 from .conftest import wait_until
 from .invariants import check_history, histories
@@ -136,3 +139,54 @@ async def test_a_hierarchy_holds_both_the_tenant_and_the_api_limit(client, proce
         assert most_at_once(intervals) <= top
     acme, _runs = await asyncio.to_thread(holding_intervals, kafka_config, ("tenant", "acme"))
     assert most_at_once(acme) == 20, "the tenant limit never filled: the test proves nothing"
+
+
+async def test_a_waiting_run_says_what_it_waits_for_and_kadence_limits_shows_the_queue(
+    client, processors, kafka_config
+):
+    """No worker: the first run holds the slot, the others wait in order. describe, the reader
+    and ``kadence limits`` say so; ``kadence start --limit`` joins the queue; a bad --limit is a
+    usage error that starts nothing."""
+    processors.start()
+    one = [Limit("one", "x", max=1)]
+    for i in range(3):
+        await client.start_workflow(Guarded, "x", 0.0, id=f"w-{i}", task_queue="nobody", concurrency=one)
+    code, out, err = await kadence(
+        kafka_config,
+        "start",
+        "Guarded",
+        "--id",
+        "w-3",
+        "--task-queue",
+        "nobody",
+        "--input",
+        '["x", 0]',
+        "--limit",
+        "one=x:1",
+    )
+    assert code == 0, err
+    last = client.get_workflow_handle("w-3")
+    await wait_until(lambda: _waits(last), 60, "the CLI's run to wait for its slot")
+    first = await client.get_workflow_handle("w-0").describe()
+    assert first.concurrency_slots == [{"key": "one=x", "max": 1}] and first.waiting_for_slot is None
+    (shown,) = await asyncio.to_thread(read_limits, kafka_config)
+    assert (shown["key"], shown["in_use"], shown["waiting"]) == ("one=x", 1, 3)
+    assert [w["workflow_id"] for w in shown["waiters"]] == ["w-1", "w-2", "w-3"]
+    code, out, err = await kadence(kafka_config, "limits", "describe", "one=x")
+    assert code == 0, err
+    assert out.startswith("one=x: 1 of 1 in use, 3 waiting") and out.index("w-1") < out.index("w-3")
+    code, out, err = await kadence(kafka_config, "limits", "list", "-o", "json")
+    assert code == 0 and json.loads(out)["items"][0]["waiting"] == 3
+    code, _out, err = await kadence(
+        kafka_config, "start", "Guarded", "--id", "w-bad", "--task-queue", "nobody", "--limit", "one=x"
+    )
+    assert code == 2 and "NAME=VALUE:MAX" in err
+    code, _out, err = await kadence(
+        kafka_config, "start", "Guarded", "--id", "w-bad", "--task-queue", "nobody", "--limit", "one=x:0"
+    )
+    assert code == 1 and "max must be" in err
+    assert (await asyncio.to_thread(read_limits, kafka_config))[0]["waiting"] == 3
+
+
+async def _waits(handle) -> bool:
+    return (await handle.describe()).waiting_for_slot == {"key": "one=x", "max": 1}

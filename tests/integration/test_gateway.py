@@ -421,3 +421,35 @@ async def test_a_queues_rate_limits_are_set_shown_and_lifted_over_http(http, cap
     assert lifted.status_code == 200 and lifted.json()["activities_per_second"] is None
     doc = (await http.get("/v1/queues", params={"task_queue": queue})).json()
     assert doc["limits"] == [] and doc["queues"] == []
+
+
+async def test_a_start_names_concurrency_limits_and_the_limits_are_shown_over_http(http):
+    """Two starts of one max-1 key on a queue no worker serves: the first holds the slot, the
+    second waits (describe says for what), GET /v1/limits shows both in order; a bad limit is
+    a 400 that starts nothing."""
+    key = f"gw-{uuid.uuid4().hex[:6]}"
+    limit = {"name": "tenant", "value": key, "max": 1}
+    ids = [f"{key}-{i}" for i in range(2)]
+    for wid in ids:
+        r = await http.post(START, json=_start_body(wid, task_queue=f"unserved-{key}", concurrency=[limit]))
+        assert r.status_code == 201, r.text
+    deadline = time.monotonic() + 60
+    while True:
+        doc = (await http.get("/v1/limits", params={"key": f"tenant={key}"})).json()
+        if doc["limits"] and doc["limits"][0]["waiting"] == 1:
+            break
+        assert time.monotonic() < deadline, doc
+        await asyncio.sleep(0.3)
+    (shown,) = doc["limits"]
+    assert (shown["in_use"], shown["max"]) == (1, 1)
+    assert [h["workflow_id"] for h in shown["holders"]] == [ids[0]]
+    assert [w["workflow_id"] for w in shown["waiters"]] == [ids[1]]
+    described = (await http.get(f"/v1/workflows/{ids[1]}")).json()
+    assert described["waiting_for_slot"] == {"key": f"tenant={key}", "max": 1}
+    assert (await http.get(f"/v1/workflows/{ids[0]}")).json()["concurrency_slots"] == [
+        {"key": f"tenant={key}", "max": 1}
+    ]
+    for bad in ({"name": "tenant", "value": key, "max": 0}, {"name": "a=b", "value": "x", "max": 1}):
+        r = await http.post(START, json=_start_body(f"{key}-bad", concurrency=[bad]))
+        assert r.status_code == 400, r.text
+    assert (await http.get(f"/v1/workflows/{key}-bad")).status_code == 404
