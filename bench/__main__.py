@@ -22,6 +22,7 @@ from .scenarios import (
     broker_warmup,
     capacity,
     cli,
+    concurrency,
     eager_activities,
     gateway,
     hops,
@@ -69,6 +70,7 @@ SCENARIOS = {
     "requests": requests.run,
     "eager_activities": eager_activities.run,
     "cli": cli.run,
+    "concurrency": concurrency.run,
 }
 
 

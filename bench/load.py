@@ -8,6 +8,7 @@ import asyncio
 import itertools
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kadence import Client
@@ -44,14 +45,23 @@ async def run_workflow(
     signal: str | None = None,
     timeout: float = 120.0,
     eager: bool = False,
+    options: dict | None = None,
 ) -> None:
+    """``options``: more arguments of the start (``concurrency=`` in scenario ``concurrency``)."""
     rec.started += 1
     rec.inflight += 1
     t0, w0 = time.monotonic(), time.time() * 1000
     try:
         if signal is None:  # what a caller that only wants the result does
             result = await client.execute_workflow(
-                wf, arg, id=wid, task_queue=QUEUE, timeout=timeout, result_timeout=timeout, request_eager_start=eager
+                wf,
+                arg,
+                id=wid,
+                task_queue=QUEUE,
+                timeout=timeout,
+                result_timeout=timeout,
+                request_eager_start=eager,
+                **(options or {}),
             )
         else:
             handle = await client.start_workflow(wf, arg, id=wid, task_queue=QUEUE, timeout=timeout)
@@ -77,9 +87,11 @@ async def closed_loop(
     signal: str | None = None,
     prefix: str | None = None,
     eager: bool = False,
+    options: Callable[[int, int], dict] | None = None,
 ) -> None:
     """``concurrency`` loops, each starting the next workflow when its previous one completed
-    (``eager``: with ``request_eager_start``).
+    (``eager``: with ``request_eager_start``; ``options(loop, n)``: more arguments of loop's
+    n-th start).
 
     With ``until`` (monotonic): workflows still running then are abandoned. With ``stop``: once it
     is set, no loop starts another workflow, and this returns when the running ones completed
@@ -91,7 +103,8 @@ async def closed_loop(
         for n in itertools.count():
             if stop.is_set() or (until is not None and time.monotonic() >= until):
                 return
-            await run_workflow(client, wf, n, rec, wid=f"{prefix}-{i}-{n}", signal=signal, eager=eager)
+            extra = options(i, n) if options is not None else None
+            await run_workflow(client, wf, n, rec, wid=f"{prefix}-{i}-{n}", signal=signal, eager=eager, options=extra)
 
     tasks = [asyncio.create_task(loop(i)) for i in range(concurrency)]
     try:
