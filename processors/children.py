@@ -81,6 +81,7 @@ def start_child(t: Transition, st: WorkflowState, c: Mapping[str, Any], done_seq
             "headers": st["headers"],  # the caller's context (interceptors) reaches the child too
             # a child on its parent's task queue runs on its parent's build; elsewhere on that queue's default
             "build_id": st["build_id"] if c["task_queue"] == st["task_queue"] else None,
+            "concurrency": list(c.get("concurrency") or ()),
         },
         request_id=f"child:{st['workflow_id']}:{st['run_id']}:{ev['seq']}",
     )

@@ -555,6 +555,8 @@ class StartChildWorkflowExecution(TypedDict):
     #: terminate | request_cancel | abandon
     parent_close_policy: NotRequired[str]
     run_timeout_ms: NotRequired[int | None]
+    #: the child run's concurrency limits (a start's)
+    concurrency: NotRequired[list[ConcurrencyLimit]]
 
 
 class RequestCancelExternalWorkflowExecution(TypedDict):

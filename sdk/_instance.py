@@ -46,6 +46,7 @@ from kadence.topics.search_attributes import from_wire
 
 from ._definitions import WorkflowDefinition
 from ._loop import DeterministicLoop
+from ._replay_rules import IDENTITY, MATCHING_EVENT, RESOLUTIONS, describe_command
 from .interceptors import Interceptor, WorkflowCall, chain
 
 _T = TypeVar("_T")
@@ -126,63 +127,6 @@ class WorkflowInfo:
         """The history is long enough that the engine warns (10,000 events; at 50,000 the run
         fails): time for ``workflow.continue_as_new()`` with the state to carry on."""
         return self.history_length >= HISTORY_WARN_EVENTS
-
-
-def _describe(kind: str, attrs: dict[str, Any]) -> str:
-    if kind in ("ScheduleActivityTask", "ActivityTaskScheduled"):
-        return f"{kind}(activity_type={attrs['activity_type']!r}, activity_id={attrs['activity_id']!r})"
-    if kind in ("StartTimer", "TimerStarted", "CancelTimer", "TimerCanceled"):
-        return f"{kind}(timer_id={attrs['timer_id']!r})"
-    if kind in ("RecordMarker", "MarkerRecorded"):
-        return f"{kind}(name={attrs['name']!r})"
-    if kind in ("CompleteWorkflowUpdate", "WorkflowUpdateCompleted"):
-        return f"{kind}(update_id={attrs['update_id']!r})"
-    return kind
-
-
-_MATCHING_EVENT = {
-    "ScheduleActivityTask": "ActivityTaskScheduled",
-    "CompleteWorkflowExecution": "WorkflowExecutionCompleted",
-    "FailWorkflowExecution": "WorkflowExecutionFailed",
-    "StartTimer": "TimerStarted",
-    "CancelTimer": "TimerCanceled",
-    "RequestCancelActivityTask": "ActivityTaskCancelRequested",
-    "CancelWorkflowExecution": "WorkflowExecutionCanceled",
-    "ContinueAsNewWorkflowExecution": "WorkflowExecutionContinuedAsNew",
-    "RecordMarker": "MarkerRecorded",
-    "UpsertSearchAttributes": "SearchAttributesUpserted",
-    "StartChildWorkflowExecution": "StartChildWorkflowExecutionInitiated",
-    "RequestCancelExternalWorkflowExecution": "RequestCancelExternalInitiated",
-    "CompleteWorkflowUpdate": "WorkflowUpdateCompleted",
-}
-#: fields that must be equal between a command and its recorded event
-_IDENTITY = {
-    "ActivityTaskScheduled": ("activity_type", "activity_id"),
-    "TimerStarted": ("timer_id",),
-    "TimerCanceled": ("timer_id",),
-    "ActivityTaskCancelRequested": ("activity_id",),
-    "MarkerRecorded": ("name",),
-    "StartChildWorkflowExecutionInitiated": ("workflow_id", "workflow_type"),
-    "RequestCancelExternalInitiated": ("workflow_id",),
-    "WorkflowUpdateCompleted": ("update_id",),
-}
-_RESOLUTIONS = frozenset(
-    {
-        "WorkflowExecutionStarted",
-        "ActivityTaskCompleted",
-        "ActivityTaskFailed",
-        "ActivityTaskTimedOut",
-        "ActivityTaskCanceled",
-        "TimerFired",
-        "WorkflowSignaled",
-        "WorkflowCancelRequested",
-        "ChildWorkflowExecutionStarted",
-        "StartChildWorkflowExecutionFailed",
-        "ChildWorkflowExecutionCompleted",
-        "ChildWorkflowExecutionFailed",
-        "WorkflowUpdateAccepted",
-    }
-)
 
 
 class WorkflowInstance:
@@ -400,6 +344,7 @@ class WorkflowInstance:
         run_timeout_ms: int | None,
         *,
         result_fn: Callable[..., Any] | None = None,
+        concurrency: list[Any] | None = None,
     ) -> tuple[str, asyncio.Future[Any], asyncio.Future[Any]]:
         if self.closed:
             raise RuntimeError("workflow already completed")
@@ -425,6 +370,7 @@ class WorkflowInstance:
                     "input": self.converter.to_bytes(list(args)),
                     "parent_close_policy": parent_close_policy,
                     "run_timeout_ms": run_timeout_ms,
+                    "concurrency": concurrency or [],
                 },
             )
         )
@@ -613,7 +559,7 @@ class WorkflowInstance:
                 continue
             if kind not in INLINE_EVENT_TYPES:
                 self._end_matching(seq, kind)
-            if kind in _RESOLUTIONS:
+            if kind in RESOLUTIONS:
                 self._resolutions.append((seq, kind, attrs))
             elif kind == "WorkflowTaskScheduled":
                 self._wt_times[seq] = ev["timestamp_ms"]
@@ -739,7 +685,7 @@ class WorkflowInstance:
                 ckind, cattrs = self._unmatched[0]
                 raise NonDeterminismError(
                     f"workflow {self.info.workflow_type} ({self.info.workflow_id}): the code produced "
-                    f"{_describe(ckind, cattrs)} but history event {seq} is {kind}; "
+                    f"{describe_command(ckind, cattrs)} but history event {seq} is {kind}; "
                     "the code changed in a way that is not replay-safe (use workflow.patched())"
                 )
 
@@ -747,15 +693,15 @@ class WorkflowInstance:
         if not self._unmatched:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} is "
-                f"{_describe(kind, attrs)} but the code produced no such command "
+                f"{describe_command(kind, attrs)} but the code produced no such command "
                 "(the code changed in a way that is not replay-safe; use workflow.patched())"
             )
         ckind, cattrs = self._unmatched.popleft()
-        same = _MATCHING_EVENT[ckind] == kind and all(cattrs[k] == attrs[k] for k in _IDENTITY.get(kind, ()))
+        same = MATCHING_EVENT[ckind] == kind and all(cattrs[k] == attrs[k] for k in IDENTITY.get(kind, ()))
         if not same:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} is "
-                f"{_describe(kind, attrs)} but the code produced {_describe(ckind, cattrs)} "
+                f"{describe_command(kind, attrs)} but the code produced {describe_command(ckind, cattrs)} "
                 "(the code changed in a way that is not replay-safe; use workflow.patched())"
             )
 

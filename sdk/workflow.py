@@ -368,8 +368,10 @@ async def start_child_workflow(
     task_queue: str | None = None,
     parent_close_policy: str = "terminate",
     run_timeout: timedelta | None = None,
+    concurrency: Iterable[Limit] | None = None,
 ) -> ChildWorkflowHandle:
-    """Start a child workflow (on its own shard) and wait until it has started.
+    """Start a child workflow (on its own shard) and wait until it has started; ``concurrency``:
+    its limits, as a start's (``Client.start_workflow``).
 
     ``id`` defaults to ``{parent_id}/child-{n}``, stable across replays, so a retried parent task
     starts each child once. ``parent_close_policy``: what happens to the child when this run
@@ -388,6 +390,7 @@ async def start_child_workflow(
         parent_close_policy,
         to_ms(run_timeout),
         result_fn=run_function(workflow),
+        concurrency=limit_records(concurrency),
     )
     run_id = await started
     return ChildWorkflowHandle(child_id, run_id, result)

@@ -330,3 +330,24 @@ def test_bad_limits_are_refused_with_a_typed_error_and_by_the_engine():
     shards.drain()
     assert shards.replies[-1]["status"] == "rejected" and "invalid concurrency" in shards.replies[-1]["message"]
     assert shards.state("bad") is None
+
+
+def test_a_child_workflow_takes_the_limits_its_parent_names():
+    shards = Shards()
+    shards.start("parent", [])
+    shards.drain()
+    (task,) = shards.take_tasks()
+    child = {
+        "workflow_id": "child",
+        "workflow_type": "C",
+        "task_queue": "q",
+        "input": b"[]",
+        "parent_close_policy": "terminate",
+        "run_timeout_ms": None,
+        "concurrency": [Limit("tenant", "kids", max=1).to_record()],
+    }
+    shards.complete(task, [("StartChildWorkflowExecution", child)])
+    shards.drain()
+    st = shards.state("child")
+    assert st["concurrency"] == [{"name": "tenant", "value": "kids", "max": 1}] and st["slots_held"] == 1
+    assert [h["holder"] for h in shards.owner("tenant", "kids")["holders"]] == ["child"]

@@ -27,7 +27,7 @@ MODULE_LIMIT, FUNCTION_LIMIT = 800, 100
 
 #: module -> its size when listed (lines)
 BIG_MODULES = {
-    "sdk/_instance.py": 1019,
+    "sdk/_instance.py": 965,
 }
 #: module::qualified function -> its size when listed (lines)
 BIG_FUNCTIONS = {
