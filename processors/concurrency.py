@@ -185,9 +185,12 @@ def release_activity_slots(t: Transition, st: WorkflowState, a: PendingActivity)
 
 def _activity_granted(t: Transition, st: WorkflowState, body: ConcurrencySlot, dispatch: Dispatch) -> bool:
     a = next((x for x in st["pending_activities"] if _activity_ticket(st, x) == body["ticket"]), None)
-    want = None if a is None else activity_waiting_for(a)
-    if a is None or want is None or (want["name"], want["value"]) != (body["name"], body["value"]):
-        return False  # the activity closed since (its release is on its way), or granted before
+    if a is None:
+        _stale(t, body)  # the activity closed since
+        return True
+    want = activity_waiting_for(a)
+    if want is None or (want["name"], want["value"]) != (body["name"], body["value"]):
+        return False  # granted before: nothing to do
     a["slots_held"] = a.get("slots_held", 0) + 1
     waited = max(0, t.ts - (body.get("requested_ms") or t.ts))
     t.out.slot_waits.append((body["name"], waited))
@@ -226,12 +229,9 @@ def concurrency_command(
         _owner(t, body)
         return
     st = t.view.state(body["holder"])
-    if st is None or st["status"] != "running":
-        t.out.stale += 1
-        return
     activity = body.get("activity_id")
-    if activity is None and st.get("slot_ticket") != body["ticket"]:
-        t.out.stale += 1  # a request of a chain that closed (its release is on its way)
+    if st is None or st["status"] != "running" or (activity is None and st.get("slot_ticket") != body["ticket"]):
+        _stale(t, body)  # a request of a chain that closed
         return
     if body["kind"] == "refuse":
         _refused(t, st, body, fail, fail_activity)
@@ -241,6 +241,17 @@ def concurrency_command(
     elif not _activity_granted(t, st, body, dispatch):
         t.out.stale += 1
     t.view.put(st)
+
+
+def _stale(t: Transition, body: ConcurrencySlot) -> None:
+    """A grant or refusal for a request whose run or activity has closed since. Its close sent a
+    release; a grant is given back once more all the same, because a release applied in the same
+    batch (``routing.InlineDelivery``) can overtake an acquire still on the topic, which the
+    owner would then queue and grant to no one. A release of what the owner does not hold
+    changes nothing."""
+    t.out.stale += 1
+    if body["kind"] == "grant":
+        _send(t, "release", body, holder=body["holder"], ticket=body["ticket"], activity_id=body.get("activity_id"))
 
 
 def _refused(

@@ -93,6 +93,8 @@ class Outbox:
     slot_waits: list[tuple[str, int]] = field(default_factory=list)
     slots_granted: list[str] = field(default_factory=list)
     slots_refused: list[str] = field(default_factory=list)
+    #: commands for shards of this instance applied in the batch, not produced (``routing``)
+    inline: int = 0
 
     def mark(self) -> tuple[int, ...]:
         return (

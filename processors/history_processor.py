@@ -34,10 +34,8 @@ from kadence.topics.errors import (
     BrokerUnavailableError,
     SchemaError,
     WorkflowQuarantinedError,
-    WrongPartitionError,
 )
 from kadence.topics.log_context import reset_log_fields, set_log_fields
-from kadence.topics.partitioner import partition_for
 from kadence.topics.polling import poll_ready, raise_if_refused, resume_awake
 from kadence.topics.produce import produce_waiting
 from kadence.topics.records import command, now_ms
@@ -52,6 +50,7 @@ from .effects import BatchView, Outbox, reply
 from .outputs import OutputWriter, reply_partition
 from .processor_config import ProcessorConfig, claim_state_dir, group_membership
 from .processor_metrics import ProcessorMetrics
+from .routing import InlineDelivery, wrong_partition
 from .shard_store import ShardStore
 from .store import MemoryShardStore, restore_shard
 from .traced import traced_transition
@@ -95,6 +94,7 @@ class HistoryProcessor:
         #: per shard, the workflows whose records the restore could not decode: workflow ID -> why
         #: (``restore_shard``; their commands are dead-lettered and answered ``quarantined``)
         self._quarantine: dict[int, dict[str, str]] = {}
+        self._inline = InlineDelivery(self._stores, self._quarantine, self._view, self._tracer)
         #: per shard: the activity timeouts of its workflows (decision 0026)
         self._deadlines: dict[int, DeadlineIndex] = {}
         self._state_dir: Path | None = None
@@ -254,7 +254,7 @@ class HistoryProcessor:
             spec = self.topics.concurrency_spec()
             self.topics.apply([dataclasses.replace(spec, partitions=have[self.topics.commands])])
         self._outputs.reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
-        self._command_partitions = have[self.topics.commands]
+        self._command_partitions = self._inline.partitions = have[self.topics.commands]
 
     def _shutdown(self) -> None:
         self._guarded.close()
@@ -451,7 +451,7 @@ class HistoryProcessor:
                 dead.append((msg, "undecodable command", exc))
                 continue
             wf = cmd["aggregate_key"]
-            wrong = self._wrong_partition(wf, p)
+            wrong = wrong_partition(self.topics.commands, wf, p, self._command_partitions)
             if wrong is not None:  # its workflow would live where no reader looks for it
                 dead.append((msg, "wrong partition", wrong))
                 reply(out, cmd["request_id"], wf, "wrong_partition", message=str(wrong))
@@ -499,6 +499,7 @@ class HistoryProcessor:
                     out.truncate(mark)
                 finally:
                     reset_log_fields(fields)
+        self._inline.deliver(views, outboxes, ts)  # concurrency slots of shards this instance owns
         committed = self._commit(msgs, views, outboxes, dead, offsets, fired)
         for p, due in fired.items():
             index, store = self._deadlines.get(p), self._stores.get(p)
@@ -509,22 +510,6 @@ class HistoryProcessor:
 
     def _view(self, p: int, store: ShardStore) -> BatchView:  # the shard's, with its concurrency limits
         return BatchView(store, self._builds.defaults, self._task_retry, self._limits.setdefault(p, {}))
-
-    def _wrong_partition(self, workflow_id: str, partition: int) -> WrongPartitionError | None:
-        """An error if a command of ``workflow_id`` was read from another partition than the one its
-        ID hashes to (murmur2, Kafka's default partitioner: what every reader of the workflow's
-        history, state and replies computes). librdkafka's own default partitioner (consistent_random,
-        CRC32) puts the same key elsewhere; a producer must use ``partitioner=murmur2_random``."""
-        expected = partition_for(workflow_id, self._command_partitions)
-        if expected == partition:
-            return None
-        return WrongPartitionError(
-            f"wrong partition: workflow {workflow_id!r} belongs on {self.topics.commands} partition {expected} "
-            f"(murmur2 of the workflow ID), the command was produced to partition {partition}; produce with "
-            "Kafka's default partitioner (librdkafka: partitioner=murmur2_random)",
-            expected_partition=expected,
-            partition=partition,
-        )
 
     def _deadline_command(self, wf: str, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """The FireTimer command the timer service would have sent for this deadline (as decoded)."""

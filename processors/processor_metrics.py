@@ -72,6 +72,12 @@ class ProcessorMetrics:
             ns,
             registry=r,
         ).labels(namespace)
+        self.inline = Counter(
+            "kadence_processor_commands_inline",
+            "commands for a shard of this instance applied in the batch that sent them, not produced (concurrency slots)",
+            ns,
+            registry=r,
+        ).labels(namespace)
         self.aborts = Counter("kadence_processor_aborts", "transactions aborted", ns, registry=r).labels(namespace)
         self.hung = Counter(
             "kadence_processor_txn_hangs",
@@ -168,6 +174,7 @@ class ProcessorMetrics:
             (out.eager_refused, self.eager_refused),
             (out.closes_refused, self.closes_refused),
             (out.eager_activities, self.eager_activities),
+            (out.inline, self.inline),
         ):
             if n:
                 counter.inc(n)
