@@ -1,6 +1,8 @@
-"""The console's task-queue page (``/ui/builds``): what waits on each queue and on each worker
+"""The console's task-queue pages: ``/ui/builds``, what waits on each queue and on each worker
 build, each queue's rate limits, and the form that sets or lifts them (through
-``PUT``/``DELETE /v1/queues/{task_queue}/limits``, so the same validation and audit apply)."""
+``PUT``/``DELETE /v1/queues/{task_queue}/limits``, so the same validation and audit apply);
+``/ui/limits``, each concurrency limit key's slots in use and who holds and waits for them
+(``GET /v1/limits``)."""
 
 from __future__ import annotations
 
@@ -49,6 +51,16 @@ async def builds(request: Request, kit: Kit, notice: str = ""):
         limits={x["task_queue"]: x for x in doc["limits"]},
         notice=notice,
     )
+
+
+@router.get("/limits", response_class=HTMLResponse)
+async def concurrency_limits(request: Request, kit: Kit, key: str = ""):
+    if (redirect := kit.need_sign_in(request)) is not None:
+        return redirect
+    r = await kit.api.call(request, "GET", "/v1/limits", params={"key": key} if key else None)
+    if r.status_code != 200:
+        return kit.api_error(request, r, "the concurrency limits")
+    return kit.page(request, "limits.html", limits=r.json()["limits"], key=key)
 
 
 @router.post("/queues/limits")

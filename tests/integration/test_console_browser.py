@@ -17,7 +17,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from playwright.async_api import Page, async_playwright, expect
 
-from kadence import Client, Worker, activity, workflow
+from kadence import Client, Limit, Worker, activity, workflow
 from kadence.topics import Catalogue
 
 from .conftest import wait_until
@@ -264,6 +264,35 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
     await page.click("#limit-lift")
     await expect(page.locator("#notice")).to_contain_text(f"limits of console-{tag} lifted")
     await expect(row).to_have_text("")
+
+    # concurrency limits: one run of a max-1 key holds its slot (it waits for its approval), the
+    # next waits for it; the page lists the key, and the key's page who holds and who waits
+    limited = [
+        await client.start_workflow(
+            ConsoleOrder,
+            f"l-{i}",
+            id=f"limited-{i}-{tag}",
+            task_queue=f"console-{tag}",
+            concurrency=[Limit("console", tag, max=1)],
+        )
+        for i in range(2)
+    ]
+    await wait_until(lambda: _waits(limited[1]), 60, "the second limited run to wait for its slot")
+    await page.goto(f"{base}/ui/limits")
+    await expect(page.locator("h1")).to_have_text("Concurrency limits")
+    key_row = page.locator(f"#limits tr:has-text('console={tag}')")
+    await expect(key_row.locator("td").nth(1)).to_have_text("1")
+    await expect(key_row.locator("td").nth(3)).to_have_text("1")
+    await key_row.locator("a").click()
+    await expect(page.locator("table.entries").nth(0)).to_contain_text(f"limited-0-{tag}")
+    await expect(page.locator("table.entries").nth(1)).to_contain_text(f"limited-1-{tag}")
+    await _shot(page, "concurrency-limits")
+    for handle in limited:
+        await handle.terminate(reason="console test done")
+
+
+async def _waits(handle) -> bool:
+    return (await handle.describe()).waiting_for_slot is not None
 
 
 async def _check_other_namespace(browser, base, tag, first_namespace):
