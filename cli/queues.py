@@ -89,6 +89,16 @@ def _type_limit(_ctx: click.Context, _param: click.Parameter, values: tuple[str,
     return out
 
 
+def _concurrency_rule(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, int]:
+    out = {}
+    for v in values:
+        name, sep, count = v.rpartition("=")
+        if not sep or not name or not count.isdigit():
+            raise click.BadParameter(f"{v!r}: use TYPE=N (* for every activity), e.g. charge=5")
+        out[name] = int(count)
+    return out
+
+
 @queues.command("set-limit")
 @click.argument("task_queue")
 @click.option("--activities-per-second", "-r", type=float, default=None, help="the whole queue's limit")
@@ -101,6 +111,15 @@ def _type_limit(_ctx: click.Context, _param: click.Parameter, values: tuple[str,
     metavar="TYPE=PER_SECOND",
     help="one activity type's own limit (repeatable)",
 )
+@click.option(
+    "--concurrency",
+    "-c",
+    "concurrency",
+    multiple=True,
+    callback=_concurrency_rule,
+    metavar="TYPE=N",
+    help="at most N activities of TYPE (* for all) executing at once, across the namespace (repeatable)",
+)
 @click.option("--reason", default="", help="why (kept with the limit, shown by describe)")
 @click.option("--identity", default="cli", show_default=True, help="who sets it (kept with the limit)")
 @click.pass_obj
@@ -109,18 +128,23 @@ def set_limit(
     task_queue: str,
     activities_per_second: float | None,
     types: dict[str, float],
+    concurrency: dict[str, int],
     reason: str,
     identity: str,
 ) -> None:
     """Limit how many activities a second TASK_QUEUE's workers start, all together: the whole
-    queue (-r) and/or single activity types (-t TYPE=N). Replaces the queue's previous limits;
-    running workers apply it within about a second. Tasks beyond it wait in the backlog."""
-    if activities_per_second is None and not types:
+    queue (-r) and/or single activity types (-t TYPE=N); and how many execute at once (-c TYPE=N,
+    * for all: a concurrency limit each activity scheduled from then on holds). Replaces the
+    queue's previous limits; running workers and processors apply it within about a second.
+    Tasks beyond it wait."""
+    if activities_per_second is None and not types and not concurrency:
         click.echo(
-            "error: give --activities-per-second or --activity-type (to lift: kadence queues lift-limit)", err=True
+            "error: give --activities-per-second, --activity-type or --concurrency (to lift: kadence queues "
+            "lift-limit)",
+            err=True,
         )
         sys.exit(2)
-    _write(config, task_queue, activities_per_second, types, reason, identity)
+    _write(config, task_queue, activities_per_second, types, reason, identity, concurrency)
 
 
 @queues.command("lift-limit")
@@ -130,15 +154,31 @@ def set_limit(
 @click.pass_obj
 def lift_limit(config: KafkaConfig, task_queue: str, reason: str, identity: str) -> None:
     """Lift TASK_QUEUE's rate limits: its workers start tasks as fast as their slots allow."""
-    _write(config, task_queue, None, {}, reason, identity)
+    _write(config, task_queue, None, {}, reason, identity, {})
 
 
 def _write(
-    config: KafkaConfig, task_queue: str, per_second: float | None, types: dict[str, float], reason: str, identity: str
+    config: KafkaConfig,
+    task_queue: str,
+    per_second: float | None,
+    types: dict[str, float],
+    reason: str,
+    identity: str,
+    concurrency: dict[str, int],
 ) -> None:
     try:
-        QueueLimit(task_queue, per_second, types, reason=reason)  # bad input: nothing written
-        limit = set_queue_limit(config, task_queue, per_second, types, identity=identity, reason=reason)
+        QueueLimit(
+            task_queue, per_second, types, reason=reason, activity_concurrency=concurrency
+        )  # bad: nothing written
+        limit = set_queue_limit(
+            config,
+            task_queue,
+            per_second,
+            types,
+            identity=identity,
+            reason=reason,
+            activity_concurrency=concurrency,
+        )
     except KadenceError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2 if isinstance(exc, InvalidArgumentError) else 1)

@@ -147,6 +147,11 @@ class QueueLimitRequest(BaseModel):
     activity_types: dict[Annotated[str, StringConstraints(min_length=1, max_length=200)], float] = Field(
         default_factory=dict, max_length=100, description="activity type -> its own limit in activities per second"
     )
+    activity_concurrency: dict[Annotated[str, StringConstraints(min_length=1, max_length=200)], int] = Field(
+        default_factory=dict,
+        max_length=100,
+        description="activity type ('*': all) -> at most this many executing at once, across the namespace",
+    )
     reason: str = Field("", max_length=500, description="why (kept with the limit, shown by describe)")
 
 

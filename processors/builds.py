@@ -6,6 +6,10 @@ the backlog of every build as Prometheus gauges.
 without blocking after each poll of the commands topic. Every processor instance reads
 all of it (it holds one record per task queue).
 
+``QueueRules`` follows ``{ns}.queue_limits`` the same way, for the queues' concurrency rules
+(``kadence queues set-limit --concurrency``): the limits each activity scheduled on a queue
+holds besides its own (``processors.concurrency``).
+
 ``BacklogReporter`` measures, off the hot path (its own thread, every ``interval_s``), the
 workflow tasks waiting on every build's topic (``kadence.topics.backlog.BacklogProbe``) and
 exports ``kadence_build_backlog{queue,build}`` and ``kadence_build_oldest_task_age_seconds``
@@ -29,8 +33,9 @@ from kadence.topics.catalogue import Catalogue
 from kadence.topics.compacted import CompactedTable
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import KadenceError
+from kadence.topics.queue_limits import QueueLimit, decode_queue_limit
 
-__all__ = ["BacklogReporter", "BuildDefaults"]
+__all__ = ["BacklogReporter", "BuildDefaults", "QueueRules"]
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +81,37 @@ class BuildDefaults:
                 self._gauge.labels(self._namespace, queue, build).set(1)
         if previous != build:
             log.info("task queue %s: new workflows start on build %s", queue, build or "(unversioned)")
+
+    def close(self) -> None:
+        self._table.close()
+
+
+class QueueRules:
+    """Task queue -> its ``QueueLimit`` (rate limits and concurrency rules), as last written.
+    A missing topic is created (a namespace made before the queue limits)."""
+
+    def __init__(self, kafka: KafkaConfig) -> None:
+        cat = Catalogue(kafka)
+        self._catalogue = cat
+        self._table: CompactedTable[QueueLimit | None] = CompactedTable(
+            kafka, cat.queue_limits, decode_queue_limit, self._changed
+        )
+        #: read by the state machine when it schedules an activity; only this thread writes it
+        self.limits: dict[str, QueueLimit] = {}
+
+    def start(self, timeout: float = 30.0) -> None:
+        self._catalogue.apply([s for s in self._catalogue.core_specs() if s.name == self._catalogue.queue_limits])
+        self._table.start(timeout)
+
+    def poll(self) -> None:
+        self._table.poll()
+
+    def _changed(self, queue: str, _old: QueueLimit | None, limit: QueueLimit | None) -> None:
+        if limit is None or not limit.activity_concurrency:
+            self.limits.pop(queue, None)
+        else:
+            self.limits[queue] = limit
+            log.info("task queue %s: concurrency rules %s", queue, dict(limit.activity_concurrency))
 
     def close(self) -> None:
         self._table.close()

@@ -154,8 +154,15 @@ def begin_activity_slots(t: Transition, st: WorkflowState, a: PendingActivity) -
     """A newly scheduled activity: True if it may be dispatched now (it names no limit), else
     its first slot is asked for and its dispatch waits (``activity_granted``)."""
     a["slots_held"] = 0
-    if a["options"] is not None and a["options"].get("concurrency"):
-        a["options"] = {**a["options"], "concurrency": sorted_limits(a["options"]["concurrency"])}
+    opts = a["options"]
+    if opts is not None:
+        limits = list(opts.get("concurrency") or ())
+        rules = t.view.queue_limits.get(opts["task_queue"])
+        if rules is not None:  # the queue's concurrency rules, set by its operators
+            named = {(lim["name"], lim["value"]) for lim in limits}
+            limits += [r for r in rules.concurrency_of(a["activity_type"]) if (r["name"], r["value"]) not in named]
+        if limits:
+            a["options"] = {**opts, "concurrency": sorted_limits(limits)}
     return not _request_activity_slot(t, st, a)
 
 

@@ -21,6 +21,7 @@ from kadence.schemas.records import (
     WorkflowState,
 )
 from kadence.topics import serde
+from kadence.topics.queue_limits import QueueLimit
 from kadence.topics.records import new_id
 
 from .shard_store import ShardStore
@@ -166,8 +167,11 @@ class BatchView:
         build_defaults: dict[str, Any] | None = None,
         task_retry: WorkflowTaskRetry | None = None,
         limits: dict[str, ConcurrencyState] | None = None,
+        queue_limits: Mapping[str, QueueLimit] | None = None,
     ) -> None:
         self._store = store
+        #: task queue -> its rate limits and concurrency rules (``processors.builds.QueueRules``)
+        self.queue_limits: Mapping[str, QueueLimit] = queue_limits if queue_limits is not None else {}
         #: the shard's concurrency limits by key (``processors.concurrency``), and this batch's
         #: changed ones: applied to the shard's table only after the Kafka commit
         self._limit_table = limits if limits is not None else {}

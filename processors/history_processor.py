@@ -42,7 +42,7 @@ from kadence.topics.records import command, now_ms
 from kadence.topics.tracing import Tracer, record_ref
 from kadence.topics.transactions import GuardedCall, TxnCallHung, TxnWatchdog, start_transactional
 
-from .builds import BacklogReporter, BuildDefaults
+from .builds import BacklogReporter, BuildDefaults, QueueRules
 from .concurrency_store import restore_limits
 from .deadlines import DeadlineIndex
 from .disk_store import DiskShardStore
@@ -99,6 +99,7 @@ class HistoryProcessor:
         self._deadlines: dict[int, DeadlineIndex] = {}
         self._state_dir: Path | None = None
         self._builds = BuildDefaults(config.kafka, registry)
+        self._rules = QueueRules(config.kafka)
         self._task_retry = config.task_retry
         self._backlog = (
             BacklogReporter(config.kafka, registry, config.build_backlog_interval_s)
@@ -213,6 +214,7 @@ class HistoryProcessor:
         self._until_broker_answers("checking topics", self._check_topics)
         # the default build of every queue, before the first start is processed
         self._until_broker_answers("reading build defaults", self._builds.start)
+        self._until_broker_answers("reading queue rules", self._rules.start)
         if self._backlog is not None:
             self._backlog.start()
         self._producer = self._make_producer()
@@ -224,6 +226,7 @@ class HistoryProcessor:
                 msgs = self._poll_batch(self._poll_timeout())
                 self.metrics.lag.sample(self._consumer)
                 self._builds.poll()  # after the commands: a promotion acknowledged before a start is seen by it
+                self._rules.poll()
                 fired = self._due_deadlines()
                 if msgs or fired:
                     self._pause_fetching(len(msgs))
@@ -261,6 +264,7 @@ class HistoryProcessor:
         if self._backlog is not None:
             self._backlog.stop()
         self._builds.close()
+        self._rules.close()
         if self._consumer is not None:
             try:
                 self._consumer.close()
@@ -509,7 +513,9 @@ class HistoryProcessor:
             self.metrics.deadlines.inc(sum(len(due) for due in fired.values()))
 
     def _view(self, p: int, store: ShardStore) -> BatchView:  # the shard's, with its concurrency limits
-        return BatchView(store, self._builds.defaults, self._task_retry, self._limits.setdefault(p, {}))
+        return BatchView(
+            store, self._builds.defaults, self._task_retry, self._limits.setdefault(p, {}), self._rules.limits
+        )
 
     def _deadline_command(self, wf: str, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """The FireTimer command the timer service would have sent for this deadline (as decoded)."""

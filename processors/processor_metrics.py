@@ -72,12 +72,6 @@ class ProcessorMetrics:
             ns,
             registry=r,
         ).labels(namespace)
-        self.inline = Counter(
-            "kadence_processor_commands_inline",
-            "commands for a shard of this instance applied in the batch that sent them, not produced (concurrency slots)",
-            ns,
-            registry=r,
-        ).labels(namespace)
         self.aborts = Counter("kadence_processor_aborts", "transactions aborted", ns, registry=r).labels(namespace)
         self.hung = Counter(
             "kadence_processor_txn_hangs",
@@ -125,6 +119,12 @@ class ProcessorMetrics:
     def _concurrency(self, r: CollectorRegistry) -> None:
         """Concurrency limits (decision 0057): counters by limit name; the holders and waiters of
         each key this processor owns (the first 200 keys it meets: ``kadence limits`` shows all)."""
+        self.inline = Counter(
+            "kadence_processor_commands_inline",
+            "commands for a shard of this instance applied in the batch that sent them, not produced (concurrency slots)",
+            ["namespace"],
+            registry=r,
+        ).labels(self.namespace)
         by_name = ["namespace", "limit"]
         self.slots_granted = Counter(
             "kadence_concurrency_slots_granted", "concurrency slots granted by their key's owner", by_name, registry=r

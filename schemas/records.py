@@ -1170,7 +1170,7 @@ class BuildDefault(TypedDict):
 
 
 class QueueLimit(TypedDict):
-    """The rate limits of one task queue's activities, across all its workers; topic {ns}.queue_limits (compacted), key = task queue. A record with no limits lifts them (and names who did)."""
+    """The rate limits and concurrency rules of one task queue's activities, across all its workers; topic {ns}.queue_limits (compacted), key = task queue. A record with no limits lifts them (and names who did)."""
 
     task_queue: str
     #: null: the queue as a whole is not limited
@@ -1180,6 +1180,8 @@ class QueueLimit(TypedDict):
     timestamp_ms: int
     identity: NotRequired[str]
     reason: NotRequired[str]
+    #: activity type ('*': every activity of the queue) -> at most this many executing at once, across the namespace (a concurrency limit the processor adds to each activity it schedules on the queue)
+    activity_concurrency: NotRequired[dict[str, int]]
 
 
 class SlotHolder(TypedDict):

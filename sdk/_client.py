@@ -475,12 +475,16 @@ class Client:
         activity_types: dict[str, float] | None = None,
         *,
         reason: str = "",
+        activity_concurrency: dict[str, int] | None = None,
     ) -> QueueLimit:
         """Limit how many activities a second ``task_queue``'s workers start, all together: the
         whole queue and/or single activity types (nothing given: lift the limits). Replaces the
         queue's previous limits; running workers apply the change within about a second, and
-        tasks beyond it wait in the queue's backlog. ``InvalidArgumentError`` for a bad limit
-        (nothing written)."""
+        tasks beyond it wait in the queue's backlog. ``activity_concurrency`` (activity type, or
+        ``"*"`` for all, -> a count): at most that many of the queue's activities execute at once,
+        a concurrency limit the processors add to each activity they schedule from then on
+        (docs/guide.md, "Concurrency limits"). ``InvalidArgumentError`` for a bad limit (nothing
+        written)."""
         return await asyncio.get_running_loop().run_in_executor(
             None,
             functools.partial(
@@ -491,6 +495,7 @@ class Client:
                 activity_types,
                 identity=self.identity,
                 reason=reason,
+                activity_concurrency=activity_concurrency,
             ),
         )
 

@@ -5,9 +5,10 @@ Every topic, consumer group and transactional ID of a namespace lies under the p
 ``{namespace}.``, so each rule is a prefixed or literal pattern under it. What each component
 does there, and so what it is granted:
 
-- ``processor``: reads ``commands``, ``state``, ``history`` and ``builds``; writes ``history``,
-  ``state``, ``replies``, ``dlq``, the timer tiers and the task topics (creating the topics of a
-  child's new task queue); its group ``{ns}.processor``; transactions as
+- ``processor``: reads ``commands``, ``state``, ``history``, ``builds``, ``queue_limits`` and
+  ``concurrency``; writes ``history``, ``state``, ``concurrency``, ``replies``, ``dlq``, the timer
+  tiers and the task topics (creating the topics of a child's new task queue, and
+  ``concurrency`` and ``queue_limits`` in a namespace made before them); its group ``{ns}.processor``; transactions as
   ``{ns}.processor.{instance}``; reads the committed offsets of the worker groups (the build
   backlog gauges).
 - ``timers``: reads the timer tiers, writes ``commands``, ``dlq`` and the tiers; its group

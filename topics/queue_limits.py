@@ -1,5 +1,8 @@
 """Task-queue rate limits (issue 46 item 1): how many activities a second a queue's workers
-start, all of them together, for the queue as a whole and per activity type.
+start, all of them together, for the queue as a whole and per activity type; and the queue's
+concurrency rules (item 2): how many of its activities (of a type, or all: ``*``) execute at
+once, which the processor turns into a concurrency limit of each activity it schedules
+(``processors.concurrency``, decision 0057).
 
 * ``{ns}.queue_limits`` (compacted, key = task queue) holds one ``QueueLimit`` record per queue:
   the owning team's limits, who set them, when and why. A record without limits lifts them (it
@@ -21,8 +24,11 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+from kadence.schemas.records import ConcurrencyLimit
+
 from . import serde
 from .catalogue import Catalogue
+from .concurrency import MAX_SLOTS
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError, InvalidArgumentError, KadenceError
 from .identifiers import check_task_queue
@@ -69,6 +75,8 @@ class QueueLimit:
     timestamp_ms: int = 0
     identity: str = ""
     reason: str = ""
+    #: activity type (``*``: every activity of the queue) -> at most this many executing at once
+    activity_concurrency: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_task_queue(self.task_queue)
@@ -94,13 +102,23 @@ class QueueLimit:
                 )
             types[name] = _rate(rate, f"the limit of activity type {name!r}", "activity_types")
         object.__setattr__(self, "activity_types", MappingProxyType(types))
+        object.__setattr__(self, "activity_concurrency", MappingProxyType(_concurrency(self.activity_concurrency)))
         if not isinstance(self.reason, str) or len(self.reason) > MAX_REASON:
             raise InvalidArgumentError(f"reason must be text of at most {MAX_REASON} characters", field="reason")
 
     @property
     def limited(self) -> bool:
         """Whether any limit is set."""
-        return self.activities_per_second is not None or bool(self.activity_types)
+        return self.activities_per_second is not None or bool(self.activity_types) or bool(self.activity_concurrency)
+
+    def concurrency_of(self, activity_type: str) -> list[ConcurrencyLimit]:
+        """The concurrency limits the queue's rules give an activity of this type."""
+        out: list[ConcurrencyLimit] = []
+        for rule in ("*", activity_type):
+            if rule in self.activity_concurrency:
+                value = self.task_queue if rule == "*" else f"{self.task_queue}/{rule}"
+                out.append({"name": "queue", "value": value, "max": self.activity_concurrency[rule]})
+        return out
 
     def limits_type(self, activity_type: str) -> bool:
         """Whether an activity of this type is paced (by the queue's limit or its own)."""
@@ -114,11 +132,36 @@ class QueueLimit:
             "timestamp_ms": self.timestamp_ms,
             "identity": self.identity,
             "reason": self.reason,
+            "activity_concurrency": dict(self.activity_concurrency),
         }
 
     def describe(self) -> dict[str, Any]:
         """The JSON shape shown by the CLI and the gateway."""
         return self.to_record()
+
+
+def _concurrency(rules: Any) -> dict[str, int]:
+    if not isinstance(rules, Mapping):
+        raise InvalidArgumentError(
+            f"activity_concurrency must map activity types to counts, not {rules!r}", field="activity_concurrency"
+        )
+    if len(rules) > MAX_ACTIVITY_TYPES:
+        raise InvalidArgumentError(
+            f"at most {MAX_ACTIVITY_TYPES} activity types can have a concurrency rule", field="activity_concurrency"
+        )
+    out = {}
+    for name, top in rules.items():
+        if not isinstance(name, str) or not name or len(name) > 200:
+            raise InvalidArgumentError(
+                f"activity type {name!r} must be a name of 1-200 characters ('*': all)", field="activity_concurrency"
+            )
+        if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_SLOTS:
+            raise InvalidArgumentError(
+                f"the concurrency of activity type {name!r} must be a whole number 1-{MAX_SLOTS}, not {top!r}",
+                field="activity_concurrency",
+            )
+        out[name] = top
+    return out
 
 
 def decode_queue_limit(_key: str, value: bytes) -> QueueLimit:
@@ -131,6 +174,7 @@ def decode_queue_limit(_key: str, value: bytes) -> QueueLimit:
         r["timestamp_ms"],
         r.get("identity", ""),
         r.get("reason", ""),
+        r.get("activity_concurrency") or {},
     )
 
 
@@ -143,12 +187,23 @@ def set_queue_limit(
     identity: str = "",
     reason: str = "",
     timeout: float = 30.0,
+    activity_concurrency: Mapping[str, int] | None = None,
 ) -> QueueLimit:
     """Set ``task_queue``'s limits (none given: lift them); returns what was written.
+    ``activity_concurrency``: activity type (``*``: all) -> at most this many executing at once,
+    applied by the processors to activities they schedule from then on.
 
     Bad input raises ``InvalidArgumentError`` (or ``InvalidIdentifierError``) and writes nothing. The queue's workers apply the change
     within about a second; tasks already running are not interrupted."""
-    limit = QueueLimit(task_queue, activities_per_second, dict(activity_types or {}), now_ms(), identity, reason)
+    limit = QueueLimit(
+        task_queue,
+        activities_per_second,
+        dict(activity_types or {}),
+        now_ms(),
+        identity,
+        reason,
+        dict(activity_concurrency or {}),
+    )
     cat = Catalogue(config)
     cat.apply([s for s in cat.core_specs() if s.name == cat.queue_limits])
     producer = Producer(config.producer(**{"linger.ms": 0}))
@@ -182,6 +237,7 @@ def limit_summary(limit: QueueLimit) -> str:
     if limit.activities_per_second is not None:
         parts.append(f"{limit.activities_per_second:g}/s")
     parts += [f"{t}={r:g}/s" for t, r in sorted(limit.activity_types.items())]
+    parts += [f"{t}<={n} at once" for t, n in sorted(limit.activity_concurrency.items())]
     return ", ".join(parts)
 
 

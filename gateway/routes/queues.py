@@ -92,13 +92,22 @@ async def concurrency_limits(
 async def set_limits(request: Request, gw: Gateway, task_queue: TaskQueuePath, body: QueueLimitRequest):
     """The queue's workers apply the change within about a second; a task beyond the limit waits
     in the queue's backlog. Replaces the queue's previous limits."""
-    if body.activities_per_second is None and not body.activity_types:
+    if body.activities_per_second is None and not body.activity_types and not body.activity_concurrency:
         raise ApiError(
             400,
             "invalid_input",
-            "give activities_per_second or activity_types (to lift the limits: DELETE this resource)",
+            "give activities_per_second, activity_types or activity_concurrency (to lift the limits: DELETE this "
+            "resource)",
         )
-    return await _write(request, gw, task_queue, body.activities_per_second, body.activity_types, body.reason)
+    return await _write(
+        request,
+        gw,
+        task_queue,
+        body.activities_per_second,
+        body.activity_types,
+        body.reason,
+        body.activity_concurrency,
+    )
 
 
 @router.delete(
@@ -110,7 +119,7 @@ async def set_limits(request: Request, gw: Gateway, task_queue: TaskQueuePath, b
 async def lift_limits(
     request: Request, gw: Gateway, task_queue: TaskQueuePath, reason: str = Query("", max_length=500)
 ):
-    return await _write(request, gw, task_queue, None, {}, reason)
+    return await _write(request, gw, task_queue, None, {}, reason, {})
 
 
 async def _write(
@@ -120,17 +129,20 @@ async def _write(
     per_second: float | None,
     types: dict[str, float],
     reason: str,
+    concurrency: dict[str, int],
 ) -> dict:
     who = principal(request)
     try:  # checked before anything is written or audited
-        QueueLimit(task_queue, per_second, types, reason=reason)
+        QueueLimit(task_queue, per_second, types, reason=reason, activity_concurrency=concurrency)
     except InvalidArgumentError as exc:
         raise ApiError(400, "invalid_input", str(exc), field=exc.field) from exc
     audit.warning(
         "rate limits of task queue %s in namespace %s set to %s through the gateway by key %s",
         task_queue,
         who.namespace,
-        {"activities_per_second": per_second, "activity_types": types} if per_second or types else "none",
+        {"activities_per_second": per_second, "activity_types": types, "activity_concurrency": concurrency}
+        if per_second or types or concurrency
+        else "none",
         who.key_id or "(no auth)",
     )
     limit = await run_in_threadpool(
@@ -141,6 +153,7 @@ async def _write(
             types,
             identity=f"gateway:{who.key_id or 'anonymous'}",
             reason=reason,
+            activity_concurrency=concurrency,
         )
     )
     return limit.describe()

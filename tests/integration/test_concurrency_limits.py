@@ -112,33 +112,41 @@ async def test_a_limit_of_3_holds_across_processor_kills_and_partition_moves(cli
 
 async def test_a_hierarchy_holds_both_the_tenant_and_the_api_limit(client, processors, kafka_config):
     """60 runs of two tenants (tenant max 20 each run), whose activities share an API (max 5):
-    at most 20 of a tenant's runs hold their slot at once, at most 5 activities call the API."""
+    at most 20 of a tenant's runs hold their slot at once, at most 5 activities call the API. The
+    runs are started before any worker runs, so that the first 20 of the big tenant hold their
+    slots together (else they finish as fast as they are started, and the limit is never met)."""
     executions.clear()
     processors.start("p0")
-    async with Worker(client, task_queue="q", workflows=[Guarded], activities=[hold], max_concurrent_activities=50):
-        handles = []
-        for i in range(60):
-            tenant = "acme" if i < 45 else "tiny"
-            handles.append(
-                await client.start_workflow(
-                    Guarded,
-                    f"api-{tenant}",
-                    0.25,
-                    5,
-                    id=f"h-{i}",
-                    task_queue="q",
-                    concurrency=[Limit("tenant", tenant, max=20)],
-                )
+    handles = []
+    for i in range(60):
+        tenant = "acme" if i < 45 else "tiny"
+        handles.append(
+            await client.start_workflow(
+                Guarded,
+                f"api-{tenant}",
+                0.25,
+                5,
+                id=f"h-{i}",
+                task_queue="q",
+                concurrency=[Limit("tenant", tenant, max=20)],
             )
+        )
+
+    def filled() -> bool:
+        acme = [lim for lim in read_limits(kafka_config) if lim["key"] == "tenant=acme"]
+        return bool(acme) and acme[0]["in_use"] == 20 and acme[0]["waiting"] == 25
+
+    await wait_until(lambda: asyncio.to_thread(filled), 60, "20 acme runs holding their slots, 25 waiting")
+    async with Worker(client, task_queue="q", workflows=[Guarded], activities=[hold], max_concurrent_activities=50):
         await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 180)
     api = executions["api-acme"] + executions["api-tiny"]
     assert len(api) == 60
     assert most_at_once(api) == 5, "the api limit was exceeded, or never reached"
-    for tenant, top in (("acme", 20), ("tiny", 20)):
+    for tenant in ("acme", "tiny"):
         intervals, _runs = await asyncio.to_thread(holding_intervals, kafka_config, ("tenant", tenant))
-        assert most_at_once(intervals) <= top
+        assert most_at_once(intervals) <= 20
     acme, _runs = await asyncio.to_thread(holding_intervals, kafka_config, ("tenant", "acme"))
-    assert most_at_once(acme) == 20, "the tenant limit never filled: the test proves nothing"
+    assert most_at_once(acme) == 20
 
 
 async def test_a_waiting_run_says_what_it_waits_for_and_kadence_limits_shows_the_queue(
@@ -190,3 +198,27 @@ async def test_a_waiting_run_says_what_it_waits_for_and_kadence_limits_shows_the
 
 async def _waits(handle) -> bool:
     return (await handle.describe()).waiting_for_slot == {"key": "one=x", "max": 1}
+
+
+async def test_an_operators_queue_rule_limits_activities_that_name_none(client, processors, kafka_config):
+    """``kadence queues set-limit q -c hold=2``: 8 runs whose activity names no limit, at most 2 of
+    the activities at once; describe shows the rule; lifting it lifts it for what comes next."""
+    executions.clear()
+    code, out, err = await kadence(kafka_config, "queues", "set-limit", "q", "-c", "hold=2", "--reason", "the API")
+    assert code == 0 and "hold<=2 at once" in out, err
+    code, _out, err = await kadence(kafka_config, "queues", "set-limit", "q", "-c", "hold=0")
+    assert code == 2 and "whole number" in err
+    processors.start()  # it reads the rule when it starts (and follows changes within a second)
+    async with Worker(client, task_queue="q", workflows=[Guarded], activities=[hold]):
+        handles = [await client.start_workflow(Guarded, "ruled", 0.3, id=f"r-{i}", task_queue="q") for i in range(8)]
+        await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 120)
+        assert most_at_once(executions["ruled"]) == 2
+        (shown,) = [lim for lim in await asyncio.to_thread(read_limits, kafka_config) if lim["key"] == "queue=q/hold"]
+        assert (shown["max"], shown["granted"], shown["in_use"]) == (2, 8, 0)
+        await client.set_queue_limit("q", 50)  # a rate only: the concurrency rule is replaced, gone
+        processors.stop()  # a processor started after the change has certainly read it
+        processors.start()
+        executions.clear()
+        handles = [await client.start_workflow(Guarded, "free", 0.5, id=f"f-{i}", task_queue="q") for i in range(6)]
+        await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 120)
+    assert most_at_once(executions["free"]) > 2

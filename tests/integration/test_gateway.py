@@ -417,8 +417,17 @@ async def test_a_queues_rate_limits_are_set_shown_and_lifted_over_http(http, cap
     assert (await http.get("/v1/queues", params={"task_queue": queue})).json()["limits"][0][
         "activities_per_second"
     ] == 20
+    # a concurrency rule: at most 3 charges at once (the processors add it to each one scheduled)
+    ruled = await http.put(path, json={"activity_concurrency": {"charge": 3}, "reason": "one connection pool"})
+    assert ruled.status_code == 200 and ruled.json()["activity_concurrency"] == {"charge": 3}, ruled.text
+    assert (await http.get("/v1/queues", params={"task_queue": queue})).json()["queues"][0][
+        "rate_limit"
+    ] == "charge<=3 at once"
+    bad = await http.put(path, json={"activity_concurrency": {"charge": 0}})
+    assert bad.status_code == 400 and "activity_concurrency" in bad.text
     lifted = await http.delete(path, params={"reason": "done"})
     assert lifted.status_code == 200 and lifted.json()["activities_per_second"] is None
+    assert lifted.json()["activity_concurrency"] == {}
     doc = (await http.get("/v1/queues", params={"task_queue": queue})).json()
     assert doc["limits"] == [] and doc["queues"] == []
 

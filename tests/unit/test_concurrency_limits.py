@@ -18,6 +18,7 @@ from kadence.processors.store import MemoryShardStore
 from kadence.topics import serde
 from kadence.topics.concurrency import command_key, limits_problem
 from kadence.topics.partitioner import partition_for
+from kadence.topics.queue_limits import QueueLimit, decode_queue_limit, limit_summary
 from kadence.topics.records import command
 
 PARTITIONS = 3
@@ -34,7 +35,8 @@ OPTIONS = {
 class Shards:
     """Shards with their stores and concurrency tables; each has an inbox of commands."""
 
-    def __init__(self, seed: int = 0, *, inline: float = 0.0) -> None:
+    def __init__(self, seed: int = 0, *, inline: float = 0.0, queue_limits: dict | None = None) -> None:
+        self.queue_limits = queue_limits or {}
         #: the share of slot commands applied at once, ahead of what waits in their shard's inbox
         #: (the processor's ``routing.InlineDelivery`` when it owns the receiving shard)
         self.inline = inline
@@ -56,7 +58,7 @@ class Shards:
         if not self.inboxes[p]:
             return False
         cmd = serde.decode("Command", serde.encode("Command", self.inboxes[p].popleft()))
-        view, out = BatchView(self.stores[p], limits=self.limits[p]), Outbox()
+        view, out = BatchView(self.stores[p], limits=self.limits[p], queue_limits=self.queue_limits), Outbox()
         self.ts += 7
         transition(cmd, view, out, self.ts)
         for key, cs in view.limits.items():  # what the processor writes to {ns}.concurrency
@@ -400,3 +402,47 @@ def test_a_release_that_overtakes_its_acquire_leaves_no_ghost_holder():
     (task_z,) = shards.take_tasks()  # the slot y was granted came back, and z got it
     assert task_z["workflow_id"] == "z"
     assert [h["holder"] for h in shards.owner("k", "ghost")["holders"]] == ["z"]
+
+
+def test_a_queue_rule_limits_every_activity_scheduled_on_the_queue():
+    """An operator's rule (``kadence queues set-limit q -c charge=1 -c '*=5'``): activities of the
+    queue take the rule's limits besides their own; other types only the queue-wide one."""
+    rules = QueueLimit("q", activity_concurrency={"charge": 1, "*": 5})
+    assert rules.concurrency_of("charge") == [
+        {"name": "queue", "value": "q", "max": 5},
+        {"name": "queue", "value": "q/charge", "max": 1},
+    ]
+    shards = Shards(queue_limits={"q": rules})
+    for wf in ("r-1", "r-2"):
+        shards.start(wf, [])
+    shards.drain()
+    for task in shards.take_tasks():
+        shards.complete(
+            task,
+            [
+                (
+                    "ScheduleActivityTask",
+                    {"activity_id": "1", "activity_type": "charge", "input": b"[]", "options": OPTIONS},
+                ),
+                (
+                    "ScheduleActivityTask",
+                    {"activity_id": "2", "activity_type": "mail", "input": b"[]", "options": OPTIONS},
+                ),
+            ],
+        )
+    shards.drain()
+    dispatched = sorted(t["activity_type"] for t in shards.take_tasks("activity"))
+    assert dispatched == ["charge", "mail", "mail"]  # one charge at a time
+    # the waiting charge holds the queue-wide slot already (taken first: key order)
+    assert len(shards.owner("queue", "q")["holders"]) == 4
+    assert [w["holder"] for w in shards.owner("queue", "q/charge")["waiters"]] in (["r-1"], ["r-2"])
+
+
+def test_queue_rules_are_checked_and_summarised():
+    with pytest.raises(InvalidArgumentError, match="whole number"):
+        QueueLimit("q", activity_concurrency={"charge": 0})
+    with pytest.raises(InvalidArgumentError, match="activity_concurrency must map"):
+        QueueLimit("q", activity_concurrency=[("charge", 1)])
+    limit = QueueLimit("q", 20, activity_concurrency={"charge": 3})
+    assert limit.limited and limit_summary(limit) == "20/s, charge<=3 at once"
+    assert decode_queue_limit("q", serde.encode("QueueLimit", limit.to_record())) == limit
