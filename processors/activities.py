@@ -36,6 +36,7 @@ __all__ = [
     "dispatch_attempt",
     "eager_requests",
     "fail_activity",
+    "new_pending",
     "schedule_activity",
     "send_eager",
 ]
@@ -145,6 +146,30 @@ def send_eager(t: Transition, mark: int, asked: set[str], workflow_id: str, run_
     reply(t.out, t.cmd["request_id"], workflow_id, "ok", run_id=run_id, activity_tasks=sent)
 
 
+def new_pending(scheduled: Mapping[str, Any], seq: int, ts: int) -> PendingActivity:
+    """A pending activity at its first attempt, from what schedules it (a ``ScheduleActivityTask``
+    command, or the ``ActivityTaskScheduled`` event a reset copies) recorded at ``seq``."""
+    return {
+        "activity_id": scheduled["activity_id"],
+        "activity_type": scheduled["activity_type"],
+        "scheduled_seq": seq,
+        "attempt": 1,
+        "task_queue": scheduled["options"]["task_queue"],
+        "input": scheduled["input"],
+        "options": scheduled["options"],
+        "first_scheduled_ms": ts,
+        "attempt_started_ms": ts,
+        "last_heartbeat_ms": 0,
+        "heartbeat_details": None,
+        "cancel_requested": False,
+        "retrying": False,
+        "last_failure": None,
+        "next_attempt_ms": None,
+        "held": False,
+        "slots_held": 0,
+    }
+
+
 def schedule_activity(t: Transition, st: WorkflowState, c: Mapping[str, Any], completed_seq: int) -> None:
     ev = emit(
         t,
@@ -158,25 +183,7 @@ def schedule_activity(t: Transition, st: WorkflowState, c: Mapping[str, Any], co
             "workflow_task_completed_seq": completed_seq,
         },
     )
-    a: PendingActivity = {
-        "activity_id": c["activity_id"],
-        "activity_type": c["activity_type"],
-        "scheduled_seq": ev["seq"],
-        "attempt": 1,
-        "task_queue": c["options"]["task_queue"],
-        "input": c["input"],
-        "options": c["options"],
-        "first_scheduled_ms": t.ts,
-        "attempt_started_ms": t.ts,
-        "last_heartbeat_ms": 0,
-        "heartbeat_details": None,
-        "cancel_requested": False,
-        "retrying": False,
-        "last_failure": None,
-        "next_attempt_ms": None,
-        "held": False,
-        "slots_held": 0,
-    }
+    a = new_pending(c, ev["seq"], t.ts)
     st["pending_activities"].append(a)
     if begin_activity_slots(t, st, a):  # else dispatched when it holds its concurrency slots
         dispatch_attempt(t, st, a)  # the schedule-to-close deadline follows from the state too

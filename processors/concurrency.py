@@ -118,24 +118,31 @@ def _run_granted(t: Transition, st: WorkflowState, body: ConcurrencySlot) -> boo
     if want is None or (want["name"], want["value"]) != (body["name"], body["value"]):
         return False  # granted before (a resent grant): nothing to do
     st["slots_held"] += 1
-    waited = max(0, t.ts - (st.get("slot_wait_since_ms") or t.ts))
-    t.out.slot_waits.append((body["name"], waited))
+    _acquired(t, st, want, st.get("slot_wait_since_ms"), None)
+    _request_run_slot(t, st)
+    if waiting_for(st) is None and st["wt_scheduled_seq"] is None:
+        schedule_workflow_task(t, st, full=True)  # waits still for a pause or a cron time
+    return True
+
+
+def _acquired(
+    t: Transition, st: WorkflowState, lim: ConcurrencyLimit, since_ms: int | None, activity_id: str | None
+) -> None:
+    """Record a slot the run (or one of its activities) now holds, and how long it waited."""
+    waited = max(0, t.ts - (since_ms or t.ts))
+    t.out.slot_waits.append((lim["name"], waited))
     emit(
         t,
         st,
         "ConcurrencySlotAcquired",
         {
-            "name": body["name"],
-            "value": body["value"],
-            "max": want["max"],
+            "name": lim["name"],
+            "value": lim["value"],
+            "max": lim["max"],
             "waited_ms": waited,
-            "activity_id": None,
+            "activity_id": activity_id,
         },
     )
-    _request_run_slot(t, st)
-    if waiting_for(st) is None and st["wt_scheduled_seq"] is None:
-        schedule_workflow_task(t, st, full=True)  # waits still for a pause or a cron time
-    return True
 
 
 # -- the holder's side: activities --------------------------------------------------------------
@@ -199,20 +206,7 @@ def _activity_granted(t: Transition, st: WorkflowState, body: ConcurrencySlot, d
     if want is None or (want["name"], want["value"]) != (body["name"], body["value"]):
         return False  # granted before: nothing to do
     a["slots_held"] = a.get("slots_held", 0) + 1
-    waited = max(0, t.ts - (body.get("requested_ms") or t.ts))
-    t.out.slot_waits.append((body["name"], waited))
-    emit(
-        t,
-        st,
-        "ConcurrencySlotAcquired",
-        {
-            "name": body["name"],
-            "value": body["value"],
-            "max": want["max"],
-            "waited_ms": waited,
-            "activity_id": a["activity_id"],
-        },
-    )
+    _acquired(t, st, want, body.get("requested_ms"), a["activity_id"])
     if not _request_activity_slot(t, st, a):
         dispatch(t, st, a)
     return True

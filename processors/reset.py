@@ -35,7 +35,7 @@ from kadence.schemas.records import Command, PendingActivity, PendingTimer, Rese
 from kadence.topics import serde
 from kadence.topics.errors import SchemaError
 
-from .activities import dispatch_attempt
+from .activities import dispatch_attempt, new_pending
 from .closing import close_run
 from .concurrency import begin_activity_slots, begin_run_slots
 from .effects import (
@@ -58,30 +58,6 @@ _RESET_NS = uuid.UUID("0f5a2c1e-7d43-4f7a-9b8e-2d1c3e4f5a6b")
 
 def _fail(out: Outbox, cmd: Command, message: str, run_id: str | None = None) -> None:
     reply(out, cmd["request_id"], cmd["aggregate_key"], "rejected", run_id=run_id, message=message)
-
-
-def _pending_again(t: Transition, attrs: dict[str, Any], seq: int) -> PendingActivity:
-    """An activity the kept events scheduled and did not close: pending in the new run, from
-    its first attempt (its concurrency slots asked for again)."""
-    return {
-        "activity_id": attrs["activity_id"],
-        "activity_type": attrs["activity_type"],
-        "scheduled_seq": seq,
-        "attempt": 1,
-        "task_queue": attrs["options"]["task_queue"],
-        "input": attrs["input"],
-        "options": attrs["options"],
-        "first_scheduled_ms": t.ts,
-        "attempt_started_ms": t.ts,
-        "last_heartbeat_ms": 0,
-        "heartbeat_details": None,
-        "cancel_requested": False,
-        "retrying": False,
-        "last_failure": None,
-        "next_attempt_ms": None,
-        "held": False,
-        "slots_held": 0,
-    }
 
 
 def reset_workflow(t: Transition, body: ResetWorkflow) -> None:
@@ -250,7 +226,7 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
             attrs = {**attrs, "continued_from_run_id": st["run_id"], "build_id": new["build_id"]}
         ev = emit(t, new, kind, attrs, ts=e["timestamp_ms"], request_id=e["request_id"])
         if kind == "ActivityTaskScheduled":
-            pending_acts[attrs["activity_id"]] = _pending_again(t, attrs, ev["seq"])
+            pending_acts[attrs["activity_id"]] = new_pending(attrs, ev["seq"], t.ts)  # from its first attempt
         elif kind in ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled"):
             pending_acts.pop(attrs["activity_id"], None)
         elif kind == "TimerStarted":
