@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 
 from kadence import (
+    Limit,
     RetryPolicy,
     WorkflowAlreadyStartedError,
     WorkflowCanceledError,
@@ -287,3 +288,17 @@ async def test_reading_history_or_describing_does_not_move_the_clock():
             await handle.history()
             assert (await handle.describe())["status"] == "running"
         assert env.now() - before < timedelta(minutes=1) and CALLS == []
+
+
+async def test_concurrency_limits_work_in_the_test_environment():
+    """Two runs of one max-1 key: the second's code runs only after the first closed."""
+    async with WorkflowEnvironment(workflows=[Reminder], activities=[send_email]) as env:
+        one = [Limit("inbox", "ann", max=1)]
+        first = await env.client.start_workflow(Reminder, "ann", id="l-1", task_queue="mail", concurrency=one)
+        second = await env.client.start_workflow(Reminder, "bob", id="l-2", task_queue="mail", concurrency=one)
+        assert (await second.describe()).waiting_for_slot == {"key": "inbox=ann", "max": 1}
+        assert await first.result(timeout=10) == "sent to ann"
+        assert await second.result(timeout=10) == "sent to bob"
+        first_closed = (await first.history())[-1]["time"]
+        second_acquired = next(e for e in await second.history() if e["type"] == "ConcurrencySlotAcquired")
+    assert second_acquired["time"] >= first_closed
