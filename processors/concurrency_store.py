@@ -25,7 +25,6 @@ def restore_limits(config: KafkaConfig, topic: str, partition: int) -> dict[str,
     """Key -> the limit's holders and waiters. A record that cannot be decoded stops the
     restore (``SchemaError``): a shard that forgot a limit's holders would admit more than its
     max, so it is not served until a processor that reads the record restores it."""
-    codec = serde.codec("ConcurrencyState")
     raws: dict[str, tuple[bytes, int]] = {}
     t0 = time.monotonic()
 
@@ -39,7 +38,9 @@ def restore_limits(config: KafkaConfig, topic: str, partition: int) -> dict[str,
 
     read_partition(config, topic, partition, on_record, label="concurrency")
     limits: dict[str, ConcurrencyState] = {}
+    codec = serde.codec("ConcurrencyState") if raws else None  # a processor that meets no limit needs none
     for key, (raw, offset) in raws.items():
+        assert codec is not None
         try:
             limits[key] = cast(ConcurrencyState, codec.decode(raw))
         except SchemaError as exc:

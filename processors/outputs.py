@@ -56,7 +56,8 @@ class OutputWriter:
         self._state_codec = serde.codec("WorkflowState")
         self._wt_codec, self._at_codec = serde.codec("WorkflowTask"), serde.codec("ActivityTask")
         self._timer_codec = serde.codec("TimerRecord")
-        self._limit_codec = serde.codec("ConcurrencyState")
+        #: made when a batch first writes a concurrency limit (``processors.concurrency``)
+        self._limit_codec: serde.Codec | None = None
         self._known_queues: set[str] = set()
         self._known_builds: set[tuple[str, str]] = set()
         #: where this instance's replies go (``reply_partition``; set when the topics are checked)
@@ -102,7 +103,10 @@ class OutputWriter:
             self._produce(self.topics.state, raw, wf.encode(), p)
         for wf in view.tombstones():  # archival purge: the state record is deleted
             self._produce(self.topics.state, None, wf.encode(), p)
+        if view.limits and self._limit_codec is None:
+            self._limit_codec = serde.codec("ConcurrencyState")
         for key, cs in view.limits.items():  # concurrency limits this shard owns
+            assert self._limit_codec is not None
             self._produce(self.topics.concurrency, self._limit_codec.encode(cs), key.encode(), p)
 
     def _task(self, kind: str, queue: str, task: Any) -> None:
