@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from kadence.schemas.records import ConcurrencyLimit
-from kadence.topics.concurrency import check_limits
+from kadence.topics.concurrency import check_limits, check_writable
 from kadence.topics.errors import ConfigError, DefinitionError, InvalidArgumentError
 
 __all__ = [
@@ -88,6 +88,8 @@ def limit_records(limits: Iterable[Limit] | None) -> list[ConcurrencyLimit]:
         if not isinstance(lim, Limit):
             raise InvalidArgumentError(f"concurrency takes kadence.Limit values, not {type(lim).__name__}")
         records.append(lim.to_record())
+    if records:
+        check_writable("concurrency limits")
     return check_limits(records)
 
 

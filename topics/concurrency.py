@@ -8,13 +8,16 @@ from collections.abc import Iterable, Sequence
 
 from kadence.schemas.records import ConcurrencyLimit
 
-from .errors import InvalidArgumentError
+from . import serde
+from .errors import InvalidArgumentError, SchemaError
 
 __all__ = [
     "COMMAND_KEY_PREFIX",
+    "FIRST_VERSION",
     "MAX_LIMITS",
     "MAX_SLOTS",
     "check_limits",
+    "check_writable",
     "command_key",
     "limit_key",
     "limits_problem",
@@ -25,6 +28,8 @@ __all__ = [
 MAX_LIMITS = 8
 #: a limit's max may not exceed this
 MAX_SLOTS = 1_000_000
+#: the schema version that added concurrency limits
+FIRST_VERSION = 17
 #: the prefix of the key of a limit's commands and record (it decides the owning partition)
 COMMAND_KEY_PREFIX = "concurrency:"
 
@@ -71,3 +76,15 @@ def check_limits(limits: Sequence[ConcurrencyLimit]) -> list[ConcurrencyLimit]:
     if why:
         raise InvalidArgumentError(why)
     return [{"name": lim["name"], "value": lim["value"], "max": lim["max"]} for lim in limits]
+
+
+def check_writable(what: str) -> None:
+    """``SchemaError`` when this process writes a schema version older than concurrency limits
+    (``KADENCE_SCHEMA_WRITE_VERSION``, a rolling upgrade): the pinned writer would leave the
+    limits out, and the run or activity would run unlimited."""
+    version = serde.write_version()
+    if version < FIRST_VERSION:
+        raise SchemaError(
+            f"{what} need schema version {FIRST_VERSION}; this process writes version {version} "
+            f"({serde.WRITE_VERSION_ENV}): lift the pin once every instance is upgraded"
+        )

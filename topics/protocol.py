@@ -22,7 +22,7 @@ from kadence.schemas.records import (
     UpdateWorkflow,
 )
 
-from .concurrency import check_limits
+from .concurrency import check_limits, check_writable
 from .cron import check_cron
 from .errors import (
     CommandRejectedError,
@@ -84,8 +84,15 @@ def start_body(
         "memo": dict(memo or {}),
         "headers": dict(headers or {}),
         "cron_schedule": None if cron_schedule is None else check_cron(cron_schedule),
-        "concurrency": check_limits(concurrency),
+        "concurrency": _writable_limits(concurrency),
     }
+
+
+def _writable_limits(limits: Sequence[ConcurrencyLimit]) -> list[ConcurrencyLimit]:
+    records = check_limits(limits)
+    if records:
+        check_writable("concurrency limits")
+    return records
 
 
 def signal_body(signal_name: str, input: bytes, *, identity: str, start: StartWorkflow | None = None) -> SignalWorkflow:

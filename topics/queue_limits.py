@@ -28,7 +28,7 @@ from kadence.schemas.records import ConcurrencyLimit
 
 from . import serde
 from .catalogue import Catalogue
-from .concurrency import MAX_SLOTS
+from .concurrency import MAX_SLOTS, check_writable
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError, InvalidArgumentError, KadenceError
 from .identifiers import check_task_queue
@@ -195,6 +195,8 @@ def set_queue_limit(
 
     Bad input raises ``InvalidArgumentError`` (or ``InvalidIdentifierError``) and writes nothing. The queue's workers apply the change
     within about a second; tasks already running are not interrupted."""
+    if activity_concurrency:
+        check_writable("a queue's concurrency rules")
     limit = QueueLimit(
         task_queue,
         activities_per_second,

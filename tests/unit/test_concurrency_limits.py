@@ -10,7 +10,8 @@ from collections import deque
 
 import pytest
 
-from kadence import InvalidArgumentError, Limit
+from kadence import InvalidArgumentError, Limit, SchemaError
+from kadence._definitions import limit_records
 from kadence.processors import concurrency
 from kadence.processors.effects import BatchView, Outbox
 from kadence.processors.state_machine import transition
@@ -18,8 +19,10 @@ from kadence.processors.store import MemoryShardStore
 from kadence.topics import serde
 from kadence.topics.concurrency import command_key, limits_problem
 from kadence.topics.partitioner import partition_for
+from kadence.topics.protocol import start_body
 from kadence.topics.queue_limits import QueueLimit, decode_queue_limit, limit_summary
 from kadence.topics.records import command
+from tests.support.codecs import pin_write_version
 
 PARTITIONS = 3
 OPTIONS = {
@@ -446,3 +449,17 @@ def test_queue_rules_are_checked_and_summarised():
     limit = QueueLimit("q", 20, activity_concurrency={"charge": 3})
     assert limit.limited and limit_summary(limit) == "20/s, charge<=3 at once"
     assert decode_queue_limit("q", serde.encode("QueueLimit", limit.to_record())) == limit
+
+
+def test_a_process_pinned_below_the_limits_version_refuses_them(monkeypatch):
+    """During a rolling upgrade (``KADENCE_SCHEMA_WRITE_VERSION`` pinned to 16) the pinned writer
+    would leave a start's limits out and the run would go unlimited: refused with ``SchemaError``."""
+    pin_write_version(monkeypatch, "16")
+    try:
+        with pytest.raises(SchemaError, match="concurrency limits need schema version 17"):
+            start_body("W", "q", b"[]", concurrency=[{"name": "tenant", "value": "a", "max": 1}])
+        with pytest.raises(SchemaError, match="KADENCE_SCHEMA_WRITE_VERSION"):
+            limit_records([Limit("api", "x", max=2)])
+        assert start_body("W", "q", b"[]")["concurrency"] == []  # without limits: as before
+    finally:
+        pin_write_version(monkeypatch, None)
