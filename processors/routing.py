@@ -72,21 +72,24 @@ class InlineDelivery:
         those they cause, until none is left; how many. The others stay to be produced."""
         applied, produce = 0, set()  # ids of commands that failed here: produced instead
         while True:
-            found: list[tuple[int, Any]] = []
+            found: list[tuple[Outbox, int, Any]] = []
             for out in outboxes.values():
-                keep: list[tuple[int, Any]] = []
+                keep = []
                 for c in out.commands:
                     q = partition_for(c[0], self.partitions) if c[1] in INLINE and id(c) not in produce else -1
-                    (found if q in self._stores else keep).append((q, c))
-                out.commands = [c for _q, c in keep]
+                    if q in self._stores:
+                        found.append((out, q, c))
+                    else:
+                        keep.append(c)
+                out.commands = keep
             if not found:
                 return applied
-            for q, c in found:
+            for sender, q, c in found:
                 if self._apply(q, c, views, outboxes, ts):
                     applied += 1
-                else:
+                else:  # produced with the batch, from the outbox that sent it
                     produce.add(id(c))
-                    outboxes[q].commands.append(c)
+                    sender.commands.append(c)
 
     def _apply(
         self, q: int, c: tuple[Any, ...], views: dict[int, BatchView], outboxes: dict[int, Outbox], ts: int

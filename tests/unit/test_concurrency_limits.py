@@ -463,3 +463,37 @@ def test_a_process_pinned_below_the_limits_version_refuses_them(monkeypatch):
         assert start_body("W", "q", b"[]")["concurrency"] == []  # without limits: as before
     finally:
         pin_write_version(monkeypatch, None)
+
+
+def test_in_batch_delivery_applies_slot_commands_of_owned_shards_and_produces_the_rest():
+    """``routing.InlineDelivery``: an acquire for a key this instance's shard owns is applied in
+    the batch (and the grant it causes too); a command for a quarantined workflow, or for a
+    shard the instance does not own, stays in the batch's commands to be produced."""
+    from kadence.processors.routing import InlineDelivery
+    from kadence.topics.tracing import Tracer
+
+    stores = {0: MemoryShardStore(0), 1: MemoryShardStore(1)}
+    quarantine: dict = {0: {}, 1: {}}
+    tables: dict = {0: {}, 1: {}}
+    inline = InlineDelivery(stores, quarantine, lambda p, s: BatchView(s, limits=tables[p]), Tracer("test", None))
+    inline.partitions = 3  # partition 2 belongs to another instance
+    wf = next(f"w{i}" for i in range(100) if partition_for(f"w{i}", 3) == 1)
+    key = next(f"k{i}" for i in range(100) if partition_for(command_key("t", f"k{i}"), 3) == 0)
+    elsewhere = next(f"x{i}" for i in range(100) if partition_for(f"x{i}", 3) == 2)
+    shards_of = {p: BatchView(stores[p], limits=tables[p]) for p in (0, 1)}
+    views, outboxes = dict(shards_of), {1: Outbox()}
+    acquire = {"kind": "acquire", "name": "t", "value": key, "max": 1, "holder": wf, "ticket": "r1",
+               "activity_id": None, "requested_ms": 1, "message": ""}  # fmt: skip
+    outboxes[1].commands.append((command_key("t", key), "ConcurrencySlot", acquire, None, None, None))
+    grant_away = {**acquire, "kind": "grant", "holder": elsewhere}
+    outboxes[1].commands.append((elsewhere, "ConcurrencySlot", grant_away, None, None, None))
+    # the acquire, its grant (wf has no run: stale), and the release that gives it back
+    assert inline.deliver(views, outboxes, 10) == 3
+    assert [c[0] for c in outboxes[1].commands] == [elsewhere]
+    state = views[0].limits[command_key("t", key)]
+    assert (state["granted"], state["holders"], state["waiters"]) == (1, [], [])
+    quarantine[1][wf] = "damaged"
+    outboxes = {0: Outbox()}  # sent from the owner's shard, to a shard with nothing else this batch
+    outboxes[0].commands.append((wf, "ConcurrencySlot", {**acquire, "kind": "grant"}, None, None, None))
+    assert inline.deliver({}, outboxes, 11) == 0
+    assert [c[0] for c in outboxes[0].commands] == [wf]  # produced, dead-lettered where it is read
