@@ -54,8 +54,9 @@ __all__ = ["cancel", "describe", "history", "pause", "query", "reset", "signal_c
     "--limit",
     "limits",
     multiple=True,
-    metavar="NAME=VALUE:MAX",
-    help="a concurrency limit the run holds a slot of (repeatable), e.g. --limit tenant=acme:20",
+    metavar="NAME=VALUE:MAX[/PERIOD]",
+    help="a concurrency limit the run holds a slot of (repeatable), e.g. --limit tenant=acme:20; with /PERIOD a "
+    "rate limit: at most MAX starts per PERIOD (500ms, 1s, 1m, 1h, 1d), e.g. --limit api=stripe:10/1s",
 )
 @click.pass_obj
 def start(
@@ -481,13 +482,29 @@ def _http(gw: Gateway, method: str, path: str, body: Any = None, **kw: Any) -> A
         sys.exit(1)
 
 
+_PERIOD_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
 def _limit_option(text: str) -> dict[str, Any]:
-    """``--limit NAME=VALUE:MAX`` as a ``ConcurrencyLimit``; a usage error that says the form."""
-    key, _, top = text.rpartition(":")
+    """``--limit NAME=VALUE:MAX[/PERIOD]`` as a ``ConcurrencyLimit``; a usage error that says the form."""
+    key, _, spec = text.rpartition(":")
+    top, slash, period = spec.partition("/")
     name, eq, value = key.partition("=")
+    per_ms = None
+    if slash:
+        digits = period.rstrip("smhd")
+        unit = period[len(digits) :]
+        if digits.isdigit() and unit in _PERIOD_MS:
+            per_ms = int(digits) * _PERIOD_MS[unit]
+        else:
+            top = ""  # a period that is not NUMBER+UNIT: the usage error below
     if not (eq and name and value and top.isdigit()):
-        raise click.BadParameter(f"{text!r}: write NAME=VALUE:MAX, e.g. tenant=acme:20", param_hint="--limit")
-    return {"name": name, "value": value, "max": int(top)}
+        raise click.BadParameter(
+            f"{text!r}: write NAME=VALUE:MAX (a concurrency limit, e.g. tenant=acme:20) or NAME=VALUE:MAX/PERIOD "
+            "(a rate limit, e.g. api=stripe:10/1s; PERIOD in ms, s, m, h or d)",
+            param_hint="--limit",
+        )
+    return {"name": name, "value": value, "max": int(top), "per_ms": per_ms}
 
 
 def _start_over_http(

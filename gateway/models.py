@@ -61,7 +61,14 @@ class ConcurrencyLimitModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(..., min_length=1, max_length=200, pattern=r"^[^=]+$", description="what is limited, e.g. tenant")
     value: str = Field(..., min_length=1, max_length=1000, description="which one, e.g. acme")
-    max: int = Field(..., ge=1, le=1_000_000, description="holders at once")
+    max: int = Field(..., ge=1, le=1_000_000, description="holders at once (a rate limit: admissions per window)")
+    per_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=7 * 86400,
+        description="a rate limit instead: at most max start in any window of this many seconds (the others are "
+        "delayed, first come first served)",
+    )
 
 
 class StartRequest(BaseModel):

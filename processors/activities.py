@@ -82,6 +82,7 @@ def dispatch_attempt(t: Transition, st: WorkflowState, a: PendingActivity) -> No
     a["attempt_started_ms"] = t.ts
     a["last_heartbeat_ms"] = 0
     a["retrying"] = False
+    a["throttled"] = False
     a["held"] = st["paused"]
     if a["held"]:
         return
@@ -167,6 +168,7 @@ def new_pending(scheduled: Mapping[str, Any], seq: int, ts: int) -> PendingActiv
         "next_attempt_ms": None,
         "held": False,
         "slots_held": 0,
+        "throttled": False,
     }
 
 

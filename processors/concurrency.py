@@ -33,10 +33,18 @@ from kadence.schemas.records import (
     SlotHolder,
     WorkflowState,
 )
-from kadence.topics.concurrency import command_key, limit_key, sorted_limits
+from kadence.topics.concurrency import command_key, limit_key, slot_id, sorted_limits
 from kadence.topics.records import failure_record
 
-from .effects import Transition, activity_waiting_for, emit, schedule_workflow_task, send_command, waiting_for
+from .effects import (
+    Transition,
+    activity_waiting_for,
+    emit,
+    schedule_workflow_task,
+    send_command,
+    start_timer,
+    waiting_for,
+)
 
 __all__ = [
     "MAX_QUEUE_BYTES",
@@ -72,8 +80,10 @@ def _send(t: Transition, kind: str, lim: ConcurrencyLimit | ConcurrencySlot, **f
         "activity_id": fields.pop("activity_id", None),
         "requested_ms": fields.pop("requested_ms", 0),
         "message": fields.pop("message", ""),
+        "per_ms": lim.get("per_ms"),
+        "not_before_ms": fields.pop("not_before_ms", 0),
     }
-    to = body["holder"] if kind in ("grant", "refuse") else command_key(lim["name"], lim["value"])
+    to = body["holder"] if kind in ("grant", "refuse") else command_key(lim["name"], lim["value"], body["per_ms"])
     send_command(t.out, to, "ConcurrencySlot", dict(body))
 
 
@@ -115,20 +125,37 @@ def release_run_slots(t: Transition, st: WorkflowState) -> None:
 
 def _run_granted(t: Transition, st: WorkflowState, body: ConcurrencySlot) -> bool:
     want = waiting_for(st)
-    if want is None or (want["name"], want["value"]) != (body["name"], body["value"]):
+    if want is None or slot_id(want) != slot_id(body):
         return False  # granted before (a resent grant): nothing to do
     st["slots_held"] += 1
-    _acquired(t, st, want, st.get("slot_wait_since_ms"), None)
+    not_before = _not_before(t, body)
+    _acquired(t, st, want, st.get("slot_wait_since_ms"), None, body)
+    if not_before is not None:  # a rate limit's admission: the first workflow task waits for it
+        st["throttled_until_ms"] = max(st.get("throttled_until_ms") or 0, not_before)
+        st["first_task_at_ms"] = max(st.get("first_task_at_ms") or 0, not_before)
+        start_timer(t.out, st, f"throttle.{st['run_id']}.{st['slots_held']}", not_before, "cron_start")
     _request_run_slot(t, st)
     if waiting_for(st) is None and st["wt_scheduled_seq"] is None:
         schedule_workflow_task(t, st, full=True)  # waits still for a pause or a cron time
     return True
 
 
+def _not_before(t: Transition, body: ConcurrencySlot) -> int | None:
+    """A rate limit's admission time, when it is still to come (None: start now)."""
+    at = body.get("not_before_ms") or 0
+    return at if at > t.ts else None
+
+
 def _acquired(
-    t: Transition, st: WorkflowState, lim: ConcurrencyLimit, since_ms: int | None, activity_id: str | None
+    t: Transition,
+    st: WorkflowState,
+    lim: ConcurrencyLimit,
+    since_ms: int | None,
+    activity_id: str | None,
+    grant: ConcurrencySlot,
 ) -> None:
-    """Record a slot the run (or one of its activities) now holds, and how long it waited."""
+    """Record a slot the run (or one of its activities) now holds (or a rate limit's admission,
+    at the time its owner gave it), and how long it waited for it."""
     waited = max(0, t.ts - (since_ms or t.ts))
     t.out.slot_waits.append((lim["name"], waited))
     emit(
@@ -141,6 +168,7 @@ def _acquired(
             "max": lim["max"],
             "waited_ms": waited,
             "activity_id": activity_id,
+            "not_before_ms": (grant.get("not_before_ms") or t.ts) if lim.get("per_ms") is not None else None,
         },
     )
 
@@ -203,13 +231,38 @@ def _activity_granted(t: Transition, st: WorkflowState, body: ConcurrencySlot, d
         _stale(t, body)  # the activity closed since
         return True
     want = activity_waiting_for(a)
-    if want is None or (want["name"], want["value"]) != (body["name"], body["value"]):
+    if want is None or slot_id(want) != slot_id(body):
         return False  # granted before: nothing to do
     a["slots_held"] = a.get("slots_held", 0) + 1
-    _acquired(t, st, want, body.get("requested_ms"), a["activity_id"])
+    not_before = _not_before(t, body)
+    _acquired(t, st, want, body.get("requested_ms"), a["activity_id"], body)
+    if not_before is not None:  # a rate limit's admission: the first attempt waits for it
+        a["next_attempt_ms"] = max(a.get("next_attempt_ms") or 0, not_before)
     if not _request_activity_slot(t, st, a):
-        dispatch(t, st, a)
+        _admitted(t, st, a, dispatch)
     return True
+
+
+def _admitted(t: Transition, st: WorkflowState, a: PendingActivity, dispatch: Dispatch) -> None:
+    """The activity holds all its slots: its first attempt now, or at its rate limits'
+    admission time (a retry-backoff timer, so a waiting activity is what a retrying one is: no
+    attempt out, cancelled at once, its timeouts not armed)."""
+    at = a.get("next_attempt_ms")
+    if at is None or at <= t.ts:
+        a["next_attempt_ms"] = None
+        dispatch(t, st, a)
+        return
+    a["retrying"] = True
+    a["throttled"] = True
+    start_timer(
+        t.out,
+        st,
+        f"a{a['scheduled_seq']}.{a['attempt']}.throttle",
+        at,
+        "retry_backoff",
+        scheduled_seq=a["scheduled_seq"],
+        attempt=a["attempt"],
+    )
 
 
 # -- the commands -------------------------------------------------------------------------------
@@ -279,6 +332,9 @@ def _entry_bytes(e: SlotHolder) -> int:
 
 def _owner(t: Transition, body: ConcurrencySlot) -> None:
     key = t.cmd["aggregate_key"]
+    if body.get("per_ms") is not None:
+        _rate_owner(t, key, body)
+        return
     cs = t.view.limit(key) or {
         "name": body["name"],
         "value": body["value"],
@@ -342,3 +398,46 @@ def _admit(t: Transition, cs: ConcurrencyState) -> None:
             activity_id=w.get("activity_id"),
             requested_ms=w["since_ms"],
         )
+
+
+def _rate_owner(t: Transition, key: str, body: ConcurrencySlot) -> None:
+    """A rate limit's owner: each request is admitted at once, at the earliest time that keeps
+    every window of ``per_ms`` to at most ``max`` admissions (the ``max``-th latest admission
+    plus ``per_ms``), in the order the requests came; the grant names that time and the holder
+    waits for it. Nothing is held, so a release changes nothing (an unused future admission
+    keeps its place)."""
+    if body["kind"] != "acquire":
+        return
+    per = body["per_ms"] or 1
+    top = max(1, body.get("max", 1))
+    rs = t.view.limit(key) or {
+        "name": body["name"],
+        "value": body["value"],
+        "max": top,
+        "holders": [],
+        "waiters": [],
+        "granted": 0,
+        "updated_ms": t.ts,
+        "per_ms": per,
+        "recent_ms": [],
+    }
+    rs["max"], rs["per_ms"] = top, per  # the latest request's limit applies
+    recent = [x for x in rs.get("recent_ms") or () if x > t.ts - per]  # older ones bind no one
+    at = max([t.ts, *recent[-1:]])  # never before an earlier admission (a clock behind)
+    if len(recent) >= top:
+        at = max(at, recent[-top] + per)
+    rs["recent_ms"] = [*recent, at][-top:]
+    rs["granted"] = rs.get("granted", 0) + 1
+    rs["updated_ms"] = t.ts
+    t.out.slots_granted.append(rs["name"])
+    _send(
+        t,
+        "grant",
+        rs,
+        holder=body["holder"],
+        ticket=body["ticket"],
+        activity_id=body.get("activity_id"),
+        requested_ms=body.get("requested_ms") or t.ts,
+        not_before_ms=at,
+    )
+    t.view.put_limit(key, rs)

@@ -146,6 +146,7 @@ def _copy_limit(cs: ConcurrencyState) -> ConcurrencyState:
     out = cs.copy()
     out["holders"] = [h.copy() for h in cs["holders"]]
     out["waiters"] = [w.copy() for w in cs["waiters"]]
+    out["recent_ms"] = list(cs.get("recent_ms") or ())
     return out
 
 
@@ -428,6 +429,7 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
                 "cancel_requested": a["cancel_requested"],
                 "held": a["held"],
                 "waiting_for_slot": activity_waiting_for(a),
+                "throttled": a.get("throttled", False),
             }
         )
     return {
@@ -457,6 +459,7 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
         "paused": st["paused"],
         "held_timers": len(st["held_timers"]),
         "waiting_for_slot": waiting_for(st),
+        "throttled_until_ms": st.get("throttled_until_ms"),
         "slots_held": list(st.get("concurrency") or [])[: st.get("slots_held", 0)] if st.get("slot_ticket") else [],
     }
 

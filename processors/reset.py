@@ -199,9 +199,7 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
         "pending_children": [],
         "cancel_requested": False,
         "history_warned": False,
-        # the new run's events are counted from its first, as a start counts them (the old run's
-        # count stays with the old run)
-        "history_bytes": 0,
+        "history_bytes": 0,  # counted from the new run's first event (the old run's count stays with it)
         "start_time_ms": t.ts,
         "recent_requests": list(st["recent_requests"]),
         "search_attributes": dict(st["search_attributes"]),
@@ -210,6 +208,7 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
         "paused": False,
         "held_timers": [],
         "first_task_at_ms": None,  # a reset run runs now (a cron run stays one: its next run waits)
+        "throttled_until_ms": None,
         # a reset runs the current code: the queue's default build (an operator may move it)
         "build_id": t.view.build_defaults.get(st["task_queue"]),
     }

@@ -91,6 +91,7 @@ def new_run(
         "slots_held": 0,
         "slot_ticket": None,
         "slot_wait_since_ms": None,
+        "throttled_until_ms": None,
     }
 
 

@@ -634,10 +634,12 @@ def fire_timer(t: Transition, st: WorkflowState, body: Mapping[str, Any]) -> boo
         nxt = cron_run_id(st) if which == "run" else None  # the execution timeout spans the whole chain
         emit(t, st, "WorkflowExecutionTimedOut", {"timeout_type": which, "new_run_id": nxt})
         close_or_continue(t, st, "timed_out", nxt, failure=_failure("TimeoutError", f"workflow {which} timeout"))
-    elif kind == "cron_start":
-        if st.get("first_task_at_ms") is None:  # fired twice: changes nothing
+    elif kind == "cron_start":  # a cron run's time, or a rate limit's admission (processors.concurrency)
+        at = st.get("first_task_at_ms")
+        if at is None or at > body["fire_at_ms"]:  # fired twice, or a later time still to come
             return False
         st["first_task_at_ms"] = None
+        st["throttled_until_ms"] = None
         schedule_workflow_task(t, st, full=True)
     elif kind == "workflow_task_retry":
         # only while the task that failed is still the workflow's last one (nothing scheduled since)

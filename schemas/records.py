@@ -141,6 +141,8 @@ class ConcurrencyLimit(TypedDict):
     value: str
     #: holders at once (1: one at a time)
     max: int
+    #: null: a concurrency limit (max at once); else a rate limit: at most max admitted in any window of per_ms milliseconds (the others are delayed)
+    per_ms: NotRequired[int | None]
 
 
 class ActivityOptions(TypedDict):
@@ -459,6 +461,8 @@ class ConcurrencySlotAcquired(TypedDict):
     waited_ms: int
     #: null: the run's own slot
     activity_id: NotRequired[str | None]
+    #: a rate limit's admission: the time the run (or activity) was admitted at, no earlier than which it starts
+    not_before_ms: NotRequired[int | None]
 
 
 class HistoryEvent(TypedDict):
@@ -816,6 +820,10 @@ class ConcurrencySlot(TypedDict):
     activity_id: NotRequired[str | None]
     requested_ms: NotRequired[int]
     message: NotRequired[str]
+    #: the limit's window when it is a rate limit
+    per_ms: NotRequired[int | None]
+    #: a rate limit's grant: the holder starts no earlier than this (0: now)
+    not_before_ms: NotRequired[int]
 
 
 class Command(TypedDict):
@@ -926,6 +934,8 @@ class ActivityDescription(TypedDict):
     #: not dispatched: the run is paused
     held: NotRequired[bool]
     waiting_for_slot: NotRequired[ConcurrencyLimit | None]
+    #: it waits for a rate limit's admission time (next_attempt_ms)
+    throttled: NotRequired[bool]
 
 
 class TimerDescription(TypedDict):
@@ -973,6 +983,8 @@ class WorkflowDescription(TypedDict):
     #: the limit the run waits for a slot of
     waiting_for_slot: NotRequired[ConcurrencyLimit | None]
     slots_held: NotRequired[list[ConcurrencyLimit]]
+    #: the run waits for a rate limit's admission time
+    throttled_until_ms: NotRequired[int | None]
 
 
 class ResetPlan(TypedDict):
@@ -1037,6 +1049,8 @@ class PendingActivity(TypedDict):
     #: an attempt not dispatched because the run is paused
     held: NotRequired[bool]
     slots_held: NotRequired[int]
+    #: it holds its slots and waits for the admission time of a rate limit (next_attempt_ms)
+    throttled: NotRequired[bool]
 
 
 class RecentRequest(TypedDict):
@@ -1143,6 +1157,8 @@ class WorkflowState(TypedDict):
     #: the ticket of the chain's requests (kept across continue-as-new, cron runs and a reset of an open run)
     slot_ticket: NotRequired[str | None]
     slot_wait_since_ms: NotRequired[int | None]
+    #: the run's first workflow task waits for a rate limit's admission time
+    throttled_until_ms: NotRequired[int | None]
 
 
 class DeadLetter(TypedDict):
@@ -1205,3 +1221,7 @@ class ConcurrencyState(TypedDict):
     #: slots granted since the key was first used
     granted: NotRequired[int]
     updated_ms: NotRequired[int]
+    #: a rate limit's window (null: a concurrency limit)
+    per_ms: NotRequired[int | None]
+    #: a rate limit's latest admissions (at most max, oldest first): the next is admitted no earlier than the max-th latest plus per_ms
+    recent_ms: NotRequired[list[int]]

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from kadence.schemas.records import ConcurrencyLimit
-from kadence.topics.concurrency import check_limits, check_writable
+from kadence.topics.concurrency import check_limits, check_records_writable
 from kadence.topics.errors import ConfigError, DefinitionError, InvalidArgumentError
 
 __all__ = [
@@ -65,18 +65,28 @@ class Limit:
     ``name=value`` execute at once, across the namespace; the others wait, first come first
     served (``concurrency=`` of a start or of ``workflow.execute_activity``; docs/guide.md,
     "Concurrency limits"). ``Limit("tenant", tenant_id, max=20)``; ``max=1`` runs them one at a
-    time. ``InvalidArgumentError`` for an empty name or value, a name with ``=``, or a max
-    outside 1-1,000,000."""
+    time.
+
+    With ``per``, a rate limit instead: at most ``max`` of them start in any window of ``per``
+    (``Limit("api", "stripe", max=10, per=timedelta(seconds=1))``); the others are delayed, in
+    the order they asked, not dropped ("Rate limits per key" in the guide).
+
+    ``InvalidArgumentError`` for an empty name or value, a name with ``=``, a max outside
+    1-1,000,000 (1-10,000 for a rate), or a window outside 10 ms to 7 days."""
 
     name: str
     value: str
     max: int
+    per: timedelta | None = None
 
     def __post_init__(self) -> None:
+        if self.per is not None and not isinstance(self.per, timedelta):
+            raise InvalidArgumentError(f"Limit.per takes a timedelta, not {type(self.per).__name__}")
         check_limits([self.to_record()])
 
     def to_record(self) -> ConcurrencyLimit:
-        return {"name": self.name, "value": self.value, "max": self.max}
+        per = None if self.per is None else round(self.per.total_seconds() * 1000)
+        return {"name": self.name, "value": self.value, "max": self.max, "per_ms": per}
 
 
 def limit_records(limits: Iterable[Limit] | None) -> list[ConcurrencyLimit]:
@@ -88,9 +98,9 @@ def limit_records(limits: Iterable[Limit] | None) -> list[ConcurrencyLimit]:
         if not isinstance(lim, Limit):
             raise InvalidArgumentError(f"concurrency takes kadence.Limit values, not {type(lim).__name__}")
         records.append(lim.to_record())
-    if records:
-        check_writable("concurrency limits")
-    return check_limits(records)
+    checked = check_limits(records)
+    check_records_writable(checked)
+    return checked
 
 
 def to_ms(value: timedelta | float | int | None) -> int | None:

@@ -40,7 +40,8 @@ class PendingActivityDescription:
     task_queue: str
     attempt: int
     #: "scheduled_or_running", "retry_wait", "slot_wait" (for a concurrency slot: see
-    #: ``waiting_for_slot``) or "held" (the run is paused)
+    #: ``waiting_for_slot``), "throttled" (admitted by a rate limit for ``next_attempt_time``)
+    #: or "held" (the run is paused)
     state: str
     scheduled_time: datetime | None
     attempt_started_time: datetime | None
@@ -114,8 +115,10 @@ class WorkflowExecutionDescription:
     #: ``{"key": "tenant=acme", "max": 20}``: the concurrency limit whose slot the run waits
     #: for before its code runs (docs/guide.md, "Concurrency limits")
     waiting_for_slot: dict[str, Any] | None = None
-    #: the concurrency limits whose slots the run holds
+    #: the concurrency limits whose slots the run holds (and the rate limits that admitted it)
     concurrency_slots: list[dict[str, Any]] = field(default_factory=list)
+    #: a rate limit admitted the run for this time: its code first runs then
+    throttled_until: datetime | None = None
     _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -149,6 +152,7 @@ class WorkflowExecutionDescription:
             execution_time=_time(d.get("execution_time")),
             waiting_for_slot=d.get("waiting_for_slot"),
             concurrency_slots=list(d.get("concurrency_slots") or ()),
+            throttled_until=_time(d.get("throttled_until")),
             _json=d,
         )
 

@@ -34,8 +34,13 @@ def _payload(converter: PayloadConverter, data: bytes | None, what: str) -> Any:
 
 
 def _limit(lim: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A concurrency limit as describe shows it: its key and max."""
-    return None if lim is None else {"key": f"{lim['name']}={lim['value']}", "max": lim["max"]}
+    """A concurrency limit as describe shows it: its key and max (and a rate limit's window)."""
+    if lim is None:
+        return None
+    out = {"key": f"{lim['name']}={lim['value']}", "max": lim["max"]}
+    if lim.get("per_ms") is not None:
+        out["per_seconds"] = lim["per_ms"] / 1000
+    return out
 
 
 def _activity_state(a: dict[str, Any]) -> str:
@@ -43,6 +48,8 @@ def _activity_state(a: dict[str, Any]) -> str:
         return "held"
     if a.get("waiting_for_slot"):
         return "slot_wait"
+    if a.get("throttled"):
+        return "throttled"
     return "retry_wait" if a["retrying"] else "scheduled_or_running"
 
 
@@ -143,6 +150,7 @@ def describe_to_json(workflow_id: str, reply: dict[str, Any], converter: Payload
         "last_task_failure": None,
         "waiting_for_slot": _limit(d.get("waiting_for_slot")),
         "concurrency_slots": [_limit(lim) for lim in d.get("slots_held") or ()],
+        "throttled_until": _iso(d.get("throttled_until_ms")),
     }
     failure = reply["failure"]
     if status == "running" and failure:

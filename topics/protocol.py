@@ -22,7 +22,7 @@ from kadence.schemas.records import (
     UpdateWorkflow,
 )
 
-from .concurrency import check_limits, check_writable
+from .concurrency import check_limits, check_records_writable
 from .cron import check_cron
 from .errors import (
     CommandRejectedError,
@@ -90,8 +90,7 @@ def start_body(
 
 def _writable_limits(limits: Sequence[ConcurrencyLimit]) -> list[ConcurrencyLimit]:
     records = check_limits(limits)
-    if records:
-        check_writable("concurrency limits")
+    check_records_writable(records)
     return records
 
 

@@ -109,7 +109,15 @@ async def start(
         search_attributes=from_wire(from_json(body.search_attributes)),
         execution_timeout_ms=ms(body.execution_timeout_seconds),
         cron_schedule=body.cron_schedule,
-        concurrency=[{"name": lim.name, "value": lim.value, "max": lim.max} for lim in body.concurrency],
+        concurrency=[
+            {
+                "name": lim.name,
+                "value": lim.value,
+                "max": lim.max,
+                "per_ms": None if lim.per_seconds is None else round(lim.per_seconds * 1000),
+            }
+            for lim in body.concurrency
+        ],
     )
     reply, headers = await gw.start(request, who, workflow_id, payload, idempotency_key, eager=body.request_eager_start)
     refused = refusal(reply, workflow_id, what=f"start of {workflow_id!r} rejected")

@@ -5,16 +5,12 @@ across processor kills and partition moves (tests/integration/test_concurrency_l
 
 from __future__ import annotations
 
-import random
-from collections import deque
-
 import pytest
 
 from kadence import InvalidArgumentError, Limit, SchemaError
 from kadence._definitions import limit_records
 from kadence.processors import concurrency
 from kadence.processors.effects import BatchView, Outbox
-from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
 from kadence.topics import serde
 from kadence.topics.concurrency import command_key, limits_problem
@@ -23,104 +19,7 @@ from kadence.topics.protocol import start_body
 from kadence.topics.queue_limits import QueueLimit, decode_queue_limit, limit_summary
 from kadence.topics.records import command
 from tests.support.codecs import pin_write_version
-
-PARTITIONS = 3
-OPTIONS = {
-    "task_queue": "q",
-    "schedule_to_close_timeout_ms": None,
-    "schedule_to_start_timeout_ms": None,
-    "start_to_close_timeout_ms": 10_000,
-    "heartbeat_timeout_ms": None,
-    "retry_policy": None,
-}
-
-
-class Shards:
-    """Shards with their stores and concurrency tables; each has an inbox of commands."""
-
-    def __init__(self, seed: int = 0, *, inline: float = 0.0, queue_limits: dict | None = None) -> None:
-        self.queue_limits = queue_limits or {}
-        #: the share of slot commands applied at once, ahead of what waits in their shard's inbox
-        #: (the processor's ``routing.InlineDelivery`` when it owns the receiving shard)
-        self.inline = inline
-        self.stores = [MemoryShardStore(p) for p in range(PARTITIONS)]
-        self.limits: list[dict] = [{} for _ in range(PARTITIONS)]
-        self.inboxes: list[deque] = [deque() for _ in range(PARTITIONS)]
-        self.tasks: list = []
-        self.events: list = []
-        self.replies: list = []
-        self.rng = random.Random(seed)
-        self.ts = 1_000_000
-
-    def send(self, key, body_type, body, *, run_id=None, request_id=None):
-        self.inboxes[partition_for(key, PARTITIONS)].append(
-            command(key, body_type, body, run_id=run_id, request_id=request_id)
-        )
-
-    def step(self, p: int) -> bool:
-        if not self.inboxes[p]:
-            return False
-        cmd = serde.decode("Command", serde.encode("Command", self.inboxes[p].popleft()))
-        view, out = BatchView(self.stores[p], limits=self.limits[p], queue_limits=self.queue_limits), Outbox()
-        self.ts += 7
-        transition(cmd, view, out, self.ts)
-        for key, cs in view.limits.items():  # what the processor writes to {ns}.concurrency
-            view.limits[key] = serde.decode("ConcurrencyState", serde.encode("ConcurrencyState", cs))
-        view.commit_into(self.stores[p])
-        self.events += [ev for _wf, ev in out.events]
-        self.tasks += [task for _kind, _q, task in out.tasks]
-        self.replies += out.replies
-        for wf, body_type, body, run_id, request_id, _ref in out.commands:
-            self.send(wf, body_type, body, run_id=run_id, request_id=request_id)
-            if body_type == "ConcurrencySlot" and self.rng.random() < self.inline:
-                q = partition_for(wf, PARTITIONS)
-                self.inboxes[q].appendleft(self.inboxes[q].pop())  # overtakes what was sent before
-                self.step(q)
-        return True
-
-    def run_some(self, n: int) -> None:
-        for _ in range(n):
-            ready = [p for p in range(PARTITIONS) if self.inboxes[p]]
-            if not ready:
-                return
-            self.step(self.rng.choice(ready))
-
-    def drain(self) -> None:
-        while any(self.inboxes):
-            self.run_some(1000)
-
-    def state(self, wf):
-        return self.stores[partition_for(wf, PARTITIONS)].get_state(wf)
-
-    def owner(self, name, value):
-        key = command_key(name, value)
-        return self.limits[partition_for(key, PARTITIONS)].get(key)
-
-    def take_tasks(self, kind="workflow"):
-        field = "activity_type" if kind == "activity" else "events"
-        mine = [t for t in self.tasks if field in t]
-        self.tasks = [t for t in self.tasks if field not in t]
-        return mine
-
-    def start(self, wf, limits, rid=None):
-        body = {
-            "workflow_type": "W",
-            "task_queue": "q",
-            "input": b"[]",
-            "concurrency": [lim.to_record() for lim in limits],
-        }
-        self.send(wf, "StartWorkflow", body, request_id=rid or f"start-{wf}")
-
-    def complete(self, task, commands=None):
-        self.send(
-            task["workflow_id"],
-            "RespondWorkflowTaskCompleted",
-            {
-                "scheduled_seq": task["scheduled_seq"],
-                "commands": commands if commands is not None else [("CompleteWorkflowExecution", {"result": b"1"})],
-            },
-            run_id=task["run_id"],
-        )
+from tests.support.slot_shards import OPTIONS, PARTITIONS, Shards
 
 
 def _running_holders(shards: Shards, workflows) -> dict[tuple[str, str], int]:
@@ -373,7 +272,7 @@ def test_a_child_workflow_takes_the_limits_its_parent_names():
     shards.complete(task, [("StartChildWorkflowExecution", child)])
     shards.drain()
     st = shards.state("child")
-    assert st["concurrency"] == [{"name": "tenant", "value": "kids", "max": 1}] and st["slots_held"] == 1
+    assert st["concurrency"] == [{"name": "tenant", "value": "kids", "max": 1, "per_ms": None}] and st["slots_held"] == 1
     assert [h["holder"] for h in shards.owner("tenant", "kids")["holders"]] == ["child"]
 
 
