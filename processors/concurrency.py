@@ -169,6 +169,7 @@ def _acquired(
             "waited_ms": waited,
             "activity_id": activity_id,
             "not_before_ms": (grant.get("not_before_ms") or t.ts) if lim.get("per_ms") is not None else None,
+            "per_ms": lim.get("per_ms"),
         },
     )
 

@@ -463,6 +463,8 @@ class ConcurrencySlotAcquired(TypedDict):
     activity_id: NotRequired[str | None]
     #: a rate limit's admission: the time the run (or activity) was admitted at, no earlier than which it starts
     not_before_ms: NotRequired[int | None]
+    #: a rate limit's window (null: a concurrency slot, held until the close)
+    per_ms: NotRequired[int | None]
 
 
 class HistoryEvent(TypedDict):

@@ -106,3 +106,14 @@ def test_concurrency_limits_example_never_exceeds_its_limits(kafka_bootstrap):
     # two tenants of 3 slots: 6 at most (fewer when a loaded machine staggers the parse steps)
     assert 2 <= int(lines["most imports at once"].split()[0]) <= 6, stdout
     assert lines["most uploads at once"] in ("1", "2"), stdout
+
+
+def test_key_rate_limits_example_delays_and_admits_every_signup(kafka_bootstrap):
+    stdout = run_example("key_rate_limits.py", kafka_bootstrap)
+    lines = dict(line.split(": ", 1) for line in stdout.splitlines() if ": " in line)
+    assert lines["signup-9 delayed"].startswith("its code runs at 20"), stdout
+    assert lines["welcomed"] == "10", stdout
+    # 10 signups at 2 a second: the last is admitted 4 s after the first two
+    assert float(lines["took"].split()[0]) >= 4.0, stdout
+    shown = sorted(line for line in stdout.splitlines() if line.startswith("limit: "))
+    assert shown == ["limit: api=mailer 3 per 1s, admitted 10", "limit: signup=eu 2 per 1s, admitted 10"], stdout

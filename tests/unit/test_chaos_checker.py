@@ -462,3 +462,38 @@ def test_concurrency_holders_over_the_max_code_before_the_slot_or_a_slot_twice()
     assert [v.message for v in checker.check_concurrency(exp, Observations(histories={}))] == [
         "3 starts named a concurrency limit and no slot was ever acquired"
     ]
+
+
+def _rated_run(wf, admitted_at, task_at, *, max_=2, per=1000):
+    """A run that names the rate limit signup=eu, admitted for ``admitted_at``, whose first
+    workflow task comes at ``task_at``."""
+    limit = {"name": "signup", "value": "eu", "max": max_, "per_ms": per}
+
+    def ev(kind, attrs, ts):
+        return {"run_id": f"{wf}-r", "timestamp_ms": ts, "request_id": None, "attributes": (kind, attrs)}
+
+    admitted = {**limit, "waited_ms": 0, "activity_id": None, "not_before_ms": admitted_at}
+    events = [
+        ev("WorkflowExecutionStarted", {"concurrency": [limit], "continued_from_run_id": None}, 0),
+        ev("ConcurrencySlotAcquired", admitted, 5),
+        ev("WorkflowTaskScheduled", {"task_queue": "q", "attempt": 1}, task_at),
+        ev("WorkflowExecutionCompleted", {"result": b""}, task_at + 10),
+    ]
+    for i, e in enumerate(events, 1):
+        e["seq"] = i
+    return {(wf, f"{wf}-r"): events}
+
+
+def test_rate_admissions_over_the_max_in_a_window_or_code_before_the_admission():
+    exp = Expectations(limited_runs=3)
+    # 2 per second: a and b at once, c a second after a; none of them holds anything
+    clean = {**_rated_run("a", 100, 100), **_rated_run("b", 150, 160), **_rated_run("c", 1100, 1180)}
+    assert checker.check_concurrency(exp, Observations(histories=clean)) == []
+    over = {**clean, **_rated_run("c", 1099, 1180)}  # c admitted 1 ms inside a's window
+    assert [v.message for v in checker.check_concurrency(exp, Observations(histories=over))] == [
+        "limit signup=eu (rate): 3 admitted in a window of 1000 ms, its max is 2"
+    ]
+    early = {**_rated_run("a", 500, 499)}
+    assert [v.message for v in checker.check_concurrency(exp, Observations(histories=early))] == [
+        "workflow task (seq 3) before its admission at 500"
+    ]

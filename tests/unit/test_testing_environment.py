@@ -302,3 +302,26 @@ async def test_concurrency_limits_work_in_the_test_environment():
         first_closed = (await first.history())[-1]["time"]
         second_acquired = next(e for e in await second.history() if e["type"] == "ConcurrencySlotAcquired")
     assert second_acquired["time"] >= first_closed
+
+
+async def test_rate_limits_work_in_the_test_environment():
+    """Three starts of a key limited to one an hour: the later ones wait on virtual time, an
+    hour apart, and each run's code runs no earlier than its admission."""
+    async with WorkflowEnvironment(workflows=[Reminder], activities=[send_email]) as env:
+        hourly = [Limit("digest", "ann", max=1, per=timedelta(hours=1))]
+        t0 = env.now()
+        handles = [
+            await env.client.start_workflow(Reminder, f"u{i}", id=f"h-{i}", task_queue="mail", concurrency=hourly)
+            for i in range(3)
+        ]
+        assert (await handles[2].describe()).throttled_until is not None
+        assert [await h.result(timeout=10) for h in handles] == ["sent to u0", "sent to u1", "sent to u2"]
+        admitted = []
+        for h in handles:
+            events = await h.history()
+            slot = next(e for e in events if e["type"] == "ConcurrencySlotAcquired")
+            first_task = next(e for e in events if e["type"] == "WorkflowTaskScheduled")
+            assert first_task["time"] >= slot["time"]
+            admitted.append(slot["attributes"]["not_before_ms"])
+        assert admitted[1] - admitted[0] == admitted[2] - admitted[1] == 3_600_000
+        assert env.now() - t0 >= timedelta(hours=2)

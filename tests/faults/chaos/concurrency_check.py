@@ -6,14 +6,17 @@
   overlap there);
 * a run's code runs only once it holds every limit its start names (no ``WorkflowTaskScheduled``
   before the last acquisition), and an activity completes only after it held its limits;
-* each slot is acquired once per run (or per activity): a grant applied twice would show twice.
+* each slot is acquired once per run (or per activity): a grant applied twice would show twice;
+* a rate limit (decision 0058; its admissions carry ``per_ms`` and ``not_before_ms``) admits at
+  most its max in any window of ``per_ms`` (by the admission times its owner gave), and a run's
+  code runs no earlier than its admission.
 """
 
 from __future__ import annotations
 
 import collections
 
-__all__ = ["holder_intervals", "most_at_once", "slot_violations"]
+__all__ = ["holder_intervals", "most_at_once", "most_in_a_window", "rate_admissions", "slot_violations"]
 
 _ACTIVITY_CLOSES = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
 
@@ -36,6 +39,43 @@ def most_at_once(intervals: list[tuple[int, int]]) -> int:
     return top
 
 
+def most_in_a_window(times: list[int], window_ms: int) -> int:
+    """The most of ``times`` in any half-open window ``[t, t + window_ms)``."""
+    times = sorted(times)
+    top, lo = 0, 0
+    for hi, at in enumerate(times):
+        while times[lo] <= at - window_ms:
+            lo += 1
+        top = max(top, hi - lo + 1)
+    return top
+
+
+def _rate_key(a: dict) -> str:
+    return f"{a['name']}={a['value']} (rate)"
+
+
+def rate_admissions(histories: dict) -> tuple[dict, dict, list[tuple[str, str, str]]]:
+    """(rate key -> [admission times], rate key -> (max, per_ms), [(workflow, run, problem)]):
+    the admissions of every rate limit, and each run whose first workflow task came before its
+    admission."""
+    times: dict[str, list[int]] = collections.defaultdict(list)
+    limits: dict[str, tuple[int, int]] = {}
+    problems: list[tuple[str, str, str]] = []
+    for (wf, run), events in sorted(histories.items()):
+        admitted_at = 0
+        for e in events:
+            kind, a = _kind(e), _attrs(e)
+            if kind == "ConcurrencySlotAcquired" and a.get("per_ms") is not None:
+                times[_rate_key(a)].append(a["not_before_ms"])
+                limits[_rate_key(a)] = (a["max"], a["per_ms"])
+                if a["activity_id"] is None:
+                    admitted_at = max(admitted_at, a["not_before_ms"])
+            elif kind == "WorkflowTaskScheduled" and e["timestamp_ms"] < admitted_at:
+                problems.append((wf, run, f"workflow task (seq {e['seq']}) before its admission at {admitted_at}"))
+                break
+    return times, limits, problems
+
+
 def holder_intervals(histories: dict) -> tuple[dict, dict, list[tuple[str, str, str]]]:
     """(key -> [(acquired, released)], key -> max, [(workflow, run, problem)])."""
     spans: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
@@ -49,6 +89,9 @@ def holder_intervals(histories: dict) -> tuple[dict, dict, list[tuple[str, str, 
             if _kind(e) != "ConcurrencySlotAcquired":
                 continue
             a = _attrs(e)
+            if a.get("per_ms") is not None:  # a rate limit's admission holds nothing: rate_admissions
+                acquired[(_rate_key(a), a["activity_id"])] += 1
+                continue
             key = f"{a['name']}={a['value']}"
             maxes[key] = a["max"]
             acquired[(key, a["activity_id"])] += 1
@@ -61,11 +104,15 @@ def holder_intervals(histories: dict) -> tuple[dict, dict, list[tuple[str, str, 
     return spans, maxes, problems
 
 
+def _limit_key(lim: dict) -> str:
+    return _rate_key(lim) if lim.get("per_ms") is not None else f"{lim['name']}={lim['value']}"
+
+
 def _order_problems(wf: str, run: str, events: list[dict]) -> list[tuple[str, str, str]]:
     """A run's code before its slots, an activity's completion before its slots."""
     out = []
     started = _attrs(events[0]) if _kind(events[0]) == "WorkflowExecutionStarted" else {}
-    wanted = {f"{lim['name']}={lim['value']}" for lim in started.get("concurrency") or ()}
+    wanted = {_limit_key(lim) for lim in started.get("concurrency") or ()}
     held: set[str] = set()
     by_activity: dict[str, set[str]] = collections.defaultdict(set)
     limits_of: dict[str, set[str]] = {}
@@ -73,15 +120,13 @@ def _order_problems(wf: str, run: str, events: list[dict]) -> list[tuple[str, st
     for e in events:
         kind, a = _kind(e), _attrs(e)
         if kind == "ConcurrencySlotAcquired":
-            key = f"{a['name']}={a['value']}"
+            key = _limit_key(a)
             (held if a["activity_id"] is None else by_activity[a["activity_id"]]).add(key)
         elif kind == "WorkflowTaskScheduled" and not inherited and wanted - held:
             out.append((wf, run, f"workflow task (seq {e['seq']}) before the slots of {sorted(wanted - held)}"))
             break
         elif kind == "ActivityTaskScheduled":
-            limits_of[a["activity_id"]] = {
-                f"{lim['name']}={lim['value']}" for lim in a["options"].get("concurrency") or ()
-            }
+            limits_of[a["activity_id"]] = {_limit_key(lim) for lim in a["options"].get("concurrency") or ()}
         elif kind == "ActivityTaskCompleted" and limits_of.get(a["activity_id"], set()) - by_activity[a["activity_id"]]:
             missing = sorted(limits_of[a["activity_id"]] - by_activity[a["activity_id"]])
             out.append((wf, run, f"activity {a['activity_id']} completed without the slots of {missing}"))
@@ -97,6 +142,13 @@ def slot_violations(histories: dict, *, limited_runs: int) -> list[tuple[tuple[s
         top = most_at_once(intervals)
         if top > maxes[key]:
             out.append(((), f"limit {key}: {top} holders at once, its max is {maxes[key]}"))
-    if limited_runs and not spans:
+    admitted, rates, late = rate_admissions(histories)
+    out += [((wf, run), message) for wf, run, message in late]
+    for key, at in sorted(admitted.items()):
+        top, per = rates[key]
+        seen = most_in_a_window(at, per)
+        if seen > top:
+            out.append(((), f"limit {key}: {seen} admitted in a window of {per} ms, its max is {top}"))
+    if limited_runs and not spans and not admitted:
         out.append(((), f"{limited_runs} starts named a concurrency limit and no slot was ever acquired"))
     return out

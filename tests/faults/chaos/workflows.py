@@ -90,13 +90,24 @@ def _act(fn, arg, concurrency=None):
 
 def run_limits(n: int) -> list[Limit]:
     """Some orders hold a slot of their tenant's concurrency limit (decision 0057) for their
-    whole run; the checker counts the holders of each key from the histories."""
-    return [Limit("tenant", f"t{n % 4}", max=4)] if n % 6 == 4 else []
+    whole run, some are admitted by their region's start rate (decision 0058: 1 a second, so a
+    burst is delayed); the checker counts the holders of each key, and each rate's admissions
+    in every window, from the histories."""
+    if n % 6 == 4:
+        return [Limit("tenant", f"t{n % 4}", max=4)]
+    if n % 6 == 1:
+        return [Limit("region", f"r{n % 12 // 6}", max=1, per=timedelta(seconds=1))]
+    return []
 
 
 def charge_limits(n: int) -> list[Limit] | None:
-    """Odd orders' charge holds a slot of the payment API's limit (an activity's)."""
-    return [Limit("api", "pay", max=3)] if n % 2 else None
+    """Odd orders' charge holds a slot of the payment API's limit (an activity's); some of them
+    are admitted by the ledger's call rate too."""
+    if n % 2 == 0:
+        return None
+    return [Limit("api", "pay", max=3)] + (
+        [Limit("api", "ledger", max=4, per=timedelta(seconds=1))] if n % 4 == 1 else []
+    )
 
 
 def timer_seconds(n: int) -> int | None:
