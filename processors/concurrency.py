@@ -158,6 +158,8 @@ def _acquired(
     at the time its owner gave it), and how long it waited for it."""
     waited = max(0, t.ts - (since_ms or t.ts))
     t.out.slot_waits.append((lim["name"], waited))
+    if lim.get("per_ms") is not None:
+        t.out.throttled.append((lim["name"], max(0, (grant.get("not_before_ms") or t.ts) - (since_ms or t.ts))))
     emit(
         t,
         st,

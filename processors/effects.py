@@ -94,6 +94,9 @@ class Outbox:
     slot_waits: list[tuple[str, int]] = field(default_factory=list)
     slots_granted: list[str] = field(default_factory=list)
     slots_refused: list[str] = field(default_factory=list)
+    #: rate limits (decision 0058): (name, ms from the request to its admission time) of each
+    #: admission, recorded by the holder's processor (0: admitted at once)
+    throttled: list[tuple[str, int]] = field(default_factory=list)
     #: commands for shards of this instance applied in the batch, not produced (``routing``)
     inline: int = 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kadence.schemas.records import ConcurrencyState
+from kadence.topics.concurrency import RATE_KEY_PREFIX
 from kadence.topics.consumer_lag import LagSampler, lag_gauge
 from kadence.topics.metric_labels import OTHER, BoundedLabel
 
@@ -142,6 +143,13 @@ class ProcessorMetrics:
             registry=r,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600),
         )
+        self.throttled = Histogram(
+            "kadence_rate_limit_delay_seconds",
+            "from a run's or an activity's request to a rate limit to the time it was admitted for",
+            by_name,
+            registry=r,
+            buckets=(0, 0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400),
+        )
         by_key = ["namespace", "key"]
         self.slots_in_use = Gauge("kadence_concurrency_in_use", "slots held, per key owned", by_key, registry=r)
         self.slots_waiting = Gauge("kadence_concurrency_waiting", "requests waiting, per key owned", by_key, registry=r)
@@ -150,6 +158,8 @@ class ProcessorMetrics:
     def limits(self, changed: dict[str, ConcurrencyState]) -> None:
         """The holders and waiters of the keys a committed batch changed."""
         for key, cs in changed.items():
+            if cs.get("per_ms") is not None:
+                continue  # a rate limit holds nothing: its delays are kadence_rate_limit_delay_seconds
             label = self.limit_key.value(key.partition(":")[2])
             if label != OTHER:
                 self.slots_in_use.labels(self.namespace, label).set(len(cs["holders"]))
@@ -158,6 +168,8 @@ class ProcessorMetrics:
     def forget_limits(self, keys: list[str]) -> None:
         """A shard moved away: its keys' gauges are its new owner's to report."""
         for key in keys:
+            if key.startswith(RATE_KEY_PREFIX):
+                continue  # no gauges (``limits``)
             label = key.partition(":")[2]
             for gauge in (self.slots_in_use, self.slots_waiting):
                 try:
@@ -184,6 +196,8 @@ class ProcessorMetrics:
             self.slots_refused.labels(self.namespace, self.limit_name.value(name)).inc()
         for name, ms in out.slot_waits:
             self.slot_wait.labels(self.namespace, self.limit_name.value(name)).observe(ms / 1000)
+        for name, ms in out.throttled:
+            self.throttled.labels(self.namespace, self.limit_name.value(name)).observe(ms / 1000)
         for wtype in out.runs_started:
             self.runs_started.labels(self.namespace, self.workflow_type.value(wtype)).inc()
         for wtype, outcome, ms in out.runs_closed:

@@ -65,10 +65,11 @@ async def main() -> None:
             )
             for i in range(10)
         ]
-        last = client.get_workflow_handle("signup-9")
-        while (await last.describe()).throttled_until is None:
+        last = await client.get_workflow_handle("signup-9").describe()
+        while last.throttled_until is None:  # its start is on its way to the engine
             await asyncio.sleep(0.05)
-        print("signup-9 delayed: its code runs at", (await last.describe()).throttled_until.isoformat())
+            last = await client.get_workflow_handle("signup-9").describe()
+        print("signup-9 delayed: its code runs at", last.throttled_until.isoformat())
         async with Worker(client, task_queue="signups", workflows=[Signup], activities=[send_welcome]):
             results = await asyncio.gather(*(h.result(timeout=120) for h in handles))
         print("welcomed:", len(results))

@@ -272,7 +272,9 @@ def test_a_child_workflow_takes_the_limits_its_parent_names():
     shards.complete(task, [("StartChildWorkflowExecution", child)])
     shards.drain()
     st = shards.state("child")
-    assert st["concurrency"] == [{"name": "tenant", "value": "kids", "max": 1, "per_ms": None}] and st["slots_held"] == 1
+    assert (
+        st["concurrency"] == [{"name": "tenant", "value": "kids", "max": 1, "per_ms": None}] and st["slots_held"] == 1
+    )
     assert [h["holder"] for h in shards.owner("tenant", "kids")["holders"]] == ["child"]
 
 
