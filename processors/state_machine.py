@@ -43,6 +43,7 @@ from kadence.topics import records
 from kadence.topics.builds import validate_build_id
 from kadence.topics.concurrency import limits_problem
 from kadence.topics.cron import check_cron
+from kadence.topics.debounce import debounce_problem
 from kadence.topics.errors import ConfigError, InvalidArgumentError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
 from kadence.topics.records import failure_record, start_run_id
@@ -61,6 +62,7 @@ from .activities import (
 from .children import child_event, notify_parent_of_start, start_child
 from .closing import close_run, closing_outruns_signals
 from .concurrency import begin_run_slots, concurrency_command
+from .debounce import begin_debounce, join_debounce, joins_debounce
 from .effects import (
     MAX_RESULT_WAITERS,
     RECENT_REQUESTS,
@@ -120,6 +122,9 @@ def _invalid_start(wf: str, body: StartWorkflow) -> str | None:
     why = limits_problem(body.get("concurrency") or [])
     if why:
         return f"invalid concurrency: {why}"
+    why = debounce_problem(body.get("debounce_ms", 0), body.get("debounce_max_ms", 0), body.get("cron_schedule"))
+    if why:
+        return f"invalid {why}"
     if body.get("cron_schedule") is not None:
         try:
             check_cron(body["cron_schedule"])
@@ -154,6 +159,14 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
         if seen["status"] == "ok":  # a resent start: its result request too (once)
             _await_with_start(t, body)
         return None
+    if joins_debounce(st, body):  # the run waits for a quiet spell: this start joins it
+        assert st is not None
+        join_debounce(t, st, body, rid)
+        remember(st, rid, "ok")
+        t.view.put(st)
+        reply(t.out, rid, wf, "ok", run_id=st["run_id"])
+        _await_with_start(t, body)
+        return None
     if st is not None:
         policy = body["id_reuse_policy"]
         if policy == "terminate_if_running" and st["status"] == "running":
@@ -168,6 +181,7 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
     new = new_run(st, wf, body, start_run_id(t.cmd["event_id"]), t.ts, build_id=initial_build(t, body))
     if body.get("concurrency"):  # its first workflow task waits for the slots (processors.concurrency)
         begin_run_slots(t, new, body["concurrency"])
+    begin_debounce(t, new, body)
     eager = body.get("eager_workflow_task")
     eager_fits = eager is not None and _eager_start_fits(new, eager, t.ts)
     begin_run(t, new, body, request_id=rid, first_task=not eager_fits)
@@ -217,7 +231,7 @@ def _eager_start_fits(st: WorkflowState, eager: EagerWorkflowTask, ts: int) -> b
     (its code waits for its time), a run pinned to another build than the worker's, or a worker
     whose clock is off; the run then gets an ordinary first workflow task."""
     return (
-        st["first_task_at_ms"] is None
+        st["first_task_at_ms"] is None  # (a debounced start's is set)
         and not st["cron_schedule"]
         and not st["concurrency"]
         and eager["build_id"] == st["build_id"]
@@ -634,12 +648,11 @@ def fire_timer(t: Transition, st: WorkflowState, body: Mapping[str, Any]) -> boo
         nxt = cron_run_id(st) if which == "run" else None  # the execution timeout spans the whole chain
         emit(t, st, "WorkflowExecutionTimedOut", {"timeout_type": which, "new_run_id": nxt})
         close_or_continue(t, st, "timed_out", nxt, failure=_failure("TimeoutError", f"workflow {which} timeout"))
-    elif kind == "cron_start":  # a cron run's time, or a rate limit's admission (processors.concurrency)
+    elif kind == "cron_start":  # a cron run's time, a rate limit's admission, a debounce's end
         at = st.get("first_task_at_ms")
         if at is None or at > body["fire_at_ms"]:  # fired twice, or a later time still to come
             return False
-        st["first_task_at_ms"] = None
-        st["throttled_until_ms"] = None
+        st["first_task_at_ms"] = st["throttled_until_ms"] = st["debounce_until_ms"] = None
         schedule_workflow_task(t, st, full=True)
     elif kind == "workflow_task_retry":
         # only while the task that failed is still the workflow's last one (nothing scheduled since)

@@ -100,6 +100,7 @@ __all__ = [
     "WorkflowExecutionUnpaused",
     "WorkflowQuery",
     "WorkflowSignaled",
+    "WorkflowStartDebounced",
     "WorkflowState",
     "WorkflowTask",
     "WorkflowTaskCompleted",
@@ -467,6 +468,15 @@ class ConcurrencySlotAcquired(TypedDict):
     per_ms: NotRequired[int | None]
 
 
+class WorkflowStartDebounced(TypedDict):
+    """Another start of the workflow ID joined the debounced run before its code ran: the run runs with this input, no earlier than starts_at_ms (the start's request ID is the event's)."""
+
+    #: the start's input: the one the run's code gets, unless a later start joins
+    input: bytes
+    #: when the run's code runs, unless a later start joins
+    starts_at_ms: int
+
+
 class HistoryEvent(TypedDict):
     """One event of a workflow run's history; topic {ns}.history, key {workflow_id}/{run_id}/{seq}."""
 
@@ -479,7 +489,7 @@ class HistoryEvent(TypedDict):
     timestamp_ms: int
     trace_id: NotRequired[str | None]
     request_id: NotRequired[str | None]
-    attributes: tuple[Literal["WorkflowExecutionStarted"], WorkflowExecutionStarted] | tuple[Literal["WorkflowTaskScheduled"], WorkflowTaskScheduled] | tuple[Literal["WorkflowTaskCompleted"], WorkflowTaskCompleted] | tuple[Literal["ActivityTaskScheduled"], ActivityTaskScheduled] | tuple[Literal["ActivityTaskCompleted"], ActivityTaskCompleted] | tuple[Literal["ActivityTaskFailed"], ActivityTaskFailed] | tuple[Literal["WorkflowExecutionCompleted"], WorkflowExecutionCompleted] | tuple[Literal["WorkflowExecutionFailed"], WorkflowExecutionFailed] | tuple[Literal["TimerStarted"], TimerStarted] | tuple[Literal["TimerFired"], TimerFired] | tuple[Literal["TimerCanceled"], TimerCanceled] | tuple[Literal["WorkflowSignaled"], WorkflowSignaled] | tuple[Literal["ActivityTaskAttemptFailed"], ActivityTaskAttemptFailed] | tuple[Literal["ActivityTaskTimedOut"], ActivityTaskTimedOut] | tuple[Literal["ActivityTaskCancelRequested"], ActivityTaskCancelRequested] | tuple[Literal["ActivityTaskCanceled"], ActivityTaskCanceled] | tuple[Literal["WorkflowCancelRequested"], WorkflowCancelRequested] | tuple[Literal["WorkflowExecutionCanceled"], WorkflowExecutionCanceled] | tuple[Literal["WorkflowExecutionTerminated"], WorkflowExecutionTerminated] | tuple[Literal["WorkflowExecutionContinuedAsNew"], WorkflowExecutionContinuedAsNew] | tuple[Literal["WorkflowExecutionTimedOut"], WorkflowExecutionTimedOut] | tuple[Literal["MarkerRecorded"], MarkerRecorded] | tuple[Literal["SearchAttributesUpserted"], SearchAttributesUpserted] | tuple[Literal["StartChildWorkflowExecutionInitiated"], StartChildWorkflowExecutionInitiated] | tuple[Literal["ChildWorkflowExecutionStarted"], ChildWorkflowExecutionStarted] | tuple[Literal["StartChildWorkflowExecutionFailed"], StartChildWorkflowExecutionFailed] | tuple[Literal["ChildWorkflowExecutionCompleted"], ChildWorkflowExecutionCompleted] | tuple[Literal["ChildWorkflowExecutionFailed"], ChildWorkflowExecutionFailed] | tuple[Literal["RequestCancelExternalInitiated"], RequestCancelExternalInitiated] | tuple[Literal["WorkflowUpdateAccepted"], WorkflowUpdateAccepted] | tuple[Literal["WorkflowUpdateCompleted"], WorkflowUpdateCompleted] | tuple[Literal["WorkflowExecutionPaused"], WorkflowExecutionPaused] | tuple[Literal["WorkflowExecutionUnpaused"], WorkflowExecutionUnpaused] | tuple[Literal["ConcurrencySlotAcquired"], ConcurrencySlotAcquired]
+    attributes: tuple[Literal["WorkflowExecutionStarted"], WorkflowExecutionStarted] | tuple[Literal["WorkflowTaskScheduled"], WorkflowTaskScheduled] | tuple[Literal["WorkflowTaskCompleted"], WorkflowTaskCompleted] | tuple[Literal["ActivityTaskScheduled"], ActivityTaskScheduled] | tuple[Literal["ActivityTaskCompleted"], ActivityTaskCompleted] | tuple[Literal["ActivityTaskFailed"], ActivityTaskFailed] | tuple[Literal["WorkflowExecutionCompleted"], WorkflowExecutionCompleted] | tuple[Literal["WorkflowExecutionFailed"], WorkflowExecutionFailed] | tuple[Literal["TimerStarted"], TimerStarted] | tuple[Literal["TimerFired"], TimerFired] | tuple[Literal["TimerCanceled"], TimerCanceled] | tuple[Literal["WorkflowSignaled"], WorkflowSignaled] | tuple[Literal["ActivityTaskAttemptFailed"], ActivityTaskAttemptFailed] | tuple[Literal["ActivityTaskTimedOut"], ActivityTaskTimedOut] | tuple[Literal["ActivityTaskCancelRequested"], ActivityTaskCancelRequested] | tuple[Literal["ActivityTaskCanceled"], ActivityTaskCanceled] | tuple[Literal["WorkflowCancelRequested"], WorkflowCancelRequested] | tuple[Literal["WorkflowExecutionCanceled"], WorkflowExecutionCanceled] | tuple[Literal["WorkflowExecutionTerminated"], WorkflowExecutionTerminated] | tuple[Literal["WorkflowExecutionContinuedAsNew"], WorkflowExecutionContinuedAsNew] | tuple[Literal["WorkflowExecutionTimedOut"], WorkflowExecutionTimedOut] | tuple[Literal["MarkerRecorded"], MarkerRecorded] | tuple[Literal["SearchAttributesUpserted"], SearchAttributesUpserted] | tuple[Literal["StartChildWorkflowExecutionInitiated"], StartChildWorkflowExecutionInitiated] | tuple[Literal["ChildWorkflowExecutionStarted"], ChildWorkflowExecutionStarted] | tuple[Literal["StartChildWorkflowExecutionFailed"], StartChildWorkflowExecutionFailed] | tuple[Literal["ChildWorkflowExecutionCompleted"], ChildWorkflowExecutionCompleted] | tuple[Literal["ChildWorkflowExecutionFailed"], ChildWorkflowExecutionFailed] | tuple[Literal["RequestCancelExternalInitiated"], RequestCancelExternalInitiated] | tuple[Literal["WorkflowUpdateAccepted"], WorkflowUpdateAccepted] | tuple[Literal["WorkflowUpdateCompleted"], WorkflowUpdateCompleted] | tuple[Literal["WorkflowExecutionPaused"], WorkflowExecutionPaused] | tuple[Literal["WorkflowExecutionUnpaused"], WorkflowExecutionUnpaused] | tuple[Literal["ConcurrencySlotAcquired"], ConcurrencySlotAcquired] | tuple[Literal["WorkflowStartDebounced"], WorkflowStartDebounced]
     #: OpenTelemetry span ID (16 hex digits) of the span that wrote this record, the parent of the reader's span; null: not traced
     span_id: NotRequired[str | None]
 
@@ -622,6 +632,10 @@ class StartWorkflow(TypedDict):
     result_request_id: NotRequired[str | None]
     #: concurrency limits the run holds a slot of while it runs; its first workflow task waits for them all
     concurrency: NotRequired[list[ConcurrencyLimit]]
+    #: 0: start now; else the run's code waits this long after the last start of the workflow ID that joins it (a debounce), and runs with that start's input
+    debounce_ms: NotRequired[int]
+    #: with debounce_ms: the longest a debounced run waits from its first start (0: no cap)
+    debounce_max_ms: NotRequired[int]
 
 
 class RespondWorkflowTaskCompleted(TypedDict):
@@ -1161,6 +1175,10 @@ class WorkflowState(TypedDict):
     slot_wait_since_ms: NotRequired[int | None]
     #: the run's first workflow task waits for a rate limit's admission time
     throttled_until_ms: NotRequired[int | None]
+    #: a debounced run waiting: its code runs then, unless another start of the workflow ID joins it (and moves the time)
+    debounce_until_ms: NotRequired[int | None]
+    #: the latest a debounced run waits until (its first start plus debounce_max_ms)
+    debounce_deadline_ms: NotRequired[int | None]
 
 
 class DeadLetter(TypedDict):

@@ -15,11 +15,10 @@ from kadence.schemas.records import StartWorkflow
 from kadence.storage import open_large_payloads
 from kadence.topics.async_completion import AsyncActivityHandle
 from kadence.topics.config import KafkaConfig
+from kadence.topics.debounce import with_debounce
 from kadence.topics.eager_start import EagerStarter, eager_body, settle
 from kadence.topics.engine_client import EngineClient
-from kadence.topics.errors import (
-    BrokerUnavailableError,
-)
+from kadence.topics.errors import BrokerUnavailableError, InvalidArgumentError
 from kadence.topics.identifiers import check_task_queue, check_workflow_id
 from kadence.topics.large_payloads import LargePayloadConfig, LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec, PayloadConverter
@@ -44,6 +43,16 @@ _R = TypeVar("_R")
 log = logging.getLogger(__name__)
 
 __all__ = ["Client", "ResetPlan", "WorkflowHandle"]
+
+
+def _debounce_ms(value: timedelta | None, what: str) -> int:
+    """A ``debounce``/``debounce_max`` argument in ms (0: none); ``InvalidArgumentError`` unless a
+    positive ``timedelta``."""
+    if value is None:
+        return 0
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise InvalidArgumentError(f"{what} must be a positive timedelta, not {value!r}")
+    return max(1, round(value.total_seconds() * 1000))
 
 
 class Client:
@@ -157,10 +166,12 @@ class Client:
         headers: dict[str, Any] | None = None,
         cron_schedule: str | None = None,
         concurrency: Iterable[Limit] | None = None,
+        debounce: tuple[timedelta | None, timedelta | None] = (None, None),
     ) -> StartWorkflow:
-        """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments checked."""
+        """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments
+        checked; ``debounce``: the debounce and its cap."""
         check_workflow_id(id, field="id")
-        return self._start_body(
+        body = self._start_body(
             workflow,
             args,
             task_queue,
@@ -173,6 +184,10 @@ class Client:
             cron_schedule,
             concurrency,
         )
+        wait, cap = (_debounce_ms(d, what) for d, what in zip(debounce, ("debounce", "debounce_max"), strict=True))
+        if wait or cap:
+            body = with_debounce(body, wait, cap)
+        return body
 
     def _start_body(
         self,
@@ -299,6 +314,8 @@ class Client:
         cron_schedule: str | None = None,
         request_eager_start: bool = False,
         concurrency: Iterable[Limit] | None = None,
+        debounce: timedelta | None = None,
+        debounce_max: timedelta | None = None,
     ) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
 
@@ -325,7 +342,15 @@ class Client:
         it holds them all (first come, first served; docs/guide.md, "Concurrency limits"). Such a
         start is never eager.
 
-        Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open.
+        ``debounce`` (a ``timedelta``): the run's code waits this long; another debounced start
+        of the same ``id`` meanwhile joins the run (the same run ID, no
+        ``WorkflowAlreadyStartedError``), gives it its input and makes it wait ``debounce`` again
+        from then, so a burst of starts gives one run after the last of them, with the last
+        input. ``debounce_max`` caps the wait from the first start of the burst
+        (docs/guide.md, "Debounced starts"). Such a start is never eager.
+
+        Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open (and
+        not a debounced one waiting, for a debounced start).
         """
 
         async def impl(call: ClientCall) -> WorkflowHandle:
@@ -342,6 +367,7 @@ class Client:
                 call.headers,
                 cron_schedule,
                 concurrency,
+                (debounce, debounce_max),
             )
             rid, event_id = request_id or new_id(), new_id()
             body, starter = await self._eager(id, body, rid, event_id, request_eager_start)
@@ -385,6 +411,8 @@ class Client:
         cron_schedule: str | None = None,
         request_eager_start: bool = False,
         concurrency: Iterable[Limit] | None = None,
+        debounce: timedelta | None = None,
+        debounce_max: timedelta | None = None,
     ) -> Any:
         """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
         with the same errors, in one round trip fewer.
@@ -393,7 +421,7 @@ class Client:
         one command, applied in the start's transaction, so the result awaited is the new run's
         (through continue-as-new), answered when it closes.
         ``timeout`` bounds the wait for the start's answer, ``result_timeout`` (default: none)
-        the wait for the result."""
+        the wait for the result. With ``debounce``, the result is the run the start joined."""
 
         async def impl(call: ClientCall) -> Any:
             body = self._checked_start(
@@ -409,6 +437,7 @@ class Client:
                 call.headers,
                 cron_schedule,
                 concurrency,
+                (debounce, debounce_max),
             )
             engine, start_request, result_request, event_id = self._engine, request_id or new_id(), new_id(), new_id()
             body, starter = await self._eager(id, body, start_request, event_id, request_eager_start)

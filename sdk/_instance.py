@@ -31,7 +31,6 @@ from kadence.topics import serde
 from kadence.topics.errors import (
     ActivityError,
     ApplicationError,
-    ChildWorkflowError,
     FailureError,
     KadenceError,
     NonDeterminismError,
@@ -44,6 +43,7 @@ from kadence.topics.payload import PayloadConverter
 from kadence.topics.records import COMMAND_EVENT_TYPES, HISTORY_WARN_EVENTS, INLINE_EVENT_TYPES
 from kadence.topics.search_attributes import from_wire
 
+from ._child_errors import child_error
 from ._definitions import WorkflowDefinition
 from ._loop import DeterministicLoop
 from ._replay_rules import IDENTITY, MATCHING_EVENT, RESOLUTIONS, describe_command
@@ -186,6 +186,8 @@ class WorkflowInstance:
         self._next_local = 0
         self._replaying_activation = False
         self._main: asyncio.Task[Any] | None = None
+        #: the run's input: its start's, or the last debounced start's that joined it
+        self._input: bytes | None = None
         self._obj = None
         self._now_ms = 0
         self._random: random.Random | None = None
@@ -402,23 +404,7 @@ class WorkflowInstance:
             if not result.done():
                 self._settle(result, attrs["result"], result_fn, method=True)
             return
-        if kind == "StartChildWorkflowExecutionFailed":
-            err = ChildWorkflowError(
-                f"child workflow {attrs['workflow_id']} could not start: {attrs['cause']}",
-                workflow_id=attrs["workflow_id"],
-                run_id=attrs["run_id"],
-                status="start_failed",
-            )
-        else:
-            failure = attrs["failure"]
-            err = ChildWorkflowError(
-                f"child workflow {attrs['workflow_id']} {attrs['status']}: {failure['message']}",
-                workflow_id=attrs["workflow_id"],
-                run_id=attrs["run_id"],
-                status=attrs["status"],
-                failure=failure,
-            )
-            err.__cause__ = self.converter.exception(failure)
+        err = child_error(kind, attrs, self.converter)
         if not started.done():
             started.set_exception(err)
             started.exception()  # whoever awaits the start sees it; nobody must await it
@@ -759,8 +745,14 @@ class WorkflowInstance:
                 cron_schedule=attrs.get("cron_schedule"),
             )
             self._obj = self.defn.cls()
-            self._main = self.loop.create_task(self._run(attrs["input"]), name=f"workflow:{self.info.workflow_id}")
+            self._input = attrs["input"]
+            self._main = self.loop.create_task(self._run(), name=f"workflow:{self.info.workflow_id}")
             self._main.add_done_callback(self._on_main_done)
+            return
+        if kind == "WorkflowStartDebounced":
+            # a later start joined the debounced run before its code ran: the code gets its input
+            # (these events all precede the first workflow task, so the code has not begun)
+            self._input = attrs["input"]
             return
         if kind == "TimerFired":
             handle = self._timers.pop(attrs["timer_id"], None)
@@ -858,11 +850,12 @@ class WorkflowInstance:
         if inspect.isawaitable(result):
             self._track_handler(self.loop.create_task(_awaited(result), name=f"signal:{attrs['signal_name']}"))
 
-    async def _run(self, data: bytes | None) -> Any:
-        """The workflow's main coroutine: its arguments typed first, so that input that does not
-        match fails the run (``PayloadTypeError``, not retried) instead of its workflow task."""
+    async def _run(self) -> Any:
+        """The workflow's main coroutine: its arguments (the start's input, or the last debounced
+        start's) typed first, so that input that does not match fails the run
+        (``PayloadTypeError``, not retried) instead of its workflow task."""
         args = self.converter.args_from_bytes(
-            data, self.defn.run_fn, method=True, what=f"workflow {self.info.workflow_type}"
+            self._input, self.defn.run_fn, method=True, what=f"workflow {self.info.workflow_type}"
         )
         return await self._handle("run", self.info.workflow_type, self.defn.run_fn, args)
 

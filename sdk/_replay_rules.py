@@ -64,5 +64,6 @@ RESOLUTIONS = frozenset(
         "ChildWorkflowExecutionCompleted",
         "ChildWorkflowExecutionFailed",
         "WorkflowUpdateAccepted",
+        "WorkflowStartDebounced",
     }
 )

@@ -50,8 +50,8 @@ async def eager_body(
     """``body`` (a start in ``namespace``) with the run's first task (``eager_workflow_task``) run
     by the first of ``starters`` that serves it, and that starter; or ``body`` unchanged and None. The start must
     then be sent with ``event_id`` (the run's ID is ``start_run_id(event_id)``). A start that
-    names concurrency limits is never eager: its first task waits for their slots."""
-    if body.get("concurrency"):
+    names concurrency limits, or is debounced, is never eager: its first task waits."""
+    if body.get("concurrency") or body.get("debounce_ms"):
         return body, None
     starter = next((s for s in starters if s.serves(namespace, body["task_queue"], body["workflow_type"])), None)
     if starter is None:

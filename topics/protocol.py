@@ -24,6 +24,7 @@ from kadence.schemas.records import (
 
 from .concurrency import check_limits, check_records_writable
 from .cron import check_cron
+from .debounce import check_debounce
 from .errors import (
     CommandRejectedError,
     KadenceError,
@@ -67,12 +68,16 @@ def start_body(
     headers: dict[str, str] | None = None,
     cron_schedule: str | None = None,
     concurrency: Sequence[ConcurrencyLimit] = (),
+    debounce_ms: int = 0,
+    debounce_max_ms: int = 0,
 ) -> StartWorkflow:
     """A ``StartWorkflow`` body (also the ``start`` of a signal- or update-with-start).
     ``input``: the arguments as the converter encoded them. ``KadenceError`` (or its
-    ``InvalidIdentifierError``) for a bad type name, task queue or reuse policy."""
+    ``InvalidIdentifierError``) for a bad type name, task queue or reuse policy;
+    ``InvalidArgumentError`` for a bad debounce (``topics.debounce``)."""
     if id_reuse_policy not in ID_REUSE_POLICIES:
         raise KadenceError(f"id_reuse_policy must be one of {', '.join(ID_REUSE_POLICIES)}, not {id_reuse_policy!r}")
+    check_debounce(debounce_ms, debounce_max_ms, cron_schedule)
     return {
         "workflow_type": check_name(workflow_type, field="workflow type"),
         "task_queue": check_task_queue(task_queue),
@@ -85,6 +90,8 @@ def start_body(
         "headers": dict(headers or {}),
         "cron_schedule": None if cron_schedule is None else check_cron(cron_schedule),
         "concurrency": _writable_limits(concurrency),
+        "debounce_ms": debounce_ms,
+        "debounce_max_ms": debounce_max_ms,
     }
 
 
