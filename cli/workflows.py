@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -58,6 +59,21 @@ __all__ = ["cancel", "describe", "history", "pause", "query", "reset", "signal_c
     help="a concurrency limit the run holds a slot of (repeatable), e.g. --limit tenant=acme:20; with /PERIOD a "
     "rate limit: at most MAX starts per PERIOD (500ms, 1s, 1m, 1h, 1d), e.g. --limit api=stripe:10/1s",
 )
+@click.option(
+    "--debounce",
+    type=click.FloatRange(min=0, max=7 * 86400),
+    default=0,
+    metavar="SECONDS",
+    help="a debounced start: the run's code waits this long; another debounced start of the ID meanwhile "
+    "joins the run (same run ID), gives it its input and restarts the wait",
+)
+@click.option(
+    "--debounce-max",
+    type=click.FloatRange(min=0, max=7 * 86400),
+    default=0,
+    metavar="SECONDS",
+    help="with --debounce: the longest wait from the first start",
+)
 @click.pass_obj
 def start(
     config: KafkaConfig,
@@ -70,12 +86,21 @@ def start(
     search_json: str | None,
     cron_schedule: str | None,
     limits: tuple[str, ...],
+    debounce: float,
+    debounce_max: float,
 ) -> None:
     """Start a workflow run."""
     args = _json_args(input_json, "--input")
     concurrency = [_limit_option(text) for text in limits]
     if isinstance(config, Gateway):
         search_doc = _json_object(search_json, "--search-attributes")
+        extra: dict[str, Any] = {"debounce_seconds": debounce, "debounce_max_seconds": debounce_max}
+        if concurrency:
+            extra["concurrency"] = [
+                {k: v for k, v in lim.items() if k != "per_ms"}
+                | ({"per_seconds": lim["per_ms"] / 1000} if lim["per_ms"] else {})
+                for lim in concurrency
+            ]
         _start_over_http(
             config,
             workflow_type,
@@ -86,7 +111,7 @@ def start(
             wait,
             search_doc,
             cron_schedule,
-            concurrency,
+            extra,
         )
         return
     import asyncio
@@ -113,7 +138,17 @@ def start(
                 request_id=request_id,
                 search_attributes=search,
                 cron_schedule=cron_schedule,
-                concurrency=[Limit(**lim) for lim in concurrency],
+                concurrency=[
+                    Limit(
+                        lim["name"],
+                        lim["value"],
+                        max=lim["max"],
+                        per=None if lim["per_ms"] is None else timedelta(milliseconds=lim["per_ms"]),
+                    )
+                    for lim in concurrency
+                ],
+                debounce=timedelta(seconds=debounce) if debounce else None,
+                debounce_max=timedelta(seconds=debounce_max) if debounce_max else None,
             )
             out = {"workflow_id": handle.id, "run_id": handle.run_id}
             if wait:
@@ -517,11 +552,10 @@ def _start_over_http(
     wait: bool,
     search: dict | None,
     cron_schedule: str | None,
-    concurrency: list[dict[str, Any]],
+    extra: dict[str, Any],
 ) -> None:
-    body: dict[str, Any] = {"workflow_id": workflow_id, "task_queue": task_queue, "input": args}
-    if concurrency:
-        body["concurrency"] = concurrency
+    """``extra``: more of the start's body (``concurrency``, the debounce)."""
+    body: dict[str, Any] = {"workflow_id": workflow_id, "task_queue": task_queue, "input": args, **extra}
     if search is not None:
         body["search_attributes"] = search
     if cron_schedule is not None:

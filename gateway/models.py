@@ -114,6 +114,16 @@ class StartRequest(BaseModel):
         description="concurrency limits the run holds a slot of from its start to its close; its "
         "code waits until it holds them all (first come, first served)",
     )
+    debounce_seconds: float = Field(
+        0,
+        ge=0,
+        le=7 * 86400,
+        description="a debounced start: the run's code waits this long; another debounced start of "
+        "the workflow ID meanwhile joins the run (the same run_id), gives it its input and restarts the wait",
+    )
+    debounce_max_seconds: float = Field(
+        0, ge=0, le=7 * 86400, description="with debounce_seconds: the longest wait from the first start (0: none)"
+    )
     request_eager_start: bool = Field(
         False,
         description="when a worker runs in the gateway's process for this task queue and workflow "

@@ -118,6 +118,8 @@ async def start(
             }
             for lim in body.concurrency
         ],
+        debounce_ms=round(body.debounce_seconds * 1000),
+        debounce_max_ms=round(body.debounce_max_seconds * 1000),
     )
     reply, headers = await gw.start(request, who, workflow_id, payload, idempotency_key, eager=body.request_eager_start)
     refused = refusal(reply, workflow_id, what=f"start of {workflow_id!r} rejected")
