@@ -12,6 +12,7 @@ import logging
 import os
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 import pytest
@@ -461,4 +462,35 @@ async def test_a_start_names_concurrency_limits_and_the_limits_are_shown_over_ht
     for bad in ({"name": "tenant", "value": key, "max": 0}, {"name": "a=b", "value": "x", "max": 1}):
         r = await http.post(START, json=_start_body(f"{key}-bad", concurrency=[bad]))
         assert r.status_code == 400, r.text
+    assert (await http.get(f"/v1/workflows/{key}-bad")).status_code == 404
+
+
+async def test_a_start_names_a_rate_limit_and_a_debounce_over_http(http):
+    """A rate limit of 1 per hour over HTTP: the second start is admitted an hour later
+    (describe's throttled_until), GET /v1/limits shows the rate; two debounced starts of one ID
+    give one run ID; a bad debounce is a 400 that starts nothing."""
+    key = f"gw-{uuid.uuid4().hex[:6]}"
+    hourly = {"name": "digest", "value": key, "max": 1, "per_seconds": 3600}
+    queue = f"unserved-{key}"
+    for wid in (f"{key}-0", f"{key}-1"):
+        r = await http.post(START, json=_start_body(wid, task_queue=queue, concurrency=[hourly]))
+        assert r.status_code == 201, r.text
+    deadline = time.monotonic() + 60
+    while (described := (await http.get(f"/v1/workflows/{key}-1")).json())["throttled_until"] is None:
+        assert time.monotonic() < deadline, described
+        await asyncio.sleep(0.3)
+    admitted_for = datetime.fromisoformat(described["throttled_until"])
+    assert admitted_for - datetime.now(UTC) > timedelta(minutes=59)
+    (shown,) = (await http.get("/v1/limits", params={"key": f"digest={key}"})).json()["limits"]
+    assert (shown["kind"], shown["max"], shown["per_seconds"], shown["granted"]) == ("rate", 1, 3600, 2)
+    assert shown["waiting"] == 1  # admitted for later
+    runs = set()
+    for i in range(2):
+        body = _start_body(f"{key}-d", task_queue=queue, debounce_seconds=600) | {"input": [i]}
+        r = await http.post(START, json=body)
+        assert r.status_code == 201, r.text
+        runs.add(r.json()["run_id"])
+    assert len(runs) == 1
+    r = await http.post(START, json=_start_body(f"{key}-bad", debounce_seconds=5, debounce_max_seconds=1))
+    assert r.status_code == 400 and "debounce_max" in r.text
     assert (await http.get(f"/v1/workflows/{key}-bad")).status_code == 404
