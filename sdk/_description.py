@@ -110,7 +110,8 @@ class WorkflowExecutionDescription:
     failure: dict[str, Any] | None = None
     #: a cron workflow's schedule (``cron_schedule=`` at its start)
     cron_schedule: str | None = None
-    #: a cron run waiting for its time: when its code first runs (None once it has, or no cron)
+    #: a run whose code waits (a cron run's time, a debounced start's, a rate limit's
+    #: admission): when its code first runs (None once it has)
     execution_time: datetime | None = None
     #: ``{"key": "tenant=acme", "max": 20}``: the concurrency limit whose slot the run waits
     #: for before its code runs (docs/guide.md, "Concurrency limits")

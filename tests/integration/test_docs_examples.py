@@ -117,3 +117,11 @@ def test_key_rate_limits_example_delays_and_admits_every_signup(kafka_bootstrap)
     assert float(lines["took"].split()[0]) >= 4.0, stdout
     shown = sorted(line for line in stdout.splitlines() if line.startswith("limit: "))
     assert shown == ["limit: api=mailer 3 per 1s, admitted 10", "limit: signup=eu 2 per 1s, admitted 10"], stdout
+
+
+def test_debounce_example_runs_once_with_the_last_save(kafka_bootstrap):
+    stdout = run_example("debounce.py", kafka_bootstrap)
+    lines = dict(line.split(": ", 1) for line in stdout.splitlines() if ": " in line)
+    assert lines["run IDs"] == "1", stdout
+    assert lines["result"] == "reindexed version 20", stdout
+    assert lines["history"] == "WorkflowExecutionStarted + 19 x WorkflowStartDebounced", stdout
