@@ -26,6 +26,7 @@ import asyncio
 import collections
 import random
 import time
+from datetime import timedelta
 
 from confluent_kafka import Consumer, KafkaException, Producer
 
@@ -49,7 +50,9 @@ from .workflows import (
     ChaosOrder,
     ChaosTick,
     approval_for,
+    DEBOUNCE_S,
     cron_id,
+    debounced,
     eager,
     executed,
     expected_result,
@@ -176,6 +179,8 @@ class LoadDriver:
             return
         if eager(i) and self.eager_worker is not None:
             handle = await self._eager_start(i, wf)
+        elif debounced(i):
+            handle = await self._debounced_start(i, wf)
         else:
             handle = await self._start_order(i, wf)
         self.exp.results[wf] = expected_result(i)
@@ -213,6 +218,30 @@ class LoadDriver:
                 concurrency=run_limits(i),
             ),
         )
+
+    async def _debounced_start(self, i: int, wf: str):
+        """A burst of three debounced starts of order ``i``, the last with its own input: every
+        start must get the same run ID, and the run must run with the last input."""
+
+        def start(n: int, rid: str):
+            return self.client.start_workflow(
+                ChaosOrder,
+                n,
+                id=wf,
+                task_queue=TASK_QUEUE,
+                request_id=rid,
+                timeout=REQUEST_TIMEOUT_S,
+                concurrency=run_limits(i),
+                debounce=timedelta(seconds=DEBOUNCE_S),
+            )
+
+        stale = [await self._retry("start", lambda k=k: start(i + 1000 + k, f"pre{k}-{wf}")) for k in range(2)]
+        handle = await self._retry("start", lambda: start(i, f"start-{wf}"))
+        self.counts["debounced_starts"] += 1
+        if {h.run_id for h in stale} != {handle.run_id}:
+            runs = sorted({h.run_id for h in [*stale, handle]})
+            self.violations.append(Violation("completion", f"a burst of debounced starts got runs {runs}", (wf,)))
+        return handle
 
     async def _eager_start(self, i: int, wf: str):
         """An eager start of order ``i`` (``workflows.eager``): after a first task the "crashed

@@ -143,6 +143,17 @@ def eager(n: int) -> bool:
     return n % 5 == 2 and not executed(n)
 
 
+#: a debounced order's wait (long enough that the burst's last start, retried through a fault,
+#: still joins the run)
+DEBOUNCE_S = 30
+
+
+def debounced(n: int) -> bool:
+    """Some orders are started by a burst of debounced starts (decision 0059): two with a stale
+    input, then the order's own; the run must be one, with the last input (its result says)."""
+    return n % 10 == 9 and not executed(n)
+
+
 def has_child(n: int) -> bool:
     return n % 5 == 0
 
