@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kadence.topics.concurrency_reader import add_slot_positions, waited_keys
 from kadence.topics.describe import describe_to_json, run_description
 from kadence.topics.errors import (
     BrokerUnavailableError,
@@ -399,7 +400,11 @@ class WorkflowHandle:
         if reply["status"] == "not_found" and self.run_id:
             reply = await self._earlier_run(describe=True) or reply
         check_found(reply, self.id)
-        return WorkflowExecutionDescription.from_json(describe_to_json(self.id, reply, self.client.converter))
+        described = describe_to_json(self.id, reply, self.client.converter)
+        keys = waited_keys(described)
+        if keys:  # where it stands in a concurrency limit's queue (its owning partitions read)
+            add_slot_positions(described, await self.client.engine.read_limits(keys))
+        return WorkflowExecutionDescription.from_json(described)
 
     async def history(self, *, raw: bool = False) -> list[dict[str, Any]]:
         """The run's history events, oldest first (JSON-friendly dicts unless ``raw``)."""

@@ -21,6 +21,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from kadence.processors.deadlines import DeadlineIndex
 from kadence.processors.effects import BatchView, Outbox, count_history_bytes
@@ -28,6 +29,7 @@ from kadence.processors.state_machine import transition
 from kadence.processors.store import MemoryShardStore
 from kadence.schemas.records import ConcurrencyState
 from kadence.topics import serde
+from kadence.topics.concurrency_reader import limit_view
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ActivityAttemptLimitError, WorkflowNotFoundError, WorkflowTaskFailedError
 from kadence.topics.records import command, new_id
@@ -52,7 +54,8 @@ class VirtualClock:
 
 class InMemoryEngine:
     """One namespace's engine in this process (one shard), with ``EngineClient``'s interface
-    (``send``, ``wait``, ``abandon``, ``request``, ``history``, ``close``) for ``kadence.Client``.
+    (``send``, ``wait``, ``abandon``, ``request``, ``history``, ``read_limits``, ``close``) for
+    ``kadence.Client``.
     Not thread-safe: call it from the event loop's thread (activities heartbeat through
     ``loop.call_soon_threadsafe``)."""
 
@@ -137,6 +140,12 @@ class InMemoryEngine:
     def abandon(self, workflow_id: str, request_id: str) -> None:
         self._waiting.pop(request_id, None)
         self._awaits_close.discard(request_id)
+
+    async def read_limits(self, keys: list[str]) -> list[dict[str, Any]]:
+        """The limits of ``keys`` as ``kadence limits`` shows them (``EngineClient.read_limits``)."""
+        wanted = set(keys)
+        now = self.clock.now_ms()
+        return [limit_view(cs, now) for cs in self.limits.values() if f"{cs['name']}={cs['value']}" in wanted]
 
     async def request(
         self,

@@ -6,6 +6,7 @@ committed it; decisions 0057 and 0058)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,12 +14,12 @@ from confluent_kafka import KafkaException
 
 from . import serde
 from .catalogue import Catalogue
-from .concurrency import COMMAND_KEY_PREFIX, RATE_KEY_PREFIX
+from .concurrency import COMMAND_KEY_PREFIX, RATE_KEY_PREFIX, command_key
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError, InvalidArgumentError
 from .scan import scan
 
-__all__ = ["describe_limit", "read_limits"]
+__all__ = ["add_slot_positions", "describe_limit", "limit_view", "read_limits", "waited_keys"]
 
 
 def _iso(ms: int) -> str:
@@ -31,7 +32,8 @@ def _entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _view(cs: dict[str, Any], now_ms: int) -> dict[str, Any]:
+def limit_view(cs: Mapping[str, Any], now_ms: int) -> dict[str, Any]:
+    """A key's record as ``read_limits`` shows it."""
     per = cs.get("per_ms")
     out = {
         "key": f"{cs['name']}={cs['value']}",
@@ -57,19 +59,27 @@ def _view(cs: dict[str, Any], now_ms: int) -> dict[str, Any]:
     return out
 
 
-def read_limits(config: KafkaConfig) -> list[dict[str, Any]]:
+def read_limits(config: KafkaConfig, keys: list[str] | None = None) -> list[dict[str, Any]]:
     """Every key ever used in the namespace, by key: ``{key, kind, name, value, max,
     per_seconds, in_use, waiting, granted, updated, holders, waiters, next_admission}`` (holders
     and waiters: ``{workflow_id, activity_id, since}``, waiters first come first). A rate limit
     (``kind`` "rate") holds nothing: its ``in_use`` is what it admitted in the window that ends
     now, ``waiting`` what it admitted for later (delayed), ``next_admission`` when a request now
-    would be admitted. None yet: an empty list."""
+    would be admitted. None yet: an empty list.
+
+    ``keys`` (``NAME=VALUE``): only these keys, read from the partitions that own them alone."""
     topic = Catalogue(config).concurrency
     latest: dict[str, bytes] = {}
+    wanted = None
+    if keys is not None:  # a key may be a concurrency and a rate limit: both records
+        pairs = [k.partition("=")[::2] for k in keys]
+        wanted = {command_key(name, value, per) for name, value in pairs for per in (None, 1)}
     try:
-        for msg in scan(config, topic):
+        for msg in scan(config, topic, for_keys=wanted):
             key = msg.key()
             if key is None or not key.startswith((COMMAND_KEY_PREFIX.encode(), RATE_KEY_PREFIX.encode())):
+                continue
+            if wanted is not None and key.decode() not in wanted:
                 continue
             if msg.value() is None:
                 latest.pop(key.decode(), None)
@@ -80,7 +90,7 @@ def read_limits(config: KafkaConfig) -> list[dict[str, Any]]:
             return []  # no processor made the topic yet: no limit was ever used
         raise
     now_ms = int(time.time() * 1000)
-    views = [_view(serde.decode("ConcurrencyState", raw), now_ms) for raw in latest.values()]
+    views = [limit_view(serde.decode("ConcurrencyState", raw), now_ms) for raw in latest.values()]
     return sorted(views, key=lambda v: (v["key"], v["kind"]))
 
 
@@ -90,4 +100,39 @@ def describe_limit(config: KafkaConfig, key: str) -> list[dict[str, Any]]:
     name, eq, value = key.partition("=")
     if not (eq and name and value):
         raise InvalidArgumentError(f"a limit key is NAME=VALUE, not {key!r}")
-    return [lim for lim in read_limits(config) if lim["key"] == key]
+    return read_limits(config, [key])
+
+
+def waited_keys(described: dict[str, Any]) -> list[str]:
+    """The concurrency limit keys a described run (``describe.describe_to_json``'s shape), or one
+    of its activities, waits for a slot of (for ``add_slot_positions``)."""
+    return sorted({d["waiting_for_slot"]["key"] for d, _aid in _waits(described)})
+
+
+def _waits(described: dict[str, Any]) -> list[tuple[dict[str, Any], str | None]]:
+    waits = [(described, None)] + [(a, a["activity_id"]) for a in described.get("pending_activities") or ()]
+    return [(d, aid) for d, aid in waits if d.get("waiting_for_slot") and "per_seconds" not in d["waiting_for_slot"]]
+
+
+def add_slot_positions(described: dict[str, Any], limits: list[dict[str, Any]]) -> None:
+    """Tell a described run, and each of its activities, that waits for a concurrency slot where
+    it stands: ``in_use``, ``waiting`` and ``waiting_before`` (the requests ahead of it) in its
+    ``waiting_for_slot``, and ``reason`` ("waiting for a slot of api=stripe: 5 of 5 in use, 12
+    waiting before it"), from ``limits`` (``read_limits`` of its ``waited_keys``). Left as it is
+    for a key not there, or a request not among its waiters (on its way, or granted meanwhile)."""
+    wf = described["workflow_id"]
+    records = {lim["key"]: lim for lim in limits if lim["kind"] == "concurrency"}
+    for d, aid in _waits(described):
+        slot = d["waiting_for_slot"]
+        lim = records.get(slot["key"])
+        if lim is None:
+            continue
+        place = next(
+            (i for i, w in enumerate(lim["waiters"]) if w["workflow_id"] == wf and w["activity_id"] == aid), None
+        )
+        if place is None:
+            continue
+        slot.update(in_use=lim["in_use"], waiting=lim["waiting"], waiting_before=place)
+        slot["reason"] = (
+            f"waiting for a slot of {slot['key']}: {lim['in_use']} of {lim['max']} in use, {place} waiting before it"
+        )

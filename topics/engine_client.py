@@ -32,6 +32,7 @@ from opentelemetry.trace import TracerProvider
 
 from . import serde
 from .catalogue import Catalogue
+from .concurrency_reader import read_limits
 from .config import KafkaConfig
 from .errors import (
     BrokerUnavailableError,
@@ -441,6 +442,16 @@ class EngineClient:
                     limit=limit,
                 ) from exc
             raise
+
+    async def read_limits(self, keys: list[str]) -> list[dict[str, Any]]:
+        """``concurrency_reader.read_limits`` of ``keys`` (from their owning partitions alone),
+        or nothing when the broker does not answer: for describe's queue positions, which must
+        not make describe fail."""
+        try:
+            return await asyncio.to_thread(read_limits, self.config, keys)
+        except KadenceError as exc:
+            log.warning("the concurrency limits %s could not be read: %s", keys, exc)
+            return []
 
     async def request(
         self,

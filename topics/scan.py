@@ -5,13 +5,14 @@ whole topic (``scan``). Committed records only."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError
+from .partitioner import partition_for
 from .polling import poll_ready
 
 __all__ = ["SETTLE_S", "RangeReader", "read_range", "scan"]
@@ -111,9 +112,12 @@ def scan(
     timeout: float = 30.0,
     since_ms: int | None = None,
     on_total: Callable[[int], object] | None = None,
+    for_keys: Collection[str] | None = None,
 ) -> Iterator[Any]:
     """Yield every committed record of ``topic``, partition by partition, in offset order.
 
+    ``for_keys``: only the partitions these keys are produced to (the default partitioner's:
+    ``partitioner.partition_for``); the caller picks the keys' records from them.
     ``since_ms``: only records with a timestamp from then on (epoch ms). ``on_total(n)`` is told,
     before the first record, how many offsets the scan covers (an upper bound: transaction markers
     take offsets too), for a progress bar.
@@ -124,7 +128,10 @@ def scan(
         try:
             md = consumer.list_topics(topic, timeout=timeout).topics[topic]
             ranges = []
-            for p in sorted(md.partitions):
+            wanted = sorted(md.partitions)
+            if for_keys is not None:
+                wanted = sorted({partition_for(key, len(md.partitions)) for key in for_keys})
+            for p in wanted:
                 low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
                 if since_ms is not None and high > low:
                     (found,) = consumer.offsets_for_times([TopicPartition(topic, p, since_ms)], timeout=timeout)

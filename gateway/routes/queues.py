@@ -66,19 +66,21 @@ async def queues(
     "/limits",
     responses=READ,
     name="concurrency_limits",
-    summary="Every concurrency limit key (or one): its max, its holders and its waiters, first come first",
+    summary="Every concurrency and rate limit key (or one): its max, its holders and its waiters, first come first",
 )
 async def concurrency_limits(
     request: Request,
     gw: Gateway,
     key: str | None = Query(None, min_length=3, max_length=1201, pattern=r"^[^=]+=.+$", description="only NAME=VALUE"),
 ):
-    """Each key as the shard that owns it last committed it (``kadence limits``; decision 0057):
-    ``in_use`` of ``max`` slots held, ``waiting`` requests, and who, with since when."""
+    """Each key as the shard that owns it last committed it (``kadence limits``; decisions 0057
+    and 0058): ``in_use`` of ``max`` slots held, ``waiting`` requests, and who, with since when
+    (a rate limit: admitted in its window, admitted for later). One key: read from its owning
+    partition alone."""
     config = gw.namespace_config(principal(request))
 
     def read() -> dict:
-        return {"limits": [lim for lim in read_limits(config) if key is None or lim["key"] == key]}
+        return {"limits": read_limits(config, None if key is None else [key])}
 
     return await run_in_threadpool(read)
 

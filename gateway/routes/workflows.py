@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
 from kadence.schemas.records import StartWorkflow
 from kadence.topics.archive import read_history
+from kadence.topics.concurrency_reader import add_slot_positions, waited_keys
 from kadence.topics.describe import describe_to_json
 from kadence.topics.errors import (
     InvalidQueryError,
@@ -579,4 +580,8 @@ async def describe(
         timeout=gw.config.reply_timeout,
     )
     check_found(reply, workflow_id)
-    return describe_to_json(workflow_id, reply, gw.converter)
+    described = describe_to_json(workflow_id, reply, gw.converter)
+    keys = waited_keys(described)
+    if keys:  # where it stands in a concurrency limit's queue (its owning partitions read)
+        add_slot_positions(described, await engine.read_limits(keys))
+    return described

@@ -296,7 +296,14 @@ async def test_concurrency_limits_work_in_the_test_environment():
         one = [Limit("inbox", "ann", max=1)]
         first = await env.client.start_workflow(Reminder, "ann", id="l-1", task_queue="mail", concurrency=one)
         second = await env.client.start_workflow(Reminder, "bob", id="l-2", task_queue="mail", concurrency=one)
-        assert (await second.describe()).waiting_for_slot == {"key": "inbox=ann", "max": 1}
+        assert (await second.describe()).waiting_for_slot == {
+            "key": "inbox=ann",
+            "max": 1,
+            "in_use": 1,
+            "waiting": 1,
+            "waiting_before": 0,
+            "reason": "waiting for a slot of inbox=ann: 1 of 1 in use, 0 waiting before it",
+        }
         assert await first.result(timeout=10) == "sent to ann"
         assert await second.result(timeout=10) == "sent to bob"
         first_closed = (await first.history())[-1]["time"]
