@@ -83,10 +83,10 @@ async def main() -> None:
             )
         # no worker yet: the first 3 of each tenant hold their slots, the others wait
         waiting = await client.get_workflow_handle("import-acme-7").describe()
-        while waiting.waiting_for_slot is None:
+        while (waiting.waiting_for_slot or {}).get("reason") is None:
             await asyncio.sleep(0.1)
             waiting = await client.get_workflow_handle("import-acme-7").describe()
-        print("import-acme-7 waits for:", waiting.waiting_for_slot)
+        print("import-acme-7:", waiting.waiting_for_slot["reason"])
         async with Worker(client, task_queue="imports", workflows=[Import], activities=[parse, upload]):
             results = await asyncio.gather(*(h.result(timeout=120) for h in handles))
         print("stored:", len(results))

@@ -175,6 +175,9 @@ async def test_a_waiting_run_says_what_it_waits_for_and_kadence_limits_shows_the
     assert code == 0, err
     last = client.get_workflow_handle("w-3")
     await wait_until(lambda: _waits(last), 60, "the CLI's run to wait for its slot")
+    assert (await last.describe()).waiting_for_slot["reason"] == (
+        "waiting for a slot of one=x: 1 of 1 in use, 2 waiting before it"
+    )
     first = await client.get_workflow_handle("w-0").describe()
     assert first.concurrency_slots == [{"key": "one=x", "max": 1}] and first.waiting_for_slot is None
     (shown,) = await asyncio.to_thread(read_limits, kafka_config)
@@ -197,7 +200,9 @@ async def test_a_waiting_run_says_what_it_waits_for_and_kadence_limits_shows_the
 
 
 async def _waits(handle) -> bool:
-    return (await handle.describe()).waiting_for_slot == {"key": "one=x", "max": 1}
+    """The run waits for a slot of one=x, third in line (describe reads the owner's queue)."""
+    slot = (await handle.describe()).waiting_for_slot
+    return slot is not None and slot["key"] == "one=x" and slot.get("waiting_before") == 2
 
 
 async def test_an_operators_queue_rule_limits_activities_that_name_none(client, processors, kafka_config):

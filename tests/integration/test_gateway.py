@@ -455,7 +455,14 @@ async def test_a_start_names_concurrency_limits_and_the_limits_are_shown_over_ht
     assert [h["workflow_id"] for h in shown["holders"]] == [ids[0]]
     assert [w["workflow_id"] for w in shown["waiters"]] == [ids[1]]
     described = (await http.get(f"/v1/workflows/{ids[1]}")).json()
-    assert described["waiting_for_slot"] == {"key": f"tenant={key}", "max": 1}
+    assert described["waiting_for_slot"] == {
+        "key": f"tenant={key}",
+        "max": 1,
+        "in_use": 1,
+        "waiting": 1,
+        "waiting_before": 0,
+        "reason": f"waiting for a slot of tenant={key}: 1 of 1 in use, 0 waiting before it",
+    }
     assert (await http.get(f"/v1/workflows/{ids[0]}")).json()["concurrency_slots"] == [
         {"key": f"tenant={key}", "max": 1}
     ]
