@@ -278,21 +278,47 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
         for i in range(2)
     ]
     await wait_until(lambda: _waits(limited[1]), 60, "the second limited run to wait for its slot")
+    await page.goto(f"{base}/ui/workflows/{limited[1].id}")
+    await expect(page.locator("#waits")).to_have_text(
+        f"waiting for a slot of console={tag}: 1 of 1 in use, 0 waiting before it"
+    )
+    # and a rate limit of one an hour: the second run is admitted an hour later
+    rated = [
+        await client.start_workflow(
+            ConsoleOrder,
+            f"r-{i}",
+            id=f"rated-{i}-{tag}",
+            task_queue=f"console-{tag}",
+            concurrency=[Limit("hourly", tag, max=1, per=timedelta(hours=1))],
+        )
+        for i in range(2)
+    ]
+    await wait_until(lambda: _throttled(rated[1]), 60, "the second rated run to be admitted for later")
+    await page.goto(f"{base}/ui/workflows/{rated[1].id}")
+    await expect(page.locator("#throttled")).to_contain_text("its code runs at ")
     await page.goto(f"{base}/ui/limits")
-    await expect(page.locator("h1")).to_have_text("Concurrency limits")
+    await expect(page.locator("h1")).to_have_text("Concurrency and rate limits")
+    rate_row = page.locator(f"#limits tr:has-text('hourly={tag}')")
+    await expect(rate_row.locator("td").nth(1)).to_have_text("rate: 1 per 3600 s")
+    await expect(rate_row.locator("td").nth(4)).to_have_text("1")  # admitted for later
     key_row = page.locator(f"#limits tr:has-text('console={tag}')")
-    await expect(key_row.locator("td").nth(1)).to_have_text("1")
-    await expect(key_row.locator("td").nth(3)).to_have_text("1")
+    await expect(key_row.locator("td").nth(1)).to_have_text("concurrency")
+    await expect(key_row.locator("td").nth(2)).to_have_text("1")
+    await expect(key_row.locator("td").nth(4)).to_have_text("1")
     await key_row.locator("a").click()
     await expect(page.locator("table.entries").nth(0)).to_contain_text(f"limited-0-{tag}")
     await expect(page.locator("table.entries").nth(1)).to_contain_text(f"limited-1-{tag}")
     await _shot(page, "concurrency-limits")
-    for handle in limited:
+    for handle in limited + rated:
         await handle.terminate(reason="console test done")
 
 
 async def _waits(handle) -> bool:
-    return (await handle.describe()).waiting_for_slot is not None
+    return ((await handle.describe()).waiting_for_slot or {}).get("reason") is not None
+
+
+async def _throttled(handle) -> bool:
+    return (await handle.describe()).throttled_until is not None
 
 
 async def _check_other_namespace(browser, base, tag, first_namespace):
