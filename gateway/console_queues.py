@@ -60,7 +60,47 @@ async def concurrency_limits(request: Request, kit: Kit, key: str = ""):
     r = await kit.api.call(request, "GET", "/v1/limits", params={"key": key} if key else None)
     if r.status_code != 200:
         return kit.api_error(request, r, "the concurrency limits")
-    return kit.page(request, "limits.html", limits=r.json()["limits"], key=key)
+    notice = request.query_params.get("notice", "")
+    return kit.page(request, "limits.html", limits=r.json()["limits"], key=key, notice=notice)
+
+
+@router.post("/limits/max")
+async def set_limit_max(
+    request: Request,
+    kit: Kit,
+    key: str = Form(...),
+    action: str = Form("set"),
+    max: str = Form(""),
+    per_seconds: str = Form(""),
+    reason: str = Form(""),
+) -> Response:
+    """The key page's form: an operator's max for the key (or lift it), through ``PUT``/``DELETE
+    /v1/limits/{key}`` (the same checks and audit)."""
+    if (redirect := kit.need_sign_in(request)) is not None:
+        return redirect
+    kit.same_origin(request)
+    path = f"/v1/limits/{urllib.parse.quote(key, safe='=')}"
+    back = "/ui/limits?" + urllib.parse.urlencode({"key": key})
+    try:
+        per = float(per_seconds) if per_seconds.strip() else None
+        if action == "lift":
+            params = {"reason": reason} | ({} if per is None else {"per_seconds": per})
+            r = await kit.api.call(request, "DELETE", path, params=params)
+        else:
+            r = await kit.api.call(request, "PUT", path, json={"max": int(max), "per_seconds": per, "reason": reason})
+    except ValueError:
+        return RedirectResponse(back + "&" + urllib.parse.urlencode({"notice": f"{max!r} is not a number"}), 303)
+    if r.status_code == 401:
+        return RedirectResponse("/ui/login", 303)
+    if r.status_code != 200:
+        try:
+            why = r.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            why = r.text[:300]
+        notice = f"the max of {key} not changed: {why}"
+    else:
+        notice = r.json()["message"]
+    return RedirectResponse(back + "&" + urllib.parse.urlencode({"notice": notice}), 303)
 
 
 @router.post("/queues/limits")

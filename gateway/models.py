@@ -156,6 +156,15 @@ class ReasonRequest(BaseModel):
     reason: str = Field("", max_length=2000)
 
 
+class LimitMaxRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max: int = Field(..., ge=1, le=1_000_000, description="the max that applies from now on, instead of the requests'")
+    per_seconds: float | None = Field(
+        None, gt=0, le=7 * 86400, description="the key's rate limit (its window) rather than its concurrency limit"
+    )
+    reason: str = Field("", max_length=500, description="why (kept with the key's record, audited)")
+
+
 class QueueLimitRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     activities_per_second: float | None = Field(

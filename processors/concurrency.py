@@ -40,6 +40,7 @@ from .effects import (
     Transition,
     activity_waiting_for,
     emit,
+    reply,
     schedule_workflow_task,
     send_command,
     start_timer,
@@ -282,7 +283,7 @@ def concurrency_command(
     """A ``ConcurrencySlot`` command: at a limit's owner (acquire, release) or at a holder's
     workflow (grant, refuse). ``fail`` closes a run whose request was refused, ``fail_activity``
     an activity's; ``dispatch`` sends an activity's attempt once it holds its slots."""
-    if body["kind"] in ("acquire", "release"):
+    if body["kind"] in ("acquire", "release", "set"):
         _owner(t, body)
         return
     st = t.view.state(body["holder"])
@@ -333,25 +334,54 @@ def _entry_bytes(e: SlotHolder) -> int:
     return len(e["holder"]) + len(e["ticket"]) + len(e.get("activity_id") or "") + 16
 
 
-def _owner(t: Transition, body: ConcurrencySlot) -> None:
-    key = t.cmd["aggregate_key"]
-    if body.get("per_ms") is not None:
-        _rate_owner(t, key, body)
-        return
-    cs = t.view.limit(key) or {
+def _new_state(body: ConcurrencySlot, ts: int) -> ConcurrencyState:
+    """The record of a key used for the first time (a rate limit's with its window)."""
+    return {
         "name": body["name"],
         "value": body["value"],
         "max": max(1, body.get("max", 1)),
         "holders": [],
         "waiters": [],
         "granted": 0,
-        "updated_ms": t.ts,
+        "updated_ms": ts,
+        "per_ms": body.get("per_ms"),
+        "recent_ms": [],
     }
+
+
+def _set_max(t: Transition, key: str, body: ConcurrencySlot) -> None:
+    """An operator's max for the key (``kadence limits set``; 0 lifts it): it applies instead of
+    the max the requests name until lifted; the record keeps who, when and why; audited. A
+    higher max admits waiters at once; a lower one admits no one until the holders are below it."""
+    cs = t.view.limit(key) or _new_state(body, t.ts)
+    top = body.get("max") or 0
+    cs["override_max"] = top or None
+    cs["override_by"], cs["override_reason"], cs["override_ms"] = body["holder"], body["message"], t.ts
+    if top:
+        cs["max"] = top
+    if cs.get("per_ms") is None:
+        _admit(t, cs)
+    cs["updated_ms"] = t.ts
+    t.view.put_limit(key, cs)
+    what = f"set to {top}" if top else "lifted (the requests' max applies)"
+    log.warning("audit: the max of limit %r %s by %r: %r", key, what, body["holder"], body["message"])
+    reply(t.out, t.cmd["request_id"], key, "ok", message=f"the max of {key} {what}")
+
+
+def _owner(t: Transition, body: ConcurrencySlot) -> None:
+    key = t.cmd["aggregate_key"]
+    if body["kind"] == "set":
+        _set_max(t, key, body)
+        return
+    if body.get("per_ms") is not None:
+        _rate_owner(t, key, body)
+        return
+    cs = t.view.limit(key) or _new_state(body, t.ts)
     who = (body["holder"], body["ticket"])
     holders, waiters = cs["holders"], cs["waiters"]
     if body["kind"] == "acquire":
-        if body.get("max"):
-            cs["max"] = body["max"]  # the latest request's limit applies
+        if body.get("max") and cs.get("override_max") is None:
+            cs["max"] = body["max"]  # the latest request's limit applies (unless an operator's)
         held = next((h for h in holders if (h["holder"], h["ticket"]) == who), None)
         if held is not None:  # asked again: the grant again (the holder ignores what it has)
             _send(t, "grant", cs, holder=held["holder"], ticket=held["ticket"], activity_id=held.get("activity_id"))
@@ -411,20 +441,11 @@ def _rate_owner(t: Transition, key: str, body: ConcurrencySlot) -> None:
     keeps its place)."""
     if body["kind"] != "acquire":
         return
-    per = body["per_ms"] or 1
-    top = max(1, body.get("max", 1))
-    rs = t.view.limit(key) or {
-        "name": body["name"],
-        "value": body["value"],
-        "max": top,
-        "holders": [],
-        "waiters": [],
-        "granted": 0,
-        "updated_ms": t.ts,
-        "per_ms": per,
-        "recent_ms": [],
-    }
-    rs["max"], rs["per_ms"] = top, per  # the latest request's limit applies
+    rs = t.view.limit(key) or _new_state(body, t.ts)
+    rs["per_ms"] = per = body["per_ms"] or 1  # the latest request's window applies
+    if rs.get("override_max") is None:
+        rs["max"] = max(1, body.get("max", 1))  # and its max, unless an operator's
+    top = rs["max"]
     recent = [x for x in rs.get("recent_ms") or () if x > t.ts - per]  # older ones bind no one
     at = max([t.ts, *recent[-1:]])  # never before an earlier admission (a clock behind)
     if len(recent) >= top:

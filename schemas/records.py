@@ -822,7 +822,7 @@ class UnpauseWorkflow(TypedDict):
 class ConcurrencySlot(TypedDict):
     """A slot of a concurrency limit: acquire and release go to the limit's owning partition (the command's key is the limit key), grant and refuse to the holder's workflow."""
 
-    #: acquire | release | grant | refuse
+    #: acquire, release (to the key's owner), grant, refuse (to the holder), set (an operator's max, to the owner: max 0 lifts it; holder names who, message why)
     kind: str
     name: str
     value: str
@@ -1245,3 +1245,11 @@ class ConcurrencyState(TypedDict):
     per_ms: NotRequired[int | None]
     #: a rate limit's latest admissions (at most max, oldest first): the next is admitted no earlier than the max-th latest plus per_ms
     recent_ms: NotRequired[list[int]]
+    #: an operator's max (kadence limits set): it applies instead of the max the requests name, until lifted
+    override_max: NotRequired[int | None]
+    #: who set (or lifted) the operator's max
+    override_by: NotRequired[str]
+    #: why
+    override_reason: NotRequired[str]
+    #: when
+    override_ms: NotRequired[int]

@@ -14,6 +14,7 @@ from opentelemetry.trace import TracerProvider
 from kadence.schemas.records import StartWorkflow
 from kadence.storage import open_large_payloads
 from kadence.topics.async_completion import AsyncActivityHandle
+from kadence.topics.concurrency import set_max_body
 from kadence.topics.config import KafkaConfig
 from kadence.topics.debounce import with_debounce
 from kadence.topics.eager_start import EagerStarter, eager_body, settle
@@ -527,6 +528,29 @@ class Client:
                 activity_concurrency=activity_concurrency,
             ),
         )
+
+    async def set_limit_max(
+        self,
+        name: str,
+        value: str,
+        max: int,
+        *,
+        per: timedelta | None = None,
+        reason: str = "",
+        identity: str | None = None,
+        timeout: float = 30.0,
+    ) -> str:
+        """An operator's max for the limit key ``name=value`` (its rate limit's with ``per``, the
+        window): it applies instead of the max the starts and activities name, at once (a higher
+        max admits waiters), until lifted with ``max=0``. Answered by the shard that owns the key
+        once applied; the key's record keeps who, when and why, and the processor logs it as an
+        audit line (``identity``: who, by default this client's). ``InvalidArgumentError`` for a
+        bad key, max or window (nothing sent)."""
+        per_ms = None if per is None else round(per.total_seconds() * 1000)
+        who = self.identity if identity is None else identity
+        key, body = set_max_body(name, value, max, per_ms=per_ms, identity=who, reason=reason)
+        reply = await self._engine.request(key, "ConcurrencySlot", body, request_id=new_id(), timeout=timeout)
+        return str(expect_ok(reply, key, what=f"the max of {key} not set")["message"])
 
     async def queue_limits(self) -> dict[str, QueueLimit]:
         """Task queue -> its rate limits (queues never limited are absent)."""

@@ -28,6 +28,7 @@ __all__ = [
     "limit_key",
     "limit_record",
     "limits_problem",
+    "set_max_body",
     "slot_id",
     "sorted_limits",
 ]
@@ -135,3 +136,34 @@ def check_records_writable(records: Sequence[ConcurrencyLimit]) -> None:
         check_writable("concurrency limits")
     if any(r.get("per_ms") is not None for r in records):
         check_writable("rate limits", RATE_FIRST_VERSION)
+
+
+def set_max_body(
+    name: str, value: str, max: int, *, per_ms: int | None = None, identity: str = "", reason: str = ""
+) -> tuple[str, ConcurrencySlot]:
+    """The command key and ``ConcurrencySlot`` body (kind ``set``) of an operator's max for the
+    key ``name=value`` (its rate limit's when ``per_ms`` is given: the window the record keeps
+    until a request names one); ``max`` 0 lifts it. ``InvalidArgumentError`` for a bad key, max,
+    window or a reason over 500 characters."""
+    why = limits_problem([{"name": name, "value": value, "max": max or 1, "per_ms": per_ms}])
+    if why is None and (not isinstance(max, int) or isinstance(max, bool) or max < 0):
+        why = f"max must be 0 (lift) or more, not {max!r}"
+    if why is None and len(reason) > 500:
+        why = "the reason may have at most 500 characters"
+    if why:
+        raise InvalidArgumentError(why)
+    check_records_writable([{"name": name, "value": value, "max": max or 1, "per_ms": per_ms}])
+    body: ConcurrencySlot = {
+        "kind": "set",
+        "name": name,
+        "value": value,
+        "max": max,
+        "holder": identity,
+        "ticket": "",
+        "activity_id": None,
+        "requested_ms": 0,
+        "message": reason,
+        "per_ms": per_ms,
+        "not_before_ms": 0,
+    }
+    return command_key(name, value, per_ms), body

@@ -49,7 +49,15 @@ def limit_view(cs: Mapping[str, Any], now_ms: int) -> dict[str, Any]:
         "holders": _entries(cs["holders"]),
         "waiters": _entries(cs["waiters"]),
         "next_admission": None,
+        "override": None,
     }
+    if cs.get("override_max") is not None:  # an operator's max (kadence limits set)
+        out["override"] = {
+            "max": cs["override_max"],
+            "by": cs.get("override_by", ""),
+            "reason": cs.get("override_reason", ""),
+            "at": _iso(cs.get("override_ms") or 0),
+        }
     if per is not None:  # admitted in the window that ends now, and admitted for later (delayed)
         recent = cs.get("recent_ms") or []
         out["in_use"] = sum(1 for x in recent if now_ms - per < x <= now_ms)

@@ -5,20 +5,23 @@ change is audited and kept with who made it, when and why."""
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from kadence.topics.backlog import queue_backlogs
+from kadence.topics.concurrency import set_max_body
 from kadence.topics.concurrency_reader import read_limits
 from kadence.topics.errors import InvalidArgumentError
 from kadence.topics.identifiers import TASK_QUEUE_PATTERN
+from kadence.topics.protocol import expect_ok
 from kadence.topics.queue_limits import QueueLimit, read_queue_limits, set_queue_limit
 
 from ..context import Gateway, principal
 from ..errors import ApiError
-from ..models import QueueLimitRequest, TaskQueueParam
+from ..models import LimitMaxRequest, QueueLimitRequest, TaskQueueParam
 from .params import READ, WRITE
 
 __all__ = ["router"]
@@ -159,3 +162,63 @@ async def _write(
         )
     )
     return limit.describe()
+
+
+LimitKeyPath = Annotated[str, Path(min_length=3, max_length=1201, pattern=r"^[^=]+=.+$", description="NAME=VALUE")]
+
+
+@router.put(
+    "/limits/{key}",
+    responses=WRITE,
+    name="set_limit_max",
+    summary="An operator's max for a concurrency (or rate) limit key, instead of the max its requests name",
+)
+async def set_limit_max(request: Request, gw: Gateway, key: LimitKeyPath, body: LimitMaxRequest):
+    """Applied by the shard that owns the key, at once (a higher max admits waiters), until
+    lifted (``DELETE``); the key's record keeps who, when and why. Audited."""
+    return await _set_max(request, gw, key, body.max, body.per_seconds, body.reason)
+
+
+@router.delete(
+    "/limits/{key}",
+    responses=WRITE,
+    name="lift_limit_max",
+    summary="Lift the operator's max of a limit key: the max its requests name applies again",
+)
+async def lift_limit_max(
+    request: Request,
+    gw: Gateway,
+    key: LimitKeyPath,
+    per_seconds: float | None = Query(None, gt=0, le=7 * 86400, description="the key's rate limit"),
+    reason: str = Query("", max_length=500),
+):
+    return await _set_max(request, gw, key, 0, per_seconds, reason)
+
+
+async def _set_max(request: Request, gw: Gateway, key: str, top: int, per_seconds: float | None, reason: str) -> dict:
+    who = principal(request)
+    name, _, value = key.partition("=")
+    per_ms = None if per_seconds is None else round(per_seconds * 1000)
+    identity = f"gateway:{who.key_id or 'anonymous'}"
+    try:  # checked before anything is sent or audited
+        target, cmd = set_max_body(name, value, top, per_ms=per_ms, identity=identity, reason=reason)
+    except InvalidArgumentError as exc:
+        raise ApiError(400, "invalid_input", str(exc), field=exc.field) from exc
+    audit.warning(
+        "the max of limit %r in namespace %s %s through the gateway by key %s",
+        target,
+        who.namespace,
+        f"set to {top}" if top else "lifted",
+        who.key_id or "(no auth)",
+    )
+    engine = await gw.pool.get(who.namespace)
+    reply = await engine.request(
+        target, "ConcurrencySlot", cmd, request_id=str(uuid.uuid4()), timeout=gw.config.reply_timeout
+    )
+    expect_ok(reply, target, what=f"the max of {target} not set")
+    return {
+        "key": key,
+        "kind": "concurrency" if per_ms is None else "rate",
+        "max": top or None,
+        "message": reply["message"],
+    }

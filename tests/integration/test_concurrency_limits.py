@@ -227,3 +227,38 @@ async def test_an_operators_queue_rule_limits_activities_that_name_none(client, 
         handles = [await client.start_workflow(Guarded, "free", 0.5, id=f"f-{i}", task_queue="q") for i in range(6)]
         await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 120)
     assert most_at_once(executions["free"]) > 2
+
+
+async def test_an_operator_raises_and_lifts_a_keys_max_from_the_cli(client, processors, kafka_config):
+    """Three runs of a max-1 key on a queue no worker serves: one holds, two wait; ``kadence
+    limits set --max 3`` admits both at once and the record says who and why; ``kadence limits
+    lift`` gives the requests' max back (it applies from the next request)."""
+    processors.start("p0")
+    for i in range(3):
+        await client.start_workflow(
+            Guarded, "ops", 0, id=f"ops-{i}", task_queue="nobody", concurrency=[Limit("ops", "k", max=1)]
+        )
+
+    async def shown() -> dict:
+        rows = await asyncio.to_thread(read_limits, kafka_config, ["ops=k"])
+        return rows[0] if rows else {}
+
+    await wait_until(lambda: _shown_is(shown, in_use=1, waiting=2), 60, "one holder and two waiters")
+    code, out, err = await kadence(kafka_config, "limits", "set", "ops=k", "--max", "3", "--reason", "incident 7")
+    assert code == 0, err
+    assert "set to 3" in out
+    await wait_until(lambda: _shown_is(shown, in_use=3, waiting=0), 60, "the raised max to admit both waiters")
+    override = (await shown())["override"]
+    assert (override["max"], override["by"], override["reason"]) == (3, "cli", "incident 7")
+    code, out, err = await kadence(kafka_config, "limits", "describe", "ops=k")
+    assert code == 0 and "max 3 set by cli" in out, out
+    code, out, err = await kadence(kafka_config, "limits", "lift", "ops=k")
+    assert code == 0, err
+    assert (await shown())["override"] is None
+    code, _out, err = await kadence(kafka_config, "limits", "set", "ops=k", "--max", "0")
+    assert code == 2 and "--max" in err
+
+
+async def _shown_is(shown, **expected) -> bool:
+    row = await shown()
+    return all(row.get(k) == v for k, v in expected.items())

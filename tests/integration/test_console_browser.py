@@ -309,12 +309,26 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
     await expect(page.locator("table.entries").nth(0)).to_contain_text(f"limited-0-{tag}")
     await expect(page.locator("table.entries").nth(1)).to_contain_text(f"limited-1-{tag}")
     await _shot(page, "concurrency-limits")
+    # an operator raises the key's max from its page: the waiting run is admitted
+    await page.locator("#limit-max input[name=max]").fill("2")
+    await page.locator("#limit-max input[name=reason]").fill("console test")
+    await page.locator("#set-max").click()
+    await expect(page.locator("#notice")).to_contain_text(f"the max of concurrency:console={tag} set to 2")
+    await expect(page.locator("p.override")).to_contain_text("max 2 set by gateway:")
+    await wait_until(lambda: _admitted(limited[1]), 60, "the waiting run to be admitted by the raised max")
+    await page.locator("#limit-max input[name=max]").fill("x")
+    await page.locator("#set-max").click()
+    await expect(page.locator("#notice")).to_contain_text("is not a number")
     for handle in limited + rated:
         await handle.terminate(reason="console test done")
 
 
 async def _waits(handle) -> bool:
     return ((await handle.describe()).waiting_for_slot or {}).get("reason") is not None
+
+
+async def _admitted(handle) -> bool:
+    return (await handle.describe()).concurrency_slots != []
 
 
 async def _throttled(handle) -> bool:

@@ -501,3 +501,20 @@ async def test_a_start_names_a_rate_limit_and_a_debounce_over_http(http):
     r = await http.post(START, json=_start_body(f"{key}-bad", debounce_seconds=5, debounce_max_seconds=1))
     assert r.status_code == 400 and "debounce_max" in r.text
     assert (await http.get(f"/v1/workflows/{key}-bad")).status_code == 404
+
+
+async def test_an_operator_sets_and_lifts_a_keys_max_over_http(http):
+    key = f"gw-{uuid.uuid4().hex[:6]}"
+    path = f"/v1/limits/tenant={key}"
+    r = await http.put(path, json={"max": 7, "reason": "bigger tenant"})
+    assert r.status_code == 200, r.text
+    assert r.json()["max"] == 7 and "set to 7" in r.json()["message"]
+    (shown,) = (await http.get("/v1/limits", params={"key": f"tenant={key}"})).json()["limits"]
+    assert shown["max"] == 7 and shown["override"]["reason"] == "bigger tenant"
+    assert shown["override"]["by"].startswith("gateway:")
+    bad = await http.put(path, json={"max": 5, "per_seconds": 0.001})
+    assert bad.status_code == 400 and "window" in bad.text
+    r = await http.delete(path, params={"reason": "done"})
+    assert r.status_code == 200 and r.json()["max"] is None
+    (shown,) = (await http.get("/v1/limits", params={"key": f"tenant={key}"})).json()["limits"]
+    assert shown["override"] is None

@@ -29,6 +29,8 @@ EXPECTED = {
     ("GET", "/v1/builds"): False,
     ("GET", "/v1/queues"): False,
     ("GET", "/v1/limits"): False,
+    ("PUT", "/v1/limits/{key}"): True,
+    ("DELETE", "/v1/limits/{key}"): True,
     ("PUT", "/v1/queues/{task_queue}/limits"): True,
     ("DELETE", "/v1/queues/{task_queue}/limits"): True,
     ("POST", "/v1/workflows/{workflow_id}/updates/{update_name}"): True,

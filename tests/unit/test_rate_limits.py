@@ -12,7 +12,7 @@ import pytest
 from kadence import InvalidArgumentError, Limit, SchemaError
 from kadence._definitions import limit_records
 from kadence.processors.effects import Outbox, description
-from kadence.topics.concurrency import limits_problem
+from kadence.topics.concurrency import limits_problem, set_max_body
 from kadence.topics.describe import describe_to_json
 from kadence.topics.payload import JsonConverter
 from tests.support.codecs import pin_write_version
@@ -195,3 +195,50 @@ def test_a_process_pinned_below_the_rate_version_refuses_rate_limits(monkeypatch
             limit_records([Limit("api", "s", max=5, per=SECOND)])
     finally:
         pin_write_version(monkeypatch, None)
+
+
+def _set(shards, name, value, top, *, per_ms=None, rid="op-1"):
+    key, body = set_max_body(name, value, top, per_ms=per_ms, identity="ops", reason="incident 7")
+    shards.send(key, "ConcurrencySlot", body, request_id=rid)
+    shards.drain()
+    return shards.replies[-1]
+
+
+def test_an_operators_max_applies_instead_of_the_requests_until_lifted():
+    """Concurrency: raising the max admits waiters at once, the requests' max (1) no longer
+    applies; lifting it lets the next request's max apply again. Rate: an operator's 3 per
+    window admits 3 at once although the requests say 1."""
+    shards = Shards()
+    for i in range(4):
+        shards.start(f"o-{i}", [Limit("tenant", "big", max=1)])
+    shards.drain()
+    assert len(shards.take_tasks()) == 1
+    reply = _set(shards, "tenant", "big", 3)
+    assert reply["status"] == "ok" and "set to 3" in reply["message"]
+    assert len(shards.take_tasks()) == 2  # two waiters admitted by the raise
+    cs = shards.owner("tenant", "big")
+    assert (cs["max"], cs["override_max"], cs["override_by"], cs["override_reason"]) == (3, 3, "ops", "incident 7")
+    shards.start("o-late", [Limit("tenant", "big", max=1)])  # a request's max does not undo it
+    shards.drain()
+    assert shards.owner("tenant", "big")["max"] == 3
+    assert _set(shards, "tenant", "big", 0, rid="op-2")["status"] == "ok"
+    shards.start("o-later", [Limit("tenant", "big", max=1)])
+    shards.drain()
+    cs = shards.owner("tenant", "big")
+    assert cs["override_max"] is None and cs["max"] == 1  # the requests' max again
+    _set(shards, "api", "slow", 3, per_ms=1000, rid="op-3")
+    for i in range(4):
+        shards.start(f"p-{i}", [Limit("api", "slow", max=1, per=SECOND)])
+    shards.drain()
+    times = sorted(at for _, at in _admissions(shards, "api"))
+    assert times[2] - times[0] < 1000 <= times[3] - times[0]  # 3 in the window, not 1
+
+
+def test_a_bad_operators_max_is_refused_before_anything_is_sent():
+    for bad in ({"max": -1}, {"max": 20_000, "per_ms": 1000}, {"max": 2, "per_ms": 1}):
+        with pytest.raises(InvalidArgumentError):
+            set_max_body("a", "b", **bad)
+    with pytest.raises(InvalidArgumentError, match="500"):
+        set_max_body("a", "b", 2, reason="x" * 501)
+    with pytest.raises(InvalidArgumentError):
+        set_max_body("a=b", "c", 2)
