@@ -2,15 +2,18 @@
 at ``KADENCE_BENCH_CONCURRENCY_LEVEL`` in flight (default 128), without and with a concurrency
 limit on every start (``Limit("key", k, max=1)`` over 1,000 keys: each start takes a slot from
 the shard that owns its key and gives it back at its close), in alternating windows of one
-engine (``KADENCE_BENCH_CONCURRENCY_ROUNDS`` pairs, default 2). Reported: workflows per second
-and start-to-result latency per window, and limited/unlimited ratios paired by round. The issue's
-target: the limited throughput within 15 % of the unlimited."""
+engine (``KADENCE_BENCH_CONCURRENCY_ROUNDS`` rounds, default 2), and with a rate limit that never
+binds (``Limit("rate", k, max=1000, per=1 s)`` over the same keys: the cost of an admission, issue
+46 item 3, decision 0058). Reported: workflows per second and start-to-result latency per window,
+and limited/unlimited and rated/unlimited ratios paired by round. The issue's target: the limited
+throughput within 15 % of the unlimited."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import time
+from datetime import timedelta
 
 from kadence import Limit
 
@@ -20,17 +23,21 @@ from ..engine import engine
 from ..load import Recorder, closed_loop
 
 KEYS = 1000
-MODES = ("unlimited", "limited")
+MODES = ("unlimited", "limited", "rated")
 
 
 def _limited(loop: int, n: int) -> dict:
     return {"concurrency": [Limit("key", f"k{(loop * 7919 + n) % KEYS}", max=1)]}
 
 
+def _rated(loop: int, n: int) -> dict:
+    return {"concurrency": [Limit("rate", f"k{(loop * 7919 + n) % KEYS}", max=1000, per=timedelta(seconds=1))]}
+
+
 async def _window(ctx: Context, task, eng, mode: str, level: int, label: str) -> dict:
     s = ctx.settings
     rec, stop = Recorder(), asyncio.Event()
-    options = _limited if mode == "limited" else None
+    options = {"limited": _limited, "rated": _rated}.get(mode)
     runner = asyncio.create_task(
         closed_loop(eng.client, workloads.ThreeActivities, rec, concurrency=level, stop=stop, options=options)
     )
@@ -66,7 +73,16 @@ async def run(ctx: Context) -> dict:
         for round_ in range(rounds):
             for mode in MODES:
                 runs[mode].append(await _window(ctx, task, eng, mode, level, f"{mode} round {round_ + 1}"))
-    ratios = {k: paired_ratios(runs, k, "unlimited").get("limited") for k in ("wf_per_s", "p50_ms", "p99_ms")}
-    wf = ratios["wf_per_s"] or {}
-    ctx.update(task, f"[green]limited/unlimited throughput x{wf.get('mean')}[/]")
-    return {"runs": runs, "limited_over_unlimited": ratios, "level": level, "keys": KEYS, "rounds": rounds}
+    ratios = {
+        m: {k: paired_ratios(runs, k, "unlimited").get(m) for k in ("wf_per_s", "p50_ms", "p99_ms")} for m in MODES[1:]
+    }
+    wf, rated = ratios["limited"]["wf_per_s"] or {}, ratios["rated"]["wf_per_s"] or {}
+    ctx.update(task, f"[green]limited/unlimited throughput x{wf.get('mean')}, rated x{rated.get('mean')}[/]")
+    return {
+        "runs": runs,
+        "limited_over_unlimited": ratios["limited"],
+        "rated_over_unlimited": ratios["rated"],
+        "level": level,
+        "keys": KEYS,
+        "rounds": rounds,
+    }
