@@ -18,6 +18,7 @@ from kadence.topics import InvalidArgumentError, KadenceError, KafkaConfig
 from kadence.topics.concurrency_reader import describe_limit, read_limits
 
 from .output import emit_rows, output_option
+from .periods import period_ms
 
 __all__ = ["limits"]
 
@@ -80,16 +81,13 @@ def describe(config: KafkaConfig, key: str, output: str) -> None:
             emit_rows([{"position": i, **e} for i, e in enumerate(entries, 1)], ENTRY_COLUMNS, output)
 
 
-_PER = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
 def _per_ms(_ctx: click.Context, _param: click.Parameter, text: str | None) -> int | None:
     if text is None:
         return None
-    digits = text.rstrip("smhd")
-    if not digits.isdigit() or text[len(digits) :] not in _PER:
+    ms = period_ms(text)
+    if ms is None:
         raise click.BadParameter(f"{text!r}: write NUMBER+UNIT (500ms, 1s, 1m, 1h, 1d)", param_hint="--per")
-    return int(digits) * _PER[text[len(digits) :]]
+    return ms
 
 
 def _set(config: KafkaConfig, key: str, top: int, per_ms: int | None, reason: str, identity: str) -> None:

@@ -16,6 +16,7 @@ import click
 from .codec import current_codec
 from .output import emit_rows
 from .over_http import Gateway, GatewayError, quote
+from .periods import period_ms
 
 if TYPE_CHECKING:
     from kadence.topics import KafkaConfig
@@ -517,22 +518,14 @@ def _http(gw: Gateway, method: str, path: str, body: Any = None, **kw: Any) -> A
         sys.exit(1)
 
 
-_PERIOD_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
 def _limit_option(text: str) -> dict[str, Any]:
     """``--limit NAME=VALUE:MAX[/PERIOD]`` as a ``ConcurrencyLimit``; a usage error that says the form."""
     key, _, spec = text.rpartition(":")
     top, slash, period = spec.partition("/")
     name, eq, value = key.partition("=")
-    per_ms = None
-    if slash:
-        digits = period.rstrip("smhd")
-        unit = period[len(digits) :]
-        if digits.isdigit() and unit in _PERIOD_MS:
-            per_ms = int(digits) * _PERIOD_MS[unit]
-        else:
-            top = ""  # a period that is not NUMBER+UNIT: the usage error below
+    per_ms = period_ms(period) if slash else None
+    if slash and per_ms is None:
+        top = ""  # a period that is not NUMBER+UNIT: the usage error below
     if not (eq and name and value and top.isdigit()):
         raise click.BadParameter(
             f"{text!r}: write NAME=VALUE:MAX (a concurrency limit, e.g. tenant=acme:20) or NAME=VALUE:MAX/PERIOD "

@@ -123,10 +123,7 @@ class ConsoleKit:
     def api_error(self, request: Request, r: httpx.Response, what: str) -> Response:
         if r.status_code == 401:
             return RedirectResponse("/ui/login", 303)
-        try:
-            message = r.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            message = r.text[:500]
+        message = api_message(r, 500)
         return self.page(request, "error.html", status=r.status_code, what=what, message=message, code=r.status_code)
 
     def same_origin(self, request: Request) -> None:
@@ -135,6 +132,14 @@ class ConsoleKit:
         origin = request.headers.get("origin")
         if origin and urllib.parse.urlsplit(origin).netloc != request.url.netloc:
             raise ApiError(403, "forbidden", "cross-site form post refused")
+
+
+def api_message(r: httpx.Response, limit: int = 300) -> str:
+    """What an API error response says (its ``error.message``, else the start of its body)."""
+    try:
+        return str(r.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return r.text[:limit]
 
 
 def console_kit(request: Request) -> ConsoleKit:

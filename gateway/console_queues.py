@@ -11,7 +11,7 @@ import urllib.parse
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from .console_kit import Kit
+from .console_kit import Kit, api_message
 
 __all__ = ["parse_type_limits", "router"]
 
@@ -93,11 +93,7 @@ async def set_limit_max(
     if r.status_code == 401:
         return RedirectResponse("/ui/login", 303)
     if r.status_code != 200:
-        try:
-            why = r.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            why = r.text[:300]
-        notice = f"the max of {key} not changed: {why}"
+        notice = f"the max of {key} not changed: {api_message(r)}"
     else:
         notice = r.json()["message"]
     return RedirectResponse(back + "&" + urllib.parse.urlencode({"notice": notice}), 303)
@@ -133,11 +129,7 @@ async def set_limits(
     if r.status_code == 401:
         return RedirectResponse("/ui/login", 303)
     if r.status_code != 200:
-        try:
-            why = r.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            why = r.text[:300]
-        return _back(f"limits of {task_queue} not changed: {why}")
+        return _back(f"limits of {task_queue} not changed: {api_message(r)}")
     return _back(f"limits of {task_queue} {'lifted' if action == 'lift' else 'set'}")
 
 

@@ -117,6 +117,17 @@ class Shards:
         }
         self.send(wf, "StartWorkflow", body, request_id=rid or f"start-{wf}")
 
+    def runs_scheduling_one_activity(self, workflows, options) -> None:
+        """Start ``workflows`` (no limits of their own), each of whose first workflow task
+        schedules activity "1" (type ``charge``) with ``options``."""
+        for wf in workflows:
+            self.start(wf, [])
+        self.drain()
+        for task in self.take_tasks():
+            activity = {"activity_id": "1", "activity_type": "charge", "input": b"[]", "options": options}
+            self.complete(task, [("ScheduleActivityTask", activity)])
+        self.drain()
+
     def complete(self, task, commands=None):
         self.send(
             task["workflow_id"],

@@ -184,20 +184,7 @@ def test_a_late_grant_of_a_terminated_run_is_not_taken_by_the_next_run():
 def test_an_activity_is_dispatched_only_with_its_slot_and_returns_it_when_it_closes():
     shards = Shards()
     limited = {**OPTIONS, "concurrency": [Limit("api", "stripe", max=1).to_record()]}
-    for wf in ("pay-1", "pay-2"):
-        shards.start(wf, [])
-    shards.drain()
-    for task in shards.take_tasks():
-        shards.complete(
-            task,
-            [
-                (
-                    "ScheduleActivityTask",
-                    {"activity_id": "1", "activity_type": "charge", "input": b"[]", "options": limited},
-                )
-            ],
-        )
-    shards.drain()
+    shards.runs_scheduling_one_activity(("pay-1", "pay-2"), limited)
     (first,) = shards.take_tasks("activity")  # one slot: one attempt out, the other waits
     other = "pay-2" if first["workflow_id"] == "pay-1" else "pay-1"
     waiting = shards.state(other)["pending_activities"][0]

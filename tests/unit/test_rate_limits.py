@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import click
 import pytest
 
 from kadence import InvalidArgumentError, Limit, SchemaError
 from kadence._definitions import limit_records
+from kadence.cli.periods import period_ms
+from kadence.cli.workflows import _limit_option
 from kadence.processors.effects import Outbox, description
 from kadence.topics.concurrency import limits_problem, set_max_body
 from kadence.topics.describe import describe_to_json
@@ -112,20 +115,7 @@ def _description(st):
 def test_a_throttled_activity_waits_for_its_admission_without_an_attempt_out():
     shards = Shards()
     rated = {**OPTIONS, "concurrency": [Limit("api", "pay", max=1, per=timedelta(seconds=2)).to_record()]}
-    for wf in ("pay-1", "pay-2"):
-        shards.start(wf, [])
-    shards.drain()
-    for task in shards.take_tasks():
-        shards.complete(
-            task,
-            [
-                (
-                    "ScheduleActivityTask",
-                    {"activity_id": "1", "activity_type": "charge", "input": b"[]", "options": rated},
-                )
-            ],
-        )
-    shards.drain()
+    shards.runs_scheduling_one_activity(("pay-1", "pay-2"), rated)
     (first,) = shards.take_tasks("activity")
     other = "pay-2" if first["workflow_id"] == "pay-1" else "pay-1"
     a = shards.state(other)["pending_activities"][0]
@@ -242,3 +232,11 @@ def test_a_bad_operators_max_is_refused_before_anything_is_sent():
         set_max_body("a", "b", 2, reason="x" * 501)
     with pytest.raises(InvalidArgumentError):
         set_max_body("a=b", "c", 2)
+
+
+def test_the_cli_reads_limits_and_periods():
+    assert _limit_option("api=stripe:10/1s") == {"name": "api", "value": "stripe", "max": 10, "per_ms": 1000}
+    assert _limit_option("tenant=a=b:3") == {"name": "tenant", "value": "a=b", "max": 3, "per_ms": None}
+    assert [period_ms(t) for t in ("500ms", "2m", "1d", "5", "1x", "s")] == [500, 120_000, 86_400_000, None, None, None]
+    with pytest.raises(click.BadParameter, match="PERIOD"):
+        _limit_option("api=stripe:10/1fortnight")
