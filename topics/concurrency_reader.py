@@ -76,7 +76,10 @@ def read_limits(config: KafkaConfig, keys: list[str] | None = None) -> list[dict
     would be admitted. None yet: an empty list.
 
     ``keys`` (``NAME=VALUE``): only these keys, read from the partitions that own them alone."""
-    topic = Catalogue(config).concurrency
+    catalogue = Catalogue(config)
+    topic = catalogue.concurrency
+    if topic not in catalogue.existing():
+        return []  # no processor made the topic yet: no limit was ever used
     latest: dict[str, bytes] = {}
     wanted = None
     if keys is not None:  # a key may be a concurrency and a rate limit: both records
@@ -93,10 +96,8 @@ def read_limits(config: KafkaConfig, keys: list[str] | None = None) -> list[dict
                 latest.pop(key.decode(), None)
             else:
                 latest[key.decode()] = msg.value()
-    except (BrokerUnavailableError, KafkaException, KeyError) as exc:
-        if isinstance(exc, KeyError) or "UNKNOWN_TOPIC" in str(exc):
-            return []  # no processor made the topic yet: no limit was ever used
-        raise
+    except KafkaException as exc:
+        raise BrokerUnavailableError(f"cannot read {topic}: {exc}") from exc
     now_ms = int(time.time() * 1000)
     views = [limit_view(serde.decode("ConcurrencyState", raw), now_ms) for raw in latest.values()]
     return sorted(views, key=lambda v: (v["key"], v["kind"]))
