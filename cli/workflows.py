@@ -75,6 +75,9 @@ __all__ = ["cancel", "describe", "history", "pause", "query", "reset", "signal_c
     metavar="SECONDS",
     help="with --debounce: the longest wait from the first start",
 )
+@click.option("--priority", type=click.IntRange(1, 5), default=None, help="1 (first) to 5 (last); default 3")
+@click.option("--fairness-key", default=None, help="within a level, keys share the dispatches by weight (a tenant)")
+@click.option("--fairness-weight", type=click.FloatRange(min=0, min_open=True, max=1000), default=None)
 @click.pass_obj
 def start(
     config: KafkaConfig,
@@ -89,13 +92,19 @@ def start(
     limits: tuple[str, ...],
     debounce: float,
     debounce_max: float,
+    priority: int | None,
+    fairness_key: str | None,
+    fairness_weight: float | None,
 ) -> None:
     """Start a workflow run."""
     args = _json_args(input_json, "--input")
     concurrency = [_limit_option(text) for text in limits]
+    order = {"priority_key": priority, "fairness_key": fairness_key, "fairness_weight": fairness_weight}
     if isinstance(config, Gateway):
         search_doc = _json_object(search_json, "--search-attributes")
         extra: dict[str, Any] = {"debounce_seconds": debounce, "debounce_max_seconds": debounce_max}
+        if any(v is not None for v in order.values()):
+            extra["priority"] = {k: v for k, v in order.items() if v is not None}
         if concurrency:
             extra["concurrency"] = [
                 {k: v for k, v in lim.items() if k != "per_ms"}
@@ -117,7 +126,7 @@ def start(
         return
     import asyncio
 
-    from kadence import Client, Limit
+    from kadence import Client, Limit, Priority
     from kadence import KadenceError as Err
     from kadence.topics.search_attributes import from_json, from_wire
 
@@ -150,6 +159,7 @@ def start(
                 ],
                 debounce=timedelta(seconds=debounce) if debounce else None,
                 debounce_max=timedelta(seconds=debounce_max) if debounce_max else None,
+                priority=Priority(priority, fairness_key, fairness_weight),
             )
             out = {"workflow_id": handle.id, "run_id": handle.run_id}
             if wait:

@@ -71,6 +71,20 @@ class ConcurrencyLimitModel(BaseModel):
     )
 
 
+class PriorityModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    priority_key: int | None = Field(
+        None, ge=1, le=5, description="1 (first) to 5 (last); unset: 3 (or, for a child, its parent's)"
+    )
+    fairness_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=255,
+        description="within a level, the keys (tenants, say) share the dispatches in proportion to their weights",
+    )
+    fairness_weight: float | None = Field(None, gt=0, le=1000, description="the fairness key's weight (default 1)")
+
+
 class StartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     workflow_id: WorkflowIdParam | None = Field(
@@ -123,6 +137,11 @@ class StartRequest(BaseModel):
     )
     debounce_max_seconds: float = Field(
         0, ge=0, le=7 * 86400, description="with debounce_seconds: the longest wait from the first start (0: none)"
+    )
+    priority: PriorityModel | None = Field(
+        None,
+        description="how the run's activities and children are ordered when their task queue has a backlog "
+        "(they inherit what they do not set)",
     )
     request_eager_start: bool = Field(
         False,

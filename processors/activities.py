@@ -22,6 +22,7 @@ from kadence.schemas.records import (
     RespondActivityTaskFailed,
     WorkflowState,
 )
+from kadence.topics.priority import inherit
 from kadence.topics.records import idempotency_key
 
 from .concurrency import begin_activity_slots, release_activity_slots
@@ -108,6 +109,8 @@ def dispatch_attempt(t: Transition, st: WorkflowState, a: PendingActivity) -> No
                 "trace_id": None,
                 "span_id": None,
                 "headers": st.get("headers") or {},
+                # its own priority, the run's where it leaves a field unset: the lane it goes to
+                "priority": inherit(opts.get("priority"), st.get("priority")),
             },
         )
     )

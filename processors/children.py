@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kadence.schemas.records import ChildWorkflowEvent, StartWorkflow, WorkflowState
+from kadence.topics.priority import inherit
 from kadence.topics.records import failure_record
 
 from .effects import Outbox, Transition, emit, send_command, workflow_task_needed
@@ -82,6 +83,8 @@ def start_child(t: Transition, st: WorkflowState, c: Mapping[str, Any], done_seq
             # a child on its parent's task queue runs on its parent's build; elsewhere on that queue's default
             "build_id": st["build_id"] if c["task_queue"] == st["task_queue"] else None,
             "concurrency": list(c.get("concurrency") or ()),
+            # the child's priority: its own, the parent's where it leaves a field unset
+            "priority": inherit(c.get("priority"), st.get("priority")),
         },
         request_id=f"child:{st['workflow_id']}:{st['run_id']}:{ev['seq']}",
     )

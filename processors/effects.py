@@ -21,6 +21,7 @@ from kadence.schemas.records import (
     WorkflowState,
 )
 from kadence.topics import serde
+from kadence.topics.priority import inherit
 from kadence.topics.queue_limits import QueueLimit
 from kadence.topics.records import new_id
 
@@ -433,6 +434,7 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
                 "held": a["held"],
                 "waiting_for_slot": activity_waiting_for(a),
                 "throttled": a.get("throttled", False),
+                "priority": inherit(a["options"].get("priority") if a["options"] else None, st.get("priority")),
             }
         )
     return {
@@ -463,6 +465,7 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
         "held_timers": len(st["held_timers"]),
         "waiting_for_slot": waiting_for(st),
         "throttled_until_ms": st.get("throttled_until_ms"),
+        "priority": st.get("priority"),
         "slots_held": list(st.get("concurrency") or [])[: st.get("slots_held", 0)] if st.get("slot_ticket") else [],
     }
 

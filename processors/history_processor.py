@@ -617,8 +617,15 @@ class HistoryProcessor:
         self.committed_batches += 1
         return True
 
-    def _produce(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None = None) -> None:
-        produce_waiting(self._live_producer, topic, value, key, partition=partition, wait_s=0.01)
+    def _produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        produce_waiting(self._live_producer, topic, value, key, partition=partition, headers=headers, wait_s=0.01)
 
     def _on_txn_error(self, exc: KafkaException) -> None:
         err = exc.args[0] if exc.args else None

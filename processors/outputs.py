@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import Counter
 
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
+from kadence.topics.priority import fairness_headers, level_of
 from kadence.topics.records import command, history_key, now_ms
 
 from .effects import BatchView, Outbox, count_history_bytes
@@ -27,8 +27,19 @@ __all__ = ["OutputWriter", "reply_partition"]
 
 log = logging.getLogger(__name__)
 
-#: ``produce(topic, value, key, partition)``
-Produce = Callable[[str, bytes | None, bytes | None, int | None], None]
+
+class Produce(Protocol):
+    """``produce(topic, value, key, partition[, headers])``"""
+
+    def __call__(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int | None,
+        headers: list[tuple[str, bytes]] | None = None,
+        /,
+    ) -> None: ...
 
 
 def reply_partition(instance_id: str, partitions: int) -> int:
@@ -123,7 +134,10 @@ class OutputWriter:
             self._produce(topic, raw, task["workflow_id"].encode(), None)
         elif kind == "activity":  # an "eager" one rides in its reply (``activities.send_eager``)
             raw = self._at_codec.encode(task)
-            self._produce(self.topics.activity_tasks(queue), raw, task["workflow_id"].encode(), None)
+            # its priority's lane, its fairness key in a header (``topics.priority``)
+            priority = task.get("priority")
+            topic = self.topics.activity_lane(queue, level_of(priority))
+            self._produce(topic, raw, task["workflow_id"].encode(), None, fairness_headers(priority))
 
     def _dead_letter(self, msg: Any, reason: str, exc: BaseException) -> None:
         record = {

@@ -92,6 +92,7 @@ def new_run(
         "slot_ticket": None,
         "slot_wait_since_ms": None,
         "throttled_until_ms": None,
+        "priority": body.get("priority"),
     }
 
 
@@ -146,6 +147,7 @@ def begin_run(
             "cron_schedule": st["cron_schedule"],
             "first_task_at_ms": st["first_task_at_ms"],
             "concurrency": st["concurrency"],
+            "priority": st["priority"],
         },
         request_id=request_id,
     )
@@ -180,6 +182,7 @@ def continue_as_new(
         "search_attributes": st["search_attributes"],
         "memo": st["memo"],
         "headers": st["headers"],
+        "priority": st.get("priority"),  # the chain keeps its priority
     }
     new = new_run(st, st["workflow_id"], body, new_run_id, t.ts, build_id=st["build_id"])  # stays on its build
     new["execution_deadline_ms"] = st["execution_deadline_ms"]  # the deadline spans the whole chain
@@ -223,6 +226,7 @@ def close_or_continue(t: Transition, st: WorkflowState, status: str, next_run_id
         "memo": st["memo"],
         "headers": st["headers"],
         "cron_schedule": st.get("cron_schedule"),
+        "priority": st.get("priority"),
     }
     # a fresh run on the queue's default build (deployed fixes reach the next run), keeping the
     # chain's deadline and parent

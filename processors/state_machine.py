@@ -46,6 +46,7 @@ from kadence.topics.cron import check_cron
 from kadence.topics.debounce import debounce_problem
 from kadence.topics.errors import ConfigError, InvalidArgumentError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
+from kadence.topics.priority import priority_problem
 from kadence.topics.records import failure_record, start_run_id
 
 from .activities import (
@@ -122,6 +123,9 @@ def _invalid_start(wf: str, body: StartWorkflow) -> str | None:
     why = limits_problem(body.get("concurrency") or [])
     if why:
         return f"invalid concurrency: {why}"
+    why = priority_problem(body.get("priority"))
+    if why:
+        return f"invalid {why}"
     why = debounce_problem(body.get("debounce_ms", 0), body.get("debounce_max_ms", 0), body.get("cron_schedule"))
     if why:
         return f"invalid {why}"

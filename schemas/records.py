@@ -47,6 +47,7 @@ __all__ = [
     "PendingActivity",
     "PendingChild",
     "PendingTimer",
+    "Priority",
     "PurgeClosedRun",
     "QueryWorkflow",
     "QueueLimit",
@@ -146,6 +147,17 @@ class ConcurrencyLimit(TypedDict):
     per_ms: NotRequired[int | None]
 
 
+class Priority(TypedDict):
+    """How a run's or an activity's tasks are ordered when their task queue has a backlog: a priority level (a lane) and a fairness key within it. Fields left unset are inherited from the workflow (an activity, a child, a continued run)."""
+
+    #: 1 (first) to 5 (last); 0: unset (inherited, else 3). Higher levels are dispatched more often, lower ones never starved (weights 16, 8, 4, 2, 1)
+    priority_key: NotRequired[int]
+    #: tasks of one level share its dispatches among their fairness keys in proportion to the keys' weights (null: inherited, else the key of tasks without one)
+    fairness_key: NotRequired[str | None]
+    #: the fairness key's weight (0: unset, inherited, else 1)
+    fairness_weight: NotRequired[float]
+
+
 class ActivityOptions(TypedDict):
     """The ActivityOptions record."""
 
@@ -157,6 +169,8 @@ class ActivityOptions(TypedDict):
     retry_policy: NotRequired[RetryPolicy | None]
     #: concurrency limits the activity holds a slot of from its first attempt to its close; dispatch waits for them all
     concurrency: NotRequired[list[ConcurrencyLimit]]
+    #: the activity's priority and fairness key (unset fields: the workflow's)
+    priority: NotRequired[Priority | None]
 
 
 class SearchAttributeTime(TypedDict):
@@ -188,6 +202,8 @@ class WorkflowExecutionStarted(TypedDict):
     #: a cron run's first workflow task waits until this time (epoch ms)
     first_task_at_ms: NotRequired[int | None]
     concurrency: NotRequired[list[ConcurrencyLimit]]
+    #: the run's priority and fairness key (the default of its activities and children)
+    priority: NotRequired[Priority | None]
 
 
 class WorkflowTaskScheduled(TypedDict):
@@ -573,6 +589,8 @@ class StartChildWorkflowExecution(TypedDict):
     run_timeout_ms: NotRequired[int | None]
     #: the child run's concurrency limits (a start's)
     concurrency: NotRequired[list[ConcurrencyLimit]]
+    #: the child run's priority (unset fields: the parent's)
+    priority: NotRequired[Priority | None]
 
 
 class RequestCancelExternalWorkflowExecution(TypedDict):
@@ -636,6 +654,8 @@ class StartWorkflow(TypedDict):
     debounce_ms: NotRequired[int]
     #: with debounce_ms: the longest a debounced run waits from its first start (0: no cap)
     debounce_max_ms: NotRequired[int]
+    #: the run's priority and fairness key: the default of its activities and children
+    priority: NotRequired[Priority | None]
 
 
 class RespondWorkflowTaskCompleted(TypedDict):
@@ -914,6 +934,8 @@ class ActivityTask(TypedDict):
     span_id: NotRequired[str | None]
     #: context set by client interceptors (auth, tenancy), visible to the workflow and its activities
     headers: NotRequired[dict[str, str]]
+    #: the attempt's priority and fairness key, as dispatched (its lane is the topic it was sent to)
+    priority: NotRequired[Priority | None]
 
 
 class TimerRecord(TypedDict):
@@ -952,6 +974,8 @@ class ActivityDescription(TypedDict):
     waiting_for_slot: NotRequired[ConcurrencyLimit | None]
     #: it waits for a rate limit's admission time (next_attempt_ms)
     throttled: NotRequired[bool]
+    #: the activity's priority and fairness key, as dispatched
+    priority: NotRequired[Priority | None]
 
 
 class TimerDescription(TypedDict):
@@ -1001,6 +1025,8 @@ class WorkflowDescription(TypedDict):
     slots_held: NotRequired[list[ConcurrencyLimit]]
     #: the run waits for a rate limit's admission time
     throttled_until_ms: NotRequired[int | None]
+    #: the run's priority and fairness key
+    priority: NotRequired[Priority | None]
 
 
 class ResetPlan(TypedDict):
@@ -1179,6 +1205,8 @@ class WorkflowState(TypedDict):
     debounce_until_ms: NotRequired[int | None]
     #: the latest a debounced run waits until (its first start plus debounce_max_ms)
     debounce_deadline_ms: NotRequired[int | None]
+    #: the run's priority and fairness key (the default of its activities and children)
+    priority: NotRequired[Priority | None]
 
 
 class DeadLetter(TypedDict):

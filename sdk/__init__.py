@@ -41,6 +41,7 @@ _FROM = {
     "SchemaRegistryUnavailableError": "kadence.topics.errors",
     "KafkaConfig": "kadence.topics.config",
     "Limit": "kadence._definitions",
+    "Priority": "kadence._definitions",
     "NoReplyError": "kadence.topics.errors",
     "NonDeterminismError": "kadence.topics.errors",
     "NotDeterministicError": "kadence._loop",
@@ -137,7 +138,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
 
     from . import activity, workflow
     from ._client import Client, ResetPlan, WorkflowHandle
-    from ._definitions import Limit, RetryPolicy
+    from ._definitions import Limit, Priority, RetryPolicy
     from ._description import PendingActivityDescription, WorkflowExecutionDescription, WorkflowExecutionStatus
     from ._loop import NotDeterministicError
     from ._replayer import Replayer, ReplayResult
@@ -170,6 +171,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PayloadTypeError",
     "PendingActivityDescription",
+    "Priority",
     "QueryFailedError",
     "ReplayResult",
     "Replayer",

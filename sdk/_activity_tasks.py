@@ -19,9 +19,11 @@ from kadence.topics import serde
 from kadence.topics.errors import ApplicationError, SchemaError
 from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.payload import failure_from_exception
+from kadence.topics.priority import LANE_WEIGHTS
 from kadence.topics.records import new_id
 from kadence.topics.tracing import record_ref
 
+from ._lane_traffic import LaneTraffic
 from ._rate_limit import QueueRateLimiter
 from ._reporter import ActivityReporter
 from ._task_consumer import TaskConsumer
@@ -43,20 +45,27 @@ class ActivityTasks:
         self.w = worker
         #: the activity consumer's pace: the queue's rate limits (``_rate_limit``), once started
         self.limiter: QueueRateLimiter | None = None
+        #: how fast each priority lane grows, for the limiter's share (``_lane_traffic``)
+        self._traffic: LaneTraffic | None = None
 
     async def start_consumer(self, topics: Any) -> bool:
         """The activity-task consumer, paced by the queue's rate limits (read to date first), and
         the reporter of its transactions. False when shut down meanwhile."""
         w, loop = self.w, asyncio.get_running_loop()
         at_topic = topics.activity_tasks(w.task_queue)
+        # every priority lane of the queue, weighted (decision 0060); the default lane is at_topic
+        lanes = {topic: float(LANE_WEIGHTS[level]) for level, topic in topics.activity_lanes(w.task_queue)}
         limiter = QueueRateLimiter.following(
             w.client.config, topics.queue_limits, w.task_queue, on_throttled=w.metrics.rate_limited
         )
         self.limiter = limiter
 
         def read_limits() -> None:
-            limiter.set_partitions(set(), topics.partitions_of(at_topic))
+            partitions = topics.partitions_of(at_topic)
+            limiter.set_partitions(set(), partitions * len(lanes), len(lanes))
             limiter.start()
+            self._traffic = LaneTraffic(w.client.config, list(lanes), partitions, limiter)
+            self._traffic.start()
 
         if not await w._until_broker_answers(f"reading the limits of task queue {w.task_queue}", read_limits):
             self.close()  # shut down meanwhile: nothing else was started
@@ -71,6 +80,8 @@ class ActivityTasks:
             transactional=w._txn_results,
             slots=w._slots,
             limiter=limiter,
+            lanes=lanes,
+            read_ahead=w._activity_read_ahead,
         )
         w._consumers.append(w._at_consumer)
         if w._txn_results:
@@ -87,6 +98,9 @@ class ActivityTasks:
 
     def close(self) -> None:
         """After the consumer has stopped: the limits reader."""
+        if self._traffic is not None:
+            self._traffic.close()
+            self._traffic = None
         if self.limiter is not None:
             self.limiter.close()
             self.limiter = None

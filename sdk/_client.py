@@ -34,7 +34,7 @@ from kadence.topics.queue_limits import QueueLimit, read_queue_limits, set_queue
 from kadence.topics.records import new_id
 from kadence.topics.typed import signature
 
-from ._definitions import Limit, limit_records, run_function, to_ms, workflow_type_name
+from ._definitions import Limit, Priority, limit_records, priority_record, run_function, to_ms, workflow_type_name
 from ._handle import ResetPlan, WorkflowHandle, signal_name
 from ._updates import update_outcome, update_target
 from .interceptors import ClientCall, Interceptor, chain
@@ -168,6 +168,7 @@ class Client:
         cron_schedule: str | None = None,
         concurrency: Iterable[Limit] | None = None,
         debounce: tuple[timedelta | None, timedelta | None] = (None, None),
+        priority: Priority | int | None = None,
     ) -> StartWorkflow:
         """The ``StartWorkflow`` body of ``start_workflow`` and ``execute_workflow``, arguments
         checked; ``debounce``: the debounce and its cap."""
@@ -188,7 +189,7 @@ class Client:
         wait, cap = (_debounce_ms(d, what) for d, what in zip(debounce, ("debounce", "debounce_max"), strict=True))
         if wait or cap:
             body = with_debounce(body, wait, cap)
-        return body
+        return {**body, "priority": priority_record(priority)}
 
     def _start_body(
         self,
@@ -233,10 +234,12 @@ class Client:
         run_timeout: timedelta | None = None,
         memo: dict[str, Any] | None = None,
         concurrency: Iterable[Limit] | None = None,
+        priority: Priority | int | None = None,
     ) -> WorkflowHandle:
         """Signal the workflow, starting it first if no run is open (one atomic command).
-        ``signal``: its name, or the handler method itself; ``concurrency``: a start's limits
-        (``start_workflow``)."""
+        ``signal``: its name, or the handler method itself; ``concurrency`` and ``priority``: a
+        start's (``start_workflow``)."""
+        start_priority = priority_record(priority)
         check_workflow_id(id, field="id")
         signal = signal_name(signal)
 
@@ -252,6 +255,7 @@ class Client:
                 headers=call.headers,
                 concurrency=concurrency,
             )
+            start = {**start, "priority": start_priority}
             reply = await self._engine.request(
                 id,
                 "SignalWorkflow",
@@ -317,6 +321,7 @@ class Client:
         concurrency: Iterable[Limit] | None = None,
         debounce: timedelta | None = None,
         debounce_max: timedelta | None = None,
+        priority: Priority | int | None = None,
     ) -> WorkflowHandle:
         """Start a run. A retry with the same ``request_id`` gets the first answer (same run ID).
 
@@ -350,6 +355,11 @@ class Client:
         input. ``debounce_max`` caps the wait from the first start of the burst
         (docs/guide.md, "Debounced starts"). Such a start is never eager.
 
+        ``priority`` (a ``Priority``, or a level 1-5): how the run's activities and children are
+        ordered when their task queue has a backlog (level 1 first; a fairness key shares a
+        level among tenants); they inherit what they do not set (docs/guide.md, "Priority and
+        fairness").
+
         Raises ``WorkflowAlreadyStartedError`` (with ``run_id``) when a run is already open (and
         not a debounced one waiting, for a debounced start).
         """
@@ -369,6 +379,7 @@ class Client:
                 cron_schedule,
                 concurrency,
                 (debounce, debounce_max),
+                priority,
             )
             rid, event_id = request_id or new_id(), new_id()
             body, starter = await self._eager(id, body, rid, event_id, request_eager_start)
@@ -414,6 +425,7 @@ class Client:
         concurrency: Iterable[Limit] | None = None,
         debounce: timedelta | None = None,
         debounce_max: timedelta | None = None,
+        priority: Priority | int | None = None,
     ) -> Any:
         """Start a run and wait for its result: what ``start_workflow`` and then ``result()`` do,
         with the same errors, in one round trip fewer.
@@ -439,6 +451,7 @@ class Client:
                 cron_schedule,
                 concurrency,
                 (debounce, debounce_max),
+                priority,
             )
             engine, start_request, result_request, event_id = self._engine, request_id or new_id(), new_id(), new_id()
             body, starter = await self._eager(id, body, start_request, event_id, request_eager_start)

@@ -9,17 +9,21 @@ from datetime import timedelta
 from typing import Any
 
 from kadence.schemas.records import ConcurrencyLimit
+from kadence.schemas.records import Priority as PriorityRecord
 from kadence.topics.concurrency import check_limits, check_records_writable
 from kadence.topics.errors import ConfigError, DefinitionError, InvalidArgumentError
+from kadence.topics.priority import check_priority, priority_problem
 
 __all__ = [
     "ActivityDefinition",
     "Limit",
+    "Priority",
     "RetryPolicy",
     "WorkflowDefinition",
     "activity_definition",
     "failure_types",
     "limit_records",
+    "priority_record",
     "registrations",
     "run_function",
     "to_ms",
@@ -87,6 +91,68 @@ class Limit:
     def to_record(self) -> ConcurrencyLimit:
         per = None if self.per is None else round(self.per.total_seconds() * 1000)
         return {"name": self.name, "value": self.value, "max": self.max, "per_ms": per}
+
+
+@dataclass(frozen=True)
+class Priority:
+    """How a run's or an activity's tasks are ordered when their task queue has a backlog
+    (``priority=`` of a start, a child or ``workflow.execute_activity``; docs/guide.md,
+    "Priority and fairness"), as Temporal's ``Priority``:
+
+    ``priority_key``: 1 (first) to 5 (last), default 3. A worker with tasks of several levels
+    waiting dispatches them by weight (16, 8, 4, 2, 1 per turn): level 1 first, level 5 never
+    starved. ``fairness_key`` (a tenant, say): within a level, the keys share the dispatches in
+    proportion to ``fairness_weight`` (default 1), so one key's burst does not hold back the
+    others. A field left unset is inherited: an activity's and a child's from the run, a
+    continued run's from the run before. ``priority=1`` is short for ``Priority(priority_key=1)``.
+
+    ``InvalidArgumentError`` for a level outside 1-5, a weight outside (0, 1000], or a fairness
+    key that is empty, longer than 255 characters or holds control characters."""
+
+    priority_key: int | None = None
+    fairness_key: str | None = None
+    fairness_weight: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.priority_key == 0 or self.fairness_weight == 0:
+            raise InvalidArgumentError(
+                "priority_key is 1 to 5 and fairness_weight above 0 (leave a field None to inherit it)"
+            )
+        why = priority_problem(self._raw())
+        if why:
+            raise InvalidArgumentError(why)
+
+    def _raw(self) -> PriorityRecord:
+        return {
+            "priority_key": self.priority_key or 0,
+            "fairness_key": self.fairness_key,
+            "fairness_weight": self.fairness_weight or 0.0,
+        }
+
+    @classmethod
+    def from_record(cls, record: PriorityRecord | None) -> Priority | None:
+        """The ``Priority`` of a wire record (None: none, every field unset, or one a producer
+        that bypassed the checks wrote out of range: its task went to the default lane)."""
+        if not record or priority_problem(record):
+            return None
+        return cls(
+            record.get("priority_key") or None,
+            record.get("fairness_key"),
+            record.get("fairness_weight") or None,
+        )
+
+    def to_record(self) -> PriorityRecord | None:
+        """The wire record (None when every field is unset), checked as the engine checks it."""
+        return check_priority(self._raw())
+
+
+def priority_record(value: Priority | int | None) -> PriorityRecord | None:
+    """The record of a ``priority=`` argument: a ``Priority``, a level (1-5) or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (Priority, int)):
+        raise InvalidArgumentError(f"priority takes a kadence.Priority or a level 1-5, not {type(value).__name__}")
+    return (value if isinstance(value, Priority) else Priority(priority_key=value)).to_record()
 
 
 def limit_records(limits: Iterable[Limit] | None) -> list[ConcurrencyLimit]:

@@ -53,6 +53,9 @@ class PendingActivityDescription:
     cancel_requested: bool
     #: ``{"key": "api=stripe", "max": 5}``: the concurrency limit whose slot it waits for
     waiting_for_slot: dict[str, Any] | None = None
+    #: ``{"priority_key", "fairness_key", "fairness_weight"}`` as dispatched (its own, else
+    #: its run's; None: neither set one, level 3)
+    priority: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, a: dict[str, Any]) -> PendingActivityDescription:
@@ -70,6 +73,7 @@ class PendingActivityDescription:
             heartbeat_details=a["heartbeat_details"],
             cancel_requested=a["cancel_requested"],
             waiting_for_slot=a.get("waiting_for_slot"),
+            priority=a.get("priority"),
         )
 
 
@@ -120,6 +124,9 @@ class WorkflowExecutionDescription:
     concurrency_slots: list[dict[str, Any]] = field(default_factory=list)
     #: a rate limit admitted the run for this time: its code first runs then
     throttled_until: datetime | None = None
+    #: ``{"priority_key", "fairness_key", "fairness_weight"}`` of the run (the default of its
+    #: activities and children; None: none set, level 3)
+    priority: dict[str, Any] | None = None
     _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -154,6 +161,7 @@ class WorkflowExecutionDescription:
             waiting_for_slot=d.get("waiting_for_slot"),
             concurrency_slots=list(d.get("concurrency_slots") or ()),
             throttled_until=_time(d.get("throttled_until")),
+            priority=d.get("priority"),
             _json=d,
         )
 

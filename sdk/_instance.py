@@ -346,7 +346,7 @@ class WorkflowInstance:
         run_timeout_ms: int | None,
         *,
         result_fn: Callable[..., Any] | None = None,
-        concurrency: list[Any] | None = None,
+        limits: dict[str, Any] | None = None,
     ) -> tuple[str, asyncio.Future[Any], asyncio.Future[Any]]:
         if self.closed:
             raise RuntimeError("workflow already completed")
@@ -372,7 +372,7 @@ class WorkflowInstance:
                     "input": self.converter.to_bytes(list(args)),
                     "parent_close_policy": parent_close_policy,
                     "run_timeout_ms": run_timeout_ms,
-                    "concurrency": concurrency or [],
+                    **(limits or {"concurrency": []}),
                 },
             )
         )

@@ -9,6 +9,13 @@ share unused (the cost: with an uneven backlog the queue runs below its limit). 
 limit waits in the topic or the worker's local backlog, never dropped, and no offset is committed
 past it.
 
+A queue has a topic per priority level (decision 0060), and the group's assignor balances the
+count of partitions a worker holds, not their lanes: one worker may hold every partition of the
+busy lane. So while a limit applies, each worker follows how fast each lane grows (``LaneTraffic``:
+the lanes' end offsets, every second) and takes the share of the traffic its partitions receive:
+the sum over lanes of (the lane's rate x the lane's partitions it holds / the lane's partitions),
+over the queue's rate. Without traffic, the share is of partitions, as before.
+
 ``QueueRateLimiter`` is used by the activity-task consumer's thread (``take``, ``wait_s``, the
 partition changes, ``refresh``, which polls the limits topic at most every half second); the
 worker's loop reads ``limits_type`` (a reference swap, no lock) to run no eager activity of a
@@ -17,9 +24,10 @@ paced type (an eager attempt never passes the consumer).
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Hashable
 from typing import Any, cast
 
 from kadence.schemas.records import ActivityTask
@@ -64,6 +72,11 @@ class TokenBucket:
         return (1.0 - self.tokens) / self.rate if self.rate > 0 else float("inf")
 
 
+def _where(msg: Any) -> tuple[tuple[str, int], int]:
+    """((topic, partition), offset) of a record in the local backlog."""
+    return (msg.topic(), msg.partition()), msg.offset()
+
+
 class QueueRateLimiter:
     """Paces one worker's activity tasks to its share of the queue's limits."""
 
@@ -81,17 +94,23 @@ class QueueRateLimiter:
         self._on_throttled = on_throttled
         #: the queue's limits now (None: not limited); swapped whole, read from any thread
         self.limit: QueueLimit | None = None
-        self._owned: set[int] = set()
+        self._owned: set[Hashable] = set()
         self._partitions = 0
+        #: how many lanes ``_partitions`` counts (each with ``_partitions / _lanes`` of them)
+        self._lanes = 1
+        #: lane topic -> records a second on it across the queue (``LaneTraffic``; empty: unknown)
+        self._lane_rates: dict[str, float] = {}
+        #: the rates ``set_lane_rates`` handed over (any thread), applied by ``refresh``
+        self._new_rates: dict[str, float] | None = None
         self._queue_bucket: TokenBucket | None = None
         self._type_buckets: dict[str, TokenBucket] = {}
         self._next_refresh = 0.0
         #: what ``pick`` last waited for (``wait_s``)
         self._next_s = 0.0
         #: activity type of the records waiting in the local backlog, by (partition, offset)
-        self._types: dict[tuple[int, int], str | None] = {}
+        self._types: dict[tuple[tuple[str, int], int], str | None] = {}
         #: when each record of the local backlog was first held back by the limit
-        self._held: dict[tuple[int, int], float] = {}
+        self._held: dict[tuple[tuple[str, int], int], float] = {}
         #: tasks that had to wait for the limit; ``on_throttled(seconds waited)`` as each starts
         self.throttled = 0
 
@@ -121,6 +140,14 @@ class QueueRateLimiter:
         if self._table is not None and now >= self._next_refresh:
             self._next_refresh = now + REFRESH_S
             self._table.poll()
+        rates, self._new_rates = self._new_rates, None
+        if rates is not None:
+            self._lane_rates = rates
+            self._rebuild()
+
+    def set_lane_rates(self, rates: dict[str, float]) -> None:
+        """How fast each lane grows, across the queue (any thread; applied at the next ``refresh``)."""
+        self._new_rates = dict(rates)
 
     def _changed(self, queue: str, limit: QueueLimit | None) -> None:
         if queue != self.task_queue:
@@ -137,16 +164,27 @@ class QueueRateLimiter:
         self.limit = limit
         self._rebuild()
 
-    def set_partitions(self, owned: set[int], total: int | None = None) -> None:
-        """The activity-task partitions this worker holds (of ``total``, when it is given)."""
+    def set_partitions(self, owned: Collection[Hashable], total: int | None = None, lanes: int | None = None) -> None:
+        """The activity-task partitions this worker holds (of ``total``, when it is given): of
+        every priority lane, each partition of each lane counted once (the assignor spreads each
+        lane's partitions over the workers as it spreads the default lane's)."""
         self._owned = set(owned)
         if total is not None:
             self._partitions = total
+        if lanes is not None:
+            self._lanes = lanes
         self._rebuild()
 
     @property
     def share(self) -> float:
-        return len(self._owned) / self._partitions if self._partitions else 0.0
+        if not self._partitions:
+            return 0.0
+        traffic = sum(self._lane_rates.values())
+        if traffic <= 0:
+            return len(self._owned) / self._partitions
+        per_lane = self._partitions / self._lanes
+        held = collections.Counter(tp[0] for tp in self._owned if isinstance(tp, tuple))
+        return sum(rate * held[topic] / per_lane for topic, rate in self._lane_rates.items()) / traffic
 
     def _rebuild(self) -> None:
         now = self._clock()
@@ -202,7 +240,7 @@ class QueueRateLimiter:
                 bucket.tokens -= 1.0
             if queue_bucket is not None:
                 queue_bucket.tokens -= 1.0
-            key = (msg.partition(), msg.offset())
+            key = _where(msg)
             self._types.pop(key, None)
             since = self._held.pop(key, None)
             if since is not None:
@@ -214,10 +252,10 @@ class QueueRateLimiter:
         return None
 
     def _hold(self, msg: Any, now: float) -> None:
-        self._held.setdefault((msg.partition(), msg.offset()), now)
+        self._held.setdefault(_where(msg), now)
 
     def _type_of(self, msg: Any) -> str | None:
-        key = (msg.partition(), msg.offset())
+        key = _where(msg)
         if key not in self._types:
             try:
                 task = cast(ActivityTask, serde.decode("ActivityTask", msg.value()))
@@ -226,7 +264,7 @@ class QueueRateLimiter:
                 self._types[key] = None  # the worker's handler reports it; no type limit applies
         return self._types[key]
 
-    def forget(self, partitions: set[int]) -> None:
+    def forget(self, partitions: set[tuple[str, int]]) -> None:
         """Records of revoked partitions left the local backlog."""
         self._types = {k: v for k, v in self._types.items() if k[0] not in partitions}
         self._held = {k: v for k, v in self._held.items() if k[0] not in partitions}

@@ -223,7 +223,7 @@ class ActivityReporter:
         the queue stay in ``_carry`` until their transaction commits."""
         items = self._carry.setdefault(generation, [])
         items.extend(self._take())
-        offsets = self._consumer.commit_offsets({(m.partition(), m.offset()) for *_x, m in items})
+        offsets = self._consumer.commit_offsets({((m.topic(), m.partition()), m.offset()) for *_x, m in items})
         changed = [tp for tp in offsets if self._committed.get(tp.partition) != (tp.offset, tp.metadata)]
         if items or changed:
             if not self._commit(items, generation):
@@ -246,7 +246,7 @@ class ActivityReporter:
                     self._produce(producer, wf, run_id, body_type, body, request_id, trace)
                 # the group metadata before the offsets: a rebalance in between fails the commit
                 group = self._consumer.group_metadata
-                offsets = self._consumer.commit_offsets({(m.partition(), m.offset()) for *_x, m in items})
+                offsets = self._consumer.commit_offsets({((m.topic(), m.partition()), m.offset()) for *_x, m in items})
                 if group is None or attempt > _TRIES_WITH_OFFSETS:
                     # no generation yet, or the offsets keep being refused (a rebalance under
                     # way): the results go now, the offsets with a later batch; results are
@@ -389,9 +389,10 @@ class ActivityReporter:
             self._producer = replacement
 
 
-def offsets_for(topic: str, points: dict[int, tuple[int, list[int]]]) -> list[TopicPartition]:
-    """TopicPartitions with the commit metadata of ``encode_reported``."""
+def offsets_for(points: dict[tuple[str, int], tuple[int, list[int]]]) -> list[TopicPartition]:
+    """TopicPartitions (of ``points``' (topic, partition) keys) with the commit metadata of
+    ``encode_reported``."""
     return [
         TopicPartition(topic, p, pos, metadata=encode_reported(pos, above))
-        for p, (pos, above) in sorted(points.items())
+        for (topic, p), (pos, above) in sorted(points.items())
     ]

@@ -34,6 +34,7 @@ from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.codec_metrics import register_codec_metrics
 from kadence.topics.errors import (
     BrokerUnavailableError,
+    ConfigError,
     DefinitionError,
     KadenceError,
     SchemaError,
@@ -66,6 +67,19 @@ __all__ = ["Worker"]
 log = logging.getLogger(__name__)
 
 
+def _checked_numbers(txn_stall_s: float, graceful: timedelta | float, read_ahead: int) -> float:
+    """The graceful shutdown's seconds, the numeric options checked (``DefinitionError`` or
+    ``ConfigError`` for a bad one)."""
+    if txn_stall_s <= 0:
+        raise DefinitionError("txn_stall_s must be > 0")
+    graceful_s = graceful.total_seconds() if isinstance(graceful, timedelta) else float(graceful)
+    if graceful_s < 0:
+        raise DefinitionError("graceful_shutdown_timeout must be >= 0")
+    if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 1:
+        raise ConfigError(f"activity_read_ahead must be a positive int, not {read_ahead!r}")
+    return graceful_s
+
+
 class Worker:
     """Runs workflows and activities of one task queue::
 
@@ -88,6 +102,11 @@ class Worker:
     ``txn_stall_s`` (default 60): an activity-results transaction call blocked longer than this
     (librdkafka #5511) has its producer replaced and its results committed again by a new
     thread, instead of leaving the worker's activity slots full for good.
+
+    ``activity_read_ahead`` (default 1,000): activity tasks read ahead of the free slots, per
+    priority lane; among them the next task is chosen by priority and fairness key
+    (docs/guide.md, "Priority and fairness"). A lane with more waiting stops fetching until
+    they start; its tasks beyond wait in Kafka in the order they came.
     """
 
     def __init__(
@@ -113,8 +132,10 @@ class Worker:
         workflow_failure_exception_types: Iterable[type[BaseException]] = (),
         activity_executor: cf.Executor | None = None,
         graceful_shutdown_timeout: timedelta | float = 0,
+        activity_read_ahead: int = 1000,
     ) -> None:
         check_task_queue(task_queue)
+        self._graceful_s = _checked_numbers(txn_stall_s, graceful_shutdown_timeout, activity_read_ahead)
         #: besides ``FailureError`` and each workflow's own ``failure_exception_types``: what fails
         #: a run when its code raises it (anything else fails the workflow task, retried until fixed)
         self._failure_types = failure_types(workflow_failure_exception_types, "Worker")
@@ -135,11 +156,11 @@ class Worker:
         if self._workflows:
             install_guard()
         self._max_activities = max_concurrent_activities
+        #: activity tasks read ahead per priority lane (ordered by priority and fairness key)
+        self._activity_read_ahead = activity_read_ahead
         self._eager = eager_workflow_tasks
         #: activity results and their tasks' offsets in one transaction (``_reporter``)
         self._txn_results = transactional_activity_results
-        if txn_stall_s <= 0:
-            raise DefinitionError("txn_stall_s must be > 0")
         self._txn_stall_s = txn_stall_s
         self._reporter: ActivityReporter | None = None
         self._max_cached = max_cached_workflows
@@ -162,10 +183,6 @@ class Worker:
         )
         if metrics_registry is not None:  # per process, not per namespace: the codecs are shared
             register_codec_metrics(metrics_registry)
-        grace = graceful_shutdown_timeout
-        self._graceful_s = grace.total_seconds() if isinstance(grace, timedelta) else float(grace)
-        if self._graceful_s < 0:
-            raise DefinitionError("graceful_shutdown_timeout must be >= 0")
         #: runs the activity attempts (``_activity_runner``): sync ones in ``activity_executor``,
         #: or in daemon threads of its own
         self._activity_runner = ActivityRunner(

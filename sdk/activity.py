@@ -26,7 +26,7 @@ from kadence.topics.async_completion import task_token
 from kadence.topics.errors import KadenceError
 from kadence.topics.payload import PayloadConverter
 
-from ._definitions import activity_definition
+from ._definitions import Priority, activity_definition
 
 __all__ = [
     "ActivityInfo",
@@ -60,6 +60,8 @@ class ActivityInfo:
     headers: dict[str, Any] = field(default_factory=dict)
     #: the history event that scheduled the activity (0 for a local activity)
     scheduled_seq: int = 0
+    #: the priority it was dispatched with (its own, else its run's; None: level 3, no key)
+    priority: Priority | None = None
 
     @property
     def task_token(self) -> bytes:
@@ -84,6 +86,7 @@ def info_from_task(task: ActivityTask, converter: PayloadConverter) -> ActivityI
         heartbeat_timeout_ms=task["heartbeat_timeout_ms"],
         headers=dict(task.get("headers") or {}),
         scheduled_seq=task["scheduled_seq"],
+        priority=Priority.from_record(task.get("priority")),
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar, overload
 from kadence.topics.errors import KadenceError
 from kadence.topics.search_attributes import SearchAttributeValue, check_search_attributes, from_wire
 
-from ._definitions import Limit, RetryPolicy, limit_records, to_ms, workflow_definition
+from ._definitions import Limit, Priority, RetryPolicy, limit_records, priority_record, to_ms, workflow_definition
 from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
 from ._loop import DeterministicLoop
 
@@ -198,8 +198,12 @@ def execute_activity(
     retry_policy: RetryPolicy | None = None,
     result_type: Any = None,
     concurrency: Iterable[Limit] | None = None,
+    priority: Priority | int | None = None,
 ) -> asyncio.Future[Any]:
     """Schedule an activity and return an awaitable of its result.
+
+    ``priority`` (a ``Priority``, or a level 1-5): how its tasks are ordered when the queue has
+    a backlog; fields left unset are the run's (docs/guide.md, "Priority and fairness").
 
     ``concurrency`` (``[Limit("api", "stripe", max=5)]``): the activity holds a slot of each
     limit from its first attempt to its close (across its retries); its attempts wait for them
@@ -220,6 +224,7 @@ def execute_activity(
         "heartbeat_timeout_ms": to_ms(heartbeat_timeout),
         "retry_policy": retry_policy.to_record() if retry_policy else None,
         "concurrency": limit_records(concurrency),
+        "priority": priority_record(priority),
     }
     return inst.schedule_activity(activity_type, args, options, result_fn=result_fn)
 
@@ -369,9 +374,11 @@ async def start_child_workflow(
     parent_close_policy: str = "terminate",
     run_timeout: timedelta | None = None,
     concurrency: Iterable[Limit] | None = None,
+    priority: Priority | int | None = None,
 ) -> ChildWorkflowHandle:
-    """Start a child workflow (on its own shard) and wait until it has started; ``concurrency``:
-    its limits, as a start's (``Client.start_workflow``).
+    """Start a child workflow (on its own shard) and wait until it has started; ``concurrency``
+    and ``priority``: its limits and priority, as a start's (``Client.start_workflow``; the
+    priority's unset fields are this run's).
 
     ``id`` defaults to ``{parent_id}/child-{n}``, stable across replays, so a retried parent task
     starts each child once. ``parent_close_policy``: what happens to the child when this run
@@ -390,7 +397,7 @@ async def start_child_workflow(
         parent_close_policy,
         to_ms(run_timeout),
         result_fn=run_function(workflow),
-        concurrency=limit_records(concurrency),
+        limits={"concurrency": limit_records(concurrency), "priority": priority_record(priority)},
     )
     run_id = await started
     return ChildWorkflowHandle(child_id, run_id, result)

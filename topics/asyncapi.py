@@ -210,7 +210,22 @@ TOPICS: tuple[TopicContract, ...] = (
         ("processor",),
         ("worker (group {namespace}.worker.activity.{task_queue})",),
         "Activity attempts for the workers of a task queue; a worker reports each result as a command "
-        "in a transaction with the task's offset.",
+        "in a transaction with the task's offset. The lane of priority level 3 (the default); a task "
+        "with a fairness key carries it in the record headers kadence-fairness-key and "
+        "kadence-fairness-weight.",
+        7 * _DAY_MS,
+    ),
+    TopicContract(
+        "activityTaskLanes",
+        "{namespace}.tasks.activity-p{level}.{task_queue}",
+        "ActivityTask",
+        "the workflow ID",
+        _BY_WORKFLOW,
+        "delete",
+        ("processor",),
+        ("worker (group {namespace}.worker.activity.{task_queue}, with the default lane)",),
+        "Activity attempts of one priority level of a task queue: the workers read every lane and dispatch "
+        "by weight (level 1 sixteen times level 5's share while both wait), within a lane by fairness key.",
         7 * _DAY_MS,
     ),
 )
@@ -220,6 +235,7 @@ _PARAMETERS = {
     "task_queue": "a task queue: 1-100 characters from A-Z a-z 0-9 . _ -",
     "build_id": "a worker build ID: 1-64 characters from A-Z a-z 0-9 _ -",
     "tier": "a timer tier: 1s, 10s, 1m, 10m, 1h or 1d",
+    "level": "a priority level other than the default 3: 1, 2, 4 or 5",
 }
 
 

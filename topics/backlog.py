@@ -12,7 +12,7 @@ list``, ``kadence queues`` and the gateway."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -44,6 +44,8 @@ class ActivityBacklog:
     backlog: int
     #: seconds since the oldest waiting task was dispatched (None: nothing waits)
     oldest_age_s: float | None
+    #: priority level -> tasks waiting on its lane (levels with none left out; decision 0060)
+    by_level: dict[int, int] = field(default_factory=dict)
 
 
 def activity_topics(cat: Catalogue, have: dict[str, int]) -> list[tuple[str, str]]:
@@ -167,8 +169,16 @@ class BacklogProbe:
             for queue, topic in activity_topics(self.cat, have):
                 if task_queue is not None and queue != task_queue:
                     continue
-                backlog, age = self._backlog(self.cat.worker_group(queue, "activity"), topic, have[topic])
-                out.append(ActivityBacklog(queue, topic, backlog, age))
+                group, total, oldest, by_level = self.cat.worker_group(queue, "activity"), 0, None, {}
+                for level, lane in self.cat.activity_lanes(queue):  # one group reads every lane
+                    if lane not in have:  # a queue made before the lanes: its workers make them
+                        continue
+                    backlog, age = self._backlog(group, lane, have[lane])
+                    total += backlog
+                    oldest = age if oldest is None else max(oldest, age or 0.0)
+                    if backlog:
+                        by_level[level] = backlog
+                out.append(ActivityBacklog(queue, topic, total, oldest, by_level))
             return out
         except KafkaException as exc:
             raise BrokerUnavailableError(f"cannot measure activity backlogs: {exc}") from exc
@@ -198,6 +208,7 @@ QUEUE_COLUMNS = (
     "workflow_oldest_age_s",
     "activity_backlog",
     "activity_oldest_age_s",
+    "activity_by_priority",
     "rate_limit",
 )
 
@@ -228,7 +239,15 @@ def queue_backlogs(
         return rows.setdefault(
             queue,
             {
-                c: (queue if c == "task_queue" else 0 if c.endswith("backlog") else "" if c == "rate_limit" else None)
+                c: (
+                    queue
+                    if c == "task_queue"
+                    else 0
+                    if c.endswith("backlog")
+                    else ""
+                    if c in ("rate_limit", "activity_by_priority")
+                    else None
+                )
                 for c in QUEUE_COLUMNS
             },
         )
@@ -251,6 +270,9 @@ def queue_backlogs(
         r = row(a.task_queue)
         r["activity_backlog"] = a.backlog
         r["activity_oldest_age_s"] = _age(a.oldest_age_s)
+        # where the backlog waits, when not all on the default level: "p1=3 p5=10000"
+        if set(a.by_level) - {3}:
+            r["activity_by_priority"] = " ".join(f"p{level}={n}" for level, n in sorted(a.by_level.items()))
     for queue, limit in (read_queue_limits(config) if limits is None else limits).items():
         if limit.limited and (task_queue is None or queue == task_queue):
             row(queue)["rate_limit"] = limit_summary(limit)

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError, KafkaAuthorizationError, PartitionMismatchError, TopicError
 from .kafka_access import ClientErrors, authorization_error, describe_principal, metadata, refusal_of
+from .priority import DEFAULT_LEVEL, LEVELS
 
 __all__ = ["TIMER_TIERS_MS", "ApplyReport", "Catalogue", "TopicSpec"]
 
@@ -84,6 +85,18 @@ class Catalogue:
     def activity_tasks(self, queue: str) -> str:
         return f"{self.config.namespace}.tasks.activity.{queue}"
 
+    def activity_lane(self, queue: str, level: int) -> str:
+        """The activity-task topic of one priority level of a queue (``kadence.topics.priority``):
+        the default level's is ``activity_tasks``; the others' names cannot be a queue's, whose
+        topics all start ``{ns}.tasks.activity.``."""
+        if level == DEFAULT_LEVEL:
+            return self.activity_tasks(queue)
+        return f"{self.config.namespace}.tasks.activity-p{level}.{queue}"
+
+    def activity_lanes(self, queue: str) -> list[tuple[int, str]]:
+        """(level, topic) of every priority lane of a queue, first level first."""
+        return [(level, self.activity_lane(queue, level)) for level in LEVELS]
+
     def timers(self, tier: str) -> str:
         return f"{self.config.namespace}.timers.{tier}"
 
@@ -124,7 +137,8 @@ class Catalogue:
     def queue_specs(self, queue: str) -> list[TopicSpec]:
         p = self.config.partitions
         conf = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
-        return [TopicSpec(self.workflow_tasks(queue), p, conf), TopicSpec(self.activity_tasks(queue), p, conf)]
+        lanes = [TopicSpec(topic, p, conf) for _level, topic in self.activity_lanes(queue)]
+        return [TopicSpec(self.workflow_tasks(queue), p, conf), *lanes]
 
     def build_specs(self, queue: str, build_id: str) -> list[TopicSpec]:
         conf = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}

@@ -11,6 +11,7 @@ from typing import Any
 from . import serde
 from .errors import SchemaError
 from .payload import PayloadConverter
+from .priority import priority_view
 from .search_attributes import to_json as search_attributes_json
 
 __all__ = ["describe_to_json", "run_description"]
@@ -131,6 +132,7 @@ def describe_to_json(workflow_id: str, reply: dict[str, Any], converter: Payload
                 "last_heartbeat_time": _iso(a["last_heartbeat_ms"]),
                 "heartbeat_details": _payload(converter, a["heartbeat_details"], "heartbeat details"),
                 "cancel_requested": a["cancel_requested"],
+                "priority": priority_view(a.get("priority")),
             }
             for a in d.get("pending_activities", ())
         ],
@@ -151,6 +153,7 @@ def describe_to_json(workflow_id: str, reply: dict[str, Any], converter: Payload
         "waiting_for_slot": _limit(d.get("waiting_for_slot")),
         "concurrency_slots": [_limit(lim) for lim in d.get("slots_held") or ()],
         "throttled_until": _iso(d.get("throttled_until_ms")),
+        "priority": priority_view(d.get("priority")),
     }
     failure = reply["failure"]
     if status == "running" and failure:

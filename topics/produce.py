@@ -29,6 +29,7 @@ def produce_waiting(
     partition: int | None = None,
     on_delivery: Callable[..., None] | None = None,
     timestamp: int | None = None,
+    headers: list[tuple[str, bytes]] | None = None,
     wait_s: float = 0.05,
 ) -> None:
     """``producer.produce(...)``, waiting ``wait_s`` at a time (serving delivery reports) while
@@ -41,6 +42,8 @@ def produce_waiting(
         kwargs["on_delivery"] = on_delivery
     if timestamp is not None:
         kwargs["timestamp"] = timestamp
+    if headers:
+        kwargs["headers"] = headers
     while True:
         try:
             producer.produce(topic, value, key, **kwargs)

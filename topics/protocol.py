@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from kadence.schemas.records import (
     AwaitWorkflowResult,
     ConcurrencyLimit,
+    Priority,
     QueryWorkflow,
     RequestCancelWorkflow,
     SignalWorkflow,
@@ -33,6 +34,7 @@ from .errors import (
     WorkflowNotFoundError,
 )
 from .identifiers import check_name, check_task_queue
+from .priority import check_priority
 from .search_attributes import check_search_attributes
 
 __all__ = [
@@ -70,11 +72,13 @@ def start_body(
     concurrency: Sequence[ConcurrencyLimit] = (),
     debounce_ms: int = 0,
     debounce_max_ms: int = 0,
+    priority: Priority | None = None,
 ) -> StartWorkflow:
     """A ``StartWorkflow`` body (also the ``start`` of a signal- or update-with-start).
     ``input``: the arguments as the converter encoded them. ``KadenceError`` (or its
     ``InvalidIdentifierError``) for a bad type name, task queue or reuse policy;
-    ``InvalidArgumentError`` for a bad debounce (``topics.debounce``)."""
+    ``InvalidArgumentError`` for a bad debounce (``topics.debounce``) or priority
+    (``topics.priority``)."""
     if id_reuse_policy not in ID_REUSE_POLICIES:
         raise KadenceError(f"id_reuse_policy must be one of {', '.join(ID_REUSE_POLICIES)}, not {id_reuse_policy!r}")
     check_debounce(debounce_ms, debounce_max_ms, cron_schedule)
@@ -92,6 +96,7 @@ def start_body(
         "concurrency": _writable_limits(concurrency),
         "debounce_ms": debounce_ms,
         "debounce_max_ms": debounce_max_ms,
+        "priority": check_priority(priority),
     }
 
 

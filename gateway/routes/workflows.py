@@ -121,6 +121,13 @@ async def start(
         ],
         debounce_ms=round(body.debounce_seconds * 1000),
         debounce_max_ms=round(body.debounce_max_seconds * 1000),
+        priority=None
+        if body.priority is None
+        else {
+            "priority_key": body.priority.priority_key or 0,
+            "fairness_key": body.priority.fairness_key,
+            "fairness_weight": body.priority.fairness_weight or 0.0,
+        },
     )
     reply, headers = await gw.start(request, who, workflow_id, payload, idempotency_key, eager=body.request_eager_start)
     refused = refusal(reply, workflow_id, what=f"start of {workflow_id!r} rejected")

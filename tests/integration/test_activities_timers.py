@@ -187,7 +187,12 @@ async def test_a_full_backlog_pauses_fetching_and_after_it_nothing_is_lost_or_ru
     HOLD.update(gate=asyncio.Event(), done=[])
     n = 180
     async with Worker(
-        client, task_queue="q", workflows=[HeldOnce], activities=[held], max_concurrent_activities=1
+        client,
+        task_queue="q",
+        workflows=[HeldOnce],
+        activities=[held],
+        max_concurrent_activities=1,
+        activity_read_ahead=100,
     ) as worker:
         handles = await asyncio.gather(
             *(client.start_workflow(HeldOnce, i, id=f"held-{i}", task_queue="q") for i in range(n))

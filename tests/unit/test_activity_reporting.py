@@ -46,5 +46,5 @@ def test_metadata_that_would_not_fit_leaves_the_rest_to_run_again():
 
 
 def test_offsets_carry_their_metadata():
-    (tp,) = offsets_for("t", {3: (10, [12])})
+    (tp,) = offsets_for({("t", 3): (10, [12])})
     assert (tp.topic, tp.partition, tp.offset, tp.metadata) == ("t", 3, 10, encode_reported(10, [12]))

@@ -35,6 +35,7 @@ PUBLIC = {
         "PayloadTooLargeError",
         "PayloadTypeError",
         "PendingActivityDescription",
+        "Priority",
         "QueryFailedError",
         "ReplayResult",
         "Replayer",

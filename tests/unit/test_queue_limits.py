@@ -45,7 +45,9 @@ def task(offset: int, activity_type: str = "charge", partition: int = 0) -> Simp
             "headers": {},
         },
     )
-    return SimpleNamespace(partition=lambda: partition, offset=lambda: offset, value=lambda: value)
+    return SimpleNamespace(
+        topic=lambda: "t", partition=lambda: partition, offset=lambda: offset, value=lambda: value, headers=lambda: None
+    )
 
 
 def drain(limiter: QueueRateLimiter, backlog: list, clock: Clock, seconds: float, step: float = 0.01) -> list:
@@ -181,7 +183,7 @@ def test_a_type_limit_holds_its_type_and_lets_the_others_pass():
     assert len(emails) == 50  # not held behind the paced type
     assert limiter.limits_type("charge") and not limiter.limits_type("email")
     assert limiter.wait_s() > 0
-    limiter.forget({0})
+    limiter.forget({("t", 0)})
     assert limiter._types == {} and limiter._held == {}
 
 
@@ -195,3 +197,26 @@ def test_queue_and_type_limits_hold_together():
     charges = sum(1 for m in started if m.offset() % 2)
     assert 98 <= len(started) <= 102
     assert 19 <= charges <= 22
+
+
+def test_the_share_follows_the_traffic_of_the_lanes_a_worker_holds():
+    """A queue has five priority lanes and the group balances partition counts, not lanes: a
+    worker holding every partition of the one busy lane takes the whole limit, one holding only
+    idle lanes none of it (decision 0060)."""
+    limiter = QueueRateLimiter("q")
+    lanes = [f"lane{i}" for i in range(5)]
+    busy_holder = {("lane2", p) for p in range(4)} | {("lane0", 0)}
+    limiter.set_partitions(busy_holder, 20, 5)
+    assert limiter.share == pytest.approx(5 / 20)  # no traffic known yet: a share of partitions
+    limiter.set_lane_rates({lane: (100.0 if lane == "lane2" else 0.0) for lane in lanes})
+    limiter.refresh()
+    assert limiter.share == pytest.approx(1.0)
+    limiter.set_partitions({("lane0", p) for p in range(4)} | {("lane1", 0)})
+    assert limiter.share == pytest.approx(0.0)
+    # traffic on two lanes, 3:1: holding half of each gives half; all of the busier one 3/4
+    limiter.set_lane_rates({"lane1": 30.0, "lane3": 10.0})
+    limiter.refresh()
+    limiter.set_partitions({("lane1", 0), ("lane1", 1), ("lane3", 0), ("lane3", 1)})
+    assert limiter.share == pytest.approx(0.5)
+    limiter.set_partitions({("lane1", p) for p in range(4)})
+    assert limiter.share == pytest.approx(0.75)

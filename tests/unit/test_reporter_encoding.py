@@ -32,6 +32,9 @@ class FakeProducer:
 
 
 class Msg:
+    def topic(self):
+        return "t"
+
     def partition(self):
         return 0
 

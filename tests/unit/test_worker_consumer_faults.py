@@ -61,7 +61,7 @@ def test_an_assignment_waits_for_the_committed_offsets_while_the_broker_restarts
             assert restarting.calls == 3
             assert restarting.resumed == [0, 1]
             assert restarting.assigned == [(0, 5), (1, 5)]  # at the offsets read, after the retries
-            assert tc._reported == {0: decode_reported(5, None), 1: decode_reported(5, None)}
+            assert tc._reported == {(TOPIC, 0): decode_reported(5, None), (TOPIC, 1): decode_reported(5, None)}
         finally:
             tc.consumer.close()
 
