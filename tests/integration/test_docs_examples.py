@@ -126,3 +126,11 @@ def test_debounce_example_runs_once_with_the_last_save(kafka_bootstrap):
     assert lines["run IDs"] == "1", stdout
     assert lines["result"] == "reindexed version 20", stdout
     assert lines["history"] == "WorkflowExecutionStarted + 19 x WorkflowStartDebounced", stdout
+
+
+def test_priority_example_runs_the_urgent_task_first_and_the_small_tenant_in_turn(kafka_bootstrap):
+    stdout = run_example("priority.py", kafka_bootstrap)
+    waiting = int(stdout.split("with ")[1].split(" big files still waiting")[0])
+    assert waiting > 200, stdout  # the level-1 check did not wait behind the level-5 export
+    done_after = int(stdout.split("files were done after ")[1].split(" files")[0])
+    assert done_after < 60, stdout  # every other turn, not after the big tenant's 300
