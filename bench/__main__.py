@@ -24,6 +24,7 @@ from .scenarios import (
     cli,
     concurrency,
     eager_activities,
+    fairness,
     gateway,
     hops,
     hot_workflow,
@@ -71,6 +72,7 @@ SCENARIOS = {
     "eager_activities": eager_activities.run,
     "cli": cli.run,
     "concurrency": concurrency.run,
+    "fairness": fairness.run,
 }
 
 

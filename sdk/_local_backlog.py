@@ -25,6 +25,11 @@ __all__ = ["LocalBacklog"]
 TP = tuple[str, int]
 
 
+def _size(msg: Any) -> int:
+    value = msg.value()
+    return len(value) if value else 0
+
+
 class _Key:
     __slots__ = ("pass_", "records", "weight")
 
@@ -35,7 +40,7 @@ class _Key:
 
 
 class _Lane:
-    __slots__ = ("count", "heap", "keys", "pass_", "vtime", "weight")
+    __slots__ = ("bytes", "count", "heap", "keys", "pass_", "vtime", "weight")
 
     def __init__(self, weight: float) -> None:
         self.weight = weight
@@ -46,6 +51,8 @@ class _Lane:
         #: (pass, tie-breaker, key) of every key with records (one entry each)
         self.heap: list[tuple[float, int, bytes]] = []
         self.count = 0
+        #: the records' value bytes (what the read-ahead holds in memory)
+        self.bytes = 0
 
 
 class LocalBacklog:
@@ -67,6 +74,9 @@ class LocalBacklog:
     def lane_count(self, topic: str) -> int:
         return self._lanes[topic].count
 
+    def lane_bytes(self, topic: str) -> int:
+        return self._lanes[topic].bytes
+
     @property
     def topics(self) -> list[str]:
         return list(self._lanes)
@@ -85,6 +95,7 @@ class LocalBacklog:
             heapq.heappush(lane.heap, (k.pass_, next(self._tie), key))
         k.records.append(msg)
         lane.count += 1
+        lane.bytes += _size(msg)
         self._count += 1
 
     def _next_lane(self) -> _Lane | None:
@@ -102,10 +113,10 @@ class LocalBacklog:
         _pass, _tie, key = heapq.heappop(lane.heap)
         k = lane.keys[key]
         msg = k.records.popleft()
-        self._charge(lane, key, k)
+        self._charge(lane, key, k, msg)
         return msg
 
-    def _charge(self, lane: _Lane, key: bytes, k: _Key) -> None:
+    def _charge(self, lane: _Lane, key: bytes, k: _Key, msg: Any) -> None:
         """One of ``key``'s records of ``lane`` was dispatched (it is no longer in the heap)."""
         self._vtime = lane.pass_
         lane.pass_ += 1.0 / lane.weight
@@ -116,16 +127,20 @@ class LocalBacklog:
         else:
             del lane.keys[key]  # an idle key costs nothing; it starts at the lane's pass again
         lane.count -= 1
+        lane.bytes -= _size(msg)
         self._count -= 1
 
-    def ordered(self) -> list[Any]:
-        """Every record, in about the order ``pop`` would give them (lanes and keys by pass,
-        each key's in arrival order): what a rate limit scans for the first it lets start."""
+    def ordered(self, most: int | None = None) -> list[Any]:
+        """The records (the first ``most`` of them), in about the order ``pop`` would give them
+        (lanes and keys by pass, each key's in arrival order): what a rate limit scans for the
+        first it lets start."""
         out: list[Any] = []
         lanes = sorted((lane for lane in self._lanes.values() if lane.count), key=lambda lane: lane.pass_)
         for lane in lanes:
             for _pass, _tie, key in sorted(lane.heap):
-                out.extend(lane.keys[key].records)
+                out.extend(itertools.islice(lane.keys[key].records, None if most is None else most - len(out)))
+                if most is not None and len(out) >= most:
+                    return out
         return out
 
     def take(self, msg: Any) -> None:
@@ -136,7 +151,7 @@ class LocalBacklog:
         k.records.remove(msg)
         lane.heap = [entry for entry in lane.heap if entry[2] != key]  # ``_charge`` puts it back
         heapq.heapify(lane.heap)
-        self._charge(lane, key, k)
+        self._charge(lane, key, k, msg)
 
     def drop(self, gone: Iterable[TP]) -> None:
         """Forget the records of revoked partitions (their next owner reads them again)."""
@@ -147,6 +162,7 @@ class LocalBacklog:
                 dropped = len(k.records) - len(kept)
                 if not dropped:
                     continue
+                lane.bytes -= sum(_size(m) for m in k.records) - sum(_size(m) for m in kept)
                 k.records = collections.deque(kept)
                 lane.count -= dropped
                 self._count -= dropped

@@ -26,7 +26,11 @@ from ._slots import Slots
 if TYPE_CHECKING:
     from ._worker import Worker
 
-__all__ = ["OffsetTracker", "TaskConsumer"]
+__all__ = ["READ_AHEAD_BYTES", "OffsetTracker", "TaskConsumer"]
+
+#: a lane's read-ahead stops fetching at this many bytes of records too, whatever their count
+#: (tasks with large inputs)
+READ_AHEAD_BYTES = 16 * 1024 * 1024
 
 
 def _at(msg: Message) -> tuple[tuple[str, int], int]:
@@ -39,51 +43,76 @@ def _at(msg: Message) -> tuple[tuple[str, int], int]:
 log = logging.getLogger("kadence._worker")
 
 
+class _Offsets:
+    """One partition's offsets in flight: ``order`` in arrival order (finished ones dropped from
+    its left as the lowest moves), ``open`` the ones not finished, ``done`` the finished ones
+    above the lowest open one. Every step is O(1) amortized: a worker reads thousands of tasks
+    ahead (priority and fairness pick among them) and finishes them out of order."""
+
+    __slots__ = ("done", "done_max", "open", "order")
+
+    def __init__(self) -> None:
+        self.order: collections.deque[int] = collections.deque()
+        self.open: set[int] = set()
+        self.done: set[int] = set()
+        self.done_max = -1
+
+    def low(self, also_finished: set[int] = frozenset()) -> int | None:  # type: ignore[assignment]
+        """The lowest open offset (not in ``also_finished``), or None."""
+        for o in self.order:
+            if o in self.open and o not in also_finished:
+                return o
+        return None
+
+
 class OffsetTracker:
     """Per partition (any hashable: the task consumer's are ``(topic, partition)``, a consumer
     reading several priority lanes): the offset that is safe to commit = the lowest offset still
     in flight."""
 
     def __init__(self) -> None:
-        self._inflight: dict[Hashable, list[int]] = collections.defaultdict(list)
-        self._done_max: dict[Hashable, int] = {}
-        #: finished offsets above the lowest one in flight (what a commit's metadata names)
-        self._done: dict[Hashable, set[int]] = collections.defaultdict(set)
+        self._parts: dict[Hashable, _Offsets] = {}
         self._lock = threading.Lock()
 
     def started(self, partition: Hashable, offset: int) -> None:
         with self._lock:
-            self._inflight[partition].append(offset)  # offsets arrive in order per partition
+            part = self._parts.get(partition)
+            if part is None:
+                part = self._parts[partition] = _Offsets()
+            part.order.append(offset)  # offsets arrive in order per partition
+            part.open.add(offset)
 
     def finished(self, partition: Hashable, offset: int) -> int | None:
         with self._lock:
-            inflight = self._inflight.get(partition)
-            if not inflight or offset not in inflight:
+            part = self._parts.get(partition)
+            if part is None or offset not in part.open:
                 return None  # partition revoked meanwhile
-            inflight.remove(offset)
-            self._done_max[partition] = max(self._done_max.get(partition, -1), offset)
-            done = self._done[partition]
-            if inflight:
-                done.add(offset)
-                if done and min(done) < inflight[0]:
-                    done.difference_update([o for o in done if o < inflight[0]])
-                return inflight[0]
-            done.clear()
-            return self._done_max[partition] + 1
+            part.open.remove(offset)
+            part.done_max = max(part.done_max, offset)
+            part.done.add(offset)
+            order = part.order
+            while order and order[0] not in part.open:  # the lowest moved past finished ones
+                part.done.discard(order.popleft())
+            if order:
+                return order[0]
+            part.done.clear()
+            return part.done_max + 1
 
     def commit_points(self, finishing: set[tuple[Hashable, int]]) -> dict[Hashable, tuple[int, list[int]]]:
         """Per partition held: (the offset safe to commit, the finished offsets above it), as if
         the (partition, offset) pairs of ``finishing`` had finished too."""
         out = {}
+        extras: dict[Hashable, set[int]] = collections.defaultdict(set)
+        for q, o in finishing:
+            extras[q].add(o)
         with self._lock:
-            for p in set(self._inflight) | set(self._done_max):
-                extra = {o for q, o in finishing if q == p}
-                inflight = [o for o in self._inflight.get(p, ()) if o not in extra]
-                if inflight:
-                    low = inflight[0]
-                    out[p] = (low, sorted(o for o in self._done.get(p, set()) | extra if o > low))
+            for p, part in self._parts.items():
+                extra = extras.get(p, set())
+                low = part.low(extra)
+                if low is not None:
+                    out[p] = (low, sorted(o for o in part.done | extra if o > low))
                 else:
-                    top = max(self._done_max.get(p, -1), max(extra, default=-1))
+                    top = max(part.done_max, max(extra, default=-1))
                     if top >= 0:
                         out[p] = (top + 1, [])
         return out
@@ -91,13 +120,11 @@ class OffsetTracker:
     def revoke(self, partitions: Iterable[Hashable]) -> None:
         with self._lock:
             for p in partitions:
-                self._inflight.pop(p, None)
-                self._done_max.pop(p, None)
-                self._done.pop(p, None)
+                self._parts.pop(p, None)
 
     def count(self) -> int:
         with self._lock:
-            return sum(len(v) for v in self._inflight.values())
+            return sum(len(part.open) for part in self._parts.values())
 
 
 class TaskConsumer:
@@ -320,7 +347,7 @@ class TaskConsumer:
                 assert msg is not None  # the backlog is not empty
                 self._dispatch(msg)
                 continue
-            candidates = backlog.ordered()
+            candidates = backlog.ordered(most=1000)  # a rate limit scans the first thousand
             i = limiter.pick(candidates)
             if i is None:
                 self._slots.give_back(wake=False)  # nobody waits for it: this thread took it
@@ -334,7 +361,10 @@ class TaskConsumer:
         a lane of many waiting tasks stops fetching, the other lanes go on (a task of level 1 is
         read while level 5's backlog waits in Kafka)."""
         for topic in self._backlog.topics:
-            full = self._backlog.lane_count(topic) >= self._backlog_max
+            full = (
+                self._backlog.lane_count(topic) >= self._backlog_max
+                or self._backlog.lane_bytes(topic) >= READ_AHEAD_BYTES
+            )
             if full != (topic in self._paused_topics):
                 self._set_paused(topic, full)
 

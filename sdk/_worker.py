@@ -103,8 +103,8 @@ class Worker:
     (librdkafka #5511) has its producer replaced and its results committed again by a new
     thread, instead of leaving the worker's activity slots full for good.
 
-    ``activity_read_ahead`` (default 1,000): activity tasks read ahead of the free slots, per
-    priority lane; among them the next task is chosen by priority and fairness key
+    ``activity_read_ahead`` (default 10,000, and at most 16 MiB of records): activity tasks read
+    ahead of the free slots, per priority lane; among them the next task is chosen by priority and fairness key
     (docs/guide.md, "Priority and fairness"). A lane with more waiting stops fetching until
     they start; its tasks beyond wait in Kafka in the order they came.
     """
@@ -132,7 +132,7 @@ class Worker:
         workflow_failure_exception_types: Iterable[type[BaseException]] = (),
         activity_executor: cf.Executor | None = None,
         graceful_shutdown_timeout: timedelta | float = 0,
-        activity_read_ahead: int = 1000,
+        activity_read_ahead: int = 10_000,
     ) -> None:
         check_task_queue(task_queue)
         self._graceful_s = _checked_numbers(txn_stall_s, graceful_shutdown_timeout, activity_read_ahead)

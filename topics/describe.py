@@ -92,6 +92,7 @@ def run_description(events: list[dict[str, Any]]) -> dict[str, Any]:
             parent_workflow_id=started.get("parent_workflow_id"),
             parent_run_id=started.get("parent_run_id"),
             cron_schedule=started.get("cron_schedule"),
+            priority=started.get("priority"),
         )
     return out
 

@@ -24,11 +24,14 @@ from kadence import Client, Priority, Worker, activity, workflow
 from kadence.topics import Catalogue, KafkaConfig
 
 ORDER: list[str] = []
+UNDER_WAY = asyncio.Event()  # set once 20 files are done
 
 
 @activity.defn
 async def export_file(tenant: str, n: int) -> None:
     ORDER.append(tenant)
+    if len(ORDER) >= 20:
+        UNDER_WAY.set()
     await asyncio.sleep(0.01)
 
 
@@ -79,18 +82,21 @@ async def main() -> None:
             big = await client.start_workflow(
                 Export, "big", 300, id="export-big", task_queue="flows", priority=Priority(5, fairness_key="big")
             )
-            while len(ORDER) < 20:  # the big export is under way
-                await asyncio.sleep(0.05)
+            await UNDER_WAY.wait()  # the big export is under way
             small = await client.start_workflow(
                 Export, "small", 5, id="export-small", task_queue="flows", priority=Priority(5, fairness_key="small")
             )
             await client.execute_workflow(RefundCheck, id="refund-check", task_queue="flows")
             await small.result(timeout=60)
             at = ORDER.index("URGENT")
-            print(f"the refund check ran after {at} files, with {300 - ORDER[:at].count('big')} big files still waiting")
+            print(
+                f"the refund check ran after {at} files, with {300 - ORDER[:at].count('big')} big files still waiting"
+            )
             small_done = max(i for i, t in enumerate(ORDER) if t == "small")
             print(f"the small tenant's 5 files were done after {small_done} files in all")
-            print("order from the small tenant's start:", " ".join(t[0] for t in ORDER[ORDER.index("small") - 2 :][:16]))
+            print(
+                "order from the small tenant's start:", " ".join(t[0] for t in ORDER[ORDER.index("small") - 2 :][:16])
+            )
             await big.result(timeout=120)
         await client.close()
     finally:

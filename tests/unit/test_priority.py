@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import collections
 import random
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
 
-from kadence import Priority
+from kadence import Priority, WorkflowNotFoundError, activity, workflow
 from kadence._definitions import priority_record
 from kadence._local_backlog import LocalBacklog
+from kadence.testing import WorkflowEnvironment
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import InvalidArgumentError, SchemaError
@@ -42,6 +44,7 @@ def rec(level: int = 3, key: str | None = None, weight: float = 0.0, partition: 
         partition=lambda: partition,
         offset=lambda: offset,
         headers=lambda: headers,
+        value=lambda: b"task",
         level=level,
         key=key,
         tag=tag,
@@ -228,3 +231,71 @@ def test_revoked_partitions_leave_the_backlog():
     rest = drain(backlog)
     assert len(rest) == 20 and all(r.partition() == 0 for r in rest)
     assert backlog.lane_count(lane1) == 0 and len(backlog) == 0
+
+
+# -- inheritance through the engine's own transitions (the test kit) ---------------------------
+
+SEEN: list[tuple[str, object]] = []
+
+
+@activity.defn
+async def note(tag: str) -> None:
+    SEEN.append((tag, activity.info().priority))
+
+
+@workflow.defn
+class Child:
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.execute_activity(note, "child", start_to_close_timeout=timedelta(seconds=5))
+
+
+@workflow.defn
+class Tree:
+    @workflow.run
+    async def run(self, again: bool) -> None:
+        await workflow.execute_activity(note, "own", start_to_close_timeout=timedelta(seconds=5), priority=1)
+        await workflow.execute_activity(note, "inherited", start_to_close_timeout=timedelta(seconds=5))
+        await workflow.execute_child_workflow(Child, id=f"{workflow.info().workflow_id}-c", priority=Priority(2))
+        if again:
+            workflow.continue_as_new(False)
+
+
+async def test_activities_children_and_the_next_run_inherit_what_they_do_not_set():
+    SEEN.clear()
+    async with WorkflowEnvironment(workflows=[Tree, Child], activities=[note]) as env:
+        handle = await env.client.start_workflow(
+            Tree, True, id="tree", task_queue="q", priority=Priority(4, fairness_key="acme", fairness_weight=2.0)
+        )
+        await handle.result(timeout=10)
+        described = await handle.describe()
+    acme = {"fairness_key": "acme", "fairness_weight": 2.0}
+    want = [
+        ("own", Priority(1, **acme)),  # its own level, the run's key
+        ("inherited", Priority(4, **acme)),
+        ("child", Priority(2, **acme)),  # the child's level, the parent's key, and its activity inherits both
+    ]
+    assert SEEN == want * 2  # the continued run kept the chain's priority
+    assert described.priority == {"priority_key": 4, "fairness_key": "acme", "fairness_weight": 2.0}
+
+
+async def test_a_bad_priority_changes_nothing():
+    async with WorkflowEnvironment(workflows=[Tree, Child], activities=[note]) as env:
+        with pytest.raises(InvalidArgumentError):
+            await env.client.start_workflow(Tree, False, id="bad", task_queue="q", priority=7)
+        with pytest.raises(WorkflowNotFoundError):
+            await env.client.get_workflow_handle("bad").describe()
+
+
+def test_the_read_ahead_counts_bytes_and_a_scan_can_stop_early():
+    backlog = LocalBacklog(LANES)
+    lane = CAT.activity_lane("q", 3)
+    for i in range(5):
+        backlog.add(rec(key=f"k{i % 2}", partition=i % 2))
+    assert backlog.lane_bytes(lane) == 5 * len(b"task")
+    backlog.pop()
+    assert backlog.lane_bytes(lane) == 4 * len(b"task")
+    assert len(backlog.ordered(most=3)) == 3 and len(backlog.ordered()) == 4
+    backlog.take(backlog.ordered()[1])
+    backlog.drop({(lane, 0), (lane, 1)})
+    assert backlog.lane_bytes(lane) == 0 and len(backlog) == 0

@@ -57,6 +57,7 @@ from .workflows import (
     executed,
     expected_result,
     run_limits,
+    run_priority,
     update_result,
     wants_signal,
     wants_update,
@@ -216,6 +217,7 @@ class LoadDriver:
                 timeout=REQUEST_TIMEOUT_S,
                 request_eager_start=eager,
                 concurrency=run_limits(i),
+                priority=run_priority(i),
             ),
         )
 
@@ -232,6 +234,7 @@ class LoadDriver:
                 request_id=rid,
                 timeout=REQUEST_TIMEOUT_S,
                 concurrency=run_limits(i),
+                priority=run_priority(i),
                 debounce=timedelta(seconds=DEBOUNCE_S),
             )
 
@@ -284,6 +287,7 @@ class LoadDriver:
                 timeout=REQUEST_TIMEOUT_S,
                 result_timeout=60,
                 concurrency=run_limits(i),
+                priority=run_priority(i),
             ),
             deadline_s=3600,
         )

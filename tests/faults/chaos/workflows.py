@@ -18,7 +18,7 @@ import random
 import time
 from datetime import timedelta
 
-from kadence import Limit, RetryPolicy, activity, workflow
+from kadence import Limit, Priority, RetryPolicy, activity, workflow
 
 #: a worker killed mid-activity leaves an attempt that times out after this and is retried
 ACTIVITY_TIMEOUT = timedelta(seconds=5)
@@ -82,10 +82,28 @@ async def label(value: int) -> str:
     return f"L{value}"
 
 
-def _act(fn, arg, concurrency=None):
+def _act(fn, arg, concurrency=None, priority=None):
     return workflow.execute_activity(
-        fn, arg, start_to_close_timeout=ACTIVITY_TIMEOUT, retry_policy=RETRY, concurrency=concurrency
+        fn,
+        arg,
+        start_to_close_timeout=ACTIVITY_TIMEOUT,
+        retry_policy=RETRY,
+        concurrency=concurrency,
+        priority=priority,
     )
+
+
+def run_priority(n: int) -> Priority | None:
+    """Most orders have a priority level (each a lane of its own, decision 0060) and a tenant's
+    fairness key, which their activities and children inherit; every fifth has none (level 3)."""
+    if n % 5 == 0:
+        return None
+    return Priority((1, 2, 4, 5)[n % 5 - 1], fairness_key=f"tenant-{n % 3}", fairness_weight=1.0 + n % 2)
+
+
+def ship_priority(n: int) -> int | None:
+    """Some shipments jump to level 1 (an activity's own level over its run's)."""
+    return 1 if n % 4 == 3 else None
 
 
 def run_limits(n: int) -> list[Limit]:
@@ -206,7 +224,7 @@ class ChaosOrder:
         if wants_update(n):
             await workflow.wait_condition(lambda: self.bump_result is not None)
         child = await workflow.execute_child_workflow(ChaosChild, n) if has_child(n) else None
-        shipped = await _act(ship, b)
+        shipped = await _act(ship, b, priority=ship_priority(n))
         return {
             "n": n,
             "shipped": shipped,
