@@ -40,3 +40,37 @@ async def test_cli_drives_a_workflow(client, processors, kafka_config):
         assert rc == 1 and "no open run" in err
         rc, out, err = await kadence(kafka_config, "signal", "cli-1", "add", "--input", "{bad")
         assert rc == 2 and "not JSON" in err
+
+
+async def test_cli_starts_with_a_priority(client, processors, kafka_config):
+    """``--priority``/``--fairness-key``/``--fairness-weight``: describe shows them; a bad one is
+    a usage error (out of range) or a typed error (a control character), and starts nothing."""
+    processors.start()
+    rc, out, err = await kadence(
+        kafka_config,
+        "start",
+        "Collector",
+        "--id",
+        "cli-prio",
+        "--task-queue",
+        "nobody",
+        "--priority",
+        "1",
+        "--fairness-key",
+        "acme",
+        "--fairness-weight",
+        "2.5",
+    )
+    assert rc == 0, err
+    rc, out, err = await kadence(kafka_config, "describe", "cli-prio")
+    assert json.loads(out)["priority"] == {"priority_key": 1, "fairness_key": "acme", "fairness_weight": 2.5}
+    rc, out, err = await kadence(
+        kafka_config, "start", "Collector", "--id", "cli-p2", "--task-queue", "q", "--priority", "9"
+    )
+    assert rc == 2 and "--priority" in err
+    rc, out, err = await kadence(
+        kafka_config, "start", "Collector", "--id", "cli-p2", "--task-queue", "q", "--fairness-key", "a\x1bb"
+    )
+    assert rc == 1 and "fairness_key" in err and "Traceback" not in err
+    rc, out, err = await kadence(kafka_config, "describe", "cli-p2")
+    assert rc != 0

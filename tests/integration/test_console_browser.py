@@ -17,7 +17,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from playwright.async_api import Page, async_playwright, expect
 
-from kadence import Client, Limit, Worker, activity, workflow
+from kadence import Client, Limit, Priority, Worker, activity, workflow
 from kadence.topics import Catalogue
 
 from .conftest import wait_until
@@ -296,6 +296,17 @@ async def _check_console(page, base, key, gw_config, client, orders, done, tag):
     await wait_until(lambda: _throttled(rated[1]), 60, "the second rated run to be admitted for later")
     await page.goto(f"{base}/ui/workflows/{rated[1].id}")
     await expect(page.locator("#throttled")).to_contain_text("its code runs at ")
+    # a run's priority (decision 0060) is on its page
+    urgent = await client.start_workflow(
+        ConsoleOrder,
+        "u",
+        id=f"urgent-{tag}",
+        task_queue=f"console-{tag}",
+        priority=Priority(1, fairness_key="acme", fairness_weight=2.0),
+    )
+    await page.goto(f"{base}/ui/workflows/{urgent.id}")
+    await expect(page.locator("#priority")).to_have_text("level 1, fairness key acme (weight 2.0)")
+    await urgent.terminate(reason="console test done")
     await page.goto(f"{base}/ui/limits")
     await expect(page.locator("h1")).to_have_text("Concurrency and rate limits")
     rate_row = page.locator(f"#limits tr:has-text('hourly={tag}')")

@@ -518,3 +518,21 @@ async def test_an_operator_sets_and_lifts_a_keys_max_over_http(http):
     assert r.status_code == 200 and r.json()["max"] is None
     (shown,) = (await http.get("/v1/limits", params={"key": f"tenant={key}"})).json()["limits"]
     assert shown["override"] is None
+
+
+async def test_a_start_names_a_priority_over_http(http):
+    """A priority in a start's body: describe shows it (the run's, the default of its activities);
+    a level out of range or a key with a control character is a 400 that starts nothing."""
+    key = f"gw-{uuid.uuid4().hex[:6]}"
+    priority = {"priority_key": 2, "fairness_key": "acme", "fairness_weight": 3}
+    r = await http.post(START, json=_start_body(key, task_queue=f"unserved-{key}", priority=priority))
+    assert r.status_code == 201, r.text
+    described = (await http.get(f"/v1/workflows/{key}")).json()
+    assert described["priority"] == {"priority_key": 2, "fairness_key": "acme", "fairness_weight": 3.0}
+    plain = f"{key}-plain"
+    assert (await http.post(START, json=_start_body(plain, task_queue=f"unserved-{key}"))).status_code == 201
+    assert (await http.get(f"/v1/workflows/{plain}")).json()["priority"] is None
+    for bad in ({"priority_key": 6}, {"fairness_key": "a\u202eb"}, {"fairness_weight": 0}, {"level": 1}):
+        r = await http.post(START, json=_start_body(f"{key}-bad", priority=bad))
+        assert r.status_code == 400, (bad, r.text)
+    assert (await http.get(f"/v1/workflows/{key}-bad")).status_code == 404
