@@ -79,7 +79,7 @@ class OutputWriter:
             view = views[p]
             self._events_and_states(p, view, out)
             for kind, queue, task in out.tasks:
-                self._task(kind, queue, task)
+                self._task(kind, queue, task, view)
             for answer in out.replies:
                 answer["history_seq"] = view.seq_reached(answer["workflow_id"], answer["run_id"])
                 raw = self.reply_codec.encode(answer)
@@ -120,11 +120,15 @@ class OutputWriter:
             assert self._limit_codec is not None
             self._produce(self.topics.concurrency, self._limit_codec.encode(cs), key.encode(), p)
 
-    def _task(self, kind: str, queue: str, task: Any) -> None:
+    def _task(self, kind: str, queue: str, task: Any, view: BatchView) -> None:
         self._ensure_queue(queue)
         if kind == "workflow":
             build = task["build_id"]
-            topic = self.topics.workflow_tasks(queue) if build is None else self._ensure_build(queue, build)
+            if build is not None:
+                self._ensure_build(queue, build)
+            # the lane of the run's priority (its state is in the batch: it scheduled the task)
+            st = view.states.get(task["workflow_id"])
+            topic = self.topics.workflow_lane(queue, level_of(st.get("priority") if st else None), build)
             raw = self._wt_codec.encode(task)
             if len(raw) > self._task_max_bytes:
                 # too large for one record (the transaction would fail, again and again): the
@@ -159,9 +163,8 @@ class OutputWriter:
             self.topics.ensure_queue(queue)
             self._known_queues.add(queue)
 
-    def _ensure_build(self, queue: str, build: str) -> str:
-        """The workflow-task topic of a build, created on first use (like a queue's topics)."""
+    def _ensure_build(self, queue: str, build: str) -> None:
+        """The workflow-task topics of a build, created on first use (like a queue's topics)."""
         if (queue, build) not in self._known_builds:
             self.topics.ensure_build(queue, build)
             self._known_builds.add((queue, build))
-        return self.topics.build_tasks(queue, build)

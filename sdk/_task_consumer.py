@@ -132,6 +132,8 @@ class TaskConsumer:
 
     #: how often stored offsets are committed while tasks are in hand (an idle consumer commits at once)
     AUTO_COMMIT_MS = 1000
+    #: tasks handed to the worker's loop whose handler has not run yet (``_may_hand``)
+    MAX_HANDED = 16
 
     def __init__(
         self,
@@ -195,6 +197,12 @@ class TaskConsumer:
         self._backlog_max = max(read_ahead or 100, 2 * max_inflight)
         #: records handed to the loop whose ``done`` has not been processed yet; consumer thread only
         self._dispatched = 0
+        #: records handed to the loop (consumer thread) and whose handler has begun (loop thread):
+        #: each counter has one writer, so their difference needs no lock
+        self._handed = 0
+        self._begun = 0
+        #: the consumer thread waits for a handler to begin (set by it, cleared by the loop)
+        self._hand_blocked = False
         #: offsets stored since the last idle commit; consumer thread only
         self._uncommitted = False
         # offsets to store, handed from any thread to the consumer thread: only that thread
@@ -341,7 +349,7 @@ class TaskConsumer:
         limiter = self._limiter
         if limiter is not None:
             limiter.refresh()
-        while backlog and not self._holding and self._slots.take():
+        while backlog and not self._holding and self._may_hand() and self._slots.take():
             if limiter is None or not limiter.active:
                 msg = backlog.pop()
                 assert msg is not None  # the backlog is not empty
@@ -399,15 +407,35 @@ class TaskConsumer:
             not self._backlog
             and not self._holding
             and (self._limiter is None or not self._limiter.active)
+            and self._may_hand()
             and self._slots.take()
         ):
             self._dispatch(msg)
         else:
             self._backlog.add(msg)  # the next turn's ``_dispatch_backlog`` starts it (ordered, paced)
 
+    def _may_hand(self) -> bool:
+        """Whether another task may be handed to the loop: at most ``MAX_HANDED`` wait there for
+        their handler, so the order the backlog chose is the order they run in (the loop's queue
+        is first come, first served: with a thousand workflow tasks handed at once, a level-1
+        one read after them ran after them; measured, 5.7 s behind 2,000 tasks of 5 ms)."""
+        if self._handed - self._begun < self.MAX_HANDED:
+            return True
+        self._hand_blocked = True
+        return False
+
     def _dispatch(self, msg: Message) -> None:
         self._dispatched += 1
-        self._loop.call_soon_threadsafe(self._handler, msg)
+        self._handed += 1
+        self._loop.call_soon_threadsafe(self._run_handler, msg)
+
+    def _run_handler(self, msg: Message) -> None:
+        """On the loop: the task leaves the hand-over (the consumer may hand the next), and runs."""
+        self._begun += 1
+        if self._hand_blocked:
+            self._hand_blocked = False
+            self._wakeup.set()
+        self._handler(msg)
 
     def done(self, msg: Message) -> None:
         """The record's work is durable (its command was acknowledged): advance the offset.

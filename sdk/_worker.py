@@ -42,6 +42,7 @@ from kadence.topics.errors import (
 )
 from kadence.topics.identifiers import check_task_queue
 from kadence.topics.log_context import reset_log_fields, set_log_fields
+from kadence.topics.priority import LANE_WEIGHTS
 from kadence.topics.records import new_id, now_ms
 from kadence.topics.tracing import Tracer, record_ref
 
@@ -276,7 +277,11 @@ class Worker:
             self._activity_runner.close_unstarted()
             return
         if self._workflows:
-            self._wt_consumer = TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000)
+            # every priority lane of the queue's (or the build's) workflow tasks (decision 0060)
+            lanes = {
+                t: float(LANE_WEIGHTS[level]) for level, t in topics.workflow_lanes(self.task_queue, self.build_id)
+            }
+            self._wt_consumer = TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000, lanes=lanes)
             self._consumers.append(self._wt_consumer)
         if self._activities and not await self._activity_tasks.start_consumer(topics):
             self._activity_runner.close_unstarted()

@@ -138,6 +138,24 @@ class BacklogProbe:
         backlog, ts = self._waiting(ranges, topic)
         return backlog, (max(0.0, (now_ms() - ts) / 1000) if ts is not None else None)
 
+    def _lanes_backlog(
+        self, group: str, lanes: list[tuple[int, str]], have: dict[str, int], by_level: dict[int, int] | None = None
+    ) -> tuple[int, float | None]:
+        """(tasks waiting on every priority lane of one group's topics, the oldest's age in s);
+        ``by_level`` gets each level's count. A lane that does not exist (a queue made before the
+        lanes: its workers make them) has none."""
+        total, oldest = 0, None
+        for level, lane in lanes:
+            if lane not in have:
+                continue
+            backlog, age = self._backlog(group, lane, have[lane])
+            total += backlog
+            if age is not None:
+                oldest = age if oldest is None else max(oldest, age)
+            if backlog and by_level is not None:
+                by_level[level] = backlog
+        return total, oldest
+
     def measure(self, task_queue: str | None = None) -> list[BuildBacklog]:
         """The workflow-task backlog of every build (and of the unversioned queue) of every queue,
         or of one queue."""
@@ -155,7 +173,7 @@ class BacklogProbe:
                 group = (
                     self.cat.worker_group(queue, "workflow") if build is None else self.cat.build_group(queue, build)
                 )
-                backlog, age = self._backlog(group, topic, have[topic])
+                backlog, age = self._lanes_backlog(group, self.cat.workflow_lanes(queue, build), have)
                 out.append(BuildBacklog(queue, build, topic, defaults.get(queue) == build, backlog, age))
             return out
         except KafkaException as exc:
@@ -169,15 +187,10 @@ class BacklogProbe:
             for queue, topic in activity_topics(self.cat, have):
                 if task_queue is not None and queue != task_queue:
                     continue
-                group, total, oldest, by_level = self.cat.worker_group(queue, "activity"), 0, None, {}
-                for level, lane in self.cat.activity_lanes(queue):  # one group reads every lane
-                    if lane not in have:  # a queue made before the lanes: its workers make them
-                        continue
-                    backlog, age = self._backlog(group, lane, have[lane])
-                    total += backlog
-                    oldest = age if oldest is None else max(oldest, age or 0.0)
-                    if backlog:
-                        by_level[level] = backlog
+                by_level: dict[int, int] = {}
+                total, oldest = self._lanes_backlog(
+                    self.cat.worker_group(queue, "activity"), self.cat.activity_lanes(queue), have, by_level
+                )
                 out.append(ActivityBacklog(queue, topic, total, oldest, by_level))
             return out
         except KafkaException as exc:

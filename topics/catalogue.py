@@ -97,6 +97,20 @@ class Catalogue:
         """(level, topic) of every priority lane of a queue, first level first."""
         return [(level, self.activity_lane(queue, level)) for level in LEVELS]
 
+    def workflow_lane(self, queue: str, level: int, build_id: str | None = None) -> str:
+        """The workflow-task topic of one priority level of a queue's unversioned runs (or of
+        one build's): the default level's is ``workflow_tasks`` (``build_tasks``); the others'
+        names cannot be a queue's or a build's (``tasks.workflow-p1.``, ``tasks.build-p1.``)."""
+        if level == DEFAULT_LEVEL:
+            return self.workflow_tasks(queue) if build_id is None else self.build_tasks(queue, build_id)
+        if build_id is None:
+            return f"{self.config.namespace}.tasks.workflow-p{level}.{queue}"
+        return f"{self.config.namespace}.tasks.build-p{level}.{queue}.{build_id}"
+
+    def workflow_lanes(self, queue: str, build_id: str | None = None) -> list[tuple[int, str]]:
+        """(level, topic) of every priority lane of a queue's (or a build's) workflow tasks."""
+        return [(level, self.workflow_lane(queue, level, build_id)) for level in LEVELS]
+
     def timers(self, tier: str) -> str:
         return f"{self.config.namespace}.timers.{tier}"
 
@@ -137,12 +151,14 @@ class Catalogue:
     def queue_specs(self, queue: str) -> list[TopicSpec]:
         p = self.config.partitions
         conf = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
-        lanes = [TopicSpec(topic, p, conf) for _level, topic in self.activity_lanes(queue)]
-        return [TopicSpec(self.workflow_tasks(queue), p, conf), *lanes]
+        lanes = self.workflow_lanes(queue) + self.activity_lanes(queue)
+        return [TopicSpec(topic, p, conf) for _level, topic in lanes]
 
     def build_specs(self, queue: str, build_id: str) -> list[TopicSpec]:
         conf = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
-        return [TopicSpec(self.build_tasks(queue, build_id), self.config.partitions, conf)]
+        return [
+            TopicSpec(topic, self.config.partitions, conf) for _level, topic in self.workflow_lanes(queue, build_id)
+        ]
 
     # -- admin ---------------------------------------------------------------------------------
 

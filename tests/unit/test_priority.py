@@ -122,6 +122,20 @@ def test_unset_fields_are_inherited_field_by_field():
     assert inherit(None, None) is None
 
 
+def test_workflow_tasks_have_lanes_too_for_a_queue_and_for_each_build():
+    assert CAT.workflow_lane("q", 3) == CAT.workflow_tasks("q")
+    assert CAT.workflow_lane("q", 3, "v2") == CAT.build_tasks("q", "v2")
+    assert CAT.workflow_lane("q", 1) == "ns.tasks.workflow-p1.q"
+    assert CAT.workflow_lane("q", 5, "v2") == "ns.tasks.build-p5.q.v2"
+    assert {s.name for s in CAT.queue_specs("q")} >= {t for _l, t in CAT.workflow_lanes("q")}
+    assert {s.name for s in CAT.build_specs("q", "v2")} == {t for _l, t in CAT.workflow_lanes("q", "v2")}
+    # the build listing (kadence builds) sees each build once: the lanes are not builds
+    from kadence.topics.builds import build_topics
+
+    have = {s.name: 4 for s in CAT.queue_specs("q") + CAT.build_specs("q", "v2")}
+    assert [(q, b) for q, b, _t in build_topics(CAT, have)] == [("q", "v2"), ("q", None)]
+
+
 def test_each_level_is_its_own_topic_and_a_bad_level_goes_to_the_default_lane():
     assert CAT.activity_lane("q", 3) == CAT.activity_tasks("q") == "ns.tasks.activity.q"
     assert CAT.activity_lane("q", 1) == "ns.tasks.activity-p1.q"
