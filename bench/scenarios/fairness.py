@@ -61,19 +61,22 @@ async def _window(ctx: Context, task, client, mode: str, seconds: float, label: 
     fair = mode == "fair"
     bursts = []
     if mode != "alone":
+        # ten times the small tenant's tasks, at once, as orders of 10 tasks each (a few runs of
+        # hundreds of pending activities would make the engine rewrite large states all along)
         big = int(10 * rate * seconds)
-        per = big // 4
-        bursts = [
-            await client.start_workflow(
-                Burst,
-                f"big-{kind}",
-                per,
-                id=f"burst-{kind}-{i}",
-                task_queue="bench-flows",
-                priority=Priority(fairness_key="big") if fair else None,
+        bursts = await asyncio.gather(
+            *(
+                client.start_workflow(
+                    Burst,
+                    f"big-{kind}",
+                    10,
+                    id=f"burst-{kind}-{i}",
+                    task_queue="bench-flows",
+                    priority=Priority(fairness_key="big") if fair else None,
+                )
+                for i in range(big // 10)
             )
-            for i in range(4)
-        ]
+        )
         for _ in range(2400):  # until the burst has reached the worker (2 minutes at most)
             if len(WAITS[f"big-{kind}"]) >= 50:
                 break
