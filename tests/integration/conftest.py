@@ -16,17 +16,20 @@ import pytest
 
 from kadence import Client
 from kadence.topics import Catalogue, KafkaConfig
+from tests.support.namespaces import drop_namespace
 
 PARTITIONS = 4
 
 
 @pytest.fixture
-def kafka_config(kafka_bootstrap) -> KafkaConfig:
-    """A namespace of its own for each test, with its topics created."""
+def kafka_config(kafka_bootstrap):
+    """A namespace of its own for each test, with its topics created, and deleted after it (the
+    dev broker may hold only so many partitions: ``tests/support/namespaces.py``)."""
     ns = f"t{uuid.uuid4().hex[:10]}"
     config = KafkaConfig(bootstrap=kafka_bootstrap, namespace=ns, partitions=PARTITIONS)
     Catalogue(config).apply()
-    return config
+    yield config
+    drop_namespace(config)
 
 
 def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> bool:
@@ -178,10 +181,11 @@ async def wait_until(predicate, timeout: float, what: str, interval: float = 0.2
 
 
 @pytest.fixture(scope="module")
-def gw_config(kafka_bootstrap) -> KafkaConfig:
+def gw_config(kafka_bootstrap):
     config = KafkaConfig(bootstrap=kafka_bootstrap, namespace=f"g{uuid.uuid4().hex[:10]}", partitions=4)
     Catalogue(config).apply()
-    return config
+    yield config
+    drop_namespace(config)
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,18 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from kadence.topics import TIMER_TIERS_MS, Catalogue, KafkaConfig, PartitionMismatchError, TopicSpec, partition_for
+from tests.support.namespaces import drop_namespace
 
 PARTITIONS = 3  # not the default (4): the counts must come from the configuration
 KADENCE = Path(sys.executable).with_name("kadence")
 
 
 @pytest.fixture
-def fresh_config(kafka_bootstrap) -> KafkaConfig:
-    """A namespace nobody has applied yet."""
-    return KafkaConfig(bootstrap=kafka_bootstrap, namespace=f"t{uuid.uuid4().hex[:10]}", partitions=PARTITIONS)
+def fresh_config(kafka_bootstrap):
+    """A namespace nobody has applied yet (dropped after the test)."""
+    config = KafkaConfig(bootstrap=kafka_bootstrap, namespace=f"t{uuid.uuid4().hex[:10]}", partitions=PARTITIONS)
+    yield config
+    drop_namespace(config)
 
 
 def _expected(ns: str) -> dict[str, str]:
@@ -84,7 +87,13 @@ def test_queue_topics_are_created_per_task_queue(fresh_config):
     cat.apply()
     report = cat.ensure_queue("payments")
     ns = fresh_config.namespace
-    assert sorted(report.created) == [f"{ns}.tasks.activity.payments", f"{ns}.tasks.workflow.payments"]
+    lanes = [t for _l, t in cat.workflow_lanes("payments") + cat.activity_lanes("payments")]  # decision 0060
+    assert sorted(report.created) == sorted(lanes)
+    assert {
+        f"{ns}.tasks.activity.payments",
+        f"{ns}.tasks.workflow.payments",
+        f"{ns}.tasks.activity-p1.payments",
+    } <= set(lanes)
     assert cat.ensure_queue("payments").created == []
     configs = _configs(AdminClient(fresh_config.base()), report.created)
     assert {c["cleanup.policy"] for c in configs.values()} == {"delete"}
