@@ -22,11 +22,10 @@ from kadence.schemas.records import (
     RespondActivityTaskFailed,
     WorkflowState,
 )
-from kadence.topics.priority import inherit
 from kadence.topics.records import idempotency_key
 
 from .concurrency import begin_activity_slots, release_activity_slots
-from .effects import Transition, emit, reply, start_timer, workflow_task_needed
+from .effects import Transition, activity_priority, emit, reply, start_timer, workflow_task_needed
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -109,8 +108,7 @@ def dispatch_attempt(t: Transition, st: WorkflowState, a: PendingActivity) -> No
                 "trace_id": None,
                 "span_id": None,
                 "headers": st.get("headers") or {},
-                # its own priority, the run's where it leaves a field unset: the lane it goes to
-                "priority": inherit(opts.get("priority"), st.get("priority")),
+                "priority": activity_priority(st, a),  # the lane it goes to
             },
         )
     )

@@ -17,6 +17,7 @@ from kadence.schemas.records import (
     ConcurrencyState,
     Failure,
     PendingActivity,
+    Priority,
     RecentRequest,
     WorkflowState,
 )
@@ -434,7 +435,7 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
                 "held": a["held"],
                 "waiting_for_slot": activity_waiting_for(a),
                 "throttled": a.get("throttled", False),
-                "priority": inherit(a["options"].get("priority") if a["options"] else None, st.get("priority")),
+                "priority": activity_priority(st, a),
             }
         )
     return {
@@ -468,6 +469,13 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
         "priority": st.get("priority"),
         "slots_held": list(st.get("concurrency") or [])[: st.get("slots_held", 0)] if st.get("slot_ticket") else [],
     }
+
+
+def activity_priority(st: WorkflowState, a: PendingActivity) -> Priority | None:
+    """The priority an activity's attempts are dispatched with: its own, the run's where it
+    leaves a field unset (``topics.priority``)."""
+    opts = a["options"]
+    return inherit(opts.get("priority") if opts else None, st.get("priority"))
 
 
 def _unwritten_bytes(st: WorkflowState, out: Outbox) -> int:

@@ -9,7 +9,7 @@ import collections
 import logging
 import queue
 import threading
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
@@ -57,7 +57,7 @@ class _Offsets:
         self.done: set[int] = set()
         self.done_max = -1
 
-    def low(self, also_finished: set[int] = frozenset()) -> int | None:  # type: ignore[assignment]
+    def low(self, also_finished: Collection[int] = ()) -> int | None:
         """The lowest open offset (not in ``also_finished``), or None."""
         for o in self.order:
             if o in self.open and o not in also_finished:

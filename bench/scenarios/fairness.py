@@ -58,12 +58,11 @@ class One:
 
 async def _window(ctx: Context, task, client, mode: str, seconds: float, label: str) -> dict:
     rate, kind = 20, f"small-{mode}-{uuid.uuid4().hex[:6]}"
-    fair = mode == "fair"
+    fair, big = mode == "fair", int(10 * rate * seconds)
     bursts = []
     if mode != "alone":
         # ten times the small tenant's tasks, at once, as orders of 10 tasks each (a few runs of
         # hundreds of pending activities would make the engine rewrite large states all along)
-        big = int(10 * rate * seconds)
         bursts = await asyncio.gather(
             *(
                 client.start_workflow(
@@ -98,7 +97,7 @@ async def _window(ctx: Context, task, client, mode: str, seconds: float, label: 
     await asyncio.gather(*(h.result(timeout=600) for h in handles))
     big_left = 0
     if bursts:
-        big_left = int(10 * rate * seconds) - len(WAITS[f"big-{kind}"])
+        big_left = big - len(WAITS[f"big-{kind}"])
         await asyncio.gather(*(h.result(timeout=600) for h in bursts))
     waits = summary(WAITS[kind])
     return {"p50_ms": waits["p50"], "p99_ms": waits["p99"], "tasks": len(WAITS[kind]), "big_left_after": big_left}
