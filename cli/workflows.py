@@ -102,15 +102,7 @@ def start(
     order = {"priority_key": priority, "fairness_key": fairness_key, "fairness_weight": fairness_weight}
     if isinstance(config, Gateway):
         search_doc = _json_object(search_json, "--search-attributes")
-        extra: dict[str, Any] = {"debounce_seconds": debounce, "debounce_max_seconds": debounce_max}
-        if any(v is not None for v in order.values()):
-            extra["priority"] = {k: v for k, v in order.items() if v is not None}
-        if concurrency:
-            extra["concurrency"] = [
-                {k: v for k, v in lim.items() if k != "per_ms"}
-                | ({"per_seconds": lim["per_ms"] / 1000} if lim["per_ms"] else {})
-                for lim in concurrency
-            ]
+        extra = _http_start_options(concurrency, debounce, debounce_max, order)
         _start_over_http(
             config,
             workflow_type,
@@ -128,14 +120,8 @@ def start(
 
     from kadence import Client, Limit, Priority
     from kadence import KadenceError as Err
-    from kadence.topics.search_attributes import from_json, from_wire
 
-    try:
-        search = from_wire(from_json(json.loads(search_json))) if search_json else None
-    except ValueError as exc:
-        raise click.BadParameter(f"not JSON: {exc}", param_hint="--search-attributes") from exc
-    except Err as exc:
-        raise click.BadParameter(str(exc), param_hint="--search-attributes") from exc
+    search = _search_attributes(search_json)
 
     async def run() -> None:
         client = await Client.connect(config=config, codec=current_codec())
@@ -173,6 +159,35 @@ def start(
     except Err as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+
+
+def _http_start_options(
+    concurrency: list[dict[str, Any]], debounce: float, debounce_max: float, order: dict[str, Any]
+) -> dict[str, Any]:
+    """The start's debounce, priority and limits as the gateway's request body has them."""
+    extra: dict[str, Any] = {"debounce_seconds": debounce, "debounce_max_seconds": debounce_max}
+    if any(v is not None for v in order.values()):
+        extra["priority"] = {k: v for k, v in order.items() if v is not None}
+    if concurrency:
+        extra["concurrency"] = [
+            {k: v for k, v in lim.items() if k != "per_ms"}
+            | ({"per_seconds": lim["per_ms"] / 1000} if lim["per_ms"] else {})
+            for lim in concurrency
+        ]
+    return extra
+
+
+def _search_attributes(search_json: str | None) -> Any:
+    """``--search-attributes`` (typed JSON) as the SDK takes them; a bad value is a usage error."""
+    from kadence import KadenceError
+    from kadence.topics.search_attributes import from_json, from_wire
+
+    try:
+        return from_wire(from_json(json.loads(search_json))) if search_json else None
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--search-attributes") from exc
+    except KadenceError as exc:
+        raise click.BadParameter(str(exc), param_hint="--search-attributes") from exc
 
 
 _EVENT_BRIEF = (

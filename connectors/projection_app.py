@@ -53,7 +53,7 @@ from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ConfigError, TopicError
 from kadence.topics.settings import milliseconds_setting, session_timeout_setting, setting
 
-from .projection_sink import ProjectionSink, RawRecord
+from .projection_sink import BatchResult, ProjectionSink, RawRecord
 
 __all__ = ["ProjectionConfig", "ProjectionMetrics", "create_app", "run_projections"]
 
@@ -225,25 +225,7 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
     registry = registry or CollectorRegistry()
     metrics = ProjectionMetrics(registry, kafka.namespace)
     os.makedirs(config.data_dir, exist_ok=True)  # Faust makes only the last level of its own
-    app = _App(
-        config.app_id,
-        broker=[f"kafka://{h.strip()}" for h in kafka.bootstrap.split(",")],
-        value_serializer="raw",
-        key_serializer="raw",
-        store="memory://",
-        web_enabled=False,
-        autodiscover=False,
-        topic_replication_factor=kafka.replication,
-        topic_partitions=kafka.partitions,
-        consumer_auto_offset_reset="earliest",
-        broker_commit_interval=config.commit_interval_s,
-        broker_session_timeout=config.session_timeout_s,
-        broker_heartbeat_interval=max(0.5, config.session_timeout_s / 10),
-        broker_client_id=f"{config.app_id}.{config.instance_id}",
-        broker_credentials=credentials,
-        consumer_metadata_max_age_ms=int(config.metadata_max_age_s * 1000),
-        datadir=os.path.join(config.data_dir, f"{config.app_id}-{config.instance_id}"),
-    )
+    app = _faust_app(config, credentials)
     history = Catalogue(kafka).history
     topic = app.topic(history, value_serializer="raw", key_serializer="raw", internal=False)
     progress = _Progress()
@@ -280,34 +262,7 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
                 for e in events
             ]
             _, sink = await redis_client()
-            delay = 0.1
-            while True:
-                t0 = time.perf_counter()
-                try:
-                    result = await sink.apply(records)
-                    break
-                except (OSError, ConnectionError, TimeoutError) as exc:
-                    log.warning("projection write failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, delay)
-                except Exception as exc:  # noqa: BLE001 - redis errors: never ack an unwritten batch
-                    log.warning("projection write failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-            metrics.batch_seconds.observe(time.perf_counter() - t0)
-            metrics.applied.inc(result.applied)
-            metrics.duplicates.inc(result.duplicates)
-            if result.gaps:
-                metrics.gaps.inc(result.gaps)
-                parts = sorted({r.partition for r in records})
-                log.warning(
-                    "%d history events skipped on partitions %s: earlier events of their runs are "
-                    "missing from the projection (rebuild it: kadence projections rebuild)",
-                    result.gaps,
-                    parts,
-                )
-            for r in records:
-                progress.applied_next[r.partition] = max(progress.applied_next.get(r.partition, 0), r.offset + 1)
-                progress.applied_ts[r.partition] = max(progress.applied_ts.get(r.partition, 0.0), r.timestamp_ms / 1000)
-                progress.pending_ts.pop(r.partition, None)
+            _applied(metrics, progress, records, await _apply_until_written(sink, records, metrics))
             for e in events:
                 await stream.ack(e)
 
@@ -400,3 +355,67 @@ def run_projections(
         "projections of namespace %s: app %s, instance %s", config.kafka.namespace, config.app_id, config.instance_id
     )
     worker.execute_from_commandline()
+
+
+def _faust_app(config: ProjectionConfig, credentials: Credentials | None) -> faust.App:
+    """The Faust app of the projections, configured from ``config`` (not started)."""
+    kafka = config.kafka
+    return _App(
+        config.app_id,
+        broker=[f"kafka://{h.strip()}" for h in kafka.bootstrap.split(",")],
+        value_serializer="raw",
+        key_serializer="raw",
+        store="memory://",
+        web_enabled=False,
+        autodiscover=False,
+        topic_replication_factor=kafka.replication,
+        topic_partitions=kafka.partitions,
+        consumer_auto_offset_reset="earliest",
+        broker_commit_interval=config.commit_interval_s,
+        broker_session_timeout=config.session_timeout_s,
+        broker_heartbeat_interval=max(0.5, config.session_timeout_s / 10),
+        broker_client_id=f"{config.app_id}.{config.instance_id}",
+        broker_credentials=credentials,
+        consumer_metadata_max_age_ms=int(config.metadata_max_age_s * 1000),
+        datadir=os.path.join(config.data_dir, f"{config.app_id}-{config.instance_id}"),
+    )
+
+
+async def _apply_until_written(
+    sink: ProjectionSink, records: list[RawRecord], metrics: ProjectionMetrics
+) -> BatchResult:
+    """Apply a batch to Redis, retried (with backoff up to 5 s) until it is written: a batch is
+    never acknowledged unwritten."""
+    delay = 0.1
+    while True:
+        t0 = time.perf_counter()
+        try:
+            result = await sink.apply(records)
+            break
+        except (OSError, ConnectionError, TimeoutError) as exc:
+            log.warning("projection write failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, delay)
+        except Exception as exc:  # noqa: BLE001 - redis errors: never ack an unwritten batch
+            log.warning("projection write failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 5.0)
+    metrics.batch_seconds.observe(time.perf_counter() - t0)
+    return result
+
+
+def _applied(metrics: ProjectionMetrics, progress: _Progress, records: list[RawRecord], result: BatchResult) -> None:
+    """Count a written batch (applied, duplicates, gaps) and advance the lag report's progress."""
+    metrics.applied.inc(result.applied)
+    metrics.duplicates.inc(result.duplicates)
+    if result.gaps:
+        metrics.gaps.inc(result.gaps)
+        parts = sorted({r.partition for r in records})
+        log.warning(
+            "%d history events skipped on partitions %s: earlier events of their runs are "
+            "missing from the projection (rebuild it: kadence projections rebuild)",
+            result.gaps,
+            parts,
+        )
+    for r in records:
+        progress.applied_next[r.partition] = max(progress.applied_next.get(r.partition, 0), r.offset + 1)
+        progress.applied_ts[r.partition] = max(progress.applied_ts.get(r.partition, 0.0), r.timestamp_ms / 1000)
+        progress.pending_ts.pop(r.partition, None)

@@ -110,22 +110,7 @@ async def rebuild_projections(
 
 async def _rebuild_locked(kafka, redis, keys, token, on_progress, batch, grace_s) -> RebuildReport:
     report = RebuildReport()
-    new_gen: dict[str, int] = {}
-    old_gen: dict[str, str] = {}
-    for name, k in keys.items():
-        stale = _s(await redis.get(k.building))
-        if stale is not None:
-            log.warning("deleting generation %s of %s left by an abandoned rebuild", stale, name)
-            await redis.delete(k.building)
-            await delete_generation(redis, k, stale)
-        old_gen[name] = _s(await redis.get(k.pointer)) or "0"
-        m = await redis.incr(k.genseq)
-        if m <= int(old_gen[name]):
-            m = int(old_gen[name]) + 1
-            await redis.set(k.genseq, m)
-        new_gen[name] = m
-        await redis.set(k.building, m)
-        log.info("rebuilding %s of namespace %s: generation %s -> %s", name, kafka.namespace, old_gen[name], m)
+    old_gen, new_gen = await _start_generations(redis, keys, kafka.namespace)
 
     sink = ProjectionSink(redis, kafka.namespace, tuple(keys))
     topic = Catalogue(kafka).history
@@ -200,16 +185,7 @@ async def _rebuild_locked(kafka, redis, keys, token, on_progress, batch, grace_s
             }
         )
 
-    for name, k in keys.items():
-        pipe = redis.pipeline(transaction=True)
-        pipe.set(k.pointer, new_gen[name])
-        pipe.delete(k.building)
-        await pipe.execute()
-        report.generations[name] = (old_gen[name], new_gen[name])
-        log.info("switched %s of namespace %s to generation %s", name, kafka.namespace, new_gen[name])
-    await asyncio.sleep(grace_s)
-    for name, k in keys.items():
-        report.deleted_keys += await delete_generation(redis, k, old_gen[name])
+    await _switch_generations(redis, keys, kafka.namespace, old_gen, new_gen, report, grace_s)
     return report
 
 
@@ -218,3 +194,40 @@ def _raw(m: Message) -> RawRecord:
     partition, offset = m.partition(), m.offset()
     assert partition is not None and offset is not None
     return RawRecord(partition, offset, m.key(), m.value(), m.timestamp()[1])
+
+
+async def _start_generations(redis, keys, namespace: str) -> tuple[dict[str, str], dict[str, int]]:
+    """(current, new) generation of each projection: a generation an abandoned rebuild left is
+    deleted, and the new one is marked as being built."""
+    new_gen: dict[str, int] = {}
+    old_gen: dict[str, str] = {}
+    for name, k in keys.items():
+        stale = _s(await redis.get(k.building))
+        if stale is not None:
+            log.warning("deleting generation %s of %s left by an abandoned rebuild", stale, name)
+            await redis.delete(k.building)
+            await delete_generation(redis, k, stale)
+        old_gen[name] = _s(await redis.get(k.pointer)) or "0"
+        m = await redis.incr(k.genseq)
+        if m <= int(old_gen[name]):
+            m = int(old_gen[name]) + 1
+            await redis.set(k.genseq, m)
+        new_gen[name] = m
+        await redis.set(k.building, m)
+        log.info("rebuilding %s of namespace %s: generation %s -> %s", name, namespace, old_gen[name], m)
+    return old_gen, new_gen
+
+
+async def _switch_generations(redis, keys, namespace: str, old_gen, new_gen, report: RebuildReport, grace_s) -> None:
+    """Point each projection at its rebuilt generation, then (after ``grace_s``, for readers
+    still on the old one) delete the old generation's keys."""
+    for name, k in keys.items():
+        pipe = redis.pipeline(transaction=True)
+        pipe.set(k.pointer, new_gen[name])
+        pipe.delete(k.building)
+        await pipe.execute()
+        report.generations[name] = (old_gen[name], new_gen[name])
+        log.info("switched %s of namespace %s to generation %s", name, namespace, new_gen[name])
+    await asyncio.sleep(grace_s)
+    for name, k in keys.items():
+        report.deleted_keys += await delete_generation(redis, k, old_gen[name])

@@ -10,6 +10,7 @@ the ``GatewayContext`` (``context.py``) this module builds.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Iterable
@@ -54,20 +55,7 @@ def create_app(
     start that asks for it (``request_eager_start``), in the namespace each serves."""
     converter = JsonConverter(config.codec, large=open_large_payloads(config.large_payloads))
     pool = EnginePool(config.kafka, preset={config.kafka.namespace: engine} if engine else None)
-    redis = None
-    if config.redis_url:
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-
-        # no client-side retries, and no calls while Redis is known down (``redis_breaker``):
-        # a Redis outage must become a prompt 503, not a slow one
-        redis = guarded_redis(
-            config.redis_url,
-            RedisBreaker(config.redis_fail_fast_seconds),
-            socket_timeout=2,
-            socket_connect_timeout=1,
-            retry=Retry(NoBackoff(), 0),
-        )
+    redis = _redis(config)
     guard = Guard(
         config,
         ApiKeyStore(redis, config.redis_prefix) if redis else None,
@@ -99,18 +87,7 @@ def create_app(
     app.state.config = config
     app.state.engines = pool
 
-    registry = CollectorRegistry()
-    register_codec_metrics(registry)
-    requests_total = Counter(
-        "kadence_gateway_requests", "HTTP requests", ["method", "route", "status"], registry=registry
-    )
-    latency = Histogram(
-        "kadence_gateway_request_seconds",
-        "HTTP request latency",
-        ["route"],
-        registry=registry,
-        buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 15, 30),
-    )
+    registry, requests_total, latency = _metrics()
 
     # plain ASGI middleware (gateway/middleware.py); the last added runs first -> observe, trace
     # context, guard, body limits, encoded slashes, then routing
@@ -137,22 +114,59 @@ def create_app(
     mount_console(app, guard, auth=config.auth)
     app.include_router(health.router)
 
-    def openapi() -> dict[str, Any]:
-        # FastAPI documents its own 422 (HTTPValidationError) for every operation with parameters;
-        # this gateway answers invalid input with a 400 ErrorResponse, and its only 422 is
-        # idempotency_key_reused (an ErrorResponse), so FastAPI's must go
-        if app.openapi_schema is None:
-            spec = FastAPI.openapi(app)
-            for path_item in spec.get("paths", {}).values():
-                for operation in path_item.values():
-                    responses = operation.get("responses", {})
-                    if "HTTPValidationError" in json.dumps(responses.get("422", {})):
-                        responses.pop("422")
-            schemas = spec.get("components", {}).get("schemas", {})
-            for name in ("HTTPValidationError", "ValidationError"):
-                schemas.pop(name, None)
-            app.openapi_schema = spec
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to change the document
+    # FastAPI's documented way to change the document
+    app.openapi = functools.partial(_openapi_without_validation_errors, app)  # type: ignore[method-assign]
     return app
+
+
+def _redis(config: GatewayConfig) -> Any:
+    """The gateway's Redis client (API keys, rate limits, idempotency), or None without one."""
+    if not config.redis_url:
+        return None
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    # no client-side retries, and no calls while Redis is known down (``redis_breaker``):
+    # a Redis outage must become a prompt 503, not a slow one
+    return guarded_redis(
+        config.redis_url,
+        RedisBreaker(config.redis_fail_fast_seconds),
+        socket_timeout=2,
+        socket_connect_timeout=1,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def _metrics() -> tuple[CollectorRegistry, Counter, Histogram]:
+    """The gateway's own registry (with the codecs' metrics), its request counter and latency."""
+    registry = CollectorRegistry()
+    register_codec_metrics(registry)
+    requests_total = Counter(
+        "kadence_gateway_requests", "HTTP requests", ["method", "route", "status"], registry=registry
+    )
+    latency = Histogram(
+        "kadence_gateway_request_seconds",
+        "HTTP request latency",
+        ["route"],
+        registry=registry,
+        buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 15, 30),
+    )
+    return registry, requests_total, latency
+
+
+def _openapi_without_validation_errors(app: FastAPI) -> dict[str, Any]:
+    """``app``'s OpenAPI document without FastAPI's own 422 (HTTPValidationError), which it
+    documents for every operation with parameters: this gateway answers invalid input with a
+    400 ErrorResponse, and its only 422 is idempotency_key_reused (an ErrorResponse)."""
+    if app.openapi_schema is None:
+        spec = FastAPI.openapi(app)
+        for path_item in spec.get("paths", {}).values():
+            for operation in path_item.values():
+                responses = operation.get("responses", {})
+                if "HTTPValidationError" in json.dumps(responses.get("422", {})):
+                    responses.pop("422")
+        schemas = spec.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        app.openapi_schema = spec
+    return app.openapi_schema

@@ -108,14 +108,8 @@ def timeline(events: list[dict]) -> list[dict]:
             row["status"], row["attempts"], row["failures"] = "scheduled", 1, []
         elif kind in ("ActivityTaskAttemptFailed", "ActivityTaskCancelRequested") or kind in _ACTIVITY_END:
             row = open_groups.get(("a", a.get("activity_id")))
-            if row is not None and "attempt" in a:
-                row["attempts"] = max(row.get("attempts", 1), int(a["attempt"]))
-            if row is not None and kind in _ACTIVITY_END:
-                row["status"], row["end_ms"] = _ACTIVITY_END[kind], ms_of(e["time"])
-            elif row is not None and kind == "ActivityTaskAttemptFailed":
-                row["status"] = f"retrying (attempt {a.get('attempt', '?')} failed)"
-                row["attempts"] = int(a.get("attempt", 1)) + 1
-                row["failures"].append(ms_of(e["time"]))
+            if row is not None:
+                _activity_progress(row, e)
         elif kind == "TimerStarted":
             row = group(("t", a.get("timer_id")), "timer", f"timer {a.get('timer_id')}", e)
             row["status"] = f"fires {iso(a.get('fire_at_ms'))}"
@@ -152,14 +146,32 @@ def timeline(events: list[dict]) -> list[dict]:
         if row is None:  # a result of something that started before this page of the history
             row = group(None, "event", kind, e)
         row["events"].append(e)
-    if events and events[-1]["type"] in _RUN_CLOSE:  # what was still open ended with the run
+    _close(rows, events)
+    return rows
+
+
+def _activity_progress(row: dict, e: dict) -> None:
+    """An activity's row after a failed attempt, a cancel request or its end."""
+    kind, a = e["type"], e["attributes"]
+    if "attempt" in a:
+        row["attempts"] = max(row.get("attempts", 1), int(a["attempt"]))
+    if kind in _ACTIVITY_END:
+        row["status"], row["end_ms"] = _ACTIVITY_END[kind], ms_of(e["time"])
+    elif kind == "ActivityTaskAttemptFailed":
+        row["status"] = f"retrying (attempt {a.get('attempt', '?')} failed)"
+        row["attempts"] = int(a.get("attempt", 1)) + 1
+        row["failures"].append(ms_of(e["time"]))
+
+
+def _close(rows: list[dict], events: list[dict]) -> None:
+    """Rows still open when the run closed end with it; every row gets its duration."""
+    if events and events[-1]["type"] in _RUN_CLOSE:
         closed_at = ms_of(events[-1]["time"])
         for row in rows:
             if row["end_ms"] is None and row["kind"] in ("timer", "activity", "child", "update", "task"):
                 row["status"], row["end_ms"] = "ended with the run", closed_at
     for row in rows:
         row["duration"] = duration(row["end_ms"] - row["start_ms"]) if row["end_ms"] and row["start_ms"] else ""
-    return rows
 
 
 def run_input(events: list[dict]) -> Any:

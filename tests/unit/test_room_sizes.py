@@ -31,9 +31,6 @@ BIG_MODULES = {
 }
 #: module::qualified function -> its size when listed (lines)
 BIG_FUNCTIONS = {
-    "connectors/projection_app.py::create_app": 111,
-    "connectors/rebuild.py::_rebuild_locked": 103,
-    "gateway/app.py::create_app": 111,
     "processors/reset.py::_reset": 160,
     "processors/store.py::restore_shard": 122,
     "sdk/_worker.py::Worker.__init__": 111,
