@@ -22,6 +22,7 @@ from ._worker_metrics import QueueMetrics, _NoMetrics
 from .interceptors import Interceptor, invoke_activity
 
 if TYPE_CHECKING:
+    from ._definitions import RetryPolicy
     from ._worker import Worker
 
 __all__ = ["run_local_activities", "run_local_activity", "worker_local_activity"]
@@ -68,18 +69,7 @@ async def run_local_activity(
     attempt = 0
     while True:
         attempt += 1
-        info = _activity.ActivityInfo(
-            workflow_id=wt["workflow_id"],
-            run_id=wt["run_id"],
-            workflow_type=wt["workflow_type"],
-            activity_id=f"local:{call.activity_id}",
-            activity_type=call.activity_type,
-            task_queue=task_queue,
-            attempt=attempt,
-            idempotency_key=f"{wt['run_id']}:local:{call.activity_id}",
-            scheduled_time_ms=now_ms(),
-            headers=dict(headers),
-        )
+        info = _info(call, wt, task_queue, attempt, headers)
         ctx = _activity.ActivityContext(info, lambda _c, _d: None, lambda: None)
         token = _activity._current.set(ctx)
         metrics.activity_started(call.activity_type, attempt, None)
@@ -127,19 +117,45 @@ async def run_local_activity(
             _activity._current.reset(token)
             metrics.activity_ended(call.activity_type, outcome, time.perf_counter() - began)
         failure = converter.failure(exc)
-        delay = policy.initial_interval.total_seconds() * policy.backoff_coefficient ** (attempt - 1)
-        if policy.maximum_interval is not None:
-            delay = min(delay, policy.maximum_interval.total_seconds())
-        last = (
-            failure.get("non_retryable")
-            or failure["type"] in policy.non_retryable_error_types
-            or (policy.maximum_attempts and attempt >= policy.maximum_attempts)
-            or (deadline is not None and time.monotonic() + delay >= deadline)
-        )
-        if last:
+        delay = _retry_delay(policy, failure, attempt, deadline)
+        if delay is None:
             stats["local_activities_failed"] += 1
             return call, None, failure
         await asyncio.sleep(delay)
+
+
+def _info(
+    call: LocalActivityCall, wt: WorkflowTask, task_queue: str, attempt: int, headers: Mapping[str, str]
+) -> _activity.ActivityInfo:
+    """``activity.info()`` of a local activity's attempt."""
+    return _activity.ActivityInfo(
+        workflow_id=wt["workflow_id"],
+        run_id=wt["run_id"],
+        workflow_type=wt["workflow_type"],
+        activity_id=f"local:{call.activity_id}",
+        activity_type=call.activity_type,
+        task_queue=task_queue,
+        attempt=attempt,
+        idempotency_key=f"{wt['run_id']}:local:{call.activity_id}",
+        scheduled_time_ms=now_ms(),
+        headers=dict(headers),
+    )
+
+
+def _retry_delay(policy: RetryPolicy, failure: Mapping[str, Any], attempt: int, deadline: float | None) -> float | None:
+    """Seconds until the next attempt after ``attempt`` failed with ``failure``, or None when it
+    was the last (not retryable, out of attempts, or past the schedule-to-close deadline)."""
+    delay = policy.initial_interval.total_seconds() * policy.backoff_coefficient ** (attempt - 1)
+    if policy.maximum_interval is not None:
+        delay = min(delay, policy.maximum_interval.total_seconds())
+    if (
+        failure.get("non_retryable")
+        or failure["type"] in policy.non_retryable_error_types
+        or (policy.maximum_attempts and attempt >= policy.maximum_attempts)
+        or (deadline is not None and time.monotonic() + delay >= deadline)
+    ):
+        return None
+    return delay
 
 
 async def worker_local_activity(
