@@ -135,9 +135,11 @@ class KafkaCluster:
             KafkaBroker(version, self.workdir / f"node{i}", die_with_parent, config, node_id=i, cluster=self)
             for i in range(1, nodes + 1)
         ]
-        for node in self.nodes:
-            node.port, node.controller_port = free_port(), free_port()
-            node.mtls_port = free_port() if self.mtls else None
+        per_node = 3 if self.mtls else 2
+        ports = _stack.free_ports(per_node * nodes)
+        for i, node in enumerate(self.nodes):
+            node.port, node.controller_port, *mtls = ports[per_node * i : per_node * (i + 1)]
+            node.mtls_port = mtls[0] if mtls else None
 
     @property
     def bootstrap(self):

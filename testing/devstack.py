@@ -12,6 +12,7 @@ import atexit
 import base64
 import fcntl
 import os
+import random
 import re
 import shutil
 import signal
@@ -242,10 +243,46 @@ def _log4j_binding(lib):
 # ---------------------------------------------------------------- processes and probes
 
 
+#: the lowest port ``free_ports`` hands out (below the kernel's ephemeral range)
+LOWEST_PORT = 10_000
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on now, for a server this stack starts (``free_ports``)."""
+    return free_ports(1)[0]
+
+
+def free_ports(n):
+    """``n`` distinct loopback ports nothing listens on now, chosen at random below the
+    kernel's ephemeral range: a port from that range (a bind to port 0) can be given to another
+    process's outgoing connection before the server binds it (CI, session 61: a cluster node
+    failed to start with "Address already in use" while the other test worker ran clients)."""
+    low, _high = _ephemeral_range()
+    ports = []
+    for _ in range(100 * n):
+        if len(ports) == n:
+            break
+        port = random.randrange(LOWEST_PORT, low) if low > LOWEST_PORT + 1000 else 0
+        if port and port in ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            ports.append(s.getsockname()[1])
+    if len(ports) < n:
+        raise StackError(f"no {n} free ports on {LOOPBACK}")
+    return ports
+
+
+def _ephemeral_range():
+    """The kernel's range for outgoing connections' ports (Linux; the default elsewhere)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def _die_with_parent():
@@ -458,7 +495,7 @@ class KafkaBroker(_Service):
         lib, java = resolve_jars(self.version), java_binary()
         work = self._ensure_workdir()
         if self.port is None:
-            self.port, self.controller_port = free_port(), free_port()
+            self.port, self.controller_port = free_ports(2)
         (work / "logs").mkdir(parents=True, exist_ok=True)
         self._write_config(work)
         jvm = self.cluster.jvm_opts if self.cluster is not None else JVM_OPTS

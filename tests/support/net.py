@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import socket
+from kadence.testing.devstack import free_ports
 
 __all__ = ["free_port"]
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (for a server a test starts)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a server a test starts), outside
+    the ephemeral range (``kadence.testing.devstack.free_ports``)."""
+    return free_ports(1)[0]
