@@ -31,7 +31,6 @@ LOOPBACK = _stack.LOOPBACK
 KafkaBroker = _stack.KafkaBroker
 StackError = _stack.StackError
 ensure_tools = _stack.ensure_tools
-free_port = _stack.free_port
 java_binary = _stack.java_binary
 kafka_ready = _stack.kafka_ready
 log = _stack.log

@@ -263,14 +263,14 @@ def free_ports(n):
         if len(ports) == n:
             break
         port = random.randrange(LOWEST_PORT, low) if low > LOWEST_PORT + 1000 else 0
-        if port and port in ports:
-            continue
         with socket.socket() as s:
             try:
                 s.bind((LOOPBACK, port))
             except OSError:
                 continue
-            ports.append(s.getsockname()[1])
+            got = s.getsockname()[1]
+        if got not in ports:
+            ports.append(got)
     if len(ports) < n:
         raise StackError(f"no {n} free ports on {LOOPBACK}")
     return ports
