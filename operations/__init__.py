@@ -1,4 +1,5 @@
-"""Operator workflows that ship with Kadence, built on the SDK: batch operations (``kadence batch``).
+"""Operator workflows that ship with Kadence, built on the SDK: batch operations (``kadence batch``)
+and schedules (``kadence schedules``).
 
 ``kadence.operations`` may import the SDK and ``kadence.topics`` only (tests/unit/test_import_direction.py).
 """
@@ -13,6 +14,7 @@ from .batch import (
     BatchRequest,
     batch_activities,
 )
+from .schedules import Schedule, schedule_activities
 
 __all__ = [
     "BATCH_OPERATIONS",
@@ -22,5 +24,7 @@ __all__ = [
     "BatchFilter",
     "BatchProgress",
     "BatchRequest",
+    "Schedule",
     "batch_activities",
+    "schedule_activities",
 ]

@@ -36,25 +36,34 @@ _FROM = {
     "KadenceError": "kadence.topics.errors",
     "KafkaAuthenticationError": "kadence.topics.errors",
     "KafkaAuthorizationError": "kadence.topics.errors",
-    "SchemaNotRegisteredError": "kadence.topics.errors",
-    "SchemaRegistryError": "kadence.topics.errors",
-    "SchemaRegistryUnavailableError": "kadence.topics.errors",
     "KafkaConfig": "kadence.topics.config",
     "Limit": "kadence._definitions",
-    "Priority": "kadence._definitions",
     "NoReplyError": "kadence.topics.errors",
     "NonDeterminismError": "kadence.topics.errors",
     "NotDeterministicError": "kadence._loop",
     "PayloadTooLargeError": "kadence.topics.errors",
     "PayloadTypeError": "kadence.topics.errors",
     "PendingActivityDescription": "kadence._description",
+    "Priority": "kadence._definitions",
     "QueryFailedError": "kadence.topics.errors",
     "ReplayResult": "kadence._replayer",
     "Replayer": "kadence._replayer",
     "ResetPlan": "kadence._client",
     "ResetRejectedError": "kadence.topics.errors",
     "RetryPolicy": "kadence._definitions",
+    "ScheduleAction": "kadence.topics.schedules",
+    "ScheduleAlreadyRunningError": "kadence.topics.errors",
+    "ScheduleDescription": "kadence.topics.schedules",
+    "ScheduleError": "kadence.topics.errors",
+    "ScheduleHandle": "kadence._schedules",
+    "ScheduleInterval": "kadence.topics.schedules",
+    "ScheduleNotFoundError": "kadence.topics.errors",
+    "SchedulePolicy": "kadence.topics.schedules",
+    "ScheduleSpec": "kadence.topics.schedules",
     "SchemaError": "kadence.topics.errors",
+    "SchemaNotRegisteredError": "kadence.topics.errors",
+    "SchemaRegistryError": "kadence.topics.errors",
+    "SchemaRegistryUnavailableError": "kadence.topics.errors",
     "Worker": "kadence._worker",
     "WorkerCrashedError": "kadence.topics.errors",
     "WorkflowAlreadyStartedError": "kadence.topics.errors",
@@ -75,6 +84,7 @@ _FROM = {
     "WorkflowUpdateStage": "kadence._updates",
     "WrongPartitionError": "kadence.topics.errors",
     "activity": "",
+    "schedule_action": "kadence._schedules",
     "workflow": "",
 }
 
@@ -117,6 +127,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         PayloadTypeError,
         QueryFailedError,
         ResetRejectedError,
+        ScheduleAlreadyRunningError,
+        ScheduleError,
+        ScheduleNotFoundError,
         SchemaError,
         SchemaNotRegisteredError,
         SchemaRegistryError,
@@ -135,6 +148,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         WorkflowUpdateFailedError,
         WrongPartitionError,
     )
+    from kadence.topics.schedules import (
+        ScheduleAction,
+        ScheduleDescription,
+        ScheduleInterval,
+        SchedulePolicy,
+        ScheduleSpec,
+    )
 
     from . import activity, workflow
     from ._client import Client, ResetPlan, WorkflowHandle
@@ -142,6 +162,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from ._description import PendingActivityDescription, WorkflowExecutionDescription, WorkflowExecutionStatus
     from ._loop import NotDeterministicError
     from ._replayer import Replayer, ReplayResult
+    from ._schedules import ScheduleHandle, schedule_action
     from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage
     from ._worker import Worker
 
@@ -178,6 +199,15 @@ __all__ = [
     "ResetPlan",
     "ResetRejectedError",
     "RetryPolicy",
+    "ScheduleAction",
+    "ScheduleAlreadyRunningError",
+    "ScheduleDescription",
+    "ScheduleError",
+    "ScheduleHandle",
+    "ScheduleInterval",
+    "ScheduleNotFoundError",
+    "SchedulePolicy",
+    "ScheduleSpec",
     "SchemaError",
     "SchemaNotRegisteredError",
     "SchemaRegistryError",
@@ -202,5 +232,6 @@ __all__ = [
     "WorkflowUpdateStage",
     "WrongPartitionError",
     "activity",
+    "schedule_action",
     "workflow",
 ]

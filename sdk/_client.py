@@ -32,10 +32,12 @@ from kadence.topics.protocol import (
 )
 from kadence.topics.queue_limits import QueueLimit, read_queue_limits, set_queue_limit
 from kadence.topics.records import new_id
+from kadence.topics.schedules import ScheduleAction, SchedulePolicy, ScheduleSpec
 from kadence.topics.typed import signature
 
 from ._definitions import Limit, Priority, limit_records, priority_record, run_function, to_ms, workflow_type_name
 from ._handle import ResetPlan, WorkflowHandle, signal_name
+from ._schedules import ScheduleHandle, create_schedule
 from ._updates import update_outcome, update_target
 from .interceptors import ClientCall, Interceptor, chain
 
@@ -575,6 +577,30 @@ class Client:
         """A handle to an existing workflow; ``result_type`` types its result (default: as decoded)."""
         check_workflow_id(workflow_id)
         return WorkflowHandle(self, workflow_id, run_id, result_type=result_type)
+
+    async def create_schedule(
+        self,
+        id: str,
+        *,
+        spec: ScheduleSpec,
+        action: ScheduleAction,
+        policy: SchedulePolicy | None = None,
+        paused: bool = False,
+        note: str = "",
+        request_id: str | None = None,
+    ) -> ScheduleHandle:
+        """Create the schedule ``id``: at each time of ``spec``, start ``action``
+        (``kadence.schedule_action(MyWorkflow, arg, task_queue=...)``), by ``policy`` (overlap,
+        catch-up window, pause on failure). A ``kadence schedules worker`` runs schedules.
+        ``ScheduleAlreadyRunningError`` if it exists; ``InvalidArgumentError`` for a bad spec,
+        action or policy (nothing sent). See docs/guide.md, "Schedules"."""
+        return await create_schedule(
+            self, id, spec=spec, action=action, policy=policy, paused=paused, note=note, request_id=request_id
+        )
+
+    def get_schedule_handle(self, id: str) -> ScheduleHandle:
+        """A handle to the schedule ``id``: describe, pause, unpause, trigger, backfill, update, delete."""
+        return ScheduleHandle(self, id)
 
     async def close(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self._engine.close)

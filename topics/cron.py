@@ -18,14 +18,14 @@ anything is sent; ``next_time_ms`` is the first time of a schedule strictly afte
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
 from .errors import InvalidArgumentError
 
-__all__ = ["check_cron", "next_time_ms"]
+__all__ = ["check_cron", "next_local_time_ms", "next_time_ms"]
 
 _EVERY = re.compile(r"^@every\s+((?:\d+[dhms])+)$")
 _UNIT_S = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
@@ -81,6 +81,34 @@ def next_time_ms(schedule: str, after_ms: int) -> int:
     if period:
         period_ms = period * 1000
         return (after_ms // period_ms + 1) * period_ms
-    start = datetime.fromtimestamp(after_ms / 1000, tz=UTC).astimezone(zone)
-    nxt = croniter(expression, start).get_next(datetime)
-    return int(nxt.timestamp() * 1000)
+    return next_local_time_ms(expression, zone, after_ms)
+
+
+def next_local_time_ms(expression: str, zone: tzinfo, after_ms: int) -> int:
+    """The first instant strictly after ``after_ms`` at which the wall clock of ``zone`` matches
+    the cron ``expression``.
+
+    The fields are matched against the zone's wall time (croniter walks naive local times here:
+    given aware ones it fired an hour late after a fall-back change, measured: ``30 2 * * *`` in
+    Europe/Berlin gave 03:30 CET on the day after). Across a change of the clocks:
+
+    * a wall time the clocks skip fires as far past the change as it was meant to be after it
+      (02:30 on a spring-forward day in Berlin is 03:30 CEST);
+    * a wall time that occurs twice when the clocks go back fires once, at its first occurrence,
+      unless the hour field is a wildcard (``*``, ``*/n``): then it fires at both, so "every 20
+      minutes" keeps its pace through the repeated hour.
+    """
+    every_hour = expression.split()[1].startswith("*") if not expression.startswith("@") else False
+    # an hour back covers the wall times of a repeated hour whose second occurrence is still ahead
+    local = datetime.fromtimestamp(after_ms / 1000, tz=UTC).astimezone(zone).replace(tzinfo=None)
+    walls = croniter(expression, local - timedelta(hours=2))
+    best: int | None = None
+    while True:
+        wall: datetime = walls.get_next(datetime)
+        first = int(wall.replace(tzinfo=zone, fold=0).timestamp() * 1000)
+        if best is not None and first > best:
+            return best  # first occurrences never go back in time, second ones are later still
+        second = int(wall.replace(tzinfo=zone, fold=1).timestamp() * 1000)
+        for at in (first, second) if every_hour and second > first else (first,):
+            if at > after_ms and (best is None or at < best):
+                best = at

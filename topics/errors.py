@@ -34,6 +34,9 @@ translated where they enter (``raise ... from exc``)::
     │   ├── WorkflowContinuedAsNewError  the run continued as a new run (``new_run_id``)
     │   ├── QueryFailedError        a query handler raised, or is unknown
     │   └── WorkflowUpdateFailedError  an update was rejected by its validator, or its handler raised
+    ├── ScheduleError               a schedule operation did not succeed (``schedule_id``)
+    │   ├── ScheduleAlreadyRunningError  a schedule with this ID exists
+    │   └── ScheduleNotFoundError   no schedule with this ID (or it was deleted)
     ├── FailureError                a failure a workflow raises and catches: fails the run, not its task
     │   └── ApplicationError        raised by user code; may be marked non-retryable
     │       ├── ActivityError       an activity failed; the cause is on ``__cause__``
@@ -79,6 +82,9 @@ __all__ = [
     "ProjectionError",
     "QueryFailedError",
     "ResetRejectedError",
+    "ScheduleAlreadyRunningError",
+    "ScheduleError",
+    "ScheduleNotFoundError",
     "SchemaError",
     "SchemaNotRegisteredError",
     "SchemaRegistryAccessError",
@@ -221,6 +227,22 @@ class CommandRejectedError(WorkflowError):
 
 class WorkflowAlreadyStartedError(WorkflowError):
     """A run with this workflow ID is already open (or the reuse policy forbids a new one)."""
+
+
+class ScheduleError(KadenceError):
+    """A schedule operation did not succeed; ``schedule_id`` names the schedule."""
+
+    def __init__(self, message: str, *, schedule_id: str | None = None) -> None:
+        super().__init__(message)
+        self.schedule_id = schedule_id
+
+
+class ScheduleAlreadyRunningError(ScheduleError):
+    """A schedule with this ID exists (delete it first, or update it)."""
+
+
+class ScheduleNotFoundError(ScheduleError):
+    """No schedule with this ID exists, or it was deleted."""
 
 
 class PayloadTooLargeError(KadenceError):
