@@ -88,8 +88,9 @@ async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None
     from contextlib import AsyncExitStack
 
     from kadence import Client, Worker
-    from kadence.operations import BATCH_TASK_QUEUE, Batch, batch_activities
+    from kadence.operations import BATCH_TASK_QUEUE, Batch, Schedule, batch_activities, schedule_activities
     from kadence.samples import order_fulfilment as sample
+    from kadence.topics.schedules import SCHEDULES_TASK_QUEUE
 
     base = f"http://127.0.0.1:{port}"
     await _wait_http(f"{base}/healthz")
@@ -107,6 +108,12 @@ async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None
     )
     async with AsyncExitStack() as workers:
         await workers.enter_async_context(worker)
+        # `kadence schedules ...` runs here too
+        await workers.enter_async_context(
+            Worker(
+                client, task_queue=SCHEDULES_TASK_QUEUE, workflows=[Schedule], activities=schedule_activities(client)
+            )
+        )
         if redis_url:  # `kadence batch ...` runs here too (it walks the visibility projection)
             await workers.enter_async_context(
                 Worker(
@@ -150,7 +157,8 @@ async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None
         else:
             click.echo(
                 f"==> serving: gateway {base} (OpenAPI at {base}/openapi.json), namespace "
-                f"{config.namespace}, workers on task queues {sample.TASK_QUEUE}"
+                f"{config.namespace}, workers on task queues {sample.TASK_QUEUE}, {SCHEDULES_TASK_QUEUE} "
+                "(kadence schedules)"
                 f"{' and ' + BATCH_TASK_QUEUE + ' (kadence batch)' if redis_url else ''}. Ctrl-C to stop."
             )
             stop = asyncio.Event()

@@ -49,6 +49,7 @@ LAZY = {
     "verify": "verify:verify",
     "payloads": "payloads:payloads",
     "batch": "batch:batch",
+    "schedules": "schedules:schedules",
 }
 
 #: the commands that go to the HTTP gateway when KADENCE_GATEWAY_URL is set (``over_http``)

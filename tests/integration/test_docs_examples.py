@@ -134,3 +134,12 @@ def test_priority_example_runs_the_urgent_task_first_and_the_small_tenant_in_tur
     assert waiting > 200, stdout  # the level-1 check did not wait behind the level-5 export
     done_after = int(stdout.split("files were done after ")[1].split(" files")[0])
     assert done_after < 60, stdout  # every other turn, not after the big tenant's 300
+
+
+def test_schedules_example_runs_backfills_triggers_and_describes(kafka_bootstrap):
+    stdout = run_example("schedules.py", kafka_bootstrap)
+    assert "backfilled: 3" in stdout and "paused: True - enough for the example" in stdout, stdout
+    assert "runs started: 7" in stdout, stdout
+    runs = [line.split() for line in stdout.splitlines() if line.startswith("  ")]
+    assert len(runs) == 7 and all(status == "completed" for _, _, status in runs), stdout
+    assert len({wf for _, wf, _ in runs}) == 7  # one ID per time

@@ -1,0 +1,201 @@
+"""Schedules on the real broker (issue 47): a schedule every second keeps exactly one run per
+second through a SIGKILL of the processor and one of the timer service (the times missed while
+they were down catch up, by the policy); a backfill of a day at one a minute starts 1,440 runs,
+each once; ``cancel_other`` really cancels the run it replaces; the CLI creates, describes,
+triggers and deletes one. The policies' logic is tests/unit/test_schedule_workflow.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+
+from kadence import KadenceError, ScheduleInterval, SchedulePolicy, ScheduleSpec, Worker, schedule_action, workflow
+from kadence.operations import Schedule, schedule_activities
+from kadence.topics.schedules import SCHEDULES_TASK_QUEUE, schedule_workflow_id, scheduled_workflow_id
+
+from .conftest import wait_until
+
+SECOND = ScheduleSpec(intervals=[ScheduleInterval(every_ms=1000)])
+
+
+@workflow.defn
+class Tick:
+    @workflow.run
+    async def run(self, seconds: float) -> str:
+        if seconds:
+            await workflow.sleep(seconds)
+        return workflow.info().run_id
+
+
+def _workers(client):
+    return (
+        Worker(client, task_queue=SCHEDULES_TASK_QUEUE, workflows=[Schedule], activities=schedule_activities(client)),
+        Worker(client, task_queue="ticks", workflows=[Tick]),
+    )
+
+
+async def _initiated(client, schedule_id: str) -> list[tuple[str, int]]:
+    """Every run the schedule's history records starting, through its continue-as-new chain:
+    (the run's workflow ID, the seq of the start in its schedule run)."""
+    out: list[tuple[str, int]] = []
+    run_id = None
+    while True:
+        events = await client.get_workflow_handle(schedule_workflow_id(schedule_id), run_id=run_id).history()
+        out += [
+            (e["attributes"]["workflow_id"], e["seq"])
+            for e in events
+            if e["type"] == "StartChildWorkflowExecutionInitiated"
+        ]
+        run_id = events[0]["attributes"].get("continued_from_run_id")
+        if not run_id:
+            return out
+
+
+async def test_a_schedule_every_second_survives_a_processor_and_a_timer_service_kill(client, processors):
+    processors.start()
+    processors.start_timers()
+    a, b = _workers(client)
+    async with a, b:
+        handle = await client.create_schedule(
+            "every-second",
+            spec=SECOND,
+            action=schedule_action(Tick, 0.0, task_queue="ticks"),
+            policy=SchedulePolicy(overlap="allow_all"),
+        )
+        await wait_until(lambda: _actions(handle, 5), 60, "five runs")
+        processors.kill()
+        await asyncio.sleep(3)
+        processors.start("p1")
+        await wait_until(lambda: _actions(handle, 15), 90, "runs after the processor's restart")
+        processors.kill_timers()
+        await asyncio.sleep(3)
+        processors.start_timers("t1")
+        await wait_until(lambda: _actions(handle, 25), 90, "runs after the timer service's restart")
+        await handle.pause("test over")
+        desc = await handle.describe()
+        started = await _initiated(client, "every-second")
+        # every run it started ran to its end, under its own ID, once
+        results = await asyncio.gather(*(client.get_workflow_handle(wf).result(timeout=60) for wf, _ in started))
+    ids = [wf for wf, _ in started]
+    assert len(ids) == len(set(ids)) == desc.state.actions >= 25
+    # one run per second: the runs' IDs are the consecutive seconds from the first to the last
+    first = desc.state.created_ms // 1000 * 1000 + 1000
+    assert ids == [scheduled_workflow_id("every-second", first + i * 1000) for i in range(len(ids))]
+    assert desc.state.missed_catchup == 0 and desc.state.skipped_overlap == 0
+    # the run each ID names is the one the schedule started (a second start would be another run)
+    described = await asyncio.gather(*(client.get_workflow_handle(wf).describe() for wf in ids))
+    assert [d.run_id for d in described] == results
+
+
+async def _actions(handle, n: int) -> bool:
+    try:
+        return (await handle.describe()).state.actions >= n
+    except KadenceError:  # the processor is down, or its shard not yet restored: not yet
+        return False
+
+
+async def test_a_backfill_of_a_day_at_one_a_minute_starts_1440_runs_once(client, processors):
+    processors.start()
+    processors.start_timers()
+    day = 86_400_000
+    start = (int(time.time() * 1000) // day - 3) * day  # a whole day, three days ago
+    a, b = _workers(client)
+    async with a, b:
+        handle = await client.create_schedule(
+            "backfill",
+            spec=ScheduleSpec(intervals=[ScheduleInterval(every_ms=60_000)]),
+            action=schedule_action(Tick, 0.0, task_queue="ticks"),
+            paused=True,  # only the backfill's runs
+        )
+        t0 = time.monotonic()
+        assert await handle.backfill(start, start + day - 1, overlap="allow_all") == 1440
+        await wait_until(lambda: _actions(handle, 1440), 240, "1,440 runs")
+        took = time.monotonic() - t0
+        started = await _initiated(client, "backfill")
+        ids = [wf for wf, _ in started]
+        await asyncio.gather(*(client.get_workflow_handle(wf).result(timeout=120) for wf in ids[-50:]))
+    print(f"a backfill of 1,440 runs started them in {took:.1f} s")
+    assert sorted(ids) == [scheduled_workflow_id("backfill", start + i * 60_000) for i in range(1440)]
+
+
+async def test_cancel_other_cancels_the_run_it_replaces(client, processors):
+    processors.start()
+    processors.start_timers()
+    a, b = _workers(client)
+    async with a, b:
+        handle = await client.create_schedule(
+            "replace",
+            spec=ScheduleSpec(intervals=[ScheduleInterval(every_ms=3_600_000)]),
+            action=schedule_action(Tick, 3600.0, task_queue="ticks"),
+            policy=SchedulePolicy(overlap="cancel_other"),
+        )
+        first = await handle.trigger()
+        await wait_until(lambda: _running(handle, 1), 30, "the first run")
+        second = await handle.trigger()
+        await wait_until(lambda: _status(client, "replace", first, "canceled"), 30, "the first run canceled")
+        await wait_until(lambda: _running(handle, 1), 30, "the second run")
+        desc = await handle.describe()
+        await handle.delete()
+    assert [r.workflow_id for r in desc.state.running] == [scheduled_workflow_id("replace", second)]
+    assert [(r.workflow_id, r.status) for r in desc.state.recent if r.status != "running"] == [
+        (scheduled_workflow_id("replace", first), "canceled")
+    ]
+
+
+async def _running(handle, n: int) -> bool:
+    return len((await handle.describe()).state.running) == n
+
+
+async def _status(client, schedule_id: str, nominal: int, status: str) -> bool:
+    desc = await client.get_workflow_handle(scheduled_workflow_id(schedule_id, nominal)).describe()
+    return desc.status == status
+
+
+def test_the_cli_creates_describes_triggers_and_deletes_a_schedule(kafka_config, processors):
+    processors.start()
+    env = {"KADENCE_KAFKA_BOOTSTRAP": kafka_config.bootstrap, "KADENCE_NAMESPACE": kafka_config.namespace}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        import os
+
+        return subprocess.run(
+            [sys.executable, "-m", "kadence.cli", "schedules", *args],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "kadence.cli", "schedules", "worker"],
+        env={**__import__("os").environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        made = cli(
+            "create", "nightly", "--workflow", "Tick", "--task-queue", "ticks", "--input", "0",
+            "--cron", "0 3 * * *", "--time-zone", "Europe/Paris", "--overlap", "buffer_one",
+        )  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        again = cli("create", "nightly", "--workflow", "Tick", "--task-queue", "ticks", "--every", "1h")
+        assert again.returncode == 1 and "exists" in again.stderr
+        bad = cli("create", "bad", "--workflow", "Tick", "--task-queue", "ticks", "--cron", "every day")
+        assert bad.returncode == 1 and "not five fields" in bad.stderr
+        described = cli("describe", "nightly")
+        assert described.returncode == 0, described.stderr
+        desc = json.loads(described.stdout)
+        assert desc["state"]["request"]["spec"]["cron"] == ["0 3 * * *"]
+        assert desc["state"]["request"]["policy"]["overlap"] == "buffer_one"
+        assert len(desc["next_times_ms"]) == 5
+        triggered = cli("trigger", "nightly")
+        assert triggered.returncode == 0, triggered.stderr
+        assert cli("delete", "nightly").returncode == 0
+        gone = cli("describe", "nightly")
+        assert gone.returncode == 1 and "deleted" in gone.stderr
+    finally:
+        worker.terminate()
+        worker.wait(30)
