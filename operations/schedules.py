@@ -85,7 +85,7 @@ class Schedule:
         s = self._s
         upcoming: list[int] = []
         at = max(s.last_nominal_ms, self._seen_ms)  # a query reads no clock: the last task's time
-        while not s.paused and len(upcoming) < 5:
+        while not s.paused and not self._deleted and len(upcoming) < 5:
             nxt = next_fire(s.request.spec, at)
             if nxt is None:
                 break
@@ -95,6 +95,7 @@ class Schedule:
             schedule_id=self._schedule_id,
             state=s,
             next_times_ms=upcoming,
+            deleted=self._deleted,
         )
 
     def _wake(self) -> None:

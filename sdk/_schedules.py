@@ -80,12 +80,11 @@ class ScheduleHandle:
         """Its spec, action, policy, paused state and note, counts (actions, missed, skipped), the
         runs running and the last ones, and the next five times."""
         try:
-            desc = await self._workflow.describe()
+            result: ScheduleDescription = await self._workflow.query("describe", result_type=ScheduleDescription)
         except WorkflowNotFoundError as exc:
             raise ScheduleNotFoundError(f"schedule {self.id!r} not found", schedule_id=self.id) from exc
-        if desc.status != "running":
+        if result.deleted:
             raise ScheduleNotFoundError(f"schedule {self.id!r} was deleted", schedule_id=self.id)
-        result: ScheduleDescription = await self._workflow.query("describe", result_type=ScheduleDescription)
         return result
 
     async def pause(self, note: str = "", *, request_id: str | None = None) -> None:

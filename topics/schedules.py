@@ -254,11 +254,13 @@ class ScheduleState:
 
 @dataclass
 class ScheduleDescription:
-    """What ``describe`` answers: the state, and the next nominal times (none while paused)."""
+    """What ``describe`` answers: the state, and the next nominal times (none while paused);
+    ``deleted`` once it was deleted (its workflow answers from its final state)."""
 
     schedule_id: str
     state: ScheduleState
     next_times_ms: list[int] = field(default_factory=list)
+    deleted: bool = False
 
 
 def schedule_workflow_id(schedule_id: str) -> str:

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+import uuid
 
 from kadence import KadenceError, ScheduleInterval, SchedulePolicy, ScheduleSpec, Worker, schedule_action, workflow
 from kadence.operations import Schedule, schedule_activities
@@ -199,3 +200,81 @@ def test_the_cli_creates_describes_triggers_and_deletes_a_schedule(kafka_config,
     finally:
         worker.terminate()
         worker.wait(30)
+
+
+async def test_the_gateway_creates_changes_lists_and_deletes_a_schedule(http, gw_config, gw_projection):
+    from kadence import Client
+
+    tag = uuid.uuid4().hex[:8]
+    sid = f"http-{tag}"
+    body = {
+        "spec": {"cron": ["0 6 * * MON-FRI"], "time_zone": "Europe/Paris"},
+        "action": {"workflow_type": "Tick", "task_queue": f"ticks-{tag}", "args": [0.0]},
+        "policy": {"overlap": "allow_all"},
+    }
+    bad = await http.post(f"/v1/schedules/{sid}", json={**body, "spec": {"cron": ["0 25 * * *"]}})
+    assert bad.status_code == 400 and "not five fields" in bad.json()["error"]["message"], bad.text
+    bad = await http.post(f"/v1/schedules/{sid}", json={**body, "policy": {"overlap": "sometimes"}})
+    assert bad.status_code == 400 and "overlap must be one of" in bad.json()["error"]["message"], bad.text
+    made = await http.post(f"/v1/schedules/{sid}", json=body, headers={"Idempotency-Key": f"mk-{tag}"})
+    assert made.status_code == 201, made.text
+    again = await http.post(f"/v1/schedules/{sid}", json=body, headers={"Idempotency-Key": f"mk-{tag}"})
+    assert again.json() == made.json()  # the same start, answered again
+    other = await http.post(f"/v1/schedules/{sid}", json=body)
+    assert other.status_code == 409 and other.json()["error"]["code"] == "already_exists"
+    client = await Client.connect(config=gw_config)
+    try:
+        async with (
+            Worker(
+                client, task_queue=SCHEDULES_TASK_QUEUE, workflows=[Schedule], activities=schedule_activities(client)
+            ),
+            Worker(client, task_queue=f"ticks-{tag}", workflows=[Tick]),
+        ):
+            desc = await http.get(f"/v1/schedules/{sid}")
+            assert desc.status_code == 200, desc.text
+            assert desc.json()["state"]["request"]["spec"]["time_zone"] == "Europe/Paris"
+            assert len(desc.json()["next_times_ms"]) == 5
+            r = await http.post(f"/v1/schedules/{sid}/pause", json={"note": "holiday"})
+            assert r.status_code == 200, r.text
+            r = await http.post(f"/v1/schedules/{sid}/trigger", json={"overlap": "nope"})
+            assert r.status_code == 400, r.text  # refused by the gateway's model: nothing sent
+            r = await http.post(f"/v1/schedules/{sid}/trigger", headers={"Idempotency-Key": f"tr-{tag}"})
+            assert r.status_code == 200, r.text
+            nominal = r.json()["result"]
+            r2 = await http.post(f"/v1/schedules/{sid}/trigger", headers={"Idempotency-Key": f"tr-{tag}"})
+            assert r2.json()["result"] == nominal  # one update, answered twice
+            r = await http.post(f"/v1/schedules/{sid}/backfill", json={"start_ms": 10, "end_ms": 5})
+            assert r.status_code == 400 and "ends before it starts" in r.json()["error"]["message"]
+            day = 86_400_000
+            start = (int(time.time() * 1000) // day - 14) * day
+            r = await http.post(
+                f"/v1/schedules/{sid}/backfill", json={"start_ms": start, "end_ms": start + 7 * day - 1}
+            )
+            assert r.status_code == 200 and r.json()["result"] == 5, r.text  # five weekdays
+            await wait_until(
+                lambda: _json(http, f"/v1/schedules/{sid}", lambda d: d["state"]["actions"] == 6), 60, "six runs"
+            )
+            r = await http.put(f"/v1/schedules/{sid}", json={**body, "paused": False, "note": "back"})
+            assert r.status_code == 200, r.text
+            desc = (await http.get(f"/v1/schedules/{sid}")).json()
+            assert (desc["state"]["paused"], desc["state"]["note"]) == (False, "back")
+            ids = [r["workflow_id"] for r in desc["state"]["recent"]]
+            assert len(set(ids)) == 6 and scheduled_workflow_id(sid, nominal) in ids
+
+            async def listed():
+                r = await http.get("/v1/schedules")
+                return sid in [s["schedule_id"] for s in r.json()["schedules"]]
+
+            await wait_until(listed, 30, "the schedule in the list")
+            assert (await http.delete(f"/v1/schedules/{sid}")).status_code == 200
+            gone = await http.get(f"/v1/schedules/{sid}")
+            assert gone.status_code == 404 and "deleted" in gone.json()["error"]["message"]
+            assert (await http.post(f"/v1/schedules/{sid}/pause")).status_code == 404
+            assert (await http.get("/v1/schedules/never-made")).status_code == 404
+    finally:
+        await client.close()
+
+
+async def _json(http, path: str, check) -> bool:
+    r = await http.get(path)
+    return r.status_code == 200 and check(r.json())
