@@ -365,3 +365,78 @@ async def _check_other_namespace(browser, base, tag, first_namespace):
     await expect(page.locator("#runs tr.run")).to_have_count(0)
     await page.goto(f"{base}/ui/workflows?type=ConsoleOrder")
     await expect(page.locator("#runs tr.run")).to_have_count(0)
+
+
+@workflow.defn
+class ConsoleReport:
+    @workflow.run
+    async def run(self) -> str:
+        return "done"
+
+
+async def test_the_schedules_pages_in_a_browser(gateway_url, api_key, gw_config, gw_projection):
+    from kadence import ScheduleSpec, schedule_action
+    from kadence.operations import Schedule, schedule_activities
+    from kadence.topics.schedules import SCHEDULES_TASK_QUEUE
+
+    tag = uuid.uuid4().hex[:6]
+    sid = f"console-{tag}"
+    client = await Client.connect(config=gw_config)
+    try:
+        async with (
+            Worker(
+                client, task_queue=SCHEDULES_TASK_QUEUE, workflows=[Schedule], activities=schedule_activities(client)
+            ),
+            Worker(client, task_queue=f"reports-{tag}", workflows=[ConsoleReport]),
+        ):
+            handle = await client.create_schedule(
+                sid,
+                spec=ScheduleSpec(cron=["0 6 * * *"], time_zone="Europe/Paris"),
+                action=schedule_action(ConsoleReport, task_queue=f"reports-{tag}"),
+                paused=True,
+                note="set up by the test",
+            )
+            async with async_playwright() as pw:
+                browser = await pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+                try:
+                    page = await browser.new_page(viewport={"width": 1400, "height": 900})
+                    page.on("dialog", lambda d: asyncio.ensure_future(d.accept()))
+                    base = gateway_url
+                    await _sign_in(page, base, api_key)
+                    link = page.locator(f"#schedules a:has-text('{sid}')")
+
+                    async def listed() -> bool:  # the list is the visibility projection's
+                        await page.goto(f"{base}/ui/schedules")
+                        return await link.count() == 1
+
+                    await wait_until(listed, 60, "the schedule in the console's list", interval=1.0)
+                    await expect(page.locator("h1")).to_have_text("Schedules")
+                    await link.click()
+                    await expect(page.locator("h1")).to_have_text(f"Schedule {sid}")
+                    await expect(page.locator("#state")).to_have_text("paused: set up by the test")
+                    await expect(page.locator("#facts")).to_contain_text("0 6 * * *")
+                    await expect(page.locator("#next")).to_contain_text("None while paused")
+                    await page.locator("#trigger").click()
+                    await expect(page.locator("#notice")).to_have_text("trigger: done")
+                    await wait_until(lambda: _ran(handle), 30, "the triggered run")
+                    await page.reload()
+                    await expect(page.locator("#recent")).to_contain_text("completed")
+                    await expect(page.locator("#actions")).to_have_text("1")
+                    await page.locator("#schedule-actions input[name=note]").fill("live")
+                    await page.locator("#unpause").click()
+                    await expect(page.locator("#state")).to_have_text("active")
+                    await expect(page.locator("#next li")).to_have_count(5)
+                    await _shot(page, "schedule")
+                    await page.locator("#delete").click()
+                    await expect(page.locator("#notice")).to_have_text(f"{sid} deleted")
+                    await page.goto(f"{base}/ui/schedules/{sid}")
+                    await expect(page.locator("body")).to_contain_text("deleted")
+                finally:
+                    await browser.close()
+    finally:
+        await client.close()
+
+
+async def _ran(handle) -> bool:
+    state = (await handle.describe()).state
+    return state.actions == 1 and not state.running
