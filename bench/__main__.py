@@ -39,6 +39,7 @@ from .scenarios import (
     requests,
     restore_scale,
     scale,
+    schedules,
     throughput,
     timers,
     tracing,
@@ -73,6 +74,7 @@ SCENARIOS = {
     "cli": cli.run,
     "concurrency": concurrency.run,
     "fairness": fairness.run,
+    "schedules": schedules.run,
 }
 
 

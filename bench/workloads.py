@@ -236,7 +236,17 @@ class SignalSink:
         await workflow.wait_condition(lambda: self.hits < 0)
 
 
+@workflow.defn(name="BenchScheduled")
+class Scheduled:
+    """What a schedule of the ``schedules`` scenario starts: nothing to do (its start is what is timed)."""
+
+    @workflow.run
+    async def run(self) -> None:
+        return None
+
+
 WORKFLOWS = [
+    Scheduled,
     HotCounter,
     SignalSink,
     OneActivity,

@@ -84,11 +84,38 @@ async def _show_visibility(
         await redis.aclose()
 
 
+def _workers(client, registry, redis_url: str | None) -> list:
+    """The dev stack's workers: the sample's, the schedules' (`kadence schedules ...`), and with
+    Redis the batches' (`kadence batch ...` walks the visibility projection)."""
+    from kadence import Worker
+    from kadence.operations import BATCH_TASK_QUEUE, Batch, Schedule, batch_activities, schedule_activities
+    from kadence.samples import order_fulfilment as sample
+    from kadence.topics.schedules import SCHEDULES_TASK_QUEUE
+
+    workers = [
+        Worker(
+            client,
+            task_queue=sample.TASK_QUEUE,
+            workflows=sample.WORKFLOWS,
+            activities=sample.ACTIVITIES,
+            metrics_registry=registry,
+        ),
+        Worker(client, task_queue=SCHEDULES_TASK_QUEUE, workflows=[Schedule], activities=schedule_activities(client)),
+    ]
+    if redis_url:
+        workers.append(
+            Worker(
+                client, task_queue=BATCH_TASK_QUEUE, workflows=[Batch], activities=batch_activities(client, redis_url)
+            )
+        )
+    return workers
+
+
 async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None, metrics: dict[str, int]) -> None:
     from contextlib import AsyncExitStack
 
-    from kadence import Client, Worker
-    from kadence.operations import BATCH_TASK_QUEUE, Batch, Schedule, batch_activities, schedule_activities
+    from kadence import Client
+    from kadence.operations import BATCH_TASK_QUEUE
     from kadence.samples import order_fulfilment as sample
     from kadence.topics.schedules import SCHEDULES_TASK_QUEUE
 
@@ -99,30 +126,9 @@ async def _run(config: KafkaConfig, port: int, once: bool, redis_url: str | None
     registry = CollectorRegistry()
     start_http_server(metrics["worker"], addr="127.0.0.1", registry=registry)
     client = await Client.connect(config=config)
-    worker = Worker(
-        client,
-        task_queue=sample.TASK_QUEUE,
-        workflows=sample.WORKFLOWS,
-        activities=sample.ACTIVITIES,
-        metrics_registry=registry,
-    )
     async with AsyncExitStack() as workers:
-        await workers.enter_async_context(worker)
-        # `kadence schedules ...` runs here too
-        await workers.enter_async_context(
-            Worker(
-                client, task_queue=SCHEDULES_TASK_QUEUE, workflows=[Schedule], activities=schedule_activities(client)
-            )
-        )
-        if redis_url:  # `kadence batch ...` runs here too (it walks the visibility projection)
-            await workers.enter_async_context(
-                Worker(
-                    client,
-                    task_queue=BATCH_TASK_QUEUE,
-                    workflows=[Batch],
-                    activities=batch_activities(client, redis_url),
-                )
-            )
+        for worker in _workers(client, registry, redis_url):
+            await workers.enter_async_context(worker)
         workflow_id = f"order-{sample.SAMPLE_ORDER['order_id']}-{uuid.uuid4().hex[:8]}"
         click.echo(f"==> starting the sample OrderFulfilment as {workflow_id} through {base}")
         async with httpx.AsyncClient(base_url=base, timeout=30) as http:

@@ -114,39 +114,17 @@ def _closed_history(cmd: Command, body: ResetWorkflow, st: WorkflowState, out: O
     return events
 
 
-def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None:
-    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
-    st = t.view.state(wf)
-    if deduplicated(st, t.cmd, t.out, t.view):  # a retried reset gets its first answer, and resets nothing
-        return
-    if st is None:
-        reply(t.out, rid, wf, "not_found", message=f"workflow {wf!r} not found (or its closed run was archived)")
-        return
-    if t.cmd["run_id"] and t.cmd["run_id"] != st["run_id"]:
-        _fail(
-            t.out,
-            t.cmd,
-            f"run {t.cmd['run_id']} is not the current run of workflow {wf!r} (only the current run "
-            f"can be reset; it is {st['run_id']})",
-            st["run_id"],
-        )
-        return
-    was_open = st["status"] == "running"
-    if not was_open and st["parent_workflow_id"]:
-        _fail(
-            t.out,
-            t.cmd,
-            f"run {st['run_id']} is a closed child of workflow {st['parent_workflow_id']!r}, which has "
-            "recorded its outcome: reset the parent instead",
-            st["run_id"],
-        )
-        return
+def _branch(
+    t: Transition, body: ResetWorkflow, st: WorkflowState, was_open: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The branch point (a WorkflowTaskCompleted of the run) and the events before it, or None
+    when the reset is refused (answered here)."""
     if was_open:
-        history = t.view.history(wf, st["run_id"])
+        history = t.view.history(st["workflow_id"], st["run_id"])
     else:
         closed = _closed_history(t.cmd, body, st, t.out)
         if closed is None:
-            return
+            return None
         history = closed
     point = next((e for e in history if e["seq"] == body["workflow_task_completed_seq"]), None)
     if point is None or point["attributes"][0] != "WorkflowTaskCompleted":
@@ -156,7 +134,7 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
             f"event {body['workflow_task_completed_seq']} is not a WorkflowTaskCompleted of run {st['run_id']}",
             st["run_id"],
         )
-        return
+        return None
     kept = [e for e in history if e["seq"] < point["seq"]]
     if any(e["attributes"][0] == "StartChildWorkflowExecutionInitiated" for e in kept):
         _fail(
@@ -165,23 +143,41 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
             "the branch point is after a child workflow was started; reset to an earlier point",
             st["run_id"],
         )
-        return
+        return None
+    return point, kept
 
-    new_run_id = str(uuid.uuid5(_RESET_NS, f"{st['run_id']}/{point['seq']}/{t.cmd['event_id']}"))
-    reason = body["reason"] or "reset"
-    waiters: list[Any] = []
-    if was_open:
-        emit(
-            t,
-            st,
-            "WorkflowExecutionTerminated",
-            {"reason": f"{reason}: reset to event {point['seq']} as run {new_run_id}", "identity": body["identity"]},
+
+def _refused(t: Transition, st: WorkflowState | None) -> bool:
+    """Whether the reset cannot apply to ``st`` at all (answered here): no such workflow, not its
+    current run, or a closed child."""
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
+    if st is None:
+        reply(t.out, rid, wf, "not_found", message=f"workflow {wf!r} not found (or its closed run was archived)")
+        return True
+    if t.cmd["run_id"] and t.cmd["run_id"] != st["run_id"]:
+        _fail(
+            t.out,
+            t.cmd,
+            f"run {t.cmd['run_id']} is not the current run of workflow {wf!r} (only the current run "
+            f"can be reset; it is {st['run_id']})",
+            st["run_id"],
         )
-        waiters = st["result_waiters"]
-        close_run(t, st, "terminated", notify=False, notify_parent=False, keep_slots=True)
-        st["result_waiters"] = []
+        return True
+    if st["status"] != "running" and st["parent_workflow_id"]:
+        _fail(
+            t.out,
+            t.cmd,
+            f"run {st['run_id']} is a closed child of workflow {st['parent_workflow_id']!r}, which has "
+            "recorded its outcome: reset the parent instead",
+            st["run_id"],
+        )
+        return True
+    return False
 
-    new: WorkflowState = {
+
+def _new_run(t: Transition, st: WorkflowState, new_run_id: str, waiters: list[Any]) -> WorkflowState:
+    """The new run's state: the old one's identity and options, nothing of its progress."""
+    return {
         **st,
         "run_id": new_run_id,
         "status": "running",
@@ -212,9 +208,13 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
         # a reset runs the current code: the queue's default build (an operator may move it)
         "build_id": t.view.build_defaults.get(st["task_queue"]),
     }
-    t.view.put(new)
-    if not was_open and new["concurrency"]:  # a closed chain gave its slots back: asked for again
-        begin_run_slots(t, new, new["concurrency"])
+
+
+def _copy_kept(
+    t: Transition, new: WorkflowState, kept: list[dict[str, Any]], old_run_id: str, was_open: bool
+) -> tuple[dict[str, PendingActivity], dict[str, PendingTimer]]:
+    """The kept events, written again into the new run; the activities and timers still open at
+    the branch point."""
     pending_acts: dict[str, PendingActivity] = {}
     timers: dict[str, PendingTimer] = {}
     for e in kept:
@@ -222,7 +222,7 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
         if kind == "ConcurrencySlotAcquired" and (attrs["activity_id"] or not was_open):
             continue  # a slot the new run asks for again (its activities' always)
         if kind == "WorkflowExecutionStarted":
-            attrs = {**attrs, "continued_from_run_id": st["run_id"], "build_id": new["build_id"]}
+            attrs = {**attrs, "continued_from_run_id": old_run_id, "build_id": new["build_id"]}
         ev = emit(t, new, kind, attrs, ts=e["timestamp_ms"], request_id=e["request_id"])
         if kind == "ActivityTaskScheduled":
             pending_acts[attrs["activity_id"]] = new_pending(attrs, ev["seq"], t.ts)  # from its first attempt
@@ -239,6 +239,42 @@ def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None
             timers.pop(attrs["timer_id"], None)
         elif kind == "WorkflowTaskCompleted":
             new["wt_last_completed_seq"] = attrs["scheduled_seq"]
+    return pending_acts, timers
+
+
+def _reset(t: Transition, body: ResetWorkflow, *, dry_run: bool = False) -> None:
+    wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
+    st = t.view.state(wf)
+    if deduplicated(st, t.cmd, t.out, t.view):  # a retried reset gets its first answer, and resets nothing
+        return
+    if _refused(t, st):
+        return
+    assert st is not None  # _refused answered a missing workflow
+    was_open = st["status"] == "running"
+    branch = _branch(t, body, st, was_open)
+    if branch is None:
+        return
+    point, kept = branch
+
+    new_run_id = str(uuid.uuid5(_RESET_NS, f"{st['run_id']}/{point['seq']}/{t.cmd['event_id']}"))
+    reason = body["reason"] or "reset"
+    waiters: list[Any] = []
+    if was_open:
+        emit(
+            t,
+            st,
+            "WorkflowExecutionTerminated",
+            {"reason": f"{reason}: reset to event {point['seq']} as run {new_run_id}", "identity": body["identity"]},
+        )
+        waiters = st["result_waiters"]
+        close_run(t, st, "terminated", notify=False, notify_parent=False, keep_slots=True)
+        st["result_waiters"] = []
+
+    new = _new_run(t, st, new_run_id, waiters)
+    t.view.put(new)
+    if not was_open and new["concurrency"]:  # a closed chain gave its slots back: asked for again
+        begin_run_slots(t, new, new["concurrency"])
+    pending_acts, timers = _copy_kept(t, new, kept, st["run_id"], was_open)
     for a in pending_acts.values():
         new["pending_activities"].append(a)
         if begin_activity_slots(t, new, a):  # else when it holds its concurrency slots again

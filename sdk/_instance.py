@@ -18,11 +18,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-import inspect
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -30,9 +29,7 @@ from typing import Any, TypeVar
 from kadence.topics import serde
 from kadence.topics.errors import (
     ActivityError,
-    ApplicationError,
     FailureError,
-    KadenceError,
     NonDeterminismError,
     NotDeterministicError,
     PayloadTypeError,
@@ -46,8 +43,9 @@ from kadence.topics.search_attributes import from_wire
 from ._child_errors import child_error
 from ._definitions import WorkflowDefinition
 from ._loop import DeterministicLoop
+from ._messages import WorkflowMessages
 from ._replay_rules import IDENTITY, MATCHING_EVENT, RESOLUTIONS, describe_command
-from .interceptors import Interceptor, WorkflowCall, chain
+from .interceptors import Interceptor
 
 _T = TypeVar("_T")
 
@@ -129,7 +127,7 @@ class WorkflowInfo:
         return self.history_length >= HISTORY_WARN_EVENTS
 
 
-class WorkflowInstance:
+class WorkflowInstance(WorkflowMessages):
     def __init__(
         self,
         defn: WorkflowDefinition,
@@ -167,6 +165,10 @@ class WorkflowInstance:
         self._activities: dict[str, asyncio.Future[Any]] = {}
         self._next_activity = 0
         self._timers: dict[str, _TimerHandle] = {}
+        #: timers the code canceled -> the seq of the TimerCanceled event once read (None before):
+        #: a fire that raced the cancel (recorded between them) is ignored; an entry is dropped once
+        #: the activation past its cancel event has resolved what came before it
+        self._canceled_timers: dict[str, int | None] = {}
         #: async signal and update handlers still running (``all_handlers_finished``)
         self._handlers: set[asyncio.Task[Any]] = set()
         #: child workflow ID -> (started future, result future)
@@ -425,6 +427,8 @@ class WorkflowInstance:
     def _cancel_timer(self, timer_id: str) -> None:
         if self._timers.pop(timer_id, None) is not None and not self.closed:
             self._unmatched.append(("CancelTimer", {"timer_id": timer_id}))
+            # it may have fired already, after this task was scheduled: that fire is then nothing
+            self._canceled_timers[timer_id] = None
 
     def wait_condition(self, fn: Callable[[], object]) -> asyncio.Future[Any]:
         fut = self.loop.create_future()
@@ -437,95 +441,6 @@ class WorkflowInstance:
     def record(self, ctype: str, attrs: dict[str, Any]) -> None:
         """A command without a result (markers, search attributes)."""
         self._unmatched.append((ctype, attrs))
-
-    def _handle(self, kind: str, name: str, handler: Callable[..., Any], args: list[Any]) -> Any:
-        """``handler(self._obj, *args)`` through the interceptors' ``intercept_workflow``."""
-        inner = lambda call: handler(self._obj, *call.args)  # noqa: E731 - the chain's innermost
-        return chain(self.interceptors, "intercept_workflow", inner)(WorkflowCall(kind, self.info, name, list(args)))
-
-    def query(self, name: str, data: bytes | None) -> Any:
-        """Answer a query; ``data``: its encoded arguments, typed by the handler's hints."""
-        handler = self.defn.queries.get(name)
-        if handler is None:
-            known = ", ".join(sorted(self.defn.queries)) or "none"
-            raise KeyError(f"workflow {self.info.workflow_type} has no query {name!r} (known: {known})")
-        if self._obj is None:
-            raise RuntimeError("the workflow has not started yet")
-        return self._handle(
-            "query",
-            name,
-            handler,
-            self.converter.args_from_bytes(
-                data, handler, method=True, what=f"query {name!r} of workflow {self.info.workflow_type}"
-            ),
-        )
-
-    def validate_update(self, name: str, data: bytes | None) -> None:
-        """Run an update's validator on the current state (raises to reject it): the handler
-        must exist, the arguments match its hints, and the validator, if any, not raise."""
-        handler = self.defn.updates.get(name)
-        if handler is None:
-            known = ", ".join(sorted(self.defn.updates)) or "none"
-            raise ApplicationError(
-                f"workflow {self.info.workflow_type} has no update {name!r} (known: {known})",
-                type="UnknownUpdate",
-                non_retryable=True,
-            )
-        if self._obj is None:
-            raise RuntimeError("the workflow has not started yet")
-        args = self.converter.args_from_bytes(
-            data, handler, method=True, what=f"update {name!r} of workflow {self.info.workflow_type}"
-        )
-        validator = getattr(handler, "__kadence_update_validator__", None)
-        if validator is not None:
-            self._handle("validator", name, validator, args)
-
-    def _deliver_update(self, attrs: dict[str, Any]) -> None:
-        """An accepted update: its handler runs as a task of the workflow; its outcome is the
-        ``CompleteWorkflowUpdate`` command of the workflow task it finishes in."""
-        name, update_id = attrs["update_name"], attrs["update_id"]
-        handler = self.defn.updates.get(name)
-
-        async def run() -> Any:
-            if handler is None:
-                raise ApplicationError(
-                    f"workflow {self.info.workflow_type} has no update {name!r}",
-                    type="UnknownUpdate",
-                    non_retryable=True,
-                )
-            args = self.converter.args_from_bytes(
-                attrs["input"], handler, method=True, what=f"update {name!r} of workflow {self.info.workflow_type}"
-            )
-            result = self._handle("update", name, handler, args)
-            return (await result) if inspect.isawaitable(result) else result
-
-        task = self.loop.create_task(run(), name=f"update:{name}")
-        self._track_handler(task)
-        task.add_done_callback(lambda t: self._on_update_done(update_id, t))
-
-    def _on_update_done(self, update_id: str, task: asyncio.Task[Any]) -> None:
-        if self.closed:
-            # the run's close came first: nothing follows a close (the engine fails the update),
-            # and a command here would not match the history on replay
-            return
-        if task.cancelled():
-            exc: BaseException | None = ApplicationError("the update was cancelled", type="CancelledError")
-        else:
-            exc = task.exception()
-        if exc is not None and not isinstance(exc, self.failure_types):
-            self.loop.errors.append(exc)  # a bug, or a payload this worker cannot read: fail the task
-            return
-        result = failure = None
-        if exc is None:
-            try:
-                result = self.converter.to_bytes(task.result())
-            except KadenceError as err:  # a result that cannot travel: the update fails
-                failure = self.converter.failure(err)
-        else:
-            failure = self.converter.failure(exc)
-        self._unmatched.append(
-            ("CompleteWorkflowUpdate", {"update_id": update_id, "result": result, "failure": failure})
-        )
 
     # -- driving -------------------------------------------------------------------------------
 
@@ -684,6 +599,8 @@ class WorkflowInstance:
             )
         ckind, cattrs = self._unmatched.popleft()
         same = MATCHING_EVENT[ckind] == kind and all(cattrs[k] == attrs[k] for k in IDENTITY.get(kind, ()))
+        if same and kind == "TimerCanceled" and attrs["timer_id"] in self._canceled_timers:
+            self._canceled_timers[attrs["timer_id"]] = seq
         if not same:
             raise NonDeterminismError(
                 f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} is "
@@ -701,6 +618,10 @@ class WorkflowInstance:
         self._resolutions = [r for r in self._resolutions if r[0] >= scheduled_seq]
         for seq, kind, attrs in ready:
             self._resolve(seq, kind, attrs)
+        # a racing fire precedes its cancel's event: resolved above if that event is before this task
+        for timer_id, canceled_seq in list(self._canceled_timers.items()):
+            if canceled_seq is not None and canceled_seq < scheduled_seq:
+                del self._canceled_timers[timer_id]
         self._run_idle()
         if self._replaying_activation:
             self._replay_local_activities()
@@ -756,6 +677,11 @@ class WorkflowInstance:
             return
         if kind == "TimerFired":
             handle = self._timers.pop(attrs["timer_id"], None)
+            if handle is None and attrs["timer_id"] in self._canceled_timers:
+                # it fired while the task that canceled it was in flight (the engine recorded the
+                # cancel as a no-op): the code had stopped waiting for it
+                del self._canceled_timers[attrs["timer_id"]]
+                return
             if handle is None:
                 raise NonDeterminismError(
                     f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} fires "
@@ -815,40 +741,6 @@ class WorkflowInstance:
             )
             err.__cause__ = self.converter.exception(failure)
             fut.set_exception(err)
-
-    def _deliver_signal(self, attrs: dict[str, Any]) -> None:
-        handler = self.defn.signals.get(attrs["signal_name"])
-        if handler is None or self._obj is None:
-            if self.silent:
-                return
-            log.warning(
-                "workflow %s (%s): no handler for signal %r; dropped",
-                self.info.workflow_type,
-                self.info.workflow_id,
-                attrs["signal_name"],
-            )
-            return
-        try:
-            args = self.converter.args_from_bytes(
-                attrs["input"],
-                handler,
-                method=True,
-                what=f"signal {attrs['signal_name']!r} of workflow {self.info.workflow_type}",
-            )
-        except PayloadTypeError as exc:  # as Temporal does: the signal is dropped, the run goes on
-            if self.silent:
-                return
-            log.warning(
-                "workflow %s (%s): signal %r dropped: %s",
-                self.info.workflow_type,
-                self.info.workflow_id,
-                attrs["signal_name"],
-                exc,
-            )
-            return
-        result = self._handle("signal", attrs["signal_name"], handler, args)
-        if inspect.isawaitable(result):
-            self._track_handler(self.loop.create_task(_awaited(result), name=f"signal:{attrs['signal_name']}"))
 
     async def _run(self) -> Any:
         """The workflow's main coroutine: its arguments (the start's input, or the last debounced
@@ -912,25 +804,12 @@ class WorkflowInstance:
         were written then, once."""
         return self.replaying or self.throwaway
 
-    def _track_handler(self, task: asyncio.Task[Any]) -> None:
-        """An async signal or update handler running (``all_handlers_finished``)."""
-        self._handlers.add(task)
-        task.add_done_callback(self._handlers.discard)
-
-    def all_handlers_finished(self) -> bool:
-        """Whether no async signal or update handler is still running."""
-        return not self._handlers
-
     def discard(self) -> None:
         """Forget this instance (cache eviction) without running any more workflow code."""
         for task in self.loop.tasks():
             # evicted on purpose, not leaked (asyncio's own flag: typeshed leaves it out)
             task._log_destroy_pending = False  # type: ignore[attr-defined]
         self.loop.close()
-
-
-async def _awaited(awaitable: Awaitable[_T]) -> _T:
-    return await awaitable
 
 
 class _TimerHandle(asyncio.TimerHandle):

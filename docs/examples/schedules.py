@@ -39,6 +39,15 @@ class Report:
         return f"{name} for {workflow.info().workflow_id}"
 
 
+async def until(handle, done) -> None:
+    """Read the schedule's description until ``done(state)`` (a minute at most)."""
+    for _ in range(300):
+        if done((await handle.describe()).state):
+            return
+        await asyncio.sleep(0.2)
+    raise TimeoutError("the schedule did not get there in a minute")
+
+
 def hhmmss(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%H:%M:%S")
 
@@ -64,16 +73,14 @@ async def main() -> None:
                 action=schedule_action(Report, "sales", task_queue="reports"),
                 policy=SchedulePolicy(overlap="skip"),
             )
-            while (await handle.describe()).state.actions < 3:
-                await asyncio.sleep(0.2)
+            await until(handle, lambda state: state.actions >= 3)
             await handle.pause("enough for the example")
             created = (await handle.describe()).state.created_ms
             print("backfilled:", await handle.backfill(created - 6000, created - 1, overlap="allow_all"))
-            while (await handle.describe()).state.running or (await handle.describe()).state.actions < 6:
-                await asyncio.sleep(0.2)  # by the schedule's policy (skip), a trigger now would be skipped
+            # until the backfill's runs are done: by the schedule's policy (skip) a trigger would be skipped
+            await until(handle, lambda state: state.actions >= 6 and not state.running)
             print("triggered at:", hhmmss(await handle.trigger()))
-            while (await handle.describe()).state.actions < 7:
-                await asyncio.sleep(0.2)
+            await until(handle, lambda state: state.actions >= 7)
             desc = await handle.describe()
             print("paused:", desc.state.paused, "-", desc.state.note)
             print("runs started:", desc.state.actions)

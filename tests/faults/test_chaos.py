@@ -27,10 +27,12 @@ from confluent_kafka import Producer
 
 from kadence import Client, KadenceError, Replayer, Worker
 from kadence.connectors.verify import verify_namespace
+from kadence.operations import Schedule
 from kadence.readmodels import VisibilityReader
 from kadence.testing import PartitionProbes
 from kadence.topics import Catalogue, KafkaConfig
 from kadence.topics.queue_limits import set_queue_limit
+from kadence.topics.schedules import SCHEDULES_TASK_QUEUE
 from kadence.topics.schema_registry import register_topics
 from tests.faults.chaos import checker
 from tests.faults.chaos.brokers import CLUSTER_FAULTS, ClusterBrokers
@@ -161,6 +163,7 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
     if config.schema_registry_url:
         register_topics(Catalogue(config), config.schema_registry_url)
     Catalogue(config).ensure_queue(TASK_QUEUE)
+    Catalogue(config).ensure_queue(SCHEDULES_TASK_QUEUE)
     if seed % 2:
         # rate limits under faults (issue 46): odd seeds pace one activity type, at a rate the
         # load never reaches, so its tasks take the limiter's path (and never run eagerly)
@@ -192,11 +195,15 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
         supervisor = loop.create_task(cluster.supervise(stop_supervising))
         injections = loop.create_task(driver.run_injections(stop_injecting))
         await asyncio.gather(
-            driver.run_crons(), driver.run_starts(seconds * 0.8), cluster.run_faults(plan, seconds, t0)
+            driver.run_crons(),
+            driver.run_schedules(),
+            driver.run_starts(seconds * 0.8),
+            cluster.run_faults(plan, seconds, t0),
         )
         stop_injecting.set()
         await injections
         await driver.stop_crons()
+        await driver.stop_schedules()
         t_chaos = time.monotonic()
         print(f"chaos: chaos phase over after {t_chaos - t_begin:.0f} s; draining", flush=True)
         late = await driver.drain(timeout=max(120.0, seconds))
@@ -215,7 +222,7 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
         t_drain = time.monotonic()
         obs = observe(config, _redis_url(), prefix)
         projection_diff = await _projection_mismatches(config, timeout=120)
-        violations = driver.violations + checker.check(driver.exp, obs, Replayer(workflows=WORKFLOWS))
+        violations = driver.violations + checker.check(driver.exp, obs, Replayer(workflows=[*WORKFLOWS, Schedule]))
         # the operator's reconciliation (`kadence verify`) over the same namespace: its history checks
         # are the checker's own; its state and reply checks are added here
         report = until_read("the namespace (kadence verify)", lambda: verify_namespace(config))
@@ -301,6 +308,7 @@ async def _chaos(broker, seed: int, seconds: float, tmp_path, monkeypatch, repli
             "eager_starts",
             "eager_raced_starts",
             "eager_abandoned_first_tasks",
+            "schedules_created",
         ):
             assert counts.get(what, 0) >= 1, f"no {what} injected: {counts}"
     except BaseException:  # pytest-timeout's too (SIGALRM): where every component sat, in its log

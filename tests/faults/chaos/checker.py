@@ -42,11 +42,13 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from kadence import NonDeterminismError, Replayer
 from kadence.connectors.verify import HistoryChecker
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
+from kadence.topics.schedules import SCHEDULE_ID_PREFIX
 
 from .concurrency_check import slot_violations
 
@@ -64,6 +66,7 @@ INVARIANTS = (
     "verify",
     "pause",
     "cron",
+    "schedule",
     "concurrency",
 )
 _CLOSES = tuple(CLOSE_EVENTS)
@@ -94,6 +97,9 @@ class Expectations:
     crons: dict[str, str] = field(default_factory=dict)
     #: the cron workflows' schedule period (ms): every run's time is a multiple of it
     cron_period_ms: int = 0
+    #: the schedules created (their IDs) and their interval (ms)
+    schedules: list[str] = field(default_factory=list)
+    schedule_every_ms: int = 0
     #: accepted starts that named a concurrency limit (``workflows.run_limits``)
     limited_runs: int = 0
 
@@ -211,7 +217,8 @@ def check_completion(exp: Expectations, obs: Observations) -> list[Violation]:
                     "completion", f"child has {len(have)} runs, {len(closed)} completed", (children[child], child)
                 )
             )
-    for wf in sorted(set(runs) - set(exp.results) - set(children) - set(exp.crons)):
+    schedules = {SCHEDULE_ID_PREFIX + sid for sid in exp.schedules}
+    for wf in sorted(set(runs) - set(exp.results) - set(children) - set(exp.crons) - schedules):
         out.append(Violation("completion", f"runs {sorted(runs[wf])} that no accepted start or parent explains", (wf,)))
     return out
 
@@ -526,6 +533,44 @@ def check_crons(exp: Expectations, obs: Observations) -> list[Violation]:
     return out
 
 
+def check_schedules(exp: Expectations, obs: Observations) -> list[Violation]:
+    """Each schedule's history (all its runs, through continue-as-new) starts every time of its
+    interval from its first to its last exactly once (``allow_all`` and a year's catch-up window:
+    no time may be skipped or missed, whatever was killed), each under the ID of its time, and
+    each of those IDs has exactly one run (the completion invariant checks that it completed)."""
+    out = []
+    runs = _runs_by_workflow(obs)
+    for sid in exp.schedules:
+        wf = SCHEDULE_ID_PREFIX + sid
+        started = [
+            _attrs(e)["workflow_id"]
+            for run in runs.get(wf, [])
+            for e in obs.histories[(wf, run)]
+            if _kind(e) == "StartChildWorkflowExecutionInitiated"
+        ]
+        if len(started) < 3:
+            out.append(Violation("schedule", f"the schedule started {len(started)} run(s)", (wf,)))
+            continue
+        twice = sorted(i for i, n in collections.Counter(started).items() if n > 1)
+        if twice:
+            out.append(Violation("schedule", f"times started twice: {twice[:5]}", (wf,)))
+        times = sorted(_schedule_time(sid, i) for i in set(started))
+        want = list(range(times[0], times[-1] + 1, exp.schedule_every_ms))
+        if times != want:
+            lost = sorted(set(want) - set(times))
+            out.append(Violation("schedule", f"{len(lost)} time(s) never started, first {lost[:3]}", (wf,)))
+        for child in sorted(set(started)):
+            if len(runs.get(child, [])) != 1:
+                out.append(Violation("schedule", f"{child} has {len(runs.get(child, []))} runs", (wf, child)))
+    return out
+
+
+def _schedule_time(schedule_id: str, workflow_id: str) -> int:
+    """The nominal time in a scheduled run's ID (``{id}-2026-12-07T14:03:00Z``), epoch ms."""
+    stamp = workflow_id[len(schedule_id) + 1 :].rstrip("Z")
+    return int(datetime.fromisoformat(stamp).replace(tzinfo=UTC).timestamp() * 1000)
+
+
 def check_concurrency(exp: Expectations, obs: Observations) -> list[Violation]:
     """No limit key over its max, no code or completion before its slots, no slot taken twice
     (``concurrency_check``)."""
@@ -549,6 +594,7 @@ def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Viol
         *check_dead_letters(exp, obs),
         *check_pauses(exp, obs),
         *check_crons(exp, obs),
+        *check_schedules(exp, obs),
         *check_concurrency(exp, obs),
     ]
 

@@ -47,6 +47,8 @@ from .workflows import (
     CRON_SCHEDULE,
     CRON_WORKFLOWS,
     DEBOUNCE_S,
+    SCHEDULE_EVERY_MS,
+    SCHEDULES,
     TASK_QUEUE,
     ChaosOrder,
     ChaosTick,
@@ -58,6 +60,7 @@ from .workflows import (
     expected_result,
     run_limits,
     run_priority,
+    schedule_name,
     update_result,
     wants_signal,
     wants_update,
@@ -326,6 +329,53 @@ class LoadDriver:
                     reason="chaos: the load is over", request_id=f"stop-{wf}"
                 ),
             )
+
+    async def run_schedules(self) -> None:
+        """Create the schedules (``workflows.SCHEDULES``), each once (a retry has the same request ID)."""
+        from kadence import ScheduleInterval, SchedulePolicy, ScheduleSpec, schedule_action
+
+        self.exp.schedule_every_ms = SCHEDULE_EVERY_MS
+        for k in range(SCHEDULES):
+            sid = schedule_name(k)
+            await self._retry(
+                "schedule_create",
+                lambda sid=sid, k=k: self.client.create_schedule(
+                    sid,
+                    spec=ScheduleSpec(intervals=[ScheduleInterval(every_ms=SCHEDULE_EVERY_MS)]),
+                    action=schedule_action(ChaosTick, 1000 + k, task_queue=TASK_QUEUE),
+                    policy=SchedulePolicy(overlap="allow_all"),
+                    request_id=f"create-{sid}",
+                ),
+            )
+            self.exp.schedules.append(sid)
+            self.counts["schedules_created"] += 1
+
+    async def stop_schedules(self, deadline_s: float = 600.0) -> None:
+        """Pause every schedule (same request ID on a retry), then wait until none has a run still
+        going, so the drain's checks see every run it started closed."""
+        from kadence import KadenceError
+
+        deadline = time.monotonic() + deadline_s
+        for sid in self.exp.schedules:
+            handle = self.client.get_schedule_handle(sid)
+            for step in ("pause", "settle"):
+                while True:
+                    try:
+                        if step == "pause":
+                            await asyncio.wait_for(
+                                handle.pause("chaos: the load is over", request_id=f"pause-{sid}"), 60
+                            )
+                            break
+                        state = (await asyncio.wait_for(handle.describe(), 60)).state
+                        if not state.running and not state.waiting:
+                            self.counts["schedule_actions"] += state.actions
+                            break
+                        await asyncio.sleep(1.0)
+                    except (KadenceError, TimeoutError):  # a worker or processor down: again
+                        self.counts[f"schedule_{step}_retries"] += 1
+                        if time.monotonic() > deadline:
+                            raise
+                        await asyncio.sleep(1.0)
 
     async def run_starts(self, seconds: float) -> None:
         """Start the workflows at an even pace over ``seconds``."""

@@ -257,6 +257,16 @@ def cron_id(k: int) -> str:
     return f"tick-{k}"
 
 
+#: schedules (``kadence.operations.schedules``) under the faults: each starts a ChaosTick every
+#: SCHEDULE_EVERY_MS, allow_all, so every time in its life must have exactly one run
+SCHEDULES = 2
+SCHEDULE_EVERY_MS = 2000
+
+
+def schedule_name(k: int) -> str:
+    return f"sched-{k}"
+
+
 @workflow.defn
 class ChaosTick:
     @workflow.run
