@@ -64,7 +64,9 @@ async def main() -> None:
         client = await Client.connect(config=config)
         async with (
             # what `kadence schedules worker` runs
-            Worker(client, task_queue=SCHEDULES_TASK_QUEUE, workflows=[Schedule], activities=schedule_activities(client)),
+            Worker(
+                client, task_queue=SCHEDULES_TASK_QUEUE, workflows=[Schedule], activities=schedule_activities(client)
+            ),
             Worker(client, task_queue="reports", workflows=[Report]),
         ):
             handle = await client.create_schedule(
