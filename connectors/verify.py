@@ -158,6 +158,10 @@ class HistoryChecker:
             run.timers[a["timer_id"]] = a["fire_at_ms"]
         elif kind in ("TimerFired", "TimerCanceled"):
             tid = a["timer_id"]
+            if kind == "TimerCanceled" and not a.get("started_seq") and tid in run.ended_timers:
+                # a no-op cancel (started_seq 0): the timer fired while the workflow task that
+                # canceled it was in flight; the engine records the command and changes nothing
+                return
             if tid in run.ended_timers:
                 self._gap("timer", wf, run_id, f"timer {tid!r} ended twice (again at seq {seq}, {kind})")
             run.ended_timers.add(tid)

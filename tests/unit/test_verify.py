@@ -68,12 +68,25 @@ def test_a_clean_history_has_no_gap_and_its_last_seq_is_known():
             "timer",
             "ended twice",
         ),
+        (  # a cancel that did cancel (started_seq names the start) after the fire: ended twice
+            lambda h: [*h[:6], _ev(7, "TimerCanceled", ts=5002, timer_id="t1", started_seq=5), dict(h[6], seq=8)],
+            "timer",
+            "ended twice",
+        ),
     ],
 )
 def test_each_planted_gap_is_found(plant, check, words):
     gaps = _gaps(plant(_clean())).gaps
     assert gaps, "the planted gap was not found"
     assert gaps[0].check == check and words in gaps[0].message and gaps[0].workflow_id == "wf", gaps
+
+
+def test_a_cancel_that_lost_the_race_with_the_fire_is_a_no_op_not_a_second_end():
+    # the timer fired while the workflow task that canceled it was in flight: the engine records
+    # the cancel with started_seq 0 and changes nothing (tests/unit/test_timer_cancel_race.py)
+    history = _clean()
+    raced = [*history[:6], _ev(7, "TimerCanceled", ts=5002, timer_id="t1", started_seq=0), dict(history[6], seq=8)]
+    assert _gaps(raced).gaps == []
 
 
 def test_a_tail_may_start_anywhere_but_must_go_on_without_gaps():

@@ -365,6 +365,8 @@ class LoadDriver:
                             await asyncio.wait_for(
                                 handle.pause("chaos: the load is over", request_id=f"pause-{sid}"), 60
                             )
+                            # the update invariant: answered, so in the schedule's history once
+                            self.exp.updates[f"pause-{sid}"] = f"kadence-schedule:{sid}"
                             break
                         state = (await asyncio.wait_for(handle.describe(), 60)).state
                         if not state.running and not state.waiting:
