@@ -86,7 +86,19 @@ class ProcessorMetrics:
             ns,
             registry=r,
         ).labels(namespace)
-        # workflow runs, by type (capped: a start request may name any type) and outcome
+        self._runs(r)
+        self.restore = Histogram(
+            "kadence_processor_restore_seconds",
+            "time to restore one shard on assignment",
+            ns,
+            registry=r,
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300),
+        ).labels(namespace)
+        self.lag = LagSampler(lag_gauge(r), namespace, "processor")
+        self._concurrency(r)
+
+    def _runs(self, r: CollectorRegistry) -> None:
+        """Workflow runs, by type (capped: a start request may name any type) and outcome."""
         self.runs_started = Counter(
             "kadence_processor_runs_started",
             "workflow runs started (committed)",
@@ -107,15 +119,6 @@ class ProcessorMetrics:
             buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400, 604800),
         )
         self.workflow_type = BoundedLabel()
-        self.restore = Histogram(
-            "kadence_processor_restore_seconds",
-            "time to restore one shard on assignment",
-            ns,
-            registry=r,
-            buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300),
-        ).labels(namespace)
-        self.lag = LagSampler(lag_gauge(r), namespace, "processor")
-        self._concurrency(r)
 
     def _concurrency(self, r: CollectorRegistry) -> None:
         """Concurrency limits (decision 0057): counters by limit name; the holders and waiters of

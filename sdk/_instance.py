@@ -652,64 +652,69 @@ class WorkflowInstance(WorkflowMessages):
 
     def _resolve(self, seq: int, kind: str, attrs: dict[str, Any]) -> None:
         if kind == "WorkflowExecutionStarted":
-            memo = {}
-            for k, v in (attrs.get("memo") or {}).items():
-                try:
-                    memo[k] = self.converter.from_bytes(v, what=f"memo {k!r}")
-                except SchemaError as exc:  # metadata: not a reason to fail the workflow's task
-                    log.warning("workflow %s: memo %r not readable here: %s", self.info.workflow_id, k, exc)
-            self.info = replace(
-                self.info,
-                headers=dict(attrs.get("headers") or {}),
-                memo=memo,
-                search_attributes=from_wire(attrs.get("search_attributes")),
-                cron_schedule=attrs.get("cron_schedule"),
-            )
-            self._obj = self.defn.cls()
-            self._input = attrs["input"]
-            self._main = self.loop.create_task(self._run(), name=f"workflow:{self.info.workflow_id}")
-            self._main.add_done_callback(self._on_main_done)
-            return
-        if kind == "WorkflowStartDebounced":
+            self._started(attrs)
+        elif kind == "WorkflowStartDebounced":
             # a later start joined the debounced run before its code ran: the code gets its input
             # (these events all precede the first workflow task, so the code has not begun)
             self._input = attrs["input"]
-            return
-        if kind == "TimerFired":
-            handle = self._timers.pop(attrs["timer_id"], None)
-            if handle is None and attrs["timer_id"] in self._canceled_timers:
-                # it fired while the task that canceled it was in flight (the engine recorded the
-                # cancel as a no-op): the code had stopped waiting for it
-                del self._canceled_timers[attrs["timer_id"]]
-                return
-            if handle is None:
-                raise NonDeterminismError(
-                    f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} fires "
-                    f"timer {attrs['timer_id']!r} that the code never started"
-                )
-            handle.fire()
-            return
-        if kind == "WorkflowSignaled":
+        elif kind == "TimerFired":
+            self._timer_fired(seq, attrs)
+        elif kind == "WorkflowSignaled":
             self._deliver_signal(attrs)
-            return
-        if kind == "WorkflowUpdateAccepted":
+        elif kind == "WorkflowUpdateAccepted":
             self._deliver_update(attrs)
-            return
-        if kind == "WorkflowCancelRequested":
+        elif kind == "WorkflowCancelRequested":
             self._cancel_requested = True
             if self._main is not None and not self._main.done():
                 self._main.cancel()
-            return
-        if kind == "ActivityTaskCanceled":
-            return  # the workflow already stopped waiting for it
-        if kind in (
+        elif kind == "ActivityTaskCanceled":
+            pass  # the workflow already stopped waiting for it
+        elif kind in (
             "ChildWorkflowExecutionStarted",
             "StartChildWorkflowExecutionFailed",
             "ChildWorkflowExecutionCompleted",
             "ChildWorkflowExecutionFailed",
         ):
             self._resolve_child(seq, kind, attrs)
+        else:
+            self._resolve_activity(seq, kind, attrs)
+
+    def _started(self, attrs: dict[str, Any]) -> None:
+        """The run's start: its info (headers, memo, search attributes), then its code as a task."""
+        memo = {}
+        for k, v in (attrs.get("memo") or {}).items():
+            try:
+                memo[k] = self.converter.from_bytes(v, what=f"memo {k!r}")
+            except SchemaError as exc:  # metadata: not a reason to fail the workflow's task
+                log.warning("workflow %s: memo %r not readable here: %s", self.info.workflow_id, k, exc)
+        self.info = replace(
+            self.info,
+            headers=dict(attrs.get("headers") or {}),
+            memo=memo,
+            search_attributes=from_wire(attrs.get("search_attributes")),
+            cron_schedule=attrs.get("cron_schedule"),
+        )
+        self._obj = self.defn.cls()
+        self._input = attrs["input"]
+        self._main = self.loop.create_task(self._run(), name=f"workflow:{self.info.workflow_id}")
+        self._main.add_done_callback(self._on_main_done)
+
+    def _timer_fired(self, seq: int, attrs: dict[str, Any]) -> None:
+        handle = self._timers.pop(attrs["timer_id"], None)
+        if handle is None and attrs["timer_id"] in self._canceled_timers:
+            # it fired while the task that canceled it was in flight (the engine recorded the
+            # cancel as a no-op): the code had stopped waiting for it
+            del self._canceled_timers[attrs["timer_id"]]
             return
+        if handle is None:
+            raise NonDeterminismError(
+                f"workflow {self.info.workflow_type} ({self.info.workflow_id}): history event {seq} fires "
+                f"timer {attrs['timer_id']!r} that the code never started"
+            )
+        handle.fire()
+
+    def _resolve_activity(self, seq: int, kind: str, attrs: dict[str, Any]) -> None:
+        """An activity's result (completed, failed, timed out) for the code that awaits it."""
         fut = self._activities.pop(attrs["activity_id"], None)
         result_fn = self._result_fns.pop(("activity", attrs["activity_id"]), None)
         if fut is None:
@@ -721,26 +726,15 @@ class WorkflowInstance(WorkflowMessages):
             return
         if kind == "ActivityTaskCompleted":
             self._settle(fut, attrs["result"], result_fn)
-        elif kind == "ActivityTaskTimedOut":
-            failure = attrs["failure"]
-            err = ActivityError(
-                f"activity {attrs['activity_id']} timed out ({attrs['timeout_type']})",
-                activity_id=attrs["activity_id"],
-                attempt=attrs["attempt"],
-                failure=failure,
-            )
-            err.__cause__ = self.converter.exception(failure)
-            fut.set_exception(err)
+            return
+        failure = attrs["failure"]
+        if kind == "ActivityTaskTimedOut":
+            message = f"activity {attrs['activity_id']} timed out ({attrs['timeout_type']})"
         else:
-            failure = attrs["failure"]
-            err = ActivityError(
-                f"activity {attrs['activity_id']} failed: {failure['type']}: {failure['message']}",
-                activity_id=attrs["activity_id"],
-                attempt=attrs["attempt"],
-                failure=failure,
-            )
-            err.__cause__ = self.converter.exception(failure)
-            fut.set_exception(err)
+            message = f"activity {attrs['activity_id']} failed: {failure['type']}: {failure['message']}"
+        err = ActivityError(message, activity_id=attrs["activity_id"], attempt=attrs["attempt"], failure=failure)
+        err.__cause__ = self.converter.exception(failure)
+        fut.set_exception(err)
 
     async def _run(self) -> Any:
         """The workflow's main coroutine: its arguments (the start's input, or the last debounced

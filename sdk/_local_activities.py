@@ -65,7 +65,6 @@ async def run_local_activity(
         if options.get("schedule_to_close_timeout_ms")
         else None
     )
-    loop = asyncio.get_running_loop()
     attempt = 0
     while True:
         attempt += 1
@@ -81,25 +80,10 @@ async def run_local_activity(
                     type="ActivityNotRegistered",
                     non_retryable=True,
                 )
-            # the arguments as the activity would receive them from a task: typed by its signature
-            args = converter.args_from_bytes(
-                converter.to_bytes(list(call.args)), defn.fn, what=f"local activity {defn.name}"
-            )
             timeout = options["start_to_close_timeout_ms"] / 1000
             if deadline is not None:
                 timeout = max(0.0, min(timeout, deadline - time.monotonic()))
-            result = await asyncio.wait_for(
-                invoke_activity(
-                    interceptors,
-                    defn,
-                    info,
-                    args,
-                    (lambda fn, a: call_sync(fn, tuple(a)))
-                    if call_sync is not None
-                    else (lambda fn, a: loop.run_in_executor(None, contextvars.copy_context().run, fn, *a)),
-                ),
-                timeout,
-            )
+            result = await asyncio.wait_for(_invoke(call, defn, info, converter, interceptors, call_sync), timeout)
             outcome = "completed"
             stats["local_activities_completed"] += 1
             return call, converter.to_bytes(result), None
@@ -122,6 +106,26 @@ async def run_local_activity(
             stats["local_activities_failed"] += 1
             return call, None, failure
         await asyncio.sleep(delay)
+
+
+async def _invoke(
+    call: LocalActivityCall,
+    defn: Any,
+    info: _activity.ActivityInfo,
+    converter: PayloadConverter,
+    interceptors: Iterable[Interceptor],
+    call_sync: Callable[[Callable[..., Any], tuple[Any, ...]], Awaitable[Any]] | None,
+) -> Any:
+    """One attempt's call: the arguments typed by the activity's signature (as a task's would
+    be), through the interceptors; a sync activity on ``call_sync`` (else the loop's executor)."""
+    args = converter.args_from_bytes(converter.to_bytes(list(call.args)), defn.fn, what=f"local activity {defn.name}")
+    loop = asyncio.get_running_loop()
+    run_sync = (
+        (lambda fn, a: call_sync(fn, tuple(a)))
+        if call_sync is not None
+        else (lambda fn, a: loop.run_in_executor(None, contextvars.copy_context().run, fn, *a))
+    )
+    return await invoke_activity(interceptors, defn, info, args, run_sync)
 
 
 def _info(

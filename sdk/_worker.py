@@ -473,7 +473,7 @@ class Worker:
         if task["query"] is not None:
             self._queries.take(task, msg)
             return
-        wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
+        seq = task["scheduled_seq"]
         consumer = self._live_wt_consumer
         defn = self._workflows.get(task["workflow_type"])
         if defn is None:
@@ -488,49 +488,8 @@ class Worker:
                 ),
             )
             return
-        inst = self._cache.pop(wf, None)
-        if inst is not None and inst.info.run_id != run_id:
-            inst.discard()
-            inst = None
-        if inst is not None and inst.eager_token is not None:
-            # it ran an eager workflow task: usable only if the engine recorded it, which this
-            # task's first event says (else the instance ran ahead on a history that did not happen)
-            if task["full_history"] or not task["events"] or not inst.confirm_eager(task["events"][0]):
-                self.stats["eager_discarded"] += 1
-                inst.discard()
-                inst = None
-        if task["full_history"]:
-            if inst is not None and inst.last_seq >= seq:
-                self._cache[wf] = inst  # a redelivered task we already answered
-                self.stats["stale_tasks"] += 1
-                self.metrics.workflow_task(defn.name, "stale")
-                consumer.done(msg)
-                return
-            if inst is not None:
-                inst.discard()
-            inst = WorkflowInstance(
-                defn,
-                WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"], task["attempt"]),
-                self.client.converter,
-                self.interceptors,
-                self._failure_types,
-            )
-        elif inst is None:
-            self.stats["history_requests"] += 1
-            self.metrics.workflow_task(defn.name, "history_requested")
-            self._send(
-                task,
-                "RequestWorkflowHistory",
-                {"scheduled_seq": seq, "identity": self.identity, "build_id": self.build_id},
-                msg,
-                consumer,
-            )
-            return
-        elif inst.last_seq >= seq:
-            self._cache[wf] = inst
-            self.stats["stale_tasks"] += 1
-            self.metrics.workflow_task(defn.name, "stale")
-            consumer.done(msg)
+        inst = self._instance_for(task, msg, defn, consumer)
+        if inst is None:
             return
         began = time.perf_counter()
         try:
@@ -539,15 +498,7 @@ class Worker:
                 raise HistoryGapError(f"task ends at event {inst.last_seq}, expected {seq}")
         except HistoryGapError:
             inst.discard()
-            self.stats["history_requests"] += 1
-            self.metrics.workflow_task(defn.name, "history_requested")
-            self._send(
-                task,
-                "RequestWorkflowHistory",
-                {"scheduled_seq": seq, "identity": self.identity, "build_id": self.build_id},
-                msg,
-                consumer,
-            )
+            self._request_history(task, msg, defn, consumer)
             return
         except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
             self._code_failed(task, msg, inst, defn, began, exc)
@@ -560,6 +511,58 @@ class Worker:
             t.add_done_callback(self._running.discard)
             return
         self._complete_workflow_task(task, msg, inst, defn, began, commands)
+
+    def _instance_for(
+        self, task: WorkflowTask, msg: Message, defn: WorkflowDefinition, consumer: TaskConsumer
+    ) -> WorkflowInstance | None:
+        """The instance to apply ``task`` to: the cached one if it is this run's and up to the
+        task, a new one for a full history; None when the task is answered here instead (a stale
+        one, or a partial one with nothing cached: its history is asked for)."""
+        wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
+        inst = self._cache.pop(wf, None)
+        if inst is not None and inst.info.run_id != run_id:
+            inst.discard()
+            inst = None
+        if inst is not None and inst.eager_token is not None:
+            # it ran an eager workflow task: usable only if the engine recorded it, which this
+            # task's first event says (else the instance ran ahead on a history that did not happen)
+            if task["full_history"] or not task["events"] or not inst.confirm_eager(task["events"][0]):
+                self.stats["eager_discarded"] += 1
+                inst.discard()
+                inst = None
+        if inst is not None and inst.last_seq >= seq:
+            self._cache[wf] = inst  # a redelivered task we already answered
+            self.stats["stale_tasks"] += 1
+            self.metrics.workflow_task(defn.name, "stale")
+            consumer.done(msg)
+            return None
+        if task["full_history"]:
+            if inst is not None:
+                inst.discard()
+            return WorkflowInstance(
+                defn,
+                WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"], task["attempt"]),
+                self.client.converter,
+                self.interceptors,
+                self._failure_types,
+            )
+        if inst is None:
+            self._request_history(task, msg, defn, consumer)
+        return inst
+
+    def _request_history(
+        self, task: WorkflowTask, msg: Message, defn: WorkflowDefinition, consumer: TaskConsumer
+    ) -> None:
+        """Ask the engine for the run's whole history (the task will come again with it)."""
+        self.stats["history_requests"] += 1
+        self.metrics.workflow_task(defn.name, "history_requested")
+        self._send(
+            task,
+            "RequestWorkflowHistory",
+            {"scheduled_seq": task["scheduled_seq"], "identity": self.identity, "build_id": self.build_id},
+            msg,
+            consumer,
+        )
 
     def _code_failed(
         self,
