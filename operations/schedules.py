@@ -145,6 +145,8 @@ class Schedule:
     @workflow.update
     def update(self, request: ScheduleRequest) -> None:
         """Replace the spec, action and policy (and the paused state and note)."""
+        if self._s.paused and not request.paused:  # unpaused by it: the paused times do not fire
+            self._s.last_nominal_ms = max(self._s.last_nominal_ms, _now_ms())
         self._s.request = request
         self._s.paused, self._s.note = request.paused, request.note
         self._wake()

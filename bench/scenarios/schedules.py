@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, TopicPartition
 from kadence import ScheduleInterval, ScheduleSpec, schedule_action
 from kadence.topics import Catalogue, serde
 
-from ..common import QUEUE, Context, CpuMeter, broker_process, poll_ready, summary
+from ..common import QUEUE, BenchError, Context, CpuMeter, broker_process, poll_ready, summary
 from ..engine import engine
 
 PERIOD_MS = 60_000
@@ -52,8 +52,8 @@ def _watch(config, stop: threading.Event, started: dict[str, list[int]]) -> None
                 if msg.error() or not msg.value():
                     continue
                 ev = codec.decode(msg.value())
-                if ev["attributes"][0] == "WorkflowExecutionStarted" and ev["workflow_id"].startswith("bsched-"):
-                    started.setdefault(ev["workflow_id"], []).append(ev["timestamp_ms"])
+                if ev["attributes"][0] == "WorkflowExecutionStarted" and ev["aggregate_key"].startswith("bsched-"):
+                    started.setdefault(ev["aggregate_key"], []).append(ev["timestamp_ms"])
     finally:
         consumer.close()
 
@@ -101,7 +101,7 @@ async def run(ctx: Context) -> dict:
         await asyncio.sleep(max(0.0, w0 / 1000 - time.time()))
         cpu.start()
         while time.time() * 1000 < w1 + 5000:  # 5 s for the last times' runs to start
-            late = sum(1 for wf in started if (_nominal(wf) or 0) >= w0)
+            late = sum(1 for wf in list(started) if (_nominal(wf) or 0) >= w0)
             ctx.update(task, f"measuring: {late} runs of the window started")
             await asyncio.sleep(1.0)
         usage = cpu.stop()
@@ -116,6 +116,8 @@ async def run(ctx: Context) -> dict:
         first = (w0 - offset + PERIOD_MS - 1) // PERIOD_MS * PERIOD_MS + offset
         expected += max(0, (w1 - 1 - first) // PERIOD_MS + 1) if first < w1 else 0
     twice = sum(1 for ts in started.values() if len(ts) > 1)
+    if not lateness:
+        raise BenchError(f"no run of the {expected} times due in the window started")
     lat = summary(lateness)
     ctx.update(
         task, f"[green]{n} schedules: lateness p99 {lat['p99']} ms, {len(window)} of {expected} times started[/]"

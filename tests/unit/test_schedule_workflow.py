@@ -278,3 +278,18 @@ async def test_jitter_delays_each_time_by_a_fixed_amount_within_the_bound():
     assert all(r.endswith(":00Z") for r in RAN)  # the IDs stay the nominal times
     assert all(0 <= run.started_ms - run.nominal_ms <= 20_000 + 1000 for run in desc.state.recent)
     assert len({run.started_ms - run.nominal_ms for run in desc.state.recent}) > 1
+
+
+async def test_an_update_that_unpauses_does_not_run_the_paused_times():
+    async with env() as e:
+        await _one_second_past_a_minute(e)
+        handle = await e.client.create_schedule(
+            "upd", spec=MINUTE, action=schedule_action(Job, "x", 1.0, task_queue="jobs"), paused=True
+        )
+        await e.sleep(5 * 60)
+        await handle.update(paused=False, note="resumed")
+        await e.sleep(1)
+        assert RAN == []  # the five paused minutes stay skipped
+        await e.sleep(60)
+        desc = await handle.describe()
+    assert len(RAN) == 1 and (desc.state.paused, desc.state.note) == (False, "resumed")
