@@ -252,7 +252,11 @@ async def test_the_gateway_creates_changes_lists_and_deletes_a_schedule(http, gw
             )
             assert r.status_code == 200 and r.json()["result"] == 5, r.text  # five weekdays
             await wait_until(
-                lambda: _json(http, f"/v1/schedules/{sid}", lambda d: d["state"]["actions"] == 6), 60, "six runs"
+                lambda: _json(
+                    http, f"/v1/schedules/{sid}", lambda d: d["state"]["actions"] == 6 and not d["state"]["running"]
+                ),
+                60,
+                "six runs ended",
             )
             r = await http.put(f"/v1/schedules/{sid}", json={**body, "paused": False, "note": "back"})
             assert r.status_code == 200, r.text
