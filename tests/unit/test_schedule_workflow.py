@@ -62,6 +62,7 @@ MINUTE = ScheduleSpec(intervals=[ScheduleInterval(every_ms=60_000)])
 
 async def test_each_time_starts_one_run_named_for_its_time():
     async with env() as e:
+        await _one_second_past_a_minute(e)
         handle = await e.client.create_schedule(
             "nightly", spec=MINUTE, action=schedule_action(Job, "x", 1.0, task_queue="jobs")
         )
@@ -74,11 +75,12 @@ async def test_each_time_starts_one_run_named_for_its_time():
     assert len(desc.next_times_ms) == 5 and desc.next_times_ms[0] % 60_000 == 0
 
 
-async def _one_second_past_a_minute(e: WorkflowEnvironment) -> None:
-    """Sleep until the environment's clock is 1 s past a whole minute: the times below then fall
-    at known moments, never at the same instant as a run's end (time is skipped, not waited)."""
+async def _one_second_past_a_minute(e: WorkflowEnvironment, period_ms: int = 60_000) -> None:
+    """Sleep until the environment's clock is 1 s past a whole minute (or ``period_ms``): the
+    times below then fall at known moments, never at the same instant as a run's end (time is
+    skipped, not waited)."""
     ms = int(e.now().timestamp() * 1000)
-    await e.sleep(((61_000 - ms % 60_000) % 60_000 or 60_000) / 1000)
+    await e.sleep(((period_ms + 1000 - ms % period_ms) % period_ms or period_ms) / 1000)
 
 
 def _ids(prefix: str) -> list[str]:
@@ -131,6 +133,7 @@ async def test_buffer_all_runs_every_time_one_after_another():
 @pytest.mark.parametrize("overlap", ["cancel_other", "terminate_other"])
 async def test_cancel_or_terminate_other_stops_the_running_run(overlap):
     async with env() as e:
+        await _one_second_past_a_minute(e)
         await e.client.create_schedule(
             "co",
             spec=MINUTE,
@@ -140,6 +143,7 @@ async def test_cancel_or_terminate_other_stops_the_running_run(overlap):
         await e.sleep(2 * 60 + 10)
         assert STOPPED == []  # 30 s runs never overlap a minute's time
     async with env() as e:
+        await _one_second_past_a_minute(e)
         await e.client.create_schedule(
             "co",
             spec=MINUTE,
@@ -182,6 +186,7 @@ async def test_times_missed_beyond_the_catch_up_window_are_counted_not_run():
 
 async def test_pause_trigger_backfill_update_and_delete():
     async with env() as e:
+        await _one_second_past_a_minute(e, 3_600_000)  # the hourly spec below fires in none of it
         handle = await e.client.create_schedule(
             "ops", spec=MINUTE, action=schedule_action(Job, "x", 1.0, task_queue="jobs"), paused=True, note="not yet"
         )
@@ -248,6 +253,7 @@ async def test_a_schedule_continues_as_new_and_keeps_watching_its_runs(monkeypat
 
     monkeypatch.setattr(schedules, "ACTIONS_PER_RUN", 3)
     async with env() as e:
+        await _one_second_past_a_minute(e)
         handle = await e.client.create_schedule(
             "long",
             spec=MINUTE,
@@ -267,6 +273,7 @@ async def test_a_schedule_continues_as_new_and_keeps_watching_its_runs(monkeypat
 
 async def test_jitter_delays_each_time_by_a_fixed_amount_within_the_bound():
     async with env() as e:
+        await _one_second_past_a_minute(e)
         handle = await e.client.create_schedule(
             "jit",
             spec=ScheduleSpec(intervals=[ScheduleInterval(every_ms=60_000)], jitter_ms=20_000),
