@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
-import signal
 import sys
 import uuid
 
@@ -16,6 +14,7 @@ from kadence.readmodels.keys import RUN_STATUSES
 from kadence.topics import KadenceError, KafkaConfig
 
 from .projections import _REDIS_URL, parse_time_ms
+from .serving import serve_worker
 
 __all__ = ["batch"]
 
@@ -207,24 +206,12 @@ def status(config: KafkaConfig, batch_id: str) -> None:
 def worker(config: KafkaConfig, redis_url: str) -> None:
     """Run the batches (the kadence.Batch workflow and its activities; needs the visibility
     projection's Redis). Until SIGTERM/SIGINT."""
-    from kadence import Client, Worker
+    from kadence import Worker
     from kadence.operations import BATCH_TASK_QUEUE, Batch, batch_activities
 
-    async def run() -> None:
-        client = await Client.connect(config=config, wait_for_broker=math.inf)
-        w = Worker(
+    serve_worker(
+        config,
+        lambda client: Worker(
             client, task_queue=BATCH_TASK_QUEUE, workflows=[Batch], activities=batch_activities(client, redis_url)
-        )
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, w.shutdown)
-        try:
-            await w.run()
-        finally:
-            await client.close()
-
-    try:
-        asyncio.run(run())
-    except KadenceError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        ),
+    )

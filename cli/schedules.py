@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
@@ -17,6 +15,7 @@ import click
 from kadence.topics import KadenceError, KafkaConfig
 
 from .projections import _REDIS_URL, parse_time_ms
+from .serving import serve_worker
 
 __all__ = ["schedules"]
 
@@ -194,25 +193,13 @@ _change("delete", "End the schedule (its runs go on).", lambda h, o: h.delete())
 @click.pass_obj
 def worker(config: KafkaConfig) -> None:
     """Run the schedules (the kadence.Schedule workflow and its activities). Until SIGTERM/SIGINT."""
-    from kadence import Client, Worker
+    from kadence import Worker
     from kadence.operations import Schedule, schedule_activities
     from kadence.topics.schedules import SCHEDULES_TASK_QUEUE
 
-    async def run() -> None:
-        client = await Client.connect(config=config, wait_for_broker=math.inf)
-        w = Worker(
+    serve_worker(
+        config,
+        lambda client: Worker(
             client, task_queue=SCHEDULES_TASK_QUEUE, workflows=[Schedule], activities=schedule_activities(client)
-        )
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, w.shutdown)
-        try:
-            await w.run()
-        finally:
-            await client.close()
-
-    try:
-        asyncio.run(run())
-    except KadenceError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        ),
+    )

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
+from kadence.readmodels.visibility import VisibilityReader
 from kadence.schemas.records import StartWorkflow
 from kadence.topics.config import KafkaConfig
 from kadence.topics.eager_start import EagerStarter, eager_body, settle
@@ -54,6 +55,17 @@ class GatewayContext:
 
     def retry_after(self) -> dict:
         return {"Retry-After": str(self.config.retry_after_seconds)}
+
+    def visibility(self, namespace: str) -> VisibilityReader:
+        """The visibility projection of ``namespace``; a 503 when the gateway runs without Redis."""
+        if self.redis is None:
+            raise ApiError(
+                503,
+                "unavailable",
+                "listing needs Redis (the visibility projection); start the gateway with KADENCE_REDIS_URL",
+                headers=self.retry_after(),
+            )
+        return VisibilityReader(self.redis, namespace)
 
     def namespace_config(self, who: Principal) -> KafkaConfig:
         return dataclasses.replace(self.config.kafka, namespace=who.namespace)

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
+from kadence.readmodels.visibility import VisibilityFilter
 from kadence.topics.errors import InvalidArgumentError
 from kadence.topics.protocol import check_found, query_body, update_body
 from kadence.topics.schedules import (
@@ -274,15 +274,7 @@ async def list_schedules(
     page_size: int = Query(100, ge=1, le=1000),
     cursor: str | None = Query(None, max_length=2048, description="next_cursor of the previous page"),
 ):
-    who = principal(request)
-    if gw.redis is None:
-        raise ApiError(
-            503,
-            "unavailable",
-            "listing needs Redis (the visibility projection); start the gateway with KADENCE_REDIS_URL",
-            headers=gw.retry_after(),
-        )
-    reader = VisibilityReader(gw.redis, who.namespace)
+    reader = gw.visibility(principal(request).namespace)
     where = VisibilityFilter(workflow_type=SCHEDULE_WORKFLOW_TYPE, status="running")
     items, next_cursor = await reader.list(where, page_size=page_size, cursor=cursor)
     return {

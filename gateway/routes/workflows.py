@@ -11,7 +11,7 @@ import uuid
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
+from kadence.readmodels.visibility import VisibilityFilter
 from kadence.schemas.records import StartWorkflow
 from kadence.topics.archive import read_history
 from kadence.topics.concurrency_reader import add_slot_positions, waited_keys
@@ -514,20 +514,13 @@ async def list_workflows(
     token_header: str | None = TOKEN_HEADER_PARAM,
 ):
     who = principal(request)
-    if gw.redis is None:
-        raise ApiError(
-            503,
-            "unavailable",
-            "listing needs Redis (the visibility projection); start the gateway with KADENCE_REDIS_URL",
-            headers=gw.retry_after(),
-        )
+    reader = gw.visibility(who.namespace)
     filters: dict = {}
     for item in search:
         key, sep, value = item.partition(":")
         if not sep or not key:
             raise ApiError(400, "invalid_input", "search: expected key:value", field="query.search")
         filters[key] = value
-    reader = VisibilityReader(gw.redis, who.namespace)
     text = consistency_token if consistency_token is not None else token_header
     if text is not None:
         try:
