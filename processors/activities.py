@@ -26,6 +26,7 @@ from kadence.topics.records import idempotency_key
 
 from .concurrency import begin_activity_slots, release_activity_slots
 from .effects import Transition, activity_priority, emit, reply, start_timer, workflow_task_needed
+from .streams import publish_from_activity
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -299,7 +300,7 @@ def activity_result(
         _attempt_failed(t, st, a, cast(RespondActivityTaskFailed, body)["failure"], identity=body["identity"])
     else:
         _drop(t, st, a)
-        emit(
+        ev = emit(
             t,
             st,
             "ActivityTaskCompleted",
@@ -311,6 +312,9 @@ def activity_result(
                 "identity": body["identity"],
             },
         )
+        published = cast(RespondActivityTaskCompleted, body).get("published")
+        if published:  # written now, with the result: an attempt the engine refuses published nothing
+            publish_from_activity(t, st, published, a["activity_id"], a["attempt"], ev["seq"])
         if task != "none":
             workflow_task_needed(t, st, full=task == "full")
     t.view.put(st)

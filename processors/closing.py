@@ -16,6 +16,7 @@ from kadence.schemas.records import Failure, RespondWorkflowTaskCompleted, Workf
 
 from .concurrency import release_activity_slots, release_run_slots
 from .effects import Outbox, Transition, reply, schedule_workflow_task, send_command
+from .streams import end_streams
 from .updates import fail_open_updates
 
 __all__ = ["close_run", "closing_outruns_signals"]
@@ -106,8 +107,9 @@ def close_run(
     if keep_slots:
         for a in st["pending_activities"]:
             release_activity_slots(t, st, a)
-    else:
+    else:  # (kept: the chain goes on, with its slots and its streams)
         release_run_slots(t, st)
+        end_streams(t, st)
     st["status"] = status
     st["close_time_ms"] = t.ts
     t.out.runs_closed.append((st["workflow_type"], status, t.ts - st["start_time_ms"]))

@@ -77,6 +77,8 @@ class Outbox:
     #: Command records for other workflows (child starts, parent notifications, cancels),
     #: produced to {ns}.commands keyed by their workflow ID inside the same transaction
     commands: list[Any] = field(default_factory=list)
+    #: StreamRecord dicts, produced to {ns}.streams keyed by their workflow ID (``processors.streams``)
+    streams: list[Any] = field(default_factory=list)
     #: counters for metrics: duplicates suppressed, stale completions rejected
     duplicates: int = 0
     stale: int = 0
@@ -111,6 +113,7 @@ class Outbox:
             len(self.commands),
             len(self.runs_started),
             len(self.runs_closed),
+            len(self.streams),
         )
 
     def stamp(self, mark: tuple[int, ...], ref: tuple[str, str]) -> None:
@@ -132,6 +135,7 @@ class Outbox:
         del self.commands[mark[4] :]
         del self.runs_started[mark[5] :]
         del self.runs_closed[mark[6] :]
+        del self.streams[mark[7] :]
 
 
 def _copy_state(st: WorkflowState) -> WorkflowState:
@@ -468,6 +472,7 @@ def description(st: WorkflowState, out: Outbox) -> dict[str, Any]:
         "throttled_until_ms": st.get("throttled_until_ms"),
         "priority": st.get("priority"),
         "slots_held": list(st.get("concurrency") or [])[: st.get("slots_held", 0)] if st.get("slot_ticket") else [],
+        "streams_used": bool(st.get("streams_used")),
     }
 
 

@@ -253,9 +253,14 @@ class HistoryProcessor:
 
     def _check_topics(self) -> None:
         have = self.topics.require(self.topics.processor_topics())
-        if self.topics.concurrency not in have:  # a namespace made before concurrency limits
-            spec = self.topics.concurrency_spec()
-            self.topics.apply([dataclasses.replace(spec, partitions=have[self.topics.commands])])
+        made_before = [  # a namespace made before concurrency limits or streams
+            dataclasses.replace(spec, partitions=have[self.topics.commands])
+            for spec in (self.topics.concurrency_spec(), self.topics.streams_spec())
+            if spec.name not in have
+        ]
+        if made_before:
+            self.topics.apply(made_before)
+        self._outputs.stream_partitions = have.get(self.topics.streams) or have[self.topics.commands]
         self._outputs.reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
         self._command_partitions = self._inline.partitions = have[self.topics.commands]
 

@@ -17,6 +17,7 @@ from prometheus_client import Counter
 
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
+from kadence.topics.partitioner import partition_for
 from kadence.topics.priority import fairness_headers, level_of
 from kadence.topics.records import command, history_key, now_ms
 
@@ -73,6 +74,9 @@ class OutputWriter:
         self._known_builds: set[tuple[str, str]] = set()
         #: where this instance's replies go (``reply_partition``; set when the topics are checked)
         self.reply_partition = 0
+        self._stream_codec = serde.codec("StreamRecord")
+        #: the partitions of ``{ns}.streams`` (set when the topics are checked)
+        self.stream_partitions = 1
 
     def write(self, views: dict[int, BatchView], outboxes: dict[int, Outbox], dead: list[Any]) -> None:
         for p, out in outboxes.items():
@@ -95,6 +99,10 @@ class OutputWriter:
                     span_id=ref and ref[1],
                 )
                 self._produce(self.topics.commands, self.cmd_codec.encode(cmd), wf.encode(), None)
+            for rec in out.streams:
+                wf = rec["workflow_id"]
+                partition = partition_for(wf, self.stream_partitions)
+                self._produce(self.topics.streams, self._stream_codec.encode(rec), wf.encode(), partition)
             now = now_ms()
             for timer in out.timers:
                 topic = self.topics.timers(choose_tier(timer["fire_at_ms"] - now))

@@ -93,13 +93,15 @@ def new_run(
         "slot_wait_since_ms": None,
         "throttled_until_ms": None,
         "priority": body.get("priority"),
+        "streams_used": False,
     }
 
 
 def carry_slots(st: WorkflowState, new: WorkflowState) -> None:
     """The next run of a chain (continue-as-new, a cron run's next) keeps the chain's
-    concurrency slots, and its request for the one it still waits for."""
-    for key in ("concurrency", "slots_held", "slot_ticket", "slot_wait_since_ms"):
+    concurrency slots, and its request for the one it still waits for, and whether the chain
+    published on a stream (its final close ends them: ``processors.streams``)."""
+    for key in ("concurrency", "slots_held", "slot_ticket", "slot_wait_since_ms", "streams_used"):
         new[key] = st[key]
 
 

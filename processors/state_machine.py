@@ -87,6 +87,7 @@ from .effects import (
 from .pause import hold_timer, pause_workflow, unpause_workflow
 from .reset import reset_workflow
 from .runs import begin_run, close_or_continue, continue_as_new, cron_run_id, initial_build, new_run
+from .streams import publish_from_workflow
 from .updates import complete_update, update_accepted, update_requested
 
 __all__ = [
@@ -326,6 +327,8 @@ def _apply_command(
         cancel_activity(t, st, c["activity_id"])
     elif ctype == "RecordMarker":
         emit(t, st, "MarkerRecorded", {"name": c["name"], "details": c["details"]})
+    elif ctype == "PublishToStream":
+        publish_from_workflow(t, st, c["stream"], c["value"])
     elif ctype == "UpsertSearchAttributes":
         st["search_attributes"].update(c["search_attributes"])
         emit(t, st, "SearchAttributesUpserted", {"search_attributes": c["search_attributes"]})

@@ -48,6 +48,7 @@ __all__ = [
     "PendingChild",
     "PendingTimer",
     "Priority",
+    "PublishToStream",
     "PurgeClosedRun",
     "QueryWorkflow",
     "QueueLimit",
@@ -77,6 +78,8 @@ __all__ = [
     "StartChildWorkflowExecutionInitiated",
     "StartTimer",
     "StartWorkflow",
+    "StreamRecord",
+    "StreamRecordPublished",
     "TerminateWorkflow",
     "TimerCanceled",
     "TimerDescription",
@@ -493,6 +496,12 @@ class WorkflowStartDebounced(TypedDict):
     starts_at_ms: int
 
 
+class StreamRecordPublished(TypedDict):
+    """workflow code published a value on a stream (the value is on {ns}.streams, not in the history)"""
+
+    stream: str
+
+
 class HistoryEvent(TypedDict):
     """One event of a workflow run's history; topic {ns}.history, key {workflow_id}/{run_id}/{seq}."""
 
@@ -505,7 +514,7 @@ class HistoryEvent(TypedDict):
     timestamp_ms: int
     trace_id: NotRequired[str | None]
     request_id: NotRequired[str | None]
-    attributes: tuple[Literal["WorkflowExecutionStarted"], WorkflowExecutionStarted] | tuple[Literal["WorkflowTaskScheduled"], WorkflowTaskScheduled] | tuple[Literal["WorkflowTaskCompleted"], WorkflowTaskCompleted] | tuple[Literal["ActivityTaskScheduled"], ActivityTaskScheduled] | tuple[Literal["ActivityTaskCompleted"], ActivityTaskCompleted] | tuple[Literal["ActivityTaskFailed"], ActivityTaskFailed] | tuple[Literal["WorkflowExecutionCompleted"], WorkflowExecutionCompleted] | tuple[Literal["WorkflowExecutionFailed"], WorkflowExecutionFailed] | tuple[Literal["TimerStarted"], TimerStarted] | tuple[Literal["TimerFired"], TimerFired] | tuple[Literal["TimerCanceled"], TimerCanceled] | tuple[Literal["WorkflowSignaled"], WorkflowSignaled] | tuple[Literal["ActivityTaskAttemptFailed"], ActivityTaskAttemptFailed] | tuple[Literal["ActivityTaskTimedOut"], ActivityTaskTimedOut] | tuple[Literal["ActivityTaskCancelRequested"], ActivityTaskCancelRequested] | tuple[Literal["ActivityTaskCanceled"], ActivityTaskCanceled] | tuple[Literal["WorkflowCancelRequested"], WorkflowCancelRequested] | tuple[Literal["WorkflowExecutionCanceled"], WorkflowExecutionCanceled] | tuple[Literal["WorkflowExecutionTerminated"], WorkflowExecutionTerminated] | tuple[Literal["WorkflowExecutionContinuedAsNew"], WorkflowExecutionContinuedAsNew] | tuple[Literal["WorkflowExecutionTimedOut"], WorkflowExecutionTimedOut] | tuple[Literal["MarkerRecorded"], MarkerRecorded] | tuple[Literal["SearchAttributesUpserted"], SearchAttributesUpserted] | tuple[Literal["StartChildWorkflowExecutionInitiated"], StartChildWorkflowExecutionInitiated] | tuple[Literal["ChildWorkflowExecutionStarted"], ChildWorkflowExecutionStarted] | tuple[Literal["StartChildWorkflowExecutionFailed"], StartChildWorkflowExecutionFailed] | tuple[Literal["ChildWorkflowExecutionCompleted"], ChildWorkflowExecutionCompleted] | tuple[Literal["ChildWorkflowExecutionFailed"], ChildWorkflowExecutionFailed] | tuple[Literal["RequestCancelExternalInitiated"], RequestCancelExternalInitiated] | tuple[Literal["WorkflowUpdateAccepted"], WorkflowUpdateAccepted] | tuple[Literal["WorkflowUpdateCompleted"], WorkflowUpdateCompleted] | tuple[Literal["WorkflowExecutionPaused"], WorkflowExecutionPaused] | tuple[Literal["WorkflowExecutionUnpaused"], WorkflowExecutionUnpaused] | tuple[Literal["ConcurrencySlotAcquired"], ConcurrencySlotAcquired] | tuple[Literal["WorkflowStartDebounced"], WorkflowStartDebounced]
+    attributes: tuple[Literal["WorkflowExecutionStarted"], WorkflowExecutionStarted] | tuple[Literal["WorkflowTaskScheduled"], WorkflowTaskScheduled] | tuple[Literal["WorkflowTaskCompleted"], WorkflowTaskCompleted] | tuple[Literal["ActivityTaskScheduled"], ActivityTaskScheduled] | tuple[Literal["ActivityTaskCompleted"], ActivityTaskCompleted] | tuple[Literal["ActivityTaskFailed"], ActivityTaskFailed] | tuple[Literal["WorkflowExecutionCompleted"], WorkflowExecutionCompleted] | tuple[Literal["WorkflowExecutionFailed"], WorkflowExecutionFailed] | tuple[Literal["TimerStarted"], TimerStarted] | tuple[Literal["TimerFired"], TimerFired] | tuple[Literal["TimerCanceled"], TimerCanceled] | tuple[Literal["WorkflowSignaled"], WorkflowSignaled] | tuple[Literal["ActivityTaskAttemptFailed"], ActivityTaskAttemptFailed] | tuple[Literal["ActivityTaskTimedOut"], ActivityTaskTimedOut] | tuple[Literal["ActivityTaskCancelRequested"], ActivityTaskCancelRequested] | tuple[Literal["ActivityTaskCanceled"], ActivityTaskCanceled] | tuple[Literal["WorkflowCancelRequested"], WorkflowCancelRequested] | tuple[Literal["WorkflowExecutionCanceled"], WorkflowExecutionCanceled] | tuple[Literal["WorkflowExecutionTerminated"], WorkflowExecutionTerminated] | tuple[Literal["WorkflowExecutionContinuedAsNew"], WorkflowExecutionContinuedAsNew] | tuple[Literal["WorkflowExecutionTimedOut"], WorkflowExecutionTimedOut] | tuple[Literal["MarkerRecorded"], MarkerRecorded] | tuple[Literal["SearchAttributesUpserted"], SearchAttributesUpserted] | tuple[Literal["StartChildWorkflowExecutionInitiated"], StartChildWorkflowExecutionInitiated] | tuple[Literal["ChildWorkflowExecutionStarted"], ChildWorkflowExecutionStarted] | tuple[Literal["StartChildWorkflowExecutionFailed"], StartChildWorkflowExecutionFailed] | tuple[Literal["ChildWorkflowExecutionCompleted"], ChildWorkflowExecutionCompleted] | tuple[Literal["ChildWorkflowExecutionFailed"], ChildWorkflowExecutionFailed] | tuple[Literal["RequestCancelExternalInitiated"], RequestCancelExternalInitiated] | tuple[Literal["WorkflowUpdateAccepted"], WorkflowUpdateAccepted] | tuple[Literal["WorkflowUpdateCompleted"], WorkflowUpdateCompleted] | tuple[Literal["WorkflowExecutionPaused"], WorkflowExecutionPaused] | tuple[Literal["WorkflowExecutionUnpaused"], WorkflowExecutionUnpaused] | tuple[Literal["ConcurrencySlotAcquired"], ConcurrencySlotAcquired] | tuple[Literal["WorkflowStartDebounced"], WorkflowStartDebounced] | tuple[Literal["StreamRecordPublished"], StreamRecordPublished]
     #: OpenTelemetry span ID (16 hex digits) of the span that wrote this record, the parent of the reader's span; null: not traced
     span_id: NotRequired[str | None]
 
@@ -607,6 +616,14 @@ class CompleteWorkflowUpdate(TypedDict):
     failure: NotRequired[Failure | None]
 
 
+class PublishToStream(TypedDict):
+    """a value workflow code (a workflow task's command) or an activity attempt (its completion) publishes on one of the workflow's streams"""
+
+    stream: str
+    #: the payload, as the publisher's data converter encoded it
+    value: bytes
+
+
 class EagerWorkflowTask(TypedDict):
     """A workflow task the worker ran right after the activity completed, on its cached instance: accepted only if nothing else happened to the workflow since its last completed workflow task"""
 
@@ -614,7 +631,7 @@ class EagerWorkflowTask(TypedDict):
     base_scheduled_seq: int
     #: the workflow time the code ran with; recorded as the WorkflowTaskScheduled event's time
     workflow_time_ms: int
-    commands: list[tuple[Literal["ScheduleActivityTask"], ScheduleActivityTask] | tuple[Literal["CompleteWorkflowExecution"], CompleteWorkflowExecution] | tuple[Literal["FailWorkflowExecution"], FailWorkflowExecution] | tuple[Literal["StartTimer"], StartTimer] | tuple[Literal["CancelTimer"], CancelTimer] | tuple[Literal["RequestCancelActivityTask"], RequestCancelActivityTask] | tuple[Literal["CancelWorkflowExecution"], CancelWorkflowExecution] | tuple[Literal["ContinueAsNewWorkflowExecution"], ContinueAsNewWorkflowExecution] | tuple[Literal["RecordMarker"], RecordMarker] | tuple[Literal["UpsertSearchAttributes"], UpsertSearchAttributes] | tuple[Literal["StartChildWorkflowExecution"], StartChildWorkflowExecution] | tuple[Literal["RequestCancelExternalWorkflowExecution"], RequestCancelExternalWorkflowExecution] | tuple[Literal["CompleteWorkflowUpdate"], CompleteWorkflowUpdate]]
+    commands: list[tuple[Literal["ScheduleActivityTask"], ScheduleActivityTask] | tuple[Literal["CompleteWorkflowExecution"], CompleteWorkflowExecution] | tuple[Literal["FailWorkflowExecution"], FailWorkflowExecution] | tuple[Literal["StartTimer"], StartTimer] | tuple[Literal["CancelTimer"], CancelTimer] | tuple[Literal["RequestCancelActivityTask"], RequestCancelActivityTask] | tuple[Literal["CancelWorkflowExecution"], CancelWorkflowExecution] | tuple[Literal["ContinueAsNewWorkflowExecution"], ContinueAsNewWorkflowExecution] | tuple[Literal["RecordMarker"], RecordMarker] | tuple[Literal["UpsertSearchAttributes"], UpsertSearchAttributes] | tuple[Literal["StartChildWorkflowExecution"], StartChildWorkflowExecution] | tuple[Literal["RequestCancelExternalWorkflowExecution"], RequestCancelExternalWorkflowExecution] | tuple[Literal["CompleteWorkflowUpdate"], CompleteWorkflowUpdate] | tuple[Literal["PublishToStream"], PublishToStream]]
     build_id: NotRequired[str | None]
     #: set: the instance last completed an eager task that the engine has not confirmed to it yet, the one carried by the command with this request ID
     base_request_id: NotRequired[str | None]
@@ -662,7 +679,7 @@ class RespondWorkflowTaskCompleted(TypedDict):
     """The RespondWorkflowTaskCompleted record."""
 
     scheduled_seq: int
-    commands: list[tuple[Literal["ScheduleActivityTask"], ScheduleActivityTask] | tuple[Literal["CompleteWorkflowExecution"], CompleteWorkflowExecution] | tuple[Literal["FailWorkflowExecution"], FailWorkflowExecution] | tuple[Literal["StartTimer"], StartTimer] | tuple[Literal["CancelTimer"], CancelTimer] | tuple[Literal["RequestCancelActivityTask"], RequestCancelActivityTask] | tuple[Literal["CancelWorkflowExecution"], CancelWorkflowExecution] | tuple[Literal["ContinueAsNewWorkflowExecution"], ContinueAsNewWorkflowExecution] | tuple[Literal["RecordMarker"], RecordMarker] | tuple[Literal["UpsertSearchAttributes"], UpsertSearchAttributes] | tuple[Literal["StartChildWorkflowExecution"], StartChildWorkflowExecution] | tuple[Literal["RequestCancelExternalWorkflowExecution"], RequestCancelExternalWorkflowExecution] | tuple[Literal["CompleteWorkflowUpdate"], CompleteWorkflowUpdate]]
+    commands: list[tuple[Literal["ScheduleActivityTask"], ScheduleActivityTask] | tuple[Literal["CompleteWorkflowExecution"], CompleteWorkflowExecution] | tuple[Literal["FailWorkflowExecution"], FailWorkflowExecution] | tuple[Literal["StartTimer"], StartTimer] | tuple[Literal["CancelTimer"], CancelTimer] | tuple[Literal["RequestCancelActivityTask"], RequestCancelActivityTask] | tuple[Literal["CancelWorkflowExecution"], CancelWorkflowExecution] | tuple[Literal["ContinueAsNewWorkflowExecution"], ContinueAsNewWorkflowExecution] | tuple[Literal["RecordMarker"], RecordMarker] | tuple[Literal["UpsertSearchAttributes"], UpsertSearchAttributes] | tuple[Literal["StartChildWorkflowExecution"], StartChildWorkflowExecution] | tuple[Literal["RequestCancelExternalWorkflowExecution"], RequestCancelExternalWorkflowExecution] | tuple[Literal["CompleteWorkflowUpdate"], CompleteWorkflowUpdate] | tuple[Literal["PublishToStream"], PublishToStream]]
     identity: NotRequired[str]
     build_id: NotRequired[str | None]
 
@@ -698,6 +715,8 @@ class RespondActivityTaskCompleted(TypedDict):
     identity: NotRequired[str]
     #: set: the workflow's next task, already run by this worker (decision 0031)
     eager_workflow_task: NotRequired[EagerWorkflowTask | None]
+    #: what the attempt published on its workflow's streams: written to {ns}.streams only if this result is accepted (decision 0062)
+    published: NotRequired[list[PublishToStream]]
 
 
 class RespondActivityTaskFailed(TypedDict):
@@ -1027,6 +1046,8 @@ class WorkflowDescription(TypedDict):
     throttled_until_ms: NotRequired[int | None]
     #: the run's priority and fairness key
     priority: NotRequired[Priority | None]
+    #: the workflow published on a stream (its final close ends its streams with a record on {ns}.streams)
+    streams_used: NotRequired[bool]
 
 
 class ResetPlan(TypedDict):
@@ -1207,6 +1228,8 @@ class WorkflowState(TypedDict):
     debounce_deadline_ms: NotRequired[int | None]
     #: the run's priority and fairness key (the default of its activities and children)
     priority: NotRequired[Priority | None]
+    #: the workflow (this run or an earlier one of its chain) published on a stream: its final close ends its streams with a record on {ns}.streams (decision 0062)
+    streams_used: NotRequired[bool]
 
 
 class DeadLetter(TypedDict):
@@ -1281,3 +1304,21 @@ class ConcurrencyState(TypedDict):
     override_reason: NotRequired[str]
     #: when
     override_ms: NotRequired[int]
+
+
+class StreamRecord(TypedDict):
+    """one value of a workflow's stream on {ns}.streams (key: the workflow ID), written by the processor in the transaction that accepted it (decision 0062)"""
+
+    workflow_id: str
+    run_id: str
+    #: empty on the record that ends every stream of the workflow (end = true)
+    stream: str
+    value: NotRequired[bytes | None]
+    #: set: published by this activity's attempt; null: by workflow code
+    activity_id: NotRequired[str | None]
+    attempt: NotRequired[int]
+    #: the history event that accepted it (a StreamRecordPublished, an ActivityTaskCompleted or the run's close)
+    history_seq: int
+    timestamp_ms: int
+    #: the workflow closed: no record follows for any of its streams
+    end: NotRequired[bool]

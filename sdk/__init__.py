@@ -64,6 +64,7 @@ _FROM = {
     "SchemaNotRegisteredError": "kadence.topics.errors",
     "SchemaRegistryError": "kadence.topics.errors",
     "SchemaRegistryUnavailableError": "kadence.topics.errors",
+    "StreamEvent": "kadence._streams",
     "Worker": "kadence._worker",
     "WorkerCrashedError": "kadence.topics.errors",
     "WorkflowAlreadyStartedError": "kadence.topics.errors",
@@ -76,6 +77,7 @@ _FROM = {
     "WorkflowHandle": "kadence._client",
     "WorkflowNotFoundError": "kadence.topics.errors",
     "WorkflowQuarantinedError": "kadence.topics.errors",
+    "WorkflowStream": "kadence._streams",
     "WorkflowTaskFailedError": "kadence.topics.errors",
     "WorkflowTerminatedError": "kadence.topics.errors",
     "WorkflowTimedOutError": "kadence.topics.errors",
@@ -163,6 +165,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from ._loop import NotDeterministicError
     from ._replayer import Replayer, ReplayResult
     from ._schedules import ScheduleHandle, schedule_action
+    from ._streams import StreamEvent, WorkflowStream
     from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage
     from ._worker import Worker
 
@@ -212,6 +215,7 @@ __all__ = [
     "SchemaNotRegisteredError",
     "SchemaRegistryError",
     "SchemaRegistryUnavailableError",
+    "StreamEvent",
     "Worker",
     "WorkerCrashedError",
     "WorkflowAlreadyStartedError",
@@ -224,6 +228,7 @@ __all__ = [
     "WorkflowHandle",
     "WorkflowNotFoundError",
     "WorkflowQuarantinedError",
+    "WorkflowStream",
     "WorkflowTaskFailedError",
     "WorkflowTerminatedError",
     "WorkflowTimedOutError",

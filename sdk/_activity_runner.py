@@ -15,6 +15,7 @@ from typing import Any
 from kadence.schemas.records import ActivityTask
 from kadence.topics.errors import KadenceError
 from kadence.topics.payload import PayloadConverter
+from kadence.topics.streams import PublishBuffer
 
 from . import activity as _activity
 from ._definitions import ActivityDefinition
@@ -86,6 +87,7 @@ class ActivityRunner:
             (lambda: loop.call_soon_threadsafe(me.cancel)) if is_async else (lambda: None),
             is_async=is_async,
         )
+        ctx.published, ctx.encode = PublishBuffer(), self.converter.to_bytes
         token = _activity._current.set(ctx)
         self._running[ctx] = me
         self._idle.clear()
@@ -106,8 +108,18 @@ class ActivityRunner:
                 **common,
                 "result": self.converter.to_bytes(result),
                 "eager_workflow_task": None,
+                "published": ctx.published.items,
             }
         except _activity.CompleteAsyncError:
+            if ctx.published.items:
+                log.warning(
+                    "activity %s (%s) attempt %d: %d published values dropped: an activity completed "
+                    "asynchronously publishes nothing (its completion comes from elsewhere)",
+                    task["activity_type"],
+                    task["activity_id"],
+                    task["attempt"],
+                    len(ctx.published.items),
+                )
             self.stats["activities_completing_async"] += 1
             outcome = "completing_async"
             return None  # completed later, by an AsyncActivityHandle: nothing to report now

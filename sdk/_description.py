@@ -127,6 +127,8 @@ class WorkflowExecutionDescription:
     #: ``{"priority_key", "fairness_key", "fairness_weight"}`` of the run (the default of its
     #: activities and children; None: none set, level 3)
     priority: dict[str, Any] | None = None
+    #: the workflow published on a stream (``handle.stream``); its final close ends its streams
+    streams_used: bool = False
     _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -162,6 +164,7 @@ class WorkflowExecutionDescription:
             concurrency_slots=list(d.get("concurrency_slots") or ()),
             throttled_until=_time(d.get("throttled_until")),
             priority=d.get("priority"),
+            streams_used=bool(d.get("streams_used")),
             _json=d,
         )
 

@@ -39,6 +39,7 @@ from kadence.topics.reset_request import reset_body
 from kadence.topics.typed import signature
 
 from ._description import WorkflowExecutionDescription
+from ._streams import WorkflowStream
 from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage, start_update, update_outcome, update_target
 from .interceptors import ClientCall
 
@@ -375,6 +376,14 @@ class WorkflowHandle:
             return update_outcome(self.client, self.id, name, handler, result_type, reply)
 
         return await self.client._intercepted("update", self.id, name, args, impl)
+
+    def stream(self, name: str | None = None, *, after: int | None = None, value_type: Any = None) -> WorkflowStream:
+        """Follow what the workflow publishes on stream ``name`` (every stream when None):
+        ``async for event in handle.stream("progress")``, each a ``StreamEvent`` (``value``
+        decoded, as ``value_type`` when given). From the start of the current run, or after the
+        event whose ``id`` is ``after``; the iteration ends when the workflow closes. Only what
+        the engine accepted is read (docs/guide.md, "Workflow streams")."""
+        return WorkflowStream(self, name, after, value_type)
 
     async def describe(self, *, timeout: float = 30.0) -> WorkflowExecutionDescription:
         """The run as the engine holds it: status, type, task queue, build, start and close

@@ -16,6 +16,8 @@ def describe_command(kind: str, attrs: dict[str, Any]) -> str:
         return f"{kind}(timer_id={attrs['timer_id']!r})"
     if kind in ("RecordMarker", "MarkerRecorded"):
         return f"{kind}(name={attrs['name']!r})"
+    if kind in ("PublishToStream", "StreamRecordPublished"):
+        return f"{kind}(stream={attrs['stream']!r})"
     if kind in ("CompleteWorkflowUpdate", "WorkflowUpdateCompleted"):
         return f"{kind}(update_id={attrs['update_id']!r})"
     return kind
@@ -36,6 +38,7 @@ MATCHING_EVENT = {
     "StartChildWorkflowExecution": "StartChildWorkflowExecutionInitiated",
     "RequestCancelExternalWorkflowExecution": "RequestCancelExternalInitiated",
     "CompleteWorkflowUpdate": "WorkflowUpdateCompleted",
+    "PublishToStream": "StreamRecordPublished",
 }
 #: fields that must be equal between a command and its recorded event
 IDENTITY = {
@@ -47,6 +50,7 @@ IDENTITY = {
     "StartChildWorkflowExecutionInitiated": ("workflow_id", "workflow_type"),
     "RequestCancelExternalInitiated": ("workflow_id",),
     "WorkflowUpdateCompleted": ("update_id",),
+    "StreamRecordPublished": ("stream",),
 }
 #: events that resolve what the code waits for (an activity's result, a timer, a signal...)
 RESOLUTIONS = frozenset(

@@ -25,6 +25,7 @@ from kadence.schemas.records import ActivityTask
 from kadence.topics.async_completion import task_token
 from kadence.topics.errors import KadenceError
 from kadence.topics.payload import PayloadConverter
+from kadence.topics.streams import PublishBuffer, check_stream, check_streams_writable
 
 from ._definitions import Priority, activity_definition
 
@@ -37,6 +38,7 @@ __all__ = [
     "is_cancelled",
     "is_worker_shutdown",
     "logger",
+    "publish",
     "raise_complete_async",
     "wait_for_cancelled",
     "wait_for_cancelled_sync",
@@ -130,6 +132,10 @@ class ActivityContext:
         self._pending: tuple[Any, ...] | None = None
         self._timer: threading.Timer | None = None
         self._closed = False
+        #: what the attempt published (``publish``), sent with its completion; None where the
+        #: attempt has no completion of its own to carry it (a local activity, a process pool's child)
+        self.published: PublishBuffer | None = None
+        self.encode: Callable[[Any], bytes] | None = None
         timeout = (info.heartbeat_timeout_ms or 0) / 1000
         # throttle: often enough to beat the heartbeat timeout, never more than needed
         self.interval = min(max(timeout * 0.5, 0.05), 10.0) if timeout else 1.0
@@ -161,6 +167,19 @@ class ActivityContext:
             self._timer = None
             if not self._closed:
                 self._send_pending_locked(time.monotonic())
+
+    def publish(self, stream: str, value: Any) -> None:
+        name = check_stream(stream)
+        if self.published is None or self.encode is None:
+            raise KadenceError(
+                "activity.publish() works in activities a Worker runs on its own loop or threads: a local "
+                "activity's or a process pool's attempt has no completion of its own to carry the values "
+                "(publish from the workflow with workflow.publish() instead)"
+            )
+        check_streams_writable()
+        data = self.encode(value)
+        with self._lock:
+            self.published.add(name, data)
 
     def close(self) -> None:
         """The attempt is over: no more heartbeats."""
@@ -234,6 +253,14 @@ def heartbeat(*details: Any) -> None:
     if ctx.is_async and ctx.cancelled.is_set():
         raise asyncio.CancelledError(f"activity {ctx.info.activity_type} was cancelled ({ctx.cancel_reason})")
     ctx.heartbeat(list(details) if len(details) != 1 else details[0])
+
+
+def publish(stream: str, value: Any) -> None:
+    """Publish ``value`` on the workflow's stream ``stream`` (``handle.stream(stream)`` reads it),
+    exactly once: the values go with this attempt's result and are written only if the engine
+    accepts it. A failed, timed-out or retried attempt's values are never read; the attempt
+    that completes publishes all of its own (768 KiB in all, 256 KiB a value)."""
+    _context().publish(stream, value)
 
 
 def is_cancelled() -> bool:

@@ -28,6 +28,7 @@ from typing import Any, TypeVar, overload
 
 from kadence.topics.errors import KadenceError
 from kadence.topics.search_attributes import SearchAttributeValue, check_search_attributes, from_wire
+from kadence.topics.streams import check_stream, check_streams_writable, check_value
 
 from ._definitions import Limit, Priority, RetryPolicy, limit_records, priority_record, to_ms, workflow_definition
 from ._instance import ContinueAsNew, WorkflowInfo, WorkflowInstance
@@ -54,6 +55,7 @@ __all__ = [
     "logger",
     "now",
     "patched",
+    "publish",
     "query",
     "random",
     "run",
@@ -333,6 +335,17 @@ def upsert_search_attributes(attributes: dict[str, SearchAttributeValue]) -> Non
     inst = _instance()
     inst.record("UpsertSearchAttributes", {"search_attributes": checked})
     inst.info = replace(inst.info, search_attributes={**inst.info.search_attributes, **from_wire(checked)})
+
+
+def publish(stream: str, value: Any) -> None:
+    """Publish ``value`` on this workflow's stream ``stream`` (``handle.stream(stream)`` reads
+    it, as does ``GET /v1/workflows/{id}/streams/{stream}``): written with this workflow task's
+    completion, in its transaction, and recorded in the history as a ``StreamRecordPublished``
+    (the name only), so a replay of the code publishes nothing again. 256 KiB a value."""
+    name = check_stream(stream)
+    inst = _instance()
+    check_streams_writable()
+    inst.record("PublishToStream", {"stream": name, "value": check_value(name, inst.converter.to_bytes(value))})
 
 
 def patched(patch_id: str) -> bool:

@@ -20,7 +20,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from kadence.processors.deadlines import DeadlineIndex
@@ -33,6 +33,8 @@ from kadence.topics.concurrency_reader import limit_view
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ActivityAttemptLimitError, WorkflowNotFoundError, WorkflowTaskFailedError
 from kadence.topics.records import command, new_id
+from kadence.topics.streams import StreamEntry
+from kadence.topics.streams import entry_from_record as _entry
 
 __all__ = ["InMemoryEngine", "VirtualClock"]
 
@@ -84,6 +86,9 @@ class InMemoryEngine:
         #: how many of those are awaited now: while any is, time may be skipped
         self.result_waiters = 0
         self.wake = asyncio.Event()
+        #: what {ns}.streams would hold (one partition: an entry's offset is its index)
+        self.streams: list[StreamEntry] = []
+        self._stream_written = asyncio.Event()
 
     # -- what Client calls -----------------------------------------------------------------------
 
@@ -281,6 +286,40 @@ class InMemoryEngine:
             self.deadlines.update(wf, self.store.get_state(wf))
         for reply in out.replies:
             self._deliver(serde.decode("Reply", serde.encode("Reply", reply)))
+        for rec in out.streams:
+            rec = serde.decode("StreamRecord", serde.encode("StreamRecord", rec))
+            self.streams.append(_entry(len(self.streams), rec))
+        if out.streams:
+            self._stream_written.set()
+            self._stream_written = asyncio.Event()
+
+    def follow_stream(
+        self,
+        workflow_id: str,
+        *,
+        stream: str | None,
+        after: int | None = None,
+        since_ms: int | None = None,
+        accept: Callable[[StreamEntry], bool] = lambda _e: True,
+    ) -> AsyncIterator[StreamEntry]:
+        """``EngineClient.follow_stream`` on the entries in memory (``since_ms``: from the first)."""
+
+        async def follow() -> AsyncIterator[StreamEntry]:
+            position = 0 if after is None else after + 1
+            while True:
+                while position < len(self.streams):
+                    entry = self.streams[position]
+                    position += 1
+                    if entry.workflow_id != workflow_id:
+                        continue
+                    if entry.end:
+                        yield entry
+                        return
+                    if (stream is None or entry.stream == stream) and accept(entry):
+                        yield entry
+                await self._stream_written.wait()
+
+        return follow()
 
     def _deliver(self, reply: dict) -> None:
         waiter = self._waiting.pop(reply["request_id"], None)

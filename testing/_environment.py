@@ -37,6 +37,7 @@ from kadence.topics.errors import ActivityAttemptLimitError, ConfigError, Kadenc
 from kadence.topics.large_payloads import LargePayloads
 from kadence.topics.payload import JsonConverter, PayloadCodec
 from kadence.topics.records import new_id
+from kadence.topics.streams import PublishBuffer
 
 from ._engine import InMemoryEngine
 
@@ -390,6 +391,7 @@ class WorkflowEnvironment:
             send_heartbeat,
             (lambda: loop.call_soon_threadsafe(me.cancel)) if defn is not None and defn.is_async else (lambda: None),
         )
+        ctx.published, ctx.encode = PublishBuffer(), self.converter.to_bytes
         token = _activity._current.set(ctx)
         try:
             if defn is None:
@@ -406,7 +408,12 @@ class WorkflowEnvironment:
             )
             body_type, body = (
                 "RespondActivityTaskCompleted",
-                {**common, "result": self.converter.to_bytes(result), "eager_workflow_task": None},
+                {
+                    **common,
+                    "result": self.converter.to_bytes(result),
+                    "eager_workflow_task": None,
+                    "published": ctx.published.items,
+                },
             )
         except _activity.CompleteAsyncError:
             return  # completed later through env.client.get_async_activity_handle

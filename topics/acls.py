@@ -6,9 +6,9 @@ Every topic, consumer group and transactional ID of a namespace lies under the p
 does there, and so what it is granted:
 
 - ``processor``: reads ``commands``, ``state``, ``history``, ``builds``, ``queue_limits`` and
-  ``concurrency``; writes ``history``, ``state``, ``concurrency``, ``replies``, ``dlq``, the timer
+  ``concurrency``; writes ``history``, ``state``, ``concurrency``, ``streams``, ``replies``, ``dlq``, the timer
   tiers and the task topics (creating the topics of a child's new task queue, and
-  ``concurrency`` and ``queue_limits`` in a namespace made before them); its group ``{ns}.processor``; transactions as
+  ``concurrency``, ``streams`` and ``queue_limits`` in a namespace made before them); its group ``{ns}.processor``; transactions as
   ``{ns}.processor.{instance}``; reads the committed offsets of the worker groups (the build
   backlog gauges).
 - ``timers``: reads the timer tiers, writes ``commands``, ``dlq`` and the tiers; its group
@@ -16,7 +16,8 @@ does there, and so what it is granted:
 - ``worker``: reads its task topics, writes ``commands`` (creating its task queue's topics);
   its groups ``{ns}.worker.*``; activity results in transactions as ``{ns}.worker.{identity}.activities``.
 - ``client`` (the SDK's ``Client``, the gateway, the CLI's workflow commands): writes
-  ``commands``, reads ``replies``, ``history`` and ``state`` (history and describe reads).
+  ``commands``, reads ``replies``, ``history``, ``state`` and ``streams`` (history, describe
+  and stream reads).
 - ``projections``: reads ``history`` as the group ``{ns}.projections``; Faust creates and uses
   one topic of its own, ``{ns}.projections-__assignor-__leader``.
 - ``bridge``: writes ``commands`` (creating a mapped task queue's topics), its groups

@@ -164,6 +164,19 @@ TOPICS: tuple[TopicContract, ...] = (
         "transactions of the shard that owns the key. Internal: its schema may change with any release.",
     ),
     TopicContract(
+        "streams",
+        "{namespace}.streams",
+        "StreamRecord",
+        "the workflow ID",
+        "Kafka's default partitioner on the key, over this topic's own partition count",
+        "delete",
+        ("processor",),
+        ("clients (handle.stream)", "gateway (GET /v1/workflows/{workflow_id}/streams/{stream}, Server-Sent Events)"),
+        "What workflow code and activity attempts publish on a workflow's streams, written in the "
+        "transaction that accepted it (an activity attempt's only with its accepted result); a record "
+        "with end = true ends every stream of the workflow. Read it with isolation.level=read_committed.",
+    ),
+    TopicContract(
         "timers",
         "{namespace}.timers.{tier}",
         "TimerRecord",

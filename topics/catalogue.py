@@ -63,6 +63,10 @@ class Catalogue:
         #: compacted, partitioned as the commands, key = a concurrency limit's key: its holders and
         #: waiters, written by the processor that owns the key's partition (``processors.concurrency``)
         self.concurrency = f"{ns}.concurrency"
+        #: what workflows publish (``kadence.processors.streams``), key = workflow ID, partitioned
+        #: by Kafka's default partitioner over its own partition count; the processor writes it
+        #: (and creates it when missing), clients and the gateway read it
+        self.streams = f"{ns}.streams"
         self.processor_group = f"{ns}.processor"
         #: the error callback of the last admin client made by ``admin()``
         self._errors: ClientErrors | None = None
@@ -131,6 +135,7 @@ class Catalogue:
             TopicSpec(self.builds, p, dict(compact)),
             TopicSpec(self.queue_limits, p, dict(compact)),
             TopicSpec(self.concurrency, p, dict(compact), True),
+            TopicSpec(self.streams, p, {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}),
         ]
         for tier in TIMER_TIERS_MS:
             specs.append(
@@ -141,12 +146,15 @@ class Catalogue:
     def processor_topics(self) -> list[str]:
         """The core topics a processor needs at start: not the queue limits, which only workers
         read (and create when missing, so an upgraded namespace needs no ``topics apply`` for
-        them), nor the concurrency limits' topic, which the processor creates when missing
-        (``concurrency_spec``)."""
-        return [s.name for s in self.core_specs() if s.name not in (self.queue_limits, self.concurrency)]
+        them), nor the concurrency limits' or the streams' topic, which the processor creates
+        when missing (``concurrency_spec``, ``streams_spec``)."""
+        return [s.name for s in self.core_specs() if s.name not in (self.queue_limits, self.concurrency, self.streams)]
 
     def concurrency_spec(self) -> TopicSpec:
         return next(s for s in self.core_specs() if s.name == self.concurrency)
+
+    def streams_spec(self) -> TopicSpec:
+        return next(s for s in self.core_specs() if s.name == self.streams)
 
     def queue_specs(self, queue: str) -> list[TopicSpec]:
         p = self.config.partitions

@@ -155,6 +155,7 @@ def describe_to_json(workflow_id: str, reply: dict[str, Any], converter: Payload
         "concurrency_slots": [_limit(lim) for lim in d.get("slots_held") or ()],
         "throttled_until": _iso(d.get("throttled_until_ms")),
         "priority": priority_view(d.get("priority")),
+        "streams_used": bool(d.get("streams_used")),
     }
     failure = reply["failure"]
     if status == "running" and failure:

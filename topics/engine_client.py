@@ -48,6 +48,8 @@ from .produce import produce_waiting
 from .records import command
 from .replacing_producer import ReplacingProducer
 from .run_histories import RunHistories
+from .stream_hub import StreamHub, StreamReader
+from .streams import StreamEntry
 from .tracing import FROM_CALLER, FromCaller, Tracer, TraceRef
 
 __all__ = ["EngineClient"]
@@ -122,6 +124,8 @@ class EngineClient:
         self._pending: dict[tuple[str, str], cf.Future[Any]] = {}
         #: request ID (the reply's key) -> how many pending futures wait for it
         self._waiting: dict[bytes, int] = {}
+        #: the reader of workflow streams (``follow_stream``), made on first use
+        self._streams: StreamHub | None = None
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._partitions: int | None = None
@@ -588,6 +592,23 @@ class EngineClient:
             )
         return events
 
+    def follow_stream(
+        self,
+        workflow_id: str,
+        *,
+        stream: str | None,
+        after: int | None = None,
+        since_ms: int | None = None,
+        accept: Callable[[StreamEntry], bool] = lambda _e: True,
+    ) -> StreamReader:
+        """A reader of a workflow's stream records (``StreamHub.follow``), through this client's
+        one stream consumer (made on first use)."""
+        with self._lock:
+            if self._streams is None:
+                self._streams = StreamHub(self.config, Catalogue(self.config).streams)
+            hub = self._streams
+        return hub.follow(workflow_id, stream=stream, after=after, since_ms=since_ms, accept=accept)
+
     def flush(self, timeout: float = 10.0) -> None:
         self._producer.flush(timeout)
 
@@ -597,6 +618,8 @@ class EngineClient:
         self._producer.flush(5)
         self._closed.set()
         self.histories.close()
+        if self._streams is not None:
+            self._streams.close()
         with self._replies_lock:
             thread, consumer = self._thread, self._replies
         if thread is not None:

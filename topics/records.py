@@ -50,6 +50,7 @@ COMMAND_EVENT_TYPES = frozenset(
         "StartChildWorkflowExecutionInitiated",
         "RequestCancelExternalInitiated",
         "WorkflowUpdateCompleted",
+        "StreamRecordPublished",
     }
 )
 #: the events that close a run, and the run status each one leaves (the one definition)
