@@ -38,7 +38,7 @@ from .keys import ApiKeyStore
 from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
 from .redis_breaker import RedisBreaker, guarded_redis
-from .routes import activities, health, operations, queues, schedules, workflows
+from .routes import activities, health, operations, queues, schedules, streams, workflows
 from .routes.params import documented
 
 __all__ = ["create_app"]
@@ -109,7 +109,14 @@ def create_app(
         eager_starters=tuple(eager_starters),
     )
     error_handlers.install(app, config)
-    for router in (workflows.router, operations.router, activities.router, queues.router, schedules.router):
+    for router in (
+        workflows.router,
+        streams.router,
+        operations.router,
+        activities.router,
+        queues.router,
+        schedules.router,
+    ):
         app.include_router(router, dependencies=[Depends(documented)])
     mount_console(app, guard, auth=config.auth)
     app.include_router(health.router)

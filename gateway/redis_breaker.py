@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.connection import Connection, parse_url
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -100,11 +100,28 @@ class _Guarded:
         return response
 
 
+#: the connections of a gateway's pool, and how long a request waits for one when all are busy
+POOL_CONNECTIONS = 100
+POOL_WAIT_S = 2.0
+
+
 def guarded_redis(url: str, breaker: RedisBreaker, **kw) -> Redis:
     """A ``redis.asyncio.Redis`` for ``url`` (redis://, rediss://, unix://) whose connections go
     through ``breaker``; ``kw``: connection options (socket_timeout, retry, ...)."""
     options = parse_url(url)
     base = options.pop("connection_class", Connection)
     guarded = type(f"Guarded{base.__name__}", (_Guarded, base), {})
+    # A burst of more requests than the pool's connections waits for one (up to POOL_WAIT_S)
+    # instead of failing: redis-py's plain pool (100 connections by default in the version locked here) raised
+    # MaxConnectionsError at the 101st concurrent request, a 503 for a healthy Redis (seen with 100
+    # Server-Sent Events clients connecting at once). A wait that runs out is still a 503.
     # (parse_url's options hold no connection_class: popped above; mypy cannot see that)
-    return Redis(connection_pool=ConnectionPool(connection_class=guarded, breaker=breaker, **options, **kw))  # type: ignore[misc]
+    pool = BlockingConnectionPool(
+        connection_class=guarded,
+        breaker=breaker,
+        max_connections=POOL_CONNECTIONS,
+        timeout=POOL_WAIT_S,
+        **options,
+        **kw,
+    )  # type: ignore[misc]
+    return Redis(connection_pool=pool)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from kadence.topics.stream_hub import follow_described
 from kadence.topics.streams import StreamEntry, check_stream
 
 if TYPE_CHECKING:
@@ -64,19 +65,8 @@ class WorkflowStream(AsyncIterator[StreamEvent]):
         await self.aclose()
 
     async def _open(self) -> AsyncIterator[StreamEntry] | None:
-        desc = await self._handle.describe()
-        if desc.status.value != "running" and not desc.streams_used:
-            return None  # closed, and never published: nothing was or will be written
-        engine = self._handle.client.engine
-        if self._after is not None:
-            return engine.follow_stream(self._handle.id, stream=self._name, after=self._after)
-        first_run = desc.run_id
-        began = int(desc.start_time.timestamp() * 1000) if desc.start_time else 0
-
-        def this_run_on(entry: StreamEntry) -> bool:  # not an earlier run of the same workflow ID
-            return entry.run_id == first_run or entry.timestamp_ms > began
-
-        return engine.follow_stream(self._handle.id, stream=self._name, since_ms=began, accept=this_run_on)
+        described = (await self._handle.describe()).to_dict()
+        return follow_described(self._handle.client.engine, described, stream=self._name, after=self._after)
 
     async def __anext__(self) -> StreamEvent:
         if self._ended:

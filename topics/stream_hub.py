@@ -16,7 +16,8 @@ import collections
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -25,7 +26,7 @@ from .errors import BrokerUnavailableError, KadenceError
 from .scan import RangeReader
 from .streams import StreamEntry, entry_of, stream_partition
 
-__all__ = ["StreamHub", "StreamReader"]
+__all__ = ["StreamFollower", "StreamHub", "StreamReader", "follow_described"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,44 @@ log = logging.getLogger(__name__)
 #: a reader from a run's start looks this much earlier, and filters by run
 CLOCK_SLACK_MS = 60_000
 _DONE = object()
+
+
+class StreamFollower(Protocol):
+    """What reads a workflow's stream records: ``EngineClient`` (through its ``StreamHub``) and
+    the test kit's in-memory engine."""
+
+    def follow_stream(
+        self,
+        workflow_id: str,
+        *,
+        stream: str | None,
+        after: int | None = None,
+        since_ms: int | None = None,
+        accept: Callable[[StreamEntry], bool] = ...,
+    ) -> AsyncIterator[StreamEntry]: ...
+
+
+def follow_described(
+    engine: StreamFollower, described: dict[str, Any], *, stream: str | None, after: int | None
+) -> AsyncIterator[StreamEntry] | None:
+    """The reader of a workflow's stream given its description (``describe_to_json``'s shape):
+    after the record ``after``, else from its current run's start (its records, not an earlier
+    run's of the same ID); None when the workflow closed without ever publishing (no record was
+    or will be written, not even an end). The SDK's ``handle.stream`` and the gateway's
+    Server-Sent Events both open their readers here."""
+    if described["status"] != "running" and not described.get("streams_used"):
+        return None
+    workflow_id = described["workflow_id"]
+    if after is not None:
+        return engine.follow_stream(workflow_id, stream=stream, after=after)
+    first_run = described["run_id"]
+    start = described.get("start_time")
+    began = int(datetime.fromisoformat(start).timestamp() * 1000) if start else 0
+
+    def this_run_on(entry: StreamEntry) -> bool:
+        return entry.run_id == first_run or entry.timestamp_ms > began
+
+    return engine.follow_stream(workflow_id, stream=stream, since_ms=began, accept=this_run_on)
 
 
 class StreamReader(AsyncIterator[StreamEntry]):
@@ -58,24 +97,30 @@ class StreamReader(AsyncIterator[StreamEntry]):
         self._lock = threading.Lock()
         #: the hub's records kept while the reader catches up (None: live)
         self._held: list[StreamEntry] | None = None
+        #: no more entries will be handed over (set by the hub's and the catch-up's threads)
         self.done = False
+        #: the reader has taken the last item (its loop's flag)
+        self._finished = False
 
     def __aiter__(self) -> StreamReader:
         return self
 
     async def __anext__(self) -> StreamEntry:
-        if self.done and self._queue.empty():
+        # ``done`` is the other threads' flag, set before what they hand over reaches the queue
+        # (through the loop): the queue alone says when the reader has had everything
+        if self._finished:
             raise StopAsyncIteration
         item = await self._queue.get()
         if item is _DONE:
-            self.done = True
+            self._finished = True
             raise StopAsyncIteration
         if isinstance(item, BaseException):
-            self.done = True
+            self._finished = True
             raise item
         return item  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
+        self._finished = True
         self.hub.leave(self)
 
     # -- the hub's and the catch-up's side (other threads) -----------------------------------
@@ -129,6 +174,8 @@ class StreamHub:
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
         self._consumer: Consumer | None = None
+        #: finds where a reader from a time starts (``_offset_at``), made on first use
+        self._lookup: Consumer | None = None
         self._partitions = 0
         self._readers: dict[int, list[StreamReader]] = {}
         #: per assigned partition: the offset after the last record the hub handed out
@@ -198,6 +245,8 @@ class StreamHub:
         finally:
             self._fail_all(KadenceError("the stream reader was closed"))
             self._consumer.close()
+            if self._lookup is not None:
+                self._lookup.close()
 
     def _take_requests(self) -> None:
         while True:
@@ -219,6 +268,13 @@ class StreamHub:
         if since_ms is not None:
             reader.next_offset = self._offset_at(p, since_ms - CLOCK_SLACK_MS)
         self._readers.setdefault(p, []).append(reader)
+        log.debug(
+            "stream reader of %s joins partition %d at %d (the hub at %s)",
+            reader.workflow_id,
+            p,
+            reader.next_offset,
+            self._next.get(p),
+        )
         if p not in self._next:  # the hub reads the partition from this reader's first offset
             self._consumer.incremental_assign([TopicPartition(self.topic, p, reader.next_offset)])
             self._next[p] = reader.next_offset
@@ -230,12 +286,22 @@ class StreamHub:
             ).start()
 
     def _offset_at(self, p: int, at_ms: int) -> int:
-        assert self._consumer is not None
-        found = self._consumer.offsets_for_times([TopicPartition(self.topic, p, max(0, at_ms))], timeout=10)
+        """The first offset written at ``at_ms`` or later, committed or not.
+
+        Asked of a read_uncommitted client: a read_committed one does not see the records of a
+        transaction still open, so it answered "nothing since then" and the high watermark
+        while the values a reader wanted were being committed below it (a test's readers lost a
+        workflow's first values that way). Read from here, read_committed, they come once
+        committed; when nothing at all was written since, every later record lies past the high
+        watermark, read before the lookup."""
+        if self._lookup is None:
+            self._lookup = Consumer(self.config.consumer(None, **{"isolation.level": "read_uncommitted"}))
+        # the end first: what is written between the two calls lies past it (the other order
+        # lost the values written between "nothing since then" and reading the end)
+        _low, high = self._lookup.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10, cached=False)
+        found = self._lookup.offsets_for_times([TopicPartition(self.topic, p, max(0, at_ms))], timeout=10)
         if found and found[0].offset >= 0:
             return int(found[0].offset)
-        # nothing written since then: from the end (read_committed: the last stable offset)
-        _low, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10, cached=False)
         return int(high)
 
     def _catch_up(self, reader: StreamReader, end: int) -> None:

@@ -32,6 +32,7 @@ EXPECTED = {
     ("POST", "/v1/schedules/{schedule_id}/backfill"): True,
     ("GET", "/v1/schedules/{schedule_id}"): False,
     ("GET", "/v1/schedules"): False,
+    ("GET", "/v1/workflows/{workflow_id}/streams/{stream}"): False,
     ("GET", "/v1/stuck"): False,
     ("GET", "/v1/dead-letters"): False,
     ("POST", "/v1/dead-letters/{ref}/redrive"): True,

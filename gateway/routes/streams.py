@@ -1,0 +1,124 @@
+"""A workflow's streams as Server-Sent Events (decision 0062): ``GET
+/v1/workflows/{workflow_id}/streams/{stream}``. Each value is an event whose ``id`` is its offset
+on ``{ns}.streams``; a client that reconnects with ``Last-Event-ID`` (or ``?after=``) gets what
+came after it, nothing twice. The response ends with an ``end`` event when the workflow closes.
+
+The readers of one gateway share one Kafka consumer (``kadence.topics.stream_hub``): readers
+cost the engine nothing, and a thousand of them on one workflow cost Kafka one fetch."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from kadence.topics.describe import describe_to_json
+from kadence.topics.errors import SchemaError
+from kadence.topics.payload import PayloadConverter
+from kadence.topics.protocol import check_found, result_body
+from kadence.topics.stream_hub import follow_described
+from kadence.topics.streams import StreamEntry, check_stream
+
+from ..context import Gateway, principal
+from ..errors import ApiError
+from .params import READ, WorkflowIdPath
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1")
+
+#: a comment line this often keeps proxies from closing an idle stream
+KEEPALIVE_S = 15.0
+
+
+def _data(entry: StreamEntry, converter: PayloadConverter) -> str:
+    try:
+        value = converter.from_bytes(entry.value)
+    except SchemaError:
+        value = {"base64": base64.b64encode(entry.value or b"").decode()}
+    return json.dumps(
+        {
+            "stream": entry.stream,
+            "value": value,
+            "run_id": entry.run_id,
+            "activity_id": entry.activity_id,
+            "attempt": entry.attempt,
+            "time": datetime.fromtimestamp(entry.timestamp_ms / 1000, tz=UTC).isoformat(timespec="milliseconds"),
+        },
+        separators=(",", ":"),
+        default=str,
+    )
+
+
+def _after(last_event_id: str | None, after: int | None) -> int | None:
+    if last_event_id is None or not last_event_id.strip():
+        return after
+    try:
+        value = int(last_event_id)
+    except ValueError:
+        raise ApiError(400, "invalid_input", "Last-Event-ID must be an event's id", field="Last-Event-ID") from None
+    if value < -1:
+        raise ApiError(400, "invalid_input", "Last-Event-ID must be an event's id", field="Last-Event-ID")
+    return value
+
+
+@router.get(
+    "/workflows/{workflow_id}/streams/{stream}",
+    responses={**READ, 200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"}},
+    summary="Follow a workflow's stream (Server-Sent Events; resume with Last-Event-ID)",
+    response_class=StreamingResponse,
+)
+async def follow(
+    request: Request,
+    gw: Gateway,
+    workflow_id: WorkflowIdPath,
+    stream: str,
+    after: int | None = Query(None, ge=-1, description="resume after this event id (as Last-Event-ID)"),
+    last_event_id: str | None = Header(None, alias="Last-Event-ID", max_length=40),
+) -> StreamingResponse:
+    name = check_stream(stream)  # InvalidIdentifierError: 400
+    start = _after(last_event_id, after)
+    who = principal(request)
+    engine = await gw.pool.get(who.namespace)
+    reply = await engine.request(
+        workflow_id,
+        "AwaitWorkflowResult",
+        result_body(wait=False),
+        request_id=str(uuid.uuid4()),
+        timeout=gw.config.reply_timeout,
+    )
+    check_found(reply, workflow_id)  # WorkflowNotFoundError: 404, before the response starts
+    reader = follow_described(engine, describe_to_json(workflow_id, reply, gw.converter), stream=name, after=start)
+
+    async def events() -> AsyncIterator[str]:
+        if reader is None:  # closed without publishing anything
+            yield "event: end\ndata: {}\n\n"
+            return
+        it = reader.__aiter__()
+        try:
+            while True:
+                try:
+                    entry = await asyncio.wait_for(it.__anext__(), KEEPALIVE_S)
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
+                    continue
+                except StopAsyncIteration:
+                    return
+                if entry.end:
+                    yield f"id: {entry.offset}\nevent: end\ndata: {{}}\n\n"
+                    return
+                yield f"id: {entry.offset}\nevent: value\ndata: {_data(entry, gw.converter)}\n\n"
+        finally:
+            close = getattr(reader, "aclose", None)
+            if close is not None:
+                await close()
+
+    return StreamingResponse(
+        events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
