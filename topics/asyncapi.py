@@ -28,7 +28,7 @@ from .standalone_schemas import self_contained
 __all__ = ["CLIENT_RECORDS", "TOPICS", "TopicContract", "client_schemas", "document", "render", "self_contained"]
 
 #: the records a client in another language writes (Command) and reads (Reply, HistoryEvent)
-CLIENT_RECORDS = ("Command", "Reply", "HistoryEvent")
+CLIENT_RECORDS = ("Command", "Reply", "HistoryEvent", "StreamRecord")
 
 AVRO = "application/vnd.apache.avro;version=1.9.0"
 _DAY_MS = 24 * 3600 * 1000

@@ -143,3 +143,17 @@ def test_schedules_example_runs_backfills_triggers_and_describes(kafka_bootstrap
     runs = [line.split() for line in stdout.splitlines() if line.startswith("  ")]
     assert len(runs) == 7 and all(status == "completed" for _, _, status in runs), stdout
     assert len({wf for _, wf, _ in runs}) == 7  # one ID per time
+
+
+def test_streams_example_reads_the_accepted_attempt_once_and_resumes(kafka_bootstrap):
+    stdout = run_example("streams.py", kafka_bootstrap)
+    lines = [line.split(": ", 1)[1] for line in stdout.splitlines() if line.split(":")[0].isdigit()]
+    assert lines == [
+        "started",
+        "reading report.pdf (attempt 2)",
+        "thinking report.pdf (attempt 2)",
+        "writing report.pdf (attempt 2)",
+        "done",
+    ], stdout
+    assert "result: a summary of report.pdf" in stdout, stdout
+    assert "-> ['thinking report.pdf (attempt 2)', 'writing report.pdf (attempt 2)', 'done']" in stdout, stdout

@@ -497,3 +497,46 @@ def test_rate_admissions_over_the_max_in_a_window_or_code_before_the_admission()
     assert [v.message for v in checker.check_concurrency(exp, Observations(histories=early))] == [
         "workflow task (seq 3) before its admission at 500"
     ]
+
+
+def _stream_run():
+    from tests.faults.chaos.workflows import charge_values
+
+    def ev(seq, kind, **attrs):
+        return {"seq": seq, "attributes": (kind, attrs)}
+
+    events = [
+        ev(1, "WorkflowExecutionStarted", workflow_type="ChaosOrder"),
+        ev(2, "StreamRecordPublished", stream="progress"),
+        ev(3, "ActivityTaskScheduled", activity_id="1", activity_type="charge", input=conv.to_bytes([5])),
+        ev(4, "ActivityTaskCompleted", activity_id="1", attempt=2),
+        ev(5, "WorkflowExecutionCompleted"),
+    ]
+    from kadence.topics.streams import StreamEntry
+
+    def entry(offset, seq, value=None, activity_id=None, attempt=0, end=False):
+        data = None if end else conv.to_bytes(value)
+        return StreamEntry(offset, "w1", "r1", "" if end else "progress", data, activity_id, attempt, seq, 1, end)
+
+    entries = [entry(0, 2, "started")]
+    entries += [entry(1 + i, 4, v, "1", 2) for i, v in enumerate(charge_values(5, 2))]
+    entries.append(entry(9, 5, end=True))
+    return Observations(histories={("w1", "r1"): events}, streams=entries), entry, charge_values
+
+
+def test_stream_records_from_a_refused_attempt_twice_without_an_end_or_not_the_attempts_own():
+    obs, entry, values = _stream_run()
+    assert checker.check_streams(obs, values) == []
+    refused = copy.deepcopy(obs)  # a failed attempt's value reached the topic
+    refused.streams.insert(1, entry(1, 4, "charge 5 attempt 1 part 0/3", "1", 1))
+    assert any("did not accept it" in v.message for v in checker.check_streams(refused, values))
+    twice = copy.deepcopy(obs)  # the workflow's value written twice (a replayed task)
+    twice.streams.insert(1, entry(1, 2, "started"))
+    assert any("published 2 records" in v.message for v in checker.check_streams(twice, values))
+    endless = copy.deepcopy(obs)
+    endless.streams.pop()
+    assert any("without an end record" in v.message for v in checker.check_streams(endless, values))
+    short = copy.deepcopy(obs)  # one of the attempt's values lost
+    del short.streams[2]
+    assert any("charge attempt 2 left" in v.message for v in checker.check_streams(short, values))
+    assert all(v.invariant == "stream" and v.workflow_ids == ("w1",) for v in checker.check_streams(short, values))

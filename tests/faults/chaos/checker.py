@@ -29,6 +29,11 @@ The invariants (docs/fault-testing.md):
 9. ``pause``: in every run, ``WorkflowExecutionPaused`` and ``WorkflowExecutionUnpaused`` alternate
    (a pause first), each request at most once and only from a request the driver sent; while
    paused, no workflow task is scheduled, no timer fires and no activity times out.
+10. ``stream``: every record of {ns}.streams (read_committed) was accepted once, by the event it
+   names: a workflow's value by its ``StreamRecordPublished`` (each has exactly one record), an
+   activity's by the ``ActivityTaskCompleted`` of that attempt, whose values are exactly that
+   attempt's (never a failed or timed-out attempt's); one end record, last, for a run that
+   published and closed.
 8. ``verify``: ``kadence verify``'s state and reply checks (``test_chaos.py`` adds them): every
    workflow's latest state agrees with its history, and no accepted request is answered twice
    differently.
@@ -49,8 +54,10 @@ from kadence.connectors.verify import HistoryChecker
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.schedules import SCHEDULE_ID_PREFIX
+from kadence.topics.streams import StreamEntry
 
 from .concurrency_check import slot_violations
+from .workflows import charge_values
 
 __all__ = ["INVARIANTS", "Expectations", "Observations", "Violation", "assert_clean", "check", "summarize"]
 
@@ -68,6 +75,7 @@ INVARIANTS = (
     "cron",
     "schedule",
     "concurrency",
+    "stream",
 )
 _CLOSES = tuple(CLOSE_EVENTS)
 _ACTIVITY_RESULTS = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut", "ActivityTaskCanceled")
@@ -116,6 +124,8 @@ class Observations:
     ledger: list[str] = field(default_factory=list)
     #: (idempotency key, attempt) for every execution of an attempt by a worker
     attempts: list[tuple[str, int]] = field(default_factory=list)
+    #: the records of {ns}.streams, committed only, in offset order per partition
+    streams: list[StreamEntry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -580,6 +590,81 @@ def check_concurrency(exp: Expectations, obs: Observations) -> list[Violation]:
     ]
 
 
+def check_streams(obs: Observations, charge_values=None) -> list[Violation]:
+    """Every stream record was accepted once, by the event it names: a workflow's value by its
+    ``StreamRecordPublished`` (each of which has exactly one), an activity's by the
+    ``ActivityTaskCompleted`` of the same activity and attempt (whose values are exactly that
+    attempt's: ``charge_values(amount, attempt)`` for the chaos ``charge``), an end by the run's
+    close, once, after every other record of the workflow; no record of a run nobody ran."""
+    out: list[Violation] = []
+    by_run: dict[tuple[str, str], list[StreamEntry]] = collections.defaultdict(list)
+    for entry in obs.streams:
+        by_run[(entry.workflow_id, entry.run_id)].append(entry)
+    for (wf, run), entries in sorted(by_run.items()):
+        events = obs.histories.get((wf, run))
+        if events is None:
+            out.append(Violation("stream", f"{len(entries)} stream records of run {run}, which has no history", (wf,)))
+            continue
+        by_seq = {e["seq"]: e for e in events}
+        values = collections.defaultdict(list)
+        for entry in entries:
+            ev = by_seq.get(entry.history_seq)
+            kind = _kind(ev) if ev else None
+            if entry.end:
+                ok = kind in _CLOSES
+            elif entry.activity_id is None:
+                ok = kind == "StreamRecordPublished" and _attrs(ev)["stream"] == entry.stream
+            else:
+                a = _attrs(ev) if ev else {}
+                ok = kind == "ActivityTaskCompleted" and (a["activity_id"], a["attempt"]) == (
+                    entry.activity_id,
+                    entry.attempt,
+                )
+            if not ok:
+                out.append(
+                    Violation(
+                        "stream",
+                        f"a stream record at offset {entry.offset} names event {entry.history_seq} ({kind}) of run "
+                        f"{run}, which did not accept it (activity {entry.activity_id}, attempt {entry.attempt})",
+                        (wf,),
+                    )
+                )
+            values[entry.history_seq].append(entry)
+        for ev in events:
+            got = values.get(ev["seq"], [])
+            if _kind(ev) == "StreamRecordPublished" and len(got) != 1:
+                out.append(Violation("stream", f"event {ev['seq']} of run {run} published {len(got)} records", (wf,)))
+        ends = [e for e in entries if e.end]
+        if len(ends) > 1 or (ends and ends[0] is not entries[-1]):
+            out.append(Violation("stream", f"run {run}: {len(ends)} end records, the last not last", (wf,)))
+        if charge_values is not None:
+            out += _charge_streams(wf, run, events, values, charge_values)
+    for (wf, run), events in obs.histories.items():
+        closed = events and _kind(events[-1]) in ("WorkflowExecutionCompleted", "WorkflowExecutionFailed")
+        published = any(_kind(e) == "StreamRecordPublished" for e in events)
+        if closed and published and not any(e.end for e in by_run.get((wf, run), ())):
+            out.append(Violation("stream", f"run {run} published and closed without an end record", (wf,)))
+    return out
+
+
+def _charge_streams(wf: str, run: str, events: list[dict], values: dict, charge_values) -> list[Violation]:
+    """The chaos ``charge``'s accepted attempt published exactly its own values."""
+    out = []
+    scheduled = {_attrs(e)["activity_id"]: _attrs(e) for e in events if _kind(e) == "ActivityTaskScheduled"}
+    for ev in events:
+        if _kind(ev) != "ActivityTaskCompleted":
+            continue
+        a = _attrs(ev)
+        s = scheduled.get(a["activity_id"])
+        if s is None or s["activity_type"] != "charge":
+            continue
+        amount = _conv.from_bytes(s["input"])[0]
+        got = [_conv.from_bytes(e.value) for e in values.get(ev["seq"], [])]
+        if got != charge_values(amount, a["attempt"]):
+            out.append(Violation("stream", f"run {run}: charge attempt {a['attempt']} left {got} on the stream", (wf,)))
+    return out
+
+
 def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Violation]:
     """Every violation, in the order of ``INVARIANTS``."""
     gaps = _engine_gaps(obs)  # the history and timer checks share one pass over the histories
@@ -596,6 +681,7 @@ def check(exp: Expectations, obs: Observations, replayer: Replayer) -> list[Viol
         *check_crons(exp, obs),
         *check_schedules(exp, obs),
         *check_concurrency(exp, obs),
+        *check_streams(obs, charge_values),
     ]
 
 

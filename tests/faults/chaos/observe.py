@@ -11,6 +11,7 @@ from confluent_kafka import KafkaException
 
 from kadence import BrokerUnavailableError
 from kadence.topics import Catalogue, KafkaConfig
+from kadence.topics.streams import entry_from_record
 from tests.integration.invariants import histories, read_topic
 
 from .checker import Observations
@@ -48,7 +49,12 @@ def observe(config: KafkaConfig, redis_url: str, prefix: str) -> Observations:
         r.close()
     topics = Catalogue(config)
     dead = [v for _k, v, _p, _o in until_read("dead letters", lambda: read_topic(config, topics.dlq, "DeadLetter"))]
+    streams = [
+        entry_from_record(offset, value)
+        for _k, value, _p, offset in until_read("streams", lambda: read_topic(config, topics.streams, "StreamRecord"))
+    ]
     return Observations(
+        streams=streams,
         histories=dict(until_read("histories", lambda: histories(config))),
         dead_letters=dead,
         ledger=ledger,

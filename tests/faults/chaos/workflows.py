@@ -63,8 +63,20 @@ def reserve(n: int) -> int:
     return n + 1
 
 
+#: what each attempt of ``charge`` publishes on its workflow's stream (decision 0062): only the
+#: accepted attempt's values may be on {ns}.streams, each once (``checker.check_streams``)
+CHARGE_PUBLISHES = 3
+STREAM = "progress"
+
+
+def charge_values(amount: int, attempt: int) -> list[str]:
+    return [f"charge {amount} attempt {attempt} part {i}/{CHARGE_PUBLISHES}" for i in range(CHARGE_PUBLISHES)]
+
+
 @activity.defn
 def charge(amount: int) -> int:
+    for value in charge_values(amount, activity.info().attempt):
+        activity.publish(STREAM, value)
     _record(f"charge {amount}")
     return 2 * amount
 
@@ -189,8 +201,9 @@ class ChaosChild:
 
 @workflow.defn
 class ChaosOrder:
-    """reserve, charge, label (a local activity), [timer], [wait for the 'approve' signal], [wait
-    for the 'bump' update], [child], ship."""
+    """reserve, charge (which publishes on the stream), label (a local activity), [timer], [wait
+    for the 'approve' signal], [wait for the 'bump' update], [child], ship; the run publishes
+    on the stream at its start and before it returns."""
 
     def __init__(self) -> None:
         self.approval: str | None = None
@@ -212,6 +225,7 @@ class ChaosOrder:
 
     @workflow.run
     async def run(self, n: int) -> dict:
+        workflow.publish(STREAM, f"order {n} started")
         a = await _act(reserve, n)
         b = await _act(charge, a, charge_limits(n))
         tag = await workflow.execute_local_activity(label, b)
@@ -225,6 +239,7 @@ class ChaosOrder:
             await workflow.wait_condition(lambda: self.bump_result is not None)
         child = await workflow.execute_child_workflow(ChaosChild, n) if has_child(n) else None
         shipped = await _act(ship, b, priority=ship_priority(n))
+        workflow.publish(STREAM, f"order {n} shipped {shipped}")
         return {
             "n": n,
             "shipped": shipped,
