@@ -40,6 +40,7 @@ from .scenarios import (
     restore_scale,
     scale,
     schedules,
+    streams,
     throughput,
     timers,
     tracing,
@@ -75,6 +76,7 @@ SCENARIOS = {
     "concurrency": concurrency.run,
     "fairness": fairness.run,
     "schedules": schedules.run,
+    "streams": streams.run,
 }
 
 

@@ -245,7 +245,26 @@ class Scheduled:
         return None
 
 
+@activity.defn
+async def stream_tick(i: int) -> int:
+    """Publishes its number and the wall-clock time of the publish (``streams`` scenario)."""
+    activity.publish("ticks", {"i": i, "at_ms": time.time() * 1000})
+    return i
+
+
+@workflow.defn
+class Streamer:
+    """``n`` activities one after the other, each publishing one value (``streams`` scenario)."""
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for i in range(n):
+            await workflow.execute_activity(stream_tick, i, start_to_close_timeout=T)
+        return n
+
+
 WORKFLOWS = [
+    Streamer,
     Scheduled,
     HotCounter,
     SignalSink,
@@ -259,4 +278,4 @@ WORKFLOWS = [
     ThreeDict,
     LongHistory,
 ]
-ACTIVITIES = [noop, timed, step_typed, step_dict]
+ACTIVITIES = [noop, timed, step_typed, step_dict, stream_tick]

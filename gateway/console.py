@@ -20,7 +20,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from . import console_operations, console_queues, console_schedules, console_sign_in, console_workflows
+from . import console_operations, console_queues, console_schedules, console_sign_in, console_streams, console_workflows
 from .console_kit import ConsoleKit
 from .console_timeline import timeline
 from .guard import Guard
@@ -35,7 +35,15 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
     kit = ConsoleKit(app, guard, auth)
     app.state.console_kit = kit
     # the order matters where paths overlap: a workflow's timeline before the workflow itself
-    for module in (console_sign_in, console_workflows, console_operations, console_queues, console_schedules):
+    # (a stream's pages before the workflow's own, whose path takes everything after /workflows/)
+    for module in (
+        console_sign_in,
+        console_streams,
+        console_workflows,
+        console_operations,
+        console_queues,
+        console_schedules,
+    ):
         app.include_router(module.router, prefix="/ui", include_in_schema=False)
     app.mount("/ui/static", StaticFiles(directory=_HERE / "static"), name="console-static")
     app.state.console_api = kit.api

@@ -231,7 +231,7 @@ class StreamHub:
                 raise BrokerUnavailableError(f"topic {self.topic} cannot be read: {meta and meta.error}")
             self._partitions = len(meta.partitions)
         except (KafkaException, KadenceError) as exc:
-            self._fail_all(exc if isinstance(exc, KadenceError) else BrokerUnavailableError(str(exc)))
+            self._stopped(exc if isinstance(exc, KadenceError) else BrokerUnavailableError(str(exc)))
             return
         try:
             while not self._closed.is_set():
@@ -242,11 +242,32 @@ class StreamHub:
                     continue
                 for msg in self._consumer.consume(500, timeout=0.05):
                     self._hand_out(msg)
+        except KafkaException as exc:  # the consumer itself failed: its readers hear of it
+            log.error("the stream reader of %s failed: %s", self.topic, exc)
         finally:
-            self._fail_all(KadenceError("the stream reader was closed"))
-            self._consumer.close()
-            if self._lookup is not None:
-                self._lookup.close()
+            self._stopped()
+
+    def _stopped(self, exc: BaseException | None = None) -> None:
+        """The thread ends: its readers fail (a client reconnects and resumes after its last
+        event), and the next ``follow`` starts a new thread with new consumers. The requests
+        still queued are failed and the thread forgotten under one lock, so that a ``follow``
+        either is failed here or starts the next thread, never waits for this one."""
+        exc = exc or BrokerUnavailableError(f"the stream reader of {self.topic} stopped; resume after the last event")
+        for readers in self._readers.values():
+            for reader in readers:
+                reader.fail(exc)
+        self._readers.clear()
+        self._next.clear()
+        for consumer in (self._consumer, self._lookup):
+            if consumer is not None:
+                consumer.close()
+        self._consumer = self._lookup = None
+        with self._lock:
+            pending = [r for kind, r, _ in self._requests if kind == "join"]
+            self._requests.clear()
+            self._thread = None
+        for reader in pending:
+            reader.fail(exc)
 
     def _take_requests(self) -> None:
         while True:
@@ -351,13 +372,3 @@ class StreamHub:
                 return
             if not reader.offer(entry):
                 self._drop(reader)
-
-    def _fail_all(self, exc: BaseException) -> None:
-        for readers in self._readers.values():
-            for reader in readers:
-                reader.fail(exc)
-        with self._lock:
-            pending = [r for kind, r, _ in self._requests if kind == "join"]
-            self._requests.clear()
-        for reader in pending:
-            reader.fail(exc)

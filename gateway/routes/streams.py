@@ -25,11 +25,12 @@ from kadence.topics.protocol import check_found, result_body
 from kadence.topics.stream_hub import follow_described
 from kadence.topics.streams import StreamEntry, check_stream
 
-from ..context import Gateway, principal
+from ..context import Gateway, GatewayContext, principal
 from ..errors import ApiError
+from ..guard import Principal
 from .params import READ, WorkflowIdPath
 
-__all__ = ["router"]
+__all__ = ["router", "stream_events"]
 
 router = APIRouter(prefix="/v1")
 
@@ -83,8 +84,14 @@ async def follow(
     last_event_id: str | None = Header(None, alias="Last-Event-ID", max_length=40),
 ) -> StreamingResponse:
     name = check_stream(stream)  # InvalidIdentifierError: 400
-    start = _after(last_event_id, after)
-    who = principal(request)
+    return await stream_events(gw, principal(request), workflow_id, name, _after(last_event_id, after))
+
+
+async def stream_events(
+    gw: GatewayContext, who: Principal, workflow_id: str, name: str, start: int | None
+) -> StreamingResponse:
+    """The Server-Sent Events of ``workflow_id``'s stream ``name`` after event ``start`` (None:
+    from its current run's start), for ``who`` (the API's route, the console's live view)."""
     engine = await gw.pool.get(who.namespace)
     reply = await engine.request(
         workflow_id,

@@ -67,3 +67,39 @@
 
   var timer = window.setInterval(poll, 1000);
 })();
+
+// follow a workflow's stream live (the stream page): one row per value, until the end event
+(function () {
+  "use strict";
+  var body = document.getElementById("stream");
+  if (!body || !window.EventSource) {
+    return;
+  }
+  var state = document.getElementById("stream-state");
+  var source = new EventSource(body.getAttribute("data-src"));
+  function cell(row, text) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    row.appendChild(td);
+  }
+  source.addEventListener("value", function (ev) {
+    var data = JSON.parse(ev.data);
+    var row = document.createElement("tr");
+    cell(row, ev.lastEventId);
+    cell(row, data.time);
+    cell(row, data.activity_id ? "activity " + data.activity_id + " attempt " + data.attempt : "workflow");
+    cell(row, JSON.stringify(data.value));
+    body.appendChild(row);
+  });
+  source.addEventListener("end", function () {
+    source.close();
+    state.textContent = "the workflow closed: the stream is complete";
+    state.setAttribute("data-ended", "yes");
+  });
+  source.onerror = function () {
+    // EventSource reconnects by itself with Last-Event-ID; say so while it does
+    if (source.readyState === EventSource.CONNECTING) {
+      state.textContent = "reconnecting...";
+    }
+  };
+})();

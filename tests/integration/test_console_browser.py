@@ -440,3 +440,60 @@ async def test_the_schedules_pages_in_a_browser(gateway_url, api_key, gw_config,
 async def _ran(handle) -> bool:
     state = (await handle.describe()).state
     return state.actions == 1 and not state.running
+
+
+@activity.defn
+async def console_steps(n: int) -> int:
+    for i in range(n):
+        activity.publish("progress", {"step": i})
+    return n
+
+
+@workflow.defn
+class ConsoleNarrator:
+    def __init__(self) -> None:
+        self.go = False
+
+    @workflow.signal
+    def begin(self) -> None:
+        self.go = True
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        workflow.publish("progress", "waiting")
+        await workflow.wait_condition(lambda: self.go)
+        await workflow.execute_activity(console_steps, n, start_to_close_timeout=timedelta(seconds=30))
+        workflow.publish("progress", "done")
+        return n
+
+
+async def test_a_workflows_stream_live_in_a_browser(gateway_url, api_key, gw_config):
+    tag = uuid.uuid4().hex[:6]
+    wid = f"narrate-{tag}"
+    client = await Client.connect(config=gw_config)
+    try:
+        async with Worker(client, task_queue=f"narrate-{tag}", workflows=[ConsoleNarrator], activities=[console_steps]):
+            handle = await client.start_workflow(ConsoleNarrator, 3, id=wid, task_queue=f"narrate-{tag}")
+            async with async_playwright() as pw:
+                browser = await pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+                try:
+                    page = await browser.new_page(viewport={"width": 1400, "height": 900})
+                    await _sign_in(page, gateway_url, api_key)
+                    await page.goto(f"{gateway_url}/ui/workflows/{wid}")
+                    await page.locator("#streams-link").click()
+                    await page.locator("input[name=name]").fill("progress")
+                    await page.locator("button:has-text('Follow')").click()
+                    rows = page.locator("#stream tr")
+                    await expect(rows).to_have_count(1)  # live: the value published so far
+                    await expect(rows.nth(0)).to_contain_text('"waiting"')
+                    await handle.signal(ConsoleNarrator.begin)
+                    await expect(rows).to_have_count(5)  # the rest as they are accepted
+                    await expect(rows.nth(1)).to_contain_text("activity 1 attempt 1")
+                    await expect(rows.nth(3)).to_contain_text('{"step":2}')
+                    await expect(rows.nth(4)).to_contain_text('"done"')
+                    await expect(page.locator("#stream-state")).to_have_attribute("data-ended", "yes")
+                    await _shot(page, "stream")
+                finally:
+                    await browser.close()
+    finally:
+        await client.close()

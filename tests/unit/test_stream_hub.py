@@ -51,3 +51,25 @@ def test_a_reader_from_a_time_misses_nothing_written_during_the_lookup():
     hub._lookup = _Lookups()  # type: ignore[assignment]
     # (the time first, then the end, answered 9: the reader skipped offsets 6-8)
     assert hub._offset_at(0, 1_000) == 6
+
+
+async def test_a_stopped_hub_fails_its_readers_and_the_next_follow_starts_afresh():
+    from kadence import BrokerUnavailableError
+
+    hub = StreamHub(KafkaConfig(bootstrap="unused:1", namespace="t"), "t.streams")
+    loop = asyncio.get_running_loop()
+    live = StreamReader(hub, "w", None, 0, lambda _e: True, loop)
+    waiting = StreamReader(hub, "v", None, 0, lambda _e: True, loop)
+    hub._readers[0] = [live]
+    hub._next[0] = 5
+    hub._requests.append(("join", waiting, None))
+    hub._thread = object()  # type: ignore[assignment]
+    hub._stopped()
+    for reader in (live, waiting):  # neither waits for a thread that is gone
+        try:
+            await reader.__anext__()
+        except BrokerUnavailableError as exc:
+            assert "resume after the last event" in str(exc)
+        else:
+            raise AssertionError("the reader was not told")
+    assert hub._thread is None and not hub._readers and not hub._next and not hub._requests
