@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from .config import KafkaConfig
 from .errors import BrokerUnavailableError, KadenceError
+from .polling import poll_ready
 from .scan import RangeReader
 from .streams import StreamEntry, entry_of, stream_partition
 
@@ -240,7 +241,9 @@ class StreamHub:
                     self._wake.wait(0.5)
                     self._wake.clear()
                     continue
-                for msg in self._consumer.consume(500, timeout=0.05):
+                # (consume(500, 0.05) waited for 500 records or the whole 50 ms: the bench's
+                # accepted-to-SSE p50 was 33 ms with one reader)
+                for msg in poll_ready(self._consumer, 500, 0.05):
                     self._hand_out(msg)
         except KafkaException as exc:  # the consumer itself failed: its readers hear of it
             log.error("the stream reader of %s failed: %s", self.topic, exc)

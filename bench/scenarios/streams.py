@@ -2,7 +2,7 @@
 readers at light load.
 
 One engine (a processor, a worker subprocess) and a ``kadence gateway`` subprocess. A workflow
-(``bench.workloads.Streamer``) runs ``KADENCE_BENCH_STREAM_VALUES`` activities (default 200) one
+(``bench.workloads.Streamer``) runs ``KADENCE_BENCH_STREAM_VALUES`` activities (default 1,000) one
 after the other, each publishing one value that carries the wall-clock time of its publish; the
 value reaches the stream with the activity's accepted result. Measured at each reader, per
 value: *publish to SSE* (receipt minus the publish time: the activity's completion, the
@@ -69,7 +69,7 @@ async def _round(eng, http: httpx.AsyncClient, readers: int, values: int, tag: s
 
 
 async def run(ctx: Context) -> dict:
-    values = int(os.environ.get("KADENCE_BENCH_STREAM_VALUES", "200"))
+    values = int(os.environ.get("KADENCE_BENCH_STREAM_VALUES", "1000"))
     many = int(os.environ.get("KADENCE_BENCH_STREAM_READERS", "100"))
     task = ctx.task("streams")
     async with engine(ctx, "streams", timers=False, workers=1) as eng:

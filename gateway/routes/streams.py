@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -36,6 +37,27 @@ router = APIRouter(prefix="/v1")
 
 #: a comment line this often keeps proxies from closing an idle stream
 KEEPALIVE_S = 15.0
+
+
+class _Rendered:
+    """The ``data:`` of recent entries, made once for every reader of them (a gateway's readers of
+    one workflow get the same entries from its hub)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._done: collections.OrderedDict[tuple[str, int], str] = collections.OrderedDict()
+
+    def __call__(self, entry: StreamEntry, converter: PayloadConverter) -> str:
+        key = (entry.workflow_id, entry.offset)
+        text = self._done.get(key)
+        if text is None:
+            text = self._done[key] = _data(entry, converter)
+            if len(self._done) > self._size:
+                self._done.popitem(last=False)
+        return text
+
+
+_rendered = _Rendered()
 
 
 def _data(entry: StreamEntry, converter: PayloadConverter) -> str:
@@ -120,7 +142,7 @@ async def stream_events(
                 if entry.end:
                     yield f"id: {entry.offset}\nevent: end\ndata: {{}}\n\n"
                     return
-                yield f"id: {entry.offset}\nevent: value\ndata: {_data(entry, gw.converter)}\n\n"
+                yield f"id: {entry.offset}\nevent: value\ndata: {_rendered(entry, gw.converter)}\n\n"
         finally:
             close = getattr(reader, "aclose", None)
             if close is not None:
