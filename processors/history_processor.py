@@ -9,7 +9,6 @@ consumer rewinds to the committed offsets.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import os
@@ -253,13 +252,8 @@ class HistoryProcessor:
 
     def _check_topics(self) -> None:
         have = self.topics.require(self.topics.processor_topics())
-        made_before = [  # a namespace made before concurrency limits or streams
-            dataclasses.replace(spec, partitions=have[self.topics.commands])
-            for spec in (self.topics.concurrency_spec(), self.topics.streams_spec())
-            if spec.name not in have
-        ]
-        if made_before:
-            self.topics.apply(made_before)
+        if late := self.topics.late_specs(have):  # a namespace made before concurrency limits or streams
+            self.topics.apply(late)
         self._outputs.stream_partitions = have.get(self.topics.streams) or have[self.topics.commands]
         self._outputs.reply_partition = reply_partition(self.config.instance_id, have[self.topics.replies])
         self._command_partitions = self._inline.partitions = have[self.topics.commands]

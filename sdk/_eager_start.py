@@ -86,7 +86,7 @@ async def run_first_task(
         log.debug("workflow %s run %s: eager first task not run: %s", workflow_id, run_id, exc)
         inst.discard()
         return None
-    inst.eager_token = token  # kept only if the engine records the task (Worker._on_workflow_task)
+    inst.eager_token = token  # kept only if the engine records the task (WorkflowTasks.on_task)
     worker._keep(workflow_id, inst)
     worker.stats["eager_starts"] += 1
     return cast(

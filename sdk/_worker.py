@@ -17,18 +17,16 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 from confluent_kafka import Message
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 from kadence.schemas.records import ActivityTask, EagerWorkflowTask, StartWorkflow, WorkflowTask
-from kadence.topics import serde
 from kadence.topics.broker_wait import until_broker_answers
 from kadence.topics.builds import promote_build, validate_build_id
 from kadence.topics.codec_metrics import register_codec_metrics
@@ -36,12 +34,9 @@ from kadence.topics.errors import (
     BrokerUnavailableError,
     ConfigError,
     DefinitionError,
-    KadenceError,
-    SchemaError,
     WorkerCrashedError,
 )
 from kadence.topics.identifiers import check_task_queue
-from kadence.topics.log_context import reset_log_fields, set_log_fields
 from kadence.topics.priority import LANE_WEIGHTS
 from kadence.topics.records import new_id, now_ms
 from kadence.topics.tracing import Tracer, record_ref
@@ -49,18 +44,17 @@ from kadence.topics.tracing import Tracer, record_ref
 from ._activity_runner import ActivityRunner
 from ._activity_tasks import ActivityTasks
 from ._client import Client
-from ._definitions import WorkflowDefinition, failure_types, registrations
+from ._definitions import failure_types, registrations
 from ._eager_activities import EagerActivities
 from ._eager_start import run_first_task
-from ._instance import HistoryGapError, WorkflowInfo, WorkflowInstance, task_failure_cause
-from ._local_activities import run_local_activities, worker_local_activity
+from ._instance import WorkflowInstance
 from ._loop import install_guard
 from ._query_tasks import QueryTasks
 from ._reporter import ActivityReporter
 from ._slots import Slots
 from ._task_consumer import TaskConsumer
-from ._task_history import with_events_from_topic
 from ._worker_metrics import NO_METRICS, WorkerMetrics
+from ._workflow_tasks import WorkflowTasks
 from .interceptors import Interceptor
 
 __all__ = ["Worker"]
@@ -199,6 +193,7 @@ class Worker:
         )
         #: each activity attempt, run and reported (``_activity_tasks``)
         self._activity_tasks = ActivityTasks(self)
+        self._workflow_tasks = WorkflowTasks(self)
         #: queries and update validations (``_query_tasks``)
         self._queries = QueryTasks(self)
         #: max_concurrent_activities, taken by the activity-task consumer and eager activities alike
@@ -281,7 +276,7 @@ class Worker:
             lanes = {
                 t: float(LANE_WEIGHTS[level]) for level, t in topics.workflow_lanes(self.task_queue, self.build_id)
             }
-            self._wt_consumer = TaskConsumer(self, wt_topic, wt_group, self._on_workflow_task, 1000, lanes=lanes)
+            self._wt_consumer = TaskConsumer(self, wt_topic, wt_group, self._workflow_tasks.on_task, 1000, lanes=lanes)
             self._consumers.append(self._wt_consumer)
         if self._activities and not await self._activity_tasks.start_consumer(topics):
             self._activity_runner.close_unstarted()
@@ -420,207 +415,6 @@ class Worker:
         assert self._at_consumer is not None, "the worker has no activity-task consumer"
         return self._at_consumer
 
-    def _on_workflow_task(self, msg: Message) -> None:
-        try:
-            task = cast(WorkflowTask, serde.decode("WorkflowTask", msg.value()))
-        except SchemaError as exc:
-            log.error("undecodable workflow task at %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
-            self._live_wt_consumer.done(msg)
-            return
-        if task.get("history_in_topic"):
-            # the engine sent the task without its events (too large for one record)
-            t = asyncio.get_running_loop().create_task(self._with_history_from_topic(task, msg))
-            self._running.add(t)
-            t.add_done_callback(self._running.discard)
-            return
-        self._run_workflow_task(task, msg)
-
-    async def _with_history_from_topic(self, task: WorkflowTask, msg: Message) -> None:
-        """A task the engine sent without its events: read them (``_task_history``), then run it."""
-        try:
-            task = await with_events_from_topic(self.client.engine, task, self._cache.get(task["workflow_id"]))
-        except Exception as exc:  # noqa: BLE001 - the task fails (the engine retries it later), the query is answered so
-            log.warning(
-                "workflow %s run %s: history of a task not readable: %s", task["workflow_id"], task["run_id"], exc
-            )
-            if task["query"] is not None:
-                self._queries.answer(task, msg, unreadable=exc)
-            else:
-                self._fail_task(task, msg, "worker_error", exc)
-            return
-        self.stats["tasks_read_from_history"] += 1
-        self._run_workflow_task(task, msg)
-
-    def _run_workflow_task(self, task: WorkflowTask, msg: Message) -> None:
-        fields = set_log_fields(task["workflow_id"], task["run_id"], msg.partition(), task.get("trace_id"))
-        try:
-            parent = record_ref(task)
-            if parent is None:
-                self._workflow_task(task, msg)
-            else:  # traced: what the task sends continues from its span (``topics.tracing``)
-                with self._tracer.child(
-                    f"kadence.workflow_task {task['workflow_type']}", parent, self._span_attributes(task)
-                ) as ref:
-                    task["span_id"] = ref[1]
-                    self._workflow_task(task, msg)
-        except Exception:
-            log.exception("workflow task of %s failed in the worker", task["workflow_id"])
-            self._live_wt_consumer.done(msg)
-        finally:
-            reset_log_fields(fields)
-
-    def _workflow_task(self, task: WorkflowTask, msg: Message) -> None:
-        if task["query"] is not None:
-            self._queries.take(task, msg)
-            return
-        seq = task["scheduled_seq"]
-        consumer = self._live_wt_consumer
-        defn = self._workflows.get(task["workflow_type"])
-        if defn is None:
-            self.metrics.workflow_task(task["workflow_type"], "failed")
-            self._fail_task(
-                task,
-                msg,
-                "unknown_workflow_type",
-                KadenceError(
-                    f"workflow type {task['workflow_type']!r} is not registered on worker {self.identity} "
-                    f"(task queue {self.task_queue})"
-                ),
-            )
-            return
-        inst = self._instance_for(task, msg, defn, consumer)
-        if inst is None:
-            return
-        began = time.perf_counter()
-        try:
-            commands = inst.apply(task["events"], seq)
-            if inst.last_seq != seq:
-                raise HistoryGapError(f"task ends at event {inst.last_seq}, expected {seq}")
-        except HistoryGapError:
-            inst.discard()
-            self._request_history(task, msg, defn, consumer)
-            return
-        except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
-            self._code_failed(task, msg, inst, defn, began, exc)
-            return
-        if inst.pending_local_activities():
-            # run them, then complete the task (the instance stays out of the cache meanwhile:
-            # no eager task or other task of this workflow uses it half-way)
-            t = asyncio.get_running_loop().create_task(self._with_local_activities(task, msg, inst, defn, began))
-            self._running.add(t)
-            t.add_done_callback(self._running.discard)
-            return
-        self._complete_workflow_task(task, msg, inst, defn, began, commands)
-
-    def _instance_for(
-        self, task: WorkflowTask, msg: Message, defn: WorkflowDefinition, consumer: TaskConsumer
-    ) -> WorkflowInstance | None:
-        """The instance to apply ``task`` to: the cached one if it is this run's and up to the
-        task, a new one for a full history; None when the task is answered here instead (a stale
-        one, or a partial one with nothing cached: its history is asked for)."""
-        wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
-        inst = self._cache.pop(wf, None)
-        if inst is not None and inst.info.run_id != run_id:
-            inst.discard()
-            inst = None
-        if inst is not None and inst.eager_token is not None:
-            # it ran an eager workflow task: usable only if the engine recorded it, which this
-            # task's first event says (else the instance ran ahead on a history that did not happen)
-            if task["full_history"] or not task["events"] or not inst.confirm_eager(task["events"][0]):
-                self.stats["eager_discarded"] += 1
-                inst.discard()
-                inst = None
-        if inst is not None and inst.last_seq >= seq:
-            self._cache[wf] = inst  # a redelivered task we already answered
-            self.stats["stale_tasks"] += 1
-            self.metrics.workflow_task(defn.name, "stale")
-            consumer.done(msg)
-            return None
-        if task["full_history"]:
-            if inst is not None:
-                inst.discard()
-            return WorkflowInstance(
-                defn,
-                WorkflowInfo(wf, run_id, task["workflow_type"], task["task_queue"], task["attempt"]),
-                self.client.converter,
-                self.interceptors,
-                self._failure_types,
-            )
-        if inst is None:
-            self._request_history(task, msg, defn, consumer)
-        return inst
-
-    def _request_history(
-        self, task: WorkflowTask, msg: Message, defn: WorkflowDefinition, consumer: TaskConsumer
-    ) -> None:
-        """Ask the engine for the run's whole history (the task will come again with it)."""
-        self.stats["history_requests"] += 1
-        self.metrics.workflow_task(defn.name, "history_requested")
-        self._send(
-            task,
-            "RequestWorkflowHistory",
-            {"scheduled_seq": task["scheduled_seq"], "identity": self.identity, "build_id": self.build_id},
-            msg,
-            consumer,
-        )
-
-    def _code_failed(
-        self,
-        task: WorkflowTask,
-        msg: Message,
-        inst: WorkflowInstance,
-        defn: WorkflowDefinition,
-        began: float,
-        exc: Exception,
-    ) -> None:
-        """The workflow's code (or the SDK running it) raised while running a task: drop the
-        instance and fail the task with the cause (call from the ``except`` block)."""
-        inst.discard()
-        cause = task_failure_cause(exc)
-        if cause in ("worker_error", "workflow_error"):
-            self.metrics.workflow_task(defn.name, "failed", time.perf_counter() - began)
-            log.exception(
-                "workflow %s run %s: workflow task attempt %d failed (%s); the run stays open until fixed code runs it",
-                task["workflow_id"],
-                task["run_id"],
-                task["attempt"],
-                type(exc).__name__,
-            )
-        else:
-            self.stats["non_determinism"] += 1
-            self.metrics.workflow_task(defn.name, "non_determinism", time.perf_counter() - began)
-            log.error("workflow %s run %s: %s", task["workflow_id"], task["run_id"], exc)
-        self._fail_task(task, msg, cause, exc)
-
-    def _complete_workflow_task(
-        self,
-        task: WorkflowTask,
-        msg: Message,
-        inst: WorkflowInstance,
-        defn: WorkflowDefinition,
-        began: float,
-        commands: list[Any],
-    ) -> None:
-        wf = task["workflow_id"]
-        self.stats["workflow_tasks"] += 1
-        self.metrics.workflow_task(defn.name, "completed", time.perf_counter() - began)
-        request_id = new_id()
-        commands = self._eager_activities.ask(wf, request_id, commands)
-        self._send(
-            task,
-            "RespondWorkflowTaskCompleted",
-            {
-                "scheduled_seq": task["scheduled_seq"],
-                "commands": commands,
-                "identity": self.identity,
-                "build_id": self.build_id,
-            },
-            msg,
-            self._live_wt_consumer,
-            request_id,
-        )
-        self._keep(wf, inst)
-
     def _keep(self, workflow_id: str, inst: WorkflowInstance) -> None:
         """Cache the instance for the workflow's next task (a closed one is dropped)."""
         if inst.closed:
@@ -659,42 +453,6 @@ class Worker:
         if inst is not None and inst.info.run_id == run_id and inst.eager_token is not None:
             self._forget(workflow_id)
             self.stats["eager_discarded"] += 1
-
-    # -- local activities (decision 0043) --------------------------------------------------------
-
-    async def _with_local_activities(
-        self, task: WorkflowTask, msg: Message, inst: WorkflowInstance, defn: WorkflowDefinition, began: float
-    ) -> None:
-        """Run the local activities the workflow waits for, let it go on, and again, until it
-        waits for something else; then complete the workflow task with their markers."""
-        wf, run_id = task["workflow_id"], task["run_id"]
-        fields = set_log_fields(wf, run_id, msg.partition(), task.get("trace_id"))
-        try:
-            await run_local_activities(inst, lambda call: worker_local_activity(self, task, call, inst.info.headers))
-        except asyncio.CancelledError:
-            inst.discard()  # worker stopping: the task is redelivered and runs them again
-            raise
-        except Exception as exc:  # noqa: BLE001 - an SDK or loop error fails the task, not the worker
-            self._code_failed(task, msg, inst, defn, began, exc)
-            return
-        finally:
-            reset_log_fields(fields)
-        self._complete_workflow_task(task, msg, inst, defn, began, inst.commands())
-
-    def _fail_task(self, task: WorkflowTask, msg: Message, cause: str, exc: BaseException) -> None:
-        self._send(
-            task,
-            "RespondWorkflowTaskFailed",
-            {
-                "scheduled_seq": task["scheduled_seq"],
-                "cause": cause,
-                "failure": self.client.converter.failure(exc),
-                "identity": self.identity,
-                "build_id": self.build_id,
-            },
-            msg,
-            self._live_wt_consumer,
-        )
 
     def _span_attributes(self, task: WorkflowTask | ActivityTask) -> dict[str, Any]:
         # few attributes: each costs ~10 us a span in the SDK and its exporter (docs/performance.md)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -155,6 +155,15 @@ class Catalogue:
 
     def streams_spec(self) -> TopicSpec:
         return next(s for s in self.core_specs() if s.name == self.streams)
+
+    def late_specs(self, have: dict[str, int]) -> list[TopicSpec]:
+        """The topics a processor creates when its namespace (``have``: ``existing()``) was made
+        before them: the concurrency limits' and the streams', partitioned as the commands."""
+        return [
+            replace(spec, partitions=have[self.commands])
+            for spec in (self.concurrency_spec(), self.streams_spec())
+            if spec.name not in have
+        ]
 
     def queue_specs(self, queue: str) -> list[TopicSpec]:
         p = self.config.partitions

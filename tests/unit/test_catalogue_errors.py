@@ -59,3 +59,13 @@ def test_a_create_the_broker_refused_is_a_topic_error(monkeypatch, code):
     with pytest.raises(TopicError, match="cannot create topic n.x") as info:
         _catalogue(monkeypatch, KafkaError(code)).apply([TopicSpec("n.x", 1)])
     assert not isinstance(info.value, BrokerUnavailableError)
+
+
+def test_a_namespace_made_before_concurrency_limits_and_streams_gets_them_partitioned_as_its_commands():
+    from kadence.topics import Catalogue, KafkaConfig
+
+    cat = Catalogue(KafkaConfig(bootstrap="unused:1", namespace="old", partitions=4))
+    older = {cat.commands: 12, cat.history: 12, cat.state: 12}
+    assert [(s.name, s.partitions) for s in cat.late_specs(older)] == [("old.concurrency", 12), ("old.streams", 12)]
+    assert [s.name for s in cat.late_specs({**older, cat.concurrency: 12})] == ["old.streams"]
+    assert cat.late_specs({**older, cat.concurrency: 12, cat.streams: 3}) == []  # as it is, whatever its count
