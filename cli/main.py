@@ -24,6 +24,7 @@ LAZY = {
     "timers": "engine:timers",
     "start": "workflows:start",
     "history": "workflows:history",
+    "stream": "streams:stream",
     "signal": "workflows:signal_cmd",
     "query": "workflows:query",
     "cancel": "workflows:cancel",
@@ -54,7 +55,20 @@ LAZY = {
 
 #: the commands that go to the HTTP gateway when KADENCE_GATEWAY_URL is set (``over_http``)
 OVER_HTTP = frozenset(
-    {"start", "history", "signal", "query", "cancel", "terminate", "pause", "unpause", "describe", "reset", "list"}
+    {
+        "start",
+        "history",
+        "stream",
+        "signal",
+        "query",
+        "cancel",
+        "terminate",
+        "pause",
+        "unpause",
+        "describe",
+        "reset",
+        "list",
+    }
 )
 
 #: the --log-format choices (kadence.topics.config.LOG_FORMATS; a unit test keeps them equal)

@@ -1,5 +1,5 @@
 """The client commands over the HTTP gateway (issue 48 item 4): with ``KADENCE_GATEWAY_URL`` (and
-``KADENCE_API_KEY``) set, ``start``, ``signal``, ``query``, ``describe``, ``history``, ``list``,
+``KADENCE_API_KEY``) set, ``start``, ``signal``, ``query``, ``describe``, ``history``, ``stream``, ``list``,
 ``cancel``, ``terminate``, ``pause``, ``unpause`` and ``reset`` send one HTTP request instead of opening Kafka
 connections (a producer, a reply consumer, metadata): a call costs the interpreter's start and one
 round trip.
@@ -16,6 +16,7 @@ import http.client
 import json
 import ssl
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,25 +51,8 @@ class Gateway:
         idempotency_key: str | None = None,
     ) -> Any:
         """The JSON answer to ``method path``; ``GatewayError`` for an error answer."""
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise GatewayError(0, "invalid_url", f"KADENCE_GATEWAY_URL must be http(s)://host[:port], not {self.url!r}")
-        conn: http.client.HTTPConnection
-        if parts.scheme == "https":
-            conn = http.client.HTTPSConnection(
-                parts.hostname, parts.port, timeout=self.timeout, context=ssl.create_default_context()
-            )
-        else:
-            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
-        target = parts.path.rstrip("/") + path
-        if params:
-            pairs = params.items() if isinstance(params, dict) else params
-            target += "?" + urllib.parse.urlencode([(k, v) for k, v in pairs if v is not None])
-        headers = {"Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        if self.namespace:
-            headers["Kadence-Namespace"] = self.namespace
+        conn, target = self._connect(path, params)
+        headers = self._headers("application/json")
         if idempotency_key:
             headers["Idempotency-Key"] = idempotency_key
         data = None
@@ -93,6 +77,67 @@ class Gateway:
                 raise GatewayError(resp.status, str(error.get("code")), str(error.get("message")))
             raise GatewayError(resp.status, "http_error", f"HTTP {resp.status}: {raw[:300]!r}")
         return doc
+
+    def events(self, path: str, *, params: dict[str, Any] | None = None) -> Iterator[tuple[str | None, str, str]]:
+        """The Server-Sent Events of ``GET path`` as (id, event, data), until the server ends the
+        response; ``GatewayError`` for an error answer. Waits for events without a timeout."""
+        conn, target = self._connect(path, params, timeout=None)
+        try:
+            try:
+                conn.request("GET", target, headers=self._headers("text/event-stream"))
+                resp = conn.getresponse()
+            except (OSError, http.client.HTTPException) as exc:
+                raise GatewayError(0, "unavailable", f"the gateway at {self.url} did not answer: {exc}") from exc
+            if resp.status >= 400:
+                raw = resp.read()
+                try:
+                    error = json.loads(raw).get("error") or {}
+                except (ValueError, AttributeError):
+                    error = {}
+                raise GatewayError(
+                    resp.status, str(error.get("code", "http_error")), str(error.get("message", raw[:300]))
+                )
+            fields: dict[str, str] = {}
+            for raw_line in resp:
+                line = raw_line.decode().rstrip("\r\n")
+                if line.startswith(":"):
+                    continue
+                if line:
+                    name, _, value = line.partition(":")
+                    fields[name] = value[1:] if value.startswith(" ") else value
+                elif fields:
+                    yield fields.get("id"), fields.get("event", "message"), fields.get("data", "")
+                    fields = {}
+        finally:
+            conn.close()
+
+    def _connect(
+        self, path: str, params: dict[str, Any] | list[tuple[str, Any]] | None, timeout: float | None = -1.0
+    ) -> tuple[http.client.HTTPConnection, str]:
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise GatewayError(0, "invalid_url", f"KADENCE_GATEWAY_URL must be http(s)://host[:port], not {self.url!r}")
+        wait = self.timeout if timeout == -1.0 else timeout
+        conn: http.client.HTTPConnection
+        if parts.scheme == "https":
+            conn = http.client.HTTPSConnection(
+                parts.hostname, parts.port, timeout=wait, context=ssl.create_default_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=wait)
+        target = parts.path.rstrip("/") + path
+        if params:
+            pairs = params.items() if isinstance(params, dict) else params
+            target += "?" + urllib.parse.urlencode([(k, v) for k, v in pairs if v is not None])
+        return conn, target
+
+    def _headers(self, accept: str) -> dict[str, str]:
+        headers = {"Accept": accept}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        if self.namespace:
+            headers["Kadence-Namespace"] = self.namespace
+        return headers
 
 
 def quote(value: str) -> str:

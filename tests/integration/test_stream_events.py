@@ -126,3 +126,37 @@ async def test_a_quiet_workflow_ends_at_once_and_bad_requests_are_refused(gw_con
             assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_input", bad.text
     finally:
         await client.close()
+
+
+async def test_the_cli_follows_a_stream_over_kafka_and_over_the_gateway(gw_config, gateway_url, api_key):
+    import json
+    import os
+    import sys
+
+    from tests.support.cli import kadence
+
+    client = await Client.connect(config=gw_config)
+    try:
+        async with Worker(client, task_queue="books-cli", workflows=[Book], activities=[chapter]):
+            handle = await client.start_workflow(Book, 1, id="book-cli", task_queue="books-cli")
+            await handle.signal(Book.begin)
+            assert await handle.result() == 1
+    finally:
+        await client.close()
+    status, out, err = await kadence(gw_config, "stream", "book-cli", "book")
+    assert status == 0, err
+    over_kafka = [json.loads(line) for line in out.splitlines()]
+    assert [e["value"] for e in over_kafka] == EXPECTED[:6]
+    assert {e["activity_id"] for e in over_kafka[:5]} == {"1"} and over_kafka[5]["activity_id"] is None
+    env = {**os.environ, "KADENCE_GATEWAY_URL": gateway_url, "KADENCE_API_KEY": api_key}
+    env["KADENCE_KAFKA_BOOTSTRAP"] = "127.0.0.1:9"  # nothing of it over Kafka
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kadence.cli", "stream", "book-cli", "book", "--after", str(over_kafka[2]["id"]),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+    )  # fmt: skip
+    out_b, err_b = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err_b.decode()
+    over_http = [json.loads(line) for line in out_b.decode().splitlines()]
+    assert over_http == over_kafka[3:]  # the same lines, resumed after the third
+    status, _out, err = await kadence(gw_config, "stream", "no-such-workflow", "book")
+    assert status == 1 and "not found" in err.lower(), err
