@@ -300,3 +300,42 @@ async def test_an_update_that_unpauses_does_not_run_the_paused_times():
         await e.sleep(60)
         desc = await handle.describe()
     assert len(RAN) == 1 and (desc.state.paused, desc.state.note) == (False, "resumed")
+
+
+async def test_one_timer_a_time_however_often_the_schedule_wakes_between_times():
+    """A run that starts and ends between two times wakes the schedule twice; the timer of the
+    next time stays armed (before: canceled and armed again at each wake, three a time)."""
+    from kadence.topics.schedules import schedule_workflow_id
+
+    async with env() as e:
+        await _one_second_past_a_minute(e)
+        await e.client.create_schedule("steady", spec=MINUTE, action=schedule_action(Job, "x", 5.0, task_queue="jobs"))
+        await e.sleep(10 * 60 + 30)  # ten times, each run done 5 s after its start
+        events = await e.client.get_workflow_handle(schedule_workflow_id("steady")).history()
+    kinds = [ev["type"] for ev in events]
+    ran = len(RAN)
+    assert ran == 10, RAN
+    # one timer per time, plus the one armed for the time after the last (still pending)
+    assert kinds.count("TimerStarted") == ran + 1, kinds.count("TimerStarted")
+    assert kinds.count("TimerCanceled") == 0
+    assert kinds.count("MarkerRecorded") == 1  # the patch, once per run of the schedule
+
+
+async def test_a_schedule_that_waited_the_old_way_replays_on_the_new_code(monkeypatch):
+    from kadence import Replayer
+    from kadence import workflow as wf_module
+    from kadence.topics.schedules import schedule_workflow_id
+
+    real = wf_module.patched
+    monkeypatch.setattr(
+        wf_module, "patched", lambda patch_id, **kw: False if patch_id.startswith("kadence.") else real(patch_id, **kw)
+    )
+    async with env() as e:  # the code before the patch: no marker, a timer re-armed at each wake
+        await _one_second_past_a_minute(e)
+        await e.client.create_schedule("older", spec=MINUTE, action=schedule_action(Job, "x", 5.0, task_queue="jobs"))
+        await e.sleep(3 * 60 + 30)
+        raw = await e.client.get_workflow_handle(schedule_workflow_id("older")).history(raw=True)
+    monkeypatch.undo()
+    assert not any(ev["attributes"][0] == "MarkerRecorded" for ev in raw)
+    assert sum(ev["attributes"][0] == "TimerCanceled" for ev in raw) >= 3
+    assert Replayer(workflows=[Schedule, Job]).replay(raw).ok  # the new code takes the old path
