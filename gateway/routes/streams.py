@@ -20,7 +20,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from kadence.topics.describe import describe_to_json
-from kadence.topics.errors import SchemaError
+from kadence.topics.errors import KadenceError, SchemaError
 from kadence.topics.payload import PayloadConverter
 from kadence.topics.protocol import check_found, result_body
 from kadence.topics.stream_hub import follow_described
@@ -123,9 +123,12 @@ async def stream_events(
         timeout=gw.config.reply_timeout,
     )
     check_found(reply, workflow_id)  # WorkflowNotFoundError: 404, before the response starts
-    reader = follow_described(engine, describe_to_json(workflow_id, reply, gw.converter), stream=name, after=start)
+    described = describe_to_json(workflow_id, reply, gw.converter)
 
     async def events() -> AsyncIterator[str]:
+        # the reader is made here, where the finally below closes it: a client gone before the
+        # body starts leaves no reader behind in the hub
+        reader = follow_described(engine, described, stream=name, after=start)
         if reader is None:  # closed without publishing anything
             yield "event: end\ndata: {}\n\n"
             return
@@ -138,6 +141,9 @@ async def stream_events(
                     yield ": keep-alive\n\n"
                     continue
                 except StopAsyncIteration:
+                    return
+                except KadenceError as exc:  # the gateway's reader stopped: the client resumes with Last-Event-ID
+                    yield f"event: error\ndata: {json.dumps({'message': str(exc)})}\n\n"
                     return
                 if entry.end:
                     yield f"id: {entry.offset}\nevent: end\ndata: {{}}\n\n"
