@@ -28,6 +28,20 @@ __all__ = ["ActivityRunner"]
 log = logging.getLogger(__name__)
 
 
+def _dropped_published(task: ActivityTask, count: int) -> None:
+    """An attempt that will be completed asynchronously published ``count`` values: they are
+    dropped (its completion comes from elsewhere, without them), said once in the log."""
+    if count:
+        log.warning(
+            "activity %s (%s) attempt %d: %d published values dropped: an activity completed "
+            "asynchronously publishes nothing (its completion comes from elsewhere)",
+            task["activity_type"],
+            task["activity_id"],
+            task["attempt"],
+            count,
+        )
+
+
 class ActivityRunner:
     """Runs the activity attempts of one worker. Sync activities run in ``executor`` (the
     user's), or in a pool of daemon threads the runner owns (``_executors``)."""
@@ -111,15 +125,7 @@ class ActivityRunner:
                 "published": ctx.published.items,
             }
         except _activity.CompleteAsyncError:
-            if ctx.published.items:
-                log.warning(
-                    "activity %s (%s) attempt %d: %d published values dropped: an activity completed "
-                    "asynchronously publishes nothing (its completion comes from elsewhere)",
-                    task["activity_type"],
-                    task["activity_id"],
-                    task["attempt"],
-                    len(ctx.published.items),
-                )
+            _dropped_published(task, len(ctx.published.items))
             self.stats["activities_completing_async"] += 1
             outcome = "completing_async"
             return None  # completed later, by an AsyncActivityHandle: nothing to report now
