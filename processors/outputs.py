@@ -74,7 +74,9 @@ class OutputWriter:
         self._known_builds: set[tuple[str, str]] = set()
         #: where this instance's replies go (``reply_partition``; set when the topics are checked)
         self.reply_partition = 0
-        self._stream_codec = serde.codec("StreamRecord")
+        #: made when a batch first writes a stream record: a processor of a release that knows no
+        #: streams yet (a rolling upgrade's previous release, emulated by its schemas) starts all the same
+        self._stream_codec: serde.Codec | None = None
         #: the partitions of ``{ns}.streams`` (set when the topics are checked)
         self.stream_partitions = 1
 
@@ -99,7 +101,10 @@ class OutputWriter:
                     span_id=ref and ref[1],
                 )
                 self._produce(self.topics.commands, self.cmd_codec.encode(cmd), wf.encode(), None)
+            if out.streams and self._stream_codec is None:
+                self._stream_codec = serde.codec("StreamRecord")
             for rec in out.streams:
+                assert self._stream_codec is not None
                 wf = rec["workflow_id"]
                 partition = partition_for(wf, self.stream_partitions)
                 self._produce(self.topics.streams, self._stream_codec.encode(rec), wf.encode(), partition)

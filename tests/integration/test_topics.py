@@ -42,6 +42,7 @@ def _expected(ns: str) -> dict[str, str]:
         f"{ns}.builds": "compact",  # the default worker build of each task queue (decision 0018)
         f"{ns}.queue_limits": "compact",  # each task queue's activity rate limits (decision 0055)
         f"{ns}.concurrency": "compact",  # each concurrency limit's holders and waiters (decision 0057)
+        f"{ns}.streams": "delete",  # what workflows publish (decision 0062)
     }
     topics.update({f"{ns}.timers.{tier}": "delete" for tier in TIMER_TIERS_MS})
     return topics
