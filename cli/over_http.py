@@ -67,16 +67,12 @@ class Gateway:
             raise GatewayError(0, "unavailable", f"the gateway at {self.url} did not answer: {exc}") from exc
         finally:
             conn.close()
-        try:
-            doc = json.loads(raw) if raw else None
-        except ValueError:
-            doc = None
         if resp.status >= 400:
-            error = doc.get("error") if isinstance(doc, dict) else None
-            if isinstance(error, dict):
-                raise GatewayError(resp.status, str(error.get("code")), str(error.get("message")))
-            raise GatewayError(resp.status, "http_error", f"HTTP {resp.status}: {raw[:300]!r}")
-        return doc
+            raise _refusal(resp.status, raw)
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return None
 
     def events(self, path: str, *, params: dict[str, Any] | None = None) -> Iterator[tuple[str | None, str, str]]:
         """The Server-Sent Events of ``GET path`` as (id, event, data), until the server ends the
@@ -89,14 +85,7 @@ class Gateway:
             except (OSError, http.client.HTTPException) as exc:
                 raise GatewayError(0, "unavailable", f"the gateway at {self.url} did not answer: {exc}") from exc
             if resp.status >= 400:
-                raw = resp.read()
-                try:
-                    error = json.loads(raw).get("error") or {}
-                except (ValueError, AttributeError):
-                    error = {}
-                raise GatewayError(
-                    resp.status, str(error.get("code", "http_error")), str(error.get("message", raw[:300]))
-                )
+                raise _refusal(resp.status, resp.read())
             fields: dict[str, str] = {}
             for raw_line in resp:
                 line = raw_line.decode().rstrip("\r\n")
@@ -138,6 +127,18 @@ class Gateway:
         if self.namespace:
             headers["Kadence-Namespace"] = self.namespace
         return headers
+
+
+def _refusal(status: int, raw: bytes) -> GatewayError:
+    """The error of an error answer: its ``{"error": {"code", "message"}}``, else its start."""
+    try:
+        doc = json.loads(raw) if raw else None
+    except ValueError:
+        doc = None
+    error = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(error, dict):
+        return GatewayError(status, str(error.get("code")), str(error.get("message")))
+    return GatewayError(status, "http_error", f"HTTP {status}: {raw[:300]!r}")
 
 
 def quote(value: str) -> str:

@@ -9,8 +9,8 @@ import sys
 
 import click
 
-from .codec import current_codec
 from .over_http import Gateway, GatewayError, quote
+from .workflows import _handle_command
 
 __all__ = ["stream"]
 
@@ -28,32 +28,13 @@ def stream(config, workflow_id: str, name: str | None, after: int | None) -> Non
     if isinstance(config, Gateway):
         _over_http(config, workflow_id, name, after)
         return
-    import asyncio
 
-    from kadence import Client, KadenceError
-
-    async def run() -> None:
-        client = await Client.connect(config=config, codec=current_codec())
-        try:
-            async for event in client.get_workflow_handle(workflow_id).stream(name, after=after):
-                line = {
-                    "id": event.id,
-                    "stream": event.stream,
-                    "value": event.value,
-                    "run_id": event.run_id,
-                    "activity_id": event.activity_id,
-                    "attempt": event.attempt,
-                    "time": event.time.isoformat(timespec="milliseconds"),
-                }
-                click.echo(json.dumps(line, default=str))
-        finally:
-            await client.close()
+    async def follow(handle) -> None:
+        async for event in handle.stream(name, after=after):
+            click.echo(json.dumps(event.to_dict(), default=str))
 
     try:
-        asyncio.run(run())
-    except KadenceError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        _handle_command(config, workflow_id, None, follow)
     except KeyboardInterrupt:
         pass
 

@@ -28,7 +28,7 @@ from kadence.topics.batch import BATCH_OPERATIONS
 
 from .console_timeline import attribute_text, duration, iso, ms_of
 from .errors import ApiError
-from .guard import Guard
+from .guard import NAMESPACE_HEADER, Guard
 from .history_cursor import encode_cursor
 
 __all__ = ["COOKIE", "NS_COOKIE", "TIMELINE_PAGE", "ConsoleKit", "Kit", "console_kit", "history_params", "wf_path"]
@@ -51,17 +51,22 @@ class _Api:
         )
 
     async def call(self, request: Request, method: str, path: str, **kw) -> httpx.Response:
-        headers = dict(kw.pop("headers", {}))
-        key = request.cookies.get(COOKIE)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        ns = request.cookies.get(NS_COOKIE)
-        if ns:
-            headers["Kadence-Namespace"] = ns
+        headers = {**kw.pop("headers", {}), **signed_in_headers(request)}
         return await self._client.request(method, path, headers=headers, **kw)
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def signed_in_headers(request: Request) -> dict[str, str]:
+    """The API's headers for the console's signed-in user: the key and namespace of its cookies
+    (lower-case names, as the guard reads them)."""
+    headers = {}
+    if key := request.cookies.get(COOKIE):
+        headers["authorization"] = f"Bearer {key}"
+    if ns := request.cookies.get(NS_COOKIE):
+        headers[NAMESPACE_HEADER.lower()] = ns
+    return headers
 
 
 def history_params(run_id: str | None, length: int | None, whole: bool) -> dict:

@@ -11,8 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 from kadence.topics.errors import InvalidIdentifierError
 from kadence.topics.streams import check_stream
 
-from .console_kit import COOKIE, NS_COOKIE, Kit, wf_path
-from .guard import NAMESPACE_HEADER
+from .console_kit import Kit, signed_in_headers, wf_path
 from .routes.streams import stream_events
 
 __all__ = ["router"]
@@ -22,12 +21,7 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/workflows/{workflow_id:path}/stream/events")
 async def events(request: Request, kit: Kit, workflow_id: str, name: str = "") -> Response:
-    headers = {}
-    if key := request.cookies.get(COOKIE):
-        headers["authorization"] = f"Bearer {key}"
-    if ns := request.cookies.get(NS_COOKIE):
-        headers[NAMESPACE_HEADER.lower()] = ns
-    who = await kit.guard.admit(headers, mutation=False)  # 401/403/503 as the API answers them
+    who = await kit.guard.admit(signed_in_headers(request), mutation=False)  # 401/403/503 as the API answers them
     return await stream_events(request.app.state.gateway, who, workflow_id, check_stream(name), None)
 
 

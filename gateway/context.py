@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -32,6 +32,7 @@ from .errors import ApiError, refused_response
 from .guard import Guard, Principal
 from .idempotency import IdempotencyStore, fingerprint
 from .models import RunResponse, StartResponse
+from .stream_values import RenderedValues
 
 __all__ = ["Gateway", "GatewayContext", "gateway", "mutation_result", "principal"]
 
@@ -52,6 +53,8 @@ class GatewayContext:
     #: in-process workers that may run the first workflow task of a start asking for it
     #: (``request_eager_start``; ``topics.eager_start``)
     eager_starters: tuple[EagerStarter, ...] = ()
+    #: stream values rendered for Server-Sent Events, shared by this gateway's readers
+    rendered: RenderedValues = field(default_factory=RenderedValues)
 
     def retry_after(self) -> dict:
         return {"Retry-After": str(self.config.retry_after_seconds)}

@@ -17,9 +17,9 @@ from prometheus_client import Counter
 
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
-from kadence.topics.partitioner import partition_for
 from kadence.topics.priority import fairness_headers, level_of
 from kadence.topics.records import command, history_key, now_ms
+from kadence.topics.streams import stream_partition
 
 from .effects import BatchView, Outbox, count_history_bytes
 from .timer_config import choose_tier
@@ -106,7 +106,7 @@ class OutputWriter:
             for rec in out.streams:
                 assert self._stream_codec is not None
                 wf = rec["workflow_id"]
-                partition = partition_for(wf, self.stream_partitions)
+                partition = stream_partition(wf, self.stream_partitions)
                 self._produce(self.topics.streams, self._stream_codec.encode(rec), wf.encode(), partition)
             now = now_ms()
             for timer in out.timers:

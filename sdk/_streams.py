@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from kadence.topics.errors import InvalidArgumentError
 from kadence.topics.stream_hub import follow_described
 from kadence.topics.streams import StreamEntry, check_stream
 
@@ -38,6 +39,10 @@ class StreamEvent:
     #: when the engine accepted it
     time: datetime
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape (``kadence stream``; the gateway's ``data:`` with the ``id``)."""
+        return {**dataclasses.asdict(self), "time": self.time.isoformat(timespec="milliseconds")}
+
 
 class WorkflowStream(AsyncIterator[StreamEvent]):
     """``async for event in handle.stream("progress"): ...``; also an async context manager
@@ -47,8 +52,6 @@ class WorkflowStream(AsyncIterator[StreamEvent]):
         self._handle = handle
         self._name = None if name is None else check_stream(name)
         if after is not None and (not isinstance(after, int) or isinstance(after, bool) or after < -1):
-            from kadence.topics.errors import InvalidArgumentError
-
             raise InvalidArgumentError(f"after must be a stream event's id (an int >= -1), not {after!r}")
         self._after = after
         self._type = value_type

@@ -89,6 +89,8 @@ class StreamReader(AsyncIterator[StreamEntry]):
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         self.hub, self.workflow_id, self.stream = hub, workflow_id, stream
+        #: the records' key (compared with every record of the partition)
+        self.key = workflow_id.encode()
         self.partition = -1
         #: the first offset not yet handed over (the hub's and the catch-up's records below it are skipped)
         self.next_offset = first
@@ -336,7 +338,7 @@ class StreamHub:
             for msg in RangeReader(
                 consumer, tp, reader.next_offset, end, what=f"stream catch-up {tp.topic}[{tp.partition}]"
             ):
-                if msg.key() == reader.workflow_id.encode():
+                if msg.key() == reader.key:
                     entry = entry_of(msg)
                     if entry is not None and not reader.offer(entry, catching_up=True):
                         return
@@ -368,7 +370,7 @@ class StreamHub:
         key = msg.key()
         entry: StreamEntry | None = None
         for reader in list(readers):
-            if key != reader.workflow_id.encode():
+            if key != reader.key:
                 continue
             entry = entry or entry_of(msg)
             if entry is None:

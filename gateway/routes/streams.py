@@ -9,22 +9,18 @@ cost the engine nothing, and a thousand of them on one workflow cost Kafka one f
 from __future__ import annotations
 
 import asyncio
-import base64
-import collections
 import json
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from kadence.topics.describe import describe_to_json
-from kadence.topics.errors import KadenceError, SchemaError
-from kadence.topics.payload import PayloadConverter
+from kadence.topics.errors import KadenceError
 from kadence.topics.protocol import check_found, result_body
 from kadence.topics.stream_hub import follow_described
-from kadence.topics.streams import StreamEntry, check_stream
+from kadence.topics.streams import check_stream
 
 from ..context import Gateway, GatewayContext, principal
 from ..errors import ApiError
@@ -37,46 +33,6 @@ router = APIRouter(prefix="/v1")
 
 #: a comment line this often keeps proxies from closing an idle stream
 KEEPALIVE_S = 15.0
-
-
-class _Rendered:
-    """The ``data:`` of recent entries, made once for every reader of them (a gateway's readers of
-    one workflow get the same entries from its hub)."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self._size = size
-        self._done: collections.OrderedDict[tuple[str, int], str] = collections.OrderedDict()
-
-    def __call__(self, entry: StreamEntry, converter: PayloadConverter) -> str:
-        key = (entry.workflow_id, entry.offset)
-        text = self._done.get(key)
-        if text is None:
-            text = self._done[key] = _data(entry, converter)
-            if len(self._done) > self._size:
-                self._done.popitem(last=False)
-        return text
-
-
-_rendered = _Rendered()
-
-
-def _data(entry: StreamEntry, converter: PayloadConverter) -> str:
-    try:
-        value = converter.from_bytes(entry.value)
-    except SchemaError:
-        value = {"base64": base64.b64encode(entry.value or b"").decode()}
-    return json.dumps(
-        {
-            "stream": entry.stream,
-            "value": value,
-            "run_id": entry.run_id,
-            "activity_id": entry.activity_id,
-            "attempt": entry.attempt,
-            "time": datetime.fromtimestamp(entry.timestamp_ms / 1000, tz=UTC).isoformat(timespec="milliseconds"),
-        },
-        separators=(",", ":"),
-        default=str,
-    )
 
 
 def _after(last_event_id: str | None, after: int | None) -> int | None:
@@ -148,7 +104,7 @@ async def stream_events(
                 if entry.end:
                     yield f"id: {entry.offset}\nevent: end\ndata: {{}}\n\n"
                     return
-                yield f"id: {entry.offset}\nevent: value\ndata: {_rendered(entry, gw.converter)}\n\n"
+                yield f"id: {entry.offset}\nevent: value\ndata: {gw.rendered.get(who.namespace, entry, gw.converter)}\n\n"
         finally:
             close = getattr(reader, "aclose", None)
             if close is not None:

@@ -14,25 +14,16 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from kadence import RetryPolicy, Worker, activity, workflow
+from kadence import RetryPolicy, Worker, workflow
 from kadence.topics import Catalogue
 from kadence.topics.scan import scan
 from kadence.topics.streams import entry_of
+from tests.support.streams import chatty
 
 from .conftest import wait_until
 
 T = timedelta(seconds=30)
 FAST = RetryPolicy(initial_interval=timedelta(milliseconds=100))
-
-
-@activity.defn
-async def chatty(n: int) -> str:
-    attempt = activity.info().attempt
-    for i in range(n):
-        activity.publish("tokens", f"attempt {attempt} token {i}")
-    if attempt < 3:
-        raise RuntimeError(f"attempt {attempt} fails after publishing")
-    return f"done on attempt {attempt}"
 
 
 @workflow.defn

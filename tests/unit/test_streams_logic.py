@@ -8,22 +8,13 @@ from datetime import timedelta
 
 import pytest
 
-from kadence import InvalidIdentifierError, PayloadTooLargeError, RetryPolicy, activity, workflow
+from kadence import InvalidIdentifierError, PayloadTooLargeError, RetryPolicy, workflow
 from kadence.processors.effects import BatchView, Outbox, Transition
 from kadence.processors.streams import end_streams, publish_from_activity
 from kadence.testing import WorkflowEnvironment
+from tests.support.streams import chatty
 
 T = timedelta(seconds=10)
-
-
-@activity.defn
-async def chatty(n: int) -> str:
-    attempt = activity.info().attempt
-    for i in range(n):
-        activity.publish("tokens", f"attempt {attempt} token {i}")
-    if attempt < 3:
-        raise RuntimeError(f"attempt {attempt} fails after publishing")
-    return f"done on attempt {attempt}"
 
 
 @workflow.defn
