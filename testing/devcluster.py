@@ -134,8 +134,11 @@ class KafkaCluster:
             KafkaBroker(version, self.workdir / f"node{i}", die_with_parent, config, node_id=i, cluster=self)
             for i in range(1, nodes + 1)
         ]
+        self._assign_ports()
+
+    def _assign_ports(self):
         per_node = 3 if self.mtls else 2
-        ports = _stack.free_ports(per_node * nodes)
+        ports = _stack.free_ports(per_node * len(self.nodes))
         for i, node in enumerate(self.nodes):
             node.port, node.controller_port, *mtls = ports[per_node * i : per_node * (i + 1)]
             node.mtls_port = mtls[0] if mtls else None
@@ -277,16 +280,34 @@ class KafkaCluster:
                 raise StackError(f"granting {user} the ACLs of {namespace} failed:\n{result.stdout}{result.stderr}")
         log(f"granted User:{user} the ACLs of namespace {namespace} (prefix {prefix})")
 
+    #: how often a first start is tried on fresh ports when a node finds one of its ports taken
+    PORT_ATTEMPTS = 3
+
     def start(self, timeout=180.0):
-        """Make the TLS material, launch every node (they elect a controller together), wait for all."""
+        """Make the TLS material, launch every node (they elect a controller together), wait for all.
+
+        A port is free when it is chosen and bound only when the JVM starts, seconds later; in
+        between another process may take it (CI, session 63: a test's TLS server took node 3's
+        controller port, which then answered its peers with a foreign certificate). A first start
+        that fails on a taken port kills the nodes, wipes their new storage and tries fresh ports."""
         started = time.monotonic()
         if self.tls is not None:
             self.tls.make()
-        for node in self.nodes:
-            node.launch()
+        fresh = not any((node.workdir / "data" / "meta.properties").exists() for node in self.nodes)
+        for attempt in range(1, self.PORT_ATTEMPTS + 1):
+            try:
+                self._launch_all(started + timeout)
+                break
+            except StackError as exc:
+                if not (fresh and attempt < self.PORT_ATTEMPTS and self._port_taken()):
+                    raise
+                log(f"kafka cluster: a port was taken before a node bound it ({exc.args[0].splitlines()[0]}); "
+                    f"retrying on fresh ports ({attempt + 1}/{self.PORT_ATTEMPTS})")  # fmt: skip
+                for node in self.nodes:
+                    node.kill()
+                    shutil.rmtree(node.workdir, ignore_errors=True)
+                self._assign_ports()
         deadline = started + timeout
-        for node in self.nodes:
-            node.wait_ready(max(5.0, deadline - time.monotonic()))
         if not self.secure:  # every node in the metadata (a secured listener needs SASL first)
             _wait_until(
                 lambda: kafka_ready(LOOPBACK, self.nodes[0].port, brokers_wanted=len(self.nodes)),
@@ -298,6 +319,16 @@ class KafkaCluster:
             f" {mode}, RF {self.replication}, min ISR {self.min_insync} (logs: {self.workdir}/node*/logs)"
         )
         return self
+
+    def _launch_all(self, deadline):
+        for node in self.nodes:
+            node.launch()
+        for node in self.nodes:
+            node.wait_ready(max(5.0, deadline - time.monotonic()))
+
+    def _port_taken(self):
+        """Whether a node's log of this start says one of its listeners could not bind."""
+        return any(node.logged_since_launch(b"Address already in use") for node in self.nodes)
 
     def stop(self, timeout=30.0):
         """Graceful stop of every node at once (SIGTERM, SIGKILL after ``timeout``); data kept."""

@@ -531,9 +531,16 @@ class KafkaBroker(_Service):
         return self
 
     def _logged_started(self):
-        with open(self.log_path, "rb") as f:
-            f.seek(self._log_mark)
-            return b"Kafka Server started" in f.read()
+        return self.logged_since_launch(b"Kafka Server started")
+
+    def logged_since_launch(self, text: bytes) -> bool:
+        """Whether this start's part of the server log (from the last ``launch``) holds ``text``."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_mark)
+                return text in f.read()
+        except (OSError, TypeError):
+            return False
 
     def _write_config(self, work):
         """server.properties for one node that also supports transactions and compaction."""
