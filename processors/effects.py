@@ -25,6 +25,7 @@ from kadence.topics import serde
 from kadence.topics.priority import inherit
 from kadence.topics.queue_limits import QueueLimit
 from kadence.topics.records import new_id
+from kadence.topics.standalone import is_activity_key
 
 from .shard_store import ShardStore
 from .task_retry import WorkflowTaskRetry
@@ -602,7 +603,7 @@ def workflow_task_needed(t: Transition, st: WorkflowState, *, full: bool = False
 
     ``full``: a task sent now carries the whole history (the worker's cached instance is known
     to be unusable, e.g. it ran an eager workflow task that was refused)."""
-    if st["status"] != "running":
+    if st["status"] != "running" or is_activity_key(st["workflow_id"]):  # (a standalone activity has no code)
         return
     if st["wt_scheduled_seq"] is None:
         schedule_workflow_task(t, st, full=full)

@@ -48,6 +48,7 @@ from kadence.topics.errors import ConfigError, InvalidArgumentError
 from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
 from kadence.topics.priority import priority_problem
 from kadence.topics.records import failure_record, start_run_id
+from kadence.topics.standalone import is_activity_key, standalone_problem
 
 from .activities import (
     activity_heartbeat,
@@ -87,6 +88,7 @@ from .effects import (
 from .pause import hold_timer, pause_workflow, unpause_workflow
 from .reset import reset_workflow
 from .runs import begin_run, close_or_continue, continue_as_new, cron_run_id, initial_build, new_run
+from .standalone import begin_activity_run, refused, settle
 from .streams import publish_from_workflow
 from .updates import complete_update, update_accepted, update_requested
 
@@ -127,6 +129,9 @@ def _invalid_start(wf: str, body: StartWorkflow) -> str | None:
     why = priority_problem(body.get("priority"))
     if why:
         return f"invalid {why}"
+    why = standalone_problem(wf, body)
+    if why:
+        return f"invalid start: {why}"
     why = debounce_problem(body.get("debounce_ms", 0), body.get("debounce_max_ms", 0), body.get("cron_schedule"))
     if why:
         return f"invalid {why}"
@@ -189,7 +194,10 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
     begin_debounce(t, new, body)
     eager = body.get("eager_workflow_task")
     eager_fits = eager is not None and _eager_start_fits(new, eager, t.ts)
-    begin_run(t, new, body, request_id=rid, first_task=not eager_fits)
+    standalone = body.get("activity") is not None  # (its key is an activity's: ``_invalid_start``)
+    begin_run(t, new, body, request_id=rid, first_task=not (eager_fits or standalone))
+    if standalone:
+        begin_activity_run(t, new, body)
     notify_parent_of_start(t.out, wf, body, "started", new["run_id"])
     if answer:
         remember(new, rid, "ok")
@@ -767,6 +775,16 @@ def transition(cmd: dict[str, Any], view: BatchView, out: Outbox, ts: int) -> No
     """Apply one decoded ``Command`` to the shard."""
     btype, body = cmd["body"]
     t = Transition(cast(Command, cmd), view, out, ts)  # a decoded Command record
+    key = cmd["aggregate_key"]
+    if is_activity_key(key):  # a standalone activity's run: the engine decides for it
+        if not refused(t, btype):
+            _apply(t, btype, body)
+            settle(t, key)
+        return
+    _apply(t, btype, body)
+
+
+def _apply(t: Transition, btype: str, body: Any) -> None:
     if btype == "StartWorkflow":
         _start(t, body)
     elif btype == "RespondActivityTaskCompleted":

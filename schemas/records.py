@@ -673,6 +673,8 @@ class StartWorkflow(TypedDict):
     debounce_max_ms: NotRequired[int]
     #: the run's priority and fairness key: the default of its activities and children
     priority: NotRequired[Priority | None]
+    #: a standalone activity (decision 0063): the run is this one activity of type workflow_type with these options, and no workflow code; its key is kadence-activity:{activity ID}
+    activity: NotRequired[ActivityOptions | None]
 
 
 class RespondWorkflowTaskCompleted(TypedDict):

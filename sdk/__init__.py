@@ -19,9 +19,14 @@ __version__ = "0.1.0"
 #: (PEP 562), so that a program that needs one part (the CLI talking to the gateway, a worker
 #: process) does not pay for all of them: ``import kadence`` alone took about 200 ms.
 _FROM = {
+    "ActivityAlreadyStartedError": "kadence.topics.errors",
     "ActivityAttemptLimitError": "kadence.topics.errors",
     "ActivityError": "kadence.topics.errors",
+    "ActivityExecutionError": "kadence.topics.errors",
+    "ActivityFailedError": "kadence.topics.errors",
+    "ActivityHandle": "kadence._standalone",
     "ActivityNotCurrentError": "kadence.topics.errors",
+    "ActivityNotFoundError": "kadence.topics.errors",
     "ApplicationError": "kadence.topics.errors",
     "AsyncActivityHandle": "kadence.topics.async_completion",
     "BrokerUnavailableError": "kadence.topics.errors",
@@ -108,9 +113,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from kadence.topics.async_completion import AsyncActivityHandle
     from kadence.topics.config import KafkaConfig
     from kadence.topics.errors import (
+        ActivityAlreadyStartedError,
         ActivityAttemptLimitError,
         ActivityError,
+        ActivityExecutionError,
+        ActivityFailedError,
         ActivityNotCurrentError,
+        ActivityNotFoundError,
         ApplicationError,
         BrokerUnavailableError,
         ChildWorkflowError,
@@ -165,14 +174,20 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from ._loop import NotDeterministicError
     from ._replayer import Replayer, ReplayResult
     from ._schedules import ScheduleHandle, schedule_action
+    from ._standalone import ActivityHandle
     from ._streams import StreamEvent, WorkflowStream
     from ._updates import WorkflowUpdateHandle, WorkflowUpdateStage
     from ._worker import Worker
 
 __all__ = [
+    "ActivityAlreadyStartedError",
     "ActivityAttemptLimitError",
     "ActivityError",
+    "ActivityExecutionError",
+    "ActivityFailedError",
+    "ActivityHandle",
     "ActivityNotCurrentError",
+    "ActivityNotFoundError",
     "ApplicationError",
     "AsyncActivityHandle",
     "BrokerUnavailableError",

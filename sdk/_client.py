@@ -35,9 +35,19 @@ from kadence.topics.records import new_id
 from kadence.topics.schedules import ScheduleAction, SchedulePolicy, ScheduleSpec
 from kadence.topics.typed import signature
 
-from ._definitions import Limit, Priority, limit_records, priority_record, run_function, to_ms, workflow_type_name
+from ._definitions import (
+    Limit,
+    Priority,
+    RetryPolicy,
+    limit_records,
+    priority_record,
+    run_function,
+    to_ms,
+    workflow_type_name,
+)
 from ._handle import ResetPlan, WorkflowHandle, signal_name
 from ._schedules import ScheduleHandle, create_schedule
+from ._standalone import ActivityHandle, ActivityStart, start_activity
 from ._updates import update_outcome, update_target
 from .interceptors import ClientCall, Interceptor, chain
 
@@ -570,6 +580,56 @@ class Client:
     async def queue_limits(self) -> dict[str, QueueLimit]:
         """Task queue -> its rate limits (queues never limited are absent)."""
         return await asyncio.get_running_loop().run_in_executor(None, read_queue_limits, self.config)
+
+    async def start_activity(
+        self,
+        activity: Callable[..., Any] | str,
+        *args: Any,
+        id: str,
+        task_queue: str,
+        start_to_close_timeout: timedelta | None = None,
+        schedule_to_close_timeout: timedelta | None = None,
+        schedule_to_start_timeout: timedelta | None = None,
+        heartbeat_timeout: timedelta | None = None,
+        retry_policy: RetryPolicy | None = None,
+        id_reuse_policy: str = "allow_duplicate",
+        id_conflict_policy: str = "fail",
+        search_attributes: dict[str, Any] | None = None,
+        concurrency: Iterable[Limit] | None = None,
+        priority: Priority | int | None = None,
+        result_type: Any = None,
+        request_id: str | None = None,
+        timeout: float = 30.0,
+    ) -> ActivityHandle:
+        """Start a standalone activity: an activity with no workflow around it, run by any worker
+        of ``task_queue`` that has it, with the retries, timeouts, heartbeats and async completion
+        of a workflow's activity, and one stable result per ``id`` (docs/guide.md, "Standalone
+        activities"). Activity IDs are apart from workflow IDs.
+
+        At least one of ``start_to_close_timeout`` and ``schedule_to_close_timeout`` is needed.
+        ``id_conflict_policy`` when a run with ``id`` is open: ``fail`` (``ActivityAlreadyStartedError``),
+        ``use_existing`` (its handle), ``terminate_existing``; ``id_reuse_policy`` when the last is
+        closed: ``allow_duplicate``, ``allow_duplicate_failed_only``, ``reject_duplicate``. A retry
+        with the same ``request_id`` gets the first answer."""
+        ask = ActivityStart(
+            activity, args, id, task_queue, start_to_close_timeout, schedule_to_close_timeout,
+            schedule_to_start_timeout, heartbeat_timeout, retry_policy, id_reuse_policy, id_conflict_policy,
+            search_attributes, concurrency, priority, result_type,
+        )  # fmt: skip
+        return await start_activity(self, ask, request_id=request_id, timeout=timeout)
+
+    async def execute_activity(
+        self, activity: Callable[..., Any] | str, *args: Any, result_timeout: float | None = None, **options: Any
+    ) -> Any:
+        """``start_activity`` (same arguments) and then its ``result()``."""
+        handle = await self.start_activity(activity, *args, **options)
+        return await handle.result(timeout=result_timeout)
+
+    def get_activity_handle(
+        self, activity_id: str, *, run_id: str | None = None, result_type: Any = None
+    ) -> ActivityHandle:
+        """A handle to the standalone activity ``activity_id`` (its latest run, or ``run_id``)."""
+        return ActivityHandle(self, activity_id, run_id, result_type=result_type)
 
     def get_workflow_handle(
         self, workflow_id: str, *, run_id: str | None = None, result_type: Any = None

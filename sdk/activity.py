@@ -25,6 +25,7 @@ from kadence.schemas.records import ActivityTask
 from kadence.topics.async_completion import task_token
 from kadence.topics.errors import KadenceError
 from kadence.topics.payload import PayloadConverter
+from kadence.topics.standalone import is_activity_key
 from kadence.topics.streams import PublishBuffer, check_stream, check_streams_writable
 
 from ._definitions import Priority, activity_definition
@@ -64,6 +65,12 @@ class ActivityInfo:
     scheduled_seq: int = 0
     #: the priority it was dispatched with (its own, else its run's; None: level 3, no key)
     priority: Priority | None = None
+
+    @property
+    def standalone(self) -> bool:
+        """Whether this is a standalone activity (``Client.start_activity``): then it has no
+        workflow; ``workflow_id`` is the engine's key of its run (``kadence-activity:{id}``)."""
+        return is_activity_key(self.workflow_id)
 
     @property
     def task_token(self) -> bytes:

@@ -34,6 +34,10 @@ translated where they enter (``raise ... from exc``)::
     │   ├── WorkflowContinuedAsNewError  the run continued as a new run (``new_run_id``)
     │   ├── QueryFailedError        a query handler raised, or is unknown
     │   └── WorkflowUpdateFailedError  an update was rejected by its validator, or its handler raised
+    ├── ActivityExecutionError      a standalone activity's operation or outcome (``activity_id``)
+    │   ├── ActivityAlreadyStartedError  an open run has this ID (carries its run ID)
+    │   ├── ActivityNotFoundError   no standalone activity has this ID
+    │   └── ActivityFailedError     it failed, timed out, was canceled or terminated (``status``)
     ├── ScheduleError               a schedule operation did not succeed (``schedule_id``)
     │   ├── ScheduleAlreadyRunningError  a schedule with this ID exists
     │   └── ScheduleNotFoundError   no schedule with this ID (or it was deleted)
@@ -55,9 +59,13 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ActivityAlreadyStartedError",
     "ActivityAttemptLimitError",
     "ActivityError",
+    "ActivityExecutionError",
+    "ActivityFailedError",
     "ActivityNotCurrentError",
+    "ActivityNotFoundError",
     "ApplicationError",
     "ArchiveError",
     "BrokerUnavailableError",
@@ -227,6 +235,38 @@ class CommandRejectedError(WorkflowError):
 
 class WorkflowAlreadyStartedError(WorkflowError):
     """A run with this workflow ID is already open (or the reuse policy forbids a new one)."""
+
+
+class ActivityExecutionError(KadenceError):
+    """An operation on a standalone activity (``Client.start_activity``) did not succeed, or its
+    outcome is not a result. ``activity_id`` and ``run_id`` name it; ``engine_message`` is the
+    engine's own words, when the error stands for its reply."""
+
+    def __init__(
+        self, message: str, *, activity_id: str | None = None, run_id: str | None = None, engine_message: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.activity_id, self.run_id = activity_id, run_id
+        self.engine_message = engine_message
+
+
+class ActivityAlreadyStartedError(ActivityExecutionError):
+    """A run with this activity ID is open (``id_conflict_policy="fail"``), or the reuse policy
+    forbids a new one after the closed one; ``run_id`` is that run's."""
+
+
+class ActivityNotFoundError(ActivityExecutionError):
+    """No standalone activity with this ID (or run ID) exists."""
+
+
+class ActivityFailedError(ActivityExecutionError):
+    """The standalone activity did not complete: ``status`` is ``failed``, ``timed_out``,
+    ``canceled`` or ``terminated``; ``failure`` the recorded Failure and ``__cause__`` the
+    activity's own error, rebuilt."""
+
+    def __init__(self, message: str, *, status: str = "", failure: dict[str, Any] | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.status, self.failure = status, failure
 
 
 class ScheduleError(KadenceError):

@@ -32,8 +32,9 @@ def test_a_start_body_names_every_field_a_client_may_set_and_encodes():
     body = start_body("Order", "orders", b"[]")
     # the parent, close policy and build fields are the engine's own, for child workflows; the
     # eager first task is added by a client whose worker ran it (sdk._eager_start), the result
-    # request by execute_workflow
+    # request by execute_workflow; a standalone activity's options by topics.standalone
     internal = {
+        "activity",
         "parent_workflow_id",
         "parent_run_id",
         "parent_initiated_seq",

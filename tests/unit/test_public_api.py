@@ -10,9 +10,14 @@ import pytest
 PUBLIC = {
     # the SDK: what users import (`from kadence import workflow, activity, Client, Worker`)
     "kadence": [
+        "ActivityAlreadyStartedError",
         "ActivityAttemptLimitError",
         "ActivityError",
+        "ActivityExecutionError",
+        "ActivityFailedError",
+        "ActivityHandle",
         "ActivityNotCurrentError",
+        "ActivityNotFoundError",
         "ApplicationError",
         "AsyncActivityHandle",
         "BrokerUnavailableError",
@@ -81,9 +86,13 @@ PUBLIC = {
         "workflow",
     ],
     "kadence.topics": [
+        "ActivityAlreadyStartedError",
         "ActivityAttemptLimitError",
         "ActivityError",
+        "ActivityExecutionError",
+        "ActivityFailedError",
         "ActivityNotCurrentError",
+        "ActivityNotFoundError",
         "ApplicationError",
         "ApplyReport",
         "ArchiveError",
