@@ -51,6 +51,7 @@ LAZY = {
     "payloads": "payloads:payloads",
     "batch": "batch:batch",
     "schedules": "schedules:schedules",
+    "activity": "activities:activity",
 }
 
 #: the commands that go to the HTTP gateway when KADENCE_GATEWAY_URL is set (``over_http``)
@@ -68,6 +69,7 @@ OVER_HTTP = frozenset(
         "describe",
         "reset",
         "list",
+        "activity",
     }
 )
 

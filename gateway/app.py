@@ -38,7 +38,7 @@ from .keys import ApiKeyStore
 from .limits import RateLimiter
 from .middleware import BodyLimits, EncodedSlashes, GuardRequests, Observe, TraceContext
 from .redis_breaker import RedisBreaker, guarded_redis
-from .routes import activities, health, operations, queues, schedules, streams, workflows
+from .routes import activities, health, operations, queues, schedules, standalone, streams, workflows
 from .routes.params import documented
 
 __all__ = ["create_app"]
@@ -114,6 +114,7 @@ def create_app(
         streams.router,
         operations.router,
         activities.router,
+        standalone.router,
         queues.router,
         schedules.router,
     ):

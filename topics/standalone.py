@@ -20,7 +20,8 @@ from typing import Any
 
 from kadence.schemas.records import ActivityOptions, StartWorkflow
 
-from .errors import InvalidArgumentError, InvalidIdentifierError
+from . import serde
+from .errors import ConfigError, InvalidArgumentError, InvalidIdentifierError
 from .identifiers import MAX_ID_LENGTH, check_name, check_task_queue, problem
 from .search_attributes import check_search_attributes
 
@@ -29,6 +30,7 @@ __all__ = [
     "ACTIVITY_ID_PREFIX",
     "ACTIVITY_REUSE_POLICIES",
     "MAX_ACTIVITY_ID_LENGTH",
+    "STANDALONE_VERSION",
     "activity_id_of",
     "activity_key",
     "activity_start_body",
@@ -37,6 +39,8 @@ __all__ = [
     "standalone_problem",
 ]
 
+#: the first schema version with ``StartWorkflow.activity``
+STANDALONE_VERSION = 21
 ACTIVITY_ID_PREFIX = "kadence-activity:"
 MAX_ACTIVITY_ID_LENGTH = MAX_ID_LENGTH - len(ACTIVITY_ID_PREFIX)
 
@@ -137,6 +141,12 @@ def activity_start_body(
     why = _options_problem(options)
     if why:
         raise InvalidArgumentError(why, field="timeouts")
+    version = serde.write_version()
+    if version < STANDALONE_VERSION:  # a rolling upgrade's first pass: the field would be dropped
+        raise ConfigError(
+            f"this process writes schema version {version} ({serde.WRITE_VERSION_ENV}); standalone activities "
+            f"need version {STANDALONE_VERSION}: lift the pin once every instance runs this release"
+        )
     return {
         "workflow_type": check_name(activity_type, field="activity type"),
         "task_queue": check_task_queue(options["task_queue"]),

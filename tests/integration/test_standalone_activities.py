@@ -6,8 +6,12 @@ cancel, terminate, describe and async completion work as a workflow's activity's
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import sys
 from datetime import timedelta
 
+import httpx
 import pytest
 
 from kadence import (
@@ -21,6 +25,10 @@ from kadence import (
     activity,
     workflow,
 )
+from kadence.gateway import GatewayConfig, create_app
+from tests.support.cli import kadence
+
+from .gateway_support import serve
 
 T = timedelta(seconds=30)
 FAST = RetryPolicy(initial_interval=timedelta(milliseconds=100))
@@ -169,3 +177,96 @@ async def test_async_completion_and_the_typed_errors(client, processors):
     # the prefix belongs to activities: a workflow start may not take it
     with pytest.raises(CommandRejectedError, match="standalone activities"):
         await client.start_workflow(Noop, id="kadence-activity:approve-1", task_queue=QUEUE)
+
+
+async def test_over_http_start_wait_describe_cancel_and_the_errors(client, processors, kafka_config):
+    processors.start()
+    processors.start_timers()
+    app = create_app(GatewayConfig(kafka=kafka_config, auth=False, reply_timeout=30.0))
+    retry = {"initial_interval_seconds": 0.1}
+    async with _worker(client):
+        with serve(app) as url:
+            async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+                started = await http.post(
+                    "/v1/activities/charge/start",
+                    json={"activity_id": "http-1", "task_queue": QUEUE, "input": ["o-h", 5],
+                          "start_to_close_timeout_seconds": 30, "retry_policy": retry, "wait_seconds": 30},
+                )  # fmt: skip
+                assert started.status_code == 201, started.text
+                body = started.json()
+                assert body["activity_id"] == "http-1" and body["status"] == "completed"
+                assert body["result"] == {"order": "o-h", "charged": 5, "attempt": 3}
+                result = await http.get("/v1/activities/http-1/result")
+                assert result.json()["result"] == body["result"] and result.json()["run_id"] == body["run_id"]
+                described = await http.get("/v1/activities/http-1")
+                assert described.status_code == 200 and described.json()["status"] == "completed"
+                # a second start of the open ID: 409, or the open run with use_existing
+                watch_start = {"activity_id": "http-2", "task_queue": QUEUE, "input": ["w-h"],
+                               "start_to_close_timeout_seconds": 30, "heartbeat_timeout_seconds": 5}  # fmt: skip
+                first = await http.post("/v1/activities/watch/start", json=watch_start)
+                assert first.status_code == 201, first.text
+                again = await http.post("/v1/activities/watch/start", json=watch_start)
+                assert again.status_code == 409 and again.json()["error"]["code"] == "already_started"
+                same = await http.post(
+                    "/v1/activities/watch/start", json={**watch_start, "id_conflict_policy": "use_existing"}
+                )
+                assert same.status_code == 200 and same.json()["run_id"] == first.json()["run_id"]
+                running = await http.get("/v1/activities/http-2")
+                assert running.json()["status"] == "running" and running.json()["pending_activities"]
+                canceled = await http.post("/v1/activities/http-2/cancel", json={"reason": "test"})
+                assert canceled.status_code == 200, canceled.text
+                outcome = (await http.get("/v1/activities/http-2/result", params={"wait_seconds": 10})).json()
+                assert outcome["status"] == "canceled"
+                twice = await http.post("/v1/activities/http-2/terminate")
+                assert twice.status_code == 409
+                missing = await http.get("/v1/activities/nothing-here")
+                assert missing.status_code == 404 and "nothing-here" in missing.json()["error"]["message"]
+                no_timeout = await http.post("/v1/activities/watch/start", json={"task_queue": QUEUE})
+                assert no_timeout.status_code == 400 and "timeout" in no_timeout.json()["error"]["message"]
+
+
+async def _cli_over_http(url: str, *args: str) -> tuple[int, str, str]:
+    env = {**os.environ, "KADENCE_GATEWAY_URL": url, "KADENCE_KAFKA_BOOTSTRAP": "127.0.0.1:9"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kadence.cli", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_the_cli_over_kafka_and_over_the_gateway(client, processors, kafka_config):
+    processors.start()
+    processors.start_timers()
+    app = create_app(GatewayConfig(kafka=kafka_config, auth=False, reply_timeout=30.0))
+    async with _worker(client):
+        status, out, err = await kadence(
+            kafka_config, "activity", "start", "charge", "--id", "cli-1", "--task-queue", QUEUE,
+            "--input", '["o-c", 3]', "--start-to-close", "30", "--wait",
+        )  # fmt: skip
+        assert status == 0, err
+        started = json.loads(out)
+        assert started["activity_id"] == "cli-1" and started["result"]["charged"] == 3
+        status, out, err = await kadence(kafka_config, "activity", "describe", "cli-1")
+        assert status == 0, err
+        assert json.loads(out)["status"] == "completed" and json.loads(out)["run_id"] == started["run_id"]
+        status, out, err = await kadence(
+            kafka_config, "activity", "start", "charge", "--id", "cli-1", "--task-queue", QUEUE,
+            "--start-to-close", "30", "--id-reuse-policy", "reject_duplicate",
+        )  # fmt: skip
+        assert status == 1 and "reject_duplicate" in err
+        with serve(app) as url:
+            status, out, err = await _cli_over_http(
+                url, "activity", "start", "watch", "--id", "cli-2", "--task-queue", QUEUE, "--input", '["w-c"]',
+                "--start-to-close", "30", "--heartbeat-timeout", "5",
+            )  # fmt: skip
+            assert status == 0, err
+            assert json.loads(out)["activity_id"] == "cli-2"
+            status, out, err = await _cli_over_http(url, "activity", "cancel", "cli-2", "--reason", "cli")
+            assert status == 0, err
+            status, out, err = await _cli_over_http(url, "activity", "result", "cli-2")
+            assert status == 1 and "canceled" in err
+            status, out, err = await _cli_over_http(url, "activity", "describe", "no-such-activity")
+            assert status == 1 and "not found" in err
+    status, out, err = await kadence(kafka_config, "activity", "result", "cli-2")
+    assert status == 1 and "canceled" in err

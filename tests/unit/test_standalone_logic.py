@@ -177,3 +177,12 @@ def test_bad_input_is_a_typed_error():
         reuse_policy_of("allow_duplicate", "replace")
     with pytest.raises(InvalidArgumentError, match="allow_duplicate only"):
         reuse_policy_of("reject_duplicate", "terminate_existing")
+
+
+def test_a_process_pinned_to_an_older_schema_cannot_start_one(monkeypatch):
+    from kadence.topics.errors import ConfigError
+    from tests.support.codecs import pin_write_version
+
+    pin_write_version(monkeypatch, 20)
+    with pytest.raises(ConfigError, match="standalone activities need version 21"):
+        activity_start_body("charge", b"[]", options())
