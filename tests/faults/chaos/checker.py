@@ -54,6 +54,7 @@ from kadence.connectors.verify import HistoryChecker
 from kadence.topics.payload import JsonConverter
 from kadence.topics.records import CLOSE_EVENTS
 from kadence.topics.schedules import SCHEDULE_ID_PREFIX
+from kadence.topics.standalone import is_activity_key
 from kadence.topics.streams import StreamEntry
 
 from .concurrency_check import slot_violations
@@ -241,6 +242,8 @@ def check_replay(obs: Observations, replayer: Replayer) -> list[Violation]:
     for (wf, run), events in sorted(obs.histories.items()):
         if not events or not any(_kind(e) in _CLOSES for e in events):
             continue  # only closed runs: an open run's last task may still be in flight
+        if is_activity_key(wf):
+            continue  # a standalone activity's run has no workflow code to replay
         ordered = sorted(events, key=lambda e: e["seq"])
         if [e["seq"] for e in ordered] != list(range(1, len(ordered) + 1)):
             continue  # reported by the history invariant; replay needs a well-formed history

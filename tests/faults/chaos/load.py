@@ -40,19 +40,23 @@ from kadence import (
 from kadence.topics import Catalogue, KafkaConfig, partition_for
 from kadence.topics.protocol import start_body
 from kadence.topics.records import new_id, start_run_id
+from kadence.topics.standalone import activity_key
 
 from .checker import Expectations, Violation
 from .workflows import (
+    ACTIVITY_TIMEOUT,
     CRON_PERIOD_S,
     CRON_SCHEDULE,
     CRON_WORKFLOWS,
     DEBOUNCE_S,
+    RETRY,
     SCHEDULE_EVERY_MS,
     SCHEDULES,
     TASK_QUEUE,
     ChaosOrder,
     ChaosTick,
     approval_for,
+    charge,
     cron_id,
     debounced,
     eager,
@@ -61,6 +65,8 @@ from .workflows import (
     run_limits,
     run_priority,
     schedule_name,
+    standalone,
+    standalone_id,
     update_result,
     wants_signal,
     wants_update,
@@ -175,6 +181,9 @@ class LoadDriver:
 
     async def _start(self, i: int) -> None:
         wf = self.workflow_id(i)
+        if standalone(i):
+            await self._standalone(i)
+            return
         if executed(i):
             self.exp.results[wf] = expected_result(i)
             self.counts["workflows_started"] += 1
@@ -273,6 +282,38 @@ class LoadDriver:
                 )
         self.counts["eager_starts"] += 1
         return handle
+
+    async def _standalone(self, i: int) -> None:
+        """Order ``i`` as a standalone ``charge`` activity: started twice with one request ID (the
+        same run), its result awaited by two callers (the same result)."""
+        aid = standalone_id(i)
+        key = activity_key(aid)
+
+        def start():
+            return self.client.start_activity(
+                charge, i, id=aid, task_queue=TASK_QUEUE, request_id=f"start-{key}", timeout=REQUEST_TIMEOUT_S,
+                start_to_close_timeout=ACTIVITY_TIMEOUT, retry_policy=RETRY,
+            )  # fmt: skip
+
+        first = await self._retry("standalone_start", start)
+        again = await self._retry("standalone_start", start)
+        if again.run_id != first.run_id:
+            self.violations.append(
+                Violation("completion", f"one start request got runs {first.run_id} and {again.run_id}", (key,))
+            )
+        self.exp.results[key] = 2 * i
+        self.counts["standalone_activities"] += 1
+        self._results[key] = self._spawn(self._standalone_result(aid, key))
+
+    async def _standalone_result(self, aid: str, key: str):
+        async def one():
+            handle = self.client.get_activity_handle(aid)
+            return await self._retry("result", lambda: handle.result(timeout=60), deadline_s=3600)
+
+        a, b = await asyncio.gather(one(), one())
+        if a != b:
+            self.violations.append(Violation("completion", f"two callers got results {a!r} and {b!r}", (key,)))
+        return a
 
     def _check_update(self, wf: str, rid: str, got: int, expected: int) -> None:
         if got != expected:

@@ -158,6 +158,18 @@ def update_result(n: int) -> int:
     return 1000 + n + 1
 
 
+def standalone(n: int) -> bool:
+    """Some orders are no workflow: a standalone ``charge`` activity (decision 0063) started by
+    its own ID, twice with one request ID (one run), its result read by two callers at once; the
+    checker holds its run to the same invariants as a workflow's (one completion with the
+    expected result, one effect, the accepted attempt's stream values only)."""
+    return n % 11 == 5 and not wants_signal(n) and not wants_update(n) and not executed(n)
+
+
+def standalone_id(n: int) -> str:
+    return f"charge-{n}"
+
+
 def executed(n: int) -> bool:
     """Some orders without a signal or an update are run by ``execute_workflow``: one command
     whose start carries its result request (decision 0052), retried with the same start request
