@@ -8,7 +8,7 @@ Pages work without JavaScript; ``static/console.js`` (written here, no package) 
 open run's timeline live and confirms destructive actions.
 
 The pages are module-level routers, one room each (``console_sign_in``, ``console_workflows``,
-``console_operations``, ``console_queues``, ``console_schedules``), that get what they share (``ConsoleKit``: templates,
+``console_operations``, ``console_queues``, ``console_schedules``, ``console_activities``), that get what they share (``ConsoleKit``: templates,
 the API client, the checks) through a dependency (``console_kit.Kit``); ``mount_console`` puts
 the kit on the app and includes them under ``/ui``.
 """
@@ -20,7 +20,15 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from . import console_operations, console_queues, console_schedules, console_sign_in, console_streams, console_workflows
+from . import (
+    console_activities,
+    console_operations,
+    console_queues,
+    console_schedules,
+    console_sign_in,
+    console_streams,
+    console_workflows,
+)
 from .console_kit import ConsoleKit
 from .console_timeline import timeline
 from .guard import Guard
@@ -43,6 +51,7 @@ def mount_console(app: FastAPI, guard: Guard, *, auth: bool) -> None:
         console_operations,
         console_queues,
         console_schedules,
+        console_activities,
     ):
         app.include_router(module.router, prefix="/ui", include_in_schema=False)
     app.mount("/ui/static", StaticFiles(directory=_HERE / "static"), name="console-static")

@@ -13,22 +13,31 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from kadence.readmodels.visibility import VisibilityFilter
 from kadence.schemas.records import ActivityOptions, RetryPolicy
 from kadence.topics.describe import describe_to_json
-from kadence.topics.errors import BrokerUnavailableError, WorkflowAlreadyStartedError, WorkflowNotFoundError
+from kadence.topics.errors import (
+    BrokerUnavailableError,
+    InvalidQueryError,
+    WorkflowAlreadyStartedError,
+    WorkflowNotFoundError,
+)
 from kadence.topics.protocol import cancel_body, operator_body, refusal, result_body
 from kadence.topics.search_attributes import from_json, from_wire
 from kadence.topics.standalone import (
     ACTIVITY_CONFLICT_POLICIES,
+    ACTIVITY_KIND,
     ACTIVITY_REUSE_POLICIES,
+    KIND_ATTRIBUTE,
+    activity_id_of,
     activity_key,
     activity_start_body,
     reuse_policy_of,
 )
 
 from ..context import Gateway, GatewayContext, principal
-from ..errors import error_response, refused_response
-from ..models import NameParam, ReasonRequest, TaskQueueParam
+from ..errors import ApiError, error_response, refused_response
+from ..models import NameParam, ReasonRequest, TaskQueueParam, WorkflowIdInPath
 from .params import IDEMPOTENCY_KEY, KEYED_IDS, READ, WRITE, TypePath, ms
 
 __all__ = ["router"]
@@ -38,7 +47,9 @@ audit = logging.getLogger("kadence.audit")
 
 router = APIRouter(prefix="/v1")
 
-ActivityIdPath = Annotated[str, Path(min_length=1, max_length=900, description="the standalone activity's ID")]
+ActivityIdPath = Annotated[
+    WorkflowIdInPath, Path(description="the standalone activity's ID; a / in it is sent encoded, as %2F")
+]
 #: the longest timeout the routes take (ten years), in seconds
 _MAX_SECONDS = 10 * 365 * 86400
 
@@ -271,3 +282,49 @@ async def terminate_activity(
 ):
     payload = operator_body(body.reason if body else "", "gateway")
     return await _act(request, gw, activity_id, "TerminateWorkflow", payload, idempotency_key)
+
+
+class ActivityList(BaseModel):
+    activities: list[dict[str, Any]]
+    next_cursor: str | None = None
+    counts: dict[str, Any] | None = None
+
+
+def _listed(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "activity_id": activity_id_of(record["workflow_id"]),
+        "run_id": record["run_id"],
+        "activity_type": record["workflow_type"],
+        "task_queue": record.get("task_queue"),
+        "status": record["status"],
+        "start_time_ms": record.get("start_time_ms"),
+        "close_time_ms": record.get("close_time_ms"),
+        "search_attributes": {k: v for k, v in (record.get("search_attributes") or {}).items() if k != KIND_ATTRIBUTE},
+    }
+
+
+@router.get(
+    "/activities",
+    response_model=ActivityList,
+    name="list_activities",
+    responses=READ,
+    summary="List standalone activities (from the visibility projection), newest start first",
+)
+async def list_activities(
+    request: Request,
+    gw: Gateway,
+    activity_type: str | None = Query(None, alias="type", min_length=1, max_length=200),
+    status: str | None = Query(None, pattern="^(running|completed|failed|canceled|terminated|timed_out)$"),
+    page_size: int = Query(100, ge=1, le=1000),
+    cursor: str | None = Query(None, max_length=2048, description="next_cursor of the previous page"),
+    include_counts: bool = Query(False, description="also count the matching activities by type and status"),
+):
+    who = principal(request)
+    reader = gw.visibility(who.namespace)
+    try:
+        where = VisibilityFilter(workflow_type=activity_type, status=status, search={KIND_ATTRIBUTE: ACTIVITY_KIND})
+        items, next_cursor = await reader.list(where, page_size=page_size, cursor=cursor)
+        counts = await reader.count(where) if include_counts else None
+    except InvalidQueryError as exc:
+        raise ApiError(400, "invalid_input", str(exc), field="query.cursor" if "cursor" in str(exc) else None) from exc
+    return {"activities": [_listed(r) for r in items], "next_cursor": next_cursor, "counts": counts}

@@ -157,3 +157,12 @@ def test_streams_example_reads_the_accepted_attempt_once_and_resumes(kafka_boots
     ], stdout
     assert "result: a summary of report.pdf" in stdout, stdout
     assert "-> ['thinking report.pdf (attempt 2)', 'writing report.pdf (attempt 2)', 'done']" in stdout, stdout
+
+
+def test_standalone_activities_example_gives_both_callers_one_result_and_follows_the_policies(kafka_bootstrap):
+    stdout = run_example("standalone_activities.py", kafka_bootstrap)
+    assert "result: receipt for order-1001 sent to ann@example.com by attempt 3" in stdout, stdout
+    assert "same for both callers: True" in stdout, stdout
+    assert "second start refused:" in stdout and "reject_duplicate" in stdout, stdout
+    assert "use_existing gives the open run: True" in stdout and "status: running" in stdout, stdout
+    assert "export ended: canceled" in stdout, stdout

@@ -219,6 +219,11 @@ async def test_over_http_start_wait_describe_cancel_and_the_errors(client, proce
                 assert outcome["status"] == "canceled"
                 twice = await http.post("/v1/activities/http-2/terminate")
                 assert twice.status_code == 409
+                # an ID with a slash travels encoded, as a workflow ID does
+                slashed = {**watch_start, "activity_id": "acme/http-3"}
+                assert (await http.post("/v1/activities/watch/start", json=slashed)).status_code == 201
+                assert (await http.get("/v1/activities/acme%2Fhttp-3")).json()["activity_id"] == "acme/http-3"
+                assert (await http.post("/v1/activities/acme%2Fhttp-3/terminate")).status_code == 200
                 missing = await http.get("/v1/activities/nothing-here")
                 assert missing.status_code == 404 and "nothing-here" in missing.json()["error"]["message"]
                 no_timeout = await http.post("/v1/activities/watch/start", json={"task_queue": QUEUE})
