@@ -15,6 +15,8 @@ import click
 
 from kadence.topics import KadenceError, KafkaConfig
 
+from .listing import _REDIS_URL_DEFAULT, _iso, _redis
+from .output import emit_rows, output_option
 from .over_http import Gateway, GatewayError, quote
 from .workflows import _json_args
 
@@ -206,3 +208,84 @@ activity.add_command(
     _operator("cancel", "Cancel ACTIVITY_ID: it closes canceled now; its attempt learns it at its next heartbeat.")
 )
 activity.add_command(_operator("terminate", "Terminate ACTIVITY_ID at once."))
+
+
+_STATUSES = ("running", "completed", "failed", "canceled", "terminated", "timed_out")
+
+
+@activity.command("list")
+@click.option("--type", "activity_type", default=None, help="activity type")
+@click.option("--status", type=click.Choice(_STATUSES), default=None)
+@click.option("--page-size", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option("--cursor", default=None, help="continue after a previous page (printed as next_cursor)")
+@click.option("--count", "count_only", is_flag=True, help="print counts by type and status instead")
+@output_option
+@click.option(
+    "--redis-url",
+    envvar="KADENCE_REDIS_URL",
+    default=None,
+    help="Redis of the projections [env KADENCE_REDIS_URL; default redis://127.0.0.1:6379/0]",
+)
+@click.pass_obj
+def list_activities(
+    config: KafkaConfig | Gateway,
+    activity_type: str | None,
+    status: str | None,
+    page_size: int,
+    cursor: str | None,
+    count_only: bool,
+    output: str,
+    redis_url: str | None,
+) -> None:
+    """List standalone activities from the visibility projection, newest start first (over the
+    gateway with KADENCE_GATEWAY_URL set: ``GET /v1/activities``)."""
+    if isinstance(config, Gateway):
+        params = {"type": activity_type, "status": status, "page_size": page_size, "cursor": cursor}
+        try:
+            page = config.call("GET", "/v1/activities", params={**params, "include_counts": str(count_only).lower()})
+        except GatewayError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            sys.exit(1)
+        rows, counts, nxt = page["activities"], page["counts"], page["next_cursor"]
+    else:
+        rows, counts, nxt = _list_from_redis(config, activity_type, status, page_size, cursor, count_only, redis_url)
+    if count_only:
+        click.echo(json.dumps(counts, sort_keys=True))
+        return
+    for row in rows:
+        row["start_time"], row["close_time"] = _iso(row["start_time_ms"]), _iso(row["close_time_ms"])
+    columns = ("activity_id", "run_id", "activity_type", "status", "start_time", "close_time")
+    emit_rows(rows, columns, output, extra={"next_cursor": nxt})
+    if nxt and output != "json":
+        click.echo(f"next_cursor: {nxt}", err=True)
+
+
+def _list_from_redis(
+    config: KafkaConfig,
+    activity_type: str | None,
+    status: str | None,
+    page_size: int,
+    cursor: str | None,
+    count_only: bool,
+    redis_url: str | None,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, str | None]:
+    from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
+    from kadence.topics.standalone import ACTIVITY_KIND, KIND_ATTRIBUTE, listed_activity
+
+    async def go() -> tuple[list[dict[str, Any]], dict[str, Any] | None, str | None]:
+        redis = _redis(redis_url or _REDIS_URL_DEFAULT)
+        try:
+            reader = VisibilityReader(redis, config.namespace)
+            where = VisibilityFilter(workflow_type=activity_type, status=status, search={KIND_ATTRIBUTE: ACTIVITY_KIND})
+            if count_only:
+                return [], await reader.count(where), None
+            items, nxt = await reader.list(where, page_size=page_size, cursor=cursor)
+            return [listed_activity(r) for r in items], None, nxt
+        finally:
+            await redis.aclose()
+
+    try:
+        return asyncio.run(go())
+    except Exception as exc:  # noqa: BLE001 - a typed KadenceError, or Redis unreachable and the like
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)

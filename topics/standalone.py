@@ -28,17 +28,24 @@ from .search_attributes import check_search_attributes
 __all__ = [
     "ACTIVITY_CONFLICT_POLICIES",
     "ACTIVITY_ID_PREFIX",
+    "ACTIVITY_KIND",
     "ACTIVITY_REUSE_POLICIES",
+    "KIND_ATTRIBUTE",
     "MAX_ACTIVITY_ID_LENGTH",
     "STANDALONE_VERSION",
     "activity_id_of",
     "activity_key",
     "activity_start_body",
     "is_activity_key",
+    "listed_activity",
     "reuse_policy_of",
     "standalone_problem",
 ]
 
+#: the search attribute that marks a standalone activity's run (``KadenceKind=activity``): the
+#: visibility projection lists and counts them by it; reserved, a workflow start may not set it
+KIND_ATTRIBUTE = "KadenceKind"
+ACTIVITY_KIND = "activity"
 #: the first schema version with ``StartWorkflow.activity``
 STANDALONE_VERSION = 21
 ACTIVITY_ID_PREFIX = "kadence-activity:"
@@ -112,6 +119,8 @@ def standalone_problem(key: str, body: Mapping[str, Any]) -> str | None:
     if not is_activity_key(key):
         if options is not None:
             return f"activity options are only for a standalone activity (a key {ACTIVITY_ID_PREFIX}{{id}})"
+        if KIND_ATTRIBUTE in (body.get("search_attributes") or {}):
+            return f"the search attribute {KIND_ATTRIBUTE} is reserved: it marks standalone activities"
         return None
     if options is None:
         return f"the prefix {ACTIVITY_ID_PREFIX!r} is for standalone activities: a workflow ID may not start with it"
@@ -147,15 +156,33 @@ def activity_start_body(
             f"this process writes schema version {version} ({serde.WRITE_VERSION_ENV}); standalone activities "
             f"need version {STANDALONE_VERSION}: lift the pin once every instance runs this release"
         )
+    search = dict(search_attributes or {})
+    if KIND_ATTRIBUTE in search:
+        raise InvalidArgumentError(f"the search attribute {KIND_ATTRIBUTE} is reserved", field="search_attributes")
     return {
         "workflow_type": check_name(activity_type, field="activity type"),
         "task_queue": check_task_queue(options["task_queue"]),
         "input": input,
         "id_reuse_policy": id_reuse_policy,
         "run_timeout_ms": None,
-        "search_attributes": check_search_attributes(search_attributes),
+        "search_attributes": check_search_attributes({**search, KIND_ATTRIBUTE: ACTIVITY_KIND}),
         "execution_timeout_ms": None,
         "memo": {},
         "headers": dict(headers or {}),
         "activity": options,
+    }
+
+
+def listed_activity(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A visibility record (``kadence.readmodels.visibility``) of a standalone activity's run, as
+    the activity lists show it (``GET /v1/activities``, ``kadence activity list``)."""
+    return {
+        "activity_id": activity_id_of(record["workflow_id"]),
+        "run_id": record["run_id"],
+        "activity_type": record["workflow_type"],
+        "task_queue": record.get("task_queue"),
+        "status": record["status"],
+        "start_time_ms": record.get("start_time_ms"),
+        "close_time_ms": record.get("close_time_ms"),
+        "search_attributes": {k: v for k, v in (record.get("search_attributes") or {}).items() if k != KIND_ATTRIBUTE},
     }

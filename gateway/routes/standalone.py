@@ -29,9 +29,9 @@ from kadence.topics.standalone import (
     ACTIVITY_KIND,
     ACTIVITY_REUSE_POLICIES,
     KIND_ATTRIBUTE,
-    activity_id_of,
     activity_key,
     activity_start_body,
+    listed_activity,
     reuse_policy_of,
 )
 
@@ -290,19 +290,6 @@ class ActivityList(BaseModel):
     counts: dict[str, Any] | None = None
 
 
-def _listed(record: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "activity_id": activity_id_of(record["workflow_id"]),
-        "run_id": record["run_id"],
-        "activity_type": record["workflow_type"],
-        "task_queue": record.get("task_queue"),
-        "status": record["status"],
-        "start_time_ms": record.get("start_time_ms"),
-        "close_time_ms": record.get("close_time_ms"),
-        "search_attributes": {k: v for k, v in (record.get("search_attributes") or {}).items() if k != KIND_ATTRIBUTE},
-    }
-
-
 @router.get(
     "/activities",
     response_model=ActivityList,
@@ -327,4 +314,4 @@ async def list_activities(
         counts = await reader.count(where) if include_counts else None
     except InvalidQueryError as exc:
         raise ApiError(400, "invalid_input", str(exc), field="query.cursor" if "cursor" in str(exc) else None) from exc
-    return {"activities": [_listed(r) for r in items], "next_cursor": next_cursor, "counts": counts}
+    return {"activities": [listed_activity(r) for r in items], "next_cursor": next_cursor, "counts": counts}

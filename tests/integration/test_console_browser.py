@@ -8,8 +8,10 @@ With KADENCE_UI_SCREENSHOTS=1 it also saves the main pages to docs/ui/ (docs/ui.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
+import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -21,7 +23,7 @@ from kadence import Client, Limit, Priority, Worker, activity, workflow
 from kadence.topics import Catalogue
 
 from .conftest import wait_until
-from .gateway_support import make_key
+from .gateway_support import auth, checked_client, make_key, redis_url
 from .workflows import ThreeSteps, add, double
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "ui"
@@ -495,5 +497,71 @@ async def test_a_workflows_stream_live_in_a_browser(gateway_url, api_key, gw_con
                     await _shot(page, "stream")
                 finally:
                     await browser.close()
+    finally:
+        await client.close()
+
+
+@activity.defn
+async def console_ping(n: int) -> int:
+    return n + 1
+
+
+async def test_standalone_activities_listed_over_http_the_cli_and_in_a_browser(
+    gateway_url, api_key, gw_config, gw_projection
+):
+    tag = uuid.uuid4().hex[:6]
+    client = await Client.connect(config=gw_config)
+    try:
+        async with Worker(client, task_queue=f"pings-{tag}", activities=[console_ping]):
+            for i in range(2):
+                await client.execute_activity(
+                    console_ping, i, id=f"ping-{tag}-{i}", task_queue=f"pings-{tag}",
+                    start_to_close_timeout=timedelta(seconds=30),
+                )  # fmt: skip
+        # no worker on this queue: it stays running
+        idle = await client.start_activity(
+            console_ping, 9, id=f"idle-{tag}", task_queue=f"idle-{tag}", start_to_close_timeout=timedelta(seconds=30)
+        )
+        await client.start_workflow(ThreeSteps, 1, id=f"wf-{tag}", task_queue=f"idle-{tag}")  # not an activity
+        async with checked_client(gateway_url, headers=auth(api_key)) as http:
+
+            async def three_listed() -> bool:
+                r = await http.get("/v1/activities", params={"include_counts": "true"})
+                mine = [a for a in r.json()["activities"] if tag in a["activity_id"]]
+                return len(mine) == 3 and any(a["status"] == "completed" for a in mine)
+
+            await wait_until(three_listed, 60, "three standalone activities in the projection", interval=0.5)
+            r = await http.get("/v1/activities", params={"type": "console_ping", "status": "running"})
+            running = [a for a in r.json()["activities"] if tag in a["activity_id"]]
+            assert [(a["activity_id"], a["run_id"], a["status"]) for a in running] == [
+                (f"idle-{tag}", idle.run_id, "running")
+            ]
+            assert running[0]["search_attributes"] == {} and running[0]["task_queue"] == f"idle-{tag}"
+            everything = (await http.get("/v1/activities", params={"page_size": 1000})).json()["activities"]
+            assert not any(a["activity_id"].startswith("wf-") for a in everything)  # workflows are not listed
+        env = {**os.environ, "KADENCE_REDIS_URL": redis_url()}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "kadence.cli", "--log-level", "warning", "--bootstrap", gw_config.bootstrap,
+            "--namespace", gw_config.namespace, "activity", "list", "--status", "completed", "-o", "json",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+        listed = sorted(a["activity_id"] for a in json.loads(out)["items"] if tag in a["activity_id"])
+        assert listed == [f"ping-{tag}-0", f"ping-{tag}-1"]
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+            try:
+                page = await browser.new_page(viewport={"width": 1400, "height": 900})
+                await _sign_in(page, gateway_url, api_key)
+                await page.goto(f"{gateway_url}/ui/activities?type=console_ping")
+                await expect(page.locator("h1")).to_have_text("Standalone activities")
+                await expect(page.locator(f"#activities a:has-text('idle-{tag}')")).to_have_count(1)
+                await page.locator(f"#activities a:has-text('idle-{tag}')").click()
+                await expect(page.locator("h1")).to_contain_text(f"kadence-activity:idle-{tag}")
+                await _shot(page, "activities")
+            finally:
+                await browser.close()
+        await idle.terminate()
     finally:
         await client.close()

@@ -20,6 +20,7 @@ EXPECTED = {
     ("POST", "/v1/activities/{activity_id}/terminate"): True,
     ("GET", "/v1/activities/{activity_id}/result"): False,
     ("GET", "/v1/activities/{activity_id}"): False,
+    ("GET", "/v1/activities"): False,
     ("POST", "/v1/workflows/{workflow_id}/signals"): True,
     ("POST", "/v1/workflows/{workflow_id}/cancel"): True,
     ("POST", "/v1/workflows/{workflow_id}/terminate"): True,

@@ -184,5 +184,30 @@ def test_a_process_pinned_to_an_older_schema_cannot_start_one(monkeypatch):
     from tests.support.codecs import pin_write_version
 
     pin_write_version(monkeypatch, 20)
-    with pytest.raises(ConfigError, match="standalone activities need version 21"):
-        activity_start_body("charge", b"[]", options())
+    try:
+        with pytest.raises(ConfigError, match="standalone activities need version 21"):
+            activity_start_body("charge", b"[]", options())
+    finally:
+        pin_write_version(monkeypatch, None)
+
+
+def test_the_kind_attribute_marks_standalone_activities_and_is_reserved_for_them():
+    from kadence.topics.protocol import start_body
+    from kadence.topics.standalone import ACTIVITY_KIND, KIND_ATTRIBUTE
+
+    body = activity_start_body("charge", b"[]", options(), search_attributes={"tenant": "acme"})
+    assert body["search_attributes"] == {"tenant": "acme", KIND_ATTRIBUTE: ACTIVITY_KIND}
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        activity_start_body("charge", b"[]", options(), search_attributes={KIND_ATTRIBUTE: "x"})
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        start_body("Order", "orders", b"[]", search_attributes={KIND_ATTRIBUTE: ACTIVITY_KIND})
+    h = Harness()  # a producer that bypassed the SDK: refused by the engine, nothing recorded
+    raw = {
+        "workflow_type": "Order",
+        "task_queue": "q",
+        "input": b"[]",
+        "search_attributes": {KIND_ATTRIBUTE: "activity"},
+    }
+    h.send("order-1", "StartWorkflow", raw, request_id="k1")
+    assert h.replies[-1]["status"] == "rejected" and KIND_ATTRIBUTE in h.replies[-1]["message"]
+    assert h.events == []
