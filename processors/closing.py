@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from kadence.schemas.records import Failure, RespondWorkflowTaskCompleted, WorkflowState
+from kadence.topics.standalone import is_activity_key
 
 from .concurrency import release_activity_slots, release_run_slots
 from .effects import Outbox, Transition, reply, schedule_workflow_task, send_command
@@ -112,7 +113,8 @@ def close_run(
         end_streams(t, st)
     st["status"] = status
     st["close_time_ms"] = t.ts
-    t.out.runs_closed.append((st["workflow_type"], status, t.ts - st["start_time_ms"]))
+    standalone = is_activity_key(st["workflow_id"])
+    t.out.runs_closed.append((st["workflow_type"], status, t.ts - st["start_time_ms"], standalone))
     st["result"] = result
     st["failure"] = failure
     st["wt_scheduled_seq"] = None

@@ -90,8 +90,9 @@ class Outbox:
     closes_refused: int = 0
     #: activity attempts sent in a reply to the worker that asked to run them (decision 0054)
     eager_activities: int = 0
-    #: for metrics, counted once the batch commits: the workflow type of each run started, and
-    #: (workflow type, outcome, ms from the run's start to its close) of each run closed
+    #: for metrics, counted once the batch commits: (workflow type, standalone) of each run
+    #: started, and (workflow type, outcome, ms from the run's start to its close, standalone) of
+    #: each run closed; ``standalone``: a standalone activity's run (its type is the activity's)
     runs_started: list[Any] = field(default_factory=list)
     runs_closed: list[Any] = field(default_factory=list)
     #: concurrency limits (``processors.concurrency``), by limit name: (name, ms waited) of each
@@ -360,7 +361,7 @@ def emit(
     t.view.append(st["workflow_id"], ev)
     t.out.events.append((st["workflow_id"], ev))
     if etype == "WorkflowExecutionStarted":
-        t.out.runs_started.append(st["workflow_type"])
+        t.out.runs_started.append((st["workflow_type"], is_activity_key(st["workflow_id"])))
     return ev
 
 

@@ -118,7 +118,27 @@ class ProcessorMetrics:
             registry=r,
             buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400, 604800),
         )
-        self.workflow_type = BoundedLabel()
+        self.workflow_type = BoundedLabel()  # (shared with the standalone activities' types)
+        # standalone activities (decision 0063): runs without code, counted apart from workflows
+        self.activities_started = Counter(
+            "kadence_processor_standalone_activities_started",
+            "standalone activities started (committed)",
+            ["namespace", "activity_type"],
+            registry=r,
+        )
+        self.activities_closed = Counter(
+            "kadence_processor_standalone_activities_closed",
+            "standalone activities closed (committed), by outcome",
+            ["namespace", "activity_type", "outcome"],
+            registry=r,
+        )
+        self.activity_seconds = Histogram(
+            "kadence_processor_standalone_activity_seconds",
+            "standalone activity start to close (through its retries), by outcome",
+            ["namespace", "activity_type", "outcome"],
+            registry=r,
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400),
+        )
 
     def _concurrency(self, r: CollectorRegistry) -> None:
         """Concurrency limits (decision 0057): counters by limit name; the holders and waiters of
@@ -201,9 +221,13 @@ class ProcessorMetrics:
             self.slot_wait.labels(self.namespace, self.limit_name.value(name)).observe(ms / 1000)
         for name, ms in out.throttled:
             self.throttled.labels(self.namespace, self.limit_name.value(name)).observe(ms / 1000)
-        for wtype in out.runs_started:
-            self.runs_started.labels(self.namespace, self.workflow_type.value(wtype)).inc()
-        for wtype, outcome, ms in out.runs_closed:
+        for wtype, standalone in out.runs_started:
+            started = self.activities_started if standalone else self.runs_started
+            started.labels(self.namespace, self.workflow_type.value(wtype)).inc()
+        for wtype, outcome, ms, standalone in out.runs_closed:
             label = self.workflow_type.value(wtype)
-            self.runs_closed.labels(self.namespace, label, outcome).inc()
-            self.run_seconds.labels(self.namespace, label, outcome).observe(max(0, ms) / 1000)
+            closed, seconds = (
+                (self.activities_closed, self.activity_seconds) if standalone else (self.runs_closed, self.run_seconds)
+            )
+            closed.labels(self.namespace, label, outcome).inc()
+            seconds.labels(self.namespace, label, outcome).observe(max(0, ms) / 1000)

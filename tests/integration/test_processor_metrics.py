@@ -5,6 +5,7 @@ shard restore time. Counted once a batch has committed. And its consumer lag."""
 from __future__ import annotations
 
 import urllib.request
+from datetime import timedelta
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,6 +15,8 @@ from tests.integration.workflows import ThreeSteps, VisQuick, VisWaiter, add, do
 from tests.support.net import free_port
 
 from .conftest import PARTITIONS, wait_until
+
+T = timedelta(seconds=30)
 
 
 def _samples(port: int) -> dict:
@@ -42,6 +45,8 @@ async def test_runs_started_closed_and_their_duration_by_type_and_outcome(proces
             await failing.result(timeout=60)
         waiting = await client.start_workflow(VisWaiter, id="pm-term", task_queue="pm")
         await waiting.terminate(reason="metrics test")
+        # a standalone activity: counted apart from the workflow runs
+        assert await client.execute_activity(add, 1, 2, id="pm-add", task_queue="pm", start_to_close_timeout=T) == 3
 
     await wait_until(
         lambda: value("kadence_processor_runs_closed_total", workflow_type="VisWaiter", outcome="terminated") == 1,
@@ -53,6 +58,10 @@ async def test_runs_started_closed_and_their_duration_by_type_and_outcome(proces
     assert value("kadence_processor_runs_closed_total", workflow_type="ThreeSteps", outcome="completed") == 2
     assert value("kadence_processor_runs_closed_total", workflow_type="VisQuick", outcome="failed") == 1
     assert value("kadence_processor_runs_closed_total", workflow_type="ThreeSteps", outcome="failed") is None
+    assert value("kadence_processor_standalone_activities_started_total", activity_type="add") == 1
+    assert value("kadence_processor_standalone_activities_closed_total", activity_type="add", outcome="completed") == 1
+    assert value("kadence_processor_standalone_activity_seconds_count", activity_type="add", outcome="completed") == 1
+    assert value("kadence_processor_runs_started_total", workflow_type="add") is None
     assert value("kadence_processor_run_seconds_count", workflow_type="ThreeSteps", outcome="completed") == 2
     assert value("kadence_processor_run_seconds_sum", workflow_type="ThreeSteps", outcome="completed") > 0
     # every shard was restored once, on its assignment

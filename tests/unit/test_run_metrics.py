@@ -28,17 +28,17 @@ def _at(out: Outbox, ts: int) -> Transition:
 def test_a_closed_run_is_noted_with_its_type_outcome_and_duration():
     out = Outbox()
     close_run(_at(out, 3_500), _state(), "completed")
-    assert out.runs_closed == [("Order", "completed", 2_500)]
+    assert out.runs_closed == [("Order", "completed", 2_500, False)]
 
 
 def test_a_truncated_command_takes_its_run_notes_with_it():
     out = Outbox()
-    out.runs_started.append("Order")
+    out.runs_started.append(("Order", False))
     mark = out.mark()
-    out.runs_started.append("Order")
+    out.runs_started.append(("Order", False))
     close_run(_at(out, 2_000), _state(), "failed")
     out.truncate(mark)
-    assert out.runs_started == ["Order"] and out.runs_closed == []
+    assert out.runs_started == [("Order", False)] and out.runs_closed == []
 
 
 def test_workflow_type_labels_are_capped():
