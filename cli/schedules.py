@@ -48,6 +48,27 @@ def _interval(text: str) -> dict[str, int]:
     return {"every_ms": _duration_ms(every, "--every"), "offset_ms": _duration_ms(offset, "--every") if offset else 0}
 
 
+_CALENDAR_FIELDS = ("second", "minute", "hour", "day_of_month", "month", "day_of_week", "year")
+
+
+def _calendar(text: str) -> dict[str, str]:
+    """``hour=9,day_of_week=MON-FRI`` -> the calendar's fields (a value may hold commas: 1,15)."""
+    fields: dict[str, str] = {}
+    name = None
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() in _CALENDAR_FIELDS:
+            name = key.strip()
+            fields[name] = value.strip()
+        elif name is not None and not sep:  # a list value: day_of_month=1,15
+            fields[name] += "," + part.strip()
+        else:
+            raise click.BadParameter(
+                f"{text!r}: use field=value pairs of {', '.join(_CALENDAR_FIELDS)}", param_hint="--calendar"
+            )
+    return fields
+
+
 def _duration_ms(text: str, hint: str) -> int:
     units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
     for unit in sorted(units, key=len, reverse=True):
@@ -64,6 +85,14 @@ def _duration_ms(text: str, hint: str) -> int:
 @click.option("--input", "inputs", multiple=True, help="an argument, as JSON (repeatable)")
 @click.option("--cron", multiple=True, help="a cron expression (five fields or @daily ...; repeatable)")
 @click.option("--every", multiple=True, help="an interval: 30s, 5m, 1h+15m (at a quarter past; repeatable)")
+@click.option(
+    "--calendar",
+    "calendars",
+    multiple=True,
+    help="calendar fields, e.g. hour=9,day_of_week=MON-FRI (second, minute, hour, day_of_month, month, day_of_week, "
+    "year; unset: second, minute and hour 0, the others any; repeatable)",
+)
+@click.option("--limit-actions", type=click.IntRange(0), default=None, help="start at most this many runs in all")
 @click.option("--time-zone", default="UTC", show_default=True, help="the IANA zone the cron fields are read in")
 @click.option("--jitter", default=None, help="delay each time by up to this much (30s, 5m)")
 @click.option("--start-at", default=None, help="no time before this (ISO-8601 or epoch ms)")
@@ -84,7 +113,7 @@ def _duration_ms(text: str, hint: str) -> int:
 @click.pass_obj
 def create(config: KafkaConfig, schedule_id: str, **o: Any) -> None:
     """Create SCHEDULE_ID."""
-    from kadence import ScheduleAction, ScheduleInterval, SchedulePolicy, ScheduleSpec
+    from kadence import ScheduleAction, ScheduleCalendar, ScheduleInterval, SchedulePolicy, ScheduleSpec
 
     try:
         args = [json.loads(text) for text in o["inputs"]]
@@ -93,6 +122,7 @@ def create(config: KafkaConfig, schedule_id: str, **o: Any) -> None:
     spec = ScheduleSpec(
         cron=list(o["cron"]),
         intervals=[ScheduleInterval(**_interval(text)) for text in o["every"]],
+        calendars=[ScheduleCalendar(**_calendar(text)) for text in o["calendars"]],
         time_zone=o["time_zone"],
         jitter_ms=_duration_ms(o["jitter"], "--jitter") if o["jitter"] else 0,
         start_at_ms=parse_time_ms(o["start_at"]),
@@ -109,8 +139,9 @@ def create(config: KafkaConfig, schedule_id: str, **o: Any) -> None:
 
     async def work(client: Any) -> None:
         await client.create_schedule(
-            schedule_id, spec=spec, action=action.check(), policy=policy, paused=o["paused"], note=o["note"]
-        )
+            schedule_id, spec=spec, action=action.check(), policy=policy, paused=o["paused"], note=o["note"],
+            remaining_actions=o["limit_actions"],
+        )  # fmt: skip
 
     _run(config, work)
     click.echo(f"schedule {schedule_id} created", err=True)

@@ -91,7 +91,8 @@ class Schedule:
         s = self._s
         upcoming: list[int] = []
         at = max(s.last_nominal_ms, self._seen_ms)  # a query reads no clock: the last task's time
-        while not s.paused and not self._deleted and len(upcoming) < 5:
+        limit = 5 if s.request.remaining_actions is None else min(5, max(0, s.request.remaining_actions))
+        while not s.paused and not self._deleted and len(upcoming) < limit:
             nxt = next_fire(s.request.spec, at)
             if nxt is None:
                 break
@@ -189,7 +190,8 @@ class Schedule:
             await self._start_waiting()
             if self._actions_this_run >= ACTIONS_PER_RUN and not self._starting:
                 workflow.continue_as_new(state)
-            wake = None if state.paused else next_fire(state.request.spec, state.last_nominal_ms)
+            done = state.paused or state.request.exhausted  # (limited actions used up: no timer)
+            wake = None if done else next_fire(state.request.spec, state.last_nominal_ms)
             now = self._seen_ms = _now_ms()
             if workflow.patched(ONE_ALARM):
                 fires = None if wake is None else fire_time(state.request.spec, workflow.info().workflow_id, wake)
@@ -247,6 +249,8 @@ class Schedule:
     def _take(self, nominal: int, overlap: str) -> None:
         """A time's action, by ``overlap``: waiting to start, or skipped."""
         s = self._s
+        if s.request.exhausted:  # its limited actions are used up: no time is taken any more
+            return
         busy = bool(s.running) or bool(self._s.waiting)
         if overlap == "skip" and busy:
             s.skipped_overlap += 1
@@ -287,6 +291,11 @@ class Schedule:
         action = s.request.action
         base = action.workflow_id or self._schedule_id
         run = ScheduledRun(nominal_ms=nominal, workflow_id=scheduled_workflow_id(base, nominal), started_ms=_now_ms())
+        limited = s.request.remaining_actions is not None
+        if limited:  # one of the limited actions, taken before the start (starts run side by side)
+            if s.request.exhausted:
+                return
+            s.request.remaining_actions = (s.request.remaining_actions or 0) - 1
         self._starting += 1
         try:
             handle = await workflow.start_child_workflow(
@@ -301,6 +310,8 @@ class Schedule:
             run.status = "start_failed"
             run.message = str(exc)
             self._record(run)
+            if limited:  # nothing started: the action is not used up
+                s.request.remaining_actions = (s.request.remaining_actions or 0) + 1
             return
         finally:
             self._starting -= 1

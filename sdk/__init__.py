@@ -58,6 +58,7 @@ _FROM = {
     "RetryPolicy": "kadence._definitions",
     "ScheduleAction": "kadence.topics.schedules",
     "ScheduleAlreadyRunningError": "kadence.topics.errors",
+    "ScheduleCalendar": "kadence.topics.schedules",
     "ScheduleDescription": "kadence.topics.schedules",
     "ScheduleError": "kadence.topics.errors",
     "ScheduleHandle": "kadence._schedules",
@@ -161,6 +162,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     )
     from kadence.topics.schedules import (
         ScheduleAction,
+        ScheduleCalendar,
         ScheduleDescription,
         ScheduleInterval,
         SchedulePolicy,
@@ -219,6 +221,7 @@ __all__ = [
     "RetryPolicy",
     "ScheduleAction",
     "ScheduleAlreadyRunningError",
+    "ScheduleCalendar",
     "ScheduleDescription",
     "ScheduleError",
     "ScheduleHandle",

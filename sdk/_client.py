@@ -648,15 +648,18 @@ class Client:
         paused: bool = False,
         note: str = "",
         request_id: str | None = None,
+        remaining_actions: int | None = None,
     ) -> ScheduleHandle:
         """Create the schedule ``id``: at each time of ``spec``, start ``action``
         (``kadence.schedule_action(MyWorkflow, arg, task_queue=...)``), by ``policy`` (overlap,
-        catch-up window, pause on failure). A ``kadence schedules worker`` runs schedules.
-        ``ScheduleAlreadyRunningError`` if it exists; ``InvalidArgumentError`` for a bad spec,
-        action or policy (nothing sent). See docs/guide.md, "Schedules"."""
+        catch-up window, pause on failure), at most ``remaining_actions`` runs in all (None: no
+        limit). A ``kadence schedules worker`` runs schedules. ``ScheduleAlreadyRunningError`` if
+        it exists; ``InvalidArgumentError`` for a bad spec, action or policy (nothing sent). See
+        docs/guide.md, "Schedules"."""
         return await create_schedule(
-            self, id, spec=spec, action=action, policy=policy, paused=paused, note=note, request_id=request_id
-        )
+            self, id, spec=spec, action=action, policy=policy, paused=paused, note=note, request_id=request_id,
+            remaining_actions=remaining_actions,
+        )  # fmt: skip
 
     def get_schedule_handle(self, id: str) -> ScheduleHandle:
         """A handle to the schedule ``id``: describe, pause, unpause, trigger, backfill, update, delete."""

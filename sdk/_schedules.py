@@ -7,6 +7,7 @@ with the same ``request_id`` is answered as the first time."""
 from __future__ import annotations
 
 from datetime import datetime
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 from kadence.topics.errors import (
@@ -124,8 +125,10 @@ class ScheduleHandle:
         paused: bool | None = None,
         note: str | None = None,
         request_id: str | None = None,
+        remaining_actions: int | EllipsisType | None = ...,
     ) -> None:
-        """Replace what is given (the rest stays); the times already taken stay taken."""
+        """Replace what is given (the rest stays); the times already taken stay taken.
+        ``remaining_actions``: a new limit of runs to start (None: no limit; left out: as it is)."""
         current = (await self.describe()).state
         request = ScheduleRequest(
             spec=spec or current.request.spec,
@@ -133,6 +136,9 @@ class ScheduleHandle:
             policy=policy or current.request.policy,
             paused=current.paused if paused is None else paused,
             note=current.note if note is None else note,
+            remaining_actions=current.request.remaining_actions
+            if isinstance(remaining_actions, EllipsisType)
+            else remaining_actions,
         ).check()
         await self._update("update", request, request_id=request_id)
 
@@ -151,9 +157,17 @@ async def create_schedule(
     paused: bool = False,
     note: str = "",
     request_id: str | None = None,
+    remaining_actions: int | None = None,
 ) -> ScheduleHandle:
     state = ScheduleState.new(
-        ScheduleRequest(spec=spec, action=action, policy=policy or SchedulePolicy(), paused=paused, note=note)
+        ScheduleRequest(
+            spec=spec,
+            action=action,
+            policy=policy or SchedulePolicy(),
+            paused=paused,
+            note=note,
+            remaining_actions=remaining_actions,
+        )
     )
     try:
         await client.start_workflow(

@@ -21,7 +21,7 @@ import re
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from .errors import InvalidArgumentError
 
@@ -104,7 +104,12 @@ def next_local_time_ms(expression: str, zone: tzinfo, after_ms: int) -> int:
     walls = croniter(expression, local - timedelta(hours=2))
     best: int | None = None
     while True:
-        wall: datetime = walls.get_next(datetime)
+        try:
+            wall: datetime = walls.get_next(datetime)
+        except CroniterBadDateError:  # no time after this one (a calendar's last year is over)
+            if best is None:
+                raise
+            return best
         first = int(wall.replace(tzinfo=zone, fold=0).timestamp() * 1000)
         if best is not None and first > best:
             return best  # first occurrences never go back in time, second ones are later still

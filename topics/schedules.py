@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from .cron import next_local_time_ms
 from .errors import InvalidArgumentError
@@ -33,6 +33,7 @@ __all__ = [
     "SCHEDULE_WORKFLOW_TYPE",
     "ScheduleAction",
     "ScheduleBackfill",
+    "ScheduleCalendar",
     "ScheduleDescription",
     "ScheduleInterval",
     "SchedulePolicy",
@@ -71,10 +72,53 @@ class ScheduleInterval:
     offset_ms: int = 0
 
 
+#: a calendar's fields in the order of the seven-field cron expression croniter reads
+#: (minute hour day-of-month month day-of-week second year)
+_CALENDAR_ORDER = ("minute", "hour", "day_of_month", "month", "day_of_week", "second", "year")
+
+
+@dataclass
+class ScheduleCalendar:
+    """Times named by calendar fields, as Temporal's structured calendar spec: each field is cron
+    syntax for its unit (``"9"``, ``"9-17"``, ``"*/15"``, ``"1,15"``, ``"MON-FRI"``, ``"JAN"``,
+    ``"*"``), read on the wall clock of the spec's time zone. Unset fields match as Temporal's do:
+    second, minute and hour 0, the others any. ``comment`` is for people.
+
+    ``ScheduleCalendar(hour="9", day_of_week="MON-FRI")``: 09:00:00 on weekdays;
+    ``ScheduleCalendar(second="30", minute="*/15", hour="9-17", year="2027")``: every quarter
+    hour and a half minute in office hours, in 2027 only."""
+
+    second: str = "0"
+    minute: str = "0"
+    hour: str = "0"
+    day_of_month: str = "*"
+    month: str = "*"
+    day_of_week: str = "*"
+    year: str = "*"
+    comment: str = ""
+
+    def expression(self) -> str:
+        """The seven-field cron expression of these fields."""
+        return " ".join(" ".join(str(getattr(self, name)).split()) or "*" for name in _CALENDAR_ORDER)
+
+    def check(self) -> ScheduleCalendar:
+        for name in _CALENDAR_ORDER:
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip() or len(value.split()) != 1:
+                raise _bad(f"spec.calendars.{name}", f"a calendar's {name} is one cron field, not {value!r}")
+        if not croniter.is_valid(self.expression()):
+            raise _bad(
+                "spec.calendars",
+                f"calendar {self.expression()!r} (minute hour day month weekday second year) does not parse",
+            )
+        return self
+
+
 @dataclass
 class ScheduleSpec:
     """When a schedule fires: the union of its ``cron`` expressions (five fields or a descriptor
-    such as ``@daily``, read in ``time_zone``, an IANA name) and its ``intervals``, from
+    such as ``@daily``, read in ``time_zone``, an IANA name), its ``calendars`` (calendar fields
+    down to the second and the year, ``ScheduleCalendar``) and its ``intervals``, from
     ``start_at_ms`` to ``end_at_ms`` (both optional, inclusive), each time delayed by up to
     ``jitter_ms``."""
 
@@ -84,10 +128,13 @@ class ScheduleSpec:
     start_at_ms: int | None = None
     end_at_ms: int | None = None
     jitter_ms: int = 0
+    calendars: list[ScheduleCalendar] = field(default_factory=list)
 
     def check(self) -> ScheduleSpec:
-        if not self.cron and not self.intervals:
-            raise _bad("spec", "a schedule's spec needs at least one cron expression or interval")
+        if not self.cron and not self.intervals and not self.calendars:
+            raise _bad("spec", "a schedule's spec needs at least one cron expression, calendar or interval")
+        for calendar in self.calendars:
+            calendar.check()
         try:
             ZoneInfo(self.time_zone)
         except (ZoneInfoNotFoundError, ValueError):
@@ -167,20 +214,32 @@ class SchedulePolicy:
 
 @dataclass
 class ScheduleRequest:
-    """A schedule as created or updated: spec, action, policy, and whether it starts paused (with
-    a note that says why)."""
+    """A schedule as created or updated: spec, action, policy, whether it starts paused (with a
+    note that says why), and how many runs it may still start."""
 
     spec: ScheduleSpec
     action: ScheduleAction
     policy: SchedulePolicy = field(default_factory=SchedulePolicy)
     paused: bool = False
     note: str = ""
+    #: limited actions: how many more runs the schedule starts (None: no limit); each run it
+    #: starts (for a time, a trigger or a backfill) counts one, and at 0 it takes no time more
+    remaining_actions: int | None = None
 
     def check(self) -> ScheduleRequest:
         self.spec.check()
         self.action.check()
         self.policy.check()
+        if self.remaining_actions is not None and (
+            not isinstance(self.remaining_actions, int) or self.remaining_actions < 0
+        ):
+            raise _bad("remaining_actions", f"remaining actions are a count from 0, not {self.remaining_actions!r}")
         return self
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether its limited actions are used up."""
+        return self.remaining_actions is not None and self.remaining_actions <= 0
 
 
 @dataclass
@@ -278,9 +337,20 @@ def scheduled_workflow_id(workflow_id: str, nominal_ms: int) -> str:
     return f"{workflow_id}-{stamp}{f'.{millis:03d}' if millis else ''}Z"
 
 
+def _next_calendar_time(calendar: ScheduleCalendar, zone: ZoneInfo, after_ms: int) -> int | None:
+    try:
+        return next_local_time_ms(calendar.expression(), zone, after_ms)
+    except CroniterBadDateError:  # its years are over
+        return None
+
+
 def _next_nominal(spec: ScheduleSpec, after_ms: int) -> int | None:
     zone = ZoneInfo(spec.time_zone)
     candidates = [next_local_time_ms(" ".join(c.split()), zone, after_ms) for c in spec.cron]
+    for calendar in spec.calendars:
+        at = _next_calendar_time(calendar, zone, after_ms)
+        if at is not None:
+            candidates.append(at)
     for i in spec.intervals:
         candidates.append((after_ms - i.offset_ms) // i.every_ms * i.every_ms + i.every_ms + i.offset_ms)
     return min(candidates) if candidates else None

@@ -282,3 +282,34 @@ async def test_the_gateway_creates_changes_lists_and_deletes_a_schedule(http, gw
 async def _json(http, path: str, check) -> bool:
     r = await http.get(path)
     return r.status_code == 200 and check(r.json())
+
+
+async def test_a_calendar_to_the_second_with_limited_actions_starts_that_many_runs(client, processors):
+    from kadence import ScheduleCalendar
+
+    processors.start()
+    processors.start_timers()
+    a, b = _workers(client)
+    every_two = ScheduleSpec(calendars=[ScheduleCalendar(second="*/2", minute="*", hour="*")])
+    async with a, b:
+        handle = await client.create_schedule(
+            "limited",
+            spec=every_two,
+            action=schedule_action(Tick, 0.0, task_queue="ticks"),
+            policy=SchedulePolicy(overlap="allow_all"),
+            remaining_actions=3,
+        )
+        await wait_until(lambda: _actions(handle, 3), 30, "three runs")
+        await asyncio.sleep(5)  # two or three more times of the calendar pass
+        desc = await handle.describe()
+        started = await _initiated(client, "limited")
+        await handle.delete()
+    assert desc.state.actions == 3 and desc.state.request.remaining_actions == 0 and desc.next_times_ms == []
+    assert len(started) == 3 and len({wf for wf, _ in started}) == 3
+    # each run's time is an even second, as the calendar says
+    seconds = [int(wf.rsplit(":", 1)[1].rstrip("Z")) for wf, _ in started]
+    assert all(s % 2 == 0 for s in seconds), started
+
+
+async def _actions(handle, n: int) -> bool:
+    return (await handle.describe()).state.actions >= n

@@ -49,6 +49,7 @@ PUBLIC = {
         "RetryPolicy",
         "ScheduleAction",
         "ScheduleAlreadyRunningError",
+        "ScheduleCalendar",
         "ScheduleDescription",
         "ScheduleError",
         "ScheduleHandle",

@@ -11,6 +11,7 @@ import pytest
 from kadence.topics.cron import next_time_ms
 from kadence.topics.errors import InvalidArgumentError
 from kadence.topics.schedules import (
+    ScheduleCalendar,
     ScheduleInterval,
     ScheduleSpec,
     fire_time,
@@ -94,7 +95,9 @@ def test_run_ids_name_their_time_and_schedule_ids_are_checked():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        (ScheduleSpec(), "at least one cron expression or interval"),
+        (ScheduleSpec(), "at least one cron expression, calendar or interval"),
+        (ScheduleSpec(calendars=[ScheduleCalendar(hour="25")]), "does not parse"),
+        (ScheduleSpec(calendars=[ScheduleCalendar(day_of_week="MON FRI")]), "one cron field"),
         (ScheduleSpec(cron=["* * *"]), "not five fields"),
         (ScheduleSpec(cron=["CRON_TZ=UTC 0 * * * *"]), "give the zone as time_zone"),
         (ScheduleSpec(cron=["@every 5m"]), "give the zone as time_zone and periods as intervals"),
@@ -110,3 +113,27 @@ def test_a_bad_spec_is_refused_with_the_field_named(spec, message):
     with pytest.raises(InvalidArgumentError, match=message) as info:
         spec.check()
     assert info.value.field and info.value.field.startswith("spec")
+
+
+def test_calendars_name_times_down_to_the_second_in_the_zone_and_end_with_their_years():
+    weekdays = ScheduleSpec(calendars=[ScheduleCalendar(hour="9", day_of_week="MON-FRI")], time_zone="Europe/Paris")
+    # Saturday 5 December 2026 at noon UTC: the next three are Monday to Wednesday, 09:00 in Paris
+    assert times(weekdays.check(), ms(2026, 12, 5, 12), 3) == ["12-07 08:00", "12-08 08:00", "12-09 08:00"]
+    quarters = ScheduleSpec(calendars=[ScheduleCalendar(second="30", minute="*/15", hour="9-17", year="2026")])
+    after = next_fire(quarters.check(), ms(2026, 12, 31, 17, 40))
+    assert after == ms(2026, 12, 31, 17, 45, 30)  # to the second
+    assert next_fire(quarters, after) is None  # 2026 is over: the calendar has ended
+    both = ScheduleSpec(cron=["0 12 * * *"], calendars=[ScheduleCalendar(hour="6")]).check()
+    assert times(both, ms(2026, 12, 5, 0), 3) == ["12-05 06:00", "12-05 12:00", "12-06 06:00"]  # the union
+    assert ScheduleCalendar(minute="30", hour="9").expression() == "30 9 * * * 0 *"
+
+
+def test_the_cli_reads_a_calendar_as_field_value_pairs():
+    import click
+
+    from kadence.cli.schedules import _calendar
+
+    assert _calendar("hour=9,day_of_week=MON-FRI") == {"hour": "9", "day_of_week": "MON-FRI"}
+    assert _calendar("day_of_month=1,15,hour=6") == {"day_of_month": "1,15", "hour": "6"}  # a list value
+    with pytest.raises(click.BadParameter, match="field=value"):
+        _calendar("weekday=MON")

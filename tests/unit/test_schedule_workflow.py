@@ -339,3 +339,26 @@ async def test_a_schedule_that_waited_the_old_way_replays_on_the_new_code(monkey
     assert not any(ev["attributes"][0] == "MarkerRecorded" for ev in raw)
     assert sum(ev["attributes"][0] == "TimerCanceled" for ev in raw) >= 3
     assert Replayer(workflows=[Schedule, Job]).replay(raw).ok  # the new code takes the old path
+
+
+async def test_limited_actions_start_that_many_runs_and_an_update_gives_more():
+    async with env() as e:
+        await _one_second_past_a_minute(e, 3_600_000)
+        handle = await e.client.create_schedule(
+            "limited", spec=MINUTE, action=schedule_action(Job, "x", 1.0, task_queue="jobs"), remaining_actions=3
+        )
+        await e.sleep(6 * 60)
+        desc = await handle.describe()
+        assert len(_ids("limited-")) == 3, RAN
+        assert desc.state.request.remaining_actions == 0 and desc.state.actions == 3 and desc.next_times_ms == []
+        await handle.trigger()  # used up: a trigger starts nothing either
+        await e.sleep(1)
+        assert len(_ids("limited-")) == 3
+        await handle.update(remaining_actions=2)  # two more, then none
+        assert len((await handle.describe()).next_times_ms) == 2
+        await e.sleep(5 * 60)
+        assert len(_ids("limited-")) == 5
+        await handle.update(note="unchanged limit")  # an update that leaves the limit keeps it
+        assert (await handle.describe()).state.request.remaining_actions == 0
+        with pytest.raises(InvalidArgumentError, match="remaining actions"):
+            await handle.update(remaining_actions=-1)
