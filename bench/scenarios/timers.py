@@ -10,6 +10,7 @@ the timer service's own fire time (the command's Kafka timestamp)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import threading
 import time
@@ -19,9 +20,26 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kadence.processors.timer_config import choose_tier
 from kadence.topics import Catalogue, serde
 
-from ..common import Context, CpuMeter, Procs, broker_process, new_namespace, poll_ready, summary
+from ..common import BenchError, Context, CpuMeter, Procs, broker_process, new_namespace, poll_ready, summary
 
 MIN_DELAY_S, MAX_DELAY_S = 0.2, 5.0
+
+
+def _delays() -> tuple[float, float]:
+    """``KADENCE_BENCH_TIMER_DELAY_S`` (``"55-65"``): the range timers are due in (default 0.2-5 s,
+    all on the near tier); longer timers pass through the coarser tiers first (a schedule's are
+    about a minute: set ``KADENCE_BENCH_WARMUP`` past the longest delay to measure them)."""
+    text = os.environ.get("KADENCE_BENCH_TIMER_DELAY_S", "")
+    if not text:
+        return MIN_DELAY_S, MAX_DELAY_S
+    low, sep, high = text.partition("-")
+    try:
+        lo, hi = float(low), float(high if sep else low)
+    except ValueError:
+        raise BenchError(f"KADENCE_BENCH_TIMER_DELAY_S={text!r}: a range of seconds such as 55-65") from None
+    if not 0 < lo <= hi:
+        raise BenchError(f"KADENCE_BENCH_TIMER_DELAY_S={text!r}: from a positive low to a high at least as large")
+    return lo, hi
 
 
 def _consume(config, stop: threading.Event, seen: dict, dupes: list) -> None:
@@ -52,7 +70,7 @@ def _consume(config, stop: threading.Event, seen: dict, dupes: list) -> None:
         consumer.close()
 
 
-def _produce(config, rate: float, stop_at_wall: float, due: dict) -> None:
+def _produce(config, rate: float, stop_at_wall: float, due: dict, delays: tuple[float, float]) -> None:
     cat = Catalogue(config)
     producer = Producer(config.producer(**{"linger.ms": 5}))
     codec = serde.codec("TimerRecord")
@@ -66,7 +84,7 @@ def _produce(config, rate: float, stop_at_wall: float, due: dict) -> None:
         while owed >= 1:
             owed -= 1
             now = time.time() * 1000
-            fire = int(now + random.uniform(MIN_DELAY_S, MAX_DELAY_S) * 1000)
+            fire = int(now + random.uniform(*delays) * 1000)
             tid = str(i)
             wid = f"tl-{i % 10_000}"
             rec = {
@@ -115,8 +133,9 @@ async def run(ctx: Context) -> dict:
         w1 = w0 + s.seconds * 1000
         cpu = CpuMeter({"timers": procs.procs["t0"].pid, "broker": broker_process(config.bootstrap)})
         cpu.start()
-        producer = loop.run_in_executor(None, _produce, config, s.timer_rate, w1, due)
-        last_due = w1 + MAX_DELAY_S * 1000
+        delays = _delays()
+        producer = loop.run_in_executor(None, _produce, config, s.timer_rate, w1, due, delays)
+        last_due = w1 + delays[1] * 1000
         while True:
             now = time.time() * 1000
             if now > last_due + 3000:
@@ -155,7 +174,7 @@ async def run(ctx: Context) -> dict:
             "missing": missing,
             "duplicates": len(dupes),
             "early": sum(1 for x in late_ts if x < 0),
-            "delays_s": [MIN_DELAY_S, MAX_DELAY_S],
+            "delays_s": list(delays),
             "cpu_percent_of_core": usage,
         }
     )
