@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kadence import Client, RetryPolicy, activity, workflow
@@ -195,7 +195,7 @@ class Schedule:
             now = self._seen_ms = _now_ms()
             if workflow.patched(ONE_ALARM):
                 fires = None if wake is None else fire_time(state.request.spec, workflow.info().workflow_id, wake)
-                await self._until(fires, now)
+                await self._until(fires)
                 continue
             try:
                 if wake is None:
@@ -207,7 +207,7 @@ class Schedule:
                 pass
         return state
 
-    async def _until(self, fires: int | None, now: int) -> None:
+    async def _until(self, fires: int | None) -> None:
         """Wait for a wake or for the time ``fires`` (None: a wake only), on one timer per time.
 
         A wake that leaves the next time as it was (a run started or ended, a query-free update)
@@ -220,7 +220,9 @@ class Schedule:
             self._alarm = self._alarm_at = None
         if fires is not None and self._alarm is None:
             self._alarm_at = fires
-            self._alarm = asyncio.ensure_future(workflow.sleep(max(0, fires - now) / 1000))
+            # at the time itself, however late this task is recorded (a duration would count
+            # from when the engine records it: later by the task's time in queues, under load)
+            self._alarm = asyncio.ensure_future(workflow.sleep_until(datetime.fromtimestamp(fires / 1000, UTC)))
         alarm = self._alarm
         await workflow.wait_condition(lambda: self._woken or (alarm is not None and alarm.done()))
         if alarm is not None and alarm.done():

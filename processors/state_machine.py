@@ -41,14 +41,9 @@ from kadence.schemas.records import (
 )
 from kadence.topics import records
 from kadence.topics.builds import validate_build_id
-from kadence.topics.concurrency import limits_problem
-from kadence.topics.cron import check_cron
-from kadence.topics.debounce import debounce_problem
-from kadence.topics.errors import ConfigError, InvalidArgumentError
-from kadence.topics.identifiers import MAX_ID_LENGTH, MAX_NAME_LENGTH, problem, task_queue_problem
-from kadence.topics.priority import priority_problem
+from kadence.topics.errors import ConfigError
 from kadence.topics.records import failure_record, start_run_id
-from kadence.topics.standalone import is_activity_key, standalone_problem
+from kadence.topics.standalone import is_activity_key
 
 from .activities import (
     activity_heartbeat,
@@ -89,6 +84,7 @@ from .pause import hold_timer, pause_workflow, unpause_workflow
 from .reset import reset_workflow
 from .runs import begin_run, close_or_continue, continue_as_new, cron_run_id, initial_build, new_run
 from .standalone import begin_activity_run, refused, settle
+from .start_checks import invalid_start, start_rejection
 from .streams import publish_from_workflow
 from .updates import complete_update, update_accepted, update_requested
 
@@ -112,51 +108,10 @@ HISTORY_LIMIT_EVENTS = records.HISTORY_LIMIT_EVENTS
 EAGER_MAX_SKEW_MS = 60_000
 
 
-def _invalid_start(wf: str, body: StartWorkflow) -> str | None:
-    """Why a start's workflow ID, type or task queue is not valid (``topics.identifiers``)."""
-    why = problem(wf, max_length=MAX_ID_LENGTH, slash=True)
-    if why:
-        return f"invalid workflow_id: {why}"
-    why = problem(body["workflow_type"], max_length=MAX_NAME_LENGTH, slash=False)
-    if why:
-        return f"invalid workflow_type: {why}"
-    why = task_queue_problem(body["task_queue"])
-    if why:
-        return f"invalid task_queue: {why}"
-    why = limits_problem(body.get("concurrency") or [])
-    if why:
-        return f"invalid concurrency: {why}"
-    why = priority_problem(body.get("priority"))
-    if why:
-        return f"invalid {why}"
-    why = standalone_problem(wf, body)
-    if why:
-        return f"invalid start: {why}"
-    why = debounce_problem(body.get("debounce_ms", 0), body.get("debounce_max_ms", 0), body.get("cron_schedule"))
-    if why:
-        return f"invalid {why}"
-    if body.get("cron_schedule") is not None:
-        try:
-            check_cron(body["cron_schedule"])
-        except InvalidArgumentError as exc:
-            return f"invalid {exc}"
-    return None
-
-
-def _start_rejection(st: WorkflowState, policy: str) -> str | None:
-    if st["status"] == "running":
-        return "workflow is already running"
-    if policy == "reject_duplicate":
-        return "a run with this workflow ID exists and the policy is reject_duplicate"
-    if policy == "allow_duplicate_failed_only" and st["status"] in ("completed", "continued_as_new"):
-        return "the previous run completed and the policy is allow_duplicate_failed_only"
-    return None
-
-
 def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> WorkflowState | None:
     """Start a run; returns its state, or None when rejected (the reply says why)."""
     wf, rid = t.cmd["aggregate_key"], t.cmd["request_id"]
-    invalid = _invalid_start(wf, body)
+    invalid = invalid_start(wf, body)
     if invalid:  # a producer that bypassed the SDK's checks: nothing is recorded
         reply(t.out, rid, wf, "rejected", message=invalid)
         notify_parent_of_start(t.out, wf, body, "start_failed", "", invalid)
@@ -181,7 +136,7 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
         policy = body["id_reuse_policy"]
         if policy == "terminate_if_running" and st["status"] == "running":
             _terminate_run(t, st, "terminated by a start with terminate_if_running")
-        reject = _start_rejection(st, policy)
+        reject = start_rejection(st, policy)
         if reject:
             remember(st, rid, "already_started", reject)
             t.view.put(st)
@@ -194,7 +149,7 @@ def _start(t: Transition, body: StartWorkflow, *, answer: bool = True) -> Workfl
     begin_debounce(t, new, body)
     eager = body.get("eager_workflow_task")
     eager_fits = eager is not None and _eager_start_fits(new, eager, t.ts)
-    standalone = body.get("activity") is not None  # (its key is an activity's: ``_invalid_start``)
+    standalone = body.get("activity") is not None  # (its key is an activity's: ``invalid_start``)
     begin_run(t, new, body, request_id=rid, first_task=not (eager_fits or standalone))
     if standalone:
         begin_activity_run(t, new, body)
@@ -315,7 +270,8 @@ def _apply_command(
             return
         schedule_activity(t, st, c, done_seq)
     elif ctype == "StartTimer":
-        fire_at = t.ts + max(0, c["duration_ms"])
+        # an absolute time (workflow.sleep_until) stands however late this task is recorded
+        fire_at = c.get("fire_at_ms") or t.ts + max(0, c["duration_ms"])
         ev = emit(
             t,
             st,

@@ -32,7 +32,7 @@ from pathlib import Path
 
 __all__ = ["CURRENT_VERSION", "available_versions", "freeze", "load_schema_set", "manifest", "schema_digest"]
 
-CURRENT_VERSION = 21
+CURRENT_VERSION = 22
 
 
 def _root():

@@ -547,6 +547,8 @@ class StartTimer(TypedDict):
 
     timer_id: str
     duration_ms: int
+    #: an absolute fire time (workflow.sleep_until): the engine fires the timer then, however late it applies the command; null: duration_ms from when it applies it
+    fire_at_ms: NotRequired[int | None]
 
 
 class CancelTimer(TypedDict):

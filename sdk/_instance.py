@@ -42,7 +42,7 @@ from kadence.topics.search_attributes import from_wire
 
 from ._child_errors import child_error
 from ._definitions import WorkflowDefinition
-from ._loop import DeterministicLoop
+from ._loop import DeterministicLoop, DurableTimerHandle
 from ._messages import WorkflowMessages
 from ._replay_rules import IDENTITY, MATCHING_EVENT, RESOLUTIONS, describe_command
 from .interceptors import Interceptor
@@ -164,7 +164,7 @@ class WorkflowInstance(WorkflowMessages):
         self._wt_times: dict[int, int] = {}
         self._activities: dict[str, asyncio.Future[Any]] = {}
         self._next_activity = 0
-        self._timers: dict[str, _TimerHandle] = {}
+        self._timers: dict[str, DurableTimerHandle] = {}
         #: timers the code canceled -> the seq of the TimerCanceled event once read (None before):
         #: a fire that raced the cancel (recorded between them) is ignored; an entry is dropped once
         #: the activation past its cancel event has resolved what came before it
@@ -413,16 +413,29 @@ class WorkflowInstance(WorkflowMessages):
         if not result.done():
             result.set_exception(err)
 
-    def start_timer(self, delay_s: float, callback: Callable[..., object], args: tuple[Any, ...]) -> _TimerHandle:
-        """A durable timer (what ``asyncio.sleep`` and ``workflow.sleep`` use on this loop)."""
+    def start_timer(
+        self, delay_s: float, callback: Callable[..., object], args: tuple[Any, ...], *, fire_at_ms: int | None = None
+    ) -> DurableTimerHandle:
+        """A durable timer (what ``asyncio.sleep`` and ``workflow.sleep`` use on this loop);
+        ``fire_at_ms``: at that instant, wherever the command is applied (``workflow.sleep_until``)."""
         if self.closed:
             raise RuntimeError("workflow already completed")
         self._next_timer += 1
         timer_id = str(self._next_timer)
-        handle = _TimerHandle(self, timer_id, callback, args)
+        handle = DurableTimerHandle(
+            self.loop, timer_id, callback, args, cancel=self._cancel_timer, drop=lambda tid: self._timers.pop(tid, None)
+        )
         self._timers[timer_id] = handle
-        self._unmatched.append(("StartTimer", {"timer_id": timer_id, "duration_ms": max(0, int(delay_s * 1000))}))
+        attrs: dict[str, Any] = {"timer_id": timer_id, "duration_ms": max(0, int(delay_s * 1000))}
+        if fire_at_ms is not None:  # (left out otherwise: a process pinned to schema 21 writes the rest)
+            attrs["fire_at_ms"] = fire_at_ms
+        self._unmatched.append(("StartTimer", attrs))
         return handle
+
+    @property
+    def now_ms(self) -> int:
+        """Workflow time, epoch ms (the time the current workflow task was scheduled)."""
+        return self._now_ms
 
     def _cancel_timer(self, timer_id: str) -> None:
         if self._timers.pop(timer_id, None) is not None and not self.closed:
@@ -804,28 +817,3 @@ class WorkflowInstance(WorkflowMessages):
             # evicted on purpose, not leaked (asyncio's own flag: typeshed leaves it out)
             task._log_destroy_pending = False  # type: ignore[attr-defined]
         self.loop.close()
-
-
-class _TimerHandle(asyncio.TimerHandle):
-    """``loop.call_later`` on the workflow loop: a durable timer in the engine."""
-
-    def __init__(
-        self, inst: WorkflowInstance, timer_id: str, callback: Callable[..., object], args: tuple[Any, ...]
-    ) -> None:
-        super().__init__(0.0, callback, args, inst.loop)
-        self._inst = inst
-        self.timer_id = timer_id
-
-    def fire(self) -> None:
-        if not self._cancelled:
-            self._inst.loop._ready.append(self)
-
-    def cancel(self) -> None:
-        if not self._cancelled:
-            self._inst._cancel_timer(self.timer_id)
-        super().cancel()
-
-    def cancel_silently(self) -> None:
-        """The run is over: drop the timer without a command."""
-        self._inst._timers.pop(self.timer_id, None)
-        asyncio.Handle.cancel(self)

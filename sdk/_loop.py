@@ -26,7 +26,7 @@ from kadence.topics.errors import NotDeterministicError
 if TYPE_CHECKING:
     from ._instance import WorkflowInstance
 
-__all__ = ["DeterministicLoop", "NotDeterministicError", "install_guard"]
+__all__ = ["DeterministicLoop", "DurableTimerHandle", "NotDeterministicError", "install_guard"]
 
 log = logging.getLogger(__name__)
 
@@ -212,3 +212,37 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
     add_writer = _refuse("file descriptor I/O", "an activity")
     run_until_complete = _refuse("loop.run_until_complete", "await")
     run_forever = _refuse("loop.run_forever", "await")
+
+
+class DurableTimerHandle(asyncio.TimerHandle):
+    """``loop.call_later`` on the workflow loop: a durable timer in the engine, fired when its
+    ``TimerFired`` event is read. ``cancel`` records the cancel (a ``CancelTimer`` command, through
+    the instance's ``cancel(timer_id)``); ``cancel_silently`` drops it without one (the run is over)."""
+
+    def __init__(
+        self,
+        loop: DeterministicLoop,
+        timer_id: str,
+        callback: Callable[..., object],
+        args: tuple[Any, ...],
+        *,
+        cancel: Callable[[str], None],
+        drop: Callable[[str], object],
+    ) -> None:
+        super().__init__(0.0, callback, args, loop)
+        self._workflow_loop = loop
+        self._record_cancel, self._drop = cancel, drop
+        self.timer_id = timer_id
+
+    def fire(self) -> None:
+        if not self._cancelled:
+            self._workflow_loop._ready.append(self)
+
+    def cancel(self) -> None:
+        if not self._cancelled:
+            self._record_cancel(self.timer_id)
+        super().cancel()
+
+    def cancel_silently(self) -> None:
+        self._drop(self.timer_id)
+        asyncio.Handle.cancel(self)

@@ -26,7 +26,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
-from kadence.topics.errors import KadenceError
+from kadence.topics.errors import InvalidArgumentError, KadenceError
 from kadence.topics.search_attributes import SearchAttributeValue, check_search_attributes, from_wire
 from kadence.topics.streams import check_stream, check_streams_writable, check_value
 
@@ -61,6 +61,7 @@ __all__ = [
     "run",
     "signal",
     "sleep",
+    "sleep_until",
     "start_child_workflow",
     "update",
     "upsert_search_attributes",
@@ -306,6 +307,31 @@ async def sleep(duration: timedelta | float) -> None:
     seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
     _instance()
     await asyncio.sleep(max(0.0, seconds))
+
+
+async def sleep_until(when: datetime) -> None:
+    """Sleep durably until the instant ``when`` (a timezone-aware ``datetime``): the engine fires
+    the timer then, however long the workflow task that asked for it took to be recorded, where
+    ``sleep(when - workflow.now())`` counts its duration from when the engine records it (later
+    by the task's time in queues and in the worker). A time already past fires at once. The
+    timer and its cancellation are those of ``sleep``."""
+    inst = _instance()
+    if not isinstance(when, datetime) or when.tzinfo is None:
+        raise InvalidArgumentError("sleep_until takes a timezone-aware datetime", field="when")
+    fire_at_ms = int(when.timestamp() * 1000)
+    fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    handle = inst.start_timer(
+        max(0, fire_at_ms - inst.now_ms) / 1000, _wake, (fut,), fire_at_ms=max(fire_at_ms, inst.now_ms)
+    )
+    try:
+        await fut
+    finally:
+        handle.cancel()  # (nothing once it fired; a cancel of the sleep cancels the timer)
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 async def wait_condition(fn: Callable[[], bool], *, timeout: timedelta | float | None = None) -> None:

@@ -27,7 +27,7 @@ MODULE_LIMIT, FUNCTION_LIMIT = 800, 100
 
 #: module -> its size when listed (lines)
 BIG_MODULES = {
-    "sdk/_instance.py": 837,
+    "sdk/_instance.py": 819,
 }
 #: module::qualified function -> its size when listed (lines)
 BIG_FUNCTIONS = {
