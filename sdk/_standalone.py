@@ -31,6 +31,7 @@ from kadence.topics.standalone import activity_key, activity_start_body, reuse_p
 from ._definitions import Limit, Priority, RetryPolicy, limit_records, priority_record, to_ms
 from ._description import WorkflowExecutionDescription
 from ._handle import WorkflowHandle
+from ._streams import WorkflowStream
 from .workflow import _activity_type
 
 if TYPE_CHECKING:
@@ -153,6 +154,12 @@ class ActivityHandle:
     async def terminate(self, *, reason: str = "", request_id: str | None = None) -> None:
         """Close the run as terminated at once (the attempt is not told)."""
         await self._translated(self._run.terminate(reason=reason, request_id=request_id), "terminate")
+
+    def stream(self, name: str | None = None, *, after: int | None = None, value_type: Any = None) -> WorkflowStream:
+        """Follow what the activity publishes (``activity.publish``) on stream ``name`` (every
+        stream when None): only the accepted attempt's values, each once; the iteration ends
+        when the activity closes (docs/guide.md, "Workflow streams")."""
+        return self._run.stream(name, after=after, value_type=value_type)
 
     async def history(self) -> list[dict[str, Any]]:
         """The run's history events, oldest first (JSON-friendly dicts)."""

@@ -65,6 +65,16 @@ async def approve(name: str) -> str:
     activity.raise_complete_async()
 
 
+@activity.defn
+async def narrate(n: int) -> int:
+    attempt = activity.info().attempt
+    for i in range(n):
+        activity.publish("progress", f"attempt {attempt} step {i}")
+    if attempt == 1:
+        raise RuntimeError("the first attempt fails after publishing")
+    return n
+
+
 @workflow.defn
 class Noop:
     @workflow.run
@@ -73,7 +83,7 @@ class Noop:
 
 
 def _worker(client):
-    return Worker(client, task_queue=QUEUE, activities=[charge, watch, approve])
+    return Worker(client, task_queue=QUEUE, activities=[charge, watch, approve, narrate])
 
 
 async def test_a_retried_activity_gives_one_stable_result_to_two_callers(client, processors):
@@ -275,3 +285,15 @@ async def test_the_cli_over_kafka_and_over_the_gateway(client, processors, kafka
             assert status == 1 and "not found" in err
     status, out, err = await kadence(kafka_config, "activity", "result", "cli-2")
     assert status == 1 and "canceled" in err
+
+
+async def test_a_standalone_activitys_stream_holds_the_accepted_attempts_values_only(client, processors):
+    processors.start()
+    processors.start_timers()
+    async with _worker(client):
+        handle = await client.start_activity(
+            narrate, 3, id="narrate-1", task_queue=QUEUE, start_to_close_timeout=T, retry_policy=FAST
+        )
+        values = [event.value async for event in handle.stream("progress")]  # ends at the close
+        assert await handle.result(timeout=30) == 3
+    assert values == ["attempt 2 step 0", "attempt 2 step 1", "attempt 2 step 2"]
