@@ -13,11 +13,13 @@ from typing import Any
 
 import click
 
-from kadence.topics import KadenceError, KafkaConfig
+from kadence.topics import KafkaConfig
 
-from .listing import _REDIS_URL_DEFAULT, _iso, _redis
+from .connected import run_with_client
+from .listing import _iso, _redis
 from .output import emit_rows, output_option
 from .over_http import Gateway, GatewayError, quote
+from .projections import _REDIS_URL
 from .workflows import _json_args
 
 __all__ = ["activity"]
@@ -29,21 +31,8 @@ def activity() -> None:
 
 
 def _run(config: KafkaConfig, work: Callable[[Any], Awaitable[Any]]) -> None:
-    """Connect a client, print ``work(client)`` as JSON; typed errors exit 1."""
-    from kadence import Client
-
-    async def go() -> Any:
-        client = await Client.connect(config=config)
-        try:
-            return await work(client)
-        finally:
-            await client.close()
-
-    try:
-        out = asyncio.run(go())
-    except KadenceError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+    """Print ``work(client)``'s value as JSON (``run_with_client``)."""
+    out = run_with_client(config, work)
     if out is not None:
         click.echo(json.dumps(out, indent=2, default=str))
 
@@ -220,12 +209,7 @@ _STATUSES = ("running", "completed", "failed", "canceled", "terminated", "timed_
 @click.option("--cursor", default=None, help="continue after a previous page (printed as next_cursor)")
 @click.option("--count", "count_only", is_flag=True, help="print counts by type and status instead")
 @output_option
-@click.option(
-    "--redis-url",
-    envvar="KADENCE_REDIS_URL",
-    default=None,
-    help="Redis of the projections [env KADENCE_REDIS_URL; default redis://127.0.0.1:6379/0]",
-)
+@_REDIS_URL
 @click.pass_obj
 def list_activities(
     config: KafkaConfig | Gateway,
@@ -235,7 +219,7 @@ def list_activities(
     cursor: str | None,
     count_only: bool,
     output: str,
-    redis_url: str | None,
+    redis_url: str,
 ) -> None:
     """List standalone activities from the visibility projection, newest start first (over the
     gateway with KADENCE_GATEWAY_URL set: ``GET /v1/activities``)."""
@@ -267,13 +251,13 @@ def _list_from_redis(
     page_size: int,
     cursor: str | None,
     count_only: bool,
-    redis_url: str | None,
+    redis_url: str,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, str | None]:
     from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
     from kadence.topics.standalone import ACTIVITY_KIND, KIND_ATTRIBUTE, listed_activity
 
     async def go() -> tuple[list[dict[str, Any]], dict[str, Any] | None, str | None]:
-        redis = _redis(redis_url or _REDIS_URL_DEFAULT)
+        redis = _redis(redis_url)
         try:
             reader = VisibilityReader(redis, config.namespace)
             where = VisibilityFilter(workflow_type=activity_type, status=status, search={KIND_ATTRIBUTE: ACTIVITY_KIND})

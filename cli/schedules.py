@@ -12,8 +12,9 @@ from typing import Any
 
 import click
 
-from kadence.topics import KadenceError, KafkaConfig
+from kadence.topics import KafkaConfig
 
+from .connected import run_with_client
 from .projections import _REDIS_URL, parse_time_ms
 from .serving import serve_worker
 
@@ -23,23 +24,6 @@ __all__ = ["schedules"]
 @click.group()
 def schedules() -> None:
     """Start workflows on a calendar: cron in a time zone, intervals, overlap policies, backfills."""
-
-
-def _run(config: KafkaConfig, work: Callable[[Any], Awaitable[Any]]) -> Any:
-    from kadence import Client
-
-    async def go() -> Any:
-        client = await Client.connect(config=config)
-        try:
-            return await work(client)
-        finally:
-            await client.close()
-
-    try:
-        return asyncio.run(go())
-    except KadenceError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
 
 
 def _interval(text: str) -> dict[str, int]:
@@ -143,7 +127,7 @@ def create(config: KafkaConfig, schedule_id: str, **o: Any) -> None:
             remaining_actions=o["limit_actions"],
         )  # fmt: skip
 
-    _run(config, work)
+    run_with_client(config, work)
     click.echo(f"schedule {schedule_id} created", err=True)
 
 
@@ -152,7 +136,7 @@ def create(config: KafkaConfig, schedule_id: str, **o: Any) -> None:
 @click.pass_obj
 def describe(config: KafkaConfig, schedule_id: str) -> None:
     """Its spec, action, policy, state, counts, runs and next times, as JSON."""
-    desc = _run(config, lambda client: client.get_schedule_handle(schedule_id).describe())
+    desc = run_with_client(config, lambda client: client.get_schedule_handle(schedule_id).describe())
     click.echo(json.dumps(asdict(desc), indent=2, default=str))
 
 
@@ -190,7 +174,7 @@ def list_schedules(config: KafkaConfig, redis_url: str) -> None:
 
 def _change(name: str, help_text: str, call: Callable[[Any, dict], Awaitable[Any]], *options: Any) -> None:
     def command(config: KafkaConfig, schedule_id: str, **o: Any) -> None:
-        result = _run(config, lambda client: call(client.get_schedule_handle(schedule_id), o))
+        result = run_with_client(config, lambda client: call(client.get_schedule_handle(schedule_id), o))
         click.echo(f"schedule {schedule_id}: {name} done" + ("" if result is None else f" ({result})"), err=True)
 
     command.__doc__ = help_text

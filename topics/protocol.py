@@ -28,7 +28,6 @@ from .cron import check_cron
 from .debounce import check_debounce
 from .errors import (
     CommandRejectedError,
-    InvalidArgumentError,
     KadenceError,
     WorkflowAlreadyStartedError,
     WorkflowError,
@@ -37,7 +36,7 @@ from .errors import (
 from .identifiers import check_name, check_task_queue
 from .priority import check_priority
 from .search_attributes import check_search_attributes
-from .standalone import KIND_ATTRIBUTE
+from .standalone import check_kind_unset
 
 __all__ = [
     "ID_REUSE_POLICIES",
@@ -84,11 +83,7 @@ def start_body(
     if id_reuse_policy not in ID_REUSE_POLICIES:
         raise KadenceError(f"id_reuse_policy must be one of {', '.join(ID_REUSE_POLICIES)}, not {id_reuse_policy!r}")
     check_debounce(debounce_ms, debounce_max_ms, cron_schedule)
-    if KIND_ATTRIBUTE in (search_attributes or {}):
-        raise InvalidArgumentError(
-            f"the search attribute {KIND_ATTRIBUTE} is reserved: it marks standalone activities",
-            field="search_attributes",
-        )
+    check_kind_unset(search_attributes)
     return {
         "workflow_type": check_name(workflow_type, field="workflow type"),
         "task_queue": check_task_queue(task_queue),

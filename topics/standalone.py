@@ -36,6 +36,7 @@ __all__ = [
     "activity_id_of",
     "activity_key",
     "activity_start_body",
+    "check_kind_unset",
     "is_activity_key",
     "listed_activity",
     "reuse_policy_of",
@@ -57,6 +58,15 @@ ACTIVITY_REUSE_POLICIES = ("allow_duplicate", "allow_duplicate_failed_only", "re
 #: raises ``ActivityAlreadyStartedError``, ``use_existing`` returns the open run's handle,
 #: ``terminate_existing`` terminates it and starts anew
 ACTIVITY_CONFLICT_POLICIES = ("fail", "use_existing", "terminate_existing")
+
+
+def check_kind_unset(search_attributes: Mapping[str, object] | None) -> None:
+    """``InvalidArgumentError`` when a start's own search attributes name ``KIND_ATTRIBUTE``."""
+    if KIND_ATTRIBUTE in (search_attributes or {}):
+        raise InvalidArgumentError(
+            f"the search attribute {KIND_ATTRIBUTE} is reserved: it marks standalone activities",
+            field="search_attributes",
+        )
 
 
 def activity_key(activity_id: object, *, field: str = "id") -> str:
@@ -156,16 +166,14 @@ def activity_start_body(
             f"this process writes schema version {version} ({serde.WRITE_VERSION_ENV}); standalone activities "
             f"need version {STANDALONE_VERSION}: lift the pin once every instance runs this release"
         )
-    search = dict(search_attributes or {})
-    if KIND_ATTRIBUTE in search:
-        raise InvalidArgumentError(f"the search attribute {KIND_ATTRIBUTE} is reserved", field="search_attributes")
+    check_kind_unset(search_attributes)
     return {
         "workflow_type": check_name(activity_type, field="activity type"),
         "task_queue": check_task_queue(options["task_queue"]),
         "input": input,
         "id_reuse_policy": id_reuse_policy,
         "run_timeout_ms": None,
-        "search_attributes": check_search_attributes({**search, KIND_ATTRIBUTE: ACTIVITY_KIND}),
+        "search_attributes": check_search_attributes({**(search_attributes or {}), KIND_ATTRIBUTE: ACTIVITY_KIND}),
         "execution_timeout_ms": None,
         "memo": {},
         "headers": dict(headers or {}),

@@ -28,6 +28,7 @@ from kadence import (
 from kadence.gateway import GatewayConfig, create_app
 from tests.support.cli import kadence
 
+from .conftest import wait_until
 from .gateway_support import serve
 
 T = timedelta(seconds=30)
@@ -36,6 +37,7 @@ QUEUE = "standalone"
 
 runs: list[tuple[str, int, bool]] = []
 cancelled: list[str] = []
+watching: list[str] = []
 tokens: dict[str, bytes] = {}
 
 
@@ -50,6 +52,7 @@ async def charge(order: str, amount: int) -> dict:
 
 @activity.defn
 async def watch(name: str) -> str:
+    watching.append(name)
     try:
         while True:
             activity.heartbeat("watching")
@@ -155,16 +158,12 @@ async def test_cancel_reaches_the_attempt_at_its_heartbeat_and_closes_the_run_ca
             start_to_close_timeout=T,
             heartbeat_timeout=timedelta(seconds=5),
         )
-        await asyncio.sleep(0.5)  # (it runs and heartbeats; the cancel does not depend on it)
+        await wait_until(lambda: "w-2" in watching, 30, "the attempt to run")  # a running attempt is canceled
         await handle.cancel(reason="no longer needed")
         with pytest.raises(ActivityFailedError) as ended:
             await handle.result(timeout=30)
         assert ended.value.status == "canceled"
-        for _ in range(50):  # the attempt learns it at its next heartbeat
-            if "w-2" in cancelled:
-                break
-            await asyncio.sleep(0.1)
-        assert "w-2" in cancelled
+        await wait_until(lambda: "w-2" in cancelled, 10, "the attempt to learn of the cancel at its heartbeat")
         with pytest.raises(
             ActivityExecutionError, match="cancel of standalone activity 'watch-2' rejected: activity is canceled"
         ):
@@ -176,10 +175,7 @@ async def test_async_completion_and_the_typed_errors(client, processors):
     processors.start_timers()
     async with _worker(client):
         handle = await client.start_activity(approve, "a-1", id="approve-1", task_queue=QUEUE, start_to_close_timeout=T)
-        for _ in range(100):
-            if "a-1" in tokens:
-                break
-            await asyncio.sleep(0.1)
+        await wait_until(lambda: "a-1" in tokens, 10, "the activity to hand out its token")
         await client.get_async_activity_handle(tokens["a-1"]).complete("approved by Ann")
         assert await handle.result(timeout=30) == "approved by Ann"
     with pytest.raises(ActivityNotFoundError):
