@@ -318,8 +318,20 @@ class Catalogue:
     def _limits_spec(self) -> list[TopicSpec]:
         return [s for s in self.core_specs() if s.name == self.queue_limits]
 
-    def partitions_of(self, topic: str, admin: AdminClient | None = None) -> int:
-        return self.require([topic], admin)[topic]
+    def partitions_of(self, topic: str, admin: AdminClient | None = None, settle: float = 10.0) -> int:
+        """The partition count of ``topic``, one this process has just applied. A cluster's
+        brokers learn of a creation one by one, so the broker that answers may not list it yet
+        (a worker on a three-node cluster stopped on that): it is looked for again for up to
+        ``settle`` seconds before ``require`` calls it missing."""
+        admin = admin or self.admin()
+        deadline = time.monotonic() + settle
+        while True:
+            have = self.existing(admin)
+            if topic in have:
+                return have[topic]
+            if time.monotonic() >= deadline:
+                return self.require([topic], admin)[topic]
+            time.sleep(0.1)
 
 
 #: what a create-topics result says when the broker (or its controller) did not answer, as

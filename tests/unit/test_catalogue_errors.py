@@ -69,3 +69,21 @@ def test_a_namespace_made_before_concurrency_limits_and_streams_gets_them_partit
     assert [(s.name, s.partitions) for s in cat.late_specs(older)] == [("old.concurrency", 12), ("old.streams", 12)]
     assert [s.name for s in cat.late_specs({**older, cat.concurrency: 12})] == ["old.streams"]
     assert cat.late_specs({**older, cat.concurrency: 12, cat.streams: 3}) == []  # as it is, whatever its count
+
+
+def test_a_topic_the_answering_broker_does_not_list_yet_is_looked_for_again(monkeypatch):
+    """A cluster's brokers learn of a creation one by one: a worker on three nodes stopped with
+    "topics missing" for its queue's topic, created a moment before, that the broker it asked did
+    not list yet."""
+    catalogue = Catalogue(KafkaConfig(bootstrap="127.0.0.1:1", namespace="n"))
+    answers = iter([{}, {"n.other": 1}, {"n.tasks": 4}])
+    monkeypatch.setattr(catalogue, "existing", lambda admin=None, timeout=10.0: next(answers))
+    assert catalogue.partitions_of("n.tasks", admin=object()) == 4  # type: ignore[arg-type]
+
+
+def test_a_topic_that_stays_missing_is_still_a_topic_error(monkeypatch):
+    catalogue = Catalogue(KafkaConfig(bootstrap="127.0.0.1:1", namespace="n"))
+    monkeypatch.setattr(catalogue, "existing", lambda admin=None, timeout=10.0: {})
+    monkeypatch.setattr(catalogue, "_metadata", lambda *a, **k: _Metadata())
+    with pytest.raises(TopicError, match="topics missing: n.tasks"):
+        catalogue.partitions_of("n.tasks", admin=object(), settle=0.3)  # type: ignore[arg-type]
