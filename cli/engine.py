@@ -18,6 +18,7 @@ from kadence.topics import KadenceError, KafkaConfig
 from kadence.topics.settings import click_options, given_options
 
 from .codec import current_codec
+from .collector import tune_collector_from_env
 from .definitions import load_definitions
 from .health import metrics_host_option
 
@@ -58,6 +59,7 @@ def _serve(make, metrics_port: int | None, metrics_host: str, config: KafkaConfi
     registry = CollectorRegistry()
     faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
+    tune_collector_from_env()
     try:
         service = make(registry)  # (a schema registry that does not answer stops it here)
         if metrics_port is not None:
@@ -228,6 +230,7 @@ def worker(
 
     workflows, activities = load_definitions(module_name)
     codec = current_codec()
+    tune_collector_from_env()
 
     faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr

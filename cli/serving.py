@@ -14,12 +14,16 @@ import click
 
 from kadence.topics import KadenceError, KafkaConfig
 
+from .collector import tune_collector_from_env
+
 __all__ = ["serve_worker"]
 
 
 def serve_worker(config: KafkaConfig, build: Callable[[Any], Any]) -> None:
     """Run the ``Worker`` that ``build(client)`` returns until SIGTERM or SIGINT."""
     from kadence import Client
+
+    tune_collector_from_env()
 
     async def run() -> None:
         client = await Client.connect(config=config, wait_for_broker=math.inf)

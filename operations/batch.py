@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from kadence import Client, KadenceError, RetryPolicy, WorkflowError, activity, workflow
+from kadence import Client, KadenceError, RetryPolicy, WorkflowError, WorkflowHandle, activity, workflow
 from kadence.readmodels.visibility import VisibilityFilter
 from kadence.topics.batch import (
     BATCH_OPERATIONS,
@@ -134,7 +134,7 @@ def request_id(batch_id: str, workflow_id: str) -> str:
     return f"batch:{batch_id}:{workflow_id}"
 
 
-def batch_activities(client: Client, redis_url: str) -> list[Callable]:
+def batch_activities(client: Client, redis_url: str) -> list[Callable[..., Any]]:
     """The batch's activities, bound to ``client`` (commands) and the visibility projection's Redis."""
     import redis.asyncio as aioredis
 
@@ -153,7 +153,8 @@ def batch_activities(client: Client, redis_url: str) -> list[Callable]:
             counted = await r.count(_query(f))
         finally:
             await redis.aclose()
-        return counted["total"] - counted["by_type"].get(BATCH_WORKFLOW_TYPE, 0)
+        total: int = counted["total"] - counted["by_type"].get(BATCH_WORKFLOW_TYPE, 0)
+        return total
 
     @activity.defn(name="kadence.batch.page")
     async def page(f: BatchFilter, cursor: str | None, page_size: int) -> _Page:
@@ -193,7 +194,7 @@ def batch_activities(client: Client, redis_url: str) -> list[Callable]:
     return [count, page, apply]
 
 
-async def _send(handle, request: BatchRequest, rid: str) -> None:
+async def _send(handle: WorkflowHandle, request: BatchRequest, rid: str) -> None:
     op, reason = request.operation, request.reason or f"batch {request.operation}"
     if op == "signal":
         await handle.signal(request.signal_name, *request.signal_args, request_id=rid)

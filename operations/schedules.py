@@ -367,7 +367,7 @@ class Schedule:
         self._s.recent = [*self._s.recent, run][-RECENT_KEPT:]
 
 
-def schedule_activities(client: Client) -> list[Callable]:
+def schedule_activities(client: Client) -> list[Callable[..., Any]]:
     """The schedule's activities, bound to ``client``: stop a run (the cancel and terminate overlap
     policies), and wait for a run a previous run of the schedule started."""
 

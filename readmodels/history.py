@@ -19,12 +19,16 @@ stays valid across rebuilds. The events are the same dicts ``kadence.topics.deco
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from kadence.topics import serde
 from kadence.topics.errors import InvalidQueryError
 
 from .keys import ProjectionKeys, poll_until
 from .keys import text as _s
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 __all__ = ["HistoryPage", "HistoryReadModel"]
 
@@ -33,7 +37,7 @@ __all__ = ["HistoryPage", "HistoryReadModel"]
 class HistoryPage:
     workflow_id: str
     run_id: str | None
-    events: list = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
     next_after_seq: int | None = None
     last_seq: int = 0
 
@@ -41,7 +45,7 @@ class HistoryPage:
 class HistoryReadModel:
     """Reads one namespace's history read model. ``redis`` is a ``redis.asyncio.Redis``."""
 
-    def __init__(self, redis, namespace: str):
+    def __init__(self, redis: Redis, namespace: str):
         self.redis = redis
         self.namespace = namespace
         self.keys = ProjectionKeys(namespace, "history")
@@ -85,6 +89,7 @@ class HistoryReadModel:
 
         async def readable() -> bool:
             g = await self._prefix()
-            return await self.redis.llen(f"{g}ev:{workflow_id}/{run_id}") >= seq
+            length: int = await self.redis.llen(f"{g}ev:{workflow_id}/{run_id}")
+            return length >= seq
 
         return await poll_until(readable, timeout)

@@ -35,6 +35,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, overload
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 __all__ = [
     "INVERT_MS",
@@ -66,12 +71,16 @@ def index_member(ms: int, member_id: str) -> str:
     return f"{INVERT_MS - int(ms):013d}|{member_id}"
 
 
-def text(value):
+@overload
+def text(value: None) -> None: ...
+@overload
+def text(value: bytes | str) -> str: ...
+def text(value: bytes | str | None) -> str | None:
     """A Redis reply as text (clients may or may not decode responses)."""
     return value.decode() if isinstance(value, bytes) else value
 
 
-async def poll_until(check, timeout: float) -> bool:
+async def poll_until(check: Callable[[], Awaitable[bool]], timeout: float) -> bool:
     """Await ``check()`` every 10 ms, backing off to 100 ms, until it is true (True) or
     ``timeout`` seconds passed (False): how readers wait for a projection to catch up."""
     deadline = time.monotonic() + timeout
@@ -102,12 +111,12 @@ class ProjectionKeys:
     def prefix(self, generation: int | str) -> str:
         return f"{self.base}:g{generation}:"
 
-    async def current_prefix(self, redis) -> str:
+    async def current_prefix(self, redis: Redis) -> str:
         """The key prefix of the generation readers use now (resolved per call: a rebuild's
         switch is atomic for readers)."""
         return self.prefix(text(await redis.get(self.pointer)) or "0")
 
-    async def positions(self, redis) -> dict[int, int]:
+    async def positions(self, redis: Redis) -> dict[int, int]:
         """Per history partition, the next offset the projection will apply (all before it are in)."""
         g = await self.current_prefix(redis)
         return {int(text(k)): int(text(v)) for k, v in (await redis.hgetall(f"{g}pos")).items()}

@@ -32,7 +32,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kadence.topics.errors import InvalidArgumentError, InvalidQueryError
 from kadence.topics.search_attributes import from_json, index_terms, json_terms
@@ -40,26 +40,29 @@ from kadence.topics.search_attributes import from_json, index_terms, json_terms
 from .keys import INVERT_MS, RUN_STATUSES, SEP, ProjectionKeys, poll_until, status_key
 from .keys import text as _s
 
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
 __all__ = ["InvalidQueryError", "VisibilityFilter", "VisibilityReader", "projection_lag"]
 
 _CHUNK = 500
 
 
-def _search_attributes(r: dict) -> dict:
+def _search_attributes(r: dict[str, Any]) -> dict[str, Any]:
     """A record's search attributes in JSON form: its values are JSON text since index terms are
     kept (``sat``); a record written before holds plain strings."""
-    sa = json.loads(r.get("sa") or "{}") or {}
+    sa: dict[str, Any] = json.loads(r.get("sa") or "{}") or {}
     return {k: json.loads(v) for k, v in sa.items()} if "sat" in r else sa
 
 
-def _record(raw: dict) -> dict | None:
+def _record(raw: dict[Any, Any]) -> dict[str, Any] | None:
     if not raw:
         return None
     r = {_s(k): _s(v) for k, v in raw.items()}
     if "workflow_id" not in r:
         return None
 
-    def num(name):
+    def num(name: str) -> int | None:
         v = r.get(name)
         return int(v) if v not in (None, "") else None
 
@@ -97,7 +100,7 @@ def _decode_cursor(cursor: str) -> str:
         raise InvalidQueryError(f"invalid cursor {cursor[:40]!r}") from exc
 
 
-def _ms_bound(value) -> int | None:
+def _ms_bound(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > INVERT_MS:
@@ -151,7 +154,7 @@ class VisibilityFilter:
             and not self.search
         )
 
-    def matches(self, rec: dict) -> bool:
+    def matches(self, rec: dict[str, Any]) -> bool:
         """Whether a run record (``VisibilityReader``'s) meets every condition."""
         if self.workflow_type is not None and rec["workflow_type"] != self.workflow_type:
             return False
@@ -182,7 +185,7 @@ _ALL = VisibilityFilter()
 class VisibilityReader:
     """Reads one namespace's visibility projection. ``redis`` is a ``redis.asyncio.Redis``."""
 
-    def __init__(self, redis, namespace: str):
+    def __init__(self, redis: Redis, namespace: str):
         self.redis = redis
         self.namespace = namespace
         self.keys = ProjectionKeys(namespace, "visibility")
@@ -193,7 +196,7 @@ class VisibilityReader:
     async def _prefix(self) -> str:
         return await self.keys.current_prefix(self.redis)
 
-    async def describe(self, workflow_id: str, run_id: str | None = None) -> dict | None:
+    async def describe(self, workflow_id: str, run_id: str | None = None) -> dict[str, Any] | None:
         """The run ``run_id`` of ``workflow_id``, or its latest run; None when unknown."""
         g = await self._prefix()
         if run_id is None:
@@ -237,7 +240,7 @@ class VisibilityReader:
 
     async def _walk(
         self, where: VisibilityFilter, *, cursor: str | None, limit: int
-    ) -> AsyncIterator[tuple[str, dict]]:
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Yield (member, record) in list order, after ``cursor``, at most ``limit``."""
         g = await self._prefix()
         index = self._plan(g, where)
@@ -274,12 +277,12 @@ class VisibilityReader:
 
     async def list(
         self, where: VisibilityFilter = _ALL, *, page_size: int = 100, cursor: str | None = None
-    ) -> tuple[list[dict], str | None]:
+    ) -> tuple[list[dict[str, Any]], str | None]:
         """One page of the runs ``where`` selects, newest start first, and the cursor of the next
         page (None at the end)."""
         if not isinstance(page_size, int) or not 1 <= page_size <= 1000:
             raise InvalidQueryError("page_size must be between 1 and 1000")
-        items: list[dict] = []
+        items: list[dict[str, Any]] = []
         last: str | None = None
         async for member, rec in self._walk(where, cursor=cursor, limit=page_size + 1):
             if len(items) == page_size and last is not None:  # (page_size >= 1: last is set)
@@ -288,7 +291,7 @@ class VisibilityReader:
             last = member
         return items, None
 
-    async def count(self, where: VisibilityFilter = _ALL) -> dict:
+    async def count(self, where: VisibilityFilter = _ALL) -> dict[str, Any]:
         """``{"total": n, "by_type": {type: n}, "by_status": {status: n}}`` of the runs ``where``
         selects.
 
@@ -319,7 +322,7 @@ class VisibilityReader:
         return {"total": total, "by_type": by_type, "by_status": by_status}
 
 
-async def projection_lag(redis, namespace: str, *, stale_after_s: float = 15.0) -> dict:
+async def projection_lag(redis: Redis, namespace: str, *, stale_after_s: float = 15.0) -> dict[str, Any]:
     """The live projection process's lag report, for ``/readyz`` and ``kadence projections lag``.
 
     ``{"running": bool, "events": n, "seconds": s, "updated_ms": t, "partitions": {p: {...}}}``:

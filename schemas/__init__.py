@@ -28,18 +28,20 @@ from __future__ import annotations
 import hashlib
 import json
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 __all__ = ["CURRENT_VERSION", "available_versions", "freeze", "load_schema_set", "manifest", "schema_digest"]
 
 CURRENT_VERSION = 22
 
 
-def _root():
+def _root() -> Traversable:
     return resources.files(__name__)
 
 
-def schema_digest(schema: dict) -> str:
+def schema_digest(schema: dict[str, Any]) -> str:
     """The store name of ``schema``: 16 hex digits of the SHA-256 of its canonical JSON."""
     canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
@@ -51,12 +53,13 @@ def available_versions() -> list[int]:
     return sorted(int(p.name[: -len(".json")]) for p in vdir.iterdir() if p.name.endswith(".json"))
 
 
-def manifest(version: int) -> dict:
+def manifest(version: int) -> dict[str, Any]:
     """``{"version": n, "order": [record names], "schemas": {name: digest}}`` of a frozen version."""
-    return json.loads(_root().joinpath("versions", f"{version}.json").read_text())
+    loaded: dict[str, Any] = json.loads(_root().joinpath("versions", f"{version}.json").read_text())
+    return loaded
 
 
-def load_schema_set(version: int | None = None) -> list[dict]:
+def load_schema_set(version: int | None = None) -> list[dict[str, Any]]:
     """The schemas of one version (``None``: the current files), in dependency order.
 
     A frozen version's schemas come from the store; each is checked against its digest, so a

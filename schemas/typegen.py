@@ -22,6 +22,7 @@ schema edited without ``python -m kadence.schemas types`` fails the tests.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from . import load_schema_set
 
@@ -62,9 +63,9 @@ class _Renderer:
         self._started: set[str] = set()
         #: whether the type being rendered names a record not defined yet (``record``)
         self._forward = False
-        self.named: dict[str, dict] = {}
+        self.named: dict[str, dict[str, Any]] = {}
 
-    def record(self, schema: dict) -> str:
+    def record(self, schema: dict[str, Any]) -> str:
         name = _short(schema["name"])
         if name in self._started:
             if name not in self.classes:  # a record that holds itself (a failure's cause)
@@ -92,7 +93,7 @@ class _Renderer:
         self._forward = outer_forward
         return name
 
-    def type_of(self, schema) -> str:
+    def type_of(self, schema: Any) -> str:
         if isinstance(schema, str):
             if schema in _PRIMITIVES:
                 return _PRIMITIVES[schema]
@@ -128,7 +129,7 @@ class _Renderer:
             return _PRIMITIVES[kind]
         raise ValueError(f"no Python type for the Avro type {kind!r}")
 
-    def _is_record(self, branch) -> bool:
+    def _is_record(self, branch: Any) -> bool:
         if isinstance(branch, dict):
             return branch.get("type") == "record"
         return isinstance(branch, str) and branch not in _PRIMITIVES

@@ -24,7 +24,7 @@ import uuid as _uuid
 from collections.abc import Callable, Generator, Iterable, MutableMapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from kadence.topics.errors import InvalidArgumentError, KadenceError
 from kadence.topics.search_attributes import SearchAttributeValue, check_search_attributes, from_wire
@@ -36,10 +36,14 @@ from ._loop import DeterministicLoop
 
 _C = TypeVar("_C", bound=type)
 _F = TypeVar("_F", bound=Callable[..., Any])
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_R_co = TypeVar("_R_co", covariant=True)
 
 __all__ = [
     "ChildWorkflowHandle",
     "ContinueAsNew",
+    "UpdateHandler",
     "WorkflowInfo",
     "all_handlers_finished",
     "continue_as_new",
@@ -145,7 +149,19 @@ def query(fn: _F | None = None, *, name: str | None = None) -> _F | Callable[[_F
     return wrap(fn) if fn is not None else wrap
 
 
-# Any: the handler gains a ``validator`` decorator that its own type cannot declare
+class UpdateHandler(Protocol[_P, _R_co]):
+    """What ``@workflow.update`` makes of a method: the method itself, with a ``validator``
+    decorator whose method takes the handler's parameters (``self`` included)."""
+
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co: ...
+
+    def validator(self, check: Callable[_P, None]) -> Callable[_P, None]: ...
+
+
+@overload
+def update(fn: Callable[_P, _R], *, name: str | None = None) -> UpdateHandler[_P, _R]: ...
+@overload
+def update(fn: None = None, *, name: str | None = None) -> Callable[[Callable[_P, _R]], UpdateHandler[_P, _R]]: ...
 def update(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
     """Method decorator: an update handler (sync or async). Its return value is the caller's
     result (``handle.execute_update``); an exception it raises is the caller's error, and the
@@ -165,7 +181,7 @@ def update(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> 
                 raise ValueError("an item needs a SKU")
     """
 
-    def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(f: Callable[..., Any]) -> Any:
         setattr(f, "__kadence_update__", name or f.__name__)
 
         def validator(v: Callable[..., Any]) -> Callable[..., Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from kadence.topics.archive import ArchiveStore, ArchiveStoreConfig
 from kadence.topics.errors import ArchiveError, ConfigError
@@ -18,7 +19,7 @@ class LocalArchiveStore:
     """A directory. ``put`` writes a temporary file, fsyncs it, renames it into place and fsyncs
     the directory, so a crash leaves the old state or the complete file."""
 
-    def __init__(self, directory: str | os.PathLike):
+    def __init__(self, directory: str | os.PathLike[str]):
         self.root = Path(directory).resolve()
 
     def _path(self, key: str) -> Path:
@@ -94,7 +95,13 @@ class S3ArchiveStore:
     """An S3-compatible bucket (boto3; ``pip install 'kadence[s3]'``). A PUT is atomic in S3."""
 
     def __init__(
-        self, bucket: str, *, prefix: str = "", endpoint_url: str | None = None, region: str | None = None, client=None
+        self,
+        bucket: str,
+        *,
+        prefix: str = "",
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        client: Any = None,
     ):
         if client is None:
             try:
@@ -123,7 +130,8 @@ class S3ArchiveStore:
             return None
         except Exception as exc:
             raise ArchiveError(f"cannot read {self.uri(key)}: {exc}") from exc
-        return obj["Body"].read()
+        data: bytes = obj["Body"].read()
+        return data
 
     def modified(self, key: str) -> float | None:
         try:
@@ -132,7 +140,8 @@ class S3ArchiveStore:
             if getattr(exc, "response", {}).get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise ArchiveError(f"cannot read {self.uri(key)}: {exc}") from exc
-        return head["LastModified"].timestamp()
+        stamp: float = head["LastModified"].timestamp()
+        return stamp
 
     def delete(self, key: str) -> None:
         try:

@@ -18,6 +18,7 @@ from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ConfigError
 from kadence.topics.large_payloads import KIB, MIB, LargePayloadConfig
+from kadence.cli.collector import CollectorSettings
 from kadence.topics.settings import click_options, from_env, given_options, setting, settings_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,6 +97,7 @@ def test_the_options_come_from_the_declaration_and_win_over_the_variables():
         (ArchiverConfig, "archival.md", {"store", "batch", "identity"}),
         # the store is the archive store's settings read with KADENCE_PAYLOAD_
         (LargePayloadConfig, "guide.md", {"store"}),
+        (CollectorSettings, "guide.md", set()),
     ],
 )
 def test_every_setting_is_declared_once_and_documented(cls, doc, not_from_env):
