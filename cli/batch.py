@@ -7,6 +7,8 @@ import asyncio
 import json
 import sys
 import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,6 +18,12 @@ from kadence.topics import KadenceError, KafkaConfig
 from .projections import _REDIS_URL, parse_time_ms
 from .serving import serve_worker
 
+if TYPE_CHECKING:
+    from kadence import WorkflowHandle
+    from kadence.operations import BatchRequest
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 __all__ = ["batch"]
 
 
@@ -24,7 +32,7 @@ def batch() -> None:
     """Act on every run a filter matches (server-side, resumable, each run acted on once)."""
 
 
-def _filters(fn):
+def _filters(fn: _F) -> _F:
     for opt in reversed(
         [
             click.option("--type", "workflow_type", default=None, help="workflow type"),
@@ -49,7 +57,7 @@ def _filters(fn):
     return fn
 
 
-def _request(operation: str, o: dict, **extra):
+def _request(operation: str, o: dict[str, Any], **extra: Any) -> BatchRequest:
     from kadence.operations import BatchFilter, BatchRequest
 
     search = {}
@@ -74,13 +82,13 @@ def _request(operation: str, o: dict, **extra):
     return req
 
 
-def _line(p: dict) -> str:
+def _line(p: dict[str, Any]) -> str:
     total = "?" if p["total"] is None else p["total"]
     state = "done" if p["finished"] else "running"
     return f"{p['operation']}: {p['done']}/{total} runs, {p['succeeded']} ok, {p['failed']} failed ({state})"
 
 
-async def _progress(handle) -> dict:
+async def _progress(handle: WorkflowHandle) -> dict[str, Any]:
     from dataclasses import asdict
 
     from kadence.operations import BatchProgress
@@ -88,7 +96,7 @@ async def _progress(handle) -> dict:
     return asdict(await handle.query("progress", result_type=BatchProgress))
 
 
-def _start(config: KafkaConfig, operation: str, o: dict, **extra) -> None:
+def _start(config: KafkaConfig, operation: str, o: dict[str, Any], **extra: Any) -> None:
     from kadence import Client
     from kadence.operations import BATCH_TASK_QUEUE, Batch
 
@@ -130,18 +138,16 @@ def _start(config: KafkaConfig, operation: str, o: dict, **extra) -> None:
         sys.exit(1)
 
 
-def _op(name: str, help_text: str):
+def _op(name: str, help_text: str) -> None:
     @batch.command(name, help=help_text)
     @_filters
     @click.pass_obj
-    def cmd(config: KafkaConfig, **o) -> None:
+    def cmd(config: KafkaConfig, /, **o: Any) -> None:
         logging_audit(name, o)
         _start(config, name, o)
 
-    return cmd
 
-
-def logging_audit(operation: str, o: dict) -> None:
+def logging_audit(operation: str, o: dict[str, Any]) -> None:
     import logging
 
     logging.getLogger("kadence.audit").warning(
@@ -165,7 +171,7 @@ _op("reset", "Reset every matching run to its last completed workflow task (open
 @click.option("--input", "input_json", default="[]", help="the signal's arguments as a JSON array")
 @_filters
 @click.pass_obj
-def signal_cmd(config: KafkaConfig, signal_name: str, input_json: str, **o) -> None:
+def signal_cmd(config: KafkaConfig, /, signal_name: str, input_json: str, **o: Any) -> None:
     """Signal every matching run."""
     try:
         args = json.loads(input_json)
@@ -184,7 +190,7 @@ def status(config: KafkaConfig, batch_id: str) -> None:
     """A batch's progress: runs done of the total, failures with their reasons."""
     from kadence import Client
 
-    async def run() -> dict:
+    async def run() -> dict[str, Any]:
         client = await Client.connect(config=config)
         try:
             return await _progress(client.get_workflow_handle(batch_id))

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import sys
+from typing import Any
 
 import click
 
@@ -130,7 +131,7 @@ def move(config: KafkaConfig, workflow_id: str, build_id: str | None, unpin: boo
         raise click.BadParameter(str(exc), param_hint="BUILD_ID") from exc
     audit.warning("move of workflow %s to build %s requested from the CLI", workflow_id, build_id)
 
-    async def run() -> dict:
+    async def run() -> dict[str, Any]:
         engine = EngineClient(config)
         try:
             reply = await engine.request(

@@ -3,6 +3,11 @@ per invocation by the first command that encodes or shows payloads."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kadence.topics.payload import PayloadCodec
+
 import click
 
 __all__ = ["CODEC_KEY", "current_codec"]
@@ -11,7 +16,7 @@ CODEC_KEY = "kadence.codec"
 CODEC_MADE_KEY = "kadence.codec.made"
 
 
-def current_codec():
+def current_codec() -> PayloadCodec | None:
     """The payload codec given to ``kadence --codec`` (or KADENCE_CODEC), or None; made once, on
     first use, by the commands that encode or show payloads. A name that does not resolve, or a
     factory that fails, is a usage error (exit 2) before the command connects."""

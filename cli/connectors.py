@@ -20,7 +20,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 __all__ = ["archive", "bridges"]
 
 
-def _run_blocking(make, metrics_port: int | None) -> None:
+def _run_blocking(make: Callable[[Any], Any], metrics_port: int | None) -> None:
     """Build a connector (``run()``/``stop()``) with its metrics registry and run it until
     SIGTERM/SIGINT, metrics on loopback when ``metrics_port`` is given; a typed error exits 1."""
     from prometheus_client import CollectorRegistry, start_http_server
@@ -82,7 +82,7 @@ def archive() -> None:
     help="serve Prometheus metrics on this loopback port [env KADENCE_ARCHIVER_METRICS_PORT]",
 )
 @click.pass_obj
-def archive_run(kafka: KafkaConfig, metrics_port: int | None, **options) -> None:
+def archive_run(kafka: KafkaConfig, /, metrics_port: int | None, **options: Any) -> None:
     """Run the archiver of the namespace (until SIGTERM/SIGINT)."""
     from kadence.connectors.archiver import Archiver
 
@@ -92,7 +92,7 @@ def archive_run(kafka: KafkaConfig, metrics_port: int | None, **options) -> None
 @archive.command("status")
 @_archive_options(sweep=False)
 @click.pass_obj
-def archive_status(kafka: KafkaConfig, **options) -> None:
+def archive_status(kafka: KafkaConfig, /, **options: Any) -> None:
     """Runs waiting for their retention, due, held back, and archived so far (JSON)."""
     import redis
 

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 
 __all__ = ["load_definitions"]
 
 
-def load_definitions(module_name: str) -> tuple[list, list]:
+def load_definitions(module_name: str) -> tuple[list[Any], list[Any]]:
     """``WORKFLOWS`` and ``ACTIVITIES`` lists of a module."""
     try:
         module = importlib.import_module(module_name)

@@ -20,6 +20,7 @@ import socket
 import sys
 import time
 import uuid
+from typing import Any
 
 import click
 import httpx
@@ -84,7 +85,7 @@ async def _show_visibility(
         await redis.aclose()
 
 
-def _workers(client, registry, redis_url: str | None) -> list:
+def _workers(client: Any, registry: Any, redis_url: str | None) -> list[Any]:
     """The dev stack's workers: the sample's, the schedules' (`kadence schedules ...`), and with
     Redis the batches' (`kadence batch ...` walks the visibility projection)."""
     from kadence import Worker
@@ -226,4 +227,5 @@ def _free_port() -> int:
     """A loopback port nobody listens on now (for a process's metrics)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port

@@ -9,6 +9,8 @@ import gc
 import math
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -36,7 +38,7 @@ __all__ = ["gateway", "processor", "timers", "worker"]
 )
 @metrics_host_option
 @click.pass_obj
-def processor(config: KafkaConfig, metrics_port: int | None, metrics_host: str, **options) -> None:
+def processor(config: KafkaConfig, /, metrics_port: int | None, metrics_host: str, **options: Any) -> None:
     """Run a history processor instance (until SIGTERM/SIGINT). Every option can also be set by
     the environment variable its help names; an option given here wins."""
     from kadence.processors import HistoryProcessor
@@ -48,7 +50,7 @@ def processor(config: KafkaConfig, metrics_port: int | None, metrics_host: str, 
     _serve(lambda registry: HistoryProcessor(settings, registry=registry), metrics_port, metrics_host, config)
 
 
-def _serve(make, metrics_port: int | None, metrics_host: str, config: KafkaConfig) -> None:
+def _serve(make: Callable[[Any], Any], metrics_port: int | None, metrics_host: str, config: KafkaConfig) -> None:
     """Run a blocking engine service (``run()``/``stop()``) until SIGTERM/SIGINT, with
     ``/metrics``, ``/healthz`` and ``/readyz`` on ``metrics_host:metrics_port`` when given
     (``kadence.cli.health``); a typed error exits 1."""
@@ -121,7 +123,8 @@ def gateway(
     # mutual TLS: uvicorn asks for and checks a client certificate against that CA
     cert_reqs = ssl.CERT_REQUIRED if tls_client_ca else ssl.CERT_NONE
     try:
-        app = create_app(GatewayConfig.from_env(config, **({"auth": False} if no_auth else {})))
+        overrides: dict[str, Any] = {"auth": False} if no_auth else {}
+        app = create_app(GatewayConfig.from_env(config, **overrides))
     except KadenceError as exc:
         raise click.UsageError(str(exc)) from exc
     # what was built so far (FastAPI, pydantic, the routes: most of the process's objects) lives
@@ -235,7 +238,7 @@ def worker(
     faulthandler.enable(all_threads=True)  # a crash in librdkafka (SIGSEGV, SIGABRT) prints every thread's stack
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack to stderr
     registry = CollectorRegistry()
-    serving: list = []  # the worker, once it exists (readiness asks it)
+    serving: list[Any] = []  # the worker, once it exists (readiness asks it)
     if metrics_port is not None:
         serve_health(config, metrics_port, metrics_host, registry, lambda: bool(serving) and serving[0].started)
 
@@ -283,7 +286,7 @@ def worker(
 )
 @metrics_host_option
 @click.pass_obj
-def timers(config: KafkaConfig, metrics_port: int | None, metrics_host: str, **options) -> None:
+def timers(config: KafkaConfig, /, metrics_port: int | None, metrics_host: str, **options: Any) -> None:
     """Run a timer service instance (until SIGTERM/SIGINT). Every option can also be set by the
     environment variable its help names; an option given here wins."""
     from kadence.processors import TimerService

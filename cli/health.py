@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import click
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -37,7 +38,7 @@ metrics_host_option = click.option(
 class BrokerCheck:
     """Whether the broker answers a metadata request, asked at most every ``cache_s`` seconds."""
 
-    def __init__(self, ask: Callable[[], object], *, cache_s: float = 2.0):
+    def __init__(self, ask: Callable[[], object], *, cache_s: float = 2.0) -> None:
         self._ask = ask
         self.cache_s = cache_s
         self._lock = threading.Lock()
@@ -57,7 +58,7 @@ class BrokerCheck:
             return self._error
 
 
-def readiness(started: Callable[[], bool], broker: Callable[[], str | None]) -> tuple[bool, dict]:
+def readiness(started: Callable[[], bool], broker: Callable[[], str | None]) -> tuple[bool, dict[str, Any]]:
     """(ready, body) of ``/readyz``."""
     if not started():
         error = broker()
@@ -73,8 +74,13 @@ class HealthServer:
     """Serves the three paths on ``host:port`` from a daemon thread."""
 
     def __init__(
-        self, port: int, registry: CollectorRegistry, ready: Callable[[], tuple[bool, dict]], *, host: str = "127.0.0.1"
-    ):
+        self,
+        port: int,
+        registry: CollectorRegistry,
+        ready: Callable[[], tuple[bool, dict[str, Any]]],
+        *,
+        host: str = "127.0.0.1",
+    ) -> None:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -90,7 +96,7 @@ class HealthServer:
                 else:
                     self._json(404, {"error": "not_found", "paths": ["/metrics", "/healthz", "/readyz"]})
 
-            def _json(self, code: int, body: dict) -> None:
+            def _json(self, code: int, body: dict[str, Any]) -> None:
                 self._send(code, json.dumps(body).encode(), "application/json")
 
             def _send(self, code: int, data: bytes, content_type: str) -> None:
@@ -100,7 +106,7 @@ class HealthServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def log_message(self, *args) -> None:  # probes every few seconds: not worth a log line
+            def log_message(self, *args: Any) -> None:  # probes every few seconds: not worth a log line
                 pass
 
         self.registry = registry

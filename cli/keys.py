@@ -9,7 +9,9 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import click
 
@@ -20,7 +22,7 @@ __all__ = ["keys"]
 audit = logging.getLogger("kadence.audit")
 
 
-def _run(redis_url: str, prefix: str, action):
+def _run(redis_url: str, prefix: str, action: Callable[[Any], Awaitable[Any]]) -> Any:
     """Run ``action(store)`` against Redis; a Redis or input error exits 1 with its message."""
     import redis.asyncio as aioredis
     from redis.exceptions import RedisError
@@ -28,7 +30,7 @@ def _run(redis_url: str, prefix: str, action):
     from kadence.gateway import ApiKeyStore
     from kadence.topics import KadenceError
 
-    async def go():
+    async def go() -> Any:
         client = aioredis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
         try:
             return await action(ApiKeyStore(client, prefix))
@@ -69,7 +71,9 @@ def keys(ctx: click.Context, redis_url: str, prefix: str) -> None:
 @click.option("--burst", type=int, default=None, help="own quota: largest burst (with --rate)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.pass_obj
-def create(obj: dict, namespace: str, name: str, rate: float | None, burst: int | None, as_json: bool) -> None:
+def create(
+    obj: dict[str, Any], namespace: str, name: str, rate: float | None, burst: int | None, as_json: bool
+) -> None:
     """Create a key and print it once (only its SHA-256 is stored)."""
     record, key = _run(obj["redis_url"], obj["prefix"], lambda s: s.create(namespace, name, rate=rate, burst=burst))
     audit.warning("API key %s created for namespace %s", record.key_id, record.namespace)
@@ -88,7 +92,7 @@ def create(obj: dict, namespace: str, name: str, rate: float | None, burst: int 
 @click.option("--namespace", default=None, help="only this namespace's keys")
 @output_option
 @click.pass_obj
-def list_keys(obj: dict, namespace: str | None, output: str) -> None:
+def list_keys(obj: dict[str, Any], namespace: str | None, output: str) -> None:
     """List keys: ID, namespace, name, creation time, own quota (never the key)."""
     rows = []
     for k in _run(obj["redis_url"], obj["prefix"], lambda s: s.list(namespace)):
@@ -103,7 +107,7 @@ def list_keys(obj: dict, namespace: str | None, output: str) -> None:
 @keys.command("revoke")
 @click.argument("key_id")
 @click.pass_obj
-def revoke(obj: dict, key_id: str) -> None:
+def revoke(obj: dict[str, Any], key_id: str) -> None:
     """Revoke a key (gateways stop accepting it within their auth cache time, 5 s by default)."""
     record = _run(obj["redis_url"], obj["prefix"], lambda s: s.revoke(key_id))
     if record is None:

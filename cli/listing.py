@@ -24,7 +24,7 @@ __all__ = ["RUN_STATUSES", "list_cmd", "parse_time_ms"]
 _REDIS_URL_DEFAULT = "redis://127.0.0.1:6379/0"
 
 
-def _redis(url: str):
+def _redis(url: str) -> Any:
     import redis.asyncio as aioredis
 
     return aioredis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
@@ -94,21 +94,21 @@ def _iso(ms: int | None) -> str:
 @click.pass_obj
 def list_cmd(
     config: KafkaConfig,
-    workflow_type,
-    status,
-    paused,
-    since,
-    until,
-    closed_since,
-    closed_until,
-    search,
-    page_size,
-    cursor,
-    all_pages,
-    count_only,
-    as_json,
-    output,
-    redis_url,
+    workflow_type: str | None,
+    status: str | None,
+    paused: bool | None,
+    since: str | None,
+    until: str | None,
+    closed_since: str | None,
+    closed_until: str | None,
+    search: tuple[str, ...],
+    page_size: int,
+    cursor: str | None,
+    all_pages: bool,
+    count_only: bool,
+    as_json: bool,
+    output: str,
+    redis_url: str,
 ) -> None:
     """List workflow runs from the visibility projection, newest start first (over the gateway
     with KADENCE_GATEWAY_URL set: ``GET /v1/workflows``)."""
@@ -147,7 +147,7 @@ def list_cmd(
     except KadenceError as exc:
         _fail(exc)
 
-    async def go():
+    async def go() -> tuple[Any, str | None]:
         redis = _redis(redis_url)
         try:
             reader = VisibilityReader(redis, config.namespace)
@@ -170,7 +170,7 @@ def list_cmd(
     _print(result, nxt, count_only, output)
 
 
-def _print(result, nxt, count_only: bool, output: str) -> None:
+def _print(result: Any, nxt: str | None, count_only: bool, output: str) -> None:
     if count_only:
         if output == "json":
             click.echo(json.dumps(result, sort_keys=True))
@@ -233,7 +233,7 @@ def _list_over_http(
         fixed["paused"] = "true" if paused else "false"
     if count_only:
         fixed["include_counts"] = "true"
-    items: list[dict] = []
+    items: list[dict[str, Any]] = []
     while True:
         query = [*fixed.items(), *params, *([("cursor", cursor)] if cursor else [])]
         try:

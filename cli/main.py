@@ -88,9 +88,9 @@ class LazyGroup(click.Group):
         if command is not None or cmd_name not in LAZY:
             return command
         module, _, attribute = LAZY[cmd_name].partition(":")
-        command = getattr(importlib.import_module(f"kadence.cli.{module}"), attribute)
-        self.add_command(command, cmd_name)
-        return command
+        lazy: click.Command = getattr(importlib.import_module(f"kadence.cli.{module}"), attribute)
+        self.add_command(lazy, cmd_name)
+        return lazy
 
 
 def _setup_logging(level: str, fmt: str = "text") -> None:

@@ -15,7 +15,7 @@ __all__ = ["FORMATS", "emit_rows", "output_option"]
 FORMATS = ("tsv", "json", "table")
 
 
-def output_option(fn: Callable) -> Callable:
+def output_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "-o",
         "--output",
@@ -37,11 +37,11 @@ def _cell(value: Any) -> str:
 
 
 def emit_rows(
-    rows: Sequence[dict],
+    rows: Sequence[dict[str, Any]],
     columns: Sequence[str],
     fmt: str,
     *,
-    extra: dict | None = None,
+    extra: dict[str, Any] | None = None,
     echo: Callable[[str], None] = click.echo,
 ) -> None:
     """Print ``rows`` (dicts) in ``fmt``. tsv and table show ``columns`` in that order; json

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from typing import Any
 
 import click
 from rich.progress import ProgressColumn
@@ -40,7 +41,7 @@ class OffsetsColumn(ProgressColumn):
     """Position and target of a rebuild (rich's TextColumn cannot format a total of None:
     ``kadence projections rebuild`` crashed before its first progress report)."""
 
-    def render(self, task) -> Text:
+    def render(self, task: Any) -> Text:
         return Text(_offsets_text(task.completed, task.total))
 
 
@@ -91,7 +92,7 @@ def projections_run(
 
     from .health import serve_health
 
-    overrides = {"redis_url": redis_url}
+    overrides: dict[str, Any] = {"redis_url": redis_url}
     if instance_id:
         overrides["instance_id"] = instance_id
     try:
@@ -151,7 +152,7 @@ def projections_rebuild(config: KafkaConfig, name: str | None, redis_url: str, q
 
     names = (name,) if name else PROJECTIONS
 
-    async def go():
+    async def go() -> Any:
         redis = _redis(redis_url)
         try:
             if quiet:
@@ -167,7 +168,7 @@ def projections_rebuild(config: KafkaConfig, name: str | None, redis_url: str, q
             ) as bar:
                 task = bar.add_task("rebuild", total=None, names=",".join(names), rate=0.0, lag=0)
 
-                def show(p: dict) -> None:
+                def show(p: dict[str, Any]) -> None:
                     bar.update(
                         task, total=max(p["target"], 1), completed=p["position"], rate=p["events_per_s"], lag=p["lag"]
                     )
@@ -196,7 +197,7 @@ def projections_lag(config: KafkaConfig, redis_url: str, as_json: bool) -> None:
     """The live projection's lag (events, seconds), as last reported by `kadence projections run`."""
     from kadence.readmodels.visibility import projection_lag
 
-    async def go():
+    async def go() -> Any:
         redis = _redis(redis_url)
         try:
             return await projection_lag(redis, config.namespace)

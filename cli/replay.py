@@ -6,6 +6,8 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -47,7 +49,7 @@ def replay(
     replayer = Replayer(workflows=workflows)
     results, failed, file_failures = [], 0, 0
 
-    def show(r) -> None:
+    def show(r: Any) -> None:
         if r.ok:
             click.echo(f"ok   {r.workflow_type} {r.workflow_id} {r.run_id} ({r.events} events)")
         else:
@@ -78,7 +80,7 @@ def replay(
     _follow_shadow(shadow, show, failed)
 
 
-def _follow_shadow(shadow, show, failed_before: int) -> None:
+def _follow_shadow(shadow: Any, show: Callable[[Any], None], failed_before: int) -> None:
     """``kadence replay --from-topic --follow``: every run again as its history grows; a summary
     per workflow type once a minute and at the end; exit 1 if any run failed, ever."""
     import threading
@@ -96,7 +98,7 @@ def _follow_shadow(shadow, show, failed_before: int) -> None:
             f"{t}: {ok} replays passed, {bad} runs failed" for t, (ok, bad) in sorted(shadow.per_type_counts.items())
         )
 
-    def on_result(r) -> None:
+    def on_result(r: Any) -> None:
         show(r)
         if time.monotonic() >= state["next"]:
             click.echo(f"shadow replay: {summary()}")

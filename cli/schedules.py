@@ -95,7 +95,7 @@ def _duration_ms(text: str, hint: str) -> int:
 @click.option("--paused", is_flag=True, help="create it paused")
 @click.option("--note", default="", help="why (shown by describe)")
 @click.pass_obj
-def create(config: KafkaConfig, schedule_id: str, **o: Any) -> None:
+def create(config: KafkaConfig, /, schedule_id: str, **o: Any) -> None:
     """Create SCHEDULE_ID."""
     from kadence import ScheduleAction, ScheduleCalendar, ScheduleInterval, SchedulePolicy, ScheduleSpec
 
@@ -172,8 +172,8 @@ def list_schedules(config: KafkaConfig, redis_url: str) -> None:
         click.echo(schedule_id)
 
 
-def _change(name: str, help_text: str, call: Callable[[Any, dict], Awaitable[Any]], *options: Any) -> None:
-    def command(config: KafkaConfig, schedule_id: str, **o: Any) -> None:
+def _change(name: str, help_text: str, call: Callable[[Any, dict[str, Any]], Awaitable[Any]], *options: Any) -> None:
+    def command(config: KafkaConfig, /, schedule_id: str, **o: Any) -> None:
         result = run_with_client(config, lambda client: call(client.get_schedule_handle(schedule_id), o))
         click.echo(f"schedule {schedule_id}: {name} done" + ("" if result is None else f" ({result})"), err=True)
 

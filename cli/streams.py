@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
@@ -20,7 +21,7 @@ __all__ = ["stream"]
 @click.argument("name", metavar="[STREAM]", required=False)
 @click.option("--after", type=click.IntRange(-1), default=None, help="resume after the value with this id")
 @click.pass_obj
-def stream(config, workflow_id: str, name: str | None, after: int | None) -> None:
+def stream(config: Any, workflow_id: str, name: str | None, after: int | None) -> None:
     """Follow WORKFLOW_ID's stream STREAM (every stream of it when left out; over the gateway a
     name is needed) from its current run's start, or after the value whose id is --after: one
     JSON line per value ({"id", "stream", "value", "run_id", "activity_id", "attempt",
@@ -29,7 +30,7 @@ def stream(config, workflow_id: str, name: str | None, after: int | None) -> Non
         _over_http(config, workflow_id, name, after)
         return
 
-    async def follow(handle) -> None:
+    async def follow(handle: Any) -> None:
         async for event in handle.stream(name, after=after):
             click.echo(json.dumps(event.to_dict(), default=str))
 

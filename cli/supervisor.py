@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["Child", "Supervisor"]
 
@@ -41,7 +42,7 @@ class Child:
     name: str
     argv: list[str]
     env: dict[str, str] | None = None
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[bytes] | None = None
     #: how many times it was started again after an exit
     restarts: int = 0
     started_at: float = 0.0
@@ -49,7 +50,7 @@ class Child:
     #: monotonic time of the next start, while it is down
     restart_at: float | None = None
     #: the statuses of its last exits, newest last (bounded: a child that keeps exiting for days)
-    exits: collections.deque = field(default_factory=lambda: collections.deque(maxlen=EXITS_KEPT))
+    exits: collections.deque[Any] = field(default_factory=lambda: collections.deque(maxlen=EXITS_KEPT))
     #: set when it exited with one of the supervisor's ``final_statuses``: it is not started again
     given_up: bool = False
 
@@ -66,7 +67,7 @@ class Supervisor:
         check_every_s: float = 0.5,
         echo: Callable[[str], None] = print,
         final_statuses: frozenset[int] = frozenset(),
-    ):
+    ) -> None:
         self.first_delay_s, self.max_delay_s, self.stable_s = first_delay_s, max_delay_s, stable_s
         #: exit statuses that mean "a setting to fix" (restarting would fail the same way): a
         #: child that exits with one is left stopped, ``given_up``

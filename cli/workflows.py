@@ -5,9 +5,15 @@ connection). Heavy imports wait inside the Kafka paths, so an HTTP call pays onl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kadence import WorkflowHandle
+
 import json
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -205,7 +211,7 @@ _EVENT_BRIEF = (
 )
 
 
-def _event_row(e: dict) -> dict:
+def _event_row(e: dict[str, Any]) -> dict[str, Any]:
     attrs = e["attributes"] if isinstance(e["attributes"], dict) else {}
     brief = " ".join(f"{k}={attrs[k]}" for k in _EVENT_BRIEF if attrs.get(k) not in (None, ""))
     return {"seq": e["seq"], "time": e["time"], "type": e["type"], "details": brief}
@@ -255,7 +261,7 @@ def history(
 
     codec = current_codec()
 
-    def show(events: list[dict], first: bool) -> None:
+    def show(events: list[dict[str, Any]], first: bool) -> None:
         _show_events(events, output, first, follow=follow)
 
     async def run() -> None:
@@ -291,14 +297,20 @@ def history(
         pass
 
 
-def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, action, output: str = "json"):
+def _handle_command(
+    config: KafkaConfig,
+    workflow_id: str,
+    run_id: str | None,
+    action: Callable[[WorkflowHandle], Awaitable[Any]],
+    output: str = "json",
+) -> None:
     """Connect a client, run ``action(handle)``, print its JSON result; typed errors exit 1."""
     import asyncio
 
     from kadence import Client
     from kadence import KadenceError as Err
 
-    async def run():
+    async def run() -> Any:
         client = await Client.connect(config=config, codec=current_codec())
         try:
             return await action(client.get_workflow_handle(workflow_id, run_id=run_id))
@@ -314,7 +326,7 @@ def _handle_command(config: KafkaConfig, workflow_id: str, run_id: str | None, a
         _show(out, output)
 
 
-def _json_args(text: str, hint: str) -> list:
+def _json_args(text: str, hint: str) -> list[Any]:
     try:
         args = json.loads(text)
     except ValueError as exc:
@@ -409,7 +421,7 @@ def describe(config: KafkaConfig, workflow_id: str, output: str) -> None:
         _show(_http(config, "GET", f"/v1/workflows/{quote(workflow_id)}"), output)
         return
 
-    async def describe(handle):
+    async def describe(handle: WorkflowHandle) -> Any:
         return (await handle.describe()).to_dict()
 
     _handle_command(config, workflow_id, None, describe, output)
@@ -470,7 +482,7 @@ def reset(
     if module_name and not dry_run:
         raise click.UsageError("--module is for --dry-run")
 
-    async def run():
+    async def run() -> Any:
         client = await Client.connect(config=config, codec=current_codec())
         try:
             handle = client.get_workflow_handle(workflow_id)
@@ -522,7 +534,7 @@ def _operator_action(
     _handle_command(config, workflow_id, None, lambda h: getattr(h, action)(reason=reason, request_id=request_id))
 
 
-def _json_object(text: str | None, hint: str) -> dict | None:
+def _json_object(text: str | None, hint: str) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
@@ -565,10 +577,10 @@ def _start_over_http(
     workflow_type: str,
     workflow_id: str,
     task_queue: str,
-    args: list,
+    args: list[Any],
     request_id: str | None,
     wait: bool,
-    search: dict | None,
+    search: dict[str, Any] | None,
     cron_schedule: str | None,
     extra: dict[str, Any],
 ) -> None:
@@ -604,7 +616,7 @@ def _result_over_http(gw: Gateway, workflow_id: str, run_id: str) -> Any:
 def _history_over_http(gw: Gateway, workflow_id: str, run_id: str | None, output: str, follow: bool) -> None:
     """Every page of the run's history; with ``follow``, long-polls for new events until it closes."""
     path = f"/v1/workflows/{quote(workflow_id)}/history"
-    events: list[dict] = []
+    events: list[dict[str, Any]] = []
     cursor = None
     first = True
     while True:
@@ -632,7 +644,7 @@ def _history_over_http(gw: Gateway, workflow_id: str, run_id: str | None, output
         _show_events(events, output, True, follow=False)
 
 
-def _show_events(events: list[dict], output: str, first: bool, *, follow: bool) -> None:
+def _show_events(events: list[dict[str, Any]], output: str, first: bool, *, follow: bool) -> None:
     if output == "json" and not follow:
         click.echo(json.dumps(events, indent=2))
     elif output == "json":

@@ -29,10 +29,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import redis
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kadence.storage import open_store
@@ -77,7 +77,7 @@ class SweepReport:
 
 
 class _Keys:
-    def __init__(self, namespace: str):
+    def __init__(self, namespace: str) -> None:
         self.prefix = f"kadence:{namespace}:archiver:"
         self.closed = self.prefix + "closed"
         self.held = self.prefix + "held"
@@ -99,7 +99,7 @@ SWEEP_OUTCOMES = ("archived", "reused", "held", "failed")
 class _Metrics:
     """The archiver's families; every one carries ``namespace``."""
 
-    def __init__(self, registry: CollectorRegistry, namespace: str):
+    def __init__(self, registry: CollectorRegistry, namespace: str) -> None:
         r = registry
         self.events = Counter(
             "kadence_archiver_events", "history records taken note of", ["namespace"], registry=r
@@ -126,8 +126,8 @@ class Archiver:
         store: ArchiveStore | None = None,
         redis_client: redis.Redis | None = None,
         registry: CollectorRegistry | None = None,
-        producer_factory: Callable[[dict], Producer] = Producer,
-    ):
+        producer_factory: Callable[[dict[str, Any]], Producer] = Producer,
+    ) -> None:
         self.config = config
         self.kafka = config.kafka
         self.topics = Catalogue(config.kafka)
@@ -179,7 +179,7 @@ class Archiver:
             self._producer.close(10)
             log.info("archiver for namespace %s stopped", self.kafka.namespace)
 
-    def _on_assign(self, consumer: Consumer, partitions) -> None:
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Assigned here at the committed offsets, so librdkafka sends no query of its own (one
         refused with NOT_COORDINATOR is never retried: librdkafka #5586)."""
         if not partitions:
@@ -191,7 +191,7 @@ class Archiver:
         except BrokerUnavailableError:  # stopping: the partitions are given up unread
             return
 
-    def ingest(self, msgs) -> None:
+    def ingest(self, msgs: list[Message]) -> None:
         """Record events (and tombstones) of ``{ns}.history`` in Redis; idempotent."""
         pipe = self.redis.pipeline(transaction=False)
         for msg in msgs:
@@ -207,10 +207,11 @@ class Archiver:
                 )
                 continue
             rkey = self.keys.run(f"{wf}/{run_id}")
-            if msg.value() is None:
+            value = msg.value()
+            if value is None:
                 pipe.hdel(rkey, seq, f"o{seq}")
                 continue
-            pipe.hset(rkey, mapping={"p": msg.partition(), seq: msg.value(), f"o{seq}": msg.offset()})
+            pipe.hset(rkey, mapping={"p": msg.partition() or 0, seq: value, f"o{seq}": msg.offset() or 0})
             try:
                 ev = self._codec.decode(msg.value())
             except SchemaError:
@@ -321,7 +322,7 @@ class Archiver:
             )
         return report
 
-    def _write_verified(self, member: str):
+    def _write_verified(self, member: str) -> tuple[str, int, list[str], str] | None:
         """("archived" | "reused", partition, history keys, uri) once a verified archive of the run
         exists; None when the run is held back (not archivable as it is)."""
         wf, run_id = _split(member)
@@ -387,7 +388,7 @@ class Archiver:
 
     # -- status --------------------------------------------------------------------------------------
 
-    def status(self, now: int | None = None) -> dict:
+    def status(self, now: int | None = None) -> dict[str, Any]:
         now = now if now is not None else now_ms()
         cutoff = now - int(self.config.retention_s * 1000)
         raw = cast("dict[bytes, bytes]", self.redis.hgetall(self.keys.stats))

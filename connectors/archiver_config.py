@@ -11,6 +11,7 @@ import socket
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kadence.topics import settings
 from kadence.topics.archive import ArchiveStoreConfig
@@ -83,13 +84,18 @@ class ArchiverConfig:
     #: who archived (the PurgeClosedRun command's identity)
     identity: str = field(default_factory=lambda: f"archiver@{socket.gethostname()}-{os.getpid()}")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.retention_s < 0 or self.sweep_interval_s <= 0 or self.batch < 1:
             raise ConfigError("retention must be >= 0, the sweep interval > 0 and the batch >= 1")
 
     @classmethod
     def from_env(
-        cls, kafka: KafkaConfig, env: Mapping[str, str] | None = None, *, config_file: str | None = None, **overrides
+        cls,
+        kafka: KafkaConfig,
+        env: Mapping[str, str] | None = None,
+        *,
+        config_file: str | None = None,
+        **overrides: Any,
     ) -> ArchiverConfig:
         """Precedence: explicit overrides (CLI options), then the environment, then the config
         file's entry for the namespace, then the default (7 days)."""

@@ -50,9 +50,9 @@ import threading
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter
 
 from kadence.schemas.records import SignalWorkflow, StartWorkflow
@@ -76,6 +76,7 @@ from .offsets import commit_positions
 __all__ = ["BadRecord", "Bridge", "BridgeConfig", "Mapping", "load_bridge_config", "map_record"]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
@@ -96,7 +97,7 @@ class Mapping:
     request_id_field: str | None = None
     id_reuse_policy: str = "reject_duplicate"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         where = f"mapping of topic {self.topic!r}"
         if not self.topic or not _NAME.match(self.topic):
             raise ConfigError(f"{where}: a topic name is required")
@@ -133,7 +134,7 @@ class BridgeConfig:
     #: KADENCE_PAYLOAD_*: where inputs over the size threshold are stored (as the clients do)
     large_payloads: LargePayloadConfig = field(default_factory=LargePayloadConfig)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise ConfigError(f"bridge name {self.name!r} must match {_NAME.pattern}")
         if not self.mappings:
@@ -147,7 +148,11 @@ class BridgeConfig:
 
 
 def load_bridge_config(
-    path: str | os.PathLike, kafka: KafkaConfig, *, codec: Any = None, large_payloads: LargePayloadConfig | None = None
+    path: str | os.PathLike[str],
+    kafka: KafkaConfig,
+    *,
+    codec: Any = None,
+    large_payloads: LargePayloadConfig | None = None,
 ) -> BridgeConfig:
     """Read a TOML bridge configuration (see the module's docstring); ``codec``: the payload
     codec its commands' inputs are encoded with; ``large_payloads``: where the large ones go."""
@@ -178,7 +183,7 @@ def load_bridge_config(
     )
 
 
-def _checked(where: str, check) -> None:
+def _checked(where: str, check: Callable[[], object]) -> None:
     """A mapping's names, checked as the SDK checks them; a bad one is a ConfigError at load."""
     try:
         check()
@@ -190,7 +195,7 @@ class BadRecord(KadenceError):
     """A source record that cannot be mapped to a command (the reason goes to the DLQ)."""
 
 
-def _field(record, path: str):
+def _field(record: Any, path: str) -> Any:
     value = record
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
@@ -199,7 +204,7 @@ def _field(record, path: str):
     return value
 
 
-def _scalar_id(value, path: str) -> str:
+def _scalar_id(value: Any, path: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
         raise BadRecord(f"field {path!r} must be a non-empty string or an integer, not {type(value).__name__}")
     return str(value)
@@ -264,8 +269,8 @@ class Bridge:
         config: BridgeConfig,
         *,
         registry: CollectorRegistry | None = None,
-        producer_factory: Callable[[dict], Producer] = Producer,
-    ):
+        producer_factory: Callable[[dict[str, Any]], Producer] = Producer,
+    ) -> None:
         self.config = config
         r = registry or CollectorRegistry()
         self._records = Counter(
@@ -290,7 +295,7 @@ class Bridge:
     def stop(self) -> None:
         self._stop.set()
 
-    def _until_broker_answers(self, what: str, step):
+    def _until_broker_answers(self, what: str, step: Callable[[], _T]) -> _T:
         """``step()``, retried with backoff while the broker does not answer (a bridge started
         before the broker, or one meeting a restart), instead of exiting (issue 16)."""
         return until_broker_answers(step, what=what, who=f"bridge {self.config.name}", stop=self._stop, log=log)
@@ -354,18 +359,20 @@ class Bridge:
                 self.dead_lettered,
             )
 
-    def forward(self, msgs) -> bool:
+    def forward(self, msgs: list[Message]) -> bool:
         """Produce the command (or dead letter) of every record; True once Kafka acknowledged all."""
         forwarded = dead = 0
-        outcomes: collections.Counter = collections.Counter()
+        outcomes: collections.Counter[tuple[str, str]] = collections.Counter()
         for msg in msgs:
-            mapping = self.config.mapping_for(msg.topic())
+            # (records of a poll, not errors: each has its topic, partition and offset)
+            topic, partition, offset = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
+            mapping = self.config.mapping_for(topic)
             try:
                 wf, body_type, body, rid = map_record(
                     mapping,
-                    msg.topic(),
-                    msg.partition(),
-                    msg.offset(),
+                    topic,
+                    partition,
+                    offset,
                     msg.value(),
                     self.converter,
                     self.config.identity,
@@ -398,12 +405,12 @@ class Bridge:
                     exc,
                 )
                 dead += 1
-                outcomes[(msg.topic(), "dead_lettered")] += 1
+                outcomes[(topic, "dead_lettered")] += 1
                 continue
             cmd = command(wf, body_type, body, request_id=rid)
             self._producer.produce(self.topics.commands, self._cmd_codec.encode(cmd), wf.encode())
             forwarded += 1
-            outcomes[(msg.topic(), body_type)] += 1
+            outcomes[(topic, body_type)] += 1
         failure = self._producer.flush(30)
         if failure is not None:
             log.error("bridge %s: %s; the batch is retried", self.config.name, failure)
@@ -414,7 +421,7 @@ class Bridge:
             self._records.labels(self.kafka.namespace, self.config.name, topic, outcome).inc(n)
         return True
 
-    def _on_assign(self, consumer: Consumer, partitions) -> None:
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Assigned here at the committed offsets, so librdkafka sends no query of its own (one
         refused with NOT_COORDINATOR is never retried: librdkafka #5586)."""
         if not partitions:

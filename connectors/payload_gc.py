@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kadence.topics.archive import ArchiveStore, decode_archive
 from kadence.topics.catalogue import Catalogue
@@ -46,7 +47,7 @@ class GcReport:
     young: int = 0
     dry_run: bool = False
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "namespaces": self.namespaces,
             "records_read": self.records_read,

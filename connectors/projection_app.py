@@ -37,8 +37,9 @@ import ssl
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import faust
 from faust.transport.drivers import aiokafka as faust_aiokafka
@@ -106,7 +107,7 @@ class ProjectionConfig:
         return f"{self.kafka.namespace}.projections"
 
     @classmethod
-    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> ProjectionConfig:
+    def from_env(cls, kafka: KafkaConfig, env: Mapping[str, str] | None = None, **overrides: Any) -> ProjectionConfig:
         """The declared settings from the environment (``kadence.topics.settings``); ``overrides`` win."""
         return settings.from_env(cls, env, kafka=kafka, **overrides)
 
@@ -114,7 +115,7 @@ class ProjectionConfig:
 class ProjectionMetrics:
     """The projections' families; every one carries ``namespace``, bound here."""
 
-    def __init__(self, registry: CollectorRegistry, namespace: str):
+    def __init__(self, registry: CollectorRegistry, namespace: str) -> None:
         r, ns = registry, ["namespace"]
         lag_events = Gauge(
             "kadence_projection_lag_events", "history offsets not yet applied", ["namespace", "projection"], registry=r
@@ -151,7 +152,7 @@ class ProjectionMetrics:
 
 
 class _ReadCommittedThread(faust_aiokafka.AIOKafkaConsumerThread):
-    def _create_worker_consumer(self, transport):
+    def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
         # aiokafka hands this to its Fetcher in start(); Faust sets read_committed only in its
         # (experimental) exactly-once mode, which we do not want.
@@ -160,7 +161,7 @@ class _ReadCommittedThread(faust_aiokafka.AIOKafkaConsumerThread):
 
 
 class _ReadCommittedConsumer(faust_aiokafka.Consumer):
-    def _new_consumer_thread(self):
+    def _new_consumer_thread(self) -> Any:
         return _ReadCommittedThread(self, loop=self.loop, beacon=self.beacon)
 
 
@@ -169,7 +170,7 @@ class _Transport(faust_aiokafka.Transport):
 
 
 class _App(faust.App):
-    def _new_transport(self):
+    def _new_transport(self) -> Any:
         return _Transport(self.conf.broker_consumer, self)
 
 
@@ -210,7 +211,7 @@ def faust_credentials(kafka: KafkaConfig) -> Credentials | None:
 class _Progress:
     """What the agent applied, per partition, for the lag report."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.started = time.time()
         self.applied_next: dict[int, int] = {}
         self.applied_ts: dict[int, float] = {}
@@ -229,9 +230,9 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
     history = Catalogue(kafka).history
     topic = app.topic(history, value_serializer="raw", key_serializer="raw", internal=False)
     progress = _Progress()
-    state: dict = {}
+    state: dict[str, Any] = {}
 
-    async def redis_client():
+    async def redis_client() -> tuple[Any, ProjectionSink]:
         if "redis" not in state:
             import redis.asyncio as aioredis
 
@@ -240,8 +241,8 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
         return state["redis"], state["sink"]
 
     @app.agent(topic, name="project-history")
-    async def project(stream):
-        def seen(value):
+    async def project(stream: Any) -> None:
+        def seen(value: Any) -> Any:
             ev = stream.current_event
             if ev is not None:
                 m = ev.message
@@ -267,7 +268,7 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
                 await stream.ack(e)
 
     @app.timer(config.status_interval_s)
-    async def report_lag():
+    async def report_lag() -> None:
         try:
             redis, _ = await redis_client()
             report = await _lag_report(app, history, progress, redis, kafka.namespace)
@@ -286,12 +287,12 @@ def create_app(config: ProjectionConfig, registry: CollectorRegistry | None = No
     return app
 
 
-async def _lag_report(app, history: str, progress: _Progress, redis, namespace: str) -> dict:
+async def _lag_report(app: Any, history: str, progress: _Progress, redis: Any, namespace: str) -> dict[str, Any]:
     now = time.time()
     keys = ProjectionKeys(namespace, "visibility")
     gen = (await redis.get(keys.pointer) or b"0").decode()
     stored = {int(k): int(v) for k, v in (await redis.hgetall(f"{keys.prefix(gen)}pos")).items()}
-    parts: dict = {}
+    parts: dict[str, Any] = {}
     total, worst = 0, 0.0
     for tp in app.consumer.assignment():
         if tp.topic != history:

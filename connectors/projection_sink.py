@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
 
 from kadence.readmodels.keys import PROJECTIONS, ProjectionKeys
 from kadence.topics import serde
@@ -55,7 +58,7 @@ def _split_key(key: bytes | None) -> tuple[str, str, int] | None:
 class ProjectionSink:
     """Writes history records into the projections of one namespace."""
 
-    def __init__(self, redis, namespace: str, projections: tuple[str, ...] = PROJECTIONS):
+    def __init__(self, redis: Redis, namespace: str, projections: tuple[str, ...] = PROJECTIONS) -> None:
         self.redis = redis
         self.namespace = namespace
         self.keys = {name: ProjectionKeys(namespace, name) for name in projections}
@@ -65,9 +68,9 @@ class ProjectionSink:
         if "history" in self.keys:
             self._scripts["history"] = redis.register_script(HISTORY_LUA)
 
-    def _prepare(self, records: list[RawRecord], result: BatchResult) -> tuple[list[str], list]:
+    def _prepare(self, records: list[RawRecord], result: BatchResult) -> tuple[list[str], list[Any]]:
         vis_ops: list[str] = []
-        hist_args: list = []
+        hist_args: list[Any] = []
         for r in records:
             if r.value is None:
                 parts = _split_key(r.key)

@@ -32,10 +32,13 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
+from redis.asyncio import Redis
 
 from kadence.readmodels.keys import PROJECTIONS, ProjectionKeys
+from kadence.readmodels.keys import text as _s
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import BrokerUnavailableError, ProjectionError
@@ -51,7 +54,7 @@ LOCK_TTL_S = 60
 
 @dataclass
 class RebuildReport:
-    generations: dict = field(default_factory=dict)  # projection -> (old, new)
+    generations: dict[str, Any] = field(default_factory=dict)  # projection -> (old, new)
     events: int = 0
     seconds: float = 0.0
     deleted_keys: int = 0
@@ -61,11 +64,7 @@ class RebuildReport:
         return self.events / self.seconds if self.seconds > 0 else 0.0
 
 
-def _s(v):
-    return v.decode() if isinstance(v, bytes) else v
-
-
-async def delete_generation(redis, keys: ProjectionKeys, generation, batch: int = 1000) -> int:
+async def delete_generation(redis: Redis, keys: ProjectionKeys, generation: int | str, batch: int = 1000) -> int:
     """UNLINK every key of one generation, in batches; returns how many were deleted."""
     deleted = 0
     cursor = 0
@@ -77,17 +76,17 @@ async def delete_generation(redis, keys: ProjectionKeys, generation, batch: int 
             return deleted
 
 
-async def _live_positions(redis, keys: ProjectionKeys) -> dict[int, int]:
+async def _live_positions(redis: Redis, keys: ProjectionKeys) -> dict[int, int]:
     gen = _s(await redis.get(keys.pointer)) or "0"
     return {int(_s(k)): int(_s(v)) for k, v in (await redis.hgetall(f"{keys.prefix(gen)}pos")).items()}
 
 
 async def rebuild_projections(
     kafka: KafkaConfig,
-    redis,
+    redis: Redis,
     projections: tuple[str, ...] = PROJECTIONS,
     *,
-    on_progress: Callable[[dict], None] | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
     batch: int = 5000,
     grace_s: float = 1.0,
 ) -> RebuildReport:
@@ -108,7 +107,15 @@ async def rebuild_projections(
                 await redis.delete(k.lock)
 
 
-async def _rebuild_locked(kafka, redis, keys, token, on_progress, batch, grace_s) -> RebuildReport:
+async def _rebuild_locked(
+    kafka: KafkaConfig,
+    redis: Redis,
+    keys: dict[str, ProjectionKeys],
+    token: str,
+    on_progress: Callable[[dict[str, Any]], None] | None,
+    batch: int,
+    grace_s: float,
+) -> RebuildReport:
     report = RebuildReport()
     old_gen, new_gen = await _start_generations(redis, keys, kafka.namespace)
 
@@ -196,7 +203,9 @@ def _raw(m: Message) -> RawRecord:
     return RawRecord(partition, offset, m.key(), m.value(), m.timestamp()[1])
 
 
-async def _start_generations(redis, keys, namespace: str) -> tuple[dict[str, str], dict[str, int]]:
+async def _start_generations(
+    redis: Redis, keys: dict[str, ProjectionKeys], namespace: str
+) -> tuple[dict[str, str], dict[str, int]]:
     """(current, new) generation of each projection: a generation an abandoned rebuild left is
     deleted, and the new one is marked as being built."""
     new_gen: dict[str, int] = {}
@@ -218,7 +227,15 @@ async def _start_generations(redis, keys, namespace: str) -> tuple[dict[str, str
     return old_gen, new_gen
 
 
-async def _switch_generations(redis, keys, namespace: str, old_gen, new_gen, report: RebuildReport, grace_s) -> None:
+async def _switch_generations(
+    redis: Redis,
+    keys: dict[str, ProjectionKeys],
+    namespace: str,
+    old_gen: dict[str, str],
+    new_gen: dict[str, int],
+    report: RebuildReport,
+    grace_s: float,
+) -> None:
     """Point each projection at its rebuilt generation, then (after ``grace_s``, for readers
     still on the old one) delete the old generation's keys."""
     for name, k in keys.items():

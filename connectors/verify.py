@@ -27,9 +27,11 @@ counts, so those events are in the history that is read later.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
+from confluent_kafka import Message
 from prometheus_client import CollectorRegistry, Gauge
 
 from kadence.topics import Catalogue, KafkaConfig, SchemaError, serde
@@ -83,7 +85,7 @@ class HistoryChecker:
     """Feed it every ``HistoryEvent`` in topic order (``add``); ``gaps`` collects what it finds.
     ``last_seqs()``: (workflow_id, run_id) -> the highest seq seen, for the state check."""
 
-    def __init__(self, *, tail: bool = False):
+    def __init__(self, *, tail: bool = False) -> None:
         self.tail = tail
         self.events = 0
         self._gaps: list[Gap] = []
@@ -109,7 +111,7 @@ class HistoryChecker:
         if len(parts) == 3:
             self._deleted.add((parts[0], parts[1]))
 
-    def add(self, e: dict, size: int = 0) -> None:
+    def add(self, e: dict[str, Any], size: int = 0) -> None:
         """``size``: the record's length in bytes (the state's ``history_bytes`` is checked against
         the sum; 0 when the caller has no record)."""
         self.events += 1
@@ -189,7 +191,7 @@ class HistoryChecker:
 
 
 def check_state(
-    states: dict[str, dict],
+    states: dict[str, dict[str, Any]],
     last_seqs: dict[tuple[str, str], tuple[int, bool]],
     deleted: set[tuple[str, str]] | None = None,
     sizes: dict[tuple[str, str], int] | None = None,
@@ -236,9 +238,9 @@ class ReplyChecker:
     def __init__(self) -> None:
         self.gaps: list[Gap] = []
         self.replies = 0
-        self._accepted: dict[tuple[str, str], tuple] = {}
+        self._accepted: dict[tuple[str, str], tuple[Any, ...]] = {}
 
-    def add(self, r: dict) -> None:
+    def add(self, r: dict[str, Any]) -> None:
         self.replies += 1
         if not r["request_id"] or r["result"] is not None or r["failure"] is not None:
             return
@@ -319,7 +321,7 @@ class Report:
         return r
 
 
-def _where(msg) -> str:
+def _where(msg: Message) -> str:
     return f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
 
 
@@ -331,7 +333,7 @@ def _records(
     check: str,
     undecodable: list[Gap],
     progress: Callable[[str, int, int | None], None] | None,
-):
+) -> Iterator[tuple[Message, Any]]:
     """(message, decoded value or None for a tombstone) of ``topic``; an undecodable record is
     added to ``undecodable`` as a gap of ``check``; ``progress`` every 1,000 records."""
     codec, done, total = serde.codec(record), 0, None
@@ -365,18 +367,21 @@ def verify_namespace(
     topics = Catalogue(config)
     report = Report(config.namespace, since_ms)
 
-    states: dict[str, dict] = {}
+    states: dict[str, dict[str, Any]] = {}
     undecodable: list[Gap] = []
 
-    def records(topic: str, since: int | None, record: str, check: str):
+    def records(topic: str, since: int | None, record: str, check: str) -> Iterator[tuple[Message, Any]]:
         return _records(config, topic, since, record, check, undecodable, progress)
 
     if since_ms is None:
         for msg, st in records(topics.state, None, "WorkflowState", "state"):
+            key = msg.key()
+            if key is None:  # not a run's state (every state record is keyed by its workflow)
+                continue
             if st is None:
-                states.pop(msg.key().decode(), None)
+                states.pop(key.decode(), None)
             else:
-                states[msg.key().decode()] = {
+                states[key.decode()] = {
                     "run_id": st["run_id"],
                     "next_seq": st["next_seq"],
                     "status": st["status"],
@@ -387,10 +392,11 @@ def verify_namespace(
         report.skipped.append("state (it needs whole histories: run without --since)")
     history = HistoryChecker(tail=since_ms is not None)
     for msg, event in records(topics.history, since_ms, "HistoryEvent", "history"):
+        key = msg.key()
         if event is not None:
-            history.add(event, len(msg.value()))
-        elif msg.key():
-            history.add_tombstone(msg.key())
+            history.add(event, len(msg.value() or b""))
+        elif key:
+            history.add_tombstone(key)
     report.events = history.events
     last = history.last_seqs()
     report.runs = len(last)

@@ -15,6 +15,7 @@ generation switch is atomic with respect to every batch.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kadence.topics.records import CLOSE_EVENTS, attrs, event_type
 from kadence.topics.search_attributes import index_terms, to_json
@@ -40,7 +41,7 @@ __all__ = ["CLOSE_STATUS", "GENERATIONS_LUA", "VISIBILITY_LUA", "visibility_op"]
 CLOSE_STATUS = CLOSE_EVENTS
 
 
-def _search(attrs: dict) -> dict:
+def _search(attrs: dict[str, Any]) -> dict[str, Any]:
     """An event's search attributes for the script: ``sa`` name -> the value's JSON form as JSON
     text, ``sat`` name -> its index terms (``topics.search_attributes``). Both are strings to the
     script, whose cjson would round numbers (it keeps 14 digits)."""
@@ -53,7 +54,7 @@ def _search(attrs: dict) -> dict:
 
 
 def visibility_op(
-    event: dict | None, partition: int, offset: int, *, workflow_id: str = "", run_id: str = "", seq: int = 0
+    event: dict[str, Any] | None, partition: int, offset: int, *, workflow_id: str = "", run_id: str = "", seq: int = 0
 ) -> str:
     """The JSON op of one history record (``event`` None: a tombstone of ``workflow_id/run_id/seq``)."""
     if event is None:

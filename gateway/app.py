@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -67,7 +67,7 @@ def create_app(
         log.warning("the gateway runs WITHOUT authentication (--no-auth): development only")
 
     @asynccontextmanager
-    async def lifespan(_app):
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         try:
             await pool.get(config.kafka.namespace)
         except KadenceError as exc:  # a gateway may serve only other namespaces

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,9 +141,9 @@ class GatewayConfig:
     #: KADENCE_PAYLOAD_*: where payloads over the size threshold are stored (a start's input the
     #: gateway is sent, and the results and history it shows); no store by default
     large_payloads: LargePayloadConfig = field(default_factory=LargePayloadConfig)
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.auth and not self.redis_url:
             raise ConfigError(
                 "the gateway's API keys live in Redis: set KADENCE_REDIS_URL (or run with --no-auth for development)"
@@ -157,11 +157,11 @@ class GatewayConfig:
             raise ConfigError("max_body_bytes and reply_timeout must be positive")
 
     @classmethod
-    def from_env(cls, kafka: KafkaConfig, env=None, **overrides) -> GatewayConfig:
+    def from_env(cls, kafka: KafkaConfig, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewayConfig:
         """The settings from the environment, with the payload store's and the archive's (their
         own declarations); ``overrides`` win."""
         env = os.environ if env is None else env
-        composed: dict = {"large_payloads": LargePayloadConfig.from_env(env)}
+        composed: dict[str, Any] = {"large_payloads": LargePayloadConfig.from_env(env)}
         if env.get("KADENCE_ARCHIVE_DIR") or env.get("KADENCE_ARCHIVE_S3_BUCKET"):
             composed["archive"] = ArchiveStoreConfig.from_env(env)
         return settings.from_env(cls, env, kafka=kafka, **{**composed, **overrides})

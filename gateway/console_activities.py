@@ -6,6 +6,7 @@ heartbeat, timeline, cancel and terminate)."""
 from __future__ import annotations
 
 import urllib.parse
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -21,8 +22,8 @@ router = APIRouter(include_in_schema=False)
 STATUSES = ("running", "completed", "failed", "canceled", "terminated", "timed_out")
 
 
-@router.get("/activities", response_class=HTMLResponse)
-async def activities(request: Request, kit: Kit, type: str = "", status: str = "", cursor: str = ""):
+@router.get("/activities", response_class=HTMLResponse, response_model=None)
+async def activities(request: Request, kit: Kit, type: str = "", status: str = "", cursor: str = "") -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     params: list[tuple[str, str]] = [("page_size", "50"), ("include_counts", "true")]

@@ -16,7 +16,7 @@ import json
 import urllib.parse
 import uuid
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import httpx
 from fastapi import Depends, FastAPI, Request
@@ -45,12 +45,12 @@ TIMELINE_TAIL_EVENTS = 700
 class _Api:
     """The gateway's JSON API, called in this process with the signed-in user's key."""
 
-    def __init__(self, app: FastAPI):
+    def __init__(self, app: FastAPI) -> None:
         self._client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://console.local", timeout=60
         )
 
-    async def call(self, request: Request, method: str, path: str, **kw) -> httpx.Response:
+    async def call(self, request: Request, method: str, path: str, **kw: Any) -> httpx.Response:
         headers = {**kw.pop("headers", {}), **signed_in_headers(request)}
         return await self._client.request(method, path, headers=headers, **kw)
 
@@ -69,7 +69,7 @@ def signed_in_headers(request: Request) -> dict[str, str]:
     return headers
 
 
-def history_params(run_id: str | None, length: int | None, whole: bool) -> dict:
+def history_params(run_id: str | None, length: int | None, whole: bool) -> dict[str, Any]:
     """The history API's query for a page: the whole run, or its last TIMELINE_TAIL_EVENTS events."""
     params = {"page_size": "10000"}
     if run_id:
@@ -100,7 +100,7 @@ class ConsoleKit:
         self.auth = auth
         self.api = _Api(app)
 
-    def page(self, request: Request, template: str, status: int = 200, **ctx) -> HTMLResponse:
+    def page(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         ctx.update(
             signed_in=bool(request.cookies.get(COOKIE)),
             auth=self.auth,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.parse
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -14,8 +15,8 @@ __all__ = ["router"]
 router = APIRouter(include_in_schema=False)
 
 
-@router.get("/stuck", response_class=HTMLResponse)
-async def stuck(request: Request, kit: Kit):
+@router.get("/stuck", response_class=HTMLResponse, response_model=None)
+async def stuck(request: Request, kit: Kit) -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     r = await kit.api.call(request, "GET", "/v1/stuck")
@@ -24,8 +25,8 @@ async def stuck(request: Request, kit: Kit):
     return kit.page(request, "stuck.html", rows=r.json()["workflows"])
 
 
-@router.get("/dead-letters", response_class=HTMLResponse)
-async def dead_letters(request: Request, kit: Kit, notice: str = ""):
+@router.get("/dead-letters", response_class=HTMLResponse, response_model=None)
+async def dead_letters(request: Request, kit: Kit, notice: str = "") -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     r = await kit.api.call(request, "GET", "/v1/dead-letters")
@@ -34,8 +35,8 @@ async def dead_letters(request: Request, kit: Kit, notice: str = ""):
     return kit.page(request, "dead_letters.html", rows=r.json()["dead_letters"], notice=notice)
 
 
-@router.post("/dead-letters/{ref}/redrive")
-async def redrive(request: Request, kit: Kit, ref: str):
+@router.post("/dead-letters/{ref}/redrive", response_model=None)
+async def redrive(request: Request, kit: Kit, ref: str) -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     kit.same_origin(request)

@@ -7,6 +7,7 @@ build, each queue's rate limits, and the form that sets or lifts them (through
 from __future__ import annotations
 
 import urllib.parse
+from typing import Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -35,8 +36,8 @@ def parse_type_limits(text: str) -> dict[str, float] | str:
     return out
 
 
-@router.get("/builds", response_class=HTMLResponse)
-async def builds(request: Request, kit: Kit, notice: str = ""):
+@router.get("/builds", response_class=HTMLResponse, response_model=None)
+async def builds(request: Request, kit: Kit, notice: str = "") -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     r = await kit.api.call(request, "GET", "/v1/queues")
@@ -53,8 +54,8 @@ async def builds(request: Request, kit: Kit, notice: str = ""):
     )
 
 
-@router.get("/limits", response_class=HTMLResponse)
-async def concurrency_limits(request: Request, kit: Kit, key: str = ""):
+@router.get("/limits", response_class=HTMLResponse, response_model=None)
+async def concurrency_limits(request: Request, kit: Kit, key: str = "") -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     r = await kit.api.call(request, "GET", "/v1/limits", params={"key": key} if key else None)
@@ -119,7 +120,7 @@ async def set_limits(
         types = parse_type_limits(activity_types)
         if isinstance(types, str):
             return _back(f"limits of {task_queue} not changed: {types}")
-        body: dict = {"activity_types": types, "reason": reason}
+        body: dict[str, Any] = {"activity_types": types, "reason": reason}
         if activities_per_second.strip():
             try:
                 body["activities_per_second"] = float(activities_per_second)

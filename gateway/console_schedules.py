@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import urllib.parse
 from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -26,8 +27,8 @@ def _when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-@router.get("/schedules", response_class=HTMLResponse)
-async def schedules(request: Request, kit: Kit, notice: str = ""):
+@router.get("/schedules", response_class=HTMLResponse, response_model=None)
+async def schedules(request: Request, kit: Kit, notice: str = "") -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     r = await kit.api.call(request, "GET", "/v1/schedules", params={"page_size": 1000})
@@ -37,8 +38,8 @@ async def schedules(request: Request, kit: Kit, notice: str = ""):
     return kit.page(request, "schedules.html", rows=rows, notice=notice)
 
 
-@router.get("/schedules/{schedule_id:path}", response_class=HTMLResponse)
-async def schedule(request: Request, kit: Kit, schedule_id: str, notice: str = ""):
+@router.get("/schedules/{schedule_id:path}", response_class=HTMLResponse, response_model=None)
+async def schedule(request: Request, kit: Kit, schedule_id: str, notice: str = "") -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     r = await kit.api.call(request, "GET", f"/v1/schedules/{wf_path(schedule_id)}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.datastructures import Headers
@@ -14,25 +16,25 @@ __all__ = ["router"]
 router = APIRouter(include_in_schema=False)
 
 
-@router.get("")
+@router.get("", response_model=None)
 @router.get("/")
-async def home():
+async def home() -> Any:
     return RedirectResponse("/ui/workflows", 303)
 
 
-@router.get("/login", response_class=HTMLResponse)
-async def login_form(request: Request, kit: Kit, next: str = "/ui/workflows", failed: str = ""):
+@router.get("/login", response_class=HTMLResponse, response_model=None)
+async def login_form(request: Request, kit: Kit, next: str = "/ui/workflows", failed: str = "") -> Any:
     return kit.page(request, "login.html", next=next if next.startswith("/ui/") else "/ui/workflows", failed=failed)
 
 
-@router.post("/login")
+@router.post("/login", response_model=None)
 async def login(
     request: Request,
     kit: Kit,
     key: str = Form(..., max_length=500),
     namespace: str = Form("", max_length=200),
     next: str = Form("/ui/workflows"),
-):
+) -> Any:
     kit.same_origin(request)
     headers = {"authorization": f"Bearer {key.strip()}"}
     if namespace.strip():
@@ -49,8 +51,8 @@ async def login(
     return resp
 
 
-@router.post("/logout")
-async def logout(request: Request, kit: Kit):
+@router.post("/logout", response_model=None)
+async def logout(request: Request, kit: Kit) -> Any:
     kit.same_origin(request)
     resp = RedirectResponse("/ui/login", 303)
     resp.delete_cookie(COOKIE, path="/ui")

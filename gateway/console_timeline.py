@@ -77,15 +77,15 @@ _CHILD_END = {
 }
 
 
-def timeline(events: list[dict]) -> list[dict]:
+def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """History events (the API's JSON) grouped as an operator reads them: one row per activity
     (scheduled -> attempts -> result), timer (started -> fired or canceled), child, update, and
     one per other event; each with its start, end, duration, status and its events, in the order
     the groups began."""
-    rows: list[dict] = []
-    open_groups: dict[tuple, dict] = {}
+    rows: list[dict[str, Any]] = []
+    open_groups: dict[tuple[Any, ...], dict[str, Any]] = {}
 
-    def group(key: tuple | None, kind: str, title: str, e: dict) -> dict:
+    def group(key: tuple[Any, ...] | None, kind: str, title: str, e: dict[str, Any]) -> dict[str, Any]:
         row = {
             "kind": kind,
             "title": title,
@@ -150,7 +150,7 @@ def timeline(events: list[dict]) -> list[dict]:
     return rows
 
 
-def _activity_progress(row: dict, e: dict) -> None:
+def _activity_progress(row: dict[str, Any], e: dict[str, Any]) -> None:
     """An activity's row after a failed attempt, a cancel request or its end."""
     kind, a = e["type"], e["attributes"]
     if "attempt" in a:
@@ -163,7 +163,7 @@ def _activity_progress(row: dict, e: dict) -> None:
         row["failures"].append(ms_of(e["time"]))
 
 
-def _close(rows: list[dict], events: list[dict]) -> None:
+def _close(rows: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
     """Rows still open when the run closed end with it; every row gets its duration."""
     if events and events[-1]["type"] in _RUN_CLOSE:
         closed_at = ms_of(events[-1]["time"])
@@ -174,14 +174,14 @@ def _close(rows: list[dict], events: list[dict]) -> None:
         row["duration"] = duration(row["end_ms"] - row["start_ms"]) if row["end_ms"] and row["start_ms"] else ""
 
 
-def run_input(events: list[dict]) -> Any:
+def run_input(events: list[dict[str, Any]]) -> Any:
     """The run's input (its start event's), if the events begin with it; else None."""
     if events and events[0]["type"] == "WorkflowExecutionStarted":
         return events[0]["attributes"].get("input")
     return None
 
 
-def chart(rows: list[dict], now_ms: int) -> list[dict]:
+def chart(rows: list[dict[str, Any]], now_ms: int) -> list[dict[str, Any]]:
     """Bars of the timeline chart: the latest ``CHART_BARS`` activities, timers, children,
     updates and workflow tasks on one time axis (left and width in percent of the span from the
     first bar's start to the last end, or now for what is still open), with each activity's
@@ -192,10 +192,10 @@ def chart(rows: list[dict], now_ms: int) -> list[dict]:
         return []
     t0 = min(r["start_ms"] for r in drawn)
     t1 = max(max(r["end_ms"] or now_ms for r in drawn), t0 + 1)
-    span = t1 - t0
+    span: float = t1 - t0
 
     def pct(ms: int) -> float:
-        return round(100 * (ms - t0) / span, 2)
+        return round(100 * float(ms - t0) / span, 2)
 
     bars = []
     for r in drawn:

@@ -22,7 +22,7 @@ __all__ = ["router"]
 router = APIRouter(include_in_schema=False)
 
 
-@router.get("/workflows", response_class=HTMLResponse)
+@router.get("/workflows", response_class=HTMLResponse, response_model=None)
 async def workflows(
     request: Request,
     kit: Kit,
@@ -33,7 +33,7 @@ async def workflows(
     since: str = "",
     until: str = "",
     cursor: str = "",
-):
+) -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     params: list[tuple[str, str]] = [("page_size", "50"), ("include_counts", "true")]
@@ -93,7 +93,7 @@ async def _workflow_page(
     workflow_id: str,
     *,
     notice: str = "",
-    plan: dict | None = None,
+    plan: dict[str, Any] | None = None,
     query_result: Any = None,
     all_events: bool = False,
     status: int = 200,
@@ -145,8 +145,8 @@ async def _workflow_page(
     )
 
 
-@router.get("/workflows/{workflow_id:path}/timeline", response_class=HTMLResponse)
-async def timeline_fragment(request: Request, kit: Kit, workflow_id: str, run_id: str = "", length: int = 0):
+@router.get("/workflows/{workflow_id:path}/timeline", response_class=HTMLResponse, response_model=None)
+async def timeline_fragment(request: Request, kit: Kit, workflow_id: str, run_id: str = "", length: int = 0) -> Any:
     """The timeline rows alone, for the page's live follow (console.js; ``length``: the
     history length it knows, so that only the tail is read)."""
     if (redirect := kit.need_sign_in(request)) is not None:
@@ -172,14 +172,14 @@ async def timeline_fragment(request: Request, kit: Kit, workflow_id: str, run_id
     )
 
 
-@router.get("/workflows/{workflow_id:path}", response_class=HTMLResponse)
-async def workflow_page(request: Request, kit: Kit, workflow_id: str, all: str = ""):
+@router.get("/workflows/{workflow_id:path}", response_class=HTMLResponse, response_model=None)
+async def workflow_page(request: Request, kit: Kit, workflow_id: str, all: str = "") -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     return await _workflow_page(kit, request, workflow_id, all_events=bool(all))
 
 
-@router.post("/workflows/{workflow_id:path}/action")
+@router.post("/workflows/{workflow_id:path}/action", response_model=None)
 async def action(
     request: Request,
     kit: Kit,
@@ -192,7 +192,7 @@ async def action(
     to_event: str = Form(""),
     confirm: str = Form(""),
     request_id: str = Form(""),
-):
+) -> Any:
     """Every button of the workflow page: signal, cancel, terminate, pause, unpause, query,
     reset (a dry run first; the reset itself only from the plan's confirm button)."""
     if (redirect := kit.need_sign_in(request)) is not None:
@@ -246,7 +246,13 @@ async def _refused(
 
 
 async def _reset(
-    kit: ConsoleKit, request: Request, workflow_id: str, reason: str, to_event: str, confirmed: bool, key: dict
+    kit: ConsoleKit,
+    request: Request,
+    workflow_id: str,
+    reason: str,
+    to_event: str,
+    confirmed: bool,
+    key: dict[str, Any],
 ) -> Response:
     """A dry run first (the plan, with a confirm button); the reset itself only when confirmed."""
     body: dict[str, Any] = {"reason": reason, "dry_run": not confirmed}
@@ -267,14 +273,14 @@ async def _reset(
     return _done(path, "reset")
 
 
-@router.get("/batches", include_in_schema=False)
-async def batches_home():
+@router.get("/batches", include_in_schema=False, response_model=None)
+async def batches_home() -> Any:
     """Batches start from the list's filter (its "Act on every run" panel): go there (this
     address answered 405 to a browser that followed it)."""
     return RedirectResponse("/ui/workflows", status_code=303)
 
 
-@router.post("/batches")
+@router.post("/batches", response_model=None)
 async def start_batch(
     request: Request,
     kit: Kit,
@@ -284,7 +290,7 @@ async def start_batch(
     signal_name: str = Form(""),
     args: str = Form("[]"),
     request_id: str = Form(""),
-):
+) -> Any:
     if (redirect := kit.need_sign_in(request)) is not None:
         return redirect
     kit.same_origin(request)

@@ -56,7 +56,7 @@ class GatewayContext:
     #: stream values rendered for Server-Sent Events, shared by this gateway's readers
     rendered: RenderedValues = field(default_factory=RenderedValues)
 
-    def retry_after(self) -> dict:
+    def retry_after(self) -> dict[str, Any]:
         return {"Retry-After": str(self.config.retry_after_seconds)}
 
     def visibility(self, namespace: str) -> VisibilityReader:
@@ -104,7 +104,7 @@ class GatewayContext:
         claimed: bool = False,
         request_id: str | None = None,
         event_id: str | None = None,
-    ) -> tuple[dict, dict]:
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Produce one command (after the idempotency check, unless the caller ``claimed`` the
         key already) and wait for its reply; returns the reply and the response headers (the
         consistency token). ``request_id``: default the key, or a new one."""
@@ -135,7 +135,7 @@ class GatewayContext:
         key: str | None,
         *,
         eager: bool,
-    ) -> tuple[dict, dict]:
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """``command`` for a start; with ``eager``, the run's first workflow task is run first by
         an in-process worker that serves it (``topics.eager_start``), if there is one."""
         if not (eager and self.eager_starters):
@@ -177,7 +177,7 @@ class GatewayContext:
             )
         await self.config.read_your_writes(who.namespace, token)
 
-    async def encoded(self, request: Request, value) -> bytes:
+    async def encoded(self, request: Request, value: Any) -> bytes:
         """``value`` as payload bytes; a body over the large-payload threshold is encoded (and
         stored) on a worker thread, so the event loop does not wait for the store."""
         if int(request.headers.get("content-length") or 0) > self.converter.large.threshold:
@@ -210,7 +210,8 @@ class GatewayContext:
 
 async def gateway(request: Request) -> GatewayContext:
     """The app's context (``async``: a plain ``def`` dependency would run in a worker thread)."""
-    return request.app.state.gateway
+    context: GatewayContext = request.app.state.gateway
+    return context
 
 
 #: a route's parameter ``gw: Gateway`` receives the app's ``GatewayContext``
@@ -219,10 +220,11 @@ Gateway = Annotated[GatewayContext, Depends(gateway)]
 
 def principal(request: Request) -> Principal:
     """Who sent the request (the guard middleware put it in the scope before routing)."""
-    return request.scope["kadence.principal"]
+    who: Principal = request.scope["kadence.principal"]
+    return who
 
 
-def mutation_result(reply: dict, workflow_id: str, headers: dict):
+def mutation_result(reply: dict[str, Any], workflow_id: str, headers: dict[str, Any]) -> JSONResponse:
     refused = refused_response(reply, workflow_id, "not_running", headers=headers)
     if refused is not None:
         return refused

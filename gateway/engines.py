@@ -27,7 +27,7 @@ class NamespaceUnavailable(KadenceError):
 
 
 class EnginePool:
-    def __init__(self, kafka: KafkaConfig, *, preset: dict[str, EngineClient] | None = None):
+    def __init__(self, kafka: KafkaConfig, *, preset: dict[str, EngineClient] | None = None) -> None:
         self.kafka = kafka
         self._clients: dict[str, EngineClient] = dict(preset or {})
         self._owned: set[str] = set()

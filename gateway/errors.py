@@ -37,8 +37,15 @@ class ApiError(Exception):
     """Raised anywhere in a request: becomes the error response, nothing else happens."""
 
     def __init__(
-        self, status: int, code: str, message: str, *, field: str | None = None, headers: dict | None = None, **extra
-    ):
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        headers: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.field = status, code, message, field
         self.headers, self.extra = headers, extra
@@ -60,7 +67,12 @@ class ErrorResponse(BaseModel):
 
 
 def error_response(
-    status: int, code: str, message: str, field: str | None = None, headers=None, **extra
+    status: int,
+    code: str,
+    message: str,
+    field: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
 ) -> JSONResponse:
     body = {"code": code, "message": message}
     if field:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from redis.exceptions import RedisError
@@ -39,7 +40,7 @@ class Principal:
 
 
 class Guard:
-    def __init__(self, config: GatewayConfig, keys: ApiKeyStore | None, limiter: RateLimiter | None):
+    def __init__(self, config: GatewayConfig, keys: ApiKeyStore | None, limiter: RateLimiter | None) -> None:
         self.config, self.keys, self.limiter = config, keys, limiter
         self._verified: dict[str, tuple[ApiKey, str, float]] = {}  # key id -> (record, digest, when)
 
@@ -51,13 +52,13 @@ class Guard:
             headers={"Retry-After": str(self.config.retry_after_seconds)},
         )
 
-    async def admit(self, headers, *, mutation: bool) -> Principal:
+    async def admit(self, headers: Mapping[str, str], *, mutation: bool) -> Principal:
         key = await self._authenticate(headers, mutation) if self.config.auth else None
         namespace = self._namespace(headers, key)
         await self._take_quota(namespace, key, mutation)
         return Principal(namespace, key.key_id if key else None)
 
-    async def _authenticate(self, headers, mutation: bool) -> ApiKey:
+    async def _authenticate(self, headers: Mapping[str, str], mutation: bool) -> ApiKey:
         challenge = {"WWW-Authenticate": 'Bearer realm="kadence"'}
         scheme, _, token = (headers.get("authorization") or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -92,7 +93,7 @@ class Guard:
             self._verified[key_id] = (record, digest, time.monotonic())
         return record
 
-    def _namespace(self, headers, key: ApiKey | None) -> str:
+    def _namespace(self, headers: Mapping[str, str], key: ApiKey | None) -> str:
         asked = headers.get(NAMESPACE_HEADER.lower())
         if key is not None:
             if asked is not None and asked != key.namespace:

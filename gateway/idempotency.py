@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+from redis.asyncio import Redis
+
 __all__ = ["IdempotencyStore", "fingerprint"]
 
 
@@ -29,7 +31,7 @@ def fingerprint(method: str, path: str, body: bytes) -> str:
 
 
 class IdempotencyStore:
-    def __init__(self, redis, prefix: str = "kadence:gw:", ttl_seconds: int = 24 * 3600):
+    def __init__(self, redis: Redis, prefix: str = "kadence:gw:", ttl_seconds: int = 24 * 3600) -> None:
         self.redis, self.prefix, self.ttl = redis, prefix, ttl_seconds
 
     def _key(self, namespace: str, key: str) -> str:

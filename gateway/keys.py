@@ -16,6 +16,9 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
 
 from kadence.topics.config import NAMESPACE_RE
 from kadence.topics.errors import ConfigError
@@ -51,7 +54,7 @@ def _digest(key: str) -> str:
 class ApiKeyStore:
     """Create, list, revoke and verify keys; ``redis`` is a ``redis.asyncio.Redis``."""
 
-    def __init__(self, redis, prefix: str = "kadence:gw:"):
+    def __init__(self, redis: Redis, prefix: str = "kadence:gw:") -> None:
         self.redis, self.prefix = redis, prefix
 
     def _record(self, key_id: str) -> str:
@@ -72,8 +75,13 @@ class ApiKeyStore:
             key_id = secrets.token_hex(6)
             key = f"kdn_{key_id}_{secrets.token_urlsafe(32)}"
             record = ApiKey(key_id, namespace, name, int(time.time() * 1000), rate, burst)
-            fields = {"namespace": namespace, "name": name, "sha256": _digest(key), "created_ms": record.created_ms}
-            if rate is not None:
+            fields: dict[Any, str | int | float] = {
+                "namespace": namespace,
+                "name": name,
+                "sha256": _digest(key),
+                "created_ms": record.created_ms,
+            }
+            if rate is not None and burst is not None:
                 fields.update(rate=rate, burst=burst)
             # HSETNX on the namespace field claims the ID; a collision (2^-48) draws again
             if await self.redis.hsetnx(self._record(key_id), "namespace", namespace):

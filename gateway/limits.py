@@ -10,6 +10,9 @@ memory.
 from __future__ import annotations
 
 import math
+from typing import Any
+
+from redis.asyncio import Redis
 
 from .config import RateLimit
 
@@ -52,7 +55,7 @@ return {1, 0}
 class RateLimiter:
     """``await take(buckets)`` -> seconds to wait (0: allowed, a token was taken from each)."""
 
-    def __init__(self, redis, prefix: str = "kadence:gw:"):
+    def __init__(self, redis: Redis, prefix: str = "kadence:gw:") -> None:
         self.prefix = prefix
         self._script = redis.register_script(_TAKE)
 
@@ -63,7 +66,7 @@ class RateLimiter:
         live = [(key, limit) for key, limit in buckets if limit.enabled]
         if not live:
             return 0.0
-        args: list = []
+        args: list[Any] = []
         for _key, limit in live:
             args += [repr(float(limit.rate)), limit.burst]
         taken, wait_ms = await self._script(keys=[k for k, _ in live], args=[*args, cost])

@@ -30,6 +30,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate
 from prometheus_client import Counter, Histogram
 from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import ApiError, error_response
 from .guard import Guard
@@ -57,16 +59,16 @@ def is_mutation(method: str, path: str) -> bool:
 
 
 class Observe:
-    def __init__(self, app, *, requests_total: Counter, latency: Histogram):
+    def __init__(self, app: ASGIApp, *, requests_total: Counter, latency: Histogram) -> None:
         self.app, self.requests_total, self.latency = app, requests_total, latency
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
         status = 500  # what the client gets when the app raises before answering
 
-        async def send_status(message):
+        async def send_status(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -81,10 +83,10 @@ class Observe:
 
 
 class TraceContext:
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         carrier = {
@@ -102,10 +104,10 @@ class TraceContext:
 
 
 class GuardRequests:
-    def __init__(self, app, *, guard: Guard):
+    def __init__(self, app: ASGIApp, *, guard: Guard) -> None:
         self.app, self.guard = app, guard
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             return await self.app(scope, receive, send)
         mutation = is_mutation(
@@ -119,13 +121,13 @@ class GuardRequests:
 
 
 class BodyLimits:
-    def __init__(self, app, *, max_body_bytes: int):
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
         self.app, self.max_body_bytes = app, max_body_bytes
 
-    def _too_large(self):
+    def _too_large(self) -> JSONResponse:
         return error_response(413, "payload_too_large", f"request body over {self.max_body_bytes} bytes")
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         headers = Headers(scope=scope)
@@ -155,7 +157,7 @@ class BodyLimits:
             )(scope, receive, send)
         replayed = False
 
-        async def replay():
+        async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
@@ -166,10 +168,10 @@ class BodyLimits:
 
 
 class EncodedSlashes:
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = scope.get("raw_path") if scope["type"] == "http" else None
         if raw:
             path = raw.split(b"?", 1)[0]

@@ -156,7 +156,7 @@ class StartResponse(BaseModel):
     run_id: str
     status: str | None = Field(None, description="with wait_seconds: the run's status when the wait ended")
     result: Any = Field(None, description="with wait_seconds: the result of a completed run")
-    failure: dict | None = Field(None, description="with wait_seconds: type and message of a failed run")
+    failure: dict[str, Any] | None = Field(None, description="with wait_seconds: type and message of a failed run")
 
 
 class SignalRequest(BaseModel):
@@ -297,4 +297,4 @@ class WorkflowSummary(BaseModel):
 class WorkflowList(BaseModel):
     workflows: list[WorkflowSummary]
     next_cursor: str | None = Field(None, description="pass as cursor for the next page; null on the last page")
-    counts: dict | None = Field(None, description="with include_counts: total, by_type and by_status")
+    counts: dict[str, Any] | None = Field(None, description="with include_counts: total, by_type and by_status")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.connection import Connection, parse_url
@@ -39,7 +40,7 @@ class RedisBreaker:
 
     Used from one event loop: no locking."""
 
-    def __init__(self, open_seconds: float = 2.0, *, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, open_seconds: float = 2.0, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.open_seconds = open_seconds
         self._clock = clock
         #: 0: closed; otherwise calls before this time fail fast
@@ -78,11 +79,11 @@ class _Guarded:
     """Mixed into a redis-py connection class: each command asks the breaker first, and each
     outcome is reported to it."""
 
-    def __init__(self, *, breaker: RedisBreaker, **kw):
+    def __init__(self, *, breaker: RedisBreaker, **kw: Any) -> None:
         super().__init__(**kw)
         self._breaker = breaker
 
-    async def send_packed_command(self, command, check_health: bool = True) -> None:
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         self._breaker.check()
         try:
             await super().send_packed_command(command, check_health)  # type: ignore[misc]
@@ -90,9 +91,9 @@ class _Guarded:
             self._breaker.failed(exc)
             raise
 
-    async def read_response(self, *args, **kw):
+    async def read_response(self, *args: Any, **kw: Any) -> Any:
         try:
-            response = await super().read_response(*args, **kw)
+            response = await super().read_response(*args, **kw)  # type: ignore[misc]
         except _DOWN as exc:
             self._breaker.failed(exc)
             raise
@@ -105,7 +106,7 @@ POOL_CONNECTIONS = 100
 POOL_WAIT_S = 2.0
 
 
-def guarded_redis(url: str, breaker: RedisBreaker, **kw) -> Redis:
+def guarded_redis(url: str, breaker: RedisBreaker, **kw: Any) -> Redis:
     """A ``redis.asyncio.Redis`` for ``url`` (redis://, rediss://, unix://) whose connections go
     through ``breaker``; ``kw``: connection options (socket_timeout, retry, ...)."""
     options = parse_url(url)

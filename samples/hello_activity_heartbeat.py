@@ -5,6 +5,7 @@ worker that went silent."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from kadence import Client, RetryPolicy, Worker, activity, workflow
 
@@ -12,7 +13,7 @@ TASK_QUEUE = "hello-heartbeat"
 
 
 @activity.defn
-async def count_rows(total: int) -> dict:
+async def count_rows(total: int) -> dict[str, Any]:
     details = activity.info().heartbeat_details  # progress an earlier attempt reported (or None)
     start = details if isinstance(details, int) else 0
     for row in range(start, total):
@@ -25,7 +26,7 @@ async def count_rows(total: int) -> dict:
 @workflow.defn
 class CountRows:
     @workflow.run
-    async def run(self, total: int) -> dict:
+    async def run(self, total: int) -> dict[str, Any]:
         return await workflow.execute_activity(
             count_rows,
             total,
@@ -35,6 +36,6 @@ class CountRows:
         )
 
 
-async def main(client: Client) -> dict:
+async def main(client: Client) -> dict[str, Any]:
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[CountRows], activities=[count_rows]):
         return await client.execute_workflow(CountRows, 10, id="hello-heartbeat", task_queue=TASK_QUEUE)

@@ -7,6 +7,7 @@ import concurrent.futures
 import hashlib
 import os
 from datetime import timedelta
+from typing import Any
 
 from kadence import Client, Worker, activity, workflow
 
@@ -14,7 +15,7 @@ TASK_QUEUE = "hello-multiprocess"
 
 
 @activity.defn
-def digest(rounds: int) -> dict:
+def digest(rounds: int) -> dict[str, Any]:
     value = b"kadence"
     for i in range(rounds):
         value = hashlib.sha256(value).digest()
@@ -26,13 +27,13 @@ def digest(rounds: int) -> dict:
 @workflow.defn
 class Digest:
     @workflow.run
-    async def run(self, rounds: int) -> dict:
+    async def run(self, rounds: int) -> dict[str, Any]:
         return await workflow.execute_activity(
             digest, rounds, start_to_close_timeout=timedelta(seconds=60), heartbeat_timeout=timedelta(seconds=10)
         )
 
 
-async def main(client: Client) -> dict:
+async def main(client: Client) -> dict[str, Any]:
     with concurrent.futures.ProcessPoolExecutor(max_workers=1) as pool:
         async with Worker(
             client, task_queue=TASK_QUEUE, workflows=[Digest], activities=[digest], activity_executor=pool

@@ -7,6 +7,7 @@ idempotency key to the (pretend) external system, so a retried attempt has its e
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from kadence import activity, workflow
 
@@ -14,30 +15,30 @@ TASK_QUEUE = "orders"
 
 
 @activity.defn
-async def reserve_stock(order: dict) -> dict:
+async def reserve_stock(order: dict[str, Any]) -> dict[str, Any]:
     items = sum(int(line["qty"]) for line in order["lines"])
     return {"reservation": f"res-{activity.info().idempotency_key}", "items": items}
 
 
 @activity.defn
-async def charge_payment(order: dict, amount_cents: int) -> dict:
+async def charge_payment(order: dict[str, Any], amount_cents: int) -> dict[str, Any]:
     return {"charge": f"ch-{activity.info().idempotency_key}", "amount_cents": amount_cents}
 
 
 @activity.defn
-def ship_order(order: dict, reservation: str) -> dict:  # a sync activity runs in a thread
+def ship_order(order: dict[str, Any], reservation: str) -> dict[str, Any]:  # a sync activity runs in a thread
     return {"tracking": f"trk-{order['order_id']}", "reservation": reservation}
 
 
 @activity.defn
-async def send_confirmation(order: dict, tracking: str) -> str:
+async def send_confirmation(order: dict[str, Any], tracking: str) -> str:
     return f"mail to {order['customer']}: order {order['order_id']} shipped, tracking {tracking}"
 
 
 @workflow.defn
 class OrderFulfilment:
     @workflow.run
-    async def run(self, order: dict) -> dict:
+    async def run(self, order: dict[str, Any]) -> dict[str, Any]:
         timeout = timedelta(seconds=30)
         stock = await workflow.execute_activity(reserve_stock, order, start_to_close_timeout=timeout)
         amount = sum(int(line["qty"]) * int(line["price_cents"]) for line in order["lines"])

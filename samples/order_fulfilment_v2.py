@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from kadence import workflow
 
@@ -30,7 +31,7 @@ __all__ = ["ACTIVITIES", "SAMPLE_ORDER", "TASK_QUEUE", "WORKFLOWS", "OrderFulfil
 @workflow.defn
 class OrderFulfilment:
     @workflow.run
-    async def run(self, order: dict) -> dict:
+    async def run(self, order: dict[str, Any]) -> dict[str, Any]:
         timeout = timedelta(seconds=30)
         amount = sum(int(line["qty"]) * int(line["price_cents"]) for line in order["lines"])
         stock, charge = await asyncio.gather(

@@ -12,6 +12,7 @@ passes its idempotency key, the way a real integration would.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from kadence import ActivityError, ApplicationError, RetryPolicy, activity, workflow
 
@@ -19,15 +20,15 @@ TASK_QUEUE = "saga"
 FOURTEEN_DAYS = 14 * 24 * 3600
 
 #: the pretend outside world: failures to inject, and a log of effects keyed by idempotency key
-SYSTEMS: dict = {"payment_failures": 0, "stock_available": True, "effects": {}}
+SYSTEMS: dict[str, Any] = {"payment_failures": 0, "stock_available": True, "effects": {}}
 
 
-def _effect(kind: str, value) -> None:
+def _effect(kind: str, value: object) -> None:
     SYSTEMS["effects"].setdefault(activity.info().idempotency_key, (kind, value))
 
 
 @activity.defn
-async def capture_payment(order: dict) -> str:
+async def capture_payment(order: dict[str, Any]) -> str:
     if SYSTEMS["payment_failures"] > 0:
         SYSTEMS["payment_failures"] -= 1
         raise ConnectionError("payment provider timed out")
@@ -36,7 +37,7 @@ async def capture_payment(order: dict) -> str:
 
 
 @activity.defn
-async def reserve_stock(order: dict) -> str:
+async def reserve_stock(order: dict[str, Any]) -> str:
     if not SYSTEMS["stock_available"]:
         raise ApplicationError(f"no stock for {order['sku']}", non_retryable=True, type="OutOfStock")
     _effect("reserve", order["sku"])
@@ -50,7 +51,7 @@ async def refund_payment(payment_id: str) -> str:
 
 
 @activity.defn
-async def open_support_case(order: dict) -> str:
+async def open_support_case(order: dict[str, Any]) -> str:
     _effect("case", order["order_id"])
     return f"case-{order['order_id']}"
 
@@ -65,11 +66,11 @@ class OrderSaga:
         self.tracking = tracking
 
     @workflow.query
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         return {"tracking": self.tracking}
 
     @workflow.run
-    async def run(self, order: dict, ship_wait_seconds: float = FOURTEEN_DAYS) -> dict:
+    async def run(self, order: dict[str, Any], ship_wait_seconds: float = FOURTEEN_DAYS) -> dict[str, Any]:
         quick = timedelta(seconds=30)
         payment = await workflow.execute_activity(
             capture_payment,

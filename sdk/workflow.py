@@ -21,7 +21,7 @@ import functools
 import logging
 import random as _random
 import uuid as _uuid
-from collections.abc import Callable, Generator, Iterable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, MutableMapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
@@ -206,6 +206,34 @@ def _instance() -> WorkflowInstance:
     return loop.owner
 
 
+@overload
+def execute_activity(
+    activity: Callable[..., Awaitable[_R]],
+    *args: Any,
+    task_queue: str | None = None,
+    start_to_close_timeout: timedelta | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    schedule_to_start_timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
+    result_type: Any = None,
+    concurrency: Iterable[Limit] | None = None,
+    priority: Priority | int | None = None,
+) -> asyncio.Future[_R]: ...
+@overload
+def execute_activity(
+    activity: Callable[..., Any] | str,
+    *args: Any,
+    task_queue: str | None = None,
+    start_to_close_timeout: timedelta | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    schedule_to_start_timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
+    result_type: Any = None,
+    concurrency: Iterable[Limit] | None = None,
+    priority: Priority | int | None = None,
+) -> asyncio.Future[Any]: ...
 def execute_activity(
     activity: Callable[..., Any] | str,
     *args: Any,
@@ -253,6 +281,24 @@ LOCAL_START_TO_CLOSE = timedelta(seconds=10)
 LOCAL_RETRY_POLICY = RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=3)
 
 
+@overload
+def execute_local_activity(
+    activity: Callable[..., Awaitable[_R]],
+    *args: Any,
+    start_to_close_timeout: timedelta | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
+    result_type: Any = None,
+) -> asyncio.Future[_R]: ...
+@overload
+def execute_local_activity(
+    activity: Callable[..., Any] | str,
+    *args: Any,
+    start_to_close_timeout: timedelta | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
+    result_type: Any = None,
+) -> asyncio.Future[Any]: ...
 def execute_local_activity(
     activity: Callable[..., Any] | str,
     *args: Any,

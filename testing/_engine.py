@@ -69,16 +69,16 @@ class InMemoryEngine:
         self.limits: dict[str, ConcurrencyState] = {}
         self.deadlines = DeadlineIndex()
         #: (fire_at_ms, n, timer record): the delay topics
-        self._timers: list[tuple[int, int, dict]] = []
+        self._timers: list[tuple[int, int, dict[str, Any]]] = []
         self._n = itertools.count()
         #: ("workflow" | "activity", task queue, task record), in the order the engine emitted them
-        self.tasks: deque = deque()
+        self.tasks: deque[Any] = deque()
         #: commands not applied yet
-        self._inbox: deque = deque()
+        self._inbox: deque[Any] = deque()
         #: (workflow_id, run_id) -> history events, in seq order
-        self._history: dict[tuple[str, str], list[dict]] = {}
+        self._history: dict[tuple[str, str], list[dict[str, Any]]] = {}
         #: request_id -> (workflow_id, body_type, future or callback) of a request that waits for its reply
-        self._waiting: dict[str, tuple[str, str, asyncio.Future | Callable[[dict], None]]] = {}
+        self._waiting: dict[str, tuple[str, str, asyncio.Future[Any] | Callable[[dict[str, Any]], None]]] = {}
         #: workflow_id -> why its workflow tasks are no longer run (``WorkflowTaskFailedError``)
         self.broken: dict[str, WorkflowTaskFailedError | ActivityAttemptLimitError] = {}
         #: requests for a workflow's result when it closes (``AwaitWorkflowResult`` with wait)
@@ -96,14 +96,14 @@ class InMemoryEngine:
         self,
         workflow_id: str,
         body_type: str,
-        body: dict,
+        body: dict[str, Any],
         *,
         request_id: str,
         run_id: str | None = None,
         expect_reply: bool = True,
         event_id: str | None = None,
         deferred: bool = False,
-    ) -> asyncio.Future:
+    ) -> asyncio.Future[Any]:
         """Queue a command; the future resolves with its reply (``EngineClient.send``'s contract;
         ``deferred``: only await the reply, the command rides on one already queued)."""
         fut = asyncio.get_running_loop().create_future()
@@ -126,8 +126,8 @@ class InMemoryEngine:
         return fut
 
     async def wait(
-        self, workflow_id: str, body_type: str, request_id: str, fut: asyncio.Future, timeout: float | None
-    ) -> dict:
+        self, workflow_id: str, body_type: str, request_id: str, fut: asyncio.Future[Any], timeout: float | None
+    ) -> dict[str, Any]:
         """The reply ``fut`` resolves with, within ``timeout`` seconds of real time. While it waits
         for a workflow's result, the clock may skip ahead."""
         waits_for_close = request_id in self._awaits_close and not fut.done()
@@ -156,17 +156,17 @@ class InMemoryEngine:
         self,
         workflow_id: str,
         body_type: str,
-        body: dict,
+        body: dict[str, Any],
         *,
         request_id: str,
         run_id: str | None = None,
         timeout: float | None = 30.0,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Apply a command and wait for its reply (``EngineClient.request``'s contract)."""
         fut = self.send(workflow_id, body_type, body, request_id=request_id, run_id=run_id)
         return await self.wait(workflow_id, body_type, request_id, fut, timeout)
 
-    async def history(self, workflow_id: str, run_id: str | None = None) -> tuple[str, list[dict]]:
+    async def history(self, workflow_id: str, run_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
         if run_id is None:
             reply = await self.request(workflow_id, "AwaitWorkflowResult", {"wait": False}, request_id=new_id())
             if reply["status"] == "not_found":
@@ -174,7 +174,7 @@ class InMemoryEngine:
             run_id = reply["run_id"]
         return self.history_of(workflow_id, run_id)
 
-    def history_of(self, workflow_id: str, run_id: str) -> tuple[str, list[dict]]:
+    def history_of(self, workflow_id: str, run_id: str) -> tuple[str, list[dict[str, Any]]]:
         """A run's history (what the history topic holds for it)."""
         return run_id, list(self._history.get((workflow_id, run_id), []))
 
@@ -190,11 +190,11 @@ class InMemoryEngine:
         self,
         workflow_id: str,
         body_type: str,
-        body: dict,
+        body: dict[str, Any],
         *,
         request_id: str | None = None,
         run_id: str | None = None,
-        on_reply: asyncio.Future | Callable[[dict], None] | None = None,
+        on_reply: asyncio.Future[Any] | Callable[[dict[str, Any]], None] | None = None,
         event_id: str | None = None,
     ) -> None:
         """Queue a command (applied by ``step``); ``on_reply`` gets its reply."""
@@ -206,7 +206,7 @@ class InMemoryEngine:
         self._inbox.append(cmd)
         self.wake.set()
 
-    def reply(self, reply: dict) -> None:
+    def reply(self, reply: dict[str, Any]) -> None:
         """A reply that does not come from a transition (a worker's answer to a query)."""
         self._deliver(serde.decode("Reply", serde.encode("Reply", reply)))
 
@@ -250,11 +250,11 @@ class InMemoryEngine:
         return fired + len(due)
 
     @staticmethod
-    def _timer_command(workflow_id: str, run_id: str, t: dict) -> dict:
+    def _timer_command(workflow_id: str, run_id: str, t: dict[str, Any]) -> dict[str, Any]:
         body = {k: t[k] for k in ("timer_id", "fire_at_ms", "kind", "scheduled_seq", "attempt")}
         return command(workflow_id, "FireTimer", body, run_id=run_id)
 
-    def _apply(self, cmd: dict) -> None:
+    def _apply(self, cmd: dict[str, Any]) -> None:
         cmd = serde.decode("Command", serde.encode("Command", cmd))  # as the processor reads it
         view, out = BatchView(self.store, limits=self.limits), Outbox()
         try:
@@ -321,7 +321,7 @@ class InMemoryEngine:
 
         return follow()
 
-    def _deliver(self, reply: dict) -> None:
+    def _deliver(self, reply: dict[str, Any]) -> None:
         waiter = self._waiting.pop(reply["request_id"], None)
         if waiter is None:
             return  # nobody waits (a fire-and-forget command, or a duplicate answer)

@@ -77,7 +77,7 @@ class WorkflowEnvironment:
         interceptors: Iterable[Interceptor] = (),
         workflow_failure_exception_types: Iterable[type[BaseException]] = (),
         max_activity_attempts: int = 100,
-    ):
+    ) -> None:
         if max_activity_attempts < 1:
             raise ConfigError("max_activity_attempts must be >= 1")
         #: an activity's attempt past this stops its workflow (``ActivityAttemptLimitError``)
@@ -91,10 +91,10 @@ class WorkflowEnvironment:
         self.interceptors = tuple(interceptors)
         self.client = Client(self.engine, self.converter, self.interceptors)  # type: ignore[arg-type]
         self._instances: dict[str, WorkflowInstance] = {}
-        self._running: set[asyncio.Task] = set()
+        self._running: set[asyncio.Task[Any]] = set()
         #: counts of what ran, as a Worker's ``stats`` (local activities)
-        self.stats: collections.Counter = collections.Counter()
-        self._pump: asyncio.Task | None = None
+        self.stats: collections.Counter[str] = collections.Counter()
+        self._pump: asyncio.Task[Any] | None = None
         #: how far ``sleep`` allows the clock to be skipped (ms since the epoch)
         self._skip_until = 0
         self._crash: BaseException | None = None
@@ -105,7 +105,7 @@ class WorkflowEnvironment:
         self._pump = asyncio.get_running_loop().create_task(self._run(), name="kadence-testing-engine")
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         for t in list(self._running):
             t.cancel()
         if self._running:
@@ -197,7 +197,7 @@ class WorkflowEnvironment:
             self._workflow_task(task)
         return True
 
-    def _activity_done(self, t: asyncio.Task) -> None:
+    def _activity_done(self, t: asyncio.Task[Any]) -> None:
         self._running.discard(t)
         if not t.cancelled() and t.exception() is not None and self._crash is None:
             self._crash = t.exception()
@@ -205,7 +205,7 @@ class WorkflowEnvironment:
 
     # -- workflow tasks --------------------------------------------------------------------------
 
-    def _workflow_task(self, task: dict) -> None:
+    def _workflow_task(self, task: dict[str, Any]) -> None:
         wf, run_id, seq = task["workflow_id"], task["run_id"], task["scheduled_seq"]
         if wf in self.engine.broken:
             return  # its code failed: the run stays open, as on the real engine, and is not run again
@@ -264,7 +264,7 @@ class WorkflowEnvironment:
             return
         self._complete(task, inst, commands)
 
-    def _complete(self, task: dict, inst: WorkflowInstance, commands: list) -> None:
+    def _complete(self, task: dict[str, Any], inst: WorkflowInstance, commands: list[Any]) -> None:
         wf = task["workflow_id"]
         self.engine.submit(
             wf,
@@ -277,7 +277,7 @@ class WorkflowEnvironment:
         else:
             self._instances[wf] = inst
 
-    async def _with_local_activities(self, task: dict, inst: WorkflowInstance) -> None:
+    async def _with_local_activities(self, task: dict[str, Any], inst: WorkflowInstance) -> None:
         try:
             await run_local_activities(
                 inst,
@@ -304,7 +304,7 @@ class WorkflowEnvironment:
             return
         self._complete(task, inst, inst.commands())
 
-    def _fail(self, task: dict, cause: str, exc: BaseException) -> None:
+    def _fail(self, task: dict[str, Any], cause: str, exc: BaseException) -> None:
         """Report the failed task as a worker does, and stop waiting for the workflow."""
         wf = task["workflow_id"]
         self.engine.submit(
@@ -325,7 +325,7 @@ class WorkflowEnvironment:
         error.__cause__ = exc
         self.engine.mark_broken(error)
 
-    def _answer_query(self, task: dict) -> None:
+    def _answer_query(self, task: dict[str, Any]) -> None:
         """A query's answer, or an update's validation, as a worker gives them (``_queries``)."""
         wf = task["workflow_id"]
         reply, accept = answer(
@@ -350,7 +350,7 @@ class WorkflowEnvironment:
 
     # -- activities ------------------------------------------------------------------------------
 
-    async def _run_activity(self, task: dict) -> None:
+    async def _run_activity(self, task: dict[str, Any]) -> None:
         if task["attempt"] > self.max_activity_attempts:
             wf = task["workflow_id"]
             self.engine.mark_broken(
@@ -428,7 +428,7 @@ class WorkflowEnvironment:
             _activity._current.reset(token)
         self.engine.submit(task["workflow_id"], body_type, body, run_id=task["run_id"])
 
-    def _heartbeat(self, task: dict, ctx: _activity.ActivityContext, details: Any) -> None:
+    def _heartbeat(self, task: dict[str, Any], ctx: _activity.ActivityContext, details: Any) -> None:
         body = {
             "activity_id": task["activity_id"],
             "scheduled_seq": task["scheduled_seq"],
@@ -437,7 +437,7 @@ class WorkflowEnvironment:
             "identity": IDENTITY,
         }
 
-        def on_reply(reply: dict) -> None:
+        def on_reply(reply: dict[str, Any]) -> None:
             if reply["status"] == "cancel_requested":
                 ctx.cancel()
 

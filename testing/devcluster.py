@@ -12,6 +12,8 @@ Standard library only, like devstack: ``scripts/devstack.py run`` loads it from 
         env = cluster.client_env("app")     # KADENCE_KAFKA_* for a process connecting as app
 """
 
+from __future__ import annotations
+
 import base64
 import os
 import shutil
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 if __package__:  # kadence.testing.devcluster
@@ -40,7 +43,7 @@ _wait_until = _stack._wait_until
 __all__ = ["KafkaCluster", "TlsMaterial", "cluster_wanted", "start_for_run"]
 
 
-def _openssl(*args, cwd):
+def _openssl(*args: str, cwd: Path) -> None:
     result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if result.returncode != 0:
         raise StackError(f"openssl {args[0]} failed: {result.stderr.strip()[-400:]}")
@@ -54,13 +57,13 @@ class TlsMaterial:
 
     BROKER_CN = "kadence-broker"
 
-    def __init__(self, directory):
+    def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
         self.ca_cert = self.dir / "ca.crt"
         self.broker_pem = self.dir / "broker.pem"  # the broker's key, then its certificate
         self.other_ca = self.dir / "other-ca.crt"
 
-    def make(self, days=7):
+    def make(self, days: int = 7) -> TlsMaterial:
         if self.broker_pem.exists():
             return self
         ensure_tools(["openssl"])
@@ -74,7 +77,7 @@ class TlsMaterial:
         self.broker_pem.write_text(Path(key).read_text() + Path(cert).read_text())
         return self
 
-    def issue(self, cn, days=7, san=None):
+    def issue(self, cn: str, days: int = 7, san: str | None = None) -> tuple[Path, Path]:
         """A key and a certificate for ``cn`` signed by the CA: (key path, certificate path)."""
         key, csr, cert = (self.dir / f"{cn}.{ext}" for ext in ("key", "csr", "crt"))
         _openssl(
@@ -112,9 +115,18 @@ class KafkaCluster:
     Each node is a ``KafkaBroker`` (``nodes[i]``) that can be stopped, killed and restarted alone."""
 
     def __init__(
-        self, nodes=3, *, secure=False, mtls=False, users=None, version=None, workdir=None, die_with_parent=False,
-        config=None, heap_mb=512,
-    ):  # fmt: skip
+        self,
+        nodes: int = 3,
+        *,
+        secure: bool = False,
+        mtls: bool = False,
+        users: Mapping[str, str] | None = None,
+        version: str | None = None,
+        workdir: str | Path | None = None,
+        die_with_parent: bool = False,
+        config: Mapping[str, object] | None = None,
+        heap_mb: int = 512,
+    ) -> None:
         if nodes < 1:
             raise StackError("a cluster needs at least one node")
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kadence-kafka-cluster-"))
@@ -136,7 +148,14 @@ class KafkaCluster:
         ]
         self._assign_ports()
 
-    def _assign_ports(self):
+    @property
+    def _tls(self) -> TlsMaterial:
+        """The TLS material of a secured cluster."""
+        if self.tls is None:
+            raise StackError("the cluster is not secured: it has no TLS material")
+        return self.tls
+
+    def _assign_ports(self) -> None:
         per_node = 3 if self.mtls else 2
         ports = _stack.free_ports(per_node * len(self.nodes))
         for i, node in enumerate(self.nodes):
@@ -144,37 +163,37 @@ class KafkaCluster:
             node.mtls_port = mtls[0] if mtls else None
 
     @property
-    def bootstrap(self):
+    def bootstrap(self) -> str:
         return ",".join(node.bootstrap for node in self.nodes)
 
     @property
-    def mtls_bootstrap(self):
+    def mtls_bootstrap(self) -> str:
         """The mutual-TLS listeners (``mtls=True``)."""
         return ",".join(f"{LOOPBACK}:{node.mtls_port}" for node in self.nodes)
 
-    def mtls_env(self, cert, key):
+    def mtls_env(self, cert: Path | str, key: Path | str) -> dict[str, str]:
         """The ``KADENCE_KAFKA_*`` variables of a client that authenticates with a certificate."""
         return {
             "KADENCE_KAFKA_BOOTSTRAP": self.mtls_bootstrap,
             "KADENCE_REPLICATION": str(self.replication),
             "KADENCE_KAFKA_SECURITY_PROTOCOL": "SSL",
-            "KADENCE_KAFKA_SSL_CA": str(self.tls.ca_cert),
+            "KADENCE_KAFKA_SSL_CA": str(self._tls.ca_cert),
             "KADENCE_KAFKA_SSL_CERT": str(cert),
             "KADENCE_KAFKA_SSL_KEY": str(key),
         }
 
     @property
-    def replication(self):
+    def replication(self) -> int:
         return min(3, len(self.nodes))
 
     @property
-    def min_insync(self):
+    def min_insync(self) -> int:
         return min(2, len(self.nodes))
 
-    def node_properties(self, node):
+    def node_properties(self, node: KafkaBroker) -> dict[str, object]:
         """The server.properties entries of ``node`` that differ from a single node's."""
         rf, isr = self.replication, self.min_insync
-        props = {
+        props: dict[str, object] = {
             "node.id": node.node_id,
             "controller.quorum.voters": ",".join(f"{n.node_id}@{LOOPBACK}:{n.controller_port}" for n in self.nodes),
             "default.replication.factor": rf,
@@ -191,7 +210,7 @@ class KafkaCluster:
         listeners = f"SASL_SSL://{LOOPBACK}:{node.port},CONTROLLER://{LOOPBACK}:{node.controller_port}"
         advertised = f"SASL_SSL://{LOOPBACK}:{node.port}"
         protocols = "CONTROLLER:SSL,SASL_SSL:SASL_SSL"
-        extra = {}
+        extra: dict[str, object] = {}
         if self.mtls:
             listeners += f",MTLS://{LOOPBACK}:{node.mtls_port}"
             advertised += f",MTLS://{LOOPBACK}:{node.mtls_port}"
@@ -210,25 +229,25 @@ class KafkaCluster:
                 f'{jaas} username="admin" password="{self.admin_password}";'
             ),
             "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": self.tls.broker_pem,
+            "ssl.keystore.location": self._tls.broker_pem,
             "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": self.tls.ca_cert,
+            "ssl.truststore.location": self._tls.ca_cert,
             "listener.name.controller.ssl.client.auth": "required",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "allow.everyone.if.no.acl.found": "false",
             "super.users": f"User:admin;User:CN={TlsMaterial.BROKER_CN}",
         }
 
-    def format_args(self):
+    def format_args(self) -> list[str]:
         """StorageTool arguments that create the SCRAM users in the cluster's first metadata."""
         if not self.secure:
             return []
-        out = []
+        out: list[str] = []
         for name, password in self.users.items():
             out += ["--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]"]
         return out
 
-    def client_env(self, user="admin"):
+    def client_env(self, user: str = "admin") -> dict[str, str]:
         """The ``KADENCE_KAFKA_*`` variables a Kadence process needs to connect as ``user``."""
         env = {"KADENCE_KAFKA_BOOTSTRAP": self.bootstrap, "KADENCE_REPLICATION": str(self.replication)}
         if self.secure:
@@ -237,14 +256,14 @@ class KafkaCluster:
                 KADENCE_KAFKA_SASL_MECHANISM="SCRAM-SHA-512",
                 KADENCE_KAFKA_SASL_USERNAME=user,
                 KADENCE_KAFKA_SASL_PASSWORD=self.users[user],
-                KADENCE_KAFKA_SSL_CA=str(self.tls.ca_cert),
+                KADENCE_KAFKA_SSL_CA=str(self._tls.ca_cert),
             )
         return env
 
-    def java_client_properties(self, user="admin"):
+    def java_client_properties(self, user: str = "admin") -> Path:
         """A properties file for Kafka's own command-line tools, connecting as ``user``."""
         path = self.workdir / f"client-{user}.properties"
-        lines = {}
+        lines: dict[str, object] = {}
         if self.secure:
             lines = {
                 "security.protocol": "SASL_SSL",
@@ -252,12 +271,12 @@ class KafkaCluster:
                 "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
                 f'username="{user}" password="{self.users[user]}";',
                 "ssl.truststore.type": "PEM",
-                "ssl.truststore.location": self.tls.ca_cert,
+                "ssl.truststore.location": self._tls.ca_cert,
             }
         path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
         return path
 
-    def grant_namespace(self, user, namespace, timeout=120.0):
+    def grant_namespace(self, user: str, namespace: str, timeout: float = 120.0) -> None:
         """The ACLs a Kadence namespace needs for ``user`` (docs/deploy.md): every operation on the
         topics, consumer groups and transactional IDs under the prefix ``{namespace}.``, and
         IdempotentWrite on the cluster. Run with Kafka's own AclCommand, as the super user."""
@@ -283,7 +302,7 @@ class KafkaCluster:
     #: how often a first start is tried on fresh ports when a node finds one of its ports taken
     PORT_ATTEMPTS = 3
 
-    def start(self, timeout=180.0):
+    def start(self, timeout: float = 180.0) -> KafkaCluster:
         """Make the TLS material, launch every node (they elect a controller together), wait for all.
 
         A port is free when it is chosen and bound only when the JVM starts, seconds later; in
@@ -293,7 +312,7 @@ class KafkaCluster:
         started = time.monotonic()
         if self.tls is not None:
             self.tls.make()
-        fresh = not any((node.workdir / "data" / "meta.properties").exists() for node in self.nodes)
+        fresh = not any((node._ensure_workdir() / "data" / "meta.properties").exists() for node in self.nodes)
         for attempt in range(1, self.PORT_ATTEMPTS + 1):
             try:
                 self._launch_all(started + timeout)
@@ -305,12 +324,12 @@ class KafkaCluster:
                     f"retrying on fresh ports ({attempt + 1}/{self.PORT_ATTEMPTS})")  # fmt: skip
                 for node in self.nodes:
                     node.kill()
-                    shutil.rmtree(node.workdir, ignore_errors=True)
+                    shutil.rmtree(node._ensure_workdir(), ignore_errors=True)
                 self._assign_ports()
         deadline = started + timeout
         if not self.secure:  # every node in the metadata (a secured listener needs SASL first)
             _wait_until(
-                lambda: kafka_ready(LOOPBACK, self.nodes[0].port, brokers_wanted=len(self.nodes)),
+                lambda: kafka_ready(LOOPBACK, self.nodes[0].port or 0, brokers_wanted=len(self.nodes)),
                 None, max(5.0, deadline - time.monotonic()), "the cluster's metadata", [],
             )  # fmt: skip
         mode = "SASL_SSL (SCRAM-SHA-512, ACLs)" if self.secure else "PLAINTEXT"
@@ -320,25 +339,25 @@ class KafkaCluster:
         )
         return self
 
-    def _launch_all(self, deadline):
+    def _launch_all(self, deadline: float) -> None:
         for node in self.nodes:
             node.launch()
         for node in self.nodes:
             node.wait_ready(max(5.0, deadline - time.monotonic()))
 
-    def _port_taken(self):
+    def _port_taken(self) -> bool:
         """Whether a node's log of this start says one of its listeners could not bind."""
         return any(node.logged_since_launch(b"Address already in use") for node in self.nodes)
 
-    def stop(self, timeout=30.0):
+    def stop(self, timeout: float = 30.0) -> None:
         """Graceful stop of every node at once (SIGTERM, SIGKILL after ``timeout``); data kept."""
         for node in self.nodes:
-            if node.running:
+            if node.proc is not None and node.running:
                 node.proc.terminate()
         for node in self.nodes:
             node.stop(timeout)
 
-    def cleanup(self):
+    def cleanup(self) -> None:
         """Stop every node and delete the cluster's directory (kept with KADENCE_KEEP_STACK=1).
         A directory that is deleted is not worth a controlled shutdown: the nodes are killed
         (stopping three nodes one by one waited ~30 s for the last, which had no quorum left)."""
@@ -348,17 +367,17 @@ class KafkaCluster:
         if not keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self):
+    def __enter__(self) -> KafkaCluster:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.cleanup()
 
 
 # ---------------------------------------------------------------- devstack.py run
 
 
-def cluster_wanted(env):
+def cluster_wanted(env: Mapping[str, str]) -> bool:
     """``KADENCE_KAFKA_BROKERS`` above 1, or ``KADENCE_KAFKA_SECURITY=sasl_ssl``: a cluster."""
     security = env.get("KADENCE_KAFKA_SECURITY", "plaintext").lower()
     if security not in ("plaintext", "sasl_ssl"):
@@ -372,7 +391,7 @@ def cluster_wanted(env):
     return brokers > 1 or security == "sasl_ssl"
 
 
-def start_for_run(env, server_props):
+def start_for_run(env: MutableMapping[str, str], server_props: Mapping[str, object]) -> KafkaCluster:
     """``devstack.py run``: the cluster ``cluster_wanted`` asked for; the wrapped command connects as the user
     ``kadence``, granted the ACLs of ``KADENCE_NAMESPACE`` (default ``kadence``) on a secured one."""
     secure = env.get("KADENCE_KAFKA_SECURITY", "").lower() == "sasl_ssl"

@@ -12,6 +12,8 @@ configured, Kadence writes its own format, as before). As a module::
         print(registry.url)    # http://127.0.0.1:PORT/apis/ccompat/v6
 """
 
+from __future__ import annotations
+
 import fcntl
 import hashlib
 import shutil
@@ -20,6 +22,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Self
 
 if __package__:
     from . import devstack as _stack
@@ -42,14 +45,14 @@ REGISTRY_PATH = "/apis/ccompat/v6"
 HEAP_MB = 192
 
 
-def _source_digest():
+def _source_digest() -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in SOURCE.rglob("*") if p.is_file() and "target" not in p.parts):
         digest.update(str(path.relative_to(SOURCE)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
-def resolve_registry():
+def resolve_registry() -> Path:
     """The registry's runnable jar, built once per version of its sources (a ``.complete`` marker
     is written last, so an interrupted build is done again; a file lock keeps two from overlapping)."""
     home = _stack.cache_root() / f"schema-registry-{_source_digest()}"
@@ -91,11 +94,11 @@ def resolve_registry():
     return jar
 
 
-def registry_ready(url, timeout=3.0):
+def registry_ready(url: str, timeout: float = 3.0) -> bool:
     """The registry answers its subject list."""
     try:
         with urllib.request.urlopen(f"{url.rstrip('/')}/subjects", timeout=timeout) as resp:
-            return resp.status == 200
+            return bool(resp.status == 200)
     except OSError:
         return False
 
@@ -105,17 +108,17 @@ class SchemaRegistryServer(_stack._Service):
 
     name = "schema-registry"
 
-    def __init__(self, workdir=None, die_with_parent=False):
+    def __init__(self, workdir: str | Path | None = None, die_with_parent: bool = False) -> None:
         super().__init__(workdir, die_with_parent)
-        self.port = None
+        self.port: int | None = None
         #: seconds from launch to the first answer, at the last start (docs/schema-registry.md)
-        self.startup_s = None
+        self.startup_s: float | None = None
 
     @property
-    def url(self):
+    def url(self) -> str:
         return f"http://{_stack.LOOPBACK}:{self.port}{REGISTRY_PATH}"
 
-    def start(self, timeout=120.0):
+    def start(self, timeout: float = 120.0) -> Self:
         if self.running:
             return self
         jar = resolve_registry()
@@ -143,13 +146,13 @@ class SchemaRegistryServer(_stack._Service):
 
 #: what docs/examples/clients/java/RegistryClient.java needs besides the JDK: Apicurio's Avro
 #: serializer (of the registry's version; it brings Apache Avro) and the Kafka client
-REGISTRY_CLIENT_JARS = (
+REGISTRY_CLIENT_JARS: tuple[tuple[str, str, str | None], ...] = (
     ("io.apicurio", "apicurio-registry-serdes-avro-serde", "2.4.2.Final"),
     ("org.apache.kafka", "kafka-clients", None),
 )
 
 
-def resolve_registry_client_jars(version=None):
+def resolve_registry_client_jars(version: str | None = None) -> Path:
     """The lib directory of the Java registry example's classpath, resolved from Maven once."""
     return _stack.resolve_client_jars(
         version, jars=REGISTRY_CLIENT_JARS, name="java-registry-client", what="the Java registry example"

@@ -8,6 +8,8 @@ the replicated, secured cluster (``KafkaCluster``, ``TlsMaterial``) is ``kadence
 See docs/dev-stack.md for the environment variables and troubleshooting.
 """
 
+from __future__ import annotations
+
 import atexit
 import base64
 import fcntl
@@ -22,8 +24,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Self
 from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from .devcluster import KafkaCluster
 
 DEFAULT_KAFKA_VERSION = "4.1.1"
 APT_PACKAGES = {
@@ -52,7 +59,7 @@ JVM_OPTS = [
 LOOPBACK = "127.0.0.1"
 
 
-def jmx_opts(port):
+def jmx_opts(port: int) -> list[str]:
     """JVM options serving JMX on ``port`` of the loopback only, without authentication (a dev
     stack's broker; its request metrics are read by ``bench.broker_requests``)."""
     return [
@@ -67,14 +74,14 @@ def jmx_opts(port):
     ]
 
 
-_LIVE: set[subprocess.Popen] = set()  # processes still running, reaped at interpreter exit
+_LIVE: set[subprocess.Popen[bytes]] = set()  # processes still running, reaped at interpreter exit
 
 
 class StackError(RuntimeError):
     """The stack could not be prepared or started; the message says why."""
 
 
-def log(msg):
+def log(msg: object) -> None:
     """Progress and errors go to stderr, so the wrapped command owns stdout."""
     print(f"devstack: {msg}", file=sys.stderr, flush=True)
 
@@ -82,7 +89,7 @@ def log(msg):
 # ---------------------------------------------------------------- system packages
 
 
-def ensure_tools(tools):
+def ensure_tools(tools: list[str]) -> None:
     """Make sure the given executables exist; apt-get install them when running as root."""
     missing = [t for t in tools if shutil.which(t) is None]
     if not missing:
@@ -96,7 +103,7 @@ def ensure_tools(tools):
     apt_install(packages)
 
 
-def apt_install(packages):
+def apt_install(packages: list[str]) -> None:
     """apt-get install, running apt-get update first when the package lists are empty."""
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages]
@@ -109,10 +116,10 @@ def apt_install(packages):
         raise StackError(f"apt-get install {' '.join(packages)} failed")
 
 
-def java_binary():
+def java_binary() -> str:
     """The java executable (JAVA_HOME wins), checked to be Java 17 or newer."""
-    java = Path(os.environ.get("JAVA_HOME") or "/nonexistent", "bin", "java")
-    if not java.exists():
+    java: Path | str | None = Path(os.environ.get("JAVA_HOME") or "/nonexistent", "bin", "java")
+    if not Path(str(java)).exists():
         ensure_tools(["java"])
         java = shutil.which("java")
     out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
@@ -130,15 +137,15 @@ POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0<
 DEP = "\n    <dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version></dependency>"
 
 
-def kafka_version():
+def kafka_version() -> str:
     return os.environ.get("KADENCE_KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
 
 
-def cache_root():
+def cache_root() -> Path:
     return Path(os.environ.get("KADENCE_CACHE") or Path.home() / ".cache" / "kadence")
 
 
-def resolve_jars(version=None):
+def resolve_jars(version: str | None = None) -> Path:
     """Return the lib directory holding the broker classpath, resolving it once from Maven.
 
     A ``.complete`` marker is written last, so an interrupted download is redone; a file
@@ -149,7 +156,10 @@ def resolve_jars(version=None):
     lib, marker = home / "lib", home / ".complete"
     # kafka-tools (AclCommand, for the secured cluster) joined the classpath later: a cache
     # resolved before it is resolved again
-    complete = lambda: marker.exists() and (lib / f"kafka-tools-{version}.jar").exists()  # noqa: E731
+
+    def complete() -> bool:
+        return marker.exists() and (lib / f"kafka-tools-{version}.jar").exists()
+
     if complete():
         return lib
     home.mkdir(parents=True, exist_ok=True)
@@ -178,7 +188,13 @@ def resolve_jars(version=None):
 CLIENT_JARS = (("org.apache.kafka", "kafka-clients", None), ("org.apache.avro", "avro", "1.12.2"))
 
 
-def resolve_client_jars(version=None, *, jars=CLIENT_JARS, name="java-client", what="the Java client example"):
+def resolve_client_jars(
+    version: str | None = None,
+    *,
+    jars: tuple[tuple[str, str, str | None], ...] = CLIENT_JARS,
+    name: str = "java-client",
+    what: str = "the Java client example",
+) -> Path:
     """The lib directory of a Java example's classpath: ``jars`` (group, artifact, version; None:
     the broker's version) with their dependencies, resolved from Maven once into
     ``{cache}/{name}-{version}``, like ``resolve_jars``."""
@@ -202,7 +218,7 @@ def resolve_client_jars(version=None, *, jars=CLIENT_JARS, name="java-client", w
     return lib
 
 
-def _copy_dependencies(home, lib, deps):
+def _copy_dependencies(home: Path, lib: Path, deps: list[tuple[str, str, str]]) -> None:
     """Write the tiny pom and run mvn dependency:copy-dependencies, with a progress line."""
     pom = home / "pom.xml"
     pom.write_text(POM.format(deps="".join(DEP.format(*d) for d in deps)))
@@ -228,7 +244,7 @@ def _copy_dependencies(home, lib, deps):
         raise StackError(f"mvn failed (exit {proc.returncode}):\n{_tail(home / 'mvn.log')}")
 
 
-def _log4j_binding(lib):
+def _log4j_binding(lib: Path) -> list[tuple[str, str, str]]:
     """Extra dependencies needed so slf4j logs through log4j2; [] when a binding is present."""
     names = [p.name for p in lib.glob("*.jar")]
     if any(n.startswith(("log4j-slf4j-impl-", "log4j-slf4j2-impl-")) for n in names):
@@ -247,18 +263,18 @@ def _log4j_binding(lib):
 LOWEST_PORT = 10_000
 
 
-def free_port():
+def free_port() -> int:
     """A loopback port nothing listens on now, for a server this stack starts (``free_ports``)."""
     return free_ports(1)[0]
 
 
-def free_ports(n):
+def free_ports(n: int) -> list[int]:
     """``n`` distinct loopback ports nothing listens on now, chosen at random below the
     kernel's ephemeral range: a port from that range (a bind to port 0) can be given to another
     process's outgoing connection before the server binds it (CI, session 61: a cluster node
     failed to start with "Address already in use" while the other test worker ran clients)."""
     low, _high = _ephemeral_range()
-    ports = []
+    ports: list[int] = []
     for _ in range(100 * n):
         if len(ports) == n:
             break
@@ -276,7 +292,7 @@ def free_ports(n):
     return ports
 
 
-def _ephemeral_range():
+def _ephemeral_range() -> tuple[int, int]:
     """The kernel's range for outgoing connections' ports (Linux; the default elsewhere)."""
     try:
         low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
@@ -285,14 +301,14 @@ def _ephemeral_range():
         return 32768, 60999
 
 
-def _die_with_parent():
+def _die_with_parent() -> None:
     """preexec_fn: have the kernel SIGTERM the child when the spawning thread dies."""
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _spawn(argv, logfile, cwd, die_with_parent=False):
+def _spawn(argv: list[str], logfile: Path, cwd: Path, die_with_parent: bool = False) -> subprocess.Popen[bytes]:
     """Start a service in its own session (a terminal Ctrl-C must not reach it directly)."""
     with open(logfile, "ab") as out:
         proc = subprocess.Popen(
@@ -308,7 +324,7 @@ def _spawn(argv, logfile, cwd, die_with_parent=False):
     return proc
 
 
-def _terminate(proc, timeout=30.0):
+def _terminate(proc: subprocess.Popen[bytes] | None, timeout: float = 30.0) -> None:
     """SIGTERM, wait up to ``timeout`` seconds, then SIGKILL."""
     if proc is None:
         return
@@ -323,14 +339,14 @@ def _terminate(proc, timeout=30.0):
 
 
 @atexit.register
-def _reap_all():
+def _reap_all() -> None:
     for proc in list(_LIVE):
         _terminate(proc, 10)
 
 
-def _tail(path, lines=40):
+def _tail(path: Path | str | None, lines: int = 40) -> str:
     try:
-        text = Path(path).read_text(errors="replace").splitlines()
+        text = Path(str(path)).read_text(errors="replace").splitlines()
     except OSError:
         return f"  ({path} not found)"
     # Java stack frames bury the messages ("Caused by: ..."), keep those only.
@@ -338,7 +354,13 @@ def _tail(path, lines=40):
     return "\n".join(f"  | {line}" for line in text[-lines:]) or f"  ({path} is empty)"
 
 
-def _wait_until(probe, proc, timeout, what, logs):
+def _wait_until(
+    probe: Callable[[], object],
+    proc: subprocess.Popen[bytes] | None,
+    timeout: float,
+    what: str,
+    logs: Sequence[Path | None],
+) -> None:
     """Poll ``probe()`` until it returns true; fail fast if ``proc`` dies, or on timeout."""
     deadline = time.monotonic() + timeout
     while True:
@@ -357,7 +379,7 @@ def _wait_until(probe, proc, timeout, what, logs):
     raise StackError(problem + "".join(f"\n{p}:\n{_tail(p)}" for p in logs))
 
 
-def kafka_ready(host, port, timeout=3.0, brokers_wanted=1):
+def kafka_ready(host: str, port: int | str, timeout: float = 3.0, brokers_wanted: int = 1) -> bool:
     """True when the broker answers a Metadata (v4) request listing at least ``brokers_wanted``
     live brokers (a PLAINTEXT listener only)."""
     client = b"kadence-devstack"
@@ -368,10 +390,10 @@ def kafka_ready(host, port, timeout=3.0, brokers_wanted=1):
         stream = sock.makefile("rb")  # a short read surfaces as struct.error
         (size,) = struct.unpack(">i", stream.read(4))
         correlation, _throttle, brokers = struct.unpack_from(">iii", stream.read(size))
-    return correlation == 7 and brokers >= brokers_wanted
+    return bool(correlation == 7 and brokers >= brokers_wanted)
 
 
-def redis_ready(url, timeout=3.0):
+def redis_ready(url: str, timeout: float = 3.0) -> bool:
     """True when the server at a redis:// URL answers PING with PONG (AUTH first if needed)."""
     u = urlparse(url)
     with socket.create_connection((u.hostname or LOOPBACK, u.port or 6379), timeout) as sock:
@@ -392,53 +414,56 @@ class _Service:
 
     name = "service"
 
-    def __init__(self, workdir=None, die_with_parent=False):
+    def __init__(self, workdir: str | Path | None = None, die_with_parent: bool = False) -> None:
         self.workdir = Path(workdir) if workdir else None
         self._own_dir = workdir is None
         self.die_with_parent = die_with_parent
-        self.proc = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
-    def _ensure_workdir(self):
+    def _ensure_workdir(self) -> Path:
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix=f"kadence-{self.name}-"))
         return self.workdir
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self, timeout=30.0):
+    def stop(self, timeout: float = 30.0) -> None:
         """Graceful stop (SIGTERM, then SIGKILL after ``timeout``); the data directory stays."""
         _terminate(self.proc, timeout)
         self.proc = None
 
-    def kill(self):
+    def kill(self) -> None:
         """SIGKILL, no shutdown at all (crash simulation); the data directory stays."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
         _terminate(self.proc)
         self.proc = None
 
-    def restart(self, timeout=120.0):
+    def start(self, timeout: float = 120.0) -> Self:
+        raise NotImplementedError
+
+    def restart(self, timeout: float = 120.0) -> Self:
         """Stop, then start again on the same ports and the same data directory."""
         self.stop()
         return self.start(timeout)
 
-    def cleanup(self):
+    def cleanup(self) -> None:
         """Stop and delete the data directory we created (kept if KADENCE_KEEP_STACK=1)."""
         self.stop()
         if self._own_dir and self.workdir and not os.environ.get("KADENCE_KEEP_STACK"):
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.cleanup()
 
 
-def server_overrides(env) -> dict:
+def server_overrides(env: Mapping[str, str]) -> dict[str, str]:
     """``KADENCE_KAFKA_SERVER_PROPS``: extra server.properties entries for the dev broker, as
     ``key=value,key=value`` (for experiments, such as a broker setting's effect in ``make bench``)."""
     out = {}
@@ -455,27 +480,38 @@ class KafkaBroker(_Service):
 
     name = "kafka"
 
-    def __init__(self, version=None, workdir=None, die_with_parent=False, config=None, *, node_id=1, cluster=None):
+    def __init__(
+        self,
+        version: str | None = None,
+        workdir: str | Path | None = None,
+        die_with_parent: bool = False,
+        config: Mapping[str, object] | None = None,
+        *,
+        node_id: int = 1,
+        cluster: KafkaCluster | None = None,
+    ) -> None:
         super().__init__(workdir, die_with_parent)
         self.version = version or kafka_version()
         self.config = dict(config or {})  # extra/overriding server.properties entries
-        self.port = self.controller_port = self.mtls_port = None
+        self.port: int | None = None
+        self.controller_port: int | None = None
+        self.mtls_port: int | None = None
         #: the JMX port of the dev broker (loopback only, no authentication: a dev stack's)
-        self.jmx_port = None
+        self.jmx_port: int | None = None
         self.node_id = node_id
         #: the ``KafkaCluster`` this node belongs to (its ports, quorum and security), or None
         self.cluster = cluster
         self._log_mark = 0
 
     @property
-    def bootstrap(self):
+    def bootstrap(self) -> str:
         return f"{LOOPBACK}:{self.port}"
 
     @property
-    def log_path(self):
+    def log_path(self) -> Path | None:
         return self.workdir / "logs" / "server.log" if self.workdir else None
 
-    def start(self, timeout=120.0):
+    def start(self, timeout: float = 120.0) -> Self:
         """Start (formatting the store on first start) and wait until Metadata answers."""
         if self.running:
             return self
@@ -488,7 +524,7 @@ class KafkaBroker(_Service):
         )
         return self
 
-    def launch(self):
+    def launch(self) -> Self:
         """Start the JVM (formatting the store first if it is new) without waiting for it."""
         if self.running:
             return self
@@ -505,7 +541,8 @@ class KafkaBroker(_Service):
         if self.cluster is None:  # the dev broker: its request metrics for the bench (bench.broker_requests)
             self.jmx_port = self.jmx_port or free_port()
             base = [*base[:1], *jmx_opts(self.jmx_port), *base[1:]]
-        self._log_mark = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log_path = work / "logs" / "server.log"
+        self._log_mark = log_path.stat().st_size if log_path.exists() else 0
         self.proc = _spawn(
             [*base, "kafka.Kafka", str(work / "server.properties")],
             work / "logs" / "broker.out",
@@ -514,37 +551,42 @@ class KafkaBroker(_Service):
         )
         return self
 
-    def wait_ready(self, timeout=120.0):
+    def wait_ready(self, timeout: float = 120.0) -> Self:
         """Wait until this node serves: a Metadata answer on a PLAINTEXT listener; on a secured
         one, the server's "started" line in this start's part of its log and a TLS handshake."""
-        if self.cluster is not None and self.cluster.secure:
-            probe = lambda: self._logged_started() and tls_ready(LOOPBACK, self.port, self.cluster.tls.ca_cert)  # noqa: E731
+        cluster, port = self.cluster, self.port
+        if port is None:
+            raise StackError(f"Kafka node {self.node_id} was not launched")
+        probe: Callable[[], object]
+        if cluster is not None and cluster.tls is not None:
+            ca_cert = cluster.tls.ca_cert
+            probe = lambda: self._logged_started() and tls_ready(LOOPBACK, port, ca_cert)  # noqa: E731
         else:
-            probe = lambda: kafka_ready(LOOPBACK, self.port)  # noqa: E731
+            probe = lambda: kafka_ready(LOOPBACK, port)  # noqa: E731
         _wait_until(
             probe,
             self.proc,
             timeout,
             f"Kafka {self.version} node {self.node_id}",
-            [self.log_path, self.workdir / "logs" / "broker.out"],
+            [self.log_path, self._ensure_workdir() / "logs" / "broker.out"],
         )
         return self
 
-    def _logged_started(self):
+    def _logged_started(self) -> bool:
         return self.logged_since_launch(b"Kafka Server started")
 
     def logged_since_launch(self, text: bytes) -> bool:
         """Whether this start's part of the server log (from the last ``launch``) holds ``text``."""
         try:
-            with open(self.log_path, "rb") as f:
+            with open(str(self.log_path), "rb") as f:
                 f.seek(self._log_mark)
                 return text in f.read()
         except (OSError, TypeError):
             return False
 
-    def _write_config(self, work):
+    def _write_config(self, work: Path) -> None:
         """server.properties for one node that also supports transactions and compaction."""
-        props = {
+        props: dict[str, object] = {
             "process.roles": "broker,controller",
             "node.id": 1,
             "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
@@ -609,7 +651,7 @@ class KafkaBroker(_Service):
             )
         )
 
-    def _format(self, base, work):
+    def _format(self, base: list[str], work: Path) -> None:
         """kafka.tools.StorageTool format with a fresh random cluster id."""
         cluster_id = "-"
         while cluster_id.startswith("-"):
@@ -629,15 +671,15 @@ class RedisServer(_Service):
 
     name = "redis"
 
-    def __init__(self, workdir=None, die_with_parent=False):
+    def __init__(self, workdir: str | Path | None = None, die_with_parent: bool = False) -> None:
         super().__init__(workdir, die_with_parent)
-        self.port = None
+        self.port: int | None = None
 
     @property
-    def url(self):
+    def url(self) -> str:
         return f"redis://{LOOPBACK}:{self.port}/0"
 
-    def start(self, timeout=30.0):
+    def start(self, timeout: float = 30.0) -> Self:
         if self.running:
             return self
         ensure_tools(["redis-server"])
@@ -667,7 +709,7 @@ class RedisServer(_Service):
 # ---------------------------------------------------------------- command line
 
 
-def tls_ready(host, port, ca_file, timeout=3.0):
+def tls_ready(host: str, port: int | str, ca_file: Path | str, timeout: float = 3.0) -> bool:
     """True when a TLS handshake with the listener succeeds, verifying it against ``ca_file``."""
     import ssl
 

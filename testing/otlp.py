@@ -17,6 +17,7 @@ import gzip
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 __all__ = ["ReceivedSpan", "SpanCollector"]
 
@@ -32,26 +33,26 @@ class ReceivedSpan:
     kind: int
     start_ns: int
     end_ns: int
-    attributes: dict
-    events: tuple  # ((name, attributes), ...)
+    attributes: dict[str, Any]
+    events: tuple[Any, ...]  # ((name, attributes), ...)
     status_code: int
     status_message: str
     service_name: str | None
 
 
-def _value(any_value):
+def _value(any_value: Any) -> Any:
     kind = any_value.WhichOneof("value")
     return getattr(any_value, kind) if kind else None
 
 
 class SpanCollector:
-    def __init__(self, *, keep: bool = True):
+    def __init__(self, *, keep: bool = True) -> None:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
         self.keep = keep
         self.spans: list[ReceivedSpan] = []
         self.count = self.requests = self.bad_requests = 0
-        self.headers: list[dict] = []
+        self.headers: list[dict[str, Any]] = []
         #: answered instead of 200 to the next requests (a test of retries pops from it)
         self.refuse_with: list[int] = []
         self._lock = threading.Lock()
@@ -61,7 +62,7 @@ class SpanCollector:
             # keeps connections open, as a collector does: an exporter does not reconnect per batch
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self):  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with collector._lock:
                     collector.requests += 1
@@ -86,14 +87,14 @@ class SpanCollector:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def log_message(self, *_args):
+            def log_message(self, *_args: Any) -> None:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, name="otlp-collector", daemon=True).start()
 
-    def _take(self, request) -> None:
+    def _take(self, request: Any) -> None:
         received: list[ReceivedSpan | None] = []  # None: a span counted, not kept
         for resource_spans in request.resource_spans:
             resource = {kv.key: _value(kv.value) for kv in resource_spans.resource.attributes}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from typing import Any
 
 from kadence import Client, KadenceError, WorkflowNotFoundError
 from kadence.topics.partitioner import partition_for
@@ -43,7 +44,7 @@ class PartitionProbes:
         }
         #: partition -> [(sent, answered)] (monotonic)
         self.answers: dict[int, list[tuple[float, float]]] = {p: [] for p in self.ids}
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[Any]] = []
         self.pause_s = pause_s
 
     async def _ask(self, partition: int) -> None:
@@ -59,7 +60,7 @@ class PartitionProbes:
         """A new question every ``pause_s``, whether the earlier ones were answered or not (at
         most ``MAX_OUTSTANDING`` waiting): a question asked during an outage waits for its
         answer, and must not delay the first question asked after the outage."""
-        outstanding: set[asyncio.Task] = set()
+        outstanding: set[asyncio.Task[Any]] = set()
         try:
             while True:
                 if len(outstanding) < MAX_OUTSTANDING:

@@ -29,6 +29,13 @@ A test then runs a ``Worker`` of its own::
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Generator, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kadence import Client
+    from kadence.topics import KafkaConfig
+
 import os
 import subprocess
 import sys
@@ -49,7 +56,7 @@ class KadenceStack:
     redis_url: str | None
 
 
-def pytest_addoption(parser) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--kadence-stack",
         default=None,
@@ -59,18 +66,18 @@ def pytest_addoption(parser) -> None:
     )
 
 
-def _choice(config) -> str:
+def _choice(config: pytest.Config) -> str:
     value = config.getoption("--kadence-stack") or os.environ.get("KADENCE_TEST_STACK") or "devstack"
     if value not in STACKS:
         raise pytest.UsageError(f"KADENCE_TEST_STACK must be one of {', '.join(STACKS)}, got {value!r}")
     return value
 
 
-def _devstack():
+def _devstack() -> Generator[KadenceStack, None, None]:
     from kadence.testing import devstack
 
     bootstrap, redis_url = os.environ.get("KADENCE_KAFKA_BOOTSTRAP"), os.environ.get("KADENCE_REDIS_URL")
-    services = []
+    services: list[devstack.KafkaBroker | devstack.RedisServer] = []
     try:
         if not bootstrap:
             broker = devstack.KafkaBroker(die_with_parent=True)
@@ -89,7 +96,8 @@ def _devstack():
             service.cleanup()
 
 
-def _testcontainers():  # pragma: no cover - needs a Docker engine, which this project's CI has not
+# pragma: no cover - needs a Docker engine, which this project's CI has not
+def _testcontainers() -> Generator[KadenceStack, None, None]:
     try:
         from testcontainers.kafka import KafkaContainer
         from testcontainers.redis import RedisContainer
@@ -102,7 +110,7 @@ def _testcontainers():  # pragma: no cover - needs a Docker engine, which this p
         yield KadenceStack(kafka.get_bootstrap_server(), f"redis://{host}:{port}/0")
 
 
-def _external():
+def _external() -> Generator[KadenceStack, None, None]:
     bootstrap = os.environ.get("KADENCE_KAFKA_BOOTSTRAP")
     if not bootstrap:
         raise pytest.UsageError("KADENCE_TEST_STACK=external needs KADENCE_KAFKA_BOOTSTRAP (and KADENCE_REDIS_URL)")
@@ -110,7 +118,7 @@ def _external():
 
 
 @pytest.fixture(scope="session")
-def kadence_stack(request):
+def kadence_stack(request: pytest.FixtureRequest) -> Iterator[KadenceStack]:
     """Kafka and Redis for the session (see the module's docstring)."""
     make = {"devstack": _devstack, "testcontainers": _testcontainers, "external": _external}[_choice(request.config)]
     gen = make()
@@ -123,7 +131,7 @@ def kadence_stack(request):
 
 
 @pytest.fixture(scope="session")
-def kadence_engine(kadence_stack):
+def kadence_engine(kadence_stack: KadenceStack) -> Iterator[KafkaConfig]:
     """A fresh namespace with a history processor and a timer service; its ``KafkaConfig``."""
     from kadence.topics import Catalogue, KafkaConfig
 
@@ -173,7 +181,7 @@ except ImportError:  # pragma: no cover - anyio's plugin takes pytest.fixture
 
 
 @_async_fixture
-async def kadence_client(kadence_engine):
+async def kadence_client(kadence_engine: KafkaConfig) -> AsyncIterator[Client]:
     """A ``Client`` of the engine's namespace (it waits for the broker up to 60 s)."""
     from kadence import Client
 

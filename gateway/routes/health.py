@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -20,9 +21,9 @@ __all__ = ["router"]
 router = APIRouter()
 
 
-@router.get("/readyz", summary="Readiness: the broker (and Redis, when configured) answer")
-async def readyz(gw: Gateway):
-    checks: dict = {}
+@router.get("/readyz", summary="Readiness: the broker (and Redis, when configured) answer", response_model=None)
+async def readyz(gw: Gateway) -> Any:
+    checks: dict[str, Any] = {}
     try:
         engine = await asyncio.wait_for(gw.pool.get(gw.config.kafka.namespace), 10)
         await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, engine.topics.existing), 5)
@@ -36,7 +37,7 @@ async def readyz(gw: Gateway):
         except (RedisError, OSError) as exc:
             checks["redis"] = f"unavailable: {type(exc).__name__}"
     ready = all(v == "ok" for v in checks.values())
-    detail: dict = {}
+    detail: dict[str, Any] = {}
     if gw.redis is not None and checks.get("redis") == "ok":
         try:  # informative: a lagging projection does not make the gateway unready
             detail["projections"] = await asyncio.wait_for(projection_lag(gw.redis, gw.config.kafka.namespace), 5)
@@ -56,11 +57,11 @@ async def readyz(gw: Gateway):
     )
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
-async def metrics(gw: Gateway):
+@router.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse, response_model=None)
+async def metrics(gw: Gateway) -> Any:
     return PlainTextResponse(generate_latest(gw.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get("/healthz", summary="Liveness")
-async def healthz():
+@router.get("/healthz", summary="Liveness", response_model=None)
+async def healthz() -> Any:
     return {"status": "ok"}

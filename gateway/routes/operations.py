@@ -48,7 +48,9 @@ router = APIRouter(prefix="/v1")
     summary="Start a batch operation (signal, cancel, terminate, pause, unpause or reset every run a "
     "visibility filter matches), run server-side by `kadence batch worker`",
 )
-async def start_batch(request: Request, gw: Gateway, body: BatchRequest, idempotency_key: str | None = IDEMPOTENCY_KEY):
+async def start_batch(
+    request: Request, gw: Gateway, body: BatchRequest, idempotency_key: str | None = IDEMPOTENCY_KEY
+) -> Any:
     who = principal(request)
     try:
         body.check()
@@ -84,11 +86,12 @@ async def start_batch(request: Request, gw: Gateway, body: BatchRequest, idempot
 
 @router.get(
     "/batches/{batch_id}",
+    response_model=None,
     responses={**READ, 409: {"model": ErrorResponse}},
     name="batch_progress",
     summary="A batch's progress: runs done of the total, failures with their reasons",
 )
-async def batch_progress(request: Request, gw: Gateway, batch_id: WorkflowIdPath):
+async def batch_progress(request: Request, gw: Gateway, batch_id: WorkflowIdPath) -> Any:
     who = principal(request)
     engine = await gw.pool.get(who.namespace)
     reply = await engine.request(
@@ -109,36 +112,39 @@ async def batch_progress(request: Request, gw: Gateway, batch_id: WorkflowIdPath
 
 @router.get(
     "/stuck",
+    response_model=None,
     responses=READ,
     name="stuck",
     summary="Running workflows whose last workflow task failed (non-determinism, undecodable payload), "
     "with the error (reads the state topic)",
 )
-async def stuck(request: Request, gw: Gateway):
+async def stuck(request: Request, gw: Gateway) -> Any:
     rows = await run_in_threadpool(stuck_rows, gw.namespace_config(principal(request)))
     return {"workflows": rows}
 
 
 @router.get(
     "/dead-letters",
+    response_model=None,
     responses=READ,
     name="dead_letters",
     summary="Records a component could not process, with their origin, reason and whether they were redriven",
 )
-async def dead_letters(request: Request, gw: Gateway):
+async def dead_letters(request: Request, gw: Gateway) -> Any:
     entries = await run_in_threadpool(list_dead_letters, gw.namespace_config(principal(request)))
     return {"dead_letters": [e.summary() for e in entries]}
 
 
 @router.post(
     "/dead-letters/{ref}/redrive",
+    response_model=None,
     responses={**WRITE, 409: {"model": ErrorResponse}},
     name="redrive",
     summary="Put a dead letter back on its origin topic, once",
 )
 async def redrive_dead_letter(
     request: Request, gw: Gateway, ref: str = Path(pattern=r"^[0-9]+:[0-9]+$", max_length=40)
-):
+) -> Any:
     who = principal(request)
     audit.warning(
         "redrive of dead letter %s in namespace %s requested through the gateway by key %s",
@@ -157,11 +163,12 @@ async def redrive_dead_letter(
 
 @router.get(
     "/builds",
+    response_model=None,
     responses=READ,
     name="builds",
     summary="Every worker build of every task queue: the default, the backlog and its oldest task's age",
 )
-async def builds(request: Request, gw: Gateway):
+async def builds(request: Request, gw: Gateway) -> Any:
     rows = await run_in_threadpool(build_backlogs, gw.namespace_config(principal(request)))
     return {
         "builds": [
@@ -179,10 +186,11 @@ async def builds(request: Request, gw: Gateway):
 
 @router.post(
     "/codec/decode",
+    response_model=None,
     responses=READ,
     summary="Payloads from the log (base64), decoded through the gateway's codec (KADENCE_CODEC) to JSON",
 )
-async def decode_payloads(request: Request, gw: Gateway, body: DecodeRequest):
+async def decode_payloads(request: Request, gw: Gateway, body: DecodeRequest) -> Any:
     """What a console shows an authorised user: each payload's value, or why it could not be
     decoded (``{"error": ...}``, never the bytes). Nothing is read or written but the request."""
     principal(request)

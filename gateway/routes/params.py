@@ -4,7 +4,7 @@ query parameters, and the error responses each kind of operation documents."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Header, Path, Query, Security
 from fastapi.security import HTTPBearer
@@ -25,6 +25,7 @@ __all__ = [
     "TOKEN_QUERY",
     "WRITE",
     "QueryPath",
+    "Responses",
     "TypePath",
     "UpdatePath",
     "WorkflowIdPath",
@@ -47,14 +48,18 @@ def ms(seconds: float | None) -> int | None:
     return None if seconds is None else max(1, int(seconds * 1000))
 
 
-def _responses(*statuses: int) -> dict:
+#: FastAPI's ``responses=``: status -> what the OpenAPI document says of it
+Responses = dict[int | str, dict[str, Any]]
+
+
+def _responses(*statuses: int) -> Responses:
     return {s: {"model": ErrorResponse} for s in statuses}
 
 
 _COMMON = (400, 401, 403, 404, 413, 415, 429, 503)
 READ = _responses(*_COMMON)
 WRITE = _responses(*_COMMON, 409, 422)
-TOKEN_DOC = {
+TOKEN_DOC: dict[str, Any] = {
     "headers": {
         TOKEN_HEADER: {
             "description": "opaque consistency token: pass it to a later read (header or ?consistency_token=) "
@@ -68,14 +73,14 @@ _bearer = HTTPBearer(auto_error=False, description="an API key from `kadence key
 
 
 async def documented(
-    _credentials=Security(_bearer),
+    _credentials: Any = Security(_bearer),
     _namespace: str | None = Header(
         None,
         alias=NAMESPACE_HEADER,
         pattern=NAMESPACE_RE.pattern,
         description="the namespace to act in; default: the API key's",
     ),
-):
+) -> None:
     """Puts the API key and the namespace header in the OpenAPI document; the guard middleware has
     already checked both before routing. ``async``: a plain ``def`` dependency would run in a
     worker thread on every request."""

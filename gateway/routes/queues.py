@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
@@ -35,6 +35,7 @@ TaskQueuePath = Annotated[TaskQueueParam, Path(description="the task queue")]
 
 @router.get(
     "/queues",
+    response_model=None,
     responses=READ,
     name="queues",
     summary="Every task queue (or one): workflow and activity tasks waiting for a worker, the oldest's age, "
@@ -46,13 +47,13 @@ async def queues(
     task_queue: str | None = Query(
         None, min_length=1, max_length=100, pattern=TASK_QUEUE_PATTERN, description="only this task queue"
     ),
-):
+) -> Any:
     """A queue's backlog age is its capacity signal (``kadence queues``); an eager activity never
     waits on its queue and is not counted. ``limits``: each limited queue's record (who set it,
     when, why)."""
     config = gw.namespace_config(principal(request))
 
-    def read() -> dict:
+    def read() -> dict[str, Any]:
         known = read_queue_limits(config)  # once: the rows' summaries and the records below
         rows, builds = queue_backlogs(config, task_queue, known)
         limits = [
@@ -67,6 +68,7 @@ async def queues(
 
 @router.get(
     "/limits",
+    response_model=None,
     responses=READ,
     name="concurrency_limits",
     summary="Every concurrency and rate limit key (or one): its max, its holders and its waiters, first come first",
@@ -75,14 +77,14 @@ async def concurrency_limits(
     request: Request,
     gw: Gateway,
     key: str | None = Query(None, min_length=3, max_length=1201, pattern=r"^[^=]+=.+$", description="only NAME=VALUE"),
-):
+) -> Any:
     """Each key as the shard that owns it last committed it (``kadence limits``; decisions 0057
     and 0058): ``in_use`` of ``max`` slots held, ``waiting`` requests, and who, with since when
     (a rate limit: admitted in its window, admitted for later). One key: read from its owning
     partition alone."""
     config = gw.namespace_config(principal(request))
 
-    def read() -> dict:
+    def read() -> dict[str, Any]:
         return {"limits": read_limits(config, None if key is None else [key])}
 
     return await run_in_threadpool(read)
@@ -90,11 +92,12 @@ async def concurrency_limits(
 
 @router.put(
     "/queues/{task_queue}/limits",
+    response_model=None,
     responses=WRITE,
     name="set_queue_limits",
     summary="Set a task queue's activity rate limits (per second, across all its workers; per activity type)",
 )
-async def set_limits(request: Request, gw: Gateway, task_queue: TaskQueuePath, body: QueueLimitRequest):
+async def set_limits(request: Request, gw: Gateway, task_queue: TaskQueuePath, body: QueueLimitRequest) -> Any:
     """The queue's workers apply the change within about a second; a task beyond the limit waits
     in the queue's backlog. Replaces the queue's previous limits."""
     if body.activities_per_second is None and not body.activity_types and not body.activity_concurrency:
@@ -117,13 +120,14 @@ async def set_limits(request: Request, gw: Gateway, task_queue: TaskQueuePath, b
 
 @router.delete(
     "/queues/{task_queue}/limits",
+    response_model=None,
     responses=WRITE,
     name="lift_queue_limits",
     summary="Lift a task queue's activity rate limits",
 )
 async def lift_limits(
     request: Request, gw: Gateway, task_queue: TaskQueuePath, reason: str = Query("", max_length=500)
-):
+) -> Any:
     return await _write(request, gw, task_queue, None, {}, reason, {})
 
 
@@ -135,7 +139,7 @@ async def _write(
     types: dict[str, float],
     reason: str,
     concurrency: dict[str, int],
-) -> dict:
+) -> dict[str, Any]:
     who = principal(request)
     try:  # checked before anything is written or audited
         QueueLimit(task_queue, per_second, types, reason=reason, activity_concurrency=concurrency)
@@ -169,11 +173,12 @@ LimitKeyPath = Annotated[str, Path(min_length=3, max_length=1201, pattern=r"^[^=
 
 @router.put(
     "/limits/{key}",
+    response_model=None,
     responses=WRITE,
     name="set_limit_max",
     summary="An operator's max for a concurrency (or rate) limit key, instead of the max its requests name",
 )
-async def set_limit_max(request: Request, gw: Gateway, key: LimitKeyPath, body: LimitMaxRequest):
+async def set_limit_max(request: Request, gw: Gateway, key: LimitKeyPath, body: LimitMaxRequest) -> Any:
     """Applied by the shard that owns the key, at once (a higher max admits waiters), until
     lifted (``DELETE``); the key's record keeps who, when and why. Audited."""
     return await _set_max(request, gw, key, body.max, body.per_seconds, body.reason)
@@ -181,6 +186,7 @@ async def set_limit_max(request: Request, gw: Gateway, key: LimitKeyPath, body: 
 
 @router.delete(
     "/limits/{key}",
+    response_model=None,
     responses=WRITE,
     name="lift_limit_max",
     summary="Lift the operator's max of a limit key: the max its requests name applies again",
@@ -191,11 +197,13 @@ async def lift_limit_max(
     key: LimitKeyPath,
     per_seconds: float | None = Query(None, gt=0, le=7 * 86400, description="the key's rate limit"),
     reason: str = Query("", max_length=500),
-):
+) -> Any:
     return await _set_max(request, gw, key, 0, per_seconds, reason)
 
 
-async def _set_max(request: Request, gw: Gateway, key: str, top: int, per_seconds: float | None, reason: str) -> dict:
+async def _set_max(
+    request: Request, gw: Gateway, key: str, top: int, per_seconds: float | None, reason: str
+) -> dict[str, Any]:
     who = principal(request)
     name, _, value = key.partition("=")
     per_ms = None if per_seconds is None else round(per_seconds * 1000)

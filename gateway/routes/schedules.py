@@ -31,7 +31,7 @@ from kadence.topics.schedules import (
 
 from ..context import Gateway, principal
 from ..errors import ApiError, ErrorResponse, error_response
-from .params import IDEMPOTENCY_KEY, READ, WRITE, WorkflowIdPath
+from .params import IDEMPOTENCY_KEY, READ, WRITE, Responses, WorkflowIdPath
 
 __all__ = ["router"]
 
@@ -83,7 +83,7 @@ async def create_schedule(
     schedule_id: WorkflowIdPath,
     body: ScheduleRequest,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     who = principal(request)
     wf = _workflow_id(schedule_id)
     state = ScheduleState.new(_checked(body))
@@ -111,11 +111,12 @@ async def create_schedule(
 
 @router.get(
     "/schedules/{schedule_id}",
+    response_model=None,
     responses={**READ, 404: {"model": ErrorResponse}},
     name="describe_schedule",
     summary="A schedule: its spec, action, policy, state, counts, running and recent runs, next times",
 )
-async def describe_schedule(request: Request, gw: Gateway, schedule_id: WorkflowIdPath):
+async def describe_schedule(request: Request, gw: Gateway, schedule_id: WorkflowIdPath) -> Any:
     who = principal(request)
     wf = _workflow_id(schedule_id)
     engine = await gw.pool.get(who.namespace)
@@ -136,7 +137,7 @@ async def describe_schedule(request: Request, gw: Gateway, schedule_id: Workflow
     return described
 
 
-async def _change(request: Request, gw: Gateway, schedule_id: str, name: str, args: list, key: str | None):
+async def _change(request: Request, gw: Gateway, schedule_id: str, name: str, args: list[Any], key: str | None) -> Any:
     who = principal(request)
     wf = _workflow_id(schedule_id)
     await gw.claim_key(request, who, key)
@@ -167,11 +168,12 @@ async def _change(request: Request, gw: Gateway, schedule_id: str, name: str, ar
     return error_response(409, "update_rejected" if reply["status"] == "rejected" else "update_failed", message)
 
 
-_CHANGE = {**WRITE, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse}}
+_CHANGE: Responses = {**WRITE, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse}}
 
 
 @router.put(
     "/schedules/{schedule_id}",
+    response_model=None,
     responses=_CHANGE,
     name="update_schedule",
     summary="Replace a schedule's spec, action, policy, paused state and note (the times taken stay taken)",
@@ -182,24 +184,31 @@ async def update_schedule(
     schedule_id: WorkflowIdPath,
     body: ScheduleRequest,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     request_body = _checked(body)
     return await _change(request, gw, schedule_id, "update", [dataclasses.asdict(request_body)], idempotency_key)
 
 
-@router.post("/schedules/{schedule_id}/pause", responses=_CHANGE, name="pause_schedule", summary="Pause a schedule")
+@router.post(
+    "/schedules/{schedule_id}/pause",
+    responses=_CHANGE,
+    name="pause_schedule",
+    summary="Pause a schedule",
+    response_model=None,
+)
 async def pause_schedule(
     request: Request,
     gw: Gateway,
     schedule_id: WorkflowIdPath,
     body: ScheduleNote | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     return await _change(request, gw, schedule_id, "pause", [(body or ScheduleNote()).note], idempotency_key)
 
 
 @router.post(
     "/schedules/{schedule_id}/unpause",
+    response_model=None,
     responses=_CHANGE,
     name="unpause_schedule",
     summary="Unpause a schedule (the paused times do not run)",
@@ -210,12 +219,13 @@ async def unpause_schedule(
     schedule_id: WorkflowIdPath,
     body: ScheduleNote | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     return await _change(request, gw, schedule_id, "unpause", [(body or ScheduleNote()).note], idempotency_key)
 
 
 @router.post(
     "/schedules/{schedule_id}/trigger",
+    response_model=None,
     responses=_CHANGE,
     name="trigger_schedule",
     summary="Take a schedule's action now; the result is its nominal time (epoch ms)",
@@ -226,12 +236,13 @@ async def trigger_schedule(
     schedule_id: WorkflowIdPath,
     body: ScheduleTrigger | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     return await _change(request, gw, schedule_id, "trigger", [(body or ScheduleTrigger()).overlap], idempotency_key)
 
 
 @router.post(
     "/schedules/{schedule_id}/backfill",
+    response_model=None,
     responses=_CHANGE,
     name="backfill_schedule",
     summary="Take the actions of the spec's times from start_ms to end_ms now; the result is how many",
@@ -242,13 +253,14 @@ async def backfill_schedule(
     schedule_id: WorkflowIdPath,
     body: ScheduleBackfill,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     backfill = _checked(body)
     return await _change(request, gw, schedule_id, "backfill", [dataclasses.asdict(backfill)], idempotency_key)
 
 
 @router.delete(
     "/schedules/{schedule_id}",
+    response_model=None,
     responses=_CHANGE,
     name="delete_schedule",
     summary="Delete a schedule (the runs it started go on)",
@@ -258,12 +270,13 @@ async def delete_schedule(
     gw: Gateway,
     schedule_id: WorkflowIdPath,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     return await _change(request, gw, schedule_id, "delete", [], idempotency_key)
 
 
 @router.get(
     "/schedules",
+    response_model=None,
     responses=READ,
     name="list_schedules",
     summary="The schedules (from the visibility projection)",
@@ -273,7 +286,7 @@ async def list_schedules(
     gw: Gateway,
     page_size: int = Query(100, ge=1, le=1000),
     cursor: str | None = Query(None, max_length=2048, description="next_cursor of the previous page"),
-):
+) -> Any:
     reader = gw.visibility(principal(request).namespace)
     where = VisibilityFilter(workflow_type=SCHEDULE_WORKFLOW_TYPE, status="running")
     items, next_cursor = await reader.list(where, page_size=page_size, cursor=cursor)

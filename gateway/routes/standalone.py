@@ -95,7 +95,9 @@ class ActivityRunResponse(BaseModel):
     run_id: str
     status: str | None = Field(None, description="with a wait: the status when the wait ended")
     result: Any = Field(None, description="with a wait: the result of a completed activity")
-    failure: dict | None = Field(None, description="with a wait: type and message of one that did not complete")
+    failure: dict[str, Any] | None = Field(
+        None, description="with a wait: type and message of one that did not complete"
+    )
 
 
 def _retry_record(policy: RetryPolicyModel | None) -> RetryPolicy | None:
@@ -146,7 +148,7 @@ async def start_activity(
     activity_type: TypePath,
     body: ActivityStartRequest,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     who = principal(request)
     if body.activity_id:
         activity_id = body.activity_id
@@ -205,7 +207,7 @@ async def activity_result(
     activity_id: ActivityIdPath,
     run_id: str | None = Query(None, min_length=1, max_length=200),
     wait_seconds: float = Query(0, ge=0, le=60, description="wait up to this long for the activity to close"),
-):
+) -> Any:
     who = principal(request)
     key = activity_key(activity_id, field="activity_id")
     engine = await gw.pool.get(who.namespace)
@@ -213,8 +215,8 @@ async def activity_result(
     return {"activity_id": activity_id, "run_id": out.pop("run_id", run_id or ""), **out}
 
 
-@router.get("/activities/{activity_id}", responses=READ, summary="Describe a standalone activity")
-async def describe_activity(request: Request, gw: Gateway, activity_id: ActivityIdPath):
+@router.get("/activities/{activity_id}", responses=READ, summary="Describe a standalone activity", response_model=None)
+async def describe_activity(request: Request, gw: Gateway, activity_id: ActivityIdPath) -> Any:
     who = principal(request)
     key = activity_key(activity_id, field="activity_id")
     engine = await gw.pool.get(who.namespace)
@@ -228,7 +230,9 @@ async def describe_activity(request: Request, gw: Gateway, activity_id: Activity
     return {"activity_id": activity_id, **described}
 
 
-async def _act(request: Request, gw: GatewayContext, activity_id: str, body_type: str, payload: Any, key: str | None):
+async def _act(
+    request: Request, gw: GatewayContext, activity_id: str, body_type: str, payload: Any, key: str | None
+) -> JSONResponse:
     who = principal(request)
     wf = activity_key(activity_id, field="activity_id")
     audit.warning(
@@ -261,7 +265,7 @@ async def cancel_activity(
     activity_id: ActivityIdPath,
     body: ReasonRequest | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     payload = cancel_body(body.reason if body else "")
     return await _act(request, gw, activity_id, "RequestCancelWorkflow", payload, idempotency_key)
 
@@ -279,7 +283,7 @@ async def terminate_activity(
     activity_id: ActivityIdPath,
     body: ReasonRequest | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     payload = operator_body(body.reason if body else "", "gateway")
     return await _act(request, gw, activity_id, "TerminateWorkflow", payload, idempotency_key)
 
@@ -305,7 +309,7 @@ async def list_activities(
     page_size: int = Query(100, ge=1, le=1000),
     cursor: str | None = Query(None, max_length=2048, description="next_cursor of the previous page"),
     include_counts: bool = Query(False, description="also count the matching activities by type and status"),
-):
+) -> Any:
     who = principal(request)
     reader = gw.visibility(who.namespace)
     try:

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import time
 import uuid
+from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
@@ -93,7 +94,7 @@ async def start(
     workflow_type: TypePath,
     body: StartRequest,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     who = principal(request)
     if body.workflow_id:
         workflow_id = body.workflow_id
@@ -146,6 +147,7 @@ async def start(
 
 @router.get(
     "/workflows/{workflow_id}/history",
+    response_model=None,
     responses=READ,
     summary="A run's history, oldest first, in pages; optionally waits for new events",
 )
@@ -161,7 +163,7 @@ async def history(
     ),
     consistency_token: str | None = TOKEN_QUERY,
     token_header: str | None = TOKEN_HEADER_PARAM,
-):
+) -> Any:
     who = principal(request)
     await gw.consistent_read(who, workflow_id, consistency_token, token_header)
     engine = await gw.pool.get(who.namespace)
@@ -230,7 +232,7 @@ async def signal(
     workflow_id: WorkflowIdPath,
     body: SignalRequest,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     start = await with_start(request, gw, body, "signal-with-start")
     reply, headers = await gw.command(
         request,
@@ -256,7 +258,7 @@ async def cancel(
     workflow_id: WorkflowIdPath,
     body: ReasonRequest | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     reply, headers = await gw.command(
         request,
         principal(request),
@@ -275,7 +277,7 @@ async def operator_action(
     body_type: str,
     body: ReasonRequest | None,
     idempotency_key: str | None,
-):
+) -> JSONResponse:
     who = principal(request)
     audit.warning(
         "%s of workflow %s in namespace %s requested through the gateway by key %s",
@@ -308,7 +310,7 @@ async def terminate(
     workflow_id: WorkflowIdPath,
     body: ReasonRequest | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     return await operator_action(request, gw, workflow_id, "TerminateWorkflow", body, idempotency_key)
 
 
@@ -326,7 +328,7 @@ async def pause(
     workflow_id: WorkflowIdPath,
     body: ReasonRequest | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     return await operator_action(request, gw, workflow_id, "PauseWorkflow", body, idempotency_key)
 
 
@@ -343,7 +345,7 @@ async def unpause(
     workflow_id: WorkflowIdPath,
     body: ReasonRequest | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     return await operator_action(request, gw, workflow_id, "UnpauseWorkflow", body, idempotency_key)
 
 
@@ -361,7 +363,7 @@ async def reset(
     workflow_id: WorkflowIdPath,
     body: ResetRequest | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     body = body or ResetRequest()
     who = principal(request)
     engine = await gw.pool.get(who.namespace)
@@ -426,7 +428,7 @@ async def update(
     update_name: UpdatePath,
     body: UpdateRequest | None = None,
     idempotency_key: str | None = IDEMPOTENCY_KEY,
-):
+) -> Any:
     """The update's ID is the Idempotency-Key (a new one without it): a retry with the same key
     is the same update, recorded once, and gets the same result or error."""
     body = body or UpdateRequest()
@@ -459,6 +461,7 @@ async def update(
 
 @router.post(
     "/workflows/{workflow_id}/queries/{query_name}",
+    response_model=None,
     responses={**READ, 409: {"model": ErrorResponse}},
     summary="Ask a workflow's query handler; a closed run answers from its final state (nothing is written to history)",
 )
@@ -470,7 +473,7 @@ async def query(
     body: QueryRequest | None = None,
     consistency_token: str | None = TOKEN_QUERY,
     token_header: str | None = TOKEN_HEADER_PARAM,
-):
+) -> Any:
     who = principal(request)
     await gw.consistent_read(who, workflow_id, consistency_token, token_header)
     engine = await gw.pool.get(who.namespace)
@@ -512,10 +515,10 @@ async def list_workflows(
     include_counts: bool = Query(False, description="also count the matching runs by type and status"),
     consistency_token: str | None = TOKEN_QUERY,
     token_header: str | None = TOKEN_HEADER_PARAM,
-):
+) -> Any:
     who = principal(request)
     reader = gw.visibility(who.namespace)
-    filters: dict = {}
+    filters: dict[str, Any] = {}
     for item in search:
         key, sep, value = item.partition(":")
         if not sep or not key:
@@ -561,14 +564,16 @@ async def list_workflows(
     }
 
 
-@router.get("/workflows/{workflow_id}", responses=READ, summary="Describe a workflow's current run")
+@router.get(
+    "/workflows/{workflow_id}", responses=READ, summary="Describe a workflow's current run", response_model=None
+)
 async def describe(
     request: Request,
     gw: Gateway,
     workflow_id: WorkflowIdPath,
     consistency_token: str | None = TOKEN_QUERY,
     token_header: str | None = TOKEN_HEADER_PARAM,
-):
+) -> Any:
     who = principal(request)
     await gw.consistent_read(who, workflow_id, consistency_token, token_header)
     engine = await gw.pool.get(who.namespace)

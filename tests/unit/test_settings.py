@@ -10,6 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from kadence.cli.collector import CollectorSettings
 from kadence.connectors.archiver import ArchiverConfig
 from kadence.connectors.projection_app import ProjectionConfig
 from kadence.gateway.config import GatewayConfig
@@ -18,7 +19,6 @@ from kadence.topics.archive import ArchiveStoreConfig
 from kadence.topics.config import KafkaConfig
 from kadence.topics.errors import ConfigError
 from kadence.topics.large_payloads import KIB, MIB, LargePayloadConfig
-from kadence.cli.collector import CollectorSettings
 from kadence.topics.settings import click_options, from_env, given_options, setting, settings_of
 
 ROOT = Path(__file__).resolve().parents[2]
