@@ -246,14 +246,21 @@ def _attempt_failed(
     identity: str = "",
     timeout_type: str | None = None,
 ) -> None:
-    common = {"activity_id": a["activity_id"], "scheduled_seq": a["scheduled_seq"], "attempt": a["attempt"]}
+    aid, sseq, attempt = a["activity_id"], a["scheduled_seq"], a["attempt"]
     delay = _retry_delay(a, failure, t.ts)
     if delay is not None and not a["cancel_requested"]:
         emit(
             t,
             st,
             "ActivityTaskAttemptFailed",
-            {**common, "failure": failure, "timeout_type": timeout_type, "retry_in_ms": delay},
+            {
+                "activity_id": aid,
+                "scheduled_seq": sseq,
+                "attempt": attempt,
+                "failure": failure,
+                "timeout_type": timeout_type,
+                "retry_in_ms": delay,
+            },
         )
         a["attempt"] += 1
         a["retrying"] = True
@@ -271,9 +278,25 @@ def _attempt_failed(
         return
     _drop(t, st, a)
     if timeout_type:
-        emit(t, st, "ActivityTaskTimedOut", {**common, "timeout_type": timeout_type, "failure": failure})
+        emit(
+            t,
+            st,
+            "ActivityTaskTimedOut",
+            {
+                "activity_id": aid,
+                "scheduled_seq": sseq,
+                "attempt": attempt,
+                "timeout_type": timeout_type,
+                "failure": failure,
+            },
+        )
     else:
-        emit(t, st, "ActivityTaskFailed", {**common, "failure": failure, "identity": identity})
+        emit(
+            t,
+            st,
+            "ActivityTaskFailed",
+            {"activity_id": aid, "scheduled_seq": sseq, "attempt": attempt, "failure": failure, "identity": identity},
+        )
     workflow_task_needed(t, st)
 
 

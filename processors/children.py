@@ -102,17 +102,26 @@ def child_event(t: Transition, body: ChildWorkflowEvent) -> None:
     if st is None or child is None or (kind == "started" and child["run_id"] is not None):
         t.out.stale += 1  # the parent moved on (closed, continued) or this is a duplicate
         return
-    common = {"initiated_seq": child["initiated_seq"], "workflow_id": child["workflow_id"]}
+    iseq, wid = child["initiated_seq"], child["workflow_id"]
     if kind == "started":
-        child["run_id"] = body["child_run_id"]
-        emit(t, st, "ChildWorkflowExecutionStarted", {**common, "run_id": body["child_run_id"]})
+        started_run = body["child_run_id"]
+        if started_run is None:  # the engine names the child's run in every "started" it sends
+            t.out.stale += 1
+            return
+        child["run_id"] = started_run
+        emit(t, st, "ChildWorkflowExecutionStarted", {"initiated_seq": iseq, "workflow_id": wid, "run_id": started_run})
     elif kind == "start_failed":
         st["pending_children"].remove(child)
         emit(
             t,
             st,
             "StartChildWorkflowExecutionFailed",
-            {**common, "cause": body["message"] or "already started", "run_id": body["child_run_id"]},
+            {
+                "initiated_seq": iseq,
+                "workflow_id": wid,
+                "cause": body["message"] or "already started",
+                "run_id": body["child_run_id"],
+            },
         )
     elif kind in _CHILD_CLOSED:
         st["pending_children"].remove(child)
@@ -121,7 +130,12 @@ def child_event(t: Transition, body: ChildWorkflowEvent) -> None:
                 t,
                 st,
                 "ChildWorkflowExecutionCompleted",
-                {**common, "run_id": body["child_run_id"] or "", "result": body["result"] or b""},
+                {
+                    "initiated_seq": iseq,
+                    "workflow_id": wid,
+                    "run_id": body["child_run_id"] or "",
+                    "result": body["result"] or b"",
+                },
             )
         else:
             failure = body["failure"] or failure_record(kind, f"child workflow {kind}")
@@ -129,7 +143,13 @@ def child_event(t: Transition, body: ChildWorkflowEvent) -> None:
                 t,
                 st,
                 "ChildWorkflowExecutionFailed",
-                {**common, "run_id": body["child_run_id"] or "", "status": kind, "failure": failure},
+                {
+                    "initiated_seq": iseq,
+                    "workflow_id": wid,
+                    "run_id": body["child_run_id"] or "",
+                    "status": kind,
+                    "failure": failure,
+                },
             )
     else:
         t.out.stale += 1

@@ -15,6 +15,7 @@ from kadence.schemas.records import (
     Command,
     ConcurrencyLimit,
     ConcurrencyState,
+    EmitHistoryEvent,
     Failure,
     PendingActivity,
     Priority,
@@ -333,18 +334,19 @@ class Transition:
         return Transition(cmd, self.view, self.out, self.ts)
 
 
-def emit(
+def _emit(
     t: Transition,
     st: WorkflowState,
     etype: str,
-    attributes: dict[str, Any],
+    attributes: Mapping[str, Any],
     *,
     request_id: str | None = None,
     ts: int | None = None,
 ) -> dict[str, Any]:
     """Append a history event to the workflow's current run, at ``ts`` (default: the
     transition's time; an eager workflow task's events carry the time its code ran at, a reset's
-    copies the time of the events they copy)."""
+    copies the time of the events they copy). Called as ``emit``, whose type checks the
+    attributes against the event type's record (issue 49)."""
     seq = st["next_seq"]
     st["next_seq"] = seq + 1
     ev = {
@@ -363,6 +365,11 @@ def emit(
     if etype == "WorkflowExecutionStarted":
         t.out.runs_started.append((st["workflow_type"], is_activity_key(st["workflow_id"])))
     return ev
+
+
+#: ``_emit``, typed by event: ``emit(t, st, "TimerStarted", {"timer_id": ...})`` is checked
+#: against the ``TimerStarted`` record (a misspelt or missing attribute is mypy's finding)
+emit: EmitHistoryEvent[Transition, WorkflowState, dict[str, Any]] = _emit
 
 
 def reply(

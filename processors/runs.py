@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from kadence.schemas.records import StartWorkflow, WorkflowState
+from kadence.schemas.records import StartWorkflow, WorkflowSignaled, WorkflowState
 from kadence.topics.builds import validate_build_id
 from kadence.topics.cron import next_time_ms
 from kadence.topics.errors import ConfigError
@@ -196,7 +196,8 @@ def continue_as_new(
     begin_run(t, new, body, continued_from=st["run_id"])
     for ev in carried_signals or ():
         new["signals_seen"] += 1
-        emit(t, new, "WorkflowSignaled", dict(ev["attributes"][1]), request_id=ev.get("request_id"))
+        signaled: WorkflowSignaled = ev["attributes"][1]  # (continue_as_new carries signal events only)
+        emit(t, new, "WorkflowSignaled", {**signaled}, request_id=ev.get("request_id"))
     if carried_signals:
         workflow_task_needed(t, new)
         t.view.put(new)

@@ -5,7 +5,7 @@ The annotations are evaluated (no ``from __future__ import annotations``), so ea
 ``__required_keys__`` and ``__optional_keys__`` are right at run time; a record is defined
 before the records that use it."""
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, Protocol, TypedDict, TypeVar, overload
 
 __all__ = [
     "AcceptWorkflowUpdate",
@@ -38,6 +38,7 @@ __all__ = [
     "ContinueAsNewWorkflowExecution",
     "DeadLetter",
     "EagerWorkflowTask",
+    "EmitHistoryEvent",
     "FailWorkflowExecution",
     "Failure",
     "FireTimer",
@@ -1326,3 +1327,192 @@ class StreamRecord(TypedDict):
     timestamp_ms: int
     #: the workflow closed: no record follows for any of its streams
     end: NotRequired[bool]
+
+
+_T = TypeVar("_T", contravariant=True)
+_S = TypeVar("_S", contravariant=True)
+_R = TypeVar("_R", covariant=True)
+
+
+class EmitHistoryEvent(Protocol[_T, _S, _R]):
+    """A history event appended to a run, its attributes typed by its event type."""
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowExecutionStarted"], attributes: WorkflowExecutionStarted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowTaskScheduled"], attributes: WorkflowTaskScheduled, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowTaskCompleted"], attributes: WorkflowTaskCompleted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ActivityTaskScheduled"], attributes: ActivityTaskScheduled, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ActivityTaskCompleted"], attributes: ActivityTaskCompleted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ActivityTaskFailed"], attributes: ActivityTaskFailed, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowExecutionCompleted"], attributes: WorkflowExecutionCompleted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowExecutionFailed"], attributes: WorkflowExecutionFailed, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["TimerStarted"], attributes: TimerStarted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["TimerFired"], attributes: TimerFired, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["TimerCanceled"], attributes: TimerCanceled, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowSignaled"], attributes: WorkflowSignaled, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ActivityTaskAttemptFailed"], attributes: ActivityTaskAttemptFailed, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ActivityTaskTimedOut"], attributes: ActivityTaskTimedOut, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ActivityTaskCancelRequested"], attributes: ActivityTaskCancelRequested, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ActivityTaskCanceled"], attributes: ActivityTaskCanceled, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowCancelRequested"], attributes: WorkflowCancelRequested, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowExecutionCanceled"], attributes: WorkflowExecutionCanceled, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowExecutionTerminated"], attributes: WorkflowExecutionTerminated, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowExecutionContinuedAsNew"], attributes: WorkflowExecutionContinuedAsNew, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowExecutionTimedOut"], attributes: WorkflowExecutionTimedOut, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["MarkerRecorded"], attributes: MarkerRecorded, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["SearchAttributesUpserted"], attributes: SearchAttributesUpserted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["StartChildWorkflowExecutionInitiated"], attributes: StartChildWorkflowExecutionInitiated, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ChildWorkflowExecutionStarted"], attributes: ChildWorkflowExecutionStarted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["StartChildWorkflowExecutionFailed"], attributes: StartChildWorkflowExecutionFailed, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ChildWorkflowExecutionCompleted"], attributes: ChildWorkflowExecutionCompleted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ChildWorkflowExecutionFailed"], attributes: ChildWorkflowExecutionFailed, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["RequestCancelExternalInitiated"], attributes: RequestCancelExternalInitiated, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowUpdateAccepted"], attributes: WorkflowUpdateAccepted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowUpdateCompleted"], attributes: WorkflowUpdateCompleted, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowExecutionPaused"], attributes: WorkflowExecutionPaused, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowExecutionUnpaused"], attributes: WorkflowExecutionUnpaused, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["ConcurrencySlotAcquired"], attributes: ConcurrencySlotAcquired, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["WorkflowStartDebounced"], attributes: WorkflowStartDebounced, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...
+
+    @overload
+    def __call__(
+        self, t: _T, st: _S, etype: Literal["StreamRecordPublished"], attributes: StreamRecordPublished, *, request_id: str | None = None, ts: int | None = None
+    ) -> _R: ...

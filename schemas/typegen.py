@@ -46,7 +46,7 @@ The annotations are evaluated (no ``from __future__ import annotations``), so ea
 ``__required_keys__`` and ``__optional_keys__`` are right at run time; a record is defined
 before the records that use it."""
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, Protocol, TypedDict, TypeVar, overload
 
 __all__ = [
 '''
@@ -150,11 +150,48 @@ def render() -> str:
         r.record(schema)
     names = list(r.classes)
     out = [_HEADER]
-    out.extend(f'    "{n}",\n' for n in sorted(names))
+    out.extend(f'    "{n}",\n' for n in sorted([*names, _EMITTER]))
     out.append("]\n")
     for name in names:
         out.append("\n\n" + r.classes[name] + "\n")
+    out.append(_emitter(_event_types()))
     return "".join(out)
+
+
+#: the protocol of the processors' ``emit``, one overload per history event type
+_EMITTER = "EmitHistoryEvent"
+
+
+def _event_types() -> list[str]:
+    """The record names of ``HistoryEvent.attributes``' branches, in the schema's order."""
+    history = next(s for s in load_schema_set() if _short(s["name"]) == "HistoryEvent")
+    branches = next(f["type"] for f in history["fields"] if f["name"] == "attributes")
+    return [_short(b if isinstance(b, str) else b["name"]) for b in branches]
+
+
+def _emitter(events: list[str]) -> str:
+    """``EmitHistoryEvent``: ``emit(t, st, "TimerStarted", {...})`` with the attributes checked
+    against the event's own record (a misspelt attribute is a type checker's finding, not the
+    codec's at commit time); generic over the transition, state and event types."""
+    lines = [
+        "\n\n_T = TypeVar(\"_T\", contravariant=True)",
+        "_S = TypeVar(\"_S\", contravariant=True)",
+        "_R = TypeVar(\"_R\", covariant=True)",
+        "",
+        "",
+        f"class {_EMITTER}(Protocol[_T, _S, _R]):",
+        '    """A history event appended to a run, its attributes typed by its event type."""',
+    ]
+    for name in events:
+        lines += [
+            "",
+            "    @overload",
+            "    def __call__(",
+            f'        self, t: _T, st: _S, etype: Literal["{name}"], attributes: {name}, *, '
+            "request_id: str | None = None, ts: int | None = None",
+            "    ) -> _R: ...",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def write(path: Path | None = None) -> Path:
