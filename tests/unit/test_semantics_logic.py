@@ -442,3 +442,31 @@ def test_a_retried_reset_gets_its_first_answer_and_resets_once():
     assert again.replies[0] == {**first.replies[0], "reset_plan": None}
     assert again.duplicates == 1 and not again.events
     assert sum(e["attributes"][0] == "WorkflowExecutionTerminated" for e in d.h.events) == 1
+
+
+def test_a_started_child_event_without_its_run_is_stale_and_records_nothing():
+    """A child's "started" names its run (the engine sends it with the run it started); one that
+    does not is dropped as stale, where it failed the batch at commit (the event's run_id is
+    required)."""
+    f = Family()
+    f.h.start("parent", "Parent", [[1]])
+    (task,) = f.h.take_tasks("workflow")
+    d = Parent.__kadence_workflow__
+    inst = WorkflowInstance(d, WorkflowInfo(task["workflow_id"], task["run_id"], d.name, "q"), conv)
+    out = f.h.send(
+        "parent",
+        "RespondWorkflowTaskCompleted",
+        {"scheduled_seq": task["scheduled_seq"], "commands": inst.apply(task["events"], task["scheduled_seq"])},
+        run_id=task["run_id"],
+    )  # the child's StartWorkflow (in out.commands) is not delivered: the child is pending
+    (child,) = f.h.store.get_state("parent")["pending_children"]
+    assert child["run_id"] is None and any(btype == "StartWorkflow" for _, btype, *_ in out.commands)
+    before = len(f.h.events)
+    out = f.h.send(
+        "parent",
+        "ChildWorkflowEvent",
+        {"initiated_seq": child["initiated_seq"], "child_workflow_id": child["workflow_id"], "kind": "started"},
+        run_id=task["run_id"],
+    )
+    assert out.stale == 1 and len(f.h.events) == before
+    assert f.h.store.get_state("parent")["pending_children"][0]["run_id"] is None
