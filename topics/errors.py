@@ -21,12 +21,16 @@ translated where they enter (``raise ... from exc``)::
     ├── WrongPartitionError         a command was produced to a partition its key does not hash to
     ├── PayloadTooLargeError        a command over the Kafka message size limit (nothing was written)
     ├── InvalidIdentifierError      a bad workflow ID, task queue or name (nothing was sent)
+    ├── InvalidArgumentError        an argument that can never be valid (nothing was sent; ``field``)
     ├── InvalidQueryError           a bad visibility / history read-model query or cursor
     ├── ProjectionError             a projection cannot be rebuilt (e.g. a rebuild is running)
     ├── ArchiveError                an archived history cannot be written, read or verified
     ├── WorkflowError               outcomes of workflow operations
     │   ├── WorkflowAlreadyStartedError   (carries the existing run ID)
     │   ├── WorkflowNotFoundError
+    │   ├── CommandRejectedError    the engine refused a command (a run not running, a failed check)
+    │   ├── ResetRejectedError      the engine refused a reset (nothing changed)
+    │   ├── WorkflowQuarantinedError  the engine cannot read the run's state (dead-lettered)
     │   ├── WorkflowFailureError    the run failed; carries the recorded Failure
     │   │   ├── WorkflowTerminatedError   it was terminated (the reason is the message)
     │   │   └── WorkflowTimedOutError     its run or execution timeout passed
