@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import time
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kadence.topics import Catalogue, KafkaConfig, serde
 
@@ -14,15 +14,23 @@ def _watermarks(consumer: Consumer, tp: TopicPartition) -> tuple[int, int]:
     """The partition's offsets; a retriable error (a leader the broker is still electing, seen
     as NOT_LEADER_FOR_PARTITION on a loaded single broker in CI) is asked again for up to 30 s,
     as the engine's own readers wait (``CompactedTable``): 5 s was too short in one CI run, the
-    replies topic of a namespace created a moment before, with the full suite beside it."""
+    replies topic of a namespace created a moment before, with the full suite beside it. The error
+    librdkafka gives here is not flagged retriable (``retriable()`` is False for it): the codes of
+    an election in progress are retried by name, as the engine's readers do (CI, session 65)."""
     deadline = time.monotonic() + 30
     while True:
         try:
             return consumer.get_watermark_offsets(tp, timeout=10)
         except KafkaException as exc:
-            if not exc.args[0].retriable() or time.monotonic() > deadline:
+            err = exc.args[0]
+            electing = err.code() in _ELECTING
+            if not (err.retriable() or electing) or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+#: a partition whose leader the broker is still electing (a topic created a moment before)
+_ELECTING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
 
 
 def read_topic(config: KafkaConfig, topic: str, record: str | None = None) -> list[tuple]:
