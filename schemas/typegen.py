@@ -174,9 +174,9 @@ def _emitter(events: list[str]) -> str:
     against the event's own record (a misspelt attribute is a type checker's finding, not the
     codec's at commit time); generic over the transition, state and event types."""
     lines = [
-        "\n\n_T = TypeVar(\"_T\", contravariant=True)",
-        "_S = TypeVar(\"_S\", contravariant=True)",
-        "_R = TypeVar(\"_R\", covariant=True)",
+        '\n\n_T = TypeVar("_T", contravariant=True)',
+        '_S = TypeVar("_S", contravariant=True)',
+        '_R = TypeVar("_R", covariant=True)',
         "",
         "",
         f"class {_EMITTER}(Protocol[_T, _S, _R]):",
