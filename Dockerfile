@@ -27,6 +27,7 @@ COPY connectors/ connectors/
 COPY cli/ cli/
 COPY samples/ samples/
 COPY testing/ testing/
+COPY devstack/ devstack/
 COPY operations/ operations/
 RUN /opt/kadence/bin/pip install --no-cache-dir --no-deps --no-build-isolation . \
     && /opt/kadence/bin/kadence --help >/dev/null

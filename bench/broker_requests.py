@@ -2,7 +2,7 @@
 ``kafka.network:type=RequestMetrics,name=RequestsPerSec,request=<API>`` meters' counts, read
 over JMX with Kafka's own ``JmxTool`` (a JVM started per reading: read before and after a
 window, not during it). The dev stack's broker serves JMX on the loopback
-(``KADENCE_BROKER_JMX_PORT``, ``testing/devstack.py``); without it the readings are empty."""
+(``KADENCE_BROKER_JMX_PORT``, ``devstack/services.py``); without it the readings are empty."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import re
 import subprocess
 
-from kadence.testing.devstack import java_binary, resolve_jars
+from kadence.devstack.services import java_binary, resolve_jars
 
 _NAME = re.compile(r"request=([A-Za-z]+)")
 #: meters that count a part of another's requests again

@@ -119,7 +119,7 @@ def own_cluster(config: dict | None = None):
     """A three-node PLAINTEXT cluster for a scenario of its own (``replication``, ``rebalance``),
     not started; each node's heap ``KADENCE_KAFKA_HEAP_MB`` (512); ``config``: more
     ``server.properties`` entries."""
-    from kadence.testing import devcluster
+    from kadence.devstack import cluster as devcluster
 
     return devcluster.KafkaCluster(
         3, die_with_parent=True, heap_mb=int(os.environ.get("KADENCE_KAFKA_HEAP_MB") or 512), config=config

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The dev stack's launcher (``make dev``, ``make test``, ``make bench``, ``make chaos``,
 ``.ci/run``). Standard library only: it runs with the system python3 before the package is
-installed (it installs what the venv needs first), and loads ``testing/devstack.py`` (the single
-broker and Redis) and ``testing/devcluster.py`` (the replicated, secured cluster) from their files.
+installed (it installs what the venv needs first), and loads ``devstack/services.py`` (the single
+broker and Redis) and ``devstack/cluster.py`` (the replicated, secured cluster) from their files.
 
     python3 scripts/devstack.py run -- <command...>   # start a broker and Redis, run the command, stop both
     python3 scripts/devstack.py jars                  # only resolve the broker jars
@@ -24,18 +24,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-_TESTING = Path(__file__).resolve().parent.parent / "testing"
+_DEVSTACK = Path(__file__).resolve().parent.parent / "devstack"
 
 
 def _load(name, filename):
-    spec = importlib.util.spec_from_file_location(name, _TESTING / filename)
+    spec = importlib.util.spec_from_file_location(name, _DEVSTACK / filename)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # devcluster finds devstack under this name
+    sys.modules[name] = module  # the cluster and the registry find the services under this name
     spec.loader.exec_module(module)
     return module
 
 
-devstack = _load("kadence_devstack", "devstack.py")
+devstack = _load("kadence_devstack", "services.py")
 _cluster = None
 _registry = None
 
@@ -44,7 +44,7 @@ def _devregistry():
     """The schema registry module, loaded when a run starts one."""
     global _registry
     if _registry is None:
-        _registry = _load("kadence_devregistry", "devregistry.py")
+        _registry = _load("kadence_devregistry", "registry.py")
     return _registry
 
 
@@ -52,7 +52,7 @@ def _devcluster():
     """The cluster module, loaded when a run asks for a cluster."""
     global _cluster
     if _cluster is None:
-        _cluster = _load("kadence_devcluster", "devcluster.py")
+        _cluster = _load("kadence_devcluster", "cluster.py")
     return _cluster
 
 

@@ -8,7 +8,7 @@ Fixtures:
 
   - ``devstack`` (default): the ones ``KADENCE_KAFKA_BOOTSTRAP`` / ``KADENCE_REDIS_URL`` name
     when set (a test run under ``scripts/devstack.py run``), else a broker and a Redis started
-    here by ``kadence.testing.devstack`` (Kafka's jars from Maven Central, Java and
+    here by ``kadence.devstack.services`` (Kafka's jars from Maven Central, Java and
     redis-server from the system; stopped at the end of the session);
   - ``testcontainers``: the testcontainers Kafka and Redis modules (``pip install
     'kadence[testcontainers]'``, a Docker engine); not tested here, where no engine runs;
@@ -74,7 +74,7 @@ def _choice(config: pytest.Config) -> str:
 
 
 def _devstack() -> Generator[KadenceStack, None, None]:
-    from kadence.testing import devstack
+    from kadence.devstack import services as devstack
 
     bootstrap, redis_url = os.environ.get("KADENCE_KAFKA_BOOTSTRAP"), os.environ.get("KADENCE_REDIS_URL")
     services: list[devstack.KafkaBroker | devstack.RedisServer] = []

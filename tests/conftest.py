@@ -18,7 +18,7 @@ def kafka_bootstrap():
     if bootstrap:
         yield bootstrap
         return
-    from kadence.testing import devstack  # the project's own broker launcher
+    from kadence.devstack import services as devstack  # the project's own broker launcher
 
     broker = devstack.KafkaBroker(die_with_parent=True)
     try:

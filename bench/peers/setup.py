@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from kadence.testing.devstack import apt_install
+from kadence.devstack.services import apt_install
 
 HERE = Path(__file__).resolve().parent
 VENV = HERE / ".venv"

@@ -2,7 +2,7 @@
 unserved when a processor is SIGKILLed, when every processor is restarted gracefully one after
 another, and when a processor is added and removed.
 
-The scenario starts a three-node cluster of its own (``kadence.testing.devcluster.KafkaCluster``,
+The scenario starts a three-node cluster of its own (``kadence.devstack.cluster.KafkaCluster``,
 PLAINTEXT), a namespace of ``KADENCE_BENCH_REBALANCE_PARTITIONS`` partitions (12) at RF 3, three
 processors, three timer services and four workers, and keeps 3-activity workflows in flight
 (``KADENCE_BENCH_REBALANCE_CONCURRENCY``, 64). ``kadence.testing.PartitionProbes`` asks every

@@ -1,7 +1,7 @@
 """Scenario: the cost of replication (issue 43): the 3-activity throughput on namespaces with
 replication factor 3 (``min.insync.replicas`` 2; the engine's producers write with
 ``acks=all``) beside replication factor 1, on one three-node KRaft cluster the scenario starts
-for itself (``kadence.testing.devcluster.KafkaCluster``, PLAINTEXT; the bench's own broker is not
+for itself (``kadence.devstack.cluster.KafkaCluster``, PLAINTEXT; the bench's own broker is not
 used). Both namespaces run on the same three brokers, so the ratio is the price of the replicas,
 not of a bigger cluster.
 

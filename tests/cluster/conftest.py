@@ -1,7 +1,7 @@
 """A replicated, secured Kafka cluster for the tests of this folder: three KRaft nodes (RF 3,
 min ISR 2) with a SASL_SSL listener (SCRAM-SHA-512, a throw-away CA), a mutual-TLS listener
 (``mtls_bootstrap``: clients authenticate with a certificate) and ACLs, started once for the
-folder by ``kadence.testing.devcluster.KafkaCluster``. Users: ``app``, granted every component's
+folder by ``kadence.devstack.cluster.KafkaCluster``. Users: ``app``, granted every component's
 ACLs (``kadence acls``) in the namespace ``NAMESPACE`` (docs/deploy.md, "ACLs"); ``stranger``,
 granted nothing; and
 ``least-{component}`` for each of ``LEAST_PRIVILEGE``, granted what ``kadence acls`` gives them."""
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kadence.testing import devcluster, devstack
+from kadence.devstack import cluster as devcluster
+from kadence.devstack import services as devstack
 from kadence.topics import Catalogue, KafkaConfig
 from kadence.topics.acls import COMPONENTS, apply_acls
 

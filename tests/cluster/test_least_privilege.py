@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from kadence import Client
+from kadence.devstack import services as devstack
 from kadence.readmodels.visibility import VisibilityFilter, VisibilityReader
 from kadence.samples import order_fulfilment as sample
-from kadence.testing import devstack
 from kadence.topics import KafkaConfig
 from kadence.topics.acls import kafka_acls_commands
 

@@ -7,7 +7,7 @@ from tests.integration.conftest import client, kafka_config, processors, pytest_
 def own_broker(request):
     """A broker of the test's own, for tests that restart it (the session's broker stays up).
     A test marked ``broker_config({...})`` gets those server.properties entries on top."""
-    from kadence.testing import devstack  # the project's broker launcher
+    from kadence.devstack import services as devstack  # the project's broker launcher
 
     marker = request.node.get_closest_marker("broker_config")
     broker = devstack.KafkaBroker(die_with_parent=True, config=marker.args[0] if marker else None)

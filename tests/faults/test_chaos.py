@@ -118,7 +118,7 @@ async def test_chaos_on_a_replicated_cluster_keeps_every_invariant(tmp_path, mon
     in its place), the active controller SIGKILLed. The time from each fault to the first
     command answered on every commands partition is printed and stored. ``make chaos`` with
     ``CHAOS_CLUSTER=1`` runs it over many seeds; ``make test`` does not (marker ``chaos_cluster``)."""
-    from kadence.testing import devcluster
+    from kadence.devstack import cluster as devcluster
 
     seed = int(os.environ.get("KADENCE_CHAOS_SEED") or random.randrange(2**32))
     # the broker session at Kafka's default (9 s): two starved cores hold three nodes and the engine

@@ -116,6 +116,6 @@ def commands_for(config: KafkaConfig, workflow_id: str) -> list[str]:
 
 def devstack():
     """The dev stack's launcher (its RedisServer gives a test a Redis it may stop)."""
-    from kadence.testing import devstack as module
+    from kadence.devstack import services as module
 
     return module

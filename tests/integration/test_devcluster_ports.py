@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import socket
 
-from kadence.testing import devcluster, devstack
+from kadence.devstack import cluster as devcluster
+from kadence.devstack import services as devstack
 
 
 def test_a_first_start_moves_to_fresh_ports_when_one_was_taken():

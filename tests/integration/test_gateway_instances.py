@@ -184,7 +184,7 @@ def test_auth_is_on_by_default_and_needs_redis(gw_config, tmp_path):
 async def test_mutual_tls_turns_away_a_client_without_a_certificate_from_its_ca(gateways, tmp_path):
     """``--tls-client-ca``: a client certificate signed by that CA is required; one from another
     CA, or none, fails the handshake."""
-    from kadence.testing.devcluster import TlsMaterial
+    from kadence.devstack.cluster import TlsMaterial
 
     tls = TlsMaterial(tmp_path / "tls").make()
     client_key, client_cert = tls.issue("gateway-client")

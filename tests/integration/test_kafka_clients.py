@@ -14,7 +14,7 @@ import time
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from kadence import Worker, kafka
-from kadence.testing import devstack
+from kadence.devstack import services as devstack
 from kadence.topics.catalogue import Catalogue, TopicSpec
 from kadence.topics.partitioner import partition_for
 from tests.support.programs import CLIENTS, Greeter, run_program

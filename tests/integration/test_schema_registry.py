@@ -26,7 +26,8 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from kadence import Client, Worker
 from kadence.cli.main import main as cli
-from kadence.testing import devregistry, devstack
+from kadence.devstack import registry as devregistry
+from kadence.devstack import services as devstack
 from kadence.topics import serde
 from kadence.topics.catalogue import Catalogue
 from kadence.topics.errors import (

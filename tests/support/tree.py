@@ -19,6 +19,7 @@ FOLDERS = {
     "samples": ("samples", "kadence.samples"),
     "cli": ("cli", "kadence.cli"),
     "testing": ("testing", "kadence.testing"),
+    "devstack": ("devstack", "kadence.devstack"),
     "operations": ("operations", "kadence.operations"),
 }
 

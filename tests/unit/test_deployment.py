@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 import yaml
 
-from kadence.testing.devstack import cache_root
+from kadence.devstack.services import cache_root
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_GO = "v2.16.2"

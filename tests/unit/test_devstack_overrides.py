@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kadence.testing import devcluster, devstack
+from kadence.devstack import cluster as devcluster
+from kadence.devstack import services as devstack
 
 
 def test_overrides_are_read_as_key_value_pairs():

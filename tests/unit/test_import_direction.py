@@ -8,7 +8,8 @@ The repository folders map to the namespace ``kadence.*``; the SDK is the top-le
 processors/ is an import of the SDK, while ``kadence.topics...`` is fine. ``cli/`` sits above
 everything and is not restricted; ``samples/`` and ``operations/`` may import only the SDK and ``kadence.topics``;
 ``testing/`` (``kadence.testing``, the users' test kit) may import the processors and the SDK,
-and nothing imports it.
+and nothing imports it; ``devstack/`` (``kadence.devstack``, the brokers, Redis and registry the
+project's own runs start) imports nothing of Kadence, and the test kit's plugin uses it.
 
 Every ``import``/``from ... import`` statement counts, wherever it is (inside functions, under
 ``if TYPE_CHECKING:``), and so do ``importlib.import_module("...")``/``__import__("...")`` calls
@@ -39,7 +40,10 @@ ALLOWED = {
     "samples": {"sdk", "topics", "gateway", "samples"},
     "cli": None,
     # the test kit runs the engine's state machine under the SDK's replay loop, in one process
-    "testing": {"schemas", "topics", "storage", "processors", "sdk", "testing"},
+    "testing": {"schemas", "topics", "storage", "processors", "sdk", "testing", "devstack"},
+    # the dev stack's launchers: loaded from their files by scripts/devstack.py before any
+    # virtualenv exists, so the standard library and each other only
+    "devstack": {"devstack"},
     # operator workflows (batch operations) built on the SDK, like the samples
     "operations": {"sdk", "topics", "readmodels", "operations"},
 }

@@ -60,7 +60,7 @@ def test_the_projections_take_the_same_tls_and_sasl_settings_as_every_other_clie
     import faust
 
     from kadence.connectors.projection_app import faust_credentials
-    from kadence.testing.devcluster import TlsMaterial
+    from kadence.devstack.cluster import TlsMaterial
 
     assert faust_credentials(KAFKA) is None
     tls = TlsMaterial(tmp_path / "tls").make()

@@ -20,6 +20,7 @@ PRODUCT = (
     "readmodels",
     "storage",
     "testing",
+    "devstack",
     "operations",
 )
 GENERATED = {"schemas/records.py"}

@@ -4,7 +4,7 @@ Standard library only, so it runs with the system python3 before any virtualenv 
 launcher, ``scripts/devstack.py``, loads it from its file: ``run``, ``jars``, ``deps``).
 
 As a module: ``KafkaBroker`` and ``RedisServer`` (start/stop/kill/restart, context managers);
-the replicated, secured cluster (``KafkaCluster``, ``TlsMaterial``) is ``kadence.testing.devcluster``.
+the replicated, secured cluster (``KafkaCluster``, ``TlsMaterial``) is ``kadence.devstack.cluster``.
 See docs/dev-stack.md for the environment variables and troubleshooting.
 """
 
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Self
 from urllib.parse import urlparse
 
 if TYPE_CHECKING:
-    from .devcluster import KafkaCluster
+    from .cluster import KafkaCluster
 
 DEFAULT_KAFKA_VERSION = "4.1.1"
 APT_PACKAGES = {

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Kadence development stack: a replicated, secured Kafka cluster on loopback, as Kafka teams run
-in production (issue 43); the single broker and Redis are ``kadence.testing.devstack``.
+in production (issue 43); the single broker and Redis are ``kadence.devstack.services``.
 
 Standard library only, like devstack: ``scripts/devstack.py run`` loads it from its file when
 ``KADENCE_KAFKA_BROKERS`` or ``KADENCE_KAFKA_SECURITY`` asks for a cluster (docs/dev-stack.md,
 "A replicated, secured cluster").
 
-    from kadence.testing.devcluster import KafkaCluster
+    from kadence.devstack.cluster import KafkaCluster
     with KafkaCluster(3, secure=True, users={"app": "secret"}) as cluster:
         cluster.grant_namespace("app", "orders")
         env = cluster.client_env("app")     # KADENCE_KAFKA_* for a process connecting as app
@@ -24,8 +24,8 @@ import time
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
-if __package__:  # kadence.testing.devcluster
-    from . import devstack as _stack
+if __package__:  # kadence.devstack.cluster
+    from . import services as _stack
 else:  # loaded from its file by devstack (scripts/devstack.py), which registered itself first
     _stack = sys.modules["kadence_devstack"]
 

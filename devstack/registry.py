@@ -7,7 +7,7 @@ Standard library only, like devstack: ``scripts/devstack.py run`` loads it from 
 exports ``KADENCE_DEV_SCHEMA_REGISTRY_URL`` (not ``KADENCE_SCHEMA_REGISTRY_URL``: without it
 configured, Kadence writes its own format, as before). As a module::
 
-    from kadence.testing.devregistry import SchemaRegistryServer
+    from kadence.devstack.registry import SchemaRegistryServer
     with SchemaRegistryServer() as registry:
         print(registry.url)    # http://127.0.0.1:PORT/apis/ccompat/v6
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Self
 
 if __package__:
-    from . import devstack as _stack
+    from . import services as _stack
 else:  # loaded from its file by scripts/devstack.py, which registered devstack first
     _stack = sys.modules["kadence_devstack"]
 
