@@ -88,3 +88,13 @@ def test_a_bad_value_is_refused_naming_the_variable(monkeypatch):
         tune_collector_from_env()
     monkeypatch.setenv("KADENCE_GC_FULL_EVERY_S", "120")
     assert from_env(CollectorSettings).full_every_s == 120.0
+
+
+def test_a_full_pass_runs_at_exit_while_the_interpreter_is_whole(collector, full_collections, monkeypatch):
+    registered = []
+    monkeypatch.setattr("atexit.register", registered.append)
+    collector.append(tune_collector(CollectorSettings(full_every_s=3600)))
+    assert len(registered) == 1
+    full_collections.clear()
+    registered[0]()  # what the interpreter calls at exit, before finalization
+    assert full_collections.is_set()
